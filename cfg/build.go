@@ -1,0 +1,336 @@
+package cfg
+
+import (
+	"sort"
+
+	"blpp/cfg/x86"
+)
+
+// env is what building one procedure's graph needs to know about the rest
+// of the program.
+type env interface {
+	// funcAt returns the procedure whose entry is addr, or nil.
+	funcAt(addr uint64) *Function
+	// noReturn reports whether a call to addr never returns.
+	noReturn(addr uint64) bool
+}
+
+// maxInsts bounds the instructions decoded for one procedure.
+const maxInsts = 1 << 20
+
+// builder decodes one procedure by recursive traversal from its entry and
+// turns the instructions into blocks and edges.
+type builder struct {
+	b   *Binary
+	env env
+	f   *Function
+	g   *Graph
+
+	ranges []Range
+	cover  [][]int32 // per range, per byte: 1+index of the instruction covering it
+	insts  []x86.Inst
+	work   []uint64
+	// leaders are block starts besides those implied by control transfers.
+	leaders map[uint64]bool
+	// fallOut maps an instruction that runs off the end of the range into
+	// the entry of the next procedure (an implicit tail call) to that entry.
+	fallOut map[uint64]uint64
+	// callNoRet marks call instructions whose callee does not return.
+	callNoRet map[uint64]bool
+	// indirect jumps: resolved tables, and jumps taken as indirect tail calls.
+	pending   []int
+	tables    map[uint64]*JumpTable
+	indTail   map[uint64]bool
+	tailCalls map[uint64]uint64 // direct jmp/jcc address -> callee entry
+}
+
+// buildGraph analyses one procedure. It never panics on any input: every
+// problem becomes a Reason.
+func buildGraph(b *Binary, e env, f *Function) *Graph {
+	g := &Graph{Func: f}
+	if f.PLT {
+		g.fail(ReasonPLT, f.Addr, "PLT stub %s", f.Name)
+		return g
+	}
+	for _, r := range f.Ranges() {
+		if c := b.Code(r.Addr); c == nil || uint64(len(c)) < r.Size {
+			g.fail(ReasonNoCode, r.Addr, "range of %d bytes is not in executable file data", r.Size)
+			return g
+		}
+	}
+	bd := &builder{b: b, env: e, f: f, g: g, ranges: f.Ranges(),
+		leaders: map[uint64]bool{f.Addr: true}, fallOut: map[uint64]uint64{},
+		callNoRet: map[uint64]bool{}, tables: map[uint64]*JumpTable{},
+		indTail: map[uint64]bool{}, tailCalls: map[uint64]uint64{}}
+	bd.cover = make([][]int32, len(bd.ranges))
+	for i, r := range bd.ranges {
+		bd.cover[i] = make([]int32, r.Size)
+	}
+	bd.work = append(bd.work, f.Addr)
+	for {
+		bd.decodeAll()
+		if g.Reason != ReasonOK || len(bd.pending) == 0 {
+			break
+		}
+		p := bd.pending
+		bd.pending = nil
+		for _, i := range p {
+			bd.resolveIndirect(i)
+		}
+	}
+	bd.makeBlocks()
+	if g.Reason == ReasonOK && f.Size < 5 {
+		g.fail(ReasonTooShort, f.Addr, "%d bytes, shorter than the 5-byte jump that redirects it", f.Size)
+	}
+	return g
+}
+
+// rangeOf returns the index of the range holding addr, or -1.
+func (bd *builder) rangeOf(addr uint64) int {
+	for i, r := range bd.ranges {
+		if r.Contains(addr) {
+			return i
+		}
+	}
+	return -1
+}
+
+// instAt returns the index of the instruction starting at addr, or -1.
+func (bd *builder) instAt(addr uint64) int {
+	ri := bd.rangeOf(addr)
+	if ri < 0 {
+		return -1
+	}
+	c := bd.cover[ri][addr-bd.ranges[ri].Addr]
+	if c == 0 || bd.insts[c-1].Addr != addr {
+		return -1
+	}
+	return int(c - 1)
+}
+
+// target handles the destination of a direct jump or conditional branch:
+// inside the procedure it is queued for decoding, at another procedure's
+// entry it is a tail call, anywhere else the procedure is refused.
+func (bd *builder) target(from, t uint64) {
+	if bd.rangeOf(t) >= 0 {
+		bd.leaders[t] = true
+		bd.work = append(bd.work, t)
+		return
+	}
+	if bd.env.funcAt(t) != nil {
+		bd.tailCalls[from] = t
+		return
+	}
+	bd.g.fail(ReasonEscapingJump, from, "jump to %#x, which is neither inside the function nor a function entry", t)
+}
+
+func (bd *builder) decodeAll() {
+	g := bd.g
+	for len(bd.work) > 0 && g.Reason == ReasonOK {
+		a := bd.work[len(bd.work)-1]
+		bd.work = bd.work[:len(bd.work)-1]
+		for g.Reason == ReasonOK {
+			ri := bd.rangeOf(a)
+			if ri < 0 {
+				break // caller checked; defensive
+			}
+			r := bd.ranges[ri]
+			off := a - r.Addr
+			if c := bd.cover[ri][off]; c != 0 {
+				if bd.insts[c-1].Addr != a {
+					g.fail(ReasonOverlap, a, "control reaches the middle of the instruction at %#x", bd.insts[c-1].Addr)
+				}
+				break
+			}
+			if len(bd.insts) >= maxInsts {
+				g.fail(ReasonTooLarge, a, "more than %d instructions", maxInsts)
+				break
+			}
+			code := bd.b.Code(a)
+			if rem := r.End() - a; uint64(len(code)) > rem {
+				code = code[:rem]
+			}
+			inst, err := x86.Decode(code, a)
+			if err != nil {
+				g.fail(ReasonBadDecode, a, "%v", err)
+				break
+			}
+			idx := int32(len(bd.insts)) + 1
+			for k := uint64(0); k < uint64(inst.Len); k++ {
+				if bd.cover[ri][off+k] != 0 {
+					g.fail(ReasonOverlap, a, "instruction overlaps the one at %#x", bd.insts[bd.cover[ri][off+k]-1].Addr)
+					break
+				}
+				bd.cover[ri][off+k] = idx
+			}
+			if g.Reason != ReasonOK {
+				break
+			}
+			bd.insts = append(bd.insts, inst)
+			next := a + uint64(inst.Len)
+			cont := false
+			switch inst.Kind {
+			case x86.Call, x86.CallIndirect:
+				if inst.Kind == x86.Call && bd.env.noReturn(inst.Target) {
+					bd.callNoRet[a] = true
+					break
+				}
+				if bd.rangeOf(next) < 0 {
+					// A call as the last instruction: the compiler knew the
+					// callee does not return.
+					bd.callNoRet[a] = true
+					break
+				}
+				cont = true
+			case x86.Jcc:
+				bd.target(a, inst.Target)
+				cont = true
+			case x86.Jmp:
+				bd.target(a, inst.Target)
+			case x86.JmpIndirect:
+				bd.pending = append(bd.pending, len(bd.insts)-1)
+			case x86.Ret, x86.Halt:
+			default:
+				cont = true
+			}
+			if !cont {
+				break
+			}
+			if bd.rangeOf(next) < 0 {
+				if bd.env.funcAt(next) != nil {
+					bd.fallOut[a] = next
+				} else {
+					g.fail(ReasonFallsOff, a, "execution continues past the end of the function")
+				}
+				break
+			}
+			a = next
+		}
+	}
+}
+
+// makeBlocks splits the decoded instructions into blocks and adds edges.
+func (bd *builder) makeBlocks() {
+	g, insts := bd.g, bd.insts
+	if len(insts) == 0 {
+		return
+	}
+	sort.Slice(insts, func(i, j int) bool { return insts[i].Addr < insts[j].Addr })
+	ends := func(in *x86.Inst) bool {
+		switch in.Kind {
+		case x86.Other, x86.Syscall:
+			return bd.fallOut[in.Addr] != 0
+		}
+		return true
+	}
+	blockOf := make(map[uint64]BlockID)
+	var cur *Block
+	for i := range insts {
+		in := &insts[i]
+		if cur == nil || bd.leaders[in.Addr] || cur.End != in.Addr {
+			g.Blocks = append(g.Blocks, Block{Addr: in.Addr, End: in.Addr})
+			cur = &g.Blocks[len(g.Blocks)-1]
+			blockOf[in.Addr] = BlockID(len(g.Blocks) - 1)
+		}
+		cur.End = in.Addr + uint64(in.Len)
+		cur.Last = in.Addr
+		cur.Insts++
+		cur.FlagsUse |= in.Reads &^ cur.FlagsDef
+		cur.FlagsDef |= in.Writes
+		if ends(in) {
+			cur = nil
+		}
+	}
+	// Blocks are in address order; move the entry block to index 0 and
+	// keep the rest sorted, as BlockAt expects.
+	if e := blockOf[bd.f.Addr]; e != 0 {
+		eb := g.Blocks[e]
+		copy(g.Blocks[1:e+1], g.Blocks[:e])
+		g.Blocks[0] = eb
+		for a, id := range blockOf {
+			switch {
+			case id == e:
+				blockOf[a] = 0
+			case id < e:
+				blockOf[a] = id + 1
+			}
+		}
+	}
+	lastInst := make(map[uint64]*x86.Inst, len(g.Blocks))
+	for i := range insts {
+		lastInst[insts[i].Addr] = &insts[i]
+	}
+	for id := range g.Blocks {
+		blk := &g.Blocks[id]
+		from := BlockID(id)
+		in := lastInst[blk.Last]
+		next := blk.End
+		fall := func(kind EdgeKind) {
+			if t, ok := blockOf[next]; ok {
+				g.addEdge(Edge{From: from, To: t, Kind: kind})
+			} else if fo := bd.fallOut[in.Addr]; fo != 0 {
+				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall, Target: fo})
+			}
+		}
+		branch := func(t uint64) {
+			if callee, ok := bd.tailCalls[in.Addr]; ok {
+				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall, Target: callee})
+			} else if b, ok := blockOf[t]; ok {
+				g.addEdge(Edge{From: from, To: b, Kind: EdgeBranch})
+			}
+		}
+		switch in.Kind {
+		case x86.Other, x86.Syscall:
+			fall(EdgeFallThrough)
+		case x86.Call, x86.CallIndirect:
+			cs := CallSite{Addr: in.Addr, Len: in.Len, Block: from, NoReturn: bd.callNoRet[in.Addr]}
+			if in.Kind == x86.Call {
+				cs.Target = in.Target
+			}
+			g.Calls = append(g.Calls, cs)
+			if cs.NoReturn {
+				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeNoReturn, Target: cs.Target})
+			} else {
+				fall(EdgeCallReturn)
+			}
+		case x86.Jcc:
+			branch(in.Target)
+			fall(EdgeFallThrough)
+		case x86.Jmp:
+			branch(in.Target)
+		case x86.Ret:
+			g.addEdge(Edge{From: from, To: Exit, Kind: EdgeReturn})
+		case x86.Halt:
+			g.addEdge(Edge{From: from, To: Exit, Kind: EdgeHalt})
+		case x86.JmpIndirect:
+			if jt := bd.tables[in.Addr]; jt != nil {
+				jt.Block = from
+				seen := make(map[uint64]bool)
+				for _, t := range jt.Targets {
+					if seen[t] {
+						continue
+					}
+					seen[t] = true
+					if b, ok := blockOf[t]; ok {
+						g.addEdge(Edge{From: from, To: b, Kind: EdgeJumpTable})
+					}
+				}
+			} else if bd.indTail[in.Addr] {
+				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall})
+			}
+		}
+	}
+	for _, jt := range bd.tables {
+		g.Tables = append(g.Tables, *jt)
+	}
+	sort.Slice(g.Tables, func(i, j int) bool { return g.Tables[i].Jump < g.Tables[j].Jump })
+	// A block left without successors can only come from an analysis that
+	// stopped early; such graphs are not instrumentable anyway.
+	if g.Reason == ReasonOK {
+		for id := range g.Blocks {
+			if len(g.Blocks[id].Succs) == 0 {
+				g.fail(ReasonUnresolvedIndirectJump, g.Blocks[id].Last, "block has no successor")
+			}
+		}
+	}
+}

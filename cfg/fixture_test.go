@@ -1,0 +1,202 @@
+package cfg_test
+
+import (
+	"debug/elf"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"blpp/cfg"
+	"blpp/internal/fixture"
+)
+
+// symbolAddrs maps function names to entries using the unstripped build's
+// .symtab (strip does not move code, so the stripped twin has the same
+// addresses).
+func symbolAddrs(t *testing.T, path string) map[string]uint64 {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	m := map[string]uint64{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+			m[s.Name] = s.Value
+		}
+	}
+	return m
+}
+
+// TestFixtures analyses every fixture in every configuration of the matrix
+// and checks the facts the fixture package verified independently from
+// objdump: every symbol and FDE is a function, loops and their nesting,
+// jump-table targets, no-return functions, tail calls, .cold fragments,
+// and that every function the fixture describes is instrumentable.
+func TestFixtures(t *testing.T) {
+	for _, c := range fixture.Matrix() {
+		c := c
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			for _, e := range fixture.Expectations() {
+				checkFixture(t, e, c)
+			}
+		})
+	}
+}
+
+func checkFixture(t *testing.T, e fixture.Expect, c fixture.Config) {
+	path := fixture.Build(t, e.Source, c)
+	twin := c
+	twin.Strip = false
+	names := symbolAddrs(t, fixture.Build(t, e.Source, twin))
+	b, err := cfg.Open(path)
+	if err != nil {
+		t.Fatalf("%s: %v", e.Source, err)
+	}
+	p := cfg.Analyze(b, cfg.Options{})
+	where := e.Source + " " + c.String()
+
+	// Every function symbol and every FDE start is a function entry or a
+	// fragment of one.
+	starts := map[uint64]bool{}
+	for _, f := range p.Funcs {
+		starts[f.Addr] = true
+		for _, part := range f.Parts {
+			starts[part.Addr] = true
+		}
+	}
+	for _, s := range b.Symbols() {
+		if !starts[s.Addr] {
+			t.Errorf("%s: symbol %s at %#x is not a function", where, s.Name, s.Addr)
+		}
+	}
+	for _, fde := range b.FDEs() {
+		if !starts[fde.Addr] {
+			t.Errorf("%s: FDE at %#x is not a function", where, fde.Addr)
+		}
+	}
+
+	cold := map[string]bool{}
+	for _, n := range e.ColdFragment {
+		cold[n] = true
+	}
+	for _, name := range e.Names() {
+		fe, ok := e.Func(name, c)
+		if !ok {
+			continue
+		}
+		addr, ok := names[name]
+		if !ok {
+			t.Errorf("%s: fixture function %s has no symbol", where, name)
+			continue
+		}
+		f := p.FuncAt(addr)
+		if f == nil {
+			t.Errorf("%s: %s at %#x not found", where, name, addr)
+			continue
+		}
+		g := p.Graph(f)
+		if !g.Instrumentable() {
+			t.Errorf("%s: %s not instrumentable: %v: %s", where, name, g.Reason, g.Detail)
+			continue
+		}
+		var depths []int
+		irreducible := false
+		for _, l := range g.Loops {
+			if l.Irreducible {
+				irreducible = true
+				continue
+			}
+			depths = append(depths, naturalDepth(g, l))
+		}
+		sort.Ints(depths)
+		if got, want := fmt.Sprint(depths), fmt.Sprint(fe.Depths); len(depths) != fe.Loops || got != want && fe.Loops > 0 {
+			t.Errorf("%s: %s: natural loops at depths %v, want %d loops at %v", where, name, depths, fe.Loops, fe.Depths)
+		}
+		if irreducible != fe.Irreducible {
+			t.Errorf("%s: %s: irreducible = %v, want %v", where, name, irreducible, fe.Irreducible)
+		}
+		targets := map[uint64]bool{}
+		for _, jt := range g.Tables {
+			for _, a := range jt.Targets {
+				targets[a] = true
+			}
+		}
+		if len(targets) != fe.JumpTableTargets {
+			t.Errorf("%s: %s: jump tables give %d distinct targets, want %d", where, name, len(targets), fe.JumpTableTargets)
+		}
+		if got := p.NoReturn(f.Addr); got != fe.NoReturn {
+			t.Errorf("%s: %s: no-return = %v, want %v", where, name, got, fe.NoReturn)
+		}
+		var tails []string
+		for _, ed := range g.Edges {
+			if ed.Kind == cfg.EdgeTailCall && ed.Target != 0 {
+				if callee := p.FuncAt(ed.Target); callee != nil {
+					tails = append(tails, callee.Name)
+				}
+			}
+		}
+		for _, want := range fe.TailCalls {
+			if !containsName(p, tails, want) {
+				t.Errorf("%s: %s: no tail call to %s (have %v)", where, name, want, tails)
+			}
+		}
+		hasCold := len(f.Parts) > 0
+		wantCold := cold[name] && c.CC == "gcc" && (c.Opt == "-O2" || c.Opt == "-O3") && !c.Strip
+		if hasCold != wantCold && !c.Strip {
+			t.Errorf("%s: %s: has .cold fragment = %v, want %v", where, name, hasCold, wantCold)
+		}
+	}
+}
+
+// naturalDepth counts the natural loops containing l's header, l included,
+// as the fixture expectations define depth.
+func naturalDepth(g *cfg.Graph, l cfg.Loop) int {
+	d := 0
+	for _, o := range g.Loops {
+		if o.Irreducible {
+			continue
+		}
+		i := sort.Search(len(o.Blocks), func(i int) bool { return o.Blocks[i] >= l.Header })
+		if i < len(o.Blocks) && o.Blocks[i] == l.Header {
+			d++
+		}
+	}
+	return d
+}
+
+func containsName(p *cfg.Program, have []string, want string) bool {
+	for _, h := range have {
+		if h == want || strings.TrimSuffix(h, "@plt") == want {
+			return true
+		}
+	}
+	for _, f := range p.Funcs {
+		if f.Name == want || strings.TrimSuffix(f.Name, "@plt") == want {
+			for _, a := range f.Aliases {
+				for _, h := range have {
+					if h == a {
+						return true
+					}
+				}
+			}
+		}
+		for _, a := range f.Aliases {
+			if a == want {
+				for _, h := range have {
+					if h == f.Name {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}

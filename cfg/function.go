@@ -1,0 +1,89 @@
+package cfg
+
+import (
+	"strings"
+)
+
+// Source records where the bounds of a function came from (a bit set).
+type Source uint8
+
+const (
+	FromSymtab Source = 1 << iota // .symtab STT_FUNC symbol
+	FromDynsym                    // .dynsym STT_FUNC symbol
+	FromFDE                       // .eh_frame FDE range
+	FromPLT                       // PLT stub, named from its relocation
+	FromEntry                     // the ELF entry point
+)
+
+func (s Source) String() string {
+	var parts []string
+	for _, p := range []struct {
+		bit  Source
+		name string
+	}{{FromSymtab, "symtab"}, {FromDynsym, "dynsym"}, {FromFDE, "fde"}, {FromPLT, "plt"}, {FromEntry, "entry"}} {
+		if s&p.bit != 0 {
+			parts = append(parts, p.name)
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "|")
+}
+
+// Range is a half-open address range [Addr, Addr+Size).
+type Range struct {
+	Addr, Size uint64
+}
+
+// End returns the address just past the range.
+func (r Range) End() uint64 { return r.Addr + r.Size }
+
+// Contains reports whether addr is inside the range.
+func (r Range) Contains(addr uint64) bool { return addr >= r.Addr && addr-r.Addr < r.Size }
+
+// Function is a procedure of a binary: its entry, its main body and any
+// split-off fragments gcc placed elsewhere (foo.cold).
+type Function struct {
+	// Name is the best symbol name; stripped functions get "sub_<hex>" and
+	// PLT stubs "name@plt".
+	Name    string
+	Aliases []string // other symbol names at the same entry
+	Addr    uint64   // entry address
+	Size    uint64   // size of the main body [Addr, Addr+Size)
+	// Parts holds the split-off fragments (gcc's foo.cold), each with the
+	// symbol name or FDE it came from, joined to this function.
+	Parts     []Range
+	PartNames []string
+	Source    Source
+	PLT       bool
+}
+
+// Ranges returns the main body followed by the fragments.
+func (f *Function) Ranges() []Range {
+	rs := make([]Range, 0, 1+len(f.Parts))
+	rs = append(rs, Range{f.Addr, f.Size})
+	return append(rs, f.Parts...)
+}
+
+// Contains reports whether addr lies in the body or a fragment.
+func (f *Function) Contains(addr uint64) bool {
+	if addr >= f.Addr && addr-f.Addr < f.Size {
+		return true
+	}
+	for _, p := range f.Parts {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// TotalSize is the byte size of the body and fragments together.
+func (f *Function) TotalSize() uint64 {
+	n := f.Size
+	for _, p := range f.Parts {
+		n += p.Size
+	}
+	return n
+}

@@ -1,0 +1,279 @@
+package cfg
+
+import (
+	"fmt"
+	"strconv"
+
+	"blpp/cfg/x86"
+)
+
+// BlockID indexes Graph.Blocks. Exit is the virtual block that joins every
+// way of leaving the procedure (returns, tail calls, no-return calls, traps)
+// [Ball-Larus 96 §3.1: a single EXIT].
+type BlockID int32
+
+// Exit is the BlockID of the virtual exit node. It is never an index into
+// Graph.Blocks.
+const Exit BlockID = -1
+
+// EdgeID indexes Graph.Edges.
+type EdgeID int32
+
+// EdgeKind says how control moves along an edge.
+type EdgeKind uint8
+
+const (
+	// EdgeFallThrough: the next instruction after a block that does not
+	// end in a transfer, or the not-taken side of a conditional branch.
+	EdgeFallThrough EdgeKind = iota
+	// EdgeBranch: the taken side of a direct conditional or unconditional
+	// jump inside the procedure.
+	EdgeBranch
+	// EdgeJumpTable: one distinct target of an indirect jump through a
+	// recovered jump table.
+	EdgeJumpTable
+	// EdgeCallReturn: from a block ending in a call to the block at the
+	// call's return address.
+	EdgeCallReturn
+	// EdgeTailCall: a jump to another procedure's entry (to Exit).
+	EdgeTailCall
+	// EdgeReturn: a return instruction (to Exit).
+	EdgeReturn
+	// EdgeNoReturn: a call to a procedure that never returns (to Exit).
+	EdgeNoReturn
+	// EdgeHalt: hlt, ud2 or int3 end the block and never fall through (to Exit).
+	EdgeHalt
+)
+
+var edgeKindNames = [...]string{
+	EdgeFallThrough: "fallthrough",
+	EdgeBranch:      "branch",
+	EdgeJumpTable:   "jumptable",
+	EdgeCallReturn:  "call-return",
+	EdgeTailCall:    "tailcall",
+	EdgeReturn:      "return",
+	EdgeNoReturn:    "noreturn",
+	EdgeHalt:        "halt",
+}
+
+func (k EdgeKind) String() string {
+	if int(k) < len(edgeKindNames) {
+		return edgeKindNames[k]
+	}
+	return "EdgeKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// LeavesProcedure reports whether edges of this kind go to Exit.
+func (k EdgeKind) LeavesProcedure() bool {
+	switch k {
+	case EdgeTailCall, EdgeReturn, EdgeNoReturn, EdgeHalt:
+		return true
+	}
+	return false
+}
+
+// Block is a maximal straight-line run of instructions [Addr, End) of the
+// original binary. Blocks end at every control transfer, including calls,
+// so that each call site ends a block (the CCT needs call sites as points).
+type Block struct {
+	Addr  uint64 // first instruction's virtual address in the original binary
+	End   uint64 // address just past the last instruction
+	Insts int    // number of instructions
+	// Last is the address of the block's last instruction.
+	Last uint64
+	// LoopDepth is the nesting depth of the innermost loop containing the
+	// block (0 outside loops). Set by loop analysis.
+	LoopDepth int
+	// FlagsUse are the flags the block reads before writing them;
+	// FlagsDef the flags it certainly writes (for flags liveness).
+	FlagsUse, FlagsDef x86.Flags
+	// Succs and Preds list edge IDs in a deterministic order.
+	Succs []EdgeID
+	Preds []EdgeID
+}
+
+// Edge is a control-flow edge between blocks, or from a block to Exit.
+type Edge struct {
+	From, To BlockID
+	Kind     EdgeKind
+	// Target is the callee address of EdgeTailCall and EdgeNoReturn edges,
+	// and 0 elsewhere (the destination block gives the address).
+	Target uint64
+	// FlagsLive reports whether any status flag (CF PF AF ZF SF OF) or DF
+	// may be read before being written along some path starting on this
+	// edge. Instrumentation on the edge must preserve the flags if so
+	// (DESIGN decision 5). Conservatively true where unknown.
+	FlagsLive bool
+}
+
+// CallSite is a call instruction inside a procedure.
+type CallSite struct {
+	Addr   uint64  // address of the call instruction
+	Len    int     // its length in bytes
+	Block  BlockID // the block it ends
+	Target uint64  // direct callee address, 0 for an indirect call
+	// NoReturn is set when the callee is known not to return.
+	NoReturn bool
+}
+
+// JumpTable is a recovered indirect jump through a table in the binary.
+type JumpTable struct {
+	Jump    uint64 // address of the indirect jmp instruction
+	Block   BlockID
+	Table   uint64 // address of the table
+	Entries int    // number of entries
+	// EntrySize is 4 (PIC-relative int32 entries) or 8 (absolute pointers).
+	EntrySize int
+	// Relative: entries are int32 offsets added to Base (gcc/clang PIC
+	// pattern). Otherwise entries are absolute addresses, possibly supplied
+	// by R_X86_64_RELATIVE relocations in a PIE.
+	Relative bool
+	Base     uint64
+	// Targets holds the target of every entry, in table order (duplicates
+	// kept, so Targets[i] is the code run for index i).
+	Targets []uint64
+}
+
+// Graph is the control-flow graph of one procedure.
+type Graph struct {
+	Func *Function
+	// Blocks[0] is the entry block; the others follow in address order.
+	Blocks []Block
+	Edges  []Edge
+	Calls  []CallSite
+	Tables []JumpTable
+	// Loops is the loop nesting forest, outermost loops first (set by
+	// FindLoops). Block.LoopDepth agrees with it.
+	Loops []Loop
+	// Reason is ReasonOK when the procedure may be instrumented; otherwise
+	// why not, with Detail naming the address and the problem.
+	Reason Reason
+	Detail string
+}
+
+// Loop is a loop of the procedure: a natural loop (one header that
+// dominates its body) or an irreducible region (a strongly connected region
+// entered at more than one block) [Havlak 97; Ramalingam 02].
+type Loop struct {
+	Header BlockID   // the natural loop's header; for an irreducible region, the first entry met in DFS
+	Blocks []BlockID // every block of the loop, nested loops' blocks included, sorted
+	// Entries lists the blocks entered from outside the loop: just Header
+	// for a natural loop, two or more for an irreducible region.
+	Entries []BlockID
+	// Backedges are the edges from inside the loop back to an entry.
+	Backedges   []EdgeID
+	Parent      int // index in Graph.Loops of the enclosing loop, -1 at top level
+	Depth       int // 1 for outermost loops
+	Irreducible bool
+}
+
+// Entry is the ID of the entry block.
+const Entry BlockID = 0
+
+// BlockAt returns the block whose range contains addr.
+func (g *Graph) BlockAt(addr uint64) (BlockID, bool) {
+	// Blocks[0] is the entry; Blocks[1:] are sorted by address.
+	if len(g.Blocks) == 0 {
+		return 0, false
+	}
+	if b := &g.Blocks[0]; b.Addr <= addr && addr < b.End {
+		return 0, true
+	}
+	lo, hi := 1, len(g.Blocks)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if g.Blocks[m].End <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(g.Blocks) && g.Blocks[lo].Addr <= addr && addr < g.Blocks[lo].End {
+		return BlockID(lo), true
+	}
+	return 0, false
+}
+
+// Reason says why a procedure cannot be instrumented safely.
+type Reason uint8
+
+const (
+	ReasonOK Reason = iota
+	// ReasonTooShort: shorter than the 5-byte jmp that redirects it.
+	ReasonTooShort
+	// ReasonUnresolvedIndirectJump: an indirect jump that is not a
+	// recognised jump table.
+	ReasonUnresolvedIndirectJump
+	// ReasonBadDecode: bytes that do not decode as instructions (data in
+	// code, or an instruction the decoder does not know).
+	ReasonBadDecode
+	// ReasonOverlap: instructions that overlap each other (a jump into the
+	// middle of an instruction).
+	ReasonOverlap
+	// ReasonEscapingJump: a jump to an address outside the procedure that
+	// is not another procedure's entry.
+	ReasonEscapingJump
+	// ReasonFallsOff: control runs off the end of the procedure's code.
+	ReasonFallsOff
+	// ReasonPLT: a PLT stub, not code of the program.
+	ReasonPLT
+	// ReasonNoCode: the procedure's range is not in executable file data.
+	ReasonNoCode
+	// ReasonTooLarge: more blocks than the analysis accepts.
+	ReasonTooLarge
+	// ReasonPathOverflow: the path numbering failed.
+	ReasonPathOverflow
+)
+
+var reasonNames = [...]string{
+	ReasonOK:                     "",
+	ReasonTooShort:               "too short",
+	ReasonUnresolvedIndirectJump: "unresolved indirect jump",
+	ReasonBadDecode:              "undecodable bytes",
+	ReasonOverlap:                "overlapping instructions",
+	ReasonEscapingJump:           "jump outside the function",
+	ReasonFallsOff:               "falls off the end",
+	ReasonPLT:                    "PLT stub",
+	ReasonNoCode:                 "no code in file",
+	ReasonTooLarge:               "too large",
+	ReasonPathOverflow:           "path numbering failed",
+}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "Reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Reasons lists every Reason except ReasonOK, for summaries.
+func Reasons() []Reason {
+	var rs []Reason
+	for r := ReasonTooShort; int(r) < len(reasonNames); r++ {
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// Instrumentable reports whether the procedure can be instrumented.
+func (g *Graph) Instrumentable() bool { return g.Reason == ReasonOK }
+
+// fail records the first reason a procedure cannot be instrumented.
+func (g *Graph) fail(r Reason, addr uint64, format string, args ...any) {
+	if g.Reason != ReasonOK {
+		return
+	}
+	g.Reason = r
+	g.Detail = fmt.Sprintf("%#x: ", addr) + fmt.Sprintf(format, args...)
+}
+
+// addEdge appends an edge and links it into the blocks' lists.
+func (g *Graph) addEdge(e Edge) EdgeID {
+	id := EdgeID(len(g.Edges))
+	g.Edges = append(g.Edges, e)
+	g.Blocks[e.From].Succs = append(g.Blocks[e.From].Succs, id)
+	if e.To != Exit {
+		g.Blocks[e.To].Preds = append(g.Blocks[e.To].Preds, id)
+	}
+	return id
+}

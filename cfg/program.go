@@ -1,0 +1,282 @@
+package cfg
+
+import (
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"blpp/cfg/x86"
+)
+
+// Options control whole-binary analysis.
+type Options struct {
+	// Workers is the number of goroutines building graphs; 0 means
+	// GOMAXPROCS.
+	Workers int
+	// Match selects the procedures to analyse; nil means all. No-return
+	// inference then only sees the selected procedures.
+	Match func(*Function) bool
+}
+
+// Program is the analysed binary: every procedure and its graph.
+type Program struct {
+	Binary *Binary
+	Funcs  []*Function // sorted by entry address
+	// Graphs is parallel to Funcs; nil for procedures not selected.
+	Graphs []*Graph
+
+	byEntry  map[uint64]*Function
+	noRet    map[uint64]bool // entry -> known not to return
+	noRetMu  sync.RWMutex
+	funcsIdx map[*Function]int
+}
+
+// noReturnNames are library procedures that never return to their caller
+// (C11 7.22.4, POSIX, the Itanium C++ ABI 2.4 and 15, glibc internals).
+var noReturnNames = map[string]bool{
+	"exit": true, "_exit": true, "_Exit": true, "quick_exit": true, "abort": true,
+	"__stack_chk_fail": true, "__stack_chk_fail_local": true,
+	"__assert_fail": true, "__assert_perror_fail": true, "__assert": true,
+	"__assert_rtn": true, "__fortify_fail": true, "__chk_fail": true,
+	"__libc_fatal": true, "__libc_start_main": true, "__libc_start_call_main": true,
+	"_Unwind_Resume": true, "__cxa_throw": true, "__cxa_rethrow": true,
+	"__cxa_bad_cast": true, "__cxa_bad_typeid": true, "__cxa_pure_virtual": true,
+	"__cxa_deleted_virtual": true, "__cxa_call_unexpected": true,
+	"__cxa_throw_bad_array_new_length": true, "_ZSt9terminatev": true,
+	"_ZSt10unexpectedv": true, "err": true, "errx": true, "verr": true, "verrx": true,
+	"longjmp": true, "_longjmp": true, "siglongjmp": true, "__longjmp_chk": true,
+	"pthread_exit": true, "thrd_exit": true, "__pthread_unwind": true,
+	"__pthread_unwind_next": true, "_dl_signal_error": true, "__libc_longjmp": true,
+	"__libc_siglongjmp": true, "rust_panic": true, "__rust_start_panic": true,
+}
+
+// IsNoReturnName reports whether a procedure of this name (PLT suffix and
+// symbol version ignored) is known never to return.
+func IsNoReturnName(name string) bool {
+	name = strings.TrimSuffix(name, "@plt")
+	if i := strings.IndexByte(name, '@'); i > 0 {
+		name = name[:i]
+	}
+	if noReturnNames[name] {
+		return true
+	}
+	// libstdc++'s std::__throw_* helpers and __gnu_cxx::__throw_*.
+	if (strings.HasPrefix(name, "_ZSt") || strings.HasPrefix(name, "_ZN9__gnu_cxx")) && strings.Contains(name, "__throw_") {
+		return true
+	}
+	// Rust's core::panicking::* and std::process::exit/abort.
+	if strings.HasPrefix(name, "_ZN4core9panicking") || strings.HasPrefix(name, "_ZN3std7process4exit") ||
+		strings.HasPrefix(name, "_ZN3std7process5abort") || strings.HasPrefix(name, "_ZN5alloc5alloc18handle_alloc_error") {
+		return true
+	}
+	return false
+}
+
+func (p *Program) funcAt(addr uint64) *Function { return p.byEntry[addr] }
+
+func (p *Program) noReturn(addr uint64) bool {
+	p.noRetMu.RLock()
+	defer p.noRetMu.RUnlock()
+	return p.noRet[addr]
+}
+
+// FuncAt returns the procedure whose entry is addr, or nil.
+func (p *Program) FuncAt(addr uint64) *Function { return p.byEntry[addr] }
+
+// NoReturn reports whether the procedure at entry addr is known never to
+// return, by name or by proof from its graph.
+func (p *Program) NoReturn(addr uint64) bool { return p.noReturn(addr) }
+
+// Graph returns the graph of f, or nil when it was not analysed.
+func (p *Program) Graph(f *Function) *Graph {
+	if i, ok := p.funcsIdx[f]; ok {
+		return p.Graphs[i]
+	}
+	return nil
+}
+
+// Analyze discovers the procedures of b and builds the graph of each
+// selected one, in parallel. It infers no-return procedures to a fixed
+// point: a procedure none of whose exits returns (every exit is a call to
+// a no-return procedure, a trap, or a tail call to one) does not return,
+// and its callers are rebuilt with that knowledge. Loops, loop depths and
+// flags liveness are computed for every graph.
+func Analyze(b *Binary, opts Options) *Program {
+	funcs := b.Functions()
+	p := &Program{Binary: b, Funcs: funcs, Graphs: make([]*Graph, len(funcs)),
+		byEntry: make(map[uint64]*Function, len(funcs)), noRet: make(map[uint64]bool),
+		funcsIdx: make(map[*Function]int, len(funcs))}
+	for i, f := range funcs {
+		p.byEntry[f.Addr] = f
+		p.funcsIdx[f] = i
+		if IsNoReturnName(f.Name) {
+			p.noRet[f.Addr] = true
+		}
+		for _, a := range f.Aliases {
+			if IsNoReturnName(a) {
+				p.noRet[f.Addr] = true
+			}
+		}
+	}
+	var todo []int
+	for i, f := range funcs {
+		if opts.Match == nil || opts.Match(f) {
+			todo = append(todo, i)
+		}
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	build := func(idx []int) {
+		var wg sync.WaitGroup
+		next := make(chan int, len(idx))
+		for _, i := range idx {
+			next <- i
+		}
+		close(next)
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					p.Graphs[i] = buildGraph(b, p, funcs[i])
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	build(todo)
+	// No-return inference to a fixed point (bounded: each round adds at
+	// least one procedure).
+	for round := 0; round < 32; round++ {
+		var found []uint64
+		for _, i := range todo {
+			g := p.Graphs[i]
+			if p.noRet[g.Func.Addr] || !provesNoReturn(p, g) {
+				continue
+			}
+			found = append(found, g.Func.Addr)
+		}
+		if len(found) == 0 {
+			break
+		}
+		newly := make(map[uint64]bool, len(found))
+		for _, a := range found {
+			p.noRet[a] = true
+			newly[a] = true
+		}
+		var again []int
+		for _, i := range todo {
+			for _, c := range p.Graphs[i].Calls {
+				if newly[c.Target] && !c.NoReturn {
+					again = append(again, i)
+					break
+				}
+			}
+		}
+		build(again)
+	}
+	// Per-graph analyses.
+	var wg sync.WaitGroup
+	next := make(chan int, len(todo))
+	for _, i := range todo {
+		next <- i
+	}
+	close(next)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				g := p.Graphs[i]
+				if len(g.Blocks) == 0 {
+					continue
+				}
+				g.FindLoops()
+				g.ComputeFlagsLiveness()
+			}
+		}()
+	}
+	wg.Wait()
+	return p
+}
+
+// provesNoReturn reports whether every way out of g avoids returning. Only
+// completely analysed graphs count.
+func provesNoReturn(p *Program, g *Graph) bool {
+	if g.Reason != ReasonOK && g.Reason != ReasonTooShort || len(g.Blocks) == 0 {
+		return false
+	}
+	for _, e := range g.Edges {
+		switch e.Kind {
+		case EdgeReturn:
+			return false
+		case EdgeTailCall:
+			if e.Target == 0 || !p.noRet[e.Target] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// jumpsInto reports whether f's body holds a direct jump into r, by a
+// linear sweep (used only to disambiguate cold fragments' parents).
+func jumpsInto(b *Binary, f *Function, r Range) bool {
+	code := b.Code(f.Addr)
+	if uint64(len(code)) > f.Size {
+		code = code[:f.Size]
+	}
+	for off := 0; off < len(code); {
+		in, err := x86.Decode(code[off:], f.Addr+uint64(off))
+		if err != nil {
+			off++
+			continue
+		}
+		if (in.Kind == x86.Jmp || in.Kind == x86.Jcc) && r.Contains(in.Target) {
+			return true
+		}
+		off += in.Len
+	}
+	return false
+}
+
+// Stats summarises a Program.
+type Stats struct {
+	Functions, Instrumentable int
+	ByReason                  map[Reason]int
+}
+
+// Summary counts analysed procedures and the reasons others are refused.
+func (p *Program) Summary() Stats {
+	s := Stats{ByReason: make(map[Reason]int)}
+	for _, g := range p.Graphs {
+		if g == nil {
+			continue
+		}
+		s.Functions++
+		if g.Instrumentable() {
+			s.Instrumentable++
+		} else {
+			s.ByReason[g.Reason]++
+		}
+	}
+	return s
+}
+
+// SortedReasons returns the reasons of s in decreasing count.
+func (s Stats) SortedReasons() []Reason {
+	var rs []Reason
+	for r := range s.ByReason {
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool {
+		if s.ByReason[rs[i]] != s.ByReason[rs[j]] {
+			return s.ByReason[rs[i]] > s.ByReason[rs[j]]
+		}
+		return rs[i] < rs[j]
+	})
+	return rs
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"blpp/report"
+)
+
+//go:embed demo/demo.c
+var demoSource []byte
+
+func init() {
+	register(&command{name: "demo", summary: "build the bundled example with the system C compiler and analyse it",
+		usage: "[--cc CC] [--keep DIR]", run: runDemo})
+}
+
+// runDemo compiles the embedded example and shows what blpp sees in it:
+// the per-function statistics and the CFG of its hottest procedure.
+// Rewriting and profiling join the demo when the rewriter lands.
+func runDemo(c *ctx, args []string) error {
+	cmd := find("demo")
+	fs := c.newFlags(cmd)
+	cc := fs.String("cc", "", "C compiler (default: $CC, else cc, gcc or clang)")
+	keep := fs.String("keep", "", "build in this directory and keep it (default: a temporary directory)")
+	if err := c.parse(cmd, fs, args); err != nil {
+		return err
+	}
+	if len(fs.Args()) != 0 {
+		return &usageError{"demo takes no arguments"}
+	}
+	compiler := *cc
+	if compiler == "" {
+		compiler = os.Getenv("CC")
+	}
+	if compiler == "" {
+		for _, try := range []string{"cc", "gcc", "clang"} {
+			if _, err := exec.LookPath(try); err == nil {
+				compiler = try
+				break
+			}
+		}
+	}
+	if compiler == "" {
+		return fmt.Errorf("no C compiler found: install one (Debian: apt-get install gcc) or pass --cc")
+	}
+	dir := *keep
+	if dir == "" {
+		d, err := os.MkdirTemp("", "blpp-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	src := filepath.Join(dir, "demo.c")
+	bin := filepath.Join(dir, "demo")
+	if err := os.WriteFile(src, demoSource, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stderr, "blpp demo: %s -O2 -g %s -o %s\n", compiler, src, bin)
+	build := exec.Command(compiler, "-O2", "-g", src, "-o", bin)
+	build.Stdout, build.Stderr = c.stderr, c.stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("compiling the demo with %s: %w", compiler, err)
+	}
+	run := exec.Command(bin)
+	run.Stdout, run.Stderr = c.stdout, c.stderr
+	fmt.Fprintf(c.stdout, "$ %s\n", bin)
+	if err := run.Run(); err != nil {
+		return fmt.Errorf("running the demo: %w", err)
+	}
+	r, err := analyse(bin, "", 0)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "\n$ blpp stats %s\n", bin)
+	if err := report.StatsText(c.stdout, report.MakeStats(bin, r)); err != nil {
+		return err
+	}
+	var pick []int
+	for i, f := range r.Funcs {
+		switch f.Func.Name {
+		case "count", "classify":
+			pick = append(pick, i)
+		}
+	}
+	for _, i := range pick {
+		f := r.Funcs[i]
+		fmt.Fprintf(c.stdout, "\n$ blpp cfg %s --func '^%s$'\n", bin, f.Func.Name)
+		if err := report.CFGText(c.stdout, report.MakeCFG(bin, r, r.Funcs[i:i+1])); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+
+	"blpp/cfg"
+	"blpp/internal/analysis"
+	"blpp/report"
+)
+
+func init() {
+	register(&command{name: "cfg", summary: "print control-flow graphs with Ball-Larus increments, backedges and loops",
+		usage: "BINARY [--func REGEX] [--format text|dot|json]", run: runCFG})
+	register(&command{name: "stats", summary: "per-function blocks, edges, loops, paths and instrumentability",
+		usage: "BINARY [--func REGEX] [--json]", run: runStats})
+}
+
+// analyse opens a binary and runs the static pipeline on the procedures
+// whose name (or an alias) matches re (all when re is empty).
+func analyse(path, re string, maxPaths uint64) (*analysis.Result, error) {
+	var match func(*cfg.Function) bool
+	if re != "" {
+		rx, err := regexp.Compile(re)
+		if err != nil {
+			return nil, &usageError{fmt.Sprintf("--func: %v", err)}
+		}
+		match = func(f *cfg.Function) bool {
+			if rx.MatchString(f.Name) {
+				return true
+			}
+			for _, a := range f.Aliases {
+				if rx.MatchString(a) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory, not a binary", path)
+	}
+	b, err := cfg.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return analysis.Run(b, analysis.Options{Match: match, MaxPaths: maxPaths}), nil
+}
+
+func oneArg(args []string, what string) (string, error) {
+	if len(args) != 1 {
+		return "", &usageError{fmt.Sprintf("want exactly one %s argument, got %d", what, len(args))}
+	}
+	return args[0], nil
+}
+
+func runCFG(c *ctx, args []string) error {
+	cmd := find("cfg")
+	fs := c.newFlags(cmd)
+	re := fs.String("func", "", "only functions whose name matches this regular expression")
+	format := fs.String("format", "text", "output format: text, dot or json")
+	maxPaths := fs.Uint64("max-paths", 0, "path limit per function before edges are split (0: 2^62)")
+	if err := c.parse(cmd, fs, args); err != nil {
+		return err
+	}
+	path, err := oneArg(fs.Args(), "BINARY")
+	if err != nil {
+		return err
+	}
+	switch *format {
+	case "text", "dot", "json":
+	default:
+		return &usageError{fmt.Sprintf("--format %q: want text, dot or json", *format)}
+	}
+	r, err := analyse(path, *re, *maxPaths)
+	if err != nil {
+		return err
+	}
+	if *re != "" && len(r.Funcs) == 0 {
+		return fmt.Errorf("no function matches %q", *re)
+	}
+	d := report.MakeCFG(path, r, r.Funcs)
+	switch *format {
+	case "dot":
+		return report.CFGDot(c.stdout, d)
+	case "json":
+		return report.CFGJSON(c.stdout, d)
+	}
+	return report.CFGText(c.stdout, d)
+}
+
+func runStats(c *ctx, args []string) error {
+	cmd := find("stats")
+	fs := c.newFlags(cmd)
+	re := fs.String("func", "", "only functions whose name matches this regular expression")
+	asJSON := fs.Bool("json", false, "write JSON (schema in docs/formats.md)")
+	maxPaths := fs.Uint64("max-paths", 0, "path limit per function before edges are split (0: 2^62)")
+	if err := c.parse(cmd, fs, args); err != nil {
+		return err
+	}
+	path, err := oneArg(fs.Args(), "BINARY")
+	if err != nil {
+		return err
+	}
+	r, err := analyse(path, *re, *maxPaths)
+	if err != nil {
+		return err
+	}
+	s := report.MakeStats(path, r)
+	if *asJSON {
+		return report.StatsJSON(c.stdout, s)
+	}
+	return report.StatsText(c.stdout, s)
+}

@@ -1,0 +1,650 @@
+package pathnum
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+)
+
+// Numbering is the Ball-Larus numbering of one procedure. The exported
+// slices indexed by input edge all have len(Graph.Edges) entries; NodePaths
+// has Graph.NumNodes entries. The methods use private copies, so changing
+// the exported fields does not change what Regenerate, PathID, Nodes and
+// Prefix answer.
+type Numbering struct {
+	NumNodes, Entry, Exit int
+
+	// NumPaths is the number of ENTRY→EXIT paths of the DAG view (after
+	// any splitting); path numbers are 0..NumPaths-1.
+	NumPaths uint64
+	// RawPaths is the path count before the overflow policy ran,
+	// saturated at math.MaxUint64.
+	RawPaths uint64
+	// RawOverflow is true when RawPaths exceeded the limit.
+	RawOverflow bool
+	// Split is true when the overflow policy broke at least one edge.
+	Split bool
+
+	Kind []EdgeKind // per input edge
+	// Val is the Ball-Larus value of each DAG edge; 0 for backedges and
+	// broken edges, whose pseudo edges carry EntryVal and ExitVal.
+	Val []uint64
+	// Inc is the increment placed on each DAG edge (0 on spanning-tree
+	// edges, which need no code).
+	Inc []int64
+	// For a backedge or broken edge i (v→w): EntryVal/EntryInc belong to
+	// the pseudo edge ENTRY→w (EntryInc is the value the register is reset
+	// to after the edge), ExitVal/ExitInc to v→EXIT (count[r+ExitInc[i]]++
+	// ends the path). All four are 0 for DAG edges.
+	EntryVal, ExitVal []uint64
+	EntryInc, ExitInc []int64
+	// NodePaths is the number of paths from each node to Exit in the DAG.
+	NodePaths []uint64
+
+	edgeFrom, edgeTo []int32    // input edges
+	kind             []EdgeKind // private copy of Kind
+	dag              []dagEdge  // edges of the DAG view, see Number
+	outStart         []int32    // out-edges of node v: outList[outStart[v]:outStart[v+1]]
+	outList          []int32    // dag indices, in Val order
+	realDag          []int32    // per input edge: its dag index, or -1
+	exitDag          []int32    // per input edge: dag index of its v→EXIT, or -1
+	entryDag         []int32    // per node w: dag index of ENTRY→w, or -1
+	phi              []int64    // node potentials of the spanning tree
+	total            uint64     // NumPaths
+}
+
+// dagEdge is an edge of the DAG view: a real DAG edge or a pseudo edge.
+type dagEdge struct {
+	from, to int32
+	edge     int32 // input edge; for ENTRY→w the lowest-numbered edge into w
+	pseudo   PseudoKind
+	weight   float64
+	val      uint64
+	inc      int64
+}
+
+// numberer holds the working state of one Number call.
+type numberer struct {
+	g          *Graph
+	entry      int32
+	exit       int32
+	from, to   []int32
+	succStart  []int32 // input out-edges of v: succ[succStart[v]:succStart[v+1]]
+	succ       []int32
+	post       []int32 // DFS postorder: a reverse topological order of the DAG view
+	np         []uint64
+	mark       []uint32 // scratch for distinct ENTRY→w targets
+	stamp      uint32
+	candidates []int32 // scratch for the overflow policy
+}
+
+// Number builds the Ball-Larus numbering of g [Ball-Larus 96 §3]. It never
+// panics; a bad graph yields an error wrapping ErrInvalidGraph.
+func Number(g *Graph, opts Options) (*Numbering, error) {
+	if g == nil {
+		return nil, graphError("nil graph")
+	}
+	if err := validate(g); err != nil {
+		return nil, err
+	}
+	maxPaths := opts.MaxPaths
+	if maxPaths == 0 {
+		maxPaths = DefaultMaxPaths
+	}
+	maxPaths = min(maxPaths, maxPathsLimit)
+
+	b := newNumberer(g)
+	kind, err := b.findBackedges()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := b.countRaw(kind)
+	if err != nil {
+		return nil, err
+	}
+	num := &Numbering{RawPaths: raw}
+	if raw > maxPaths {
+		num.RawOverflow = true
+		kind, err = b.split(kind, maxPaths)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range kind {
+			if k == Broken {
+				num.Split = true
+				break
+			}
+		}
+	}
+	if err := b.build(num, kind, maxPaths); err != nil {
+		return nil, err
+	}
+	return num, nil
+}
+
+// validate checks everything about g that does not need a traversal.
+func validate(g *Graph) error {
+	switch {
+	case g.NumNodes < 2:
+		return graphError(fmt.Sprintf("%d nodes; need at least entry and exit", g.NumNodes))
+	case g.NumNodes > maxGraphSize:
+		return graphError(fmt.Sprintf("%d nodes; at most %d supported", g.NumNodes, maxGraphSize))
+	case len(g.Edges) > maxGraphSize:
+		return graphError(fmt.Sprintf("%d edges; at most %d supported", len(g.Edges), maxGraphSize))
+	case g.Entry < 0 || g.Entry >= g.NumNodes:
+		return graphError(fmt.Sprintf("entry %d out of range [0,%d)", g.Entry, g.NumNodes))
+	case g.Exit < 0 || g.Exit >= g.NumNodes:
+		return graphError(fmt.Sprintf("exit %d out of range [0,%d)", g.Exit, g.NumNodes))
+	case g.Entry == g.Exit:
+		return graphError(fmt.Sprintf("entry and exit are both node %d", g.Entry))
+	}
+	for i, e := range g.Edges {
+		switch {
+		case e.From < 0 || e.From >= g.NumNodes:
+			return edgeError(i, fmt.Sprintf("source %d out of range [0,%d)", e.From, g.NumNodes))
+		case e.To < 0 || e.To >= g.NumNodes:
+			return edgeError(i, fmt.Sprintf("target %d out of range [0,%d)", e.To, g.NumNodes))
+		case e.From == g.Exit:
+			return edgeError(i, fmt.Sprintf("leaves exit node %d", g.Exit))
+		case math.IsNaN(e.Weight) || math.IsInf(e.Weight, 0):
+			return edgeError(i, fmt.Sprintf("weight %v is not finite", e.Weight))
+		}
+	}
+	return nil
+}
+
+func newNumberer(g *Graph) *numberer {
+	n, m := g.NumNodes, len(g.Edges)
+	b := &numberer{
+		g:     g,
+		entry: int32(g.Entry),
+		exit:  int32(g.Exit),
+		from:  make([]int32, m),
+		to:    make([]int32, m),
+		np:    make([]uint64, n),
+		mark:  make([]uint32, n),
+	}
+	for i, e := range g.Edges {
+		b.from[i], b.to[i] = int32(e.From), int32(e.To)
+	}
+	// Successor lists by counting sort; stable, so each list is in input
+	// edge order and the DFS is deterministic.
+	b.succStart = make([]int32, n+1)
+	for _, f := range b.from {
+		b.succStart[f+1]++
+	}
+	for v := range n {
+		b.succStart[v+1] += b.succStart[v]
+	}
+	b.succ = make([]int32, m)
+	next := slices.Clone(b.succStart[:n])
+	for i, f := range b.from {
+		b.succ[next[f]] = int32(i)
+		next[f]++
+	}
+	return b
+}
+
+// findBackedges runs an iterative DFS from Entry (graphs of 50k blocks
+// would overflow a recursive one). An edge into a node still on the DFS
+// stack closes a cycle: it is a backedge. Removing backedges leaves a DAG
+// whatever the graph's shape, reducible or not [Ball-Larus 96 §3.3]. The
+// postorder it records is a reverse topological order of that DAG.
+func (b *numberer) findBackedges() ([]EdgeKind, error) {
+	n := b.g.NumNodes
+	const (
+		unseen = iota
+		onStack
+		done
+	)
+	kind := make([]EdgeKind, len(b.from))
+	state := make([]uint8, n)
+	pos := slices.Clone(b.succStart[:n])
+	b.post = make([]int32, 0, n)
+	stack := []int32{b.entry}
+	state[b.entry] = onStack
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		if pos[v] == b.succStart[v+1] {
+			state[v] = done
+			b.post = append(b.post, v)
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		e := b.succ[pos[v]]
+		pos[v]++
+		switch w := b.to[e]; state[w] {
+		case unseen:
+			state[w] = onStack
+			stack = append(stack, w)
+		case onStack:
+			kind[e] = Backedge
+		}
+	}
+	for v := range n {
+		if state[v] != done && v != int(b.exit) {
+			return nil, nodeError(v, "not reachable from entry")
+		}
+	}
+	if state[b.exit] != done {
+		// A procedure that never returns (for (;;) {...}) still has paths:
+		// they end at backedges, through the pseudo edges v→EXIT. Exit has
+		// no successors, so it may head the reverse topological order.
+		b.post = append([]int32{b.exit}, b.post...)
+	}
+	return kind, nil
+}
+
+// satAdd adds without wrapping: a uint64 overflow saturates, which is
+// enough to tell that a count exceeds any limit.
+func satAdd(a, b uint64) uint64 {
+	s, carry := bits.Add64(a, b, 0)
+	if carry != 0 {
+		return math.MaxUint64
+	}
+	return s
+}
+
+// countRaw counts paths with the backedges alone removed, saturating, and
+// refuses nodes that cannot reach Exit.
+func (b *numberer) countRaw(kind []EdgeKind) (uint64, error) {
+	for _, v := range b.post {
+		if v == b.exit {
+			b.np[v] = 1
+			continue
+		}
+		if v == b.entry {
+			continue
+		}
+		var s uint64
+		for _, e := range b.succ[b.succStart[v]:b.succStart[v+1]] {
+			if kind[e] == DAGEdge {
+				s = satAdd(s, b.np[b.to[e]])
+			} else {
+				s = satAdd(s, 1) // the v→EXIT pseudo edge
+			}
+		}
+		if s == 0 {
+			return 0, nodeError(int(v), "no path to exit")
+		}
+		b.np[v] = s
+	}
+	s := b.entryTotal(kind)
+	if s == 0 {
+		return 0, nodeError(int(b.entry), "no path to exit")
+	}
+	return s, nil
+}
+
+// entryTotal counts the paths from Entry, given the counts of every other
+// node in b.np: its own out-edges plus one ENTRY→w pseudo edge per distinct
+// target w ≠ Entry of a backedge or broken edge.
+func (b *numberer) entryTotal(kind []EdgeKind) uint64 {
+	var s uint64
+	v := b.entry
+	for _, e := range b.succ[b.succStart[v]:b.succStart[v+1]] {
+		if kind[e] == DAGEdge {
+			s = satAdd(s, b.np[b.to[e]])
+		} else {
+			s = satAdd(s, 1)
+		}
+	}
+	b.stamp++
+	for e, k := range kind {
+		if w := b.to[e]; k.Breaks() && w != b.entry && b.mark[w] != b.stamp {
+			b.mark[w] = b.stamp
+			s = satAdd(s, b.np[w])
+		}
+	}
+	b.np[v] = s
+	return s
+}
+
+// split applies the overflow policy described in the package doc: for caps
+// C = maxPaths, maxPaths/2, ... it breaks edges so that every node other
+// than Entry has at most C paths, and keeps the first result whose total is
+// within maxPaths.
+func (b *numberer) split(kind []EdgeKind, maxPaths uint64) ([]EdgeKind, error) {
+	trial := make([]EdgeKind, len(kind))
+	for c := maxPaths; c > 0; c /= 2 {
+		copy(trial, kind)
+		if b.capPass(trial, c) <= maxPaths {
+			return trial, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %d nodes, %d edges, limit %d: breaking edges cannot bring it down",
+		ErrPathLimit, b.g.NumNodes, len(b.from), maxPaths)
+}
+
+// capPass breaks edges in kind so that each node other than Entry and Exit
+// has at most c paths where possible, and returns Entry's total.
+func (b *numberer) capPass(kind []EdgeKind, c uint64) uint64 {
+	np := b.np
+	for _, v := range b.post {
+		if v == b.exit {
+			np[v] = 1
+			continue
+		}
+		if v == b.entry {
+			continue
+		}
+		// fixed: out-edges worth one path each, which breaking cannot
+		// improve (pseudo v→EXIT edges, DAG edges into single-path nodes).
+		var fixed, all uint64
+		cand := b.candidates[:0]
+		for _, e := range b.succ[b.succStart[v]:b.succStart[v+1]] {
+			if kind[e] != DAGEdge || np[b.to[e]] <= 1 {
+				fixed++
+				continue
+			}
+			cand = append(cand, e)
+			all = satAdd(all, np[b.to[e]])
+		}
+		b.candidates = cand
+		all = satAdd(all, fixed)
+		if all <= c {
+			np[v] = all
+			continue
+		}
+		// Keep the cheapest edges: ascending by target count, and among
+		// equals the higher index first, so the largest targets (ties: the
+		// lower index) are the ones broken.
+		slices.SortFunc(cand, func(x, y int32) int {
+			if r := cmp.Compare(np[b.to[x]], np[b.to[y]]); r != 0 {
+				return r
+			}
+			return cmp.Compare(y, x)
+		})
+		// With the first k candidates kept and the rest broken the count is
+		// fixed + (len-k) + Σ kept; each kept edge adds np-1 ≥ 1, so the
+		// count grows with k and we keep the longest prefix that fits.
+		total := satAdd(fixed, uint64(len(cand)))
+		k := 0
+		if total <= c {
+			for ; k < len(cand); k++ {
+				next := satAdd(total-1, np[b.to[cand[k]]])
+				if next > c {
+					break
+				}
+				total = next
+			}
+		}
+		for _, e := range cand[k:] {
+			kind[e] = Broken
+		}
+		np[v] = total
+	}
+	return b.entryTotal(kind)
+}
+
+// build lays out the DAG view for the final edge kinds, computes path
+// counts and values, places increments on chords and fills num.
+func (b *numberer) build(num *Numbering, kind []EdgeKind, maxPaths uint64) error {
+	n, m := b.g.NumNodes, len(b.from)
+	num.NumNodes, num.Entry, num.Exit = n, b.g.Entry, b.g.Exit
+	num.edgeFrom, num.edgeTo = b.from, b.to
+	num.kind = kind
+
+	// DAG view: real DAG edges by index, then v→EXIT pseudo edges by index,
+	// then one ENTRY→w pseudo edge per distinct target. This order is also
+	// the Val order of each node's out-edges (see the package doc).
+	num.realDag = make([]int32, m)
+	num.exitDag = make([]int32, m)
+	num.entryDag = make([]int32, n)
+	for i := range num.realDag {
+		num.realDag[i], num.exitDag[i] = -1, -1
+	}
+	for i := range num.entryDag {
+		num.entryDag[i] = -1
+	}
+	dag := make([]dagEdge, 0, m+m/4)
+	for e, k := range kind {
+		if k == DAGEdge {
+			num.realDag[e] = int32(len(dag))
+			dag = append(dag, dagEdge{from: b.from[e], to: b.to[e], edge: int32(e), weight: b.g.Edges[e].Weight})
+		}
+	}
+	for e, k := range kind {
+		if k.Breaks() {
+			num.exitDag[e] = int32(len(dag))
+			dag = append(dag, dagEdge{from: b.from[e], to: b.exit, edge: int32(e), pseudo: ToExit, weight: b.g.Edges[e].Weight})
+		}
+	}
+	for e, k := range kind {
+		w := b.to[e]
+		if !k.Breaks() || w == b.entry {
+			continue
+		}
+		if d := num.entryDag[w]; d >= 0 {
+			// The path restarts at w after any backedge into w: the
+			// pseudo edge is as hot as all of them together.
+			dag[d].weight += b.g.Edges[e].Weight
+			continue
+		}
+		num.entryDag[w] = int32(len(dag))
+		dag = append(dag, dagEdge{from: b.entry, to: w, edge: int32(e), pseudo: FromEntry, weight: b.g.Edges[e].Weight})
+	}
+	num.dag = dag
+
+	// Out-lists by stable counting sort of dag indices on the source.
+	num.outStart = make([]int32, n+1)
+	for i := range dag {
+		num.outStart[dag[i].from+1]++
+	}
+	for v := range n {
+		num.outStart[v+1] += num.outStart[v]
+	}
+	num.outList = make([]int32, len(dag))
+	next := slices.Clone(num.outStart[:n])
+	for i := range dag {
+		f := dag[i].from
+		num.outList[next[f]] = int32(i)
+		next[f]++
+	}
+
+	// Path counts and edge values in reverse topological order
+	// [Ball-Larus 96 §3]. Every node is reachable from Entry in the DAG
+	// view, so no count exceeds Entry's, which the policy kept ≤ maxPaths.
+	np := b.np
+	for _, v := range b.post {
+		if v == b.exit {
+			np[v] = 1
+			continue
+		}
+		var s uint64
+		for _, d := range num.outList[num.outStart[v]:num.outStart[v+1]] {
+			dag[d].val = s
+			var carry uint64
+			s, carry = bits.Add64(s, np[dag[d].to], 0)
+			if carry != 0 || s > maxPaths {
+				return fmt.Errorf("%w: node %d has more than %d paths", ErrPathLimit, v, maxPaths)
+			}
+		}
+		if s == 0 {
+			return nodeError(int(v), "no path to exit")
+		}
+		np[v] = s
+	}
+	num.total = np[b.entry]
+	num.NumPaths = num.total
+	num.NodePaths = slices.Clone(np)
+
+	if err := num.placeIncrements(b.g.Entry, b.g.Exit); err != nil {
+		return err
+	}
+
+	num.Kind = slices.Clone(kind)
+	num.Val = make([]uint64, m)
+	num.Inc = make([]int64, m)
+	num.EntryVal = make([]uint64, m)
+	num.ExitVal = make([]uint64, m)
+	num.EntryInc = make([]int64, m)
+	num.ExitInc = make([]int64, m)
+	for e := range m {
+		if d := num.realDag[e]; d >= 0 {
+			num.Val[e], num.Inc[e] = dag[d].val, dag[d].inc
+			continue
+		}
+		d := num.exitDag[e]
+		num.ExitVal[e], num.ExitInc[e] = dag[d].val, dag[d].inc
+		if d := num.entryDag[b.to[e]]; d >= 0 {
+			num.EntryVal[e], num.EntryInc[e] = dag[d].val, dag[d].inc
+		}
+	}
+	return nil
+}
+
+// placeIncrements chooses a maximum spanning tree of the DAG view plus a
+// fake EXIT→ENTRY edge, derives node potentials from it and sets
+// inc = val + phi(from) - phi(to) on every edge [Ball 94; Ball-Larus 96
+// §3.4]. Tree edges get 0, so the heaviest edges carry no instrumentation.
+func (num *Numbering) placeIncrements(entry, exit int) error {
+	dag := num.dag
+	n := num.NumNodes
+
+	order := make([]int32, len(dag))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int {
+		if r := cmp.Compare(dag[y].weight, dag[x].weight); r != 0 {
+			return r // heavier first
+		}
+		return cmp.Compare(x, y)
+	})
+
+	// Kruskal with a union-find (union by size, path halving). The fake
+	// EXIT→ENTRY edge goes in first: it makes phi(ENTRY) = phi(EXIT), so
+	// the register starts at 0 and needs no initial value.
+	parent := make([]int32, n)
+	size := make([]int32, n)
+	for v := range parent {
+		parent[v], size[v] = int32(v), 1
+	}
+	find := func(v int32) int32 {
+		for parent[v] != v {
+			parent[v] = parent[parent[v]]
+			v = parent[v]
+		}
+		return v
+	}
+	union := func(x, y int32) bool {
+		x, y = find(x), find(y)
+		if x == y {
+			return false
+		}
+		if size[x] < size[y] {
+			x, y = y, x
+		}
+		parent[y] = x
+		size[x] += size[y]
+		return true
+	}
+	union(int32(entry), int32(exit))
+	inTree := make([]bool, len(dag))
+	treeEdges := 0
+	for _, d := range order {
+		if union(dag[d].from, dag[d].to) {
+			inTree[d] = true
+			treeEdges++
+		}
+	}
+
+	// Undirected adjacency of the tree (without the fake edge).
+	adjStart := make([]int32, n+1)
+	for d := range dag {
+		if inTree[d] {
+			adjStart[dag[d].from+1]++
+			adjStart[dag[d].to+1]++
+		}
+	}
+	for v := range n {
+		adjStart[v+1] += adjStart[v]
+	}
+	adj := make([]int32, 2*treeEdges)
+	next := slices.Clone(adjStart[:n])
+	for d := range dag {
+		if inTree[d] {
+			f, t := dag[d].from, dag[d].to
+			adj[next[f]] = int32(d)
+			next[f]++
+			adj[next[t]] = int32(d)
+			next[t]++
+		}
+	}
+
+	// Potentials: walk the tree from ENTRY and from EXIT (joined by the
+	// fake edge of value 0), phi(to) = phi(from) + val on each tree edge,
+	// whichever way it is walked.
+	phi := make([]int64, n)
+	seen := make([]bool, n)
+	queue := make([]int32, 0, n)
+	queue = append(queue, int32(entry), int32(exit))
+	seen[entry], seen[exit] = true, true
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		for _, d := range adj[adjStart[u]:adjStart[u+1]] {
+			e := &dag[d]
+			val := int64(e.val) // val ≤ maxPathsLimit = MaxInt64
+			var v int32
+			var p int64
+			var ok bool
+			if e.from == u {
+				v = e.to
+				p, ok = addInt64(phi[u], val)
+			} else {
+				v = e.from
+				p, ok = subInt64(phi[u], val)
+			}
+			if seen[v] {
+				continue
+			}
+			if !ok {
+				return fmt.Errorf("%w: potential of node %d", ErrIncrementRange, v)
+			}
+			seen[v] = true
+			phi[v] = p
+			queue = append(queue, v)
+		}
+	}
+	for v := range n {
+		if !seen[v] {
+			// Every node is connected to ENTRY or EXIT through DAG or
+			// pseudo edges; reaching this is a bug, reported not panicked.
+			return fmt.Errorf("pathnum: internal error: node %d outside the spanning tree", v)
+		}
+	}
+	num.phi = phi
+
+	for d := range dag {
+		e := &dag[d]
+		if inTree[d] {
+			e.inc = 0
+			continue
+		}
+		inc, ok := addInt64(int64(e.val), phi[e.from])
+		if ok {
+			inc, ok = subInt64(inc, phi[e.to])
+		}
+		if !ok {
+			return fmt.Errorf("%w: edge %d (%d→%d)", ErrIncrementRange, e.edge, e.from, e.to)
+		}
+		e.inc = inc
+	}
+	return nil
+}
+
+// addInt64 returns a+b and whether it did not overflow.
+func addInt64(a, b int64) (int64, bool) {
+	s := a + b
+	return s, (b >= 0) == (s >= a)
+}
+
+// subInt64 returns a-b and whether it did not overflow.
+func subInt64(a, b int64) (int64, bool) {
+	s := a - b
+	return s, (b >= 0) == (s <= a)
+}

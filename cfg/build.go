@@ -121,6 +121,9 @@ func (bd *builder) target(from, t uint64) {
 		bd.tailCalls[from] = t
 		return
 	}
+	if bd.g.Reason == ReasonOK {
+		bd.g.escape = t
+	}
 	bd.g.fail(ReasonEscapingJump, from, "jump to %#x, which is neither inside the function nor a function entry", t)
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"blpp/cfg/ehframe"
 )
 
 func (b *Binary) loadFDEs() error {
@@ -17,11 +19,11 @@ func (b *Binary) loadFDEs() error {
 	if err != nil {
 		return err
 	}
-	var opts struct{ DataBase uint64 }
+	var opts ehframe.Options
 	if got := b.File.Section(".got"); got != nil {
 		opts.DataBase = got.Addr
 	}
-	fdes, err := ehframeParse(d, s.Addr, opts)
+	fdes, err := ehframe.Parse(d, s.Addr, opts)
 	if err != nil {
 		return fmt.Errorf(".eh_frame: %w", &FormatError{Off: int64(s.Offset), Msg: err.Error(), Err: ErrMalformed})
 	}

@@ -149,6 +149,10 @@ type Graph struct {
 	// why not, with Detail naming the address and the problem.
 	Reason Reason
 	Detail string
+
+	// escape is the target of the first jump that left the procedure
+	// into the middle of other code, for joining stripped fragments.
+	escape uint64
 }
 
 // Loop is a loop of the procedure: a natural loop (one header that

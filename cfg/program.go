@@ -141,13 +141,14 @@ func Analyze(b *Binary, opts Options) *Program {
 			go func() {
 				defer wg.Done()
 				for i := range next {
-					p.Graphs[i] = buildGraph(b, p, funcs[i])
+					p.Graphs[i] = buildGraph(b, p, p.Funcs[i])
 				}
 			}()
 		}
 		wg.Wait()
 	}
 	build(todo)
+	todo = p.joinFragments(todo, build)
 	// No-return inference to a fixed point (bounded: each round adds at
 	// least one procedure).
 	for round := 0; round < 32; round++ {
@@ -279,4 +280,116 @@ func (s Stats) SortedReasons() []Reason {
 		return rs[i] < rs[j]
 	})
 	return rs
+}
+
+// containing returns the index of the procedure whose main body holds addr.
+func (p *Program) containing(addr uint64) int {
+	i := sort.Search(len(p.Funcs), func(i int) bool { return p.Funcs[i].Addr > addr }) - 1
+	if i >= 0 && p.Funcs[i].Contains(addr) {
+		return i
+	}
+	return -1
+}
+
+// joinFragments finds, in stripped binaries, the split-off parts gcc puts
+// in .text.unlikely (foo.cold). Such a part has an FDE but no name, is
+// never the target of a call, and is jumped to (at its start or in its
+// middle) from exactly one procedure. It becomes a fragment of that
+// procedure, is removed from the procedure list, and the parent is
+// rebuilt. When two unnamed, uncalled ranges jump into each other, the one
+// at the lower address is taken for the fragment (.text.unlikely precedes
+// .text in the GNU linker's default script). Named fragments were joined
+// by name already (Binary.Functions).
+func (p *Program) joinFragments(todo []int, build func([]int)) []int {
+	called := map[uint64]bool{p.Binary.Entry: true}
+	for _, i := range todo {
+		for _, c := range p.Graphs[i].Calls {
+			called[c.Target] = true
+		}
+	}
+	for round := 0; round < 8; round++ {
+		jumpers := map[int]map[int]bool{} // range index -> procedures jumping into it
+		add := func(j, i int) {
+			if j < 0 || j == i {
+				return
+			}
+			if jumpers[j] == nil {
+				jumpers[j] = map[int]bool{}
+			}
+			jumpers[j][i] = true
+		}
+		for _, i := range todo {
+			g := p.Graphs[i]
+			for _, e := range g.Edges {
+				if e.Kind == EdgeTailCall && e.Target != 0 {
+					if f := p.byEntry[e.Target]; f != nil {
+						add(p.funcsIdx[f], i)
+					}
+				}
+			}
+			if g.Reason == ReasonEscapingJump && g.escape != 0 {
+				add(p.containing(g.escape), i)
+			}
+		}
+		isFragment := func(j int) bool {
+			f := p.Funcs[j]
+			return f.Source == FromFDE && !called[f.Addr] && len(f.Parts) == 0
+		}
+		drop := map[int]bool{}
+		rebuild := map[int]bool{}
+		for j, set := range jumpers {
+			if len(set) != 1 || !isFragment(j) {
+				continue
+			}
+			var i int
+			for k := range set {
+				i = k
+			}
+			if drop[i] || rebuild[j] {
+				continue
+			}
+			if jumpers[i][j] && isFragment(i) && p.Funcs[i].Addr < p.Funcs[j].Addr {
+				continue // i is the fragment of j, not the reverse
+			}
+			frag, parent := p.Funcs[j], p.Funcs[i]
+			parent.Parts = append(parent.Parts, Range{frag.Addr, frag.Size})
+			parent.PartNames = append(parent.PartNames, frag.Name)
+			delete(p.byEntry, frag.Addr)
+			drop[j] = true
+			rebuild[i] = true
+		}
+		if len(drop) == 0 {
+			return todo
+		}
+		// Compact Funcs and Graphs, keeping the indices in todo in step.
+		newIdx := make([]int, len(p.Funcs))
+		var funcs []*Function
+		var graphs []*Graph
+		for i, f := range p.Funcs {
+			if drop[i] {
+				newIdx[i] = -1
+				continue
+			}
+			newIdx[i] = len(funcs)
+			funcs = append(funcs, f)
+			graphs = append(graphs, p.Graphs[i])
+		}
+		p.Funcs, p.Graphs = funcs, graphs
+		p.funcsIdx = make(map[*Function]int, len(funcs))
+		for i, f := range funcs {
+			p.funcsIdx[f] = i
+		}
+		var nt, again []int
+		for _, i := range todo {
+			if newIdx[i] >= 0 {
+				nt = append(nt, newIdx[i])
+				if rebuild[i] {
+					again = append(again, newIdx[i])
+				}
+			}
+		}
+		todo = nt
+		build(again)
+	}
+	return todo
 }

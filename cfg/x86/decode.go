@@ -96,6 +96,7 @@ const (
 	ADOX                                // f3 0f 38 f6 /r
 	MOVDIRI                             // 0f 38 f9 /r (memory)
 	MOVDIR64B                           // 66 0f 38 f8 /r (memory)
+	SENDUIPI                            // f3 0f c7 /6 (mod=11)
 	// UNKNOWN is an instruction whose length and operand layout blpp
 	// decoded but whose mnemonic neither x86asm nor this package knows: a
 	// VEX, EVEX or XOP instruction missing from x86asm's tables, a
@@ -141,6 +142,7 @@ var ownOpNames = [...]string{
 	ADOX - ENDBR64:        "ADOX",
 	MOVDIRI - ENDBR64:     "MOVDIRI",
 	MOVDIR64B - ENDBR64:   "MOVDIR64B",
+	SENDUIPI - ENDBR64:    "SENDUIPI",
 	UNKNOWN - ENDBR64:     "UNKNOWN",
 }
 
@@ -156,9 +158,9 @@ func OpString(op x86asm.Op) string {
 type Inst struct {
 	Addr uint64 // address of the first byte
 	Len  int    // length in bytes, 1..15
-	// Op is x86asm's mnemonic, or one of this package's (ENDBR64,
-	// ENDBR32, the CET shadow-stack instructions, UNKNOWN) where x86asm
-	// has none. Use OpString to print it.
+	// Op is x86asm's mnemonic, or one of this package's (ENDBR64 …
+	// SENDUIPI, UNKNOWN) where x86asm has none or a wrong one. Use
+	// OpString to print it.
 	Op       x86asm.Op
 	Kind     Kind
 	Encoding Encoding
@@ -181,7 +183,7 @@ type Inst struct {
 	RIPTarget  uint64
 
 	Endbr   bool // endbr64 or endbr32: a valid indirect-branch target under CET
-	Notrack bool // 3e prefix on an indirect call/jmp: exempt from CET IBT [Intel CET spec §3.2]
+	Notrack bool // 3e prefix on an indirect call/jmp: no endbr needed at the target [Intel SDM Vol.1, CET chapter, NOTRACK]
 	Bnd     bool // f2 prefix on a branch or ret (MPX "bnd"); no effect on its own
 	Rep     bool // f3 prefix (rep/repe; "rep ret" is an AMD branch-predictor idiom)
 	Repne   bool // f2 prefix
@@ -212,10 +214,11 @@ type Inst struct {
 // Two decoders must agree: blpp's length decoder (prefixes, maps,
 // ModRM/SIB/displacement, immediates) and x86asm run on exactly that many
 // bytes, which also stops x86asm from consuming bytes of the next
-// instruction. Where x86asm fails on a VEX, EVEX, XOP or 0f-map encoding
-// that the length decoder understands, the instruction is returned with
-// Op UNKNOWN and Kind Other. Everything else that does not decode cleanly
-// is a *DecodeError.
+// instruction. Instructions x86asm lacks or misnames are recognised
+// before it runs (ownOp). Where x86asm fails on a VEX, EVEX or XOP
+// encoding, a 3DNow! instruction or a hint NOP, whose lengths the length
+// decoder knows, the instruction is returned with Op UNKNOWN and Kind
+// Other. Everything else that does not decode cleanly is a *DecodeError.
 func Decode(code []byte, addr uint64) (Inst, error) {
 	if len(code) > maxLen {
 		code = code[:maxLen]
@@ -241,7 +244,7 @@ func Decode(code []byte, addr uint64) (Inst, error) {
 	}
 	inst.Kind = kindOf(&l, code)
 
-	if op := cetOp(&l); op != 0 {
+	if op := ownOp(&l); op != 0 {
 		inst.Op = op
 		inst.Endbr = op == ENDBR64 || op == ENDBR32
 		inst.Raw = x86asm.Inst{Mode: 64, Len: n}
@@ -370,77 +373,129 @@ func fallback(l *layout, code []byte) (x86asm.Op, x86asm.Inst) {
 	return UNKNOWN, bare
 }
 
-// legacyExtra recognises legacy-encoded instructions that x86asm v0.32
-// lacks [Intel SDM Vol.2; AMD APM Vol.3 and Vol.4 for the AMD-only ones].
-func legacyExtra(l *layout) x86asm.Op {
-	hasModRM := l.modrmOff >= 0
-	reg := hasModRM && l.mod() == 3
-	mem := hasModRM && l.mod() != 3
+// ownOp recognises, before x86asm sees them, the legacy instructions that
+// x86asm v0.32 decodes as a bare prefix (Op 0: endbr64, rdssp, rdpid,
+// adcx, …), does not know at all (serialize, rdpkru, rdseed, …), or
+// decodes as a different instruction of the same length because it
+// ignores a mandatory prefix (incssp as lfence, clwb as xsaveopt,
+// clflushopt as clflush, tpause/umwait/umonitor as mfence, ptwrite as
+// xsave, senduipi as rdrand) [Intel SDM Vol.2; AMD APM Vol.3 and Vol.4
+// for monitorx, mwaitx, clzero, rdpru, extrq and insertq].
+func ownOp(l *layout) x86asm.Op {
+	if l.enc != Legacy || l.modrmOff < 0 {
+		return 0
+	}
+	mem := l.mod() != 3
+	reg := l.mod() == 3
 	noPfx := l.lastRep == 0 && l.pfx&pfxOpsize == 0
 	o66 := l.lastRep == 0 && l.pfx&pfxOpsize != 0
 	f3 := l.lastRep == 0xf3
 	f2 := l.lastRep == 0xf2
 	switch l.opMap {
 	case map0F:
-		switch {
-		case l.op == 0x01 && noPfx:
-			switch l.modrm {
-			case 0xee:
+		switch l.op {
+		case 0x1e:
+			switch {
+			case f3 && l.modrm == 0xfa:
+				return ENDBR64
+			case f3 && l.modrm == 0xfb:
+				return ENDBR32
+			case f3 && reg && l.reg() == 1:
+				return pick(l.w, RDSSPQ, RDSSPD)
+			}
+		case 0x01:
+			switch {
+			case f3 && l.modrm == 0xea:
+				return SAVEPREVSSP
+			case f3 && l.modrm == 0xe8:
+				return SETSSBSY
+			case f3 && mem && l.reg() == 5:
+				return RSTORSSP
+			case noPfx && l.modrm == 0xee:
 				return RDPKRU
-			case 0xef:
+			case noPfx && l.modrm == 0xef:
 				return WRPKRU
-			case 0xe8:
+			case noPfx && l.modrm == 0xe8:
 				return SERIALIZE
-			case 0xfa:
+			case noPfx && l.modrm == 0xfa:
 				return MONITORX
-			case 0xfb:
+			case noPfx && l.modrm == 0xfb:
 				return MWAITX
-			case 0xfc:
+			case noPfx && l.modrm == 0xfc:
 				return CLZERO
-			case 0xfd:
+			case noPfx && l.modrm == 0xfd:
 				return RDPRU
 			}
-		case l.op == 0xc7 && reg && l.reg() == 7 && f3:
-			return RDPID
-		case l.op == 0xc7 && reg && l.reg() == 7 && l.lastRep == 0:
-			return RDSEED
-		case l.op == 0xae && mem && l.reg() == 7 && o66:
-			return CLFLUSHOPT
-		case l.op == 0xae && mem && l.reg() == 6 && o66:
-			return CLWB
-		case l.op == 0xae && reg && l.reg() == 6 && f3:
-			return UMONITOR
-		case l.op == 0xae && reg && l.reg() == 6 && f2:
-			return UMWAIT
-		case l.op == 0xae && reg && l.reg() == 6 && o66:
-			return TPAUSE
-		case l.op == 0xae && l.reg() == 4 && f3:
-			return PTWRITE
-		case l.op == 0x1c && mem && l.reg() == 0 && noPfx:
-			return CLDEMOTE
-		case (l.op == 0x78 && l.reg() == 0 || l.op == 0x79) && reg && o66:
-			return EXTRQ
-		case (l.op == 0x78 || l.op == 0x79) && reg && f2:
-			return INSERTQ
-		case l.op >= 0x18 && l.op <= 0x1f:
-			// Hint NOPs (prefetch hints, MPX, CET on older
-			// processors): every ModRM form is defined and does
-			// nothing visible [Intel SDM Vol.2 NOP, App. A.3 note].
-			return UNKNOWN
+		case 0xae:
+			switch {
+			case f3 && reg && l.reg() == 5:
+				return pick(l.w, INCSSPQ, INCSSPD)
+			case f3 && mem && l.reg() == 6:
+				return CLRSSBSY
+			case f3 && l.reg() == 4:
+				return PTWRITE
+			case o66 && mem && l.reg() == 7:
+				return CLFLUSHOPT
+			case o66 && mem && l.reg() == 6:
+				return CLWB
+			case f3 && reg && l.reg() == 6:
+				return UMONITOR
+			case f2 && reg && l.reg() == 6:
+				return UMWAIT
+			case o66 && reg && l.reg() == 6:
+				return TPAUSE
+			}
+		case 0xc7:
+			switch {
+			case f3 && reg && l.reg() == 7:
+				return RDPID
+			case f3 && reg && l.reg() == 6:
+				return SENDUIPI
+			case l.lastRep == 0 && reg && l.reg() == 7:
+				return RDSEED
+			}
+		case 0x1c:
+			if noPfx && mem && l.reg() == 0 {
+				return CLDEMOTE
+			}
+		case 0x78, 0x79:
+			switch {
+			case o66 && reg && (l.op == 0x79 || l.reg() == 0):
+				return EXTRQ
+			case f2 && reg:
+				return INSERTQ
+			}
 		}
-	case map3DNow:
-		return UNKNOWN // 0f 0f /r ib: every suffix is ModRM + imm8
 	case map0F38:
 		switch {
 		case l.op == 0xf6 && o66:
 			return ADCX
 		case l.op == 0xf6 && f3:
 			return ADOX
-		case l.op == 0xf9 && mem && noPfx:
+		case l.op == 0xf6 && noPfx && mem:
+			return pick(l.w, WRSSQ, WRSSD)
+		case l.op == 0xf5 && o66 && mem:
+			return pick(l.w, WRUSSQ, WRUSSD)
+		case l.op == 0xf9 && noPfx && mem:
 			return MOVDIRI
-		case l.op == 0xf8 && mem && o66:
+		case l.op == 0xf8 && o66 && mem:
 			return MOVDIR64B
 		}
+	}
+	return 0
+}
+
+// legacyExtra accepts the legacy encodings x86asm fails on whose length
+// rules are uniform and whose every form is defined, as UNKNOWN.
+func legacyExtra(l *layout) x86asm.Op {
+	switch {
+	case l.opMap == map3DNow:
+		return UNKNOWN // 0f 0f /r ib: every suffix is ModRM + imm8
+	case l.opMap == map0F && l.op >= 0x18 && l.op <= 0x1f:
+		// Hint NOPs (prefetch hints, MPX, CET on older processors): every
+		// ModRM form is defined and does nothing visible [Intel SDM
+		// Vol.2 NOP, App. A.3 note].
+		return UNKNOWN
 	}
 	return 0
 }
@@ -454,41 +509,6 @@ func decodeX86asm(code []byte) (raw x86asm.Inst, err error) {
 		}
 	}()
 	return x86asm.Decode(code, 64)
-}
-
-// cetOp recognises the CET instructions that x86asm v0.32 decodes as a
-// bare prefix (Op 0) or as the wrong instruction (incssp as lfence)
-// [Intel SDM Vol.2, ENDBR64 … WRUSSD/WRUSSQ].
-func cetOp(l *layout) x86asm.Op {
-	if l.enc != Legacy {
-		return 0
-	}
-	mem := l.modrmOff >= 0 && l.mod() != 3
-	reg := l.modrmOff >= 0 && l.mod() == 3
-	f3 := l.lastRep == 0xf3
-	switch {
-	case l.opMap == map0F && l.op == 0x1e && f3 && l.modrm == 0xfa:
-		return ENDBR64
-	case l.opMap == map0F && l.op == 0x1e && f3 && l.modrm == 0xfb:
-		return ENDBR32
-	case l.opMap == map0F && l.op == 0x1e && f3 && reg && l.reg() == 1:
-		return pick(l.w, RDSSPQ, RDSSPD)
-	case l.opMap == map0F && l.op == 0xae && f3 && reg && l.reg() == 5:
-		return pick(l.w, INCSSPQ, INCSSPD)
-	case l.opMap == map0F && l.op == 0xae && f3 && mem && l.reg() == 6:
-		return CLRSSBSY
-	case l.opMap == map0F && l.op == 0x01 && f3 && l.modrm == 0xea:
-		return SAVEPREVSSP
-	case l.opMap == map0F && l.op == 0x01 && f3 && l.modrm == 0xe8:
-		return SETSSBSY
-	case l.opMap == map0F && l.op == 0x01 && f3 && mem && l.reg() == 5:
-		return RSTORSSP
-	case l.opMap == map0F38 && l.op == 0xf6 && mem && l.lastRep == 0 && l.pfx&pfxOpsize == 0:
-		return pick(l.w, WRSSQ, WRSSD)
-	case l.opMap == map0F38 && l.op == 0xf5 && mem && l.lastRep == 0 && l.pfx&pfxOpsize != 0:
-		return pick(l.w, WRUSSQ, WRUSSD)
-	}
-	return 0
 }
 
 func isVSIB(op x86asm.Op) bool {

@@ -118,7 +118,18 @@ func TestDecode(t *testing.T) {
 		{"enter", "c8 10 00 01", want{len: 4}},
 		{"push imm16", "66 68 34 12", want{len: 4}},
 		{"mov rex.w imm32", "48 c7 c0 ff ff ff ff", want{len: 7}},
-		{"rex ignored before prefix", "66 2e 0f 1f 84 00 00 00 00 00", want{len: 10}},
+		{"mov %cr0 (register form)", "0f 20 c0", want{len: 3}},
+
+		// Legacy instructions x86asm v0.32 lacks, named by this package.
+		{"clwb rip", "66 0f ae 35 10 00 00 00", want{len: 8, op: CLWB, ripOff: 4, ripTgt: 0x1018}},
+		{"clflushopt", "66 0f ae 38", want{len: 4, op: CLFLUSHOPT}},
+		{"rdpid", "f3 0f c7 f8", want{len: 4, op: RDPID}},
+		{"rdseed", "48 0f c7 f8", want{len: 4, op: RDSEED}},
+		{"rdpkru", "0f 01 ee", want{len: 3, op: RDPKRU}},
+		{"serialize", "0f 01 e8", want{len: 3, op: SERIALIZE}},
+		{"adox rip", "f3 48 0f 38 f6 05 10 00 00 00", want{len: 10, op: ADOX, ripOff: 6, ripTgt: 0x101a}},
+		{"movdir64b", "66 0f 38 f8 06", want{len: 5, op: MOVDIR64B}},
+		{"hint nop 0f 1a (MPX)", "0f 1a 05 10 00 00 00", want{len: 7, op: UNKNOWN, ripOff: 3, ripTgt: 0x1017}},
 
 		// VEX: rip-relative with x86asm's PCRel 0, imm8 after disp32.
 		{"vmovdqu ymm rip", "c5 fe 6f 05 10 00 00 00", want{len: 8, op: x86asm.VMOVDQU, ripOff: 4, ripTgt: 0x1018, enc: VEX}},
@@ -206,6 +217,13 @@ func TestDecodeErrors(t *testing.T) {
 		{"evex map 4 (APX)", "62 f4 7c 08 01 c0", ErrUnknown},
 		{"vex map 7", "c4 e7 7b f8 c0 00 00 00 00", ErrUnknown},
 		{"ff /7", "ff f8", ErrUnknown},
+		{"REX before a prefix", "48 66 90", ErrUnsupported},
+		{"two REX", "48 41 90", ErrUnsupported},
+		{"mov to %cr with mod=10 (x86asm reads a disp32)", "0f 22 80 00 00 00 00", ErrUnknown},
+		{"pextrw with a memory operand", "0f c5 00 01", ErrUnknown},
+		{"cmpxchg8b with a register", "0f c7 c8", ErrUnknown},
+		{"gather without SIB", "c4 c2 ed 91 a6 e2 21 57 10", ErrInvalid},
+		{"ff /3 with a register", "ff d8", ErrUnknown},
 		{"xop map b", "8f eb 78 10 c0", ErrUnknown},
 	}
 	for _, tc := range tests {

@@ -177,13 +177,13 @@ func objdumpKind(mnem, ops string) Kind {
 
 // agreement counts what one comparison found.
 type agreement struct {
-	insts, lenOK        int
-	skipped             int // objdump could not decode: (bad), .byte
-	targets, targetOK   int
-	ripRel, ripOK       int
-	kindOK              int
-	unknown             int // Decode returned Op UNKNOWN
-	failures            []string
+	insts, lenOK          int
+	skipped               int // objdump could not decode: (bad), .byte
+	targets, targetOK     int
+	ripRel, ripOK         int
+	kindOK                int
+	unknown               int // Decode returned Op UNKNOWN
+	failures              []string
 	vex, evex, xop, extra int
 }
 

@@ -1,6 +1,8 @@
 package cfg
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 
 	"blpp/cfg/x86"
@@ -74,8 +76,9 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		}
 		p := bd.pending
 		bd.pending = nil
+		s := newSlicer(bd) // the instructions do not change while resolving
 		for _, i := range p {
-			bd.resolveIndirect(i)
+			bd.resolveIndirect(s, i)
 		}
 	}
 	bd.makeBlocks()
@@ -218,7 +221,13 @@ func (bd *builder) makeBlocks() {
 	if len(insts) == 0 {
 		return
 	}
-	sort.Slice(insts, func(i, j int) bool { return insts[i].Addr < insts[j].Addr })
+	// Visit instructions in address order through a permutation, so the
+	// cover arrays (which index insts) stay valid for lookups.
+	order := make([]int32, len(insts))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(insts[a].Addr, insts[b].Addr) })
 	ends := func(in *x86.Inst) bool {
 		switch in.Kind {
 		case x86.Other, x86.Syscall:
@@ -226,50 +235,59 @@ func (bd *builder) makeBlocks() {
 		}
 		return true
 	}
-	blockOf := make(map[uint64]BlockID)
+	// startOf[i] is the block starting at instruction i, or -1.
+	startOf := make([]BlockID, len(insts))
+	lastOf := make([]int32, 0, len(insts)/4+1) // per block: index of its last instruction
 	var cur *Block
-	for i := range insts {
+	for _, i := range order {
 		in := &insts[i]
+		startOf[i] = -1
 		if cur == nil || bd.leaders[in.Addr] || cur.End != in.Addr {
 			g.Blocks = append(g.Blocks, Block{Addr: in.Addr, End: in.Addr})
+			lastOf = append(lastOf, i)
 			cur = &g.Blocks[len(g.Blocks)-1]
-			blockOf[in.Addr] = BlockID(len(g.Blocks) - 1)
+			startOf[i] = BlockID(len(g.Blocks) - 1)
 		}
 		cur.End = in.Addr + uint64(in.Len)
 		cur.Last = in.Addr
 		cur.Insts++
 		cur.FlagsUse |= in.Reads &^ cur.FlagsDef
 		cur.FlagsDef |= in.Writes
+		lastOf[len(lastOf)-1] = i
 		if ends(in) {
 			cur = nil
 		}
 	}
 	// Blocks are in address order; move the entry block to index 0 and
 	// keep the rest sorted, as BlockAt expects.
-	if e := blockOf[bd.f.Addr]; e != 0 {
-		eb := g.Blocks[e]
+	if e := startOf[bd.instAt(bd.f.Addr)]; e > 0 {
+		eb, el := g.Blocks[e], lastOf[e]
 		copy(g.Blocks[1:e+1], g.Blocks[:e])
-		g.Blocks[0] = eb
-		for a, id := range blockOf {
+		copy(lastOf[1:e+1], lastOf[:e])
+		g.Blocks[0], lastOf[0] = eb, el
+		for i, id := range startOf {
 			switch {
 			case id == e:
-				blockOf[a] = 0
-			case id < e:
-				blockOf[a] = id + 1
+				startOf[i] = 0
+			case id >= 0 && id < e:
+				startOf[i] = id + 1
 			}
 		}
 	}
-	lastInst := make(map[uint64]*x86.Inst, len(g.Blocks))
-	for i := range insts {
-		lastInst[insts[i].Addr] = &insts[i]
+	blockOf := func(addr uint64) (BlockID, bool) {
+		i := bd.instAt(addr)
+		if i < 0 || startOf[i] < 0 {
+			return 0, false
+		}
+		return startOf[i], true
 	}
 	for id := range g.Blocks {
 		blk := &g.Blocks[id]
 		from := BlockID(id)
-		in := lastInst[blk.Last]
+		in := &insts[lastOf[id]]
 		next := blk.End
 		fall := func(kind EdgeKind) {
-			if t, ok := blockOf[next]; ok {
+			if t, ok := blockOf(next); ok {
 				g.addEdge(Edge{From: from, To: t, Kind: kind})
 			} else if fo := bd.fallOut[in.Addr]; fo != 0 {
 				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall, Target: fo})
@@ -278,7 +296,7 @@ func (bd *builder) makeBlocks() {
 		branch := func(t uint64) {
 			if callee, ok := bd.tailCalls[in.Addr]; ok {
 				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall, Target: callee})
-			} else if b, ok := blockOf[t]; ok {
+			} else if b, ok := blockOf(t); ok {
 				g.addEdge(Edge{From: from, To: b, Kind: EdgeBranch})
 			}
 		}
@@ -314,7 +332,7 @@ func (bd *builder) makeBlocks() {
 						continue
 					}
 					seen[t] = true
-					if b, ok := blockOf[t]; ok {
+					if b, ok := blockOf(t); ok {
 						g.addEdge(Edge{From: from, To: b, Kind: EdgeJumpTable})
 					}
 				}

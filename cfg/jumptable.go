@@ -258,8 +258,7 @@ func (s *slicer) memAddr(i int, m x86asm.Mem, depth int) sym {
 
 // resolveIndirect recovers the jump table of the indirect jump insts[i],
 // or classifies it as an indirect tail call, or refuses the procedure.
-func (bd *builder) resolveIndirect(i int) {
-	s := newSlicer(bd)
+func (bd *builder) resolveIndirect(s *slicer, i int) {
 	in := &bd.insts[i]
 	var v sym
 	switch op := in.Raw.Args[0].(type) {

@@ -1,6 +1,10 @@
 package x86
 
-import "golang.org/x/arch/x86/x86asm"
+import (
+	"strconv"
+
+	"golang.org/x/arch/x86/x86asm"
+)
 
 // Kind classifies an instruction by how control leaves it.
 type Kind uint8
@@ -33,7 +37,7 @@ func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]
 	}
-	return "Kind(" + itoa(int(k)) + ")"
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // FallsThrough reports whether execution can continue at the next

@@ -1,5 +1,7 @@
 package x86
 
+import "strconv"
+
 // This file holds blpp's own instruction-length decoder. It knows nothing
 // about mnemonics or operands: it walks prefixes, the opcode, ModRM, SIB,
 // displacement and immediate of one instruction and records where each
@@ -29,7 +31,7 @@ func (e Encoding) String() string {
 	if int(e) < len(encodingNames) {
 		return encodingNames[e]
 	}
-	return "Encoding(" + itoa(int(e)) + ")"
+	return "Encoding(" + strconv.Itoa(int(e)) + ")"
 }
 
 // Opcode maps as numbered by VEX.mmmmm / EVEX.mmm / XOP.mmmmm. Legacy
@@ -129,13 +131,13 @@ func parseMap(rows [16]string) (t [256]uint8) {
 			}
 			c, ok := code[row[k]]
 			if !ok || j >= 16 {
-				panic("x86: bad opcode table row " + itoa(i))
+				panic("x86: bad opcode table row " + strconv.Itoa(i))
 			}
 			t[i*16+j] = c
 			j++
 		}
 		if j != 16 {
-			panic("x86: short opcode table row " + itoa(i))
+			panic("x86: short opcode table row " + strconv.Itoa(i))
 		}
 	}
 	return t
@@ -576,26 +578,4 @@ func truncOrLong(code []byte) error {
 		return ErrTooLong
 	}
 	return ErrTruncated
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	var b [20]byte
-	p := len(b)
-	for i > 0 {
-		p--
-		b[p] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		p--
-		b[p] = '-'
-	}
-	return string(b[p:])
 }

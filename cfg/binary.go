@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 )
@@ -143,7 +144,11 @@ func Load(data []byte) (b *Binary, err error) {
 	}
 	f, err := elf.NewFile(bytes.NewReader(data))
 	if err != nil {
-		return nil, &FormatError{Off: -1, Msg: err.Error(), Err: ErrMalformed}
+		msg := err.Error()
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			msg = "headers or tables extend past the end of the file (truncated?)"
+		}
+		return nil, &FormatError{Off: -1, Msg: fmt.Sprintf("%s; file is %d bytes", msg, len(data)), Err: ErrMalformed}
 	}
 	b = &Binary{File: f, data: data, Entry: f.Entry}
 	switch f.Type {

@@ -82,8 +82,8 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		}
 	}
 	bd.makeBlocks()
-	if g.Reason == ReasonOK && f.Size < 5 {
-		g.fail(ReasonTooShort, f.Addr, "%d bytes, shorter than the 5-byte jump that redirects it", f.Size)
+	if g.Reason == ReasonOK && f.Size+f.Pad < 5 {
+		g.fail(ReasonTooShort, f.Addr, "%d bytes and %d bytes of padding, shorter than the 5-byte jump that redirects it", f.Size, f.Pad)
 	}
 	return g
 }
@@ -162,15 +162,18 @@ func (bd *builder) decodeAll() {
 				break
 			}
 			idx := int32(len(bd.insts)) + 1
-			for k := uint64(0); k < uint64(inst.Len); k++ {
-				if bd.cover[ri][off+k] != 0 {
-					g.fail(ReasonOverlap, a, "instruction overlaps the one at %#x", bd.insts[bd.cover[ri][off+k]-1].Addr)
+			cov := bd.cover[ri][off : off+uint64(inst.Len)]
+			for _, c := range cov {
+				if c != 0 {
+					g.fail(ReasonOverlap, a, "instruction overlaps the one at %#x", bd.insts[c-1].Addr)
 					break
 				}
-				bd.cover[ri][off+k] = idx
 			}
 			if g.Reason != ReasonOK {
 				break
+			}
+			for k := range cov {
+				cov[k] = idx
 			}
 			bd.insts = append(bd.insts, inst)
 			next := a + uint64(inst.Len)

@@ -57,6 +57,10 @@ type Function struct {
 	PartNames []string
 	Source    Source
 	PLT       bool
+	// Pad is the number of padding bytes (nops, int3, zeros) that follow
+	// the main body before the next code: room the entry patch may use
+	// when the body is shorter than the 5-byte jump.
+	Pad uint64
 }
 
 // Ranges returns the main body followed by the fragments.

@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"blpp/cfg/ehframe"
+	"blpp/cfg/x86"
+
+	"golang.org/x/arch/x86/x86asm"
 )
 
 func (b *Binary) loadFDEs() error {
@@ -232,6 +235,13 @@ func (b *Binary) Functions() []*Function {
 			end = n
 		}
 		f.Size = end - f.Addr
+		if f.Size < 5 {
+			gap := secEnd - end
+			if n := nextStart(a); n < secEnd {
+				gap = n - end
+			}
+			f.Pad = padding(b.Code(end), min(gap, 16))
+		}
 		if f.Name == "" {
 			f.Name = fmt.Sprintf("sub_%x", f.Addr)
 		}
@@ -309,4 +319,26 @@ func coldParent(b *Binary, cands []*Function, frag Range) *Function {
 		}
 	}
 	return nil
+}
+
+// padding counts the leading bytes of code[:n] that are alignment filler:
+// nop forms, int3 and zero bytes (the linker's fill between functions).
+func padding(code []byte, n uint64) uint64 {
+	if uint64(len(code)) < n {
+		n = uint64(len(code))
+	}
+	var off uint64
+	for off < n {
+		switch code[off] {
+		case 0x00, 0xcc, 0x90:
+			off++
+			continue
+		}
+		in, err := x86.Decode(code[off:n], 0)
+		if err != nil || in.Raw.Op != x86asm.NOP && !(in.Raw.Op == x86asm.XCHG && in.Len == 2) {
+			break
+		}
+		off += uint64(in.Len)
+	}
+	return off
 }

@@ -71,6 +71,7 @@ type slicer struct {
 	bd      *builder
 	endAt   map[uint64]int   // instruction ending at address
 	targets map[uint64][]int // direct branches to address
+	consts  map[int]constResult
 }
 
 func newSlicer(bd *builder) *slicer {
@@ -127,6 +128,69 @@ func (s *slicer) findDef(i, fam int) int {
 	return -1
 }
 
+// calleeSaved marks rbx, rbp, r12-r15 [SysV x86-64 ABI 3.2.1].
+var calleeSaved = [16]bool{3: true, 5: true, 12: true, 13: true, 14: true, 15: true}
+
+// uniqueConst is the flow-insensitive fallback for a register whose
+// definition the predecessor chain does not reach (a table base hoisted out
+// of a loop into the prologue): when every instruction of the procedure
+// that writes the register loads the same constant address (lea
+// disp(%rip) or mov $imm), and no call can clobber it, the register holds
+// that constant wherever the compiler uses it.
+func (s *slicer) uniqueConst(fam int) (uint64, bool) {
+	if s.consts == nil {
+		s.consts = make(map[int]constResult)
+	}
+	if r, ok := s.consts[fam]; ok {
+		return r.val, r.ok
+	}
+	var val uint64
+	found, ok := false, true
+	for i := range s.bd.insts {
+		in := &s.bd.insts[i]
+		if (in.Kind == x86.Call || in.Kind == x86.CallIndirect) && !calleeSaved[fam] {
+			ok = false
+			break
+		}
+		if !writesReg(&in.Raw, fam) {
+			continue
+		}
+		if in.Raw.Op == x86asm.POP && calleeSaved[fam] {
+			continue // the epilogue restoring the caller's value
+		}
+		var c uint64
+		switch in.Raw.Op {
+		case x86asm.LEA:
+			m, isMem := in.Raw.Args[1].(x86asm.Mem)
+			if !isMem || m.Base != x86asm.RIP || m.Index != 0 {
+				ok = false
+			}
+			c = in.Addr + uint64(in.Len) + uint64(m.Disp)
+		case x86asm.MOV:
+			imm, isImm := in.Raw.Args[1].(x86asm.Imm)
+			if !isImm {
+				ok = false
+			}
+			c = uint64(int64(imm))
+		default:
+			ok = false
+		}
+		if !ok || found && c != val {
+			ok = false
+			break
+		}
+		val, found = c, true
+	}
+	ok = ok && found
+	s.consts[fam] = constResult{val, ok}
+	return val, ok
+}
+
+type constResult struct {
+	val uint64
+	ok  bool
+}
+
 // evalReg gives the value of register family fam just before instruction i.
 func (s *slicer) evalReg(i, fam, depth int) sym {
 	if fam < 0 || depth > 8 {
@@ -134,6 +198,9 @@ func (s *slicer) evalReg(i, fam, depth int) sym {
 	}
 	d := s.findDef(i, fam)
 	if d < 0 {
+		if c, ok := s.uniqueConst(fam); ok {
+			return linConst(c)
+		}
 		return sym{kind: symLinear, hasVar: true, varID: i<<4 | fam, scale: 1}
 	}
 	in := &s.bd.insts[d]
@@ -335,6 +402,9 @@ func (bd *builder) resolveIndirect(s *slicer, i int) {
 			return
 		}
 		if bd.rangeOf(t) < 0 {
+			if bd.g.Reason == ReasonOK {
+				bd.g.escape = t // perhaps a stripped .cold fragment
+			}
 			bd.g.fail(ReasonUnresolvedIndirectJump, in.Addr, "jump table entry %d targets %#x, outside the function", k, t)
 			return
 		}

@@ -230,7 +230,7 @@ func structuredCFG(rng *rand.Rand, budget int) *Graph {
 	entry := s.node()
 	s.exit = s.node()
 	end := entry
-	for end >= 0 && s.n < budget {
+	for end >= 0 && s.n+5 <= budget {
 		end = s.stmts(end, 0)
 	}
 	if end >= 0 {

@@ -83,7 +83,7 @@ func canonical(g *Graph, num *Numbering, seg []Step) []Step {
 func TestSimulation(t *testing.T) {
 	for fi, f := range families {
 		t.Run(f.name, func(t *testing.T) {
-			for seed := range uint64(150) {
+			for seed := range uint64(500) {
 				rng := newRand(seed*77 + uint64(fi) + 1000)
 				g := f.gen(rng)
 				opts := Options{}
@@ -119,7 +119,7 @@ func simulate(t *testing.T, rng *rand.Rand, g *Graph, num *Numbering) {
 		}
 		expected[int64(id)]++
 	}
-	for range 20 {
+	for range 40 {
 		r := int64(0)
 		var seg []Step
 		v := g.Entry

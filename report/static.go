@@ -8,6 +8,7 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -76,6 +77,10 @@ func MakeStats(name string, r *analysis.Result) *Stats {
 		if !row.Instrumentable {
 			row.Detail = f.Detail()
 		}
+		if f.Numbering == nil && errors.Is(f.NumErr, pathnum.ErrPathLimit) {
+			row.Overflow = true
+			s.Summary.Overflow++
+		}
 		if n := f.Numbering; n != nil {
 			if !n.RawOverflow {
 				p := n.NumPaths
@@ -140,7 +145,7 @@ func StatsText(w io.Writer, s *Stats) error {
 	fmt.Fprintf(w, "\n%s: %d functions, %d instrumentable (%.1f%%), %d blocks, %d edges, %d loops",
 		s.Binary, sum.Functions, sum.Instrumentable, 100*sum.Share, sum.Blocks, sum.Edges, sum.Loops)
 	if sum.Overflow > 0 {
-		fmt.Fprintf(w, ", %d with path overflow (split)", sum.Overflow)
+		fmt.Fprintf(w, ", %d with path overflow", sum.Overflow)
 	}
 	if sum.PLTStubs > 0 {
 		fmt.Fprintf(w, " (and %d PLT stubs, not counted)", sum.PLTStubs)
@@ -360,7 +365,7 @@ func CFGText(w io.Writer, d *CFGDoc) error {
 					what = "broken"
 				}
 				kind += " (" + what + ")"
-				inc = fmt.Sprintf("end +%d, restart %d", e.ExitInc, e.EntryInc)
+				inc = fmt.Sprintf("end %+d, restart %d", e.ExitInc, e.EntryInc)
 			}
 			flags := "dead"
 			if e.FlagsLive {
@@ -417,10 +422,10 @@ func CFGDot(w io.Writer, d *CFGDoc) error {
 			label := e.Kind
 			attrs := ""
 			if e.Backedge || e.Broken {
-				label += fmt.Sprintf("\nend +%d, restart %d", e.ExitInc, e.EntryInc)
+				label += fmt.Sprintf("\nend %+d, restart %d", e.ExitInc, e.EntryInc)
 				attrs = ", style=dashed, color=red"
 			} else if e.Inc != 0 {
-				label += fmt.Sprintf("\n+%d", e.Inc)
+				label += fmt.Sprintf("\n%+d", e.Inc)
 			}
 			fmt.Fprintf(w, "    f%d_%d -> %s [label=%q%s];\n", fi, e.From, to, label, attrs)
 		}

@@ -355,11 +355,16 @@ prefixes:
 		imm = 1
 		l.relSize = 1
 	case cRelZ:
-		if l.pfx&pfxOpsize != 0 {
+		if l.pfx&pfxOpsize != 0 && !l.w {
 			// Intel ignores 66 on near branches in 64-bit mode and keeps
 			// rel32; AMD truncates to rel16 [AMD APM Vol.3 "Near
 			// Branches in 64-Bit Mode"]. The two disagree on the length,
-			// so the instruction is refused.
+			// so the instruction is refused. With REX.W the operand size
+			// is 64 bits on both and 66 is ignored [Intel SDM Vol.1
+			// 3.6.1, Table 3-4]: that is the TLS general-dynamic call
+			// `data16 data16 rex.W call __tls_get_addr` [Drepper, ELF
+			// Handling For Thread-Local Storage, 4.1.6], common in shared
+			// libraries, 8 bytes long.
 			return l, ErrUnsupported
 		}
 		imm = 4

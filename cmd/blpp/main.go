@@ -58,10 +58,13 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 	sort.Slice(commands, func(i, j int) bool { return commands[i].name < commands[j].name })
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 1 && args[0] == "help" {
-			if c := find(args[1]); c != nil {
-				fmt.Fprintf(stdout, "usage: blpp %s %s\n\n%s\n", c.name, c.usage, c.summary)
-				return 0
+			c := find(args[1])
+			if c == nil {
+				fmt.Fprintf(stderr, "blpp: unknown command %q (run 'blpp help' for the list)\n", args[1])
+				return 2
 			}
+			fmt.Fprintf(stdout, "usage: blpp %s %s\n\n%s\n", c.name, c.usage, c.summary)
+			return 0
 		}
 		printUsage(stdout)
 		if len(args) == 0 {

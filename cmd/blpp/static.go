@@ -107,6 +107,9 @@ func runStats(c *ctx, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *re != "" && len(r.Funcs) == 0 {
+		return fmt.Errorf("no function matches %q", *re)
+	}
 	s := report.MakeStats(path, r)
 	if *asJSON {
 		return report.StatsJSON(c.stdout, s)

@@ -95,30 +95,47 @@
 //
 // # Overflow policy
 //
-// Path counts must stay below Options.MaxPaths (default 1<<62, at most
+// Path counts must not exceed Options.MaxPaths (default 1<<62, at most
 // math.MaxInt64 because the register is a signed 64-bit value). When the
 // count of the DAG exceeds it (a uint64 overflow counts as exceeding), more
 // edges are made path-breaking: a Broken edge is handled exactly like a
 // backedge (pseudo edges ENTRY→w and v→EXIT, a count and a register reset
-// at run time). The choice is deterministic:
+// at run time). Breaking u→w removes pre(u)·paths(w) paths and adds pre(u)
+// ending at u, plus paths(w) starting at w unless w is already a head (has
+// an ENTRY→w edge). The choice is deterministic:
 //
-//   - Try caps C = MaxPaths, MaxPaths/2, MaxPaths/4, ... down to 1.
-//   - For one cap, visit the nodes other than Entry and Exit in reverse
-//     topological order. If a node's path count (with the edges already
-//     broken below it) exceeds C, break its DAG out-edges whose targets
-//     have the largest path counts (ties: lower edge index first) until its
-//     count is at most C. Breaking an edge whose target has one path gains
-//     nothing, so such edges are never broken. Entry's out-edges are never
-//     broken (that would only add paths).
-//   - Recount Entry, including the new ENTRY→w pseudo edges. The first cap
-//     whose total is at most MaxPaths wins; Split is then true.
+//  0. If a lower bound that holds for every split (one path per edge
+//     into EXIT of the DAG view, i.e. per backedge and per real edge into
+//     Exit; one per out-edge of any node) exceeds MaxPaths, fail at once.
+//  1. Cap ladder. Try caps C = MaxPaths, MaxPaths/2, MaxPaths/4, ... and,
+//     below 64, every value down to 1. For one cap, visit the nodes other
+//     than Entry and Exit in reverse topological order; when a node's count
+//     (with the edges already broken below it) exceeds C, break its DAG
+//     out-edges until the count is at most C: first edges into existing
+//     heads (free at Entry), then the others, each group largest target
+//     count first (ties: lower edge index); then re-join any broken edge
+//     into a head that turns out unnecessary, smallest first. Edges into
+//     single-path nodes are never broken (no gain), nor are Entry's
+//     out-edges. Then recount Entry, ENTRY→w edges included; the first cap
+//     whose total is at most MaxPaths wins. Large caps break few edges, so
+//     paths stay long.
+//  2. Greedy fallback, only if no cap fits (tiny limits): repeatedly break
+//     the edge that removes the most paths from the total, until it fits,
+//     no break helps, or 256 edges have been broken this way.
+//  3. Otherwise Number returns ErrPathLimit.
 //
-// Large caps break few edges, so the first cap that fits keeps paths long.
-// The ladder always reaches a cap C ≤ MaxPaths/T, where T bounds the number
-// of terms in Entry's sum (its out-degree plus the number of other nodes);
-// once every node fits under such a cap the total fits too. If no cap
-// works — a node's out-degree alone exceeds the cap, or the graph has more
-// unavoidable paths than MaxPaths allows — Number returns ErrPathLimit.
+// The ladder reaches a cap C ≤ MaxPaths/T, T bounding the number of terms
+// in Entry's sum (its out-degree plus the number of other nodes); once
+// every node fits under such a cap the total fits, and a node fits under
+// any cap at least its out-degree. So for realistic limits (the default, or
+// any limit of at least 2·T times the largest out-degree) the ladder always
+// succeeds and the fallback never runs. Under tiny limits a
+// graph may have no numbering at all — every backedge ends a path of its
+// own, and a chain of k if/else diamonds needs at least 2k paths however it
+// is cut — and the heuristic may also miss a split that exists.
+//
+// Split is true when any edge was broken; RawOverflow when the unsplit
+// count exceeded the limit; RawPaths keeps that count (saturated).
 //
 // # Errors
 //
@@ -130,7 +147,9 @@
 // # Cost
 //
 // Number runs in O(E log E) time for E edges (the spanning tree's sort
-// dominates) and O(N + E) space; the overflow policy repeats the
-// O(E log E) pass at most once per cap tried. Regenerate, PathID and Prefix
-// take O(L log D) for a path of L steps through nodes of out-degree ≤ D.
+// dominates) and O(N + E) space. The cap ladder repeats an O(E log E) pass
+// once per cap tried, at most about log2(T) times for realistic limits; the
+// greedy fallback (tiny limits only) costs O(E) per broken edge, for at
+// most 256 edges. Regenerate, PathID and Prefix take O(L log D) for a path
+// of L steps through nodes of out-degree ≤ D.
 package pathnum

@@ -123,7 +123,11 @@ func (s *structGen) stmt(cur, depth int) int {
 		}
 		s.edge(b, join, depth)
 	}
-	switch s.rng.IntN(11) {
+	choice := s.rng.IntN(11)
+	if choice >= 5 && choice <= 7 && depth >= 6 {
+		choice = 0 // no loops nested deeper than real code has them
+	}
+	switch choice {
 	case 0, 1: // straight-line code: a new block
 		b := s.node()
 		s.edge(cur, b, depth)

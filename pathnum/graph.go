@@ -20,7 +20,8 @@ type Edge struct {
 	From, To int
 	// Weight is a static frequency estimate (e.g. 10^loopdepth); higher
 	// means hotter. It only steers the maximum spanning tree, so it changes
-	// where increments go, never which paths exist. It must be finite.
+	// where increments go, never which paths exist. It must not be NaN;
+	// infinities are allowed (10^loopdepth overflows for absurd depths).
 	Weight float64
 }
 
@@ -31,8 +32,10 @@ const DefaultMaxPaths uint64 = 1 << 62
 // value at run time, so path numbers must fit in int64.
 const maxPathsLimit uint64 = 1<<63 - 1
 
-// maxGraphSize bounds NumNodes and len(Edges) so indices fit in int32.
-const maxGraphSize = 1 << 30
+// maxGraphSize bounds NumNodes and len(Edges) so that every index, of
+// input edges and of the up to 2·len(Edges)+NumNodes edges of the DAG view,
+// fits in int32.
+const maxGraphSize = 1 << 28
 
 // Options tune Number.
 type Options struct {

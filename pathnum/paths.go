@@ -34,13 +34,13 @@ func (n *Numbering) Regenerate(id uint64) ([]Step, error) {
 	}
 	var steps []Step
 	rest := id
-	v := int32(n.Entry)
-	for v != int32(n.Exit) {
+	v := n.entry
+	for v != n.exit {
 		outs := n.outList[n.outStart[v]:n.outStart[v+1]]
 		// Vals along outs increase strictly (every target has a path), so
 		// the first edge with Val > rest follows the one we want.
 		k := sort.Search(len(outs), func(j int) bool { return n.dag[outs[j]].val > rest }) - 1
-		if k < 0 || len(steps) >= n.NumNodes {
+		if k < 0 || len(steps) >= len(n.phi) {
 			return nil, fmt.Errorf("pathnum: internal error: regeneration of %d stuck at node %d", id, v)
 		}
 		d := outs[k]
@@ -77,7 +77,7 @@ func (n *Numbering) dagOf(k int, s Step) (d int32, skip bool, err error) {
 				return -1, false, fmt.Errorf("%w: step %d: %v is not the first step", ErrInvalidPath, k, s)
 			}
 			w := n.edgeTo[s.Edge]
-			if int(w) == n.Entry {
+			if w == n.entry {
 				return -1, true, nil
 			}
 			return n.entryDag[w], false, nil
@@ -97,7 +97,7 @@ func (n *Numbering) PathID(steps []Step) (uint64, error) {
 		return 0, err
 	}
 	var sum uint64
-	v := int32(n.Entry)
+	v := n.entry
 	for k, s := range steps {
 		d, skip, err := n.dagOf(k, s)
 		if err != nil {
@@ -113,8 +113,8 @@ func (n *Numbering) PathID(steps []Step) (uint64, error) {
 		sum += e.val // < NumPaths throughout: a prefix of a path
 		v = e.to
 	}
-	if v != int32(n.Exit) {
-		return 0, fmt.Errorf("%w: ends at node %d, not at exit %d", ErrInvalidPath, v, n.Exit)
+	if v != n.exit {
+		return 0, fmt.Errorf("%w: ends at node %d, not at exit %d", ErrInvalidPath, v, n.exit)
 	}
 	return sum, nil
 }
@@ -128,7 +128,7 @@ func (n *Numbering) Nodes(steps []Step) []int {
 		return nil
 	}
 	nodes := make([]int, 0, len(steps)+1)
-	nodes = append(nodes, n.Entry)
+	nodes = append(nodes, int(n.entry))
 	for k, s := range steps {
 		d, skip, err := n.dagOf(k, s)
 		if err != nil {
@@ -151,8 +151,8 @@ func (n *Numbering) Prefix(v int, r int64) ([]Step, error) {
 	if err := n.ready(); err != nil {
 		return nil, err
 	}
-	if v < 0 || v >= n.NumNodes {
-		return nil, fmt.Errorf("%w: node %d out of range [0,%d)", ErrInvalidPath, v, n.NumNodes)
+	if v < 0 || v >= len(n.phi) {
+		return nil, fmt.Errorf("%w: node %d out of range [0,%d)", ErrInvalidPath, v, len(n.phi))
 	}
 	want, ok := addInt64(r, n.phi[v])
 	if !ok || want < 0 || uint64(want) >= n.total {
@@ -163,7 +163,7 @@ func (n *Numbering) Prefix(v int, r int64) ([]Step, error) {
 		return nil, err
 	}
 	var sum uint64
-	at := int32(n.Entry)
+	at := n.entry
 	for k := 0; ; k++ {
 		if at == int32(v) {
 			if sum != uint64(want) {

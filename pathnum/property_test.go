@@ -162,8 +162,12 @@ func simulate(t *testing.T, rng *rand.Rand, g *Graph, num *Numbering) {
 	}
 }
 
-// TestOverflowPolicy numbers larger graphs under small limits: whenever
-// Number succeeds the path count fits and every law still holds.
+// TestOverflowPolicy numbers larger graphs (20-200 nodes) under small
+// limits: whenever Number succeeds the path count fits and every law still
+// holds. Under a limit of 10 most such graphs have no numbering at all (a
+// chain of k diamonds needs at least 2k paths however it is cut; every
+// backedge ends a path of its own), so ErrPathLimit is the expected answer
+// there and is counted, not failed.
 func TestOverflowPolicy(t *testing.T) {
 	gens := []struct {
 		name string
@@ -194,7 +198,7 @@ func TestOverflowPolicy(t *testing.T) {
 					if num.Split {
 						split++
 					}
-					checkNumbering(t, g, num, checkOpts{maxPaths: limit, prefixes: true})
+					checkNumbering(t, g, num, checkOpts{maxPaths: limit, prefixes: num.NumPaths <= 1000})
 				}
 				t.Logf("limit %d: %d of %d numbered, %d split", limit, ok, graphs, split)
 				if limit >= 1000 && ok < graphs*9/10 {

@@ -1,0 +1,294 @@
+// Package meta is the metadata table the rewriter stores in a non-loaded
+// section (.blpp.meta) of an instrumented binary (DESIGN decision 12): for
+// every function, its original address ranges, name, blocks, edges and
+// loop depths, and its call sites. A report needs only the instrumented
+// binary and a profile: it rebuilds each function's Ball-Larus numbering
+// from the stored graph with package pathnum, which is deterministic, and
+// checks the path count against the stored one.
+//
+// This package owns the encoding. The format is versioned; Decode trusts
+// nothing in its input.
+package meta
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"blpp/pathnum"
+)
+
+// Magic starts the section; Version is the encoding's version.
+const (
+	Magic   = "BLPPMETA"
+	Version = 1
+	// SectionName is the section's name in the instrumented binary.
+	SectionName = ".blpp.meta"
+)
+
+// Errors.
+var (
+	ErrBadMagic = errors.New("not blpp metadata")
+	ErrVersion  = errors.New("unsupported metadata version")
+	ErrCorrupt  = errors.New("corrupt metadata")
+)
+
+// EdgeKind mirrors cfg.EdgeKind (same numbering); it is stored as a byte.
+type EdgeKind uint8
+
+// Block is a basic block of the original binary.
+type Block struct {
+	Addr, End uint64
+	Insts     uint32
+	LoopDepth uint32
+}
+
+// Edge is a CFG edge; To == -1 is EXIT.
+type Edge struct {
+	From, To int32
+	Kind     EdgeKind
+}
+
+// Func describes one function of the original binary.
+type Func struct {
+	Name  string
+	Entry uint64
+	Size  uint64
+	// Instrumented is false for functions left alone; they keep a name,
+	// an address and the reason.
+	Instrumented bool
+	Reason       string
+	Blocks       []Block // Blocks[0] is the entry
+	Edges        []Edge
+	NumPaths     uint64
+	CallSites    []uint64 // addresses of call instructions, in block order
+}
+
+// Table is the whole metadata of an instrumented binary.
+type Table struct {
+	// OrigBuildID is the build-id of the original binary, if it had one.
+	OrigBuildID []byte
+	Funcs       []Func
+}
+
+// Weight is the edge weight used when numbering: the same function of
+// loop depth the rewriter used (analysis.Weight), repeated here so that
+// meta does not depend on the analysis packages.
+func Weight(depth uint32) float64 {
+	if depth > 12 {
+		depth = 12
+	}
+	return math.Pow(10, float64(depth))
+}
+
+// Numbering rebuilds f's Ball-Larus numbering from the stored graph.
+func (f *Func) Numbering() (*pathnum.Numbering, error) {
+	if !f.Instrumented {
+		return nil, fmt.Errorf("%s: not instrumented", f.Name)
+	}
+	g := &pathnum.Graph{NumNodes: len(f.Blocks) + 1, Entry: 0, Exit: len(f.Blocks), Edges: make([]pathnum.Edge, len(f.Edges))}
+	for i, e := range f.Edges {
+		to := int(e.To)
+		if e.To < 0 {
+			to = len(f.Blocks)
+		}
+		g.Edges[i] = pathnum.Edge{From: int(e.From), To: to, Weight: Weight(f.Blocks[e.From].LoopDepth)}
+	}
+	n, err := pathnum.Number(g, pathnum.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name, err)
+	}
+	if n.NumPaths != f.NumPaths {
+		return nil, fmt.Errorf("%s: %w: numbering gives %d paths, table says %d", f.Name, ErrCorrupt, n.NumPaths, f.NumPaths)
+	}
+	return n, nil
+}
+
+// Encode serialises t.
+func Encode(t *Table) []byte {
+	b := []byte(Magic)
+	b = binary.LittleEndian.AppendUint32(b, Version)
+	b = appendBytes(b, t.OrigBuildID)
+	b = binary.AppendUvarint(b, uint64(len(t.Funcs)))
+	for i := range t.Funcs {
+		f := &t.Funcs[i]
+		b = appendBytes(b, []byte(f.Name))
+		b = binary.AppendUvarint(b, f.Entry)
+		b = binary.AppendUvarint(b, f.Size)
+		if !f.Instrumented {
+			b = append(b, 0)
+			b = appendBytes(b, []byte(f.Reason))
+			continue
+		}
+		b = append(b, 1)
+		b = binary.AppendUvarint(b, uint64(len(f.Blocks)))
+		for _, bl := range f.Blocks {
+			b = binary.AppendUvarint(b, bl.Addr)
+			b = binary.AppendUvarint(b, bl.End-bl.Addr)
+			b = binary.AppendUvarint(b, uint64(bl.Insts))
+			b = binary.AppendUvarint(b, uint64(bl.LoopDepth))
+		}
+		b = binary.AppendUvarint(b, uint64(len(f.Edges)))
+		for _, e := range f.Edges {
+			b = binary.AppendUvarint(b, uint64(e.From))
+			b = binary.AppendVarint(b, int64(e.To))
+			b = append(b, byte(e.Kind))
+		}
+		b = binary.AppendUvarint(b, f.NumPaths)
+		b = binary.AppendUvarint(b, uint64(len(f.CallSites)))
+		for _, c := range f.CallSites {
+			b = binary.AppendUvarint(b, c)
+		}
+	}
+	return b
+}
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// reader is a sticky-error cursor: the first failure is kept and every
+// later read returns zero values.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) fail(msg string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s at offset %d", ErrCorrupt, msg, r.off)
+	}
+}
+
+func (r *reader) uv() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.fail("bad varint")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *reader) sv() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b[r.off:])
+	if n <= 0 {
+		r.fail("bad varint")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *reader) byte1() byte {
+	if r.err != nil {
+		return 0
+	}
+	if r.off >= len(r.b) {
+		r.fail("truncated")
+		return 0
+	}
+	c := r.b[r.off]
+	r.off++
+	return c
+}
+
+func (r *reader) bytes() []byte {
+	n := r.uv()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)-r.off) {
+		r.fail("length past the end")
+		return nil
+	}
+	s := r.b[r.off : r.off+int(n)]
+	r.off += int(n)
+	return s
+}
+
+// count reads a list length and refuses one that cannot fit in the rest
+// of the input (each element takes at least min bytes).
+func (r *reader) count(min int) int {
+	n := r.uv()
+	if r.err != nil {
+		return 0
+	}
+	if n > uint64(len(r.b)-r.off)/uint64(min) {
+		r.fail("count larger than the data")
+		return 0
+	}
+	return int(n)
+}
+
+// Decode parses and validates a metadata section.
+func Decode(data []byte) (*Table, error) {
+	if len(data) < len(Magic)+4 || string(data[:len(Magic)]) != Magic {
+		return nil, ErrBadMagic
+	}
+	if v := binary.LittleEndian.Uint32(data[len(Magic):]); v != Version {
+		return nil, fmt.Errorf("%w: %d", ErrVersion, v)
+	}
+	r := &reader{b: data, off: len(Magic) + 4}
+	t := &Table{OrigBuildID: append([]byte(nil), r.bytes()...)}
+	nf := r.count(4)
+	t.Funcs = make([]Func, 0, nf)
+	for i := 0; i < nf && r.err == nil; i++ {
+		f := Func{Name: string(r.bytes()), Entry: r.uv(), Size: r.uv()}
+		switch r.byte1() {
+		case 0:
+			f.Reason = string(r.bytes())
+			t.Funcs = append(t.Funcs, f)
+			continue
+		case 1:
+			f.Instrumented = true
+		default:
+			r.fail("bad instrumented flag")
+		}
+		nb := r.count(4)
+		if nb == 0 && r.err == nil {
+			r.fail("instrumented function without blocks")
+		}
+		f.Blocks = make([]Block, nb)
+		for j := range f.Blocks {
+			addr := r.uv()
+			size := r.uv()
+			if addr+size < addr {
+				r.fail("block range wraps")
+			}
+			f.Blocks[j] = Block{Addr: addr, End: addr + size, Insts: uint32(r.uv()), LoopDepth: uint32(r.uv())}
+		}
+		ne := r.count(3)
+		f.Edges = make([]Edge, ne)
+		for j := range f.Edges {
+			from, to := r.uv(), r.sv()
+			if from >= uint64(nb) || to < -1 || to >= int64(nb) {
+				r.fail("edge endpoint out of range")
+			}
+			f.Edges[j] = Edge{From: int32(from), To: int32(to), Kind: EdgeKind(r.byte1())}
+		}
+		f.NumPaths = r.uv()
+		nc := r.count(1)
+		f.CallSites = make([]uint64, nc)
+		for j := range f.CallSites {
+			f.CallSites[j] = r.uv()
+		}
+		t.Funcs = append(t.Funcs, f)
+	}
+	if r.err == nil && r.off != len(data) {
+		r.fail("trailing bytes")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return t, nil
+}

@@ -1,0 +1,66 @@
+package meta
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func sample() *Table {
+	return &Table{OrigBuildID: []byte{1, 2, 3}, Funcs: []Func{
+		{Name: "f", Entry: 0x1000, Size: 32, Instrumented: true,
+			Blocks:    []Block{{0x1000, 0x1008, 3, 0}, {0x1008, 0x1010, 2, 1}, {0x1010, 0x1020, 4, 0}},
+			Edges:     []Edge{{0, 1, 0}, {1, 1, 1}, {1, 2, 0}, {2, -1, 5}},
+			NumPaths:  4,
+			CallSites: []uint64{0x1004}},
+		{Name: "g", Entry: 0x2000, Size: 3, Reason: "too short"},
+	}}
+}
+
+func TestRoundTrip(t *testing.T) {
+	want := sample()
+	got, err := Decode(Encode(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
+	}
+	n, err := got.Funcs[0].Numbering()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.NumPaths != 4 {
+		t.Fatalf("NumPaths = %d, want 4", n.NumPaths)
+	}
+}
+
+func TestDecodeRefusesEveryTruncation(t *testing.T) {
+	data := Encode(sample())
+	for i := 0; i < len(data); i++ {
+		if _, err := Decode(data[:i]); err == nil {
+			t.Fatalf("truncation at %d accepted", i)
+		}
+	}
+	if _, err := Decode([]byte("not meta at all")); !errors.Is(err, ErrBadMagic) {
+		t.Fatalf("got %v, want ErrBadMagic", err)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(Encode(sample()))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tab, err := Decode(data)
+		if err != nil {
+			return
+		}
+		for i := range tab.Funcs {
+			if tab.Funcs[i].Instrumented {
+				tab.Funcs[i].Numbering() // must not panic
+			}
+		}
+		if _, err := Decode(Encode(tab)); err != nil {
+			t.Fatalf("re-encoding a decoded table fails: %v", err)
+		}
+	})
+}

@@ -1,0 +1,241 @@
+package enc
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"blpp/internal/fixture"
+)
+
+// This file checks every template byte for byte against GNU as. All cases
+// go into one .s file (one as run): case i is preceded by the symbol c<i>,
+// and the bytes between c<i> and c<i+1> in the object's .text must equal
+// what the template emitted.
+//
+// GNU as picks the shortest encoding; the templates always use 32-bit
+// fields. The long forms are forced with
+//   - the {disp32} pseudo-prefix for memory displacements and branches;
+//   - immediates written as (Z+v) where Z is a symbol defined only at the
+//     end of the file: the value is unknown when as chooses the encoding,
+//     so it takes the imm32 form, and the fixup resolves to v at the end
+//     without leaving a relocation.
+// add $imm32, %rax is the one form as never emits with ModRM (it uses the
+// accumulator opcode 48 05); the template follows as there.
+// Branch targets are labels in the same section (start0, mid0, end0) or
+// start0±d, which as resolves itself; the buffer is finished at asBase, so
+// the absolute target asBase+d corresponds to start0+d.
+
+const asBase = 0x400000
+
+var reg32Names = [...]string{
+	"eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi",
+	"r8d", "r9d", "r10d", "r11d", "r12d", "r13d", "r14d", "r15d",
+}
+
+var (
+	asDisps = []int32{0, 1, -1, 8, -8, 127, 128, -128, -129, 0x1234, 0x7fffffff, -0x80000000}
+	asImms  = []int32{0, 1, -1, 127, 128, -128, -129, 0x7fff, 0x12345678, 0x7fffffff, -0x80000000}
+)
+
+type asCase struct {
+	asm  string
+	emit func(b *Buf)
+}
+
+type asTarget struct {
+	t   Target
+	asm string
+}
+
+// imm is an immediate operand as cannot shorten.
+func imm(v int32) string { return fmt.Sprintf("$(Z%+d)", v) }
+
+func asCases(targets []asTarget) []asCase {
+	var cs []asCase
+	add := func(asm string, emit func(b *Buf)) { cs = append(cs, asCase{asm, emit}) }
+	allRegs := make([]Reg, 16)
+	for i := range allRegs {
+		allRegs[i] = Reg(i)
+	}
+
+	for _, d := range asDisps {
+		for _, v := range asImms {
+			add(fmt.Sprintf("addq %s, %%gs:%d", imm(v), d), func(b *Buf) { b.AddGS64Imm(d, v) })
+			add(fmt.Sprintf("movq %s, %%gs:%d", imm(v), d), func(b *Buf) { b.MovGS64Imm(d, v) })
+		}
+		for _, r := range allRegs {
+			add(fmt.Sprintf("mov %%gs:%d, %%%s", d, r), func(b *Buf) { b.MovRegFromGS(r, d) })
+			add(fmt.Sprintf("mov %%%s, %%gs:%d", r, d), func(b *Buf) { b.MovGSFromReg(d, r) })
+		}
+		add(fmt.Sprintf("{disp32} lea %d(%%rsp), %%rsp", d), func(b *Buf) { b.LeaRSP(d) })
+	}
+	for _, r := range allRegs {
+		add("push %"+r.String(), func(b *Buf) { b.Push(r) })
+		add("pop %"+r.String(), func(b *Buf) { b.Pop(r) })
+		for _, v := range []uint64{0, 1, 0x7f, 0xffffffff, 0x8000000000000000, 0xffffffffffffffff, 0x123456789abcdef0} {
+			add(fmt.Sprintf("movabsq $%#x, %%%s", v, r), func(b *Buf) { b.MovImm64(r, v) })
+		}
+		for _, v := range []uint32{0, 1, 0x7f, 0x80, 0x80000000, 0xffffffff} {
+			add(fmt.Sprintf("movl $%#x, %%%s", v, reg32Names[r]), func(b *Buf) { b.MovImm32(r, v) })
+		}
+		for _, v := range asImms {
+			add(fmt.Sprintf("addq %s, %%%s", imm(v), r), func(b *Buf) { b.AddRegImm32(r, v) })
+		}
+	}
+	add("pushfq", (*Buf).Pushfq)
+	add("popfq", (*Buf).Popfq)
+	add("lahf", (*Buf).Lahf)
+	add("sahf", (*Buf).Sahf)
+	add("seto %al", (*Buf).SetoAL)
+	add("ret", (*Buf).Ret)
+	add("int3", (*Buf).Int3)
+	for _, v := range []int8{0, 1, 0x7f, -1, -128} {
+		add(fmt.Sprintf("add $%d, %%al", v), func(b *Buf) { b.AddALImm8(v) })
+	}
+	i := 0
+	for _, base := range allRegs {
+		for _, index := range allRegs {
+			if index == RSP {
+				continue
+			}
+			d, v := asDisps[i%len(asDisps)], asImms[i%len(asImms)]
+			i++
+			add(fmt.Sprintf("{disp32} lock incq %d(%%%s,%%%s,8)", d, base, index),
+				func(b *Buf) { b.LockIncMem(base, index, d) })
+			add(fmt.Sprintf("{disp32} lock addq %s, %d(%%%s,%%%s,8)", imm(v), d, base, index),
+				func(b *Buf) { b.LockAddMemImm(base, index, d, v) })
+		}
+	}
+	for _, d := range asDisps {
+		for _, v := range asImms {
+			add(fmt.Sprintf("{disp32} lock addq %s, %d(%%r13,%%r12,8)", imm(v), d),
+				func(b *Buf) { b.LockAddMemImm(R13, R12, d, v) })
+		}
+	}
+	for n := 1; n <= 30; n++ {
+		add(fmt.Sprintf(".nops %d, 9", n), func(b *Buf) { b.Nop(n) })
+	}
+	add(".byte 0x0f, 0x0b, 0xcc", func(b *Buf) { b.Bytes([]byte{0x0f, 0x0b, 0xcc}) })
+	for _, tg := range targets {
+		add("call "+tg.asm, func(b *Buf) { b.CallRel32(tg.t) })
+		add("{disp32} jmp "+tg.asm, func(b *Buf) { b.JmpRel32(tg.t) })
+		for c := Cond(0); c < 16; c++ {
+			add(fmt.Sprintf("{disp32} j%s %s", c, tg.asm), func(b *Buf) { b.JccRel32(c, tg.t) })
+		}
+		add("{disp32} xbegin "+tg.asm, func(b *Buf) { b.xbeginRel32(tg.t) })
+		add("jmp *("+tg.asm+")(%rip)", func(b *Buf) { b.JmpRIPIndirect(tg.t) })
+		for _, r := range allRegs {
+			add(fmt.Sprintf("lea (%s)(%%rip), %%%s", tg.asm, r), func(b *Buf) { b.LeaRegRIP(r, tg.t) })
+		}
+	}
+	return cs
+}
+
+func TestTemplatesAgainstGNUAs(t *testing.T) {
+	asPath := fixture.RequireTool(t, "as", "binutils")
+
+	var b Buf
+	start, mid, end := b.NewLabel(), b.NewLabel(), b.NewLabel()
+	targets := []asTarget{
+		{LabelTarget(start), "start0"},
+		{LabelTarget(mid), "mid0"},
+		{LabelTarget(end), "end0"},
+	}
+	for _, d := range []int64{-0x1000, -1, 0x10, 0x100000, 0x7ff00000, -0x7ff00000} {
+		targets = append(targets, asTarget{AbsTarget(uint64(asBase + d)), fmt.Sprintf("start0%+#x", d)})
+	}
+	cases := asCases(targets)
+
+	var src strings.Builder
+	src.WriteString("\t.text\nstart0:\n")
+	b.Bind(start)
+	offs := make([]int, len(cases)+1)
+	for i, c := range cases {
+		if i == len(cases)/2 {
+			src.WriteString("mid0:\n")
+			b.Bind(mid)
+		}
+		fmt.Fprintf(&src, "c%d:\n\t%s\n", i, c.asm)
+		offs[i] = b.Len()
+		c.emit(&b)
+	}
+	offs[len(cases)] = b.Len()
+	src.WriteString("end0:\n\t.set Z, 0\n")
+	b.Bind(end)
+	got, err := b.Finish(asBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	sFile, oFile := filepath.Join(dir, "cases.s"), filepath.Join(dir, "cases.o")
+	if err := os.WriteFile(sFile, []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(asPath, "--64", "-o", oFile, sFile).CombinedOutput(); err != nil {
+		t.Fatalf("as: %v\n%s", err, out)
+	}
+	text, syms := readObject(t, oFile)
+
+	bad := 0
+	for i, c := range cases {
+		from, ok1 := syms[fmt.Sprintf("c%d", i)]
+		to, ok2 := syms[fmt.Sprintf("c%d", i+1)]
+		if i == len(cases)-1 {
+			to, ok2 = syms["end0"]
+		}
+		if !ok1 || !ok2 || from > to || to > uint64(len(text)) {
+			t.Fatalf("case %d: symbols c%d/c%d missing or out of order in the object", i, i, i+1)
+		}
+		want := text[from:to]
+		mine := got[offs[i]:offs[i+1]]
+		if uint64(offs[i]) != from || !bytes.Equal(mine, want) {
+			t.Errorf("%s: got % x at %#x, as gives % x at %#x", c.asm, mine, offs[i], want, from)
+			if bad++; bad > 20 {
+				t.Fatal("too many mismatches")
+			}
+		}
+	}
+	if !bytes.Equal(got, text) && bad == 0 {
+		t.Errorf("buffer (%d bytes) differs from .text (%d bytes)", len(got), len(text))
+	}
+	t.Logf("%d cases, %d bytes, one as run", len(cases), len(got))
+}
+
+// readObject returns the .text bytes of a relocatable object and its
+// symbols' values, refusing an object with relocations against .text (all
+// targets must have been resolved by as).
+func readObject(t *testing.T, path string) ([]byte, map[string]uint64) {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if s := f.Section(".rela.text"); s != nil && s.Size > 0 {
+		t.Fatalf("as left relocations in .text (%d bytes of .rela.text)", s.Size)
+	}
+	s := f.Section(".text")
+	if s == nil {
+		t.Fatal("no .text in the object")
+	}
+	text, err := s.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	symbols, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms := make(map[string]uint64, len(symbols))
+	for _, s := range symbols {
+		syms[s.Name] = s.Value
+	}
+	return text, syms
+}

@@ -1,0 +1,268 @@
+package enc
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Sentinel errors; the located error types below wrap them.
+var (
+	// ErrUnbound: a rel32 field refers to a label that was never bound.
+	ErrUnbound = errors.New("label not bound")
+	// ErrRange: a rel32 field's destination is more than 2 GiB away from
+	// the end of its instruction.
+	ErrRange = errors.New("displacement does not fit in 32 bits")
+	// ErrOperand: a template was given an operand it cannot encode (an
+	// unknown register, %rsp as an index, a label of no Buf, ...).
+	ErrOperand = errors.New("invalid operand")
+	// ErrUnsupported: a valid instruction Relocate does not know how to
+	// move.
+	ErrUnsupported = errors.New("instruction cannot be relocated")
+	// ErrInconsistent: the x86.Inst handed to Relocate does not describe
+	// the bytes handed with it.
+	ErrInconsistent = errors.New("instruction does not match its bytes")
+)
+
+// Label names a position in a Buf. NewLabel creates one, Bind fixes it at
+// the current end of the buffer. Labels belong to the Buf that made them.
+type Label int32
+
+// Target is what a rel32 or rip-relative disp32 field refers to: a Label
+// of the same Buf, or an absolute virtual address outside it (original
+// code, data, runtime symbols). The zero Target is invalid, so a caller
+// that forgets to set one gets an error rather than a jump to 0.
+type Target struct {
+	kind  uint8 // 0 invalid, targetLabel, targetAbs
+	label Label
+	addr  uint64
+}
+
+const (
+	targetLabel = 1 + iota
+	targetAbs
+)
+
+// LabelTarget refers to a label of the Buf the field is emitted into.
+func LabelTarget(l Label) Target { return Target{kind: targetLabel, label: l} }
+
+// AbsTarget refers to an absolute virtual address.
+func AbsTarget(addr uint64) Target { return Target{kind: targetAbs, addr: addr} }
+
+// Label returns the label and true for a label target.
+func (t Target) Label() (Label, bool) { return t.label, t.kind == targetLabel }
+
+// Addr returns the address and true for an absolute target.
+func (t Target) Addr() (uint64, bool) { return t.addr, t.kind == targetAbs }
+
+// Valid reports whether t was made by LabelTarget or AbsTarget.
+func (t Target) Valid() bool { return t.kind == targetLabel || t.kind == targetAbs }
+
+func (t Target) String() string {
+	switch t.kind {
+	case targetLabel:
+		return "L" + strconv.Itoa(int(t.label))
+	case targetAbs:
+		return fmt.Sprintf("%#x", t.addr)
+	}
+	return "invalid target"
+}
+
+// FixupError locates a rel32/disp32 field Finish could not resolve.
+type FixupError struct {
+	Off    int    // offset of the 4-byte field in the buffer
+	Target Target // what it refers to
+	Err    error  // ErrUnbound or ErrRange
+}
+
+func (e *FixupError) Error() string {
+	return fmt.Sprintf("enc: field at offset %#x to %v: %v", e.Off, e.Target, e.Err)
+}
+
+func (e *FixupError) Unwrap() error { return e.Err }
+
+// OperandError reports a template call that could not be encoded. Buf
+// keeps the first one and returns it from Finish (and Err); the failing
+// call emits nothing.
+type OperandError struct {
+	Off int    // buffer offset where the instruction would have started
+	Op  string // template name
+	Msg string // what is wrong with the operands
+}
+
+func (e *OperandError) Error() string {
+	return fmt.Sprintf("enc: %s at offset %#x: %s", e.Op, e.Off, e.Msg)
+}
+
+func (e *OperandError) Unwrap() error { return ErrOperand }
+
+// fixup is a 4-byte field holding dest - (base + end), where end is the
+// offset just past the instruction that holds it: x86 rel32 and rip
+// displacements count from the next instruction, immediates included
+// [Intel SDM Vol.2 §2.2.1.6].
+type fixup struct {
+	off, end int
+	t        Target
+}
+
+// Buf accumulates machine code whose final address is known only at
+// Finish. The zero Buf is ready to use.
+//
+// Template methods append one instruction each. Their length depends
+// only on the registers named, never on immediate or displacement values
+// (those are always 32 bits wide), so a layout pass can size code before
+// addresses are known. A template given a bad operand appends nothing and
+// records an *OperandError; the first such error is sticky and returned
+// by Finish.
+type Buf struct {
+	code   []byte
+	labels []int // offset of each label, -1 while unbound
+	fixups []fixup
+	err    error
+}
+
+// Len is the number of bytes emitted so far.
+func (b *Buf) Len() int { return len(b.code) }
+
+// Err returns the first template error, or nil.
+func (b *Buf) Err() error { return b.err }
+
+// NewLabel returns a fresh, unbound label.
+func (b *Buf) NewLabel() Label {
+	b.labels = append(b.labels, -1)
+	return Label(len(b.labels) - 1)
+}
+
+// Bind places l at the current end of the buffer. A label is bound once.
+func (b *Buf) Bind(l Label) {
+	switch {
+	case !b.ownsLabel(l):
+		b.fail("Bind", "label %d was not made by this Buf", l)
+	case b.labels[l] >= 0:
+		b.fail("Bind", "label %d already bound at offset %#x", l, b.labels[l])
+	default:
+		b.labels[l] = len(b.code)
+	}
+}
+
+// Offset returns the buffer offset of a bound label.
+func (b *Buf) Offset(l Label) (int, bool) {
+	if !b.ownsLabel(l) || b.labels[l] < 0 {
+		return 0, false
+	}
+	return b.labels[l], true
+}
+
+// Truncate discards everything emitted from offset n on: bytes, fields
+// and the binding of labels bound after n (labels bound exactly at n stay
+// bound). It lets a caller undo a function that turned out not to be
+// relocatable. n must lie on an instruction boundary; the buffer cannot
+// check that, but it does refuse an n outside [0, Len()].
+func (b *Buf) Truncate(n int) {
+	if n < 0 || n > len(b.code) {
+		b.fail("Truncate", "offset %d outside [0, %d]", n, len(b.code))
+		return
+	}
+	b.code = b.code[:n]
+	for i, off := range b.labels {
+		if off > n {
+			b.labels[i] = -1
+		}
+	}
+	keep := b.fixups[:0]
+	for _, f := range b.fixups {
+		if f.end <= n {
+			keep = append(keep, f)
+		}
+	}
+	b.fixups = keep
+}
+
+// Finish lays the buffer out at base and returns a copy of its bytes with
+// every rel32/disp32 field resolved. It fails on the first template
+// error, on a field whose label is unbound, and on a field whose
+// destination is out of reach. The Buf is not changed, so Finish may be
+// called again, with another base or after more code.
+func (b *Buf) Finish(base uint64) ([]byte, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	if base+uint64(len(b.code)) < base {
+		return nil, fmt.Errorf("enc: %d bytes at %#x pass the end of the address space: %w", len(b.code), base, ErrRange)
+	}
+	out := append([]byte(nil), b.code...)
+	for _, f := range b.fixups {
+		var dest uint64
+		if l, ok := f.t.Label(); ok {
+			off := b.labels[l] // ownership was checked when the field was emitted
+			if off < 0 {
+				return nil, &FixupError{Off: f.off, Target: f.t, Err: ErrUnbound}
+			}
+			dest = base + uint64(off)
+		} else {
+			dest = f.t.addr
+		}
+		// Addresses wrap modulo 2^64 as the CPU's rip arithmetic does; the
+		// difference read as signed is the displacement.
+		d := int64(dest - (base + uint64(f.end)))
+		if d < math.MinInt32 || d > math.MaxInt32 {
+			return nil, &FixupError{Off: f.off, Target: f.t, Err: ErrRange}
+		}
+		binary.LittleEndian.PutUint32(out[f.off:], uint32(int32(d)))
+	}
+	return out, nil
+}
+
+func (b *Buf) ownsLabel(l Label) bool { return l >= 0 && int(l) < len(b.labels) }
+
+func (b *Buf) fail(op, format string, args ...any) {
+	if b.err == nil {
+		b.err = &OperandError{Off: len(b.code), Op: op, Msg: fmt.Sprintf(format, args...)}
+	}
+}
+
+// checkTarget reports whether t can be used in a field of b, recording an
+// error when it cannot.
+func (b *Buf) checkTarget(op string, t Target) bool {
+	switch {
+	case !t.Valid():
+		b.fail(op, "target not set (use LabelTarget or AbsTarget)")
+		return false
+	case t.kind == targetLabel && !b.ownsLabel(t.label):
+		b.fail(op, "label %d was not made by this Buf", t.label)
+		return false
+	}
+	return true
+}
+
+// checkRegs reports whether every register is one of the sixteen,
+// recording an error when one is not.
+func (b *Buf) checkRegs(op string, rs ...Reg) bool {
+	for _, r := range rs {
+		if !r.valid() {
+			b.fail(op, "register %v", r)
+			return false
+		}
+	}
+	return true
+}
+
+func (b *Buf) emit(bs ...byte) { b.code = append(b.code, bs...) }
+
+func (b *Buf) emit32(v uint32) { b.code = binary.LittleEndian.AppendUint32(b.code, v) }
+
+func (b *Buf) emit64(v uint64) { b.code = binary.LittleEndian.AppendUint64(b.code, v) }
+
+// field appends a zero 4-byte field that Finish fills with t relative to
+// the end of the instruction, end bytes from the buffer start. The
+// caller has checked t.
+func (b *Buf) field(t Target, end int) {
+	b.fixups = append(b.fixups, fixup{off: len(b.code), end: end, t: t})
+	b.emit32(0)
+}
+
+// rel32 appends a field that ends its instruction (branches, lea/jmp
+// through rip with nothing after the displacement).
+func (b *Buf) rel32(t Target) { b.field(t, len(b.code)+4) }

@@ -1,0 +1,272 @@
+package enc
+
+// Encoding helpers [Intel SDM Vol.2 §2.1-2.2]. Every memory operand below
+// uses a 32-bit displacement (ModRM.mod=10, or mod=00 with SIB base=101
+// for an absolute %gs: address), every immediate is 32 bits, so lengths
+// depend only on which registers need a REX prefix.
+
+const (
+	prefixGS   = 0x65
+	prefixLock = 0xf0
+)
+
+// rex builds a REX prefix: W selects 64-bit operand size; r, x and bb
+// extend ModRM.reg, SIB.index and ModRM.rm/SIB.base/opcode reg [Intel
+// SDM Vol.2 §2.2.1].
+func rex(w bool, r, x, bb byte) byte {
+	v := byte(0x40) | r<<2 | x<<1 | bb
+	if w {
+		v |= 8
+	}
+	return v
+}
+
+func modrm(mod, reg, rm byte) byte { return mod<<6 | reg<<3 | rm }
+
+func sib(scale, index, base byte) byte { return scale<<6 | index<<3 | base }
+
+// gsAbs emits ModRM and SIB for an absolute %gs:disp32 operand with reg
+// in ModRM.reg: mod=00 rm=100 and SIB with no index and base=101 means
+// [disp32] without rip [Intel SDM Vol.2 Table 2-3, note 1]. mod=00 rm=101
+// alone would be rip-relative in 64-bit mode.
+func (b *Buf) gsAbs(reg byte, disp int32) {
+	b.emit(modrm(0, reg, 4), sib(0, 4, 5))
+	b.emit32(uint32(disp))
+}
+
+// AddGS64Imm emits addq $imm, %gs:disp (65 48 81 04 25 disp32 imm32, 13
+// bytes): the per-thread path-register increment of DESIGN decision 4.
+func (b *Buf) AddGS64Imm(disp, imm int32) {
+	b.emit(prefixGS, rex(true, 0, 0, 0), 0x81)
+	b.gsAbs(0, disp)
+	b.emit32(uint32(imm))
+}
+
+// MovGS64Imm emits movq $imm, %gs:disp (65 48 c7 04 25 disp32 imm32, 13
+// bytes); imm is sign-extended to 64 bits.
+func (b *Buf) MovGS64Imm(disp, imm int32) {
+	b.emit(prefixGS, rex(true, 0, 0, 0), 0xc7)
+	b.gsAbs(0, disp)
+	b.emit32(uint32(imm))
+}
+
+// MovRegFromGS emits mov %gs:disp, %reg (9 bytes).
+func (b *Buf) MovRegFromGS(reg Reg, disp int32) {
+	if !b.checkRegs("MovRegFromGS", reg) {
+		return
+	}
+	b.emit(prefixGS, rex(true, reg.hi(), 0, 0), 0x8b)
+	b.gsAbs(reg.low(), disp)
+}
+
+// MovGSFromReg emits mov %reg, %gs:disp (9 bytes).
+func (b *Buf) MovGSFromReg(disp int32, reg Reg) {
+	if !b.checkRegs("MovGSFromReg", reg) {
+		return
+	}
+	b.emit(prefixGS, rex(true, reg.hi(), 0, 0), 0x89)
+	b.gsAbs(reg.low(), disp)
+}
+
+// LeaRSP emits lea disp32(%rsp), %rsp (48 8d a4 24 disp32, 8 bytes). lea
+// leaves the flags alone, which is why it, not sub/add, steps the stack
+// pointer over the red zone [SysV x86-64 ABI 3.2.2].
+func (b *Buf) LeaRSP(disp int32) {
+	b.emit(rex(true, 0, 0, 0), 0x8d, modrm(2, RSP.low(), 4), sib(0, 4, RSP.low()))
+	b.emit32(uint32(disp))
+}
+
+// Push emits push %reg (1 byte, 2 for r8-r15).
+func (b *Buf) Push(reg Reg) { b.opReg("Push", 0x50, reg) }
+
+// Pop emits pop %reg (1 byte, 2 for r8-r15).
+func (b *Buf) Pop(reg Reg) { b.opReg("Pop", 0x58, reg) }
+
+// opReg emits a one-byte opcode with the register in its low three bits;
+// push and pop default to 64-bit operands, so REX is only needed for B.
+func (b *Buf) opReg(op string, opcode byte, reg Reg) {
+	if !b.checkRegs(op, reg) {
+		return
+	}
+	if reg.hi() != 0 {
+		b.emit(rex(false, 0, 0, 1))
+	}
+	b.emit(opcode + reg.low())
+}
+
+// Pushfq emits pushfq (9c).
+func (b *Buf) Pushfq() { b.emit(0x9c) }
+
+// Popfq emits popfq (9d).
+func (b *Buf) Popfq() { b.emit(0x9d) }
+
+// Lahf emits lahf (9f): SF, ZF, AF, PF, CF into %ah. Valid in 64-bit mode
+// on every processor with LAHF-SAHF in CPUID 80000001h:ECX[0], which
+// x86-64 Linux requires of its baseline.
+func (b *Buf) Lahf() { b.emit(0x9f) }
+
+// Sahf emits sahf (9e): %ah into SF, ZF, AF, PF, CF.
+func (b *Buf) Sahf() { b.emit(0x9e) }
+
+// SetoAL emits seto %al (0f 90 c0). With AddALImm8(0x7f) it saves and
+// restores OF, which lahf/sahf do not cover.
+func (b *Buf) SetoAL() { b.emit(0x0f, 0x90, modrm(3, 0, RAX.low())) }
+
+// AddALImm8 emits add $imm, %al (04 ib). After seto %al, adding 0x7f
+// overflows exactly when %al is 1, which puts OF back.
+func (b *Buf) AddALImm8(imm int8) { b.emit(0x04, byte(imm)) }
+
+// MovImm64 emits movabs $imm, %reg (REX.W b8+r imm64, 10 bytes).
+func (b *Buf) MovImm64(reg Reg, imm uint64) {
+	if !b.checkRegs("MovImm64", reg) {
+		return
+	}
+	b.emit(rex(true, 0, 0, reg.hi()), 0xb8+reg.low())
+	b.emit64(imm)
+}
+
+// MovImm32 emits mov $imm, %r32 (b8+r imm32, 5 bytes, 6 for r8d-r15d);
+// writing the 32-bit register clears the upper half [Intel SDM Vol.1
+// §3.4.1.1].
+func (b *Buf) MovImm32(reg Reg, imm uint32) {
+	if !b.checkRegs("MovImm32", reg) {
+		return
+	}
+	if reg.hi() != 0 {
+		b.emit(rex(false, 0, 0, 1))
+	}
+	b.emit(0xb8 + reg.low())
+	b.emit32(imm)
+}
+
+// scaled emits ModRM (mod=10, rm=100), SIB with scale 8 and disp32 for
+// disp32(%base,%index,8). %rsp cannot be an index: SIB.index=100 means
+// "none" [Intel SDM Vol.2 Table 2-3].
+func (b *Buf) scaled(reg byte, base, index Reg, disp int32) {
+	b.emit(modrm(2, reg, 4), sib(3, index.low(), base.low()))
+	b.emit32(uint32(disp))
+}
+
+func (b *Buf) checkIndex(op string, base, index Reg) bool {
+	if !b.checkRegs(op, base, index) {
+		return false
+	}
+	if index == RSP {
+		b.fail(op, "%%rsp cannot be an index register")
+		return false
+	}
+	return true
+}
+
+// LockIncMem emits lock incq disp32(%base,%index,8) (f0 REX.W ff /0, 9
+// bytes): a counter increment that is atomic across threads.
+func (b *Buf) LockIncMem(base, index Reg, disp int32) {
+	if !b.checkIndex("LockIncMem", base, index) {
+		return
+	}
+	b.emit(prefixLock, rex(true, 0, index.hi(), base.hi()), 0xff)
+	b.scaled(0, base, index, disp)
+}
+
+// LockAddMemImm emits lock addq $imm, disp32(%base,%index,8) (f0 REX.W 81
+// /0 ... imm32, 13 bytes).
+func (b *Buf) LockAddMemImm(base, index Reg, disp, imm int32) {
+	if !b.checkIndex("LockAddMemImm", base, index) {
+		return
+	}
+	b.emit(prefixLock, rex(true, 0, index.hi(), base.hi()), 0x81)
+	b.scaled(0, base, index, disp)
+	b.emit32(uint32(imm))
+}
+
+// AddRegImm32 emits add $imm, %reg with a sign-extended imm32: 7 bytes
+// (REX.W 81 /0), and 6 for %rax, which has its own opcode (REX.W 05) that
+// GNU as always picks.
+func (b *Buf) AddRegImm32(reg Reg, imm int32) {
+	if !b.checkRegs("AddRegImm32", reg) {
+		return
+	}
+	if reg == RAX {
+		b.emit(rex(true, 0, 0, 0), 0x05)
+	} else {
+		b.emit(rex(true, 0, 0, reg.hi()), 0x81, modrm(3, 0, reg.low()))
+	}
+	b.emit32(uint32(imm))
+}
+
+// LeaRegRIP emits lea t(%rip), %reg (REX.W 8d /r with mod=00 rm=101, 7
+// bytes).
+func (b *Buf) LeaRegRIP(reg Reg, t Target) {
+	if !b.checkRegs("LeaRegRIP", reg) || !b.checkTarget("LeaRegRIP", t) {
+		return
+	}
+	b.emit(rex(true, reg.hi(), 0, 0), 0x8d, modrm(0, reg.low(), 5))
+	b.rel32(t)
+}
+
+// CallRel32 emits call rel32 (e8, 5 bytes).
+func (b *Buf) CallRel32(t Target) { b.branch("CallRel32", t, 0xe8) }
+
+// JmpRel32 emits jmp rel32 (e9, 5 bytes).
+func (b *Buf) JmpRel32(t Target) { b.branch("JmpRel32", t, 0xe9) }
+
+// JccRel32 emits j<cond> rel32 (0f 80+cc, 6 bytes).
+func (b *Buf) JccRel32(c Cond, t Target) {
+	if c >= 16 {
+		b.fail("JccRel32", "condition %v", c)
+		return
+	}
+	b.branch("JccRel32", t, 0x0f, 0x80+byte(c))
+}
+
+// xbeginRel32 emits xbegin rel32 (c7 f8, 6 bytes) [Intel SDM Vol.2
+// XBEGIN]: the abort handler is t.
+func (b *Buf) xbeginRel32(t Target) { b.branch("xbegin", t, 0xc7, 0xf8) }
+
+// JmpRIPIndirect emits jmp *t(%rip) (ff 25 disp32, 6 bytes): a jump
+// through the 8-byte pointer stored at t.
+func (b *Buf) JmpRIPIndirect(slot Target) { b.branch("JmpRIPIndirect", slot, 0xff, modrm(0, 4, 5)) }
+
+func (b *Buf) branch(op string, t Target, opcode ...byte) {
+	if !b.checkTarget(op, t) {
+		return
+	}
+	b.emit(opcode...)
+	b.rel32(t)
+}
+
+// Ret emits ret (c3).
+func (b *Buf) Ret() { b.emit(0xc3) }
+
+// Int3 emits int3 (cc).
+func (b *Buf) Int3() { b.emit(0xcc) }
+
+// nops are the recommended multi-byte NOPs of 1 to 9 bytes [Intel SDM
+// Vol.2 NOP, Table 4-12], which are also GNU as's for .nops.
+var nops = [10][]byte{
+	1: {0x90},
+	2: {0x66, 0x90},
+	3: {0x0f, 0x1f, 0x00},
+	4: {0x0f, 0x1f, 0x40, 0x00},
+	5: {0x0f, 0x1f, 0x44, 0x00, 0x00},
+	6: {0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00},
+	7: {0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00},
+	8: {0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+	9: {0x66, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+}
+
+// Nop emits n bytes of no-ops: as many 9-byte NOPs as fit, then one NOP
+// of the remaining length (what GNU as's .nops n, 9 produces).
+func (b *Buf) Nop(n int) {
+	if n < 0 {
+		b.fail("Nop", "negative length %d", n)
+		return
+	}
+	for ; n > 9; n -= 9 {
+		b.emit(nops[9]...)
+	}
+	b.emit(nops[n]...)
+}
+
+// Bytes appends raw bytes as they are. Nothing in them is relocated.
+func (b *Buf) Bytes(raw []byte) { b.emit(raw...) }

@@ -1,0 +1,256 @@
+package callgrind
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Options configures Run.
+type Options struct {
+	Args  []string // program arguments, without argv[0]
+	Stdin []byte   // standard input; nil means empty
+	Env   []string // added to the current environment ("KEY=value")
+	Dir   string   // working directory; empty means the current one
+
+	// SeparateThreads passes --separate-threads=yes: callgrind writes one
+	// file per thread. Run sums them either way, so it only matters to
+	// someone reading the files in OutDir.
+	SeparateThreads bool
+
+	// Timeout ends the run (valgrind and everything it started, by process
+	// group) with ErrTimeout; 0 means no limit. Callgrind runs programs
+	// 10-40 times slower than natively.
+	Timeout time.Duration
+	// Valgrind is the valgrind executable; empty means "valgrind" from
+	// PATH.
+	Valgrind string
+	// OutDir receives callgrind's output and valgrind's logs and is kept;
+	// empty means a temporary directory that Run removes.
+	OutDir string
+}
+
+// forkFuncs are the C library functions before which Run makes callgrind
+// dump and zero its counters. A forked child inherits the parent's
+// counters and would otherwise report the parent's work before the fork a
+// second time. _Fork (glibc 2.34 and later) is the function that makes the
+// system call; fork and __libc_fork cover older libraries, vfork and
+// __vfork the calls valgrind turns into fork.
+var forkFuncs = []string{"fork", "__libc_fork", "_Fork", "vfork", "__vfork"}
+
+// ValgrindArgs returns the valgrind options Run passes before the program:
+// callgrind with one count per instruction, jumps, PLT code profiled where
+// it runs, children traced, and output files named by pid in dir.
+func ValgrindArgs(dir string, separateThreads bool) []string {
+	sep := "no"
+	if separateThreads {
+		sep = "yes"
+	}
+	args := []string{
+		"--tool=callgrind",
+		"--dump-instr=yes",
+		"--collect-jumps=yes",
+		// With the default --skip-plt=yes callgrind charges the work of
+		// PLT stubs to the call instruction, inflating its count.
+		"--skip-plt=no",
+		"--separate-threads=" + sep,
+		"--compress-pos=no",
+		"--compress-strings=no",
+		"--trace-children=yes",
+		"--callgrind-out-file=" + filepath.Join(dir, "cg.%p"),
+		"--log-file=" + filepath.Join(dir, "valgrind.%p.log"),
+	}
+	for _, fn := range forkFuncs {
+		args = append(args, "--dump-before="+fn)
+	}
+	return args
+}
+
+// Run runs prog under callgrind and returns the exact execution counts of
+// prog's own code, from every process of prog the run created (forked
+// children write their own files; they are summed). prog is found in PATH
+// when it has no slash. The program's exit status, signal and output are
+// in the Profile; a non-zero exit is not an error. Run fails when valgrind
+// cannot be started, when the run times out, or when no callgrind output
+// mentions prog.
+//
+// The profile has been through FoldUnknown, so prog's .init, .plt and
+// .fini code is at ELF addresses in Exec when the load bias could be
+// established.
+func Run(prog string, opts Options) (*Profile, error) {
+	progPath := prog
+	if !strings.Contains(prog, "/") {
+		lp, err := exec.LookPath(prog)
+		if err != nil {
+			return nil, fmt.Errorf("callgrind: %w", err)
+		}
+		progPath = lp
+	}
+	abs, err := filepath.Abs(progPath)
+	if err != nil {
+		return nil, fmt.Errorf("callgrind: %w", err)
+	}
+	progInfo, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("callgrind: %w", err)
+	}
+	// valgrind sees the program as given (it becomes argv[0]) unless a
+	// working directory would change what a relative path means.
+	arg0 := prog
+	if opts.Dir != "" && strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
+		arg0 = abs
+	}
+
+	vg := opts.Valgrind
+	if vg == "" {
+		vg, err = exec.LookPath("valgrind")
+		if err != nil {
+			return nil, ErrNoValgrind
+		}
+	}
+
+	dir := opts.OutDir
+	if dir == "" {
+		dir, err = os.MkdirTemp("", "blpp-callgrind-")
+		if err != nil {
+			return nil, fmt.Errorf("callgrind: %w", err)
+		}
+		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("callgrind: %w", err)
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("callgrind: %w", err)
+	}
+
+	ctx := context.Background()
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	args := append(ValgrindArgs(dir, opts.SeparateThreads), "--", arg0)
+	cmd := exec.CommandContext(ctx, vg, append(args, opts.Args...)...)
+	cmd.Dir = opts.Dir
+	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.Stdin = bytes.NewReader(opts.Stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Own process group, so a timeout also ends traced children.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+
+	runErr := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		return nil, fmt.Errorf("%w after %v: %s", ErrTimeout, opts.Timeout, prog)
+	}
+	exitCode, sig := 0, syscall.Signal(0)
+	var ee *exec.ExitError
+	switch {
+	case runErr == nil:
+	case errors.As(runErr, &ee):
+		exitCode = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			sig = ws.Signal()
+		}
+	default:
+		return nil, fmt.Errorf("callgrind: start valgrind: %w", runErr)
+	}
+
+	p, err := collect(dir, func(ob string) bool {
+		fi, err := os.Stat(ob)
+		return err == nil && os.SameFile(fi, progInfo)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, fmt.Errorf("%w: %s (exit status %d)%s", ErrNoProfile, prog, exitCode, diagnostics(dir, stderr.Bytes()))
+	}
+	if err := p.FoldUnknown(abs); err != nil {
+		return nil, err
+	}
+	p.ExitCode, p.Signal = exitCode, sig
+	p.Stdout, p.Stderr = stdout.Bytes(), stderr.Bytes()
+	return p, nil
+}
+
+// collect parses every callgrind file in dir and sums the profiles of the
+// main object; nil when no file mentions it. Empty files are skipped:
+// callgrind creates its file at start-up, and a process that dies by
+// SIGKILL or replaces itself by exec never fills it.
+func collect(dir string, match func(string) bool) (*Profile, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "cg.*"))
+	if err != nil {
+		return nil, fmt.Errorf("callgrind: %w", err)
+	}
+	sort.Strings(files)
+	var total *Profile
+	for _, name := range files {
+		fi, err := os.Stat(name)
+		if err != nil {
+			return nil, fmt.Errorf("callgrind: %w", err)
+		}
+		if fi.Size() == 0 {
+			continue
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("callgrind: %w", err)
+		}
+		p, seen, err := parse(f, name, match)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		if !seen {
+			// Another program: something the run exec'd.
+			continue
+		}
+		if total == nil {
+			total = p
+			continue
+		}
+		if err := total.merge(p); err != nil {
+			return nil, fmt.Errorf("callgrind: %s: %w", name, err)
+		}
+	}
+	return total, nil
+}
+
+// diagnostics returns the end of valgrind's logs and of the program's
+// standard error, for an error message.
+func diagnostics(dir string, stderr []byte) string {
+	var b strings.Builder
+	logs, _ := filepath.Glob(filepath.Join(dir, "valgrind.*.log"))
+	sort.Strings(logs)
+	for _, l := range logs {
+		data, err := os.ReadFile(l)
+		if err == nil && len(bytes.TrimSpace(data)) > 0 {
+			fmt.Fprintf(&b, "\n%s:\n%s", filepath.Base(l), tail(data))
+		}
+	}
+	if len(bytes.TrimSpace(stderr)) > 0 {
+		fmt.Fprintf(&b, "\nstderr:\n%s", tail(stderr))
+	}
+	return b.String()
+}
+
+func tail(data []byte) string {
+	const n = 2000
+	s := strings.TrimSpace(string(data))
+	if len(s) > n {
+		s = "..." + s[len(s)-n:]
+	}
+	return s
+}

@@ -1,0 +1,90 @@
+package cct
+
+import (
+	"testing"
+	"time"
+)
+
+// bigProfile has one thread of n records (a chain of calls fanning out)
+// with four paths each and two metrics after freq.
+func bigProfile(n int) *Profile {
+	p := &Profile{
+		Version: Version,
+		Metrics: []Metric{{FreqMetric, MetricReal}, {"tsc", MetricFallback}, {"instructions", MetricReal}},
+	}
+	t := Thread{TID: 1, Records: make([]Record, n)}
+	vals := make([]uint64, 4*n*2)
+	for i := range t.Records {
+		r := Record{Func: uint32(i % 1000), Parent: -1, Calls: uint64(i)}
+		if i >= 1000 {
+			r.Parent = i/1000 - 1
+			r.CallSite = uint32(i % 7)
+			r.Func = uint32(i)
+		}
+		r.Paths = make([]Path, 4)
+		for k := range r.Paths {
+			m := vals[(4*i+k)*2 : (4*i+k)*2+2]
+			m[0], m[1] = uint64(1000*i+k), uint64(3*i)
+			r.Paths[k] = Path{ID: uint64(k * 1000), Count: uint64(i + 1), Metrics: m}
+		}
+		t.Records[i] = r
+	}
+	p.Threads = []Thread{t}
+	return p
+}
+
+// TestParseLinear: one big thread followed by many small ones must not
+// cost big × many (per-thread state is dropped, not cleared).
+func TestParseLinear(t *testing.T) {
+	const big, many = 100_000, 300_000
+	body := rawHeader().u8(TagThread)
+	thread := rawFile{}.uv(1).uv(big)
+	for i := range big {
+		thread = thread.uv(uint64(i)).uv(0).uv(0).uv(1).uv(0)
+	}
+	thread = thread.uv(0)
+	body = append(body.uv(uint64(len(thread))), thread...)
+	small := rawFile{}.uv(2).uv(1).uv(0).uv(0).uv(0).uv(1).uv(0).uv(0)
+	for range many {
+		body = body.section(TagThread, small)
+	}
+	data := body.trailer()
+	start := time.Now()
+	p, err := Parse(data)
+	if err != nil || len(p.Threads) != many+1 {
+		t.Fatalf("%v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("parsing %d bytes took %v", len(data), d)
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	data, err := bigProfile(100_000).MarshalBinary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Parse(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkWrite(b *testing.B) {
+	p := bigProfile(100_000)
+	for b.Loop() {
+		if _, err := p.MarshalBinary(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFoldThreads(b *testing.B) {
+	p := bigProfile(100_000)
+	p.Threads = append(p.Threads, p.Threads[0], p.Threads[0])
+	for b.Loop() {
+		p.FoldThreads()
+	}
+}

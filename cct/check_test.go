@@ -1,0 +1,75 @@
+package cct
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// smallFuncs is a function table that smallProfile fits.
+func smallFuncs() []FuncInfo {
+	return []FuncInfo{
+		{NumPaths: 3, NumBlocks: 3, NumCallSites: 2},
+		{NumPaths: 1, NumBlocks: 1},
+		{NumPaths: 1, NumBlocks: 1},
+		{NumPaths: 2, NumBlocks: 1},
+	}
+}
+
+func TestCheckAgainst(t *testing.T) {
+	if err := smallProfile().CheckAgainst(smallFuncs()); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		profile func(p *Profile)
+		funcs   func(f []FuncInfo) []FuncInfo
+		msg     string
+		where   [4]int // thread, record, path, partial
+	}{
+		{"no table", nil, func(f []FuncInfo) []FuncInfo { return nil },
+			"function 0, but the binary has 0 functions", [4]int{0, 0, -1, -1}},
+		{"function index", nil, func(f []FuncInfo) []FuncInfo { return f[:3] },
+			"function 3, but the binary has 3 functions", [4]int{0, 1, -1, -1}},
+		{"path id", nil, func(f []FuncInfo) []FuncInfo { f[0].NumPaths = 2; return f },
+			"path id 2, but function 0 has 2 paths", [4]int{0, 0, 1, -1}},
+		{"uninstrumented", nil, func(f []FuncInfo) []FuncInfo { f[3].NumPaths = 0; return f },
+			"path id 1, but function 3 has 0 paths", [4]int{0, 1, 0, -1}},
+		{"call site", nil, func(f []FuncInfo) []FuncInfo { f[0].NumCallSites = 1; return f },
+			"call site 1, but function 0 has 1 call sites", [4]int{0, 1, -1, -1}},
+		{"block", nil, func(f []FuncInfo) []FuncInfo { f[0].NumBlocks = 2; return f },
+			"block 2, but function 0 has 2 blocks", [4]int{0, -1, -1, 0}},
+		{"partial function", func(p *Profile) {
+			p.Threads[0].Partials = append(p.Threads[0].Partials, Partial{Record: -1, Func: 4, Count: 1})
+		}, nil, "function 4, but the binary has 4 functions", [4]int{0, -1, -1, 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, f := smallProfile(), smallFuncs()
+			if c.profile != nil {
+				c.profile(p)
+			}
+			if c.funcs != nil {
+				f = c.funcs(f)
+			}
+			err := p.CheckAgainst(f)
+			var me *ModelError
+			if !errors.As(err, &me) || !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("CheckAgainst: %v, want ErrMismatch with %q", err, c.msg)
+			}
+			if got := [4]int{me.Thread, me.Record, me.Path, me.Partial}; got != c.where {
+				t.Fatalf("%v: located at %v, want %v", err, got, c.where)
+			}
+		})
+	}
+}
+
+// TestCheckAgainstInvalid: an invalid profile does not make CheckAgainst
+// panic.
+func TestCheckAgainstInvalid(t *testing.T) {
+	for _, c := range modelCases {
+		p := smallProfile()
+		c.break_(p)
+		p.CheckAgainst(smallFuncs())
+	}
+}

@@ -1,0 +1,296 @@
+package cct
+
+import (
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+var sentinels = []error{ErrBadMagic, ErrVersion, ErrChecksum, ErrTruncated, ErrCorrupt}
+
+// checkFormatError fails unless err is a *FormatError inside data with
+// one of the sentinels, and returns it.
+func checkFormatError(t *testing.T, err error, data []byte) *FormatError {
+	t.Helper()
+	var fe *FormatError
+	if !errors.As(err, &fe) {
+		t.Fatalf("error %v (%T) is not a *FormatError", err, err)
+	}
+	if fe.Off < 0 || fe.Off > len(data) {
+		t.Fatalf("%v: offset outside the %d bytes", err, len(data))
+	}
+	for _, s := range sentinels {
+		if fe.Err == s {
+			return fe
+		}
+	}
+	t.Fatalf("%v: sentinel %v is not one of ours", err, fe.Err)
+	return nil
+}
+
+// TestTruncate: every proper prefix of a file is refused as truncated.
+func TestTruncate(t *testing.T) {
+	files := [][]byte{readHex(t, "testdata/small.hex")}
+	for seed := range uint64(20) {
+		p := randProfile(rand.New(rand.NewPCG(seed, 2)))
+		files = append(files, p.encode())
+	}
+	for fi, data := range files {
+		for n := range len(data) {
+			p, err := Parse(data[:n])
+			if err == nil || p != nil {
+				t.Fatalf("file %d cut at %d of %d: no error", fi, n, len(data))
+			}
+			fe := checkFormatError(t, err, data[:n])
+			if !errors.Is(err, ErrTruncated) {
+				t.Fatalf("file %d cut at %d of %d: %v, want ErrTruncated", fi, n, len(data), err)
+			}
+			_ = fe
+		}
+	}
+}
+
+// TestFlip: changing any byte of a file to any other value is refused,
+// with ErrBadMagic in the magic, ErrVersion in the version and a located
+// error of ours elsewhere; a changed byte that leaves the framing alone
+// (flags, build id, names, the checksum itself) is ErrChecksum.
+func TestFlip(t *testing.T) {
+	orig := readHex(t, "testdata/small.hex")
+	// Offsets in small.hex whose bytes are content, not framing.
+	content := map[int]bool{}
+	for _, r := range [][2]int{{12, 16}, {17, 21}, {30, 35}, {36, 40}, {96, 103}} {
+		for i := r[0]; i < r[1]; i++ {
+			content[i] = true
+		}
+	}
+	counts := map[error]int{}
+	data := make([]byte, len(orig))
+	for off := range orig {
+		for x := 1; x < 256; x++ {
+			copy(data, orig)
+			data[off] ^= byte(x)
+			p, err := Parse(data)
+			if err == nil || p != nil {
+				t.Fatalf("byte %d ^ %#x: accepted", off, x)
+			}
+			fe := checkFormatError(t, err, data)
+			counts[fe.Err]++
+			var want error
+			switch {
+			case off < 8:
+				want = ErrBadMagic
+			case off < 12:
+				want = ErrVersion
+			case content[off]:
+				want = ErrChecksum
+			}
+			if want != nil && fe.Err != want {
+				t.Fatalf("byte %d ^ %#x: %v, want %v", off, x, err, want)
+			}
+		}
+	}
+	t.Logf("outcomes: %v", counts)
+}
+
+// TestFlipRandom: one changed byte in random profiles is always refused.
+func TestFlipRandom(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		data := randProfile(rng).encode()
+		off := rng.IntN(len(data))
+		data[off] ^= byte(1 + rng.IntN(255))
+		if _, err := Parse(data); err == nil {
+			t.Fatalf("seed %d: byte %d changed, accepted", seed, off)
+		} else {
+			checkFormatError(t, err, data)
+		}
+	}
+}
+
+// modelCases break one rule of the model each. CheckValid must refuse the
+// profile with ErrInvalid, and Parse must refuse its encoding with the
+// same message (the rules are written once, in validator).
+var modelCases = []struct {
+	name   string
+	break_ func(p *Profile)
+	msg    string
+	parse  error // sentinel from Parse when not ErrCorrupt; nil: do not parse
+}{
+	{"version", func(p *Profile) { p.Version = 2 }, "version 2", ErrVersion},
+	{"unknown flag", func(p *Profile) { p.Flags |= 8 }, "unknown flag bits 0x8", ErrCorrupt},
+	{"no metrics", func(p *Profile) { p.Metrics = nil; p.Threads = nil }, "no metrics", ErrCorrupt},
+	{"freq not first", func(p *Profile) { p.Metrics[0].Name = "cycles" }, `metric 0 is "cycles"`, ErrCorrupt},
+	{"freq not real", func(p *Profile) { p.Metrics[0].Kind = MetricFallback }, `metric 0 is "freq" (fallback)`, ErrCorrupt},
+	{"kind", func(p *Profile) { p.Metrics[1].Kind = 3 }, "unknown kind 3", ErrCorrupt},
+	{"repeated metric", func(p *Profile) { p.Metrics[1].Name = "freq" }, `name "freq" repeated`, ErrCorrupt},
+	{"empty metric", func(p *Profile) { p.Metrics[1].Name = "" }, "metric name is empty", ErrCorrupt},
+	{"metric with space", func(p *Profile) { p.Metrics[1].Name = "a b" }, "not printable ASCII", ErrCorrupt},
+	{"root call site", func(p *Profile) { p.Threads[0].Records[0].CallSite = 3 }, "root record with call site 3", ErrCorrupt},
+	{"forward parent", func(p *Profile) { p.Threads[0].Records[1].Parent = 1 }, "is not an earlier record", ErrCorrupt},
+	{"negative parent", func(p *Profile) { p.Threads[0].Records[1].Parent = -7 }, "is not an earlier record", ErrCorrupt},
+	{"flow-only child", func(p *Profile) { p.Flags |= FlagFlowOnly }, "record with a parent in a flow-only profile", ErrCorrupt},
+	{"sibling twice", func(p *Profile) {
+		t := &p.Threads[0]
+		t.Records = append(t.Records, Record{Func: 3, Parent: 0, CallSite: 1})
+	}, "second record of function 3 at call site 1 under parent 0", ErrCorrupt},
+	{"root twice", func(p *Profile) {
+		t := &p.Threads[0]
+		t.Records = append(t.Records, Record{Func: 0, Parent: -1})
+	}, "second record of function 0", ErrCorrupt},
+	{"path order", func(p *Profile) { p.Threads[0].Records[0].Paths[1].ID = 0 }, "path id 0 after 0", ErrCorrupt},
+	{"path order 2", func(p *Profile) {
+		ps := p.Threads[0].Records[0].Paths
+		ps[0], ps[1] = ps[1], ps[0]
+	}, "path id 0 after 2", ErrCorrupt},
+	{"path count 0", func(p *Profile) { p.Threads[0].Records[0].Paths[1].Count = 0 }, "path 2 with count 0", ErrCorrupt},
+	{"metric values", func(p *Profile) { p.Threads[0].Records[0].Paths[1].Metrics = nil }, "has 0 metric values, want 1", nil},
+	{"unavailable value", func(p *Profile) { p.Metrics[1].Kind = MetricUnavailable }, `value 300 of unavailable metric "tsc"`, ErrCorrupt},
+	{"freq total", func(p *Profile) {
+		p.Threads[0].Records[0].Paths[1].Count = 1 << 63
+		p.Threads[0].Records[1].Paths[0].Count = 1 << 63
+	}, "total of freq overflows", ErrCorrupt},
+	{"metric total", func(p *Profile) { p.Threads[0].Records[0].Paths[1].Metrics[0] = ^uint64(0) }, "total of tsc overflows", ErrCorrupt},
+	{"calls total", func(p *Profile) { p.Threads[0].Records[1].Calls = ^uint64(0) }, "total of calls overflows", ErrCorrupt},
+	{"partial total", func(p *Profile) {
+		t := &p.Threads[0]
+		t.Partials = append(t.Partials, Partial{Record: -1, Count: ^uint64(0)})
+	}, "total of partial counts overflows", ErrCorrupt},
+	{"partial record", func(p *Profile) { p.Threads[0].Partials[0].Record = 2 }, "out of range (2 records)", ErrCorrupt},
+	{"partial record negative", func(p *Profile) { p.Threads[0].Partials[0].Record = -2 }, "out of range", ErrCorrupt},
+	{"partial function", func(p *Profile) { p.Threads[0].Partials[0].Func = 3 }, "function 3, but record 0 is of function 0", ErrCorrupt},
+	{"partial count", func(p *Profile) { p.Threads[0].Partials[0].Count = 0 }, "count 0", ErrCorrupt},
+	{"stats key", func(p *Profile) { p.Stats[""] = 1 }, "stats key is empty", ErrCorrupt},
+	{"stats key bytes", func(p *Profile) { p.Stats["é"] = 1 }, "not printable ASCII", ErrCorrupt},
+}
+
+func TestModelRules(t *testing.T) {
+	if err := smallProfile().CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range modelCases {
+		t.Run(c.name, func(t *testing.T) {
+			p := smallProfile()
+			c.break_(p)
+			err := p.CheckValid()
+			var me *ModelError
+			if !errors.As(err, &me) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("CheckValid: %v, want ErrInvalid with %q", err, c.msg)
+			}
+			if _, err := p.MarshalBinary(); err == nil {
+				t.Fatal("MarshalBinary accepted it")
+			}
+			if c.parse == nil {
+				return
+			}
+			data := p.encode()
+			q, err := Parse(data)
+			if q != nil || !errors.Is(err, c.parse) {
+				t.Fatalf("Parse: %v, want %v", err, c.parse)
+			}
+			checkFormatError(t, err, data)
+			if c.parse == ErrCorrupt && !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("Parse: %v, want %q", err, c.msg)
+			}
+		})
+	}
+}
+
+// emptyThread is a THREAD payload with no records and no partials.
+var emptyThread = rawFile{}.uv(1).uv(0).uv(0)
+
+// rawCases are files the writer cannot make.
+var rawCases = []struct {
+	name string
+	data []byte
+	err  error
+	msg  string
+	off  int // expected offset, -1: any
+}{
+	{"empty", nil, ErrTruncated, "shorter than the magic", 0},
+	{"half magic", []byte("BLPP"), ErrTruncated, "shorter than the magic", 4},
+	{"other magic", []byte("BLPPPRF2\x01\x00\x00\x00"), ErrBadMagic, `magic "BLPPPRF2"`, 0},
+	{"short other", []byte("\x7fELF"), ErrBadMagic, "magic", 0},
+	{"version", rawFile(Magic).u32(7), ErrVersion, "version 7", 8},
+	{"no trailer", rawHeader(), ErrTruncated, "without a trailer", len(rawHeader())},
+	{"checksum", append(rawHeader().u8(TagTrailer), 1, 2, 3, 4, 5, 6, 7, 8), ErrChecksum, "the file says 0x0807060504030201", len(rawHeader()) + 1},
+	{"after trailer", append(rawHeader().trailer(), 0), ErrCorrupt, "1 bytes after the trailer", len(rawHeader()) + 9},
+	{"eleven-byte varint", rawFile(Magic).u32(Version).u32(0).uv(0).raw(0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00).trailer(), ErrCorrupt, "pid: varint does not fit in 64 bits", 17},
+	{"varint 2^64", rawFile(Magic).u32(Version).u32(0).uv(0).raw(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02).trailer(), ErrCorrupt, "does not fit in 64 bits", 17},
+	{"huge build id", rawFile(Magic).u32(Version).u32(0).uv(1 << 62).trailer(), ErrTruncated, "build id: need 4611686018427387904 bytes", -1},
+	{"huge metric count", rawFile(Magic).u32(Version).u32(0).uv(0).uv(0).uv(0).uv(1 << 60).trailer(), ErrTruncated, "metric count 1152921504606846976", 19},
+	{"section past end", rawHeader().u8(TagThread).uv(1000).raw(1, 2, 3).trailer(), ErrTruncated, "section: need 1000 bytes", -1},
+	{"reserved tag", rawHeader().section(TagReserved, rawFile{}.uv(0)).trailer(), ErrCorrupt, "section tag 2 is reserved", len(rawHeader())},
+	{"two stats", rawHeader().section(TagStats, rawFile{}.uv(0)).section(TagStats, rawFile{}.uv(0)).trailer(), ErrCorrupt, "a second STATS section", len(rawHeader()) + 3},
+	{"stats key twice", rawHeader().section(TagStats, rawFile{}.uv(2).str("a").uv(1).str("a").uv(2)).trailer(), ErrCorrupt, `stats key "a" repeated`, len(rawHeader()) + 6},
+	{"stats count", rawHeader().section(TagStats, rawFile{}.uv(1<<40).str("a").uv(1)).trailer(), ErrCorrupt, "stats count 1099511627776", -1},
+	{"stats short", rawHeader().section(TagStats, rawFile{}.uv(1).str("abc")).trailer(), ErrCorrupt, "stats value: varint runs past the end", -1},
+	{"thread leftover", rawHeader().section(TagThread, emptyThread.raw(0)).trailer(), ErrCorrupt, "1 bytes left at the end of the THREAD section", -1},
+	{"stats leftover", rawHeader().section(TagStats, rawFile{}.uv(0).raw(9, 9)).trailer(), ErrCorrupt, "2 bytes left at the end of the STATS section", -1},
+	{"record count", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1<<60).uv(0)).trailer(), ErrCorrupt, "record count 1152921504606846976", -1},
+	{"path count", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(0).uv(0).uv(0).uv(1).uv(1<<60).uv(0)).trailer(), ErrCorrupt, "path count 1152921504606846976", -1},
+	{"partial count", rawHeader().section(TagThread, rawFile{}.uv(1).uv(0).uv(1<<60).uv(0).uv(0).uv(0).uv(0).uv(0)).trailer(), ErrCorrupt, "partial count 1152921504606846976", -1},
+	{"function 2^32", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(1<<32).uv(0).uv(0).uv(1).uv(0).uv(0)).trailer(), ErrCorrupt, "function 4294967296 does not fit in 32 bits", -1},
+	{"huge parent", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(0).uv(1<<63).uv(0).uv(1).uv(0).uv(0)).trailer(), ErrCorrupt, "parent 9223372036854775808 (index+1) is not an earlier record", -1},
+	{"huge partial record", rawHeader().section(TagThread, rawFile{}.uv(1).uv(0).uv(1).uv(1<<63).uv(0).uv(0).sv(0).uv(1)).trailer(), ErrCorrupt, "record 9223372036854775808 (index+1) out of range (0 records)", -1},
+	{"short record", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(0).uv(0).uv(0).uv(1).uv(0)).trailer(), ErrCorrupt, "partial count: varint runs past the end", -1},
+}
+
+func TestRawCorruptions(t *testing.T) {
+	for _, c := range rawCases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := Parse(c.data)
+			if p != nil || !errors.Is(err, c.err) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("Parse: %v, want %v with %q", err, c.err, c.msg)
+			}
+			fe := checkFormatError(t, err, c.data)
+			if c.off >= 0 && fe.Off != c.off {
+				t.Fatalf("%v: offset %d, want %d", err, fe.Off, c.off)
+			}
+		})
+	}
+}
+
+// TestSkipsUnknownSections: a section of a later version is skipped.
+func TestSkipsUnknownSections(t *testing.T) {
+	data := rawHeader().section(9, rawFile{}.raw(1, 2, 3)).section(TagThread, emptyThread).section(0, nil).trailer()
+	p, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Threads) != 1 || p.Threads[0].TID != 1 || p.Threads[0].Records != nil {
+		t.Fatalf("threads %+v", p.Threads)
+	}
+	if string(p.BuildID) != "\x01\x02" || p.PID != 7 || p.TimeNS != 8 || len(p.Metrics) != 2 {
+		t.Fatalf("header %+v", p)
+	}
+}
+
+// TestRepeatedTID: Linux reuses thread ids; two threads may share one.
+func TestRepeatedTID(t *testing.T) {
+	data := rawHeader().section(TagThread, emptyThread).section(TagThread, emptyThread).trailer()
+	p, err := Parse(data)
+	if err != nil || len(p.Threads) != 2 {
+		t.Fatalf("%v, %+v", err, p)
+	}
+}
+
+// TestHugeCountsDoNotAllocate: counts are bounded by the bytes left
+// before anything is allocated for them.
+func TestHugeCountsDoNotAllocate(t *testing.T) {
+	for _, c := range rawCases {
+		if !strings.Contains(c.name, "count") && !strings.HasPrefix(c.name, "huge") {
+			continue
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 10 {
+			Parse(c.data)
+		}
+		runtime.ReadMemStats(&after)
+		if d := after.TotalAlloc - before.TotalAlloc; d > 1<<16 {
+			t.Errorf("%s: 10 parses allocated %d bytes", c.name, d)
+		}
+	}
+}

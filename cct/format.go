@@ -1,0 +1,113 @@
+package cct
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The constants of the profile file format (docs/profile-format.md).
+// They are the single source of truth: WriteCHeader emits them for the C
+// runtime, so the two writers cannot drift apart.
+const (
+	// Magic opens every profile file.
+	Magic = "BLPPPRF1"
+	// Version is the only format version this package reads and writes.
+	Version uint32 = 1
+
+	// Section tags. A reader skips tags it does not know (forward
+	// compatibility), except TagReserved, which is refused.
+	TagThread   uint8 = 1
+	TagReserved uint8 = 2 // the PARTIAL section of the first draft; partials now live in THREAD
+	TagStats    uint8 = 3
+	TagTrailer  uint8 = 0xff
+
+	// MaxVarintLen is the longest LEB128 encoding a reader accepts.
+	MaxVarintLen = 10
+
+	// FNV-1a 64 parameters of the trailer checksum.
+	FNVOffset64 uint64 = 0xcbf29ce484222325
+	FNVPrime64  uint64 = 0x100000001b3
+
+	// FreqMetric is the name of metric 0, the path count itself.
+	FreqMetric = "freq"
+)
+
+// Keys of the STATS section that the runtime writes. A reader keeps any
+// key; these are listed so that the runtime and the reports agree on names.
+const (
+	StatArenaBytes     = "arena_bytes"     // bytes the runtime's allocator mapped
+	StatRecords        = "records"         // call records created, all threads
+	StatThreads        = "threads"         // thread blocks created
+	StatDroppedRecords = "dropped_records" // activations left without a record (arena full)
+)
+
+// Flags are the header's flag bits.
+type Flags uint32
+
+const (
+	// FlagFlowOnly: the binary was instrumented without calling context
+	// (--no-context); every record is a root, one per function and thread.
+	FlagFlowOnly Flags = 1 << 0
+	// FlagFatalSignal: written by the handler of a fatal signal. In a
+	// merged profile: at least one input was.
+	FlagFatalSignal Flags = 1 << 1
+	// FlagDumpSignal: written on the dump signal while the program went
+	// on running. In a merged profile: at least one input was.
+	FlagDumpSignal Flags = 1 << 2
+
+	// KnownFlags holds every defined bit; a reader refuses the others.
+	KnownFlags = FlagFlowOnly | FlagFatalSignal | FlagDumpSignal
+)
+
+var flagNames = []struct {
+	f    Flags
+	name string
+}{
+	{FlagFlowOnly, "flow-only"},
+	{FlagFatalSignal, "fatal-signal"},
+	{FlagDumpSignal, "dump-signal"},
+}
+
+// String lists the set bits, joined by '|'; "0" when none is set.
+func (f Flags) String() string {
+	if f == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, n := range flagNames {
+		if f&n.f != 0 {
+			parts = append(parts, n.name)
+			f &^= n.f
+		}
+	}
+	if f != 0 {
+		parts = append(parts, fmt.Sprintf("%#x", uint32(f)))
+	}
+	return strings.Join(parts, "|")
+}
+
+// MetricKind says how far a metric's values can be trusted [DESIGN 8].
+type MetricKind uint8
+
+const (
+	// MetricReal: counted as named.
+	MetricReal MetricKind = 0
+	// MetricFallback: measured by a stand-in (cycles by rdtsc, say).
+	MetricFallback MetricKind = 1
+	// MetricUnavailable: listed for the record; every value is zero.
+	MetricUnavailable MetricKind = 2
+
+	numMetricKinds = 3
+)
+
+func (k MetricKind) String() string {
+	switch k {
+	case MetricReal:
+		return "real"
+	case MetricFallback:
+		return "fallback"
+	case MetricUnavailable:
+		return "unavailable"
+	}
+	return fmt.Sprintf("MetricKind(%d)", uint8(k))
+}

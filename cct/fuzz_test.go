@@ -1,0 +1,92 @@
+package cct
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// FuzzParse: no input makes Parse panic (a recovered panic is
+// errInternal, a failure here); a refusal is a located *FormatError with
+// one of the sentinels; an accepted profile is valid, survives a round
+// trip, and can be folded, flattened and checked against a table.
+func FuzzParse(f *testing.F) {
+	if data, err := os.ReadFile("testdata/small.prof"); err == nil {
+		f.Add(data)
+	}
+	for seed := range uint64(8) {
+		f.Add(randProfile(rand.New(rand.NewPCG(seed, 6))).encode())
+	}
+	for _, c := range rawCases {
+		f.Add(c.data)
+	}
+	f.Add([]byte(rawHeader().section(9, rawFile{}.raw(1)).section(TagThread, emptyThread).trailer()))
+	f.Fuzz(func(t *testing.T, data []byte) { checkParse(t, data) })
+}
+
+// FuzzParseSealed fuzzes what follows the checksum check: the input gets
+// a trailer with the right checksum before parsing, so that mutations
+// reach the decoding of sections instead of stopping at ErrChecksum.
+func FuzzParseSealed(f *testing.F) {
+	add := func(data []byte) {
+		if len(data) >= 9 {
+			f.Add(data[:len(data)-9]) // without the trailer
+		}
+	}
+	if data, err := os.ReadFile("testdata/small.prof"); err == nil {
+		add(data)
+	}
+	for seed := range uint64(8) {
+		add(randProfile(rand.New(rand.NewPCG(seed, 7))).encode())
+	}
+	for _, c := range rawCases {
+		add(c.data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkParse(t, rawFile(slices.Clip(data)).trailer())
+	})
+}
+
+func checkParse(t *testing.T, data []byte) {
+	t.Helper()
+	p, err := Parse(data)
+	if err != nil {
+		if errors.Is(err, errInternal) {
+			t.Fatalf("panic in Parse: %v", err)
+		}
+		if p != nil {
+			t.Fatal("profile returned with an error")
+		}
+		var fe *FormatError
+		if !errors.As(err, &fe) || fe.Off < 0 || fe.Off > len(data) {
+			t.Fatalf("error %v (%T) is not a located *FormatError", err, err)
+		}
+		known := false
+		for _, s := range sentinels {
+			known = known || fe.Err == s
+		}
+		if !known {
+			t.Fatalf("%v: unknown sentinel", err)
+		}
+		return
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatalf("Parse accepted an invalid profile: %v", err)
+	}
+	out, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Parse(out)
+	if err != nil || !reflect.DeepEqual(p, q) {
+		t.Fatalf("round trip: %v", err)
+	}
+	if err := p.FoldThreads().CheckValid(); err != nil {
+		t.Fatalf("folded profile invalid: %v", err)
+	}
+	p.Flat()
+	p.CheckAgainst(smallFuncs())
+}

@@ -1,0 +1,284 @@
+package cct
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"math/bits"
+	"slices"
+)
+
+// ErrIncompatible: the profiles given to Merge cannot be added up.
+var ErrIncompatible = errors.New("profiles cannot be merged")
+
+// Merge combines the profiles of several runs of one instrumented binary.
+// They must agree on the build-id, on the metrics (names and kinds, in
+// order) and on the flow-only flag. The result holds every thread of every
+// input, in input order, each keeping its own tree (FoldThreads folds them
+// into one); Stats are summed key by key; the fatal-signal and dump flags
+// say whether any input had them; PID is kept when all inputs agree and 0
+// otherwise; TimeNS is the latest. The inputs are not modified and share
+// no memory with the result.
+func Merge(ps ...*Profile) (*Profile, error) {
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("merge: no profiles: %w", ErrIncompatible)
+	}
+	for i, p := range ps {
+		if err := p.CheckValid(); err != nil {
+			return nil, fmt.Errorf("merge: profile %d: %w", i, err)
+		}
+	}
+	first := ps[0]
+	out := first.header()
+	for i, p := range ps[1:] {
+		i++
+		if !bytes.Equal(p.BuildID, first.BuildID) {
+			return nil, fmt.Errorf("merge: profile %d has build-id %x, profile 0 has %x; they are runs of different binaries: %w", i, p.BuildID, first.BuildID, ErrIncompatible)
+		}
+		if !slices.Equal(p.Metrics, first.Metrics) {
+			return nil, fmt.Errorf("merge: profile %d has metrics %s, profile 0 has %s: %w", i, metricList(p.Metrics), metricList(first.Metrics), ErrIncompatible)
+		}
+		if (p.Flags^first.Flags)&FlagFlowOnly != 0 {
+			return nil, fmt.Errorf("merge: profile %d is %s, profile 0 is %s: %w", i, contextWord(p.Flags), contextWord(first.Flags), ErrIncompatible)
+		}
+		out.Flags |= p.Flags
+		if p.PID != out.PID {
+			out.PID = 0
+		}
+		out.TimeNS = max(out.TimeNS, p.TimeNS)
+		for k, x := range p.Stats {
+			if out.Stats == nil {
+				out.Stats = make(map[string]uint64)
+			}
+			s, carry := bits.Add64(out.Stats[k], x, 0)
+			if carry != 0 {
+				return nil, fmt.Errorf("merge: the sum of stats key %q overflows 64 bits: %w", k, ErrIncompatible)
+			}
+			out.Stats[k] = s
+		}
+	}
+	for _, p := range ps {
+		for i := range p.Threads {
+			out.Threads = append(out.Threads, p.Threads[i].clone())
+		}
+	}
+	// The totals of the result must still fit in 64 bits.
+	if err := out.CheckValid(); err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	return out, nil
+}
+
+func metricList(ms []Metric) string {
+	var b bytes.Buffer
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s(%v)", m.Name, m.Kind)
+	}
+	return b.String()
+}
+
+func contextWord(f Flags) string {
+	if f&FlagFlowOnly != 0 {
+		return "flow-only"
+	}
+	return "context-sensitive"
+}
+
+// header copies everything of p but the threads.
+func (p *Profile) header() *Profile {
+	q := &Profile{
+		Version: p.Version,
+		Flags:   p.Flags,
+		BuildID: bytes.Clone(p.BuildID),
+		PID:     p.PID,
+		TimeNS:  p.TimeNS,
+		Metrics: slices.Clone(p.Metrics),
+	}
+	if len(p.Stats) > 0 {
+		q.Stats = maps.Clone(p.Stats)
+	}
+	return q
+}
+
+func (t *Thread) clone() Thread {
+	c := Thread{TID: t.TID, Partials: slices.Clone(t.Partials)}
+	if t.Records != nil {
+		c.Records = make([]Record, len(t.Records))
+		for i, r := range t.Records {
+			r.Paths = clonePaths(r.Paths)
+			c.Records[i] = r
+		}
+	}
+	return c
+}
+
+func clonePaths(ps []Path) []Path {
+	if ps == nil {
+		return nil
+	}
+	out := make([]Path, len(ps))
+	for i, p := range ps {
+		p.Metrics = slices.Clone(p.Metrics)
+		out[i] = p
+	}
+	return out
+}
+
+// FoldThreads returns a profile with the threads of p folded into one
+// tree (no thread when p has none). Records reached through the same
+// chain of (function, call site) from a root become one record: calls are
+// summed, path lists are united by ID with counts and metrics summed.
+// Partials are summed by (record, function, block, register). Records
+// appear in the order they are first met, threads in order, so parents
+// still precede children. The folded thread's TID is the threads' common
+// TID, or 0 when they differ.
+//
+// p must be valid (CheckValid); sums cannot overflow then, because a
+// valid profile's totals fit in 64 bits. p is not modified.
+func (p *Profile) FoldThreads() *Profile {
+	out := p.header()
+	if len(p.Threads) == 0 {
+		return out
+	}
+	type recKey struct {
+		parent   int
+		fn, site uint32
+	}
+	type partKey struct {
+		rec       int
+		fn, block uint32
+		reg       int64
+	}
+	nm := len(p.Metrics) - 1
+	ft := Thread{TID: p.Threads[0].TID}
+	recIndex := make(map[recKey]int)
+	var sources [][]Path // per folded record, the path lists that fall into it
+	partIndex := make(map[partKey]int)
+	var m []int
+	for ti := range p.Threads {
+		t := &p.Threads[ti]
+		if t.TID != ft.TID {
+			ft.TID = 0
+		}
+		m = slices.Grow(m[:0], len(t.Records))[:len(t.Records)]
+		for i := range t.Records {
+			r := &t.Records[i]
+			k := recKey{-1, r.Func, r.CallSite}
+			if r.Parent >= 0 {
+				k.parent = m[r.Parent]
+			}
+			j, ok := recIndex[k]
+			if !ok {
+				j = len(ft.Records)
+				recIndex[k] = j
+				ft.Records = append(ft.Records, Record{Func: r.Func, Parent: k.parent, CallSite: r.CallSite})
+				sources = append(sources, nil)
+			}
+			m[i] = j
+			ft.Records[j].Calls += r.Calls
+			sources[j] = append(sources[j], r.Paths...)
+		}
+		for _, q := range t.Partials {
+			if q.Record >= 0 {
+				q.Record = m[q.Record]
+			}
+			k := partKey{q.Record, q.Func, q.Block, q.Reg}
+			if j, ok := partIndex[k]; ok {
+				ft.Partials[j].Count += q.Count
+				continue
+			}
+			partIndex[k] = len(ft.Partials)
+			ft.Partials = append(ft.Partials, q)
+		}
+	}
+	for j := range ft.Records {
+		ft.Records[j].Paths = sumPaths(sources[j], nm)
+	}
+	out.Threads = []Thread{ft}
+	return out
+}
+
+// sumPaths unites path lists: one entry per ID, in ID order, counts and
+// metrics summed. The result shares no memory with ps.
+func sumPaths(ps []Path, nm int) []Path {
+	if len(ps) == 0 {
+		return nil
+	}
+	sorted := slices.IsSortedFunc(ps, func(a, b Path) int { return cmp.Compare(a.ID, b.ID) })
+	if !sorted {
+		ps = slices.Clone(ps)
+		slices.SortStableFunc(ps, func(a, b Path) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	n := 1
+	for i := 1; i < len(ps); i++ {
+		if ps[i].ID != ps[i-1].ID {
+			n++
+		}
+	}
+	out := make([]Path, 0, n)
+	var vals []uint64
+	if nm > 0 {
+		vals = make([]uint64, n*nm)
+	}
+	for _, p := range ps {
+		if k := len(out); k > 0 && out[k-1].ID == p.ID {
+			q := &out[k-1]
+			q.Count += p.Count
+			for j, x := range p.Metrics {
+				q.Metrics[j] += x
+			}
+			continue
+		}
+		q := Path{ID: p.ID, Count: p.Count}
+		if nm > 0 {
+			q.Metrics = vals[:nm:nm]
+			vals = vals[nm:]
+			copy(q.Metrics, p.Metrics)
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+// PathTotals are the sums of one path over every context.
+type PathTotals struct {
+	Count   uint64
+	Metrics []uint64 // as Path.Metrics
+}
+
+// Flat is the flow view: for each function, for each path ID, its totals
+// over every record of every thread. p must be valid (CheckValid).
+func (p *Profile) Flat() map[uint32]map[uint64]PathTotals {
+	nm := len(p.Metrics) - 1
+	out := make(map[uint32]map[uint64]PathTotals)
+	for ti := range p.Threads {
+		for ri := range p.Threads[ti].Records {
+			r := &p.Threads[ti].Records[ri]
+			if len(r.Paths) == 0 {
+				continue
+			}
+			fm := out[r.Func]
+			if fm == nil {
+				fm = make(map[uint64]PathTotals)
+				out[r.Func] = fm
+			}
+			for _, path := range r.Paths {
+				tot, ok := fm[path.ID]
+				if !ok && nm > 0 {
+					tot.Metrics = make([]uint64, nm)
+				}
+				tot.Count += path.Count
+				for j, x := range path.Metrics {
+					tot.Metrics[j] += x
+				}
+				fm[path.ID] = tot
+			}
+		}
+	}
+	return out
+}

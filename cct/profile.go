@@ -1,0 +1,328 @@
+package cct
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"strings"
+)
+
+// A Metric is one column of every path entry. Metric 0 is always "freq",
+// the number of times the path ran; the others are hardware-counter sums.
+type Metric struct {
+	Name string
+	Kind MetricKind
+}
+
+// A Path is one Ball-Larus path of a record's procedure, in that record's
+// calling context [Ball-Larus 96; Ammons-Ball-Larus 97 §4].
+type Path struct {
+	ID    uint64 // path number in [0, NumPaths) of the function
+	Count uint64 // times it ran: the value of the "freq" metric
+	// Metrics holds the sums of Profile.Metrics[1:] over the runs of
+	// the path, exclusive of callees. nil when "freq" is the only metric.
+	Metrics []uint64
+}
+
+// A Record is a node of a thread's calling context tree: one procedure
+// reached through one chain of call sites. In a flow-only profile every
+// record is a root.
+type Record struct {
+	Func     uint32 // index into the binary's function table
+	Parent   int    // index of the caller's record in Thread.Records; -1 for a root
+	CallSite uint32 // call-site index in the parent's function; 0 for a root
+	Calls    uint64 // activations of this record
+	Paths    []Path // sorted by ID, IDs unique, counts ≥ 1
+}
+
+// A Partial counts activations that stopped without reaching a path end:
+// exit() from inside, longjmp, an exception, a fatal signal, or a dump
+// that caught them live [DESIGN 6]. Block and Reg identify the executed
+// prefix of the path.
+type Partial struct {
+	Record int    // index in Thread.Records; -1 when the activation had no record
+	Func   uint32 // function index; equals Records[Record].Func when Record ≥ 0
+	Block  uint32 // block where the activation stopped
+	Reg    int64  // the path register there
+	Count  uint64 // activations that stopped so, ≥ 1
+}
+
+// A Thread is the calling context tree of one thread block of the runtime.
+// Linux reuses thread ids, so two Threads of a profile may share a TID.
+type Thread struct {
+	TID      uint64
+	Records  []Record // parents before children
+	Partials []Partial
+}
+
+// A Profile is the validated model of a profile file. Parse returns only
+// profiles that satisfy CheckValid, and Write writes only such profiles.
+// Empty slices and maps are nil in what Parse returns.
+type Profile struct {
+	Version uint32 // the constant Version; nothing else is valid
+	Flags   Flags
+	BuildID []byte // GNU build-id of the instrumented binary
+	PID     uint64
+	TimeNS  uint64 // CLOCK_REALTIME when written, in nanoseconds
+	Metrics []Metric
+	Threads []Thread
+	Stats   map[string]uint64 // runtime facts (Stat* keys and others)
+}
+
+// Sentinels for errors.Is. Errors from Parse are *FormatError; errors
+// from CheckValid and CheckAgainst are *ModelError.
+var (
+	ErrBadMagic  = errors.New("not a blpp profile")
+	ErrVersion   = errors.New("unsupported profile version")
+	ErrChecksum  = errors.New("checksum mismatch")
+	ErrTruncated = errors.New("truncated profile")
+	ErrCorrupt   = errors.New("corrupt profile")
+	ErrInvalid   = errors.New("invalid profile")
+	ErrMismatch  = errors.New("profile does not match the binary")
+)
+
+// A ModelError is a rule of the model broken by a Profile in memory. The
+// index fields locate it; -1 means not applicable.
+type ModelError struct {
+	Thread  int // index in Profile.Threads
+	Record  int // index in Thread.Records
+	Path    int // index in Record.Paths
+	Partial int // index in Thread.Partials
+	Msg     string
+	Err     error // ErrInvalid (CheckValid) or ErrMismatch (CheckAgainst)
+}
+
+func (e *ModelError) Error() string {
+	return "cct: " + e.where() + e.Msg
+}
+
+func (e *ModelError) where() string {
+	var b strings.Builder
+	sep := func(format string, a ...any) {
+		fmt.Fprintf(&b, format, a...)
+		b.WriteByte(' ')
+	}
+	if e.Thread >= 0 {
+		sep("thread %d", e.Thread)
+	}
+	if e.Record >= 0 {
+		sep("record %d", e.Record)
+	}
+	if e.Path >= 0 {
+		sep("path %d", e.Path)
+	}
+	if e.Partial >= 0 {
+		sep("partial %d", e.Partial)
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return strings.TrimSuffix(b.String(), " ") + ": "
+}
+
+func (e *ModelError) Unwrap() error { return e.Err }
+
+// CheckValid reports the first rule of the format that p breaks
+// (docs/profile-format.md, "Rules"), as a *ModelError wrapping ErrInvalid.
+// Beyond the file's structure it requires that the total of every metric,
+// of Calls and of partial counts over the whole profile fits in 64 bits:
+// no single run can count more, and it lets FoldThreads and Flat add
+// without overflow checks.
+func (p *Profile) CheckValid() error {
+	bad := func(thread, rec, path, part int, msg string) error {
+		return &ModelError{Thread: thread, Record: rec, Path: path, Partial: part, Msg: msg, Err: ErrInvalid}
+	}
+	v, msg := newValidator(p)
+	if msg != "" {
+		return bad(-1, -1, -1, -1, msg)
+	}
+	for key := range p.Stats {
+		if msg := checkName("stats key", key); msg != "" {
+			return bad(-1, -1, -1, -1, msg)
+		}
+	}
+	for ti := range p.Threads {
+		t := &p.Threads[ti]
+		v.startThread()
+		for ri := range t.Records {
+			if msg := v.record(t.Records, ri); msg != "" {
+				return bad(ti, ri, -1, -1, msg)
+			}
+			r := &t.Records[ri]
+			for pi := range r.Paths {
+				if msg := v.path(r, pi); msg != "" {
+					return bad(ti, ri, pi, -1, msg)
+				}
+			}
+		}
+		for ki := range t.Partials {
+			if msg := v.partial(t, ki); msg != "" {
+				return bad(ti, -1, -1, ki, msg)
+			}
+		}
+	}
+	return nil
+}
+
+// validator holds the rules of the model. Parse runs it while decoding,
+// where it knows file offsets, and CheckValid runs it over a model, so the
+// rules are written once. Each check returns "" or what is wrong.
+type validator struct {
+	nm       int          // metric values per path: len(Metrics)-1
+	kinds    []MetricKind // kinds of Metrics[1:]
+	names    []string     // names of Metrics[1:]
+	flowOnly bool
+	// Totals over the whole profile: path counts, then each metric, then
+	// calls, then partial counts.
+	total    []uint64
+	siblings map[sibling]struct{}
+}
+
+type sibling struct {
+	parent   int
+	fn, site uint32
+}
+
+func newValidator(p *Profile) (*validator, string) {
+	if p.Version != Version {
+		return nil, fmt.Sprintf("version %d, want %d", p.Version, Version)
+	}
+	if msg := checkHeader(p.Flags, p.Metrics); msg != "" {
+		return nil, msg
+	}
+	v := &validator{
+		nm:       len(p.Metrics) - 1,
+		flowOnly: p.Flags&FlagFlowOnly != 0,
+		total:    make([]uint64, len(p.Metrics)+2),
+		siblings: make(map[sibling]struct{}),
+	}
+	for _, m := range p.Metrics[1:] {
+		v.kinds = append(v.kinds, m.Kind)
+		v.names = append(v.names, m.Name)
+	}
+	return v, ""
+}
+
+// checkHeader checks the flags and the metric list.
+func checkHeader(f Flags, ms []Metric) string {
+	if f&^KnownFlags != 0 {
+		return fmt.Sprintf("unknown flag bits %#x", uint32(f&^KnownFlags))
+	}
+	if len(ms) == 0 {
+		return "no metrics (\"freq\" must come first)"
+	}
+	if ms[0].Name != FreqMetric || ms[0].Kind != MetricReal {
+		return fmt.Sprintf("metric 0 is %q (%v), want %q (real)", ms[0].Name, ms[0].Kind, FreqMetric)
+	}
+	seen := make(map[string]bool, len(ms))
+	for i, m := range ms {
+		if msg := checkName("metric name", m.Name); msg != "" {
+			return fmt.Sprintf("metric %d: %s", i, msg)
+		}
+		if m.Kind >= numMetricKinds {
+			return fmt.Sprintf("metric %d (%s): unknown kind %d", i, m.Name, uint8(m.Kind))
+		}
+		if seen[m.Name] {
+			return fmt.Sprintf("metric %d: name %q repeated", i, m.Name)
+		}
+		seen[m.Name] = true
+	}
+	return ""
+}
+
+// checkName accepts non-empty printable ASCII without spaces, so that
+// names print as they are in every report and JSON.
+func checkName(what, s string) string {
+	if s == "" {
+		return what + " is empty"
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c > '~' {
+			return fmt.Sprintf("%s %q: byte %#02x is not printable ASCII", what, s, c)
+		}
+	}
+	return ""
+}
+
+// startThread forgets the previous thread's records: with a fresh map,
+// not clear, the work never depends on the size of an earlier thread
+// (TestParseLinear).
+func (v *validator) startThread() {
+	if len(v.siblings) > 0 {
+		v.siblings = make(map[sibling]struct{})
+	}
+}
+
+// add adds x to total i, reporting an overflow.
+func (v *validator) add(i int, x uint64, what string) string {
+	s, carry := bits.Add64(v.total[i], x, 0)
+	if carry != 0 {
+		return "the profile's total of " + what + " overflows 64 bits"
+	}
+	v.total[i] = s
+	return ""
+}
+
+// record checks recs[i] given recs[:i], but not its paths.
+func (v *validator) record(recs []Record, i int) string {
+	r := &recs[i]
+	switch {
+	case r.Parent == -1:
+		if r.CallSite != 0 {
+			return fmt.Sprintf("root record with call site %d (want 0)", r.CallSite)
+		}
+	case r.Parent < 0 || r.Parent >= i:
+		return fmt.Sprintf("parent %d is not an earlier record", r.Parent)
+	case v.flowOnly:
+		return "record with a parent in a flow-only profile"
+	}
+	k := sibling{r.Parent, r.Func, r.CallSite}
+	if _, dup := v.siblings[k]; dup {
+		return fmt.Sprintf("second record of function %d at call site %d under parent %d", r.Func, r.CallSite, r.Parent)
+	}
+	v.siblings[k] = struct{}{}
+	return v.add(v.nm+1, r.Calls, "calls")
+}
+
+// path checks r.Paths[k] given r.Paths[:k].
+func (v *validator) path(r *Record, k int) string {
+	p := &r.Paths[k]
+	if k > 0 && p.ID <= r.Paths[k-1].ID {
+		return fmt.Sprintf("path id %d after %d (ids must increase)", p.ID, r.Paths[k-1].ID)
+	}
+	if p.Count == 0 {
+		return fmt.Sprintf("path %d with count 0", p.ID)
+	}
+	if len(p.Metrics) != v.nm {
+		return fmt.Sprintf("path %d has %d metric values, want %d", p.ID, len(p.Metrics), v.nm)
+	}
+	if msg := v.add(0, p.Count, FreqMetric); msg != "" {
+		return msg
+	}
+	for j, x := range p.Metrics {
+		if x != 0 && v.kinds[j] == MetricUnavailable {
+			return fmt.Sprintf("path %d: value %d of unavailable metric %q", p.ID, x, v.names[j])
+		}
+		if msg := v.add(1+j, x, v.names[j]); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// partial checks t.Partials[k] against t.Records.
+func (v *validator) partial(t *Thread, k int) string {
+	q := &t.Partials[k]
+	if q.Record != -1 {
+		if q.Record < 0 || q.Record >= len(t.Records) {
+			return fmt.Sprintf("record %d out of range (%d records)", q.Record, len(t.Records))
+		}
+		if f := t.Records[q.Record].Func; f != q.Func {
+			return fmt.Sprintf("function %d, but record %d is of function %d", q.Func, q.Record, f)
+		}
+	}
+	if q.Count == 0 {
+		return "count 0"
+	}
+	return v.add(v.nm+2, q.Count, "partial counts")
+}

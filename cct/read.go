@@ -1,0 +1,316 @@
+package cct
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// A FormatError is a profile file that breaks the format. Off is the file
+// offset of the offending bytes; Err is one of the sentinels ErrBadMagic,
+// ErrVersion, ErrChecksum, ErrTruncated or ErrCorrupt.
+type FormatError struct {
+	Off int
+	Msg string
+	Err error
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("%v at offset %d (%#x): %s", e.Err, e.Off, e.Off, e.Msg)
+}
+
+func (e *FormatError) Unwrap() error { return e.Err }
+
+// errInternal marks a panic caught at the Parse boundary: a bug in this
+// package, never a property of the input. FuzzParse fails on it.
+var errInternal = errors.New("internal error in the profile reader")
+
+// ReadFile reads and parses the profile file name.
+func ReadFile(name string) (*Profile, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	p, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return p, nil
+}
+
+// Parse decodes and validates a profile file. On failure it returns a nil
+// profile and a *FormatError. It never panics, and whatever the counts in
+// the file claim, it allocates no more than a small multiple of len(data).
+//
+// The order of the checks gives each kind of damage its own sentinel:
+// magic and version first (a file of another kind or version); then the
+// framing of header and sections up to the trailer (a short file is
+// ErrTruncated wherever it was cut); then the checksum (a changed byte is
+// ErrChecksum); and only then the meaning of every field (ErrCorrupt).
+func Parse(data []byte) (p *Profile, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, &FormatError{Msg: fmt.Sprint(r), Err: errInternal}
+		}
+	}()
+	var d decoder
+	p, ferr := d.parse(data)
+	if ferr != nil {
+		return nil, ferr
+	}
+	return p, nil
+}
+
+type section struct {
+	tag     uint8
+	off     int // of the tag
+	payload buf
+}
+
+type decoder struct {
+	p *Profile
+	v *validator
+}
+
+func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
+	if len(data) < len(Magic) {
+		if string(data) == Magic[:len(data)] {
+			return nil, &FormatError{Off: len(data), Msg: fmt.Sprintf("%d bytes, shorter than the magic", len(data)), Err: ErrTruncated}
+		}
+	}
+	if len(data) < len(Magic) || string(data[:len(Magic)]) != Magic {
+		return nil, &FormatError{Msg: fmt.Sprintf("magic %q, want %q", data[:min(len(data), len(Magic))], Magic), Err: ErrBadMagic}
+	}
+	b := &buf{data: data[len(Magic):], off: len(Magic), short: ErrTruncated}
+	p := &Profile{Version: b.u32("version")}
+	if b.err != nil {
+		return nil, b.err
+	}
+	if p.Version != Version {
+		return nil, &FormatError{Off: len(Magic), Msg: fmt.Sprintf("version %d; this blpp reads version %d", p.Version, Version), Err: ErrVersion}
+	}
+
+	// Framing: the header's fields, then tag and length of every section.
+	flagsOff := b.off
+	p.Flags = Flags(b.u32("flags"))
+	if id := b.bytes(b.uv("build-id length"), "build id"); len(id) > 0 {
+		p.BuildID = append([]byte(nil), id...)
+	}
+	p.PID = b.uv("pid")
+	p.TimeNS = b.uv("time")
+	metricsOff := b.off
+	if n := b.count(2, "metric count"); n > 0 {
+		p.Metrics = make([]Metric, 0, n)
+		for range n {
+			name := b.bytes(b.uv("metric name length"), "metric name")
+			kind := b.u8("metric kind")
+			p.Metrics = append(p.Metrics, Metric{Name: string(name), Kind: MetricKind(kind)})
+		}
+	}
+	var secs []section
+	for b.err == nil {
+		off := b.off
+		if len(b.data) == 0 {
+			b.fail(ErrTruncated, "the file ends without a trailer")
+			break
+		}
+		tag := b.u8("section tag")
+		if tag == TagTrailer {
+			sumOff := b.off
+			sum := b.u64("checksum")
+			if b.err != nil {
+				break
+			}
+			if want := fnv1a(FNVOffset64, data[:sumOff]); sum != want {
+				return nil, &FormatError{Off: sumOff, Msg: fmt.Sprintf("the file says %#016x, its bytes give %#016x", sum, want), Err: ErrChecksum}
+			}
+			if len(b.data) != 0 {
+				b.fail(ErrCorrupt, "%d bytes after the trailer", len(b.data))
+			}
+			break
+		}
+		payload := b.sub(b.uv("section length"), "section")
+		secs = append(secs, section{tag, off, payload})
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+
+	// Meaning: the file is whole and as written; check what it says.
+	if f := p.Flags &^ KnownFlags; f != 0 {
+		return nil, &FormatError{Off: flagsOff, Msg: fmt.Sprintf("unknown flag bits %#x", uint32(f)), Err: ErrCorrupt}
+	}
+	v, msg := newValidator(p)
+	if msg != "" {
+		return nil, &FormatError{Off: metricsOff, Msg: msg, Err: ErrCorrupt}
+	}
+	d.p, d.v = p, v
+	statsSeen := false
+	for i := range secs {
+		s := &secs[i]
+		name := "section"
+		switch s.tag {
+		case TagThread:
+			name = "THREAD section"
+			d.thread(&s.payload)
+		case TagStats:
+			name = "STATS section"
+			if statsSeen {
+				return nil, &FormatError{Off: s.off, Msg: "a second STATS section", Err: ErrCorrupt}
+			}
+			statsSeen = true
+			d.stats(&s.payload)
+		case TagReserved:
+			return nil, &FormatError{Off: s.off, Msg: fmt.Sprintf("section tag %d is reserved (partials belong in THREAD sections)", s.tag), Err: ErrCorrupt}
+		default:
+			continue // a later version's section: skip it
+		}
+		if s.payload.err != nil {
+			return nil, s.payload.err
+		}
+		if n := len(s.payload.data); n != 0 {
+			return nil, &FormatError{Off: s.payload.off, Msg: fmt.Sprintf("%d bytes left at the end of the %s", n, name), Err: ErrCorrupt}
+		}
+	}
+	return p, nil
+}
+
+// Minimum encoded sizes, used to bound counts before allocating.
+const (
+	minRecordSize  = 5 // func, parent, callsite, calls, npaths
+	minPartialSize = 5 // record, func, block, reg, count
+	minPathSize    = 2 // id, count; plus one byte per further metric
+	minStatSize    = 2 // key length, value
+)
+
+// thread decodes a THREAD payload: uv tid, uv nrecords, record*,
+// uv npartials, partial*.
+func (d *decoder) thread(b *buf) {
+	ti := len(d.p.Threads)
+	t := Thread{TID: b.uv("tid")}
+	where := func() string { return fmt.Sprintf("thread %d (tid %d)", ti, t.TID) }
+	v := d.v
+	v.startThread()
+	nrec := b.count(minRecordSize, "record count")
+	if nrec > 0 {
+		t.Records = make([]Record, 0, nrec)
+	}
+	for i := range nrec {
+		off := b.off
+		r := Record{Func: b.u32v("function"), Parent: -1}
+		parent := b.uv("parent")
+		r.CallSite = b.u32v("call site")
+		r.Calls = b.uv("calls")
+		if b.err != nil {
+			return
+		}
+		if parent > uint64(i) {
+			b.failAt(off, ErrCorrupt, "%s record %d: parent %d (index+1) is not an earlier record", where(), i, parent)
+			return
+		}
+		r.Parent = int(parent) - 1
+		t.Records = append(t.Records, r)
+		if msg := v.record(t.Records, i); msg != "" {
+			b.failAt(off, ErrCorrupt, "%s record %d: %s", where(), i, msg)
+			return
+		}
+		d.paths(b, &t.Records[i], where, i)
+		if b.err != nil {
+			return
+		}
+	}
+	npart := b.count(minPartialSize, "partial count")
+	if npart > 0 {
+		t.Partials = make([]Partial, 0, npart)
+	}
+	for k := range npart {
+		off := b.off
+		rec := b.uv("partial record")
+		q := Partial{Func: b.u32v("partial function"), Block: b.u32v("block"), Reg: b.sv("register"), Count: b.uv("partial count")}
+		if b.err != nil {
+			return
+		}
+		if rec > uint64(len(t.Records)) {
+			b.failAt(off, ErrCorrupt, "%s partial %d: record %d (index+1) out of range (%d records)", where(), k, rec, len(t.Records))
+			return
+		}
+		q.Record = int(rec) - 1
+		t.Partials = append(t.Partials, q)
+		if msg := v.partial(&t, k); msg != "" {
+			b.failAt(off, ErrCorrupt, "%s partial %d: %s", where(), k, msg)
+			return
+		}
+	}
+	if b.err == nil {
+		d.p.Threads = append(d.p.Threads, t)
+	}
+}
+
+// paths decodes the path list of record ri into r.
+func (d *decoder) paths(b *buf, r *Record, where func() string, ri int) {
+	nm := d.v.nm
+	n := b.count(minPathSize+nm, "path count")
+	if n == 0 {
+		return
+	}
+	r.Paths = make([]Path, 0, n)
+	var vals []uint64
+	if nm > 0 {
+		// n ≤ len/(2+nm), so n*nm cannot overflow and is bounded by the input.
+		vals = make([]uint64, n*nm)
+	}
+	for k := range n {
+		off := b.off
+		p := Path{ID: b.uv("path id"), Count: b.uv("count of path")}
+		if nm > 0 {
+			p.Metrics = vals[k*nm : (k+1)*nm : (k+1)*nm]
+			for j := range p.Metrics {
+				p.Metrics[j] = b.uv("metric value")
+			}
+		}
+		if b.err != nil {
+			return
+		}
+		r.Paths = append(r.Paths, p)
+		if msg := d.v.path(r, k); msg != "" {
+			b.failAt(off, ErrCorrupt, "%s record %d path %d: %s", where(), ri, k, msg)
+			return
+		}
+	}
+}
+
+// stats decodes a STATS payload: uv n, (uv key_len, key, uv value)*.
+func (d *decoder) stats(b *buf) {
+	n := b.count(minStatSize, "stats count")
+	if n == 0 {
+		return
+	}
+	m := make(map[string]uint64, n)
+	for range n {
+		off := b.off
+		key := string(b.bytes(b.uv("stats key length"), "stats key"))
+		val := b.uv("stats value")
+		if b.err != nil {
+			return
+		}
+		if msg := checkName("stats key", key); msg != "" {
+			b.failAt(off, ErrCorrupt, "%s", msg)
+			return
+		}
+		if _, dup := m[key]; dup {
+			b.failAt(off, ErrCorrupt, "stats key %q repeated", key)
+			return
+		}
+		m[key] = val
+	}
+	d.p.Stats = m
+}
+
+// fnv1a continues an FNV-1a 64 hash over data.
+func fnv1a(h uint64, data []byte) uint64 {
+	for _, c := range data {
+		h ^= uint64(c)
+		h *= FNVPrime64
+	}
+	return h
+}

@@ -1,0 +1,138 @@
+package cct
+
+import (
+	"encoding/binary"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// MarshalBinary encodes p in the file format, after checking it with
+// CheckValid. The encoding is canonical: the shortest varints, threads in
+// order, the STATS section (when Stats is not empty) after the threads
+// with its keys sorted. The runtime's writer produces the same bytes.
+func (p *Profile) MarshalBinary() ([]byte, error) {
+	if err := p.CheckValid(); err != nil {
+		return nil, err
+	}
+	return p.encode(), nil
+}
+
+// encode writes p without checking it (tests use it to make bad files).
+func (p *Profile) encode() []byte {
+	e := make([]byte, 0, 64)
+	e = append(e, Magic...)
+	e = binary.LittleEndian.AppendUint32(e, p.Version)
+	e = binary.LittleEndian.AppendUint32(e, uint32(p.Flags))
+	e = appendBytes(e, p.BuildID)
+	e = binary.AppendUvarint(e, p.PID)
+	e = binary.AppendUvarint(e, p.TimeNS)
+	e = binary.AppendUvarint(e, uint64(len(p.Metrics)))
+	for _, m := range p.Metrics {
+		e = appendBytes(e, []byte(m.Name))
+		e = append(e, byte(m.Kind))
+	}
+	var payload []byte
+	for i := range p.Threads {
+		payload = appendThread(payload[:0], &p.Threads[i])
+		e = appendSection(e, TagThread, payload)
+	}
+	if len(p.Stats) > 0 {
+		keys := make([]string, 0, len(p.Stats))
+		for k := range p.Stats {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		payload = binary.AppendUvarint(payload[:0], uint64(len(keys)))
+		for _, k := range keys {
+			payload = appendBytes(payload, []byte(k))
+			payload = binary.AppendUvarint(payload, p.Stats[k])
+		}
+		e = appendSection(e, TagStats, payload)
+	}
+	e = append(e, TagTrailer)
+	return binary.LittleEndian.AppendUint64(e, fnv1a(FNVOffset64, e))
+}
+
+// Write writes p to w in the file format (see MarshalBinary). Nothing is
+// written when p is not valid.
+func (p *Profile) Write(w io.Writer) error {
+	data, err := p.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+// WriteFile writes p to the file name through a temporary file in the same
+// directory that is renamed into place, so that no reader ever sees a
+// partial profile [DESIGN 11].
+func (p *Profile) WriteFile(name string) (err error) {
+	data, err := p.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(name), filepath.Base(name)+".tmp.*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
+}
+
+func appendBytes(e, b []byte) []byte {
+	e = binary.AppendUvarint(e, uint64(len(b)))
+	return append(e, b...)
+}
+
+func appendSection(e []byte, tag uint8, payload []byte) []byte {
+	e = append(e, tag)
+	e = binary.AppendUvarint(e, uint64(len(payload)))
+	return append(e, payload...)
+}
+
+// appendThread encodes a THREAD payload.
+func appendThread(e []byte, t *Thread) []byte {
+	e = binary.AppendUvarint(e, t.TID)
+	e = binary.AppendUvarint(e, uint64(len(t.Records)))
+	for i := range t.Records {
+		r := &t.Records[i]
+		e = binary.AppendUvarint(e, uint64(r.Func))
+		e = binary.AppendUvarint(e, uint64(r.Parent+1))
+		e = binary.AppendUvarint(e, uint64(r.CallSite))
+		e = binary.AppendUvarint(e, r.Calls)
+		e = binary.AppendUvarint(e, uint64(len(r.Paths)))
+		for _, p := range r.Paths {
+			e = binary.AppendUvarint(e, p.ID)
+			e = binary.AppendUvarint(e, p.Count)
+			for _, x := range p.Metrics {
+				e = binary.AppendUvarint(e, x)
+			}
+		}
+	}
+	e = binary.AppendUvarint(e, uint64(len(t.Partials)))
+	for _, q := range t.Partials {
+		e = binary.AppendUvarint(e, uint64(q.Record+1))
+		e = binary.AppendUvarint(e, uint64(q.Func))
+		e = binary.AppendUvarint(e, uint64(q.Block))
+		e = binary.AppendVarint(e, q.Reg) // zigzag, as the format says
+		e = binary.AppendUvarint(e, q.Count)
+	}
+	return e
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"text/tabwriter"
+
+	"blpp/rewriter"
+)
+
+func init() {
+	register(&command{name: "rewrite", summary: "write an instrumented copy of an x86-64 executable",
+		usage: "IN -o OUT [-v] [--json] [--include REGEX] [--exclude REGEX]", run: runRewrite})
+}
+
+func runRewrite(c *ctx, args []string) error {
+	cmd := find("rewrite")
+	fs := c.newFlags(cmd)
+	out := fs.StringP("output", "o", "", "the instrumented binary to write (required)")
+	verbose := fs.BoolP("verbose", "v", false, "list every function left uninstrumented, with its reason")
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	include := fs.String("include", "", "instrument only functions whose name matches this regular expression")
+	exclude := fs.String("exclude", "", "do not instrument functions whose name matches this regular expression")
+	if err := c.parse(cmd, fs, args); err != nil {
+		return err
+	}
+	in, err := oneArg(fs.Args(), "IN")
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		return &usageError{"-o OUT is required"}
+	}
+	var opts rewriter.Options
+	if *include != "" {
+		if opts.Include, err = regexp.Compile(*include); err != nil {
+			return &usageError{fmt.Sprintf("--include: %v", err)}
+		}
+	}
+	if *exclude != "" {
+		if opts.Exclude, err = regexp.Compile(*exclude); err != nil {
+			return &usageError{fmt.Sprintf("--exclude: %v", err)}
+		}
+	}
+	sum, err := rewriteFile(in, *out, opts)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sum)
+	}
+	printSummary(c, in, *out, sum, *verbose)
+	return nil
+}
+
+// rewriteFile rewrites in into out with in's mode. The output is written
+// to a temporary file beside out and renamed, so a failure never leaves a
+// partial OUT.
+func rewriteFile(in, out string, opts rewriter.Options) (*rewriter.Summary, error) {
+	fi, err := os.Stat(in)
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory, not a binary", in)
+	}
+	data, err := os.ReadFile(in)
+	if err != nil {
+		return nil, err
+	}
+	res, sum, err := rewriter.Rewrite(data, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", in, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".blpp-rewrite-*")
+	if err != nil {
+		return nil, fmt.Errorf("cannot write %s: %w", out, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(res); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("writing %s: %w", out, err)
+	}
+	if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", out, err)
+	}
+	return sum, nil
+}
+
+func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
+	share := 0.0
+	if sum.Functions > 0 {
+		share = 100 * float64(sum.Instrumented) / float64(sum.Functions)
+	}
+	fmt.Fprintf(c.stdout, "%s -> %s: %d of %d functions instrumented (%.1f%%), %d bytes of new code\n",
+		in, out, sum.Instrumented, sum.Functions, share, sum.CodeBytes)
+	byReason := map[string]int{}
+	for _, s := range sum.Skipped {
+		byReason[s.Reason]++
+	}
+	var reasons []string
+	for r := range byReason {
+		reasons = append(reasons, r)
+	}
+	sort.Slice(reasons, func(i, j int) bool { return byReason[reasons[i]] > byReason[reasons[j]] })
+	for _, r := range reasons {
+		fmt.Fprintf(c.stdout, "  uninstrumented: %-30s %d\n", r, byReason[r])
+	}
+	if verbose && len(sum.Skipped) > 0 {
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "\n  entry\tfunction\treason")
+		for _, s := range sum.Skipped {
+			detail := s.Reason
+			if s.Detail != "" {
+				detail = s.Detail
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Entry, s.Name, detail)
+		}
+		tw.Flush()
+	}
+}

@@ -1,0 +1,320 @@
+package report
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+
+	"blpp/cct"
+	"blpp/pathnum"
+	"blpp/rewriter/meta"
+)
+
+// PathBlockCount is a block and how often it executed.
+type PathBlockCount struct {
+	Addr  string `json:"addr"`
+	Count uint64 `json:"count"`
+}
+
+// PathEntry is one executed path.
+type PathEntry struct {
+	ID     uint64   `json:"id"`
+	Count  uint64   `json:"count"`
+	Blocks []string `json:"blocks"`
+}
+
+// PathFunc is one function of the report.
+type PathFunc struct {
+	Name         string           `json:"name"`
+	Entry        string           `json:"entry"`
+	Instrumented bool             `json:"instrumented"`
+	Reason       string           `json:"reason,omitempty"`
+	Blocks       []PathBlockCount `json:"blocks"`
+	Paths        []PathEntry      `json:"paths"`
+	// Executions is the number of completed paths of the function.
+	Executions uint64 `json:"executions"`
+	// Partial counts activations that ended without a path end.
+	Partial uint64 `json:"partial,omitempty"`
+
+	blockAddrs []uint64
+	lines      []string
+}
+
+// PathDoc is the `blpp report --format json` document: block and path
+// counts of every function, addresses in the ORIGINAL binary.
+type PathDoc struct {
+	Binary    string     `json:"binary"`
+	Metrics   []string   `json:"metrics"`
+	Functions []PathFunc `json:"functions"`
+	// TotalPaths is the number of path executions in the program.
+	TotalPaths uint64 `json:"total_path_executions"`
+}
+
+// LoadMeta reads the metadata table of an instrumented binary.
+func LoadMeta(path string) (*meta.Table, *elf.File, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s := f.Section(meta.SectionName)
+	if s == nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: no %s section: not a binary instrumented by blpp rewrite", path, meta.SectionName)
+	}
+	d, err := s.Data()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %s: %w", path, meta.SectionName, err)
+	}
+	t, err := meta.Decode(d)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, f, nil
+}
+
+// MakePaths builds the report from the metadata and one (merged) profile.
+// Path numbers are expanded to blocks by regenerating each function's
+// Ball-Larus numbering from the stored graph; block counts add every
+// path's count to each block it passes through, plus the executed
+// prefixes of partial paths.
+func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (*PathDoc, error) {
+	d := &PathDoc{Binary: binary, Functions: []PathFunc{}}
+	for _, m := range p.Metrics {
+		d.Metrics = append(d.Metrics, m.Name)
+	}
+	flat := p.Flat()
+	partial := map[uint32]map[[2]int64]uint64{}
+	for _, th := range p.Threads {
+		for _, pa := range th.Partials {
+			if partial[pa.Func] == nil {
+				partial[pa.Func] = map[[2]int64]uint64{}
+			}
+			partial[pa.Func][[2]int64{int64(pa.Block), pa.Reg}] += pa.Count
+		}
+	}
+	for fid := range t.Funcs {
+		mf := &t.Funcs[fid]
+		pf := PathFunc{Name: mf.Name, Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
+			Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
+		if !mf.Instrumented {
+			d.Functions = append(d.Functions, pf)
+			continue
+		}
+		num, err := mf.Numbering()
+		if err != nil {
+			return nil, err
+		}
+		counts := make([]uint64, len(mf.Blocks))
+		ids := make([]uint64, 0, len(flat[uint32(fid)]))
+		for id := range flat[uint32(fid)] {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+		for _, id := range ids {
+			c := flat[uint32(fid)][id].Count
+			if c == 0 {
+				continue
+			}
+			steps, err := num.Regenerate(id)
+			if err != nil {
+				return nil, fmt.Errorf("%s: path %d: %w", mf.Name, id, err)
+			}
+			blocks := pathBlocks(num, steps)
+			pe := PathEntry{ID: id, Count: c}
+			for _, bl := range blocks {
+				counts[bl] += c
+				pe.Blocks = append(pe.Blocks, hex(mf.Blocks[bl].Addr))
+			}
+			pf.Paths = append(pf.Paths, pe)
+			pf.Executions += c
+		}
+		for key, c := range partial[uint32(fid)] {
+			v := int(key[0])
+			if key[0] == blockUnknown {
+				// The runtime could not tell where the activation stopped:
+				// counted as partial, its blocks are not.
+				pf.Partial += c
+				continue
+			}
+			if v < 0 || v >= len(mf.Blocks) {
+				return nil, fmt.Errorf("%s: partial path at block %d: out of range", mf.Name, v)
+			}
+			steps, err := num.Prefix(v, key[1])
+			if err != nil {
+				return nil, fmt.Errorf("%s: partial path at block %d register %d: %w", mf.Name, v, key[1], err)
+			}
+			for _, bl := range pathBlocks(num, steps) {
+				counts[bl] += c
+			}
+			counts[v] += c
+			pf.Partial += c
+		}
+		for i, bl := range mf.Blocks {
+			pf.Blocks = append(pf.Blocks, PathBlockCount{Addr: hex(bl.Addr), Count: counts[i]})
+			pf.blockAddrs = append(pf.blockAddrs, bl.Addr)
+		}
+		d.TotalPaths += pf.Executions
+		d.Functions = append(d.Functions, pf)
+	}
+	return d, nil
+}
+
+// blockUnknown is the block of a partial path whose stopping point the
+// runtime did not know (runtime.BlockUnknown).
+const blockUnknown = 0xffffffff
+
+// pathBlocks lists the real blocks a path passes through, in order: the
+// virtual EXIT, and the entry node standing for a pseudo edge ENTRY→w, are
+// left out.
+func pathBlocks(n *pathnum.Numbering, steps []pathnum.Step) []int {
+	nodes := n.Nodes(steps)
+	out := make([]int, 0, len(nodes))
+	for i, v := range nodes {
+		if v == n.Exit {
+			continue
+		}
+		if i == 0 && len(steps) > 0 && steps[0].Pseudo == pathnum.FromEntry {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// PathsJSON writes the document.
+func PathsJSON(w io.Writer, d *PathDoc) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(d)
+}
+
+// LineTable maps addresses of the original code to file:line through the
+// DWARF line tables that stay in the instrumented binary.
+type LineTable struct {
+	rows []lineRow
+}
+
+type lineRow struct {
+	addr uint64
+	file string
+	line int
+}
+
+// NewLineTable reads the line tables of f; nil when f has no DWARF.
+func NewLineTable(f *elf.File) *LineTable {
+	d, err := f.DWARF()
+	if err != nil {
+		return nil
+	}
+	lt := &LineTable{}
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag != dwarf.TagCompileUnit {
+			r.SkipChildren()
+			continue
+		}
+		lr, err := d.LineReader(e)
+		if err != nil || lr == nil {
+			continue
+		}
+		var le dwarf.LineEntry
+		for lr.Next(&le) == nil {
+			if le.File != nil && !le.EndSequence {
+				lt.rows = append(lt.rows, lineRow{le.Address, le.File.Name, le.Line})
+			}
+		}
+	}
+	sort.SliceStable(lt.rows, func(i, j int) bool { return lt.rows[i].addr < lt.rows[j].addr })
+	if len(lt.rows) == 0 {
+		return nil
+	}
+	return lt
+}
+
+// At returns "file:line" for addr, or "".
+func (lt *LineTable) At(addr uint64) string {
+	if lt == nil {
+		return ""
+	}
+	i := sort.Search(len(lt.rows), func(i int) bool { return lt.rows[i].addr > addr }) - 1
+	if i < 0 || addr-lt.rows[i].addr > 1<<16 {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", shortFile(lt.rows[i].file), lt.rows[i].line)
+}
+
+func shortFile(f string) string {
+	for i := len(f) - 1; i >= 0; i-- {
+		if f[i] == '/' {
+			return f[i+1:]
+		}
+	}
+	return f
+}
+
+// PathsText writes the hottest paths across the program (function, path
+// id, count, share of all path executions, blocks with file:line) and the
+// per-function totals.
+func PathsText(w io.Writer, d *PathDoc, top int, lines *LineTable) error {
+	type hp struct {
+		f *PathFunc
+		p *PathEntry
+	}
+	var all []hp
+	for i := range d.Functions {
+		f := &d.Functions[i]
+		for j := range f.Paths {
+			all = append(all, hp{f, &f.Paths[j]})
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].p.Count > all[j].p.Count })
+	if top > 0 && len(all) > top {
+		all = all[:top]
+	}
+	pct := func(c uint64) float64 {
+		if d.TotalPaths == 0 {
+			return 0
+		}
+		return 100 * float64(c) / float64(d.TotalPaths)
+	}
+	fmt.Fprintf(w, "%s: %d path executions\n\nhottest paths:\n", d.Binary, d.TotalPaths)
+	for i, h := range all {
+		fmt.Fprintf(w, "%3d. %s path %d: %d executions (%.2f%%)\n", i+1, h.f.Name, h.p.ID, h.p.Count, pct(h.p.Count))
+		for _, b := range h.p.Blocks {
+			var a uint64
+			fmt.Sscanf(b, "0x%x", &a)
+			if loc := lines.At(a); loc != "" {
+				fmt.Fprintf(w, "       %s  %s\n", b, loc)
+			} else {
+				fmt.Fprintf(w, "       %s\n", b)
+			}
+		}
+	}
+	fmt.Fprintln(w, "\nper function:")
+	fs := make([]*PathFunc, 0, len(d.Functions))
+	for i := range d.Functions {
+		if d.Functions[i].Instrumented {
+			fs = append(fs, &d.Functions[i])
+		}
+	}
+	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Executions > fs[j].Executions })
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  executions\tshare\tdistinct paths\tfunction")
+	for _, f := range fs {
+		if f.Executions == 0 && f.Partial == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "  %d\t%.2f%%\t%d\t%s\n", f.Executions, pct(f.Executions), len(f.Paths), f.Name)
+	}
+	return tw.Flush()
+}

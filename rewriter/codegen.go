@@ -1,0 +1,378 @@
+package rewriter
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"blpp/cfg"
+	"blpp/cfg/x86"
+	"blpp/internal/analysis"
+	"blpp/pathnum"
+	"blpp/rewriter/enc"
+)
+
+// Stubs are the runtime's entry points that instrumentation calls, as
+// absolute virtual addresses in the output, and the per-thread block
+// offset of the path register.
+type Stubs struct {
+	Enter, Exit, Backedge uint64
+	// OffR is the %gs offset of the path register.
+	OffR int32
+}
+
+// redZone is stepped over before anything is pushed: code being
+// instrumented may keep live data below %rsp [SysV x86-64 ABI 3.2.2].
+const redZone = 128
+
+// funcGen emits the instrumented copy of one function.
+type funcGen struct {
+	g      *gen
+	f      *analysis.Func
+	fid    int32
+	num    *pathnum.Numbering
+	entry  enc.Label
+	blocks []enc.Label
+	// tramps holds out-of-line edge code: emitted after the body.
+	tramps []tramp
+	// tableLabel maps an original jump table address to its new copy.
+	tableLabel map[uint64]enc.Label
+}
+
+type tramp struct {
+	label enc.Label
+	edge  cfg.EdgeID
+	to    enc.Target
+}
+
+// gen emits all instrumented functions into one buffer.
+type gen struct {
+	b     *cfg.Binary
+	buf   *enc.Buf
+	stubs Stubs
+	// entries maps an instrumented function's original entry to the label
+	// of its instrumented copy.
+	entries map[uint64]enc.Label
+	funcs   []*funcGen
+	// tables are emitted after all code: their entries are label
+	// differences resolved after Finish.
+	tables  []newTable
+	patches []patch
+	pie     bool
+}
+
+// patch is a 4-byte field of the new code that refers to a label and is
+// filled after Finish: rip-relative (label - end) or absolute (label).
+type patch struct {
+	at, end int
+	label   enc.Label
+	ripRel  bool
+}
+
+type newTable struct {
+	label    enc.Label
+	relative bool
+	targets  []enc.Label
+}
+
+// target is where control for original address a goes from instrumented
+// code: the instrumented copy of a function entered there, else a itself.
+func (g *gen) target(a uint64) enc.Target {
+	if l, ok := g.entries[a]; ok {
+		return enc.LabelTarget(l)
+	}
+	return enc.AbsTarget(a)
+}
+
+// needsCode reports whether edge e carries instrumentation.
+func (fg *funcGen) needsCode(e cfg.EdgeID) bool {
+	if fg.num.Kind[e] != pathnum.DAGEdge {
+		return true
+	}
+	return fg.num.Inc[e] != 0 || fg.f.Graph.Edges[e].To == cfg.Exit
+}
+
+// edgeCode emits the instrumentation of edge e [Ball-Larus 96 §4]:
+// a backedge (or broken edge) ends the path (count[r+ExitInc]++) and starts
+// the next (r = EntryInc); a DAG edge adds its chord increment; an edge to
+// EXIT then ends the path (count[r]++) and pops the activation.
+func (fg *funcGen) edgeCode(e cfg.EdgeID) {
+	b, n, ed := fg.g.buf, fg.num, fg.f.Graph.Edges[e]
+	if n.Kind[e] != pathnum.DAGEdge {
+		b.LeaRSP(-redZone)
+		pushImm32(b, int32(n.EntryInc[e]))
+		pushImm32(b, int32(n.ExitInc[e]))
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(fg.g.stubs.Backedge))
+		b.LeaRSP(redZone + 24)
+		return
+	}
+	if inc := n.Inc[e]; inc != 0 {
+		if ed.FlagsLive {
+			b.LeaRSP(-redZone)
+			b.Pushfq()
+			b.AddGS64Imm(fg.g.stubs.OffR, int32(inc))
+			b.Popfq()
+			b.LeaRSP(redZone)
+		} else {
+			b.AddGS64Imm(fg.g.stubs.OffR, int32(inc))
+		}
+	}
+	if ed.To == cfg.Exit {
+		b.LeaRSP(-redZone)
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(fg.g.stubs.Exit))
+		b.LeaRSP(redZone + 8)
+	}
+}
+
+// dest is where edge e leads in the new code (for edges to EXIT: the
+// callee of a tail call).
+func (fg *funcGen) dest(e cfg.EdgeID) enc.Target {
+	ed := fg.f.Graph.Edges[e]
+	if ed.To == cfg.Exit {
+		return fg.g.target(ed.Target)
+	}
+	return enc.LabelTarget(fg.blocks[ed.To])
+}
+
+// via is the branch target for edge e: the destination itself when the
+// edge carries no code, else an out-of-line trampoline that runs the
+// edge's code and jumps on.
+func (fg *funcGen) via(e cfg.EdgeID) enc.Target {
+	if !fg.needsCode(e) {
+		return fg.dest(e)
+	}
+	l := fg.g.buf.NewLabel()
+	fg.tramps = append(fg.tramps, tramp{label: l, edge: e, to: fg.dest(e)})
+	return enc.LabelTarget(l)
+}
+
+// follow emits edge e inline after a block's last instruction: its code,
+// then a jump to the destination unless that is the next block emitted.
+func (fg *funcGen) follow(e cfg.EdgeID, next cfg.BlockID) {
+	fg.edgeCode(e)
+	ed := fg.f.Graph.Edges[e]
+	if ed.To != cfg.Exit && ed.To == next && !fg.needsCode(e) {
+		return
+	}
+	if ed.To == cfg.Exit && ed.Kind != cfg.EdgeTailCall {
+		return
+	}
+	fg.g.buf.JmpRel32(fg.dest(e))
+}
+
+func (fg *funcGen) succ(b cfg.BlockID, kind ...cfg.EdgeKind) (cfg.EdgeID, bool) {
+	for _, e := range fg.f.Graph.Blocks[b].Succs {
+		for _, k := range kind {
+			if fg.f.Graph.Edges[e].Kind == k {
+				return e, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// emit writes the function: entry prologue, blocks in order, trampolines.
+func (fg *funcGen) emit() error {
+	g, b, gr := fg.g, fg.g.buf, fg.f.Graph
+	b.Bind(fg.entry)
+	b.LeaRSP(-redZone)
+	pushImm32(b, fg.fid)
+	b.CallRel32(enc.AbsTarget(g.stubs.Enter))
+	b.LeaRSP(redZone + 8)
+	for id := range gr.Blocks {
+		blk := &gr.Blocks[id]
+		b.Bind(fg.blocks[id])
+		next := cfg.BlockID(id + 1)
+		code := g.b.Code(blk.Addr)
+		if uint64(len(code)) < blk.End-blk.Addr {
+			return fmt.Errorf("block %#x: code not in file", blk.Addr)
+		}
+		var last x86.Inst
+		for a := blk.Addr; a < blk.End; {
+			in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
+			if err != nil {
+				return err
+			}
+			last = in
+			if a+uint64(in.Len) < blk.End {
+				if err := fg.copyInst(&in, code[a-blk.Addr:]); err != nil {
+					return err
+				}
+			}
+			a += uint64(in.Len)
+		}
+		raw := code[last.Addr-blk.Addr:]
+		if err := fg.terminator(cfg.BlockID(id), &last, raw, next); err != nil {
+			return err
+		}
+	}
+	for _, t := range fg.tramps {
+		b.Bind(t.label)
+		fg.edgeCode(t.edge)
+		b.JmpRel32(t.to)
+	}
+	return b.Err()
+}
+
+// copyInst relocates a non-terminating instruction, retargeting references
+// to a jump table that was copied.
+func (fg *funcGen) copyInst(in *x86.Inst, code []byte) error {
+	b := fg.g.buf
+	if in.RIPRel {
+		if l, ok := fg.tableLabel[in.RIPTarget]; ok {
+			start := b.Len()
+			b.Bytes(code[:in.Len])
+			fg.g.patches = append(fg.g.patches, patch{at: start + in.RIPDispOff, end: start + in.Len, label: l, ripRel: true})
+			return nil
+		}
+	}
+	if a, off, ok := absTableRef(in, code); ok {
+		if l, ok := fg.tableLabel[a]; ok {
+			start := b.Len()
+			b.Bytes(code[:in.Len])
+			fg.g.patches = append(fg.g.patches, patch{at: start + off, label: l})
+			return nil
+		}
+	}
+	return enc.Relocate(b, in, code, enc.Target{})
+}
+
+// terminator emits a block's last instruction with its out-edges.
+func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cfg.BlockID) error {
+	b, gr := fg.g.buf, fg.f.Graph
+	succs := gr.Blocks[id].Succs
+	switch in.Kind {
+	case x86.Call, x86.CallIndirect:
+		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {
+			fg.edgeCode(e)
+			if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {
+				return err
+			}
+			// Should the callee return after all, continue in the
+			// original code after the call.
+			b.JmpRel32(enc.AbsTarget(in.Addr + uint64(in.Len)))
+			return nil
+		}
+		if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {
+			return err
+		}
+		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
+			fg.follow(e, next)
+		}
+		return nil
+	case x86.Jcc:
+		taken, okT := fg.succ(id, cfg.EdgeBranch, cfg.EdgeTailCall)
+		fall, okF := fg.succ(id, cfg.EdgeFallThrough)
+		if !okT || !okF {
+			return fmt.Errorf("%#x: conditional branch without both edges", in.Addr)
+		}
+		if err := fg.reloc(in, code, fg.via(taken)); err != nil {
+			return err
+		}
+		fg.follow(fall, next)
+		return nil
+	case x86.Jmp:
+		if len(succs) != 1 {
+			return fmt.Errorf("%#x: jmp with %d edges", in.Addr, len(succs))
+		}
+		e := succs[0]
+		fg.edgeCode(e)
+		return fg.reloc(in, code, fg.dest(e))
+	case x86.Ret, x86.Halt:
+		if len(succs) == 1 {
+			fg.edgeCode(succs[0])
+		}
+		return fg.reloc(in, code, enc.Target{})
+	case x86.JmpIndirect:
+		if e, ok := fg.succ(id, cfg.EdgeTailCall); ok && len(succs) == 1 {
+			fg.edgeCode(e)
+			return fg.copyInst(in, code)
+		}
+		if err := fg.jumpTable(id, in); err != nil {
+			return err
+		}
+		return fg.copyInst(in, code)
+	default: // Other, Syscall
+		if err := fg.copyInst(in, code); err != nil {
+			return err
+		}
+		if len(succs) == 1 {
+			fg.follow(succs[0], next)
+		}
+		return nil
+	}
+}
+
+func (fg *funcGen) reloc(in *x86.Inst, code []byte, t enc.Target) error {
+	if !in.Kind.HasTarget() {
+		return fg.copyInst(in, code)
+	}
+	return enc.Relocate(fg.g.buf, in, code, t)
+}
+
+// jumpTable builds the new table for the indirect jump ending block id:
+// each entry leads to the new code of its target block, through the
+// edge's trampoline when the edge carries instrumentation.
+func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
+	gr := fg.f.Graph
+	var jt *cfg.JumpTable
+	for i := range gr.Tables {
+		if gr.Tables[i].Jump == in.Addr {
+			jt = &gr.Tables[i]
+		}
+	}
+	if jt == nil {
+		return fmt.Errorf("%#x: indirect jump without a table", in.Addr)
+	}
+	l, ok := fg.tableLabel[jt.Table]
+	if !ok {
+		return fmt.Errorf("%#x: table %#x was not planned", in.Addr, jt.Table)
+	}
+	via := map[uint64]enc.Label{}
+	for _, e := range gr.Blocks[id].Succs {
+		ed := gr.Edges[e]
+		if ed.Kind != cfg.EdgeJumpTable {
+			continue
+		}
+		t := fg.via(e)
+		tl, isLabel := t.Label()
+		if !isLabel {
+			return fmt.Errorf("%#x: table target outside the function", in.Addr)
+		}
+		via[gr.Blocks[ed.To].Addr] = tl
+	}
+	nt := newTable{label: l, relative: jt.Relative}
+	for _, a := range jt.Targets {
+		tl, ok := via[a]
+		if !ok {
+			return fmt.Errorf("%#x: table entry %#x has no edge", in.Addr, a)
+		}
+		nt.targets = append(nt.targets, tl)
+	}
+	fg.g.tables = append(fg.g.tables, nt)
+	return nil
+}
+
+// absTableRef finds a memory operand without base register whose disp32
+// is an absolute address (non-PIC tables: jmp *T(,%rax,8),
+// mov T(,%rax,8),%rax) and returns it with the disp32's offset in the
+// instruction: ModRM mod=00 rm=100 then SIB base=101 puts disp32 right
+// after the SIB byte [Intel SDM Vol.2 Table 2-3].
+func absTableRef(in *x86.Inst, code []byte) (addr uint64, off int, ok bool) {
+	m := in.ModRMOff
+	if in.RIPRel || m < 0 || m+6 > in.Len || len(code) < in.Len {
+		return 0, 0, false
+	}
+	modrm, sib := code[m], code[m+1]
+	if modrm>>6 != 0 || modrm&7 != 4 || sib&7 != 5 {
+		return 0, 0, false
+	}
+	disp := int32(binary.LittleEndian.Uint32(code[m+2:]))
+	return uint64(int64(disp)), m + 2, true
+}
+
+// pushImm32 emits push $imm (sign-extended to 64 bits).
+func pushImm32(b *enc.Buf, v int32) {
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x68}, uint32(v)))
+}

@@ -1,0 +1,520 @@
+package elfw
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Segment is a new loadable segment.
+type Segment struct {
+	// Addr is the segment's virtual address: page-aligned and at or above
+	// NextFreeAddr. 0 asks Write to choose (see Output.Segments).
+	Addr uint64
+	// Data holds the file-backed bytes, loaded at Addr.
+	Data []byte
+	// MemSize is the size in memory, at least len(Data); the bytes past
+	// Data are zero (like .bss). 0 means len(Data).
+	MemSize uint64
+	// Flags is PF_R|PF_X, PF_R|PF_W or PF_R. Writable code is refused.
+	Flags elf.ProgFlag
+	// Name names the section header Write adds for the segment so that
+	// objdump and gdb see it, e.g. ".blpp.text". A zero-filled tail gets a
+	// SHT_NOBITS section of its own, named Name+".bss" (or Name when the
+	// segment has no file-backed bytes).
+	Name string
+}
+
+// Patch overwrites loaded bytes of an existing segment.
+type Patch struct {
+	Addr  uint64 // virtual address of the first byte
+	Bytes []byte
+}
+
+// Section is a section that is not loaded: it has a section header and file
+// bytes, no address (SHT_PROGBITS, no flags), e.g. ".blpp.meta".
+type Section struct {
+	Name string
+	Data []byte
+}
+
+// Options says what Write changes.
+type Options struct {
+	// Segments are added as PT_LOAD entries, at most MaxSegments.
+	Segments []Segment
+	// Patches overwrite bytes of existing segments; each must lie inside
+	// the file-backed part of one PT_LOAD, must not overlap another patch,
+	// the ELF header or the dynamic entry Fini rewrites.
+	Patches []Patch
+	// Entry, when not 0, becomes e_entry. It must be a file-backed address
+	// in an executable segment, old or new.
+	Entry uint64
+	// Fini, when not 0, becomes the value of DT_FINI: the dynamic loader
+	// calls it at exit (from _dl_fini, after the executable's
+	// DT_FINI_ARRAY). An existing DT_FINI entry is rewritten, else a spare
+	// DT_NULL slot becomes one. The hook should end by calling or jumping
+	// to OrigFini's address, when there is one. Refused for binaries
+	// without PT_INTERP (static and static-pie): their exit path never
+	// reads .dynamic.
+	Fini uint64
+	// Sections are appended as non-loaded sections.
+	Sections []Section
+}
+
+// Placed is where Write put a new segment.
+type Placed struct {
+	Name    string
+	Addr    uint64 // virtual address
+	Off     uint64 // file offset of Data
+	Filesz  uint64 // len(Data)
+	Memsz   uint64
+	Flags   elf.ProgFlag
+	Section int // index of the section header describing it
+}
+
+// Output is the rewritten executable and where its new parts are.
+type Output struct {
+	File   []byte
+	Layout Layout
+	// Segments holds one entry per Options.Segments, in the same order.
+	Segments []Placed
+	// Sections holds the section header index of each Options.Sections
+	// entry, in the same order.
+	Sections []int
+}
+
+// Write returns a copy of the executable orig with the changes in opts. It
+// builds the whole file in memory and returns an error, and no file, when
+// the input is malformed or a request cannot be honoured.
+//
+// The original bytes keep their file offsets, except that the ELF header
+// is rewritten, patches are applied and (with Fini) one or two entries of
+// .dynamic change. Appended after them are the new program header table,
+// the new segments, the non-loaded sections, a copy of the section name
+// table with the new names, and a new section header table holding every
+// original section header at its old index followed by the new ones.
+func Write(orig []byte, opts Options) (out *Output, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("elfw: internal error: %v", r)
+		}
+	}()
+	return write(orig, opts, defaultMirrorPad)
+}
+
+// segPlan is a new segment being laid out.
+type segPlan struct {
+	Segment
+	idx int // index in Options.Segments
+	off uint64
+}
+
+func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
+	im, err := parse(orig)
+	if err != nil {
+		return nil, err
+	}
+	lay := im.plan(maxPad)
+
+	segs, err := placeSegments(opts.Segments, lay)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSections(opts.Sections); err != nil {
+		return nil, err
+	}
+
+	// Byte ranges of the original file that Write changes itself; patches
+	// may not touch them.
+	type span struct {
+		off, end uint64
+		what     string
+	}
+	reserved := []span{{0, ehdrSize, "the ELF header"}}
+
+	var finiOff uint64
+	var finiNull bool
+	if opts.Fini != 0 {
+		if !im.interp {
+			return nil, &Error{Op: "fini", Addr: opts.Fini, Err: ErrStatic}
+		}
+		if err := im.checkCode(opts.Fini, segs); err != nil {
+			return nil, &Error{Op: "fini", Addr: opts.Fini, Err: err}
+		}
+		finiOff, finiNull, err = im.finiSlot()
+		if err != nil {
+			if _, ok := err.(*FormatError); ok {
+				return nil, err
+			}
+			return nil, &Error{Op: "fini", Addr: opts.Fini, Err: err}
+		}
+		end := finiOff + dynSize
+		if finiNull {
+			end += dynSize
+		}
+		reserved = append(reserved, span{finiOff, end, "the DT_FINI entry"})
+	}
+	if opts.Entry != 0 {
+		if err := im.checkCode(opts.Entry, segs); err != nil {
+			return nil, &Error{Op: "entry", Addr: opts.Entry, Err: err}
+		}
+	}
+
+	// Patches: map each to its file offset, then check overlaps.
+	type patchAt struct {
+		Patch
+		off uint64
+	}
+	patches := make([]patchAt, 0, len(opts.Patches))
+	for _, p := range opts.Patches {
+		if len(p.Bytes) == 0 {
+			return nil, &Error{Op: "patch", Addr: p.Addr, Err: ErrNotFileBacked, Detail: "empty patch"}
+		}
+		off, _, ok := im.fileOff(p.Addr, uint64(len(p.Bytes)))
+		if !ok {
+			return nil, &Error{Op: "patch", Addr: p.Addr, Err: ErrNotFileBacked, Detail: fmt.Sprintf("%d bytes", len(p.Bytes))}
+		}
+		end := off + uint64(len(p.Bytes))
+		for _, r := range reserved {
+			if off < r.end && r.off < end {
+				return nil, &Error{Op: "patch", Addr: p.Addr, Err: ErrOverlap, Detail: "covers " + r.what}
+			}
+		}
+		patches = append(patches, patchAt{p, off})
+	}
+	sort.Slice(patches, func(i, j int) bool { return patches[i].off < patches[j].off })
+	for i := 1; i < len(patches); i++ {
+		a, b := patches[i-1], patches[i]
+		if b.off < a.off+uint64(len(a.Bytes)) {
+			return nil, &Error{Op: "patch", Addr: b.Addr, Err: ErrOverlap, Detail: fmt.Sprintf("overlaps the patch at %#x", a.Addr)}
+		}
+	}
+
+	// File layout of everything appended.
+	nphdr := len(im.progs) + 1 + len(segs)
+	tableSize := uint64(nphdr) * phdrSize
+	cur := lay.PhdrOff + tableSize
+	for i := range segs {
+		segs[i].off = alignUp(cur, PageSize) + segs[i].Addr%PageSize
+		cur = segs[i].off + uint64(len(segs[i].Data))
+	}
+	secOffs := make([]uint64, len(opts.Sections))
+	for i, s := range opts.Sections {
+		secOffs[i] = alignUp(cur, 8)
+		cur = secOffs[i] + uint64(len(s.Data))
+	}
+
+	// Section headers: the originals, then the new ones, and a new name
+	// table replacing the old one's contents (same index).
+	sects := append([]sect(nil), im.sects...)
+	var names bytes.Buffer
+	strndx := im.shstrndx
+	if len(sects) == 0 {
+		sects = append(sects, sect{}) // SHN_UNDEF entry [gABI ch.4]
+		names.WriteByte(0)
+	} else {
+		s := sects[strndx]
+		names.Write(orig[s.Off : s.Off+s.Size])
+		if names.Len() == 0 || orig[s.Off+s.Size-1] != 0 {
+			names.WriteByte(0)
+		}
+	}
+	addName := func(n string) uint32 {
+		idx := uint32(names.Len())
+		names.WriteString(n)
+		names.WriteByte(0)
+		return idx
+	}
+	placed := make([]Placed, len(opts.Segments))
+	for _, sp := range segs {
+		flags := elf.SHF_ALLOC
+		if sp.Flags&elf.PF_X != 0 {
+			flags |= elf.SHF_EXECINSTR
+		}
+		if sp.Flags&elf.PF_W != 0 {
+			flags |= elf.SHF_WRITE
+		}
+		p := Placed{Name: sp.Name, Addr: sp.Addr, Off: sp.off, Filesz: uint64(len(sp.Data)), Memsz: sp.MemSize, Flags: sp.Flags}
+		if len(sp.Data) > 0 {
+			p.Section = len(sects)
+			sects = append(sects, sect{
+				Name: addName(sp.Name), Type: elf.SHT_PROGBITS, Flags: flags,
+				Addr: sp.Addr, Off: sp.off, Size: uint64(len(sp.Data)), Align: 16,
+			})
+		}
+		if bss := sp.MemSize - uint64(len(sp.Data)); bss > 0 {
+			name := sp.Name
+			if len(sp.Data) > 0 {
+				name += ".bss"
+			} else {
+				p.Section = len(sects)
+			}
+			sects = append(sects, sect{
+				Name: addName(name), Type: elf.SHT_NOBITS, Flags: flags,
+				Addr: sp.Addr + uint64(len(sp.Data)), Off: sp.off + uint64(len(sp.Data)), Size: bss, Align: 1,
+			})
+		}
+		placed[sp.idx] = p
+	}
+	secIdx := make([]int, len(opts.Sections))
+	for i, s := range opts.Sections {
+		secIdx[i] = len(sects)
+		sects = append(sects, sect{
+			Name: addName(s.Name), Type: elf.SHT_PROGBITS,
+			Off: secOffs[i], Size: uint64(len(s.Data)), Align: 1,
+		})
+	}
+	if strndx == 0 {
+		strndx = len(sects)
+		sects = append(sects, sect{Type: elf.SHT_STRTAB, Align: 1})
+		sects[strndx].Name = addName(".shstrtab")
+	}
+	namesOff := cur
+	sects[strndx].Off = namesOff
+	sects[strndx].Size = uint64(names.Len())
+	cur = namesOff + uint64(names.Len())
+	shoff := alignUp(cur, 8)
+	total := shoff + uint64(len(sects))*shdrSize
+
+	// Extended section numbering when the counts no longer fit in the
+	// header's 16-bit fields [gABI ch.4 "Sections"].
+	eShnum, eStrndx := uint16(len(sects)), uint16(strndx)
+	if len(sects) >= shnLoreserve {
+		eShnum = 0
+		sects[0].Size = uint64(len(sects))
+	}
+	if strndx >= shnLoreserve {
+		eStrndx = shnXindex
+		sects[0].Link = uint32(strndx)
+	}
+
+	// The new program header table: PT_PHDR first, as [gABI ch.5]
+	// requires and glibc's rtld needs (it derives the load bias from
+	// PT_PHDR before it looks at any PT_LOAD); the PT_LOAD for the table
+	// and the new segments right after the last original PT_LOAD, so the
+	// PT_LOADs stay sorted by address; everything else as it was.
+	table := make([]prog, 0, nphdr)
+	phdrLoad := prog{
+		Type: elf.PT_LOAD, Flags: elf.PF_R, Off: lay.PhdrOff, Addr: lay.PhdrAddr, PAddr: lay.PhdrAddr,
+		Filesz: tableSize, Memsz: tableSize, Align: PageSize,
+	}
+	for _, p := range im.progs {
+		if p.Type == elf.PT_PHDR {
+			p.Off, p.Addr, p.PAddr, p.Filesz, p.Memsz = lay.PhdrOff, lay.PhdrAddr, lay.PhdrAddr, tableSize, tableSize
+			table = append(table, p)
+		}
+	}
+	lastLoad := im.loads[len(im.loads)-1]
+	for i, p := range im.progs {
+		if p.Type == elf.PT_PHDR {
+			continue
+		}
+		table = append(table, p)
+		if i != lastLoad {
+			continue
+		}
+		table = append(table, phdrLoad)
+		for _, sp := range segs {
+			table = append(table, prog{
+				Type: elf.PT_LOAD, Flags: sp.Flags, Off: sp.off, Addr: sp.Addr, PAddr: sp.Addr,
+				Filesz: uint64(len(sp.Data)), Memsz: sp.MemSize, Align: PageSize,
+			})
+		}
+	}
+
+	// Assemble.
+	buf := make([]byte, total)
+	copy(buf, orig)
+	for _, p := range patches {
+		copy(buf[p.off:], p.Bytes)
+	}
+	for i, p := range table {
+		p.encode(buf[lay.PhdrOff+uint64(i)*phdrSize:])
+	}
+	for _, sp := range segs {
+		copy(buf[sp.off:], sp.Data)
+	}
+	for i, s := range opts.Sections {
+		copy(buf[secOffs[i]:], s.Data)
+	}
+	copy(buf[namesOff:], names.Bytes())
+	for i, s := range sects {
+		s.encode(buf[shoff+uint64(i)*shdrSize:])
+	}
+	if opts.Entry != 0 {
+		le.PutUint64(buf[offEntry:], opts.Entry)
+	}
+	le.PutUint64(buf[offPhoff:], lay.PhdrOff)
+	le.PutUint16(buf[offPhnum:], uint16(nphdr))
+	le.PutUint64(buf[offShoff:], shoff)
+	le.PutUint16(buf[offShentsize:], shdrSize)
+	le.PutUint16(buf[offShnum:], eShnum)
+	le.PutUint16(buf[offShstrndx:], eStrndx)
+	if opts.Fini != 0 {
+		le.PutUint64(buf[finiOff:], uint64(elf.DT_FINI))
+		le.PutUint64(buf[finiOff+8:], opts.Fini)
+		if finiNull {
+			copy(buf[finiOff+dynSize:finiOff+2*dynSize], make([]byte, dynSize))
+		}
+	}
+
+	// The result must read back as what was meant.
+	if err := verify(buf, lay, table); err != nil {
+		return nil, fmt.Errorf("elfw: internal error: output does not verify: %w", err)
+	}
+	return &Output{File: buf, Layout: lay, Segments: placed, Sections: secIdx}, nil
+}
+
+// placeSegments checks the new segments, gives an address to those without
+// one (page by page above FreeAddr and above every segment that has one,
+// in the order given) and returns them sorted by address.
+func placeSegments(in []Segment, lay Layout) ([]segPlan, error) {
+	if len(in) > MaxSegments {
+		return nil, &Error{Op: "segment", Err: ErrTooManySegments, Detail: fmt.Sprintf("%d, at most %d", len(in), MaxSegments)}
+	}
+	segs := make([]segPlan, len(in))
+	next := lay.FreeAddr
+	for i, s := range in {
+		if s.MemSize == 0 {
+			s.MemSize = uint64(len(s.Data))
+		}
+		fail := func(err error, detail string) error {
+			return &Error{Op: "segment", Name: s.Name, Addr: s.Addr, Err: err, Detail: detail}
+		}
+		if err := checkName(s.Name); err != nil {
+			return nil, fail(ErrBadSegment, err.Error())
+		}
+		switch s.Flags {
+		case elf.PF_R | elf.PF_X, elf.PF_R | elf.PF_W, elf.PF_R:
+		default:
+			return nil, fail(ErrBadSegment, "flags "+s.Flags.String()+", want R+X, R+W or R")
+		}
+		if s.MemSize < uint64(len(s.Data)) {
+			return nil, fail(ErrBadSegment, fmt.Sprintf("memory size %#x below data size %#x", s.MemSize, len(s.Data)))
+		}
+		if s.MemSize == 0 {
+			return nil, fail(ErrBadSegment, "empty")
+		}
+		if s.Addr != 0 {
+			if s.Addr%PageSize != 0 {
+				return nil, fail(ErrUnaligned, "")
+			}
+			if s.Addr < lay.FreeAddr {
+				return nil, fail(ErrBelowFree, fmt.Sprintf("first free address %#x", lay.FreeAddr))
+			}
+			if end, ok := add(s.Addr, s.MemSize); !ok || end > maxUserAddr {
+				return nil, fail(ErrBadSegment, "ends beyond the user address space")
+			}
+			next = max(next, alignUp(s.Addr+s.MemSize, PageSize))
+		}
+		segs[i] = segPlan{Segment: s, idx: i}
+	}
+	for i := range segs {
+		s := &segs[i]
+		if s.Addr != 0 {
+			continue
+		}
+		end, ok := add(next, s.MemSize)
+		if !ok || end > maxUserAddr {
+			return nil, &Error{Op: "segment", Name: s.Name, Err: ErrBadSegment, Detail: "no room below the end of the user address space"}
+		}
+		s.Addr = next
+		next = alignUp(end, PageSize)
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].Addr < segs[j].Addr })
+	for i := 1; i < len(segs); i++ {
+		a, b := segs[i-1], segs[i]
+		if b.Addr < alignUp(a.Addr+a.MemSize, PageSize) {
+			return nil, &Error{Op: "segment", Name: b.Name, Addr: b.Addr, Err: ErrOverlap, Detail: "with segment " + a.Name}
+		}
+	}
+	return segs, nil
+}
+
+func checkName(n string) error {
+	switch {
+	case n == "":
+		return fmt.Errorf("empty name")
+	case strings.IndexByte(n, 0) >= 0:
+		return fmt.Errorf("name contains a NUL byte")
+	case len(n) > 256:
+		return fmt.Errorf("name longer than 256 bytes")
+	}
+	return nil
+}
+
+func checkSections(secs []Section) error {
+	for _, s := range secs {
+		if err := checkName(s.Name); err != nil {
+			return &Error{Op: "section", Name: s.Name, Err: ErrBadSection, Detail: err.Error()}
+		}
+	}
+	return nil
+}
+
+// checkCode checks that addr is a file-backed byte of an executable
+// segment, old or new.
+func (im *image) checkCode(addr uint64, segs []segPlan) error {
+	for _, s := range segs {
+		if addr >= s.Addr && addr-s.Addr < s.MemSize {
+			if s.Flags&elf.PF_X == 0 {
+				return ErrNotExecutable
+			}
+			if addr-s.Addr >= uint64(len(s.Data)) {
+				return ErrNotFileBacked
+			}
+			return nil
+		}
+	}
+	for _, i := range im.loads {
+		p := im.progs[i]
+		if addr >= p.Addr && addr-p.Addr < p.Memsz {
+			if p.Flags&elf.PF_X == 0 {
+				return ErrNotExecutable
+			}
+			if addr-p.Addr >= p.Filesz {
+				return ErrNotFileBacked
+			}
+			return nil
+		}
+	}
+	return ErrNotFileBacked
+}
+
+// verify re-reads the output and checks the facts the loaders depend on:
+// it parses, its table is the one written, the table is mapped by a
+// PT_LOAD at the address PT_PHDR claims.
+func verify(out []byte, lay Layout, table []prog) error {
+	im, err := parse(out)
+	if err != nil {
+		return err
+	}
+	if len(im.progs) != len(table) {
+		return fmt.Errorf("%d program headers, wrote %d", len(im.progs), len(table))
+	}
+	// Linux 5.18+ reports as AT_PHDR the address at which the last PT_LOAD
+	// whose file range holds e_phoff maps it (fs/binfmt_elf.c,
+	// load_elf_binary); it must be the table's own address.
+	var phdrAddr uint64
+	found := false
+	for _, i := range im.loads {
+		p := im.progs[i]
+		if p.Off <= im.phoff && im.phoff < p.Off+p.Filesz {
+			phdrAddr, found = im.phoff-p.Off+p.Addr, true
+		}
+	}
+	if !found || phdrAddr != lay.PhdrAddr || im.phoff != lay.PhdrOff {
+		return fmt.Errorf("program header table not mapped at %#x", lay.PhdrAddr)
+	}
+	if _, _, ok := im.fileOff(lay.PhdrAddr, uint64(len(table))*phdrSize); !ok {
+		return fmt.Errorf("program header table not entirely file-backed")
+	}
+	for _, p := range im.progs {
+		if p.Type == elf.PT_PHDR && (p.Addr != lay.PhdrAddr || p.Off != im.phoff) {
+			return fmt.Errorf("PT_PHDR does not describe the table")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,345 @@
+package rewriter
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+
+	"blpp/cfg"
+	"blpp/cfg/x86"
+	"blpp/internal/analysis"
+	"blpp/rewriter/elfw"
+	"blpp/rewriter/enc"
+	"blpp/rewriter/meta"
+	"blpp/runtime"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// Errors for binaries the rewriter refuses as a whole.
+var (
+	ErrSharedLib = errors.New("shared libraries cannot be rewritten yet (only executables)")
+	ErrUsesGS    = errors.New("the program uses the %gs segment, which blpp's instrumentation needs")
+	ErrNoExit    = errors.New("no exit hook possible: neither .fini_array nor DT_FINI")
+)
+
+// MaxPaths bounds the paths of one function in an instrumented binary so
+// that every increment fits the sign-extended 32-bit immediates of the
+// instrumentation; pathnum breaks more edges in bigger functions.
+const MaxPaths = 1 << 30
+
+// DenseMax is the largest path count given a dense counter array in the
+// binary's bss; bigger functions use the runtime's hash table (as PP did).
+const DenseMax = 1 << 12
+
+// Options control Rewrite.
+type Options struct {
+	// Include and Exclude select functions by name (nil: all).
+	Include, Exclude *regexp.Regexp
+	Workers          int
+}
+
+// Skipped is a function left uninstrumented and why.
+type Skipped struct {
+	Name   string `json:"name"`
+	Entry  string `json:"entry"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Summary reports what Rewrite did.
+type Summary struct {
+	Functions    int       `json:"functions"`
+	Instrumented int       `json:"instrumented"`
+	Skipped      []Skipped `json:"skipped"`
+	CodeBytes    int       `json:"code_bytes"`
+}
+
+// Rewrite instruments the executable in, returning the new file's bytes.
+func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
+	b, err := cfg.Load(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b.Kind == cfg.KindShared {
+		return nil, nil, ErrSharedLib
+	}
+	res := analysis.Run(b, analysis.Options{Workers: opts.Workers, MaxPaths: MaxPaths})
+	img, err := runtime.Load()
+	if err != nil {
+		return nil, nil, fmt.Errorf("runtime image: %w", err)
+	}
+	sum := &Summary{}
+	var chosen []*analysis.Func
+	for _, f := range res.Funcs {
+		if f.Func.PLT {
+			continue
+		}
+		sum.Functions++
+		if usesGS(b, f.Graph) {
+			return nil, nil, fmt.Errorf("%w (in %s)", ErrUsesGS, f.Func.Name)
+		}
+		skip := func(reason, detail string) {
+			sum.Skipped = append(sum.Skipped, Skipped{Name: f.Func.Name, Entry: fmt.Sprintf("%#x", f.Func.Addr), Reason: reason, Detail: detail})
+		}
+		switch {
+		case !f.Instrumentable():
+			skip(f.Reason(), f.Detail())
+		case opts.Include != nil && !opts.Include.MatchString(f.Func.Name):
+			skip("excluded", "does not match --include")
+		case opts.Exclude != nil && opts.Exclude.MatchString(f.Func.Name):
+			skip("excluded", "matches --exclude")
+		case b.Kind == cfg.KindPIE && hasAbsTable(f.Graph):
+			skip("absolute jump table in PIE", "its entries are relocated by the loader")
+		default:
+			chosen = append(chosen, f)
+		}
+	}
+	return layout(in, b, res, img, chosen, sum)
+}
+
+func usesGS(b *cfg.Binary, g *cfg.Graph) bool {
+	for _, blk := range g.Blocks {
+		code := b.Code(blk.Addr)
+		for a := blk.Addr; a < blk.End && code != nil; {
+			in, err := x86.Decode(code[a-blk.Addr:], a)
+			if err != nil {
+				break
+			}
+			if in.Raw.Prefix[0] != 0 {
+				for _, p := range in.Raw.Prefix {
+					if p&0xff == x86asm.PrefixGS&0xff {
+						return true
+					}
+				}
+			}
+			a += uint64(in.Len)
+		}
+	}
+	return false
+}
+
+func hasAbsTable(g *cfg.Graph) bool {
+	for _, t := range g.Tables {
+		if !t.Relative {
+			return true
+		}
+	}
+	return false
+}
+
+func pageUp(a uint64) uint64 { return (a + 0xfff) &^ 0xfff }
+
+// layout places the runtime, the tables and the instrumented code in new
+// segments and writes the output.
+func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, sum *Summary) ([]byte, *Summary, error) {
+	base, err := elfw.NextFreeAddr(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	rtText := base
+	rwAddr := base + img.DataOff
+	// RW file data: runtime data, its bss as zeros, then the function table.
+	rw := append([]byte(nil), img.Data...)
+	rw = append(rw, make([]byte, img.BSSSize)...)
+	for len(rw)%16 != 0 {
+		rw = append(rw, 0)
+	}
+	funcsAddr := rwAddr + uint64(len(rw))
+	rw = append(rw, make([]byte, len(chosen)*runtime.FuncSize)...)
+	countersAddr := rwAddr + uint64(len(rw))
+	var counters uint64
+	for i, f := range chosen {
+		ent := rw[funcsAddr-rwAddr+uint64(i*runtime.FuncSize):]
+		np := f.Numbering.NumPaths
+		binary.LittleEndian.PutUint64(ent[runtime.FuncNumPathsOff:], np)
+		if np <= DenseMax {
+			binary.LittleEndian.PutUint64(ent[runtime.FuncCountersOff:], countersAddr+counters)
+			counters += 8 * np
+		}
+	}
+	rwMem := uint64(len(rw)) + counters
+	codeAddr := pageUp(rwAddr+rwMem) + 0x1000
+
+	g := &gen{b: b, buf: &enc.Buf{}, entries: map[uint64]enc.Label{}, pie: b.Kind == cfg.KindPIE,
+		stubs: Stubs{Enter: rtText + img.Symbols[runtime.SymEnter], Exit: rtText + img.Symbols[runtime.SymExit],
+			Backedge: rtText + img.Symbols[runtime.SymBackedge], OffR: runtime.OffR}}
+	for i, f := range chosen {
+		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), tableLabel: map[uint64]enc.Label{}}
+		fg.blocks = make([]enc.Label, len(f.Graph.Blocks))
+		for j := range fg.blocks {
+			fg.blocks[j] = g.buf.NewLabel()
+		}
+		for _, t := range f.Graph.Tables {
+			if _, ok := fg.tableLabel[t.Table]; !ok {
+				fg.tableLabel[t.Table] = g.buf.NewLabel()
+			}
+		}
+		g.entries[f.Func.Addr] = fg.entry
+		g.funcs = append(g.funcs, fg)
+	}
+	for _, fg := range g.funcs {
+		if err := fg.emit(); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", fg.f.Func.Name, err)
+		}
+	}
+	// The exit hook: blpp_fini takes the place of the first .fini_array
+	// entry; it calls that entry's original function, then writes the
+	// profile.
+	fini, err := findFini(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	// New jump tables, filled below.
+	type placed struct {
+		t    newTable
+		size int
+	}
+	var tabs []placed
+	for _, t := range g.tables {
+		size := 4
+		if !t.relative {
+			size = 8
+		}
+		g.buf.Nop(0)
+		for g.buf.Len()%8 != 0 {
+			g.buf.Int3()
+		}
+		g.buf.Bind(t.label)
+		g.buf.Bytes(make([]byte, size*len(t.targets)))
+		tabs = append(tabs, placed{t, size})
+	}
+	code, err := g.buf.Finish(codeAddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	addrOf := func(l enc.Label) uint64 {
+		off, _ := g.buf.Offset(l)
+		return codeAddr + uint64(off)
+	}
+	for _, p := range g.patches {
+		v := addrOf(p.label)
+		if p.ripRel {
+			v -= codeAddr + uint64(p.end)
+		}
+		binary.LittleEndian.PutUint32(code[p.at:], uint32(v))
+	}
+	for _, t := range tabs {
+		ta := addrOf(t.t.label)
+		off := ta - codeAddr
+		for i, l := range t.t.targets {
+			if t.t.relative {
+				binary.LittleEndian.PutUint32(code[off+uint64(4*i):], uint32(addrOf(l)-ta))
+			} else {
+				binary.LittleEndian.PutUint64(code[off+uint64(8*i):], addrOf(l))
+			}
+		}
+	}
+	// Redirect every instrumented function's original entry.
+	var patches []elfw.Patch
+	for _, fg := range g.funcs {
+		from := fg.f.Func.Addr
+		to := addrOf(fg.entry)
+		p := binary.LittleEndian.AppendUint32([]byte{0xe9}, uint32(to-(from+5)))
+		patches = append(patches, elfw.Patch{Addr: from, Bytes: p})
+	}
+	patches = append(patches, fini.patches(rtText+img.Symbols[runtime.SymFini])...)
+	// Runtime configuration.
+	cfgOff := img.Symbols[runtime.SymConfig] - img.DataOff
+	c := rw[cfgOff:]
+	runtime.PutConfig(c, runtime.Config{
+		Magic: runtime.ConfigMagic, SelfVaddr: rwAddr + cfgOff, OrigEntry: b.Entry, OrigFini: fini.orig,
+		FuncsVaddr: funcsAddr, NFuncs: uint64(len(chosen)), DumpSignal: runtime.DefaultDumpSignal,
+		Flags: runtime.ConfigFlagFlowOnly,
+	})
+	// Metadata.
+	tab := &meta.Table{OrigBuildID: b.BuildID}
+	for _, fg := range g.funcs {
+		tab.Funcs = append(tab.Funcs, metaFunc(fg.f))
+	}
+	// Functions left alone follow, so reports can list them; profile
+	// function indices only refer to the instrumented ones before them.
+	for _, s := range sum.Skipped {
+		var entry uint64
+		fmt.Sscanf(s.Entry, "0x%x", &entry)
+		tab.Funcs = append(tab.Funcs, meta.Func{Name: s.Name, Entry: entry, Reason: s.Reason})
+	}
+	sort.Slice(sum.Skipped, func(i, j int) bool { return sum.Skipped[i].Entry < sum.Skipped[j].Entry })
+	sum.Instrumented = len(chosen)
+	sum.CodeBytes = len(code)
+	out, err := elfw.Write(in, elfw.Options{
+		Segments: []elfw.Segment{
+			{Addr: rtText, Data: img.Text, MemSize: uint64(len(img.Text)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.rt"},
+			{Addr: rwAddr, Data: rw, MemSize: rwMem, Flags: elf.PF_R | elf.PF_W, Name: ".blpp.data"},
+			{Addr: codeAddr, Data: code, MemSize: uint64(len(code)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"},
+		},
+		Patches:  patches,
+		Entry:    rtText + img.Symbols[runtime.SymStart],
+		Sections: []elfw.Section{{Name: meta.SectionName, Data: meta.Encode(tab)}},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out.File, sum, nil
+}
+
+func metaFunc(f *analysis.Func) meta.Func {
+	g := f.Graph
+	mf := meta.Func{Name: f.Func.Name, Entry: f.Func.Addr, Size: f.Func.TotalSize(), Instrumented: true, NumPaths: f.Numbering.NumPaths}
+	for _, blk := range g.Blocks {
+		mf.Blocks = append(mf.Blocks, meta.Block{Addr: blk.Addr, End: blk.End, Insts: uint32(blk.Insts), LoopDepth: uint32(blk.LoopDepth)})
+	}
+	for _, e := range g.Edges {
+		mf.Edges = append(mf.Edges, meta.Edge{From: int32(e.From), To: int32(e.To), Kind: meta.EdgeKind(e.Kind)})
+	}
+	for _, c := range g.Calls {
+		mf.CallSites = append(mf.CallSites, c.Addr)
+	}
+	return mf
+}
+
+// finiHook is how the exit hook is installed: by replacing the first
+// entry of .fini_array (which runs last of the array) with the thunk. In a
+// PIE the entry's R_X86_64_RELATIVE addend is replaced as well.
+type finiHook struct {
+	slot     uint64 // address of the .fini_array entry
+	orig     uint64 // its original value (link-time address)
+	relaAddr uint64 // address of the RELA entry's addend, 0 if none
+}
+
+func findFini(b *cfg.Binary) (*finiHook, error) {
+	s := b.File.Section(".fini_array")
+	if s == nil || s.Size < 8 || s.Type == elf.SHT_NOBITS {
+		return nil, ErrNoExit
+	}
+	h := &finiHook{slot: s.Addr}
+	v, ok := b.Pointer(s.Addr)
+	if !ok {
+		return nil, ErrNoExit
+	}
+	h.orig = v
+	for _, rs := range b.File.Sections {
+		if rs.Type != elf.SHT_RELA || rs.Flags&elf.SHF_ALLOC == 0 {
+			continue
+		}
+		d := b.Bytes(rs.Addr, int(rs.Size))
+		for i := 0; i+24 <= len(d); i += 24 {
+			if binary.LittleEndian.Uint64(d[i:]) == s.Addr && uint32(binary.LittleEndian.Uint64(d[i+8:])) == 8 {
+				h.relaAddr = rs.Addr + uint64(i) + 16
+			}
+		}
+	}
+	return h, nil
+}
+
+func (h *finiHook) patches(thunk uint64) []elfw.Patch {
+	v := binary.LittleEndian.AppendUint64(nil, thunk)
+	ps := []elfw.Patch{{Addr: h.slot, Bytes: v}}
+	if h.relaAddr != 0 {
+		ps = append(ps, elfw.Patch{Addr: h.relaAddr, Bytes: v})
+	}
+	return ps
+}

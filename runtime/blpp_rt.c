@@ -1,0 +1,1510 @@
+//go:build ignore
+
+/*
+ * blpp runtime: flow-only Ball-Larus path counting inside an instrumented
+ * x86-64 Linux executable [Ball-Larus 96; DESIGN 4, 6, 9, 10, 11].
+ *
+ * The rewriter copies this code (linked into blpp_rt.elf by
+ * runtime/internal/build) into new RX and RW segments of the program, fills
+ * blpp_config, makes blpp_start the entry point, hooks the exit path to
+ * blpp_fini, and makes instrumented code call the stubs of blpp_stubs.S,
+ * which save every register and the flags and call the blpp_rt_* functions
+ * below. Everything here must therefore hold to these constraints:
+ *
+ *  - freestanding: no libc, no headers beyond the generated ones; every
+ *    kernel service is a raw syscall; gcc must not emit calls to memset or
+ *    memcpy (the build fails on any undefined symbol), so memory is cleared
+ *    and copied with the inline-asm helpers mem_zero and mem_copy;
+ *  - no constructors, no destructors, nothing that needs a loader: the
+ *    image must have no relocation at all, so no initialised pointer may
+ *    sit in data (function pointers are taken at run time, rip-relative);
+ *  - general registers only (-mgeneral-regs-only): the program's SSE/AVX
+ *    and x87 state is never touched, so the stubs need not save it;
+ *  - its own memory: mmap-backed arenas, lock-free bump allocation;
+ *  - async-signal-safe: a signal may arrive anywhere, including inside a
+ *    stub, and its handler may run instrumented code (which calls the
+ *    stubs again) or be one of ours (which writes the profile). There are
+ *    no blocking locks: the two try-locks (partials, profile writer) give
+ *    up and count what they dropped, and shadow-stack updates are ordered
+ *    so that a nested push/pop pair leaves them intact;
+ *  - fork-aware: counting state lives in MADV_WIPEONFORK memory, so a
+ *    child notices at its first count that it is a child and restarts its
+ *    counts from zero (see fork_reset).
+ */
+
+#include "blpp_layout.h"
+#include "blpp_format.h"
+
+#pragma GCC visibility push(hidden)
+
+typedef unsigned long u64;
+typedef long s64;
+typedef unsigned int u32;
+typedef unsigned char u8;
+
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define LOADR(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define CAS(p, o, n)                                                                   \
+	({                                                                             \
+		__typeof__(*(p)) cas_old_ = (o);                                       \
+		__atomic_compare_exchange_n((p), &cas_old_, (n), 0, __ATOMIC_ACQ_REL, \
+					    __ATOMIC_ACQUIRE);                         \
+	})
+/* Orders memory accesses against a signal handler on the same thread. */
+#define BARRIER() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+
+/* ---- system calls [Linux x86-64 syscall ABI] ---- */
+
+enum {
+	SYS_write = 1,
+	SYS_open = 2,
+	SYS_close = 3,
+	SYS_mmap = 9,
+	SYS_munmap = 11,
+	SYS_rt_sigaction = 13,
+	SYS_mremap = 25,
+	SYS_madvise = 28,
+	SYS_nanosleep = 35,
+	SYS_getpid = 39,
+	SYS_uname = 63,
+	SYS_getcwd = 79,
+	SYS_rename = 82,
+	SYS_unlink = 87,
+	SYS_arch_prctl = 158,
+	SYS_gettid = 186,
+	SYS_clock_gettime = 228,
+	SYS_exit_group = 231,
+	SYS_tgkill = 234,
+};
+
+enum {
+	ARCH_SET_GS = 0x1001,
+	ARCH_SET_FS = 0x1002,
+	ARCH_GET_FS = 0x1003,
+	PROT_RW = 3,
+	MAP_PRIVATE_ANON = 0x22,
+	MAP_NORESERVE = 0x4000,
+	MREMAP_MAYMOVE = 1,
+	MADV_WIPEONFORK = 18,
+	O_WRONLY = 01,
+	O_CREAT = 0100,
+	O_TRUNC = 01000,
+	O_CLOEXEC = 02000000,
+	AT_HWCAP2 = 26,
+	HWCAP2_FSGSBASE = 1 << 1,
+	SA_RESTART = 0x10000000,
+	SA_ONSTACK = 0x08000000,
+	SA_RESTORER = 0x04000000,
+	SIGINT = 2,
+	SIGILL = 4,
+	SIGABRT = 6,
+	SIGBUS = 7,
+	SIGFPE = 8,
+	SIGKILL = 9,
+	SIGSEGV = 11,
+	SIGTERM = 15,
+	SIGSTOP = 19,
+	NSIG = 64,
+};
+
+static inline long sc6(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#define sc0(n) sc6((n), 0, 0, 0, 0, 0, 0)
+#define sc1(n, a) sc6((n), (long)(a), 0, 0, 0, 0, 0)
+#define sc2(n, a, b) sc6((n), (long)(a), (long)(b), 0, 0, 0, 0)
+#define sc3(n, a, b, c) sc6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define sc4(n, a, b, c, d) sc6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+#define sc5(n, a, b, c, d, e) sc6((n), (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), 0)
+
+static inline int failed(long r) { return (unsigned long)r > -4096ul; }
+
+static u64 getpid(void) { return (u64)sc0(SYS_getpid); }
+static u64 gettid(void) { return (u64)sc0(SYS_gettid); }
+
+/* ---- memory and strings (no libc) ---- */
+
+static void mem_zero(void *d, u64 n)
+{
+	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(0) : "memory");
+}
+
+static void mem_copy(void *d, const void *s, u64 n)
+{
+	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+}
+
+static u64 str_len(const char *s)
+{
+	u64 n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+/* prefix returns the rest of s after p, or 0 when s does not start with p. */
+static const char *prefix(const char *s, const char *p)
+{
+	while (*p)
+		if (*s++ != *p++)
+			return 0;
+	return s;
+}
+
+/* utoa writes v in decimal ending just before end; returns its start. */
+static char *utoa(char *end, u64 v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
+static void *map_anon(u64 size, int flags)
+{
+	long r = sc6(SYS_mmap, 0, (long)size, PROT_RW, MAP_PRIVATE_ANON | flags, -1, 0);
+	return failed(r) ? 0 : (void *)r;
+}
+
+static u64 page_up(u64 n) { return (n + 4095) & ~4095ul; }
+
+/* ---- the configuration and the runtime's own state ---- */
+
+/*
+ * blpp_config is the only initialised object that matters: the rewriter
+ * patches it in the image's data. It is global (not static) so that the
+ * compiler cannot fold its initial values into the code.
+ */
+struct blpp_config blpp_config = {
+	.magic = BLPP_CONFIG_MAGIC,
+	.dump_signal = BLPP_DEFAULT_DUMP_SIGNAL,
+	.flags = BLPP_CONFIG_FLAG_FLOW_ONLY,
+};
+
+/* Where blpp_start jumps after blpp_init: orig_entry plus the load bias. */
+u64 blpp_entry_target;
+
+/* Indices of the per-epoch statistics (struct wiped.stats). */
+enum {
+	ST_BAD_FUNCS,         /* a stub named a function id >= nfuncs */
+	ST_BAD_PATHS,         /* a path id outside [0, num_paths) */
+	ST_DROPPED_COUNTS,    /* counts lost because a hash table could not grow */
+	ST_DROPPED_PARTIALS,  /* partial activations lost (table full or busy) */
+	ST_EXIT_MISMATCH,     /* an exit whose function was not on top of the shadow stack */
+	ST_SHADOW_OVERFLOW,   /* entries not pushed because the shadow stack was full */
+	ST_UNWOUND,           /* activations popped because their stack frame was gone */
+	NSTATS,
+};
+
+/* A function's counting state in the current process. */
+struct slot {
+	u64 *dense;         /* the rewriter's counter array, or 0 */
+	struct htab *hash;  /* the runtime's hash table, or 0 */
+	u64 calls;          /* activations (entries) */
+	u64 num_paths;      /* copied from the function table when resolved */
+};
+
+/* A bump allocator over mmap chunks, lock-free. */
+struct chunk {
+	u64 used, cap;
+	u64 pad[6];
+};
+struct arena {
+	struct chunk *cur;
+};
+
+/*
+ * struct wiped is everything a fork child must not inherit: the function
+ * slots, the arena the hash tables and partials live in, the statistics.
+ * It and every chunk of its arena are MADV_WIPEONFORK, so in a child they
+ * read as zero; live == 0 tells the child it must reset (fork_reset).
+ */
+struct wiped {
+	u64 live;
+	u64 plock; /* try-lock of ptab */
+	struct arena arena;
+	struct ptab *ptab;
+	u64 stats[NSTATS];
+	struct slot slot[];
+};
+
+static struct {
+	int ready;      /* blpp_init finished */
+	int quiet;      /* BLPP_QUIET=1 */
+	int fsgsbase;   /* rd/wr{fs,gs}base usable (AT_HWCAP2) */
+	int nowipe;     /* MADV_WIPEONFORK refused: children keep inherited counts */
+	int warned_thread;
+	u64 bias;       /* run-time minus link-time addresses */
+	const struct blpp_func *funcs;
+	u64 nfuncs;
+	const u8 *build_id;
+	u64 build_id_len;
+	u64 flags;
+	u64 init_pid;
+	u64 dummy_tp;   /* thread pointer blpp_init made up (static binaries), or 0 */
+	struct wiped *w;
+	struct blpp_thread *threads; /* every thread block, newest first */
+	u64 nthreads;
+	u64 arena_bytes;
+	u64 forked;       /* counts restarted at a fork */
+	u64 resetting;    /* fork_reset running */
+	u64 write_lock;   /* tid of the thread writing a profile, 0 if none */
+	u64 exit_written; /* the final profile has been (or is being) written */
+	u64 dumps;        /* dump-signal profiles written */
+	char tmpl[4096];  /* profile name template, absolute */
+	char name[4096];  /* expanded name, under write_lock */
+	char tmp[4096];   /* temporary file name, under write_lock */
+} rt;
+
+/* ---- messages ---- */
+
+/* say writes "blpp: a b c[: error N]" to stderr unless BLPP_QUIET=1. */
+static void say(const char *a, const char *b, const char *c, long err)
+{
+	char buf[512], num[24];
+	const char *parts[4] = {"blpp: ", a, b, c};
+	u64 n = 0;
+	if (rt.quiet)
+		return;
+	for (int i = 0; i < 4; i++) {
+		const char *s = parts[i];
+		for (; s && *s && n < sizeof(buf) - 40; s++)
+			buf[n++] = *s;
+	}
+	if (err) {
+		const char *e = ": error ";
+		char *d = utoa(num + sizeof(num), (u64)(err < 0 ? -err : err));
+		while (*e)
+			buf[n++] = *e++;
+		while (d < num + sizeof(num))
+			buf[n++] = *d++;
+	}
+	buf[n++] = '\n';
+	sc3(SYS_write, 2, buf, n);
+}
+
+/* ---- arenas ---- */
+
+enum { CHUNK_SIZE = 1 << 20, CHUNK_HDR = sizeof(struct chunk) };
+
+/* map_wiped maps zeroed memory that a fork child sees as zero again. */
+static void *map_wiped(u64 size)
+{
+	void *p = map_anon(size, 0);
+	if (p && !rt.nowipe && failed(sc3(SYS_madvise, p, size, MADV_WIPEONFORK))) {
+		rt.nowipe = 1;
+		say("MADV_WIPEONFORK is not supported: ", "a fork child's profile includes its parent's counts", "", 0);
+	}
+	if (p)
+		ADD(&rt.arena_bytes, size);
+	return p;
+}
+
+/* arena_alloc returns size bytes of zeroed, 64-byte aligned memory. */
+static void *arena_alloc(struct arena *a, u64 size)
+{
+	size = (size + 63) & ~63ul;
+	for (;;) {
+		struct chunk *c = LOAD(&a->cur);
+		if (c) {
+			u64 off = ADD(&c->used, size);
+			if (off + size <= c->cap)
+				return (u8 *)c + off;
+		}
+		u64 want = size + CHUNK_HDR > CHUNK_SIZE ? page_up(size + CHUNK_HDR) : CHUNK_SIZE;
+		struct chunk *n = map_wiped(want);
+		if (!n)
+			return 0;
+		n->cap = want;
+		n->used = CHUNK_HDR + size;
+		if (want == CHUNK_SIZE)
+			CAS(&a->cur, c, n); /* losing the race only wastes the rest of n */
+		return (u8 *)n + CHUNK_HDR;
+	}
+}
+
+/* ---- thread blocks [DESIGN 4] ---- */
+
+/* Shadow-stack capacity per thread (virtual memory, touched as used);
+ * tests build a tiny one to exercise the overflow path. */
+#ifndef BLPP_SHADOW_FRAMES
+#define BLPP_SHADOW_FRAMES (1 << 20)
+#endif
+enum { SHADOW_FRAMES = BLPP_SHADOW_FRAMES, BLOCK_HDR = 4096 };
+
+static inline struct blpp_thread *gs_block(void)
+{
+	struct blpp_thread *t;
+	__asm__ volatile("movq %%gs:0, %0" : "=r"(t));
+	return t;
+}
+
+static inline u64 gs_base(void)
+{
+	u64 v;
+	__asm__ volatile("rdgsbase %0" : "=r"(v));
+	return v;
+}
+
+/* thread_pointer is %fs:0, which the x86-64 TLS ABI makes the TCB's address. */
+static inline u64 thread_pointer(void)
+{
+	u64 v;
+	__asm__ volatile("movq %%fs:0, %0" : "=r"(v));
+	return v;
+}
+
+static void set_gs(struct blpp_thread *t)
+{
+	if (rt.fsgsbase)
+		__asm__ volatile("wrgsbase %0" : : "r"(t) : "memory");
+	else
+		sc2(SYS_arch_prctl, ARCH_SET_GS, t);
+}
+
+static struct blpp_frame *frames(struct blpp_thread *t) { return (struct blpp_frame *)t->sp_base; }
+
+static u64 depth(struct blpp_thread *t) { return (t->sp - t->sp_base) / sizeof(struct blpp_frame); }
+
+/* block_new maps a thread block followed by its shadow stack. */
+static struct blpp_thread *block_new(void)
+{
+	u64 size = BLOCK_HDR + (u64)SHADOW_FRAMES * sizeof(struct blpp_frame);
+	u8 *m = map_anon(size, MAP_NORESERVE);
+	struct blpp_thread *t = (struct blpp_thread *)m;
+	if (!m)
+		return 0;
+	ADD(&rt.arena_bytes, size);
+	t->self = (u64)t;
+	t->sp = t->sp_base = (u64)(m + BLOCK_HDR);
+	t->sp_limit = (u64)(m + size);
+	t->tid = gettid();
+	ADD(&rt.nthreads, 1);
+	return t;
+}
+
+static void block_link(struct blpp_thread *t)
+{
+	struct blpp_thread *h;
+	do {
+		h = LOAD(&rt.threads);
+		t->next = (u64)h;
+	} while (!CAS(&rt.threads, h, t));
+}
+
+/* thread_peek returns the calling thread's own block, or 0 when it has none yet. */
+static struct blpp_thread *thread_peek(void)
+{
+	struct blpp_thread *t;
+	if (!rt.ready || (rt.fsgsbase && gs_base() == 0))
+		return 0;
+	t = gs_block();
+	return t && t->owner == thread_pointer() ? t : 0;
+}
+
+static void partial_add(u64 func, s64 reg);
+static void fork_check(void);
+
+/* record_live adds the live activations of t to the partials (a dead thread's). */
+static void record_live(struct blpp_thread *t)
+{
+	struct blpp_frame *f = frames(t);
+	u64 n = depth(t);
+	for (u64 i = n; i-- > 0;)
+		partial_add(f[i].func, i + 1 == n ? t->r : f[i + 1].saved_r);
+}
+
+/*
+ * thread_slow finds the calling thread's block when %gs still points at
+ * its creator's (threads inherit the %gs base). Three cases:
+ *  - the block was made by blpp_init before libc set up TLS (a static
+ *    binary starts with no thread pointer; blpp_init made one up): the
+ *    main thread now has its real thread pointer, claim the block;
+ *  - a block whose owner is this thread pointer exists: it belonged to a
+ *    thread that has died (the C library reuses the TCB of dead threads);
+ *    record its unfinished activations and reuse it;
+ *  - else map a new block.
+ */
+static struct blpp_thread *thread_slow(struct blpp_thread *t)
+{
+	u64 tp = thread_pointer();
+	struct blpp_thread *b;
+	fork_check();
+	if (t && rt.dummy_tp && t->owner == rt.dummy_tp) {
+		t->owner = tp;
+		return t;
+	}
+	for (b = LOAD(&rt.threads); b; b = (struct blpp_thread *)b->next) {
+		if (b->owner == tp) {
+			record_live(b);
+			b->sp = b->sp_base;
+			b->r = 0;
+			b->overflow = 0;
+			b->busy = 0;
+			b->tid = gettid();
+			set_gs(b);
+			return b;
+		}
+	}
+	b = block_new();
+	if (!b) {
+		if (!rt.warned_thread) {
+			rt.warned_thread = 1;
+			say("cannot map a thread block: ", "paths of new threads are not counted", "", 0);
+		}
+		return 0;
+	}
+	b->owner = tp;
+	block_link(b);
+	set_gs(b);
+	return b;
+}
+
+/* thread_get returns the calling thread's block, making one if needed. */
+static struct blpp_thread *thread_get(void)
+{
+	struct blpp_thread *t = 0;
+	if (!rt.fsgsbase || gs_base() != 0)
+		t = gs_block();
+	if (t && t->owner == thread_pointer())
+		return t;
+	return thread_slow(t);
+}
+
+/* ---- counters ---- */
+
+/* A hash table of path counts for one function with many paths. Tables
+ * are never resized in place: a full table gets a bigger successor, and
+ * new paths go to the last table. A path may so be counted in two tables
+ * (two threads inserting it while the successor appears); the writer sums
+ * them. Keys are path+1, 0 marks an empty entry. */
+struct hent {
+	u64 key, count;
+};
+struct htab {
+	u64 cap; /* power of two */
+	u64 used;
+	struct htab *next;
+	u64 pad;
+	struct hent e[];
+};
+
+enum { HTAB_INIT = 1024 };
+
+static u64 mix(u64 x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdul;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ul;
+	x ^= x >> 33;
+	return x;
+}
+
+static struct htab *htab_new(struct wiped *w, u64 cap)
+{
+	struct htab *h = arena_alloc(&w->arena, sizeof(struct htab) + cap * sizeof(struct hent));
+	if (h)
+		h->cap = cap;
+	return h;
+}
+
+/* htab_probe counts key in h: 1 if done, 0 if key is not in h and h may
+ * not take it (not the last table, or too full). */
+static int htab_probe(struct htab *h, u64 key, int last)
+{
+	u64 mask = h->cap - 1, i = mix(key) & mask;
+	for (u64 n = 0; n < h->cap; n++, i = (i + 1) & mask) {
+		u64 k = LOAD(&h->e[i].key);
+		if (k == 0) {
+			if (!last || LOADR(&h->used) >= h->cap / 2)
+				return 0;
+			if (!CAS(&h->e[i].key, 0, key)) {
+				k = LOAD(&h->e[i].key);
+				if (k != key)
+					continue;
+			} else {
+				ADD(&h->used, 1);
+			}
+			ADD(&h->e[i].count, 1);
+			return 1;
+		}
+		if (k == key) {
+			ADD(&h->e[i].count, 1);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void hash_count(struct wiped *w, struct htab *h, u64 path)
+{
+	u64 key = path + 1;
+	for (;;) {
+		struct htab *next = LOAD(&h->next);
+		if (htab_probe(h, key, next == 0))
+			return;
+		if (!next) {
+			struct htab *n = htab_new(w, h->cap * 4);
+			if (!n) {
+				ADD(&w->stats[ST_DROPPED_COUNTS], 1);
+				return;
+			}
+			CAS(&h->next, 0, n); /* a loser's table stays unused in the arena */
+			next = LOAD(&h->next);
+		}
+		h = next;
+	}
+}
+
+/* zero_counts clears a dense counter array, writing only the 4 KiB runs
+ * that hold counts so that untouched bss pages stay unallocated. */
+static void zero_counts(u64 *c, u64 n)
+{
+	for (u64 i = 0; i < n; i += 512) {
+		u64 m = n - i < 512 ? n - i : 512;
+		for (u64 j = 0; j < m; j++) {
+			if (c[i + j]) {
+				mem_zero(c + i, m * 8);
+				break;
+			}
+		}
+	}
+}
+
+/*
+ * fork_reset runs in a fork child, at its first count (or thread switch,
+ * or profile write): the wiped memory reads as zero there. The child's
+ * profile is to hold what the child did, so the rewriter's dense counters
+ * (ordinary bss, inherited) are cleared; the hash tables and partials
+ * were in wiped memory and are gone already. The other threads of the
+ * parent do not exist in the child, so the thread list keeps only the
+ * caller's block; a profile write the parent had in progress is forgotten.
+ */
+static void fork_reset(void)
+{
+	struct wiped *w = rt.w;
+	struct blpp_thread *me;
+	if (!CAS(&rt.resetting, 0, 1))
+		return; /* a signal handler interrupted the reset: the caller drops its count */
+	if (!LOAD(&w->live)) {
+		for (u64 i = 0; i < rt.nfuncs; i++) {
+			const struct blpp_func *f = &rt.funcs[i];
+			if (f->counters_vaddr)
+				zero_counts((u64 *)(f->counters_vaddr + rt.bias), f->num_paths);
+		}
+		me = thread_peek();
+		if (me)
+			me->next = 0;
+		STORE(&rt.threads, me);
+		rt.nthreads = me ? 1 : 0;
+		rt.write_lock = 0;
+		rt.exit_written = 0;
+		rt.dumps = 0;
+		rt.forked = 1;
+		STORE(&w->live, 1);
+	}
+	STORE(&rt.resetting, 0);
+}
+
+static void fork_check(void)
+{
+	struct wiped *w = rt.w;
+	if (w && !LOAD(&w->live))
+		fork_reset();
+}
+
+/* resolve makes the slot of function fid usable: 1 on success. */
+static int resolve(struct wiped *w, struct slot *s, u64 fid)
+{
+	const struct blpp_func *f = &rt.funcs[fid];
+	struct htab *h;
+	if (!LOAD(&w->live)) {
+		fork_reset();
+		if (!LOAD(&w->live)) {
+			ADD(&w->stats[ST_DROPPED_COUNTS], 1);
+			return 0;
+		}
+	}
+	s->num_paths = f->num_paths;
+	if (f->counters_vaddr) {
+		STORE(&s->dense, (u64 *)(f->counters_vaddr + rt.bias));
+		return 1;
+	}
+	if (LOAD(&s->hash))
+		return 1;
+	h = htab_new(w, HTAB_INIT);
+	if (!h) {
+		ADD(&w->stats[ST_DROPPED_COUNTS], 1);
+		return 0;
+	}
+	CAS(&s->hash, 0, h);
+	return 1;
+}
+
+/* count adds one to path `path` of function fid [Ball-Larus 96 §3.3]. */
+static void count(u64 fid, u64 path)
+{
+	struct wiped *w = rt.w;
+	struct slot *s;
+	u64 *d;
+	struct htab *h;
+	if (!w)
+		return;
+	if (fid >= rt.nfuncs) {
+		ADD(&w->stats[ST_BAD_FUNCS], 1);
+		return;
+	}
+	s = &w->slot[fid];
+	d = LOAD(&s->dense);
+	h = LOAD(&s->hash);
+	if (!d && !h) {
+		if (!resolve(w, s, fid))
+			return;
+		d = LOAD(&s->dense);
+		h = LOAD(&s->hash);
+	}
+	if (path >= s->num_paths) {
+		ADD(&w->stats[ST_BAD_PATHS], 1);
+		return;
+	}
+	if (d)
+		ADD(&d[path], 1);
+	else
+		hash_count(w, h, path);
+}
+
+/* ---- partial activations [DESIGN 6] ---- */
+
+/* The table of partial activations found while the program runs (frames
+ * unwound after a longjmp, live frames of dead threads), keyed by
+ * (func, reg); the block is always BLPP_BLOCK_UNKNOWN in this runtime. */
+struct pent {
+	u64 func, block;
+	s64 reg;
+	u64 count;
+};
+enum { PTAB_CAP = 4096 };
+struct ptab {
+	struct pent e[PTAB_CAP];
+};
+
+static int try_lock(u64 *l)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (CAS(l, 0, 1))
+			return 1;
+		__asm__ volatile("pause");
+	}
+	return 0;
+}
+
+static void partial_add(u64 func, s64 reg)
+{
+	struct wiped *w = rt.w;
+	struct ptab *p;
+	if (!w)
+		return;
+	if (!try_lock(&w->plock)) {
+		ADD(&w->stats[ST_DROPPED_PARTIALS], 1);
+		return;
+	}
+	p = w->ptab;
+	if (!p)
+		p = w->ptab = arena_alloc(&w->arena, sizeof(struct ptab));
+	if (p) {
+		u64 i = mix(func * 0x9e3779b97f4a7c15ul ^ (u64)reg) & (PTAB_CAP - 1);
+		for (u64 n = 0; n < PTAB_CAP; n++, i = (i + 1) & (PTAB_CAP - 1)) {
+			struct pent *e = &p->e[i];
+			if (e->count && e->func == func && e->reg == reg) {
+				STORE(&e->count, e->count + 1);
+				goto out;
+			}
+			if (!e->count) {
+				e->func = func;
+				e->block = BLPP_BLOCK_UNKNOWN;
+				e->reg = reg;
+				STORE(&e->count, 1); /* published last: a lock-free reader sees whole entries */
+				goto out;
+			}
+		}
+	}
+	ADD(&w->stats[ST_DROPPED_PARTIALS], 1);
+out:
+	STORE(&w->plock, 0);
+}
+
+/*
+ * unwind pops the activations whose stack frames are gone: a frame with
+ * rsp below the caller's stack pointer belongs to a function that was left
+ * without passing its exit (longjmp, an exception, a tail call through
+ * uninstrumented code). `inclusive` also pops a frame at exactly rsp (at
+ * an entry, where a live caller's frame is always strictly above). Each is
+ * recorded as a partial with the register it had; the register then
+ * returns to the value its caller had.
+ */
+static void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
+{
+	while (t->sp > t->sp_base) {
+		struct blpp_frame *f = (struct blpp_frame *)t->sp - 1;
+		if (inclusive ? f->rsp > rsp : f->rsp >= rsp)
+			break;
+		t->overflow = 0; /* anything above f is gone as well */
+		partial_add(f->func, t->r);
+		ADD(&rt.w->stats[ST_UNWOUND], 1);
+		t->r = f->saved_r;
+		BARRIER();
+		t->sp = (u64)f;
+	}
+}
+
+/* ---- the stubs' C halves (blpp_stubs.S saves the registers and flags) ---- */
+
+/* blpp_rt_enter: function fid was entered with %rsp == rsp. */
+void blpp_rt_enter(u64 fid, u64 rsp)
+{
+	struct blpp_thread *t = thread_get();
+	struct blpp_frame *f;
+	if (!t)
+		return;
+	t->busy++;
+	BARRIER();
+	if (rt.w)
+		unwind(t, rsp, 1);
+	f = (struct blpp_frame *)t->sp;
+	if (t->overflow == 0 && (u64)(f + 1) <= t->sp_limit) {
+		/* Reserve, then fill: a signal handler's push/pop pair that
+		 * lands in between works above the reserved frame. */
+		t->sp = (u64)(f + 1);
+		BARRIER();
+		f->rsp = rsp;
+		f->saved_r = t->r;
+		f->func = fid;
+		f->record = 0;
+	} else {
+		t->overflow++;
+		if (rt.w)
+			ADD(&rt.w->stats[ST_SHADOW_OVERFLOW], 1);
+	}
+	t->r = 0;
+	if (rt.w && fid < rt.nfuncs)
+		ADD(&rt.w->slot[fid].calls, 1);
+	BARRIER();
+	t->busy--;
+}
+
+/* blpp_rt_exit: function fid ends its path at an exit, %rsp == rsp. */
+void blpp_rt_exit(u64 fid, u64 rsp)
+{
+	struct blpp_thread *t = thread_get();
+	if (!t)
+		return;
+	t->busy++;
+	BARRIER();
+	if (rt.w && t->overflow == 0)
+		unwind(t, rsp, 0);
+	count(fid, (u64)t->r);
+	if (t->overflow) {
+		t->overflow--;
+		t->r = 0; /* the caller's register was not saved */
+	} else if (t->sp > t->sp_base && ((struct blpp_frame *)t->sp - 1)->func == fid) {
+		struct blpp_frame *f = (struct blpp_frame *)t->sp - 1;
+		t->r = f->saved_r;
+		BARRIER();
+		t->sp = (u64)f;
+	} else if (rt.w) {
+		ADD(&rt.w->stats[ST_EXIT_MISMATCH], 1);
+	}
+	BARRIER();
+	t->busy--;
+}
+
+/* blpp_rt_backedge: count[fid][r + k]++, r = restart [Ball-Larus 96 §3.4]. */
+void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
+{
+	struct blpp_thread *t = thread_get();
+	if (!t)
+		return;
+	t->busy++;
+	BARRIER();
+	count(fid, (u64)t->r + k);
+	t->r = (s64)restart;
+	BARRIER();
+	t->busy--;
+}
+
+/* ---- the profile writer [DESIGN 11, docs/profile-format.md] ---- */
+
+/* obuf is a growable buffer in its own mapping; err sticks. */
+struct obuf {
+	u8 *p;
+	u64 len, cap;
+	int err;
+};
+
+static int ob_reserve(struct obuf *b, u64 n)
+{
+	u64 cap;
+	long r;
+	if (b->err)
+		return 0;
+	if (b->len + n <= b->cap)
+		return 1;
+	cap = b->cap ? b->cap : 1 << 16;
+	while (cap < b->len + n)
+		cap *= 2;
+	if (b->p)
+		r = sc5(SYS_mremap, b->p, b->cap, cap, MREMAP_MAYMOVE, 0);
+	else
+		r = sc6(SYS_mmap, 0, (long)cap, PROT_RW, MAP_PRIVATE_ANON, -1, 0);
+	if (failed(r)) {
+		b->err = 1;
+		return 0;
+	}
+	b->p = (u8 *)r;
+	b->cap = cap;
+	return 1;
+}
+
+static void ob_free(struct obuf *b)
+{
+	if (b->p)
+		sc2(SYS_munmap, b->p, b->cap);
+	b->p = 0;
+	b->len = b->cap = 0;
+}
+
+static void ob_put(struct obuf *b, const void *s, u64 n)
+{
+	if (n && ob_reserve(b, n)) {
+		mem_copy(b->p + b->len, s, n);
+		b->len += n;
+	}
+}
+
+static void ob_u8(struct obuf *b, u8 v) { ob_put(b, &v, 1); }
+
+static void ob_le(struct obuf *b, u64 v, int n)
+{
+	u8 x[8];
+	for (int i = 0; i < n; i++)
+		x[i] = (u8)(v >> (8 * i));
+	ob_put(b, x, (u64)n);
+}
+
+static void ob_uv(struct obuf *b, u64 v)
+{
+	u8 x[10];
+	int n = 0;
+	while (v >= 0x80) {
+		x[n++] = (u8)(v | 0x80);
+		v >>= 7;
+	}
+	x[n++] = (u8)v;
+	ob_put(b, x, (u64)n);
+}
+
+static void ob_sv(struct obuf *b, s64 v) { ob_uv(b, ((u64)v << 1) ^ (u64)(v >> 63)); }
+
+static void ob_str(struct obuf *b, const char *s)
+{
+	u64 n = str_len(s);
+	ob_uv(b, n);
+	ob_put(b, s, n);
+}
+
+static void ob_section(struct obuf *out, u8 tag, struct obuf *payload)
+{
+	ob_u8(out, tag);
+	ob_uv(out, payload->len);
+	ob_put(out, payload->p, payload->len);
+	if (payload->err)
+		out->err = 1;
+}
+
+/* Heapsorts (no libc qsort): path entries by id, partials by (func, block, reg). */
+static int pent_less(const struct pent *a, const struct pent *b)
+{
+	if (a->func != b->func)
+		return a->func < b->func;
+	if (a->block != b->block)
+		return a->block < b->block;
+	return a->reg < b->reg;
+}
+
+static int hent_less(const struct hent *a, const struct hent *b) { return a->key < b->key; }
+
+#define DEFINE_HEAPSORT(name, T, less)                                         \
+	static void name(T *a, u64 n)                                          \
+	{                                                                      \
+		for (u64 k = n; k-- > 0;)                                      \
+			name##_sift(a, k, n);                                  \
+		while (n > 1) {                                                \
+			T x = a[0];                                            \
+			a[0] = a[n - 1];                                       \
+			a[n - 1] = x;                                          \
+			name##_sift(a, 0, --n);                                \
+		}                                                              \
+	}
+#define DEFINE_SIFT(name, T, less)                                             \
+	static void name##_sift(T *a, u64 i, u64 n)                            \
+	{                                                                      \
+		for (;;) {                                                     \
+			u64 c = 2 * i + 1;                                     \
+			T x;                                                   \
+			if (c >= n)                                            \
+				return;                                        \
+			if (c + 1 < n && less(&a[c], &a[c + 1]))               \
+				c++;                                           \
+			if (!less(&a[i], &a[c]))                               \
+				return;                                        \
+			x = a[i];                                              \
+			a[i] = a[c];                                           \
+			a[c] = x;                                              \
+			i = c;                                                 \
+		}                                                              \
+	}
+DEFINE_SIFT(sort_pents, struct pent, pent_less)
+DEFINE_HEAPSORT(sort_pents, struct pent, pent_less)
+DEFINE_SIFT(sort_hents, struct hent, hent_less)
+DEFINE_HEAPSORT(sort_hents, struct hent, hent_less)
+
+/* hash_paths encodes the paths of a hash-counted function into out,
+ * summing a path found in several tables; returns their number. */
+static u64 hash_paths(struct htab *h, struct obuf *out, struct obuf *scratch)
+{
+	struct hent *e;
+	u64 n = 0, np = 0;
+	scratch->len = 0;
+	for (; h; h = LOAD(&h->next)) {
+		for (u64 i = 0; i < h->cap; i++) {
+			struct hent x = {LOAD(&h->e[i].key), LOADR(&h->e[i].count)};
+			if (x.key && x.count)
+				ob_put(scratch, &x, sizeof(x));
+		}
+	}
+	if (scratch->err)
+		return 0;
+	e = (struct hent *)scratch->p;
+	n = scratch->len / sizeof(*e);
+	sort_hents(e, n);
+	for (u64 i = 0; i < n;) {
+		u64 key = e[i].key, c = 0;
+		for (; i < n && e[i].key == key; i++)
+			c += e[i].count;
+		ob_uv(out, key - 1);
+		ob_uv(out, c);
+		np++;
+	}
+	return np;
+}
+
+/* write_records encodes one flow-only record per function with counts. */
+static u64 write_records(struct obuf *recs, struct obuf *paths, struct obuf *scratch)
+{
+	struct wiped *w = rt.w;
+	u64 nrec = 0;
+	if (!w)
+		return 0;
+	for (u64 fid = 0; fid < rt.nfuncs; fid++) {
+		struct slot *s = &w->slot[fid];
+		u64 *d = LOAD(&s->dense);
+		struct htab *h = LOAD(&s->hash);
+		u64 calls = LOADR(&s->calls), np = 0;
+		if (!d && !h && !calls)
+			continue;
+		paths->len = 0;
+		if (d) {
+			for (u64 id = 0; id < s->num_paths; id++) {
+				u64 c = LOADR(&d[id]);
+				if (c) {
+					ob_uv(paths, id);
+					ob_uv(paths, c);
+					np++;
+				}
+			}
+		} else if (h) {
+			np = hash_paths(h, paths, scratch);
+		}
+		if (!calls && !np)
+			continue;
+		ob_uv(recs, fid);
+		ob_uv(recs, 0); /* parent: a root (flow-only) */
+		ob_uv(recs, 0); /* call site */
+		ob_uv(recs, calls);
+		ob_uv(recs, np);
+		ob_put(recs, paths->p, paths->len);
+		if (paths->err)
+			recs->err = 1;
+		nrec++;
+	}
+	return nrec;
+}
+
+/*
+ * write_partials encodes the partial activations: those found while the
+ * program ran, and the live activations of the calling thread (the one
+ * exiting, crashing or handling the dump signal). When the calling thread
+ * was inside a stub (a signal handler interrupted it) its newest frame
+ * may be half made and is left out.
+ */
+static u64 write_partials(struct obuf *parts, struct obuf *scratch)
+{
+	struct wiped *w = rt.w;
+	struct blpp_thread *t = thread_peek();
+	struct pent *e;
+	u64 n, np = 0;
+	scratch->len = 0;
+	if (w && w->ptab) {
+		for (u64 i = 0; i < PTAB_CAP; i++) {
+			struct pent x = w->ptab->e[i];
+			x.count = LOAD(&w->ptab->e[i].count);
+			if (x.count)
+				ob_put(scratch, &x, sizeof(x));
+		}
+	}
+	if (t) {
+		struct blpp_frame *f = frames(t);
+		u64 d = depth(t);
+		s64 reg = t->r;
+		if (t->busy && d > 0) {
+			reg = f[d - 1].saved_r;
+			d--;
+		}
+		for (u64 i = d; i-- > 0;) {
+			struct pent x = {f[i].func, BLPP_BLOCK_UNKNOWN, reg, 1};
+			ob_put(scratch, &x, sizeof(x));
+			reg = f[i].saved_r;
+		}
+	}
+	if (scratch->err)
+		return 0;
+	e = (struct pent *)scratch->p;
+	n = scratch->len / sizeof(*e);
+	sort_pents(e, n);
+	for (u64 i = 0; i < n;) {
+		struct pent k = e[i];
+		u64 c = 0;
+		for (; i < n && e[i].func == k.func && e[i].block == k.block && e[i].reg == k.reg; i++)
+			c += e[i].count;
+		ob_uv(parts, 0); /* no record: flow-only */
+		ob_uv(parts, k.func);
+		ob_uv(parts, k.block);
+		ob_sv(parts, k.reg);
+		ob_uv(parts, c);
+		np++;
+	}
+	return np;
+}
+
+static void write_stat(struct obuf *b, const char *key, u64 v)
+{
+	ob_str(b, key);
+	ob_uv(b, v);
+}
+
+/* write_stats encodes the STATS payload, keys in byte order (canonical). */
+static void write_stats(struct obuf *b, u64 nrec)
+{
+	u64 z[NSTATS] = {0};
+	const u64 *s = rt.w ? rt.w->stats : z;
+	ob_uv(b, 13);
+	write_stat(b, BLPP_STAT_ARENA_BYTES, LOADR(&rt.arena_bytes));
+	write_stat(b, "bad_funcs", LOADR(&s[ST_BAD_FUNCS]));
+	write_stat(b, "bad_paths", LOADR(&s[ST_BAD_PATHS]));
+	write_stat(b, "dropped_counts", LOADR(&s[ST_DROPPED_COUNTS]));
+	write_stat(b, "dropped_partials", LOADR(&s[ST_DROPPED_PARTIALS]));
+	write_stat(b, BLPP_STAT_DROPPED_RECORDS, 0);
+	write_stat(b, "dumps", rt.dumps);
+	write_stat(b, "exit_mismatch", LOADR(&s[ST_EXIT_MISMATCH]));
+	write_stat(b, "fork_child", rt.forked);
+	write_stat(b, BLPP_STAT_RECORDS, nrec);
+	write_stat(b, "shadow_overflow", LOADR(&s[ST_SHADOW_OVERFLOW]));
+	write_stat(b, BLPP_STAT_THREADS, LOADR(&rt.nthreads));
+	write_stat(b, "unwound_frames", LOADR(&s[ST_UNWOUND]));
+}
+
+/* put appends s to the name being built in rt.name; 0 when it does not fit. */
+static int put(u64 *n, const char *s, u64 len)
+{
+	if (*n + len + 1 > sizeof(rt.name))
+		return 0;
+	mem_copy(rt.name + *n, s, len);
+	*n += len;
+	rt.name[*n] = 0;
+	return 1;
+}
+
+/*
+ * profile_names expands the template into rt.name and rt.tmp: %p is the
+ * pid, %h the host name, %% a percent sign. A fork child (pid differs from
+ * the one blpp_init saw) whose template has no %p appends ".<pid>", so it
+ * never overwrites its parent's profile.
+ */
+static int profile_names(u64 pid)
+{
+	char num[24], *p = utoa(num + sizeof(num), pid);
+	u64 plen = (u64)(num + sizeof(num) - p), n = 0;
+	int has_pid = 0;
+	for (const char *s = rt.tmpl; *s; s++) {
+		int ok;
+		if (s[0] == '%' && s[1] == 'p') {
+			ok = put(&n, p, plen);
+			has_pid = 1;
+			s++;
+		} else if (s[0] == '%' && s[1] == 'h') {
+			char uts[6 * 65];
+			const char *host = "localhost";
+			if (!failed(sc1(SYS_uname, uts))) {
+				uts[2 * 65 - 1] = 0;
+				host = uts + 65; /* struct utsname.nodename */
+			}
+			ok = put(&n, host, str_len(host));
+			s++;
+		} else if (s[0] == '%' && s[1] == '%') {
+			ok = put(&n, "%", 1);
+			s++;
+		} else {
+			ok = put(&n, s, 1);
+		}
+		if (!ok)
+			return 0;
+	}
+	if (pid != rt.init_pid && !has_pid && !(put(&n, ".", 1) && put(&n, p, plen)))
+		return 0;
+	if (n + 5 + plen + 1 > sizeof(rt.tmp))
+		return 0;
+	mem_copy(rt.tmp, rt.name, n);
+	mem_copy(rt.tmp + n, ".tmp.", 5);
+	mem_copy(rt.tmp + n + 5, p, plen);
+	rt.tmp[n + 5 + plen] = 0;
+	return 1;
+}
+
+static int lock_writer(u64 tid, int wait)
+{
+	for (int i = 0;; i++) {
+		u64 cur;
+		if (CAS(&rt.write_lock, 0, tid))
+			return 1;
+		cur = LOAD(&rt.write_lock);
+		if (cur == tid || !wait || i >= 2000)
+			return 0;
+		struct {
+			long s, ns;
+		} ts = {0, 1000000};
+		sc2(SYS_nanosleep, &ts, 0);
+	}
+}
+
+static u64 fnv1a(const u8 *p, u64 n)
+{
+	u64 h = BLPP_FNV_OFFSET64;
+	for (u64 i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= BLPP_FNV_PRIME64;
+	}
+	return h;
+}
+
+/*
+ * write_profile writes the whole profile to "<name>.tmp.<pid>" and renames
+ * it to <name>. why is 0 (exit), BLPP_FLAG_FATAL_SIGNAL or
+ * BLPP_FLAG_DUMP_SIGNAL; wait says whether to wait (a while) for another
+ * thread's write to finish rather than give up.
+ */
+static void write_profile(u32 why, int wait)
+{
+	struct obuf out = {0}, sec = {0}, recs = {0}, parts = {0}, paths = {0}, scratch = {0};
+	u64 pid, tid, nrec, npart, sum;
+	struct {
+		long s, ns;
+	} now = {0, 0};
+	long fd, r = 0;
+	if (!rt.ready)
+		return;
+	fork_check();
+	pid = getpid();
+	tid = gettid();
+	if (!lock_writer(tid, wait))
+		return;
+
+	ob_put(&out, BLPP_MAGIC, BLPP_MAGIC_LEN);
+	ob_le(&out, BLPP_VERSION, 4);
+	ob_le(&out, BLPP_FLAG_FLOW_ONLY | why, 4);
+	ob_uv(&out, rt.build_id_len);
+	ob_put(&out, rt.build_id, rt.build_id_len);
+	ob_uv(&out, pid);
+	sc2(SYS_clock_gettime, 0 /* CLOCK_REALTIME */, &now);
+	ob_uv(&out, (u64)now.s * 1000000000ul + (u64)now.ns);
+	ob_uv(&out, 1); /* metrics: freq only (flow-only, no counters yet) */
+	ob_str(&out, BLPP_METRIC_FREQ);
+	ob_u8(&out, BLPP_METRIC_REAL);
+
+	nrec = write_records(&recs, &paths, &scratch);
+	npart = write_partials(&parts, &scratch);
+	ob_uv(&sec, pid); /* flow-only: one THREAD section for all threads */
+	ob_uv(&sec, nrec);
+	ob_put(&sec, recs.p, recs.len);
+	ob_uv(&sec, npart);
+	ob_put(&sec, parts.p, parts.len);
+	if (recs.err || parts.err)
+		sec.err = 1;
+	ob_section(&out, BLPP_TAG_THREAD, &sec);
+	sec.len = 0;
+	write_stats(&sec, nrec);
+	ob_section(&out, BLPP_TAG_STATS, &sec);
+	ob_u8(&out, BLPP_TAG_TRAILER);
+	sum = out.err ? 0 : fnv1a(out.p, out.len);
+	ob_le(&out, sum, 8);
+
+	if (out.err) {
+		say("out of memory writing the profile", "", "", 0);
+	} else if (!profile_names(pid)) {
+		say("profile name too long: ", rt.tmpl, "", 0);
+	} else if (failed(fd = sc3(SYS_open, rt.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644))) {
+		say("cannot create ", rt.tmp, "", fd);
+	} else {
+		for (u64 off = 0; off < out.len;) {
+			r = sc3(SYS_write, fd, out.p + off, out.len - off);
+			if (r == -4 /* EINTR */)
+				continue;
+			if (failed(r) || r == 0) {
+				r = r ? r : -28 /* ENOSPC */;
+				break;
+			}
+			off += (u64)r;
+			r = 0;
+		}
+		if (!r)
+			r = sc1(SYS_close, fd);
+		else
+			sc1(SYS_close, fd);
+		if (!failed(r))
+			r = sc2(SYS_rename, rt.tmp, rt.name);
+		if (failed(r)) {
+			say("cannot write profile ", rt.name, "", r);
+			sc1(SYS_unlink, rt.tmp);
+		} else if (why == BLPP_FLAG_DUMP_SIGNAL) {
+			rt.dumps++;
+		}
+	}
+	ob_free(&out);
+	ob_free(&sec);
+	ob_free(&recs);
+	ob_free(&parts);
+	ob_free(&paths);
+	ob_free(&scratch);
+	STORE(&rt.write_lock, 0);
+}
+
+/* ---- signals [DESIGN 10] ---- */
+
+struct ksigaction {
+	void (*handler)(int);
+	u64 flags;
+	void (*restorer)(void);
+	u64 mask;
+};
+
+void blpp_sigreturn(void); /* blpp_stubs.S: rt_sigreturn */
+
+static long set_action(int sig, void (*h)(int), u64 flags, struct ksigaction *old)
+{
+	struct ksigaction sa = {h, flags | SA_RESTORER, blpp_sigreturn, ~0ul};
+	return sc4(SYS_rt_sigaction, sig, &sa, old, 8);
+}
+
+/*
+ * on_fatal writes the profile (unless the exit already did), restores the
+ * default action and sends the signal again: when the handler returns the
+ * signal is delivered once more and kills the process as it would have
+ * without blpp (same status, same core dump).
+ */
+static void on_fatal(int sig)
+{
+	if (CAS(&rt.exit_written, 0, 1))
+		write_profile(BLPP_FLAG_FATAL_SIGNAL, 1);
+	set_action(sig, 0 /* SIG_DFL */, 0, 0);
+	sc3(SYS_tgkill, getpid(), gettid(), sig);
+}
+
+/* on_dump writes a profile and lets the program go on. */
+static void on_dump(int sig)
+{
+	(void)sig;
+	if (!LOAD(&rt.exit_written))
+		write_profile(BLPP_FLAG_DUMP_SIGNAL, 0);
+}
+
+static void install_handlers(u64 dump_signal)
+{
+	static const u8 fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
+	int dump_is_fatal = 0;
+	if (!(rt.flags & BLPP_CONFIG_FLAG_NO_FATAL_HANDLERS)) {
+		for (u64 i = 0; i < sizeof(fatal); i++) {
+			struct ksigaction old;
+			/* A signal the program started with ignored stays ignored. */
+			if (failed(sc4(SYS_rt_sigaction, fatal[i], 0, &old, 8)) || old.handler == (void (*)(int))1)
+				continue;
+			set_action(fatal[i], on_fatal, SA_ONSTACK, 0);
+			dump_is_fatal |= fatal[i] == dump_signal;
+		}
+	}
+	if (dump_signal && !dump_is_fatal) {
+		if (dump_signal > NSIG || dump_signal == SIGKILL || dump_signal == SIGSTOP ||
+		    failed(set_action((int)dump_signal, on_dump, SA_RESTART, 0)))
+			say("cannot install the dump signal handler", "", "", 0);
+	}
+}
+
+/* ---- start and exit [DESIGN 10] ---- */
+
+static void die(const char *m)
+{
+	say(m, "", "", 0);
+	sc1(SYS_exit_group, 127);
+}
+
+static u64 read_fs_base(void)
+{
+	u64 v = 0;
+	if (rt.fsgsbase)
+		__asm__ volatile("rdfsbase %0" : "=r"(v));
+	else
+		sc2(SYS_arch_prctl, ARCH_GET_FS, &v);
+	return v;
+}
+
+/* set_template makes the profile name template absolute, so that a chdir
+ * of the program does not move the profile. */
+static void set_template(const char *name)
+{
+	u64 n = 0, len;
+	if (!name || !*name)
+		name = "blpp.out";
+	len = str_len(name);
+	if (name[0] != '/') {
+		long r = sc2(SYS_getcwd, rt.tmpl, sizeof(rt.tmpl));
+		if (!failed(r) && r > 0 && rt.tmpl[0] == '/') {
+			n = str_len(rt.tmpl);
+			if (n > 1)
+				rt.tmpl[n++] = '/';
+		} else {
+			say("cannot get the working directory: the profile name stays relative", "", "", r);
+		}
+	}
+	if (n + len + 1 > sizeof(rt.tmpl)) {
+		say("profile name too long: ", name, "", 0);
+		n = 0;
+		name = "blpp.out";
+		len = str_len(name);
+	}
+	mem_copy(rt.tmpl + n, name, len);
+	rt.tmpl[n + len] = 0;
+}
+
+/*
+ * blpp_init runs once, from blpp_start, before the program's own entry
+ * code; sp is the initial stack (argc, argv, envp, auxv). It returns with
+ * blpp_entry_target set. Nothing of the program has run yet: in a static
+ * binary there is not even a thread pointer.
+ */
+void blpp_init(u64 *sp)
+{
+	const volatile struct blpp_config *c = &blpp_config;
+	const char *profile = 0;
+	char **envp;
+	u64 *auxv, hwcap2 = 0;
+	struct blpp_thread *t;
+
+	envp = (char **)(sp + 1 + sp[0] + 1);
+	for (; *envp; envp++) {
+		const char *v;
+		if ((v = prefix(*envp, "BLPP_PROFILE=")))
+			profile = v;
+		else if ((v = prefix(*envp, "BLPP_QUIET=")))
+			rt.quiet = v[0] == '1' && v[1] == 0;
+	}
+	for (auxv = (u64 *)(envp + 1); auxv[0]; auxv += 2)
+		if (auxv[0] == AT_HWCAP2)
+			hwcap2 = auxv[1];
+	rt.fsgsbase = (hwcap2 & HWCAP2_FSGSBASE) != 0;
+
+	if (c->magic != BLPP_CONFIG_MAGIC)
+		die("the runtime configuration is missing (bad magic)");
+	rt.bias = (u64)&blpp_config - c->self_vaddr;
+	blpp_entry_target = c->orig_entry + rt.bias;
+	rt.flags = c->flags;
+	rt.nfuncs = c->nfuncs;
+	rt.funcs = (const struct blpp_func *)(c->funcs_vaddr + rt.bias);
+	if (c->build_id_vaddr && c->build_id_len <= 256) {
+		rt.build_id = (const u8 *)(c->build_id_vaddr + rt.bias);
+		rt.build_id_len = c->build_id_len;
+	}
+	if (!c->orig_entry || (rt.nfuncs && !c->funcs_vaddr) || rt.nfuncs > (1ul << 32))
+		die("the runtime configuration is invalid");
+	rt.init_pid = getpid();
+
+	rt.w = map_wiped(page_up(sizeof(struct wiped) + rt.nfuncs * sizeof(struct slot)));
+	if (rt.w)
+		rt.w->live = 1;
+	else
+		say("cannot map the counter state: no paths are counted", "", "", 0);
+
+	/* A static binary sets its thread pointer later, in libc's start
+	 * code, and instrumented code runs before that (IRELATIVE resolvers,
+	 * libc's own start functions). Give it a temporary one whose first
+	 * word points to itself, as the TLS ABI wants; thread_slow hands the
+	 * main block over when libc installs the real one. */
+	if (read_fs_base() == 0) {
+		u64 *tcb = map_anon(4096, 0);
+		if (!tcb)
+			die("cannot map a thread pointer");
+		tcb[0] = (u64)tcb;
+		if (rt.fsgsbase)
+			__asm__ volatile("wrfsbase %0" : : "r"(tcb) : "memory");
+		else
+			sc2(SYS_arch_prctl, ARCH_SET_FS, tcb);
+		rt.dummy_tp = (u64)tcb;
+	}
+	t = block_new();
+	if (!t)
+		die("cannot map the main thread block");
+	t->owner = thread_pointer();
+	block_link(t);
+	set_gs(t);
+
+	set_template(profile);
+	rt.ready = 1;
+	install_handlers(c->dump_signal);
+}
+
+/*
+ * blpp_fini is the exit hook (SysV ABI, no arguments): it calls the
+ * original finaliser if the configuration names one, then writes the
+ * final profile, once per process.
+ */
+void blpp_fini(void)
+{
+	const volatile struct blpp_config *c = &blpp_config;
+	if (c->orig_fini)
+		((void (*)(void))(c->orig_fini + rt.bias))();
+	fork_check();
+	if (CAS(&rt.exit_written, 0, 1))
+		write_profile(0, 1);
+}
+
+#pragma GCC visibility pop

@@ -1,0 +1,137 @@
+//go:build ignore
+
+/*
+ * blpp runtime: the entry point and the stubs instrumented code calls.
+ *
+ * Calling sequences (every stub preserves every general register, %rsp
+ * and the flags, DF included; the caller pops the arguments):
+ *
+ *   function entry, rsp == the activation's entry %rsp:
+ *	lea -128(%rsp),%rsp ; push $fid ; call blpp_enter ; lea 136(%rsp),%rsp
+ *   path end at an exit (before ret / the tail jump / a no-return call):
+ *	lea -128(%rsp),%rsp ; push $fid ; call blpp_exit ; lea 136(%rsp),%rsp
+ *   path end at a backedge (count[r + k]++, r = restart):
+ *	lea -128(%rsp),%rsp ; push $restart ; push $k ; push $fid ;
+ *	call blpp_backedge ; lea 152(%rsp),%rsp
+ *
+ * `push $imm32` sign-extends; a 64-bit argument is `push $lo32` followed
+ * by `movl $hi32, 4(%rsp)`. The stubs recover the caller's %rsp from the
+ * fixed shape of these sequences (BLPP_RED_ZONE bytes, the pushed words,
+ * the return address), so it must be exactly this.
+ *
+ * The C halves are ordinary SysV functions: the stubs save the registers
+ * the ABI lets them clobber, align the stack, clear DF as the ABI
+ * requires, and restore everything afterwards. The C code is compiled
+ * with -mgeneral-regs-only, so vector and x87 registers are never touched.
+ */
+
+#include "blpp_layout.h"
+
+	.text
+
+/* SAVE pushes the flags and the caller-saved registers, plus %rbx, which
+ * then holds the unaligned %rsp: 11 words, 88 bytes. */
+.macro SAVE
+	pushfq
+	push	%rax
+	push	%rcx
+	push	%rdx
+	push	%rsi
+	push	%rdi
+	push	%r8
+	push	%r9
+	push	%r10
+	push	%r11
+	push	%rbx
+	mov	%rsp, %rbx
+	and	$-16, %rsp
+	cld
+.endm
+
+.macro RESTORE
+	mov	%rbx, %rsp
+	pop	%rbx
+	pop	%r11
+	pop	%r10
+	pop	%r9
+	pop	%r8
+	pop	%rdi
+	pop	%rsi
+	pop	%rdx
+	pop	%rcx
+	pop	%rax
+	popfq
+.endm
+
+/* After SAVE: the return address is at 88(%rbx), argument i at
+ * 96+8*i(%rbx), and the caller's %rsp before its red-zone step was
+ * 88 + 8 (return address) + 8*nargs + BLPP_RED_ZONE above %rbx. */
+#define ARG(i) (96 + 8 * (i))(%rbx)
+#define CALLER_RSP(nargs) (96 + 8 * (nargs) + BLPP_RED_ZONE)(%rbx)
+
+	.globl	blpp_enter
+	.hidden	blpp_enter
+	.type	blpp_enter, @function
+blpp_enter:
+	SAVE
+	mov	ARG(0), %rdi
+	lea	CALLER_RSP(1), %rsi
+	call	blpp_rt_enter
+	RESTORE
+	ret
+	.size	blpp_enter, . - blpp_enter
+
+	.globl	blpp_exit
+	.hidden	blpp_exit
+	.type	blpp_exit, @function
+blpp_exit:
+	SAVE
+	mov	ARG(0), %rdi
+	lea	CALLER_RSP(1), %rsi
+	call	blpp_rt_exit
+	RESTORE
+	ret
+	.size	blpp_exit, . - blpp_exit
+
+	.globl	blpp_backedge
+	.hidden	blpp_backedge
+	.type	blpp_backedge, @function
+blpp_backedge:
+	SAVE
+	mov	ARG(0), %rdi
+	mov	ARG(1), %rsi
+	mov	ARG(2), %rdx
+	call	blpp_rt_backedge
+	RESTORE
+	ret
+	.size	blpp_backedge, . - blpp_backedge
+
+/*
+ * blpp_start replaces the program's entry point. The kernel (or, in a
+ * dynamic binary, ld.so) left the initial stack at %rsp and, in %rdx, a
+ * finaliser for the program to register with atexit: both, and every
+ * other register, reach the original entry unchanged. blpp_init gets a
+ * pointer to the initial stack (argc, argv, envp, auxv) and sets
+ * blpp_entry_target.
+ */
+	.globl	blpp_start
+	.hidden	blpp_start
+	.type	blpp_start, @function
+blpp_start:
+	SAVE
+	lea	88(%rbx), %rdi
+	call	blpp_init
+	RESTORE
+	jmp	*blpp_entry_target(%rip)
+	.size	blpp_start, . - blpp_start
+
+/* blpp_sigreturn is the sa_restorer of the runtime's signal handlers. */
+	.globl	blpp_sigreturn
+	.hidden	blpp_sigreturn
+	.type	blpp_sigreturn, @function
+blpp_sigreturn:
+	mov	$15, %eax	/* rt_sigreturn */
+	syscall
+	.size	blpp_sigreturn, . - blpp_sigreturn
+
+	.section .note.GNU-stack,"",@progbits

@@ -1,0 +1,1020 @@
+package runtime_test
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"blpp/cct"
+	"blpp/internal/fixture"
+	"blpp/runtime"
+	"blpp/runtime/internal/build"
+)
+
+// The harness (testdata/harness.c) is linked with the runtime's sources
+// and patched here the way the rewriter patches an instrumented binary.
+
+// harnessFuncs is the function table patched into the harness; the ids are
+// the F_* constants of harness.c. hash selects the runtime's hash table
+// (counters_vaddr 0) instead of a dense array.
+var harnessFuncs = []struct {
+	name     string
+	numPaths uint64
+	hash     bool
+}{
+	{"f", 4, false},
+	{"loop", 8, false},
+	{"rec", 4, false},
+	{"worker", 2, false},
+	{"big", 1 << 40, true},
+	{"A", 4, false},
+	{"B", 4, false},
+	{"C", 4, false},
+	{"D", 8, false},
+	{"main_like", 4, false},
+	{"crash", 4, false},
+	{"regs", 2, false},
+	{"ifunc", 2, false},
+	{"g_exit", 2, false},
+}
+
+const (
+	fBasic = iota
+	fLoop
+	fRec
+	fWorker
+	fBig
+	fA
+	fB
+	fC
+	fD
+	fMain
+	fCrash
+	fRegs
+	fIfunc
+	fG
+)
+
+// variant is one way of building the harness.
+type variant struct {
+	name    string
+	flags   []string // compile and link flags of the harness
+	static  bool
+	rtFlags []string // extra flags for the runtime's sources
+}
+
+var (
+	varNoPIE  = variant{name: "nopie", flags: []string{"-fno-pie", "-no-pie"}}
+	varPIE    = variant{name: "pie", flags: []string{"-fPIE", "-pie"}}
+	varStatic = variant{name: "static", flags: []string{"-fno-pie", "-no-pie", "-static", "-DHARNESS_STATIC"}, static: true}
+	// varSmallShadow has room for 64 shadow frames per thread.
+	varSmallShadow = variant{name: "smallshadow", flags: []string{"-fno-pie", "-no-pie"}, rtFlags: []string{"-DBLPP_SHADOW_FRAMES=64"}}
+)
+
+var (
+	buildDir     string
+	buildDirOnce sync.Once
+	harnessMu    sync.Mutex
+	harnesses    = map[string]*harnessBuild{}
+)
+
+type harnessBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// TestMain removes the harness builds afterwards, unless
+// BLPP_KEEP_HARNESS=1 asks to keep them for debugging.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		if os.Getenv("BLPP_KEEP_HARNESS") == "1" {
+			fmt.Fprintln(os.Stderr, "harness builds kept in", buildDir)
+		} else {
+			os.RemoveAll(buildDir)
+		}
+	}
+	os.Exit(code)
+}
+
+func exec(name string, args ...string) ([]byte, error) {
+	cmd := osexec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	return cmd.CombinedOutput()
+}
+
+// harness returns the path of the harness built as v, building it once
+// per test process.
+func harness(t *testing.T, v variant) string {
+	t.Helper()
+	gcc := fixture.RequireTool(t, "gcc", "gcc")
+	if v.static {
+		out, err := exec(gcc, "-print-file-name=libc.a")
+		if p := strings.TrimSpace(string(out)); err != nil || !filepath.IsAbs(p) {
+			if os.Getenv(fixture.EnvRequireTools) == "1" {
+				t.Fatal("no libc.a for a static harness (Debian package libc6-dev)")
+			}
+			t.Skip("no libc.a for a static harness (install the Debian package libc6-dev)")
+		}
+	}
+	buildDirOnce.Do(func() {
+		d, err := os.MkdirTemp("", "blpp-rt-test-")
+		if err == nil {
+			buildDir = d
+		}
+	})
+	if buildDir == "" {
+		t.Fatal("no temporary directory")
+	}
+	harnessMu.Lock()
+	hb := harnesses[v.name]
+	if hb == nil {
+		hb = &harnessBuild{}
+		harnesses[v.name] = hb
+	}
+	harnessMu.Unlock()
+	hb.once.Do(func() { hb.path, hb.err = buildHarness(gcc, v) })
+	if hb.err != nil {
+		t.Fatalf("build harness (%s): %v", v.name, hb.err)
+	}
+	return hb.path
+}
+
+func buildHarness(gcc string, v variant) (string, error) {
+	rtDir, err := filepath.Abs(".")
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(buildDir, v.name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	var objs []string
+	compile := func(src string, flags ...string) error {
+		obj := filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), filepath.Ext(src))+".o")
+		args := append(append([]string{"-I", rtDir}, flags...), "-c", "-o", obj, src)
+		if out, err := exec(gcc, args...); err != nil {
+			return fmt.Errorf("%s: %v\n%s", src, err, out)
+		}
+		objs = append(objs, obj)
+		return nil
+	}
+	// The runtime exactly as the image build compiles it.
+	for _, src := range []string{"blpp_rt.c", "blpp_stubs.S"} {
+		if err := compile(filepath.Join(rtDir, src), append(append([]string{}, build.CFlags...), v.rtFlags...)...); err != nil {
+			return "", err
+		}
+	}
+	hflags := append([]string{"-O2", "-g", "-pthread", "-Wall"}, v.flags...)
+	if err := compile(filepath.Join(rtDir, "testdata", "harness.c"), hflags...); err != nil {
+		return "", err
+	}
+	if err := compile(filepath.Join(rtDir, "testdata", "regs.S"), v.flags...); err != nil {
+		return "", err
+	}
+	exe := filepath.Join(dir, "harness")
+	link := append(append([]string{"-pthread", "-Wl,-e,blpp_start", "-Wl,--build-id"}, v.flags...), "-o", exe)
+	if !v.static {
+		link = append(link, "-Wl,-fini=blpp_fini")
+	}
+	link = append(link, objs...)
+	if out, err := exec(gcc, link...); err != nil {
+		return "", fmt.Errorf("link: %v\n%s", err, out)
+	}
+	if err := patchHarness(exe, v); err != nil {
+		return "", fmt.Errorf("patch: %w", err)
+	}
+	return exe, nil
+}
+
+// patchHarness fills blpp_config and the function table in the linked
+// harness, with link-time addresses, as the rewriter would.
+func patchHarness(exe string, v variant) error {
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		return err
+	}
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		return err
+	}
+	addr := map[string]uint64{}
+	for _, s := range syms {
+		addr[s.Name] = s.Value
+	}
+	for _, n := range []string{"blpp_config", "harness_funcs", "harness_counters", "_start"} {
+		if addr[n] == 0 {
+			return fmt.Errorf("no symbol %s", n)
+		}
+	}
+	fileOff := func(a uint64) (uint64, error) {
+		for _, s := range f.Sections {
+			if s.Type != elf.SHT_NOBITS && s.Flags&elf.SHF_ALLOC != 0 && a >= s.Addr && a < s.Addr+s.Size {
+				return s.Offset + a - s.Addr, nil
+			}
+		}
+		return 0, fmt.Errorf("address %#x is not in the file", a)
+	}
+	note := f.Section(".note.gnu.build-id")
+	if note == nil {
+		return fmt.Errorf("no build-id note")
+	}
+	nb, err := note.Data()
+	if err != nil || len(nb) < 16 {
+		return fmt.Errorf("build-id note: %v", err)
+	}
+	namesz := binary.LittleEndian.Uint32(nb)
+	descsz := binary.LittleEndian.Uint32(nb[4:])
+	descOff := 12 + (uint64(namesz)+3)&^3
+	cfg := runtime.Config{
+		SelfVaddr:    addr["blpp_config"],
+		OrigEntry:    addr["_start"],
+		OrigFini:     addr["_fini"],
+		FuncsVaddr:   addr["harness_funcs"],
+		NFuncs:       uint64(len(harnessFuncs)),
+		BuildIDVaddr: note.Addr + descOff,
+		BuildIDLen:   uint64(descsz),
+		DumpSignal:   runtime.DefaultDumpSignal,
+		Flags:        runtime.ConfigFlagFlowOnly,
+	}
+	if v.static {
+		cfg.OrigFini = 0 // the hook is in .fini_array; _fini runs anyway
+	}
+	off, err := fileOff(cfg.SelfVaddr)
+	if err != nil {
+		return err
+	}
+	runtime.PutConfig(data[off:], cfg)
+	off, err = fileOff(cfg.FuncsVaddr)
+	if err != nil {
+		return err
+	}
+	next := addr["harness_counters"]
+	for i, hf := range harnessFuncs {
+		fn := runtime.Func{NumPaths: hf.numPaths}
+		if !hf.hash {
+			fn.CountersVaddr = next
+			next += 8 * hf.numPaths
+		}
+		runtime.PutFunc(data[off+uint64(i*runtime.FuncSize):], fn)
+	}
+	if next > addr["harness_counters"]+8*8192 {
+		return fmt.Errorf("harness_counters is too small")
+	}
+	return os.WriteFile(exe, data, 0o755)
+}
+
+// buildID returns the build-id bytes of exe.
+func buildID(t *testing.T, exe string) []byte {
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	nb, err := f.Section(".note.gnu.build-id").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	namesz := binary.LittleEndian.Uint32(nb)
+	descsz := binary.LittleEndian.Uint32(nb[4:])
+	off := 12 + (namesz+3)&^3
+	return nb[off : off+descsz]
+}
+
+// result is one run of the harness.
+type result struct {
+	stdout, stderr string
+	status         syscall.WaitStatus
+	pid            int
+}
+
+func runHarness(t *testing.T, exe string, dir string, env []string, args ...string) result {
+	t.Helper()
+	cmd := osexec.Command(exe, args...)
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if _, ok := err.(*osexec.ExitError); err != nil && !ok {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), cmd.ProcessState.Sys().(syscall.WaitStatus), cmd.ProcessState.Pid()}
+}
+
+// cleanEnv is the test's environment without BLPP_ variables.
+func cleanEnv() []string {
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "BLPP_PROFILE=") && !strings.HasPrefix(e, "BLPP_QUIET=") {
+			env = append(env, e)
+		}
+	}
+	return env
+}
+
+// model is what a run must have counted: per function its activations and
+// path counts, the partial activations, and some statistics.
+type model struct {
+	calls    map[int]uint64
+	paths    map[int]map[uint64]uint64
+	partials map[partial]uint64
+	stats    map[string]uint64
+}
+
+type partial struct {
+	fn  int
+	reg int64
+}
+
+func newModel() *model {
+	return &model{calls: map[int]uint64{}, paths: map[int]map[uint64]uint64{}, partials: map[partial]uint64{}, stats: map[string]uint64{}}
+}
+
+func (m *model) enter(fn int) { m.calls[fn]++ }
+func (m *model) count(fn int, path uint64) {
+	if m.paths[fn] == nil {
+		m.paths[fn] = map[uint64]uint64{}
+	}
+	m.paths[fn][path]++
+}
+
+// The harness's functions, as the runtime must count them.
+func (m *model) f(i int) { m.enter(fBasic); m.count(fBasic, uint64(i&3)) }
+func (m *model) loop(n int) {
+	m.enter(fLoop)
+	for i := 0; i < n; i++ {
+		r := uint64(i & 1)
+		if i > 0 {
+			r += 2
+		}
+		m.count(fLoop, r+4)
+	}
+	if n == 0 {
+		m.count(fLoop, 0)
+	} else {
+		m.count(fLoop, 2)
+	}
+}
+func (m *model) rec(n int) {
+	m.enter(fRec)
+	if n > 0 {
+		m.rec(n - 1)
+		m.count(fRec, 3)
+	} else {
+		m.count(fRec, 0)
+	}
+}
+func (m *model) big(id uint64) { m.enter(fBig); m.count(fBig, id) }
+func (m *model) basic(n int) {
+	for i := 0; i < n; i++ {
+		m.f(i)
+	}
+	m.loop(0)
+	m.loop(5)
+	m.loop(6)
+	for i := 0; i < 5; i++ {
+		m.rec(10)
+	}
+	for i := uint64(0); i < 3000; i++ {
+		m.big(i * 1000003 % 5000)
+	}
+	m.enter(fBasic) // badpath: path 100 of a 4-path function
+	m.stats["bad_paths"]++
+}
+
+// check compares profile p with the model exactly: the same functions,
+// activations, paths and partials.
+func (m *model) check(t *testing.T, p *cct.Profile) {
+	t.Helper()
+	if len(p.Threads) != 1 {
+		t.Fatalf("%d THREAD sections, want 1 (flow-only)", len(p.Threads))
+	}
+	th := p.Threads[0]
+	gotCalls := map[int]uint64{}
+	gotPaths := map[int]map[uint64]uint64{}
+	for _, r := range th.Records {
+		if r.Parent != -1 || r.CallSite != 0 {
+			t.Errorf("record of function %d has parent %d call site %d in a flow-only profile", r.Func, r.Parent, r.CallSite)
+		}
+		if _, dup := gotCalls[int(r.Func)]; dup {
+			t.Errorf("two records of function %d", r.Func)
+		}
+		gotCalls[int(r.Func)] = r.Calls
+		for _, path := range r.Paths {
+			if gotPaths[int(r.Func)] == nil {
+				gotPaths[int(r.Func)] = map[uint64]uint64{}
+			}
+			gotPaths[int(r.Func)][path.ID] = path.Count
+		}
+	}
+	for fn := range m.paths {
+		if _, ok := m.calls[fn]; !ok {
+			m.calls[fn] = 0
+		}
+	}
+	for fn, c := range m.calls {
+		if gotCalls[fn] != c {
+			t.Errorf("%s: %d activations, want %d", harnessFuncs[fn].name, gotCalls[fn], c)
+		}
+	}
+	for fn, c := range gotCalls {
+		if _, ok := m.calls[fn]; !ok {
+			t.Errorf("%s: unexpected record (%d activations, paths %v)", harnessFuncs[fn].name, c, gotPaths[fn])
+		}
+	}
+	for fn := range m.calls {
+		want := m.paths[fn]
+		if want == nil {
+			want = map[uint64]uint64{}
+		}
+		got := gotPaths[fn]
+		if got == nil {
+			got = map[uint64]uint64{}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: paths %s, want %s", harnessFuncs[fn].name, fmtPaths(got), fmtPaths(want))
+		}
+	}
+	gotPart := map[partial]uint64{}
+	for _, q := range th.Partials {
+		if q.Record != -1 || q.Block != runtime.BlockUnknown {
+			t.Errorf("partial %+v: want no record and block unknown", q)
+		}
+		gotPart[partial{int(q.Func), q.Reg}] += q.Count
+	}
+	if !reflect.DeepEqual(gotPart, m.partials) {
+		t.Errorf("partials %v, want %v", gotPart, m.partials)
+	}
+	for k, v := range m.stats {
+		if p.Stats[k] != v {
+			t.Errorf("stat %s = %d, want %d", k, p.Stats[k], v)
+		}
+	}
+	for _, k := range []string{"bad_funcs", "dropped_counts", "dropped_partials", "exit_mismatch", "shadow_overflow"} {
+		if _, set := m.stats[k]; !set && p.Stats[k] != 0 {
+			t.Errorf("stat %s = %d, want 0", k, p.Stats[k])
+		}
+	}
+}
+
+func fmtPaths(m map[uint64]uint64) string {
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	if len(ids) > 12 {
+		return fmt.Sprintf("{%d paths, first %d:%d}", len(ids), ids[0], m[ids[0]])
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d:%d", id, m[id])
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// readProfile parses a profile file and checks what every profile must
+// satisfy: valid, canonical (the bytes cct's writer would produce),
+// flow-only, written by pid, with the harness's build-id.
+func readProfile(t *testing.T, name, exe string, pid int, flags cct.Flags) *cct.Profile {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatalf("profile: %v", err)
+	}
+	p, err := cct.Parse(data)
+	if err != nil {
+		t.Fatalf("profile %s: %v", name, err)
+	}
+	again, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatalf("re-encode: %v", err)
+	}
+	if !bytes.Equal(again, data) {
+		t.Errorf("profile %s is not in canonical form (cct writes %d bytes, the runtime wrote %d)", name, len(again), len(data))
+	}
+	if p.Flags != flags|cct.FlagFlowOnly {
+		t.Errorf("flags %v, want %v", p.Flags, flags|cct.FlagFlowOnly)
+	}
+	if pid != 0 && p.PID != uint64(pid) {
+		t.Errorf("pid %d, want %d", p.PID, pid)
+	}
+	if id := buildID(t, exe); !bytes.Equal(p.BuildID, id) {
+		t.Errorf("build-id %x, want %x", p.BuildID, id)
+	}
+	if d := time.Since(time.Unix(0, int64(p.TimeNS))); d < -time.Minute || d > 10*time.Minute {
+		t.Errorf("time %v is not now", time.Unix(0, int64(p.TimeNS)))
+	}
+	if len(p.Metrics) != 1 || p.Metrics[0].Name != cct.FreqMetric {
+		t.Errorf("metrics %v, want freq only", p.Metrics)
+	}
+	return p
+}
+
+func wantExit(t *testing.T, r result, code int) {
+	t.Helper()
+	if !r.status.Exited() || r.status.ExitStatus() != code {
+		t.Errorf("status %v, want exit %d; stdout %q stderr %q", describe(r.status), code, r.stdout, r.stderr)
+	}
+}
+
+func wantSignal(t *testing.T, r result, sig syscall.Signal) {
+	t.Helper()
+	if !r.status.Signaled() || r.status.Signal() != sig {
+		t.Errorf("status %v, want killed by %v; stdout %q stderr %q", describe(r.status), sig, r.stdout, r.stderr)
+	}
+}
+
+func describe(ws syscall.WaitStatus) string {
+	if ws.Signaled() {
+		return "killed by " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exit %d", ws.ExitStatus())
+}
+
+func TestBasic(t *testing.T) {
+	for _, v := range []variant{varNoPIE, varPIE, varStatic} {
+		t.Run(v.name, func(t *testing.T) {
+			exe := harness(t, v)
+			dir := t.TempDir()
+			prof := filepath.Join(dir, "prof")
+			r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "basic")
+			wantExit(t, r, 0)
+			if r.stderr != "" {
+				t.Errorf("stderr: %q", r.stderr)
+			}
+			p := readProfile(t, prof, exe, r.pid, 0)
+			m := newModel()
+			m.basic(100)
+			if v.static {
+				// The IRELATIVE resolver ran before libc set the
+				// thread pointer, under the runtime's stand-in.
+				m.enter(fIfunc)
+				m.count(fIfunc, 1)
+				if !strings.Contains(r.stdout, "ifunc tp differs") {
+					t.Errorf("the resolver did not run before TLS setup: %q", r.stdout)
+				}
+			}
+			m.stats["threads"] = 1
+			m.check(t, p)
+			if _, err := os.Stat(prof + ".tmp." + fmt.Sprint(r.pid)); err == nil {
+				t.Error("temporary file left behind")
+			}
+		})
+	}
+}
+
+func TestRegisters(t *testing.T) {
+	for _, v := range []variant{varNoPIE, varPIE} {
+		t.Run(v.name, func(t *testing.T) {
+			exe := harness(t, v)
+			dir := t.TempDir()
+			prof := filepath.Join(dir, "prof")
+			r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "regs")
+			wantExit(t, r, 0)
+			if r.stdout != "regs ok\n" {
+				t.Errorf("register check:\n%s", r.stdout)
+			}
+			m := newModel()
+			for k := 0; k < 2; k++ {
+				m.enter(fRegs)
+				m.count(fRegs, 1) // backedge: r 0 + k 1
+				m.count(fRegs, 0) // exit: r = restart 0
+			}
+			m.check(t, readProfile(t, prof, exe, r.pid, 0))
+		})
+	}
+}
+
+// TestRegistersNewThread checks the stubs on a thread's first calls,
+// which map its block and switch %gs.
+func TestRegistersNewThread(t *testing.T) {
+	exe := harness(t, varNoPIE)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "prof")
+	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "regs-thread")
+	wantExit(t, r, 0)
+	if r.stdout != "regs ok\n" {
+		t.Errorf("register check:\n%s", r.stdout)
+	}
+	m := newModel()
+	for k := 0; k < 2; k++ {
+		m.enter(fRegs)
+		m.count(fRegs, 1)
+		m.count(fRegs, 0)
+	}
+	m.stats["threads"] = 2
+	m.check(t, readProfile(t, prof, exe, r.pid, 0))
+}
+
+// TestShadowOverflow runs rec(100) with room for 64 shadow frames: the 37
+// activations beyond are counted, but their callers' registers are lost
+// (rec(1..37) end on path 2 instead of 3).
+func TestShadowOverflow(t *testing.T) {
+	exe := harness(t, varSmallShadow)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "prof")
+	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "overflow")
+	wantExit(t, r, 0)
+	m := newModel()
+	for i := 0; i <= 100; i++ {
+		m.enter(fRec)
+	}
+	m.count(fRec, 0)
+	for i := 1; i <= 37; i++ {
+		m.count(fRec, 2)
+	}
+	for i := 38; i <= 100; i++ {
+		m.count(fRec, 3)
+	}
+	m.f(2)
+	m.stats["shadow_overflow"] = 37
+	m.check(t, readProfile(t, prof, exe, r.pid, 0))
+}
+
+// TestDeadThreads runs ten threads one after the other; nine leave
+// through pthread_exit with F_WORKER live. The C library gives a new
+// thread the TCB of a dead one, and the runtime then reuses its block,
+// recording the activation it left as a partial.
+func TestDeadThreads(t *testing.T) {
+	exe := harness(t, varNoPIE)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "prof")
+	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "dead-threads")
+	wantExit(t, r, 0)
+	p := readProfile(t, prof, exe, r.pid, 0)
+	blocks := p.Stats["threads"]
+	if blocks < 2 || blocks > 10 {
+		t.Fatalf("%d thread blocks for the main thread and 10 sequential threads: no reuse", blocks)
+	}
+	m := newModel()
+	for i := 0; i < 10; i++ {
+		m.enter(fWorker)
+	}
+	m.count(fWorker, 1)
+	// Every reuse records the previous owner's live activation.
+	m.partials[partial{fWorker, 1}] = 11 - blocks
+	m.stats["threads"] = blocks
+	m.check(t, p)
+}
+
+// TestSignalHandlers runs instrumented code in a signal handler that
+// interrupts instrumented code (and the stubs) every 50µs.
+func TestSignalHandlers(t *testing.T) {
+	exe := harness(t, varNoPIE)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "prof")
+	const n = 300000
+	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "signals", fmt.Sprint(n))
+	wantExit(t, r, 0)
+	var handled int
+	if _, err := fmt.Sscanf(r.stdout, "handled %d", &handled); err != nil {
+		t.Fatalf("stdout %q: %v", r.stdout, err)
+	}
+	if handled == 0 {
+		t.Error("no signal was handled")
+	}
+	t.Logf("%d signals handled during %d calls", handled, n)
+	m := newModel()
+	for i := 0; i < n; i++ {
+		m.f(i)
+		if i%64 == 0 {
+			m.rec(2)
+		}
+	}
+	for i := 0; i < handled; i++ {
+		m.f(1)
+	}
+	m.check(t, readProfile(t, prof, exe, r.pid, 0))
+}
+
+func TestThreads(t *testing.T) {
+	for _, v := range []variant{varNoPIE, varStatic} {
+		t.Run(v.name, func(t *testing.T) {
+			exe := harness(t, v)
+			dir := t.TempDir()
+			prof := filepath.Join(dir, "prof")
+			r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "threads")
+			wantExit(t, r, 0)
+			if !strings.Contains(r.stdout, "distinct blocks") {
+				t.Errorf("stdout %q", r.stdout)
+			}
+			m := newModel()
+			m.f(0)
+			for th := 0; th < 4; th++ {
+				m.enter(fWorker)
+				for i := 0; i < 20000; i++ {
+					m.f(i + th)
+					m.big(uint64(i) * 7919 % (1 << 40))
+					if i%1000 == 0 {
+						m.rec(3)
+					}
+				}
+				m.count(fWorker, 1)
+			}
+			if v.static {
+				m.enter(fIfunc)
+				m.count(fIfunc, 1)
+			}
+			m.stats["threads"] = 5
+			m.check(t, readProfile(t, prof, exe, r.pid, 0))
+		})
+	}
+}
+
+func TestLongjmp(t *testing.T) {
+	exe := harness(t, varNoPIE)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "prof")
+	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "longjmp")
+	wantExit(t, r, 0)
+	m := newModel()
+	for i := 0; i < 3; i++ {
+		m.enter(fA)
+		m.enter(fB)
+		m.enter(fC)
+		m.enter(fD)
+		m.count(fA, 1) // A's register is back to its value at the call of B
+		m.partials[partial{fD, 5}]++
+		m.partials[partial{fC, 3}]++
+		m.partials[partial{fB, 2}]++
+	}
+	m.f(1)
+	m.stats["unwound_frames"] = 9
+	m.check(t, readProfile(t, prof, exe, r.pid, 0))
+}
+
+func TestExitInside(t *testing.T) {
+	exe := harness(t, varPIE)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "prof")
+	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "exit-inside")
+	wantExit(t, r, 3)
+	m := newModel()
+	m.f(3)
+	m.enter(fMain)
+	m.enter(fG)
+	m.partials[partial{fG, 1}] = 1
+	m.partials[partial{fMain, 2}] = 1
+	m.check(t, readProfile(t, prof, exe, r.pid, 0))
+}
+
+func TestFatalSignals(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		sig  syscall.Signal
+		v    variant
+	}{
+		{"segv", syscall.SIGSEGV, varNoPIE},
+		{"segv", syscall.SIGSEGV, varStatic},
+		{"abort", syscall.SIGABRT, varPIE},
+	} {
+		t.Run(tc.mode+"-"+tc.v.name, func(t *testing.T) {
+			exe := harness(t, tc.v)
+			dir := t.TempDir()
+			prof := filepath.Join(dir, "prof")
+			r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, tc.mode)
+			wantSignal(t, r, tc.sig)
+			m := newModel()
+			for i := 0; i < 10; i++ {
+				m.f(i)
+			}
+			m.enter(fCrash)
+			m.partials[partial{fCrash, 1}] = 1
+			if tc.v.static {
+				m.enter(fIfunc)
+				m.count(fIfunc, 1)
+			}
+			m.check(t, readProfile(t, prof, exe, r.pid, cct.FlagFatalSignal))
+		})
+	}
+}
+
+func TestSigterm(t *testing.T) {
+	exe := harness(t, varNoPIE)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "prof")
+	cmd := osexec.Command(exe, "sigterm")
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), "BLPP_PROFILE="+prof)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(stdout)
+	if line, err := br.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("read ready: %q %v", line, err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	wantSignal(t, result{status: ws}, syscall.SIGTERM)
+	p := readProfile(t, prof, exe, cmd.ProcessState.Pid(), cct.FlagFatalSignal)
+	var n uint64
+	for _, rec := range p.Threads[0].Records {
+		if rec.Func == fBasic {
+			n = rec.Calls
+			var sum uint64
+			for _, path := range rec.Paths {
+				sum += path.Count
+			}
+			// The signal may land inside f, before its exit.
+			if sum != n && sum+1 != n {
+				t.Errorf("f: %d activations, %d paths", n, sum)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no counts for f")
+	}
+}
+
+func TestFork(t *testing.T) {
+	exe := harness(t, varNoPIE)
+	for _, tc := range []struct{ name, profile string }{
+		{"default-name", ""},
+		{"pid-name", "prof.%p"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var env []string
+			if tc.profile != "" {
+				env = append(env, "BLPP_PROFILE="+tc.profile)
+			}
+			r := runHarness(t, exe, dir, env, "fork")
+			wantExit(t, r, 0)
+			var child int
+			if _, err := fmt.Sscanf(r.stdout, "child %d", &child); err != nil {
+				t.Fatalf("stdout %q: %v", r.stdout, err)
+			}
+			parentName, childName := filepath.Join(dir, "blpp.out"), filepath.Join(dir, fmt.Sprintf("blpp.out.%d", child))
+			if tc.profile != "" {
+				parentName = filepath.Join(dir, fmt.Sprintf("prof.%d", r.pid))
+				childName = filepath.Join(dir, fmt.Sprintf("prof.%d", child))
+			}
+			entries, _ := os.ReadDir(dir)
+			if len(entries) != 2 {
+				var names []string
+				for _, e := range entries {
+					names = append(names, e.Name())
+				}
+				t.Errorf("files %v, want the parent's and the child's profiles", names)
+			}
+			pm := newModel()
+			for i := 0; i < 10; i++ {
+				pm.f(i)
+			}
+			for i := 0; i < 7; i++ {
+				pm.f(1)
+			}
+			pm.check(t, readProfile(t, parentName, exe, r.pid, 0))
+			cm := newModel()
+			for i := 100; i < 105; i++ {
+				cm.f(i)
+			}
+			cm.loop(3)
+			cm.stats["fork_child"] = 1
+			cm.stats["threads"] = 1
+			cm.check(t, readProfile(t, childName, exe, child, 0))
+		})
+	}
+}
+
+func TestDumpSelf(t *testing.T) {
+	exe := harness(t, varPIE)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "prof")
+	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "dump-self")
+	wantExit(t, r, 0)
+	dm := newModel()
+	for i := 0; i < 10; i++ {
+		dm.f(i)
+	}
+	dm.stats["dumps"] = 0
+	dm.check(t, readProfile(t, prof+".dump", exe, r.pid, cct.FlagDumpSignal))
+	for i := 0; i < 5; i++ {
+		dm.f(2)
+	}
+	dm.stats["dumps"] = 1
+	dm.check(t, readProfile(t, prof, exe, r.pid, 0))
+}
+
+func TestDumpLoop(t *testing.T) {
+	exe := harness(t, varNoPIE)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "prof")
+	cmd := osexec.Command(exe, "dump-loop")
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), "BLPP_PROFILE="+prof)
+	var out bytes.Buffer
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(stdout)
+	if line, err := br.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("read ready: %q %v", line, err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	out.ReadFrom(br)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	var total uint64
+	if _, err := fmt.Sscanf(out.String(), "total %d", &total); err != nil {
+		t.Fatalf("stdout %q: %v", out.String(), err)
+	}
+	d := readProfile(t, prof+".dump", exe, cmd.ProcessState.Pid(), cct.FlagDumpSignal)
+	f := readProfile(t, prof, exe, cmd.ProcessState.Pid(), 0)
+	sum := func(p *cct.Profile) (calls, paths uint64) {
+		for _, rec := range p.Threads[0].Records {
+			if rec.Func == fBasic {
+				calls = rec.Calls
+				for _, path := range rec.Paths {
+					paths += path.Count
+				}
+			}
+		}
+		return
+	}
+	dc, dp := sum(d)
+	if dc == 0 || dc > total || (dp != dc && dp+1 != dc) {
+		t.Errorf("dump: %d activations, %d paths, of %d", dc, dp, total)
+	}
+	fc, fp := sum(f)
+	if fc != total || fp != total {
+		t.Errorf("final: %d activations, %d paths, want %d", fc, fp, total)
+	}
+}
+
+func TestProfileName(t *testing.T) {
+	exe := harness(t, varNoPIE)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("chdir", func(t *testing.T) {
+		// The default name, in the starting directory even though the
+		// program moved to /.
+		dir := t.TempDir()
+		r := runHarness(t, exe, dir, nil, "chdir")
+		wantExit(t, r, 0)
+		m := newModel()
+		m.basic(8)
+		m.check(t, readProfile(t, filepath.Join(dir, "blpp.out"), exe, r.pid, 0))
+	})
+	t.Run("expand", func(t *testing.T) {
+		dir := t.TempDir()
+		r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=out-%h-%p-%%.prof"}, "longjmp")
+		wantExit(t, r, 0)
+		name := filepath.Join(dir, fmt.Sprintf("out-%s-%d-%%.prof", host, r.pid))
+		readProfile(t, name, exe, r.pid, 0)
+	})
+	t.Run("unwritable", func(t *testing.T) {
+		dir := t.TempDir()
+		bad := filepath.Join(dir, "no-such-dir", "prof")
+		r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + bad}, "longjmp")
+		wantExit(t, r, 0)
+		if !strings.HasPrefix(r.stderr, "blpp: cannot create "+bad+".tmp.") {
+			t.Errorf("stderr %q, want a message", r.stderr)
+		}
+		r = runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + bad, "BLPP_QUIET=1"}, "longjmp")
+		wantExit(t, r, 0)
+		if r.stderr != "" {
+			t.Errorf("BLPP_QUIET=1, stderr %q", r.stderr)
+		}
+	})
+}

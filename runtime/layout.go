@@ -1,0 +1,298 @@
+package runtime
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+)
+
+// This file owns every structure that crosses the rewriter/runtime
+// boundary (STYLE rule 2). The Go structs below are the definition; the C
+// header blpp_layout.h is generated from them by WriteLayoutHeader, and the
+// header's _Static_asserts make the C compiler confirm each offset. The
+// untyped constants exist for code generators (an untyped constant fits an
+// int32 displacement or an int index without conversion); layout_test.go
+// checks them against unsafe.Offsetof.
+//
+// Every field is 8 bytes wide, so C and Go agree on the layout without
+// relying on either compiler's padding rules.
+
+// Config is blpp_config, the runtime's configuration. It lives in the
+// runtime's data at Image.Symbols[SymConfig]; the rewriter fills it by
+// patching Image.Data (PutConfig) before the image is placed. All
+// addresses are link-time virtual addresses of the final binary: the
+// runtime adds the load bias, which it computes as the run-time address of
+// blpp_config minus SelfVaddr (0 for a non-PIE executable).
+type Config struct {
+	Magic        uint64 `c:"magic"`          // ConfigMagic; anything else stops the program at start
+	SelfVaddr    uint64 `c:"self_vaddr"`     // link-time address of blpp_config itself
+	OrigEntry    uint64 `c:"orig_entry"`     // the program's own entry point; blpp_start jumps there
+	OrigFini     uint64 `c:"orig_fini"`      // called by blpp_fini before it writes the profile; 0 if none
+	FuncsVaddr   uint64 `c:"funcs_vaddr"`    // address of the Func table (NFuncs entries)
+	NFuncs       uint64 `c:"nfuncs"`         // number of instrumented functions; function ids are [0, NFuncs)
+	BuildIDVaddr uint64 `c:"build_id_vaddr"` // GNU build-id bytes of the instrumented binary; 0 if none
+	BuildIDLen   uint64 `c:"build_id_len"`
+	DumpSignal   uint64 `c:"dump_signal"` // signal that dumps the profile and continues; 0 = none
+	Flags        uint64 `c:"flags"`       // ConfigFlag* bits
+	Reserved     [6]uint64 `c:"reserved"` // zero; room for the calling-context and counter settings
+}
+
+// Config flags.
+const (
+	// ConfigFlagFlowOnly: count paths per function, without calling
+	// context. The only mode of this runtime so far; the profile says so.
+	ConfigFlagFlowOnly = 1 << 0
+	// ConfigFlagNoFatalHandlers: do not install the handlers that write
+	// the profile on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM
+	// and SIGINT.
+	ConfigFlagNoFatalHandlers = 1 << 1
+)
+
+// ConfigMagic is Config.Magic: "BLPPCFG1" read as a little-endian uint64.
+const ConfigMagic = 0x3147464350504c42
+
+// DefaultDumpSignal is the dump signal of an unpatched image (SIGUSR2).
+const DefaultDumpSignal = 12
+
+// Func is blpp_func, one entry of the table at Config.FuncsVaddr, indexed
+// by function id (the number instrumentation pushes for the stubs).
+type Func struct {
+	NumPaths uint64 `c:"num_paths"` // path ids are [0, NumPaths); others are counted as bad_paths
+	// CountersVaddr is the address of NumPaths uint64 counters the
+	// rewriter reserved (in bss); 0 asks the runtime to keep this
+	// function's counts in a hash table (functions with many paths).
+	CountersVaddr uint64 `c:"counters_vaddr"`
+}
+
+// Thread is blpp_thread, the per-thread block that %gs points at
+// [DESIGN 4]. Instrumentation touches only R (`addq $k, %gs:OffR`); the
+// stubs and the runtime own the rest.
+type Thread struct {
+	Self     uint64 `c:"self"`      // the block's own address: %gs:0
+	R        int64  `c:"r"`         // Ball-Larus path register of the running activation
+	Owner    uint64 `c:"owner"`     // thread pointer (%fs:0) of the owning thread
+	SP       uint64 `c:"sp"`        // next free shadow frame
+	SPBase   uint64 `c:"sp_base"`   // first shadow frame
+	SPLimit  uint64 `c:"sp_limit"`  // end of the shadow stack
+	TID      uint64 `c:"tid"`       // kernel thread id of the owner
+	Next     uint64 `c:"next"`      // next block in the runtime's list of threads
+	Overflow uint64 `c:"overflow"`  // activations not pushed because the shadow stack was full
+	Busy     uint64 `c:"busy"`      // nesting depth of runtime code running on this thread
+	Record   uint64 `c:"record"`    // reserved: current call record (calling context tree)
+	CallSite uint64 `c:"call_site"` // reserved: call-site index stored by the caller before a call
+	// PathStart is reserved for the counter values read at path start
+	// [DESIGN 8].
+	PathStart [4]uint64  `c:"path_start"`
+	Reserved  [16]uint64 `c:"reserved"`
+}
+
+// Frame is blpp_frame, one shadow-stack entry: an activation of an
+// instrumented function that has not reached its exit.
+type Frame struct {
+	RSP    uint64 `c:"rsp"`     // %rsp at the activation's entry (the return address's slot)
+	SavedR int64  `c:"saved_r"` // the caller's path register, restored at exit
+	Func   uint64 `c:"func"`    // function id
+	Record uint64 `c:"record"`  // reserved: the caller's call record
+}
+
+// Sizes and offsets for code generators; layout_test.go checks each one
+// against the structs above.
+const (
+	ConfigSize = 128
+
+	FuncSize        = 16
+	FuncNumPathsOff = 0
+	FuncCountersOff = 8
+
+	ThreadSize   = 256
+	OffSelf      = 0
+	OffR         = 8
+	OffOwner     = 16
+	OffSP        = 24
+	OffSPBase    = 32
+	OffSPLimit   = 40
+	OffTID       = 48
+	OffNext      = 56
+	OffOverflow  = 64
+	OffBusy      = 72
+	OffRecord    = 80
+	OffCallSite  = 88
+	OffPathStart = 96
+
+	FrameSize = 32
+)
+
+// RedZone is the number of bytes instrumentation steps over
+// (`lea -RedZone(%rsp),%rsp`) before it pushes stub arguments: the
+// interrupted code may keep live data below %rsp [SysV x86-64 ABI 3.2.2].
+// The stubs rely on this exact value to recover the activation's %rsp.
+const RedZone = 128
+
+// BlockUnknown is the block of a PARTIAL entry whose stopping block the
+// runtime cannot tell (flow-only runtime: activations abandoned by longjmp,
+// live at exit, at a fatal signal or a dump). The register value is still
+// exact.
+const BlockUnknown = 0xffffffff
+
+// PutConfig encodes c into b (at least ConfigSize bytes, typically
+// Image.Data[Image.Symbols[SymConfig]-Image.DataOff:]). A zero Magic is
+// written as ConfigMagic. Note that DumpSignal 0 means no dump signal;
+// start from Image.Config to keep the image's defaults.
+func PutConfig(b []byte, c Config) {
+	if c.Magic == 0 {
+		c.Magic = ConfigMagic
+	}
+	putStruct(b[:ConfigSize], reflect.ValueOf(c))
+}
+
+// ParseConfig decodes a Config from b (at least ConfigSize bytes).
+func ParseConfig(b []byte) (Config, error) {
+	var c Config
+	if len(b) < ConfigSize {
+		return c, fmt.Errorf("config: %d bytes, want %d", len(b), ConfigSize)
+	}
+	getStruct(b, reflect.ValueOf(&c).Elem())
+	return c, nil
+}
+
+// PutFunc encodes f into b (at least FuncSize bytes).
+func PutFunc(b []byte, f Func) { putStruct(b[:FuncSize], reflect.ValueOf(f)) }
+
+// putStruct writes the 8-byte fields of v in order, little-endian.
+func putStruct(b []byte, v reflect.Value) {
+	off := 0
+	eachWord(v, func(w reflect.Value) {
+		if w.Kind() == reflect.Int64 {
+			binary.LittleEndian.PutUint64(b[off:], uint64(w.Int()))
+		} else {
+			binary.LittleEndian.PutUint64(b[off:], w.Uint())
+		}
+		off += 8
+	})
+}
+
+func getStruct(b []byte, v reflect.Value) {
+	off := 0
+	eachWord(v, func(w reflect.Value) {
+		x := binary.LittleEndian.Uint64(b[off:])
+		if w.Kind() == reflect.Int64 {
+			w.SetInt(int64(x))
+		} else {
+			w.SetUint(x)
+		}
+		off += 8
+	})
+}
+
+// eachWord calls f for every 8-byte word of struct v, arrays flattened.
+func eachWord(v reflect.Value, f func(reflect.Value)) {
+	for i := 0; i < v.NumField(); i++ {
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Array {
+			for j := 0; j < fv.Len(); j++ {
+				f(fv.Index(j))
+			}
+			continue
+		}
+		f(fv)
+	}
+}
+
+// layoutStructs are the structs of blpp_layout.h, in header order.
+var layoutStructs = []struct {
+	cname string
+	typ   reflect.Type
+	doc   string
+}{
+	{"blpp_config", reflect.TypeOf(Config{}), "runtime configuration, patched into the image by the rewriter"},
+	{"blpp_func", reflect.TypeOf(Func{}), "one entry of the function table at funcs_vaddr"},
+	{"blpp_thread", reflect.TypeOf(Thread{}), "per-thread block; %gs points at it"},
+	{"blpp_frame", reflect.TypeOf(Frame{}), "shadow-stack entry"},
+}
+
+// layoutDefines are the constants of blpp_layout.h besides the offsets.
+var layoutDefines = []struct{ name, value string }{
+	{"BLPP_CONFIG_MAGIC", fmt.Sprintf("%#xull", uint64(ConfigMagic))},
+	{"BLPP_CONFIG_FLAG_FLOW_ONLY", fmt.Sprintf("%dull", ConfigFlagFlowOnly)},
+	{"BLPP_CONFIG_FLAG_NO_FATAL_HANDLERS", fmt.Sprintf("%dull", ConfigFlagNoFatalHandlers)},
+	{"BLPP_DEFAULT_DUMP_SIGNAL", fmt.Sprint(DefaultDumpSignal)},
+	{"BLPP_RED_ZONE", fmt.Sprint(RedZone)},
+	{"BLPP_BLOCK_UNKNOWN", fmt.Sprintf("%#xull", uint64(BlockUnknown))},
+}
+
+// WriteLayoutHeader writes blpp_layout.h, the C view of Config, Func,
+// Thread and Frame, with an offset macro per field and _Static_asserts
+// that the C compiler lays the structs out the same way. The header is
+// usable from assembly (the struct definitions are hidden there).
+func WriteLayoutHeader(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprint(bw, `/* Code generated by blpp/runtime (WriteLayoutHeader); DO NOT EDIT. */
+
+/*
+ * Layout of the structures shared by the rewriter (which writes them) and
+ * the runtime (which reads them). The Go structs in runtime/layout.go are
+ * the definition; regenerate with `+"`go generate ./runtime`"+`.
+ */
+
+#ifndef BLPP_LAYOUT_H
+#define BLPP_LAYOUT_H
+
+`)
+	for _, d := range layoutDefines {
+		fmt.Fprintf(bw, "#define %s %s\n", d.name, d.value)
+	}
+	for _, s := range layoutStructs {
+		prefix := "BLPP_" + strings.ToUpper(strings.TrimPrefix(s.cname, "blpp_"))
+		fmt.Fprintf(bw, "\n/* struct %s: %s */\n", s.cname, s.doc)
+		fmt.Fprintf(bw, "#define %s_SIZE %d\n", prefix, s.typ.Size())
+		for i := 0; i < s.typ.NumField(); i++ {
+			f := s.typ.Field(i)
+			fmt.Fprintf(bw, "#define %s_OFF_%s %d\n", prefix, strings.ToUpper(f.Tag.Get("c")), f.Offset)
+		}
+	}
+	fmt.Fprint(bw, "\n#ifndef __ASSEMBLER__\n")
+	for _, s := range layoutStructs {
+		fmt.Fprintf(bw, "\nstruct %s {\n", s.cname)
+		for i := 0; i < s.typ.NumField(); i++ {
+			f := s.typ.Field(i)
+			ctype, dim, err := cType(f.Type)
+			if err != nil {
+				return fmt.Errorf("layout header: %s.%s: %w", s.typ.Name(), f.Name, err)
+			}
+			fmt.Fprintf(bw, "\t%s %s%s;\n", ctype, f.Tag.Get("c"), dim)
+		}
+		fmt.Fprint(bw, "};\n")
+	}
+	fmt.Fprint(bw, "\n")
+	for _, s := range layoutStructs {
+		prefix := "BLPP_" + strings.ToUpper(strings.TrimPrefix(s.cname, "blpp_"))
+		fmt.Fprintf(bw, "_Static_assert(sizeof(struct %s) == %s_SIZE, \"%s size\");\n", s.cname, prefix, s.cname)
+		for i := 0; i < s.typ.NumField(); i++ {
+			c := s.typ.Field(i).Tag.Get("c")
+			fmt.Fprintf(bw, "_Static_assert(__builtin_offsetof(struct %s, %s) == %s_OFF_%s, \"%s.%s\");\n",
+				s.cname, c, prefix, strings.ToUpper(c), s.cname, c)
+		}
+	}
+	fmt.Fprint(bw, "#endif /* __ASSEMBLER__ */\n\n#endif /* BLPP_LAYOUT_H */\n")
+	return bw.Flush()
+}
+
+// cType maps a field type to its C spelling and array suffix.
+func cType(t reflect.Type) (string, string, error) {
+	switch t.Kind() {
+	case reflect.Uint64:
+		return "unsigned long long", "", nil
+	case reflect.Int64:
+		return "long long", "", nil
+	case reflect.Array:
+		elem, _, err := cType(t.Elem())
+		if err != nil || t.Elem().Kind() == reflect.Array {
+			return "", "", fmt.Errorf("unsupported array type %v", t)
+		}
+		return elem, fmt.Sprintf("[%d]", t.Len()), nil
+	}
+	return "", "", fmt.Errorf("unsupported type %v (fields are 8 bytes wide)", t)
+}

@@ -1,0 +1,185 @@
+package runtime
+
+import (
+	"bytes"
+	"debug/elf"
+	_ "embed" // the runtime image
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+//go:embed blpp_rt.elf
+var imageELF []byte
+
+// ImageELF returns a copy of the committed runtime image, the ELF file
+// that Load decodes.
+func ImageELF() []byte { return bytes.Clone(imageELF) }
+
+// Symbols every image defines (Image.Symbols keys).
+const (
+	SymStart    = "blpp_start"    // new process entry point (e_entry)
+	SymFini     = "blpp_fini"     // SysV function: run orig_fini, write the profile
+	SymConfig   = "blpp_config"   // the Config struct, in Data
+	SymEnter    = "blpp_enter"    // stub: function entry
+	SymExit     = "blpp_exit"     // stub: path end at an exit (return, tail call, no-return call)
+	SymBackedge = "blpp_backedge" // stub: path end at a backedge, restart
+)
+
+var requiredSymbols = []string{SymStart, SymFini, SymConfig, SymEnter, SymExit, SymBackedge}
+
+// PageSize is the alignment the image needs: it must be placed at a
+// page-aligned address T, its text at T and its data at T+DataOff.
+const PageSize = 4096
+
+// Image is the runtime, ready to be placed in an instrumented binary.
+type Image struct {
+	Text    []byte // RX bytes (text and rodata), placed at some page-aligned address T
+	Data    []byte // RW initialised bytes, placed at T + DataOff
+	DataOff uint64 // distance from the image start to Data (page aligned)
+	BSSSize uint64 // zero-filled bytes right after Data
+	// Symbols holds the offsets from the image start of every blpp_*
+	// function and object: at least the Sym* constants.
+	Symbols map[string]uint64
+}
+
+// ErrImage marks a runtime image that Load cannot use; it means the
+// committed blpp_rt.elf is broken (rebuild it with go generate).
+var ErrImage = errors.New("bad runtime image")
+
+// Load decodes the embedded runtime image. Each call returns fresh
+// slices, so the caller may patch Data (PutConfig) freely.
+func Load() (*Image, error) {
+	img, err := Decode(imageELF)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	return img, nil
+}
+
+// Decode turns a linked runtime ELF (as internal/build makes it) into an
+// Image. Load decodes the embedded one.
+func Decode(data []byte) (*Image, error) {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrImage, err)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrImage, fmt.Sprintf(format, args...))
+	}
+	if f.Class != elf.ELFCLASS64 || f.Machine != elf.EM_X86_64 {
+		return nil, bad("not an x86-64 ELF64 file")
+	}
+	var text, rodata, dataSec, bss *elf.Section
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_ALLOC == 0 {
+			continue
+		}
+		switch s.Name {
+		case ".text":
+			text = s
+		case ".rodata":
+			rodata = s
+		case ".data":
+			dataSec = s
+		case ".bss":
+			bss = s
+		default:
+			return nil, bad("unexpected section %s", s.Name)
+		}
+	}
+	if text == nil || text.Addr != 0 || dataSec == nil {
+		return nil, bad("no .text at address 0 or no .data")
+	}
+	textEnd := text.Addr + text.Size
+	if rodata != nil {
+		if rodata.Addr < textEnd {
+			return nil, bad(".rodata overlaps .text")
+		}
+		textEnd = rodata.Addr + rodata.Size
+	}
+	if dataSec.Addr%PageSize != 0 || dataSec.Addr < textEnd {
+		return nil, bad(".data at %#x is not page aligned after the text", dataSec.Addr)
+	}
+	img := &Image{DataOff: dataSec.Addr, Symbols: map[string]uint64{}}
+	img.Text = make([]byte, textEnd)
+	for _, s := range []*elf.Section{text, rodata} {
+		if s == nil {
+			continue
+		}
+		b, err := s.Data()
+		if err != nil || uint64(len(b)) != s.Size {
+			return nil, bad("reading %s: %v", s.Name, err)
+		}
+		copy(img.Text[s.Addr:], b)
+	}
+	if img.Data, err = dataSec.Data(); err != nil || uint64(len(img.Data)) != dataSec.Size {
+		return nil, bad("reading .data: %v", err)
+	}
+	dataEnd := dataSec.Addr + dataSec.Size
+	if bss != nil {
+		if bss.Addr < dataEnd {
+			return nil, bad(".bss overlaps .data")
+		}
+		img.BSSSize = bss.Addr + bss.Size - dataEnd
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil, bad("symbols: %v", err)
+	}
+	for _, s := range syms {
+		typ := elf.ST_TYPE(s.Info)
+		if !strings.HasPrefix(s.Name, "blpp_") || (typ != elf.STT_FUNC && typ != elf.STT_OBJECT && typ != elf.STT_NOTYPE) {
+			continue
+		}
+		if s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE {
+			continue
+		}
+		img.Symbols[s.Name] = s.Value
+	}
+	var missing []string
+	for _, name := range requiredSymbols {
+		if _, ok := img.Symbols[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, bad("missing symbols %s", strings.Join(missing, ", "))
+	}
+	off := img.Symbols[SymConfig]
+	if off < img.DataOff || off+ConfigSize > dataEnd {
+		return nil, bad("%s at %#x is not inside .data", SymConfig, off)
+	}
+	return img, nil
+}
+
+// configBytes returns the Data bytes of blpp_config.
+func (im *Image) configBytes() ([]byte, error) {
+	off, ok := im.Symbols[SymConfig]
+	if !ok || off < im.DataOff || off-im.DataOff+ConfigSize > uint64(len(im.Data)) {
+		return nil, fmt.Errorf("runtime: %w: %s is not inside Data", ErrImage, SymConfig)
+	}
+	return im.Data[off-im.DataOff:][:ConfigSize], nil
+}
+
+// Config returns the configuration currently in Data: for a fresh image,
+// the defaults (magic, DefaultDumpSignal, flow-only).
+func (im *Image) Config() (Config, error) {
+	b, err := im.configBytes()
+	if err != nil {
+		return Config{}, err
+	}
+	return ParseConfig(b)
+}
+
+// SetConfig writes c into Data (see PutConfig).
+func (im *Image) SetConfig(c Config) error {
+	b, err := im.configBytes()
+	if err != nil {
+		return err
+	}
+	PutConfig(b, c)
+	return nil
+}

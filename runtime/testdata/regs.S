@@ -1,0 +1,120 @@
+/*
+ * Register and flags preservation checks for the runtime stubs.
+ *
+ *   void regcheck_enter(unsigned long long out[17]);
+ *   void regcheck_exit(unsigned long long out[17]);
+ *   void regcheck_backedge(unsigned long long out[17]);
+ *
+ * Each loads a distinct pattern into every general register but %rsp,
+ * loads the flags from rc_flags (DF included), calls the stub exactly as
+ * instrumented code does, and stores what it finds afterwards: out[0..14]
+ * rax rbx rcx rdx rsi rdi rbp r8..r15, out[15] the flags, out[16] the
+ * change of %rsp.
+ */
+	.data
+	.globl	rc_flags
+rc_flags:	.quad	0x2
+rc_rsp:		.quad	0
+rc_rsp_after:	.quad	0
+
+	.text
+.macro PATTERN
+	movabs	$0x1111111111111111, %rax
+	movabs	$0x2222222222222222, %rbx
+	movabs	$0x3333333333333333, %rcx
+	movabs	$0x4444444444444444, %rdx
+	movabs	$0x5555555555555555, %rsi
+	movabs	$0x6666666666666666, %rdi
+	movabs	$0x7777777777777777, %rbp
+	movabs	$0x8888888888888888, %r8
+	movabs	$0x9999999999999999, %r9
+	movabs	$0xaaaaaaaaaaaaaaaa, %r10
+	movabs	$0xbbbbbbbbbbbbbbbb, %r11
+	movabs	$0xcccccccccccccccc, %r12
+	movabs	$0xdddddddddddddddd, %r13
+	movabs	$0xeeeeeeeeeeeeeeee, %r14
+	movabs	$0x0f0f0f0f0f0f0f0f, %r15
+.endm
+
+.macro CHECK name, call
+	.globl	\name
+	.type	\name, @function
+\name:
+	push	%rbx
+	push	%rbp
+	push	%r12
+	push	%r13
+	push	%r14
+	push	%r15
+	push	%rdi
+	mov	%rsp, rc_rsp(%rip)
+	PATTERN
+	push	rc_flags(%rip)
+	popfq
+	\call
+	mov	%rsp, rc_rsp_after(%rip)
+	pushfq
+	push	%rdi
+	mov	16(%rsp), %rdi
+	mov	%rax, 0(%rdi)
+	mov	%rbx, 8(%rdi)
+	mov	%rcx, 16(%rdi)
+	mov	%rdx, 24(%rdi)
+	mov	%rsi, 32(%rdi)
+	pop	%rax
+	mov	%rax, 40(%rdi)
+	mov	%rbp, 48(%rdi)
+	mov	%r8, 56(%rdi)
+	mov	%r9, 64(%rdi)
+	mov	%r10, 72(%rdi)
+	mov	%r11, 80(%rdi)
+	mov	%r12, 88(%rdi)
+	mov	%r13, 96(%rdi)
+	mov	%r14, 104(%rdi)
+	mov	%r15, 112(%rdi)
+	pop	%rax
+	mov	%rax, 120(%rdi)
+	mov	rc_rsp_after(%rip), %rax
+	sub	rc_rsp(%rip), %rax
+	mov	%rax, 128(%rdi)
+	cld
+	pop	%rdi
+	pop	%r15
+	pop	%r14
+	pop	%r13
+	pop	%r12
+	pop	%rbp
+	pop	%rbx
+	ret
+	.size	\name, . - \name
+.endm
+
+/* F_REGS is the function id the checks count under (harness.c). */
+#define F_REGS 11
+
+.macro CALL_ENTER
+	lea	-128(%rsp), %rsp
+	push	$F_REGS
+	call	blpp_enter
+	lea	136(%rsp), %rsp
+.endm
+.macro CALL_EXIT
+	lea	-128(%rsp), %rsp
+	push	$F_REGS
+	call	blpp_exit
+	lea	136(%rsp), %rsp
+.endm
+.macro CALL_BACKEDGE
+	lea	-128(%rsp), %rsp
+	push	$0
+	push	$1
+	push	$F_REGS
+	call	blpp_backedge
+	lea	152(%rsp), %rsp
+.endm
+
+	CHECK	regcheck_enter, CALL_ENTER
+	CHECK	regcheck_exit, CALL_EXIT
+	CHECK	regcheck_backedge, CALL_BACKEDGE
+
+	.section .note.GNU-stack,"",@progbits

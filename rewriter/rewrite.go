@@ -73,6 +73,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 		return nil, nil, fmt.Errorf("runtime image: %w", err)
 	}
 	sum := &Summary{}
+	finiSec := b.File.Section(".fini")
 	var chosen []*analysis.Func
 	for _, f := range res.Funcs {
 		if f.Func.PLT {
@@ -92,6 +93,10 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 			skip("excluded", "does not match --include")
 		case opts.Exclude != nil && opts.Exclude.MatchString(f.Func.Name):
 			skip("excluded", "matches --exclude")
+		case finiSec != nil && f.Func.Addr == finiSec.Addr:
+			// _fini runs after the last .fini_array entry, which is where
+			// the profile is written.
+			skip("runs after the profile is written", ".fini section (_fini)")
 		case b.Kind == cfg.KindPIE && hasAbsTable(f.Graph):
 			skip("absolute jump table in PIE", "its entries are relocated by the loader")
 		default:

@@ -68,4 +68,3 @@ func runReport(c *ctx, args []string) error {
 	}
 	return report.PathsText(c.stdout, d, *top, lines)
 }
-

@@ -227,6 +227,13 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		names.WriteByte(0)
 		return idx
 	}
+	// A section for the table itself. The loader does not need it, but
+	// tools that rebuild the file from its sections (strip, objcopy) keep
+	// a segment in place only when a section holds it down.
+	sects = append(sects, sect{
+		Name: addName(".blpp.phdr"), Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC,
+		Addr: lay.PhdrAddr, Off: lay.PhdrOff, Size: tableSize, Align: 8,
+	})
 	placed := make([]Placed, len(opts.Segments))
 	for _, sp := range segs {
 		flags := elf.SHF_ALLOC

@@ -1,0 +1,166 @@
+package rewriter_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"blpp/cct"
+	"blpp/internal/callgrind"
+	"blpp/internal/fixture"
+	"blpp/report"
+	"blpp/rewriter"
+)
+
+// outcome is what a run shows the outside world.
+type outcome struct {
+	stdout, stderr []byte
+	code           int
+}
+
+func runProg(t *testing.T, prog string, env ...string) outcome {
+	t.Helper()
+	cmd := exec.Command(prog)
+	cmd.Env = append(os.Environ(), env...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s: %v", prog, err)
+	}
+	return outcome{o.Bytes(), e.Bytes(), code}
+}
+
+// rewriteFixture builds src in configuration c, rewrites it, runs both and
+// requires identical behaviour. It returns the original, the rewritten
+// binary and the profile.
+func rewriteFixture(t *testing.T, src string, c fixture.Config) (orig, inst string, prof *cct.Profile) {
+	t.Helper()
+	orig = fixture.Build(t, src, c)
+	data, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, sum, err := rewriter.Rewrite(data, rewriter.Options{})
+	if err != nil {
+		t.Fatalf("%s %s: rewrite: %v", src, c, err)
+	}
+	if sum.Instrumented == 0 {
+		t.Fatalf("%s %s: nothing instrumented", src, c)
+	}
+	dir := t.TempDir()
+	inst = filepath.Join(dir, "prog.blpp")
+	if err := os.WriteFile(inst, out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := runProg(t, orig)
+	profPath := filepath.Join(dir, "blpp.out")
+	got := runProg(t, inst, "BLPP_PROFILE="+profPath)
+	if !bytes.Equal(got.stdout, want.stdout) || !bytes.Equal(got.stderr, want.stderr) || got.code != want.code {
+		t.Fatalf("%s %s: behaviour differs:\noriginal: exit %d\n%s%s\nrewritten: exit %d\n%s%s",
+			src, c, want.code, want.stdout, want.stderr, got.code, got.stdout, got.stderr)
+	}
+	prof, err = cct.ReadFile(profPath)
+	if err != nil {
+		t.Fatalf("%s %s: profile: %v", src, c, err)
+	}
+	return orig, inst, prof
+}
+
+// e2eSources are the fixtures whose every block count must be exact.
+// setjmp.c is checked for behaviour only: activations left by longjmp are
+// recorded as partial paths whose stopping block the runtime does not
+// know yet.
+var e2eSources = []string{"loops.c", "early.c", "switch.c", "irreducible.c", "recursion.c", "funcptr.c", "noreturn.c", "cold.c", "interp.c", "hash.c"}
+
+// TestRewriteBehaviour rewrites every fixture in every configuration of
+// the matrix and requires the rewritten program to behave exactly like the
+// original (stdout, stderr, exit status) and to write a valid profile.
+func TestRewriteBehaviour(t *testing.T) {
+	for _, c := range fixture.Matrix() {
+		c := c
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			for _, src := range fixture.Sources() {
+				rewriteFixture(t, src, c)
+			}
+		})
+	}
+}
+
+// TestBlockCountsExact compares every block count derived from the path
+// profile with callgrind's execution count of the block's first
+// instruction in the original binary. No tolerance.
+func TestBlockCountsExact(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	configs := fixture.Matrix()
+	if testing.Short() {
+		configs = configs[:2]
+	}
+	for _, c := range configs {
+		c := c
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			for _, src := range e2eSources {
+				checkExact(t, src, c)
+			}
+		})
+	}
+}
+
+func checkExact(t *testing.T, src string, c fixture.Config) {
+	orig, inst, prof := rewriteFixture(t, src, c)
+	tab, f, err := report.LoadMeta(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := report.MakePaths(inst, tab, prof, nil)
+	if err != nil {
+		t.Fatalf("%s %s: report: %v", src, c, err)
+	}
+	cg, err := callgrind.Run(orig, callgrind.Options{})
+	if err != nil {
+		t.Fatalf("%s %s: callgrind: %v", src, c, err)
+	}
+	checked, skipped := 0, []string{}
+	for _, fn := range doc.Functions {
+		if !fn.Instrumented {
+			continue
+		}
+		if fn.Partial > 0 {
+			skipped = append(skipped, fn.Name)
+			continue
+		}
+		for _, b := range fn.Blocks {
+			var addr uint64
+			if _, err := fmtSscan(b.Addr, &addr); err != nil {
+				t.Fatal(err)
+			}
+			want := cg.Exec[addr]
+			if b.Count != want {
+				t.Errorf("%s %s: %s block %s: blpp %d, callgrind %d", src, c, fn.Name, b.Addr, b.Count, want)
+			}
+			checked++
+		}
+	}
+	for _, s := range skipped {
+		if s != "_start" && !strings.HasPrefix(s, "sub_") {
+			t.Errorf("%s %s: %s has partial paths of unknown location; its blocks were not compared", src, c, s)
+		}
+	}
+	if checked == 0 {
+		t.Errorf("%s %s: no block compared", src, c)
+	}
+}
+
+func fmtSscan(s string, v *uint64) (int, error) { return fmt.Sscanf(s, "0x%x", v) }

@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"blpp/cct"
 	"blpp/internal/callgrind"
@@ -30,6 +32,17 @@ func runProg(t *testing.T, prog string, env ...string) outcome {
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
+	// A parallel test's fork may still hold our just-written executable
+	// open for writing (ETXTBSY): retry, as the go command does.
+	for try := 0; try < 20 && err != nil && errors.Is(err, syscall.ETXTBSY); try++ {
+		time.Sleep(50 * time.Millisecond)
+		cmd = exec.Command(prog)
+		cmd.Env = append(os.Environ(), env...)
+		o.Reset()
+		e.Reset()
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err = cmd.Run()
+	}
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

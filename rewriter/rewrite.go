@@ -114,11 +114,12 @@ func usesGS(b *cfg.Binary, g *cfg.Graph) bool {
 			if err != nil {
 				break
 			}
-			if in.Raw.Prefix[0] != 0 {
-				for _, p := range in.Raw.Prefix {
-					if p&0xff == x86asm.PrefixGS&0xff {
-						return true
-					}
+			if in.Raw.Op == x86asm.RDGSBASE || in.Raw.Op == x86asm.WRGSBASE {
+				return true
+			}
+			for _, arg := range in.Raw.Args {
+				if m, ok := arg.(x86asm.Mem); ok && m.Segment == x86asm.GS {
+					return true
 				}
 			}
 			a += uint64(in.Len)

@@ -605,7 +605,9 @@ static void fork_reset(void)
 			if (f->counters_vaddr)
 				zero_counts((u64 *)(f->counters_vaddr + rt.bias), f->num_paths);
 		}
-		me = thread_peek();
+		/* The forking thread's block: %gs points at it in that thread
+		 * and in any thread it has created since. */
+		me = (!rt.fsgsbase || gs_base() != 0) ? gs_block() : 0;
 		if (me)
 			me->next = 0;
 		STORE(&rt.threads, me);
@@ -772,16 +774,26 @@ static void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
 
 /* ---- the stubs' C halves (blpp_stubs.S saves the registers and flags) ---- */
 
+/*
+ * The stubs' C halves count t->busy up while they work. A stub that finds
+ * it non-zero runs in a signal handler that interrupted another stub on
+ * the same thread, whose shadow-stack update may be half done (a frame
+ * reserved but not yet filled): it must not unwind, only push and pop
+ * above. The handler's activations are deeper than everything on the
+ * shadow stack, so there is nothing for it to unwind anyway.
+ */
+
 /* blpp_rt_enter: function fid was entered with %rsp == rsp. */
 void blpp_rt_enter(u64 fid, u64 rsp)
 {
 	struct blpp_thread *t = thread_get();
 	struct blpp_frame *f;
+	u64 nested;
 	if (!t)
 		return;
-	t->busy++;
+	nested = t->busy++;
 	BARRIER();
-	if (rt.w)
+	if (rt.w && !nested)
 		unwind(t, rsp, 1);
 	f = (struct blpp_frame *)t->sp;
 	if (t->overflow == 0 && (u64)(f + 1) <= t->sp_limit) {
@@ -809,11 +821,12 @@ void blpp_rt_enter(u64 fid, u64 rsp)
 void blpp_rt_exit(u64 fid, u64 rsp)
 {
 	struct blpp_thread *t = thread_get();
+	u64 nested;
 	if (!t)
 		return;
-	t->busy++;
+	nested = t->busy++;
 	BARRIER();
-	if (rt.w && t->overflow == 0)
+	if (rt.w && !nested && t->overflow == 0)
 		unwind(t, rsp, 0);
 	count(fid, (u64)t->r);
 	if (t->overflow) {
@@ -1069,10 +1082,12 @@ static u64 write_partials(struct obuf *parts, struct obuf *scratch)
 	scratch->len = 0;
 	if (w && w->ptab) {
 		for (u64 i = 0; i < PTAB_CAP; i++) {
-			struct pent x = w->ptab->e[i];
-			x.count = LOAD(&w->ptab->e[i].count);
-			if (x.count)
+			struct pent *e = &w->ptab->e[i];
+			u64 c = LOAD(&e->count); /* published last, so read first */
+			if (c) {
+				struct pent x = {e->func, e->block, e->reg, c};
 				ob_put(scratch, &x, sizeof(x));
+			}
 		}
 	}
 	if (t) {

@@ -907,6 +907,31 @@ func TestFork(t *testing.T) {
 	}
 }
 
+// TestForkThread checks a fork child whose first counts come from a new
+// thread: the reset must still keep only the child's counts.
+func TestForkThread(t *testing.T) {
+	exe := harness(t, varNoPIE)
+	dir := t.TempDir()
+	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=prof.%p"}, "fork-thread")
+	wantExit(t, r, 0)
+	var child int
+	if _, err := fmt.Sscanf(r.stdout, "child %d", &child); err != nil {
+		t.Fatalf("stdout %q: %v", r.stdout, err)
+	}
+	pm := newModel()
+	for i := 0; i < 10; i++ {
+		pm.f(i)
+	}
+	pm.check(t, readProfile(t, filepath.Join(dir, fmt.Sprintf("prof.%d", r.pid)), exe, r.pid, 0))
+	cm := newModel()
+	for i := 100; i < 105; i++ {
+		cm.f(i)
+	}
+	cm.stats["fork_child"] = 1
+	cm.stats["threads"] = 2
+	cm.check(t, readProfile(t, filepath.Join(dir, fmt.Sprintf("prof.%d", child)), exe, child, 0))
+}
+
 func TestDumpSelf(t *testing.T) {
 	exe := harness(t, varPIE)
 	dir := t.TempDir()

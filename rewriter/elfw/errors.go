@@ -62,7 +62,7 @@ func (e *FormatError) Unwrap() error { return e.Err }
 type Error struct {
 	Op   string // "segment", "patch", "entry", "fini", "section"
 	Name string // segment or section name; empty for the others
-	Addr uint64 // virtual address concerned (0 for a section)
+	Addr uint64 // virtual address concerned; 0 when there is none
 	Err  error  // one of the sentinel errors
 	// Detail says more when the sentinel alone is not enough.
 	Detail string
@@ -71,9 +71,9 @@ type Error struct {
 func (e *Error) Error() string {
 	s := e.Op
 	if e.Name != "" {
-		s += " " + e.Name
+		s += fmt.Sprintf(" %q", e.Name)
 	}
-	if e.Op != "section" {
+	if e.Addr != 0 {
 		s += fmt.Sprintf(" at %#x", e.Addr)
 	}
 	s += ": " + e.Err.Error()

@@ -45,7 +45,12 @@ type Layout struct {
 }
 
 // PlanLayout computes the Layout Write will use for orig.
-func PlanLayout(orig []byte) (Layout, error) {
+func PlanLayout(orig []byte) (l Layout, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			l, err = Layout{}, fmt.Errorf("elfw: internal error: %v", r)
+		}
+	}()
 	im, err := parse(orig)
 	if err != nil {
 		return Layout{}, err
@@ -67,16 +72,16 @@ func alignUp(x, a uint64) uint64 { return (x + a - 1) &^ (a - 1) }
 // with an existing segment (the kernel would map it over the other
 // segment's page), so it starts at or above the page after the highest
 // PT_LOAD. Its file offset follows the original bytes, which stay where
-// they are.
-// maxPad bounds the zero padding mirroring may add; negative disables it.
+// they are. maxPad bounds the zero padding mirroring may add; negative
+// disables mirroring.
 func (im *image) plan(maxPad int64) Layout {
 	top := alignUp(im.lastLoadEnd(), PageSize)
 	first := im.progs[im.loads[0]]
 	fileEnd := alignUp(uint64(len(im.data)), 8)
-	cap := len(im.progs) + 1 + MaxSegments
+	room := len(im.progs) + 1 + MaxSegments
 
 	var l Layout
-	l.PhdrCap = cap
+	l.PhdrCap = room
 	if maxPad >= 0 && first.Addr >= first.Off && (first.Addr-first.Off)%PageSize == 0 {
 		base := first.Addr - first.Off
 		off := max(fileEnd, top-base)
@@ -87,7 +92,7 @@ func (im *image) plan(maxPad int64) Layout {
 	if !l.Mirrored {
 		l.PhdrOff, l.PhdrAddr = alignUp(uint64(len(im.data)), PageSize), top
 	}
-	l.FreeAddr = alignUp(l.PhdrAddr+uint64(cap)*phdrSize, PageSize) + PageSize
+	l.FreeAddr = alignUp(l.PhdrAddr+uint64(room)*phdrSize, PageSize) + PageSize
 	return l
 }
 

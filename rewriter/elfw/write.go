@@ -3,6 +3,7 @@ package elfw
 import (
 	"bytes"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -145,7 +146,8 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		}
 		finiOff, finiNull, err = im.finiSlot()
 		if err != nil {
-			if _, ok := err.(*FormatError); ok {
+			var fe *FormatError
+			if errors.As(err, &fe) {
 				return nil, err
 			}
 			return nil, &Error{Op: "fini", Addr: opts.Fini, Err: err}
@@ -174,7 +176,7 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		}
 		off, _, ok := im.fileOff(p.Addr, uint64(len(p.Bytes)))
 		if !ok {
-			return nil, &Error{Op: "patch", Addr: p.Addr, Err: ErrNotFileBacked, Detail: fmt.Sprintf("%d bytes", len(p.Bytes))}
+			return nil, &Error{Op: "patch", Addr: p.Addr, Err: ErrNotFileBacked, Detail: fmt.Sprintf("%d-byte patch", len(p.Bytes))}
 		}
 		end := off + uint64(len(p.Bytes))
 		for _, r := range reserved {
@@ -227,13 +229,6 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		names.WriteByte(0)
 		return idx
 	}
-	// A section for the table itself. The loader does not need it, but
-	// tools that rebuild the file from its sections (strip, objcopy) keep
-	// a segment in place only when a section holds it down.
-	sects = append(sects, sect{
-		Name: addName(".blpp.phdr"), Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC,
-		Addr: lay.PhdrAddr, Off: lay.PhdrOff, Size: tableSize, Align: 8,
-	})
 	placed := make([]Placed, len(opts.Segments))
 	for _, sp := range segs {
 		flags := elf.SHF_ALLOC
@@ -434,7 +429,7 @@ func placeSegments(in []Segment, lay Layout) ([]segPlan, error) {
 	for i := 1; i < len(segs); i++ {
 		a, b := segs[i-1], segs[i]
 		if b.Addr < alignUp(a.Addr+a.MemSize, PageSize) {
-			return nil, &Error{Op: "segment", Name: b.Name, Addr: b.Addr, Err: ErrOverlap, Detail: "with segment " + a.Name}
+			return nil, &Error{Op: "segment", Name: b.Name, Addr: b.Addr, Err: ErrOverlap, Detail: fmt.Sprintf("with segment %q", a.Name)}
 		}
 	}
 	return segs, nil

@@ -317,6 +317,14 @@ static void *exiting_thread(void *arg)
 	return 0;
 }
 
+static void *child_thread(void *arg)
+{
+	(void)arg;
+	for (int i = 100; i < 105; i++)
+		f(i);
+	return 0;
+}
+
 /* ---- a signal handler that runs instrumented code ---- */
 
 static volatile long handled;
@@ -469,6 +477,23 @@ int main(int argc, char **argv)
 			f(1);
 		printf("parent %d child status %d\n", (int)getpid(), st);
 		return 0;
+	}
+	if (!strcmp(mode, "fork-thread")) {
+		/* parent: f(0..9); child: a new thread runs f(100..104) */
+		pid_t pid;
+		int st;
+		for (int i = 0; i < 10; i++)
+			f(i);
+		pid = fork();
+		if (pid == 0) {
+			pthread_t th;
+			pthread_create(&th, 0, child_thread, 0);
+			pthread_join(th, 0);
+			printf("child %d\n", (int)getpid());
+			exit(0);
+		}
+		waitpid(pid, &st, 0);
+		return st != 0;
 	}
 	if (!strcmp(mode, "dump-self")) {
 		/* f(0..9), a dump, which is renamed to <profile>.dump, f(2) x 5 */

@@ -310,11 +310,23 @@ func PathsText(w io.Writer, d *PathDoc, top int, lines *LineTable) error {
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Executions > fs[j].Executions })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  executions\tshare\tdistinct paths\tfunction")
+	shown, more := 0, 0
 	for _, f := range fs {
 		if f.Executions == 0 && f.Partial == 0 {
 			continue
 		}
+		if top > 0 && shown >= top {
+			more++
+			continue
+		}
+		shown++
 		fmt.Fprintf(tw, "  %d\t%.2f%%\t%d\t%s\n", f.Executions, pct(f.Executions), len(f.Paths), f.Name)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if more > 0 {
+		fmt.Fprintf(w, "  ... and %d more functions (--top 0 lists all)\n", more)
+	}
+	return nil
 }

@@ -8,19 +8,20 @@ import (
 	"path/filepath"
 
 	"blpp/report"
+	"blpp/rewriter"
 )
 
 //go:embed demo/demo.c
 var demoSource []byte
 
 func init() {
-	register(&command{name: "demo", summary: "build the bundled example with the system C compiler and analyse it",
+	register(&command{name: "demo", summary: "build the bundled example with the system C compiler, rewrite, run and report it",
 		usage: "[--cc CC] [--keep DIR]", run: runDemo})
 }
 
-// runDemo compiles the embedded example and shows what blpp sees in it:
-// the per-function statistics and the CFG of its hottest procedure.
-// Rewriting and profiling join the demo when the rewriter lands.
+// runDemo compiles the embedded example, shows what blpp sees in it (the
+// per-function statistics and one CFG), rewrites it, runs the instrumented
+// copy and reports its hot paths.
 func runDemo(c *ctx, args []string) error {
 	cmd := find("demo")
 	fs := c.newFlags(cmd)
@@ -83,19 +84,29 @@ func runDemo(c *ctx, args []string) error {
 	if err := report.StatsText(c.stdout, report.MakeStats(bin, r)); err != nil {
 		return err
 	}
-	var pick []int
 	for i, f := range r.Funcs {
-		switch f.Func.Name {
-		case "count", "classify":
-			pick = append(pick, i)
+		if f.Func.Name == "classify" {
+			fmt.Fprintf(c.stdout, "\n$ blpp cfg %s --func '^classify$'\n", bin)
+			if err := report.CFGText(c.stdout, report.MakeCFG(bin, r, r.Funcs[i:i+1])); err != nil {
+				return err
+			}
 		}
 	}
-	for _, i := range pick {
-		f := r.Funcs[i]
-		fmt.Fprintf(c.stdout, "\n$ blpp cfg %s --func '^%s$'\n", bin, f.Func.Name)
-		if err := report.CFGText(c.stdout, report.MakeCFG(bin, r, r.Funcs[i:i+1])); err != nil {
-			return err
-		}
+	inst := bin + ".blpp"
+	fmt.Fprintf(c.stdout, "\n$ blpp rewrite %s -o %s\n", bin, inst)
+	sum, err := rewriteFile(bin, inst, rewriter.Options{})
+	if err != nil {
+		return err
 	}
-	return nil
+	printSummary(c, bin, inst, sum, false)
+	prof := filepath.Join(dir, "blpp.out")
+	fmt.Fprintf(c.stdout, "\n$ BLPP_PROFILE=%s %s\n", prof, inst)
+	ir := exec.Command(inst)
+	ir.Stdout, ir.Stderr = c.stdout, c.stderr
+	ir.Env = append(os.Environ(), "BLPP_PROFILE="+prof)
+	if err := ir.Run(); err != nil {
+		return fmt.Errorf("running the instrumented demo: %w", err)
+	}
+	fmt.Fprintf(c.stdout, "\n$ blpp report %s --binary %s --top 5\n", prof, inst)
+	return writeRunReportTo(c.stdout, inst, prof, 5)
 }

@@ -82,6 +82,10 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code // blpp run: the program's own exit status
+		}
 		fmt.Fprintf(stderr, "blpp %s: %v\n", c.name, oneLine(err))
 		return 2
 	}

@@ -1542,7 +1542,7 @@ func TestDemo(t *testing.T) {
 	if summary[1] != filepath.Join(dir, "demo") || summary[2] == "0" || summary[3] == "0" {
 		t.Errorf("demo summary %q: want the demo binary with instrumentable functions", summary[0])
 	}
-	for _, want := range []string{"$ blpp stats ", "$ blpp cfg ", "function count at ", "function classify at "} {
+	for _, want := range []string{"$ blpp stats ", "$ blpp cfg ", "function classify at ", "$ blpp rewrite ", "$ blpp report ", "hottest paths:", "count path "} {
 		if !strings.Contains(o.stdout, want) {
 			t.Errorf("demo output lacks %q", want)
 		}

@@ -106,7 +106,7 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 			d.Functions = append(d.Functions, pf)
 			continue
 		}
-		num, err := mf.Numbering()
+		num, err := mf.Numbering(t.MaxPaths)
 		if err != nil {
 			return nil, err
 		}

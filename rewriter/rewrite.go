@@ -262,7 +262,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		Flags: runtime.ConfigFlagFlowOnly,
 	})
 	// Metadata.
-	tab := &meta.Table{OrigBuildID: b.BuildID}
+	tab := &meta.Table{OrigBuildID: b.BuildID, MaxPaths: MaxPaths}
 	for _, fg := range g.funcs {
 		tab.Funcs = append(tab.Funcs, metaFunc(fg.f))
 	}

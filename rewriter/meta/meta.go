@@ -69,7 +69,10 @@ type Func struct {
 type Table struct {
 	// OrigBuildID is the build-id of the original binary, if it had one.
 	OrigBuildID []byte
-	Funcs       []Func
+	// MaxPaths is the path limit the rewriter numbered with (pathnum's
+	// overflow policy depends on it, so renumbering must use it too).
+	MaxPaths uint64
+	Funcs    []Func
 }
 
 // Weight is the edge weight used when numbering: the same function of
@@ -83,7 +86,7 @@ func Weight(depth uint32) float64 {
 }
 
 // Numbering rebuilds f's Ball-Larus numbering from the stored graph.
-func (f *Func) Numbering() (*pathnum.Numbering, error) {
+func (f *Func) Numbering(maxPaths uint64) (*pathnum.Numbering, error) {
 	if !f.Instrumented {
 		return nil, fmt.Errorf("%s: not instrumented", f.Name)
 	}
@@ -95,7 +98,7 @@ func (f *Func) Numbering() (*pathnum.Numbering, error) {
 		}
 		g.Edges[i] = pathnum.Edge{From: int(e.From), To: to, Weight: Weight(f.Blocks[e.From].LoopDepth)}
 	}
-	n, err := pathnum.Number(g, pathnum.Options{})
+	n, err := pathnum.Number(g, pathnum.Options{MaxPaths: maxPaths})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Name, err)
 	}
@@ -110,6 +113,7 @@ func Encode(t *Table) []byte {
 	b := []byte(Magic)
 	b = binary.LittleEndian.AppendUint32(b, Version)
 	b = appendBytes(b, t.OrigBuildID)
+	b = binary.AppendUvarint(b, t.MaxPaths)
 	b = binary.AppendUvarint(b, uint64(len(t.Funcs)))
 	for i := range t.Funcs {
 		f := &t.Funcs[i]
@@ -240,6 +244,7 @@ func Decode(data []byte) (*Table, error) {
 	}
 	r := &reader{b: data, off: len(Magic) + 4}
 	t := &Table{OrigBuildID: append([]byte(nil), r.bytes()...)}
+	t.MaxPaths = r.uv()
 	nf := r.count(4)
 	t.Funcs = make([]Func, 0, nf)
 	for i := 0; i < nf && r.err == nil; i++ {

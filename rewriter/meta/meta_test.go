@@ -26,7 +26,7 @@ func TestRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
 	}
-	n, err := got.Funcs[0].Numbering()
+	n, err := got.Funcs[0].Numbering(got.MaxPaths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func FuzzDecode(f *testing.F) {
 		}
 		for i := range tab.Funcs {
 			if tab.Funcs[i].Instrumented {
-				tab.Funcs[i].Numbering() // must not panic
+				tab.Funcs[i].Numbering(tab.MaxPaths) // must not panic
 			}
 		}
 		if _, err := Decode(Encode(tab)); err != nil {

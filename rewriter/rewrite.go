@@ -74,6 +74,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	}
 	sum := &Summary{}
 	finiSec := b.File.Section(".fini")
+	into := branchTargets(b)
 	var chosen []*analysis.Func
 	for _, f := range res.Funcs {
 		if f.Func.PLT {
@@ -93,6 +94,8 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 			skip("excluded", "does not match --include")
 		case opts.Exclude != nil && opts.Exclude.MatchString(f.Func.Name):
 			skip("excluded", "matches --exclude")
+		case patchedInto(f.Func, into):
+			skip("jump into its first 5 bytes", "other code branches into the bytes the entry jump overwrites")
 		case finiSec != nil && f.Func.Addr == finiSec.Addr:
 			// _fini runs after the last .fini_array entry, which is where
 			// the profile is written.
@@ -348,4 +351,43 @@ func (h *finiHook) patches(thunk uint64) []elfw.Patch {
 		ps = append(ps, elfw.Patch{Addr: h.relaAddr, Bytes: v})
 	}
 	return ps
+}
+
+// branchTargets collects the targets of every direct jump, branch and call
+// found by a linear sweep of the executable sections. The entry jump
+// overwrites an instrumented function's first 5 bytes, so no code may
+// branch into them (glibc's string functions share tails that way:
+// __mempcpy_* jumps to __memmove_*+5). The sweep may decode data as code;
+// a bogus target only makes the check more cautious.
+func branchTargets(b *cfg.Binary) map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, s := range b.Sections() {
+		if !s.Exec {
+			continue
+		}
+		code := b.Code(s.Addr)
+		for off := 0; off < len(code); {
+			in, err := x86.Decode(code[off:], s.Addr+uint64(off))
+			if err != nil {
+				off++
+				continue
+			}
+			if in.Kind.HasTarget() {
+				out[in.Target] = true
+			}
+			off += in.Len
+		}
+	}
+	return out
+}
+
+// patchedInto reports whether some branch lands inside the bytes the
+// entry jump of f replaces.
+func patchedInto(f *cfg.Function, targets map[uint64]bool) bool {
+	for a := f.Addr + 1; a < f.Addr+5; a++ {
+		if targets[a] {
+			return true
+		}
+	}
+	return false
 }

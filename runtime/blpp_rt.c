@@ -216,6 +216,18 @@ struct slot {
 	u64 num_paths;      /* copied from the function table when resolved */
 };
 
+/* blpp_stubs.S reads slots in its fast paths: keep these in step with
+ * the SLOT_* offsets there. */
+_Static_assert(__builtin_offsetof(struct slot, dense) == 0, "slot.dense");
+_Static_assert(__builtin_offsetof(struct slot, calls) == 16, "slot.calls");
+_Static_assert(__builtin_offsetof(struct slot, num_paths) == 24, "slot.num_paths");
+_Static_assert(sizeof(struct slot) == 32, "slot size");
+
+/* What the stubs' fast paths need, set by blpp_init: the slot array
+ * (wiped memory) and its length (0 when there is no counting state). */
+u64 blpp_fast_slots;
+u64 blpp_fast_nfuncs;
+
 /* A bump allocator over mmap chunks, lock-free. */
 struct chunk {
 	u64 used, cap;
@@ -1474,9 +1486,11 @@ void blpp_init(u64 *sp)
 	rt.init_pid = getpid();
 
 	rt.w = map_wiped(page_up(sizeof(struct wiped) + rt.nfuncs * sizeof(struct slot)));
-	if (rt.w)
+	if (rt.w) {
 		rt.w->live = 1;
-	else
+		blpp_fast_slots = (u64)rt.w->slot;
+		blpp_fast_nfuncs = rt.nfuncs;
+	} else
 		say("cannot map the counter state: no paths are counted", "", "", 0);
 
 	/* A static binary sets its thread pointer later, in libc's start

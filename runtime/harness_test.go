@@ -587,6 +587,20 @@ func TestBasic(t *testing.T) {
 	}
 }
 
+// regsModel is what run_regs counts: four rounds of enter, backedge
+// (r 0 + k 1) and exit (r = restart 0) under F_REGS, and as many with an
+// id beyond the table (the backedge and exit are bad_funcs).
+func regsModel() *model {
+	m := newModel()
+	for k := 0; k < 4; k++ {
+		m.enter(fRegs)
+		m.count(fRegs, 1)
+		m.count(fRegs, 0)
+	}
+	m.stats["bad_funcs"] = 8
+	return m
+}
+
 func TestRegisters(t *testing.T) {
 	for _, v := range []variant{varNoPIE, varPIE} {
 		t.Run(v.name, func(t *testing.T) {
@@ -598,13 +612,7 @@ func TestRegisters(t *testing.T) {
 			if r.stdout != "regs ok\n" {
 				t.Errorf("register check:\n%s", r.stdout)
 			}
-			m := newModel()
-			for k := 0; k < 2; k++ {
-				m.enter(fRegs)
-				m.count(fRegs, 1) // backedge: r 0 + k 1
-				m.count(fRegs, 0) // exit: r = restart 0
-			}
-			m.check(t, readProfile(t, prof, exe, r.pid, 0))
+			regsModel().check(t, readProfile(t, prof, exe, r.pid, 0))
 		})
 	}
 }
@@ -620,12 +628,7 @@ func TestRegistersNewThread(t *testing.T) {
 	if r.stdout != "regs ok\n" {
 		t.Errorf("register check:\n%s", r.stdout)
 	}
-	m := newModel()
-	for k := 0; k < 2; k++ {
-		m.enter(fRegs)
-		m.count(fRegs, 1)
-		m.count(fRegs, 0)
-	}
+	m := regsModel()
 	m.stats["threads"] = 2
 	m.check(t, readProfile(t, prof, exe, r.pid, 0))
 }

@@ -256,6 +256,9 @@ static int run_threads(void)
 void regcheck_enter(unsigned long long out[17]);
 void regcheck_exit(unsigned long long out[17]);
 void regcheck_backedge(unsigned long long out[17]);
+void regcheck_enter_bad(unsigned long long out[17]);
+void regcheck_exit_bad(unsigned long long out[17]);
+void regcheck_backedge_bad(unsigned long long out[17]);
 extern unsigned long long rc_flags;
 
 static int check_regs(const char *what, const unsigned long long out[17])
@@ -282,10 +285,12 @@ static int check_regs(const char *what, const unsigned long long out[17])
 
 static int run_regs(void)
 {
-	static const unsigned long long flags[2] = {0xcd7, 0x2};
+	/* DF and every status flag set, then all clear, twice: the first
+	 * round resolves the counters (slow paths), later ones are fast. */
+	static const unsigned long long flags[4] = {0xcd7, 0x2, 0xcd7, 0x2};
 	unsigned long long out[17];
 	int bad = 0;
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 4; k++) {
 		rc_flags = flags[k];
 		regcheck_enter(out);
 		bad |= check_regs("enter", out);
@@ -293,6 +298,12 @@ static int run_regs(void)
 		bad |= check_regs("backedge", out);
 		regcheck_exit(out);
 		bad |= check_regs("exit", out);
+		regcheck_enter_bad(out);
+		bad |= check_regs("enter (bad id)", out);
+		regcheck_backedge_bad(out);
+		bad |= check_regs("backedge (bad id)", out);
+		regcheck_exit_bad(out);
+		bad |= check_regs("exit (bad id)", out);
 	}
 	if (!bad)
 		printf("regs ok\n");

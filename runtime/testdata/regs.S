@@ -4,6 +4,7 @@
  *   void regcheck_enter(unsigned long long out[17]);
  *   void regcheck_exit(unsigned long long out[17]);
  *   void regcheck_backedge(unsigned long long out[17]);
+ *   and the same with _bad: a function id the runtime refuses.
  *
  * Each loads a distinct pattern into every general register but %rsp,
  * loads the flags from rc_flags (DF included), calls the stub exactly as
@@ -89,32 +90,36 @@ rc_rsp_after:	.quad	0
 	.size	\name, . - \name
 .endm
 
-/* F_REGS is the function id the checks count under (harness.c). */
-#define F_REGS 11
+/* The checks count under function id 11 (F_REGS of harness.c); id 1000
+ * is beyond the function table, which sends exit and backedge to the slow
+ * path (counted as bad_funcs). */
 
-.macro CALL_ENTER
+.macro CALL_ENTER fid
 	lea	-128(%rsp), %rsp
-	push	$F_REGS
+	push	$\fid
 	call	blpp_enter
 	lea	136(%rsp), %rsp
 .endm
-.macro CALL_EXIT
+.macro CALL_EXIT fid
 	lea	-128(%rsp), %rsp
-	push	$F_REGS
+	push	$\fid
 	call	blpp_exit
 	lea	136(%rsp), %rsp
 .endm
-.macro CALL_BACKEDGE
+.macro CALL_BACKEDGE fid
 	lea	-128(%rsp), %rsp
 	push	$0
 	push	$1
-	push	$F_REGS
+	push	$\fid
 	call	blpp_backedge
 	lea	152(%rsp), %rsp
 .endm
 
-	CHECK	regcheck_enter, CALL_ENTER
-	CHECK	regcheck_exit, CALL_EXIT
-	CHECK	regcheck_backedge, CALL_BACKEDGE
+	CHECK	regcheck_enter, "CALL_ENTER 11"
+	CHECK	regcheck_exit, "CALL_EXIT 11"
+	CHECK	regcheck_backedge, "CALL_BACKEDGE 11"
+	CHECK	regcheck_enter_bad, "CALL_ENTER 1000"
+	CHECK	regcheck_exit_bad, "CALL_EXIT 1000"
+	CHECK	regcheck_backedge_bad, "CALL_BACKEDGE 1000"
 
 	.section .note.GNU-stack,"",@progbits

@@ -36,6 +36,7 @@ type funcGen struct {
 	tramps []tramp
 	// tableLabel maps an original jump table address to its new copy.
 	tableLabel map[uint64]enc.Label
+	tableUsed  map[uint64]bool
 }
 
 type tramp struct {
@@ -329,6 +330,13 @@ func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
 	if !ok {
 		return fmt.Errorf("%#x: table %#x was not planned", in.Addr, jt.Table)
 	}
+	if fg.tableUsed[jt.Table] {
+		// Each jump's edges carry their own increments, so two jumps
+		// cannot share one new table; and the instruction loading the
+		// table's address may be shared, so they cannot have one each.
+		return fmt.Errorf("%#x: jump table %#x is shared by several indirect jumps", in.Addr, jt.Table)
+	}
+	fg.tableUsed[jt.Table] = true
 	via := map[uint64]enc.Label{}
 	for _, e := range gr.Blocks[id].Succs {
 		ed := gr.Edges[e]

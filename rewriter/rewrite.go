@@ -40,6 +40,14 @@ type Options struct {
 	// Include and Exclude select functions by name (nil: all).
 	Include, Exclude *regexp.Regexp
 	Workers          int
+	// Progress, when set, is told when each stage starts.
+	Progress func(stage string)
+}
+
+func (o *Options) stage(s string) {
+	if o.Progress != nil {
+		o.Progress(s)
+	}
 }
 
 // Skipped is a function left uninstrumented and why.
@@ -67,6 +75,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	if b.Kind == cfg.KindShared {
 		return nil, nil, ErrSharedLib
 	}
+	opts.stage("analysing")
 	res := analysis.Run(b, analysis.Options{Workers: opts.Workers, MaxPaths: MaxPaths})
 	img, err := runtime.Load()
 	if err != nil {
@@ -106,7 +115,43 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 			chosen = append(chosen, f)
 		}
 	}
-	return layout(in, b, res, img, chosen, sum)
+	opts.stage("generating code")
+	// A function the code generator cannot handle is left alone, and the
+	// whole layout is redone without it (other functions' code may call
+	// its instrumented copy).
+	for {
+		out, sum2, err := layout(in, b, res, img, chosen, sum)
+		var ee *emitError
+		if !errors.As(err, &ee) {
+			return out, sum2, err
+		}
+		bad := map[*analysis.Func]bool{}
+		for _, f := range ee.failed {
+			bad[f.f] = true
+			sum.Skipped = append(sum.Skipped, Skipped{Name: f.f.Func.Name, Entry: fmt.Sprintf("%#x", f.f.Func.Addr),
+				Reason: "code generation", Detail: f.err.Error()})
+		}
+		kept := chosen[:0]
+		for _, f := range chosen {
+			if !bad[f] {
+				kept = append(kept, f)
+			}
+		}
+		chosen = kept
+	}
+}
+
+type emitFailure struct {
+	f   *analysis.Func
+	err error
+}
+
+// emitError lists the functions whose instrumented copy could not be
+// generated.
+type emitError struct{ failed []emitFailure }
+
+func (e *emitError) Error() string {
+	return fmt.Sprintf("%d functions could not be generated (first: %s: %v)", len(e.failed), e.failed[0].f.Func.Name, e.failed[0].err)
 }
 
 func usesGS(b *cfg.Binary, g *cfg.Graph) bool {
@@ -177,7 +222,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		stubs: Stubs{Enter: rtText + img.Symbols[runtime.SymEnter], Exit: rtText + img.Symbols[runtime.SymExit],
 			Backedge: rtText + img.Symbols[runtime.SymBackedge], OffR: runtime.OffR}}
 	for i, f := range chosen {
-		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), tableLabel: map[uint64]enc.Label{}}
+		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), tableLabel: map[uint64]enc.Label{}, tableUsed: map[uint64]bool{}}
 		fg.blocks = make([]enc.Label, len(f.Graph.Blocks))
 		for j := range fg.blocks {
 			fg.blocks[j] = g.buf.NewLabel()
@@ -190,10 +235,14 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		g.entries[f.Func.Addr] = fg.entry
 		g.funcs = append(g.funcs, fg)
 	}
+	var failed []emitFailure
 	for _, fg := range g.funcs {
 		if err := fg.emit(); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", fg.f.Func.Name, err)
+			failed = append(failed, emitFailure{fg.f, err})
 		}
+	}
+	if len(failed) > 0 {
+		return nil, nil, &emitError{failed}
 	}
 	// The exit hook: blpp_fini takes the place of the first .fini_array
 	// entry; it calls that entry's original function, then writes the

@@ -140,8 +140,19 @@
 //   - A program that installs its own handler for one of the fatal signals
 //     replaces the runtime's; exec loses the profile of the exec'ing
 //     process image.
-//   - Each stub call costs a full save of the caller-saved registers and
-//     pushfq/popfq; fast paths in assembly are future work.
+//   - _exit and exit_group skip the exit hook: no profile (as with the
+//     original program's atexit work).
+//
+// # Cost
+//
+// Each stub has an assembly fast path (the thread's own block, nothing to
+// unwind, a dense counter array already in use, a path id in range) that
+// keeps the flags with lahf/seto and add/sahf and touches four scratch
+// registers; anything else goes to the slow path, which saves the
+// caller-saved registers and the flags (pushfq/popfq) and calls C. On the
+// development machine an instrumented call (entry and exit, two locked
+// increments) costs about 25 ns. Hash-counted functions always take the
+// slow path.
 //
 // # Building
 //

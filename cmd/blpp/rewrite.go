@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"text/tabwriter"
+	"time"
 
 	"blpp/rewriter"
 )
@@ -73,6 +74,15 @@ func rewriteFile(in, out string, opts rewriter.Options) (*rewriter.Summary, erro
 	data, err := os.ReadFile(in)
 	if err != nil {
 		return nil, err
+	}
+	// Progress on a terminal, for rewrites that take more than a second.
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 && opts.Progress == nil {
+		start := time.Now()
+		opts.Progress = func(stage string) {
+			if d := time.Since(start); d > time.Second {
+				fmt.Fprintf(os.Stderr, "blpp rewrite: %s (%.1f s)\n", stage, d.Seconds())
+			}
+		}
 	}
 	res, sum, err := rewriter.Rewrite(data, opts)
 	if err != nil {

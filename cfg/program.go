@@ -130,22 +130,7 @@ func Analyze(b *Binary, opts Options) *Program {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	build := func(idx []int) {
-		var wg sync.WaitGroup
-		next := make(chan int, len(idx))
-		for _, i := range idx {
-			next <- i
-		}
-		close(next)
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					p.Graphs[i] = buildGraph(b, p, p.Funcs[i])
-				}
-			}()
-		}
-		wg.Wait()
+		forEach(idx, workers, func(i int) { p.Graphs[i] = buildGraph(b, p, p.Funcs[i]) })
 	}
 	build(todo)
 	todo = p.joinFragments(todo, build)
@@ -180,9 +165,20 @@ func Analyze(b *Binary, opts Options) *Program {
 		build(again)
 	}
 	// Per-graph analyses.
+	forEach(todo, workers, func(i int) {
+		if g := p.Graphs[i]; len(g.Blocks) > 0 {
+			g.FindLoops()
+			g.ComputeFlagsLiveness()
+		}
+	})
+	return p
+}
+
+// forEach runs fn on every index with the given number of goroutines.
+func forEach(idx []int, workers int, fn func(int)) {
 	var wg sync.WaitGroup
-	next := make(chan int, len(todo))
-	for _, i := range todo {
+	next := make(chan int, len(idx))
+	for _, i := range idx {
 		next <- i
 	}
 	close(next)
@@ -191,17 +187,11 @@ func Analyze(b *Binary, opts Options) *Program {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				g := p.Graphs[i]
-				if len(g.Blocks) == 0 {
-					continue
-				}
-				g.FindLoops()
-				g.ComputeFlagsLiveness()
+				fn(i)
 			}
 		}()
 	}
 	wg.Wait()
-	return p
 }
 
 // provesNoReturn reports whether every way out of g avoids returning. Only

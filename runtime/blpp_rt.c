@@ -1380,15 +1380,17 @@ static void install_handlers(u64 dump_signal)
 {
 	static const u8 fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
 	int dump_is_fatal = 0;
-	if (!(rt.flags & BLPP_CONFIG_FLAG_NO_FATAL_HANDLERS)) {
-		for (u64 i = 0; i < sizeof(fatal); i++) {
-			struct ksigaction old;
-			/* A signal the program started with ignored stays ignored. */
-			if (failed(sc4(SYS_rt_sigaction, fatal[i], 0, &old, 8)) || old.handler == (void (*)(int))1)
-				continue;
-			set_action(fatal[i], on_fatal, SA_ONSTACK, 0);
-			dump_is_fatal |= fatal[i] == dump_signal;
-		}
+	for (u64 i = 0; i < sizeof(fatal); i++) {
+		struct ksigaction old;
+		/* A dump signal among these stays fatal: carrying on after a
+		 * fault would fault again forever. */
+		dump_is_fatal |= fatal[i] == dump_signal;
+		if (rt.flags & BLPP_CONFIG_FLAG_NO_FATAL_HANDLERS)
+			continue;
+		/* A signal the program started with ignored stays ignored. */
+		if (failed(sc4(SYS_rt_sigaction, fatal[i], 0, &old, 8)) || old.handler == (void (*)(int))1)
+			continue;
+		set_action(fatal[i], on_fatal, SA_ONSTACK, 0);
 	}
 	if (dump_signal && !dump_is_fatal) {
 		if (dump_signal > NSIG || dump_signal == SIGKILL || dump_signal == SIGSTOP ||

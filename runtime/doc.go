@@ -97,8 +97,9 @@
 // (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT) writes it
 // if the exit has not, then restores the default action and raises the
 // signal again, so the process ends with the status it would have had; the
-// dump signal writes it and the program goes on (many times). A signal the
-// program started with ignored keeps being ignored. The file is one
+// dump signal writes it and the program goes on (many times). A fatal
+// signal the program started with ignored stays ignored; a dump signal
+// that is one of the fatal ones is treated as fatal. The file is one
 // flow-only THREAD section (tid = pid, all threads merged) with a record
 // per function that ran (calls = activations), the partials, and STATS.
 // It is built in memory and written to "<name>.tmp.<pid>", then renamed.

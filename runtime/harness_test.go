@@ -162,28 +162,43 @@ func buildHarness(gcc string, v variant) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	var objs []string
-	compile := func(src string, flags ...string) error {
+	// compile compiles src into dir and returns the object's path.
+	compile := func(dir, src string, flags ...string) (string, error) {
 		obj := filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), filepath.Ext(src))+".o")
 		args := append(append([]string{"-I", rtDir}, flags...), "-c", "-o", obj, src)
 		if out, err := exec(gcc, args...); err != nil {
-			return fmt.Errorf("%s: %v\n%s", src, err, out)
+			return "", fmt.Errorf("%s: %v\n%s", src, err, out)
 		}
-		objs = append(objs, obj)
-		return nil
+		return obj, nil
 	}
-	// The runtime exactly as the image build compiles it.
-	for _, src := range []string{"blpp_rt.c", "blpp_stubs.S"} {
-		if err := compile(filepath.Join(rtDir, src), append(append([]string{}, build.CFlags...), v.rtFlags...)...); err != nil {
-			return "", err
+	objs, err := runtimeObjects(v.rtFlags, func(dir string) ([]string, error) {
+		// The runtime exactly as the image build compiles it.
+		var objs []string
+		for _, src := range []string{"blpp_rt.c", "blpp_stubs.S"} {
+			obj, err := compile(dir, filepath.Join(rtDir, src), append(append([]string{}, build.CFlags...), v.rtFlags...)...)
+			if err != nil {
+				return nil, err
+			}
+			objs = append(objs, obj)
 		}
+		return objs, nil
+	})
+	if err != nil {
+		return "", err
 	}
 	hflags := append([]string{"-O2", "-g", "-pthread", "-Wall"}, v.flags...)
-	if err := compile(filepath.Join(rtDir, "testdata", "harness.c"), hflags...); err != nil {
-		return "", err
-	}
-	if err := compile(filepath.Join(rtDir, "testdata", "regs.S"), v.flags...); err != nil {
-		return "", err
+	for _, c := range []struct {
+		src   string
+		flags []string
+	}{
+		{"harness.c", hflags},
+		{"regs.S", v.flags},
+	} {
+		obj, err := compile(dir, filepath.Join(rtDir, "testdata", c.src), c.flags...)
+		if err != nil {
+			return "", err
+		}
+		objs = append(objs, obj)
 	}
 	exe := filepath.Join(dir, "harness")
 	link := append(append([]string{"-pthread", "-Wl,-e,blpp_start", "-Wl,--build-id"}, v.flags...), "-o", exe)
@@ -198,6 +213,32 @@ func buildHarness(gcc string, v variant) (string, error) {
 		return "", fmt.Errorf("patch: %w", err)
 	}
 	return exe, nil
+}
+
+var (
+	rtObjMu sync.Mutex
+	rtObjs  = map[string][]string{} // by runtime flags
+)
+
+// runtimeObjects compiles the runtime's sources once per set of extra
+// flags (they are position independent, so every variant links them).
+func runtimeObjects(flags []string, compile func(dir string) ([]string, error)) ([]string, error) {
+	key := strings.Join(flags, " ")
+	rtObjMu.Lock()
+	defer rtObjMu.Unlock()
+	if objs, ok := rtObjs[key]; ok {
+		return append([]string{}, objs...), nil
+	}
+	dir, err := os.MkdirTemp(buildDir, "rt-")
+	if err != nil {
+		return nil, err
+	}
+	objs, err := compile(dir)
+	if err != nil {
+		return nil, err
+	}
+	rtObjs[key] = objs
+	return append([]string{}, objs...), nil
 }
 
 // patchHarness fills blpp_config and the function table in the linked
@@ -690,7 +731,7 @@ func TestSignalHandlers(t *testing.T) {
 	exe := harness(t, varNoPIE)
 	dir := t.TempDir()
 	prof := filepath.Join(dir, "prof")
-	const n = 300000
+	const n = 2000000
 	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "signals", fmt.Sprint(n))
 	wantExit(t, r, 0)
 	var handled int

@@ -99,26 +99,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: recursion [SCALE>0]\n");
 		return 2;
 	}
-	/* each part grows with SCALE by adding to the depth of its recursion,
-	 * so work grows roughly like SCALE */
-	int lg = 0;
-	while ((2L << lg) <= scale)
-		lg++;
-	long f = fib(20 + lg);
-	long a = ack(2, 200 * scale) + ack(3, 3 + lg / 2);
-	long w = 0;
+	/* 8 * SCALE repetitions of fixed-size recursions, so the work grows
+	 * linearly with SCALE and the call depth does not */
+	long f = 0, a = 0, w = 0, q = 0;
 	int trees = 0;
-	for (int i = 0; i < 8; i++) {
-		struct tree *x = build(12 + lg, i), *y = build(12 + lg, i + 1);
+	for (long rep = 0; rep < scale * 8; rep++) {
+		int k = (int)(rep % 4);
+		f += fib(20 + k);
+		a += ack(2, 300 + k) + ack(3, 3 + k);
+		struct tree *x = build(10 + k, rep), *y = build(10 + k, rep + 1);
 		w = w * 31 + walk(x) - walk(y);
 		trees += mirrored(x, y);
 		release(x);
 		release(y);
+		q += queens(6 + k, 0, 0, 0, 0);
 	}
-	long q = queens(6 + lg / 2, 0, 0, 0, 0);
 	check = (unsigned long)f * 1000003u + (unsigned long)a;
 	check = check * 1000003u + (unsigned long)w;
 	check = check * 1000003u + (unsigned long)q + (unsigned long)trees;
-	printf("recursion scale=%ld fib=%ld ack=%ld queens=%ld checksum=%016lx\n", scale, f, a, q, check);
+	printf("recursion scale=%ld fib=%ld ack=%ld queens=%ld trees=%d checksum=%016lx\n", scale, f, a, q, trees, check);
 	return 0;
 }

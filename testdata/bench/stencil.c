@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: stencil [SCALE>0]\n");
 		return 2;
 	}
-	int n = 64 + (int)(scale * 2), g = 64 + (int)(scale * 3), steps = 100;
+	int n = 64 + (int)(scale * 5), g = 64 + (int)(scale * 4), steps = 20 + (int)(scale * 16);
 	double *a = malloc(sizeof(double) * n * n), *b = malloc(sizeof(double) * n * n);
 	double *c = malloc(sizeof(double) * n * n);
 	double *u = calloc((size_t)g * g, sizeof(double)), *v = calloc((size_t)g * g, sizeof(double));

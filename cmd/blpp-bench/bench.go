@@ -1,0 +1,359 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"blpp/cct"
+	"blpp/rewriter"
+)
+
+// variant is one way of building a workload.
+type variant int
+
+const (
+	native variant = iota // cc -O2
+	blpp                  // the native binary rewritten by blpp
+	gcov                  // cc -O2 -fprofile-arcs
+	numVariants
+)
+
+func (v variant) String() string {
+	switch v {
+	case native:
+		return "native"
+	case blpp:
+		return "blpp"
+	case gcov:
+		return "gcov"
+	}
+	return "variant(" + strconv.Itoa(int(v)) + ")"
+}
+
+// workload is one program of testdata/bench, built every way.
+type workload struct {
+	name string
+	src  string
+	bins [numVariants]string
+
+	rewrite time.Duration
+	summary *rewriter.Summary
+}
+
+// sample is what one run of one variant cost.
+type sample struct {
+	wall, cpu time.Duration
+	maxRSSKB  int64
+}
+
+// outcome is what a run shows the outside world; every variant must show
+// the native one's.
+type outcome struct {
+	stdout, stderr []byte
+	code           int
+}
+
+func (o outcome) equal(p outcome) bool {
+	return o.code == p.code && bytes.Equal(o.stdout, p.stdout) && bytes.Equal(o.stderr, p.stderr)
+}
+
+// benchWorkloads builds, runs and reports every selected workload.
+func benchWorkloads(c *config) error {
+	srcs, err := findWorkloads(c)
+	if err != nil {
+		return err
+	}
+	if _, err := exec.LookPath(c.cc); err != nil {
+		return fmt.Errorf("compiler %s not found (install the Debian package gcc, or pass --cc)", c.cc)
+	}
+	dir, err := os.MkdirTemp("", "blpp-bench-")
+	if err != nil {
+		return err
+	}
+	if c.keep {
+		fmt.Fprintf(c.stderr, "build directory: %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	rep := &report{Runs: c.runs, Warmup: c.warmup, Scale: c.scale, CC: c.cc, CCVersion: ccVersion(c.cc), CPUs: cpuCount(), LoadBefore: loadAvg()}
+	for _, src := range srcs {
+		w, err := buildWorkload(c, src, dir)
+		if err != nil {
+			return err
+		}
+		res, err := measure(c, w, dir)
+		if err != nil {
+			return err
+		}
+		rep.Workloads = append(rep.Workloads, res)
+	}
+	rep.LoadAfter = loadAvg()
+	rep.summarise()
+	if c.asJSON {
+		return writeJSON(c.stdout, rep)
+	}
+	rep.writeTable(c.stdout)
+	return nil
+}
+
+// findWorkloads returns the workload sources, restricted to --only.
+func findWorkloads(c *config) ([]string, error) {
+	dir := c.srcDir
+	if dir == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return nil, fmt.Errorf("%w (or pass --src)", err)
+		}
+		dir = filepath.Join(root, "testdata", "bench")
+	}
+	all, err := filepath.Glob(filepath.Join(dir, "*.c"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(all)
+	if len(all) == 0 {
+		return nil, fmt.Errorf("no workloads (*.c) in %s", dir)
+	}
+	if len(c.only) == 0 {
+		return all, nil
+	}
+	var picked []string
+	for _, name := range c.only {
+		p := filepath.Join(dir, name+".c")
+		found := false
+		for _, a := range all {
+			if a == p {
+				found = true
+			}
+		}
+		if !found {
+			var names []string
+			for _, a := range all {
+				names = append(names, strings.TrimSuffix(filepath.Base(a), ".c"))
+			}
+			return nil, &usageError{fmt.Sprintf("no workload %q (have %s)", name, strings.Join(names, ", "))}
+		}
+		picked = append(picked, p)
+	}
+	return picked, nil
+}
+
+// moduleRoot is the nearest directory at or above the working directory
+// holding go.mod: where `go run ./cmd/blpp-bench` is started from.
+func moduleRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod in %s or above", wd)
+		}
+		dir = parent
+	}
+}
+
+// buildWorkload compiles src natively and with gcov counters and rewrites
+// the native binary with blpp.
+func buildWorkload(c *config, src, dir string) (*workload, error) {
+	name := strings.TrimSuffix(filepath.Base(src), ".c")
+	w := &workload{name: name, src: src}
+	fmt.Fprintf(c.stderr, "%s: building\n", name)
+	bdir := filepath.Join(dir, name)
+	if err := os.MkdirAll(bdir, 0o755); err != nil {
+		return nil, err
+	}
+	w.bins[native] = filepath.Join(bdir, name)
+	w.bins[gcov] = filepath.Join(bdir, name+".gcov")
+	w.bins[blpp] = filepath.Join(bdir, name+".blpp")
+	if err := compile(c.cc, src, w.bins[native]); err != nil {
+		return nil, err
+	}
+	if err := compile(c.cc, src, w.bins[gcov], "-fprofile-arcs"); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(w.bins[native])
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	out, sum, err := rewriter.Rewrite(data, rewriter.Options{})
+	w.rewrite = time.Since(start)
+	if err != nil {
+		return nil, fmt.Errorf("%s: rewrite: %w", name, err)
+	}
+	if sum.Instrumented == 0 {
+		return nil, fmt.Errorf("%s: rewrite instrumented no function", name)
+	}
+	w.summary = sum
+	if err := os.WriteFile(w.bins[blpp], out, 0o755); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// compile builds one executable at -O2 with the compiler's defaults
+// otherwise (on Debian: PIE), as a user's release build would be.
+func compile(cc, src, out string, extra ...string) error {
+	args := append([]string{"-O2"}, extra...)
+	args = append(args, "-o", out, src)
+	cmd := exec.Command(cc, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// measure runs the variants of w in turn, warm-up runs first, and checks
+// every run against the native output.
+func measure(c *config, w *workload, dir string) (*workloadResult, error) {
+	res := &workloadResult{
+		Name:         w.name,
+		RewriteMS:    ms(w.rewrite),
+		Functions:    w.summary.Functions,
+		Instrumented: w.summary.Instrumented,
+	}
+	for v := native; v < numVariants; v++ {
+		res.Variants = append(res.Variants, &variantResult{Name: v.String()})
+	}
+	args := []string{strconv.Itoa(c.scale)}
+	var want *outcome
+	total := c.warmup + c.runs
+	for round := 0; round < total; round++ {
+		measured := round >= c.warmup
+		if measured {
+			fmt.Fprintf(c.stderr, "%s: round %d/%d\n", w.name, round-c.warmup+1, c.runs)
+		} else {
+			fmt.Fprintf(c.stderr, "%s: warm-up %d/%d\n", w.name, round+1, c.warmup)
+		}
+		for v := native; v < numVariants; v++ {
+			s, out, err := runOnce(w.bins[v], args, v, dir)
+			if err != nil {
+				return nil, fmt.Errorf("%s (%s): %w", w.name, v, err)
+			}
+			if want == nil {
+				if out.code != 0 {
+					return nil, fmt.Errorf("%s (native): exit status %d\n%s", w.name, out.code, out.stderr)
+				}
+				want = &out
+				res.Output = strings.TrimSpace(string(out.stdout))
+			} else if !out.equal(*want) {
+				return nil, fmt.Errorf("%s (%s): output differs from native:\nnative: exit %d, %q %q\n%s: exit %d, %q %q",
+					w.name, v, want.code, want.stdout, want.stderr, v, out.code, out.stdout, out.stderr)
+			}
+			if measured {
+				vr := res.Variants[v]
+				vr.WallMS = append(vr.WallMS, ms(s.wall))
+				vr.CPUMS = append(vr.CPUMS, ms(s.cpu))
+				vr.MaxRSSKB = max(vr.MaxRSSKB, s.maxRSSKB)
+			}
+		}
+	}
+	res.Matched = true
+	return res, nil
+}
+
+// runOnce runs bin with args in a new directory under dir, which it then
+// removes. The blpp variant must leave a readable profile there and the
+// gcov variant a .gcda file: a run that skipped writing them would look
+// cheaper than it is.
+func runOnce(bin string, args []string, v variant, dir string) (sample, outcome, error) {
+	rundir, err := os.MkdirTemp(dir, "run-")
+	if err != nil {
+		return sample{}, outcome{}, err
+	}
+	defer os.RemoveAll(rundir)
+	profile := filepath.Join(rundir, "blpp.out")
+	env := append(os.Environ(),
+		"BLPP_PROFILE="+profile,
+		// libgcov writes <GCOV_PREFIX>/<object path less STRIP leading
+		// directories>; stripping them all puts the .gcda in rundir.
+		"GCOV_PREFIX="+rundir,
+		"GCOV_PREFIX_STRIP=1000",
+	)
+	var s sample
+	var out outcome
+	for try := 0; ; try++ {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = rundir
+		cmd.Env = env
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		start := time.Now()
+		err = cmd.Run()
+		s.wall = time.Since(start)
+		// Text file busy: a just-written executable may still be open in a
+		// child forked meanwhile; the go command retries the same way.
+		if err != nil && errors.Is(err, syscall.ETXTBSY) && try < 20 {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			return s, out, err
+		}
+		ps := cmd.ProcessState
+		s.cpu = ps.UserTime() + ps.SystemTime()
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			s.maxRSSKB = ru.Maxrss // kilobytes on Linux
+		}
+		out = outcome{stdout.Bytes(), stderr.Bytes(), ps.ExitCode()}
+		break
+	}
+	switch v {
+	case blpp:
+		if _, err := cct.ReadFile(profile); err != nil {
+			return s, out, fmt.Errorf("profile: %w", err)
+		}
+	case gcov:
+		if m, _ := filepath.Glob(filepath.Join(rundir, "*.gcda")); len(m) == 0 {
+			return s, out, fmt.Errorf("no .gcda file written in the run directory")
+		}
+	}
+	return s, out, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// ccVersion is the first line of `cc --version`.
+func ccVersion(cc string) string {
+	out, err := exec.Command(cc, "--version").Output()
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(line)
+}
+
+// loadAvg is the one-minute load average, or -1 when unknown. The table
+// prints it: on a busy machine wall times mean less than CPU times.
+func loadAvg() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return -1
+	}
+	x, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return x
+}

@@ -1,0 +1,114 @@
+// Command blpp-bench measures what blpp costs: how much slower the
+// workloads under testdata/bench run once rewritten, next to gcc's own
+// edge counting (-fprofile-arcs), and how long and how much memory a
+// rewrite takes.
+//
+//	go run ./cmd/blpp-bench [--runs N] [--cc gcc] [--only NAME,...] [--scale S] [--json]
+//	go run ./cmd/blpp-bench --rewrite-python [--python /usr/bin/python3.11] [--json]
+//
+// Each workload is compiled twice (cc -O2, and cc -O2 -fprofile-arcs); the
+// first binary is also rewritten in-process with rewriter.Rewrite. The
+// three variants then run in turn (native, blpp, gcov, native, ...) so that
+// a change in the machine's load hits all three alike, each in a fresh
+// directory that is removed afterwards (the gcov run's .gcda file and the
+// blpp run's profile go there, so every run does the same work). Every run
+// must print what the native run printed, byte for byte, and exit the same
+// way; the blpp run must leave a valid profile and the gcov run a .gcda
+// file. A ratio is the median over the rounds of the per-round ratio to the
+// native run of the same round.
+//
+// Progress goes to stderr; stdout gets the table, or with --json one JSON
+// object (fields documented on report and pythonReport). Exit status: 0,
+// 1 when a measurement fails (a build error, different output, a missing
+// profile), 2 for a bad command line.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// config is the parsed command line.
+type config struct {
+	runs, warmup int
+	scale        int
+	cc           string
+	only         []string
+	asJSON       bool
+	srcDir       string
+	keep         bool
+
+	rewritePython bool
+	python        string
+
+	stdout, stderr io.Writer
+}
+
+// run executes one command line and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	c := &config{stdout: stdout, stderr: stderr}
+	fs := pflag.NewFlagSet("blpp-bench", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.IntVar(&c.runs, "runs", 5, "measured runs of each variant of each workload")
+	fs.IntVar(&c.warmup, "warmup", 1, "unmeasured runs of each variant before the measured ones")
+	fs.IntVar(&c.scale, "scale", 100, "workload size passed to every workload (100: ~0.5 s natively)")
+	fs.StringVar(&c.cc, "cc", "gcc", "C compiler (must accept -fprofile-arcs)")
+	only := fs.String("only", "", "comma-separated workloads to run (default: all)")
+	fs.BoolVar(&c.asJSON, "json", false, "print one JSON object instead of the table")
+	fs.StringVar(&c.srcDir, "src", "", "directory of the workload sources (default: testdata/bench of the module)")
+	fs.BoolVar(&c.keep, "keep", false, "keep the build directory and print its name")
+	fs.BoolVar(&c.rewritePython, "rewrite-python", false, "measure rewriting a large real binary instead of running the workloads")
+	fs.StringVar(&c.python, "python", "/usr/bin/python3.11", "the binary --rewrite-python rewrites")
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "blpp-bench: %v (run with --help for the flags)\n", err)
+		return 2
+	}
+	if *help {
+		fmt.Fprintf(stdout, "usage: blpp-bench [flags]\n\nflags:\n%s", fs.FlagUsages())
+		return 0
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "blpp-bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if c.runs < 1 || c.warmup < 0 || c.scale < 1 {
+		fmt.Fprintln(stderr, "blpp-bench: --runs and --scale must be at least 1, --warmup at least 0")
+		return 2
+	}
+	for _, name := range strings.Split(*only, ",") {
+		if name = strings.TrimSpace(strings.TrimSuffix(name, ".c")); name != "" {
+			c.only = append(c.only, name)
+		}
+	}
+
+	var err error
+	if c.rewritePython {
+		err = benchPython(c)
+	} else {
+		err = benchWorkloads(c)
+	}
+	if err != nil {
+		var ue *usageError
+		fmt.Fprintf(stderr, "blpp-bench: %v\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+		if errors.As(err, &ue) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// usageError is a command line that names something that does not exist.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }

@@ -84,6 +84,18 @@ func LoadMeta(path string) (*meta.Table, *elf.File, error) {
 // path's count to each block it passes through, plus the executed
 // prefixes of partial paths.
 func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (*PathDoc, error) {
+	if len(p.BuildID) > 0 && len(t.OrigBuildID) > 0 && string(p.BuildID) != string(t.OrigBuildID) {
+		return nil, fmt.Errorf("the profile comes from a binary with build-id %x, not %s (build-id %x)", p.BuildID, binary, t.OrigBuildID)
+	}
+	if n := len(t.Funcs); n > 0 {
+		for _, th := range p.Threads {
+			for _, r := range th.Records {
+				if int(r.Func) >= n || !t.Funcs[r.Func].Instrumented {
+					return nil, fmt.Errorf("the profile names function %d, which %s does not instrument", r.Func, binary)
+				}
+			}
+		}
+	}
 	d := &PathDoc{Binary: binary, Functions: []PathFunc{}}
 	for _, m := range p.Metrics {
 		d.Metrics = append(d.Metrics, m.Name)

@@ -308,11 +308,17 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// Runtime configuration.
 	cfgOff := img.Symbols[runtime.SymConfig] - img.DataOff
 	c := rw[cfgOff:]
-	runtime.PutConfig(c, runtime.Config{
+	conf := runtime.Config{
 		Magic: runtime.ConfigMagic, SelfVaddr: rwAddr + cfgOff, OrigEntry: b.Entry, OrigFini: fini.orig,
 		FuncsVaddr: funcsAddr, NFuncs: uint64(len(chosen)), DumpSignal: runtime.DefaultDumpSignal,
 		Flags: runtime.ConfigFlagFlowOnly,
-	})
+	}
+	// The profile names the binary it came from by the build-id note's
+	// bytes (desc after the 12-byte header and the 4-byte name "GNU").
+	if s := b.File.Section(".note.gnu.build-id"); s != nil && s.Flags&elf.SHF_ALLOC != 0 && len(b.BuildID) > 0 {
+		conf.BuildIDVaddr, conf.BuildIDLen = s.Addr+16, uint64(len(b.BuildID))
+	}
+	runtime.PutConfig(c, conf)
 	// Metadata.
 	tab := &meta.Table{OrigBuildID: b.BuildID, MaxPaths: MaxPaths}
 	for _, fg := range g.funcs {

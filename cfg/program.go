@@ -327,7 +327,15 @@ func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 		}
 		drop := map[int]bool{}
 		rebuild := map[int]bool{}
-		for j, set := range jumpers {
+		// Map order must not decide which range joins which: the result
+		// would differ from run to run.
+		keys := make([]int, 0, len(jumpers))
+		for j := range jumpers {
+			keys = append(keys, j)
+		}
+		sort.Ints(keys)
+		for _, j := range keys {
+			set := jumpers[j]
 			if len(set) != 1 || !isFragment(j) {
 				continue
 			}

@@ -232,6 +232,7 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 		res.Variants = append(res.Variants, &variantResult{Name: v.String()})
 	}
 	args := []string{strconv.Itoa(c.scale)}
+	timeTool := gnuTime()
 	var want *outcome
 	total := c.warmup + c.runs
 	for round := 0; round < total; round++ {
@@ -242,7 +243,11 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 			fmt.Fprintf(c.stderr, "%s: warm-up %d/%d\n", w.name, round+1, c.warmup)
 		}
 		for v := native; v < numVariants; v++ {
-			s, out, err := runOnce(w.bins[v], args, v, dir)
+			wrap := ""
+			if !measured {
+				wrap = timeTool
+			}
+			s, out, err := runOnce(w.bins[v], args, v, dir, wrap)
 			if err != nil {
 				return nil, fmt.Errorf("%s (%s): %w", w.name, v, err)
 			}
@@ -256,10 +261,11 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 				return nil, fmt.Errorf("%s (%s): output differs from native:\nnative: exit %d, %q %q\n%s: exit %d, %q %q",
 					w.name, v, want.code, want.stdout, want.stderr, v, out.code, out.stdout, out.stderr)
 			}
+			vr := res.Variants[v]
 			if measured {
-				vr := res.Variants[v]
 				vr.WallMS = append(vr.WallMS, ms(s.wall))
 				vr.CPUMS = append(vr.CPUMS, ms(s.cpu))
+			} else {
 				vr.MaxRSSKB = max(vr.MaxRSSKB, s.maxRSSKB)
 			}
 		}
@@ -272,7 +278,14 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 // removes. The blpp variant must leave a readable profile there and the
 // gcov variant a .gcda file: a run that skipped writing them would look
 // cheaper than it is.
-func runOnce(bin string, args []string, v variant, dir string) (sample, outcome, error) {
+//
+// With timeTool set the run goes through GNU time, which reports the
+// peak resident set. The child's own rusage cannot: Go starts children
+// with vfork semantics (CLONE_VM), and the kernel carries the high-water
+// RSS of the pre-exec address space, the harness's, into the child's
+// maxrss. GNU time forks from its own small address space. Wrapping adds a
+// process to the run, so only unmeasured (warm-up) runs are wrapped.
+func runOnce(bin string, args []string, v variant, dir, timeTool string) (sample, outcome, error) {
 	rundir, err := os.MkdirTemp(dir, "run-")
 	if err != nil {
 		return sample{}, outcome{}, err
@@ -288,8 +301,14 @@ func runOnce(bin string, args []string, v variant, dir string) (sample, outcome,
 	)
 	var s sample
 	var out outcome
+	rssFile := rundir + ".rss"
+	argv := append([]string{bin}, args...)
+	if timeTool != "" {
+		argv = append([]string{timeTool, "-f", "%M", "-o", rssFile}, argv...)
+		defer os.Remove(rssFile)
+	}
 	for try := 0; ; try++ {
-		cmd := exec.Command(bin, args...)
+		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir = rundir
 		cmd.Env = env
 		var stdout, stderr bytes.Buffer
@@ -309,11 +328,15 @@ func runOnce(bin string, args []string, v variant, dir string) (sample, outcome,
 		}
 		ps := cmd.ProcessState
 		s.cpu = ps.UserTime() + ps.SystemTime()
-		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			s.maxRSSKB = ru.Maxrss // kilobytes on Linux
-		}
 		out = outcome{stdout.Bytes(), stderr.Bytes(), ps.ExitCode()}
 		break
+	}
+	if timeTool != "" {
+		kb, err := readTimeRSS(rssFile)
+		if err != nil {
+			return s, out, err
+		}
+		s.maxRSSKB = kb
 	}
 	switch v {
 	case blpp:
@@ -326,6 +349,33 @@ func runOnce(bin string, args []string, v variant, dir string) (sample, outcome,
 		}
 	}
 	return s, out, nil
+}
+
+// readTimeRSS reads the %M (peak RSS, kilobytes) GNU time wrote to file:
+// the last line, after any "Command exited with non-zero status" line.
+func readTimeRSS(file string) (int64, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0, fmt.Errorf("time -o: %w", err)
+	}
+	lines := strings.Fields(strings.TrimSpace(string(data)))
+	if len(lines) == 0 {
+		return 0, fmt.Errorf("time -o %s: empty", file)
+	}
+	kb, err := strconv.ParseInt(lines[len(lines)-1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("time -o %s: %q is not a size in kilobytes", file, data)
+	}
+	return kb, nil
+}
+
+// gnuTime is the GNU time program, or "" when it is not installed
+// (Debian package time).
+func gnuTime() string {
+	if p, err := exec.LookPath("/usr/bin/time"); err == nil {
+		return p
+	}
+	return ""
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -15,7 +15,8 @@
 // must print what the native run printed, byte for byte, and exit the same
 // way; the blpp run must leave a valid profile and the gcov run a .gcda
 // file. A ratio is the median over the rounds of the per-round ratio to the
-// native run of the same round.
+// native run of the same round. Peak memory is taken in the warm-up runs,
+// through GNU time (see runOnce for why not from the child's rusage).
 //
 // Progress goes to stderr; stdout gets the table, or with --json one JSON
 // object (fields documented on report and pythonReport). Exit status: 0,

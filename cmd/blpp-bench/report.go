@@ -45,7 +45,7 @@ type variantResult struct {
 	Name     string    `json:"name"`       // native, blpp or gcov
 	WallMS   []float64 `json:"wall_ms"`    // each measured run, in order
 	CPUMS    []float64 `json:"cpu_ms"`     // user+system time of each run
-	MaxRSSKB int64     `json:"max_rss_kb"` // largest peak resident set of the runs
+	MaxRSSKB int64     `json:"max_rss_kb"` // largest peak resident set of the warm-up runs, by GNU time (0: not measured)
 
 	MedianWallMS float64 `json:"median_wall_ms"`
 	MedianCPUMS  float64 `json:"median_cpu_ms"`
@@ -58,7 +58,7 @@ type variantResult struct {
 type ratios struct {
 	Wall float64 `json:"ratio"`
 	CPU  float64 `json:"cpu_ratio"`
-	RSS  float64 `json:"rss_ratio"` // of MaxRSSKB
+	RSS  float64 `json:"rss_ratio"` // of MaxRSSKB (0: not measured)
 }
 
 // summarise fills in medians, ratios and the geometric means.
@@ -84,7 +84,7 @@ func (r *report) summarise() {
 			}
 			l.Wall += math.Log(v.Wall)
 			l.CPU += math.Log(v.CPU)
-			l.RSS += math.Log(v.RSS)
+			l.RSS += math.Log(v.RSS) // -Inf when not measured: exp gives 0, "not measured"
 		}
 	}
 	r.Geomean = map[string]ratios{}
@@ -94,9 +94,10 @@ func (r *report) summarise() {
 	}
 }
 
+// median is the middle value of xs, 0 for none (JSON has no NaN).
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
-		return math.NaN()
+		return 0
 	}
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
@@ -106,7 +107,9 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// pairedRatio is the median of xs[i]/base[i].
+// pairedRatio is the median of xs[i]/base[i], 0 (unknown) when no base is
+// positive: CPU times of very short runs can be 0 at the kernel's
+// accounting granularity.
 func pairedRatio(xs, base []float64) float64 {
 	var rs []float64
 	for i := range xs {
@@ -184,7 +187,7 @@ func (r *report) writeTable(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "\ntimes: median wall time of %d runs per variant (after %d warm-up), scale %d; ratios: median of per-round ratios to native\n", r.Runs, r.Warmup, r.Scale)
-	fmt.Fprintf(w, "cpu: user+system time ratio; rss: peak resident set ratio; rewrite: rewriter.Rewrite in-process\n")
+	fmt.Fprintf(w, "cpu: user+system time ratio; rss: peak resident set ratio (warm-up runs, GNU time); rewrite: rewriter.Rewrite in-process\n")
 	fmt.Fprintf(w, "outputs: all %d measured runs (and warm-ups) printed exactly the native output\n", runs)
 	fmt.Fprintf(w, "machine: %d CPUs, load average %s at start, %s at end; %s\n", r.CPUs, fmtLoad(r.LoadBefore), fmtLoad(r.LoadAfter), r.CCVersion)
 }

@@ -176,7 +176,10 @@ func Load(data []byte) (b *Binary, err error) {
 		}
 	}
 	b.Static = !hasInterp && !hasDynamic
-	if b.Kind == KindShared && (hasInterp || b.hasPIEFlag()) {
+	// An ET_DYN is an executable when it says so (DF_1_PIE), or when it has
+	// an interpreter and no DT_SONAME (older PIEs). libc.so.6 has an
+	// interpreter (it can be run) but a SONAME: a library.
+	if b.Kind == KindShared && (b.hasPIEFlag() || hasInterp && !b.hasDynTag(elf.DT_SONAME)) {
 		b.Kind = KindPIE
 	}
 	if b.Kind == KindShared && !hasInterp && !hasDynamic {
@@ -196,6 +199,27 @@ func Load(data []byte) (b *Binary, err error) {
 	}
 	b.loadBuildID()
 	return b, nil
+}
+
+func (b *Binary) hasDynTag(want elf.DynTag) bool {
+	ds := b.File.Section(".dynamic")
+	if ds == nil || ds.Type == elf.SHT_NOBITS {
+		return false
+	}
+	d, err := b.sectionData(ds)
+	if err != nil {
+		return false
+	}
+	for i := 0; i+16 <= len(d); i += 16 {
+		tag := elf.DynTag(binary.LittleEndian.Uint64(d[i:]))
+		if tag == elf.DT_NULL {
+			break
+		}
+		if tag == want {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *Binary) hasPIEFlag() bool {

@@ -84,8 +84,8 @@ func LoadMeta(path string) (*meta.Table, *elf.File, error) {
 // path's count to each block it passes through, plus the executed
 // prefixes of partial paths.
 func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (*PathDoc, error) {
-	if len(p.BuildID) > 0 && len(t.OrigBuildID) > 0 && string(p.BuildID) != string(t.OrigBuildID) {
-		return nil, fmt.Errorf("the profile comes from a binary with build-id %x, not %s (build-id %x)", p.BuildID, binary, t.OrigBuildID)
+	if len(t.InstrID) > 0 && string(p.BuildID) != string(t.InstrID) {
+		return nil, fmt.Errorf("the profile was written by another instrumented binary (build-id %x), not %s (build-id %x)", p.BuildID, binary, t.InstrID)
 	}
 	if n := len(t.Funcs); n > 0 {
 		for _, th := range p.Threads {
@@ -241,7 +241,12 @@ func NewLineTable(f *elf.File) *LineTable {
 		}
 		var le dwarf.LineEntry
 		for lr.Next(&le) == nil {
-			if le.File != nil && !le.EndSequence {
+			switch {
+			case le.EndSequence:
+				// Code past a sequence's end has no line (until another
+				// sequence starts there).
+				lt.rows = append(lt.rows, lineRow{addr: le.Address})
+			case le.File != nil:
 				lt.rows = append(lt.rows, lineRow{le.Address, le.File.Name, le.Line})
 			}
 		}
@@ -259,7 +264,12 @@ func (lt *LineTable) At(addr uint64) string {
 		return ""
 	}
 	i := sort.Search(len(lt.rows), func(i int) bool { return lt.rows[i].addr > addr }) - 1
-	if i < 0 || addr-lt.rows[i].addr > 1<<16 {
+	// Several rows may share an address (an end marker and the next
+	// sequence's start): prefer a row with a line.
+	for i > 0 && lt.rows[i].file == "" && lt.rows[i-1].addr == lt.rows[i].addr {
+		i--
+	}
+	if i < 0 || lt.rows[i].file == "" {
 		return ""
 	}
 	return fmt.Sprintf("%s:%d", shortFile(lt.rows[i].file), lt.rows[i].line)

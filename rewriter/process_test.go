@@ -307,9 +307,9 @@ func TestThreads(t *testing.T) {
 // forkExclude: main is active across the fork. The child finishes the
 // path main began in the parent, so main's blocks before the fork are in
 // both processes' paths, while callgrind (which dumps its counters on
-// entry to fork) counts them once. No path profile can split a path at
-// the fork; the test compares main's blocks after the fork only through
-// the functions they call.
+// entry to fork) counts them once: blpp 2, callgrind 1 for each of
+// those blocks. A Ball-Larus path cannot be split at the fork, so main is
+// left out; the functions it calls after the fork are compared.
 var forkExclude = map[string]string{"main": "active across the fork: its blocks before the fork are on the paths of both processes"}
 
 // TestFork runs a program that forks with BLPP_PROFILE=dir/prof.%p: each
@@ -527,7 +527,11 @@ func TestDumpSignal(t *testing.T) {
 				orig, inst := rewriteTo(t, "longrun.c", c, dir)
 				args := []string{mode}
 
-				want := termAfter(t, orig, args, nil, 300*time.Millisecond)
+				var catches []syscall.Signal
+				if mode == "handle" {
+					catches = []syscall.Signal{syscall.SIGTERM}
+				}
+				want := termAfter(t, orig, args, catches, 300*time.Millisecond)
 				switch {
 				case mode == "handle" && (want.code != 0 || want.sig != 0 || !bytes.Contains(want.stdout, []byte("stopped by SIGTERM"))):
 					t.Fatalf("%s: the original did not stop cleanly: %s", what, want)
@@ -548,6 +552,9 @@ func TestDumpSignal(t *testing.T) {
 					}
 				}()
 				time.Sleep(300 * time.Millisecond)
+				// The runtime installs its handlers before the program's
+				// own code runs; on a loaded machine that may take a while.
+				waitCaught(t, what, cmd.Process.Pid, syscall.SIGUSR2, syscall.SIGTERM)
 				if err := cmd.Process.Signal(syscall.SIGUSR2); err != nil {
 					t.Fatal(err)
 				}
@@ -607,12 +614,14 @@ func TestDumpSignal(t *testing.T) {
 	}
 }
 
-// termAfter runs prog, sends it SIGTERM after d and waits for it.
-func termAfter(t *testing.T, prog string, args, env []string, d time.Duration) procResult {
+// termAfter runs prog, sends it SIGTERM after d, once it catches the
+// signals in catches, and waits for it.
+func termAfter(t *testing.T, prog string, args []string, catches []syscall.Signal, d time.Duration) procResult {
 	t.Helper()
 	var o, e bytes.Buffer
-	cmd := startProc(t, prog, args, env, &o, &e)
+	cmd := startProc(t, prog, args, nil, &o, &e)
 	time.Sleep(d)
+	waitCaught(t, prog, cmd.Process.Pid, catches...)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -640,4 +649,32 @@ func waitProfile(t *testing.T, what, path string, d time.Duration) *cct.Profile 
 		t.Fatalf("%s: dump profile: %v", what, err)
 	}
 	return p
+}
+
+// waitCaught waits up to 5 s until process pid has a handler for each of
+// sigs, as the SigCgt mask of /proc/PID/status shows.
+func waitCaught(t *testing.T, what string, pid int, sigs ...syscall.Signal) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		caught := uint64(0)
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+					caught, _ = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				}
+			}
+		}
+		all := true
+		for _, s := range sigs {
+			all = all && caught&(1<<(uint(s)-1)) != 0
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: pid %d does not catch %v after 5 s (SigCgt %#x)", what, pid, sigs, caught)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

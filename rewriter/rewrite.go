@@ -204,6 +204,8 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	funcsAddr := rwAddr + uint64(len(rw))
 	rw = append(rw, make([]byte, len(chosen)*runtime.FuncSize)...)
+	idAddr := rwAddr + uint64(len(rw))
+	rw = append(rw, make([]byte, 32)...) // the instrumentation id, filled below
 	countersAddr := rwAddr + uint64(len(rw))
 	var counters uint64
 	for i, f := range chosen {
@@ -313,13 +315,8 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		FuncsVaddr: funcsAddr, NFuncs: uint64(len(chosen)), DumpSignal: runtime.DefaultDumpSignal,
 		Flags: runtime.ConfigFlagFlowOnly,
 	}
-	// The profile names the binary it came from by the build-id note's
-	// bytes (desc after the 12-byte header and the 4-byte name "GNU").
-	if s := b.File.Section(".note.gnu.build-id"); s != nil && s.Flags&elf.SHF_ALLOC != 0 && len(b.BuildID) > 0 {
-		conf.BuildIDVaddr, conf.BuildIDLen = s.Addr+16, uint64(len(b.BuildID))
-	}
-	runtime.PutConfig(c, conf)
-	// Metadata.
+	// Metadata; its instrumentation id is what profiles carry as their
+	// build-id (stored at the end of the RW data).
 	tab := &meta.Table{OrigBuildID: b.BuildID, MaxPaths: MaxPaths}
 	for _, fg := range g.funcs {
 		tab.Funcs = append(tab.Funcs, metaFunc(fg.f))
@@ -331,6 +328,10 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		fmt.Sscanf(s.Entry, "0x%x", &entry)
 		tab.Funcs = append(tab.Funcs, meta.Func{Name: s.Name, Entry: entry, Reason: s.Reason})
 	}
+	tab.ComputeInstrID()
+	conf.BuildIDVaddr, conf.BuildIDLen = idAddr, uint64(len(tab.InstrID))
+	copy(rw[idAddr-rwAddr:], tab.InstrID)
+	runtime.PutConfig(c, conf)
 	sort.Slice(sum.Skipped, func(i, j int) bool { return sum.Skipped[i].Entry < sum.Skipped[j].Entry })
 	sum.Instrumented = len(chosen)
 	sum.CodeBytes = len(code)

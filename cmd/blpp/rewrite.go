@@ -125,7 +125,12 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 	for r := range byReason {
 		reasons = append(reasons, r)
 	}
-	sort.Slice(reasons, func(i, j int) bool { return byReason[reasons[i]] > byReason[reasons[j]] })
+	sort.Slice(reasons, func(i, j int) bool {
+		if byReason[reasons[i]] != byReason[reasons[j]] {
+			return byReason[reasons[i]] > byReason[reasons[j]]
+		}
+		return reasons[i] < reasons[j]
+	})
 	for _, r := range reasons {
 		fmt.Fprintf(c.stdout, "  uninstrumented: %-30s %d\n", r, byReason[r])
 	}

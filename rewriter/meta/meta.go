@@ -11,6 +11,7 @@
 package meta
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -72,7 +73,13 @@ type Table struct {
 	// MaxPaths is the path limit the rewriter numbered with (pathnum's
 	// overflow policy depends on it, so renumbering must use it too).
 	MaxPaths uint64
-	Funcs    []Func
+	// InstrID identifies this instrumentation of the binary: the runtime
+	// writes it into profiles as their build-id, so a report can refuse a
+	// profile of a different rewrite of the same program (other
+	// --include/--exclude, another blpp version). The original's build-id
+	// cannot tell them apart.
+	InstrID []byte
+	Funcs   []Func
 }
 
 // Weight is the edge weight used when numbering: the same function of
@@ -108,12 +115,21 @@ func (f *Func) Numbering(maxPaths uint64) (*pathnum.Numbering, error) {
 	return n, nil
 }
 
+// ComputeInstrID derives t's InstrID from everything else in the table.
+func (t *Table) ComputeInstrID() {
+	c := *t
+	c.InstrID = nil
+	sum := sha256.Sum256(Encode(&c))
+	t.InstrID = sum[:20]
+}
+
 // Encode serialises t.
 func Encode(t *Table) []byte {
 	b := []byte(Magic)
 	b = binary.LittleEndian.AppendUint32(b, Version)
 	b = appendBytes(b, t.OrigBuildID)
 	b = binary.AppendUvarint(b, t.MaxPaths)
+	b = appendBytes(b, t.InstrID)
 	b = binary.AppendUvarint(b, uint64(len(t.Funcs)))
 	for i := range t.Funcs {
 		f := &t.Funcs[i]
@@ -245,6 +261,7 @@ func Decode(data []byte) (*Table, error) {
 	r := &reader{b: data, off: len(Magic) + 4}
 	t := &Table{OrigBuildID: append([]byte(nil), r.bytes()...)}
 	t.MaxPaths = r.uv()
+	t.InstrID = append([]byte(nil), r.bytes()...)
 	nf := r.count(4)
 	t.Funcs = make([]Func, 0, nf)
 	for i := 0; i < nf && r.err == nil; i++ {

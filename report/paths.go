@@ -37,8 +37,11 @@ type PathFunc struct {
 	Paths        []PathEntry      `json:"paths"`
 	// Executions is the number of completed paths of the function.
 	Executions uint64 `json:"executions"`
-	// Partial counts activations that ended without a path end.
-	Partial uint64 `json:"partial,omitempty"`
+	// Partial counts activations that ended without a path end (their
+	// executed prefix is counted in Blocks); PartialUnknown those of them
+	// whose stopping block is not known (not counted in Blocks).
+	Partial        uint64 `json:"partial,omitempty"`
+	PartialUnknown uint64 `json:"partial_unknown,omitempty"`
 
 	blockAddrs []uint64
 	lines      []string
@@ -152,6 +155,7 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 				// The runtime could not tell where the activation stopped:
 				// counted as partial, its blocks are not.
 				pf.Partial += c
+				pf.PartialUnknown += c
 				continue
 			}
 			if v < 0 || v >= len(mf.Blocks) {
@@ -159,12 +163,19 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 			}
 			steps, err := num.Prefix(v, key[1])
 			if err != nil {
-				return nil, fmt.Errorf("%s: partial path at block %d register %d: %w", mf.Name, v, key[1], err)
+				// Not a prefix ending at v: the runtime's idea of where the
+				// activation stopped was stale. Counted, not expanded.
+				pf.Partial += c
+				pf.PartialUnknown += c
+				continue
 			}
-			for _, bl := range pathBlocks(num, steps) {
+			blocks := pathBlocks(num, steps)
+			for _, bl := range blocks {
 				counts[bl] += c
 			}
-			counts[v] += c
+			if len(blocks) == 0 || blocks[len(blocks)-1] != v {
+				counts[v] += c
+			}
 			pf.Partial += c
 		}
 		for i, bl := range mf.Blocks {

@@ -16,8 +16,9 @@ import (
 // offset of the path register.
 type Stubs struct {
 	Enter, Exit, Backedge uint64
-	// OffR is the %gs offset of the path register.
-	OffR int32
+	// OffR is the %gs offset of the path register; OffCallSite that of
+	// the last call site passed.
+	OffR, OffCallSite int32
 }
 
 // redZone is stepped over before anything is pushed: code being
@@ -59,6 +60,17 @@ type gen struct {
 	tables  []newTable
 	patches []patch
 	pie     bool
+	// sites lists (function id, block) per call-site id; id 0 is none.
+	sites [][2]uint64
+}
+
+// site allocates the id of a call site ending block blk of function fid.
+func (g *gen) site(fid int32, blk cfg.BlockID) int32 {
+	if len(g.sites) == 0 {
+		g.sites = append(g.sites, [2]uint64{})
+	}
+	g.sites = append(g.sites, [2]uint64{uint64(fid), uint64(blk)})
+	return int32(len(g.sites) - 1)
 }
 
 // patch is a 4-byte field of the new code that refers to a label and is
@@ -245,6 +257,10 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 	succs := gr.Blocks[id].Succs
 	switch in.Kind {
 	case x86.Call, x86.CallIndirect:
+		// The call site, for the runtime to tell where this activation
+		// stopped should it never come back (exit, longjmp, a fatal
+		// signal in the callee): the callee's entry saves it.
+		b.MovGS64Imm(fg.g.stubs.OffCallSite, fg.g.site(fg.fid, id))
 		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {
 			fg.edgeCode(e)
 			if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {

@@ -204,6 +204,14 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	funcsAddr := rwAddr + uint64(len(rw))
 	rw = append(rw, make([]byte, len(chosen)*runtime.FuncSize)...)
+	// The call-site table: one entry per call in instrumented code, plus
+	// id 0 (none).
+	nsites := 1
+	for _, f := range chosen {
+		nsites += len(f.Graph.Calls)
+	}
+	sitesAddr := rwAddr + uint64(len(rw))
+	rw = append(rw, make([]byte, nsites*runtime.SiteSize)...)
 	idAddr := rwAddr + uint64(len(rw))
 	rw = append(rw, make([]byte, 32)...) // the instrumentation id, filled below
 	countersAddr := rwAddr + uint64(len(rw))
@@ -222,7 +230,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 
 	g := &gen{b: b, buf: &enc.Buf{}, entries: map[uint64]enc.Label{}, pie: b.Kind == cfg.KindPIE,
 		stubs: Stubs{Enter: rtText + img.Symbols[runtime.SymEnter], Exit: rtText + img.Symbols[runtime.SymExit],
-			Backedge: rtText + img.Symbols[runtime.SymBackedge], OffR: runtime.OffR}}
+			Backedge: rtText + img.Symbols[runtime.SymBackedge], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite}}
 	for i, f := range chosen {
 		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), tableLabel: map[uint64]enc.Label{}, tableUsed: map[uint64]bool{}}
 		fg.blocks = make([]enc.Label, len(f.Graph.Blocks))
@@ -272,6 +280,15 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		g.buf.Bytes(make([]byte, size*len(t.targets)))
 		tabs = append(tabs, placed{t, size})
 	}
+	// Fill the call-site table reserved above.
+	if len(g.sites) > nsites {
+		return nil, nil, fmt.Errorf("internal error: %d call sites, %d reserved", len(g.sites), nsites)
+	}
+	for i, st := range g.sites {
+		e := rw[sitesAddr-rwAddr+uint64(i*runtime.SiteSize):]
+		binary.LittleEndian.PutUint64(e, st[0])
+		binary.LittleEndian.PutUint64(e[8:], st[1])
+	}
 	code, err := g.buf.Finish(codeAddr)
 	if err != nil {
 		return nil, nil, err
@@ -313,7 +330,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	conf := runtime.Config{
 		Magic: runtime.ConfigMagic, SelfVaddr: rwAddr + cfgOff, OrigEntry: b.Entry, OrigFini: fini.orig,
 		FuncsVaddr: funcsAddr, NFuncs: uint64(len(chosen)), DumpSignal: runtime.DefaultDumpSignal,
-		Flags: runtime.ConfigFlagFlowOnly,
+		Flags: runtime.ConfigFlagFlowOnly, SitesVaddr: sitesAddr, NSites: uint64(len(g.sites)),
 	}
 	// Metadata; its instrumentation id is what profiles carry as their
 	// build-id (stored at the end of the RW data).

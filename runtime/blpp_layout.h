@@ -28,7 +28,9 @@
 #define BLPP_CONFIG_OFF_BUILD_ID_LEN 56
 #define BLPP_CONFIG_OFF_DUMP_SIGNAL 64
 #define BLPP_CONFIG_OFF_FLAGS 72
-#define BLPP_CONFIG_OFF_RESERVED 80
+#define BLPP_CONFIG_OFF_SITES_VADDR 80
+#define BLPP_CONFIG_OFF_NSITES 88
+#define BLPP_CONFIG_OFF_RESERVED 96
 
 /* struct blpp_func: one entry of the function table at funcs_vaddr */
 #define BLPP_FUNC_SIZE 16
@@ -53,11 +55,17 @@
 #define BLPP_THREAD_OFF_RESERVED 128
 
 /* struct blpp_frame: shadow-stack entry */
-#define BLPP_FRAME_SIZE 32
+#define BLPP_FRAME_SIZE 40
 #define BLPP_FRAME_OFF_RSP 0
 #define BLPP_FRAME_OFF_SAVED_R 8
 #define BLPP_FRAME_OFF_FUNC 16
 #define BLPP_FRAME_OFF_RECORD 24
+#define BLPP_FRAME_OFF_SITE 32
+
+/* struct blpp_site: one entry of the call-site table at sites_vaddr */
+#define BLPP_SITE_SIZE 16
+#define BLPP_SITE_OFF_FUNC 0
+#define BLPP_SITE_OFF_BLOCK 8
 
 #ifndef __ASSEMBLER__
 
@@ -72,7 +80,9 @@ struct blpp_config {
 	unsigned long long build_id_len;
 	unsigned long long dump_signal;
 	unsigned long long flags;
-	unsigned long long reserved[6];
+	unsigned long long sites_vaddr;
+	unsigned long long nsites;
+	unsigned long long reserved[4];
 };
 
 struct blpp_func {
@@ -102,6 +112,12 @@ struct blpp_frame {
 	long long saved_r;
 	unsigned long long func;
 	unsigned long long record;
+	unsigned long long site;
+};
+
+struct blpp_site {
+	unsigned long long func;
+	unsigned long long block;
 };
 
 _Static_assert(sizeof(struct blpp_config) == BLPP_CONFIG_SIZE, "blpp_config size");
@@ -115,6 +131,8 @@ _Static_assert(__builtin_offsetof(struct blpp_config, build_id_vaddr) == BLPP_CO
 _Static_assert(__builtin_offsetof(struct blpp_config, build_id_len) == BLPP_CONFIG_OFF_BUILD_ID_LEN, "blpp_config.build_id_len");
 _Static_assert(__builtin_offsetof(struct blpp_config, dump_signal) == BLPP_CONFIG_OFF_DUMP_SIGNAL, "blpp_config.dump_signal");
 _Static_assert(__builtin_offsetof(struct blpp_config, flags) == BLPP_CONFIG_OFF_FLAGS, "blpp_config.flags");
+_Static_assert(__builtin_offsetof(struct blpp_config, sites_vaddr) == BLPP_CONFIG_OFF_SITES_VADDR, "blpp_config.sites_vaddr");
+_Static_assert(__builtin_offsetof(struct blpp_config, nsites) == BLPP_CONFIG_OFF_NSITES, "blpp_config.nsites");
 _Static_assert(__builtin_offsetof(struct blpp_config, reserved) == BLPP_CONFIG_OFF_RESERVED, "blpp_config.reserved");
 _Static_assert(sizeof(struct blpp_func) == BLPP_FUNC_SIZE, "blpp_func size");
 _Static_assert(__builtin_offsetof(struct blpp_func, num_paths) == BLPP_FUNC_OFF_NUM_PATHS, "blpp_func.num_paths");
@@ -139,6 +157,10 @@ _Static_assert(__builtin_offsetof(struct blpp_frame, rsp) == BLPP_FRAME_OFF_RSP,
 _Static_assert(__builtin_offsetof(struct blpp_frame, saved_r) == BLPP_FRAME_OFF_SAVED_R, "blpp_frame.saved_r");
 _Static_assert(__builtin_offsetof(struct blpp_frame, func) == BLPP_FRAME_OFF_FUNC, "blpp_frame.func");
 _Static_assert(__builtin_offsetof(struct blpp_frame, record) == BLPP_FRAME_OFF_RECORD, "blpp_frame.record");
+_Static_assert(__builtin_offsetof(struct blpp_frame, site) == BLPP_FRAME_OFF_SITE, "blpp_frame.site");
+_Static_assert(sizeof(struct blpp_site) == BLPP_SITE_SIZE, "blpp_site size");
+_Static_assert(__builtin_offsetof(struct blpp_site, func) == BLPP_SITE_OFF_FUNC, "blpp_site.func");
+_Static_assert(__builtin_offsetof(struct blpp_site, block) == BLPP_SITE_OFF_BLOCK, "blpp_site.block");
 #endif /* __ASSEMBLER__ */
 
 #endif /* BLPP_LAYOUT_H */

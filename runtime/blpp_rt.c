@@ -261,6 +261,9 @@ static struct {
 	u64 bias;       /* run-time minus link-time addresses */
 	const struct blpp_func *funcs;
 	u64 nfuncs;
+	const struct blpp_site *sites; /* call sites by id (0: none) */
+	u64 nsites;
+	u32 writing_why;  /* why the profile being written is written (0: exit) */
 	const u8 *build_id;
 	u64 build_id_len;
 	u64 flags;
@@ -426,16 +429,20 @@ static struct blpp_thread *thread_peek(void)
 	return t && t->owner == thread_pointer() ? t : 0;
 }
 
-static void partial_add(u64 func, s64 reg);
+static void partial_add(u64 func, u64 block, s64 reg);
 static void fork_check(void);
+static u64 site_block(u64 func, u64 site);
 
 /* record_live adds the live activations of t to the partials (a dead thread's). */
 static void record_live(struct blpp_thread *t)
 {
 	struct blpp_frame *f = frames(t);
 	u64 n = depth(t);
+	/* The newest activation of a dead thread stopped who knows where;
+	 * each older one stopped at the call its callee's frame recorded. */
 	for (u64 i = n; i-- > 0;)
-		partial_add(f[i].func, i + 1 == n ? t->r : f[i + 1].saved_r);
+		partial_add(f[i].func, i + 1 == n ? BLPP_BLOCK_UNKNOWN : site_block(f[i].func, f[i + 1].site),
+			    i + 1 == n ? t->r : f[i + 1].saved_r);
 }
 
 /*
@@ -725,7 +732,22 @@ static int try_lock(u64 *l)
 	return 0;
 }
 
-static void partial_add(u64 func, s64 reg)
+/*
+ * site_block maps a call-site id to the block of function func that ends
+ * with that call, or BLPP_BLOCK_UNKNOWN when the id is none, out of range
+ * or belongs to another function (a stale id: the activation stopped
+ * somewhere other than at its last call).
+ */
+static u64 site_block(u64 func, u64 site)
+{
+	const struct blpp_site *s;
+	if (!site || site >= rt.nsites)
+		return BLPP_BLOCK_UNKNOWN;
+	s = &rt.sites[site];
+	return s->func == func ? s->block : BLPP_BLOCK_UNKNOWN;
+}
+
+static void partial_add(u64 func, u64 block, s64 reg)
 {
 	struct wiped *w = rt.w;
 	struct ptab *p;
@@ -739,16 +761,16 @@ static void partial_add(u64 func, s64 reg)
 	if (!p)
 		p = w->ptab = arena_alloc(&w->arena, sizeof(struct ptab));
 	if (p) {
-		u64 i = mix(func * 0x9e3779b97f4a7c15ul ^ (u64)reg) & (PTAB_CAP - 1);
+		u64 i = mix(func * 0x9e3779b97f4a7c15ul ^ (u64)reg ^ block << 40) & (PTAB_CAP - 1);
 		for (u64 n = 0; n < PTAB_CAP; n++, i = (i + 1) & (PTAB_CAP - 1)) {
 			struct pent *e = &p->e[i];
-			if (e->count && e->func == func && e->reg == reg) {
+			if (e->count && e->func == func && e->block == block && e->reg == reg) {
 				STORE(&e->count, e->count + 1);
 				goto out;
 			}
 			if (!e->count) {
 				e->func = func;
-				e->block = BLPP_BLOCK_UNKNOWN;
+				e->block = block;
 				e->reg = reg;
 				STORE(&e->count, 1); /* published last: a lock-free reader sees whole entries */
 				goto out;
@@ -776,9 +798,13 @@ static void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
 		if (inclusive ? f->rsp > rsp : f->rsp >= rsp)
 			break;
 		t->overflow = 0; /* anything above f is gone as well */
-		partial_add(f->func, t->r);
+		/* f stopped at its last call (t->call_site, the call that left
+		 * it, e.g. to longjmp), or somewhere unknown if that id is not
+		 * one of f's. */
+		partial_add(f->func, site_block(f->func, t->call_site), t->r);
 		ADD(&rt.w->stats[ST_UNWOUND], 1);
 		t->r = f->saved_r;
+		t->call_site = f->site;
 		BARRIER();
 		t->sp = (u64)f;
 	}
@@ -817,6 +843,7 @@ void blpp_rt_enter(u64 fid, u64 rsp)
 		f->saved_r = t->r;
 		f->func = fid;
 		f->record = 0;
+		f->site = t->call_site;
 	} else {
 		t->overflow++;
 		if (rt.w)
@@ -847,6 +874,7 @@ void blpp_rt_exit(u64 fid, u64 rsp)
 	} else if (t->sp > t->sp_base && ((struct blpp_frame *)t->sp - 1)->func == fid) {
 		struct blpp_frame *f = (struct blpp_frame *)t->sp - 1;
 		t->r = f->saved_r;
+		t->call_site = f->site;
 		BARRIER();
 		t->sp = (u64)f;
 	} else if (rt.w) {
@@ -1110,10 +1138,16 @@ static u64 write_partials(struct obuf *parts, struct obuf *scratch)
 			reg = f[d - 1].saved_r;
 			d--;
 		}
+		/* Where each activation stopped: the newest at its last call
+		 * when the program is exiting (exit() is a call), unknown at a
+		 * signal (it stopped at any instruction); every older one at
+		 * the call its callee's frame recorded. */
+		u64 site = rt.writing_why == 0 && !t->busy ? t->call_site : 0;
 		for (u64 i = d; i-- > 0;) {
-			struct pent x = {f[i].func, BLPP_BLOCK_UNKNOWN, reg, 1};
+			struct pent x = {f[i].func, site_block(f[i].func, site), reg, 1};
 			ob_put(scratch, &x, sizeof(x));
 			reg = f[i].saved_r;
+			site = f[i].site;
 		}
 	}
 	if (scratch->err)
@@ -1267,6 +1301,7 @@ static void write_profile(u32 why, int wait)
 	tid = gettid();
 	if (!lock_writer(tid, wait))
 		return;
+	rt.writing_why = why;
 
 	ob_put(&out, BLPP_MAGIC, BLPP_MAGIC_LEN);
 	ob_le(&out, BLPP_VERSION, 4);
@@ -1479,6 +1514,10 @@ void blpp_init(u64 *sp)
 	rt.flags = c->flags;
 	rt.nfuncs = c->nfuncs;
 	rt.funcs = (const struct blpp_func *)(c->funcs_vaddr + rt.bias);
+	if (c->sites_vaddr && c->nsites) {
+		rt.nsites = c->nsites;
+		rt.sites = (const struct blpp_site *)(c->sites_vaddr + rt.bias);
+	}
 	if (c->build_id_vaddr && c->build_id_len <= 256) {
 		rt.build_id = (const u8 *)(c->build_id_vaddr + rt.bias);
 		rt.build_id_len = c->build_id_len;

@@ -158,6 +158,8 @@ blpp_enter:
 	mov	%rdx, F(RSP)
 	mov	T(R), %rdx
 	mov	%rdx, F(SAVED_R)
+	mov	T(CALL_SITE), %rdx	/* where the caller stopped */
+	mov	%rdx, F(SITE)
 	mov	FARG(0), %rdx
 	mov	%rdx, F(FUNC)
 	movq	$0, F(RECORD)
@@ -199,6 +201,8 @@ blpp_exit:
 	lock incq (%rsi,%rdx,8)
 	mov	F(SAVED_R), %rdx
 	mov	%rdx, T(R)
+	mov	F(SITE), %rdx		/* the caller's last call site again */
+	mov	%rdx, T(CALL_SITE)
 	sub	$BLPP_FRAME_SIZE, %rcx
 	mov	%rcx, T(SP)
 	FAST_RESTORE

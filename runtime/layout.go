@@ -37,7 +37,13 @@ type Config struct {
 	BuildIDLen   uint64    `c:"build_id_len"`
 	DumpSignal   uint64    `c:"dump_signal"` // signal that dumps the profile and continues; 0 = none
 	Flags        uint64    `c:"flags"`       // ConfigFlag* bits
-	Reserved     [6]uint64 `c:"reserved"`    // zero; room for the calling-context and counter settings
+	// SitesVaddr points at NSites Site entries indexed by call-site id (id
+	// 0 is "none"): the call sites instrumentation records in
+	// Thread.CallSite before each call, so that an activation stopped at a
+	// call is recorded with the block it stopped in.
+	SitesVaddr uint64    `c:"sites_vaddr"`
+	NSites     uint64    `c:"nsites"`
+	Reserved   [4]uint64 `c:"reserved"` // zero; room for the calling-context and counter settings
 }
 
 // Config flags.
@@ -82,7 +88,7 @@ type Thread struct {
 	Overflow uint64 `c:"overflow"`  // activations not pushed because the shadow stack was full
 	Busy     uint64 `c:"busy"`      // nesting depth of runtime code running on this thread
 	Record   uint64 `c:"record"`    // reserved: current call record (calling context tree)
-	CallSite uint64 `c:"call_site"` // reserved: call-site index stored by the caller before a call
+	CallSite uint64 `c:"call_site"` // id of the last call site passed (movq $id, %gs:OffCallSite before each call)
 	// PathStart is reserved for the counter values read at path start
 	// [DESIGN 8].
 	PathStart [4]uint64  `c:"path_start"`
@@ -96,6 +102,13 @@ type Frame struct {
 	SavedR int64  `c:"saved_r"` // the caller's path register, restored at exit
 	Func   uint64 `c:"func"`    // function id
 	Record uint64 `c:"record"`  // reserved: the caller's call record
+	Site   uint64 `c:"site"`    // the caller's call site (Thread.CallSite at entry): where the caller stopped
+}
+
+// Site is blpp_site, an entry of the table at Config.SitesVaddr.
+type Site struct {
+	Func  uint64 `c:"func"`  // function id of the call's function
+	Block uint64 `c:"block"` // block that ends with the call
 }
 
 // Sizes and offsets for code generators; layout_test.go checks each one
@@ -122,7 +135,9 @@ const (
 	OffCallSite  = 88
 	OffPathStart = 96
 
-	FrameSize = 32
+	FrameSize = 40
+
+	SiteSize = 16
 )
 
 // RedZone is the number of bytes instrumentation steps over
@@ -211,6 +226,7 @@ var layoutStructs = []struct {
 	{"blpp_func", reflect.TypeOf(Func{}), "one entry of the function table at funcs_vaddr"},
 	{"blpp_thread", reflect.TypeOf(Thread{}), "per-thread block; %gs points at it"},
 	{"blpp_frame", reflect.TypeOf(Frame{}), "shadow-stack entry"},
+	{"blpp_site", reflect.TypeOf(Site{}), "one entry of the call-site table at sites_vaddr"},
 }
 
 // layoutDefines are the constants of blpp_layout.h besides the offsets.

@@ -66,7 +66,8 @@ func TestLayoutConstants(t *testing.T) {
 func TestPutConfigRoundTrip(t *testing.T) {
 	c := Config{SelfVaddr: 1, OrigEntry: 2, OrigFini: 3, FuncsVaddr: 4, NFuncs: 5,
 		BuildIDVaddr: 6, BuildIDLen: 7, DumpSignal: 8, Flags: 9}
-	c.Reserved[5] = 10
+	c.Reserved[3] = 10
+	c.SitesVaddr, c.NSites = 11, 12
 	b := make([]byte, ConfigSize)
 	PutConfig(b, c)
 	got, err := ParseConfig(b)

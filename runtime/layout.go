@@ -27,16 +27,16 @@ import (
 // runtime adds the load bias, which it computes as the run-time address of
 // blpp_config minus SelfVaddr (0 for a non-PIE executable).
 type Config struct {
-	Magic        uint64    `c:"magic"`          // ConfigMagic; anything else stops the program at start
-	SelfVaddr    uint64    `c:"self_vaddr"`     // link-time address of blpp_config itself
-	OrigEntry    uint64    `c:"orig_entry"`     // the program's own entry point; blpp_start jumps there
-	OrigFini     uint64    `c:"orig_fini"`      // called by blpp_fini before it writes the profile; 0 if none
-	FuncsVaddr   uint64    `c:"funcs_vaddr"`    // address of the Func table (NFuncs entries)
-	NFuncs       uint64    `c:"nfuncs"`         // number of instrumented functions; function ids are [0, NFuncs)
-	BuildIDVaddr uint64    `c:"build_id_vaddr"` // GNU build-id bytes of the instrumented binary; 0 if none
-	BuildIDLen   uint64    `c:"build_id_len"`
-	DumpSignal   uint64    `c:"dump_signal"` // signal that dumps the profile and continues; 0 = none
-	Flags        uint64    `c:"flags"`       // ConfigFlag* bits
+	Magic        uint64 `c:"magic"`          // ConfigMagic; anything else stops the program at start
+	SelfVaddr    uint64 `c:"self_vaddr"`     // link-time address of blpp_config itself
+	OrigEntry    uint64 `c:"orig_entry"`     // the program's own entry point; blpp_start jumps there
+	OrigFini     uint64 `c:"orig_fini"`      // called by blpp_fini before it writes the profile; 0 if none
+	FuncsVaddr   uint64 `c:"funcs_vaddr"`    // address of the Func table (NFuncs entries)
+	NFuncs       uint64 `c:"nfuncs"`         // number of instrumented functions; function ids are [0, NFuncs)
+	BuildIDVaddr uint64 `c:"build_id_vaddr"` // GNU build-id bytes of the instrumented binary; 0 if none
+	BuildIDLen   uint64 `c:"build_id_len"`
+	DumpSignal   uint64 `c:"dump_signal"` // signal that dumps the profile and continues; 0 = none
+	Flags        uint64 `c:"flags"`       // ConfigFlag* bits
 	// SitesVaddr points at NSites Site entries indexed by call-site id (id
 	// 0 is "none"): the call sites instrumentation records in
 	// Thread.CallSite before each call, so that an activation stopped at a

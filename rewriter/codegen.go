@@ -9,6 +9,7 @@ import (
 	"blpp/internal/analysis"
 	"blpp/pathnum"
 	"blpp/rewriter/enc"
+	"blpp/runtime"
 )
 
 // Stubs are the runtime's entry points that instrumentation calls, as
@@ -19,6 +20,8 @@ type Stubs struct {
 	// OffR is the %gs offset of the path register; OffCallSite that of
 	// the last call site passed.
 	OffR, OffCallSite int32
+	// FastSlots is the address of the runtime's blpp_fast_slots word.
+	FastSlots uint64
 }
 
 // redZone is stepped over before anything is pushed: code being
@@ -38,6 +41,8 @@ type funcGen struct {
 	// tableLabel maps an original jump table address to its new copy.
 	tableLabel map[uint64]enc.Label
 	tableUsed  map[uint64]bool
+	// cold holds out-of-line slow paths, emitted after the trampolines.
+	cold []func()
 }
 
 type tramp struct {
@@ -78,6 +83,7 @@ func (g *gen) site(fid int32, blk cfg.BlockID) int32 {
 type patch struct {
 	at, end int
 	label   enc.Label
+	abs     uint64 // target address when not a label
 	ripRel  bool
 }
 
@@ -111,12 +117,7 @@ func (fg *funcGen) needsCode(e cfg.EdgeID) bool {
 func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 	b, n, ed := fg.g.buf, fg.num, fg.f.Graph.Edges[e]
 	if n.Kind[e] != pathnum.DAGEdge {
-		b.LeaRSP(-redZone)
-		pushImm32(b, int32(n.EntryInc[e]))
-		pushImm32(b, int32(n.ExitInc[e]))
-		pushImm32(b, fg.fid)
-		b.CallRel32(enc.AbsTarget(fg.g.stubs.Backedge))
-		b.LeaRSP(redZone + 24)
+		fg.backedge(e, ed.FlagsLive)
 		return
 	}
 	if inc := n.Inc[e]; inc != 0 {
@@ -136,6 +137,59 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 		b.CallRel32(enc.AbsTarget(fg.g.stubs.Exit))
 		b.LeaRSP(redZone + 8)
 	}
+}
+
+// backedge emits a path end at a backedge inline: count[r + ExitInc]++
+// through the dense counter array the runtime publishes in the function's
+// slot, then r = EntryInc. When the slot has no array (before the runtime
+// is ready, in a fork child until the runtime resets its counts, for
+// functions counted in a hash table) an out-of-line call to the
+// backedge stub does the same work. The inline form saves the call, the
+// stub's register saves and its checks: loops are where time goes.
+func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
+	g, b, n := fg.g, fg.g.buf, fg.num
+	slow, done := b.NewLabel(), b.NewLabel()
+	b.LeaRSP(-redZone)
+	if flagsLive { // test and lock inc write the flags
+		b.Pushfq()
+	}
+	b.Push(enc.RAX)
+	b.Push(enc.RCX)
+	// mov blpp_fast_slots(%rip), %rcx
+	start := b.Len()
+	b.Bytes([]byte{0x48, 0x8b, 0x0d, 0, 0, 0, 0})
+	g.patches = append(g.patches, patch{at: start + 3, end: start + 7, abs: g.stubs.FastSlots, ripRel: true})
+	b.Bytes([]byte{0x48, 0x85, 0xc9}) // test %rcx,%rcx
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	// mov slot(fid).dense(%rcx), %rcx
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8b, 0x89}, uint32(int64(fg.fid)*runtime.SlotSize+runtime.SlotDenseOff)))
+	b.Bytes([]byte{0x48, 0x85, 0xc9}) // test %rcx,%rcx
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
+	b.AddRegImm32(enc.RAX, int32(n.ExitInc[e]))
+	b.LockIncMem(enc.RCX, enc.RAX, 0)
+	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
+	b.Pop(enc.RCX)
+	b.Pop(enc.RAX)
+	if flagsLive {
+		b.Popfq()
+	}
+	b.LeaRSP(redZone)
+	b.Bind(done)
+	fg.cold = append(fg.cold, func() {
+		b.Bind(slow)
+		b.Pop(enc.RCX)
+		b.Pop(enc.RAX)
+		if flagsLive {
+			b.Popfq()
+		}
+		pushImm32(b, int32(n.EntryInc[e]))
+		pushImm32(b, int32(n.ExitInc[e]))
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(g.stubs.Backedge))
+		b.LeaRSP(redZone + 24)
+		b.JmpRel32(enc.LabelTarget(done))
+	})
 }
 
 // dest is where edge e leads in the new code (for edges to EXIT: the
@@ -220,10 +274,14 @@ func (fg *funcGen) emit() error {
 			return err
 		}
 	}
-	for _, t := range fg.tramps {
+	for i := 0; i < len(fg.tramps); i++ {
+		t := fg.tramps[i]
 		b.Bind(t.label)
 		fg.edgeCode(t.edge)
 		b.JmpRel32(t.to)
+	}
+	for i := 0; i < len(fg.cold); i++ {
+		fg.cold[i]()
 	}
 	return b.Err()
 }

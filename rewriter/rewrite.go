@@ -230,7 +230,8 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 
 	g := &gen{b: b, buf: &enc.Buf{}, entries: map[uint64]enc.Label{}, pie: b.Kind == cfg.KindPIE,
 		stubs: Stubs{Enter: rtText + img.Symbols[runtime.SymEnter], Exit: rtText + img.Symbols[runtime.SymExit],
-			Backedge: rtText + img.Symbols[runtime.SymBackedge], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite}}
+			Backedge: rtText + img.Symbols[runtime.SymBackedge], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite,
+			FastSlots: rtText + img.Symbols[runtime.SymFastSlots]}}
 	for i, f := range chosen {
 		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), tableLabel: map[uint64]enc.Label{}, tableUsed: map[uint64]bool{}}
 		fg.blocks = make([]enc.Label, len(f.Graph.Blocks))
@@ -298,7 +299,10 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		return codeAddr + uint64(off)
 	}
 	for _, p := range g.patches {
-		v := addrOf(p.label)
+		v := p.abs
+		if v == 0 {
+			v = addrOf(p.label)
+		}
 		if p.ripRel {
 			v -= codeAddr + uint64(p.end)
 		}

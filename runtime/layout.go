@@ -138,6 +138,12 @@ const (
 	FrameSize = 40
 
 	SiteSize = 16
+
+	// SlotSize and SlotDenseOff describe the runtime's private per-function
+	// slot (struct slot in blpp_rt.c, which asserts them) that inline
+	// instrumentation reads through blpp_fast_slots.
+	SlotSize     = 32
+	SlotDenseOff = 0
 )
 
 // RedZone is the number of bytes instrumentation steps over

@@ -25,6 +25,12 @@ const (
 	SymEnter    = "blpp_enter"    // stub: function entry
 	SymExit     = "blpp_exit"     // stub: path end at an exit (return, tail call, no-return call)
 	SymBackedge = "blpp_backedge" // stub: path end at a backedge, restart
+	// SymFastSlots is a data word holding the address of the runtime's
+	// per-function slots (0 before init; the slots are wiped in a fork
+	// child until the runtime resets them). Inline instrumentation reads a
+	// function's dense counter array from its slot and calls a stub when
+	// that is 0.
+	SymFastSlots = "blpp_fast_slots"
 )
 
 var requiredSymbols = []string{SymStart, SymFini, SymConfig, SymEnter, SymExit, SymBackedge}

@@ -3,6 +3,7 @@ package rewriter
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 
 	"blpp/cfg"
 	"blpp/cfg/x86"
@@ -132,11 +133,98 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 		}
 	}
 	if ed.To == cfg.Exit {
-		b.LeaRSP(-redZone)
-		pushImm32(b, fg.fid)
-		b.CallRel32(enc.AbsTarget(fg.g.stubs.Exit))
-		b.LeaRSP(redZone + 8)
+		if ed.Kind == cfg.EdgeReturn || ed.Kind == cfg.EdgeTailCall {
+			fg.exitInline()
+			return
+		}
+		fg.exitStub()
 	}
+}
+
+// exitStub ends the path at an exit through the runtime's stub.
+func (fg *funcGen) exitStub() {
+	b := fg.g.buf
+	b.LeaRSP(-redZone)
+	pushImm32(b, fg.fid)
+	b.CallRel32(enc.AbsTarget(fg.g.stubs.Exit))
+	b.LeaRSP(redZone + 8)
+}
+
+// Shadow-frame field offsets, relative to the end of the newest frame
+// (Thread.SP points just past it).
+var (
+	frRSP    = int8(int(unsafe.Offsetof(runtime.Frame{}.RSP)) - runtime.FrameSize)
+	frSavedR = int8(int(unsafe.Offsetof(runtime.Frame{}.SavedR)) - runtime.FrameSize)
+	frFunc   = int8(int(unsafe.Offsetof(runtime.Frame{}.Func)) - runtime.FrameSize)
+	frSite   = int8(int(unsafe.Offsetof(runtime.Frame{}.Site)) - runtime.FrameSize)
+)
+
+// gsCmpZero emits cmpq $0, %gs:disp.
+func gsCmpZero(b *enc.Buf, disp int32) {
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x83, 0x3c, 0x25}, uint32(disp)))
+	b.Bytes([]byte{0})
+}
+
+// exitInline ends the path at a return or tail call inline, where %rsp is
+// back at its value at entry: count[r]++ in the dense array, then pop the
+// shadow frame (the caller's r and call site come back). Anything unusual
+// (a frame that is not this activation's, left by a longjmp; an
+// overflowed or busy shadow stack; no dense array) takes the stub, which
+// unwinds and checks. Flags are dead at a return and a tail call
+// [SysV x86-64 ABI 3.2.1], so they are not saved.
+func (fg *funcGen) exitInline() {
+	g, b := fg.g, fg.g.buf
+	slow, done := b.NewLabel(), b.NewLabel()
+	b.LeaRSP(-redZone)
+	b.Push(enc.RAX)
+	b.Push(enc.RCX)
+	b.Push(enc.RDX)
+	gsCmpZero(b, runtime.OffBusy)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	gsCmpZero(b, runtime.OffOverflow)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	// cmp %gs:OffSPBase, %rcx: an empty shadow stack has no frame to pop
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPBase)))
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	// lea redZone+24(%rsp), %rax: this activation's %rsp at entry
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x84, 0x24}, uint32(redZone+24)))
+	b.Bytes([]byte{0x48, 0x39, 0x41, byte(frRSP)}) // cmp %rax, frRSP(%rcx)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x79, byte(frFunc)}, uint32(fg.fid))) // cmpq $fid, frFunc(%rcx)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	// mov blpp_fast_slots(%rip), %rdx; test; mov slot.dense(%rdx), %rdx; test
+	start := b.Len()
+	b.Bytes([]byte{0x48, 0x8b, 0x15, 0, 0, 0, 0})
+	g.patches = append(g.patches, patch{at: start + 3, end: start + 7, abs: g.stubs.FastSlots, ripRel: true})
+	b.Bytes([]byte{0x48, 0x85, 0xd2})
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8b, 0x92}, uint32(int64(fg.fid)*runtime.SlotSize+runtime.SlotDenseOff)))
+	b.Bytes([]byte{0x48, 0x85, 0xd2})
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
+	b.LockIncMem(enc.RDX, enc.RAX, 0)
+	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedR)}) // mov frSavedR(%rcx), %rax
+	b.MovGSFromReg(g.stubs.OffR, enc.RAX)
+	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSite)}) // mov frSite(%rcx), %rax
+	b.MovGSFromReg(runtime.OffCallSite, enc.RAX)
+	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
+	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	b.Pop(enc.RDX)
+	b.Pop(enc.RCX)
+	b.Pop(enc.RAX)
+	b.LeaRSP(redZone)
+	b.Bind(done)
+	fg.cold = append(fg.cold, func() {
+		b.Bind(slow)
+		b.Pop(enc.RDX)
+		b.Pop(enc.RCX)
+		b.Pop(enc.RAX)
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(g.stubs.Exit))
+		b.LeaRSP(redZone + 8)
+		b.JmpRel32(enc.LabelTarget(done))
+	})
 }
 
 // backedge emits a path end at a backedge inline: count[r + ExitInc]++

@@ -114,6 +114,28 @@ type CallSite struct {
 	Target uint64  // direct callee address, 0 for an indirect call
 	// NoReturn is set when the callee is known not to return.
 	NoReturn bool
+	// ReturnsTwice is set for calls to setjmp and its kin: control can come
+	// back to the return address a second time (through longjmp) without
+	// passing the call again.
+	ReturnsTwice bool
+}
+
+// BreaksPath reports whether edge e must end a Ball-Larus path and start
+// another: the call-return edge of a call that returns twice, since the
+// second return arrives with the path register of whatever ran before the
+// longjmp.
+func (g *Graph) BreaksPath(e EdgeID) bool {
+	ed := &g.Edges[e]
+	if ed.Kind != EdgeCallReturn {
+		return false
+	}
+	last := g.Blocks[ed.From].Last
+	for i := range g.Calls {
+		if g.Calls[i].Addr == last {
+			return g.Calls[i].ReturnsTwice
+		}
+	}
+	return false
 }
 
 // JumpTable is a recovered indirect jump through a table in the binary.

@@ -73,6 +73,20 @@ func IsNoReturnName(name string) bool {
 	return false
 }
 
+// IsReturnsTwiceName reports setjmp and its kin (C11 7.13.1.1, POSIX
+// sigsetjmp, glibc's internal names), whose calls can return twice.
+func IsReturnsTwiceName(name string) bool {
+	name = strings.TrimSuffix(name, "@plt")
+	if i := strings.IndexByte(name, '@'); i > 0 {
+		name = name[:i]
+	}
+	switch name {
+	case "setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp", "savectx", "getcontext":
+		return true
+	}
+	return false
+}
+
 func (p *Program) funcAt(addr uint64) *Function { return p.byEntry[addr] }
 
 func (p *Program) noReturn(addr uint64) bool {

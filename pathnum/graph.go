@@ -23,6 +23,11 @@ type Edge struct {
 	// where increments go, never which paths exist. It must not be NaN;
 	// infinities are allowed (10^loopdepth overflows for absurd depths).
 	Weight float64
+	// Break makes the edge end one path and start another, exactly like a
+	// backedge (its Kind is Backedge), though it closes no cycle: used
+	// where control can arrive again without passing the edge's source,
+	// as after a call to setjmp.
+	Break bool
 }
 
 // DefaultMaxPaths is the path limit used when Options.MaxPaths is 0.

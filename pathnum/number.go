@@ -105,6 +105,11 @@ func Number(g *Graph, opts Options) (*Numbering, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i, e := range g.Edges {
+		if e.Break && kind[i] == DAGEdge {
+			kind[i] = Backedge
+		}
+	}
 	raw, err := b.countRaw(kind)
 	if err != nil {
 		return nil, err

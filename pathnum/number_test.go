@@ -361,3 +361,32 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakEdge: an edge marked Break ends and starts paths like a
+// backedge without closing a cycle; all paths still number 0..N-1.
+func TestBreakEdge(t *testing.T) {
+	// 0 -> 1 -> 2 -> 3(exit), 0 -> 2; edge 1 (1->2) is a break.
+	g := &Graph{NumNodes: 4, Entry: 0, Exit: 3, Edges: []Edge{
+		{From: 0, To: 1, Weight: 1}, {From: 1, To: 2, Weight: 1, Break: true}, {From: 2, To: 3, Weight: 1}, {From: 0, To: 2, Weight: 1},
+	}}
+	n, err := Number(g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Kind[1] != Backedge {
+		t.Fatalf("break edge has kind %v", n.Kind[1])
+	}
+	// Paths: 0-1 (ends at the break), 0-2-3, (restart at 2)-3.
+	if n.NumPaths != 3 {
+		t.Fatalf("NumPaths = %d, want 3", n.NumPaths)
+	}
+	for id := uint64(0); id < n.NumPaths; id++ {
+		steps, err := n.Regenerate(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := n.PathID(steps); err != nil || got != id {
+			t.Fatalf("PathID(Regenerate(%d)) = %d, %v", id, got, err)
+		}
+	}
+}

@@ -17,7 +17,7 @@ import (
 // absolute virtual addresses in the output, and the per-thread block
 // offset of the path register.
 type Stubs struct {
-	Enter, Exit, Backedge uint64
+	Enter, Exit, Backedge, SetjmpRet uint64
 	// OffR is the %gs offset of the path register; OffCallSite that of
 	// the last call site passed.
 	OffR, OffCallSite int32
@@ -44,6 +44,8 @@ type funcGen struct {
 	tableUsed  map[uint64]bool
 	// cold holds out-of-line slow paths, emitted after the trampolines.
 	cold []func()
+	// lastSite is the id of the call site emitted last.
+	lastSite int32
 }
 
 type tramp struct {
@@ -118,6 +120,18 @@ func (fg *funcGen) needsCode(e cfg.EdgeID) bool {
 func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 	b, n, ed := fg.g.buf, fg.num, fg.f.Graph.Edges[e]
 	if n.Kind[e] != pathnum.DAGEdge {
+		if fg.f.Graph.BreaksPath(e) {
+			// After setjmp: the runtime tells a first return from one
+			// through longjmp by the call site.
+			b.LeaRSP(-redZone)
+			pushImm32(b, fg.lastSite)
+			pushImm32(b, int32(n.EntryInc[e]))
+			pushImm32(b, int32(n.ExitInc[e]))
+			pushImm32(b, fg.fid)
+			b.CallRel32(enc.AbsTarget(fg.g.stubs.SetjmpRet))
+			b.LeaRSP(redZone + 32)
+			return
+		}
 		fg.backedge(e, ed.FlagsLive)
 		return
 	}
@@ -406,7 +420,8 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 		// The call site, for the runtime to tell where this activation
 		// stopped should it never come back (exit, longjmp, a fatal
 		// signal in the callee): the callee's entry saves it.
-		b.MovGS64Imm(fg.g.stubs.OffCallSite, fg.g.site(fg.fid, id))
+		fg.lastSite = fg.g.site(fg.fid, id)
+		b.MovGS64Imm(fg.g.stubs.OffCallSite, fg.lastSite)
 		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {
 			fg.edgeCode(e)
 			if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {

@@ -90,11 +90,7 @@ func rewriteFixture(t *testing.T, src string, c fixture.Config) (orig, inst stri
 }
 
 // e2eSources are the fixtures whose every block count must be exact.
-// setjmp.c is checked for behaviour only: after a longjmp lands, setjmp
-// returns a second time with the path register of the abandoned frames;
-// the path must be broken at setjmp calls for its counts to be exact (not
-// done yet).
-var e2eSources = []string{"loops.c", "early.c", "switch.c", "irreducible.c", "recursion.c", "funcptr.c", "noreturn.c", "cold.c", "interp.c", "hash.c"}
+var e2eSources = []string{"loops.c", "early.c", "switch.c", "irreducible.c", "recursion.c", "funcptr.c", "setjmp.c", "noreturn.c", "cold.c", "interp.c", "hash.c"}
 
 // TestRewriteBehaviour rewrites every fixture in every configuration of
 // the matrix and requires the rewritten program to behave exactly like the

@@ -230,7 +230,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 
 	g := &gen{b: b, buf: &enc.Buf{}, entries: map[uint64]enc.Label{}, pie: b.Kind == cfg.KindPIE,
 		stubs: Stubs{Enter: rtText + img.Symbols[runtime.SymEnter], Exit: rtText + img.Symbols[runtime.SymExit],
-			Backedge: rtText + img.Symbols[runtime.SymBackedge], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite,
+			Backedge: rtText + img.Symbols[runtime.SymBackedge], SetjmpRet: rtText + img.Symbols[runtime.SymSetjmpRet], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite,
 			FastSlots: rtText + img.Symbols[runtime.SymFastSlots]}}
 	for i, f := range chosen {
 		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), tableLabel: map[uint64]enc.Label{}, tableUsed: map[uint64]bool{}}
@@ -378,8 +378,8 @@ func metaFunc(f *analysis.Func) meta.Func {
 	for _, blk := range g.Blocks {
 		mf.Blocks = append(mf.Blocks, meta.Block{Addr: blk.Addr, End: blk.End, Insts: uint32(blk.Insts), LoopDepth: uint32(blk.LoopDepth)})
 	}
-	for _, e := range g.Edges {
-		mf.Edges = append(mf.Edges, meta.Edge{From: int32(e.From), To: int32(e.To), Kind: meta.EdgeKind(e.Kind)})
+	for i, e := range g.Edges {
+		mf.Edges = append(mf.Edges, meta.Edge{From: int32(e.From), To: int32(e.To), Kind: meta.EdgeKind(e.Kind), Break: g.BreaksPath(cfg.EdgeID(i))})
 	}
 	for _, c := range g.Calls {
 		mf.CallSites = append(mf.CallSites, c.Addr)

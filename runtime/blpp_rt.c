@@ -898,6 +898,36 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
 	t->busy--;
 }
 
+/*
+ * blpp_rt_setjmp_ret runs on the edge after a call that returns twice, in
+ * function fid whose activation has %rsp == rsp. The edge ends a path
+ * (pathnum makes it path-breaking). On the first return the call site is
+ * still the setjmp call's own (site): count[r + k]. On a return through
+ * longjmp it is not: first pop the activations longjmp abandoned (each
+ * recorded where it stopped), then record this activation's own path,
+ * abandoned at its last call, as a partial: the blocks before the setjmp
+ * call were not run again. Either way the next path starts: r = restart.
+ */
+void blpp_rt_setjmp_ret(u64 fid, u64 k, u64 restart, u64 site, u64 rsp)
+{
+	struct blpp_thread *t = thread_get();
+	u64 nested;
+	if (!t)
+		return;
+	nested = t->busy++;
+	BARRIER();
+	if (rt.w && !nested && t->overflow == 0)
+		unwind(t, rsp, 0);
+	if (t->call_site == site)
+		count(fid, (u64)t->r + k);
+	else
+		partial_add(fid, site_block(fid, t->call_site), t->r);
+	t->r = (s64)restart;
+	t->call_site = site;
+	BARRIER();
+	t->busy--;
+}
+
 /* ---- the profile writer [DESIGN 11, docs/profile-format.md] ---- */
 
 /* obuf is a growable buffer in its own mapping; err sticks. */

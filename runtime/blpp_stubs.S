@@ -262,6 +262,27 @@ blpp_backedge_slow:
 	ret
 
 /*
+ * blpp_setjmp_ret: after a call that returns twice (setjmp):
+ *	lea -128(%rsp),%rsp ; push $site ; push $restart ; push $k ; push $fid ;
+ *	call blpp_setjmp_ret ; lea 160(%rsp),%rsp
+ * (site: the call's own call-site id). See blpp_rt_setjmp_ret.
+ */
+	.globl	blpp_setjmp_ret
+	.hidden	blpp_setjmp_ret
+	.type	blpp_setjmp_ret, @function
+blpp_setjmp_ret:
+	SAVE
+	mov	ARG(0), %rdi
+	mov	ARG(1), %rsi
+	mov	ARG(2), %rdx
+	mov	ARG(3), %rcx
+	lea	CALLER_RSP(4), %r8
+	call	blpp_rt_setjmp_ret
+	RESTORE
+	ret
+	.size	blpp_setjmp_ret, . - blpp_setjmp_ret
+
+/*
  * blpp_start replaces the program's entry point. The kernel (or, in a
  * dynamic binary, ld.so) left the initial stack at %rsp and, in %rdx, a
  * finaliser for the program to register with atexit: both, and every

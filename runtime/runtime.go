@@ -19,12 +19,13 @@ func ImageELF() []byte { return bytes.Clone(imageELF) }
 
 // Symbols every image defines (Image.Symbols keys).
 const (
-	SymStart    = "blpp_start"    // new process entry point (e_entry)
-	SymFini     = "blpp_fini"     // SysV function: run orig_fini, write the profile
-	SymConfig   = "blpp_config"   // the Config struct, in Data
-	SymEnter    = "blpp_enter"    // stub: function entry
-	SymExit     = "blpp_exit"     // stub: path end at an exit (return, tail call, no-return call)
-	SymBackedge = "blpp_backedge" // stub: path end at a backedge, restart
+	SymStart     = "blpp_start"      // new process entry point (e_entry)
+	SymFini      = "blpp_fini"       // SysV function: run orig_fini, write the profile
+	SymConfig    = "blpp_config"     // the Config struct, in Data
+	SymEnter     = "blpp_enter"      // stub: function entry
+	SymExit      = "blpp_exit"       // stub: path end at an exit (return, tail call, no-return call)
+	SymBackedge  = "blpp_backedge"   // stub: path end at a backedge, restart
+	SymSetjmpRet = "blpp_setjmp_ret" // stub: the edge after a call that returns twice
 	// SymFastSlots is a data word holding the address of the runtime's
 	// per-function slots (0 before init; the slots are wiped in a fork
 	// child until the runtime resets them). Inline instrumentation reads a
@@ -33,7 +34,7 @@ const (
 	SymFastSlots = "blpp_fast_slots"
 )
 
-var requiredSymbols = []string{SymStart, SymFini, SymConfig, SymEnter, SymExit, SymBackedge}
+var requiredSymbols = []string{SymStart, SymFini, SymConfig, SymEnter, SymExit, SymBackedge, SymSetjmpRet, SymFastSlots}
 
 // PageSize is the alignment the image needs: it must be placed at a
 // page-aligned address T, its text at T and its data at T+DataOff.

@@ -137,7 +137,8 @@ func Number(g *cfg.Graph, opts pathnum.Options) (*pathnum.Numbering, error) {
 	pg := &pathnum.Graph{NumNodes: len(g.Blocks) + 1, Entry: int(cfg.Entry), Exit: len(g.Blocks),
 		Edges: make([]pathnum.Edge, len(g.Edges))}
 	for i, e := range g.Edges {
-		pg.Edges[i] = pathnum.Edge{From: Node(g, e.From), To: Node(g, e.To), Weight: Weight(g.Blocks[e.From].LoopDepth)}
+		pg.Edges[i] = pathnum.Edge{From: Node(g, e.From), To: Node(g, e.To), Weight: Weight(g.Blocks[e.From].LoopDepth),
+			Break: g.BreaksPath(cfg.EdgeID(i))}
 	}
 	return pathnum.Number(pg, opts)
 }

@@ -49,7 +49,12 @@ type Block struct {
 type Edge struct {
 	From, To int32
 	Kind     EdgeKind
+	// Break: the edge ends a path like a backedge (pathnum.Edge.Break).
+	Break bool
 }
+
+// breakBit marks Edge.Break in the encoded kind byte.
+const breakBit = 0x80
 
 // Func describes one function of the original binary.
 type Func struct {
@@ -103,7 +108,7 @@ func (f *Func) Numbering(maxPaths uint64) (*pathnum.Numbering, error) {
 		if e.To < 0 {
 			to = len(f.Blocks)
 		}
-		g.Edges[i] = pathnum.Edge{From: int(e.From), To: to, Weight: Weight(f.Blocks[e.From].LoopDepth)}
+		g.Edges[i] = pathnum.Edge{From: int(e.From), To: to, Weight: Weight(f.Blocks[e.From].LoopDepth), Break: e.Break}
 	}
 	n, err := pathnum.Number(g, pathnum.Options{MaxPaths: maxPaths})
 	if err != nil {
@@ -153,7 +158,11 @@ func Encode(t *Table) []byte {
 		for _, e := range f.Edges {
 			b = binary.AppendUvarint(b, uint64(e.From))
 			b = binary.AppendVarint(b, int64(e.To))
-			b = append(b, byte(e.Kind))
+			k := byte(e.Kind) &^ breakBit
+			if e.Break {
+				k |= breakBit
+			}
+			b = append(b, k)
 		}
 		b = binary.AppendUvarint(b, f.NumPaths)
 		b = binary.AppendUvarint(b, uint64(len(f.CallSites)))
@@ -296,7 +305,8 @@ func Decode(data []byte) (*Table, error) {
 			if from >= uint64(nb) || to < -1 || to >= int64(nb) {
 				r.fail("edge endpoint out of range")
 			}
-			f.Edges[j] = Edge{From: int32(from), To: int32(to), Kind: EdgeKind(r.byte1())}
+			k := r.byte1()
+			f.Edges[j] = Edge{From: int32(from), To: int32(to), Kind: EdgeKind(k &^ breakBit), Break: k&breakBit != 0}
 		}
 		f.NumPaths = r.uv()
 		nc := r.count(1)

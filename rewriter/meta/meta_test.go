@@ -10,7 +10,7 @@ func sample() *Table {
 	return &Table{OrigBuildID: []byte{1, 2, 3}, Funcs: []Func{
 		{Name: "f", Entry: 0x1000, Size: 32, Instrumented: true,
 			Blocks:    []Block{{0x1000, 0x1008, 3, 0}, {0x1008, 0x1010, 2, 1}, {0x1010, 0x1020, 4, 0}},
-			Edges:     []Edge{{0, 1, 0}, {1, 1, 1}, {1, 2, 0}, {2, -1, 5}},
+			Edges:     []Edge{{0, 1, 0, false}, {1, 1, 1, false}, {1, 2, 0, false}, {2, -1, 5, false}},
 			NumPaths:  4,
 			CallSites: []uint64{0x1004}},
 		{Name: "g", Entry: 0x2000, Size: 3, Reason: "too short"},

@@ -155,6 +155,73 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 	}
 }
 
+// enterInline pushes the activation's shadow frame {entry %rsp, the
+// caller's r, fid, record 0, the caller's call site} and starts a path
+// (r = 0) without calling the runtime, and counts the activation in the
+// function's slot. A thread without its own block yet (%gs still points at
+// its creator's: the owner is another thread pointer), a busy or
+// overflowing shadow stack, or a newest frame that is not a caller's
+// (left by a longjmp: it must be unwound first) take the stub. The frame
+// is reserved before it is filled, so a signal handler that runs
+// instrumented code in between pushes above it. Flags are dead at a
+// function's entry [SysV x86-64 ABI 3.2.1].
+func (fg *funcGen) enterInline() {
+	g, b := fg.g, fg.g.buf
+	slow, done, noSlots := b.NewLabel(), b.NewLabel(), b.NewLabel()
+	b.LeaRSP(-redZone)
+	b.Push(enc.RAX)
+	b.Push(enc.RCX)
+	b.Bytes([]byte{0x64, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0}) // mov %fs:0, %rcx
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffOwner)))
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	gsCmpZero(b, runtime.OffBusy)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	gsCmpZero(b, runtime.OffOverflow)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	first := b.NewLabel()
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPBase)))
+	b.JccRel32(enc.CondE, enc.LabelTarget(first))
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x84, 0x24}, uint32(redZone+16))) // lea entry rsp, %rax
+	b.Bytes([]byte{0x48, 0x39, 0x41, byte(frRSP)})                                                // cmp %rax, frRSP(%rcx)
+	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
+	b.Bind(first)
+	b.Bytes([]byte{0x48, 0x8d, 0x41, byte(runtime.FrameSize)}) // lea FrameSize(%rcx), %rax
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x04, 0x25}, uint32(runtime.OffSPLimit)))
+	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
+	b.MovGSFromReg(runtime.OffSP, enc.RAX) // reserve
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x84, 0x24}, uint32(redZone+16)))
+	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frRSP + runtime.FrameSize)}) // frame.rsp
+	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
+	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSavedR + runtime.FrameSize)}) // frame.saved_r
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0xc7, 0x41, byte(frFunc + runtime.FrameSize)}, uint32(fg.fid)))
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0xc7, 0x41, byte(frRecord + runtime.FrameSize)}, 0))
+	b.MovRegFromGS(enc.RAX, runtime.OffCallSite)
+	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSite + runtime.FrameSize)}) // frame.site
+	b.MovGS64Imm(g.stubs.OffR, 0)
+	// slot(fid).calls++
+	start := b.Len()
+	b.Bytes([]byte{0x48, 0x8b, 0x05, 0, 0, 0, 0}) // mov blpp_fast_slots(%rip), %rax
+	g.patches = append(g.patches, patch{at: start + 3, end: start + 7, abs: g.stubs.FastSlots, ripRel: true})
+	b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax,%rax
+	b.JccRel32(enc.CondE, enc.LabelTarget(noSlots))
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0xf0, 0x48, 0xff, 0x80}, uint32(int64(fg.fid)*runtime.SlotSize+runtime.SlotCallsOff)))
+	b.Bind(noSlots)
+	b.Pop(enc.RCX)
+	b.Pop(enc.RAX)
+	b.LeaRSP(redZone)
+	b.Bind(done)
+	fg.cold = append(fg.cold, func() {
+		b.Bind(slow)
+		b.Pop(enc.RCX)
+		b.Pop(enc.RAX)
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
+		b.LeaRSP(redZone + 8)
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}
+
 // exitStub ends the path at an exit through the runtime's stub.
 func (fg *funcGen) exitStub() {
 	b := fg.g.buf
@@ -170,6 +237,7 @@ var (
 	frRSP    = int8(int(unsafe.Offsetof(runtime.Frame{}.RSP)) - runtime.FrameSize)
 	frSavedR = int8(int(unsafe.Offsetof(runtime.Frame{}.SavedR)) - runtime.FrameSize)
 	frFunc   = int8(int(unsafe.Offsetof(runtime.Frame{}.Func)) - runtime.FrameSize)
+	frRecord = int8(int(unsafe.Offsetof(runtime.Frame{}.Record)) - runtime.FrameSize)
 	frSite   = int8(int(unsafe.Offsetof(runtime.Frame{}.Site)) - runtime.FrameSize)
 )
 
@@ -345,10 +413,7 @@ func (fg *funcGen) succ(b cfg.BlockID, kind ...cfg.EdgeKind) (cfg.EdgeID, bool) 
 func (fg *funcGen) emit() error {
 	g, b, gr := fg.g, fg.g.buf, fg.f.Graph
 	b.Bind(fg.entry)
-	b.LeaRSP(-redZone)
-	pushImm32(b, fg.fid)
-	b.CallRel32(enc.AbsTarget(g.stubs.Enter))
-	b.LeaRSP(redZone + 8)
+	fg.enterInline()
 	for id := range gr.Blocks {
 		blk := &gr.Blocks[id]
 		b.Bind(fg.blocks[id])

@@ -144,6 +144,7 @@ const (
 	// instrumentation reads through blpp_fast_slots.
 	SlotSize     = 32
 	SlotDenseOff = 0
+	SlotCallsOff = 16
 )
 
 // RedZone is the number of bytes instrumentation steps over

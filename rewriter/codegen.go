@@ -200,26 +200,14 @@ func (fg *funcGen) enterInline() {
 	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSite + runtime.FrameSize)}) // frame.site
 	b.MovGS64Imm(g.stubs.OffR, 0)
 	// slot(fid).calls++
-	start := b.Len()
-	b.Bytes([]byte{0x48, 0x8b, 0x05, 0, 0, 0, 0}) // mov blpp_fast_slots(%rip), %rax
-	g.patches = append(g.patches, patch{at: start + 3, end: start + 7, abs: g.stubs.FastSlots, ripRel: true})
-	b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax,%rax
-	b.JccRel32(enc.CondE, enc.LabelTarget(noSlots))
+	fg.loadSlots(enc.RAX, noSlots)
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0xf0, 0x48, 0xff, 0x80}, uint32(int64(fg.fid)*runtime.SlotSize+runtime.SlotCallsOff)))
 	b.Bind(noSlots)
 	b.Pop(enc.RCX)
 	b.Pop(enc.RAX)
 	b.LeaRSP(redZone)
 	b.Bind(done)
-	fg.cold = append(fg.cold, func() {
-		b.Bind(slow)
-		b.Pop(enc.RCX)
-		b.Pop(enc.RAX)
-		pushImm32(b, fg.fid)
-		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
-		b.LeaRSP(redZone + 8)
-		b.JmpRel32(enc.LabelTarget(done))
-	})
+	fg.coldStub(slow, done, []enc.Reg{enc.RAX, enc.RCX}, g.stubs.Enter, fg.fid)
 }
 
 // exitStub ends the path at an exit through the runtime's stub.
@@ -240,6 +228,36 @@ var (
 	frRecord = int8(int(unsafe.Offsetof(runtime.Frame{}.Record)) - runtime.FrameSize)
 	frSite   = int8(int(unsafe.Offsetof(runtime.Frame{}.Site)) - runtime.FrameSize)
 )
+
+// loadSlots emits mov blpp_fast_slots(%rip), reg (rax, rcx or rdx) and
+// jumps to slow when it is 0 (the runtime is not ready).
+func (fg *funcGen) loadSlots(reg enc.Reg, slow enc.Label) {
+	g, b := fg.g, fg.g.buf
+	start := b.Len()
+	b.Bytes([]byte{0x48, 0x8b, 0x05 | byte(reg)<<3, 0, 0, 0, 0})
+	g.patches = append(g.patches, patch{at: start + 3, end: start + 7, abs: g.stubs.FastSlots, ripRel: true})
+	b.Bytes([]byte{0x48, 0x85, 0xc0 | byte(reg)<<3 | byte(reg)}) // test reg, reg
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+}
+
+// coldStub queues the slow path of an inline sequence: pop the saved
+// registers, call the stub with the pushed arguments, step back over the
+// red zone and the arguments, and rejoin the inline code at done.
+func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, stub uint64, args ...int32) {
+	b := fg.g.buf
+	fg.cold = append(fg.cold, func() {
+		b.Bind(slow)
+		for i := len(saved) - 1; i >= 0; i-- {
+			b.Pop(saved[i])
+		}
+		for _, a := range args {
+			pushImm32(b, a)
+		}
+		b.CallRel32(enc.AbsTarget(stub))
+		b.LeaRSP(redZone + int32(8*len(args)))
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}
 
 // gsCmpZero emits cmpq $0, %gs:disp.
 func gsCmpZero(b *enc.Buf, disp int32) {
@@ -275,12 +293,8 @@ func (fg *funcGen) exitInline() {
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x79, byte(frFunc)}, uint32(fg.fid))) // cmpq $fid, frFunc(%rcx)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	// mov blpp_fast_slots(%rip), %rdx; test; mov slot.dense(%rdx), %rdx; test
-	start := b.Len()
-	b.Bytes([]byte{0x48, 0x8b, 0x15, 0, 0, 0, 0})
-	g.patches = append(g.patches, patch{at: start + 3, end: start + 7, abs: g.stubs.FastSlots, ripRel: true})
-	b.Bytes([]byte{0x48, 0x85, 0xd2})
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	// the dense array: slot(fid).dense, through blpp_fast_slots
+	fg.loadSlots(enc.RDX, slow)
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8b, 0x92}, uint32(int64(fg.fid)*runtime.SlotSize+runtime.SlotDenseOff)))
 	b.Bytes([]byte{0x48, 0x85, 0xd2})
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
@@ -297,16 +311,7 @@ func (fg *funcGen) exitInline() {
 	b.Pop(enc.RAX)
 	b.LeaRSP(redZone)
 	b.Bind(done)
-	fg.cold = append(fg.cold, func() {
-		b.Bind(slow)
-		b.Pop(enc.RDX)
-		b.Pop(enc.RCX)
-		b.Pop(enc.RAX)
-		pushImm32(b, fg.fid)
-		b.CallRel32(enc.AbsTarget(g.stubs.Exit))
-		b.LeaRSP(redZone + 8)
-		b.JmpRel32(enc.LabelTarget(done))
-	})
+	fg.coldStub(slow, done, []enc.Reg{enc.RAX, enc.RCX, enc.RDX}, g.stubs.Exit, fg.fid)
 }
 
 // backedge emits a path end at a backedge inline: count[r + ExitInc]++
@@ -325,12 +330,7 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 	}
 	b.Push(enc.RAX)
 	b.Push(enc.RCX)
-	// mov blpp_fast_slots(%rip), %rcx
-	start := b.Len()
-	b.Bytes([]byte{0x48, 0x8b, 0x0d, 0, 0, 0, 0})
-	g.patches = append(g.patches, patch{at: start + 3, end: start + 7, abs: g.stubs.FastSlots, ripRel: true})
-	b.Bytes([]byte{0x48, 0x85, 0xc9}) // test %rcx,%rcx
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	fg.loadSlots(enc.RCX, slow)
 	// mov slot(fid).dense(%rcx), %rcx
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8b, 0x89}, uint32(int64(fg.fid)*runtime.SlotSize+runtime.SlotDenseOff)))
 	b.Bytes([]byte{0x48, 0x85, 0xc9}) // test %rcx,%rcx

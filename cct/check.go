@@ -13,7 +13,7 @@ type FuncInfo struct {
 // CheckAgainst checks that p fits the binary described by funcs: every
 // function index is in the table, every path ID is below its function's
 // NumPaths, every call site below the calling function's NumCallSites and
-// every partial's block below NumBlocks. It reports the first misfit as a
+// every partial's block below NumBlocks (or BlockUnknown). It reports the first misfit as a
 // *ModelError wrapping ErrMismatch. p should be valid (CheckValid); an
 // invalid p gives a wrong answer but no panic.
 func (p *Profile) CheckAgainst(funcs []FuncInfo) error {
@@ -45,7 +45,7 @@ func (p *Profile) CheckAgainst(funcs []FuncInfo) error {
 			if uint64(q.Func) >= n {
 				return bad(ti, -1, -1, ki, "function %d, but the binary has %d functions", q.Func, n)
 			}
-			if nb := funcs[q.Func].NumBlocks; q.Block >= nb {
+			if nb := funcs[q.Func].NumBlocks; q.Block >= nb && q.Block != BlockUnknown {
 				return bad(ti, -1, -1, ki, "block %d, but function %d has %d blocks", q.Block, q.Func, nb)
 			}
 		}

@@ -73,3 +73,17 @@ func TestCheckAgainstInvalid(t *testing.T) {
 		p.CheckAgainst(smallFuncs())
 	}
 }
+
+// TestCheckAgainstBlockUnknown: a partial path of unknown location is
+// valid whatever the function's block count.
+func TestCheckAgainstBlockUnknown(t *testing.T) {
+	p := &Profile{Version: Version, Metrics: []Metric{{Name: FreqMetric}},
+		Threads: []Thread{{TID: 1, Partials: []Partial{{Record: -1, Func: 0, Block: BlockUnknown, Reg: 3, Count: 1}}}}}
+	if err := p.CheckAgainst([]FuncInfo{{NumPaths: 10, NumBlocks: 2}}); err != nil {
+		t.Fatalf("BlockUnknown refused: %v", err)
+	}
+	p.Threads[0].Partials[0].Block = 2
+	if err := p.CheckAgainst([]FuncInfo{{NumPaths: 10, NumBlocks: 2}}); err == nil {
+		t.Fatal("block 2 of a 2-block function accepted")
+	}
+}

@@ -35,6 +35,11 @@ type Record struct {
 	Paths    []Path // sorted by ID, IDs unique, counts ≥ 1
 }
 
+// BlockUnknown is the block of a partial path whose stopping block the
+// runtime could not tell (the newest activation at a fatal signal or a
+// dump); runtime.BlockUnknown has the same value.
+const BlockUnknown = 0xffffffff
+
 // A Partial counts activations that stopped without reaching a path end:
 // exit() from inside, longjmp, an exception, a fatal signal, or a dump
 // that caught them live [DESIGN 6]. Block and Reg identify the executed

@@ -1,88 +1,29 @@
 package rewriter_test
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"blpp/cct"
 	"blpp/internal/callgrind"
 	"blpp/internal/fixture"
 	"blpp/report"
-	"blpp/rewriter"
 )
-
-// outcome is what a run shows the outside world.
-type outcome struct {
-	stdout, stderr []byte
-	code           int
-}
-
-func runProg(t *testing.T, prog string, env ...string) outcome {
-	t.Helper()
-	cmd := exec.Command(prog)
-	cmd.Env = append(os.Environ(), env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	// A parallel test's fork may still hold our just-written executable
-	// open for writing (ETXTBSY): retry, as the go command does.
-	for try := 0; try < 20 && err != nil && errors.Is(err, syscall.ETXTBSY); try++ {
-		time.Sleep(50 * time.Millisecond)
-		cmd = exec.Command(prog)
-		cmd.Env = append(os.Environ(), env...)
-		o.Reset()
-		e.Reset()
-		cmd.Stdout, cmd.Stderr = &o, &e
-		err = cmd.Run()
-	}
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("%s: %v", prog, err)
-	}
-	return outcome{o.Bytes(), e.Bytes(), code}
-}
 
 // rewriteFixture builds src in configuration c, rewrites it, runs both and
 // requires identical behaviour. It returns the original, the rewritten
 // binary and the profile.
 func rewriteFixture(t *testing.T, src string, c fixture.Config) (orig, inst string, prof *cct.Profile) {
 	t.Helper()
-	orig = fixture.Build(t, src, c)
-	data, err := os.ReadFile(orig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, sum, err := rewriter.Rewrite(data, rewriter.Options{})
-	if err != nil {
-		t.Fatalf("%s %s: rewrite: %v", src, c, err)
-	}
-	if sum.Instrumented == 0 {
-		t.Fatalf("%s %s: nothing instrumented", src, c)
-	}
 	dir := t.TempDir()
-	inst = filepath.Join(dir, "prog.blpp")
-	if err := os.WriteFile(inst, out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	want := runProg(t, orig)
+	orig, inst = rewriteTo(t, src, c, dir)
+	want := runProc(t, orig, nil)
 	profPath := filepath.Join(dir, "blpp.out")
-	got := runProg(t, inst, "BLPP_PROFILE="+profPath)
-	if !bytes.Equal(got.stdout, want.stdout) || !bytes.Equal(got.stderr, want.stderr) || got.code != want.code {
-		t.Fatalf("%s %s: behaviour differs:\noriginal: exit %d\n%s%s\nrewritten: exit %d\n%s%s",
-			src, c, want.code, want.stdout, want.stderr, got.code, got.stdout, got.stderr)
-	}
-	prof, err = cct.ReadFile(profPath)
+	got := runProc(t, inst, nil, "BLPP_PROFILE="+profPath)
+	sameBehaviour(t, src+" "+c.String(), want, got)
+	prof, err := cct.ReadFile(profPath)
 	if err != nil {
 		t.Fatalf("%s %s: profile: %v", src, c, err)
 	}

@@ -171,6 +171,11 @@ func (fg *funcGen) enterInline() {
 	b.LeaRSP(-redZone)
 	b.Push(enc.RAX)
 	b.Push(enc.RCX)
+	// Before the runtime is ready %gs may not point at a block at all:
+	// code a library constructor calls back into runs before the entry
+	// point. The slots word is 0 until then, so test it before any %gs
+	// access.
+	fg.loadSlots(enc.RAX, slow)
 	b.Bytes([]byte{0x64, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0}) // mov %fs:0, %rcx
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffOwner)))
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
@@ -259,6 +264,21 @@ func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, stub uint64, 
 	})
 }
 
+// storeCallSite emits movq $site, %gs:call_site, skipped while the
+// runtime is not ready (%gs may point nowhere then: see enterInline).
+// It sits right before a call, where the flags are dead (a call does not
+// preserve them [SysV x86-64 ABI 3.2.1]), so the test may clobber them.
+func (fg *funcGen) storeCallSite(site int32) {
+	g, b := fg.g, fg.g.buf
+	skip := b.NewLabel()
+	start := b.Len()
+	b.Bytes([]byte{0x48, 0x83, 0x3d, 0, 0, 0, 0, 0}) // cmpq $0, blpp_fast_slots(%rip)
+	g.patches = append(g.patches, patch{at: start + 3, end: start + 8, abs: g.stubs.FastSlots, ripRel: true})
+	b.JccRel32(enc.CondE, enc.LabelTarget(skip))
+	b.MovGS64Imm(g.stubs.OffCallSite, site)
+	b.Bind(skip)
+}
+
 // gsCmpZero emits cmpq $0, %gs:disp.
 func gsCmpZero(b *enc.Buf, disp int32) {
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x83, 0x3c, 0x25}, uint32(disp)))
@@ -279,6 +299,9 @@ func (fg *funcGen) exitInline() {
 	b.Push(enc.RAX)
 	b.Push(enc.RCX)
 	b.Push(enc.RDX)
+	// The slots word first: 0 until the runtime is ready (see enterInline),
+	// and no %gs access may come before it.
+	fg.loadSlots(enc.RDX, slow)
 	gsCmpZero(b, runtime.OffBusy)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	gsCmpZero(b, runtime.OffOverflow)
@@ -293,8 +316,7 @@ func (fg *funcGen) exitInline() {
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x79, byte(frFunc)}, uint32(fg.fid))) // cmpq $fid, frFunc(%rcx)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	// the dense array: slot(fid).dense, through blpp_fast_slots
-	fg.loadSlots(enc.RDX, slow)
+	// the dense array: slot(fid).dense (%rdx holds blpp_fast_slots)
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8b, 0x92}, uint32(int64(fg.fid)*runtime.SlotSize+runtime.SlotDenseOff)))
 	b.Bytes([]byte{0x48, 0x85, 0xd2})
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
@@ -486,7 +508,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 		// stopped should it never come back (exit, longjmp, a fatal
 		// signal in the callee): the callee's entry saves it.
 		fg.lastSite = fg.g.site(fg.fid, id)
-		b.MovGS64Imm(fg.g.stubs.OffCallSite, fg.lastSite)
+		fg.storeCallSite(fg.lastSite)
 		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {
 			fg.edgeCode(e)
 			if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {

@@ -110,22 +110,27 @@ func runProc(t *testing.T, prog string, args []string, env ...string) procResult
 func rewriteTo(t *testing.T, src string, c fixture.Config, dir string) (orig, inst string) {
 	t.Helper()
 	orig = fixture.Build(t, src, c)
+	return orig, rewriteBinary(t, orig, filepath.Join(dir, strings.TrimSuffix(src, ".c")+".blpp"))
+}
+
+// rewriteBinary rewrites the executable orig into inst.
+func rewriteBinary(t *testing.T, orig, inst string) string {
+	t.Helper()
 	data, err := os.ReadFile(orig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, sum, err := rewriter.Rewrite(data, rewriter.Options{})
 	if err != nil {
-		t.Fatalf("%s %s: rewrite: %v", src, c, err)
+		t.Fatalf("%s: rewrite: %v", orig, err)
 	}
 	if sum.Instrumented == 0 {
-		t.Fatalf("%s %s: nothing instrumented", src, c)
+		t.Fatalf("%s: nothing instrumented", orig)
 	}
-	inst = filepath.Join(dir, strings.TrimSuffix(src, ".c")+".blpp")
 	if err := os.WriteFile(inst, out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return orig, inst
+	return inst
 }
 
 // sameBehaviour requires the rewritten run to end like the original one:

@@ -491,10 +491,35 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 	return b;
 }
 
+static void die(const char *m);
+
+/* early_gs points %gs at a scratch block once, before blpp_init. */
+static void early_gs(void)
+{
+	static u64 done;
+	struct blpp_thread *t;
+	if (!CAS(&done, 0, 1))
+		return;
+	t = (struct blpp_thread *)map_anon(BLOCK_HDR, 0);
+	if (!t)
+		die("cannot map a thread block");
+	t->self = (u64)t;
+	sc2(SYS_arch_prctl, ARCH_SET_GS, t);
+}
+
 /* thread_get returns the calling thread's block, making one if needed. */
 static struct blpp_thread *thread_get(void)
 {
 	struct blpp_thread *t = 0;
+	/* Before blpp_init (code a shared library's constructor calls back
+	 * into, run by ld.so before the entry point) nothing is counted, but
+	 * the instrumentation's increments (addq $k, %gs:r) still run: give
+	 * %gs a scratch block to write to. Every activation starts with an
+	 * entry stub, so this happens before any increment. */
+	if (!rt.ready) {
+		early_gs();
+		return 0;
+	}
 	if (!rt.fsgsbase || gs_base() != 0)
 		t = gs_block();
 	if (t && t->owner == thread_pointer())

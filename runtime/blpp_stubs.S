@@ -24,7 +24,9 @@
  * saves the registers the ABI lets C clobber, aligns the stack, clears DF
  * as the ABI requires, and restores everything afterwards. The C code is
  * compiled with -mgeneral-regs-only, so vector and x87 registers are
- * never touched. The fast paths assume %gs is set (the program does not
+ * never touched. The fast paths check that the runtime is ready (before
+ * blpp_init a library constructor may call instrumented code with %gs
+ * unset), then assume %gs is set (the program does not
  * use %gs: the rewriter refuses such binaries) and that the CPU has
  * LAHF/SAHF in 64-bit mode (every x86-64 CPU since 2006).
  */
@@ -120,6 +122,8 @@
 /* OWNED: %rax = the thread block, if it is the calling thread's and no
  * runtime code of this thread is interrupted; else go to \slow. */
 .macro OWNED slow
+	cmpq	$0, blpp_fast_slots(%rip)	/* 0 until blpp_init: %gs may be unset */
+	je	\slow
 	mov	%gs:BLPP_THREAD_OFF_SELF, %rax
 	mov	%fs:0, %rcx
 	cmp	T(OWNER), %rcx

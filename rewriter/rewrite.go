@@ -259,6 +259,13 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// entry; it calls that entry's original function, then writes the
 	// profile.
 	fini, err := findFini(b)
+	if errors.Is(err, ErrNoExit) && !b.Static {
+		// No .fini_array: take DT_FINI's place (elfw makes one from a
+		// spare DT_NULL when there is none); blpp_fini calls the old
+		// DT_FINI, if any.
+		orig, _ := elfw.OrigFini(in)
+		fini, err = &finiHook{orig: orig, dtFini: true}, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -327,7 +334,12 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		p := binary.LittleEndian.AppendUint32([]byte{0xe9}, uint32(to-(from+5)))
 		patches = append(patches, elfw.Patch{Addr: from, Bytes: p})
 	}
-	patches = append(patches, fini.patches(rtText+img.Symbols[runtime.SymFini])...)
+	var finiDT uint64
+	if fini.dtFini {
+		finiDT = rtText + img.Symbols[runtime.SymFini]
+	} else {
+		patches = append(patches, fini.patches(rtText+img.Symbols[runtime.SymFini])...)
+	}
 	// Runtime configuration.
 	cfgOff := img.Symbols[runtime.SymConfig] - img.DataOff
 	c := rw[cfgOff:]
@@ -363,6 +375,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			{Addr: codeAddr, Data: code, MemSize: uint64(len(code)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"},
 		},
 		Patches:  patches,
+		Fini:     finiDT,
 		Entry:    rtText + img.Symbols[runtime.SymStart],
 		Sections: []elfw.Section{{Name: meta.SectionName, Data: meta.Encode(tab)}},
 	})
@@ -391,6 +404,7 @@ func metaFunc(f *analysis.Func) meta.Func {
 // entry of .fini_array (which runs last of the array) with the thunk. In a
 // PIE the entry's R_X86_64_RELATIVE addend is replaced as well.
 type finiHook struct {
+	dtFini   bool   // hook DT_FINI instead (no .fini_array)
 	slot     uint64 // address of the .fini_array entry
 	orig     uint64 // its original value (link-time address)
 	relaAddr uint64 // address of the RELA entry's addend, 0 if none

@@ -12,25 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"blpp/internal/fixture"
 )
 
 // This file checks Parse against GNU readelf on real binaries: every FDE
 // readelf lists (offset, CIE, pc=BEGIN..END) must be found, in the same
 // order, with the same values.
-
-func needTool(t *testing.T, name, debPkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p
-	}
-	msg := fmt.Sprintf("%s not found (Debian package %s)", name, debPkg)
-	if os.Getenv("BLPP_REQUIRE_TOOLS") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
 
 // 00000018 0000000000000014 0000001c FDE cie=00000000 pc=0000000000031750..0000000000031772
 var readelfFDE = regexp.MustCompile(`^([0-9a-f]+) [0-9a-f]+ [0-9a-f]+ FDE cie=([0-9a-f]+) pc=([0-9a-f]+)\.\.([0-9a-f]+)`)
@@ -81,7 +69,7 @@ var ehBinaries = []string{
 }
 
 func TestReadelfRealBinaries(t *testing.T) {
-	readelf := needTool(t, "readelf", "binutils")
+	readelf := fixture.RequireTool(t, "readelf", "binutils")
 	n := 0
 	for _, p := range ehBinaries {
 		if _, err := os.Stat(p); err != nil {
@@ -156,8 +144,8 @@ func TestReadelfRealBinaries(t *testing.T) {
 // exceptions, so that zPLR CIEs and LSDAs are covered even where no
 // installed C++ binary is.
 func TestReadelfCompiled(t *testing.T) {
-	readelf := needTool(t, "readelf", "binutils")
-	gxx := needTool(t, "g++", "g++")
+	readelf := fixture.RequireTool(t, "readelf", "binutils")
+	gxx := fixture.RequireTool(t, "g++", "g++")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "x.cc")
 	bin := filepath.Join(dir, "x")

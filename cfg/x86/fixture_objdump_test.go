@@ -11,7 +11,7 @@ import (
 // fixture in every configuration of the matrix (gcc and clang, -O0/-O2/-O3,
 // PIE and not, static, stripped).
 func TestObjdumpFixtures(t *testing.T) {
-	objdump := needTool(t, "objdump", "binutils")
+	objdump := fixture.RequireTool(t, "objdump", "binutils")
 	total := 0
 	for _, c := range fixture.Matrix() {
 		for _, src := range fixture.Sources() {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"blpp/internal/fixture"
+
 	"golang.org/x/arch/x86/x86asm"
 )
 
@@ -21,22 +23,6 @@ import (
 // instruction objdump prints in .text must decode to the same length, the
 // same kind of control transfer, the same direct-branch target and the
 // same rip-relative target.
-
-// needTool returns the path of a command-line tool, or skips the test
-// (fails it when BLPP_REQUIRE_TOOLS=1, as CI sets it).
-func needTool(t *testing.T, name, debPkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p
-	}
-	msg := fmt.Sprintf("%s not found (Debian package %s)", name, debPkg)
-	if os.Getenv("BLPP_REQUIRE_TOOLS") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
 
 // odInst is one instruction line of `objdump -d -w`.
 type odInst struct {
@@ -315,7 +301,7 @@ var realBinaries = []string{
 }
 
 func TestObjdumpRealBinaries(t *testing.T) {
-	objdump := needTool(t, "objdump", "binutils")
+	objdump := fixture.RequireTool(t, "objdump", "binutils")
 	var found []string
 	for _, p := range realBinaries {
 		if _, err := os.Stat(p); err == nil {
@@ -567,8 +553,8 @@ void forms(void) {
 `
 
 func TestObjdumpAVX512Fixture(t *testing.T) {
-	objdump := needTool(t, "objdump", "binutils")
-	gcc := needTool(t, "gcc", "gcc")
+	objdump := fixture.RequireTool(t, "objdump", "binutils")
+	gcc := fixture.RequireTool(t, "gcc", "gcc")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "avx.c")
 	obj := filepath.Join(dir, "avx.o")
@@ -605,7 +591,7 @@ func TestObjdumpAVX512Fixture(t *testing.T) {
 // Decode may accept with another length (VEX forms missing from x86asm's
 // tables are accepted as UNKNOWN).
 func TestObjdumpRandomBytes(t *testing.T) {
-	objdump := needTool(t, "objdump", "binutils")
+	objdump := fixture.RequireTool(t, "objdump", "binutils")
 	data := make([]byte, 1<<20)
 	// xorshift: a fixed, portable stream.
 	x := uint64(0x9e3779b97f4a7c15)

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"blpp/report"
+)
+
+func init() {
+	register(&command{name: "export", summary: "convert profiles to pprof, folded stacks, LLVM sample profiles, BOLT fdata or JSON",
+		usage: "PROFILE... --binary B --format pprof|folded|llvm-sample|bolt-fdata|json [-o OUT] [--metric M]", run: runExport})
+}
+
+// exporters maps --format to the report function writing it.
+var exporters = map[string]func(io.Writer, *report.ExportModel, report.ExportOptions) error{
+	"pprof":       report.ExportPprof,
+	"folded":      report.ExportFolded,
+	"llvm-sample": report.ExportLLVMSample,
+	"bolt-fdata":  report.ExportBoltFdata,
+}
+
+// loadModel reads and merges the profiles and lays them over the
+// instrumented binary. The caller closes the returned model's File.
+func loadModel(binary string, profiles []string) (*report.ExportModel, error) {
+	if binary == "" {
+		return nil, &usageError{"--binary is required: the instrumented binary that wrote the profile"}
+	}
+	if len(profiles) == 0 {
+		return nil, &usageError{"want at least one PROFILE argument"}
+	}
+	prof, err := readProfiles(profiles)
+	if err != nil {
+		return nil, err
+	}
+	tab, f, err := report.LoadMeta(binary)
+	if err != nil {
+		return nil, err
+	}
+	m, err := report.NewExportModel(binary, tab, prof, f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", profiles[0], err)
+	}
+	return m, nil
+}
+
+func runExport(c *ctx, args []string) error {
+	cmd := find("export")
+	fs := c.newFlags(cmd)
+	binary := fs.String("binary", "", "the instrumented binary the profiles came from (required)")
+	format := fs.String("format", "", "pprof, folded, llvm-sample, bolt-fdata or json (required)")
+	out := fs.StringP("output", "o", "", "write to this file (default: standard output)")
+	metric := fs.String("metric", "insns", "folded: the value of each stack (insns, count, calls or a metric of the profile)")
+	if err := c.parse(cmd, fs, args); err != nil {
+		return err
+	}
+	var write func(io.Writer, *report.ExportModel) error
+	switch *format {
+	case "json":
+	case "":
+		return &usageError{"--format is required: pprof, folded, llvm-sample, bolt-fdata or json"}
+	default:
+		ex, ok := exporters[*format]
+		if !ok {
+			return &usageError{fmt.Sprintf("--format %q: want pprof, folded, llvm-sample, bolt-fdata or json", *format)}
+		}
+		write = func(w io.Writer, m *report.ExportModel) error { return ex(w, m, report.ExportOptions{Metric: *metric}) }
+	}
+	if *format == "pprof" && *out == "" {
+		if f, ok := c.stdout.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				return &usageError{"--format pprof writes binary data: give -o FILE or redirect standard output"}
+			}
+		}
+	}
+	// The whole output is made before anything is written, so a refusal
+	// never leaves a partial file.
+	var buf bytes.Buffer
+	if *format == "json" {
+		if *binary == "" {
+			return &usageError{"--binary is required: the instrumented binary that wrote the profile"}
+		}
+		if len(fs.Args()) == 0 {
+			return &usageError{"want at least one PROFILE argument"}
+		}
+		prof, err := readProfiles(fs.Args())
+		if err != nil {
+			return err
+		}
+		tab, f, err := report.LoadMeta(*binary)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		d, err := report.MakePaths(*binary, tab, prof, report.NewLineTable(f))
+		if err != nil {
+			return fmt.Errorf("%s: %w", fs.Args()[0], err)
+		}
+		if err := report.PathsJSON(&buf, d); err != nil {
+			return err
+		}
+	} else {
+		m, err := loadModel(*binary, fs.Args())
+		if err != nil {
+			return err
+		}
+		defer m.File.Close()
+		if err := write(&buf, m); err != nil {
+			return err
+		}
+	}
+	return writeOutput(c, *out, buf.Bytes())
+}
+
+// writeOutput writes data to path (through a temporary file renamed into
+// place) or, when path is empty, to standard output.
+func writeOutput(c *ctx, path string, data []byte) error {
+	if path == "" {
+		_, err := c.stdout.Write(data)
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,406 @@
+package report
+
+// This file builds the model the exporters (pprof, folded stacks, LLVM
+// sample profiles, BOLT fdata), coverage, annotate and diff read: every
+// path of every calling-context record expanded into blocks and edges of
+// the original binary. The formats are documented in docs/formats.md.
+
+import (
+	"debug/elf"
+	"fmt"
+	"math/bits"
+	"sort"
+
+	"blpp/cct"
+	"blpp/pathnum"
+	"blpp/rewriter/meta"
+)
+
+// ExportModel is one (merged) profile laid over the instrumented binary's
+// metadata: per function block, edge and path counts; per calling
+// context (threads folded) counts, metrics and instructions executed.
+type ExportModel struct {
+	Binary  string
+	Table   *meta.Table
+	Metrics []cct.Metric // as in the profile; Metrics[0] is "freq"
+	Funcs   []FuncProfile
+	// Stacks has one entry per record of the folded calling-context tree
+	// (in a flow-only profile, one per function that ran), in record
+	// order, then one per function with partial paths that had no record.
+	Stacks []ProfileStack
+	// FlowOnly: the profile has no calling context (every stack is one
+	// frame deep).
+	FlowOnly bool
+	Debug    *DebugInfo // nil without DWARF
+	Symbols  *Symbols
+	File     *elf.File // the instrumented binary (original code and data stay in it)
+}
+
+// FuncProfile holds the counts of one function over every context.
+type FuncProfile struct {
+	Blocks []uint64 // executions of each block (meta.Func.Blocks)
+	// Edges counts traversals of each edge (meta.Func.Edges): DAG edges
+	// of completed and partial paths, and backedges (and broken edges)
+	// once for each path that ended on them.
+	Edges []uint64
+	// Paths maps path number → completed executions.
+	Paths      map[uint64]uint64
+	Executions uint64 // completed paths
+	Partial    uint64 // activations that stopped without a path end
+	Calls      uint64 // activations (records' Calls)
+	Insns      uint64 // instructions executed: Σ block count × block instructions
+	Metrics    []uint64
+}
+
+// ProfileStack is one calling context.
+type ProfileStack struct {
+	// Frames, leaf first. The leaf's Addr is its function's entry; a
+	// caller's Addr is the call instruction that led to the frame below
+	// (or the caller's entry when the call site is not known).
+	Frames  []StackFrame
+	Count   uint64   // completed paths ("freq")
+	Calls   uint64   // activations
+	Insns   uint64   // instructions executed in this context (callees excluded)
+	Metrics []uint64 // sums of Metrics[1:], callees excluded
+}
+
+// StackFrame is one frame of a ProfileStack.
+type StackFrame struct {
+	Func uint32 // index in Table.Funcs
+	Addr uint64 // original address
+}
+
+// ExportOptions are the options shared by the exporters.
+type ExportOptions struct {
+	// Metric names the value folded stacks carry: "insns" (default),
+	// "count" (or "freq"), "calls", or a metric of the profile.
+	Metric string
+}
+
+// NewExportModel expands profile p of the binary (metadata t, ELF f).
+// The profile must be valid (as cct.Parse and cct.Merge return it).
+func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (*ExportModel, error) {
+	if len(t.InstrID) > 0 && string(p.BuildID) != string(t.InstrID) {
+		return nil, fmt.Errorf("the profile was written by another instrumented binary (build-id %x), not %s (build-id %x)", p.BuildID, binary, t.InstrID)
+	}
+	instrumented := func(fn uint32) error {
+		if int(fn) >= len(t.Funcs) || !t.Funcs[fn].Instrumented {
+			return fmt.Errorf("the profile names function %d, which %s does not instrument", fn, binary)
+		}
+		return nil
+	}
+	for _, th := range p.Threads {
+		for _, r := range th.Records {
+			if err := instrumented(r.Func); err != nil {
+				return nil, err
+			}
+		}
+		for _, q := range th.Partials {
+			if err := instrumented(q.Func); err != nil {
+				return nil, err
+			}
+		}
+	}
+	m := &ExportModel{Binary: binary, Table: t, Metrics: p.Metrics, FlowOnly: p.Flags&cct.FlagFlowOnly != 0, File: f}
+	if f != nil {
+		m.Debug = NewDebugInfo(f)
+		m.Symbols = NewSymbols(f)
+	}
+	nm := len(p.Metrics) - 1
+	m.Funcs = make([]FuncProfile, len(t.Funcs))
+	for i := range t.Funcs {
+		mf := &t.Funcs[i]
+		if !mf.Instrumented {
+			continue
+		}
+		m.Funcs[i] = FuncProfile{Blocks: make([]uint64, len(mf.Blocks)), Edges: make([]uint64, len(mf.Edges)),
+			Paths: map[uint64]uint64{}, Metrics: make([]uint64, nm)}
+	}
+	x := &expander{t: t, nums: map[uint32]*pathnum.Numbering{}, cache: map[uint32]map[uint64]*expansion{}}
+	folded := p.FoldThreads()
+	var recs []cct.Record
+	var parts []cct.Partial
+	if len(folded.Threads) > 0 {
+		recs = folded.Threads[0].Records
+		parts = folded.Threads[0].Partials
+	}
+	for ri := range recs {
+		r := &recs[ri]
+		fp := &m.Funcs[r.Func]
+		st := ProfileStack{Frames: m.frames(recs, ri), Calls: r.Calls, Metrics: make([]uint64, nm)}
+		fp.Calls = satAdd(fp.Calls, r.Calls)
+		for _, path := range r.Paths {
+			e, err := x.path(r.Func, path.ID)
+			if err != nil {
+				return nil, err
+			}
+			c := path.Count
+			e.add(fp, c)
+			fp.Paths[path.ID] = satAdd(fp.Paths[path.ID], c)
+			fp.Executions = satAdd(fp.Executions, c)
+			st.Count = satAdd(st.Count, c)
+			st.Insns = satAdd(st.Insns, satMul(e.insns, c))
+			for j, v := range path.Metrics {
+				st.Metrics[j] = satAdd(st.Metrics[j], v)
+				fp.Metrics[j] = satAdd(fp.Metrics[j], v)
+			}
+		}
+		m.Stacks = append(m.Stacks, st)
+	}
+	orphan := map[uint32]int{} // function → stack of its partials without a record
+	for _, q := range parts {
+		fp := &m.Funcs[q.Func]
+		fp.Partial = satAdd(fp.Partial, q.Count)
+		e, err := x.partial(q.Func, q.Block, q.Reg)
+		if err != nil {
+			return nil, err
+		}
+		if e == nil {
+			continue // stopping block unknown: counted, not expanded
+		}
+		e.add(fp, q.Count)
+		si := -1
+		if q.Record >= 0 && q.Record < len(recs) {
+			si = q.Record
+		} else if k, ok := orphan[q.Func]; ok {
+			si = k
+		} else {
+			si = len(m.Stacks)
+			orphan[q.Func] = si
+			m.Stacks = append(m.Stacks, ProfileStack{Frames: []StackFrame{{q.Func, t.Funcs[q.Func].Entry}}, Metrics: make([]uint64, nm)})
+		}
+		m.Stacks[si].Insns = satAdd(m.Stacks[si].Insns, satMul(e.insns, q.Count))
+	}
+	for i := range m.Funcs {
+		fp := &m.Funcs[i]
+		for b, c := range fp.Blocks {
+			fp.Insns = satAdd(fp.Insns, satMul(c, uint64(t.Funcs[i].Blocks[b].Insts)))
+		}
+	}
+	return m, nil
+}
+
+// frames lists the frames of record ri, leaf first.
+func (m *ExportModel) frames(recs []cct.Record, ri int) []StackFrame {
+	r := &recs[ri]
+	out := []StackFrame{{r.Func, m.Table.Funcs[r.Func].Entry}}
+	for depth := 0; r.Parent >= 0 && r.Parent < ri && depth < len(recs); depth++ {
+		parent := &recs[r.Parent]
+		out = append(out, StackFrame{parent.Func, m.CallSiteAddr(parent.Func, r.CallSite)})
+		ri = r.Parent
+		r = parent
+	}
+	return out
+}
+
+// CallSiteAddr is the original address of call site cs of function fn:
+// a record's CallSite is the caller's local call-site index plus one, 0
+// when not known; an unknown site gives the caller's entry.
+func (m *ExportModel) CallSiteAddr(fn uint32, cs uint32) uint64 {
+	f := &m.Table.Funcs[fn]
+	if cs == 0 || int(cs) > len(f.CallSites) {
+		return f.Entry
+	}
+	return f.CallSites[cs-1]
+}
+
+// FuncName is the name of function fn as the metadata gives it (the
+// symbol table's, or sub_<hex> in stripped code).
+func (m *ExportModel) FuncName(fn uint32) string { return m.Table.Funcs[fn].Name }
+
+// SymbolAt names the function holding addr as the ELF symbol tables do,
+// with addr's offset from the symbol: foo.cold fragments keep their own
+// symbol. Code without a symbol falls back to the metadata's function.
+func (m *ExportModel) SymbolAt(addr uint64) (string, uint64, bool) {
+	if name, off, ok := m.Symbols.Lookup(addr); ok {
+		return name, off, true
+	}
+	for i := range m.Table.Funcs {
+		f := &m.Table.Funcs[i]
+		if addr >= f.Entry && addr-f.Entry < f.Size {
+			return f.Name, addr - f.Entry, true
+		}
+	}
+	return "", 0, false
+}
+
+// TotalInsns is the number of instructions the profile counts.
+func (m *ExportModel) TotalInsns() uint64 {
+	var s uint64
+	for i := range m.Funcs {
+		s = satAdd(s, m.Funcs[i].Insns)
+	}
+	return s
+}
+
+// expansion is one path (or partial prefix) of a function as blocks and
+// edges.
+type expansion struct {
+	blocks []int
+	edges  []int
+	insns  uint64
+}
+
+func (e *expansion) add(fp *FuncProfile, c uint64) {
+	for _, b := range e.blocks {
+		fp.Blocks[b] = satAdd(fp.Blocks[b], c)
+	}
+	for _, k := range e.edges {
+		fp.Edges[k] = satAdd(fp.Edges[k], c)
+	}
+}
+
+// expander regenerates paths, once per (function, path number).
+type expander struct {
+	t     *meta.Table
+	nums  map[uint32]*pathnum.Numbering
+	cache map[uint32]map[uint64]*expansion
+}
+
+func (x *expander) numbering(fn uint32) (*pathnum.Numbering, error) {
+	if n, ok := x.nums[fn]; ok {
+		return n, nil
+	}
+	n, err := x.t.Funcs[fn].Numbering(x.t.MaxPaths)
+	if err != nil {
+		return nil, err
+	}
+	x.nums[fn] = n
+	return n, nil
+}
+
+func (x *expander) path(fn uint32, id uint64) (*expansion, error) {
+	if e, ok := x.cache[fn][id]; ok {
+		return e, nil
+	}
+	n, err := x.numbering(fn)
+	if err != nil {
+		return nil, err
+	}
+	mf := &x.t.Funcs[fn]
+	steps, err := n.Regenerate(id)
+	if err != nil {
+		return nil, fmt.Errorf("%s: path %d: %w", mf.Name, id, err)
+	}
+	e := x.expand(mf, n, steps)
+	if x.cache[fn] == nil {
+		x.cache[fn] = map[uint64]*expansion{}
+	}
+	x.cache[fn][id] = e
+	return e, nil
+}
+
+// partial expands the executed prefix of an activation that stopped at
+// block with the path register at reg [DESIGN 6], as MakePaths does: nil
+// when the block is unknown or the pair names no prefix (the runtime's
+// idea of where the activation stopped was stale).
+func (x *expander) partial(fn uint32, block uint32, reg int64) (*expansion, error) {
+	mf := &x.t.Funcs[fn]
+	if block == cct.BlockUnknown {
+		return nil, nil
+	}
+	if int(block) >= len(mf.Blocks) {
+		return nil, fmt.Errorf("%s: partial path at block %d: out of range", mf.Name, block)
+	}
+	n, err := x.numbering(fn)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := n.Prefix(int(block), reg)
+	if err != nil {
+		return nil, nil
+	}
+	e := x.expand(mf, n, steps)
+	if len(e.blocks) == 0 || e.blocks[len(e.blocks)-1] != int(block) {
+		e.blocks = append(e.blocks, int(block))
+		e.insns += uint64(mf.Blocks[block].Insts)
+	}
+	return e, nil
+}
+
+// expand turns steps into blocks (as pathBlocks) and edges: a DAG step is
+// its edge; the last step of a path ended by a backedge v→w (ToExit)
+// counts that backedge; the first step of a path restarted at a loop head
+// (FromEntry) counts nothing, since the path before it counted the
+// backedge actually taken [Ball-Larus 96 §3.3].
+func (x *expander) expand(mf *meta.Func, n *pathnum.Numbering, steps []pathnum.Step) *expansion {
+	e := &expansion{blocks: pathBlocks(n, steps)}
+	for _, s := range steps {
+		if s.Pseudo != pathnum.FromEntry && s.Edge >= 0 && s.Edge < len(mf.Edges) {
+			e.edges = append(e.edges, s.Edge)
+		}
+	}
+	for _, b := range e.blocks {
+		e.insns += uint64(mf.Blocks[b].Insts)
+	}
+	return e
+}
+
+func satAdd(a, b uint64) uint64 {
+	s, c := bits.Add64(a, b, 0)
+	if c != 0 {
+		return ^uint64(0)
+	}
+	return s
+}
+
+func satMul(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	if hi != 0 {
+		return ^uint64(0)
+	}
+	return lo
+}
+
+// Symbols are the function symbols of an ELF file (.symtab and .dynsym).
+type Symbols struct {
+	syms []elfSym // sorted by addr; sized function symbols
+}
+
+type elfSym struct {
+	name       string
+	addr, size uint64
+	global     bool
+}
+
+// NewSymbols reads f's function symbols.
+func NewSymbols(f *elf.File) *Symbols {
+	s := &Symbols{}
+	seen := map[[2]uint64]bool{}
+	add := func(ss []elf.Symbol) {
+		for _, y := range ss {
+			if elf.ST_TYPE(y.Info) != elf.STT_FUNC || y.Size == 0 || y.Value == 0 || y.Section == elf.SHN_UNDEF {
+				continue
+			}
+			k := [2]uint64{y.Value, y.Size}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			s.syms = append(s.syms, elfSym{y.Name, y.Value, y.Size, elf.ST_BIND(y.Info) != elf.STB_LOCAL})
+		}
+	}
+	if ss, err := f.Symbols(); err == nil {
+		add(ss)
+	}
+	if ss, err := f.DynamicSymbols(); err == nil {
+		add(ss)
+	}
+	sort.SliceStable(s.syms, func(i, j int) bool { return s.syms[i].addr < s.syms[j].addr })
+	return s
+}
+
+// Lookup returns the function symbol holding addr and addr's offset in it.
+func (s *Symbols) Lookup(addr uint64) (string, uint64, bool) {
+	if s == nil {
+		return "", 0, false
+	}
+	i := sort.Search(len(s.syms), func(i int) bool { return s.syms[i].addr > addr }) - 1
+	for k := i; k >= 0 && k > i-8; k-- {
+		y := &s.syms[k]
+		if addr >= y.addr && addr-y.addr < y.size {
+			return y.name, addr - y.addr, true
+		}
+	}
+	return "", 0, false
+}

@@ -1,0 +1,373 @@
+package report
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"sort"
+	"strings"
+)
+
+// DebugInfo is what the exporters need from the DWARF of the original
+// binary, which stays in the instrumented copy [DESIGN 12]: the line
+// table as address ranges (with discriminators), and the tree of
+// subprograms and inlined subroutines with their address ranges, names and
+// declaration lines [DWARF5 3.3, 3.3.8, 6.2].
+type DebugInfo struct {
+	rows   []LineRange // sorted by Addr, disjoint
+	scopes []*Scope    // concrete subprograms; see at
+	// index: (low, high, scope) of every range of every concrete
+	// subprogram, sorted by low.
+	index []scopeRange
+}
+
+// A LineRange is one row of the line table, from its address to the next
+// row's [DWARF5 6.2.2].
+type LineRange struct {
+	Addr, End     uint64
+	File          string // as the line table names it (a path)
+	Line          int
+	Discriminator int // the base discriminator (LLVM's encoding decoded)
+}
+
+// A Scope is a concrete subprogram or an inlined subroutine.
+type Scope struct {
+	Name     string // DW_AT_name
+	Linkage  string // DW_AT_linkage_name, "" when absent
+	DeclFile string
+	DeclLine int
+	Ranges   [][2]uint64
+	// For an inlined subroutine: where the caller called it.
+	CallFile          string
+	CallLine          int
+	CallDiscriminator int
+	Parent            *Scope // nil for a subprogram
+	Inlined           []*Scope
+}
+
+// SymbolName is the name the linker and the profile tools use: the
+// linkage (mangled) name when there is one.
+func (s *Scope) SymbolName() string {
+	if s.Linkage != "" {
+		return s.Linkage
+	}
+	return s.Name
+}
+
+func (s *Scope) contains(a uint64) bool {
+	for _, r := range s.Ranges {
+		if a >= r[0] && a < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+type scopeRange struct {
+	lo, hi uint64
+	s      *Scope
+}
+
+// NewDebugInfo reads the DWARF of f; nil when f has none (or none that
+// reads). Malformed parts are skipped: reports then lack lines, nothing
+// more.
+func NewDebugInfo(f *elf.File) (di *DebugInfo) {
+	defer func() {
+		// debug/dwarf is not hardened against every malformed input;
+		// without usable DWARF the reports fall back to addresses.
+		if recover() != nil {
+			di = nil
+		}
+	}()
+	d, err := f.DWARF()
+	if err != nil {
+		return nil
+	}
+	di = &DebugInfo{}
+	origins := map[dwarf.Offset]*origin{}
+	r := d.Reader()
+	for {
+		cu, err := r.Next()
+		if err != nil || cu == nil {
+			break
+		}
+		if cu.Tag != dwarf.TagCompileUnit {
+			r.SkipChildren()
+			continue
+		}
+		llvmDisc := strings.Contains(strings.ToLower(stringAttr(cu, dwarf.AttrProducer)), "clang")
+		var files []*dwarf.LineFile
+		if lr, err := d.LineReader(cu); err == nil && lr != nil {
+			files = lr.Files()
+			di.readLines(lr, llvmDisc)
+		}
+		fileName := func(e *dwarf.Entry, a dwarf.Attr) string {
+			i, ok := e.Val(a).(int64)
+			if !ok || i < 0 || int(i) >= len(files) || files[i] == nil {
+				return ""
+			}
+			return files[i].Name
+		}
+		if !cu.Children {
+			continue
+		}
+		// Walk the unit's tree, keeping the innermost enclosing scope.
+		type level struct{ s *Scope }
+		stack := []level{{nil}}
+		for len(stack) > 0 {
+			e, err := r.Next()
+			if err != nil || e == nil {
+				return di.finish()
+			}
+			if e.Tag == 0 {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			cur := stack[len(stack)-1].s
+			var s *Scope
+			switch e.Tag {
+			case dwarf.TagSubprogram, dwarf.TagInlinedSubroutine:
+				rs, err := d.Ranges(e)
+				if err != nil || len(rs) == 0 {
+					break
+				}
+				o := resolveOrigin(d, e, origins, fileName, 0)
+				s = &Scope{Name: o.name, Linkage: o.linkage, DeclFile: o.file, DeclLine: o.line, Ranges: rs}
+				if e.Tag == dwarf.TagInlinedSubroutine {
+					if cur == nil {
+						s = nil // an inlined subroutine outside any subprogram: ignore
+						break
+					}
+					s.CallFile = fileName(e, dwarf.AttrCallFile)
+					s.CallLine = int(intAttr(e, dwarf.AttrCallLine))
+					s.CallDiscriminator = int(intAttr(e, dwarf.Attr(0x2136))) // DW_AT_GNU_discriminator
+					if llvmDisc {
+						s.CallDiscriminator = llvmBaseDiscriminator(s.CallDiscriminator)
+					}
+					s.Parent = cur
+					cur.Inlined = append(cur.Inlined, s)
+				} else if cur == nil {
+					di.scopes = append(di.scopes, s)
+				} else {
+					s = nil // a nested subprogram (not C); not a scope we track
+				}
+			}
+			if e.Children {
+				next := cur
+				if s != nil {
+					next = s
+				}
+				stack = append(stack, level{next})
+			}
+		}
+	}
+	return di.finish()
+}
+
+func (di *DebugInfo) finish() *DebugInfo {
+	sort.SliceStable(di.rows, func(i, j int) bool { return di.rows[i].Addr < di.rows[j].Addr })
+	// Overlapping rows (two sequences claiming one address) are clipped
+	// so that lookups see disjoint ranges.
+	out := di.rows[:0]
+	for _, r := range di.rows {
+		if n := len(out); n > 0 && out[n-1].End > r.Addr {
+			out[n-1].End = r.Addr
+			if out[n-1].End <= out[n-1].Addr {
+				out = out[:n-1]
+			}
+		}
+		if r.End > r.Addr {
+			out = append(out, r)
+		}
+	}
+	di.rows = out
+	for _, s := range di.scopes {
+		for _, rg := range s.Ranges {
+			if rg[1] > rg[0] {
+				di.index = append(di.index, scopeRange{rg[0], rg[1], s})
+			}
+		}
+	}
+	sort.SliceStable(di.index, func(i, j int) bool { return di.index[i].lo < di.index[j].lo })
+	if len(di.rows) == 0 && len(di.scopes) == 0 {
+		return nil
+	}
+	return di
+}
+
+func (di *DebugInfo) readLines(lr *dwarf.LineReader, llvmDisc bool) {
+	var le dwarf.LineEntry
+	var prev *LineRange
+	for {
+		if err := lr.Next(&le); err != nil {
+			return
+		}
+		if prev != nil {
+			prev.End = le.Address
+			if prev.End > prev.Addr {
+				di.rows = append(di.rows, *prev)
+			}
+			prev = nil
+		}
+		if le.EndSequence || le.File == nil {
+			continue
+		}
+		disc := le.Discriminator
+		if llvmDisc {
+			disc = llvmBaseDiscriminator(disc)
+		}
+		prev = &LineRange{Addr: le.Address, File: le.File.Name, Line: le.Line, Discriminator: disc}
+	}
+}
+
+// llvmBaseDiscriminator decodes the base discriminator from LLVM's
+// encoding of a DWARF discriminator (base, duplication factor and copy id
+// in prefix-encoded fields; llvm/IR/DebugInfoMetadata.h,
+// getUnsignedFromPrefixEncoding): sample profiles carry the base only.
+func llvmBaseDiscriminator(d int) int {
+	u := uint32(d)
+	if u&1 != 0 {
+		return 0
+	}
+	u >>= 1
+	if u&0x20 != 0 {
+		return int((u>>1)&0xfe0 | u&0x1f)
+	}
+	return int(u & 0x1f)
+}
+
+// origin is what an abstract origin or specification says about a scope.
+type origin struct {
+	name, linkage, file string
+	line                int
+}
+
+// resolveOrigin follows DW_AT_abstract_origin and DW_AT_specification
+// [DWARF5 3.3.8.3, 2.13.2] to collect the name and declaration of e.
+func resolveOrigin(d *dwarf.Data, e *dwarf.Entry, cache map[dwarf.Offset]*origin, fileName func(*dwarf.Entry, dwarf.Attr) string, depth int) origin {
+	o := origin{name: stringAttr(e, dwarf.AttrName), linkage: stringAttr(e, dwarf.AttrLinkageName)}
+	if o.linkage == "" {
+		o.linkage = stringAttr(e, dwarf.Attr(0x2007)) // DW_AT_MIPS_linkage_name (older gcc)
+	}
+	o.line = int(intAttr(e, dwarf.AttrDeclLine))
+	o.file = fileName(e, dwarf.AttrDeclFile)
+	if depth > 8 {
+		return o
+	}
+	for _, a := range []dwarf.Attr{dwarf.AttrAbstractOrigin, dwarf.AttrSpecification} {
+		off, ok := e.Val(a).(dwarf.Offset)
+		if !ok {
+			continue
+		}
+		p, ok := cache[off]
+		if !ok {
+			rr := d.Reader()
+			rr.Seek(off)
+			oe, err := rr.Next()
+			if err != nil || oe == nil {
+				cache[off] = nil
+				continue
+			}
+			po := resolveOrigin(d, oe, cache, fileName, depth+1)
+			p = &po
+			cache[off] = p
+		}
+		if p == nil {
+			continue
+		}
+		if o.name == "" {
+			o.name = p.name
+		}
+		if o.linkage == "" {
+			o.linkage = p.linkage
+		}
+		if o.line == 0 {
+			o.line = p.line
+		}
+		if o.file == "" {
+			o.file = p.file
+		}
+	}
+	return o
+}
+
+func stringAttr(e *dwarf.Entry, a dwarf.Attr) string {
+	s, _ := e.Val(a).(string)
+	return s
+}
+
+func intAttr(e *dwarf.Entry, a dwarf.Attr) int64 {
+	switch v := e.Val(a).(type) {
+	case int64:
+		return v
+	case uint64:
+		return int64(v)
+	}
+	return 0
+}
+
+// Rows returns the line rows overlapping [lo, hi), in address order.
+func (di *DebugInfo) Rows(lo, hi uint64) []LineRange {
+	if di == nil {
+		return nil
+	}
+	i := sort.Search(len(di.rows), func(i int) bool { return di.rows[i].End > lo })
+	j := i
+	for j < len(di.rows) && di.rows[j].Addr < hi {
+		j++
+	}
+	return di.rows[i:j]
+}
+
+// LineAt returns the row holding addr.
+func (di *DebugInfo) LineAt(addr uint64) (LineRange, bool) {
+	rs := di.Rows(addr, addr+1)
+	if len(rs) == 0 {
+		return LineRange{}, false
+	}
+	return rs[0], true
+}
+
+// Frames returns the scopes holding addr, outermost (the subprogram)
+// first, innermost inlined subroutine last; nil when no subprogram holds
+// it.
+func (di *DebugInfo) Frames(addr uint64) []*Scope {
+	if di == nil {
+		return nil
+	}
+	i := sort.Search(len(di.index), func(i int) bool { return di.index[i].lo > addr }) - 1
+	var s *Scope
+	// Ranges of different subprograms do not overlap in sane DWARF; scan
+	// back a little in case they do.
+	for k := i; k >= 0 && k > i-4; k-- {
+		if addr >= di.index[k].lo && addr < di.index[k].hi {
+			s = di.index[k].s
+			break
+		}
+	}
+	if s == nil {
+		return nil
+	}
+	out := []*Scope{s}
+	for {
+		var next *Scope
+		for _, c := range s.Inlined {
+			if c.contains(addr) {
+				next = c
+				break
+			}
+		}
+		if next == nil {
+			return out
+		}
+		out = append(out, next)
+		s = next
+	}
+}
+
+// Subprogram returns the concrete subprogram holding addr, or nil.
+func (di *DebugInfo) Subprogram(addr uint64) *Scope {
+	if fs := di.Frames(addr); len(fs) > 0 {
+		return fs[0]
+	}
+	return nil
+}

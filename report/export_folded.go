@@ -1,0 +1,78 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// StackValue returns the value of metric (ExportOptions.Metric) for a
+// stack, and whether the name is known.
+func (m *ExportModel) StackValue(st *ProfileStack, metric string) (uint64, error) {
+	switch metric {
+	case "", "insns":
+		return st.Insns, nil
+	case "count", "freq":
+		return st.Count, nil
+	case "calls":
+		return st.Calls, nil
+	}
+	for i, mt := range m.Metrics[1:] {
+		if mt.Name == metric {
+			return st.Metrics[i], nil
+		}
+	}
+	return 0, fmt.Errorf("no metric %q in the profile (have %s)", metric, strings.Join(m.MetricNames(), ", "))
+}
+
+// MetricNames lists the values a stack carries.
+func (m *ExportModel) MetricNames() []string {
+	out := []string{"insns", "count", "calls"}
+	for _, mt := range m.Metrics[1:] {
+		out = append(out, mt.Name)
+	}
+	return out
+}
+
+// ExportFolded writes one line per calling context in the folded-stack
+// format of Brendan Gregg's flamegraph.pl: the function names root first,
+// joined by ';', a space and the value (opts.Metric, instructions by
+// default). Contexts with the same names are summed, contexts whose value
+// is 0 are left out; lines are sorted.
+func ExportFolded(w io.Writer, m *ExportModel, opts ExportOptions) error {
+	sums := map[string]uint64{}
+	for i := range m.Stacks {
+		st := &m.Stacks[i]
+		v, err := m.StackValue(st, opts.Metric)
+		if err != nil {
+			return err
+		}
+		if v == 0 {
+			continue
+		}
+		names := make([]string, len(st.Frames))
+		for j, fr := range st.Frames {
+			names[len(st.Frames)-1-j] = foldedName(m.FuncName(fr.Func))
+		}
+		k := strings.Join(names, ";")
+		sums[k] = satAdd(sums[k], v)
+	}
+	keys := make([]string, 0, len(sums))
+	for k := range sums {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	bw := bufio.NewWriter(w)
+	for _, k := range keys {
+		fmt.Fprintf(bw, "%s %d\n", k, sums[k])
+	}
+	return bw.Flush()
+}
+
+// foldedName keeps a name from breaking the format (';' separates frames,
+// the last space the value).
+func foldedName(s string) string {
+	return strings.NewReplacer(";", ":", " ", "_", "\n", "_").Replace(s)
+}

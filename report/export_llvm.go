@@ -1,0 +1,438 @@
+package report
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"blpp/cfg/x86"
+)
+
+// ErrNoDebugInfo: the binary has no DWARF line information, which a
+// source-level format needs.
+var ErrNoDebugInfo = errors.New("the binary has no DWARF line information (build it with -g)")
+
+// sampleLoc is a line offset from the function's DW_AT_decl_line and a
+// discriminator: LLVM's LineLocation.
+type sampleLoc struct {
+	off, disc int
+}
+
+// funcSamples is LLVM's FunctionSamples: body samples per location, call
+// targets per location, and inlined callees per call site.
+type funcSamples struct {
+	name    string
+	head    uint64
+	body    map[sampleLoc]uint64
+	targets map[sampleLoc]map[string]uint64
+	inlined map[sampleLoc]map[string]*funcSamples
+}
+
+func newFuncSamples(name string) *funcSamples {
+	return &funcSamples{name: name, body: map[sampleLoc]uint64{}, targets: map[sampleLoc]map[string]uint64{},
+		inlined: map[sampleLoc]map[string]*funcSamples{}}
+}
+
+func (fs *funcSamples) total() uint64 {
+	var t uint64
+	for _, c := range fs.body {
+		t = satAdd(t, c)
+	}
+	for _, m := range fs.inlined {
+		for _, c := range m {
+			t = satAdd(t, c.total())
+		}
+	}
+	return t
+}
+
+// child returns the samples of callee inlined at loc.
+func (fs *funcSamples) child(loc sampleLoc, callee string) *funcSamples {
+	m := fs.inlined[loc]
+	if m == nil {
+		m = map[string]*funcSamples{}
+		fs.inlined[loc] = m
+	}
+	c := m[callee]
+	if c == nil {
+		c = newFuncSamples(callee)
+		m[callee] = c
+	}
+	return c
+}
+
+// ExportLLVMSample writes m as an LLVM text sample profile
+// [llvm/ProfileData/SampleProfReader.h, "Text format"], as
+// clang -fprofile-sample-use and llvm-profdata read it:
+//
+//	name:total_samples:head_samples
+//	 offset[.discriminator]: samples [callee:samples ...]
+//	 offset[.discriminator]: inlined_callee:total_samples
+//	  offset[.discriminator]: samples ...
+//
+// Offsets are source lines minus the function's DW_AT_decl_line; the
+// samples of a line (and discriminator) are the largest execution count of
+// the blocks holding its code, so they are exact execution counts, not
+// estimates. Code inlined from other functions (DW_TAG_inlined_subroutine)
+// is nested under its call site. Head samples are the function's
+// activations; call targets come from the calling context tree when
+// the profile has one, else from direct call instructions.
+func ExportLLVMSample(w io.Writer, m *ExportModel, opts ExportOptions) error {
+	if m.Debug == nil || len(m.Debug.rows) == 0 {
+		return ErrNoDebugInfo
+	}
+	top := map[string]*funcSamples{}
+	targets := m.callTargets()
+	for fi := range m.Funcs {
+		fp := &m.Funcs[fi]
+		mf := &m.Table.Funcs[fi]
+		if !mf.Instrumented || (fp.Calls == 0 && fp.Executions == 0 && fp.Partial == 0) {
+			continue
+		}
+		// at finds the samples node for the scopes holding addr, creating
+		// the chain of inlined call sites.
+		at := func(addr uint64) (*funcSamples, []*Scope) {
+			scopes := m.Debug.Frames(addr)
+			if len(scopes) == 0 {
+				return nil, nil
+			}
+			name := scopes[0].SymbolName()
+			fs := top[name]
+			if fs == nil {
+				fs = newFuncSamples(name)
+				top[name] = fs
+			}
+			for i := 1; i < len(scopes); i++ {
+				s := scopes[i]
+				off := s.CallLine - scopes[i-1].DeclLine
+				if off < 0 || s.CallLine == 0 {
+					return fs, scopes[:i]
+				}
+				fs = fs.child(sampleLoc{off, s.CallDiscriminator}, s.SymbolName())
+			}
+			return fs, scopes
+		}
+		if len(mf.Blocks) > 0 {
+			if fs, scopes := at(mf.Blocks[0].Addr); fs != nil && len(scopes) == 1 {
+				head := fp.Calls
+				if head == 0 {
+					head = fp.Blocks[0]
+				}
+				fs.head = satAdd(fs.head, head)
+			}
+		}
+		for bi, b := range mf.Blocks {
+			c := fp.Blocks[bi]
+			if c == 0 {
+				continue
+			}
+			for _, row := range m.Debug.Rows(b.Addr, b.End) {
+				fs, scopes := at(max(row.Addr, b.Addr))
+				if fs == nil {
+					continue
+				}
+				off := row.Line - scopes[len(scopes)-1].DeclLine
+				if off < 0 || row.Line == 0 {
+					continue
+				}
+				loc := sampleLoc{off, row.Discriminator}
+				fs.body[loc] = max(fs.body[loc], c)
+			}
+		}
+		for ci, addr := range mf.CallSites {
+			ts := targets[callKey{uint32(fi), uint32(ci)}]
+			if len(ts) == 0 {
+				continue
+			}
+			row, ok := m.Debug.LineAt(addr)
+			if !ok {
+				continue
+			}
+			fs, scopes := at(addr)
+			if fs == nil {
+				continue
+			}
+			off := row.Line - scopes[len(scopes)-1].DeclLine
+			if off < 0 || row.Line == 0 {
+				continue
+			}
+			loc := sampleLoc{off, row.Discriminator}
+			if fs.targets[loc] == nil {
+				fs.targets[loc] = map[string]uint64{}
+			}
+			for name, c := range ts {
+				fs.targets[loc][name] = satAdd(fs.targets[loc][name], c)
+			}
+		}
+	}
+	list := make([]*funcSamples, 0, len(top))
+	for _, fs := range top {
+		if fs.total() > 0 || fs.head > 0 {
+			list = append(list, fs)
+		}
+	}
+	sort.Slice(list, func(i, j int) bool {
+		ti, tj := list[i].total(), list[j].total()
+		if ti != tj {
+			return ti > tj
+		}
+		return list[i].name < list[j].name
+	})
+	bw := bufio.NewWriter(w)
+	for _, fs := range list {
+		fmt.Fprintf(bw, "%s:%d:%d\n", fs.name, fs.total(), fs.head)
+		writeSampleBody(bw, fs, 1)
+	}
+	return bw.Flush()
+}
+
+func (l sampleLoc) String() string {
+	if l.disc != 0 {
+		return fmt.Sprintf("%d.%d", l.off, l.disc)
+	}
+	return fmt.Sprint(l.off)
+}
+
+func sortLocs[V any](m map[sampleLoc]V) []sampleLoc {
+	out := make([]sampleLoc, 0, len(m))
+	for l := range m {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].off != out[j].off {
+			return out[i].off < out[j].off
+		}
+		return out[i].disc < out[j].disc
+	})
+	return out
+}
+
+func writeSampleBody(w *bufio.Writer, fs *funcSamples, depth int) {
+	ind := strings.Repeat(" ", depth)
+	// A location with call targets but no body sample of its own still
+	// needs a body line to carry them.
+	for loc := range fs.targets {
+		if _, ok := fs.body[loc]; !ok {
+			var s uint64
+			for _, c := range fs.targets[loc] {
+				s = satAdd(s, c)
+			}
+			fs.body[loc] = s
+		}
+	}
+	for _, loc := range sortLocs(fs.body) {
+		fmt.Fprintf(w, "%s%s: %d", ind, loc, fs.body[loc])
+		ts := fs.targets[loc]
+		names := make([]string, 0, len(ts))
+		for n := range ts {
+			names = append(names, n)
+		}
+		sort.Slice(names, func(i, j int) bool {
+			if ts[names[i]] != ts[names[j]] {
+				return ts[names[i]] > ts[names[j]]
+			}
+			return names[i] < names[j]
+		})
+		for _, n := range names {
+			if ts[n] > 0 {
+				fmt.Fprintf(w, " %s:%d", n, ts[n])
+			}
+		}
+		w.WriteByte('\n')
+	}
+	for _, loc := range sortLocs(fs.inlined) {
+		m := fs.inlined[loc]
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			c := m[n]
+			if c.total() == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "%s%s: %s:%d\n", ind, loc, n, c.total())
+			writeSampleBody(w, c, depth+1)
+		}
+	}
+}
+
+// callKey is a call site: function index and local call-site index.
+type callKey struct{ fn, site uint32 }
+
+// callTargets counts, per call site, the calls to each callee (by the
+// name a sample profile uses). With a calling context tree the callee
+// and the count of each call come from the records; otherwise direct
+// calls are decoded and counted by their block's executions, and
+// indirect calls are left out.
+func (m *ExportModel) callTargets() map[callKey]map[string]uint64 {
+	out := map[callKey]map[string]uint64{}
+	add := func(k callKey, name string, c uint64) {
+		if name == "" || c == 0 {
+			return
+		}
+		if out[k] == nil {
+			out[k] = map[string]uint64{}
+		}
+		out[k][name] = satAdd(out[k][name], c)
+	}
+	if !m.FlowOnly && m.hasCallers() {
+		for _, e := range m.CallEdges() {
+			add(callKey{e.Caller, e.Site}, m.sampleName(e.Callee), e.Count)
+		}
+		return out
+	}
+	for fi := range m.Table.Funcs {
+		mf := &m.Table.Funcs[fi]
+		if !mf.Instrumented {
+			continue
+		}
+		for ci, addr := range mf.CallSites {
+			c := m.blockCountAt(uint32(fi), addr)
+			if c == 0 {
+				continue
+			}
+			target, ok := m.directTarget(addr)
+			if !ok {
+				continue
+			}
+			add(callKey{uint32(fi), uint32(ci)}, m.nameAt(target), c)
+		}
+	}
+	return out
+}
+
+// hasCallers reports whether any stack has more than one frame.
+func (m *ExportModel) hasCallers() bool {
+	for i := range m.Stacks {
+		if len(m.Stacks[i].Frames) > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// CallEdge is the number of calls from one call site to one callee, over
+// every context.
+type CallEdge struct {
+	Caller, Site uint32 // Site: local call-site index (meta.Func.CallSites)
+	Callee       uint32
+	Count        uint64
+}
+
+// CallEdges sums the records' activations by (caller, call site, callee).
+func (m *ExportModel) CallEdges() []CallEdge {
+	sums := map[[3]uint32]uint64{}
+	for i := range m.Stacks {
+		st := &m.Stacks[i]
+		if len(st.Frames) < 2 || st.Calls == 0 {
+			continue
+		}
+		caller := st.Frames[1]
+		f := &m.Table.Funcs[caller.Func]
+		site := -1
+		for k, a := range f.CallSites {
+			if a == caller.Addr {
+				site = k
+				break
+			}
+		}
+		if site < 0 {
+			continue
+		}
+		k := [3]uint32{caller.Func, uint32(site), st.Frames[0].Func}
+		sums[k] = satAdd(sums[k], st.Calls)
+	}
+	out := make([]CallEdge, 0, len(sums))
+	for k, c := range sums {
+		out = append(out, CallEdge{k[0], k[1], k[2], c})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Caller != b.Caller {
+			return a.Caller < b.Caller
+		}
+		if a.Site != b.Site {
+			return a.Site < b.Site
+		}
+		return a.Callee < b.Callee
+	})
+	return out
+}
+
+// sampleName is the name a sample profile gives function fn: its DWARF
+// subprogram's linkage name or name (clones such as foo.constprop.0 are
+// foo), else the symbol.
+func (m *ExportModel) sampleName(fn uint32) string {
+	f := &m.Table.Funcs[fn]
+	if s := m.Debug.Subprogram(f.Entry); s != nil && s.SymbolName() != "" {
+		return s.SymbolName()
+	}
+	return strings.TrimSuffix(f.Name, "@plt")
+}
+
+// nameAt names the function at a call target.
+func (m *ExportModel) nameAt(addr uint64) string {
+	for i := range m.Table.Funcs {
+		if m.Table.Funcs[i].Entry == addr {
+			return m.sampleName(uint32(i))
+		}
+	}
+	if s := m.Debug.Subprogram(addr); s != nil && s.SymbolName() != "" {
+		return s.SymbolName()
+	}
+	if name, off, ok := m.Symbols.Lookup(addr); ok && off == 0 {
+		return name
+	}
+	return ""
+}
+
+// blockCountAt is the execution count of the block of function fn that
+// holds addr.
+func (m *ExportModel) blockCountAt(fn uint32, addr uint64) uint64 {
+	mf := &m.Table.Funcs[fn]
+	for bi, b := range mf.Blocks {
+		if addr >= b.Addr && addr < b.End {
+			return m.Funcs[fn].Blocks[bi]
+		}
+	}
+	return 0
+}
+
+// directTarget decodes the instruction at addr in the original code and
+// returns its target if it is a direct call or jump.
+func (m *ExportModel) directTarget(addr uint64) (uint64, bool) {
+	b := m.ReadCode(addr, 15)
+	if len(b) == 0 {
+		return 0, false
+	}
+	in, err := x86.Decode(b, addr)
+	if err != nil || !in.Kind.HasTarget() {
+		return 0, false
+	}
+	return in.Target, true
+}
+
+// ReadCode returns up to n bytes of the file's image at addr (fewer at the
+// end of a segment, none outside the file's loaded segments).
+func (m *ExportModel) ReadCode(addr uint64, n int) []byte {
+	if m.File == nil {
+		return nil
+	}
+	for _, p := range m.File.Progs {
+		if p.Type != 1 /* PT_LOAD */ || addr < p.Vaddr || addr-p.Vaddr >= p.Filesz {
+			continue
+		}
+		k := min(uint64(n), p.Filesz-(addr-p.Vaddr))
+		buf := make([]byte, k)
+		if _, err := p.ReadAt(buf, int64(addr-p.Vaddr)); err != nil {
+			return nil
+		}
+		return buf
+	}
+	return nil
+}

@@ -1,0 +1,1104 @@
+package rewriter_test
+
+// End-to-end tests of the calling context tree [DESIGN 7; Ammons, Ball,
+// Larus 97]: the fixtures under testdata/cct/ are built, rewritten and run,
+// and the tree the runtime wrote is compared with
+//
+//   - the tree the program's logic gives, written down here per fixture as
+//     chains of function names (cctWant);
+//   - callgrind's call counts on the original binary: for every call (or
+//     tail jump) from an instrumented function to an instrumented
+//     function, the calls summed over contexts equal callgrind's count for
+//     that instruction and target, exactly;
+//   - callgrind's instruction counts: block counts expanded per context
+//     and summed over the contexts equal callgrind's execution count of
+//     each block's first instruction, exactly.
+//
+// How callgrind reports what these fixtures do (valgrind 3.19, measured on
+// tailcall.c and signal.c):
+//
+//   - A tail jump (f ends with `jmp g`, direct or indirect) is a calls=
+//     line from the jump instruction to g's entry, exactly like a call; it
+//     is not listed among the jumps. Mutual recursion by tail jumps (ping
+//     jmp pong jmp ping) shows as calls between recursion levels ping'2,
+//     pong'2, which the callgrind package sums. So a tail-jump edge of the
+//     tree is compared with Calls[jump address, target] like a call.
+//   - A callback from the C library (qsort calling the comparator) is a
+//     call from the library's instruction (External), never from the
+//     instrumented `call qsort`, so the tree's edge main/sort_all ->
+//     cmp_keys at the `call qsort` site has no callgrind counterpart. Such
+//     edges are checked against the program's own count instead, and
+//     callgrind only confirms that the site enters code outside the
+//     instrumented functions.
+//   - A signal handler's entry has no caller arc at all; the calls it
+//     makes are ordinary calls.
+//   - A thread's start routine is called from the C library's start_thread
+//     (External).
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"blpp/cct"
+	"blpp/internal/callgrind"
+	"blpp/internal/fixture"
+	"blpp/pathnum"
+	"blpp/report"
+	"blpp/rewriter/meta"
+)
+
+// cctConfigs: gcc and clang, unoptimised and -O2, PIE and not.
+var cctConfigs = []fixture.Config{
+	{CC: "gcc", Opt: "-O0"},
+	{CC: "gcc", Opt: "-O2", PIE: true},
+	{CC: "clang", Opt: "-O0", PIE: true},
+	{CC: "clang", Opt: "-O2"},
+}
+
+// A cctTree is a calling context tree written as chains of function
+// names, summed over the records that have the same chain (a function
+// called from two call sites of its caller has two records, one chain).
+//
+// A chain starts at an anchor: main, or a thread's root record of a
+// fixture function (a thread's start routine); what lies above main
+// (_start, the C library calling main back) is left out. Each further
+// element is the function called, followed by "(via X)" when the call
+// site is not a direct call of that function: X is "*" for an indirect
+// call, "jmp" for a direct tail jump, "jmp*" for an indirect one, the
+// name of the function called directly at the site when the element was
+// reached through it (a callback: "cmp_keys(via qsort)"), and "-" when
+// the record has no call site.
+type cctTree struct {
+	// Calls maps a chain to the activations of its records (Record.Calls,
+	// folded recursive calls included).
+	Calls map[string]uint64
+	// Folded maps "FROM -> STEP = TO" to the calls folded onto an
+	// ancestor record: FROM is the caller's chain, STEP the callee as an
+	// element (with its via), TO the chain of the record the call was
+	// folded onto.
+	Folded map[string]uint64
+}
+
+func newTree() cctTree { return cctTree{Calls: map[string]uint64{}, Folded: map[string]uint64{}} }
+
+func (t cctTree) add(u cctTree) {
+	for k, n := range u.Calls {
+		t.Calls[k] += n
+	}
+	for k, n := range u.Folded {
+		t.Folded[k] += n
+	}
+}
+
+func (t cctTree) empty() bool { return len(t.Calls) == 0 && len(t.Folded) == 0 }
+
+// String lists the tree one entry a line, sorted.
+func (t cctTree) String() string {
+	var lines []string
+	for k, n := range t.Calls {
+		lines = append(lines, fmt.Sprintf("%s calls=%d", k, n))
+	}
+	for k, n := range t.Folded {
+		lines = append(lines, fmt.Sprintf("folded %s count=%d", k, n))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// diff describes how got differs from want, one line per entry.
+func (want cctTree) diff(got cctTree) string {
+	var lines []string
+	cmp := func(kind string, w, g map[string]uint64) {
+		for k, n := range w {
+			if g[k] != n {
+				lines = append(lines, fmt.Sprintf("%s %s: got %d, want %d", kind, k, g[k], n))
+			}
+		}
+		for k, n := range g {
+			if _, ok := w[k]; !ok {
+				lines = append(lines, fmt.Sprintf("%s %s: got %d, want none", kind, k, n))
+			}
+		}
+	}
+	cmp("chain", want.Calls, got.Calls)
+	cmp("folded", want.Folded, got.Folded)
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// A cctFixture is a program of testdata/cct/ and what its tree must be.
+type cctFixture struct {
+	src string
+	// own are the fixture's functions, main included: each must be
+	// instrumented, and no record of one may lie outside an anchored
+	// chain.
+	own []string
+	// tail lists the tail jumps the fixture exists for, as "f>g" (a
+	// direct jump from f to g's entry) or "f>*" (an indirect jump out of
+	// f): a build without them fails the test. Such fixtures are built
+	// at -O2 only. Every other fixture must have no tail jump in its own
+	// functions: its expected tree assumes calls.
+	tail []string
+	// want returns the tree of each thread that runs fixture code, in any
+	// order, given the program's standard output.
+	want func(t *testing.T, stdout string) []cctTree
+}
+
+// one is the want of a single-threaded fixture whose tree does not depend
+// on its output.
+func one(tr cctTree) func(*testing.T, string) []cctTree {
+	return func(*testing.T, string) []cctTree { return []cctTree{tr} }
+}
+
+var cctFixtures = []cctFixture{
+	{
+		// depth(999) from main: 1000 activations, 999 folded; depth(3)
+		// from a second site of main: 4 and 3; bottom once at each
+		// bottom.
+		src: "deeprec.c",
+		own: []string{"main", "depth", "bottom"},
+		want: one(cctTree{
+			Calls: map[string]uint64{
+				"main":              1,
+				"main/depth":        1000 + 4,
+				"main/depth/bottom": 2,
+			},
+			Folded: map[string]uint64{
+				"main/depth -> depth = main/depth": 999 + 3,
+			},
+		}),
+	},
+	{
+		// is_even(25): is_even for 25, 23, ..., 1 (13), is_odd for 24,
+		// ..., 0 (13); the 12 calls back to is_even fold onto
+		// main/is_even, while is_odd, not on the chain main/is_even,
+		// stays a child. is_odd(7): 4 and 4, 3 folded.
+		src: "mutual.c",
+		own: []string{"main", "is_even", "is_odd"},
+		want: one(cctTree{
+			Calls: map[string]uint64{
+				"main":                1,
+				"main/is_even":        13,
+				"main/is_even/is_odd": 13,
+				"main/is_odd":         4,
+				"main/is_odd/is_even": 4,
+			},
+			Folded: map[string]uint64{
+				"main/is_even/is_odd -> is_even = main/is_even": 12,
+				"main/is_odd/is_even -> is_odd = main/is_odd":   3,
+			},
+		}),
+	},
+	{
+		// dispatch(10) through ops[i % 3]: op_add for i = 0, 3, 6, 9,
+		// op_mul for 1, 4, 7 (each calling scale), op_neg for 2, 5, 8;
+		// main calls op_add once directly.
+		src: "fptable.c",
+		own: []string{"main", "dispatch", "op_add", "op_mul", "op_neg", "scale"},
+		want: one(cctTree{
+			Calls: map[string]uint64{
+				"main":                              1,
+				"main/dispatch":                     1,
+				"main/dispatch/op_add(via *)":       4,
+				"main/dispatch/op_mul(via *)":       3,
+				"main/dispatch/op_mul(via *)/scale": 3,
+				"main/dispatch/op_neg(via *)":       3,
+				"main/op_add":                       1,
+			},
+		}),
+	},
+	{
+		// qsort calls cmp_keys back, under main/sort_all at the call
+		// site of qsort; the program prints how often. main calls
+		// cmp_keys once directly.
+		src: "qsortcb.c",
+		own: []string{"main", "sort_all", "cmp_keys", "key_of"},
+		want: func(t *testing.T, stdout string) []cctTree {
+			n := outputNumber(t, stdout, "comparisons")
+			return []cctTree{{
+				Calls: map[string]uint64{
+					"main":                              1,
+					"main/sort_all":                     1,
+					"main/sort_all/cmp_keys(via qsort)": n,
+					"main/sort_all/cmp_keys(via qsort)/key_of": 2 * n,
+					"main/cmp_keys":        1,
+					"main/cmp_keys/key_of": 2,
+				},
+			}}
+		},
+	},
+	{
+		// Six rounds of run -> level1 -> level2 -> level3; two of them
+		// longjmp from level3 back to run. after and finish come after
+		// the jumps, under run and main.
+		src: "longjmp.c",
+		own: []string{"main", "run", "level1", "level2", "level3", "after", "finish"},
+		want: one(cctTree{
+			Calls: map[string]uint64{
+				"main":                          1,
+				"main/run":                      1,
+				"main/run/level1":               6,
+				"main/run/level1/level2":        6,
+				"main/run/level1/level2/level3": 6,
+				"main/run/after":                1,
+				"main/finish":                   1,
+			},
+		}),
+	},
+	{
+		// raise() runs the handler before it returns: the handler is
+		// entered from uninstrumented code while raiser's call of raise
+		// is active, like a callback, so it sits under main/raiser at
+		// the call site of raise.
+		src: "signal.c",
+		own: []string{"main", "raiser", "on_usr1", "in_handler", "after_signals"},
+		want: one(cctTree{
+			Calls: map[string]uint64{
+				"main":                           1,
+				"main/raiser":                    1,
+				"main/raiser/on_usr1(via raise)": 3,
+				"main/raiser/on_usr1(via raise)/in_handler": 3,
+				"main/after_signals":                        1,
+			},
+		}),
+	},
+	{
+		// main calls step once; thread id runs worker, the root of its
+		// thread's tree (the C library calls it, with no instrumented
+		// caller in that thread): step id+1 times, and for id >= 2
+		// down(id), id+1 activations of which id fold.
+		src: "pthreads.c",
+		own: []string{"main", "worker", "step", "leaf", "down"},
+		want: func(*testing.T, string) []cctTree {
+			trees := []cctTree{{
+				Calls: map[string]uint64{"main": 1, "main/step": 1, "main/step/leaf": 1},
+			}}
+			for id := uint64(0); id < 4; id++ {
+				tr := cctTree{
+					Calls:  map[string]uint64{"worker": 1, "worker/step": id + 1, "worker/step/leaf": id + 1},
+					Folded: map[string]uint64{},
+				}
+				if id >= 2 {
+					tr.Calls["worker/down"] = id + 1
+					tr.Folded["worker/down -> down = worker/down"] = id
+				}
+				trees = append(trees, tr)
+			}
+			return trees
+		},
+	},
+	{
+		// top jmp mid jmp leaf, five times; via_ptr's indirect tail
+		// jump reaches leaf twice and other twice; ping(6) and pong jump
+		// to each other: ping for 6, 4, 2, 0 (the last three folded back
+		// onto main/ping), pong for 5, 3, 1.
+		src:  "tailcall.c",
+		own:  []string{"main", "top", "mid", "leaf", "other", "via_ptr", "ping", "pong"},
+		tail: []string{"top>mid", "mid>leaf", "via_ptr>*", "ping>pong", "pong>ping"},
+		want: one(cctTree{
+			Calls: map[string]uint64{
+				"main":                                1,
+				"main/top":                            5,
+				"main/top/mid(via jmp)":               5,
+				"main/top/mid(via jmp)/leaf(via jmp)": 5,
+				"main/via_ptr":                        4,
+				"main/via_ptr/leaf(via jmp*)":         2,
+				"main/via_ptr/other(via jmp*)":        2,
+				"main/ping":                           4,
+				"main/ping/pong(via jmp)":             3,
+			},
+			Folded: map[string]uint64{
+				"main/ping/pong(via jmp) -> ping(via jmp) = main/ping": 3,
+			},
+		}),
+	},
+}
+
+// outputNumber returns the number after "key " in the program's output.
+func outputNumber(t *testing.T, stdout, key string) uint64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(key) + ` ([0-9]+)$`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no line %q in the output:\n%s", key+" N", stdout)
+	}
+	n, err := strconv.ParseUint(m[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestCCT runs every fixture of testdata/cct/ in every configuration of
+// cctConfigs (tail-call fixtures at -O2 only).
+func TestCCT(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	fixture.RequireTool(t, "objdump", "binutils")
+	for _, fx := range cctFixtures {
+		for _, c := range cctConfigs {
+			if len(fx.tail) > 0 && c.OptLevel() < 2 {
+				continue
+			}
+			fx, c := fx, c
+			t.Run(strings.TrimSuffix(fx.src, ".c")+"/"+c.String(), func(t *testing.T) {
+				t.Parallel()
+				checkCCT(t, fx, c)
+			})
+		}
+	}
+}
+
+func checkCCT(t *testing.T, fx cctFixture, c fixture.Config) {
+	what := fx.src + " " + c.String()
+	orig := fixture.Build(t, filepath.Join("cct", fx.src), c)
+	bin := loadBinary(t, orig)
+	bin.checkTailJumps(t, what, fx)
+
+	dir := t.TempDir()
+	inst := rewriteBinary(t, orig, filepath.Join(dir, strings.TrimSuffix(fx.src, ".c")+".blpp"))
+	native := runProc(t, orig, nil)
+	if native.code != 0 || native.sig != 0 {
+		t.Fatalf("%s: the original misbehaves: %s", what, native)
+	}
+	profPath := filepath.Join(dir, "blpp.out")
+	got := runProc(t, inst, nil, "BLPP_PROFILE="+profPath)
+	sameBehaviour(t, what, native, got)
+	prof, err := cct.ReadFile(profPath)
+	if err != nil {
+		t.Fatalf("%s: profile: %v", what, err)
+	}
+	cg := callgrindOf(t, what, orig, nil, native)
+
+	wants := fx.want(t, string(native.stdout))
+	own := map[string]bool{}
+	for _, n := range fx.own {
+		own[n] = true
+	}
+	// The expected tree against callgrind, independently of blpp.
+	checkWantAgainstCallgrind(t, what, wants, bin, cg, own)
+
+	// Block counts: the whole profile (report's sum over contexts) and
+	// each context expanded on its own, then summed.
+	doc := compareCounts(t, what, inst, prof, cg, countCheck{own: fx.own})
+	tab, f, err := report.LoadMeta(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := newContexts(t, what, tab, prof)
+	ctx.checkBlockSums(t, doc)
+
+	if !hasContext(prof) {
+		t.Skip("waiting for the CCT runtime: the profile is flow-only")
+	}
+
+	// The tree itself.
+	ctx.checkRecordCalls(t, own)
+	trees := ctx.trees(t, bin, own)
+	checkTrees(t, what, wants, trees)
+
+	// Calls per call instruction against callgrind.
+	ctx.checkSitesAgainstCallgrind(t, bin, cg)
+}
+
+// hasContext says whether the profile holds a calling context tree (some
+// record has a parent).
+func hasContext(p *cct.Profile) bool {
+	for _, th := range p.Threads {
+		for _, r := range th.Records {
+			if r.Parent >= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkTrees compares the threads' trees with the expected ones: first
+// summed over the threads, then thread by thread (as a multiset: thread
+// order is the runtime's).
+func checkTrees(t *testing.T, what string, wants, gots []cctTree) {
+	t.Helper()
+	wsum, gsum := newTree(), newTree()
+	for _, w := range wants {
+		wsum.add(w)
+	}
+	for _, g := range gots {
+		gsum.add(g)
+	}
+	if d := wsum.diff(gsum); d != "" {
+		t.Errorf("%s: calling context tree, summed over threads, differs:\n%s\ngot:\n%s", what, d, gsum)
+		return
+	}
+	var ws, gs []string
+	for _, w := range wants {
+		ws = append(ws, normTree(w).String())
+	}
+	for _, g := range gots {
+		gs = append(gs, normTree(g).String())
+	}
+	sort.Strings(ws)
+	sort.Strings(gs)
+	if !reflect.DeepEqual(ws, gs) {
+		t.Errorf("%s: the threads' trees differ (the sums agree)\ngot:\n%s\nwant:\n%s",
+			what, strings.Join(gs, "\n--\n"), strings.Join(ws, "\n--\n"))
+	}
+}
+
+// normTree drops zero entries.
+func normTree(t cctTree) cctTree {
+	out := newTree()
+	for k, n := range t.Calls {
+		if n != 0 {
+			out.Calls[k] = n
+		}
+	}
+	for k, n := range t.Folded {
+		if n != 0 {
+			out.Folded[k] = n
+		}
+	}
+	return out
+}
+
+// splitStep splits a chain element "f(via X)" into f and X ("" for a
+// direct call).
+func splitStep(s string) (name, via string) {
+	if i := strings.Index(s, "(via "); i >= 0 && strings.HasSuffix(s, ")") {
+		return s[:i], s[i+5 : len(s)-1]
+	}
+	return s, ""
+}
+
+// lastStep returns the last element of a chain.
+func lastStep(chain string) string {
+	return chain[strings.LastIndex(chain, "/")+1:]
+}
+
+// transfers says whether a via describes a call or jump of the callee
+// itself (direct or indirect), which callgrind sees as a call of it,
+// rather than a callback through other code.
+func transfers(via string) bool {
+	switch via {
+	case "", "*", "jmp", "jmp*":
+		return true
+	}
+	return false
+}
+
+// checkWantAgainstCallgrind compares the calls between fixture functions
+// that the expected trees imply (tree edges and folded calls, callbacks
+// left out) with callgrind's, summed per (caller, callee) pair. This
+// checks the expectations written above against the machine, so that a
+// failure of the blpp side is the runtime's.
+func checkWantAgainstCallgrind(t *testing.T, what string, wants []cctTree, bin *binaryInfo, cg *callgrind.Profile, own map[string]bool) {
+	t.Helper()
+	want := map[[2]string]uint64{}
+	for _, tr := range wants {
+		into := map[string]uint64{} // chain → folded calls onto it
+		for k, n := range tr.Folded {
+			from, rest, _ := strings.Cut(k, " -> ")
+			step, to, _ := strings.Cut(rest, " = ")
+			into[to] += n
+			callee, via := splitStep(step)
+			if transfers(via) {
+				caller, _ := splitStep(lastStep(from))
+				want[[2]string{caller, callee}] += n
+			}
+		}
+		for k, n := range tr.Calls {
+			i := strings.LastIndex(k, "/")
+			if i < 0 {
+				continue // an anchor
+			}
+			callee, via := splitStep(k[i+1:])
+			if !transfers(via) {
+				continue
+			}
+			caller, _ := splitStep(lastStep(k[:i]))
+			if into[k] > n {
+				t.Fatalf("%s: expected tree: %d calls folded onto %s, which has %d", what, into[k], k, n)
+			}
+			want[[2]string{caller, callee}] += n - into[k]
+		}
+	}
+	got := map[[2]string]uint64{}
+	for k, n := range cg.Calls {
+		caller := bin.funcAt(k[0])
+		callee, ok := bin.entries[k[1]]
+		if ok && own[caller] && own[callee] {
+			got[[2]string{caller, callee}] += n
+		}
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("%s: the expected tree has %d calls %s -> %s, callgrind %d", what, n, k[0], k[1], got[k])
+		}
+	}
+	for k, n := range got {
+		if _, ok := want[k]; !ok && n > 0 {
+			t.Errorf("%s: callgrind counts %d calls %s -> %s, the expected tree none", what, n, k[0], k[1])
+		}
+	}
+}
+
+// binaryInfo is what the tests read from the original binary: its
+// function symbols and its disassembly.
+type binaryInfo struct {
+	path    string
+	funcs   []funcSym          // by address
+	entries map[uint64]string  // function entry → name
+	insns   map[uint64]insnRef // call and jump instructions by address
+}
+
+type funcSym struct {
+	name       string
+	start, end uint64
+}
+
+// insnRef is a call or jump instruction as objdump prints it.
+type insnRef struct {
+	jump     bool   // jmp, not call
+	indirect bool   // through a register or memory
+	target   uint64 // direct target
+	sym      string // objdump's symbol for the target, without "@plt" or "+off"
+	offset   bool   // the target is inside sym, not its start
+}
+
+func loadBinary(t *testing.T, path string) *binaryInfo {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatalf("%s: symbols: %v", path, err)
+	}
+	b := &binaryInfo{path: path, entries: map[uint64]string{}, insns: map[uint64]insnRef{}}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
+			continue
+		}
+		name := strings.TrimSuffix(s.Name, ".cold")
+		b.funcs = append(b.funcs, funcSym{name, s.Value, s.Value + s.Size})
+		if !strings.HasSuffix(s.Name, ".cold") {
+			b.entries[s.Value] = name
+		}
+	}
+	sort.Slice(b.funcs, func(i, j int) bool { return b.funcs[i].start < b.funcs[j].start })
+
+	objdump := fixture.RequireTool(t, "objdump", "binutils")
+	out, err := exec.Command(objdump, "-d", "-w", "--no-show-raw-insn", path).Output()
+	if err != nil {
+		t.Fatalf("objdump %s: %v", path, err)
+	}
+	line := regexp.MustCompile(`^\s*([0-9a-f]+):\t(.*)$`)
+	target := regexp.MustCompile(`^([0-9a-f]+) <([^>]*)>`)
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		m := line.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		addr, _ := strconv.ParseUint(m[1], 16, 64)
+		fields := strings.Fields(m[2])
+		for len(fields) > 0 && (fields[0] == "notrack" || fields[0] == "bnd" || strings.HasPrefix(fields[0], "rex")) {
+			fields = fields[1:]
+		}
+		if len(fields) < 2 {
+			continue
+		}
+		var in insnRef
+		switch fields[0] {
+		case "call", "callq":
+		case "jmp", "jmpq":
+			in.jump = true
+		default:
+			continue
+		}
+		ops := strings.Join(fields[1:], " ")
+		if strings.HasPrefix(ops, "*") {
+			in.indirect = true
+		} else if tm := target.FindStringSubmatch(ops); tm != nil {
+			in.target, _ = strconv.ParseUint(tm[1], 16, 64)
+			sym := tm[2]
+			if i := strings.Index(sym, "+0x"); i >= 0 {
+				sym, in.offset = sym[:i], true
+			}
+			in.sym = strings.TrimSuffix(sym, "@plt")
+		}
+		b.insns[addr] = in
+	}
+	return b
+}
+
+// funcAt names the function whose code holds addr, or "".
+func (b *binaryInfo) funcAt(addr uint64) string {
+	i := sort.Search(len(b.funcs), func(i int) bool { return b.funcs[i].start > addr }) - 1
+	for ; i >= 0; i-- {
+		if f := b.funcs[i]; addr < f.end {
+			return f.name
+		} else if f.start < addr && f.end <= addr {
+			break
+		}
+	}
+	return ""
+}
+
+// tailJumps lists the tail jumps of function fn as "fn>g" (a direct jump
+// to the entry of another function g) and "fn>*" (an indirect jump).
+func (b *binaryInfo) tailJumps(fn string) []string {
+	var out []string
+	for addr, in := range b.insns {
+		if !in.jump || b.funcAt(addr) != fn {
+			continue
+		}
+		switch {
+		case in.indirect:
+			out = append(out, fn+">*")
+		case !in.offset && in.sym != fn && b.entries[in.target] != "":
+			out = append(out, fn+">"+in.sym)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkTailJumps fails the test setup when a tail-call fixture was built
+// without the tail jumps it exists for, or when another fixture has a
+// tail jump its expected tree does not foresee.
+func (b *binaryInfo) checkTailJumps(t *testing.T, what string, fx cctFixture) {
+	t.Helper()
+	have := map[string]bool{}
+	var all []string
+	for _, fn := range fx.own {
+		for _, j := range b.tailJumps(fn) {
+			have[j] = true
+			all = append(all, j)
+		}
+	}
+	for _, j := range fx.tail {
+		if !have[j] {
+			t.Fatalf("%s: setup: the build has no tail jump %s (tail jumps found: %q); the compiler emitted calls where the fixture needs jumps", what, j, all)
+		}
+	}
+	if len(fx.tail) == 0 && len(all) > 0 {
+		t.Fatalf("%s: setup: tail jumps %q in a fixture whose expected tree assumes calls", what, all)
+	}
+}
+
+// siteVia describes call site addr as reached from its function when it
+// leads to callee: "" for a direct call of callee, "*" for an indirect
+// call, "jmp"/"jmp*" for tail jumps, the directly called function's name
+// otherwise (a callback through it), "?" for an address that is no call
+// or jump.
+func (b *binaryInfo) siteVia(addr uint64, callee string) string {
+	in, ok := b.insns[addr]
+	switch {
+	case !ok:
+		return "?"
+	case in.indirect && in.jump:
+		return "jmp*"
+	case in.indirect:
+		return "*"
+	case in.jump && in.sym == callee && !in.offset:
+		return "jmp"
+	case in.jump:
+		return "jmp " + in.sym
+	case in.sym == callee && !in.offset:
+		return ""
+	}
+	return in.sym
+}
+
+// folded is one call folded onto an ancestor record (cct.Thread.Folded).
+type folded struct {
+	From     int    // record of the caller
+	CallSite uint32 // in the caller's function, as Record.CallSite
+	To       int    // record the call was folded onto
+	Count    uint64
+}
+
+// foldedCalls returns a thread's folded calls. It reads the field by
+// reflection while package cct is gaining it.
+func foldedCalls(th *cct.Thread) []folded {
+	v := reflect.ValueOf(th).Elem().FieldByName("Folded")
+	if !v.IsValid() {
+		return nil
+	}
+	out := make([]folded, v.Len())
+	for i := range out {
+		e := v.Index(i)
+		out[i] = folded{
+			From:     int(e.FieldByName("From").Int()),
+			CallSite: uint32(e.FieldByName("CallSite").Uint()),
+			To:       int(e.FieldByName("To").Int()),
+			Count:    e.FieldByName("Count").Uint(),
+		}
+	}
+	return out
+}
+
+// contexts is a profile read against its binary's metadata.
+type contexts struct {
+	what string
+	tab  *meta.Table
+	prof *cct.Profile
+	nums map[uint32]*pathnum.Numbering
+}
+
+func newContexts(t *testing.T, what string, tab *meta.Table, prof *cct.Profile) *contexts {
+	t.Helper()
+	return &contexts{what: what, tab: tab, prof: prof, nums: map[uint32]*pathnum.Numbering{}}
+}
+
+func (c *contexts) numbering(t *testing.T, fn uint32) *pathnum.Numbering {
+	t.Helper()
+	if n, ok := c.nums[fn]; ok {
+		return n
+	}
+	if int(fn) >= len(c.tab.Funcs) {
+		t.Fatalf("%s: profile names function %d of %d", c.what, fn, len(c.tab.Funcs))
+	}
+	n, err := c.tab.Funcs[fn].Numbering(c.tab.MaxPaths)
+	if err != nil {
+		t.Fatalf("%s: %v", c.what, err)
+	}
+	c.nums[fn] = n
+	return n
+}
+
+// pathBlocks is the blocks a path passes through (report's rule: the
+// virtual exit and the entry standing for a pseudo edge left out), and
+// whether the path begins at the function's entry (an activation) rather
+// than after a backedge.
+func pathBlocks(n *pathnum.Numbering, steps []pathnum.Step) (blocks []int, fromEntry bool) {
+	fromEntry = len(steps) == 0 || steps[0].Pseudo != pathnum.FromEntry
+	for i, v := range n.Nodes(steps) {
+		if v == n.Exit || i == 0 && !fromEntry {
+			continue
+		}
+		blocks = append(blocks, v)
+	}
+	return blocks, fromEntry
+}
+
+// recordBlocks expands one record's paths and partials to block counts,
+// and counts its activations seen as paths or partials that begin at the
+// entry.
+func (c *contexts) recordBlocks(t *testing.T, th *cct.Thread, ri int, counts map[uint32][]uint64) (starts uint64) {
+	t.Helper()
+	r := &th.Records[ri]
+	n := c.numbering(t, r.Func)
+	cnt := counts[r.Func]
+	if cnt == nil {
+		cnt = make([]uint64, len(c.tab.Funcs[r.Func].Blocks))
+		counts[r.Func] = cnt
+	}
+	for _, p := range r.Paths {
+		steps, err := n.Regenerate(p.ID)
+		if err != nil {
+			t.Fatalf("%s: %s path %d: %v", c.what, c.tab.Funcs[r.Func].Name, p.ID, err)
+		}
+		blocks, fromEntry := pathBlocks(n, steps)
+		for _, bl := range blocks {
+			cnt[bl] += p.Count
+		}
+		if fromEntry {
+			starts += p.Count
+		}
+	}
+	return starts
+}
+
+// partialBlocks expands a partial path; ok is false when its stopping
+// point is unknown.
+func (c *contexts) partialBlocks(t *testing.T, q *cct.Partial, counts map[uint32][]uint64) (fromEntry, ok bool) {
+	t.Helper()
+	if q.Block == cct.BlockUnknown {
+		return false, false
+	}
+	n := c.numbering(t, q.Func)
+	steps, err := n.Prefix(int(q.Block), q.Reg)
+	if err != nil {
+		return false, false
+	}
+	cnt := counts[q.Func]
+	if cnt == nil {
+		cnt = make([]uint64, len(c.tab.Funcs[q.Func].Blocks))
+		counts[q.Func] = cnt
+	}
+	blocks, fromEntry := pathBlocks(n, steps)
+	for _, bl := range blocks {
+		cnt[bl] += q.Count
+	}
+	if len(blocks) == 0 || blocks[len(blocks)-1] != int(q.Block) {
+		cnt[q.Block] += q.Count
+	}
+	return fromEntry, true
+}
+
+// checkBlockSums expands every record (every context) on its own, sums
+// the block counts over the contexts and threads, and requires the sums to
+// equal the report's per-function counts, which compareCounts compared
+// with callgrind's.
+func (c *contexts) checkBlockSums(t *testing.T, doc *report.PathDoc) {
+	t.Helper()
+	counts := map[uint32][]uint64{}
+	for ti := range c.prof.Threads {
+		th := &c.prof.Threads[ti]
+		for ri := range th.Records {
+			c.recordBlocks(t, th, ri, counts)
+		}
+		for k := range th.Partials {
+			c.partialBlocks(t, &th.Partials[k], counts)
+		}
+	}
+	byName := map[string]*report.PathFunc{}
+	for i := range doc.Functions {
+		byName[doc.Functions[i].Name] = &doc.Functions[i]
+	}
+	for fid, cnt := range counts {
+		mf := &c.tab.Funcs[fid]
+		pf := byName[mf.Name]
+		if pf == nil {
+			t.Errorf("%s: %s is not in the report", c.what, mf.Name)
+			continue
+		}
+		for i, bl := range pf.Blocks {
+			if i < len(cnt) && bl.Count != cnt[i] {
+				t.Errorf("%s: %s block %s: %d summed over contexts, %d in the report", c.what, mf.Name, bl.Addr, cnt[i], bl.Count)
+			}
+		}
+	}
+}
+
+// foldedInto sums, per record, the folded calls onto it.
+func foldedInto(th *cct.Thread) map[int]uint64 {
+	into := map[int]uint64{}
+	for _, fc := range foldedCalls(th) {
+		into[fc.To] += fc.Count
+	}
+	return into
+}
+
+// checkRecordCalls: in every record of a fixture function, each
+// activation began one path at the entry, which either completed or is a
+// partial path of the record. So Calls equals the paths and partials that
+// start at the entry.
+func (c *contexts) checkRecordCalls(t *testing.T, own map[string]bool) {
+	t.Helper()
+	scratch := map[uint32][]uint64{}
+	for ti := range c.prof.Threads {
+		th := &c.prof.Threads[ti]
+		starts := make([]uint64, len(th.Records))
+		known := make([]bool, len(th.Records))
+		for ri := range th.Records {
+			starts[ri] = c.recordBlocks(t, th, ri, scratch)
+			known[ri] = true
+		}
+		for k := range th.Partials {
+			q := &th.Partials[k]
+			if q.Record < 0 {
+				continue
+			}
+			fromEntry, ok := c.partialBlocks(t, q, scratch)
+			if !ok {
+				known[q.Record] = false
+			} else if fromEntry {
+				starts[q.Record] += q.Count
+			}
+		}
+		for ri, r := range th.Records {
+			name := c.tab.Funcs[r.Func].Name
+			if !own[name] || !known[ri] {
+				continue
+			}
+			if starts[ri] != r.Calls {
+				t.Errorf("%s: thread %d record %d (%s): %d calls, but %d paths and partials begin at its entry", c.what, ti, ri, name, r.Calls, starts[ri])
+			}
+		}
+	}
+}
+
+// site returns the original address of call site cs (Record.CallSite
+// convention: index + 1) of function fn, or 0.
+func (c *contexts) site(t *testing.T, fn uint32, cs uint32) uint64 {
+	t.Helper()
+	if cs == 0 {
+		return 0
+	}
+	sites := c.tab.Funcs[fn].CallSites
+	if int(cs) > len(sites) {
+		t.Errorf("%s: call site %d of %s, which has %d", c.what, cs, c.tab.Funcs[fn].Name, len(sites))
+		return 0
+	}
+	return sites[cs-1]
+}
+
+// step writes record ri as a chain element under its parent.
+func (c *contexts) step(t *testing.T, bin *binaryInfo, caller uint32, cs uint32, callee uint32) string {
+	t.Helper()
+	name := c.tab.Funcs[callee].Name
+	if cs == 0 {
+		return name + "(via -)"
+	}
+	via := bin.siteVia(c.site(t, caller, cs), name)
+	if via == "" {
+		return name
+	}
+	return name + "(via " + via + ")"
+}
+
+// trees builds each thread's tree as cctTree, dropping threads without
+// fixture code. A record of a fixture function outside every anchored
+// chain is an error.
+func (c *contexts) trees(t *testing.T, bin *binaryInfo, own map[string]bool) []cctTree {
+	t.Helper()
+	var out []cctTree
+	for ti := range c.prof.Threads {
+		th := &c.prof.Threads[ti]
+		chains := make([]string, len(th.Records))
+		tr := newTree()
+		for ri, r := range th.Records {
+			name := c.tab.Funcs[r.Func].Name
+			switch {
+			case name == "main" || r.Parent < 0 && own[name]:
+				chains[ri] = name
+			case r.Parent >= 0 && chains[r.Parent] != "":
+				chains[ri] = chains[r.Parent] + "/" + c.step(t, bin, th.Records[r.Parent].Func, r.CallSite, r.Func)
+			case own[name]:
+				var up []string
+				for p := ri; p >= 0; p = th.Records[p].Parent {
+					up = append([]string{c.tab.Funcs[th.Records[p].Func].Name}, up...)
+				}
+				t.Errorf("%s: thread %d: record %d of %s lies outside main and the thread roots: %s", c.what, ti, ri, name, strings.Join(up, "/"))
+				continue
+			default:
+				continue
+			}
+			tr.Calls[chains[ri]] += r.Calls
+		}
+		for _, fc := range foldedCalls(th) {
+			if fc.From < 0 || fc.From >= len(th.Records) || fc.To < 0 || fc.To >= len(th.Records) {
+				t.Errorf("%s: thread %d: folded call %+v names no record", c.what, ti, fc)
+				continue
+			}
+			from, to := chains[fc.From], chains[fc.To]
+			if from == "" || to == "" {
+				continue
+			}
+			k := from + " -> " + c.step(t, bin, th.Records[fc.From].Func, fc.CallSite, th.Records[fc.To].Func) + " = " + to
+			tr.Folded[k] += fc.Count
+		}
+		if !tr.empty() {
+			out = append(out, tr)
+		}
+	}
+	return out
+}
+
+// checkSitesAgainstCallgrind: for every call instruction (or tail jump)
+// of an instrumented function and every instrumented function it reaches
+// directly or indirectly, the calls the tree counts there, summed over
+// contexts and threads (tree edges: Calls minus the calls folded onto the
+// record; plus the folded calls), equal callgrind's count for the
+// instruction and the callee's entry. Tree edges at a site callgrind never
+// saw reach the callee must be callbacks: the site is no direct transfer
+// to the callee, and callgrind saw it enter code that is not an
+// instrumented function.
+func (c *contexts) checkSitesAgainstCallgrind(t *testing.T, bin *binaryInfo, cg *callgrind.Profile) {
+	t.Helper()
+	entries := map[uint64]int{} // entry → function index, instrumented only
+	for i, f := range c.tab.Funcs {
+		if f.Instrumented {
+			entries[f.Entry] = i
+		}
+	}
+	type key struct{ site, callee uint64 }
+	ours := map[key]uint64{}
+	for ti := range c.prof.Threads {
+		th := &c.prof.Threads[ti]
+		into := foldedInto(th)
+		for ri, r := range th.Records {
+			if r.Parent < 0 || r.CallSite == 0 {
+				continue
+			}
+			s := c.site(t, th.Records[r.Parent].Func, r.CallSite)
+			if into[ri] > r.Calls {
+				t.Errorf("%s: thread %d record %d (%s): %d calls folded onto it, %d calls in all", c.what, ti, ri, c.tab.Funcs[r.Func].Name, into[ri], r.Calls)
+				continue
+			}
+			ours[key{s, c.tab.Funcs[r.Func].Entry}] += r.Calls - into[ri]
+		}
+		for _, fc := range foldedCalls(th) {
+			if fc.From < 0 || fc.From >= len(th.Records) || fc.To < 0 || fc.To >= len(th.Records) {
+				continue // reported by trees
+			}
+			s := c.site(t, th.Records[fc.From].Func, fc.CallSite)
+			ours[key{s, c.tab.Funcs[th.Records[fc.To].Func].Entry}] += fc.Count
+		}
+	}
+	theirs := map[key]uint64{}
+	leaves := map[uint64]bool{} // sites callgrind saw enter other code
+	for k, n := range cg.Calls {
+		if _, ok := entries[k[1]]; ok {
+			if fi, ok := c.funcOf(bin, k[0]); ok && c.tab.Funcs[fi].Instrumented {
+				theirs[key{k[0], k[1]}] += n
+				continue
+			}
+		}
+		leaves[k[0]] = true
+	}
+	for a := range cg.External {
+		if a.From.Object == cg.Object {
+			leaves[a.From.Addr] = true
+		}
+	}
+	name := func(k key) string {
+		callee := c.tab.Funcs[entries[k.callee]].Name
+		return fmt.Sprintf("%s@%#x -> %s", bin.funcAt(k.site), k.site, callee)
+	}
+	for k, n := range theirs {
+		if ours[k] != n {
+			t.Errorf("%s: calls %s: blpp %d, callgrind %d", c.what, name(k), ours[k], n)
+		}
+	}
+	for k, n := range ours {
+		if _, ok := theirs[k]; ok || n == 0 {
+			continue
+		}
+		callee := c.tab.Funcs[entries[k.callee]].Name
+		via := bin.siteVia(k.site, callee)
+		if transfers(via) || !leaves[k.site] {
+			t.Errorf("%s: calls %s (%q): blpp %d, callgrind none, and the site is no callback through uninstrumented code", c.what, name(k), via, n)
+		}
+	}
+}
+
+// funcOf returns the metadata function whose code holds addr, by the
+// original binary's symbols.
+func (c *contexts) funcOf(bin *binaryInfo, addr uint64) (int, bool) {
+	fn := bin.funcAt(addr)
+	if fn == "" {
+		return 0, false
+	}
+	for i, f := range c.tab.Funcs {
+		if f.Name == fn {
+			return i, true
+		}
+	}
+	return 0, false
+}

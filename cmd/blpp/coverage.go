@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+
+	"blpp/report"
+)
+
+func init() {
+	register(&command{name: "coverage", summary: "line, block and function coverage per source file (text or an lcov tracefile)",
+		usage: "PROFILE... --binary B [--format text|lcov] [-o OUT]", run: runCoverage})
+}
+
+func runCoverage(c *ctx, args []string) error {
+	cmd := find("coverage")
+	fs := c.newFlags(cmd)
+	binary := fs.String("binary", "", "the instrumented binary the profiles came from (required)")
+	format := fs.String("format", "text", "text, or lcov (a tracefile for genhtml)")
+	out := fs.StringP("output", "o", "", "write to this file (default: standard output)")
+	if err := c.parse(cmd, fs, args); err != nil {
+		return err
+	}
+	if *format != "text" && *format != "lcov" {
+		return &usageError{fmt.Sprintf("--format %q: want text or lcov", *format)}
+	}
+	m, err := loadModel(*binary, fs.Args())
+	if err != nil {
+		return err
+	}
+	defer m.File.Close()
+	cov := report.MakeCoverage(m)
+	var buf bytes.Buffer
+	if *format == "lcov" {
+		if len(cov.Files) == 0 {
+			return report.ErrNoDebugInfo
+		}
+		err = report.CoverageLcov(&buf, cov)
+	} else {
+		err = report.CoverageText(&buf, cov)
+	}
+	if err != nil {
+		return err
+	}
+	return writeOutput(c, *out, buf.Bytes())
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+
+	"blpp/report"
+)
+
+func init() {
+	register(&command{name: "diff", summary: "functions and paths whose share of the run changed most between two profiles",
+		usage: "OLD NEW --binary B [--new-binary B2] [--top N]", run: runDiff})
+}
+
+func runDiff(c *ctx, args []string) error {
+	cmd := find("diff")
+	fs := c.newFlags(cmd)
+	binary := fs.String("binary", "", "the instrumented binary of OLD (and of NEW unless --new-binary) (required)")
+	newBinary := fs.String("new-binary", "", "the instrumented binary of NEW, when it is another build")
+	top := fs.Int("top", 20, "rows per table (0: all)")
+	if err := c.parse(cmd, fs, args); err != nil {
+		return err
+	}
+	if len(fs.Args()) != 2 {
+		return &usageError{"want two arguments: OLD NEW"}
+	}
+	if *newBinary == "" {
+		*newBinary = *binary
+	}
+	old, err := loadModel(*binary, fs.Args()[:1])
+	if err != nil {
+		return err
+	}
+	defer old.File.Close()
+	nw, err := loadModel(*newBinary, fs.Args()[1:])
+	if err != nil {
+		return err
+	}
+	defer nw.File.Close()
+	var buf bytes.Buffer
+	if err := report.DiffText(&buf, report.MakeDiff(old, nw), *top); err != nil {
+		return err
+	}
+	return writeOutput(c, "", buf.Bytes())
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"blpp/cct"
+)
+
+func init() {
+	register(&command{name: "merge", summary: "merge profiles of runs of one instrumented binary into one profile",
+		usage: "PROFILE... -o OUT [--fold-threads]", run: runMerge})
+}
+
+func runMerge(c *ctx, args []string) error {
+	cmd := find("merge")
+	fs := c.newFlags(cmd)
+	out := fs.StringP("output", "o", "", "the merged profile to write (required)")
+	fold := fs.Bool("fold-threads", false, "fold every thread into one calling-context tree")
+	if err := c.parse(cmd, fs, args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return &usageError{"-o OUT is required"}
+	}
+	if len(fs.Args()) == 0 {
+		return &usageError{"want at least one PROFILE argument"}
+	}
+	var ps []*cct.Profile
+	for _, name := range fs.Args() {
+		p, err := cct.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		ps = append(ps, p)
+	}
+	p, err := cct.Merge(ps...)
+	if err != nil {
+		return err
+	}
+	if *fold {
+		p = p.FoldThreads()
+	}
+	return p.WriteFile(*out)
+}

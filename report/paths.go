@@ -55,6 +55,10 @@ type PathDoc struct {
 	Functions []PathFunc `json:"functions"`
 	// TotalPaths is the number of path executions in the program.
 	TotalPaths uint64 `json:"total_path_executions"`
+	// Contexts is the calling-context tree, threads merged
+	// (ContextTree.Contexts). MakePaths leaves it empty; `blpp report`
+	// fills it.
+	Contexts []Context `json:"contexts"`
 }
 
 // LoadMeta reads the metadata table of an instrumented binary.
@@ -87,19 +91,10 @@ func LoadMeta(path string) (*meta.Table, *elf.File, error) {
 // path's count to each block it passes through, plus the executed
 // prefixes of partial paths.
 func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (*PathDoc, error) {
-	if len(t.InstrID) > 0 && string(p.BuildID) != string(t.InstrID) {
-		return nil, fmt.Errorf("the profile was written by another instrumented binary (build-id %x), not %s (build-id %x)", p.BuildID, binary, t.InstrID)
+	if err := checkMatch(binary, t, p); err != nil {
+		return nil, err
 	}
-	if n := len(t.Funcs); n > 0 {
-		for _, th := range p.Threads {
-			for _, r := range th.Records {
-				if int(r.Func) >= n || !t.Funcs[r.Func].Instrumented {
-					return nil, fmt.Errorf("the profile names function %d, which %s does not instrument", r.Func, binary)
-				}
-			}
-		}
-	}
-	d := &PathDoc{Binary: binary, Functions: []PathFunc{}}
+	d := &PathDoc{Binary: binary, Functions: []PathFunc{}, Contexts: []Context{}}
 	for _, m := range p.Metrics {
 		d.Metrics = append(d.Metrics, m.Name)
 	}
@@ -150,33 +145,18 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 			pf.Executions += c
 		}
 		for key, c := range partial[uint32(fid)] {
-			v := int(key[0])
-			if key[0] == blockUnknown {
-				// The runtime could not tell where the activation stopped:
-				// counted as partial, its blocks are not.
-				pf.Partial += c
-				pf.PartialUnknown += c
-				continue
-			}
-			if v < 0 || v >= len(mf.Blocks) {
-				return nil, fmt.Errorf("%s: partial path at block %d: out of range", mf.Name, v)
-			}
-			steps, err := num.Prefix(v, key[1])
+			blocks, known, err := partialBlocks(num, mf, uint32(key[0]), key[1])
 			if err != nil {
-				// Not a prefix ending at v: the runtime's idea of where the
-				// activation stopped was stale. Counted, not expanded.
-				pf.Partial += c
+				return nil, err
+			}
+			pf.Partial += c
+			if !known {
 				pf.PartialUnknown += c
 				continue
 			}
-			blocks := pathBlocks(num, steps)
 			for _, bl := range blocks {
 				counts[bl] += c
 			}
-			if len(blocks) == 0 || blocks[len(blocks)-1] != v {
-				counts[v] += c
-			}
-			pf.Partial += c
 		}
 		for i, bl := range mf.Blocks {
 			pf.Blocks = append(pf.Blocks, PathBlockCount{Addr: hex(bl.Addr), Count: counts[i]})
@@ -188,9 +168,52 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 	return d, nil
 }
 
+// checkMatch refuses a profile of another instrumented binary, or one
+// whose records name functions the binary does not instrument.
+func checkMatch(binary string, t *meta.Table, p *cct.Profile) error {
+	if len(t.InstrID) > 0 && string(p.BuildID) != string(t.InstrID) {
+		return fmt.Errorf("the profile was written by another instrumented binary (build-id %x), not %s (build-id %x)", p.BuildID, binary, t.InstrID)
+	}
+	if n := len(t.Funcs); n > 0 {
+		for _, th := range p.Threads {
+			for _, r := range th.Records {
+				if int(r.Func) >= n || !t.Funcs[r.Func].Instrumented {
+					return fmt.Errorf("the profile names function %d, which %s does not instrument", r.Func, binary)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // blockUnknown is the block of a partial path whose stopping point the
 // runtime did not know (runtime.BlockUnknown).
 const blockUnknown = 0xffffffff
+
+// partialBlocks expands a partial path [DESIGN 6]: the blocks, in order
+// and ending with v, that an activation of mf executed before it stopped
+// at block v with the path register at reg. known is false when they
+// cannot be told: the runtime did not know where the activation stopped
+// (blockUnknown), or (v, reg) is no prefix of a path, because the
+// runtime's idea of where it stopped was stale. Such activations are
+// counted as partial, their blocks are not.
+func partialBlocks(num *pathnum.Numbering, mf *meta.Func, v uint32, reg int64) (blocks []int, known bool, err error) {
+	if v == blockUnknown {
+		return nil, false, nil
+	}
+	if int64(v) >= int64(len(mf.Blocks)) {
+		return nil, false, fmt.Errorf("%s: partial path at block %d: out of range", mf.Name, v)
+	}
+	steps, err := num.Prefix(int(v), reg)
+	if err != nil {
+		return nil, false, nil
+	}
+	blocks = pathBlocks(num, steps)
+	if len(blocks) == 0 || blocks[len(blocks)-1] != int(v) {
+		blocks = append(blocks, int(v))
+	}
+	return blocks, true, nil
+}
 
 // pathBlocks lists the real blocks a path passes through, in order: the
 // virtual EXIT, and the entry node standing for a pseudo edge ENTRY→w, are
@@ -295,6 +318,16 @@ func shortFile(f string) string {
 	return f
 }
 
+// writeBlockLine writes one block of an expanded path: its original
+// address and, when the line tables know it, file:line.
+func writeBlockLine(w io.Writer, indent string, addr uint64, lines *LineTable) {
+	if loc := lines.At(addr); loc != "" {
+		fmt.Fprintf(w, "%s%s  %s\n", indent, hex(addr), loc)
+	} else {
+		fmt.Fprintf(w, "%s%s\n", indent, hex(addr))
+	}
+}
+
 // PathsText writes the hottest paths across the program (function, path
 // id, count, share of all path executions, blocks with file:line) and the
 // per-function totals.
@@ -326,11 +359,7 @@ func PathsText(w io.Writer, d *PathDoc, top int, lines *LineTable) error {
 		for _, b := range h.p.Blocks {
 			var a uint64
 			fmt.Sscanf(b, "0x%x", &a)
-			if loc := lines.At(a); loc != "" {
-				fmt.Fprintf(w, "       %s  %s\n", b, loc)
-			} else {
-				fmt.Fprintf(w, "       %s\n", b)
-			}
+			writeBlockLine(w, "       ", a, lines)
 		}
 	}
 	fmt.Fprintln(w, "\nper function:")

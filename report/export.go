@@ -47,9 +47,12 @@ type FuncProfile struct {
 	Paths      map[uint64]uint64
 	Executions uint64 // completed paths
 	Partial    uint64 // activations that stopped without a path end
-	Calls      uint64 // activations (records' Calls)
-	Insns      uint64 // instructions executed: Σ block count × block instructions
-	Metrics    []uint64
+	// PartialUnknown counts those of them whose executed prefix is not
+	// known (not in Blocks and Edges).
+	PartialUnknown uint64
+	Calls          uint64 // activations (records' Calls)
+	Insns          uint64 // instructions executed: Σ block count × block instructions
+	Metrics        []uint64
 }
 
 // ProfileStack is one calling context.
@@ -156,6 +159,7 @@ func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (
 			return nil, err
 		}
 		if e == nil {
+			fp.PartialUnknown = satAdd(fp.PartialUnknown, q.Count)
 			continue // stopping block unknown: counted, not expanded
 		}
 		e.add(fp, q.Count)

@@ -96,10 +96,16 @@ func runExport(c *ctx, args []string) error {
 			return err
 		}
 		defer f.Close()
+		// The document of blpp report --format json, contexts included.
 		d, err := report.MakePaths(*binary, tab, prof, report.NewLineTable(f))
 		if err != nil {
 			return fmt.Errorf("%s: %w", fs.Args()[0], err)
 		}
+		tree, err := report.MakeContextTree(*binary, tab, prof)
+		if err != nil {
+			return fmt.Errorf("%s: %w", fs.Args()[0], err)
+		}
+		d.Contexts = tree.Contexts()
 		if err := report.PathsJSON(&buf, d); err != nil {
 			return err
 		}

@@ -324,3 +324,75 @@ func classifyWeights(t *testing.T, ir string) (uint64, uint64) {
 	b, _ := strconv.ParseInt(w[2], 10, 64)
 	return uint64(uint32(a)), uint64(uint32(b))
 }
+
+// TestExportJSON: --format json writes what blpp report --format json
+// writes.
+func TestExportJSON(t *testing.T) {
+	dir := t.TempDir()
+	exe := fixture.Build(t, "switch.c", gccO2PIE)
+	inst, prof, _ := profiled(t, dir, exe)
+	want := mustBlpp(t, "report", prof, "--binary", inst, "--format", "json")
+	if got := mustBlpp(t, "export", prof, "--binary", inst, "--format", "json"); got != want {
+		t.Errorf("export --format json differs from report --format json")
+	}
+	for _, args := range [][]string{
+		{"export", prof, "--binary", inst},
+		{"export", prof, "--binary", inst, "--format", "gif"},
+		{"export", prof, "--format", "folded"},
+		{"export", prof, "--binary", inst, "--format", "folded", "--metric", "nope"},
+		{"coverage", prof, "--binary", inst, "--format", "xml"},
+	} {
+		if o := blpp(args...); refusalProblem(o) != "" {
+			t.Errorf("blpp %q: %s", args, refusalProblem(o))
+		}
+	}
+}
+
+// TestEdgeCounts: on real profiles, the edge counts the exporters use
+// conserve flow: into every block, the counts of its in-edges (plus the
+// function's activations for the entry block) add up to its execution
+// count, the law BOLT's profile inference and the fdata rest on.
+func TestEdgeCounts(t *testing.T) {
+	for _, src := range []string{"loops.c", "switch.c", "recursion.c", "irreducible.c"} {
+		t.Run(src, func(t *testing.T) {
+			dir := t.TempDir()
+			inst, prof, _ := profiled(t, dir, fixture.Build(t, src, gccO2PIE))
+			tab, f, err := report.LoadMeta(inst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			p, err := readProfiles([]string{prof})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := report.NewExportModel(inst, tab, p, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked := 0
+			for fi, mf := range tab.Funcs {
+				fp := &m.Funcs[fi]
+				if !mf.Instrumented || fp.PartialUnknown > 0 {
+					continue
+				}
+				in := make([]uint64, len(mf.Blocks))
+				in[0] = fp.Calls
+				for k, e := range mf.Edges {
+					if e.To >= 0 {
+						in[e.To] += fp.Edges[k]
+					}
+				}
+				for b := range in {
+					if in[b] != fp.Blocks[b] {
+						t.Errorf("%s block %d (%#x): in-edges and entries %d, executions %d", mf.Name, b, mf.Blocks[b].Addr, in[b], fp.Blocks[b])
+					}
+				}
+				checked++
+			}
+			if checked == 0 {
+				t.Fatal("no function checked")
+			}
+		})
+	}
+}

@@ -12,7 +12,8 @@ type FuncInfo struct {
 
 // CheckAgainst checks that p fits the binary described by funcs: every
 // function index is in the table, every path ID is below its function's
-// NumPaths, every call site below the calling function's NumCallSites and
+// NumPaths, every call site at most the calling function's NumCallSites (call
+// sites count from 1) and
 // every partial's block below NumBlocks (or BlockUnknown). It reports the first misfit as a
 // *ModelError wrapping ErrMismatch. p should be valid (CheckValid); an
 // invalid p gives a wrong answer but no panic.
@@ -30,7 +31,7 @@ func (p *Profile) CheckAgainst(funcs []FuncInfo) error {
 			}
 			if r.Parent >= 0 && r.Parent < ri {
 				caller := t.Records[r.Parent].Func
-				if uint64(caller) < n && r.CallSite >= funcs[caller].NumCallSites {
+				if uint64(caller) < n && r.CallSite > funcs[caller].NumCallSites {
 					return bad(ti, ri, -1, -1, "call site %d, but function %d has %d call sites", r.CallSite, caller, funcs[caller].NumCallSites)
 				}
 			}

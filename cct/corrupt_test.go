@@ -226,7 +226,9 @@ var rawCases = []struct {
 	{"stats key twice", rawHeader().section(TagStats, rawFile{}.uv(2).str("a").uv(1).str("a").uv(2)).trailer(), ErrCorrupt, `stats key "a" repeated`, len(rawHeader()) + 6},
 	{"stats count", rawHeader().section(TagStats, rawFile{}.uv(1<<40).str("a").uv(1)).trailer(), ErrCorrupt, "stats count 1099511627776", -1},
 	{"stats short", rawHeader().section(TagStats, rawFile{}.uv(1).str("abc")).trailer(), ErrCorrupt, "stats value: varint runs past the end", -1},
-	{"thread leftover", rawHeader().section(TagThread, emptyThread.raw(0)).trailer(), ErrCorrupt, "1 bytes left at the end of the THREAD section", -1},
+	{"thread leftover", rawHeader().section(TagThread, emptyThread.raw(0)).trailer(), ErrCorrupt, "empty folded-call list", -1},
+	{"folded to a child", rawHeader().section(TagThread, rawFile{}.uv(1).uv(2).uv(0).uv(0).uv(0).uv(1).uv(0).uv(1).uv(1).uv(1).uv(1).uv(0).
+		uv(0).uv(1).uv(0).uv(1).uv(1).uv(1)).trailer(), ErrCorrupt, "record 1 is not record 0 or one of its ancestors", -1},
 	{"stats leftover", rawHeader().section(TagStats, rawFile{}.uv(0).raw(9, 9)).trailer(), ErrCorrupt, "2 bytes left at the end of the STATS section", -1},
 	{"record count", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1<<60).uv(0)).trailer(), ErrCorrupt, "record count 1152921504606846976", -1},
 	{"path count", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(0).uv(0).uv(0).uv(1).uv(1<<60).uv(0)).trailer(), ErrCorrupt, "path count 1152921504606846976", -1},

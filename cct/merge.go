@@ -106,7 +106,7 @@ func (p *Profile) header() *Profile {
 }
 
 func (t *Thread) clone() Thread {
-	c := Thread{TID: t.TID, Partials: slices.Clone(t.Partials)}
+	c := Thread{TID: t.TID, Partials: slices.Clone(t.Partials), Folded: slices.Clone(t.Folded)}
 	if t.Records != nil {
 		c.Records = make([]Record, len(t.Records))
 		for i, r := range t.Records {
@@ -159,6 +159,12 @@ func (p *Profile) FoldThreads() *Profile {
 	recIndex := make(map[recKey]int)
 	var sources [][]Path // per folded record, the path lists that fall into it
 	partIndex := make(map[partKey]int)
+	type foldKey struct {
+		from int
+		site uint32
+		to   int
+	}
+	foldIndex := make(map[foldKey]int)
 	var m []int
 	for ti := range p.Threads {
 		t := &p.Threads[ti]
@@ -194,6 +200,16 @@ func (p *Profile) FoldThreads() *Profile {
 			}
 			partIndex[k] = len(ft.Partials)
 			ft.Partials = append(ft.Partials, q)
+		}
+		for _, c := range t.Folded {
+			c.From, c.To = m[c.From], m[c.To]
+			k := foldKey{c.From, c.CallSite, c.To}
+			if j, ok := foldIndex[k]; ok {
+				ft.Folded[j].Count += c.Count
+				continue
+			}
+			foldIndex[k] = len(ft.Folded)
+			ft.Folded = append(ft.Folded, c)
 		}
 	}
 	for j := range ft.Records {

@@ -30,7 +30,12 @@ type Path struct {
 type Record struct {
 	Func     uint32 // index into the binary's function table
 	Parent   int    // index of the caller's record in Thread.Records; -1 for a root
-	CallSite uint32 // call-site index in the parent's function; 0 for a root
+	// CallSite is the call site in the parent's function through which
+	// the record was entered: its index in the function's call-site list
+	// (the binary's metadata) plus one. 0 for a root, and for a record
+	// entered with no known call site under its parent (a signal handler,
+	// a callback at the very start of its caller).
+	CallSite uint32
 	Calls    uint64 // activations of this record
 	Paths    []Path // sorted by ID, IDs unique, counts ≥ 1
 }
@@ -52,12 +57,26 @@ type Partial struct {
 	Count  uint64 // activations that stopped so, ≥ 1
 }
 
+// A FoldedCall counts calls that did not make a record of their own:
+// recursion folded onto an ancestor record (PP's bounded calling context
+// tree). From is the calling record, To the record the callee's
+// activations were counted in (From itself or one of its ancestors).
+// Calls along a tree edge (parent to child at the child's call site) are
+// the child's Calls minus the folded calls into it.
+type FoldedCall struct {
+	From     int    // index in Thread.Records
+	CallSite uint32 // as Record.CallSite, in From's function
+	To       int    // index in Thread.Records
+	Count    uint64 // ≥ 1
+}
+
 // A Thread is the calling context tree of one thread block of the runtime.
 // Linux reuses thread ids, so two Threads of a profile may share a TID.
 type Thread struct {
 	TID      uint64
 	Records  []Record // parents before children
 	Partials []Partial
+	Folded   []FoldedCall
 }
 
 // A Profile is the validated model of a profile file. Parse returns only
@@ -163,6 +182,11 @@ func (p *Profile) CheckValid() error {
 		for ki := range t.Partials {
 			if msg := v.partial(t, ki); msg != "" {
 				return bad(ti, -1, -1, ki, msg)
+			}
+		}
+		for fi := range t.Folded {
+			if msg := v.folded(t, fi); msg != "" {
+				return bad(ti, -1, -1, -1, fmt.Sprintf("folded call %d: %s", fi, msg))
 			}
 		}
 	}
@@ -313,6 +337,28 @@ func (v *validator) path(r *Record, k int) string {
 		}
 	}
 	return ""
+}
+
+// folded checks t.Folded[k] against t.Records: To is From or one of its
+// ancestors.
+func (v *validator) folded(t *Thread, k int) string {
+	c := &t.Folded[k]
+	n := len(t.Records)
+	if c.From < 0 || c.From >= n || c.To < 0 || c.To >= n {
+		return fmt.Sprintf("records %d -> %d out of range (%d records)", c.From, c.To, n)
+	}
+	if v.flowOnly {
+		return "folded call in a flow-only profile"
+	}
+	if c.Count == 0 {
+		return "count 0"
+	}
+	for a := c.From; a != c.To; a = t.Records[a].Parent {
+		if a < 0 {
+			return fmt.Sprintf("record %d is not record %d or one of its ancestors", c.To, c.From)
+		}
+	}
+	return v.add(v.nm+1, c.Count, "calls")
 }
 
 // partial checks t.Partials[k] against t.Records.

@@ -179,12 +179,13 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 const (
 	minRecordSize  = 5 // func, parent, callsite, calls, npaths
 	minPartialSize = 5 // record, func, block, reg, count
+	minFoldedSize  = 4 // from, callsite, to, count
 	minPathSize    = 2 // id, count; plus one byte per further metric
 	minStatSize    = 2 // key length, value
 )
 
 // thread decodes a THREAD payload: uv tid, uv nrecords, record*,
-// uv npartials, partial*.
+// uv npartials, partial*, and, when any, uv nfolded, folded*.
 func (d *decoder) thread(b *buf) {
 	ti := len(d.p.Threads)
 	t := Thread{TID: b.uv("tid")}
@@ -239,6 +240,34 @@ func (d *decoder) thread(b *buf) {
 		if msg := v.partial(&t, k); msg != "" {
 			b.failAt(off, ErrCorrupt, "%s partial %d: %s", where(), k, msg)
 			return
+		}
+	}
+	// Folded calls are optional: absent when there are none.
+	if b.err == nil && len(b.data) > 0 {
+		nf := b.count(minFoldedSize, "folded call count")
+		if nf == 0 && b.err == nil {
+			b.fail(ErrCorrupt, "%s: empty folded-call list (omitted when empty)", where())
+			return
+		}
+		for k := range nf {
+			off := b.off
+			from := b.uv("folded from")
+			c := FoldedCall{CallSite: b.u32v("folded call site")}
+			to := b.uv("folded to")
+			c.Count = b.uv("folded count")
+			if b.err != nil {
+				return
+			}
+			if from >= uint64(len(t.Records)) || to >= uint64(len(t.Records)) {
+				b.failAt(off, ErrCorrupt, "%s folded call %d: records %d -> %d out of range (%d records)", where(), k, from, to, len(t.Records))
+				return
+			}
+			c.From, c.To = int(from), int(to)
+			t.Folded = append(t.Folded, c)
+			if msg := v.folded(&t, k); msg != "" {
+				b.failAt(off, ErrCorrupt, "%s folded call %d: %s", where(), k, msg)
+				return
+			}
 		}
 	}
 	if b.err == nil {

@@ -134,5 +134,14 @@ func appendThread(e []byte, t *Thread) []byte {
 		e = binary.AppendVarint(e, q.Reg) // zigzag, as the format says
 		e = binary.AppendUvarint(e, q.Count)
 	}
+	if len(t.Folded) > 0 {
+		e = binary.AppendUvarint(e, uint64(len(t.Folded)))
+		for _, c := range t.Folded {
+			e = binary.AppendUvarint(e, uint64(c.From))
+			e = binary.AppendUvarint(e, uint64(c.CallSite))
+			e = binary.AppendUvarint(e, uint64(c.To))
+			e = binary.AppendUvarint(e, c.Count)
+		}
+	}
 	return e
 }

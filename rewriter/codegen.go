@@ -3,6 +3,7 @@ package rewriter
 import (
 	"encoding/binary"
 	"fmt"
+	"sort"
 	"unsafe"
 
 	"blpp/cfg"
@@ -17,12 +18,23 @@ import (
 // absolute virtual addresses in the output, and the per-thread block
 // offset of the path register.
 type Stubs struct {
-	Enter, Exit, Backedge, SetjmpRet uint64
+	Enter, Exit, TailExit, Backedge, SetjmpRet uint64
 	// OffR is the %gs offset of the path register; OffCallSite that of
 	// the last call site passed.
 	OffR, OffCallSite int32
-	// FastSlots is the address of the runtime's blpp_fast_slots word.
+	// FastSlots is the address of the runtime's blpp_fast_slots word
+	// (non-zero once the runtime is ready).
 	FastSlots uint64
+}
+
+// Mode is what the instrumentation records.
+type Mode struct {
+	// FlowOnly keeps one record per function and thread (no calling
+	// context): entries find their record in the thread's flat table.
+	FlowOnly bool
+	// Metrics says the runtime reads counters at path boundaries: every
+	// entry, exit and backedge then goes through the runtime's stubs.
+	Metrics bool
 }
 
 // redZone is stepped over before anything is pushed: code being
@@ -46,6 +58,14 @@ type funcGen struct {
 	cold []func()
 	// lastSite is the id of the call site emitted last.
 	lastSite int32
+	// firstSite is the id of the function's first call site; callSite
+	// maps its call instructions' addresses to their ids; tailSite holds
+	// the ids of its direct tail jumps to instrumented functions, by
+	// edge; siteAddrs lists every site's instruction address by id.
+	firstSite int32
+	callSite  map[uint64]int32
+	tailSite  map[cfg.EdgeID]int32
+	siteAddrs []uint64
 }
 
 type tramp struct {
@@ -70,16 +90,40 @@ type gen struct {
 	pie     bool
 	// sites lists (function id, block) per call-site id; id 0 is none.
 	sites [][2]uint64
+	mode  Mode
 }
 
-// site allocates the id of a call site ending block blk of function fid.
-func (g *gen) site(fid int32, blk cfg.BlockID) int32 {
+// site allocates the id of a call site ending block blk of function fid,
+// whose instruction is at addr. A function's sites get consecutive ids:
+// its calls in address order (planSites), then its direct tail jumps.
+func (fg *funcGen) site(blk cfg.BlockID, addr uint64) int32 {
+	g := fg.g
 	if len(g.sites) == 0 {
 		g.sites = append(g.sites, [2]uint64{})
 	}
-	g.sites = append(g.sites, [2]uint64{uint64(fid), uint64(blk)})
+	g.sites = append(g.sites, [2]uint64{uint64(fg.fid), uint64(blk)})
+	fg.siteAddrs = append(fg.siteAddrs, addr)
 	return int32(len(g.sites) - 1)
 }
+
+// planSites gives the function's calls their ids, in address order.
+func (fg *funcGen) planSites() {
+	if len(fg.g.sites) == 0 {
+		fg.g.sites = append(fg.g.sites, [2]uint64{})
+	}
+	fg.firstSite = int32(len(fg.g.sites))
+	fg.callSite = map[uint64]int32{}
+	fg.tailSite = map[cfg.EdgeID]int32{}
+	fg.siteAddrs = nil
+	calls := append([]cfg.CallSite(nil), fg.f.Graph.Calls...)
+	sort.Slice(calls, func(i, j int) bool { return calls[i].Addr < calls[j].Addr })
+	for _, c := range calls {
+		fg.callSite[c.Addr] = fg.site(c.Block, c.Addr)
+	}
+}
+
+// nsites is the number of call sites the function has so far.
+func (fg *funcGen) nsites() int { return len(fg.siteAddrs) }
 
 // patch is a 4-byte field of the new code that refers to a label and is
 // filled after Finish: rip-relative (label - end) or absolute (label).
@@ -147,6 +191,10 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 		}
 	}
 	if ed.To == cfg.Exit {
+		if site, ok := fg.tailSite[e]; ok && !fg.g.mode.FlowOnly {
+			fg.tailExitStub(site)
+			return
+		}
 		if ed.Kind == cfg.EdgeReturn || ed.Kind == cfg.EdgeTailCall {
 			fg.exitInline()
 			return
@@ -155,25 +203,38 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 	}
 }
 
-// enterInline pushes the activation's shadow frame {entry %rsp, the
-// caller's r, fid, record 0, the caller's call site} and starts a path
-// (r = 0) without calling the runtime, and counts the activation in the
-// function's slot. A thread without its own block yet (%gs still points at
-// its creator's: the owner is another thread pointer), a busy or
-// overflowing shadow stack, or a newest frame that is not a caller's
-// (left by a longjmp: it must be unwound first) take the stub. The frame
-// is reserved before it is filled, so a signal handler that runs
-// instrumented code in between pushes above it. Flags are dead at a
-// function's entry [SysV x86-64 ABI 3.2.1].
+// enterInline starts an activation without calling the runtime: it finds
+// the callee's record (context mode: the head of the caller's node list
+// for the call site in %gs:CallSite; flow-only: the thread's flat table),
+// counts the call, pushes the shadow frame {entry %rsp, the caller's r,
+// fid, the caller's record, the caller's call site}, and starts a path
+// (r = 0, no call site yet) [DESIGN 7]. Anything unusual takes the stub:
+// a thread without its own block yet (%gs still points at its creator's:
+// the owner is another thread pointer), a busy or overflowing shadow
+// stack, a newest frame that is not a caller's (left by a longjmp: it
+// must be unwound first), a pending tail call, a context seen for the
+// first time, a record a fork child has not remade. The frame is reserved
+// before it is filled, so a signal handler that runs instrumented code in
+// between pushes above it. Flags are dead at a function's entry
+// [SysV x86-64 ABI 3.2.1].
 func (fg *funcGen) enterInline() {
 	g, b := fg.g, fg.g.buf
-	slow, done, noSlots := b.NewLabel(), b.NewLabel(), b.NewLabel()
+	if g.mode.Metrics {
+		b.LeaRSP(-redZone)
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
+		b.LeaRSP(redZone + 8)
+		return
+	}
+	slow, done := b.NewLabel(), b.NewLabel()
+	const saved = 24 // rax, rcx, rdx
 	b.LeaRSP(-redZone)
 	b.Push(enc.RAX)
 	b.Push(enc.RCX)
+	b.Push(enc.RDX)
 	// Before the runtime is ready %gs may not point at a block at all:
 	// code a library constructor calls back into runs before the entry
-	// point. The slots word is 0 until then, so test it before any %gs
+	// point. The ready word is 0 until then, so test it before any %gs
 	// access.
 	fg.loadSlots(enc.RAX, slow)
 	b.Bytes([]byte{0x64, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0}) // mov %fs:0, %rcx
@@ -183,36 +244,75 @@ func (fg *funcGen) enterInline() {
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	gsCmpZero(b, runtime.OffOverflow)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	if !g.mode.FlowOnly {
+		gsCmpZero(b, runtime.OffTailRec)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	}
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	first := b.NewLabel()
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPBase)))
 	b.JccRel32(enc.CondE, enc.LabelTarget(first))
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x84, 0x24}, uint32(redZone+16))) // lea entry rsp, %rax
-	b.Bytes([]byte{0x48, 0x39, 0x41, byte(frRSP)})                                                // cmp %rax, frRSP(%rcx)
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x84, 0x24}, uint32(redZone+saved))) // lea entry rsp, %rax
+	b.Bytes([]byte{0x48, 0x39, 0x41, byte(frRSP)})                                                   // cmp %rax, frRSP(%rcx)
 	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
 	b.Bind(first)
 	b.Bytes([]byte{0x48, 0x8d, 0x41, byte(runtime.FrameSize)}) // lea FrameSize(%rcx), %rax
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x04, 0x25}, uint32(runtime.OffSPLimit)))
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
-	b.MovGSFromReg(runtime.OffSP, enc.RAX) // reserve
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x84, 0x24}, uint32(redZone+16)))
+	// The record, into %rdx.
+	if g.mode.FlowOnly {
+		b.MovRegFromGS(enc.RAX, runtime.OffFlat)
+		b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8b, 0x90}, uint32(8*fg.fid))) // mov 8*fid(%rax), %rdx
+		b.Bytes([]byte{0x48, 0x85, 0xd2})                                                   // test %rdx, %rdx
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		b.Bytes([]byte{0x48, 0x83, 0x7a, runtime.RecordCountsOff, 0}) // cmpq $0, counts(%rdx)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	} else {
+		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
+		b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
+		b.Bytes([]byte{0x48, 0x2b, 0x50, runtime.RecordFirstSiteOff}) // sub first_site(%rax), %rdx
+		b.Bytes([]byte{0x48, 0x3b, 0x50, runtime.RecordNSitesOff})    // cmp nsites(%rax), %rdx
+		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		b.Bytes([]byte{0x48, 0x8b, 0x40, runtime.RecordKidsOff}) // mov kids(%rax), %rax
+		b.Bytes([]byte{0x48, 0x8b, 0x44, 0xd0, 0x08})            // mov 8(%rax,%rdx,8), %rax
+		b.Bytes([]byte{0x48, 0x85, 0xc0})                        // test %rax, %rax
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x78, runtime.NodeFuncOff}, uint32(fg.fid))) // cmpq $fid, func(%rax)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+		b.Bytes([]byte{0x48, 0x8b, 0x50, runtime.NodeRecOff}) // mov rec(%rax), %rdx
+		b.Bytes([]byte{0x48, 0x85, 0xd2})                     // test %rdx, %rdx
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		b.Bytes([]byte{0x48, 0x83, 0x7a, runtime.RecordCountsOff, 0}) // cmpq $0, counts(%rdx)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		b.Bytes([]byte{0x48, 0xff, 0x40, runtime.NodeCountOff}) // incq count(%rax)
+	}
+	b.Bytes([]byte{0x48, 0x8b, 0x42, runtime.RecordCountsOff}) // mov counts(%rdx), %rax
+	b.Bytes([]byte{0x48, 0xff, 0x00})                          // incq (%rax): the record's calls
+	// Reserve the frame at %rcx, then fill it.
+	b.Bytes([]byte{0x48, 0x8d, 0x41, byte(runtime.FrameSize)}) // lea FrameSize(%rcx), %rax
+	b.MovGSFromReg(runtime.OffSP, enc.RAX)
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x84, 0x24}, uint32(redZone+saved)))
 	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frRSP + runtime.FrameSize)}) // frame.rsp
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSavedR + runtime.FrameSize)}) // frame.saved_r
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0xc7, 0x41, byte(frFunc + runtime.FrameSize)}, uint32(fg.fid)))
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0xc7, 0x41, byte(frRecord + runtime.FrameSize)}, 0))
+	b.MovRegFromGS(enc.RAX, runtime.OffRecord)
+	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frRecord + runtime.FrameSize)}) // frame.record
 	b.MovRegFromGS(enc.RAX, runtime.OffCallSite)
 	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSite + runtime.FrameSize)}) // frame.site
 	b.MovGS64Imm(g.stubs.OffR, 0)
-	// slot(fid).calls++
-	fg.loadSlots(enc.RAX, noSlots)
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0xf0, 0x48, 0xff, 0x80}, uint32(int64(fg.fid)*runtime.SlotSize+runtime.SlotCallsOff)))
-	b.Bind(noSlots)
+	b.MovGS64Imm(runtime.OffCallSite, 0)
+	b.MovGSFromReg(runtime.OffRecord, enc.RDX)
+	b.Pop(enc.RDX)
 	b.Pop(enc.RCX)
 	b.Pop(enc.RAX)
 	b.LeaRSP(redZone)
 	b.Bind(done)
-	fg.coldStub(slow, done, []enc.Reg{enc.RAX, enc.RCX}, g.stubs.Enter, fg.fid)
+	fg.coldStub(slow, done, []enc.Reg{enc.RAX, enc.RCX, enc.RDX}, g.stubs.Enter, fg.fid)
 }
 
 // exitStub ends the path at an exit through the runtime's stub.
@@ -222,6 +322,18 @@ func (fg *funcGen) exitStub() {
 	pushImm32(b, fg.fid)
 	b.CallRel32(enc.AbsTarget(fg.g.stubs.Exit))
 	b.LeaRSP(redZone + 8)
+}
+
+// tailExitStub ends the path before a direct tail jump to an
+// instrumented function through the runtime, which makes the callee's
+// activation a child of this one at the jump's call site.
+func (fg *funcGen) tailExitStub(site int32) {
+	b := fg.g.buf
+	b.LeaRSP(-redZone)
+	pushImm32(b, site)
+	pushImm32(b, fg.fid)
+	b.CallRel32(enc.AbsTarget(fg.g.stubs.TailExit))
+	b.LeaRSP(redZone + 16)
 }
 
 // Shadow-frame field offsets, relative to the end of the newest frame
@@ -286,21 +398,25 @@ func gsCmpZero(b *enc.Buf, disp int32) {
 }
 
 // exitInline ends the path at a return or tail call inline, where %rsp is
-// back at its value at entry: count[r]++ in the dense array, then pop the
-// shadow frame (the caller's r and call site come back). Anything unusual
-// (a frame that is not this activation's, left by a longjmp; an
-// overflowed or busy shadow stack; no dense array) takes the stub, which
-// unwinds and checks. Flags are dead at a return and a tail call
-// [SysV x86-64 ABI 3.2.1], so they are not saved.
+// back at its value at entry: count[r]++ in the record's dense array,
+// then pop the shadow frame (the caller's r, record and call site come
+// back). Anything unusual (a frame that is not this activation's, left by
+// a longjmp; an overflowed or busy shadow stack; no record; a path the
+// dense array does not hold) takes the stub, which unwinds and checks.
+// Counters belong to the thread, so no lock prefix. Flags are dead at a
+// return and a tail call [SysV x86-64 ABI 3.2.1], so they are not saved.
 func (fg *funcGen) exitInline() {
 	g, b := fg.g, fg.g.buf
+	if g.mode.Metrics {
+		fg.exitStub()
+		return
+	}
 	slow, done := b.NewLabel(), b.NewLabel()
 	b.LeaRSP(-redZone)
 	b.Push(enc.RAX)
 	b.Push(enc.RCX)
 	b.Push(enc.RDX)
-	// The slots word first: 0 until the runtime is ready (see enterInline),
-	// and no %gs access may come before it.
+	// The ready word first (see enterInline): no %gs access before it.
 	fg.loadSlots(enc.RDX, slow)
 	gsCmpZero(b, runtime.OffBusy)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
@@ -316,16 +432,20 @@ func (fg *funcGen) exitInline() {
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x79, byte(frFunc)}, uint32(fg.fid))) // cmpq $fid, frFunc(%rcx)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	// the dense array: slot(fid).dense (%rdx holds blpp_fast_slots)
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8b, 0x92}, uint32(int64(fg.fid)*runtime.SlotSize+runtime.SlotDenseOff)))
-	b.Bytes([]byte{0x48, 0x85, 0xd2})
+	b.MovRegFromGS(enc.RDX, runtime.OffRecord)
+	b.Bytes([]byte{0x48, 0x85, 0xd2}) // test %rdx, %rdx
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
-	b.LockIncMem(enc.RDX, enc.RAX, 0)
-	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedR)}) // mov frSavedR(%rcx), %rax
+	b.Bytes([]byte{0x48, 0x3b, 0x42, runtime.RecordDenseNOff}) // cmp dense_n(%rdx), %rax
+	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.Bytes([]byte{0x48, 0x8b, 0x52, runtime.RecordCountsOff}) // mov counts(%rdx), %rdx
+	b.Bytes([]byte{0x48, 0xff, 0x44, 0xc2, 0x08})              // incq 8(%rdx,%rax,8)
+	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedR)})          // mov frSavedR(%rcx), %rax
 	b.MovGSFromReg(g.stubs.OffR, enc.RAX)
 	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSite)}) // mov frSite(%rcx), %rax
 	b.MovGSFromReg(runtime.OffCallSite, enc.RAX)
+	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frRecord)}) // mov frRecord(%rcx), %rax
+	b.MovGSFromReg(runtime.OffRecord, enc.RAX)
 	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RCX)
 	b.Pop(enc.RDX)
@@ -337,29 +457,41 @@ func (fg *funcGen) exitInline() {
 }
 
 // backedge emits a path end at a backedge inline: count[r + ExitInc]++
-// through the dense counter array the runtime publishes in the function's
-// slot, then r = EntryInc. When the slot has no array (before the runtime
-// is ready, in a fork child until the runtime resets its counts, for
-// functions counted in a hash table) an out-of-line call to the
-// backedge stub does the same work. The inline form saves the call, the
-// stub's register saves and its checks: loops are where time goes.
+// in the running record's dense array, then r = EntryInc. When that is
+// not possible (before the runtime is ready, no record or another
+// function's, a path the dense array does not hold: hashed functions, a
+// fork child's stale record) an out-of-line call to the backedge stub
+// does the same work. The inline form saves the call, the stub's register
+// saves and its checks: loops are where time goes.
 func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 	g, b, n := fg.g, fg.g.buf, fg.num
 	slow, done := b.NewLabel(), b.NewLabel()
 	b.LeaRSP(-redZone)
-	if flagsLive { // test and lock inc write the flags
+	if g.mode.Metrics {
+		pushImm32(b, int32(n.EntryInc[e]))
+		pushImm32(b, int32(n.ExitInc[e]))
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(g.stubs.Backedge))
+		b.LeaRSP(redZone + 24)
+		return
+	}
+	if flagsLive { // the tests and the increment write the flags
 		b.Pushfq()
 	}
 	b.Push(enc.RAX)
 	b.Push(enc.RCX)
 	fg.loadSlots(enc.RCX, slow)
-	// mov slot(fid).dense(%rcx), %rcx
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8b, 0x89}, uint32(int64(fg.fid)*runtime.SlotSize+runtime.SlotDenseOff)))
-	b.Bytes([]byte{0x48, 0x85, 0xc9}) // test %rcx,%rcx
+	b.MovRegFromGS(enc.RCX, runtime.OffRecord)
+	b.Bytes([]byte{0x48, 0x85, 0xc9}) // test %rcx, %rcx
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x79, runtime.RecordFuncOff}, uint32(fg.fid))) // cmpq $fid, func(%rcx)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.AddRegImm32(enc.RAX, int32(n.ExitInc[e]))
-	b.LockIncMem(enc.RCX, enc.RAX, 0)
+	b.Bytes([]byte{0x48, 0x3b, 0x41, runtime.RecordDenseNOff}) // cmp dense_n(%rcx), %rax
+	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.Bytes([]byte{0x48, 0x8b, 0x49, runtime.RecordCountsOff}) // mov counts(%rcx), %rcx
+	b.Bytes([]byte{0x48, 0xff, 0x44, 0xc1, 0x08})              // incq 8(%rcx,%rax,8)
 	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
 	b.Pop(enc.RCX)
 	b.Pop(enc.RAX)
@@ -434,6 +566,7 @@ func (fg *funcGen) succ(b cfg.BlockID, kind ...cfg.EdgeKind) (cfg.EdgeID, bool) 
 // emit writes the function: entry prologue, blocks in order, trampolines.
 func (fg *funcGen) emit() error {
 	g, b, gr := fg.g, fg.g.buf, fg.f.Graph
+	fg.planSites()
 	b.Bind(fg.entry)
 	fg.enterInline()
 	for id := range gr.Blocks {
@@ -502,13 +635,28 @@ func (fg *funcGen) copyInst(in *x86.Inst, code []byte) error {
 func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cfg.BlockID) error {
 	b, gr := fg.g.buf, fg.f.Graph
 	succs := gr.Blocks[id].Succs
+	// A direct tail jump to an instrumented function is a call site too:
+	// the callee's activation is made a child of this one [DESIGN 7].
+	for _, e := range succs {
+		ed := gr.Edges[e]
+		if ed.Kind != cfg.EdgeTailCall || ed.Target == 0 || in.Kind == x86.JmpIndirect {
+			continue
+		}
+		if _, ok := fg.g.entries[ed.Target]; ok {
+			fg.tailSite[e] = fg.site(id, in.Addr)
+		}
+	}
 	switch in.Kind {
 	case x86.Call, x86.CallIndirect:
 		// The call site, for the runtime to tell where this activation
 		// stopped should it never come back (exit, longjmp, a fatal
 		// signal in the callee): the callee's entry saves it.
-		fg.lastSite = fg.g.site(fg.fid, id)
-		fg.storeCallSite(fg.lastSite)
+		site, ok := fg.callSite[in.Addr]
+		if !ok {
+			return fmt.Errorf("%#x: call without a planned call site", in.Addr)
+		}
+		fg.lastSite = site
+		fg.storeCallSite(site)
 		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {
 			fg.edgeCode(e)
 			if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {

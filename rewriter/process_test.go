@@ -347,8 +347,8 @@ func TestFork(t *testing.T) {
 			sameBehaviour(t, what, want, got)
 
 			parent, child := forkProfiles(t, what, profDir, "prof.", got.pid)
-			if parent.Flags != cct.FlagFlowOnly || child.Flags != cct.FlagFlowOnly {
-				t.Errorf("%s: flags %v (parent), %v (child); want %v", what, parent.Flags, child.Flags, cct.FlagFlowOnly)
+			if parent.Flags != 0 || child.Flags != 0 {
+				t.Errorf("%s: flags %v (parent), %v (child); want 0 (calling context, exit)", what, parent.Flags, child.Flags)
 			}
 			if parent.Stats["fork_child"] != 0 || child.Stats["fork_child"] != 1 {
 				t.Errorf("%s: stats fork_child = %d (parent), %d (child); want 0, 1", what, parent.Stats["fork_child"], child.Stats["fork_child"])
@@ -604,7 +604,7 @@ func TestDumpSignal(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: final profile: %v", what, err)
 				}
-				wantFlags := cct.FlagFlowOnly
+				wantFlags := cct.Flags(0)
 				if mode == "default" {
 					wantFlags |= cct.FlagFatalSignal
 				}

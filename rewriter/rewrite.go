@@ -42,6 +42,20 @@ type Options struct {
 	Workers          int
 	// Progress, when set, is told when each stage starts.
 	Progress func(stage string)
+	// NoContext makes flow-only profiles: one record per function and
+	// thread instead of a calling context tree [DESIGN 7].
+	NoContext bool
+	// Metrics are the counters read at path boundaries besides "freq"
+	// (at most runtime.MaxMetrics) [DESIGN 8].
+	Metrics []Metric
+}
+
+// Metric is a counter the instrumented program reads: a perf event
+// (perf_event_attr type and config) or the time-stamp counter (Type
+// runtime.MetricTypeTSC), named as the profile will call it.
+type Metric struct {
+	Name         string
+	Type, Config uint64
 }
 
 func (o *Options) stage(s string) {
@@ -74,6 +88,9 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	}
 	if b.Kind == cfg.KindShared {
 		return nil, nil, ErrSharedLib
+	}
+	if len(opts.Metrics) > runtime.MaxMetrics {
+		return nil, nil, fmt.Errorf("%d metrics: at most %d besides freq", len(opts.Metrics), runtime.MaxMetrics)
 	}
 	opts.stage("analysing")
 	res := analysis.Run(b, analysis.Options{Workers: opts.Workers, MaxPaths: MaxPaths})
@@ -120,7 +137,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	// whole layout is redone without it (other functions' code may call
 	// its instrumented copy).
 	for {
-		out, sum2, err := layout(in, b, res, img, chosen, sum)
+		out, sum2, err := layout(in, b, res, img, chosen, sum, opts)
 		var ee *emitError
 		if !errors.As(err, &ee) {
 			return out, sum2, err
@@ -189,7 +206,7 @@ func pageUp(a uint64) uint64 { return (a + 0xfff) &^ 0xfff }
 
 // layout places the runtime, the tables and the instrumented code in new
 // segments and writes the output.
-func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, sum *Summary) ([]byte, *Summary, error) {
+func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, sum *Summary, opts Options) ([]byte, *Summary, error) {
 	base, err := elfw.NextFreeAddr(in)
 	if err != nil {
 		return nil, nil, err
@@ -204,34 +221,41 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	funcsAddr := rwAddr + uint64(len(rw))
 	rw = append(rw, make([]byte, len(chosen)*runtime.FuncSize)...)
-	// The call-site table: one entry per call in instrumented code, plus
-	// id 0 (none).
+	// The call-site table: one entry per call and direct tail jump in
+	// instrumented code (at most), plus id 0 (none).
 	nsites := 1
 	for _, f := range chosen {
 		nsites += len(f.Graph.Calls)
+		for _, e := range f.Graph.Edges {
+			if e.Kind == cfg.EdgeTailCall {
+				nsites++
+			}
+		}
 	}
 	sitesAddr := rwAddr + uint64(len(rw))
 	rw = append(rw, make([]byte, nsites*runtime.SiteSize)...)
 	idAddr := rwAddr + uint64(len(rw))
 	rw = append(rw, make([]byte, 32)...) // the instrumentation id, filled below
-	countersAddr := rwAddr + uint64(len(rw))
-	var counters uint64
-	for i, f := range chosen {
-		ent := rw[funcsAddr-rwAddr+uint64(i*runtime.FuncSize):]
-		np := f.Numbering.NumPaths
-		binary.LittleEndian.PutUint64(ent[runtime.FuncNumPathsOff:], np)
-		if np <= DenseMax {
-			binary.LittleEndian.PutUint64(ent[runtime.FuncCountersOff:], countersAddr+counters)
-			counters += 8 * np
-		}
+	for len(rw)%8 != 0 {
+		rw = append(rw, 0)
 	}
-	rwMem := uint64(len(rw)) + counters
+	metricsAddr := rwAddr + uint64(len(rw))
+	for _, m := range opts.Metrics {
+		e := make([]byte, runtime.MetricSize)
+		binary.LittleEndian.PutUint64(e[0:], m.Type)
+		binary.LittleEndian.PutUint64(e[8:], m.Config)
+		copy(e[16:16+23], m.Name)
+		rw = append(rw, e...)
+	}
+	rwMem := uint64(len(rw))
 	codeAddr := pageUp(rwAddr+rwMem) + 0x1000
 
 	g := &gen{b: b, buf: &enc.Buf{}, entries: map[uint64]enc.Label{}, pie: b.Kind == cfg.KindPIE,
 		stubs: Stubs{Enter: rtText + img.Symbols[runtime.SymEnter], Exit: rtText + img.Symbols[runtime.SymExit],
+			TailExit: rtText + img.Symbols[runtime.SymTailExit],
 			Backedge: rtText + img.Symbols[runtime.SymBackedge], SetjmpRet: rtText + img.Symbols[runtime.SymSetjmpRet], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite,
-			FastSlots: rtText + img.Symbols[runtime.SymFastSlots]}}
+			FastSlots: rtText + img.Symbols[runtime.SymFastSlots]},
+		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0}}
 	for i, f := range chosen {
 		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), tableLabel: map[uint64]enc.Label{}, tableUsed: map[uint64]bool{}}
 		fg.blocks = make([]enc.Label, len(f.Graph.Blocks))
@@ -297,6 +321,16 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		binary.LittleEndian.PutUint64(e, st[0])
 		binary.LittleEndian.PutUint64(e[8:], st[1])
 	}
+	// The function table.
+	for i, fg := range g.funcs {
+		np := fg.f.Numbering.NumPaths
+		hashed := uint64(0)
+		if np > DenseMax {
+			hashed = 1
+		}
+		runtime.PutFunc(rw[funcsAddr-rwAddr+uint64(i*runtime.FuncSize):], runtime.Func{
+			NumPaths: np, Hashed: hashed, FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites())})
+	}
 	code, err := g.buf.Finish(codeAddr)
 	if err != nil {
 		return nil, nil, err
@@ -346,13 +380,19 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	conf := runtime.Config{
 		Magic: runtime.ConfigMagic, SelfVaddr: rwAddr + cfgOff, OrigEntry: b.Entry, OrigFini: fini.orig,
 		FuncsVaddr: funcsAddr, NFuncs: uint64(len(chosen)), DumpSignal: runtime.DefaultDumpSignal,
-		Flags: runtime.ConfigFlagFlowOnly, SitesVaddr: sitesAddr, NSites: uint64(len(g.sites)),
+		SitesVaddr: sitesAddr, NSites: uint64(len(g.sites)),
+	}
+	if opts.NoContext {
+		conf.Flags |= runtime.ConfigFlagFlowOnly
+	}
+	if len(opts.Metrics) > 0 {
+		conf.MetricsVaddr, conf.NMetrics = metricsAddr, uint64(len(opts.Metrics))
 	}
 	// Metadata; its instrumentation id is what profiles carry as their
 	// build-id (stored at the end of the RW data).
 	tab := &meta.Table{OrigBuildID: b.BuildID, MaxPaths: MaxPaths}
 	for _, fg := range g.funcs {
-		tab.Funcs = append(tab.Funcs, metaFunc(fg.f))
+		tab.Funcs = append(tab.Funcs, metaFunc(fg.f, fg.siteAddrs))
 	}
 	// Functions left alone follow, so reports can list them; profile
 	// function indices only refer to the instrumented ones before them.
@@ -385,7 +425,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	return out.File, sum, nil
 }
 
-func metaFunc(f *analysis.Func) meta.Func {
+func metaFunc(f *analysis.Func, sites []uint64) meta.Func {
 	g := f.Graph
 	mf := meta.Func{Name: f.Func.Name, Entry: f.Func.Addr, Size: f.Func.TotalSize(), Instrumented: true, NumPaths: f.Numbering.NumPaths}
 	for _, blk := range g.Blocks {
@@ -394,9 +434,7 @@ func metaFunc(f *analysis.Func) meta.Func {
 	for i, e := range g.Edges {
 		mf.Edges = append(mf.Edges, meta.Edge{From: int32(e.From), To: int32(e.To), Kind: meta.EdgeKind(e.Kind), Break: g.BreaksPath(cfg.EdgeID(i))})
 	}
-	for _, c := range g.Calls {
-		mf.CallSites = append(mf.CallSites, c.Addr)
-	}
+	mf.CallSites = append([]uint64(nil), sites...)
 	return mf
 }
 

@@ -15,6 +15,9 @@
 #define BLPP_DEFAULT_DUMP_SIGNAL 12
 #define BLPP_RED_ZONE 128
 #define BLPP_BLOCK_UNKNOWN 0xffffffffull
+#define BLPP_METRIC_TYPE_TSC 0xffffffffull
+#define BLPP_MAX_METRICS 4
+#define BLPP_DEFAULT_ARENA_LIMIT 0x200000000ull
 
 /* struct blpp_config: runtime configuration, patched into the image by the rewriter */
 #define BLPP_CONFIG_SIZE 128
@@ -30,12 +33,17 @@
 #define BLPP_CONFIG_OFF_FLAGS 72
 #define BLPP_CONFIG_OFF_SITES_VADDR 80
 #define BLPP_CONFIG_OFF_NSITES 88
-#define BLPP_CONFIG_OFF_RESERVED 96
+#define BLPP_CONFIG_OFF_METRICS_VADDR 96
+#define BLPP_CONFIG_OFF_NMETRICS 104
+#define BLPP_CONFIG_OFF_ARENA_LIMIT 112
+#define BLPP_CONFIG_OFF_RESERVED 120
 
 /* struct blpp_func: one entry of the function table at funcs_vaddr */
-#define BLPP_FUNC_SIZE 16
+#define BLPP_FUNC_SIZE 32
 #define BLPP_FUNC_OFF_NUM_PATHS 0
-#define BLPP_FUNC_OFF_COUNTERS_VADDR 8
+#define BLPP_FUNC_OFF_HASHED 8
+#define BLPP_FUNC_OFF_FIRST_SITE 16
+#define BLPP_FUNC_OFF_NSITES 24
 
 /* struct blpp_thread: per-thread block; %gs points at it */
 #define BLPP_THREAD_SIZE 256
@@ -51,21 +59,66 @@
 #define BLPP_THREAD_OFF_BUSY 72
 #define BLPP_THREAD_OFF_RECORD 80
 #define BLPP_THREAD_OFF_CALL_SITE 88
-#define BLPP_THREAD_OFF_PATH_START 96
-#define BLPP_THREAD_OFF_RESERVED 128
+#define BLPP_THREAD_OFF_FLAT 96
+#define BLPP_THREAD_OFF_TAIL_REC 104
+#define BLPP_THREAD_OFF_TAIL_SITE 112
+#define BLPP_THREAD_OFF_TAIL_RSP 120
+#define BLPP_THREAD_OFF_MSTART 128
+#define BLPP_THREAD_OFF_MACC 160
+#define BLPP_THREAD_OFF_RECORDS 192
+#define BLPP_THREAD_OFF_LAST_REC 200
+#define BLPP_THREAD_OFF_NRECORDS 208
+#define BLPP_THREAD_OFF_FOLDED 216
+#define BLPP_THREAD_OFF_PARTIALS 224
+#define BLPP_THREAD_OFF_PLOCK 232
+#define BLPP_THREAD_OFF_EPOCH 240
+#define BLPP_THREAD_OFF_RESERVED 248
 
 /* struct blpp_frame: shadow-stack entry */
-#define BLPP_FRAME_SIZE 40
+#define BLPP_FRAME_SIZE 72
 #define BLPP_FRAME_OFF_RSP 0
 #define BLPP_FRAME_OFF_SAVED_R 8
 #define BLPP_FRAME_OFF_FUNC 16
 #define BLPP_FRAME_OFF_RECORD 24
 #define BLPP_FRAME_OFF_SITE 32
+#define BLPP_FRAME_OFF_SAVED_ACC 40
 
 /* struct blpp_site: one entry of the call-site table at sites_vaddr */
 #define BLPP_SITE_SIZE 16
 #define BLPP_SITE_OFF_FUNC 0
 #define BLPP_SITE_OFF_BLOCK 8
+
+/* struct blpp_metric: one entry of the metric table at metrics_vaddr */
+#define BLPP_METRIC_SIZE 40
+#define BLPP_METRIC_OFF_TYPE 0
+#define BLPP_METRIC_OFF_CONFIG 8
+#define BLPP_METRIC_OFF_NAME 16
+
+/* struct blpp_record: a calling-context record */
+#define BLPP_RECORD_SIZE 96
+#define BLPP_RECORD_OFF_FUNC 0
+#define BLPP_RECORD_OFF_DENSE_N 8
+#define BLPP_RECORD_OFF_COUNTS 16
+#define BLPP_RECORD_OFF_HASH 24
+#define BLPP_RECORD_OFF_PARENT 32
+#define BLPP_RECORD_OFF_SITE 40
+#define BLPP_RECORD_OFF_FIRST_SITE 48
+#define BLPP_RECORD_OFF_NSITES 56
+#define BLPP_RECORD_OFF_KIDS 64
+#define BLPP_RECORD_OFF_NEXT 72
+#define BLPP_RECORD_OFF_INDEX 80
+#define BLPP_RECORD_OFF_PAD 88
+
+/* struct blpp_node: a callee of a call site in a record's kids list */
+#define BLPP_NODE_SIZE 64
+#define BLPP_NODE_OFF_FUNC 0
+#define BLPP_NODE_OFF_REC 8
+#define BLPP_NODE_OFF_NEXT 16
+#define BLPP_NODE_OFF_COUNT 24
+#define BLPP_NODE_OFF_OWNER 32
+#define BLPP_NODE_OFF_SITE 40
+#define BLPP_NODE_OFF_FOLDED 48
+#define BLPP_NODE_OFF_FNEXT 56
 
 #ifndef __ASSEMBLER__
 
@@ -82,12 +135,17 @@ struct blpp_config {
 	unsigned long long flags;
 	unsigned long long sites_vaddr;
 	unsigned long long nsites;
-	unsigned long long reserved[4];
+	unsigned long long metrics_vaddr;
+	unsigned long long nmetrics;
+	unsigned long long arena_limit;
+	unsigned long long reserved;
 };
 
 struct blpp_func {
 	unsigned long long num_paths;
-	unsigned long long counters_vaddr;
+	unsigned long long hashed;
+	unsigned long long first_site;
+	unsigned long long nsites;
 };
 
 struct blpp_thread {
@@ -103,8 +161,20 @@ struct blpp_thread {
 	unsigned long long busy;
 	unsigned long long record;
 	unsigned long long call_site;
-	unsigned long long path_start[4];
-	unsigned long long reserved[16];
+	unsigned long long flat;
+	unsigned long long tail_rec;
+	unsigned long long tail_site;
+	unsigned long long tail_rsp;
+	unsigned long long mstart[4];
+	unsigned long long macc[4];
+	unsigned long long records;
+	unsigned long long last_rec;
+	unsigned long long nrecords;
+	unsigned long long folded;
+	unsigned long long partials;
+	unsigned long long plock;
+	unsigned long long epoch;
+	unsigned long long reserved;
 };
 
 struct blpp_frame {
@@ -113,11 +183,44 @@ struct blpp_frame {
 	unsigned long long func;
 	unsigned long long record;
 	unsigned long long site;
+	unsigned long long saved_acc[4];
 };
 
 struct blpp_site {
 	unsigned long long func;
 	unsigned long long block;
+};
+
+struct blpp_metric {
+	unsigned long long type;
+	unsigned long long config;
+	unsigned long long name[3];
+};
+
+struct blpp_record {
+	unsigned long long func;
+	unsigned long long dense_n;
+	unsigned long long counts;
+	unsigned long long hash;
+	unsigned long long parent;
+	unsigned long long site;
+	unsigned long long first_site;
+	unsigned long long nsites;
+	unsigned long long kids;
+	unsigned long long next;
+	unsigned long long index;
+	unsigned long long pad;
+};
+
+struct blpp_node {
+	unsigned long long func;
+	unsigned long long rec;
+	unsigned long long next;
+	unsigned long long count;
+	unsigned long long owner;
+	unsigned long long site;
+	unsigned long long folded;
+	unsigned long long fnext;
 };
 
 _Static_assert(sizeof(struct blpp_config) == BLPP_CONFIG_SIZE, "blpp_config size");
@@ -133,10 +236,15 @@ _Static_assert(__builtin_offsetof(struct blpp_config, dump_signal) == BLPP_CONFI
 _Static_assert(__builtin_offsetof(struct blpp_config, flags) == BLPP_CONFIG_OFF_FLAGS, "blpp_config.flags");
 _Static_assert(__builtin_offsetof(struct blpp_config, sites_vaddr) == BLPP_CONFIG_OFF_SITES_VADDR, "blpp_config.sites_vaddr");
 _Static_assert(__builtin_offsetof(struct blpp_config, nsites) == BLPP_CONFIG_OFF_NSITES, "blpp_config.nsites");
+_Static_assert(__builtin_offsetof(struct blpp_config, metrics_vaddr) == BLPP_CONFIG_OFF_METRICS_VADDR, "blpp_config.metrics_vaddr");
+_Static_assert(__builtin_offsetof(struct blpp_config, nmetrics) == BLPP_CONFIG_OFF_NMETRICS, "blpp_config.nmetrics");
+_Static_assert(__builtin_offsetof(struct blpp_config, arena_limit) == BLPP_CONFIG_OFF_ARENA_LIMIT, "blpp_config.arena_limit");
 _Static_assert(__builtin_offsetof(struct blpp_config, reserved) == BLPP_CONFIG_OFF_RESERVED, "blpp_config.reserved");
 _Static_assert(sizeof(struct blpp_func) == BLPP_FUNC_SIZE, "blpp_func size");
 _Static_assert(__builtin_offsetof(struct blpp_func, num_paths) == BLPP_FUNC_OFF_NUM_PATHS, "blpp_func.num_paths");
-_Static_assert(__builtin_offsetof(struct blpp_func, counters_vaddr) == BLPP_FUNC_OFF_COUNTERS_VADDR, "blpp_func.counters_vaddr");
+_Static_assert(__builtin_offsetof(struct blpp_func, hashed) == BLPP_FUNC_OFF_HASHED, "blpp_func.hashed");
+_Static_assert(__builtin_offsetof(struct blpp_func, first_site) == BLPP_FUNC_OFF_FIRST_SITE, "blpp_func.first_site");
+_Static_assert(__builtin_offsetof(struct blpp_func, nsites) == BLPP_FUNC_OFF_NSITES, "blpp_func.nsites");
 _Static_assert(sizeof(struct blpp_thread) == BLPP_THREAD_SIZE, "blpp_thread size");
 _Static_assert(__builtin_offsetof(struct blpp_thread, self) == BLPP_THREAD_OFF_SELF, "blpp_thread.self");
 _Static_assert(__builtin_offsetof(struct blpp_thread, r) == BLPP_THREAD_OFF_R, "blpp_thread.r");
@@ -150,7 +258,19 @@ _Static_assert(__builtin_offsetof(struct blpp_thread, overflow) == BLPP_THREAD_O
 _Static_assert(__builtin_offsetof(struct blpp_thread, busy) == BLPP_THREAD_OFF_BUSY, "blpp_thread.busy");
 _Static_assert(__builtin_offsetof(struct blpp_thread, record) == BLPP_THREAD_OFF_RECORD, "blpp_thread.record");
 _Static_assert(__builtin_offsetof(struct blpp_thread, call_site) == BLPP_THREAD_OFF_CALL_SITE, "blpp_thread.call_site");
-_Static_assert(__builtin_offsetof(struct blpp_thread, path_start) == BLPP_THREAD_OFF_PATH_START, "blpp_thread.path_start");
+_Static_assert(__builtin_offsetof(struct blpp_thread, flat) == BLPP_THREAD_OFF_FLAT, "blpp_thread.flat");
+_Static_assert(__builtin_offsetof(struct blpp_thread, tail_rec) == BLPP_THREAD_OFF_TAIL_REC, "blpp_thread.tail_rec");
+_Static_assert(__builtin_offsetof(struct blpp_thread, tail_site) == BLPP_THREAD_OFF_TAIL_SITE, "blpp_thread.tail_site");
+_Static_assert(__builtin_offsetof(struct blpp_thread, tail_rsp) == BLPP_THREAD_OFF_TAIL_RSP, "blpp_thread.tail_rsp");
+_Static_assert(__builtin_offsetof(struct blpp_thread, mstart) == BLPP_THREAD_OFF_MSTART, "blpp_thread.mstart");
+_Static_assert(__builtin_offsetof(struct blpp_thread, macc) == BLPP_THREAD_OFF_MACC, "blpp_thread.macc");
+_Static_assert(__builtin_offsetof(struct blpp_thread, records) == BLPP_THREAD_OFF_RECORDS, "blpp_thread.records");
+_Static_assert(__builtin_offsetof(struct blpp_thread, last_rec) == BLPP_THREAD_OFF_LAST_REC, "blpp_thread.last_rec");
+_Static_assert(__builtin_offsetof(struct blpp_thread, nrecords) == BLPP_THREAD_OFF_NRECORDS, "blpp_thread.nrecords");
+_Static_assert(__builtin_offsetof(struct blpp_thread, folded) == BLPP_THREAD_OFF_FOLDED, "blpp_thread.folded");
+_Static_assert(__builtin_offsetof(struct blpp_thread, partials) == BLPP_THREAD_OFF_PARTIALS, "blpp_thread.partials");
+_Static_assert(__builtin_offsetof(struct blpp_thread, plock) == BLPP_THREAD_OFF_PLOCK, "blpp_thread.plock");
+_Static_assert(__builtin_offsetof(struct blpp_thread, epoch) == BLPP_THREAD_OFF_EPOCH, "blpp_thread.epoch");
 _Static_assert(__builtin_offsetof(struct blpp_thread, reserved) == BLPP_THREAD_OFF_RESERVED, "blpp_thread.reserved");
 _Static_assert(sizeof(struct blpp_frame) == BLPP_FRAME_SIZE, "blpp_frame size");
 _Static_assert(__builtin_offsetof(struct blpp_frame, rsp) == BLPP_FRAME_OFF_RSP, "blpp_frame.rsp");
@@ -158,9 +278,36 @@ _Static_assert(__builtin_offsetof(struct blpp_frame, saved_r) == BLPP_FRAME_OFF_
 _Static_assert(__builtin_offsetof(struct blpp_frame, func) == BLPP_FRAME_OFF_FUNC, "blpp_frame.func");
 _Static_assert(__builtin_offsetof(struct blpp_frame, record) == BLPP_FRAME_OFF_RECORD, "blpp_frame.record");
 _Static_assert(__builtin_offsetof(struct blpp_frame, site) == BLPP_FRAME_OFF_SITE, "blpp_frame.site");
+_Static_assert(__builtin_offsetof(struct blpp_frame, saved_acc) == BLPP_FRAME_OFF_SAVED_ACC, "blpp_frame.saved_acc");
 _Static_assert(sizeof(struct blpp_site) == BLPP_SITE_SIZE, "blpp_site size");
 _Static_assert(__builtin_offsetof(struct blpp_site, func) == BLPP_SITE_OFF_FUNC, "blpp_site.func");
 _Static_assert(__builtin_offsetof(struct blpp_site, block) == BLPP_SITE_OFF_BLOCK, "blpp_site.block");
+_Static_assert(sizeof(struct blpp_metric) == BLPP_METRIC_SIZE, "blpp_metric size");
+_Static_assert(__builtin_offsetof(struct blpp_metric, type) == BLPP_METRIC_OFF_TYPE, "blpp_metric.type");
+_Static_assert(__builtin_offsetof(struct blpp_metric, config) == BLPP_METRIC_OFF_CONFIG, "blpp_metric.config");
+_Static_assert(__builtin_offsetof(struct blpp_metric, name) == BLPP_METRIC_OFF_NAME, "blpp_metric.name");
+_Static_assert(sizeof(struct blpp_record) == BLPP_RECORD_SIZE, "blpp_record size");
+_Static_assert(__builtin_offsetof(struct blpp_record, func) == BLPP_RECORD_OFF_FUNC, "blpp_record.func");
+_Static_assert(__builtin_offsetof(struct blpp_record, dense_n) == BLPP_RECORD_OFF_DENSE_N, "blpp_record.dense_n");
+_Static_assert(__builtin_offsetof(struct blpp_record, counts) == BLPP_RECORD_OFF_COUNTS, "blpp_record.counts");
+_Static_assert(__builtin_offsetof(struct blpp_record, hash) == BLPP_RECORD_OFF_HASH, "blpp_record.hash");
+_Static_assert(__builtin_offsetof(struct blpp_record, parent) == BLPP_RECORD_OFF_PARENT, "blpp_record.parent");
+_Static_assert(__builtin_offsetof(struct blpp_record, site) == BLPP_RECORD_OFF_SITE, "blpp_record.site");
+_Static_assert(__builtin_offsetof(struct blpp_record, first_site) == BLPP_RECORD_OFF_FIRST_SITE, "blpp_record.first_site");
+_Static_assert(__builtin_offsetof(struct blpp_record, nsites) == BLPP_RECORD_OFF_NSITES, "blpp_record.nsites");
+_Static_assert(__builtin_offsetof(struct blpp_record, kids) == BLPP_RECORD_OFF_KIDS, "blpp_record.kids");
+_Static_assert(__builtin_offsetof(struct blpp_record, next) == BLPP_RECORD_OFF_NEXT, "blpp_record.next");
+_Static_assert(__builtin_offsetof(struct blpp_record, index) == BLPP_RECORD_OFF_INDEX, "blpp_record.index");
+_Static_assert(__builtin_offsetof(struct blpp_record, pad) == BLPP_RECORD_OFF_PAD, "blpp_record.pad");
+_Static_assert(sizeof(struct blpp_node) == BLPP_NODE_SIZE, "blpp_node size");
+_Static_assert(__builtin_offsetof(struct blpp_node, func) == BLPP_NODE_OFF_FUNC, "blpp_node.func");
+_Static_assert(__builtin_offsetof(struct blpp_node, rec) == BLPP_NODE_OFF_REC, "blpp_node.rec");
+_Static_assert(__builtin_offsetof(struct blpp_node, next) == BLPP_NODE_OFF_NEXT, "blpp_node.next");
+_Static_assert(__builtin_offsetof(struct blpp_node, count) == BLPP_NODE_OFF_COUNT, "blpp_node.count");
+_Static_assert(__builtin_offsetof(struct blpp_node, owner) == BLPP_NODE_OFF_OWNER, "blpp_node.owner");
+_Static_assert(__builtin_offsetof(struct blpp_node, site) == BLPP_NODE_OFF_SITE, "blpp_node.site");
+_Static_assert(__builtin_offsetof(struct blpp_node, folded) == BLPP_NODE_OFF_FOLDED, "blpp_node.folded");
+_Static_assert(__builtin_offsetof(struct blpp_node, fnext) == BLPP_NODE_OFF_FNEXT, "blpp_node.fnext");
 #endif /* __ASSEMBLER__ */
 
 #endif /* BLPP_LAYOUT_H */

@@ -34,6 +34,7 @@
 
 #include "blpp_layout.h"
 #include "blpp_format.h"
+#include "blpp_pmu.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -135,11 +136,6 @@ static u64 gettid(void) { return (u64)sc0(SYS_gettid); }
 
 /* ---- memory and strings (no libc) ---- */
 
-static void mem_zero(void *d, u64 n)
-{
-	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(0) : "memory");
-}
-
 static void mem_copy(void *d, const void *s, u64 n)
 {
 	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
@@ -205,28 +201,14 @@ enum {
 	ST_EXIT_MISMATCH,     /* an exit whose function was not on top of the shadow stack */
 	ST_SHADOW_OVERFLOW,   /* entries not pushed because the shadow stack was full */
 	ST_UNWOUND,           /* activations popped because their stack frame was gone */
+	ST_DROPPED_RECORDS,   /* records not made: arena full or over its limit */
+	ST_NO_RECORD,         /* path ends not counted: the activation had no record */
 	NSTATS,
 };
 
-/* A function's counting state in the current process. */
-struct slot {
-	u64 *dense;         /* the rewriter's counter array, or 0 */
-	struct htab *hash;  /* the runtime's hash table, or 0 */
-	u64 calls;          /* activations (entries) */
-	u64 num_paths;      /* copied from the function table when resolved */
-};
-
-/* blpp_stubs.S reads slots in its fast paths: keep these in step with
- * the SLOT_* offsets there. */
-_Static_assert(__builtin_offsetof(struct slot, dense) == 0, "slot.dense");
-_Static_assert(__builtin_offsetof(struct slot, calls) == 16, "slot.calls");
-_Static_assert(__builtin_offsetof(struct slot, num_paths) == 24, "slot.num_paths");
-_Static_assert(sizeof(struct slot) == 32, "slot size");
-
-/* What the stubs' fast paths need, set by blpp_init: the slot array
- * (wiped memory) and its length (0 when there is no counting state). */
+/* What the inline instrumentation tests before it touches %gs: non-zero
+ * once blpp_init has set up the main thread's block. */
 u64 blpp_fast_slots;
-u64 blpp_fast_nfuncs;
 
 /* A bump allocator over mmap chunks, lock-free. */
 struct chunk {
@@ -238,19 +220,30 @@ struct arena {
 };
 
 /*
- * struct wiped is everything a fork child must not inherit: the function
- * slots, the arena the hash tables and partials live in, the statistics.
- * It and every chunk of its arena are MADV_WIPEONFORK, so in a child they
- * read as zero; live == 0 tells the child it must reset (fork_reset).
+ * struct wiped is everything a fork child must not inherit: the arena
+ * that holds the calling context trees, their counters, the hash tables
+ * and partials, and the statistics. It and every chunk of its arena are
+ * MADV_WIPEONFORK, so in a child they read as zero; live == 0 tells the
+ * child it must reset (fork_reset). Pointers into this memory that the
+ * child still holds (thread blocks, shadow frames) then point at zeros,
+ * which every fast path treats as "take the slow path".
  */
 struct wiped {
 	u64 live;
-	u64 plock; /* try-lock of ptab */
 	struct arena arena;
-	struct ptab *ptab;
 	u64 stats[NSTATS];
-	struct slot slot[];
 };
+
+/* Private per-thread state after the shared struct blpp_thread, in the
+ * same 4 KiB block header. */
+struct tpriv {
+	struct blpp_pmu_ev ev[BLPP_MAX_METRICS]; /* perf events (fd -1 if none) */
+	u64 epoch;                               /* rt.epoch + 1 when they were opened, 0: never */
+};
+#define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
+
+/* Metric sources. */
+enum { MSRC_NONE, MSRC_TSC, MSRC_PMU };
 
 static struct {
 	int ready;      /* blpp_init finished */
@@ -267,6 +260,17 @@ static struct {
 	const u8 *build_id;
 	u64 build_id_len;
 	u64 flags;
+	int flow_only;  /* --no-context: one root record per function and thread */
+	u64 nmetrics;   /* metrics besides freq */
+	u64 stride;     /* words per path in a dense counter array: 1 + nmetrics */
+	int msrc[BLPP_MAX_METRICS];   /* where each metric comes from */
+	u8 mkind[BLPP_MAX_METRICS];   /* BLPP_METRIC_REAL, _FALLBACK or _UNAVAILABLE */
+	char mname[BLPP_MAX_METRICS][24];
+	u32 mtype[BLPP_MAX_METRICS];
+	u64 mconfig[BLPP_MAX_METRICS];
+	u64 tsc_init;   /* rdtsc at blpp_init */
+	u64 arena_limit;
+	u64 epoch;      /* fork generation: bumped by fork_reset */
 	u64 init_pid;
 	u64 dummy_tp;   /* thread pointer blpp_init made up (static binaries), or 0 */
 	struct wiped *w;
@@ -429,21 +433,9 @@ static struct blpp_thread *thread_peek(void)
 	return t && t->owner == thread_pointer() ? t : 0;
 }
 
-static void partial_add(u64 func, u64 block, s64 reg);
+static void record_live(struct blpp_thread *t);
 static void fork_check(void);
-static u64 site_block(u64 func, u64 site);
-
-/* record_live adds the live activations of t to the partials (a dead thread's). */
-static void record_live(struct blpp_thread *t)
-{
-	struct blpp_frame *f = frames(t);
-	u64 n = depth(t);
-	/* The newest activation of a dead thread stopped who knows where;
-	 * each older one stopped at the call its callee's frame recorded. */
-	for (u64 i = n; i-- > 0;)
-		partial_add(f[i].func, i + 1 == n ? BLPP_BLOCK_UNKNOWN : site_block(f[i].func, f[i + 1].site),
-			    i + 1 == n ? t->r : f[i + 1].saved_r);
-}
+static void metrics_open(struct blpp_thread *t);
 
 /*
  * thread_slow finds the calling thread's block when %gs still points at
@@ -470,6 +462,11 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 			record_live(b);
 			b->sp = b->sp_base;
 			b->r = 0;
+			b->record = 0;
+			b->call_site = 0;
+			b->tail_rec = 0;
+			if (rt.nmetrics)
+				metrics_open(b); /* the dead thread's events counted it */
 			b->overflow = 0;
 			b->busy = 0;
 			b->tid = gettid();
@@ -527,22 +524,71 @@ static struct blpp_thread *thread_get(void)
 	return thread_slow(t);
 }
 
+/* ---- metrics [DESIGN 8] ---- */
+
+static inline u64 rdtsc(void)
+{
+	u32 lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return (u64)hi << 32 | lo;
+}
+
+/* metrics_open opens the calling thread's perf events (each thread counts
+ * its own: perf events follow one task). */
+static void metrics_open(struct blpp_thread *t)
+{
+	struct tpriv *p = TPRIV(t);
+	for (u64 m = 0; m < BLPP_MAX_METRICS && p->epoch; m++)
+		blpp_pmu_close(&p->ev[m]); /* a fork child's copies of its parent's */
+	p->epoch = rt.epoch + 1;
+	for (u64 m = 0; m < BLPP_MAX_METRICS; m++) {
+		p->ev[m].fd = -1;
+		p->ev[m].page = 0;
+		if (m < rt.nmetrics && rt.msrc[m] == MSRC_PMU)
+			blpp_pmu_open(rt.mtype[m], rt.mconfig[m], &p->ev[m]);
+	}
+}
+
+/* metrics_read reads every metric of the calling thread into v. */
+static void metrics_read(struct blpp_thread *t, u64 *v)
+{
+	struct tpriv *p = TPRIV(t);
+	u64 tsc = 0;
+	int have_tsc = 0;
+	for (u64 m = 0; m < rt.nmetrics; m++) {
+		switch (rt.msrc[m]) {
+		case MSRC_TSC:
+			if (!have_tsc) {
+				tsc = rdtsc();
+				have_tsc = 1;
+			}
+			v[m] = tsc;
+			break;
+		case MSRC_PMU:
+			if (!p->ev[m].page || blpp_pmu_read(p->ev[m].page, (unsigned long long *)&v[m]) != 0)
+				v[m] = 0;
+			break;
+		default:
+			v[m] = 0;
+		}
+	}
+}
+
 /* ---- counters ---- */
 
-/* A hash table of path counts for one function with many paths. Tables
- * are never resized in place: a full table gets a bigger successor, and
- * new paths go to the last table. A path may so be counted in two tables
- * (two threads inserting it while the successor appears); the writer sums
- * them. Keys are path+1, 0 marks an empty entry. */
-struct hent {
-	u64 key, count;
-};
+/* A hash table of path counts for one record of a function with many
+ * paths. Entries are a key (path+1; 0 marks an empty entry) followed by
+ * rt.stride values (count, then metric sums). Tables are never resized
+ * in place: a full table gets a bigger successor, and new paths go to the
+ * last table; the writer sums a path found in several tables. A record
+ * belongs to one thread, but a signal handler on that thread may count
+ * while a count is interrupted: the atomics keep the table consistent. */
 struct htab {
 	u64 cap; /* power of two */
 	u64 used;
 	struct htab *next;
 	u64 pad;
-	struct hent e[];
+	u64 e[];
 };
 
 enum { HTAB_INIT = 1024 };
@@ -557,55 +603,53 @@ static u64 mix(u64 x)
 	return x;
 }
 
+static u64 hent_words(void) { return 1 + rt.stride; }
+
 static struct htab *htab_new(struct wiped *w, u64 cap)
 {
-	struct htab *h = arena_alloc(&w->arena, sizeof(struct htab) + cap * sizeof(struct hent));
+	struct htab *h = arena_alloc(&w->arena, sizeof(struct htab) + cap * hent_words() * 8);
 	if (h)
 		h->cap = cap;
 	return h;
 }
 
-/* htab_probe counts key in h: 1 if done, 0 if key is not in h and h may
- * not take it (not the last table, or too full). */
-static int htab_probe(struct htab *h, u64 key, int last)
+/* htab_slot returns the values of key in h, inserting it if h may take it
+ * (the last table, not too full), else 0. */
+static u64 *htab_slot(struct htab *h, u64 key, int last)
 {
-	u64 mask = h->cap - 1, i = mix(key) & mask;
+	u64 mask = h->cap - 1, i = mix(key) & mask, hw = hent_words();
 	for (u64 n = 0; n < h->cap; n++, i = (i + 1) & mask) {
-		u64 k = LOAD(&h->e[i].key);
+		u64 *e = &h->e[i * hw];
+		u64 k = LOAD(&e[0]);
 		if (k == 0) {
 			if (!last || LOADR(&h->used) >= h->cap / 2)
 				return 0;
-			if (!CAS(&h->e[i].key, 0, key)) {
-				k = LOAD(&h->e[i].key);
-				if (k != key)
+			if (!CAS(&e[0], 0, key)) {
+				if (LOAD(&e[0]) != key)
 					continue;
 			} else {
 				ADD(&h->used, 1);
 			}
-			ADD(&h->e[i].count, 1);
-			return 1;
+			return e + 1;
 		}
-		if (k == key) {
-			ADD(&h->e[i].count, 1);
-			return 1;
-		}
+		if (k == key)
+			return e + 1;
 	}
 	return 0;
 }
 
-static void hash_count(struct wiped *w, struct htab *h, u64 path)
+static u64 *hash_slot(struct wiped *w, struct htab *h, u64 path)
 {
 	u64 key = path + 1;
 	for (;;) {
 		struct htab *next = LOAD(&h->next);
-		if (htab_probe(h, key, next == 0))
-			return;
+		u64 *v = htab_slot(h, key, next == 0);
+		if (v)
+			return v;
 		if (!next) {
 			struct htab *n = htab_new(w, h->cap * 4);
-			if (!n) {
-				ADD(&w->stats[ST_DROPPED_COUNTS], 1);
-				return;
-			}
+			if (!n)
+				return 0;
 			CAS(&h->next, 0, n); /* a loser's table stays unused in the arena */
 			next = LOAD(&h->next);
 		}
@@ -613,132 +657,193 @@ static void hash_count(struct wiped *w, struct htab *h, u64 path)
 	}
 }
 
-/* zero_counts clears a dense counter array, writing only the 4 KiB runs
- * that hold counts so that untouched bss pages stay unallocated. */
-static void zero_counts(u64 *c, u64 n)
+/* ---- calling context trees [DESIGN 7; Ammons-Ball-Larus 97 §4] ---- */
+
+static struct blpp_record *R(u64 p) { return (struct blpp_record *)p; }
+static struct blpp_node *N(u64 p) { return (struct blpp_node *)p; }
+
+/* over_limit says whether the arena has reached its bound. */
+static int over_limit(void) { return LOADR(&rt.arena_bytes) >= rt.arena_limit; }
+
+/* rec_new makes a record of function fid under parent at call site id
+ * site and links it at the end of t's list (so parents precede children). */
+static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_record *parent, u64 site)
 {
-	for (u64 i = 0; i < n; i += 512) {
-		u64 m = n - i < 512 ? n - i : 512;
-		for (u64 j = 0; j < m; j++) {
-			if (c[i + j]) {
-				mem_zero(c + i, m * 8);
-				break;
-			}
-		}
+	struct wiped *w = rt.w;
+	const struct blpp_func *f = &rt.funcs[fid];
+	u64 dense = f->hashed ? 0 : f->num_paths;
+	struct blpp_record *r;
+	u64 *counts;
+	if (!w || over_limit() || dense > (1ul << 40))
+		goto drop;
+	r = arena_alloc(&w->arena, sizeof(*r));
+	counts = arena_alloc(&w->arena, 8 * (1 + dense * rt.stride));
+	if (!r || !counts)
+		goto drop;
+	if (f->hashed && !(r->hash = (u64)htab_new(w, HTAB_INIT)))
+		goto drop;
+	if (!rt.flow_only) {
+		u64 *kids = arena_alloc(&w->arena, 8 * (f->nsites + 1));
+		if (!kids)
+			goto drop;
+		r->kids = (u64)kids;
+		r->first_site = f->first_site;
+		r->nsites = f->nsites;
 	}
+	r->func = fid;
+	r->counts = (u64)counts;
+	r->parent = (u64)parent;
+	r->site = site;
+	r->index = t->nrecords;
+	r->dense_n = dense; /* last: it tells the fast paths the record is ready */
+	BARRIER();
+	if (t->last_rec)
+		STORE(&R(t->last_rec)->next, (u64)r);
+	else
+		STORE(&t->records, (u64)r);
+	t->last_rec = (u64)r;
+	STORE(&t->nrecords, t->nrecords + 1);
+	return r;
+drop:
+	if (w)
+		ADD(&w->stats[ST_DROPPED_RECORDS], 1);
+	return 0;
+}
+
+/* root returns t's root record of fid, making it if needed. */
+static struct blpp_record *root(struct blpp_thread *t, u64 fid)
+{
+	u64 *flat = (u64 *)t->flat;
+	struct blpp_record *r;
+	if (!flat) {
+		if (!rt.w || !(flat = arena_alloc(&rt.w->arena, 8 * rt.nfuncs)))
+			return 0;
+		t->flat = (u64)flat;
+	}
+	if (flat[fid])
+		return R(flat[fid]);
+	r = rec_new(t, fid, 0, 0);
+	if (r)
+		flat[fid] = (u64)r;
+	return r;
 }
 
 /*
- * fork_reset runs in a fork child, at its first count (or thread switch,
- * or profile write): the wiped memory reads as zero there. The child's
- * profile is to hold what the child did, so the rewriter's dense counters
- * (ordinary bss, inherited) are cleared; the hash tables and partials
- * were in wiped memory and are gone already. The other threads of the
- * parent do not exist in the child, so the thread list keeps only the
- * caller's block; a profile write the parent had in progress is forgotten.
+ * child returns the record of fid called from p at call site id site,
+ * making it if needed, and adds calls to the node that leads there. A
+ * call to a function that has a record on p's chain (p included) reuses
+ * that ancestor (recursion folds: the tree stays finite); its node is
+ * marked folded and listed for the writer. A site that is none or not one
+ * of p's function (an entry from uninstrumented code) uses list 0.
  */
-static void fork_reset(void)
+static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u64 site, u64 fid, u64 calls)
 {
-	struct wiped *w = rt.w;
-	struct blpp_thread *me;
-	if (!CAS(&rt.resetting, 0, 1))
-		return; /* a signal handler interrupted the reset: the caller drops its count */
-	if (!LOAD(&w->live)) {
-		for (u64 i = 0; i < rt.nfuncs; i++) {
-			const struct blpp_func *f = &rt.funcs[i];
-			if (f->counters_vaddr)
-				zero_counts((u64 *)(f->counters_vaddr + rt.bias), f->num_paths);
-		}
-		/* The forking thread's block: %gs points at it in that thread
-		 * and in any thread it has created since. */
-		me = (!rt.fsgsbase || gs_base() != 0) ? gs_block() : 0;
-		if (me)
-			me->next = 0;
-		STORE(&rt.threads, me);
-		rt.nthreads = me ? 1 : 0;
-		rt.write_lock = 0;
-		rt.exit_written = 0;
-		rt.dumps = 0;
-		rt.forked = 1;
-		STORE(&w->live, 1);
-	}
-	STORE(&rt.resetting, 0);
-}
-
-static void fork_check(void)
-{
-	struct wiped *w = rt.w;
-	if (w && !LOAD(&w->live))
-		fork_reset();
-}
-
-/* resolve makes the slot of function fid usable: 1 on success. */
-static int resolve(struct wiped *w, struct slot *s, u64 fid)
-{
-	const struct blpp_func *f = &rt.funcs[fid];
-	struct htab *h;
-	if (!LOAD(&w->live)) {
-		fork_reset();
-		if (!LOAD(&w->live)) {
-			ADD(&w->stats[ST_DROPPED_COUNTS], 1);
-			return 0;
+	struct blpp_node **head, *n, *prev = 0;
+	struct blpp_record *a;
+	u64 idx = 0;
+	if (!p->dense_n && !p->hash)
+		return 0; /* not a record of this epoch */
+	if (site >= p->first_site && site - p->first_site < p->nsites)
+		idx = 1 + site - p->first_site;
+	else
+		site = 0;
+	head = &((struct blpp_node **)p->kids)[idx];
+	for (n = *head; n; prev = n, n = N(n->next)) {
+		if (n->func == fid) {
+			if (prev) { /* move to front: the fast path looks at the head only */
+				prev->next = n->next;
+				n->next = (u64)*head;
+				*head = n;
+			}
+			n->count += calls;
+			return R(n->rec);
 		}
 	}
-	s->num_paths = f->num_paths;
-	if (f->counters_vaddr) {
-		STORE(&s->dense, (u64 *)(f->counters_vaddr + rt.bias));
-		return 1;
-	}
-	if (LOAD(&s->hash))
-		return 1;
-	h = htab_new(w, HTAB_INIT);
-	if (!h) {
-		ADD(&w->stats[ST_DROPPED_COUNTS], 1);
+	for (a = p; a && a->func != fid; a = R(a->parent))
+		;
+	n = rt.w ? arena_alloc(&rt.w->arena, sizeof(*n)) : 0;
+	if (!n)
+		return a;
+	if (!a && !(a = rec_new(t, fid, p, site)))
 		return 0;
+	n->func = fid;
+	n->rec = (u64)a;
+	n->owner = (u64)p;
+	n->site = site;
+	n->count = calls;
+	if (a != R(n->owner) && R(a->parent) == p && a->site == site) {
+		n->folded = 0;
+	} else {
+		n->folded = 1;
+		n->fnext = t->folded;
+		t->folded = (u64)n;
 	}
-	CAS(&s->hash, 0, h);
-	return 1;
+	n->next = (u64)*head;
+	*head = n;
+	return a;
 }
 
-/* count adds one to path `path` of function fid [Ball-Larus 96 §3.3]. */
-static void count(u64 fid, u64 path)
+/* enter_record finds the record of an activation of fid entered at rsp. */
+static struct blpp_record *enter_record(struct blpp_thread *t, u64 fid, u64 rsp)
+{
+	struct blpp_record *p = R(t->record);
+	u64 site = t->call_site;
+	if (t->tail_rec) {
+		if (t->tail_rsp == rsp) {
+			p = R(t->tail_rec);
+			site = t->tail_site;
+		}
+		t->tail_rec = 0;
+	}
+	if (rt.flow_only || !p)
+		return root(t, fid);
+	return child(t, p, site, fid, 1);
+}
+
+/*
+ * count adds one run of path `path` of record r (function fid) with the
+ * metric deltas d [Ball-Larus 96 §3.3; DESIGN 8]. An activation without
+ * its record (the shadow stack overflowed, the arena was full) counts in
+ * the function's root record of the thread: its context is lost
+ * (STATS no_record), its flow is not.
+ */
+static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 path, const u64 *d)
 {
 	struct wiped *w = rt.w;
-	struct slot *s;
-	u64 *d;
-	struct htab *h;
+	u64 *v;
 	if (!w)
 		return;
 	if (fid >= rt.nfuncs) {
 		ADD(&w->stats[ST_BAD_FUNCS], 1);
 		return;
 	}
-	s = &w->slot[fid];
-	d = LOAD(&s->dense);
-	h = LOAD(&s->hash);
-	if (!d && !h) {
-		if (!resolve(w, s, fid))
+	if (!r || r->func != fid || (!r->dense_n && !r->hash)) {
+		ADD(&w->stats[ST_NO_RECORD], 1);
+		if (!(r = root(t, fid)))
 			return;
-		d = LOAD(&s->dense);
-		h = LOAD(&s->hash);
 	}
-	if (path >= s->num_paths) {
+	if (path >= rt.funcs[fid].num_paths) {
 		ADD(&w->stats[ST_BAD_PATHS], 1);
 		return;
 	}
-	if (d)
-		ADD(&d[path], 1);
-	else
-		hash_count(w, h, path);
+	if (path < r->dense_n)
+		v = (u64 *)r->counts + 1 + path * rt.stride;
+	else if (!(v = hash_slot(w, (struct htab *)r->hash, path))) {
+		ADD(&w->stats[ST_DROPPED_COUNTS], 1);
+		return;
+	}
+	ADD(&v[0], 1);
+	for (u64 m = 0; m < rt.nmetrics; m++)
+		ADD(&v[1 + m], d[m]);
 }
 
 /* ---- partial activations [DESIGN 6] ---- */
 
-/* The table of partial activations found while the program runs (frames
- * unwound after a longjmp, live frames of dead threads), keyed by
- * (func, reg); the block is always BLPP_BLOCK_UNKNOWN in this runtime. */
+/* A thread's partial activations found while the program runs (frames
+ * unwound after a longjmp, live frames of a dead thread whose block is
+ * reused), keyed by (record, func, block, reg). */
 struct pent {
-	u64 func, block;
+	u64 rec, func, block;
 	s64 reg;
 	u64 count;
 };
@@ -747,7 +852,7 @@ struct ptab {
 	struct pent e[PTAB_CAP];
 };
 
-static int try_lock(u64 *l)
+static int try_lock(unsigned long long *l)
 {
 	for (int i = 0; i < 1000; i++) {
 		if (CAS(l, 0, 1))
@@ -772,28 +877,33 @@ static u64 site_block(u64 func, u64 site)
 	return s->func == func ? s->block : BLPP_BLOCK_UNKNOWN;
 }
 
-static void partial_add(u64 func, u64 block, s64 reg)
+static void partial_add(struct blpp_thread *t, struct blpp_record *rec, u64 func, u64 block, s64 reg)
 {
 	struct wiped *w = rt.w;
 	struct ptab *p;
 	if (!w)
 		return;
-	if (!try_lock(&w->plock)) {
+	if (rec && rec->func != func)
+		rec = 0;
+	if (!try_lock(&t->plock)) {
 		ADD(&w->stats[ST_DROPPED_PARTIALS], 1);
 		return;
 	}
-	p = w->ptab;
-	if (!p)
-		p = w->ptab = arena_alloc(&w->arena, sizeof(struct ptab));
+	p = (struct ptab *)t->partials;
+	if (!p) {
+		p = arena_alloc(&w->arena, sizeof(struct ptab));
+		t->partials = (u64)p;
+	}
 	if (p) {
-		u64 i = mix(func * 0x9e3779b97f4a7c15ul ^ (u64)reg ^ block << 40) & (PTAB_CAP - 1);
+		u64 i = mix(func * 0x9e3779b97f4a7c15ul ^ (u64)reg ^ block << 40 ^ (u64)rec) & (PTAB_CAP - 1);
 		for (u64 n = 0; n < PTAB_CAP; n++, i = (i + 1) & (PTAB_CAP - 1)) {
 			struct pent *e = &p->e[i];
-			if (e->count && e->func == func && e->block == block && e->reg == reg) {
+			if (e->count && e->rec == (u64)rec && e->func == func && e->block == block && e->reg == reg) {
 				STORE(&e->count, e->count + 1);
 				goto out;
 			}
 			if (!e->count) {
+				e->rec = (u64)rec;
 				e->func = func;
 				e->block = block;
 				e->reg = reg;
@@ -804,7 +914,92 @@ static void partial_add(u64 func, u64 block, s64 reg)
 	}
 	ADD(&w->stats[ST_DROPPED_PARTIALS], 1);
 out:
-	STORE(&w->plock, 0);
+	STORE(&t->plock, 0);
+}
+
+/* frame_record is the record of activation i of t: the one its callee
+ * saved, or the thread's current one for the newest. */
+static struct blpp_record *frame_record(struct blpp_thread *t, u64 i)
+{
+	u64 d = depth(t);
+	return R(i + 1 < d ? frames(t)[i + 1].record : t->record);
+}
+
+/* record_live adds the live activations of t to its partials (a dead
+ * thread's, whose block is about to be reused). */
+static void record_live(struct blpp_thread *t)
+{
+	struct blpp_frame *f = frames(t);
+	u64 n = depth(t);
+	/* The newest activation of a dead thread stopped who knows where;
+	 * each older one stopped at the call its callee's frame recorded. */
+	for (u64 i = n; i-- > 0;)
+		partial_add(t, frame_record(t, i), f[i].func,
+			    i + 1 == n ? BLPP_BLOCK_UNKNOWN : site_block(f[i].func, f[i + 1].site),
+			    i + 1 == n ? t->r : f[i + 1].saved_r);
+}
+
+/*
+ * fork_reset runs in a fork child, at its first slow path (or profile
+ * write): the wiped memory reads as zero there, so the child's trees,
+ * counters and partials are gone and it counts only its own work. The
+ * other threads of the parent do not exist in the child, so the thread
+ * list keeps only the caller's block, whose records are made again for
+ * the activations live on its shadow stack (with no counts: their calls
+ * are the parent's). A profile write the parent had in progress is
+ * forgotten.
+ */
+static void fork_reset(void)
+{
+	struct wiped *w = rt.w;
+	struct blpp_thread *me;
+	if (!CAS(&rt.resetting, 0, 1))
+		return; /* a signal handler interrupted the reset */
+	if (!LOAD(&w->live)) {
+		STORE(&w->live, 1);
+		rt.epoch++;
+		/* The forking thread's block: %gs points at it in that thread
+		 * and in any thread it has created since. */
+		me = (!rt.fsgsbase || gs_base() != 0) ? gs_block() : 0;
+		if (me) {
+			struct blpp_frame *f = frames(me);
+			struct blpp_record *prev = 0;
+			u64 d = depth(me);
+			me->next = 0;
+			me->records = me->last_rec = me->nrecords = 0;
+			me->folded = me->partials = me->plock = me->flat = 0;
+			me->tail_rec = 0;
+			me->tid = gettid();
+			for (u64 i = 0; i < d; i++) {
+				struct blpp_record *r;
+				f[i].record = (u64)prev;
+				if (f[i].func >= rt.nfuncs)
+					r = 0;
+				else if (!prev || rt.flow_only)
+					r = root(me, f[i].func);
+				else
+					r = child(me, prev, f[i].site, f[i].func, 0);
+				prev = r;
+			}
+			me->record = (u64)prev;
+			if (rt.nmetrics)
+				metrics_open(me);
+		}
+		STORE(&rt.threads, me);
+		rt.nthreads = me ? 1 : 0;
+		rt.write_lock = 0;
+		rt.exit_written = 0;
+		rt.dumps = 0;
+		rt.forked = 1;
+	}
+	STORE(&rt.resetting, 0);
+}
+
+static void fork_check(void)
+{
+	struct wiped *w = rt.w;
+	if (w && !LOAD(&w->live))
+		fork_reset();
 }
 
 /*
@@ -813,8 +1008,8 @@ out:
  * without passing its exit (longjmp, an exception, a tail call through
  * uninstrumented code). `inclusive` also pops a frame at exactly rsp (at
  * an entry, where a live caller's frame is always strictly above). Each is
- * recorded as a partial with the register it had; the register then
- * returns to the value its caller had.
+ * recorded as a partial with the register it had; the register, record
+ * and call site return to their caller's.
  */
 static void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
 {
@@ -826,10 +1021,13 @@ static void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
 		/* f stopped at its last call (t->call_site, the call that left
 		 * it, e.g. to longjmp), or somewhere unknown if that id is not
 		 * one of f's. */
-		partial_add(f->func, site_block(f->func, t->call_site), t->r);
+		partial_add(t, R(t->record), f->func, site_block(f->func, t->call_site), t->r);
 		ADD(&rt.w->stats[ST_UNWOUND], 1);
 		t->r = f->saved_r;
 		t->call_site = f->site;
+		t->record = f->record;
+		for (u64 m = 0; m < rt.nmetrics; m++)
+			t->macc[m] = f->saved_acc[m];
 		BARRIER();
 		t->sp = (u64)f;
 	}
@@ -844,20 +1042,55 @@ static void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
  * reserved but not yet filled): it must not unwind, only push and pop
  * above. The handler's activations are deeper than everything on the
  * shadow stack, so there is nothing for it to unwind anyway.
+ *
+ * Metrics [DESIGN 8]: t->mstart holds the counters when the running path
+ * last resumed, t->macc what it accumulated before. An entry adds the
+ * caller's progress to its macc and saves it in the new frame; an exit
+ * or backedge charges macc + (now - mstart) to the path that ends; an
+ * exit gives the caller its macc back. So a path's metrics exclude its
+ * callees, and the runtime's own time after a read is charged to whatever
+ * resumes.
  */
+
+static struct blpp_thread *stub_thread(void)
+{
+	struct blpp_thread *t;
+	fork_check();
+	t = thread_get();
+	if (t && rt.nmetrics && TPRIV(t)->epoch != rt.epoch + 1)
+		metrics_open(t);
+	return t;
+}
+
+/* path_metrics sets d to the metrics of the path that ends now. */
+static void path_metrics(struct blpp_thread *t, const u64 *now, u64 *d)
+{
+	for (u64 m = 0; m < rt.nmetrics; m++) {
+		d[m] = t->macc[m] + (now[m] - t->mstart[m]);
+		t->macc[m] = 0;
+		t->mstart[m] = now[m];
+	}
+}
 
 /* blpp_rt_enter: function fid was entered with %rsp == rsp. */
 void blpp_rt_enter(u64 fid, u64 rsp)
 {
-	struct blpp_thread *t = thread_get();
+	struct blpp_thread *t = stub_thread();
 	struct blpp_frame *f;
-	u64 nested;
+	struct blpp_record *r = 0;
+	u64 nested, now[BLPP_MAX_METRICS];
 	if (!t)
 		return;
 	nested = t->busy++;
 	BARRIER();
+	if (rt.nmetrics)
+		metrics_read(t, now);
 	if (rt.w && !nested)
 		unwind(t, rsp, 1);
+	if (rt.w && fid < rt.nfuncs)
+		r = enter_record(t, fid, rsp);
+	else if (rt.w)
+		ADD(&rt.w->stats[ST_BAD_FUNCS], 1);
 	f = (struct blpp_frame *)t->sp;
 	if (t->overflow == 0 && (u64)(f + 1) <= t->sp_limit) {
 		/* Reserve, then fill: a signal handler's push/pop pair that
@@ -867,43 +1100,75 @@ void blpp_rt_enter(u64 fid, u64 rsp)
 		f->rsp = rsp;
 		f->saved_r = t->r;
 		f->func = fid;
-		f->record = 0;
+		f->record = t->record;
 		f->site = t->call_site;
+		for (u64 m = 0; m < rt.nmetrics; m++)
+			f->saved_acc[m] = t->macc[m] + (now[m] - t->mstart[m]);
 	} else {
 		t->overflow++;
 		if (rt.w)
 			ADD(&rt.w->stats[ST_SHADOW_OVERFLOW], 1);
 	}
+	for (u64 m = 0; m < rt.nmetrics; m++) {
+		t->macc[m] = 0;
+		t->mstart[m] = now[m];
+	}
 	t->r = 0;
-	if (rt.w && fid < rt.nfuncs)
-		ADD(&rt.w->slot[fid].calls, 1);
+	t->call_site = 0;
+	t->record = (u64)r;
+	if (r)
+		ADD((u64 *)r->counts, 1);
 	BARRIER();
 	t->busy--;
 }
 
-/* blpp_rt_exit: function fid ends its path at an exit, %rsp == rsp. */
-void blpp_rt_exit(u64 fid, u64 rsp)
+/* pop ends the activation of fid on top of t's shadow stack. */
+static void pop(struct blpp_thread *t, u64 fid)
 {
-	struct blpp_thread *t = thread_get();
-	u64 nested;
-	if (!t)
-		return;
-	nested = t->busy++;
-	BARRIER();
-	if (rt.w && !nested && t->overflow == 0)
-		unwind(t, rsp, 0);
-	count(fid, (u64)t->r);
 	if (t->overflow) {
 		t->overflow--;
-		t->r = 0; /* the caller's register was not saved */
+		t->r = 0; /* the caller's register and record were not saved */
 	} else if (t->sp > t->sp_base && ((struct blpp_frame *)t->sp - 1)->func == fid) {
 		struct blpp_frame *f = (struct blpp_frame *)t->sp - 1;
 		t->r = f->saved_r;
 		t->call_site = f->site;
+		t->record = f->record;
+		for (u64 m = 0; m < rt.nmetrics; m++)
+			t->macc[m] = f->saved_acc[m];
 		BARRIER();
 		t->sp = (u64)f;
 	} else if (rt.w) {
 		ADD(&rt.w->stats[ST_EXIT_MISMATCH], 1);
+	}
+}
+
+/* blpp_rt_exit: function fid ends its path at an exit, %rsp == rsp. A
+ * tail site (not 0) says the exit is a tail jump from that site to an
+ * instrumented function, whose entry is to become a child of this
+ * activation's record. */
+void blpp_rt_exit(u64 fid, u64 rsp, u64 tail_site)
+{
+	struct blpp_thread *t = stub_thread();
+	u64 nested, now[BLPP_MAX_METRICS], d[BLPP_MAX_METRICS];
+	struct blpp_record *r;
+	if (!t)
+		return;
+	nested = t->busy++;
+	BARRIER();
+	if (rt.nmetrics) {
+		metrics_read(t, now);
+		path_metrics(t, now, d);
+	}
+	if (rt.w && !nested && t->overflow == 0)
+		unwind(t, rsp, 0);
+	r = R(t->record);
+	count(t, r, fid, (u64)t->r, d);
+	pop(t, fid);
+	t->tail_rec = 0;
+	if (tail_site && r && !rt.flow_only) {
+		t->tail_rec = (u64)r;
+		t->tail_site = tail_site;
+		t->tail_rsp = rsp;
 	}
 	BARRIER();
 	t->busy--;
@@ -912,12 +1177,17 @@ void blpp_rt_exit(u64 fid, u64 rsp)
 /* blpp_rt_backedge: count[fid][r + k]++, r = restart [Ball-Larus 96 §3.4]. */
 void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
 {
-	struct blpp_thread *t = thread_get();
+	struct blpp_thread *t = stub_thread();
+	u64 now[BLPP_MAX_METRICS], d[BLPP_MAX_METRICS];
 	if (!t)
 		return;
 	t->busy++;
 	BARRIER();
-	count(fid, (u64)t->r + k);
+	if (rt.nmetrics) {
+		metrics_read(t, now);
+		path_metrics(t, now, d);
+	}
+	count(t, R(t->record), fid, (u64)t->r + k, d);
 	t->r = (s64)restart;
 	BARRIER();
 	t->busy--;
@@ -935,18 +1205,22 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
  */
 void blpp_rt_setjmp_ret(u64 fid, u64 k, u64 restart, u64 site, u64 rsp)
 {
-	struct blpp_thread *t = thread_get();
-	u64 nested;
+	struct blpp_thread *t = stub_thread();
+	u64 nested, now[BLPP_MAX_METRICS], d[BLPP_MAX_METRICS];
 	if (!t)
 		return;
 	nested = t->busy++;
 	BARRIER();
+	if (rt.nmetrics) {
+		metrics_read(t, now);
+		path_metrics(t, now, d);
+	}
 	if (rt.w && !nested && t->overflow == 0)
 		unwind(t, rsp, 0);
 	if (t->call_site == site)
-		count(fid, (u64)t->r + k);
+		count(t, R(t->record), fid, (u64)t->r + k, d);
 	else
-		partial_add(fid, site_block(fid, t->call_site), t->r);
+		partial_add(t, R(t->record), fid, site_block(fid, t->call_site), t->r);
 	t->r = (s64)restart;
 	t->call_site = site;
 	BARRIER();
@@ -1042,15 +1316,23 @@ static void ob_section(struct obuf *out, u8 tag, struct obuf *payload)
 		out->err = 1;
 }
 
-/* Heapsorts (no libc qsort): path entries by id, partials by (func, block, reg). */
+/* Heapsorts (no libc qsort): path entries by id, partials by (rec, func, block, reg). */
 static int pent_less(const struct pent *a, const struct pent *b)
 {
+	if (a->rec != b->rec)
+		return a->rec < b->rec;
 	if (a->func != b->func)
 		return a->func < b->func;
 	if (a->block != b->block)
 		return a->block < b->block;
 	return a->reg < b->reg;
 }
+
+/* hent: a hash entry copied out for sorting; values beyond stride unused. */
+struct hent {
+	u64 key;
+	u64 v[1 + BLPP_MAX_METRICS];
+};
 
 static int hent_less(const struct hent *a, const struct hent *b) { return a->key < b->key; }
 
@@ -1089,17 +1371,30 @@ DEFINE_HEAPSORT(sort_pents, struct pent, pent_less)
 DEFINE_SIFT(sort_hents, struct hent, hent_less)
 DEFINE_HEAPSORT(sort_hents, struct hent, hent_less)
 
-/* hash_paths encodes the paths of a hash-counted function into out,
- * summing a path found in several tables; returns their number. */
+/* put_path encodes one path entry: id, count, metric sums (unavailable
+ * metrics are written as 0, as the format wants). */
+static void put_path(struct obuf *out, u64 id, const u64 *v)
+{
+	ob_uv(out, id);
+	ob_uv(out, v[0]);
+	for (u64 m = 0; m < rt.nmetrics; m++)
+		ob_uv(out, rt.mkind[m] == BLPP_METRIC_UNAVAILABLE ? 0 : v[1 + m]);
+}
+
+/* hash_paths encodes the paths of a hashed record into out, summing a
+ * path found in several tables; returns their number. */
 static u64 hash_paths(struct htab *h, struct obuf *out, struct obuf *scratch)
 {
 	struct hent *e;
-	u64 n = 0, np = 0;
+	u64 n = 0, np = 0, hw = hent_words();
 	scratch->len = 0;
 	for (; h; h = LOAD(&h->next)) {
 		for (u64 i = 0; i < h->cap; i++) {
-			struct hent x = {LOAD(&h->e[i].key), LOADR(&h->e[i].count)};
-			if (x.key && x.count)
+			u64 *src = &h->e[i * hw];
+			struct hent x = {LOAD(&src[0]), {0}};
+			for (u64 j = 0; j < rt.stride; j++)
+				x.v[j] = LOADR(&src[1 + j]);
+			if (x.key && x.v[0])
 				ob_put(scratch, &x, sizeof(x));
 		}
 	}
@@ -1109,88 +1404,106 @@ static u64 hash_paths(struct htab *h, struct obuf *out, struct obuf *scratch)
 	n = scratch->len / sizeof(*e);
 	sort_hents(e, n);
 	for (u64 i = 0; i < n;) {
-		u64 key = e[i].key, c = 0;
-		for (; i < n && e[i].key == key; i++)
-			c += e[i].count;
-		ob_uv(out, key - 1);
-		ob_uv(out, c);
+		struct hent sum = {e[i].key, {0}};
+		for (; i < n && e[i].key == sum.key; i++)
+			for (u64 j = 0; j < rt.stride; j++)
+				sum.v[j] += e[i].v[j];
+		put_path(out, sum.key - 1, sum.v);
 		np++;
 	}
 	return np;
 }
 
-/* write_records encodes one flow-only record per function with counts. */
-static u64 write_records(struct obuf *recs, struct obuf *paths, struct obuf *scratch)
+/* local_site is the file's call-site number of id site in record p: the
+ * local index + 1, 0 for none. */
+static u64 local_site(struct blpp_record *p, u64 site)
 {
-	struct wiped *w = rt.w;
-	u64 nrec = 0;
-	if (!w)
+	if (!p || !site || site < p->first_site || site - p->first_site >= p->nsites)
 		return 0;
-	for (u64 fid = 0; fid < rt.nfuncs; fid++) {
-		struct slot *s = &w->slot[fid];
-		u64 *d = LOAD(&s->dense);
-		struct htab *h = LOAD(&s->hash);
-		u64 calls = LOADR(&s->calls), np = 0;
-		if (!d && !h && !calls)
-			continue;
+	return 1 + site - p->first_site;
+}
+
+/* write_records encodes the records of thread t, parents first (the
+ * list order), numbering them in rec->index. */
+static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *paths, struct obuf *scratch)
+{
+	u64 nrec = 0, limit = LOAD(&t->nrecords);
+	for (struct blpp_record *r = R(LOAD(&t->records)); r && nrec < limit; r = R(LOAD(&r->next))) {
+		u64 *c = (u64 *)r->counts, np = 0;
+		struct blpp_record *p = R(r->parent);
 		paths->len = 0;
-		if (d) {
-			for (u64 id = 0; id < s->num_paths; id++) {
-				u64 c = LOADR(&d[id]);
-				if (c) {
-					ob_uv(paths, id);
-					ob_uv(paths, c);
-					np++;
-				}
+		for (u64 id = 0; id < r->dense_n; id++) {
+			u64 *v = c + 1 + id * rt.stride;
+			if (LOADR(&v[0])) {
+				put_path(paths, id, v);
+				np++;
 			}
-		} else if (h) {
-			np = hash_paths(h, paths, scratch);
 		}
-		if (!calls && !np)
-			continue;
-		ob_uv(recs, fid);
-		ob_uv(recs, 0); /* parent: a root (flow-only) */
-		ob_uv(recs, 0); /* call site */
-		ob_uv(recs, calls);
+		if (r->hash)
+			np += hash_paths((struct htab *)r->hash, paths, scratch);
+		nrec++;
+		ob_uv(recs, r->func);
+		ob_uv(recs, p ? p->index + 1 : 0);
+		ob_uv(recs, local_site(p, r->site));
+		ob_uv(recs, LOADR(&c[0]));
 		ob_uv(recs, np);
 		ob_put(recs, paths->p, paths->len);
 		if (paths->err)
 			recs->err = 1;
-		nrec++;
 	}
 	return nrec;
 }
 
-/*
- * write_partials encodes the partial activations: those found while the
- * program ran, and the live activations of the calling thread (the one
- * exiting, crashing or handling the dump signal). When the calling thread
- * was inside a stub (a signal handler interrupted it) its newest frame
- * may be half made and is left out.
- */
-static u64 write_partials(struct obuf *parts, struct obuf *scratch)
+/* write_folded encodes t's folded calls (recursion folded onto an
+ * ancestor record, or a second call site of the same parent reaching one
+ * record): from, call site, to, count. */
+static u64 write_folded(struct blpp_thread *t, u64 nrec, struct obuf *out)
 {
-	struct wiped *w = rt.w;
-	struct blpp_thread *t = thread_peek();
+	u64 n = 0;
+	for (struct blpp_node *x = N(LOAD(&t->folded)); x; x = N(x->fnext)) {
+		u64 c = LOADR(&x->count);
+		if (!c || R(x->owner)->index >= nrec || R(x->rec)->index >= nrec)
+			continue;
+		ob_uv(out, R(x->owner)->index);
+		ob_uv(out, local_site(R(x->owner), x->site));
+		ob_uv(out, R(x->rec)->index);
+		ob_uv(out, c);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * write_partials encodes t's partial activations: those found while the
+ * program ran, and, when t is the calling thread (the one exiting,
+ * crashing or handling the dump signal), its live activations. When the
+ * calling thread was inside a stub (a signal handler interrupted it) its
+ * newest frame may be half made and is left out.
+ */
+static u64 write_partials(struct blpp_thread *t, int self, u64 nrec, struct obuf *parts, struct obuf *scratch)
+{
+	struct ptab *pt = (struct ptab *)t->partials;
 	struct pent *e;
 	u64 n, np = 0;
 	scratch->len = 0;
-	if (w && w->ptab) {
+	if (pt) {
 		for (u64 i = 0; i < PTAB_CAP; i++) {
-			struct pent *e = &w->ptab->e[i];
+			struct pent *e = &pt->e[i];
 			u64 c = LOAD(&e->count); /* published last, so read first */
 			if (c) {
-				struct pent x = {e->func, e->block, e->reg, c};
+				struct pent x = {e->rec, e->func, e->block, e->reg, c};
 				ob_put(scratch, &x, sizeof(x));
 			}
 		}
 	}
-	if (t) {
+	if (self) {
 		struct blpp_frame *f = frames(t);
 		u64 d = depth(t);
 		s64 reg = t->r;
+		struct blpp_record *rec = R(t->record);
 		if (t->busy && d > 0) {
 			reg = f[d - 1].saved_r;
+			rec = R(f[d - 1].record);
 			d--;
 		}
 		/* Where each activation stopped: the newest at its last call
@@ -1199,10 +1512,13 @@ static u64 write_partials(struct obuf *parts, struct obuf *scratch)
 		 * the call its callee's frame recorded. */
 		u64 site = rt.writing_why == 0 && !t->busy ? t->call_site : 0;
 		for (u64 i = d; i-- > 0;) {
-			struct pent x = {f[i].func, site_block(f[i].func, site), reg, 1};
+			struct pent x = {(u64)rec, f[i].func, site_block(f[i].func, site), reg, 1};
+			if (rec && rec->func != f[i].func)
+				x.rec = 0;
 			ob_put(scratch, &x, sizeof(x));
 			reg = f[i].saved_r;
 			site = f[i].site;
+			rec = R(f[i].record);
 		}
 	}
 	if (scratch->err)
@@ -1213,9 +1529,9 @@ static u64 write_partials(struct obuf *parts, struct obuf *scratch)
 	for (u64 i = 0; i < n;) {
 		struct pent k = e[i];
 		u64 c = 0;
-		for (; i < n && e[i].func == k.func && e[i].block == k.block && e[i].reg == k.reg; i++)
+		for (; i < n && e[i].rec == k.rec && e[i].func == k.func && e[i].block == k.block && e[i].reg == k.reg; i++)
 			c += e[i].count;
-		ob_uv(parts, 0); /* no record: flow-only */
+		ob_uv(parts, k.rec && R(k.rec)->index < nrec ? R(k.rec)->index + 1 : 0);
 		ob_uv(parts, k.func);
 		ob_uv(parts, k.block);
 		ob_sv(parts, k.reg);
@@ -1236,19 +1552,26 @@ static void write_stats(struct obuf *b, u64 nrec)
 {
 	u64 z[NSTATS] = {0};
 	const u64 *s = rt.w ? rt.w->stats : z;
-	ob_uv(b, 13);
+	int tsc = 0;
+	for (u64 m = 0; m < rt.nmetrics; m++)
+		tsc |= rt.msrc[m] == MSRC_TSC;
+	ob_uv(b, 15 + (u64)tsc);
 	write_stat(b, BLPP_STAT_ARENA_BYTES, LOADR(&rt.arena_bytes));
 	write_stat(b, "bad_funcs", LOADR(&s[ST_BAD_FUNCS]));
 	write_stat(b, "bad_paths", LOADR(&s[ST_BAD_PATHS]));
 	write_stat(b, "dropped_counts", LOADR(&s[ST_DROPPED_COUNTS]));
 	write_stat(b, "dropped_partials", LOADR(&s[ST_DROPPED_PARTIALS]));
-	write_stat(b, BLPP_STAT_DROPPED_RECORDS, 0);
+	write_stat(b, BLPP_STAT_DROPPED_RECORDS, LOADR(&s[ST_DROPPED_RECORDS]));
 	write_stat(b, "dumps", rt.dumps);
 	write_stat(b, "exit_mismatch", LOADR(&s[ST_EXIT_MISMATCH]));
 	write_stat(b, "fork_child", rt.forked);
+	write_stat(b, "no_record", LOADR(&s[ST_NO_RECORD]));
+	write_stat(b, "record_bytes", sizeof(struct blpp_record));
 	write_stat(b, BLPP_STAT_RECORDS, nrec);
 	write_stat(b, "shadow_overflow", LOADR(&s[ST_SHADOW_OVERFLOW]));
 	write_stat(b, BLPP_STAT_THREADS, LOADR(&rt.nthreads));
+	if (tsc)
+		write_stat(b, "tsc_total", rdtsc() - rt.tsc_init);
 	write_stat(b, "unwound_frames", LOADR(&s[ST_UNWOUND]));
 }
 
@@ -1343,7 +1666,8 @@ static u64 fnv1a(const u8 *p, u64 n)
  */
 static void write_profile(u32 why, int wait)
 {
-	struct obuf out = {0}, sec = {0}, recs = {0}, parts = {0}, paths = {0}, scratch = {0};
+	struct obuf out = {0}, sec = {0}, recs = {0}, parts = {0}, paths = {0}, scratch = {0}, folded = {0};
+	struct blpp_thread *self;
 	u64 pid, tid, nrec, npart, sum;
 	struct {
 		long s, ns;
@@ -1360,26 +1684,45 @@ static void write_profile(u32 why, int wait)
 
 	ob_put(&out, BLPP_MAGIC, BLPP_MAGIC_LEN);
 	ob_le(&out, BLPP_VERSION, 4);
-	ob_le(&out, BLPP_FLAG_FLOW_ONLY | why, 4);
+	ob_le(&out, (rt.flow_only ? BLPP_FLAG_FLOW_ONLY : 0) | why, 4);
 	ob_uv(&out, rt.build_id_len);
 	ob_put(&out, rt.build_id, rt.build_id_len);
 	ob_uv(&out, pid);
 	sc2(SYS_clock_gettime, 0 /* CLOCK_REALTIME */, &now);
 	ob_uv(&out, (u64)now.s * 1000000000ul + (u64)now.ns);
-	ob_uv(&out, 1); /* metrics: freq only (flow-only, no counters yet) */
+	ob_uv(&out, 1 + rt.nmetrics);
 	ob_str(&out, BLPP_METRIC_FREQ);
 	ob_u8(&out, BLPP_METRIC_REAL);
+	for (u64 m = 0; m < rt.nmetrics; m++) {
+		ob_str(&out, rt.mname[m]);
+		ob_u8(&out, rt.mkind[m]);
+	}
 
-	nrec = write_records(&recs, &paths, &scratch);
-	npart = write_partials(&parts, &scratch);
-	ob_uv(&sec, pid); /* flow-only: one THREAD section for all threads */
-	ob_uv(&sec, nrec);
-	ob_put(&sec, recs.p, recs.len);
-	ob_uv(&sec, npart);
-	ob_put(&sec, parts.p, parts.len);
-	if (recs.err || parts.err)
-		sec.err = 1;
-	ob_section(&out, BLPP_TAG_THREAD, &sec);
+	/* One THREAD section per thread block (the list is newest first;
+	 * the order carries no meaning). */
+	nrec = 0;
+	self = thread_peek();
+	for (struct blpp_thread *t = LOAD(&rt.threads); t; t = (struct blpp_thread *)t->next) {
+		u64 n = write_records(t, &recs, &paths, &scratch), nf;
+		nrec += n;
+		npart = write_partials(t, t == self, n, &parts, &scratch);
+		folded.len = 0;
+		nf = write_folded(t, n, &folded);
+		sec.len = 0;
+		ob_uv(&sec, t->tid);
+		ob_uv(&sec, n);
+		ob_put(&sec, recs.p, recs.len);
+		ob_uv(&sec, npart);
+		ob_put(&sec, parts.p, parts.len);
+		if (nf) {
+			ob_uv(&sec, nf);
+			ob_put(&sec, folded.p, folded.len);
+		}
+		if (recs.err || parts.err || folded.err)
+			sec.err = 1;
+		ob_section(&out, BLPP_TAG_THREAD, &sec);
+		recs.len = parts.len = 0;
+	}
 	sec.len = 0;
 	write_stats(&sec, nrec);
 	ob_section(&out, BLPP_TAG_STATS, &sec);
@@ -1424,6 +1767,7 @@ static void write_profile(u32 why, int wait)
 	ob_free(&parts);
 	ob_free(&paths);
 	ob_free(&scratch);
+	ob_free(&folded);
 	STORE(&rt.write_lock, 0);
 }
 
@@ -1535,6 +1879,83 @@ static void set_template(const char *name)
 	rt.tmpl[n + len] = 0;
 }
 
+/* str_eq compares two NUL-terminated strings. */
+static int str_eq(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+/*
+ * metrics_init reads the metric table and decides, by opening each perf
+ * event once on the main thread, where every metric comes from
+ * [DESIGN 8]: rdpmc when the kernel allows user reads of it, else for
+ * "cycles" (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES) the time-stamp
+ * counter, recorded as "tsc" of kind fallback, else nothing (kind
+ * unavailable, values 0). What is missing is said once on stderr.
+ */
+static void metrics_init(const volatile struct blpp_config *c)
+{
+	const struct blpp_metric *mt = (const struct blpp_metric *)(c->metrics_vaddr + rt.bias);
+	char missing[256];
+	u64 nmiss = 0;
+	long err = 0;
+	int fell_back = 0;
+	rt.nmetrics = c->metrics_vaddr && c->nmetrics <= BLPP_MAX_METRICS ? c->nmetrics : 0;
+	rt.stride = 1 + rt.nmetrics;
+	for (u64 m = 0; m < rt.nmetrics; m++) {
+		mem_copy(rt.mname[m], (const void *)mt[m].name, sizeof(mt[m].name));
+		rt.mname[m][sizeof(rt.mname[m]) - 1] = 0;
+		rt.mtype[m] = (u32)mt[m].type;
+		rt.mconfig[m] = mt[m].config;
+	}
+	for (u64 m = 0; m < rt.nmetrics; m++) {
+		struct blpp_pmu_ev ev;
+		int r;
+		if (mt[m].type == BLPP_METRIC_TYPE_TSC) {
+			rt.msrc[m] = MSRC_TSC;
+			rt.mkind[m] = BLPP_METRIC_REAL;
+			continue;
+		}
+		r = blpp_pmu_open(rt.mtype[m], rt.mconfig[m], &ev);
+		if (r == 0 && blpp_pmu_has_rdpmc(ev.page)) {
+			rt.msrc[m] = MSRC_PMU;
+			rt.mkind[m] = BLPP_METRIC_REAL;
+			blpp_pmu_close(&ev);
+			continue;
+		}
+		if (r == 0)
+			blpp_pmu_close(&ev);
+		else if (!err)
+			err = r;
+		if (rt.mtype[m] == 0 && rt.mconfig[m] == 0) { /* cycles */
+			int named = 0;
+			for (u64 k = 0; k < rt.nmetrics; k++)
+				named |= str_eq(rt.mname[k], "tsc");
+			rt.msrc[m] = MSRC_TSC;
+			rt.mkind[m] = BLPP_METRIC_FALLBACK;
+			if (!named)
+				mem_copy(rt.mname[m], "tsc", 4);
+			fell_back = 1;
+			continue;
+		}
+		rt.msrc[m] = MSRC_NONE;
+		rt.mkind[m] = BLPP_METRIC_UNAVAILABLE;
+		for (const char *p = nmiss ? ", " : ""; *p && nmiss < sizeof(missing) - 1; p++)
+			missing[nmiss++] = *p;
+		for (const char *p = rt.mname[m]; *p && nmiss < sizeof(missing) - 1; p++)
+			missing[nmiss++] = *p;
+	}
+	missing[nmiss] = 0;
+	if (fell_back || nmiss)
+		say(err ? "no usable hardware counters (perf_event_open)" : "hardware counters cannot be read with rdpmc",
+		    fell_back ? ": cycles measured with rdtsc (tsc)" : "",
+		    nmiss ? (fell_back ? "; not measured" : ": not measured") : "", err);
+	if (nmiss)
+		say("  unavailable metrics (values 0): ", missing, "", 0);
+}
+
 /*
  * blpp_init runs once, from blpp_start, before the program's own entry
  * code; sp is the initial stack (argc, argv, envp, auxv). It returns with
@@ -1581,12 +2002,13 @@ void blpp_init(u64 *sp)
 		die("the runtime configuration is invalid");
 	rt.init_pid = getpid();
 
-	rt.w = map_wiped(page_up(sizeof(struct wiped) + rt.nfuncs * sizeof(struct slot)));
-	if (rt.w) {
+	rt.flow_only = (rt.flags & BLPP_CONFIG_FLAG_FLOW_ONLY) != 0;
+	rt.arena_limit = c->arena_limit ? c->arena_limit : BLPP_DEFAULT_ARENA_LIMIT;
+	metrics_init(c);
+	rt.w = map_wiped(page_up(sizeof(struct wiped)));
+	if (rt.w)
 		rt.w->live = 1;
-		blpp_fast_slots = (u64)rt.w->slot;
-		blpp_fast_nfuncs = rt.nfuncs;
-	} else
+	else
 		say("cannot map the counter state: no paths are counted", "", "", 0);
 
 	/* A static binary sets its thread pointer later, in libc's start
@@ -1612,8 +2034,13 @@ void blpp_init(u64 *sp)
 	block_link(t);
 	set_gs(t);
 
+	if (rt.nmetrics)
+		metrics_open(t);
 	set_template(profile);
 	rt.ready = 1;
+	if (rt.w)
+		blpp_fast_slots = 1;
+	rt.tsc_init = rdtsc();
 	install_handlers(c->dump_signal);
 }
 

@@ -39,17 +39,26 @@ type Config struct {
 	Flags        uint64 `c:"flags"`       // ConfigFlag* bits
 	// SitesVaddr points at NSites Site entries indexed by call-site id (id
 	// 0 is "none"): the call sites instrumentation records in
-	// Thread.CallSite before each call, so that an activation stopped at a
-	// call is recorded with the block it stopped in.
-	SitesVaddr uint64    `c:"sites_vaddr"`
-	NSites     uint64    `c:"nsites"`
-	Reserved   [4]uint64 `c:"reserved"` // zero; room for the calling-context and counter settings
+	// Thread.CallSite before each call. A function's sites are the ids
+	// [Func.FirstSite, Func.FirstSite+Func.NSites): its calls in address
+	// order, then its direct tail jumps to instrumented functions.
+	SitesVaddr uint64 `c:"sites_vaddr"`
+	NSites     uint64 `c:"nsites"`
+	// MetricsVaddr points at NMetrics Metric entries: the metrics besides
+	// "freq" to read at path boundaries [DESIGN 8]; 0 entries: freq only.
+	MetricsVaddr uint64 `c:"metrics_vaddr"`
+	NMetrics     uint64 `c:"nmetrics"`
+	// ArenaLimit bounds the memory of the calling context trees, counters
+	// and partials (bytes; 0: DefaultArenaLimit). Past it, new records
+	// are not made (STATS dropped_records).
+	ArenaLimit uint64 `c:"arena_limit"`
+	Reserved   uint64 `c:"reserved"`
 }
 
 // Config flags.
 const (
-	// ConfigFlagFlowOnly: count paths per function, without calling
-	// context. The only mode of this runtime so far; the profile says so.
+	// ConfigFlagFlowOnly: count paths per function and thread, without
+	// calling context (--no-context): one record per function, a root.
 	ConfigFlagFlowOnly = 1 << 0
 	// ConfigFlagNoFatalHandlers: do not install the handlers that write
 	// the profile on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM
@@ -67,11 +76,28 @@ const DefaultDumpSignal = 12
 // by function id (the number instrumentation pushes for the stubs).
 type Func struct {
 	NumPaths uint64 `c:"num_paths"` // path ids are [0, NumPaths); others are counted as bad_paths
-	// CountersVaddr is the address of NumPaths uint64 counters the
-	// rewriter reserved (in bss); 0 asks the runtime to keep this
-	// function's counts in a hash table (functions with many paths).
-	CountersVaddr uint64 `c:"counters_vaddr"`
+	// Hashed asks the runtime to count this function's paths in a hash
+	// table rather than a dense array (functions with many paths).
+	Hashed    uint64 `c:"hashed"`
+	FirstSite uint64 `c:"first_site"` // id of the function's first call site (see Config.SitesVaddr)
+	NSites    uint64 `c:"nsites"`     // number of its call sites
 }
+
+// Metric is blpp_metric, one entry of the table at Config.MetricsVaddr.
+type Metric struct {
+	Type   uint64    `c:"type"`   // perf_event_attr.type, or MetricTypeTSC
+	Config uint64    `c:"config"` // perf_event_attr.config
+	Name   [3]uint64 `c:"name"`   // NUL-padded name as the profile calls it ("cycles")
+}
+
+// MetricTypeTSC is Metric.Type for the time-stamp counter (rdtsc).
+const MetricTypeTSC = 0xffffffff
+
+// MaxMetrics is the most metrics besides "freq" a binary can carry.
+const MaxMetrics = 4
+
+// DefaultArenaLimit is the arena bound when Config.ArenaLimit is 0.
+const DefaultArenaLimit = 8 << 30
 
 // Thread is blpp_thread, the per-thread block that %gs points at
 // [DESIGN 4]. Instrumentation touches only R (`addq $k, %gs:OffR`); the
@@ -87,12 +113,29 @@ type Thread struct {
 	Next     uint64 `c:"next"`      // next block in the runtime's list of threads
 	Overflow uint64 `c:"overflow"`  // activations not pushed because the shadow stack was full
 	Busy     uint64 `c:"busy"`      // nesting depth of runtime code running on this thread
-	Record   uint64 `c:"record"`    // reserved: current call record (calling context tree)
+	Record   uint64 `c:"record"`    // the running activation's Record, 0 if none
 	CallSite uint64 `c:"call_site"` // id of the last call site passed (movq $id, %gs:OffCallSite before each call)
-	// PathStart is reserved for the counter values read at path start
-	// [DESIGN 8].
-	PathStart [4]uint64  `c:"path_start"`
-	Reserved  [16]uint64 `c:"reserved"`
+	// Flat points at NFuncs record pointers: the thread's root record of
+	// each function (the only records with --no-context).
+	Flat uint64 `c:"flat"`
+	// TailRec, TailSite and TailRSP remember a tail jump to an
+	// instrumented function: its entry (at %rsp TailRSP) becomes a child
+	// of TailRec at TailSite, the activation that jumped.
+	TailRec  uint64 `c:"tail_rec"`
+	TailSite uint64 `c:"tail_site"`
+	TailRSP  uint64 `c:"tail_rsp"`
+	// MStart holds each metric's value when the running path last
+	// resumed; MAcc what it accumulated before (exclusive of callees).
+	MStart   [MaxMetrics]uint64 `c:"mstart"`
+	MAcc     [MaxMetrics]uint64 `c:"macc"`
+	Records  uint64             `c:"records"`  // first record of the thread (list through Record.Next)
+	LastRec  uint64             `c:"last_rec"` // last record, where new ones are linked
+	NRecords uint64             `c:"nrecords"`
+	Folded   uint64             `c:"folded"` // list of folded call nodes (Node.FNext)
+	Partials uint64             `c:"partials"`
+	PLock    uint64             `c:"plock"` // try-lock of Partials
+	Epoch    uint64             `c:"epoch"` // the fork epoch the thread's records belong to
+	Reserved uint64             `c:"reserved"`
 }
 
 // Frame is blpp_frame, one shadow-stack entry: an activation of an
@@ -101,8 +144,47 @@ type Frame struct {
 	RSP    uint64 `c:"rsp"`     // %rsp at the activation's entry (the return address's slot)
 	SavedR int64  `c:"saved_r"` // the caller's path register, restored at exit
 	Func   uint64 `c:"func"`    // function id
-	Record uint64 `c:"record"`  // reserved: the caller's call record
+	Record uint64 `c:"record"`  // the caller's record (Thread.Record at entry), restored at exit
 	Site   uint64 `c:"site"`    // the caller's call site (Thread.CallSite at entry): where the caller stopped
+	// SavedAcc is the caller's MAcc, restored at exit [DESIGN 8].
+	SavedAcc [MaxMetrics]uint64 `c:"saved_acc"`
+}
+
+// Record is blpp_record, a node of a thread's calling context tree
+// [Ammons-Ball-Larus 97 §4]: one function reached through one chain of
+// call sites. Records live in the runtime's fork-wiped arena. Inline
+// instrumentation reads Func, DenseN, Counts, FirstSite, NSites and Kids.
+type Record struct {
+	Func uint64 `c:"func"`
+	// DenseN is the number of paths counted in the dense array, 0 for a
+	// hashed function: a path id at or above it takes the slow path.
+	DenseN uint64 `c:"dense_n"`
+	// Counts points at the counters: the record's calls at word 0, then
+	// Stride words per path id: its count and its metric sums.
+	Counts    uint64 `c:"counts"`
+	Hash      uint64 `c:"hash"` // the hash table of a hashed function
+	Parent    uint64 `c:"parent"`
+	Site      uint64 `c:"site"`       // call-site id in the parent (0: none)
+	FirstSite uint64 `c:"first_site"` // the function's first call-site id
+	NSites    uint64 `c:"nsites"`
+	// Kids points at NSites+1 node lists: [0] for entries without a
+	// known call site, [1+i] for call site FirstSite+i.
+	Kids  uint64 `c:"kids"`
+	Next  uint64 `c:"next"`  // next record of the thread
+	Index uint64 `c:"index"` // the writer's record number
+	Pad   uint64 `c:"pad"`
+}
+
+// Node is blpp_node, one callee of a call site in a Record's Kids list.
+type Node struct {
+	Func   uint64 `c:"func"`   // the callee's function id
+	Rec    uint64 `c:"rec"`    // its record: a new child, or an ancestor for folded recursion
+	Next   uint64 `c:"next"`   // next node of the same call site (move-to-front)
+	Count  uint64 `c:"count"`  // calls through this node
+	Owner  uint64 `c:"owner"`  // the calling record
+	Site   uint64 `c:"site"`   // the call-site id (0: none)
+	Folded uint64 `c:"folded"` // 1: Rec is Owner or one of its ancestors
+	FNext  uint64 `c:"fnext"`  // next folded node of the thread
 }
 
 // Site is blpp_site, an entry of the table at Config.SitesVaddr.
@@ -116,35 +198,46 @@ type Site struct {
 const (
 	ConfigSize = 128
 
-	FuncSize        = 16
-	FuncNumPathsOff = 0
-	FuncCountersOff = 8
+	FuncSize         = 32
+	FuncNumPathsOff  = 0
+	FuncHashedOff    = 8
+	FuncFirstSiteOff = 16
+	FuncNSitesOff    = 24
 
-	ThreadSize   = 256
-	OffSelf      = 0
-	OffR         = 8
-	OffOwner     = 16
-	OffSP        = 24
-	OffSPBase    = 32
-	OffSPLimit   = 40
-	OffTID       = 48
-	OffNext      = 56
-	OffOverflow  = 64
-	OffBusy      = 72
-	OffRecord    = 80
-	OffCallSite  = 88
-	OffPathStart = 96
+	MetricSize = 40
 
-	FrameSize = 40
+	ThreadSize  = 256
+	OffSelf     = 0
+	OffR        = 8
+	OffOwner    = 16
+	OffSP       = 24
+	OffSPBase   = 32
+	OffSPLimit  = 40
+	OffTID      = 48
+	OffNext     = 56
+	OffOverflow = 64
+	OffBusy     = 72
+	OffRecord   = 80
+	OffCallSite = 88
+	OffFlat     = 96
+	OffTailRec  = 104
+
+	FrameSize = 72
 
 	SiteSize = 16
 
-	// SlotSize and SlotDenseOff describe the runtime's private per-function
-	// slot (struct slot in blpp_rt.c, which asserts them) that inline
-	// instrumentation reads through blpp_fast_slots.
-	SlotSize     = 32
-	SlotDenseOff = 0
-	SlotCallsOff = 16
+	RecordSize         = 96
+	RecordFuncOff      = 0
+	RecordDenseNOff    = 8
+	RecordCountsOff    = 16
+	RecordFirstSiteOff = 48
+	RecordNSitesOff    = 56
+	RecordKidsOff      = 64
+
+	NodeSize     = 64
+	NodeFuncOff  = 0
+	NodeRecOff   = 8
+	NodeCountOff = 24
 )
 
 // RedZone is the number of bytes instrumentation steps over
@@ -153,10 +246,10 @@ const (
 // The stubs rely on this exact value to recover the activation's %rsp.
 const RedZone = 128
 
-// BlockUnknown is the block of a PARTIAL entry whose stopping block the
-// runtime cannot tell (flow-only runtime: activations abandoned by longjmp,
-// live at exit, at a fatal signal or a dump). The register value is still
-// exact.
+// BlockUnknown is the block of a partial entry whose stopping block the
+// runtime cannot tell (the newest activation at a fatal signal or a dump,
+// an activation left by a longjmp before it made any call). The register
+// value is still exact.
 const BlockUnknown = 0xffffffff
 
 // PutConfig encodes c into b (at least ConfigSize bytes, typically
@@ -234,6 +327,9 @@ var layoutStructs = []struct {
 	{"blpp_thread", reflect.TypeOf(Thread{}), "per-thread block; %gs points at it"},
 	{"blpp_frame", reflect.TypeOf(Frame{}), "shadow-stack entry"},
 	{"blpp_site", reflect.TypeOf(Site{}), "one entry of the call-site table at sites_vaddr"},
+	{"blpp_metric", reflect.TypeOf(Metric{}), "one entry of the metric table at metrics_vaddr"},
+	{"blpp_record", reflect.TypeOf(Record{}), "a calling-context record"},
+	{"blpp_node", reflect.TypeOf(Node{}), "a callee of a call site in a record's kids list"},
 }
 
 // layoutDefines are the constants of blpp_layout.h besides the offsets.
@@ -244,6 +340,9 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_DEFAULT_DUMP_SIGNAL", fmt.Sprint(DefaultDumpSignal)},
 	{"BLPP_RED_ZONE", fmt.Sprint(RedZone)},
 	{"BLPP_BLOCK_UNKNOWN", fmt.Sprintf("%#xull", uint64(BlockUnknown))},
+	{"BLPP_METRIC_TYPE_TSC", fmt.Sprintf("%#xull", uint64(MetricTypeTSC))},
+	{"BLPP_MAX_METRICS", fmt.Sprint(MaxMetrics)},
+	{"BLPP_DEFAULT_ARENA_LIMIT", fmt.Sprintf("%#xull", uint64(DefaultArenaLimit))},
 }
 
 // WriteLayoutHeader writes blpp_layout.h, the C view of Config, Func,

@@ -16,6 +16,9 @@ func TestLayoutConstants(t *testing.T) {
 	var f Func
 	var th Thread
 	var fr Frame
+	var rec Record
+	var nd Node
+	var m Metric
 	checks := []struct {
 		name      string
 		got, want uintptr
@@ -23,7 +26,10 @@ func TestLayoutConstants(t *testing.T) {
 		{"ConfigSize", ConfigSize, unsafe.Sizeof(c)},
 		{"FuncSize", FuncSize, unsafe.Sizeof(f)},
 		{"FuncNumPathsOff", FuncNumPathsOff, unsafe.Offsetof(f.NumPaths)},
-		{"FuncCountersOff", FuncCountersOff, unsafe.Offsetof(f.CountersVaddr)},
+		{"FuncHashedOff", FuncHashedOff, unsafe.Offsetof(f.Hashed)},
+		{"FuncFirstSiteOff", FuncFirstSiteOff, unsafe.Offsetof(f.FirstSite)},
+		{"FuncNSitesOff", FuncNSitesOff, unsafe.Offsetof(f.NSites)},
+		{"MetricSize", MetricSize, unsafe.Sizeof(m)},
 		{"ThreadSize", ThreadSize, unsafe.Sizeof(th)},
 		{"OffSelf", OffSelf, unsafe.Offsetof(th.Self)},
 		{"OffR", OffR, unsafe.Offsetof(th.R)},
@@ -37,8 +43,20 @@ func TestLayoutConstants(t *testing.T) {
 		{"OffBusy", OffBusy, unsafe.Offsetof(th.Busy)},
 		{"OffRecord", OffRecord, unsafe.Offsetof(th.Record)},
 		{"OffCallSite", OffCallSite, unsafe.Offsetof(th.CallSite)},
-		{"OffPathStart", OffPathStart, unsafe.Offsetof(th.PathStart)},
+		{"OffFlat", OffFlat, unsafe.Offsetof(th.Flat)},
+		{"OffTailRec", OffTailRec, unsafe.Offsetof(th.TailRec)},
 		{"FrameSize", FrameSize, unsafe.Sizeof(fr)},
+		{"RecordSize", RecordSize, unsafe.Sizeof(rec)},
+		{"RecordFuncOff", RecordFuncOff, unsafe.Offsetof(rec.Func)},
+		{"RecordDenseNOff", RecordDenseNOff, unsafe.Offsetof(rec.DenseN)},
+		{"RecordCountsOff", RecordCountsOff, unsafe.Offsetof(rec.Counts)},
+		{"RecordFirstSiteOff", RecordFirstSiteOff, unsafe.Offsetof(rec.FirstSite)},
+		{"RecordNSitesOff", RecordNSitesOff, unsafe.Offsetof(rec.NSites)},
+		{"RecordKidsOff", RecordKidsOff, unsafe.Offsetof(rec.Kids)},
+		{"NodeSize", NodeSize, unsafe.Sizeof(nd)},
+		{"NodeFuncOff", NodeFuncOff, unsafe.Offsetof(nd.Func)},
+		{"NodeRecOff", NodeRecOff, unsafe.Offsetof(nd.Rec)},
+		{"NodeCountOff", NodeCountOff, unsafe.Offsetof(nd.Count)},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -66,7 +84,8 @@ func TestLayoutConstants(t *testing.T) {
 func TestPutConfigRoundTrip(t *testing.T) {
 	c := Config{SelfVaddr: 1, OrigEntry: 2, OrigFini: 3, FuncsVaddr: 4, NFuncs: 5,
 		BuildIDVaddr: 6, BuildIDLen: 7, DumpSignal: 8, Flags: 9}
-	c.Reserved[3] = 10
+	c.Reserved = 10
+	c.MetricsVaddr, c.NMetrics, c.ArenaLimit = 13, 2, 14
 	c.SitesVaddr, c.NSites = 11, 12
 	b := make([]byte, ConfigSize)
 	PutConfig(b, c)
@@ -82,8 +101,9 @@ func TestPutConfigRoundTrip(t *testing.T) {
 		t.Errorf("nfuncs at its offset = %d", v)
 	}
 	var fb [FuncSize]byte
-	PutFunc(fb[:], Func{NumPaths: 11, CountersVaddr: 12})
-	if binary.LittleEndian.Uint64(fb[FuncNumPathsOff:]) != 11 || binary.LittleEndian.Uint64(fb[FuncCountersOff:]) != 12 {
+	PutFunc(fb[:], Func{NumPaths: 11, Hashed: 1, FirstSite: 12, NSites: 13})
+	if binary.LittleEndian.Uint64(fb[FuncNumPathsOff:]) != 11 || binary.LittleEndian.Uint64(fb[FuncFirstSiteOff:]) != 12 ||
+		binary.LittleEndian.Uint64(fb[FuncNSitesOff:]) != 13 {
 		t.Errorf("PutFunc: % x", fb)
 	}
 	if _, err := ParseConfig(b[:10]); err == nil {
@@ -102,10 +122,10 @@ func TestLayoutHeader(t *testing.T) {
 	}
 	for _, want := range []string{
 		"#define BLPP_THREAD_OFF_R 8\n",
-		"#define BLPP_FUNC_OFF_COUNTERS_VADDR 8\n",
+		"#define BLPP_FUNC_OFF_HASHED 8\n",
 		"#define BLPP_CONFIG_OFF_SELF_VADDR 8\n",
 		"_Static_assert(__builtin_offsetof(struct blpp_thread, owner) == BLPP_THREAD_OFF_OWNER",
-		"\tunsigned long long reserved[16];\n",
+		"\tunsigned long long mstart[4];\n",
 		"\tlong long saved_r;\n",
 	} {
 		if !strings.Contains(h, want) {

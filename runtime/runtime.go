@@ -25,16 +25,15 @@ const (
 	SymEnter     = "blpp_enter"      // stub: function entry
 	SymExit      = "blpp_exit"       // stub: path end at an exit (return, tail call, no-return call)
 	SymBackedge  = "blpp_backedge"   // stub: path end at a backedge, restart
+	SymTailExit  = "blpp_tail_exit"  // stub: path end before a direct tail jump to an instrumented function
 	SymSetjmpRet = "blpp_setjmp_ret" // stub: the edge after a call that returns twice
-	// SymFastSlots is a data word holding the address of the runtime's
-	// per-function slots (0 before init; the slots are wiped in a fork
-	// child until the runtime resets them). Inline instrumentation reads a
-	// function's dense counter array from its slot and calls a stub when
-	// that is 0.
+	// SymFastSlots is a data word that is 0 until the runtime is ready
+	// (the main thread's block is set up): inline instrumentation tests it
+	// before it touches %gs and calls a stub while it is 0.
 	SymFastSlots = "blpp_fast_slots"
 )
 
-var requiredSymbols = []string{SymStart, SymFini, SymConfig, SymEnter, SymExit, SymBackedge, SymSetjmpRet, SymFastSlots}
+var requiredSymbols = []string{SymStart, SymFini, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymFastSlots}
 
 // PageSize is the alignment the image needs: it must be placed at a
 // page-aligned address T, its text at T and its data at T+DataOff.

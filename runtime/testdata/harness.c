@@ -47,7 +47,7 @@ enum {
 };
 
 /* Patched by the test: the function table and the dense counters. */
-struct blpp_func harness_funcs[32] = {{1, 1}};
+struct blpp_func harness_funcs[32] = {{1, 1, 0, 0}};
 unsigned long long harness_counters[8192];
 
 #define ENTER(fid)                                                                           \

@@ -48,9 +48,11 @@ var LinkFlags = []string{
 }
 
 // Sources are the runtime's hand-written sources, relative to the runtime
-// directory, and LinkerScript the script among them.
+// directory, LinkerScript the script among them, and Includes the
+// hand-written headers they include.
 var (
 	Sources      = []string{"blpp_rt.c", "blpp_stubs.S", LinkerScript}
+	Includes     = []string{"blpp_pmu.h"}
 	LinkerScript = "blpp_rt.ld"
 )
 
@@ -123,7 +125,7 @@ func Build(opts Options) ([]byte, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	for _, name := range Sources {
+	for _, name := range append(append([]string{}, Sources...), Includes...) {
 		b, err := os.ReadFile(filepath.Join(opts.Dir, name))
 		if err != nil {
 			return nil, err

@@ -28,8 +28,8 @@ type Path struct {
 // reached through one chain of call sites. In a flow-only profile every
 // record is a root.
 type Record struct {
-	Func     uint32 // index into the binary's function table
-	Parent   int    // index of the caller's record in Thread.Records; -1 for a root
+	Func   uint32 // index into the binary's function table
+	Parent int    // index of the caller's record in Thread.Records; -1 for a root
 	// CallSite is the call site in the parent's function through which
 	// the record was entered: its index in the function's call-site list
 	// (the binary's metadata) plus one. 0 for a root, and for a record

@@ -265,7 +265,7 @@ func (fg *funcGen) enterInline() {
 		b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8b, 0x90}, uint32(8*fg.fid))) // mov 8*fid(%rax), %rdx
-		b.Bytes([]byte{0x48, 0x85, 0xd2})                                                   // test %rdx, %rdx
+		b.Bytes([]byte{0x48, 0x85, 0xd2})                                                     // test %rdx, %rdx
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 		b.Bytes([]byte{0x48, 0x83, 0x7a, runtime.RecordCountsOff, 0}) // cmpq $0, counts(%rdx)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))

@@ -97,6 +97,9 @@ func ExportBoltFdata(w io.Writer, m *ExportModel, opts ExportOptions) error {
 			from := &mf.Blocks[e.From]
 			switch e.Kind {
 			case edgeFallThrough, edgeBranch, edgeJumpTable:
+				if e.To < 0 || int(e.To) >= len(mf.Blocks) {
+					continue // metadata decoded these in range; a branch to EXIT is malformed
+				}
 				to := &mf.Blocks[e.To]
 				// BOLT knows the offsets of branches and of each block's
 				// last instruction, not of the others: the edge leaves
@@ -215,6 +218,9 @@ func (m *ExportModel) LastInst(f *meta.Func, bi int) (uint64, bool) {
 		}
 		switch e.Kind {
 		case edgeBranch:
+			if e.To < 0 || int(e.To) >= len(f.Blocks) {
+				return 0, false
+			}
 			jump = true
 			target = f.Blocks[e.To].Addr
 		case edgeFallThrough:

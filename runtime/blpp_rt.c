@@ -1948,12 +1948,16 @@ static void metrics_init(const volatile struct blpp_config *c)
 			missing[nmiss++] = *p;
 	}
 	missing[nmiss] = 0;
-	if (fell_back || nmiss)
-		say(err ? "no usable hardware counters (perf_event_open)" : "hardware counters cannot be read with rdpmc",
-		    fell_back ? ": cycles measured with rdtsc (tsc)" : "",
-		    nmiss ? (fell_back ? "; not measured" : ": not measured") : "", err);
-	if (nmiss)
-		say("  unavailable metrics (values 0): ", missing, "", 0);
+	if (fell_back || nmiss) {
+		char num[24], *e = utoa(num + sizeof(num) - 1, (u64)(err < 0 ? -err : err));
+		num[sizeof(num) - 1] = 0;
+		say(err ? "no hardware performance counters (perf_event_open error " : "hardware counters cannot be read in user space (rdpmc)",
+		    err ? e : "", err ? ")" : "", 0);
+		if (fell_back)
+			say("  cycles are measured with rdtsc: the profile calls them tsc (fallback)", "", "", 0);
+		if (nmiss)
+			say("  not measured (recorded as unavailable, values 0): ", missing, "", 0);
+	}
 }
 
 /*

@@ -56,6 +56,10 @@ var ErrImage = errors.New("bad runtime image")
 
 // Load decodes the embedded runtime image. Each call returns fresh
 // slices, so the caller may patch Data (PutConfig) freely.
+// ImageBytes returns the embedded runtime object as built (callers must
+// not modify it): a cache of rewritten binaries keys on it.
+func ImageBytes() []byte { return imageELF }
+
 func Load() (*Image, error) {
 	img, err := Decode(imageELF)
 	if err != nil {

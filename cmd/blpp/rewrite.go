@@ -7,16 +7,57 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"blpp/counters"
 	"blpp/rewriter"
+	"blpp/runtime"
+
+	"github.com/spf13/pflag"
 )
 
 func init() {
 	register(&command{name: "rewrite", summary: "write an instrumented copy of an x86-64 executable",
-		usage: "IN -o OUT [-v] [--json] [--include REGEX] [--exclude REGEX]", run: runRewrite})
+		usage: "IN -o OUT [-v] [--json] [--include REGEX] [--exclude REGEX] [--no-context] [--metrics LIST]", run: runRewrite})
 }
+
+// modeFlags are the flags that choose what the instrumented program
+// records; rewrite and run share them.
+type modeFlags struct {
+	noContext *bool
+	metrics   *string
+}
+
+func addModeFlags(fs *pflag.FlagSet) modeFlags {
+	return modeFlags{
+		noContext: fs.Bool("no-context", false, "flow-only profiles: one record per function, no calling context tree (cheaper)"),
+		metrics: fs.String("metrics", "freq", "metrics to record per path, comma separated: freq plus up to 4 of "+
+			strings.Join(counters.Names(), ", ")+" (see blpp counters)"),
+	}
+}
+
+// apply sets the mode in opts.
+func (m modeFlags) apply(opts *rewriter.Options) error {
+	specs, err := counters.Parse(*m.metrics)
+	if err != nil {
+		return &usageError{fmt.Sprintf("--metrics: %v", err)}
+	}
+	opts.NoContext = *m.noContext
+	opts.Metrics = nil
+	for _, s := range specs {
+		mt := rewriter.Metric{Name: s.Name, Type: uint64(s.Type), Config: s.Config}
+		if s.TSC {
+			mt.Type = runtime.MetricTypeTSC
+		}
+		opts.Metrics = append(opts.Metrics, mt)
+	}
+	return nil
+}
+
+// key is a string naming the mode, for cache keys.
+func (m modeFlags) key() string { return fmt.Sprintf("ctx=%v metrics=%s", !*m.noContext, *m.metrics) }
 
 func runRewrite(c *ctx, args []string) error {
 	cmd := find("rewrite")
@@ -26,6 +67,7 @@ func runRewrite(c *ctx, args []string) error {
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	include := fs.String("include", "", "instrument only functions whose name matches this regular expression")
 	exclude := fs.String("exclude", "", "do not instrument functions whose name matches this regular expression")
+	mode := addModeFlags(fs)
 	if err := c.parse(cmd, fs, args); err != nil {
 		return err
 	}
@@ -37,6 +79,9 @@ func runRewrite(c *ctx, args []string) error {
 		return &usageError{"-o OUT is required"}
 	}
 	var opts rewriter.Options
+	if err := mode.apply(&opts); err != nil {
+		return err
+	}
 	if *include != "" {
 		if opts.Include, err = regexp.Compile(*include); err != nil {
 			return &usageError{fmt.Sprintf("--include: %v", err)}

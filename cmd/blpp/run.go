@@ -14,11 +14,12 @@ import (
 
 	"blpp/report"
 	"blpp/rewriter"
+	"blpp/runtime"
 )
 
 func init() {
 	register(&command{name: "run", summary: "rewrite a program (cached), run it with the same arguments and I/O, report its hot paths",
-		usage: "[-o REPORT] [--top N] [--profile FILE] -- PROG [ARGS...]", run: runRun})
+		usage: "[-o REPORT] [--top N] [--profile FILE] [--no-context] [--metrics LIST] -- PROG [ARGS...]", run: runRun})
 }
 
 // exitError carries the program's exit status out of runRun.
@@ -27,13 +28,22 @@ type exitError struct{ code int }
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // cachedRewrite rewrites prog into the user cache, keyed by the SHA-256 of
-// its bytes, and returns the instrumented binary's path.
-func cachedRewrite(prog string) (string, error) {
+// its bytes, the runtime image and the mode, and returns the instrumented
+// binary's path.
+func cachedRewrite(prog string, mode modeFlags) (string, error) {
 	data, err := os.ReadFile(prog)
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(data)
+	var opts rewriter.Options
+	if err := mode.apply(&opts); err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write(data)
+	h.Write(runtime.ImageBytes())
+	h.Write([]byte(mode.key()))
+	sum := h.Sum(nil)[:12]
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()
@@ -42,11 +52,11 @@ func cachedRewrite(prog string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	out := filepath.Join(dir, hex.EncodeToString(sum[:12])+"-"+filepath.Base(prog))
+	out := filepath.Join(dir, hex.EncodeToString(sum)+"-"+filepath.Base(prog))
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
 	}
-	if _, err := rewriteFile(prog, out, rewriter.Options{}); err != nil {
+	if _, err := rewriteFile(prog, out, opts); err != nil {
 		return "", err
 	}
 	return out, nil
@@ -58,6 +68,7 @@ func runRun(c *ctx, args []string) error {
 	reportPath := fs.StringP("output", "o", "", "write the report to this file instead of stderr")
 	top := fs.Int("top", 10, "number of hottest paths to show")
 	profile := fs.String("profile", "", "keep the profile in this file (default: a temporary file, or $BLPP_PROFILE)")
+	mode := addModeFlags(fs)
 	fs.SetInterspersed(false)
 	if err := c.parse(cmd, fs, args); err != nil {
 		return err
@@ -70,7 +81,7 @@ func runRun(c *ctx, args []string) error {
 	if err != nil {
 		return err
 	}
-	inst, err := cachedRewrite(prog)
+	inst, err := cachedRewrite(prog, mode)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,214 @@
+package rewriter_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"blpp/cct"
+	"blpp/counters"
+	"blpp/internal/callgrind"
+	"blpp/internal/fixture"
+	"blpp/report"
+	"blpp/rewriter"
+	"blpp/runtime"
+)
+
+// tscMetric is the time-stamp counter as a metric.
+var tscMetric = rewriter.Metric{Name: "tsc", Type: runtime.MetricTypeTSC}
+
+// rewriteWith rewrites orig into inst with opts.
+func rewriteWith(t *testing.T, orig, inst string, opts rewriter.Options) string {
+	t.Helper()
+	data, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, sum, err := rewriter.Rewrite(data, opts)
+	if err != nil {
+		t.Fatalf("%s: rewrite: %v", orig, err)
+	}
+	if sum.Instrumented == 0 {
+		t.Fatalf("%s: nothing instrumented", orig)
+	}
+	if err := os.WriteFile(inst, out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
+// TestModesExact checks that the other instrumentation modes count as
+// exactly as the default one: flow-only (--no-context) uses the flat
+// record table, and with metrics every entry, exit and backedge goes
+// through the runtime's C code instead of the inline fast paths. Block
+// counts are compared with callgrind's.
+func TestModesExact(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	modes := []struct {
+		name string
+		opts rewriter.Options
+		flow bool
+	}{
+		{"flow-only", rewriter.Options{NoContext: true}, true},
+		{"context+tsc", rewriter.Options{Metrics: []rewriter.Metric{tscMetric}}, false},
+		{"flow-only+tsc", rewriter.Options{NoContext: true, Metrics: []rewriter.Metric{tscMetric}}, true},
+	}
+	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c"}
+	cfgs := []fixture.Config{fixture.Matrix()[0], {CC: "gcc", Opt: "-O2", PIE: true}}
+	for _, c := range cfgs {
+		for _, src := range srcs {
+			orig := fixture.Build(t, src, c)
+			want := runProc(t, orig, nil)
+			cg := callgrindOf(t, src, orig, nil, want)
+			for _, m := range modes {
+				what := src + " " + c.String() + " " + m.name
+				dir := t.TempDir()
+				inst := rewriteWith(t, orig, filepath.Join(dir, "prog.blpp"), m.opts)
+				prof := filepath.Join(dir, "blpp.out")
+				got := runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1")
+				sameBehaviour(t, what, want, got)
+				p, err := cct.ReadFile(prof)
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				if got := p.Flags&cct.FlagFlowOnly != 0; got != m.flow {
+					t.Errorf("%s: flow-only flag %v, want %v", what, got, m.flow)
+				}
+				compareCounts(t, what, inst, p, cg, countCheck{own: []string{"main"}})
+			}
+		}
+	}
+}
+
+// TestTSCPerPath runs a program whose time is one loop, with tsc read at
+// path boundaries [DESIGN 8]: the loop function's paths must carry at
+// least 90% of the summed tsc, and the exclusive tsc summed over every
+// record must be within 10% of the runtime's own rdtsc delta between its
+// start and the profile write (STATS tsc_total).
+func TestTSCPerPath(t *testing.T) {
+	c := fixture.Config{CC: "gcc", Opt: "-O2", PIE: true}
+	orig := fixture.Build(t, "tscloop.c", c)
+	dir := t.TempDir()
+	inst := rewriteWith(t, orig, filepath.Join(dir, "tscloop.blpp"), rewriter.Options{Metrics: []rewriter.Metric{tscMetric}})
+	prof := filepath.Join(dir, "blpp.out")
+	want := runProc(t, orig, nil)
+	got := runProc(t, inst, nil, "BLPP_PROFILE="+prof)
+	sameBehaviour(t, "tscloop.c", want, got)
+	p, err := cct.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Metrics) != 2 || p.Metrics[1].Name != "tsc" || p.Metrics[1].Kind != cct.MetricReal {
+		t.Fatalf("metrics %v, want freq and tsc (real)", p.Metrics)
+	}
+	tab, f, err := report.LoadMeta(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var total, spin uint64
+	for _, th := range p.Threads {
+		for _, r := range th.Records {
+			for _, pa := range r.Paths {
+				total += pa.Metrics[0]
+				if tab.Funcs[r.Func].Name == "spin" {
+					spin += pa.Metrics[0]
+				}
+			}
+		}
+	}
+	delta := p.Stats["tsc_total"]
+	t.Logf("tsc: spin %d of %d summed (%.1f%%); runtime delta %d (sum/delta %.3f)", spin, total, 100*float64(spin)/float64(total), delta, float64(total)/float64(delta))
+	if total == 0 || delta == 0 {
+		t.Fatalf("no tsc recorded (sum %d, tsc_total %d)", total, delta)
+	}
+	if float64(spin) < 0.9*float64(total) {
+		t.Errorf("spin's paths carry %d of %d tsc (%.1f%%), want ≥ 90%%", spin, total, 100*float64(spin)/float64(total))
+	}
+	if r := float64(total) / float64(delta); r < 0.9 || r > 1.1 {
+		t.Errorf("summed exclusive tsc %d is %.3f of the runtime's delta %d, want within 10%%", total, r, delta)
+	}
+}
+
+// TestMetricFallback asks for cycles and instructions. Where the machine
+// has no usable PMU (these machines) the runtime says so once on stderr
+// (BLPP_QUIET=1 silences it), measures cycles with rdtsc, recorded as
+// "tsc" of kind fallback, and records instructions as unavailable. Where
+// the PMU works both are real. Either way the program's own behaviour is
+// unchanged.
+func TestMetricFallback(t *testing.T) {
+	c := fixture.Config{CC: "gcc", Opt: "-O2", PIE: true}
+	orig := fixture.Build(t, "loops.c", c)
+	dir := t.TempDir()
+	var opts rewriter.Options
+	for _, name := range []string{"cycles", "instructions"} {
+		s, ok := counters.Lookup(name)
+		if !ok {
+			t.Fatalf("counters has no %s", name)
+		}
+		opts.Metrics = append(opts.Metrics, rewriter.Metric{Name: s.Name, Type: uint64(s.Type), Config: s.Config})
+	}
+	inst := rewriteWith(t, orig, filepath.Join(dir, "loops.blpp"), opts)
+	want := runProc(t, orig, nil)
+	prof := filepath.Join(dir, "blpp.out")
+	loud := runProc(t, inst, nil, "BLPP_PROFILE="+prof)
+	quiet := runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1")
+	sameBehaviour(t, "loops.c quiet", want, quiet)
+	if !bytes.Equal(loud.stdout, want.stdout) || loud.code != want.code {
+		t.Fatalf("loops.c: behaviour differs: %s vs %s", loud, want)
+	}
+	p, err := cct.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cyclesWork := counters.Probe(opts0(t, "cycles")).Usable(opts0(t, "cycles"))
+	insnsWork := counters.Probe(opts0(t, "instructions")).Usable(opts0(t, "instructions"))
+	wantMetrics := []cct.Metric{{Name: "freq", Kind: cct.MetricReal}, {Name: "cycles", Kind: cct.MetricReal}, {Name: "instructions", Kind: cct.MetricReal}}
+	if !cyclesWork {
+		wantMetrics[1] = cct.Metric{Name: "tsc", Kind: cct.MetricFallback}
+	}
+	if !insnsWork {
+		wantMetrics[2].Kind = cct.MetricUnavailable
+	}
+	if len(p.Metrics) != 3 || p.Metrics[1] != wantMetrics[1] || p.Metrics[2] != wantMetrics[2] {
+		t.Errorf("metrics %v, want %v", p.Metrics, wantMetrics)
+	}
+	extra := strings.TrimPrefix(string(loud.stderr), string(want.stderr))
+	if !cyclesWork || !insnsWork {
+		n := strings.Count(extra, "blpp: no hardware performance counters") + strings.Count(extra, "blpp: hardware counters cannot be read")
+		if n != 1 {
+			t.Errorf("stderr %q: want the missing-counter message once", extra)
+		}
+		if !cyclesWork && !strings.Contains(extra, "cycles are measured with rdtsc") {
+			t.Errorf("stderr %q does not say cycles fall back to rdtsc", extra)
+		}
+	} else if extra != "" {
+		t.Errorf("stderr %q: want nothing extra when the counters work", extra)
+	}
+	var sum uint64
+	for _, th := range p.Threads {
+		for _, r := range th.Records {
+			for _, pa := range r.Paths {
+				sum += pa.Metrics[0]
+				if !insnsWork && pa.Metrics[1] != 0 {
+					t.Fatalf("unavailable instructions has value %d", pa.Metrics[1])
+				}
+			}
+		}
+	}
+	if sum == 0 {
+		t.Errorf("cycles (or their tsc fallback) sum to 0")
+	}
+}
+
+func opts0(t *testing.T, name string) counters.Spec {
+	s, ok := counters.Lookup(name)
+	if !ok {
+		t.Fatalf("no metric %s", name)
+	}
+	return s
+}
+
+var _ = callgrind.Options{}

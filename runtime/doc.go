@@ -1,10 +1,11 @@
 // Package runtime holds the runtime that the rewriter links into every
 // instrumented binary: freestanding C and assembly (blpp_rt.c,
-// blpp_stubs.S) compiled by `go generate ./runtime` into blpp_rt.elf,
-// which is committed and embedded [DESIGN 9]. This increment counts
-// Ball-Larus paths per function, without calling context (flow-only); the
-// thread block, shadow frames and configuration keep room for the calling
-// context tree and the hardware counters to come.
+// blpp_stubs.S, blpp_pmu.h) compiled by `go generate ./runtime` into
+// blpp_rt.elf, which is committed and embedded [DESIGN 9]. It counts
+// Ball-Larus paths per calling context (a calling context tree per
+// thread, PP's [Ammons-Ball-Larus 97 §4]) or, with --no-context, per
+// function and thread, and reads hardware counters (or rdtsc) at path
+// boundaries when the binary asks for metrics [DESIGN 7, 8].
 //
 // # The image
 //
@@ -18,9 +19,10 @@
 //     Image.Data) with link-time addresses of the final binary; the runtime
 //     computes the load bias as &blpp_config - SelfVaddr, so PIE works;
 //   - writes the function table (NFuncs Func entries at FuncsVaddr): per
-//     function its number of paths and the address of a dense array of
-//     NumPaths uint64 counters it reserved, or 0 to have the runtime count
-//     in a hash table (functions with many paths);
+//     function its number of paths, whether to count them in a hash table
+//     (functions with many paths) rather than a dense array, and its
+//     call sites' ids; the call-site table (SitesVaddr) and, with
+//     metrics, the metric table (MetricsVaddr);
 //   - makes blpp_start the entry point (e_entry) and OrigEntry the old one;
 //   - hooks the exit path so that blpp_fini (a SysV function without
 //     arguments) runs at exit: DT_FINI or a .fini_array entry. blpp_fini
@@ -34,40 +36,76 @@
 //
 // # Calling sequences
 //
-// Instrumented code reaches the runtime in four ways, all position
-// independent (rel32 calls, %gs-relative data); every stub preserves every
-// general register, %rsp and the flags, DF included, and never touches
-// vector or x87 state. Arguments are pushed with `push $imm32`
-// (sign-extended; a 64-bit value is `push $lo32; movl $hi32, 4(%rsp)`)
-// after stepping over the red zone, and the caller pops them:
+// The common cases never call the runtime: the rewriter emits them
+// inline (rewriter/codegen.go), reading the thread block through %gs and
+// the records through the pointers in it, and falls back to the stubs
+// below for anything else. Every stub preserves every general register,
+// %rsp and the flags, DF included, and never touches vector or x87
+// state. Arguments are pushed with `push $imm32` after stepping over the
+// red zone, and the caller pops them:
 //
-//	path increment (edge chord):
-//	    addq $inc, %gs:OffR                       (clobbers flags)
 //	function entry, at the entry, %rsp as the caller left it:
 //	    lea -128(%rsp),%rsp; push $fid; call blpp_enter; lea 136(%rsp),%rsp
 //	path end at an exit: before ret, before a tail jump, or before a call
 //	that does not return:
 //	    lea -128(%rsp),%rsp; push $fid; call blpp_exit; lea 136(%rsp),%rsp
+//	path end before a direct tail jump to an instrumented function:
+//	    lea -128(%rsp),%rsp; push $site; push $fid; call blpp_tail_exit;
+//	    lea 144(%rsp),%rsp
 //	path end at a backedge (count[r+k]++, then r = restart):
 //	    lea -128(%rsp),%rsp; push $restart; push $k; push $fid;
 //	    call blpp_backedge; lea 152(%rsp),%rsp
 //
 // The stubs find the instrumented code's %rsp from the exact shape of
-// these sequences (RedZone, the pushed words, the return address); any
-// other shape breaks the shadow stack.
+// these sequences (RedZone, the pushed words, the return address).
 //
-// blpp_enter pushes a shadow frame {entry %rsp, caller's r, fid} and sets
-// r = 0; blpp_exit counts path r of fid, pops the frame and restores the
-// caller's r; blpp_backedge counts path r+k and sets r = restart
-// [Ball-Larus 96 §3.4]. Path ids outside [0, NumPaths) and function ids
-// outside [0, NFuncs) are not counted (STATS bad_paths, bad_funcs).
-// Counters are shared by all threads and incremented with lock-prefixed
-// instructions; the hash tables are lock-free.
+// # Calling context trees [DESIGN 7]
+//
+// Each thread block has the running activation's Record. Before every
+// call, instrumentation stores the call's site id in Thread.CallSite. An
+// entry finds its record under the caller's: Record.Kids holds a node
+// list per call site of the caller's function (list 0 for entries with no
+// known site), searched move-to-front; the inline entry looks at the head
+// only. A call to a function with a record on the caller's chain reuses
+// that ancestor (recursion folds; the node is marked folded and its
+// count is written as a folded call). An entry with no record running
+// (a thread's first, or code called from uninstrumented code with no
+// instrumented caller) gets the thread's root record of the function.
+// Callbacks from uninstrumented code (qsort's comparator) thus land under
+// the call site that entered the uninstrumented code. A direct tail jump
+// to an instrumented function leaves its record and site in
+// Thread.TailRec/TailSite, so the callee becomes its child. The shadow
+// frame saves the caller's record, call site, register and metric
+// accumulators; exits and unwinding restore them. With --no-context
+// (ConfigFlagFlowOnly) every entry takes the thread's root record
+// (Thread.Flat), one per function.
+//
+// A record's counters are the activation count and, per dense path id,
+// Stride = 1 + NMetrics words (count, metric sums). Records belong to
+// one thread, so counts need no lock prefix. Functions over DenseMax
+// paths count in a per-record hash table. Memory comes from one
+// MADV_WIPEONFORK arena bounded by Config.ArenaLimit (STATS arena_bytes,
+// dropped_records); an activation without a record counts in the
+// function's root record (STATS no_record), so flow counts stay exact.
+//
+// # Metrics [DESIGN 8]
+//
+// With metrics every entry, exit and backedge goes through the stubs. At
+// init each perf event is opened once to learn whether it can be read
+// with rdpmc (blpp_pmu.h: the user page's seqlock, index, offset and
+// width); each thread then opens its own. Where it cannot, cycles fall
+// back to rdtsc (named "tsc", kind fallback) and other events are
+// recorded as unavailable; one message on stderr says so (BLPP_QUIET=1
+// silences it). Thread.MStart holds the counters when the running path
+// last resumed and MAcc what it accumulated before; a call saves the
+// caller's progress in the callee's frame, so a path's metrics exclude
+// its callees. STATS tsc_total is the runtime's own rdtsc delta from init
+// to the write.
 //
 // # Threads [DESIGN 4]
 //
-// %gs points at the calling thread's block (Thread: OffR is the path
-// register, the only field instrumentation touches). blpp_init makes the
+// %gs points at the calling thread's block (Thread: R is the path
+// register, Record the running record, CallSite the last call site). blpp_init makes the
 // main thread's block and sets %gs with wrgsbase when AT_HWCAP2 has
 // FSGSBASE, else arch_prctl(ARCH_SET_GS). New threads inherit their
 // creator's %gs base; every stub compares the block's owner with the
@@ -84,12 +122,13 @@
 //
 // A shadow frame records the activation's entry %rsp. An entry at or
 // above a frame's %rsp, or an exit above it, proves that activation gone
-// (longjmp, an exception): it is popped and recorded as a partial with the
-// register it had, and the register returns to its caller's value. At
-// exit, on a fatal signal and on a dump, the live frames of the calling
-// thread are recorded too. This runtime cannot tell the block where an
-// activation stopped: partials carry BlockUnknown (the register is exact)
-// and no record (flow-only).
+// (longjmp, an exception): it is popped and recorded as a partial of its
+// record with the register it had and the block of its last call (or
+// BlockUnknown), and the register, record and call site return to their
+// caller's. At exit, on a fatal signal and on a dump, the live frames of
+// the calling thread are recorded too: each stopped at the call its
+// callee's frame recorded; the newest at its last call at exit, at an
+// unknown block at a signal.
 //
 // # The profile [DESIGN 11, docs/profile-format.md]
 //
@@ -99,18 +138,20 @@
 // signal again, so the process ends with the status it would have had; the
 // dump signal writes it and the program goes on (many times). A fatal
 // signal the program started with ignored stays ignored; a dump signal
-// that is one of the fatal ones is treated as fatal. The file is one
-// flow-only THREAD section (tid = pid, all threads merged) with a record
-// per function that ran (calls = activations), the partials, and STATS.
+// that is one of the fatal ones is treated as fatal. The file has one
+// THREAD section per thread block (its records parents first, partials,
+// folded calls) and STATS.
 // It is built in memory and written to "<name>.tmp.<pid>", then renamed.
 // The name is BLPP_PROFILE or "blpp.out", made absolute against the
 // starting directory at start (a later chdir does not move it), with %p
 // the pid, %h the host name, %% a percent sign.
 //
-// A fork child counts from zero: the counting state lives in
-// MADV_WIPEONFORK memory, so the child sees it empty at its first count,
-// clears the dense counters it inherited and counts only its own work
-// (STATS fork_child = 1); parent and child profiles add up to the whole.
+// A fork child counts from zero: records and counters live in
+// MADV_WIPEONFORK memory, so the child sees zeros, which send every
+// inline fast path to the stubs; the first stub resets the runtime, makes
+// the records of the live activations again (without counts) and the
+// child counts only its own work (STATS fork_child = 1); parent and child
+// profiles add up to the whole.
 // The child writes its own profile at its exit; when the name has no %p it
 // appends ".<pid>", so it never overwrites the parent's file.
 //
@@ -124,11 +165,10 @@
 //
 // # Limits
 //
-//   - A longjmp is noticed at the next stub call of the thread: path
+//   - A longjmp is noticed at the next entry or exit of the thread: path
 //     increments in between still go to the abandoned activation's
 //     register, and the landing function resumes with its register as it
-//     was at the call it left. Exact counts after a setjmp return need the
-//     rewriter to end a path there.
+//     was at the call it left (the rewriter ends a path after setjmp).
 //   - A signal handler on an alternate stack above the interrupted stack,
 //     or makecontext/swapcontext stacks, look like unwinding and pop live
 //     frames. Threads made with clone without a new TLS share their
@@ -136,8 +176,8 @@
 //   - At exit only the exiting thread's live frames are recorded; a dead
 //     thread's are recorded when its block is reused.
 //   - 2^20 shadow frames per thread (virtual memory, touched as used);
-//     deeper activations are counted but their callers' registers are lost
-//     (STATS shadow_overflow).
+//     deeper activations are counted in root records and their callers'
+//     registers are lost (STATS shadow_overflow).
 //   - A program that installs its own handler for one of the fatal signals
 //     replaces the runtime's; exec loses the profile of the exec'ing
 //     process image.
@@ -146,14 +186,12 @@
 //
 // # Cost
 //
-// Each stub has an assembly fast path (the thread's own block, nothing to
-// unwind, a dense counter array already in use, a path id in range) that
-// keeps the flags with lahf/seto and add/sahf and touches four scratch
-// registers; anything else goes to the slow path, which saves the
-// caller-saved registers and the flags (pushfq/popfq) and calls C. On the
-// development machine an instrumented call (entry and exit, two locked
-// increments) costs about 25 ns. Hash-counted functions always take the
-// slow path.
+// Entry, exit and backedge are inline for freq (no metrics): the entry
+// checks the thread block, the shadow stack and the caller's head node
+// (about 30 instructions, no call), the exit about 20, a backedge about
+// 10, all on the thread's own cache lines. New contexts, hashed
+// functions, tail calls to instrumented functions and all metric modes
+// take the stubs (a call, 11 register saves and C).
 //
 // # Building
 //

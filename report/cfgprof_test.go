@@ -1,0 +1,32 @@
+package report
+
+// Golden test of the profiled CFG in dot on the synthetic model of
+// export_test.go (testdata/cfgprof-*.golden).
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestCFGProfileDotGolden(t *testing.T) {
+	m := exModel(t, false)
+	for _, tc := range []struct {
+		name  string
+		funcs string
+		share float64
+	}{{"cfgprof-work.golden", "work", 0}, {"cfgprof-all-share-0.5.golden", "", 0.5}} {
+		funcs := m.MatchFuncs(func(n string) bool { return strings.Contains(n, tc.funcs) })
+		var buf bytes.Buffer
+		if err := CFGProfileDot(&buf, m, funcs, CFGProfileOptions{Share: tc.share}); err != nil {
+			t.Fatal(err)
+		}
+		exportGolden(t, tc.name, buf.String())
+		if !strings.Contains(buf.String(), "color=red") {
+			t.Errorf("%s: no hot edge", tc.name)
+		}
+	}
+	if err := CFGProfileDot(&bytes.Buffer{}, m, []int{2}, CFGProfileOptions{}); err == nil {
+		t.Error("an uninstrumented function was drawn")
+	}
+}

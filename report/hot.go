@@ -1,0 +1,262 @@
+package report
+
+// This file finds the hot paths of a profile as Ammons, Ball and Larus do
+// [Ammons-Ball-Larus 97 §6]: the paths of every calling context (threads
+// merged) ranked by a metric, the hot ones being the fewest that cover a
+// share of the metric's total, each classed dense or sparse by its metric
+// per executed instruction against the program's average.
+
+import (
+	"debug/elf"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"blpp/cct"
+	"blpp/rewriter/meta"
+)
+
+// DefaultHotShare is the share of the metric the hot paths cover.
+const DefaultHotShare = 0.9
+
+// A HotPath is one path of one context.
+type HotPath struct {
+	Context int // node of the ContextTree
+	Func    uint32
+	Name    string
+	ID      uint64
+	Count   uint64 // executions
+	Insns   uint64 // instructions of one execution
+	Value   uint64 // the metric, summed over the executions
+	// Rate is the metric per executed instruction: Value / (Count × Insns).
+	Rate   float64
+	Dense  bool // Rate at least the program's average
+	Blocks []int
+}
+
+// HotPaths is the hot-path model of a profile.
+type HotPaths struct {
+	Tree   *ContextTree
+	Col    int     // the metric's column
+	Share  float64 // the threshold: share of Total the hot paths cover
+	Total  uint64  // the metric summed over every executed path
+	Insns  uint64  // instructions of every executed path
+	Paths  int     // executed paths (path × context) in the profile
+	Hot    []HotPath
+	HotSum uint64 // the metric summed over Hot
+	// Average is the program's metric per executed instruction,
+	// Total / Insns: a path is dense when its Rate is at least Average.
+	Average float64
+}
+
+// DefaultHotMetric is the metric the hot view ranks by when none is
+// asked for: the profile's first measured metric (cycles, misses, or
+// their fallback), else the derived insns.
+func DefaultHotMetric(c *ContextTree) string {
+	for _, col := range c.Columns {
+		if !col.Derived && col.Name != cct.FreqMetric && col.Kind != cct.MetricUnavailable {
+			return col.Name
+		}
+	}
+	return MetricInsns
+}
+
+// MakeHotPaths ranks the paths of c by metric ("" for DefaultHotMetric)
+// and keeps the smallest set whose metric reaches share of the total.
+func MakeHotPaths(c *ContextTree, metric string, share float64) (*HotPaths, error) {
+	if metric == "" {
+		metric = DefaultHotMetric(c)
+	}
+	col, err := c.Column(metric)
+	if err != nil {
+		return nil, err
+	}
+	if !(share > 0 && share <= 1) {
+		return nil, fmt.Errorf("hot share %g: want a fraction in (0, 1]", share)
+	}
+	h := &HotPaths{Tree: c, Col: col, Share: share}
+	var all []HotPath
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		mf := &c.table.Funcs[n.Func]
+		for _, p := range n.Paths {
+			var insns uint64
+			for _, b := range p.Blocks {
+				insns += uint64(mf.Blocks[b].Insts)
+			}
+			hp := HotPath{Context: i, Func: n.Func, Name: n.Name, ID: p.ID, Count: p.Metrics[0], Insns: insns,
+				Value: p.Metrics[col], Blocks: p.Blocks}
+			if d := float64(hp.Count) * float64(insns); d > 0 {
+				hp.Rate = float64(hp.Value) / d
+			}
+			h.Total = satAdd(h.Total, hp.Value)
+			h.Insns = satAdd(h.Insns, satMul(hp.Count, insns))
+			all = append(all, hp)
+		}
+	}
+	h.Paths = len(all)
+	if h.Insns > 0 {
+		h.Average = float64(h.Total) / float64(h.Insns)
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := &all[i], &all[j]
+		if a.Value != b.Value {
+			return a.Value > b.Value
+		}
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		if a.Context != b.Context {
+			return a.Context < b.Context
+		}
+		return a.ID < b.ID
+	})
+	need := share * float64(h.Total)
+	for _, hp := range all {
+		if hp.Value == 0 || (len(h.Hot) > 0 && float64(h.HotSum) >= need) {
+			break
+		}
+		hp.Dense = hp.Rate >= h.Average
+		h.Hot = append(h.Hot, hp)
+		h.HotSum = satAdd(h.HotSum, hp.Value)
+	}
+	return h, nil
+}
+
+// HotOptions are the options of HotText.
+type HotOptions struct {
+	Lines *LineTable
+	// File, when set with Asm, is the instrumented binary whose original
+	// code the blocks' instructions are decoded from.
+	File *elf.File
+	Asm  bool
+}
+
+// DensityRule states how HotText classes paths.
+func (h *HotPaths) DensityRule() string {
+	col := h.Tree.Columns[h.Col]
+	return fmt.Sprintf("a path is dense when its %s per executed instruction (%s / (executions × instructions on the path)) is at least the program's average, %.4g %s per instruction; sparse otherwise",
+		col.Name, col.Name, h.Average, col.Unit())
+}
+
+// HotText writes the hot paths, hottest first, each with its context,
+// counts, share, density and blocks (address range, file:line range,
+// instructions; with o.Asm the instructions themselves).
+func HotText(w io.Writer, h *HotPaths, o HotOptions) error {
+	c := h.Tree
+	col := c.Columns[h.Col]
+	c.writeHeader(w, "hot paths", h.Col)
+	fmt.Fprintf(w, "hot: the %s covering %s of %s (the threshold is %.4g%%) out of %s executed\n",
+		plural(uint64(len(h.Hot)), "path", "paths"), pct(h.HotSum, h.Total), col.Name, 100*h.Share, plural(uint64(h.Paths), "path", "paths"))
+	fmt.Fprintf(w, "density: %s\n", h.DensityRule())
+	if col.Derived {
+		fmt.Fprintf(w, "  (with %s every path's rate is 1: rank by another metric to tell dense from sparse)\n", col.Name)
+	}
+	var code *ExportModel
+	if o.Asm && o.File != nil {
+		code = &ExportModel{File: o.File}
+	}
+	var cum uint64
+	for r, hp := range h.Hot {
+		cum += hp.Value
+		n := &c.Nodes[hp.Context]
+		mf := &c.table.Funcs[hp.Func]
+		dense := "sparse"
+		if hp.Dense {
+			dense = "dense"
+		}
+		fmt.Fprintf(w, "\n%3d. %s  path %d", r+1, strings.Join(c.Chain(hp.Context), "/"), hp.ID)
+		if n.CallSite != 0 {
+			fmt.Fprintf(w, "  @ %s", site(n.CallSite, o.Lines))
+		}
+		fmt.Fprintf(w, "\n     %s × %d instructions; %s %d (%s, cumulative %s); %.4g per instruction: %s\n",
+			plural(hp.Count, "execution", "executions"), hp.Insns, col.Name, hp.Value, pct(hp.Value, h.Total), pct(cum, h.Total), hp.Rate, dense)
+		for _, b := range hp.Blocks {
+			blk := &mf.Blocks[b]
+			fmt.Fprintf(w, "       B%d %s-%s", b, hex(blk.Addr), hex(blk.End))
+			if loc := o.Lines.Span(blk.Addr, blk.End); loc != "" {
+				fmt.Fprintf(w, "  %s", loc)
+			}
+			fmt.Fprintf(w, "  %s\n", plural(uint64(blk.Insts), "instruction", "instructions"))
+			if o.Asm {
+				writeBlockAsm(w, "           ", code, mf, blk)
+			}
+		}
+	}
+	if len(h.Hot) == 0 {
+		fmt.Fprintf(w, "\nno path has any %s\n", col.Name)
+	}
+	return nil
+}
+
+// writeBlockAsm lists a block's instructions, decoded from the original
+// code the instrumented binary keeps. The first five bytes of an
+// instrumented function hold blpp's jump to the relocated copy and the
+// metadata does not keep the bytes they replaced: those instructions are
+// marked as not shown.
+func writeBlockAsm(w io.Writer, indent string, m *ExportModel, mf *meta.Func, b *meta.Block) {
+	if m == nil {
+		fmt.Fprintf(w, "%s(no binary to decode from)\n", indent)
+		return
+	}
+	insts := m.BlockInsts(mf, b)
+	if len(insts) == 0 {
+		fmt.Fprintf(w, "%s(not decodable here)\n", indent)
+		return
+	}
+	if insts[0].Addr > b.Addr {
+		fmt.Fprintf(w, "%s%s-%s  (overwritten by blpp's jump to the instrumented copy: not shown)\n", indent, hex(b.Addr), hex(insts[0].Addr))
+	}
+	for _, in := range insts {
+		fmt.Fprintf(w, "%s%s  %s\n", indent, hex(in.Addr), in.String())
+	}
+}
+
+// Span returns the lines of the code in [lo, hi): "f.c:3-7" when they
+// are in one file, the files' spans joined by ", " otherwise; "" when the
+// tables know none.
+func (lt *LineTable) Span(lo, hi uint64) string {
+	if lt == nil || hi <= lo {
+		return ""
+	}
+	type span struct {
+		file   string
+		lo, hi int
+	}
+	var spans []span
+	add := func(r lineRow) {
+		if r.file == "" || r.line == 0 {
+			return
+		}
+		for k := range spans {
+			if spans[k].file == r.file {
+				spans[k].lo = min(spans[k].lo, r.line)
+				spans[k].hi = max(spans[k].hi, r.line)
+				return
+			}
+		}
+		spans = append(spans, span{r.file, r.line, r.line})
+	}
+	i := sort.Search(len(lt.rows), func(i int) bool { return lt.rows[i].addr > lo }) - 1
+	// The row in force at lo (skipping an end marker that shares its
+	// address with a row that has a line), then every row inside.
+	for i > 0 && lt.rows[i].file == "" && lt.rows[i-1].addr == lt.rows[i].addr {
+		i--
+	}
+	if i < 0 {
+		i = 0
+	}
+	for ; i < len(lt.rows) && lt.rows[i].addr < hi; i++ {
+		add(lt.rows[i])
+	}
+	var parts []string
+	for _, s := range spans {
+		if s.lo == s.hi {
+			parts = append(parts, fmt.Sprintf("%s:%d", shortFile(s.file), s.lo))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s:%d-%d", shortFile(s.file), s.lo, s.hi))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -15,6 +15,7 @@ import (
 // A ProcRow is one procedure (or one source file) of the summary.
 type ProcRow struct {
 	Name         string
+	Func         int    // index in the metadata's functions (procedure rows)
 	File         string // DWARF file of the entry's line; "" when unknown
 	Procs        int    // procedures (1 for a procedure row)
 	Executed     uint64 // instructions executed
@@ -48,7 +49,7 @@ func MakeProcs(m *ExportModel) *Procs {
 			continue
 		}
 		fp := &m.Funcs[i]
-		r := ProcRow{Name: mf.Name, Procs: 1, Executed: fp.Insns, Calls: fp.Calls, Blocks: len(mf.Blocks), Instrumented: true}
+		r := ProcRow{Name: mf.Name, Func: i, Procs: 1, Executed: fp.Insns, Calls: fp.Calls, Blocks: len(mf.Blocks), Instrumented: true}
 		if m.Debug != nil {
 			if lr, ok := m.Debug.LineAt(mf.Entry); ok {
 				r.File = lr.File

@@ -206,7 +206,18 @@ func writeBlockAsm(w io.Writer, indent string, m *ExportModel, mf *meta.Func, b 
 		return
 	}
 	if insts[0].Addr > b.Addr {
-		fmt.Fprintf(w, "%s%s-%s  (overwritten by blpp's jump to the instrumented copy: not shown)\n", indent, hex(b.Addr), hex(insts[0].Addr))
+		// At least one instruction started in the overwritten bytes, so
+		// at most Insts-1 of the block's instructions follow them: a
+		// resynchronised decoding that finds more began inside an
+		// instruction, and its first ones are not the original's.
+		if keep := int(b.Insts) - 1; keep >= 0 && len(insts) > keep {
+			insts = insts[len(insts)-keep:]
+		}
+		end := b.End
+		if len(insts) > 0 {
+			end = insts[0].Addr
+		}
+		fmt.Fprintf(w, "%s%s-%s  (blpp's jump to the instrumented copy overwrote the first bytes: the instructions here are not shown)\n", indent, hex(b.Addr), hex(end))
 	}
 	for _, in := range insts {
 		fmt.Fprintf(w, "%s%s  %s\n", indent, hex(in.Addr), in.String())

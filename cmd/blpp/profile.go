@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"debug/elf"
 	"fmt"
+	"os"
+	"os/exec"
 
 	"blpp/cct"
 	"blpp/report"
+	"blpp/rewriter/meta"
 )
 
 func init() {
 	register(&command{name: "report", summary: "hot paths and calling-context views (tree, callers, flat) from profiles of an instrumented binary",
-		usage: "PROFILE... [--binary B] [--view paths|tree|callers|flat] [--metric M] [--context CHAIN] [--top N] [--all] [--format text|json]", run: runReport})
+		usage: "PROFILE... [--binary B] [--view paths|tree|callers|flat|hot|procs] [--metric M] [--context CHAIN] [--top N] [--all] [--hot SHARE] [--asm] [--format text|json] [--html OUT]", run: runReport})
 }
 
 // readProfiles reads and merges the profiles (several runs or processes
@@ -39,6 +44,9 @@ func runReport(c *ctx, args []string) error {
 	top := fs.Int("top", 20, "number of hottest paths (paths, --context), procedures (flat, callers) or contexts (--context) to show; 0 shows all")
 	all := fs.Bool("all", false, "tree and callers: also show rows under 0.1% of the total")
 	format := fs.String("format", "text", "output format: text or json (json holds every view's data: functions, paths and contexts)")
+	hotShare := fs.Float64("hot", report.DefaultHotShare, "hot view and --html: the hot paths are the fewest covering this share of the metric")
+	asm := fs.Bool("asm", false, "hot view: list each block's instructions")
+	htmlOut := fs.String("html", "", "write one self-contained HTML page (hot paths, procedures, calling-context tree, CFGs) to this file")
 	if err := c.parse(cmd, fs, args); err != nil {
 		return err
 	}
@@ -51,9 +59,24 @@ func runReport(c *ctx, args []string) error {
 		return &usageError{fmt.Sprintf("--format %q: want text or json", *format)}
 	}
 	switch *view {
-	case "paths", "tree", "callers", "flat":
+	case "paths", "tree", "callers", "flat", "hot", "procs":
 	default:
-		return &usageError{fmt.Sprintf("--view %q: want paths, tree, callers or flat", *view)}
+		return &usageError{fmt.Sprintf("--view %q: want paths, tree, callers, flat, hot or procs", *view)}
+	}
+	if *htmlOut != "" && (fs.Changed("view") || fs.Changed("format") || fs.Changed("context")) {
+		return &usageError{"--html writes its own page: it does not combine with --view, --format or --context"}
+	}
+	if fs.Changed("hot") && *view != "hot" && *htmlOut == "" {
+		return &usageError{"--hot applies to --view hot and --html"}
+	}
+	if fs.Changed("hot") && !(*hotShare > 0 && *hotShare <= 1) {
+		return &usageError{fmt.Sprintf("--hot %g: want a share in (0, 1], like 0.9", *hotShare)}
+	}
+	if *asm && *view != "hot" {
+		return &usageError{"--asm applies to --view hot"}
+	}
+	if *view == "procs" && fs.Changed("metric") {
+		return &usageError{"--metric does not apply to --view procs (it counts instructions)"}
 	}
 	if *format == "json" {
 		for _, name := range []string{"view", "metric", "context", "all"} {
@@ -65,7 +88,7 @@ func runReport(c *ctx, args []string) error {
 	if *context != "" && *view != "paths" {
 		return &usageError{fmt.Sprintf("--context shows paths: it does not combine with --view %s", *view)}
 	}
-	if *view == "paths" && *context == "" && *metric != "" {
+	if *view == "paths" && *context == "" && *metric != "" && *htmlOut == "" {
 		return &usageError{"--metric applies to --view tree, callers and flat, and to --context"}
 	}
 	if *all && *view != "tree" && *view != "callers" {
@@ -87,6 +110,9 @@ func runReport(c *ctx, args []string) error {
 	}
 	defer f.Close()
 	lines := report.NewLineTable(f)
+	if *htmlOut != "" || (*format == "text" && (*view == "hot" || *view == "procs")) {
+		return reportMore(c, *binary, tab, prof, f, lines, *view, *metric, *hotShare, *asm, *htmlOut, fs.Args()[0])
+	}
 	if *format == "text" && *view == "paths" && *context == "" {
 		d, err := report.MakePaths(*binary, tab, prof, lines)
 		if err != nil {
@@ -128,4 +154,45 @@ func runReport(c *ctx, args []string) error {
 		return report.CallersText(c.stdout, tree, o)
 	}
 	return report.FlatText(c.stdout, tree, o)
+}
+
+// reportMore writes the hot and procs views and the HTML page.
+func reportMore(c *ctx, binary string, tab *meta.Table, prof *cct.Profile, f *elf.File, lines *report.LineTable,
+	view, metric string, share float64, asm bool, htmlOut, first string) error {
+	m, err := report.NewExportModel(binary, tab, prof, f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", first, err)
+	}
+	if htmlOut == "" && view == "procs" {
+		return report.ProcsText(c.stdout, report.MakeProcs(m))
+	}
+	tree, err := report.MakeContextTree(binary, tab, prof)
+	if err != nil {
+		return fmt.Errorf("%s: %w", first, err)
+	}
+	h, err := report.MakeHotPaths(tree, metric, share)
+	if err != nil {
+		return &usageError{fmt.Sprintf("--metric: %v", err)}
+	}
+	if htmlOut == "" {
+		return report.HotText(c.stdout, h, report.HotOptions{Lines: lines, File: f, Asm: asm})
+	}
+	o := report.HTMLOptions{Hot: h, Lines: lines}
+	if dot, err := exec.LookPath("dot"); err == nil {
+		o.Render = func(in []byte) ([]byte, error) {
+			cmd := exec.Command(dot, "-Tsvg")
+			cmd.Stdin = bytes.NewReader(in)
+			var out, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &stderr
+			if err := cmd.Run(); err != nil {
+				return nil, fmt.Errorf("dot: %v: %s", err, bytes.TrimSpace(stderr.Bytes()))
+			}
+			return out.Bytes(), nil
+		}
+	}
+	var page bytes.Buffer
+	if err := report.HTML(&page, m, o); err != nil {
+		return err
+	}
+	return os.WriteFile(htmlOut, page.Bytes(), 0o644)
 }

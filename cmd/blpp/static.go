@@ -12,7 +12,7 @@ import (
 
 func init() {
 	register(&command{name: "cfg", summary: "print control-flow graphs with Ball-Larus increments, backedges and loops",
-		usage: "BINARY [--func REGEX] [--format text|dot|json]", run: runCFG})
+		usage: "BINARY [--func REGEX] [--format text|dot|json] [--profile P --format dot [--hot SHARE]]", run: runCFG})
 	register(&command{name: "stats", summary: "per-function blocks, edges, loops, paths and instrumentability",
 		usage: "BINARY [--func REGEX] [--json]", run: runStats})
 }
@@ -61,6 +61,8 @@ func runCFG(c *ctx, args []string) error {
 	re := fs.String("func", "", "only functions whose name matches this regular expression")
 	format := fs.String("format", "text", "output format: text, dot or json")
 	maxPaths := fs.Uint64("max-paths", 0, "path limit per function before edges are split (0: 2^62)")
+	profile := fs.StringSlice("profile", nil, "profiles of BINARY, an instrumented binary: draw its original CFGs with block and edge counts, hot paths' edges in red (--format dot)")
+	hotShare := fs.Float64("hot", report.DefaultHotShare, "with --profile: a function's hot paths are the fewest covering this share of its instructions executed")
 	if err := c.parse(cmd, fs, args); err != nil {
 		return err
 	}
@@ -72,6 +74,9 @@ func runCFG(c *ctx, args []string) error {
 	case "text", "dot", "json":
 	default:
 		return &usageError{fmt.Sprintf("--format %q: want text, dot or json", *format)}
+	}
+	if len(*profile) > 0 || fs.Changed("hot") {
+		return runProfiledCFG(c, path, *profile, *re, *format, *hotShare, fs.Changed("max-paths"))
 	}
 	r, err := analyse(path, *re, *maxPaths)
 	if err != nil {
@@ -115,4 +120,49 @@ func runStats(c *ctx, args []string) error {
 		return report.StatsJSON(c.stdout, s)
 	}
 	return report.StatsText(c.stdout, s)
+}
+
+// runProfiledCFG draws the CFGs of an instrumented binary's functions
+// matching re (all that ran when re is empty) with the profiles' counts.
+func runProfiledCFG(c *ctx, binary string, profiles []string, re, format string, share float64, maxPaths bool) error {
+	switch {
+	case len(profiles) == 0:
+		return &usageError{"--hot applies with --profile"}
+	case format != "dot":
+		return &usageError{"--profile draws the graph: give --format dot"}
+	case maxPaths:
+		return &usageError{"--max-paths does not apply with --profile (the metadata holds the numbering)"}
+	case !(share > 0 && share <= 1):
+		return &usageError{fmt.Sprintf("--hot %g: want a share in (0, 1], like 0.9", share)}
+	}
+	match := func(string) bool { return true }
+	if re != "" {
+		rx, err := regexp.Compile(re)
+		if err != nil {
+			return &usageError{fmt.Sprintf("--func: %v", err)}
+		}
+		match = rx.MatchString
+	}
+	m, err := loadModel(binary, profiles)
+	if err != nil {
+		return err
+	}
+	defer m.File.Close()
+	funcs := m.MatchFuncs(match)
+	if re == "" {
+		ran := funcs[:0]
+		for _, fn := range funcs {
+			if m.Funcs[fn].Insns > 0 {
+				ran = append(ran, fn)
+			}
+		}
+		funcs = ran
+	}
+	if len(funcs) == 0 {
+		if re != "" {
+			return fmt.Errorf("no instrumented function of %s matches %q", binary, re)
+		}
+		return fmt.Errorf("no function of %s ran in the profile", binary)
+	}
+	return report.CFGProfileDot(c.stdout, m, funcs, report.CFGProfileOptions{Share: share, Lines: report.NewLineTable(m.File)})
 }

@@ -15,6 +15,7 @@ import (
 
 	"blpp/cct"
 	"blpp/rewriter"
+	blppruntime "blpp/runtime"
 )
 
 // variant is one way of building a workload.
@@ -22,21 +23,69 @@ type variant int
 
 const (
 	native variant = iota // cc -O2
-	blpp                  // the native binary rewritten by blpp
 	gcov                  // cc -O2 -fprofile-arcs
+	flow                  // the native binary rewritten by blpp --no-context: path frequencies, one record per function
+	ctx                   // rewritten by blpp with its defaults: calling context tree and path frequencies
+	ctxTSC                // rewritten by blpp --metrics tsc: calling context tree, frequencies and time-stamp counter sums
 	numVariants
 )
 
+var variantNames = [numVariants]string{"native", "gcov", "flow", "ctx", "ctx+tsc"}
+
 func (v variant) String() string {
-	switch v {
-	case native:
-		return "native"
-	case blpp:
-		return "blpp"
-	case gcov:
-		return "gcov"
+	if v >= 0 && v < numVariants {
+		return variantNames[v]
 	}
 	return "variant(" + strconv.Itoa(int(v)) + ")"
+}
+
+// isBlpp says whether the variant is a binary rewritten by blpp.
+func (v variant) isBlpp() bool { return v == flow || v == ctx || v == ctxTSC }
+
+// options are the rewriter options of a blpp variant (what `blpp rewrite`
+// does with --no-context, with no flag, and with --metrics tsc).
+func (v variant) options() rewriter.Options {
+	switch v {
+	case flow:
+		return rewriter.Options{NoContext: true}
+	case ctxTSC:
+		return rewriter.Options{Metrics: []rewriter.Metric{{Name: "tsc", Type: blppruntime.MetricTypeTSC}}}
+	}
+	return rewriter.Options{}
+}
+
+// parseVariants reads --variants: names of variants besides native, which
+// is always measured (every ratio and output check needs it).
+func parseVariants(list string) ([]variant, error) {
+	want := map[variant]bool{native: true}
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" || name == "native" {
+			continue
+		}
+		if name == "all" {
+			for v := native; v < numVariants; v++ {
+				want[v] = true
+			}
+			continue
+		}
+		found := false
+		for v := native; v < numVariants; v++ {
+			if v.String() == name {
+				want[v], found = true, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("--variants: no variant %q (have %s)", name, strings.Join(variantNames[1:], ", "))
+		}
+	}
+	var vs []variant
+	for v := native; v < numVariants; v++ {
+		if want[v] {
+			vs = append(vs, v)
+		}
+	}
+	return vs, nil
 }
 
 // workload is one program of testdata/bench, built every way.
@@ -45,8 +94,8 @@ type workload struct {
 	src  string
 	bins [numVariants]string
 
-	rewrite time.Duration
-	summary *rewriter.Summary
+	rewrite [numVariants]time.Duration
+	summary [numVariants]*rewriter.Summary
 }
 
 // sample is what one run of one variant cost.
@@ -85,6 +134,9 @@ func benchWorkloads(c *config) error {
 		defer os.RemoveAll(dir)
 	}
 	rep := &report{Runs: c.runs, Warmup: c.warmup, Scale: c.scale, CC: c.cc, CCVersion: ccVersion(c.cc), CPUs: cpuCount(), LoadBefore: loadAvg()}
+	for _, v := range c.variants {
+		rep.Variants = append(rep.Variants, v.String())
+	}
 	for _, src := range srcs {
 		w, err := buildWorkload(c, src, dir)
 		if err != nil {
@@ -166,8 +218,8 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// buildWorkload compiles src natively and with gcov counters and rewrites
-// the native binary with blpp.
+// buildWorkload compiles src natively and, if selected, with gcov
+// counters, and rewrites the native binary once per selected blpp variant.
 func buildWorkload(c *config, src, dir string) (*workload, error) {
 	name := strings.TrimSuffix(filepath.Base(src), ".c")
 	w := &workload{name: name, src: src}
@@ -177,30 +229,39 @@ func buildWorkload(c *config, src, dir string) (*workload, error) {
 		return nil, err
 	}
 	w.bins[native] = filepath.Join(bdir, name)
-	w.bins[gcov] = filepath.Join(bdir, name+".gcov")
-	w.bins[blpp] = filepath.Join(bdir, name+".blpp")
 	if err := compile(c.cc, src, w.bins[native]); err != nil {
 		return nil, err
 	}
-	if err := compile(c.cc, src, w.bins[gcov], "-fprofile-arcs"); err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(w.bins[native])
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	out, sum, err := rewriter.Rewrite(data, rewriter.Options{})
-	w.rewrite = time.Since(start)
-	if err != nil {
-		return nil, fmt.Errorf("%s: rewrite: %w", name, err)
-	}
-	if sum.Instrumented == 0 {
-		return nil, fmt.Errorf("%s: rewrite instrumented no function", name)
-	}
-	w.summary = sum
-	if err := os.WriteFile(w.bins[blpp], out, 0o755); err != nil {
-		return nil, err
+	var data []byte
+	for _, v := range c.variants {
+		switch {
+		case v == gcov:
+			w.bins[gcov] = filepath.Join(bdir, name+".gcov")
+			if err := compile(c.cc, src, w.bins[gcov], "-fprofile-arcs"); err != nil {
+				return nil, err
+			}
+		case v.isBlpp():
+			if data == nil {
+				var err error
+				if data, err = os.ReadFile(w.bins[native]); err != nil {
+					return nil, err
+				}
+			}
+			start := time.Now()
+			out, sum, err := rewriter.Rewrite(data, v.options())
+			w.rewrite[v] = time.Since(start)
+			if err != nil {
+				return nil, fmt.Errorf("%s: rewrite (%s): %w", name, v, err)
+			}
+			if sum.Instrumented == 0 {
+				return nil, fmt.Errorf("%s: rewrite (%s) instrumented no function", name, v)
+			}
+			w.summary[v] = sum
+			w.bins[v] = filepath.Join(bdir, name+"."+strings.ReplaceAll(v.String(), "+", "-"))
+			if err := os.WriteFile(w.bins[v], out, 0o755); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return w, nil
 }
@@ -219,17 +280,19 @@ func compile(cc, src, out string, extra ...string) error {
 	return nil
 }
 
-// measure runs the variants of w in turn, warm-up runs first, and checks
-// every run against the native output.
+// measure runs the selected variants of w in turn, warm-up runs first, and
+// checks every run against the native output.
 func measure(c *config, w *workload, dir string) (*workloadResult, error) {
-	res := &workloadResult{
-		Name:         w.name,
-		RewriteMS:    ms(w.rewrite),
-		Functions:    w.summary.Functions,
-		Instrumented: w.summary.Instrumented,
-	}
-	for v := native; v < numVariants; v++ {
-		res.Variants = append(res.Variants, &variantResult{Name: v.String()})
+	res := &workloadResult{Name: w.name}
+	for _, v := range c.variants {
+		vr := &variantResult{Name: v.String(), v: v}
+		if sum := w.summary[v]; sum != nil {
+			vr.RewriteMS = ms(w.rewrite[v])
+			if res.Functions == 0 || v == ctx {
+				res.Functions, res.Instrumented = sum.Functions, sum.Instrumented
+			}
+		}
+		res.Variants = append(res.Variants, vr)
 	}
 	args := []string{strconv.Itoa(c.scale)}
 	timeTool := gnuTime()
@@ -242,12 +305,12 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 		} else {
 			fmt.Fprintf(c.stderr, "%s: warm-up %d/%d\n", w.name, round+1, c.warmup)
 		}
-		for v := native; v < numVariants; v++ {
+		for i, v := range c.variants {
 			wrap := ""
 			if !measured {
 				wrap = timeTool
 			}
-			s, out, err := runOnce(w.bins[v], args, v, dir, wrap)
+			s, out, prof, err := runOnce(w.bins[v], args, v, dir, wrap)
 			if err != nil {
 				return nil, fmt.Errorf("%s (%s): %w", w.name, v, err)
 			}
@@ -261,7 +324,10 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 				return nil, fmt.Errorf("%s (%s): output differs from native:\nnative: exit %d, %q %q\n%s: exit %d, %q %q",
 					w.name, v, want.code, want.stdout, want.stderr, v, out.code, out.stdout, out.stderr)
 			}
-			vr := res.Variants[v]
+			vr := res.Variants[i]
+			if prof != nil {
+				vr.Profile = prof
+			}
 			if measured {
 				vr.WallMS = append(vr.WallMS, ms(s.wall))
 				vr.CPUMS = append(vr.CPUMS, ms(s.cpu))
@@ -275,9 +341,9 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 }
 
 // runOnce runs bin with args in a new directory under dir, which it then
-// removes. The blpp variant must leave a readable profile there and the
-// gcov variant a .gcda file: a run that skipped writing them would look
-// cheaper than it is.
+// removes. A blpp variant must leave a readable profile there (returned
+// summed up) and the gcov variant a .gcda file: a run that skipped writing
+// them would look cheaper than it is.
 //
 // With timeTool set the run goes through GNU time, which reports the
 // peak resident set. The child's own rusage cannot: Go starts children
@@ -285,10 +351,10 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 // RSS of the pre-exec address space, the harness's, into the child's
 // maxrss. GNU time forks from its own small address space. Wrapping adds a
 // process to the run, so only unmeasured (warm-up) runs are wrapped.
-func runOnce(bin string, args []string, v variant, dir, timeTool string) (sample, outcome, error) {
+func runOnce(bin string, args []string, v variant, dir, timeTool string) (sample, outcome, *profileInfo, error) {
 	rundir, err := os.MkdirTemp(dir, "run-")
 	if err != nil {
-		return sample{}, outcome{}, err
+		return sample{}, outcome{}, nil, err
 	}
 	defer os.RemoveAll(rundir)
 	profile := filepath.Join(rundir, "blpp.out")
@@ -324,7 +390,7 @@ func runOnce(bin string, args []string, v variant, dir, timeTool string) (sample
 		}
 		var ee *exec.ExitError
 		if err != nil && !errors.As(err, &ee) {
-			return s, out, err
+			return s, out, nil, err
 		}
 		ps := cmd.ProcessState
 		s.cpu = ps.UserTime() + ps.SystemTime()
@@ -334,21 +400,50 @@ func runOnce(bin string, args []string, v variant, dir, timeTool string) (sample
 	if timeTool != "" {
 		kb, err := readTimeRSS(rssFile)
 		if err != nil {
-			return s, out, err
+			return s, out, nil, err
 		}
 		s.maxRSSKB = kb
 	}
-	switch v {
-	case blpp:
-		if _, err := cct.ReadFile(profile); err != nil {
-			return s, out, fmt.Errorf("profile: %w", err)
+	var prof *profileInfo
+	switch {
+	case v.isBlpp():
+		if prof, err = readProfile(profile); err != nil {
+			return s, out, nil, err
 		}
-	case gcov:
+	case v == gcov:
 		if m, _ := filepath.Glob(filepath.Join(rundir, "*.gcda")); len(m) == 0 {
-			return s, out, fmt.Errorf("no .gcda file written in the run directory")
+			return s, out, nil, fmt.Errorf("no .gcda file written in the run directory")
 		}
 	}
-	return s, out, nil
+	return s, out, prof, nil
+}
+
+// readProfile reads and validates the profile file name and sums it up.
+func readProfile(name string) (*profileInfo, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	p, err := cct.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	info := &profileInfo{
+		Bytes:       fi.Size(),
+		TimeNS:      p.TimeNS,
+		Threads:     len(p.Threads),
+		ArenaBytes:  p.Stats[cct.StatArenaBytes],
+		RecordBytes: p.Stats["record_bytes"],
+		Stats:       p.Stats,
+	}
+	for _, t := range p.Threads {
+		info.Records += len(t.Records)
+		for _, r := range t.Records {
+			info.Calls += r.Calls
+			info.Paths += len(r.Paths)
+		}
+	}
+	return info, nil
 }
 
 // readTimeRSS reads the %M (peak RSS, kilobytes) GNU time wrote to file:

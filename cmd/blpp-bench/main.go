@@ -1,27 +1,48 @@
 // Command blpp-bench measures what blpp costs: how much slower the
-// workloads under testdata/bench run once rewritten, next to gcc's own
-// edge counting (-fprofile-arcs), and how long and how much memory a
-// rewrite takes.
+// workloads under testdata/bench run once rewritten, in each of blpp's
+// modes, next to gcc's own edge counting (-fprofile-arcs); how long and
+// how much memory a rewrite takes; and how long an instrumented program
+// takes to write its profile at exit.
 //
-//	go run ./cmd/blpp-bench [--runs N] [--cc gcc] [--only NAME,...] [--scale S] [--json]
+//	go run ./cmd/blpp-bench [--runs N] [--cc gcc] [--only NAME,...] [--variants V,...] [--scale S] [--json]
+//	go run ./cmd/blpp-bench --profile-write [--calls N] [--runs N] [--json]
 //	go run ./cmd/blpp-bench --rewrite-python [--python /usr/bin/python3.11] [--json]
 //
-// Each workload is compiled twice (cc -O2, and cc -O2 -fprofile-arcs); the
-// first binary is also rewritten in-process with rewriter.Rewrite. The
-// three variants then run in turn (native, blpp, gcov, native, ...) so that
-// a change in the machine's load hits all three alike, each in a fresh
+// Each workload is built five ways (--variants selects among the last
+// four; native is always built):
+//
+//	native   cc -O2
+//	gcov     cc -O2 -fprofile-arcs
+//	flow     the native binary rewritten with rewriter.Options{NoContext: true}
+//	         (blpp rewrite --no-context: path frequencies, one record per function)
+//	ctx      rewritten with the zero Options (calling context tree + path frequencies)
+//	ctx+tsc  rewritten with a "tsc" metric (blpp rewrite --metrics tsc)
+//
+// The rewrites happen in-process with rewriter.Rewrite. The variants then
+// run in turn (native, gcov, flow, ctx, ctx+tsc, native, ...) so that a
+// change in the machine's load hits all of them alike, each in a fresh
 // directory that is removed afterwards (the gcov run's .gcda file and the
-// blpp run's profile go there, so every run does the same work). Every run
-// must print what the native run printed, byte for byte, and exit the same
-// way; the blpp run must leave a valid profile and the gcov run a .gcda
+// blpp runs' profiles go there, so every run does the same work). Every
+// run must print what the native run printed, byte for byte, and exit the
+// same way; a blpp run must leave a valid profile and the gcov run a .gcda
 // file. A ratio is the median over the rounds of the per-round ratio to the
 // native run of the same round. Peak memory is taken in the warm-up runs,
-// through GNU time (see runOnce for why not from the child's rusage).
+// through GNU time (see runOnce for why not from the child's rusage). The
+// size of the calling context tree (records, the runtime's arena_bytes and
+// record_bytes stats, the profile file's size) is read from the profile of
+// the last ctx+tsc run.
+//
+// --profile-write builds testdata/profile_write.c (4 threads making 10
+// million calls in total through 342 calling contexts each), rewrites it
+// with the zero Options and reports how long the instrumented program
+// takes from the end of main to its exit, which is when the runtime writes
+// the profile; more than a second is a failure (see benchProfileWrite).
 //
 // Progress goes to stderr; stdout gets the table, or with --json one JSON
-// object (fields documented on report and pythonReport). Exit status: 0,
-// 1 when a measurement fails (a build error, different output, a missing
-// profile), 2 for a bad command line.
+// object (fields documented on report, profileWriteReport and
+// pythonReport). Exit status: 0, 1 when a measurement fails (a build
+// error, different output, a missing profile, a profile write over the
+// limit), 2 for a bad command line.
 package main
 
 import (
@@ -44,12 +65,16 @@ type config struct {
 	scale        int
 	cc           string
 	only         []string
+	variants     []variant // native first
 	asJSON       bool
 	srcDir       string
 	keep         bool
 
 	rewritePython bool
 	python        string
+
+	profileWrite bool
+	calls        int64
 
 	stdout, stderr io.Writer
 }
@@ -64,11 +89,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.scale, "scale", 100, "workload size passed to every workload (100: ~0.5 s natively)")
 	fs.StringVar(&c.cc, "cc", "gcc", "C compiler (must accept -fprofile-arcs)")
 	only := fs.String("only", "", "comma-separated workloads to run (default: all)")
+	variants := fs.String("variants", "all", "comma-separated variants to measure besides native: gcov, flow, ctx, ctx+tsc, or all")
 	fs.BoolVar(&c.asJSON, "json", false, "print one JSON object instead of the table")
 	fs.StringVar(&c.srcDir, "src", "", "directory of the workload sources (default: testdata/bench of the module)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the build directory and print its name")
 	fs.BoolVar(&c.rewritePython, "rewrite-python", false, "measure rewriting a large real binary instead of running the workloads")
 	fs.StringVar(&c.python, "python", "/usr/bin/python3.11", "the binary --rewrite-python rewrites")
+	fs.BoolVar(&c.profileWrite, "profile-write", false, "measure how long an instrumented program takes to write its profile at exit instead of running the workloads")
+	fs.Int64Var(&c.calls, "calls", 10_000_000, "calls the --profile-write program makes in total")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(stderr, "blpp-bench: %v (run with --help for the flags)\n", err)
@@ -82,8 +110,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "blpp-bench: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if c.runs < 1 || c.warmup < 0 || c.scale < 1 {
-		fmt.Fprintln(stderr, "blpp-bench: --runs and --scale must be at least 1, --warmup at least 0")
+	if c.runs < 1 || c.warmup < 0 || c.scale < 1 || c.calls < 0 {
+		fmt.Fprintln(stderr, "blpp-bench: --runs and --scale must be at least 1, --warmup and --calls at least 0")
+		return 2
+	}
+	if c.profileWrite && c.rewritePython {
+		fmt.Fprintln(stderr, "blpp-bench: --profile-write and --rewrite-python exclude each other")
+		return 2
+	}
+	var err error
+	if c.variants, err = parseVariants(*variants); err != nil {
+		fmt.Fprintf(stderr, "blpp-bench: %v\n", err)
 		return 2
 	}
 	for _, name := range strings.Split(*only, ",") {
@@ -92,10 +129,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	var err error
-	if c.rewritePython {
+	switch {
+	case c.rewritePython:
 		err = benchPython(c)
-	} else {
+	case c.profileWrite:
+		err = benchProfileWrite(c)
+	default:
 		err = benchWorkloads(c)
 	}
 	if err != nil {

@@ -20,32 +20,46 @@ func TestOneWorkload(t *testing.T) {
 	}
 	table := stdout.String()
 	lines := strings.Split(table, "\n")
-	for _, col := range []string{"workload", "native", "blpp/native", "gcov/native", "rewrite"} {
+	for _, col := range []string{"workload", "native", "gcov/native", "flow/native", "ctx/native", "ctx+tsc/native"} {
 		if !strings.Contains(lines[0], col) {
 			t.Errorf("header lacks %q:\n%s", col, lines[0])
 		}
 	}
-	var row, geo []string
+	var rows, geos [][]string
+	cct := ""
 	for _, l := range lines {
 		f := strings.Fields(l)
 		if len(f) > 0 && f[0] == "sort" {
-			row = f
+			if len(f) > 1 && f[1] == "CCT:" {
+				cct = l
+			} else {
+				rows = append(rows, f)
+			}
 		}
 		if len(f) > 0 && f[0] == "geomean" {
-			geo = f
+			geos = append(geos, f)
 		}
 	}
-	if row == nil || geo == nil {
-		t.Fatalf("no sort row or no geomean row:\n%s", table)
+	if len(rows) != 2 || len(geos) != 2 {
+		t.Fatalf("want two sort rows and two geomean rows (wall; cpu, rss):\n%s", table)
 	}
 	ratios := 0
-	for _, cell := range row {
+	for _, cell := range rows[0] {
 		if strings.HasSuffix(cell, "×") {
 			ratios++
 		}
 	}
-	if ratios < 2 {
-		t.Errorf("sort row has %d ratio cells, want at least 2 (blpp, gcov):\n%s", ratios, table)
+	if ratios != 4 {
+		t.Errorf("sort row has %d ratio cells, want 4 (gcov, flow, ctx, ctx+tsc):\n%s", ratios, table)
+	}
+	if len(geos[0]) != 5 {
+		t.Errorf("geomean row %q: want 4 ratios", geos[0])
+	}
+	if !strings.Contains(table, "rewrite") {
+		t.Errorf("no rewrite column:\n%s", table)
+	}
+	if !strings.Contains(cct, "records") || !strings.Contains(cct, "bytes/record, arena") || !strings.Contains(cct, "KB") {
+		t.Errorf("CCT line %q, want \"CCT: N records, B bytes/record, arena X MB, profile Y KB\"", cct)
 	}
 	if !strings.Contains(table, "printed exactly the native output") {
 		t.Errorf("table does not say the outputs matched:\n%s", table)
@@ -63,13 +77,68 @@ func TestOneWorkload(t *testing.T) {
 	if len(rep.Workloads) != 1 || !rep.Workloads[0].Matched || len(rep.Workloads[0].Variants) != int(numVariants) {
 		t.Fatalf("unexpected report: %s", stdout.String())
 	}
-	for _, v := range rep.Workloads[0].Variants {
-		if len(v.WallMS) != 1 || v.Wall <= 0 || v.MedianWallMS <= 0 {
-			t.Errorf("variant %s: runs %v, ratio %v", v.Name, v.WallMS, v.Wall)
+	for i, v := range rep.Workloads[0].Variants {
+		if v.Name != variant(i).String() || len(v.WallMS) != 1 || v.Wall <= 0 || v.MedianWallMS <= 0 {
+			t.Errorf("variant %d %s: runs %v, ratio %v", i, v.Name, v.WallMS, v.Wall)
+		}
+		if !variant(i).isBlpp() {
+			continue
+		}
+		p := v.Profile
+		if v.RewriteMS <= 0 || p == nil || p.Records == 0 || p.Bytes == 0 || p.RecordBytes == 0 || p.ArenaBytes == 0 || p.Calls == 0 {
+			t.Errorf("variant %s: rewrite %v ms, profile %+v", v.Name, v.RewriteMS, p)
 		}
 	}
-	if g, ok := rep.Geomean["blpp"]; !ok || g.Wall <= 0 {
-		t.Errorf("no blpp geometric mean: %+v", rep.Geomean)
+	for _, name := range []string{"gcov", "flow", "ctx", "ctx+tsc"} {
+		if g, ok := rep.Geomean[name]; !ok || g.Wall <= 0 {
+			t.Errorf("no %s geometric mean: %+v", name, rep.Geomean)
+		}
+	}
+}
+
+// TestVariantsFlag checks that --variants measures native and the named
+// variants only.
+func TestVariantsFlag(t *testing.T) {
+	fixture.RequireTool(t, "gcc", "gcc")
+	var stdout, stderr bytes.Buffer
+	args := []string{"--runs", "1", "--warmup", "0", "--scale", "1", "--only", "sort", "--variants", "ctx", "--json"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d\nstderr:\n%s", code, stderr.String())
+	}
+	var rep report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout.String())
+	}
+	vs := rep.Workloads[0].Variants
+	if len(vs) != 2 || vs[0].Name != "native" || vs[1].Name != "ctx" || len(rep.Geomean) != 1 {
+		t.Errorf("variants %v, geomeans %v: want native and ctx", rep.Variants, rep.Geomean)
+	}
+}
+
+// TestProfileWrite runs --profile-write with few calls.
+func TestProfileWrite(t *testing.T) {
+	fixture.RequireTool(t, "gcc", "gcc")
+	var stdout, stderr bytes.Buffer
+	args := []string{"--profile-write", "--calls", "200000", "--runs", "1", "--warmup", "0"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	if !strings.HasPrefix(out, "profile write: ") || !strings.Contains(out, " records (4 threads, 200k calls)") {
+		t.Errorf("unexpected output:\n%s", out)
+	}
+
+	stdout.Reset()
+	if code := run(append(args, "--json"), &stdout, &stderr); code != 0 {
+		t.Fatalf("--json: exit status %d\nstderr:\n%s", code, stderr.String())
+	}
+	var rep profileWriteReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout.String())
+	}
+	// 4 threads × (worker, l1, 4 l2, 16 l3, 64 l4, 256 l5) records at least.
+	if !rep.Passed || rep.MedianTailMS <= 0 || rep.Profile == nil || rep.Profile.Records < 4*342 || rep.Profile.Calls < 200000 {
+		t.Errorf("unexpected report: %s", stdout.String())
 	}
 }
 
@@ -80,6 +149,9 @@ func TestBadFlags(t *testing.T) {
 		{"--no-such-flag"},
 		{"extra"},
 		{"--only", "no-such-workload"},
+		{"--variants", "gcov,blpp"},
+		{"--calls", "-1", "--profile-write"},
+		{"--profile-write", "--rewrite-python"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 2 {

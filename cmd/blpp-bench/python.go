@@ -184,9 +184,9 @@ func runScript(c *config, rep *pythonReport, inst, dir string) {
 	var want *outcome
 	for round := 0; round < c.warmup+c.runs; round++ {
 		fmt.Fprintf(c.stderr, "python script: round %d/%d\n", round+1, c.warmup+c.runs)
-		for _, v := range []variant{native, blpp} {
+		for _, v := range []variant{native, ctx} {
 			bin := c.python
-			if v == blpp {
+			if v == ctx {
 				bin = inst
 			}
 			rundir, err := os.MkdirTemp(dir, "run-")

@@ -14,18 +14,20 @@ import (
 // Times are milliseconds, memory kilobytes; a ratio is relative to the
 // native build (1.0 = no overhead).
 type report struct {
-	Runs       int     `json:"runs"`        // measured runs per variant and workload
-	Warmup     int     `json:"warmup"`      // unmeasured runs before them
-	Scale      int     `json:"scale"`       // the size argument every workload got
-	CC         string  `json:"cc"`          // compiler command
-	CCVersion  string  `json:"cc_version"`  // first line of its --version
-	CPUs       int     `json:"cpus"`        // logical CPUs of the machine
-	LoadBefore float64 `json:"load_before"` // 1-minute load average at the start (-1: unknown)
-	LoadAfter  float64 `json:"load_after"`  // and at the end
+	Runs       int      `json:"runs"`        // measured runs per variant and workload
+	Warmup     int      `json:"warmup"`      // unmeasured runs before them
+	Scale      int      `json:"scale"`       // the size argument every workload got
+	CC         string   `json:"cc"`          // compiler command
+	CCVersion  string   `json:"cc_version"`  // first line of its --version
+	CPUs       int      `json:"cpus"`        // logical CPUs of the machine
+	LoadBefore float64  `json:"load_before"` // 1-minute load average at the start (-1: unknown)
+	LoadAfter  float64  `json:"load_after"`  // and at the end
+	Variants   []string `json:"variants"`    // the variants measured, in the order they ran in each round: native first
 
 	Workloads []*workloadResult `json:"workloads"`
 	// Geomean holds the geometric means over the workloads of each
-	// variant's ratios, keyed by variant name ("blpp", "gcov").
+	// variant's ratios, keyed by variant name ("gcov", "flow", "ctx",
+	// "ctx+tsc").
 	Geomean map[string]ratios `json:"geomean"`
 }
 
@@ -34,22 +36,49 @@ type workloadResult struct {
 	Name         string           `json:"name"`         // file name without .c
 	Output       string           `json:"output"`       // what every variant printed
 	Matched      bool             `json:"matched"`      // every run printed the native output (always true in a report: a mismatch is an error)
-	RewriteMS    float64          `json:"rewrite_ms"`   // wall time of rewriter.Rewrite, in-process
 	Functions    int              `json:"functions"`    // functions the rewriter saw
-	Instrumented int              `json:"instrumented"` // and instrumented
-	Variants     []*variantResult `json:"variants"`     // native, blpp, gcov in that order
+	Instrumented int              `json:"instrumented"` // and instrumented (by the ctx rewrite, else the first blpp one)
+	Variants     []*variantResult `json:"variants"`     // as report.Variants
+}
+
+// variant is the result of variant v, nil when it was not measured.
+func (w *workloadResult) variant(v variant) *variantResult {
+	for _, vr := range w.Variants {
+		if vr.v == v {
+			return vr
+		}
+	}
+	return nil
 }
 
 // variantResult is one build of one workload.
 type variantResult struct {
-	Name     string    `json:"name"`       // native, blpp or gcov
-	WallMS   []float64 `json:"wall_ms"`    // each measured run, in order
-	CPUMS    []float64 `json:"cpu_ms"`     // user+system time of each run
-	MaxRSSKB int64     `json:"max_rss_kb"` // largest peak resident set of the warm-up runs, by GNU time (0: not measured)
+	Name      string    `json:"name"`                 // native, gcov, flow, ctx or ctx+tsc
+	RewriteMS float64   `json:"rewrite_ms,omitempty"` // blpp variants: wall time of rewriter.Rewrite, in-process
+	WallMS    []float64 `json:"wall_ms"`              // each measured run, in order
+	CPUMS     []float64 `json:"cpu_ms"`               // user+system time of each run
+	MaxRSSKB  int64     `json:"max_rss_kb"`           // largest peak resident set of the warm-up runs, by GNU time (0: not measured)
+	// Profile sums up the profile the last run of a blpp variant wrote.
+	Profile *profileInfo `json:"profile,omitempty"`
 
 	MedianWallMS float64 `json:"median_wall_ms"`
 	MedianCPUMS  float64 `json:"median_cpu_ms"`
 	ratios
+
+	v variant
+}
+
+// profileInfo sums up one profile file.
+type profileInfo struct {
+	Bytes       int64             `json:"bytes"`        // size of the file
+	TimeNS      uint64            `json:"time_ns"`      // the header's time stamp (CLOCK_REALTIME as the runtime began writing)
+	Threads     int               `json:"threads"`      // thread sections
+	Records     int               `json:"records"`      // call records, all threads (one per function and thread in a flow-only profile)
+	Paths       int               `json:"paths"`        // path entries, all records
+	Calls       uint64            `json:"calls"`        // activations counted, all records
+	ArenaBytes  uint64            `json:"arena_bytes"`  // the runtime's stat: bytes its allocator mapped
+	RecordBytes uint64            `json:"record_bytes"` // the runtime's stat: size of its record structure
+	Stats       map[string]uint64 `json:"stats"`        // all the runtime's stats
 }
 
 // ratios compare a variant with native: the median over the rounds of the
@@ -65,7 +94,7 @@ type ratios struct {
 func (r *report) summarise() {
 	logs := map[string]*ratios{}
 	for _, w := range r.Workloads {
-		base := w.Variants[native]
+		base := w.variant(native)
 		for _, v := range w.Variants {
 			v.MedianWallMS = median(v.WallMS)
 			v.MedianCPUMS = median(v.CPUMS)
@@ -74,7 +103,7 @@ func (r *report) summarise() {
 			if base.MaxRSSKB > 0 {
 				v.RSS = float64(v.MaxRSSKB) / float64(base.MaxRSSKB)
 			}
-			if v.Name == native.String() {
+			if v.v == native {
 				continue
 			}
 			l := logs[v.Name]
@@ -128,31 +157,136 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// writeTable prints the report for people: one row per workload, a
-// geometric-mean row, and the conditions of the measurement.
+// writeTable prints the report for people: a table of wall times and
+// ratios, one of CPU and memory ratios and rewrite times (one row per
+// workload and a geometric-mean row each), the calling context trees the
+// richest blpp variant built, and the conditions of the measurement.
 func (r *report) writeTable(w io.Writer) {
-	head := []string{"workload", "native", "blpp", "blpp/native", "gcov", "gcov/native", "blpp cpu", "gcov cpu", "blpp rss", "rewrite", "instrumented"}
+	var others []variant // the variants compared with native
+	for _, vr := range r.Workloads[0].Variants {
+		if vr.v != native {
+			others = append(others, vr.v)
+		}
+	}
+	rewritten := variant(-1) // the blpp variant whose rewrite the second table shows
+	for _, v := range []variant{ctx, ctxTSC, flow} {
+		if rewritten < 0 && r.Workloads[0].variant(v) != nil {
+			rewritten = v
+		}
+	}
+
+	head := []string{"workload", "native"}
+	for _, v := range others {
+		head = append(head, v.String(), v.String()+"/native")
+	}
 	rows := [][]string{head}
 	for _, wl := range r.Workloads {
-		n, b, g := wl.Variants[native], wl.Variants[blpp], wl.Variants[gcov]
-		rows = append(rows, []string{
-			wl.Name,
-			fmt.Sprintf("%.0f ms", n.MedianWallMS),
-			fmt.Sprintf("%.0f ms", b.MedianWallMS),
-			fmtRatio(b.Wall),
-			fmt.Sprintf("%.0f ms", g.MedianWallMS),
-			fmtRatio(g.Wall),
-			fmtRatio(b.CPU),
-			fmtRatio(g.CPU),
-			fmtRatio(b.RSS),
-			fmt.Sprintf("%.1f ms", wl.RewriteMS),
-			fmt.Sprintf("%d/%d fns", wl.Instrumented, wl.Functions),
-		})
+		row := []string{wl.Name, fmtMS(wl.variant(native).MedianWallMS)}
+		for _, v := range others {
+			vr := wl.variant(v)
+			row = append(row, fmtMS(vr.MedianWallMS), fmtRatio(vr.Wall))
+		}
+		rows = append(rows, row)
 	}
-	gb, gg := r.Geomean[blpp.String()], r.Geomean[gcov.String()]
-	rows = append(rows, []string{"geomean", "", "", fmtRatio(gb.Wall), "", fmtRatio(gg.Wall), fmtRatio(gb.CPU), fmtRatio(gg.CPU), fmtRatio(gb.RSS), "", ""})
+	geo := []string{"geomean", ""}
+	for _, v := range others {
+		geo = append(geo, "", fmtRatio(r.Geomean[v.String()].Wall))
+	}
+	writeRows(w, append(rows, geo))
 
-	widths := make([]int, len(head))
+	head = []string{"workload"}
+	for _, v := range others {
+		head = append(head, v.String()+" cpu")
+	}
+	for _, v := range others {
+		head = append(head, v.String()+" rss")
+	}
+	if rewritten >= 0 {
+		head = append(head, "rewrite", "instrumented")
+	}
+	rows = [][]string{head}
+	for _, wl := range r.Workloads {
+		row := []string{wl.Name}
+		for _, v := range others {
+			row = append(row, fmtRatio(wl.variant(v).CPU))
+		}
+		for _, v := range others {
+			row = append(row, fmtRatio(wl.variant(v).RSS))
+		}
+		if rewritten >= 0 {
+			row = append(row, fmt.Sprintf("%.1f ms", wl.variant(rewritten).RewriteMS), fmt.Sprintf("%d/%d fns", wl.Instrumented, wl.Functions))
+		}
+		rows = append(rows, row)
+	}
+	geo = []string{"geomean"}
+	for _, v := range others {
+		geo = append(geo, fmtRatio(r.Geomean[v.String()].CPU))
+	}
+	for _, v := range others {
+		geo = append(geo, fmtRatio(r.Geomean[v.String()].RSS))
+	}
+	if rewritten >= 0 {
+		geo = append(geo, "", "")
+	}
+	fmt.Fprintln(w)
+	writeRows(w, append(rows, geo))
+
+	// The calling context trees: those of ctx+tsc, else of the richest
+	// blpp variant measured.
+	for _, v := range []variant{ctxTSC, ctx, flow} {
+		if r.Workloads[0].variant(v) == nil {
+			continue
+		}
+		fmt.Fprintf(w, "\nprofiles written by %s (last run):\n", v)
+		width := 0
+		for _, wl := range r.Workloads {
+			width = max(width, len(wl.Name))
+		}
+		for _, wl := range r.Workloads {
+			p := wl.variant(v).Profile
+			fmt.Fprintf(w, "%-*s  CCT: %d records, %d bytes/record, arena %.1f MB, profile %.1f KB (%d paths, %d calls, %s)\n",
+				width, wl.Name, p.Records, p.RecordBytes, float64(p.ArenaBytes)/(1<<20), float64(p.Bytes)/1024, p.Paths, p.Calls, plural(p.Threads, "thread"))
+		}
+		break
+	}
+
+	runs := 0
+	for _, wl := range r.Workloads {
+		for _, v := range wl.Variants {
+			runs += len(v.WallMS)
+		}
+	}
+	fmt.Fprintf(w, "\ntimes: median wall time of %d runs per variant (after %d warm-up), scale %d; ratios: median of per-round ratios to native\n", r.Runs, r.Warmup, r.Scale)
+	fmt.Fprintf(w, "variants, run in this order each round:\n%s", variantLegend(r.Workloads[0].Variants))
+	fmt.Fprintf(w, "cpu: user+system time ratio; rss: peak resident set ratio (warm-up runs, GNU time)")
+	if rewritten >= 0 {
+		fmt.Fprintf(w, "; rewrite: rewriter.Rewrite in-process (%s)", rewritten)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "outputs: all %d measured runs (and warm-ups) printed exactly the native output\n", runs)
+	fmt.Fprintf(w, "machine: %d CPUs, load average %s at start, %s at end; %s\n", r.CPUs, fmtLoad(r.LoadBefore), fmtLoad(r.LoadAfter), r.CCVersion)
+}
+
+// variantLegend says what each measured variant is, one line each.
+func variantLegend(vs []*variantResult) string {
+	what := [numVariants]string{
+		native: "cc -O2",
+		gcov:   "cc -O2 -fprofile-arcs",
+		flow:   "blpp rewrite --no-context: path frequencies, one record per function",
+		ctx:    "blpp rewrite: calling context tree + path frequencies",
+		ctxTSC: "blpp rewrite --metrics tsc: calling context tree + path frequencies + time-stamp counter",
+	}
+	var b strings.Builder
+	for _, vr := range vs {
+		fmt.Fprintf(&b, "  %-8s %s\n", vr.Name, what[vr.v])
+	}
+	return b.String()
+}
+
+// writeRows prints rows as a table: the first is the head, the last the
+// geometric means; a rule separates them from the rest.
+func writeRows(w io.Writer, rows [][]string) {
+	widths := make([]int, len(rows[0]))
 	for _, row := range rows {
 		for i, cell := range row {
 			widths[i] = max(widths[i], len([]rune(cell)))
@@ -180,17 +314,16 @@ func (r *report) writeTable(w io.Writer) {
 			fmt.Fprintln(w, strings.Repeat("-", total))
 		}
 	}
-	runs := 0
-	for _, wl := range r.Workloads {
-		for _, v := range wl.Variants {
-			runs += len(v.WallMS)
-		}
-	}
-	fmt.Fprintf(w, "\ntimes: median wall time of %d runs per variant (after %d warm-up), scale %d; ratios: median of per-round ratios to native\n", r.Runs, r.Warmup, r.Scale)
-	fmt.Fprintf(w, "cpu: user+system time ratio; rss: peak resident set ratio (warm-up runs, GNU time); rewrite: rewriter.Rewrite in-process\n")
-	fmt.Fprintf(w, "outputs: all %d measured runs (and warm-ups) printed exactly the native output\n", runs)
-	fmt.Fprintf(w, "machine: %d CPUs, load average %s at start, %s at end; %s\n", r.CPUs, fmtLoad(r.LoadBefore), fmtLoad(r.LoadAfter), r.CCVersion)
 }
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func fmtMS(x float64) string { return fmt.Sprintf("%.0f ms", x) }
 
 func fmtRatio(x float64) string {
 	if math.IsNaN(x) || x == 0 {

@@ -14,7 +14,7 @@ import (
 
 func init() {
 	register(&command{name: "report", summary: "hot paths and calling-context views (tree, callers, flat) from profiles of an instrumented binary",
-		usage: "PROFILE... [--binary B] [--view paths|tree|callers|flat|hot|procs] [--metric M] [--context CHAIN] [--top N] [--all] [--hot SHARE] [--asm] [--format text|json] [--html OUT]", run: runReport})
+		usage: "PROFILE... [--binary B] [--view paths|tree|callers|flat|loops|hot|procs] [--metric M] [--context CHAIN] [--top N] [--all] [--hot SHARE] [--asm] [--format text|json] [--html OUT]", run: runReport})
 }
 
 // readProfiles reads and merges the profiles (several runs or processes
@@ -38,7 +38,7 @@ func runReport(c *ctx, args []string) error {
 	cmd := find("report")
 	fs := c.newFlags(cmd)
 	binary := fs.String("binary", "", "the instrumented binary the profile came from (default: from the profile's directory, see docs)")
-	view := fs.String("view", "paths", "text view: paths (hottest paths), tree (top-down calling contexts), callers (bottom-up), flat (per procedure)")
+	view := fs.String("view", "paths", "text view: paths (hottest paths), tree (top-down calling contexts), callers (bottom-up), flat (per procedure), loops (loop nests in each calling context)")
 	metric := fs.String("metric", "", "metric of the tree, callers, flat and --context views: freq (default), insns, or any metric of the profile")
 	context := fs.String("context", "", "show the hottest paths of the contexts whose chain of functions ends with CHAIN (main/parse/next; a leading / anchors at a root)")
 	top := fs.Int("top", 20, "number of hottest paths (paths, --context), procedures (flat, callers) or contexts (--context) to show; 0 shows all")
@@ -59,9 +59,9 @@ func runReport(c *ctx, args []string) error {
 		return &usageError{fmt.Sprintf("--format %q: want text or json", *format)}
 	}
 	switch *view {
-	case "paths", "tree", "callers", "flat", "hot", "procs":
+	case "paths", "tree", "callers", "flat", "loops", "hot", "procs":
 	default:
-		return &usageError{fmt.Sprintf("--view %q: want paths, tree, callers, flat, hot or procs", *view)}
+		return &usageError{fmt.Sprintf("--view %q: want paths, tree, callers, flat, loops, hot or procs", *view)}
 	}
 	if *htmlOut != "" && (fs.Changed("view") || fs.Changed("format") || fs.Changed("context")) {
 		return &usageError{"--html writes its own page: it does not combine with --view, --format or --context"}
@@ -89,10 +89,10 @@ func runReport(c *ctx, args []string) error {
 		return &usageError{fmt.Sprintf("--context shows paths: it does not combine with --view %s", *view)}
 	}
 	if *view == "paths" && *context == "" && *metric != "" && *htmlOut == "" {
-		return &usageError{"--metric applies to --view tree, callers and flat, and to --context"}
+		return &usageError{"--metric applies to --view tree, callers, flat and loops, and to --context"}
 	}
-	if *all && *view != "tree" && *view != "callers" {
-		return &usageError{"--all applies to --view tree and callers"}
+	if *all && *view != "tree" && *view != "callers" && *view != "loops" {
+		return &usageError{"--all applies to --view tree, callers and loops"}
 	}
 	if *top < 0 {
 		return &usageError{fmt.Sprintf("--top %d: want 0 (all) or more", *top)}
@@ -152,6 +152,8 @@ func runReport(c *ctx, args []string) error {
 		return report.TreeText(c.stdout, tree, o)
 	case *view == "callers":
 		return report.CallersText(c.stdout, tree, o)
+	case *view == "loops":
+		return report.LoopsText(c.stdout, tree, o)
 	}
 	return report.FlatText(c.stdout, tree, o)
 }

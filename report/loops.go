@@ -235,7 +235,7 @@ func FindLoops(f *meta.Func) []Loop {
 func (c *ContextTree) LoopRule(col int) string {
 	switch {
 	case c.loopFreq(col):
-		return "a loop's value is the number of path executions that pass through its header"
+		return "a loop's value is the number of path executions that touch any of its blocks"
 	case c.Columns[col].Derived:
 		return "a loop's value is the instructions its blocks executed on the context's paths"
 	}
@@ -260,7 +260,9 @@ func (c *ContextTree) LoopValues(i, col int, loops []Loop) ([]uint64, error) {
 		for k := range loops {
 			l := &loops[k]
 			if c.loopFreq(col) {
-				if slices.Contains(p.Blocks, l.Header) {
+				// Paths touching the loop: an inner loop's paths touch
+				// the outer loop too, so nesting never increases it.
+				if slices.ContainsFunc(p.Blocks, l.Contains) {
 					vals[k] += p.Metrics[0]
 				}
 				continue

@@ -3,9 +3,11 @@ package main
 import (
 	_ "embed"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"blpp/report"
 	"blpp/rewriter"
@@ -108,5 +110,19 @@ func runDemo(c *ctx, args []string) error {
 		return fmt.Errorf("running the instrumented demo: %w", err)
 	}
 	fmt.Fprintf(c.stdout, "\n$ blpp report %s --binary %s --top 5\n", prof, inst)
-	return writeRunReportTo(c.stdout, inst, prof, 5)
+	if err := writeRunReportTo(c.stdout, inst, prof, 5); err != nil {
+		return err
+	}
+	// The calling context tree: the same command line the user would type.
+	tree := []string{"report", prof, "--binary", inst, "--view", "tree"}
+	fmt.Fprintf(c.stdout, "\n$ blpp %s\n", strings.Join(tree, " "))
+	if st := blppMain(tree, c.stdout, c.stderr); st != 0 {
+		return fmt.Errorf("blpp report --view tree: exit status %d", st)
+	}
+	return nil
 }
+
+// blppMain runs a blpp command line (the demo shows real ones).
+var blppMain func(args []string, stdout, stderr io.Writer) int
+
+func init() { blppMain = run }

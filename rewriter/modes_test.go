@@ -9,7 +9,6 @@ import (
 
 	"blpp/cct"
 	"blpp/counters"
-	"blpp/internal/callgrind"
 	"blpp/internal/fixture"
 	"blpp/report"
 	"blpp/rewriter"
@@ -210,5 +209,3 @@ func opts0(t *testing.T, name string) counters.Spec {
 	}
 	return s
 }
-
-var _ = callgrind.Options{}

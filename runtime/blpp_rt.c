@@ -110,18 +110,8 @@ enum {
 	NSIG = 64,
 };
 
-static inline long sc6(long n, long a, long b, long c, long d, long e, long f)
-{
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	long ret;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
+/* The raw system call is blpp_pmu.h's (one copy of the asm). */
+#define sc6 blpp_pmu_syscall6
 #define sc0(n) sc6((n), 0, 0, 0, 0, 0, 0)
 #define sc1(n, a) sc6((n), (long)(a), 0, 0, 0, 0, 0)
 #define sc2(n, a, b) sc6((n), (long)(a), (long)(b), 0, 0, 0, 0)
@@ -526,12 +516,7 @@ static struct blpp_thread *thread_get(void)
 
 /* ---- metrics [DESIGN 8] ---- */
 
-static inline u64 rdtsc(void)
-{
-	u32 lo, hi;
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return (u64)hi << 32 | lo;
-}
+#define rdtsc() ((u64)blpp_rdtsc())
 
 /* metrics_open opens the calling thread's perf events (each thread counts
  * its own: perf events follow one task). */
@@ -764,6 +749,7 @@ static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u
 	n = rt.w ? arena_alloc(&rt.w->arena, sizeof(*n)) : 0;
 	if (!n)
 		return a;
+	n->folded = a != 0; /* an ancestor (or p itself): the call folds onto it */
 	if (!a && !(a = rec_new(t, fid, p, site)))
 		return 0;
 	n->func = fid;
@@ -771,12 +757,10 @@ static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u
 	n->owner = (u64)p;
 	n->site = site;
 	n->count = calls;
-	if (a != R(n->owner) && R(a->parent) == p && a->site == site) {
-		n->folded = 0;
-	} else {
-		n->folded = 1;
+	if (n->folded) { /* listed once whole: the writer may read the list */
 		n->fnext = t->folded;
-		t->folded = (u64)n;
+		BARRIER();
+		STORE(&t->folded, (u64)n);
 	}
 	n->next = (u64)*head;
 	*head = n;

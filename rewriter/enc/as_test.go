@@ -89,6 +89,10 @@ func asCases(targets []asTarget) []asCase {
 		}
 	}
 	add("pushfq", (*Buf).Pushfq)
+	// Immediates that do not fit 8 bits, so as picks the imm32 form too.
+	for _, v := range []int32{0x12345678, -0x12345678, 128, -129} {
+		add(fmt.Sprintf("pushq $%d", v), func(b *Buf) { b.PushImm32(v) })
+	}
 	add("popfq", (*Buf).Popfq)
 	add("lahf", (*Buf).Lahf)
 	add("sahf", (*Buf).Sahf)

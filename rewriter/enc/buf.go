@@ -121,6 +121,50 @@ type Buf struct {
 	labels []int // offset of each label, -1 while unbound
 	fixups []fixup
 	err    error
+	// sp is how far the templates have moved %rsp (negative: down)
+	// since the caller last set it; spLog records each change.
+	sp    int32
+	spLog []SPMark
+}
+
+// SPMark says that from code offset Off on, %rsp is SP bytes away from
+// the value the caller declared with SetSP (usually its value at the
+// original instruction being instrumented). Unwind tables for the new
+// code are built from these [DWARF5 §6.4.1]: where the CFA is computed
+// from %rsp, its offset changes with every push, pop and lea.
+type SPMark struct {
+	Off int
+	SP  int32
+}
+
+// SP is the current %rsp displacement (see SPMark).
+func (b *Buf) SP() int32 { return b.sp }
+
+// SetSP declares the %rsp displacement at the current offset, e.g. 0 at
+// each copied original instruction, or the depth at which an out-of-line
+// slow path starts.
+func (b *Buf) SetSP(v int32) {
+	if v == b.sp {
+		return
+	}
+	b.sp = v
+	b.logSP()
+}
+
+// SPLog returns the %rsp changes in code order.
+func (b *Buf) SPLog() []SPMark { return b.spLog }
+
+func (b *Buf) moveSP(d int32) {
+	b.sp += d
+	b.logSP()
+}
+
+func (b *Buf) logSP() {
+	if n := len(b.spLog); n > 0 && b.spLog[n-1].Off == len(b.code) {
+		b.spLog[n-1].SP = b.sp
+		return
+	}
+	b.spLog = append(b.spLog, SPMark{Off: len(b.code), SP: b.sp})
 }
 
 // Len is the number of bytes emitted so far.
@@ -178,6 +222,13 @@ func (b *Buf) Truncate(n int) {
 		}
 	}
 	b.fixups = keep
+	for len(b.spLog) > 0 && b.spLog[len(b.spLog)-1].Off > n {
+		b.spLog = b.spLog[:len(b.spLog)-1]
+	}
+	b.sp = 0
+	if k := len(b.spLog); k > 0 {
+		b.sp = b.spLog[k-1].SP
+	}
 }
 
 // Finish lays the buffer out at base and returns a copy of its bytes with

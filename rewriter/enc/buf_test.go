@@ -215,3 +215,36 @@ func TestStrings(t *testing.T) {
 		t.Error("Target.Label on an address")
 	}
 }
+
+// The %rsp log follows every template that moves the stack pointer, and
+// SetSP declares a depth (as at the start of an out-of-line slow path).
+func TestSPLog(t *testing.T) {
+	var b Buf
+	b.LeaRSP(-128)
+	b.Push(RAX)
+	b.Pushfq()
+	b.PushImm32(7)
+	b.AddGS64Imm(0x10, 1) // does not move %rsp
+	b.Popfq()
+	b.LeaRSP(128 + 16)
+	b.SetSP(-136)
+	b.SetSP(-136) // no change, no entry
+	b.Pop(RAX)
+	want := []SPMark{{8, -128}, {9, -136}, {10, -144}, {15, -152}, {29, -144}, {37, -136}, {38, -128}} // at 37: 0, then SetSP
+	got := b.SPLog()
+	if len(got) != len(want) {
+		t.Fatalf("log %v, want %d entries", got, len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("entry %d: %+v, want SP %d", i, got[i], want[i].SP)
+		}
+	}
+	if got[len(got)-1].Off != b.Len() || b.SP() != -128 {
+		t.Errorf("last %+v, len %d, sp %d", got[len(got)-1], b.Len(), b.SP())
+	}
+	b.Truncate(9)
+	if n := len(b.SPLog()); n != 2 || b.SP() != -136 {
+		t.Errorf("after Truncate(9): %v", b.SPLog())
+	}
+}

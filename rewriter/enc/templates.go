@@ -74,31 +74,55 @@ func (b *Buf) MovGSFromReg(disp int32, reg Reg) {
 func (b *Buf) LeaRSP(disp int32) {
 	b.emit(rex(true, 0, 0, 0), 0x8d, modrm(2, RSP.low(), 4), sib(0, 4, RSP.low()))
 	b.emit32(uint32(disp))
+	b.moveSP(disp)
 }
 
 // Push emits push %reg (1 byte, 2 for r8-r15).
-func (b *Buf) Push(reg Reg) { b.opReg("Push", 0x50, reg) }
+func (b *Buf) Push(reg Reg) {
+	if b.opReg("Push", 0x50, reg) {
+		b.moveSP(-8)
+	}
+}
 
 // Pop emits pop %reg (1 byte, 2 for r8-r15).
-func (b *Buf) Pop(reg Reg) { b.opReg("Pop", 0x58, reg) }
+func (b *Buf) Pop(reg Reg) {
+	if b.opReg("Pop", 0x58, reg) {
+		b.moveSP(8)
+	}
+}
 
 // opReg emits a one-byte opcode with the register in its low three bits;
 // push and pop default to 64-bit operands, so REX is only needed for B.
-func (b *Buf) opReg(op string, opcode byte, reg Reg) {
+func (b *Buf) opReg(op string, opcode byte, reg Reg) bool {
 	if !b.checkRegs(op, reg) {
-		return
+		return false
 	}
 	if reg.hi() != 0 {
 		b.emit(rex(false, 0, 0, 1))
 	}
 	b.emit(opcode + reg.low())
+	return true
 }
 
 // Pushfq emits pushfq (9c).
-func (b *Buf) Pushfq() { b.emit(0x9c) }
+func (b *Buf) Pushfq() {
+	b.emit(0x9c)
+	b.moveSP(-8)
+}
 
 // Popfq emits popfq (9d).
-func (b *Buf) Popfq() { b.emit(0x9d) }
+func (b *Buf) Popfq() {
+	b.emit(0x9d)
+	b.moveSP(8)
+}
+
+// PushImm32 emits push $imm32 (68 imm32, 5 bytes), sign-extended to 64
+// bits.
+func (b *Buf) PushImm32(v int32) {
+	b.emit(0x68)
+	b.emit32(uint32(v))
+	b.moveSP(-8)
+}
 
 // Lahf emits lahf (9f): SF, ZF, AF, PF, CF into %ah. Valid in 64-bit mode
 // on every processor with LAHF-SAHF in CPUID 80000001h:ECX[0], which

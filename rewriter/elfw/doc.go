@@ -18,9 +18,32 @@
 //     (sh_link and sh_info references, symbol st_shndx stay right), the
 //     name table's header pointing at the copy, then one header per new
 //     segment (SHF_ALLOC, plus SHF_EXECINSTR or SHF_WRITE; a zero-filled
-//     tail gets a SHT_NOBITS header) and per non-loaded section.
+//     tail gets a SHT_NOBITS header), or one per Segment.Sections entry
+//     when the segment is cut into named parts, and per non-loaded
+//     section.
 //
 // The old program header table stays, unused, where it was.
+//
+// # Replacing sections by name
+//
+// A new section header may carry the name of an original one: the
+// rewriter's .eh_frame, .eh_frame_hdr and .gcc_except_table for relocated
+// code replace the originals. Tools find sections by name (gdb reads
+// .eh_frame and .debug_frame so; readelf --debug-dump=frames too), so the
+// original header is renamed, ".eh_frame" becoming ".blpp.orig.eh_frame";
+// its bytes and everything else in it stay, and code that reaches the old
+// bytes by address still does. Two new headers may not share a name.
+//
+// The unwinders used at run time do not read section headers: libgcc
+// (unwind-dw2-fde-dispatch.c) finds .eh_frame_hdr through PT_GNU_EH_FRAME,
+// by dl_iterate_phdr or glibc 2.35's _dl_find_object, which reads the
+// entry from the program header table AT_PHDR names. Options.EHFrameHdr
+// points that entry at a new .eh_frame_hdr, adding one when the input has
+// none (gcc links static non-PIE programs without --eh-frame-hdr; their
+// unwinder finds .eh_frame through crtbegin's __register_frame_info, which
+// a new entry does not change). The new .eh_frame_hdr must then index
+// every FDE the program needs, old and new [LSB 5.0 "The .eh_frame_hdr
+// section"]: the old one is no longer found.
 //
 // # The program header table
 //
@@ -112,8 +135,8 @@
 //
 // Limits: strip and objcopy re-lay out a rewritten file from its sections
 // and break the segment holding the program headers, so strip before
-// rewriting, not after. The new code has no .eh_frame entries here;
-// unwinding through it is the rewriter's business.
+// rewriting, not after. Write does not build unwind tables; the caller
+// passes them as sections of a new segment (see above).
 //
 // # Verified on this machine
 //

@@ -1,6 +1,7 @@
 package elfw
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"math/bits"
@@ -322,4 +323,34 @@ func (im *image) fileOff(addr, size uint64) (off uint64, idx int, ok bool) {
 		}
 	}
 	return 0, -1, false
+}
+
+// has reports whether the program header table has an entry of type typ.
+func (im *image) has(typ elf.ProgType) bool {
+	for _, p := range im.progs {
+		if p.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// sectName returns the name of original section i, read from the section
+// name table; ok is false when the name lies outside the table or is not
+// NUL-terminated inside it.
+func (im *image) sectName(i int) (string, bool) {
+	if im.shstrndx == 0 || i < 0 || i >= len(im.sects) {
+		return "", false
+	}
+	str := im.sects[im.shstrndx]
+	tab := im.data[str.Off : str.Off+str.Size]
+	off := uint64(im.sects[i].Name)
+	if off >= uint64(len(tab)) {
+		return "", false
+	}
+	n := bytes.IndexByte(tab[off:], 0)
+	if n < 0 {
+		return "", false
+	}
+	return string(tab[off : off+uint64(n)]), true
 }

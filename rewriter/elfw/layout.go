@@ -6,9 +6,9 @@ const (
 	// PageSize is the x86-64 page size. New segments are placed and
 	// aligned on it, and their p_align is PageSize.
 	PageSize = 0x1000
-	// MaxSegments is the most new segments one Write adds. The program
-	// header table is reserved for the original entries, the PT_LOAD that
-	// maps the table itself and this many more.
+	// MaxSegments is the most new segments one Write adds for the caller.
+	// The program header table is reserved for the original entries, the
+	// PT_LOAD that maps the table itself, this many more and extraPhdrs.
 	MaxSegments = 16
 	// maxUserAddr bounds every segment end: the x86-64 user address space
 	// with 4-level paging ends at 2^47, less the guard page.
@@ -17,6 +17,11 @@ const (
 	// place the program header table at a file offset equal to its
 	// distance from the image base (see Layout.Mirrored).
 	defaultMirrorPad = 64 << 20
+	// extraPhdrs are entries the table reserves beyond the new segments:
+	// a PT_GNU_EH_FRAME for an input that has none (Options.EHFrameHdr)
+	// and the PT_LOAD of the copied dynamic symbol tables
+	// (Options.Symbols).
+	extraPhdrs = 2
 )
 
 // Layout says where Write puts the new program header table, and where the
@@ -78,7 +83,7 @@ func (im *image) plan(maxPad int64) Layout {
 	top := alignUp(im.lastLoadEnd(), PageSize)
 	first := im.progs[im.loads[0]]
 	fileEnd := alignUp(uint64(len(im.data)), 8)
-	room := len(im.progs) + 1 + MaxSegments
+	room := len(im.progs) + 1 + MaxSegments + extraPhdrs
 
 	var l Layout
 	l.PhdrCap = room

@@ -26,6 +26,19 @@ type Segment struct {
 	// SHT_NOBITS section of its own, named Name+".bss" (or Name when the
 	// segment has no file-backed bytes).
 	Name string
+	// Sections, when not empty, replace the one section header named Name
+	// that covers Data: Write adds one SHF_ALLOC SHT_PROGBITS header per
+	// entry instead, so one read-only segment can carry, say, .eh_frame,
+	// .eh_frame_hdr and .gcc_except_table. They must lie inside Data and
+	// must not overlap; bytes between them belong to no section.
+	Sections []SubSection
+}
+
+// SubSection names a part of a new segment's file-backed bytes.
+type SubSection struct {
+	Name string
+	// Off and Size locate the section's bytes inside Segment.Data.
+	Off, Size uint64
 }
 
 // Patch overwrites loaded bytes of an existing segment.
@@ -62,17 +75,35 @@ type Options struct {
 	Fini uint64
 	// Sections are appended as non-loaded sections.
 	Sections []Section
+	// EHFrameHdr, when its Size is not 0, is where PT_GNU_EH_FRAME points:
+	// the new .eh_frame_hdr, which must lie in the file-backed bytes of
+	// one new segment. The unwinders find .eh_frame through this entry
+	// (libgcc's unwind-dw2-fde-dispatch.c through dl_iterate_phdr or
+	// glibc's _dl_find_object) [LSB 5.0 "Exception Frames"]. An input
+	// without PT_GNU_EH_FRAME gets one.
+	EHFrameHdr EHFrameHdr
+}
+
+// EHFrameHdr is the address range of an .eh_frame_hdr section
+// [LSB 5.0 "The .eh_frame_hdr section"].
+type EHFrameHdr struct {
+	Addr, Size uint64
 }
 
 // Placed is where Write put a new segment.
 type Placed struct {
-	Name    string
-	Addr    uint64 // virtual address
-	Off     uint64 // file offset of Data
-	Filesz  uint64 // len(Data)
-	Memsz   uint64
-	Flags   elf.ProgFlag
-	Section int // index of the section header describing it
+	Name   string
+	Addr   uint64 // virtual address
+	Off    uint64 // file offset of Data
+	Filesz uint64 // len(Data)
+	Memsz  uint64
+	Flags  elf.ProgFlag
+	// Section is the index of the section header describing the whole
+	// segment; 0 when the segment has Sections instead.
+	Section int
+	// Sections holds the section header index of each Segment.Sections
+	// entry, in the same order.
+	Sections []int
 }
 
 // Output is the rewritten executable and where its new parts are.
@@ -125,6 +156,23 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	}
 	if err := checkSections(opts.Sections); err != nil {
 		return nil, err
+	}
+	newNames, err := im.newSectionNames(segs, opts.Sections)
+	if err != nil {
+		return nil, err
+	}
+	var ehSeg *segPlan
+	if h := opts.EHFrameHdr; h.Size != 0 || h.Addr != 0 {
+		for i := range segs {
+			s := &segs[i]
+			if h.Addr >= s.Addr && h.Addr-s.Addr < uint64(len(s.Data)) && h.Size <= uint64(len(s.Data))-(h.Addr-s.Addr) {
+				ehSeg = s
+			}
+		}
+		if ehSeg == nil || h.Size == 0 {
+			return nil, &Error{Op: "eh_frame_hdr", Addr: h.Addr, Err: ErrNotFileBacked,
+				Detail: fmt.Sprintf("%d bytes, not inside the data of a new segment", h.Size)}
+		}
 	}
 
 	// Byte ranges of the original file that Write changes itself; patches
@@ -196,6 +244,10 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 
 	// File layout of everything appended.
 	nphdr := len(im.progs) + 1 + len(segs)
+	addEH := ehSeg != nil && !im.has(elf.PT_GNU_EH_FRAME)
+	if addEH {
+		nphdr++
+	}
 	tableSize := uint64(nphdr) * phdrSize
 	cur := lay.PhdrOff + tableSize
 	for i := range segs {
@@ -239,7 +291,17 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 			flags |= elf.SHF_WRITE
 		}
 		p := Placed{Name: sp.Name, Addr: sp.Addr, Off: sp.off, Filesz: uint64(len(sp.Data)), Memsz: sp.MemSize, Flags: sp.Flags}
-		if len(sp.Data) > 0 {
+		switch {
+		case len(sp.Sections) > 0:
+			for _, sub := range sp.Sections {
+				p.Sections = append(p.Sections, len(sects))
+				addr := sp.Addr + sub.Off
+				sects = append(sects, sect{
+					Name: addName(sub.Name), Type: elf.SHT_PROGBITS, Flags: flags,
+					Addr: addr, Off: sp.off + sub.Off, Size: sub.Size, Align: naturalAlign(addr),
+				})
+			}
+		case len(sp.Data) > 0:
 			p.Section = len(sects)
 			sects = append(sects, sect{
 				Name: addName(sp.Name), Type: elf.SHT_PROGBITS, Flags: flags,
@@ -247,10 +309,8 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 			})
 		}
 		if bss := sp.MemSize - uint64(len(sp.Data)); bss > 0 {
-			name := sp.Name
-			if len(sp.Data) > 0 {
-				name += ".bss"
-			} else {
+			name := bssName(sp.Segment)
+			if len(sp.Data) == 0 {
 				p.Section = len(sects)
 			}
 			sects = append(sects, sect{
@@ -272,6 +332,14 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		strndx = len(sects)
 		sects = append(sects, sect{Type: elf.SHT_STRTAB, Align: 1})
 		sects[strndx].Name = addName(".shstrtab")
+	}
+	// An original section named like a new one is renamed, so that tools
+	// which look sections up by name (gdb reads .eh_frame so) find the new
+	// one; its bytes stay where they are.
+	for i := 1; i < len(im.sects); i++ {
+		if n, ok := im.sectName(i); ok && newNames[n] && i != strndx {
+			sects[i].Name = addName(origPrefix + strings.TrimPrefix(n, "."))
+		}
 	}
 	namesOff := cur
 	sects[strndx].Off = namesOff
@@ -309,9 +377,20 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		}
 	}
 	lastLoad := im.loads[len(im.loads)-1]
+	var ehProg prog
+	if ehSeg != nil {
+		h := opts.EHFrameHdr
+		ehProg = prog{
+			Type: elf.PT_GNU_EH_FRAME, Flags: elf.PF_R, Off: ehSeg.off + (h.Addr - ehSeg.Addr),
+			Addr: h.Addr, PAddr: h.Addr, Filesz: h.Size, Memsz: h.Size, Align: 4,
+		}
+	}
 	for i, p := range im.progs {
 		if p.Type == elf.PT_PHDR {
 			continue
+		}
+		if p.Type == elf.PT_GNU_EH_FRAME && ehSeg != nil {
+			p = ehProg
 		}
 		table = append(table, p)
 		if i != lastLoad {
@@ -324,6 +403,10 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 				Filesz: uint64(len(sp.Data)), Memsz: sp.MemSize, Align: PageSize,
 			})
 		}
+	}
+
+	if addEH {
+		table = append(table, ehProg)
 	}
 
 	// Assemble.
@@ -398,6 +481,9 @@ func placeSegments(in []Segment, lay Layout) ([]segPlan, error) {
 		}
 		if s.MemSize == 0 {
 			return nil, fail(ErrBadSegment, "empty")
+		}
+		if err := checkSubSections(s); err != nil {
+			return nil, fail(ErrBadSegment, err.Error())
 		}
 		if s.Addr != 0 {
 			if s.Addr%PageSize != 0 {
@@ -519,4 +605,93 @@ func verify(out []byte, lay Layout, table []prog) error {
 		}
 	}
 	return nil
+}
+
+// checkSubSections checks that a segment's sections have usable names and
+// lie, without overlapping, inside its file-backed bytes.
+func checkSubSections(s Segment) error {
+	subs := append([]SubSection(nil), s.Sections...)
+	for _, sub := range subs {
+		if err := checkName(sub.Name); err != nil {
+			return fmt.Errorf("section %q: %v", sub.Name, err)
+		}
+		if end, ok := add(sub.Off, sub.Size); !ok || end > uint64(len(s.Data)) {
+			return fmt.Errorf("section %q [%#x,+%#x) outside the segment's %#x data bytes", sub.Name, sub.Off, sub.Size, len(s.Data))
+		}
+	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].Off < subs[j].Off })
+	for i := 1; i < len(subs); i++ {
+		if subs[i].Off < subs[i-1].Off+subs[i-1].Size {
+			return fmt.Errorf("sections %q and %q overlap", subs[i-1].Name, subs[i].Name)
+		}
+	}
+	return nil
+}
+
+// origPrefix renames an original section that a new one of the same name
+// replaces: ".eh_frame" becomes ".blpp.orig.eh_frame".
+const origPrefix = ".blpp.orig."
+
+// bssName names the SHT_NOBITS header of a segment's zero-filled tail.
+func bssName(s Segment) string {
+	if len(s.Data) == 0 {
+		return s.Name
+	}
+	return s.Name + ".bss"
+}
+
+// naturalAlign is the sh_addralign of a section at addr: the largest power
+// of two up to 16 that divides it [gABI ch.4: sh_addr is 0 modulo
+// sh_addralign].
+func naturalAlign(addr uint64) uint64 {
+	a := uint64(1)
+	for a < 16 && addr%(2*a) == 0 {
+		a *= 2
+	}
+	return a
+}
+
+// newSectionNames collects the names of the section headers Write adds for
+// new segments and sections. Two new headers may not share a name (a tool
+// looking one up would find either), nor take the section name table's.
+func (im *image) newSectionNames(segs []segPlan, secs []Section) (map[string]bool, error) {
+	names := map[string]bool{}
+	shstr := ".shstrtab"
+	if im.shstrndx != 0 {
+		if n, ok := im.sectName(im.shstrndx); ok {
+			shstr = n
+		}
+	}
+	addName := func(op, n string) error {
+		if names[n] || n == shstr {
+			return &Error{Op: op, Name: n, Err: ErrBadSection, Detail: "name used twice"}
+		}
+		names[n] = true
+		return nil
+	}
+	for _, s := range segs {
+		var err error
+		switch {
+		case len(s.Sections) > 0:
+			for _, sub := range s.Sections {
+				if err = addName("segment", sub.Name); err != nil {
+					break
+				}
+			}
+		case len(s.Data) > 0:
+			err = addName("segment", s.Name)
+		}
+		if err == nil && s.MemSize > uint64(len(s.Data)) {
+			err = addName("segment", bssName(s.Segment))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range secs {
+		if err := addName("section", s.Name); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
 }

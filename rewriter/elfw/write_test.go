@@ -53,7 +53,7 @@ func TestPlanLayout(t *testing.T) {
 				t.Errorf("table offset %#x and address %#x differ mod page", l.PhdrOff, l.PhdrAddr)
 			case l.FreeAddr < alignUp(l.PhdrAddr+uint64(l.PhdrCap)*phdrSize, PageSize)+PageSize:
 				t.Errorf("no unmapped page between the table and FreeAddr: %v", l)
-			case l.PhdrCap != len(im.progs)+1+MaxSegments:
+			case l.PhdrCap != len(im.progs)+1+MaxSegments+extraPhdrs:
 				t.Errorf("PhdrCap %d", l.PhdrCap)
 			}
 			first := im.progs[im.loads[0]]

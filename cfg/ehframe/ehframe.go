@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"strings"
 )
 
 // FDE is one Frame Description Entry: the code range [Begin, End) it
@@ -42,15 +43,22 @@ var (
 	ErrCIEPointer   = errors.New("bad CIE pointer")
 )
 
-// FormatError locates a malformed .eh_frame.
+// FormatError locates a malformed .eh_frame or LSDA.
 type FormatError struct {
-	Off int    // section offset of the offending bytes
-	Msg string // what is wrong there
-	Err error  // one of the sentinels above
+	// Section names the section Off is in: "" for .eh_frame, else
+	// ".gcc_except_table" (ParseLSDA).
+	Section string
+	Off     int    // section offset of the offending bytes
+	Msg     string // what is wrong there
+	Err     error  // one of the sentinels above
 }
 
 func (e *FormatError) Error() string {
-	return fmt.Sprintf("eh_frame at offset %#x: %s", e.Off, e.Msg)
+	sec := "eh_frame"
+	if e.Section != "" {
+		sec = strings.TrimPrefix(e.Section, ".")
+	}
+	return fmt.Sprintf("%s at offset %#x: %s", sec, e.Off, e.Msg)
 }
 
 func (e *FormatError) Unwrap() error { return e.Err }

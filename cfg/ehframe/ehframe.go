@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"sort"
 	"strings"
 )
 
@@ -88,11 +89,59 @@ const (
 
 const ptrSize = 8 // ELFCLASS64
 
-// cie holds what FDEs need from their CIE.
-type cie struct {
-	fdeEnc  byte // R: encoding of pc_begin/pc_range (absptr without R)
-	lsdaEnc byte // L: encoding of the LSDA pointer, peOmit without L
-	hasZ    bool // FDEs carry an augmentation-data length
+// CIE is a Common Information Entry [LSB 5.0 §10.6.1.1]: what the FDEs
+// that refer to it share.
+type CIE struct {
+	Off          int    // offset of the CIE (its length field) in the section
+	Version      uint8  // 1 or 3
+	Augmentation string // e.g. "zR", "zPLR"
+	CodeAlign    uint64 // code alignment factor: advance_loc deltas are multiplied by it
+	DataAlign    int64  // data alignment factor: register offsets are multiplied by it
+	RAReg        uint64 // the return-address column (16 on x86-64)
+	// Pointer encodings from the augmentation: FDEEnc of pc_begin and
+	// pc_range (absptr without R), LSDAEnc of the FDEs' LSDA pointers,
+	// PersonalityEnc of Personality. 0xff (DW_EH_PE_omit) when absent.
+	FDEEnc, LSDAEnc, PersonalityEnc byte
+	// Personality is the decoded personality pointer. With
+	// DW_EH_PE_indirect it is the address of the slot holding the
+	// routine's address, not dereferenced.
+	Personality uint64
+	Signal      bool   // S: the frames are signal trampolines
+	Initial     []byte // initial instructions (CFA program run before each FDE's)
+	Raw         []byte // the CIE's bytes, from its length field to its end
+
+	hasZ     bool    // FDEs carry an augmentation-data length
+	persOff  int     // offset of the personality pointer in Raw, -1 without one
+	opts     Options // the bases its pointers were decoded with
+	dataAddr uint64  // address of the section the CIE was read from
+}
+
+// Entry is one FDE with its CIE and call frame program.
+type Entry struct {
+	FDE
+	CIE     *CIE
+	Program []byte // the FDE's call frame instructions [DWARF5 §6.4.2]
+
+	raw      []byte // the FDE's bytes, from its length field to its end
+	idOff    int    // offset of the CIE pointer in raw
+	beginOff int    // offset of pc_begin in raw
+	lsdaOff  int    // offset of the LSDA pointer in raw, -1 without one
+}
+
+// Raw returns the FDE's bytes, from its length field to its end.
+func (e *Entry) Raw() []byte { return e.raw }
+
+// Frame is a whole .eh_frame section.
+type Frame struct {
+	Addr    uint64   // the section's address
+	CIEs    []*CIE   // in section order
+	Entries []*Entry // sorted by Begin (then End, then section offset)
+
+	// byPC indexes the entries with a non-empty range, sorted by Begin,
+	// and maxEnd[i] is the largest End among byPC[:i+1], so that Find
+	// stops walking back as soon as no earlier entry can cover pc.
+	byPC   []*Entry
+	maxEnd []uint64
 }
 
 // Parse returns the FDEs of an .eh_frame section, in section order. data
@@ -103,22 +152,74 @@ type cie struct {
 // A malformed section yields nil and a *FormatError; nothing that was
 // parsed before the fault is returned.
 func Parse(data []byte, sectionAddr uint64, opts Options) ([]FDE, error) {
-	p := parser{addr: sectionAddr, opts: opts, cies: map[int]*cie{}}
-	fdes, err := p.parse(data)
+	p := parser{addr: sectionAddr, opts: opts, cies: map[int]*CIE{}}
+	entries, err := p.parse(data)
 	if err != nil {
 		return nil, err
+	}
+	var fdes []FDE
+	for _, e := range entries {
+		fdes = append(fdes, e.FDE)
 	}
 	return fdes, nil
 }
 
-type parser struct {
-	addr uint64
-	opts Options
-	cies map[int]*cie
+// ParseFrame parses a whole .eh_frame section: every CIE and FDE with
+// its call frame program, for unwinding rules (Entry.Rows) and for
+// copying the section elsewhere (rewriter/ehwrite). Arguments and errors
+// are those of Parse. The programs are not run here; Rows reports their
+// errors.
+func ParseFrame(data []byte, sectionAddr uint64, opts Options) (*Frame, error) {
+	p := parser{addr: sectionAddr, opts: opts, cies: map[int]*CIE{}}
+	entries, err := p.parse(data)
+	if err != nil {
+		return nil, err
+	}
+	f := &Frame{Addr: sectionAddr, CIEs: p.cieList, Entries: entries}
+	sort.SliceStable(f.Entries, func(i, j int) bool {
+		a, b := f.Entries[i], f.Entries[j]
+		if a.Begin != b.Begin {
+			return a.Begin < b.Begin
+		}
+		if a.End != b.End {
+			return a.End < b.End
+		}
+		return a.Off < b.Off
+	})
+	for _, e := range f.Entries {
+		if e.End > e.Begin {
+			f.byPC = append(f.byPC, e)
+			end := e.End
+			if n := len(f.maxEnd); n > 0 && f.maxEnd[n-1] > end {
+				end = f.maxEnd[n-1]
+			}
+			f.maxEnd = append(f.maxEnd, end)
+		}
+	}
+	return f, nil
 }
 
-func (p *parser) parse(data []byte) ([]FDE, error) {
-	var fdes []FDE
+// Find returns the entry whose range holds pc, or nil. Where ranges
+// overlap (they should not), the one that starts last wins.
+func (f *Frame) Find(pc uint64) *Entry {
+	i := sort.Search(len(f.byPC), func(i int) bool { return f.byPC[i].Begin > pc })
+	for i--; i >= 0 && f.maxEnd[i] > pc; i-- {
+		if e := f.byPC[i]; pc < e.End {
+			return e
+		}
+	}
+	return nil
+}
+
+type parser struct {
+	addr    uint64
+	opts    Options
+	cies    map[int]*CIE
+	cieList []*CIE
+}
+
+func (p *parser) parse(data []byte) ([]*Entry, error) {
+	var entries []*Entry
 	b := buf{data: data}
 	for len(b.data) > 0 {
 		start := b.off
@@ -137,6 +238,7 @@ func (p *parser) parse(data []byte) ([]FDE, error) {
 		if b.err != nil {
 			return nil, b.err
 		}
+		raw := data[start:b.off]
 		idOff := body.off
 		id := body.u32("CIE id")
 		if body.err != nil {
@@ -147,7 +249,12 @@ func (p *parser) parse(data []byte) ([]FDE, error) {
 			if err != nil {
 				return nil, err
 			}
+			c.Off, c.Raw = start, raw
+			if c.persOff >= 0 {
+				c.persOff -= start
+			}
 			p.cies[start] = c
+			p.cieList = append(p.cieList, c)
 			continue
 		}
 		// The CIE pointer counts back from its own field to the CIE
@@ -157,47 +264,53 @@ func (p *parser) parse(data []byte) ([]FDE, error) {
 		if int64(idOff)-int64(id) < 0 || c == nil {
 			return nil, &FormatError{Off: idOff, Msg: fmt.Sprintf("CIE pointer %#x leads to offset %d, where no CIE was read", id, int64(idOff)-int64(id)), Err: ErrCIEPointer}
 		}
-		f, err := p.parseFDE(&body, c)
+		e, err := p.parseFDE(&body, c)
 		if err != nil {
 			return nil, err
 		}
-		f.Off, f.CIEOff = start, cieOff
-		fdes = append(fdes, f)
+		e.Off, e.CIEOff = start, cieOff
+		e.raw, e.idOff = raw, idOff-start
+		e.beginOff -= start
+		if e.lsdaOff >= 0 {
+			e.lsdaOff -= start
+		}
+		entries = append(entries, e)
 	}
-	return fdes, nil
+	return entries, nil
 }
 
-// parseCIE reads a CIE after its id [LSB 5.0 §10.6.1.1]. Only what FDEs
-// need is kept; the initial instructions are skipped.
-func (p *parser) parseCIE(b *buf) (*cie, error) {
-	c := &cie{fdeEnc: peAbsptr, lsdaEnc: peOmit}
+// parseCIE reads a CIE after its id [LSB 5.0 §10.6.1.1].
+func (p *parser) parseCIE(b *buf) (*CIE, error) {
+	c := &CIE{FDEEnc: peAbsptr, LSDAEnc: peOmit, PersonalityEnc: peOmit, persOff: -1, opts: p.opts, dataAddr: p.addr}
 	verOff := b.off
-	version := b.u8("CIE version")
-	if b.err == nil && version != 1 && version != 3 {
-		return nil, &FormatError{Off: verOff, Msg: fmt.Sprintf("CIE version %d (want 1 or 3)", version), Err: ErrVersion}
+	c.Version = b.u8("CIE version")
+	if b.err == nil && c.Version != 1 && c.Version != 3 {
+		return nil, &FormatError{Off: verOff, Msg: fmt.Sprintf("CIE version %d (want 1 or 3)", c.Version), Err: ErrVersion}
 	}
 	augOff := b.off
 	aug := b.cstring("augmentation string")
 	if b.err != nil {
 		return nil, b.err
 	}
+	c.Augmentation = aug
 	rest := aug
 	if len(rest) >= 2 && rest[:2] == "eh" {
 		// Old gcc: a pointer-sized EH data pointer follows.
 		b.skip(ptrSize, "eh data pointer")
 		rest = rest[2:]
 	}
-	b.uleb("code alignment factor")
-	b.sleb("data alignment factor")
-	if version == 1 {
-		b.u8("return address register")
+	c.CodeAlign = b.uleb("code alignment factor")
+	c.DataAlign = b.sleb("data alignment factor")
+	if c.Version == 1 {
+		c.RAReg = uint64(b.u8("return address register"))
 	} else {
-		b.uleb("return address register")
+		c.RAReg = b.uleb("return address register")
 	}
 	if b.err != nil {
 		return nil, b.err
 	}
 	if rest == "" {
+		c.Initial = b.data
 		return c, nil
 	}
 	if rest[0] != 'z' {
@@ -209,22 +322,23 @@ func (p *parser) parseCIE(b *buf) (*cie, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
+	c.Initial = b.data
 	for i := 1; i < len(rest); i++ {
 		switch rest[i] {
 		case 'R':
-			c.fdeEnc = ad.u8("FDE pointer encoding")
-			if ad.err == nil && c.fdeEnc == peOmit {
+			c.FDEEnc = ad.u8("FDE pointer encoding")
+			if ad.err == nil && c.FDEEnc == peOmit {
 				return nil, &FormatError{Off: ad.off - 1, Msg: "FDE pointer encoding is DW_EH_PE_omit", Err: ErrEncoding}
 			}
 			if ad.err == nil {
-				if err := checkEncoding(c.fdeEnc, false); err != nil {
+				if err := checkEncoding(c.FDEEnc, false); err != nil {
 					return nil, &FormatError{Off: ad.off - 1, Msg: err.Error(), Err: ErrEncoding}
 				}
 			}
 		case 'L':
-			c.lsdaEnc = ad.u8("LSDA encoding")
-			if ad.err == nil && c.lsdaEnc != peOmit {
-				if err := checkEncoding(c.lsdaEnc, true); err != nil {
+			c.LSDAEnc = ad.u8("LSDA encoding")
+			if ad.err == nil && c.LSDAEnc != peOmit {
+				if err := checkEncoding(c.LSDAEnc, true); err != nil {
 					return nil, &FormatError{Off: ad.off - 1, Msg: err.Error(), Err: ErrEncoding}
 				}
 			}
@@ -234,16 +348,20 @@ func (p *parser) parseCIE(b *buf) (*cie, error) {
 			if ad.err != nil {
 				break
 			}
+			c.PersonalityEnc = enc
 			if enc == peOmit {
 				break
 			}
 			if err := checkEncoding(enc, true); err != nil {
 				return nil, &FormatError{Off: encOff, Msg: err.Error(), Err: ErrEncoding}
 			}
-			p.pointer(&ad, enc, "personality")
-		case 'S', 'B', 'G':
-			// Signal frame; AArch64 pointer-authentication B key; MTE
-			// tagged frame. No augmentation data.
+			c.persOff = ad.off
+			c.Personality = p.pointerOrZero(&ad, enc, "personality")
+		case 'S':
+			c.Signal = true
+		case 'B', 'G':
+			// AArch64 pointer-authentication B key; MTE tagged frame.
+			// No augmentation data.
 		default:
 			// z gives the length of the data, so the rest of it can be
 			// skipped [LSB 5.0 §10.6.1.1]; but if R or L comes later,
@@ -271,35 +389,82 @@ func hasByte(s string, c byte) bool {
 }
 
 // parseFDE reads an FDE after its CIE pointer [LSB 5.0 §10.6.1.2].
-func (p *parser) parseFDE(b *buf, c *cie) (FDE, error) {
-	var f FDE
+// Field offsets in the result are section offsets; parse rebases them.
+func (p *parser) parseFDE(b *buf, c *CIE) (*Entry, error) {
+	e := &Entry{CIE: c, lsdaOff: -1}
+	f := &e.FDE
 	beginOff := b.off
-	f.Begin = p.pointer(b, c.fdeEnc, "pc_begin")
+	if c.FDEEnc&0x70 == peAligned {
+		// The field starts after the padding.
+		beginOff += int((ptrSize - (p.addr+uint64(beginOff))%ptrSize) % ptrSize)
+	}
+	e.beginOff = beginOff
+	f.Begin = p.pointer(b, c.FDEEnc, "pc_begin")
 	// pc_range uses the value format of pc_begin, never its application.
-	rng := p.pointer(b, c.fdeEnc&0x0f, "pc_range")
+	rng := p.pointer(b, c.FDEEnc&0x0f, "pc_range")
 	if b.err != nil {
-		return f, b.err
+		return nil, b.err
 	}
 	end, carry := bits.Add64(f.Begin, rng, 0)
 	if carry != 0 {
-		return f, &FormatError{Off: beginOff, Msg: fmt.Sprintf("range %#x+%#x wraps past 2^64", f.Begin, rng), Err: ErrOverflow}
+		return nil, &FormatError{Off: beginOff, Msg: fmt.Sprintf("range %#x+%#x wraps past 2^64", f.Begin, rng), Err: ErrOverflow}
 	}
 	f.End = end
 	if !c.hasZ {
-		return f, nil
+		e.Program = b.data
+		return e, nil
 	}
 	augLen := b.uleb("FDE augmentation length")
 	ad := b.sub(augLen, "FDE augmentation data")
 	if b.err != nil {
-		return f, b.err
+		return nil, b.err
 	}
-	if c.lsdaEnc != peOmit {
-		f.LSDA = p.pointer(&ad, c.lsdaEnc, "LSDA")
+	e.Program = b.data
+	if c.LSDAEnc != peOmit {
+		e.lsdaOff = ad.off
+		f.LSDA = p.pointerOrZero(&ad, c.LSDAEnc, "LSDA")
 		if ad.err != nil {
-			return f, ad.err
+			return nil, ad.err
 		}
 	}
-	return f, nil
+	return e, nil
+}
+
+// pointerOrZero is pointer with libgcc's rule for the LSDA and
+// personality pointers (read_encoded_value_with_base): a raw value of
+// zero is a null pointer whatever the application.
+func (p *parser) pointerOrZero(b *buf, enc byte, what string) uint64 {
+	if enc&0x70 != peAligned {
+		probe := *b
+		if probe.pointerRaw(enc, what) == 0 && probe.err == nil {
+			*b = probe
+			return 0
+		}
+	}
+	return p.pointer(b, enc, what)
+}
+
+// pointerRaw reads the value of a DW_EH_PE-encoded pointer in its value
+// format (the low four bits of enc), without applying its base.
+func (b *buf) pointerRaw(enc byte, what string) uint64 {
+	switch enc & 0x0f {
+	case peAbsptr, peUdata8, peSigned, peSdata8:
+		return b.u64(what)
+	case peUleb128:
+		return b.uleb(what)
+	case peUdata2:
+		return uint64(b.u16(what))
+	case peUdata4:
+		return uint64(b.u32(what))
+	case peSleb128:
+		return uint64(b.sleb(what))
+	case peSdata2:
+		return uint64(int64(int16(b.u16(what))))
+	case peSdata4:
+		return uint64(int64(int32(b.u32(what))))
+	}
+	b.fail(ErrEncoding, "%s: unknown value format %#x", what, enc&0x0f)
+	return 0
 }
 
 // checkEncoding rejects encodings Parse cannot decode, when the CIE is
@@ -349,25 +514,7 @@ func (p *parser) pointer(b *buf, enc byte, what string) uint64 {
 		b.skip(pad, what+" alignment")
 		return b.u64(what)
 	}
-	var v uint64
-	switch enc & 0x0f {
-	case peAbsptr, peUdata8:
-		v = b.u64(what)
-	case peUleb128:
-		v = b.uleb(what)
-	case peUdata2:
-		v = uint64(b.u16(what))
-	case peUdata4:
-		v = uint64(b.u32(what))
-	case peSigned, peSdata8:
-		v = b.u64(what)
-	case peSleb128:
-		v = uint64(b.sleb(what))
-	case peSdata2:
-		v = uint64(int64(int16(b.u16(what))))
-	case peSdata4:
-		v = uint64(int64(int32(b.u32(what))))
-	}
+	v := b.pointerRaw(enc, what)
 	if b.err != nil {
 		return 0
 	}

@@ -1,0 +1,496 @@
+package ehframe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+)
+
+// Call frame instructions [DWARF5 §6.4.2, Table 7.29] and the GNU
+// extensions gcc, clang and glibc emit [LSB 5.0 §10.6.1.1.3 / §10.6.2].
+const (
+	cfaAdvanceLoc  = 0x40 // high two bits; delta in the low six
+	cfaOffset      = 0x80 // high two bits; register in the low six
+	cfaRestore     = 0xc0 // high two bits; register in the low six
+	cfaNop         = 0x00
+	cfaSetLoc      = 0x01
+	cfaAdvanceLoc1 = 0x02
+	cfaAdvanceLoc2 = 0x03
+	cfaAdvanceLoc4 = 0x04
+	cfaOffsetExt   = 0x05
+	cfaRestoreExt  = 0x06
+	cfaUndefined   = 0x07
+	cfaSameValue   = 0x08
+	cfaRegister    = 0x09
+	cfaRemember    = 0x0a
+	cfaRestoreSt   = 0x0b
+	cfaDefCFA      = 0x0c
+	cfaDefCFAReg   = 0x0d
+	cfaDefCFAOff   = 0x0e
+	cfaDefCFAExpr  = 0x0f
+	cfaExpression  = 0x10
+	cfaOffsetExtSF = 0x11
+	cfaDefCFASF    = 0x12
+	cfaDefCFAOffSF = 0x13
+	cfaValOffset   = 0x14
+	cfaValOffSF    = 0x15
+	cfaValExpr     = 0x16
+	cfaArgsSize    = 0x2e // DW_CFA_GNU_args_size
+	cfaNegOffExt   = 0x2f // DW_CFA_GNU_negative_offset_extended
+)
+
+// ErrInstruction: a call frame instruction that is unknown, misplaced or
+// malformed.
+var ErrInstruction = errors.New("bad call frame instruction")
+
+// RuleKind is how a register's value in the caller is recovered
+// [DWARF5 §6.4.1 register rules].
+type RuleKind uint8
+
+const (
+	Undefined     RuleKind = iota // not recoverable
+	SameValue                     // unchanged from the callee
+	Offset                        // saved at CFA+Off
+	ValOffset                     // the value is CFA+Off
+	Register                      // saved in register Reg
+	Expression                    // saved at the address Expr computes
+	ValExpression                 // the value is what Expr computes
+)
+
+func (k RuleKind) String() string {
+	switch k {
+	case Undefined:
+		return "undefined"
+	case SameValue:
+		return "same-value"
+	case Offset:
+		return "offset"
+	case ValOffset:
+		return "val-offset"
+	case Register:
+		return "register"
+	case Expression:
+		return "expression"
+	case ValExpression:
+		return "val-expression"
+	}
+	return fmt.Sprintf("RuleKind(%d)", uint8(k))
+}
+
+// Rule is one register rule.
+type Rule struct {
+	Kind RuleKind
+	Off  int64  // Offset, ValOffset: bytes from the CFA (already multiplied by the data alignment)
+	Reg  uint64 // Register
+	Expr []byte // Expression, ValExpression: the DWARF expression
+}
+
+// Equal reports whether two rules are the same.
+func (r Rule) Equal(o Rule) bool {
+	return r.Kind == o.Kind && r.Off == o.Off && r.Reg == o.Reg && bytes.Equal(r.Expr, o.Expr)
+}
+
+// CFA is the rule for the canonical frame address: Reg+Off, or Expr when
+// it is non-nil (DW_CFA_def_cfa_expression).
+type CFA struct {
+	Reg  uint64
+	Off  int64
+	Expr []byte
+}
+
+// Equal reports whether two CFA rules are the same.
+func (c CFA) Equal(o CFA) bool {
+	return c.Reg == o.Reg && c.Off == o.Off && (c.Expr == nil) == (o.Expr == nil) && bytes.Equal(c.Expr, o.Expr)
+}
+
+// RegRule is the rule of one register.
+type RegRule struct {
+	Reg  uint64
+	Rule Rule
+}
+
+// State is one row of the unwinding table: the CFA rule and the rules of
+// the registers an instruction mentioned, sorted by register. A register
+// absent from Regs has no rule (unwinders treat it as same value).
+type State struct {
+	CFA  CFA
+	Regs []RegRule
+	// ArgsSize is the last DW_CFA_GNU_args_size: the bytes of outgoing
+	// arguments pushed at this point, which the unwinder pops before
+	// entering a landing pad. Like libgcc, remember/restore_state do not
+	// save it.
+	ArgsSize uint64
+}
+
+// Rule returns the rule of reg, and whether there is one.
+func (s State) Rule(reg uint64) (Rule, bool) {
+	i, ok := slices.BinarySearchFunc(s.Regs, reg, func(r RegRule, reg uint64) int {
+		switch {
+		case r.Reg < reg:
+			return -1
+		case r.Reg > reg:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return Rule{}, false
+	}
+	return s.Regs[i].Rule, true
+}
+
+// Equal reports whether two states give the same rules.
+func (s State) Equal(o State) bool {
+	if !s.CFA.Equal(o.CFA) || s.ArgsSize != o.ArgsSize || len(s.Regs) != len(o.Regs) {
+		return false
+	}
+	for i := range s.Regs {
+		if s.Regs[i].Reg != o.Regs[i].Reg || !s.Regs[i].Rule.Equal(o.Regs[i].Rule) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s State) clone() State {
+	s.Regs = slices.Clone(s.Regs)
+	return s
+}
+
+func (s *State) set(reg uint64, r Rule) {
+	i, ok := s.find(reg)
+	if ok {
+		s.Regs[i].Rule = r
+		return
+	}
+	s.Regs = slices.Insert(s.Regs, i, RegRule{Reg: reg, Rule: r})
+}
+
+func (s *State) del(reg uint64) {
+	if i, ok := s.find(reg); ok {
+		s.Regs = slices.Delete(s.Regs, i, i+1)
+	}
+}
+
+func (s *State) find(reg uint64) (int, bool) {
+	return slices.BinarySearchFunc(s.Regs, reg, func(r RegRule, reg uint64) int {
+		switch {
+		case r.Reg < reg:
+			return -1
+		case r.Reg > reg:
+			return 1
+		}
+		return 0
+	})
+}
+
+// Row is the state that holds from Addr to the next row's Addr (or the
+// end of the FDE).
+type Row struct {
+	Addr  uint64
+	State State
+}
+
+// InitialState runs the CIE's initial instructions [DWARF5 §6.4.1].
+func (c *CIE) InitialState() (State, error) {
+	m := machine{cie: c, p: parser{addr: c.dataAddr, opts: c.opts}}
+	b := buf{data: c.Initial, off: c.Off + len(c.Raw) - len(c.Initial)}
+	if err := m.run(&b, true); err != nil {
+		return State{}, err
+	}
+	return m.cur, nil
+}
+
+// Rows runs the CIE's initial instructions and then the FDE's program
+// from Begin, and returns the table it defines: rows[0] is at Begin, the
+// addresses ascend, each row differs from the one before, and rows at or
+// past End (which describe no code) are dropped.
+func (e *Entry) Rows() ([]Row, error) {
+	init, err := e.CIE.InitialState()
+	if err != nil {
+		return nil, err
+	}
+	m := machine{cie: e.CIE, p: parser{addr: e.CIE.dataAddr, opts: e.CIE.opts}, init: init, cur: init.clone(), loc: e.Begin, end: e.End}
+	m.rows = []Row{{Addr: e.Begin, State: init}}
+	b := buf{data: e.Program, off: e.Off + len(e.raw) - len(e.Program)}
+	if err := m.run(&b, false); err != nil {
+		return nil, err
+	}
+	m.flush()
+	return m.rows, nil
+}
+
+// machine interprets call frame instructions.
+type machine struct {
+	cie      *CIE
+	p        parser
+	init     State // the CIE's state, for DW_CFA_restore
+	cur      State
+	stack    []State // DW_CFA_remember_state
+	loc, end uint64
+	rows     []Row
+}
+
+// flush records cur as the row at loc, unless it describes no code or
+// repeats the previous row.
+func (m *machine) flush() {
+	if m.loc >= m.end && m.loc != m.rows[0].Addr {
+		return
+	}
+	last := &m.rows[len(m.rows)-1]
+	if last.Addr == m.loc {
+		last.State = m.cur.clone()
+		// Merging into the first row may make it equal its predecessor.
+		if n := len(m.rows); n >= 2 && m.rows[n-2].State.Equal(last.State) {
+			m.rows = m.rows[:n-1]
+		}
+		return
+	}
+	if last.State.Equal(m.cur) {
+		return
+	}
+	m.rows = append(m.rows, Row{Addr: m.loc, State: m.cur.clone()})
+}
+
+func (m *machine) fail(b *buf, off int, format string, args ...any) error {
+	if b.err != nil {
+		return b.err
+	}
+	return &FormatError{Off: off, Msg: fmt.Sprintf(format, args...), Err: ErrInstruction}
+}
+
+// advance moves to loc+delta*code alignment, first recording the row
+// that ends there.
+func (m *machine) advance(b *buf, off int, delta uint64) error {
+	hi, d := bits.Mul64(delta, m.cie.CodeAlign)
+	to, carry := bits.Add64(m.loc, d, 0)
+	if hi != 0 || carry != 0 {
+		return m.fail(b, off, "advance by %#x wraps past 2^64", delta)
+	}
+	return m.moveTo(b, off, to)
+}
+
+func (m *machine) moveTo(b *buf, off int, to uint64) error {
+	if to < m.loc {
+		return m.fail(b, off, "location moves back from %#x to %#x", m.loc, to)
+	}
+	if to != m.loc {
+		m.flush()
+		m.loc = to
+	}
+	return nil
+}
+
+// scaled multiplies a factored offset by the data alignment factor.
+func (m *machine) scaled(b *buf, off int, v int64) (int64, error) {
+	hi, lo := bits.Mul64(uint64(absInt(v)), uint64(absInt(m.cie.DataAlign)))
+	if hi != 0 || lo > 1<<62 {
+		return 0, m.fail(b, off, "offset %d times data alignment %d overflows", v, m.cie.DataAlign)
+	}
+	return v * m.cie.DataAlign, nil
+}
+
+func absInt(v int64) int64 {
+	if v < 0 {
+		if v == -1<<63 {
+			return 1<<63 - 1
+		}
+		return -v
+	}
+	return v
+}
+
+// block reads a uleb128 length and that many bytes (a DWARF expression).
+func block(b *buf, what string) []byte {
+	n := b.uleb(what + " length")
+	if b.err != nil {
+		return nil
+	}
+	if n > uint64(len(b.data)) {
+		b.fail(ErrTruncated, "%s of %d bytes runs past the end (%d left)", what, n, len(b.data))
+		return nil
+	}
+	p := b.bytes(int(n), what)
+	if p == nil {
+		p = []byte{}
+	}
+	return p
+}
+
+// run executes instructions until the end of b. initial is set for the
+// CIE's initial instructions, where advancing and DW_CFA_restore have no
+// meaning.
+func (m *machine) run(b *buf, initial bool) error {
+	for len(b.data) > 0 && b.err == nil {
+		off := b.off
+		op := b.u8("call frame instruction")
+		var reg uint64
+		switch op & 0xc0 {
+		case cfaAdvanceLoc:
+			if initial {
+				return m.fail(b, off, "DW_CFA_advance_loc in a CIE's initial instructions")
+			}
+			if err := m.advance(b, off, uint64(op&0x3f)); err != nil {
+				return err
+			}
+			continue
+		case cfaOffset:
+			v, err := m.scaled(b, off, int64(b.uleb("offset")))
+			if err != nil {
+				return err
+			}
+			m.cur.set(uint64(op&0x3f), Rule{Kind: Offset, Off: v})
+			continue
+		case cfaRestore:
+			if initial {
+				return m.fail(b, off, "DW_CFA_restore in a CIE's initial instructions")
+			}
+			m.restore(uint64(op & 0x3f))
+			continue
+		}
+		switch op {
+		case cfaNop:
+		case cfaSetLoc:
+			if initial {
+				return m.fail(b, off, "DW_CFA_set_loc in a CIE's initial instructions")
+			}
+			to := m.p.pointer(b, m.cie.FDEEnc, "DW_CFA_set_loc")
+			if b.err != nil {
+				return b.err
+			}
+			if err := m.moveTo(b, off, to); err != nil {
+				return err
+			}
+		case cfaAdvanceLoc1, cfaAdvanceLoc2, cfaAdvanceLoc4:
+			if initial {
+				return m.fail(b, off, "DW_CFA_advance_loc%d in a CIE's initial instructions", 1<<(op-cfaAdvanceLoc1))
+			}
+			var d uint64
+			switch op {
+			case cfaAdvanceLoc1:
+				d = uint64(b.u8("advance_loc1"))
+			case cfaAdvanceLoc2:
+				d = uint64(b.u16("advance_loc2"))
+			default:
+				d = uint64(b.u32("advance_loc4"))
+			}
+			if b.err != nil {
+				return b.err
+			}
+			if err := m.advance(b, off, d); err != nil {
+				return err
+			}
+		case cfaOffsetExt, cfaValOffset:
+			reg = b.uleb("register")
+			v, err := m.scaled(b, off, int64(b.uleb("offset")))
+			if err != nil {
+				return err
+			}
+			kind := Offset
+			if op == cfaValOffset {
+				kind = ValOffset
+			}
+			m.cur.set(reg, Rule{Kind: kind, Off: v})
+		case cfaOffsetExtSF, cfaValOffSF:
+			reg = b.uleb("register")
+			v, err := m.scaled(b, off, b.sleb("offset"))
+			if err != nil {
+				return err
+			}
+			kind := Offset
+			if op == cfaValOffSF {
+				kind = ValOffset
+			}
+			m.cur.set(reg, Rule{Kind: kind, Off: v})
+		case cfaNegOffExt:
+			reg = b.uleb("register")
+			v, err := m.scaled(b, off, int64(b.uleb("offset")))
+			if err != nil {
+				return err
+			}
+			m.cur.set(reg, Rule{Kind: Offset, Off: -v})
+		case cfaRestoreExt:
+			reg = b.uleb("register")
+			if initial {
+				return m.fail(b, off, "DW_CFA_restore_extended in a CIE's initial instructions")
+			}
+			m.restore(reg)
+		case cfaUndefined:
+			m.cur.set(b.uleb("register"), Rule{Kind: Undefined})
+		case cfaSameValue:
+			m.cur.set(b.uleb("register"), Rule{Kind: SameValue})
+		case cfaRegister:
+			reg = b.uleb("register")
+			m.cur.set(reg, Rule{Kind: Register, Reg: b.uleb("register")})
+		case cfaRemember:
+			m.stack = append(m.stack, m.cur.clone())
+		case cfaRestoreSt:
+			if len(m.stack) == 0 {
+				return m.fail(b, off, "DW_CFA_restore_state with no remembered state")
+			}
+			args := m.cur.ArgsSize
+			m.cur = m.stack[len(m.stack)-1]
+			m.cur.ArgsSize = args
+			m.stack = m.stack[:len(m.stack)-1]
+		case cfaDefCFA:
+			reg = b.uleb("register")
+			m.cur.CFA = CFA{Reg: reg, Off: int64(b.uleb("offset"))}
+			if m.cur.CFA.Off < 0 {
+				return m.fail(b, off, "DW_CFA_def_cfa offset does not fit in 63 bits")
+			}
+		case cfaDefCFASF:
+			reg = b.uleb("register")
+			v, err := m.scaled(b, off, b.sleb("offset"))
+			if err != nil {
+				return err
+			}
+			m.cur.CFA = CFA{Reg: reg, Off: v}
+		case cfaDefCFAReg:
+			m.cur.CFA.Reg = b.uleb("register")
+			m.cur.CFA.Expr = nil
+		case cfaDefCFAOff:
+			m.cur.CFA.Off = int64(b.uleb("offset"))
+			m.cur.CFA.Expr = nil
+			if m.cur.CFA.Off < 0 {
+				return m.fail(b, off, "DW_CFA_def_cfa_offset does not fit in 63 bits")
+			}
+		case cfaDefCFAOffSF:
+			v, err := m.scaled(b, off, b.sleb("offset"))
+			if err != nil {
+				return err
+			}
+			m.cur.CFA.Off = v
+			m.cur.CFA.Expr = nil
+		case cfaDefCFAExpr:
+			e := block(b, "DW_CFA_def_cfa_expression")
+			m.cur.CFA = CFA{Expr: e}
+		case cfaExpression, cfaValExpr:
+			reg = b.uleb("register")
+			e := block(b, "expression")
+			kind := Expression
+			if op == cfaValExpr {
+				kind = ValExpression
+			}
+			m.cur.set(reg, Rule{Kind: kind, Expr: e})
+		case cfaArgsSize:
+			m.cur.ArgsSize = b.uleb("DW_CFA_GNU_args_size")
+		default:
+			// DW_CFA_GNU_window_save (SPARC, AArch64's
+			// negate_ra_state), DW_CFA_MIPS_advance_loc8, vendor ops:
+			// never emitted for x86-64.
+			return m.fail(b, off, "unknown call frame instruction %#02x", op)
+		}
+	}
+	return b.err
+}
+
+// restore returns reg to its rule in the CIE's initial state.
+func (m *machine) restore(reg uint64) {
+	if r, ok := m.init.Rule(reg); ok {
+		m.cur.set(reg, r)
+	} else {
+		m.cur.del(reg)
+	}
+}

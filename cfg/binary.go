@@ -269,6 +269,15 @@ func (b *Binary) loadSections() error {
 		if s.Flags&elf.SHF_ALLOC == 0 || s.Size == 0 {
 			continue
 		}
+		// .tbss takes no address space: its size is that of the TLS
+		// template's zero part, and the sections after it (a static
+		// binary's .preinit_array, .init_array, .fini_array) start at
+		// its address [ELF gABI, "Special Sections"; Drepper, "ELF
+		// Handling For Thread-Local Storage" §2]. Kept, it would shadow
+		// them.
+		if s.Type == elf.SHT_NOBITS && s.Flags&elf.SHF_TLS != 0 {
+			continue
+		}
 		if s.Addr+s.Size < s.Addr {
 			return malformed(int64(s.Offset), "section %s address range wraps", s.Name)
 		}

@@ -63,6 +63,12 @@ func (b *Binary) pltStubs() []pltStub {
 		ent := s.Entsize
 		if ent != 8 && ent != 16 {
 			ent = 16
+			// A static binary's .plt holds only IRELATIVE stubs of 8
+			// bytes (jmp *slot(%rip); xchg %ax,%ax), with no PLT0 and
+			// sh_entsize 0: two such jumps 8 bytes apart tell.
+			if len(code) >= 16 && s.Size >= 16 && code[0] == 0xff && code[1] == 0x25 && code[8] == 0xff && code[9] == 0x25 {
+				ent = 8
+			}
 		}
 		if s.Name == ".plt.got" && s.Entsize == 0 {
 			ent = 8

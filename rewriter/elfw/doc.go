@@ -24,6 +24,44 @@
 //
 // The old program header table stays, unused, where it was.
 //
+// With Options.Symbols, the new .symtab and .strtab follow the non-loaded
+// sections, and a read-only PT_LOAD of Write's own (no section header of
+// its own) holds the new dynamic symbol tables.
+//
+// # Symbols for relocated code
+//
+// gdb names a pc without debug information after the closest function
+// symbol below it (its "minimal symbols", read from .symtab and .dynsym);
+// glibc's backtrace_symbols calls dladdr, which reads only the dynamic
+// symbol table, through the hash tables. Options.Symbols adds function
+// symbols to both:
+//
+//   - .symtab: the original table, unchanged entry by entry (same indices:
+//     relocations in debug sections and anything else that refers to a
+//     symbol by number stay right), then the new symbols, STB_GLOBAL so
+//     that the locals-first rule holds with sh_info unchanged [gABI ch.4
+//     "Symbol Table"]; .strtab gets the new names appended. The original
+//     .symtab and .strtab headers, at their indices, point at the copies.
+//     A file without .symtab gets new .symtab and .strtab holding the null
+//     symbol and the new ones: gdb then names the relocated code even in
+//     a stripped program whose original code it cannot name.
+//   - .dynsym (Symbol.Dynamic): dladdr (glibc elf/dl-addr.c,
+//     determine_info) enumerates the symbols reachable through the
+//     DT_GNU_HASH buckets and chains, or the first nchain of DT_HASH when
+//     there is no GNU hash. Write copies .dynsym with the new entries
+//     appended (st_name sharing the .dynstr offset of the original symbol
+//     of that name, so .dynstr, which the loader and DT_STRSZ describe,
+//     does not move), .gnu.version with their versions appended,
+//     .gnu.hash with the last chain extended over them and DT_HASH with
+//     nchain counting them, points DT_SYMTAB, DT_VERSYM, DT_GNU_HASH and
+//     DT_HASH at the copies, and repoints the original section headers
+//     (same indices, so every sh_link stays right). Old entries keep their
+//     indices, so relocations still name the same symbols. The new chain
+//     words hold each name's hash with bit 1 flipped and no SysV bucket
+//     reaches the new entries, so name lookups (symbol binding, dlsym)
+//     never return them: they still find the original function, whose
+//     entry jumps to the copy.
+//
 // # Replacing sections by name
 //
 // A new section header may carry the name of an original one: the

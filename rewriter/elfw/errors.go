@@ -41,8 +41,15 @@ var (
 	// ErrNoFiniSlot: .dynamic has neither a DT_FINI entry nor a spare
 	// DT_NULL slot to turn into one.
 	ErrNoFiniSlot = errors.New("no DT_FINI entry and no spare DT_NULL slot in the dynamic section")
-	// ErrBadSection: a non-loaded section has an unusable name.
+	// ErrBadSection: a new section has an unusable name, or one that
+	// another new section has.
 	ErrBadSection = errors.New("unusable section")
+	// ErrBadSymbol: a new symbol has an unusable name, or its address is
+	// in no section.
+	ErrBadSymbol = errors.New("unusable symbol")
+	// ErrNoDynsym: a symbol marked Dynamic cannot go in .dynsym: the file
+	// has no dynamic symbol table, or no symbol of that name in it.
+	ErrNoDynsym = errors.New("no dynamic symbol to extend")
 )
 
 // FormatError reports a problem with the input file at a file offset.
@@ -60,7 +67,7 @@ func (e *FormatError) Unwrap() error { return e.Err }
 
 // Error reports a request in Options that Write cannot honour.
 type Error struct {
-	Op   string // "segment", "patch", "entry", "fini", "section"
+	Op   string // "segment", "patch", "entry", "fini", "section", "eh_frame_hdr", "symbol"
 	Name string // segment or section name; empty for the others
 	Addr uint64 // virtual address concerned; 0 when there is none
 	Err  error  // one of the sentinel errors

@@ -75,6 +75,9 @@ type Options struct {
 	Fini uint64
 	// Sections are appended as non-loaded sections.
 	Sections []Section
+	// Symbols are function symbols added to .symtab (which a file without
+	// one gets) and, when Dynamic, to .dynsym. See Symbol.
+	Symbols []Symbol
 	// EHFrameHdr, when its Size is not 0, is where PT_GNU_EH_FRAME points:
 	// the new .eh_frame_hdr, which must lie in the file-backed bytes of
 	// one new segment. The unwinders find .eh_frame through this entry
@@ -139,8 +142,9 @@ func Write(orig []byte, opts Options) (out *Output, err error) {
 // segPlan is a new segment being laid out.
 type segPlan struct {
 	Segment
-	idx int // index in Options.Segments
-	off uint64
+	idx    int // index in Options.Segments; beyond for Write's own
+	off    uint64
+	hidden bool // no section header: original ones are repointed at it
 }
 
 func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
@@ -150,9 +154,23 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	}
 	lay := im.plan(maxPad)
 
-	segs, err := placeSegments(opts.Segments, lay)
+	sym, err := im.planSymbols(opts.Symbols)
 	if err != nil {
 		return nil, err
+	}
+	var own []Segment
+	if sym != nil && sym.dyn != nil {
+		own = append(own, *sym.dyn)
+	}
+	segs, err := placeSegments(opts.Segments, own, lay)
+	if err != nil {
+		return nil, err
+	}
+	var dynSeg *segPlan
+	for i := range segs {
+		if segs[i].hidden {
+			dynSeg = &segs[i]
+		}
 	}
 	if err := checkSections(opts.Sections); err != nil {
 		return nil, err
@@ -160,6 +178,9 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	newNames, err := im.newSectionNames(segs, opts.Sections)
 	if err != nil {
 		return nil, err
+	}
+	if sym != nil && sym.symIdx == 0 {
+		newNames[".symtab"], newNames[".strtab"] = true, true
 	}
 	var ehSeg *segPlan
 	if h := opts.EHFrameHdr; h.Size != 0 || h.Addr != 0 {
@@ -205,6 +226,11 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 			end += dynSize
 		}
 		reserved = append(reserved, span{finiOff, end, "the DT_FINI entry"})
+	}
+	if dynSeg != nil {
+		for tag, off := range sym.dynamicAt {
+			reserved = append(reserved, span{off, off + dynSize, "the " + tag.String() + " entry"})
+		}
 	}
 	if opts.Entry != 0 {
 		if err := im.checkCode(opts.Entry, segs); err != nil {
@@ -259,6 +285,12 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		secOffs[i] = alignUp(cur, 8)
 		cur = secOffs[i] + uint64(len(s.Data))
 	}
+	var symtabOff, strtabOff uint64
+	if sym != nil {
+		symtabOff = alignUp(cur, 8)
+		strtabOff = symtabOff + uint64(len(sym.symtab))
+		cur = strtabOff + uint64(len(sym.strtab))
+	}
 
 	// Section headers: the originals, then the new ones, and a new name
 	// table replacing the old one's contents (same index).
@@ -283,6 +315,9 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	}
 	placed := make([]Placed, len(opts.Segments))
 	for _, sp := range segs {
+		if sp.hidden {
+			continue
+		}
 		flags := elf.SHF_ALLOC
 		if sp.Flags&elf.PF_X != 0 {
 			flags |= elf.SHF_EXECINSTR
@@ -327,6 +362,32 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 			Name: addName(s.Name), Type: elf.SHT_PROGBITS,
 			Off: secOffs[i], Size: uint64(len(s.Data)), Align: 1,
 		})
+	}
+	if sym != nil {
+		// The symbol tables: original headers (same indices, so sh_link
+		// references and relocations' symbol table stay right) now
+		// describe the copies; a file without .symtab gets new ones.
+		if sym.symIdx != 0 {
+			sects[sym.symIdx].Off, sects[sym.symIdx].Size = symtabOff, uint64(len(sym.symtab))
+			sects[sym.strIdx].Off, sects[sym.strIdx].Size = strtabOff, uint64(len(sym.strtab))
+		} else {
+			si := len(sects)
+			sects = append(sects,
+				sect{Name: addName(".symtab"), Type: elf.SHT_SYMTAB, Off: symtabOff, Size: uint64(len(sym.symtab)),
+					Link: uint32(si + 1), Info: 1, Align: 8, Entsize: symSize},
+				sect{Name: addName(".strtab"), Type: elf.SHT_STRTAB, Off: strtabOff, Size: uint64(len(sym.strtab)), Align: 1})
+		}
+		if dynSeg != nil {
+			for _, tp := range []tablePart{sym.dynsym, sym.versym, sym.gnuHash, sym.sysvHash} {
+				if tp.sect != 0 && tp.size != 0 {
+					s := &sects[tp.sect]
+					s.Addr, s.Off, s.Size = dynSeg.Addr+tp.off, dynSeg.off+tp.off, tp.size
+				}
+			}
+		}
+		if err := sym.fillShndx(sects); err != nil {
+			return nil, err
+		}
 	}
 	if strndx == 0 {
 		strndx = len(sects)
@@ -424,6 +485,28 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	for i, s := range opts.Sections {
 		copy(buf[secOffs[i]:], s.Data)
 	}
+	if sym != nil {
+		copy(buf[symtabOff:], sym.symtab)
+		copy(buf[strtabOff:], sym.strtab)
+	}
+	if dynSeg != nil {
+		for tag, off := range sym.dynamicAt {
+			var tp tablePart
+			switch tag {
+			case elf.DT_SYMTAB:
+				tp = sym.dynsym
+			case elf.DT_VERSYM:
+				tp = sym.versym
+			case elf.DT_GNU_HASH:
+				tp = sym.gnuHash
+			case elf.DT_HASH:
+				tp = sym.sysvHash
+			default:
+				continue
+			}
+			le.PutUint64(buf[off+8:], dynSeg.Addr+tp.off)
+		}
+	}
 	copy(buf[namesOff:], names.Bytes())
 	for i, s := range sects {
 		s.encode(buf[shoff+uint64(i)*shdrSize:])
@@ -455,13 +538,16 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 // placeSegments checks the new segments, gives an address to those without
 // one (page by page above FreeAddr and above every segment that has one,
 // in the order given) and returns them sorted by address.
-func placeSegments(in []Segment, lay Layout) ([]segPlan, error) {
+//
+// own are Write's own segments (without section headers of their own),
+// placed after the caller's.
+func placeSegments(in, own []Segment, lay Layout) ([]segPlan, error) {
 	if len(in) > MaxSegments {
 		return nil, &Error{Op: "segment", Err: ErrTooManySegments, Detail: fmt.Sprintf("%d, at most %d", len(in), MaxSegments)}
 	}
-	segs := make([]segPlan, len(in))
+	segs := make([]segPlan, len(in)+len(own))
 	next := lay.FreeAddr
-	for i, s := range in {
+	for i, s := range append(append([]Segment(nil), in...), own...) {
 		if s.MemSize == 0 {
 			s.MemSize = uint64(len(s.Data))
 		}
@@ -497,7 +583,7 @@ func placeSegments(in []Segment, lay Layout) ([]segPlan, error) {
 			}
 			next = max(next, alignUp(s.Addr+s.MemSize, PageSize))
 		}
-		segs[i] = segPlan{Segment: s, idx: i}
+		segs[i] = segPlan{Segment: s, idx: i, hidden: i >= len(in)}
 	}
 	for i := range segs {
 		s := &segs[i]
@@ -670,6 +756,9 @@ func (im *image) newSectionNames(segs []segPlan, secs []Section) (map[string]boo
 		return nil
 	}
 	for _, s := range segs {
+		if s.hidden {
+			continue
+		}
 		var err error
 		switch {
 		case len(s.Sections) > 0:

@@ -437,6 +437,7 @@ func FuzzWrite(f *testing.F) {
 			},
 			Entry:    free,
 			Sections: []Section{{Name: ".blpp.meta", Data: []byte("m")}},
+			Symbols:  []Symbol{{Name: "f", Addr: free, Size: 1}},
 		}
 		if _, ok := OrigFini(b); ok {
 			opts.Fini = free

@@ -59,6 +59,7 @@ typedef unsigned char u8;
 /* ---- system calls [Linux x86-64 syscall ABI] ---- */
 
 enum {
+	SYS_read = 0,
 	SYS_write = 1,
 	SYS_open = 2,
 	SYS_close = 3,
@@ -89,6 +90,7 @@ enum {
 	MAP_NORESERVE = 0x4000,
 	MREMAP_MAYMOVE = 1,
 	MADV_WIPEONFORK = 18,
+	O_RDONLY = 0,
 	O_WRONLY = 01,
 	O_CREAT = 0100,
 	O_TRUNC = 01000,
@@ -129,6 +131,15 @@ static u64 gettid(void) { return (u64)sc0(SYS_gettid); }
 static void mem_copy(void *d, const void *s, u64 n)
 {
 	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+}
+
+static int mem_eq(const void *a, const void *b, u64 n)
+{
+	const u8 *x = a, *y = b;
+	for (u64 i = 0; i < n; i++)
+		if (x[i] != y[i])
+			return 0;
+	return 1;
 }
 
 static u64 str_len(const char *s)
@@ -263,6 +274,10 @@ static struct {
 	u64 epoch;      /* fork generation: bumped by fork_reset */
 	u64 init_pid;
 	u64 dummy_tp;   /* thread pointer blpp_init made up (static binaries), or 0 */
+	u64 early_start;     /* 1: counting began before the entry point (early_init) */
+	u64 early_uncounted; /* stub calls before the runtime could count */
+	u64 handlers;        /* install_handlers ran */
+	int env_known;       /* early_init read the environment */
 	struct wiped *w;
 	struct blpp_thread *threads; /* every thread block, newest first */
 	u64 nthreads;
@@ -494,17 +509,22 @@ static void early_gs(void)
 	sc2(SYS_arch_prctl, ARCH_SET_GS, t);
 }
 
+static int early_init(void);
+
 /* thread_get returns the calling thread's block, making one if needed. */
 static struct blpp_thread *thread_get(void)
 {
 	struct blpp_thread *t = 0;
-	/* Before blpp_init (code a shared library's constructor calls back
-	 * into, run by ld.so before the entry point) nothing is counted, but
-	 * the instrumentation's increments (addq $k, %gs:r) still run: give
-	 * %gs a scratch block to write to. Every activation starts with an
-	 * entry stub, so this happens before any increment. */
-	if (!rt.ready) {
+	/* Before blpp_init: code ld.so runs before the entry point (IFUNC
+	 * resolvers, DT_PREINIT_ARRAY, shared libraries' constructors
+	 * calling back into the program). early_init sets the runtime up
+	 * there. Where it cannot (no thread pointer yet), nothing is counted,
+	 * but the instrumentation's increments (addq $k, %gs:r) still run:
+	 * give %gs a scratch block to write to. Every activation starts with
+	 * an entry stub, so this happens before any increment. */
+	if (!LOAD(&rt.ready) && !early_init()) {
 		early_gs();
+		ADD(&rt.early_uncounted, 1);
 		return 0;
 	}
 	if (!rt.fsgsbase || gs_base() != 0)
@@ -1539,7 +1559,7 @@ static void write_stats(struct obuf *b, u64 nrec)
 	int tsc = 0;
 	for (u64 m = 0; m < rt.nmetrics; m++)
 		tsc |= rt.msrc[m] == MSRC_TSC;
-	ob_uv(b, 15 + (u64)tsc);
+	ob_uv(b, 17 + (u64)tsc);
 	write_stat(b, BLPP_STAT_ARENA_BYTES, LOADR(&rt.arena_bytes));
 	write_stat(b, "bad_funcs", LOADR(&s[ST_BAD_FUNCS]));
 	write_stat(b, "bad_paths", LOADR(&s[ST_BAD_PATHS]));
@@ -1547,6 +1567,8 @@ static void write_stats(struct obuf *b, u64 nrec)
 	write_stat(b, "dropped_partials", LOADR(&s[ST_DROPPED_PARTIALS]));
 	write_stat(b, BLPP_STAT_DROPPED_RECORDS, LOADR(&s[ST_DROPPED_RECORDS]));
 	write_stat(b, "dumps", rt.dumps);
+	write_stat(b, "early_start", rt.early_start);
+	write_stat(b, "early_uncounted", LOADR(&rt.early_uncounted));
 	write_stat(b, "exit_mismatch", LOADR(&s[ST_EXIT_MISMATCH]));
 	write_stat(b, "fork_child", rt.forked);
 	write_stat(b, "no_record", LOADR(&s[ST_NO_RECORD]));
@@ -1798,6 +1820,8 @@ static void install_handlers(u64 dump_signal)
 {
 	static const u8 fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
 	int dump_is_fatal = 0;
+	if (!CAS(&rt.handlers, 0, 1))
+		return; /* early_init did (twice would chain on_fatal to itself) */
 	for (u64 i = 0; i < sizeof(fatal); i++) {
 		struct ksigaction old;
 		/* A dump signal among these stays fatal: carrying on after a
@@ -1945,31 +1969,16 @@ static void metrics_init(const volatile struct blpp_config *c)
 }
 
 /*
- * blpp_init runs once, from blpp_start, before the program's own entry
- * code; sp is the initial stack (argc, argv, envp, auxv). It returns with
- * blpp_entry_target set. Nothing of the program has run yet: in a static
- * binary there is not even a thread pointer.
+ * setup makes the runtime ready to count: it reads the configuration,
+ * maps the counter state and gives the calling (main) thread its block.
+ * rt.quiet and rt.fsgsbase are set before it runs. It runs once, from
+ * blpp_init or, when instrumented code runs before the entry point, from
+ * early_init.
  */
-void blpp_init(u64 *sp)
+static void setup(void)
 {
 	const volatile struct blpp_config *c = &blpp_config;
-	const char *profile = 0;
-	char **envp;
-	u64 *auxv, hwcap2 = 0;
 	struct blpp_thread *t;
-
-	envp = (char **)(sp + 1 + sp[0] + 1);
-	for (; *envp; envp++) {
-		const char *v;
-		if ((v = prefix(*envp, "BLPP_PROFILE=")))
-			profile = v;
-		else if ((v = prefix(*envp, "BLPP_QUIET=")))
-			rt.quiet = v[0] == '1' && v[1] == 0;
-	}
-	for (auxv = (u64 *)(envp + 1); auxv[0]; auxv += 2)
-		if (auxv[0] == AT_HWCAP2)
-			hwcap2 = auxv[1];
-	rt.fsgsbase = (hwcap2 & HWCAP2_FSGSBASE) != 0;
 
 	if (c->magic != BLPP_CONFIG_MAGIC)
 		die("the runtime configuration is missing (bad magic)");
@@ -2024,11 +2033,123 @@ void blpp_init(u64 *sp)
 
 	if (rt.nmetrics)
 		metrics_open(t);
-	set_template(profile);
-	rt.ready = 1;
+	STORE(&rt.ready, 1);
 	if (rt.w)
-		blpp_fast_slots = 1;
+		STORE(&blpp_fast_slots, 1);
 	rt.tsc_init = rdtsc();
+}
+
+/* env_scan feeds one environment entry to the settings blpp reads:
+ * BLPP_PROFILE (returned through *profile) and BLPP_QUIET. */
+static void env_scan(const char *e, const char **profile, int *quiet)
+{
+	const char *v;
+	if ((v = prefix(e, "BLPP_PROFILE=")))
+		*profile = v;
+	else if ((v = prefix(e, "BLPP_QUIET=")))
+		*quiet = v[0] == '1' && v[1] == 0;
+}
+
+/*
+ * early_init sets the runtime up at the first stub call of instrumented
+ * code that runs before the entry point: ld.so runs the executable's
+ * IRELATIVE resolvers while relocating it, then its DT_PREINIT_ARRAY,
+ * then the shared libraries' constructors, which may call back into it.
+ * The main thread's thread pointer exists by then (ld.so installs it
+ * before relocating), so its block can be made now and everything is
+ * counted from here on. The environment is not at hand (no initial
+ * stack pointer): it is read from /proc/self/environ, the same strings
+ * [proc(5)]; without /proc, blpp_init names the profile later. FSGSBASE
+ * is not known yet either, so %gs is set with arch_prctl until
+ * blpp_init reads AT_HWCAP2. Returns 0 when the runtime cannot count yet
+ * (no thread pointer: threads could not be told apart).
+ */
+static int early_init(void)
+{
+	static u64 once;
+	static char val[4096]; /* the last BLPP_PROFILE value */
+	static const char pp[] = "BLPP_PROFILE=", pq[] = "BLPP_QUIET=";
+	const char *profile = 0;
+	char buf[512], head[sizeof(pp)];
+	u64 pos = 0, vn = 0, qn = 0;
+	int kind = 0, quiet = 0, q0 = 0; /* kind: 1 BLPP_PROFILE, 2 BLPP_QUIET */
+	long fd, r;
+
+	if (LOAD(&rt.ready))
+		return 1;
+	if (!CAS(&once, 0, 1) || read_fs_base() == 0)
+		return (int)LOAD(&rt.ready);
+	fd = sc3(SYS_open, "/proc/self/environ", O_RDONLY | O_CLOEXEC, 0);
+	if (!failed(fd)) {
+		/* NUL-terminated entries, read as a stream. */
+		while (!failed(r = sc3(SYS_read, fd, buf, sizeof(buf))) && r > 0) {
+			for (long i = 0; i < r; i++) {
+				char ch = buf[i];
+				if (ch == 0) {
+					if (kind == 1 && vn < sizeof(val))
+						val[vn] = 0, profile = val;
+					if (kind == 2)
+						quiet = qn == 1 && q0 == '1';
+					pos = vn = qn = 0;
+					kind = 0;
+					continue;
+				}
+				if (pos < sizeof(head))
+					head[pos] = ch;
+				pos++;
+				if (kind == 1)
+					vn < sizeof(val) - 1 ? (void)(val[vn++] = ch) : (void)(vn = sizeof(val));
+				else if (kind == 2)
+					q0 = qn++ ? q0 : ch;
+				else if (pos == sizeof(pq) - 1 && mem_eq(head, pq, pos))
+					kind = 2;
+				else if (pos == sizeof(pp) - 1 && mem_eq(head, pp, pos))
+					kind = 1;
+			}
+		}
+		sc1(SYS_close, fd);
+		rt.env_known = 1;
+	}
+	rt.quiet = quiet;
+	setup();
+	set_template(profile);
+	install_handlers(((const volatile struct blpp_config *)&blpp_config)->dump_signal);
+	rt.early_start = 1;
+	return 1;
+}
+
+/*
+ * blpp_init runs once, from blpp_start, before the program's own entry
+ * code; sp is the initial stack (argc, argv, envp, auxv). It returns with
+ * blpp_entry_target set. Nothing of the program has run yet, except what
+ * ld.so ran before the entry point (see early_init): in a static binary
+ * there is not even a thread pointer.
+ */
+void blpp_init(u64 *sp)
+{
+	const volatile struct blpp_config *c = &blpp_config;
+	const char *profile = 0;
+	char **envp;
+	u64 *auxv, hwcap2 = 0;
+	int quiet = 0;
+
+	envp = (char **)(sp + 1 + sp[0] + 1);
+	for (; *envp; envp++)
+		env_scan(*envp, &profile, &quiet);
+	for (auxv = (u64 *)(envp + 1); auxv[0]; auxv += 2)
+		if (auxv[0] == AT_HWCAP2)
+			hwcap2 = auxv[1];
+	rt.quiet = quiet;
+	rt.fsgsbase = (hwcap2 & HWCAP2_FSGSBASE) != 0;
+	if (LOAD(&rt.ready)) {
+		/* early_init set everything up; it may have lacked the
+		 * environment. */
+		if (!rt.env_known)
+			set_template(profile);
+		return;
+	}
+	setup();
+	set_template(profile);
 	install_handlers(c->dump_signal);
 }
 

@@ -78,6 +78,9 @@ type Summary struct {
 	Instrumented int       `json:"instrumented"`
 	Skipped      []Skipped `json:"skipped"`
 	CodeBytes    int       `json:"code_bytes"`
+	// Warnings say what the rewritten binary lost that the original had
+	// (the CET note bits: clearCET).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Rewrite instruments the executable in, returning the new file's bytes.
@@ -140,6 +143,9 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 		out, sum2, err := layout(in, b, res, img, chosen, sum, opts)
 		var ee *emitError
 		if !errors.As(err, &ee) {
+			if err == nil && clearCET(out) {
+				sum2.Warnings = append(sum2.Warnings, cetWarning)
+			}
 			return out, sum2, err
 		}
 		bad := map[*analysis.Func]bool{}

@@ -179,6 +179,9 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 	for _, r := range reasons {
 		fmt.Fprintf(c.stdout, "  uninstrumented: %-30s %d\n", r, byReason[r])
 	}
+	for _, w := range sum.Warnings {
+		fmt.Fprintf(c.stdout, "  warning: %s\n", w)
+	}
 	if verbose && len(sum.Skipped) > 0 {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "\n  entry\tfunction\treason")

@@ -116,6 +116,11 @@ type CIE struct {
 	dataAddr uint64  // address of the section the CIE was read from
 }
 
+// Bases returns the Options the CIE's section was parsed with: the bases
+// of its datarel and textrel pointers, which a writer needs to encode
+// pointers the same way.
+func (c *CIE) Bases() Options { return c.opts }
+
 // Entry is one FDE with its CIE and call frame program.
 type Entry struct {
 	FDE

@@ -55,6 +55,11 @@ func Program(cie *ehframe.CIE, begin, end uint64, rows []ehframe.Row) ([]byte, e
 		if r.Addr >= end && i > 0 {
 			return nil, fmt.Errorf("%w: row %d at %#x is past the FDE's end %#x", ErrRows, i, r.Addr, end)
 		}
+		for k := 1; k < len(r.State.Regs); k++ {
+			if r.State.Regs[k].Reg <= r.State.Regs[k-1].Reg {
+				return nil, fmt.Errorf("%w: row %d: registers not sorted (%d after %d)", ErrRows, i, r.State.Regs[k].Reg, r.State.Regs[k-1].Reg)
+			}
+		}
 		if r.State.Equal(prev) {
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 // .gcc_except_table.
 type testBinary struct {
 	name           string
+	path           string
 	eh             []byte
 	ehAddr         uint64
 	gct            []byte
@@ -61,7 +62,7 @@ func testBinaries(t *testing.T) []*testBinary {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := &testBinary{name: names[i]}
+		b := &testBinary{name: names[i], path: p}
 		s := f.Section(".eh_frame")
 		if s == nil {
 			t.Fatalf("%s: no .eh_frame", p)

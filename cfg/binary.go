@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"blpp/cfg/ehframe"
 )
 
 // Errors a caller can test for with errors.Is. Each is wrapped with detail.
@@ -101,11 +103,14 @@ type Binary struct {
 	// slotSym names GOT slots from JUMP_SLOT/GLOB_DAT/IRELATIVE relocations.
 	slotSym map[uint64]string
 	fdes    []fdeRange
+	// ehOpts are the pointer-encoding bases .eh_frame was parsed with,
+	// for the LSDAs its FDEs point to.
+	ehOpts ehframe.Options
 	// UsesGS reports an instruction prefix 0x65 seen in code; filled by
 	// analysis, for the rewriter's refusal (DESIGN decision 4).
 }
 
-type fdeRange struct{ begin, end uint64 }
+type fdeRange struct{ begin, end, lsda uint64 }
 
 // Open reads and validates an x86-64 ELF file.
 func Open(path string) (*Binary, error) {

@@ -69,6 +69,23 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		bd.cover[i] = make([]int32, r.Size)
 	}
 	bd.work = append(bd.work, f.Addr)
+	eh, err := b.ehRanges(f)
+	if err != nil {
+		g.fail(ReasonExceptionTable, f.Addr, "%v", err)
+		return g
+	}
+	g.EH = eh
+	for _, r := range eh {
+		if r.LandingPad == 0 {
+			continue
+		}
+		if bd.rangeOf(r.LandingPad) < 0 {
+			g.fail(ReasonExceptionTable, r.LandingPad, "landing pad outside the function")
+			return g
+		}
+		bd.leaders[r.LandingPad] = true
+		bd.work = append(bd.work, r.LandingPad)
+	}
 	for {
 		bd.decodeAll()
 		if g.Reason != ReasonOK || len(bd.pending) == 0 {
@@ -347,6 +364,7 @@ func (bd *builder) makeBlocks() {
 			}
 		}
 	}
+	bd.landingEdges(blockOf)
 	for _, jt := range bd.tables {
 		g.Tables = append(g.Tables, *jt)
 	}

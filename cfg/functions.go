@@ -26,13 +26,14 @@ func (b *Binary) loadFDEs() error {
 	if got := b.File.Section(".got"); got != nil {
 		opts.DataBase = got.Addr
 	}
+	b.ehOpts = opts
 	fdes, err := ehframe.Parse(d, s.Addr, opts)
 	if err != nil {
 		return fmt.Errorf(".eh_frame: %w", &FormatError{Off: int64(s.Offset), Msg: err.Error(), Err: ErrMalformed})
 	}
 	for _, f := range fdes {
 		if f.End > f.Begin {
-			b.fdes = append(b.fdes, fdeRange{f.Begin, f.End})
+			b.fdes = append(b.fdes, fdeRange{f.Begin, f.End, f.LSDA})
 		}
 	}
 	sort.Slice(b.fdes, func(i, j int) bool { return b.fdes[i].begin < b.fdes[j].begin })

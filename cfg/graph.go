@@ -43,6 +43,12 @@ const (
 	EdgeNoReturn
 	// EdgeHalt: hlt, ud2 or int3 end the block and never fall through (to Exit).
 	EdgeHalt
+	// EdgeLanding: from a block ending in a call to a landing pad that
+	// an exception raised in the call lands on [Itanium C++ ABI §1.6].
+	// No instruction takes it: the unwinder jumps there. One such edge
+	// stands for every call covered by the pad; it breaks paths (like a
+	// backedge), so the pad starts a path of its own.
+	EdgeLanding
 )
 
 var edgeKindNames = [...]string{
@@ -54,6 +60,7 @@ var edgeKindNames = [...]string{
 	EdgeReturn:      "return",
 	EdgeNoReturn:    "noreturn",
 	EdgeHalt:        "halt",
+	EdgeLanding:     "landing",
 }
 
 func (k EdgeKind) String() string {
@@ -123,9 +130,13 @@ type CallSite struct {
 // BreaksPath reports whether edge e must end a Ball-Larus path and start
 // another: the call-return edge of a call that returns twice, since the
 // second return arrives with the path register of whatever ran before the
-// longjmp.
+// longjmp, and an edge to a landing pad, which the unwinder enters from
+// wherever the exception was raised.
 func (g *Graph) BreaksPath(e EdgeID) bool {
 	ed := &g.Edges[e]
+	if ed.Kind == EdgeLanding {
+		return true
+	}
 	if ed.Kind != EdgeCallReturn {
 		return false
 	}
@@ -164,6 +175,10 @@ type Graph struct {
 	Edges  []Edge
 	Calls  []CallSite
 	Tables []JumpTable
+	// EH holds the call-site records of the procedure's exception tables
+	// (its fragments' LSDAs), in address order: the code ranges whose
+	// calls may raise, and where each lands.
+	EH []EHRange
 	// Loops is the loop nesting forest, outermost loops first (set by
 	// FindLoops). Block.LoopDepth agrees with it.
 	Loops []Loop
@@ -175,6 +190,25 @@ type Graph struct {
 	// escape is the target of the first jump that left the procedure
 	// into the middle of other code, for joining stripped fragments.
 	escape uint64
+}
+
+// EHRange is one call-site record of an LSDA, with absolute addresses:
+// a call in [Start, End) that raises an exception continues at
+// LandingPad (0: none, the exception passes on to the caller).
+type EHRange struct {
+	Start, End, LandingPad uint64
+}
+
+// InTry reports whether an exception raised by the call at addr lands
+// in this procedure: then the activation goes on after the call even
+// when the callee never returns (__cxa_throw, _Unwind_Resume).
+func (g *Graph) InTry(addr uint64) bool {
+	for _, r := range g.EH {
+		if addr >= r.Start && addr < r.End && r.LandingPad != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Loop is a loop of the procedure: a natural loop (one header that
@@ -249,6 +283,9 @@ const (
 	ReasonTooLarge
 	// ReasonPathOverflow: the path numbering failed.
 	ReasonPathOverflow
+	// ReasonExceptionTable: the exception tables (LSDA) cannot be read,
+	// or name a landing pad outside the procedure.
+	ReasonExceptionTable
 )
 
 var reasonNames = [...]string{
@@ -263,6 +300,7 @@ var reasonNames = [...]string{
 	ReasonNoCode:                 "no code in file",
 	ReasonTooLarge:               "too large",
 	ReasonPathOverflow:           "path numbering failed",
+	ReasonExceptionTable:         "unusable exception table",
 }
 
 func (r Reason) String() string {

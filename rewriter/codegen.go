@@ -66,6 +66,13 @@ type funcGen struct {
 	callSite  map[uint64]int32
 	tailSite  map[cfg.EdgeID]int32
 	siteAddrs []uint64
+	// Unwind bookkeeping (unwind.go): the extent [start, end) of the
+	// function's new code, which original instruction each stretch of it
+	// stands for, and the new entry of each landing pad.
+	start, end int
+	marks      []unwindMark
+	cur        uint64
+	lpLabel    map[uint64]enc.Label
 }
 
 type tramp struct {
@@ -362,8 +369,11 @@ func (fg *funcGen) loadSlots(reg enc.Reg, slow enc.Label) {
 // red zone and the arguments, and rejoin the inline code at done.
 func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, stub uint64, args ...int32) {
 	b := fg.g.buf
+	at := fg.cur
 	fg.cold = append(fg.cold, func() {
 		b.Bind(slow)
+		fg.mark(at, false)
+		b.SetSP(-redZone - int32(8*len(saved)))
 		for i := len(saved) - 1; i >= 0; i-- {
 			b.Pop(saved[i])
 		}
@@ -500,8 +510,15 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 	}
 	b.LeaRSP(redZone)
 	b.Bind(done)
+	at := fg.cur
 	fg.cold = append(fg.cold, func() {
 		b.Bind(slow)
+		fg.mark(at, false)
+		depth := int32(-redZone - 16)
+		if flagsLive {
+			depth -= 8
+		}
+		b.SetSP(depth)
 		b.Pop(enc.RCX)
 		b.Pop(enc.RAX)
 		if flagsLive {
@@ -567,8 +584,11 @@ func (fg *funcGen) succ(b cfg.BlockID, kind ...cfg.EdgeKind) (cfg.EdgeID, bool) 
 func (fg *funcGen) emit() error {
 	g, b, gr := fg.g, fg.g.buf, fg.f.Graph
 	fg.planSites()
+	fg.start = b.Len()
+	fg.mark(fg.f.Func.Addr, false)
 	b.Bind(fg.entry)
 	fg.enterInline()
+	fg.landingPads()
 	for id := range gr.Blocks {
 		blk := &gr.Blocks[id]
 		b.Bind(fg.blocks[id])
@@ -584,6 +604,7 @@ func (fg *funcGen) emit() error {
 				return err
 			}
 			last = in
+			fg.mark(a, true)
 			if a+uint64(in.Len) < blk.End {
 				if err := fg.copyInst(&in, code[a-blk.Addr:]); err != nil {
 					return err
@@ -592,6 +613,7 @@ func (fg *funcGen) emit() error {
 			a += uint64(in.Len)
 		}
 		raw := code[last.Addr-blk.Addr:]
+		fg.mark(last.Addr, true)
 		if err := fg.terminator(cfg.BlockID(id), &last, raw, next); err != nil {
 			return err
 		}
@@ -599,12 +621,15 @@ func (fg *funcGen) emit() error {
 	for i := 0; i < len(fg.tramps); i++ {
 		t := fg.tramps[i]
 		b.Bind(t.label)
+		fg.mark(gr.Blocks[gr.Edges[t.edge].From].Last, false)
+		b.SetSP(0)
 		fg.edgeCode(t.edge)
 		b.JmpRel32(t.to)
 	}
 	for i := 0; i < len(fg.cold); i++ {
 		fg.cold[i]()
 	}
+	fg.end = b.Len()
 	return b.Err()
 }
 
@@ -658,7 +683,14 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 		fg.lastSite = site
 		fg.storeCallSite(site)
 		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {
-			fg.edgeCode(e)
+			// A call that never returns ends the activation, unless an
+			// exception it raises (__cxa_throw, _Unwind_Resume) lands
+			// in this very function: then the landing pad carries on
+			// with the activation, and its path so far is recorded
+			// there as a partial path [DESIGN 6].
+			if !fg.f.Graph.InTry(in.Addr) {
+				fg.edgeCode(e)
+			}
 			if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {
 				return err
 			}
@@ -793,6 +825,4 @@ func absTableRef(in *x86.Inst, code []byte) (addr uint64, off int, ok bool) {
 }
 
 // pushImm32 emits push $imm (sign-extended to 64 bits).
-func pushImm32(b *enc.Buf, v int32) {
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x68}, uint32(v)))
-}
+func pushImm32(b *enc.Buf, v int32) { b.PushImm32(v) }

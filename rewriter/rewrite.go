@@ -366,6 +366,12 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			}
 		}
 	}
+	// Unwind and exception tables for the new code, so that C++
+	// exceptions, backtrace(3) and debuggers get through relocated frames.
+	eh, err := unwindTables(b, g, codeAddr, uint64(len(code)))
+	if err != nil {
+		return nil, nil, err
+	}
 	// Redirect every instrumented function's original entry.
 	var patches []elfw.Patch
 	for _, fg := range g.funcs {
@@ -415,11 +421,12 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	sum.Instrumented = len(chosen)
 	sum.CodeBytes = len(code)
 	out, err := elfw.Write(in, elfw.Options{
-		Segments: []elfw.Segment{
+		Segments: append([]elfw.Segment{
 			{Addr: rtText, Data: img.Text, MemSize: uint64(len(img.Text)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.rt"},
 			{Addr: rwAddr, Data: rw, MemSize: rwMem, Flags: elf.PF_R | elf.PF_W, Name: ".blpp.data"},
 			{Addr: codeAddr, Data: code, MemSize: uint64(len(code)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"},
-		},
+		}, eh.segments()...),
+		EHFrameHdr: eh.hdr(),
 		Patches:  patches,
 		Fini:     finiDT,
 		Entry:    rtText + img.Symbols[runtime.SymStart],

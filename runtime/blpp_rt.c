@@ -1206,7 +1206,13 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
  * recorded where it stopped), then record this activation's own path,
  * abandoned at its last call, as a partial: the blocks before the setjmp
  * call were not run again. Either way the next path starts: r = restart.
+ *
+ * A C++ landing pad calls it too, with site BLPP_LANDING_SITE (-1, never
+ * a call site): the unwinder came back like a longjmp, leaving the
+ * activations the exception passed through, and this activation stopped
+ * at the call that raised. No call is in progress after it.
  */
+#define BLPP_LANDING_SITE (~(u64)0)
 void blpp_rt_setjmp_ret(u64 fid, u64 k, u64 restart, u64 site, u64 rsp)
 {
 	struct blpp_thread *t = stub_thread();
@@ -1221,12 +1227,12 @@ void blpp_rt_setjmp_ret(u64 fid, u64 k, u64 restart, u64 site, u64 rsp)
 	}
 	if (rt.w && !nested && t->overflow == 0)
 		unwind(t, rsp, 0);
-	if (t->call_site == site)
+	if (t->call_site == site && site != BLPP_LANDING_SITE)
 		count(t, R(t->record), fid, (u64)t->r + k, d);
 	else
 		partial_add(t, R(t->record), fid, site_block(fid, t->call_site), t->r);
 	t->r = (s64)restart;
-	t->call_site = site;
+	t->call_site = site == BLPP_LANDING_SITE ? 0 : site;
 	BARRIER();
 	t->busy--;
 }

@@ -50,6 +50,11 @@ func (k ActionKind) String() string {
 // address. Value 0 in a catch is catch(...).
 type TypeRef struct {
 	Value uint64
+	// Index is the entry's 1-based index in the type table it was read
+	// from (0 when not read from a table). Landing pads compare the
+	// selector the personality routine hands them with these indices as
+	// compiled-in constants, so a rewritten table must keep them.
+	Index uint64
 }
 
 // Action is one record of a call site's action chain.
@@ -57,6 +62,11 @@ type Action struct {
 	Kind ActionKind
 	Type TypeRef   // Catch: the type caught
 	Spec []TypeRef // Spec: the types allowed; empty for throw()
+	// Filter is the record's type filter as read (0 when not read from
+	// a table): the type index of a catch, minus one minus the byte
+	// offset of a specification after the TType base. It is the
+	// selector a landing pad receives.
+	Filter int64
 }
 
 // CallSite is one entry of the call-site table. Addresses are absolute.
@@ -228,7 +238,7 @@ func (r *lsdaReader) chain(off int) ([]Action, error) {
 		if b.err != nil {
 			return nil, b.err
 		}
-		var a Action
+		a := Action{Filter: filter}
 		switch {
 		case filter == 0:
 			a.Kind = Cleanup
@@ -282,14 +292,14 @@ func (r *lsdaReader) typeEntry(i uint64, at int) (TypeRef, error) {
 		zero = zero && c == 0
 	}
 	if zero {
-		return TypeRef{}, nil
+		return TypeRef{Index: i}, nil
 	}
 	b = buf{data: r.sec[off:], off: off}
 	v := r.p.pointer(&b, r.ttEnc, "type entry")
 	if b.err != nil {
 		return TypeRef{}, b.err
 	}
-	return TypeRef{Value: v}, nil
+	return TypeRef{Value: v, Index: i}, nil
 }
 
 // spec reads the exception specification of filter (< 0).
@@ -318,4 +328,33 @@ func (r *lsdaReader) spec(filter int64, at int) ([]TypeRef, error) {
 		}
 		spec = append(spec, t)
 	}
+}
+
+// StripNumbering returns a copy of l without the filters and type
+// indices it was read with: the model of what the table means, for
+// comparing tables that number their types differently.
+func StripNumbering(l *LSDA) *LSDA {
+	if l == nil {
+		return nil
+	}
+	c := *l
+	c.CallSites = nil
+	for _, cs := range l.CallSites {
+		n := cs
+		n.Actions = nil
+		for _, a := range cs.Actions {
+			a.Filter = 0
+			a.Type.Index = 0
+			if a.Spec != nil {
+				spec := make([]TypeRef, len(a.Spec))
+				for i, t := range a.Spec {
+					spec[i] = TypeRef{Value: t.Value}
+				}
+				a.Spec = spec
+			}
+			n.Actions = append(n.Actions, a)
+		}
+		c.CallSites = append(c.CallSites, n)
+	}
+	return &c
 }

@@ -80,9 +80,9 @@ func TestParseLSDA(t *testing.T) {
 			lsdaSecAddr + 4, Options{},
 			&LSDA{LPStart: fn, TTypeEnc: 0x03, CallSites: []CallSite{
 				{Start: fn + 4, End: fn + 0xd, LandingPad: fn + 0x40, Actions: []Action{
-					{Kind: Catch, Type: TypeRef{0x60_1230}}, {Kind: Catch}}},
+					{Kind: Catch, Type: TypeRef{Value: 0x60_1230}}, {Kind: Catch}}},
 				{Start: fn + 0x10, End: fn + 0x14, LandingPad: fn + 0x50, Actions: []Action{
-					{Kind: Cleanup}, {Kind: Catch, Type: TypeRef{0x60_1230}}, {Kind: Catch}}},
+					{Kind: Cleanup}, {Kind: Catch, Type: TypeRef{Value: 0x60_1230}}, {Kind: Catch}}},
 			}}},
 		{"indirect pcrel sdata4 types (PIC g++), sdata4 call sites, spec", lsdaBytes(0, 0xff, nil, 0x9b, 0x0b,
 			[]callSiteRec{{0x8, 0x10, 0x80, 1}, {0x20, 0x4, 0x90, 3}},
@@ -97,7 +97,7 @@ func TestParseLSDA(t *testing.T) {
 			lsdaSecAddr, Options{},
 			&LSDA{LPStart: fn, TTypeEnc: 0x9b, CallSites: []CallSite{
 				{Start: fn + 8, End: fn + 0x18, LandingPad: fn + 0x80, Actions: []Action{
-					{Kind: Spec, Spec: []TypeRef{{lsdaSecAddr + 0x2000}}}}},
+					{Kind: Spec, Spec: []TypeRef{{Value: lsdaSecAddr + 0x2000}}}}},
 				{Start: fn + 0x20, End: fn + 0x24, LandingPad: fn + 0x90, Actions: []Action{
 					{Kind: Spec, Spec: []TypeRef{}}}},
 			}}},
@@ -108,7 +108,7 @@ func TestParseLSDA(t *testing.T) {
 			lsdaSecAddr, Options{},
 			&LSDA{LPStart: 0x40_2000, TTypeEnc: 0x00, CallSites: []CallSite{
 				{Start: fn, End: fn + 0x10, LandingPad: 0x40_2008, Actions: []Action{
-					{Kind: Catch, Type: TypeRef{0x60_0010}}}},
+					{Kind: Catch, Type: TypeRef{Value: 0x60_0010}}}},
 			}}},
 		{"datarel types", lsdaBytes(0, 0xff, nil, 0x3b, 0x01,
 			[]callSiteRec{{0, 0x10, 0x8, 1}},
@@ -117,7 +117,7 @@ func TestParseLSDA(t *testing.T) {
 			lsdaSecAddr, Options{DataBase: 0x70_0000},
 			&LSDA{LPStart: fn, TTypeEnc: 0x3b, CallSites: []CallSite{
 				{Start: fn, End: fn + 0x10, LandingPad: fn + 8, Actions: []Action{
-					{Kind: Catch, Type: TypeRef{0x70_0040}}}},
+					{Kind: Catch, Type: TypeRef{Value: 0x70_0040}}}},
 			}}},
 		{"empty call-site table", lsdaBytes(0, 0xff, nil, 0xff, 0x01, nil, nil, nil, nil),
 			lsdaSecAddr, Options{}, &LSDA{LPStart: fn, TTypeEnc: 0xff}},
@@ -128,10 +128,33 @@ func TestParseLSDA(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseLSDA: %v\n% x", err, tc.sec)
 			}
-			if !reflect.DeepEqual(got, tc.want) {
+			if !reflect.DeepEqual(StripNumbering(got), tc.want) {
 				t.Errorf("ParseLSDA =\n%+v\nwant\n%+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// The filters and type indices are kept as read: the landing pads
+// compare the selector with them.
+func TestParseLSDANumbering(t *testing.T) {
+	const fn = 0x40_1000
+	sec := lsdaBytes(0, 0xff, nil, 0x9b, 0x0b,
+		[]callSiteRec{{0x8, 0x10, 0x80, 1}, {0x20, 0x4, 0x90, 3}, {0x30, 0x4, 0x90, 5}},
+		// 1: spec -1, end. 3: spec -3, end. 5: catch 2, end.
+		[]byte{0x7f, 0x00, 0x7d, 0x00, 0x02, 0x00},
+		[]byte{0x02, 0x00, 0x00},
+		func(e *w, base int) {
+			e.u32(uint32(0x2000 - (base - 8)))
+			e.u32(uint32(0x3000 - (base - 4)))
+		})
+	got, err := ParseLSDA(sec, lsdaSecAddr, lsdaSecAddr, fn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a0, a1, a2 := got.CallSites[0].Actions[0], got.CallSites[1].Actions[0], got.CallSites[2].Actions[0]
+	if a0.Filter != -1 || len(a0.Spec) != 1 || a0.Spec[0].Index != 2 || a1.Filter != -3 || a2.Filter != 2 || a2.Type.Index != 2 {
+		t.Errorf("numbering lost: %+v", got.CallSites)
 	}
 }
 

@@ -26,7 +26,6 @@ import (
 // not aligned (libgcc and libc++abi read them unaligned).
 func EncodeLSDA(l *ehframe.LSDA, addr, funcStart uint64) ([]byte, error) {
 	// Call sites.
-	var cs []byte
 	var prevEnd uint64
 	for i, c := range l.CallSites {
 		switch {
@@ -40,31 +39,50 @@ func EncodeLSDA(l *ehframe.LSDA, addr, funcStart uint64) ([]byte, error) {
 		prevEnd = c.End
 	}
 
-	// Types and exception specifications, numbered in order of first
-	// use as g++ does; type index i (from 1) is the entry i back from
-	// the TType base.
+	// Types and exception specifications. Tables read from a binary keep
+	// their numbering: the landing pads compare the selector with the
+	// filter values as constants. Otherwise types are numbered in order
+	// of first use as g++ does; type index i (from 1) is the entry i back
+	// from the TType base.
 	var types []uint64
+	var specs []byte
+	needTypes := false
+	var filterOf func(a ehframe.Action) (int64, error)
+	if keepNumbering(l) {
+		var err error
+		if types, specs, err = numberedTables(l); err != nil {
+			return nil, err
+		}
+		needTypes = len(types) > 0 || len(specs) > 0
+		filterOf = func(a ehframe.Action) (int64, error) { return a.Filter, nil }
+	} else {
+		filterOf = firstUseNumbering(&types, &specs, &needTypes)
+	}
+	return encodeLSDA(l, addr, funcStart, &types, &specs, &needTypes, filterOf)
+}
+
+// firstUseNumbering numbers types and specifications in order of first
+// use, appending them to *types and *specs.
+func firstUseNumbering(types *[]uint64, specs *[]byte, needTypes *bool) func(a ehframe.Action) (int64, error) {
 	typeIndex := map[uint64]int{}
 	index := func(t ehframe.TypeRef) int {
 		if i, ok := typeIndex[t.Value]; ok {
 			return i
 		}
-		types = append(types, t.Value)
-		typeIndex[t.Value] = len(types)
-		return len(types)
+		*types = append(*types, t.Value)
+		typeIndex[t.Value] = len(*types)
+		return len(*types)
 	}
-	var specs []byte
 	specAt := map[string]int{}
-	needTypes := false
-	filterOf := func(a ehframe.Action) (int64, error) {
+	return func(a ehframe.Action) (int64, error) {
 		switch a.Kind {
 		case ehframe.Cleanup:
 			return 0, nil
 		case ehframe.Catch:
-			needTypes = true
+			*needTypes = true
 			return int64(index(a.Type)), nil
 		case ehframe.Spec:
-			needTypes = true
+			*needTypes = true
 			var list []byte
 			for _, t := range a.Spec {
 				list = appendUleb(list, uint64(index(t)))
@@ -72,14 +90,108 @@ func EncodeLSDA(l *ehframe.LSDA, addr, funcStart uint64) ([]byte, error) {
 			list = append(list, 0)
 			off, ok := specAt[string(list)]
 			if !ok {
-				off = len(specs)
-				specs = append(specs, list...)
+				off = len(*specs)
+				*specs = append(*specs, list...)
 				specAt[string(list)] = off
 			}
 			return -int64(off) - 1, nil
 		}
 		return 0, fmt.Errorf("LSDA: unknown action kind %v", a.Kind)
 	}
+}
+
+// keepNumbering reports whether every catch and specification of l
+// carries the filter and type indices it was read with.
+func keepNumbering(l *ehframe.LSDA) bool {
+	any := false
+	for _, c := range l.CallSites {
+		for _, a := range c.Actions {
+			switch a.Kind {
+			case ehframe.Catch:
+				if a.Filter <= 0 || a.Type.Index != uint64(a.Filter) {
+					return false
+				}
+				any = true
+			case ehframe.Spec:
+				if a.Filter >= 0 {
+					return false
+				}
+				for _, t := range a.Spec {
+					if t.Index == 0 {
+						return false
+					}
+				}
+				any = true
+			}
+		}
+	}
+	return any
+}
+
+// maxTableIndex bounds the type indices and specification offsets
+// numberedTables accepts (they size arrays).
+const maxTableIndex = 1 << 16
+
+// numberedTables rebuilds the type table (types[i-1] is type index i)
+// and the specification area with every entry where the original had
+// it. Two actions that put different things in one place are an error.
+func numberedTables(l *ehframe.LSDA) (types []uint64, specs []byte, err error) {
+	set := make(map[uint64]bool)
+	put := func(t ehframe.TypeRef) error {
+		if t.Index > maxTableIndex {
+			return fmt.Errorf("LSDA: %w: type index %d", ErrCallSites, t.Index)
+		}
+		for uint64(len(types)) < t.Index {
+			types = append(types, 0)
+		}
+		if set[t.Index] && types[t.Index-1] != t.Value {
+			return fmt.Errorf("LSDA: %w: type index %d names two types (%#x, %#x)", ErrCallSites, t.Index, types[t.Index-1], t.Value)
+		}
+		set[t.Index] = true
+		types[t.Index-1] = t.Value
+		return nil
+	}
+	used := map[int]bool{}
+	for _, c := range l.CallSites {
+		for _, a := range c.Actions {
+			switch a.Kind {
+			case ehframe.Catch:
+				if err := put(a.Type); err != nil {
+					return nil, nil, err
+				}
+			case ehframe.Spec:
+				var list []byte
+				for _, t := range a.Spec {
+					if err := put(t); err != nil {
+						return nil, nil, err
+					}
+					list = appendUleb(list, t.Index)
+				}
+				list = append(list, 0)
+				if -a.Filter-1 > maxTableIndex {
+					return nil, nil, fmt.Errorf("LSDA: %w: specification offset %d", ErrCallSites, -a.Filter-1)
+				}
+				off := int(-a.Filter - 1)
+				for len(specs) < off+len(list) {
+					specs = append(specs, 0)
+				}
+				for k, c := range list {
+					if used[off+k] && specs[off+k] != c {
+						return nil, nil, fmt.Errorf("LSDA: %w: specifications overlap at offset %d", ErrCallSites, off)
+					}
+					used[off+k] = true
+					specs[off+k] = c
+				}
+			}
+		}
+	}
+	return types, specs, nil
+}
+
+// encodeLSDA writes the LSDA with the given type table, specification
+// area and filter numbering.
+func encodeLSDA(l *ehframe.LSDA, addr, funcStart uint64, typesp *[]uint64, specsp *[]byte, needTypesp *bool, filterOf func(ehframe.Action) (int64, error)) ([]byte, error) {
+	var cs []byte
 
 	// Action records. A chain is written from its tail, so every record's
 	// successor is already placed and its offset known; a tail seen
@@ -128,6 +240,7 @@ func EncodeLSDA(l *ehframe.LSDA, addr, funcStart uint64) ([]byte, error) {
 		cs = appendUleb(cs, actionOf[i])
 	}
 
+	types, specs, needTypes := *typesp, *specsp, *needTypesp
 	ttEnc := byte(peOmit)
 	size := 0
 	if needTypes {
@@ -176,6 +289,7 @@ func chainKey(acts []ehframe.Action) string {
 	var k []byte
 	for _, a := range acts {
 		k = append(k, byte(a.Kind))
+		k = appendSleb(k, a.Filter)
 		k = appendUleb(k, a.Type.Value)
 		k = appendUleb(k, uint64(len(a.Spec)))
 		for _, t := range a.Spec {

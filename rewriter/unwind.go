@@ -1,0 +1,399 @@
+package rewriter
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+
+	"blpp/cfg"
+	"blpp/cfg/ehframe"
+	"blpp/rewriter/ehwrite"
+	"blpp/rewriter/elfw"
+	"blpp/rewriter/enc"
+)
+
+// unwindMark says that the new code from buffer offset off on (up to the
+// next mark) stands for the original instruction at addr: a copy of it
+// (body) or instrumentation that runs where it would run (the entry
+// sequence, an edge trampoline, a slow path). Its unwind rules are the
+// original instruction's, with the CFA moved by whatever the
+// instrumentation pushed (enc.Buf's SP log).
+type unwindMark struct {
+	off  int
+	addr uint64
+	body bool
+}
+
+func (fg *funcGen) mark(addr uint64, body bool) {
+	b := fg.g.buf
+	fg.cur = addr
+	if body {
+		b.SetSP(0)
+	}
+	m := unwindMark{off: b.Len(), addr: addr, body: body}
+	if n := len(fg.marks); n > 0 && fg.marks[n-1].off == m.off {
+		fg.marks[n-1] = m
+		return
+	}
+	fg.marks = append(fg.marks, m)
+}
+
+// landingPads queues the code the unwinder enters at each landing pad:
+// the runtime unwinds the shadow frames of the activations the exception
+// left (each recorded as a partial path), records this activation's path
+// up to the call that raised as a partial path too, and starts the next
+// path at the pad, like the ENTRY→pad pseudo edge of its EdgeLanding
+// [DESIGN 6, 7]. It reuses the setjmp stub: call site -1 is never a real
+// call's, which makes it take the "came back through a non-local exit"
+// branch. Normal control flow into the pad's block (if any) jumps past
+// this code.
+func (fg *funcGen) landingPads() {
+	g, b, gr := fg.g, fg.g.buf, fg.f.Graph
+	for i, ed := range gr.Edges {
+		if ed.Kind != cfg.EdgeLanding {
+			continue
+		}
+		e := cfg.EdgeID(i)
+		lp := gr.Blocks[ed.To].Addr
+		l := b.NewLabel()
+		if fg.lpLabel == nil {
+			fg.lpLabel = map[uint64]enc.Label{}
+		}
+		fg.lpLabel[lp] = l
+		to := fg.blocks[ed.To]
+		restart := int32(fg.num.EntryInc[e])
+		fg.cold = append(fg.cold, func() {
+			b.Bind(l)
+			fg.mark(lp, false)
+			b.SetSP(0)
+			b.LeaRSP(-redZone)
+			b.PushImm32(-1)
+			b.PushImm32(restart)
+			b.PushImm32(0)
+			b.PushImm32(fg.fid)
+			b.CallRel32(enc.AbsTarget(g.stubs.SetjmpRet))
+			b.LeaRSP(redZone + 32)
+			b.JmpRel32(enc.LabelTarget(to))
+		})
+	}
+}
+
+// ehSection is the read-only segment of new exception-handling data:
+// the LSDAs of relocated functions, then a complete .eh_frame (every
+// original CIE and FDE, moved, plus one FDE per relocated function),
+// then its .eh_frame_hdr search table, which PT_GNU_EH_FRAME points at.
+type ehSection struct {
+	addr                          uint64
+	data                          []byte
+	lsdaSize, frameOff, hdrOff    uint64
+	frameSize, hdrSize            uint64
+	withFDE, withLSDA, withoutFDE int
+}
+
+// ehState is what the FDE of one relocated function needs.
+type ehFunc struct {
+	fg   *funcGen
+	cie  *ehframe.CIE
+	rows []ehframe.Row
+	lsda *ehframe.LSDA // nil: none
+}
+
+// unwindInfo works out the unwind rows and exception table of fg's new
+// code at codeAddr. ok is false when the original has no unwind
+// information for it (then neither does the copy: unwinding through it
+// fails as it did before). An error means the copy would unwind or catch
+// differently from the original: the function must stay uninstrumented.
+func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, rowCache map[*ehframe.Entry][]ehframe.Row, fg *funcGen, spLog []enc.SPMark, codeAddr uint64) (ef *ehFunc, ok bool, err error) {
+	stateAt := func(addr uint64) (*ehframe.Entry, ehframe.State, bool, error) {
+		e := frame.Find(addr)
+		if e == nil {
+			return nil, ehframe.State{}, false, nil
+		}
+		rows, done := rowCache[e]
+		if !done {
+			rows, err = e.Rows()
+			if err != nil {
+				return nil, ehframe.State{}, false, fmt.Errorf("unwind rules of %#x: %w", e.Begin, err)
+			}
+			rowCache[e] = rows
+		}
+		i := sort.Search(len(rows), func(i int) bool { return rows[i].Addr > addr })
+		if i == 0 {
+			return nil, ehframe.State{}, false, fmt.Errorf("no unwind row for %#x", addr)
+		}
+		return e, rows[i-1].State, true, nil
+	}
+	// Which original entries the function's code comes from; they must
+	// agree on the CIE, and all of it must be covered or none.
+	var entries []*ehframe.Entry
+	states := make([]ehframe.State, len(fg.marks))
+	covered := 0
+	for i, m := range fg.marks {
+		e, st, found, err := stateAt(m.addr)
+		if err != nil {
+			return nil, false, err
+		}
+		if !found {
+			continue
+		}
+		covered++
+		states[i] = st
+		if !slices.Contains(entries, e) {
+			entries = append(entries, e)
+		}
+	}
+	if covered == 0 {
+		return nil, false, nil
+	}
+	if covered != len(fg.marks) {
+		return nil, false, fmt.Errorf("unwind information covers only part of the function")
+	}
+	ef = &ehFunc{fg: fg, cie: entries[0].CIE}
+	for _, e := range entries[1:] {
+		if !sameCIE(e.CIE, ef.cie) {
+			return nil, false, fmt.Errorf("fragments with different CIEs (%#x, %#x)", entries[0].Begin, e.Begin)
+		}
+	}
+	// Rows: the mark's state, with the CFA moved by the instrumentation's
+	// pushes where the CFA is %rsp-based [DWARF5 §6.4.1].
+	si := sort.Search(len(spLog), func(i int) bool { return spLog[i].Off > fg.start })
+	sp := int32(0)
+	if si > 0 {
+		sp = spLog[si-1].SP
+	}
+	mi := 0
+	off := fg.start
+	for off < fg.end {
+		for mi+1 < len(fg.marks) && fg.marks[mi+1].off <= off {
+			mi++
+		}
+		for si < len(spLog) && spLog[si].Off <= off {
+			sp = spLog[si].SP
+			si++
+		}
+		st := states[mi]
+		if sp != 0 && st.CFA.Expr == nil && st.CFA.Reg == dwarfRSP {
+			st.CFA.Off -= int64(sp)
+		}
+		if n := len(ef.rows); n == 0 || !ef.rows[n-1].State.Equal(st) {
+			ef.rows = append(ef.rows, ehframe.Row{Addr: codeAddr + uint64(off), State: st})
+		}
+		next := fg.end
+		if mi+1 < len(fg.marks) && fg.marks[mi+1].off < next {
+			next = fg.marks[mi+1].off
+		}
+		if si < len(spLog) && spLog[si].Off < next {
+			next = spLog[si].Off
+		}
+		if next <= off {
+			next = off + 1 // defensive: never loop
+		}
+		off = next
+	}
+	// The exception table: each call-site record of the original LSDAs,
+	// moved to where its instructions went.
+	for _, e := range entries {
+		if e.LSDA == 0 {
+			continue
+		}
+		sec, secAddr := lsdaSectionData(b, e.LSDA)
+		if sec == nil {
+			return nil, false, fmt.Errorf("LSDA at %#x is not in file data", e.LSDA)
+		}
+		l, err := ehframe.ParseLSDA(sec, secAddr, e.LSDA, e.Begin, opts)
+		if err != nil {
+			return nil, false, err
+		}
+		if ef.lsda == nil {
+			ef.lsda = &ehframe.LSDA{LPStart: codeAddr + uint64(fg.start), TTypeEnc: l.TTypeEnc}
+		} else if ef.lsda.TTypeEnc == 0xff {
+			ef.lsda.TTypeEnc = l.TTypeEnc
+		} else if l.TTypeEnc != 0xff && l.TTypeEnc != ef.lsda.TTypeEnc {
+			return nil, false, fmt.Errorf("fragments' LSDAs encode types differently")
+		}
+		for _, cs := range l.CallSites {
+			var lp uint64
+			if cs.LandingPad != 0 {
+				lab, ok := fg.lpLabel[cs.LandingPad]
+				if !ok {
+					return nil, false, fmt.Errorf("landing pad %#x has no new code", cs.LandingPad)
+				}
+				o, _ := fg.g.buf.Offset(lab)
+				lp = codeAddr + uint64(o)
+			}
+			for i, m := range fg.marks {
+				if !m.body || m.addr < cs.Start || m.addr >= cs.End {
+					continue
+				}
+				end := fg.end
+				if i+1 < len(fg.marks) {
+					end = fg.marks[i+1].off
+				}
+				n := ehframe.CallSite{Start: codeAddr + uint64(m.off), End: codeAddr + uint64(end), LandingPad: lp, Actions: cs.Actions}
+				ef.lsda.CallSites = append(ef.lsda.CallSites, n)
+			}
+		}
+	}
+	if ef.lsda != nil {
+		sort.Slice(ef.lsda.CallSites, func(i, j int) bool { return ef.lsda.CallSites[i].Start < ef.lsda.CallSites[j].Start })
+		merged := ef.lsda.CallSites[:0]
+		for _, cs := range ef.lsda.CallSites {
+			if n := len(merged); n > 0 && merged[n-1].End == cs.Start && merged[n-1].LandingPad == cs.LandingPad && reflect.DeepEqual(merged[n-1].Actions, cs.Actions) {
+				merged[n-1].End = cs.End
+				continue
+			}
+			merged = append(merged, cs)
+		}
+		ef.lsda.CallSites = merged
+	}
+	return ef, true, nil
+}
+
+// dwarfRSP is %rsp's DWARF register number on x86-64 [SysV x86-64 ABI
+// 3.6.2, Figure 3.36].
+const dwarfRSP = 7
+
+func sameCIE(a, b *ehframe.CIE) bool {
+	return a == b || a.Version == b.Version && a.Augmentation == b.Augmentation && a.CodeAlign == b.CodeAlign &&
+		a.DataAlign == b.DataAlign && a.RAReg == b.RAReg && a.FDEEnc == b.FDEEnc && a.LSDAEnc == b.LSDAEnc &&
+		a.PersonalityEnc == b.PersonalityEnc && a.Personality == b.Personality && a.Signal == b.Signal &&
+		bytes.Equal(a.Initial, b.Initial)
+}
+
+// lsdaSectionData returns the bytes and address of the allocated
+// section holding addr.
+func lsdaSectionData(b *cfg.Binary, addr uint64) ([]byte, uint64) {
+	for _, s := range b.File.Sections {
+		if s.Flags&elf.SHF_ALLOC == 0 || s.Type == elf.SHT_NOBITS || addr < s.Addr || addr >= s.Addr+s.Size {
+			continue
+		}
+		d := b.Bytes(s.Addr, int(s.Size))
+		if d == nil {
+			return nil, 0
+		}
+		return d, s.Addr
+	}
+	return nil, 0
+}
+
+// buildEH lays out the exception-handling segment at addr.
+func buildEH(frame *ehframe.Frame, funcs []*ehFunc, codeAddr, addr uint64) (*ehSection, error) {
+	out := &ehSection{}
+	lsdaAddr := map[*ehFunc]uint64{}
+	for _, ef := range funcs {
+		if ef.lsda == nil {
+			continue
+		}
+		at := addr + uint64(len(out.data))
+		d, err := ehwrite.EncodeLSDA(ef.lsda, at, ef.lsda.LPStart)
+		if err != nil {
+			return nil, fmt.Errorf("%s: exception table: %w", ef.fg.f.Func.Name, err)
+		}
+		lsdaAddr[ef] = at
+		out.data = append(out.data, d...)
+		out.withLSDA++
+	}
+	out.lsdaSize = uint64(len(out.data))
+	for len(out.data)%8 != 0 {
+		out.data = append(out.data, 0)
+	}
+	out.frameOff = uint64(len(out.data))
+	bld := ehwrite.NewBuilder(addr + out.frameOff)
+	if err := bld.CopyFrame(frame); err != nil {
+		return nil, fmt.Errorf(".eh_frame: %w", err)
+	}
+	for _, ef := range funcs {
+		begin := codeAddr + uint64(ef.fg.start)
+		end := codeAddr + uint64(ef.fg.end)
+		if err := bld.AddFDE(ef.cie, begin, end, ef.rows, lsdaAddr[ef]); err != nil {
+			return nil, fmt.Errorf("%s: unwind table: %w", ef.fg.f.Func.Name, err)
+		}
+		out.withFDE++
+	}
+	fd, table := bld.Finish()
+	out.data = append(out.data, fd...)
+	out.frameSize = uint64(len(fd))
+	for len(out.data)%4 != 0 {
+		out.data = append(out.data, 0)
+	}
+	out.hdrOff = uint64(len(out.data))
+	hdr, err := ehwrite.BuildHdr(addr+out.hdrOff, addr+out.frameOff, table)
+	if err != nil {
+		return nil, fmt.Errorf(".eh_frame_hdr: %w", err)
+	}
+	out.data = append(out.data, hdr...)
+	out.hdrSize = uint64(len(hdr))
+	return out, nil
+}
+
+// unwindTables builds the exception-handling segment for the code
+// generated by g, laid out at codeAddr (size bytes), after it. It is nil
+// when the input has no .eh_frame. A function whose tables cannot be
+// made is reported as an emitError, so the layout is redone without it.
+func unwindTables(b *cfg.Binary, g *gen, codeAddr, size uint64) (*ehSection, error) {
+	s := b.File.Section(".eh_frame")
+	if s == nil || s.Type == elf.SHT_NOBITS || s.Size == 0 {
+		return nil, nil
+	}
+	data := b.Bytes(s.Addr, int(s.Size))
+	if data == nil {
+		return nil, nil
+	}
+	var opts ehframe.Options
+	if got := b.File.Section(".got"); got != nil {
+		opts.DataBase = got.Addr
+	}
+	frame, err := ehframe.ParseFrame(data, s.Addr, opts)
+	if err != nil {
+		return nil, fmt.Errorf(".eh_frame: %w", err)
+	}
+	cache := map[*ehframe.Entry][]ehframe.Row{}
+	var efs []*ehFunc
+	var failed []emitFailure
+	for _, fg := range g.funcs {
+		ef, ok, err := unwindInfo(b, frame, opts, cache, fg, g.buf.SPLog(), codeAddr)
+		if err != nil {
+			failed = append(failed, emitFailure{fg.f, fmt.Errorf("unwind tables: %w", err)})
+			continue
+		}
+		if ok {
+			efs = append(efs, ef)
+		}
+	}
+	if len(failed) > 0 {
+		return nil, &emitError{failed}
+	}
+	addr := pageUp(codeAddr + size)
+	eh, err := buildEH(frame, efs, codeAddr, addr)
+	if err != nil {
+		return nil, err
+	}
+	eh.addr = addr
+	return eh, nil
+}
+
+// segments is the segment holding the tables (none without them).
+func (eh *ehSection) segments() []elfw.Segment {
+	if eh == nil {
+		return nil
+	}
+	seg := elfw.Segment{Addr: eh.addr, Data: eh.data, Flags: elf.PF_R, Name: ".blpp.eh"}
+	if eh.lsdaSize > 0 {
+		seg.Sections = append(seg.Sections, elfw.SubSection{Name: ".gcc_except_table", Off: 0, Size: eh.lsdaSize})
+	}
+	seg.Sections = append(seg.Sections,
+		elfw.SubSection{Name: ".eh_frame", Off: eh.frameOff, Size: eh.frameSize},
+		elfw.SubSection{Name: ".eh_frame_hdr", Off: eh.hdrOff, Size: eh.hdrSize})
+	return []elfw.Segment{seg}
+}
+
+// hdr is where PT_GNU_EH_FRAME must point (zero: unchanged).
+func (eh *ehSection) hdr() elfw.EHFrameHdr {
+	if eh == nil {
+		return elfw.EHFrameHdr{}
+	}
+	return elfw.EHFrameHdr{Addr: eh.addr + eh.hdrOff, Size: eh.hdrSize}
+}

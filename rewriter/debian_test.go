@@ -2,7 +2,6 @@ package rewriter_test
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,9 +9,8 @@ import (
 	"testing"
 
 	"blpp/cct"
-	"blpp/cfg"
-	"blpp/cfg/x86"
 	"blpp/internal/callgrind"
+	"blpp/internal/corpus"
 	"blpp/internal/fixture"
 	"blpp/report"
 	"blpp/rewriter"
@@ -138,34 +136,12 @@ func TestDebianBinaries(t *testing.T) {
 	}
 }
 
-// readsProcMaps finds the functions of a binary that refer to the string
-// "/proc/self/maps" (gnulib's stack-overflow and memory-map readers):
-// their counts depend on the process's memory map, which an instrumented
-// binary and valgrind both change.
+// readsProcMaps is corpus.ReadsProcMaps: the functions of a binary that
+// parse /proc/self/maps, whose counts depend on the memory map.
 func readsProcMaps(t *testing.T, path string) map[string]bool {
-	b, err := cfg.Open(path)
+	m, err := corpus.ReadsProcMaps(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := cfg.Analyze(b, cfg.Options{})
-	out := map[string]bool{}
-	for i, f := range p.Funcs {
-		g := p.Graphs[i]
-		for _, blk := range g.Blocks {
-			code := b.Code(blk.Addr)
-			for a := blk.Addr; a < blk.End && code != nil; {
-				in, err := x86.Decode(code[a-blk.Addr:], a)
-				if err != nil {
-					break
-				}
-				if in.RIPRel {
-					if s := b.Bytes(in.RIPTarget, 15); s != nil && string(s) == "/proc/self/maps" {
-						out[fmt.Sprintf("%#x", f.Addr)] = true
-					}
-				}
-				a += uint64(in.Len)
-			}
-		}
-	}
-	return out
+	return m
 }

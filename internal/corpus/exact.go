@@ -1,0 +1,198 @@
+package corpus
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"blpp/cct"
+	"blpp/cfg"
+	"blpp/cfg/x86"
+	"blpp/internal/callgrind"
+	"blpp/report"
+)
+
+// BlockDiff is a block whose count from the path profile differs from
+// callgrind's execution count of its first instruction.
+type BlockDiff struct {
+	Func, Addr      string
+	Blpp, Callgrind uint64
+}
+
+// Exactness is the outcome of comparing a profile's block counts with
+// callgrind's counts of the original binary [DESIGN, Invariants].
+type Exactness struct {
+	Funcs   int // instrumented functions whose blocks were compared
+	Blocks  int // blocks compared
+	Diffs   []BlockDiff
+	Partial []string // functions with partial paths of unknown location: not compared
+	Env     []string // functions whose counts depend on the memory map: not compared
+	Ignored []string // functions the caller asked to leave out
+	// Unstable are functions whose counts differ between runs of the
+	// instrumented binary: not compared.
+	Unstable []string
+}
+
+// Exact reports whether every compared block matched.
+func (e Exactness) Exact() bool { return len(e.Diffs) == 0 }
+
+// CheckExact loads the profiles of runs (per run of the instrumented
+// binary inst on one workload, the files its processes wrote: forked
+// children write their own, and they are merged) and compares the block
+// counts of every instrumented function in the first run with cg, callgrind's run of
+// orig (the binary inst was rewritten from). Functions whose counts differ
+// between the profiles (they depend on timing, thread schedules, addresses
+// or the clock), functions reading /proc/self/maps (ReadsProcMaps) and
+// those named in ignore are left out and listed.
+func CheckExact(orig, inst string, runs [][]string, cg *callgrind.Profile, ignore map[string]bool) (Exactness, error) {
+	tab, f, err := report.LoadMeta(inst)
+	if err != nil {
+		return Exactness{}, err
+	}
+	defer f.Close()
+	var docs []*report.PathDoc
+	for _, files := range runs {
+		var ps []*cct.Profile
+		for _, name := range files {
+			p, err := cct.ReadFile(name)
+			if err != nil {
+				return Exactness{}, err
+			}
+			ps = append(ps, p)
+		}
+		p, err := cct.Merge(ps...)
+		if err != nil {
+			return Exactness{}, err
+		}
+		doc, err := report.MakePaths(inst, tab, p, nil)
+		if err != nil {
+			return Exactness{}, err
+		}
+		docs = append(docs, doc)
+	}
+	if len(docs) == 0 {
+		return Exactness{}, fmt.Errorf("no profile")
+	}
+	env, err := ReadsProcMaps(orig)
+	if err != nil {
+		return Exactness{}, err
+	}
+	unstable := Unstable(docs...)
+	skip := map[string]bool{}
+	for k := range ignore {
+		skip[k] = true
+	}
+	for k := range unstable {
+		skip[k] = true
+	}
+	e, err := CompareBlocks(docs[0], cg, env, skip)
+	// Tell the two kinds of left-out functions apart.
+	var ign []string
+	for _, n := range e.Ignored {
+		if unstable[n] {
+			e.Unstable = append(e.Unstable, n)
+		} else {
+			ign = append(ign, n)
+		}
+	}
+	e.Ignored = ign
+	return e, err
+}
+
+// Unstable returns the names of functions whose block counts differ
+// between the documents (runs of one binary on one workload).
+func Unstable(docs ...*report.PathDoc) map[string]bool {
+	out := map[string]bool{}
+	if len(docs) < 2 {
+		return out
+	}
+	counts := func(fn report.PathFunc) string {
+		var b strings.Builder
+		for _, blk := range fn.Blocks {
+			fmt.Fprintf(&b, "%s:%d ", blk.Addr, blk.Count)
+		}
+		fmt.Fprintf(&b, "u%d", fn.PartialUnknown)
+		return b.String()
+	}
+	first := map[string]string{}
+	for _, fn := range docs[0].Functions {
+		first[fn.Entry] = counts(fn)
+	}
+	for _, d := range docs[1:] {
+		for _, fn := range d.Functions {
+			if first[fn.Entry] != counts(fn) {
+				out[fn.Name] = true
+			}
+		}
+	}
+	return out
+}
+
+// CompareBlocks compares the block counts of doc's instrumented functions
+// with cg's execution counts. Functions whose entry is in env, or whose
+// name is in ignore, are listed but not compared; so are those with
+// partial paths whose stopping block is unknown (their prefix is not
+// counted).
+func CompareBlocks(doc *report.PathDoc, cg *callgrind.Profile, env map[string]bool, ignore map[string]bool) (Exactness, error) {
+	var e Exactness
+	for _, fn := range doc.Functions {
+		switch {
+		case !fn.Instrumented:
+			continue
+		case env[fn.Entry]:
+			e.Env = append(e.Env, fn.Name)
+			continue
+		case ignore[fn.Name]:
+			e.Ignored = append(e.Ignored, fn.Name)
+			continue
+		case fn.PartialUnknown > 0:
+			e.Partial = append(e.Partial, fn.Name)
+			continue
+		}
+		e.Funcs++
+		for _, b := range fn.Blocks {
+			addr, err := strconv.ParseUint(strings.TrimPrefix(b.Addr, "0x"), 16, 64)
+			if err != nil {
+				return e, fmt.Errorf("%s: block address %q: %w", fn.Name, b.Addr, err)
+			}
+			e.Blocks++
+			if w := cg.Exec[addr]; w != b.Count {
+				e.Diffs = append(e.Diffs, BlockDiff{Func: fn.Name, Addr: b.Addr, Blpp: b.Count, Callgrind: w})
+			}
+		}
+	}
+	return e, nil
+}
+
+// ReadsProcMaps finds the functions of a binary (by entry address, as
+// report.PathFunc.Entry spells it) that refer to the string
+// "/proc/self/maps" (gnulib's stack-overflow and memory-map readers):
+// their counts depend on the process's memory map, which an instrumented
+// binary and valgrind both change.
+func ReadsProcMaps(path string) (map[string]bool, error) {
+	b, err := cfg.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	p := cfg.Analyze(b, cfg.Options{})
+	out := map[string]bool{}
+	for i, f := range p.Funcs {
+		g := p.Graphs[i]
+		for _, blk := range g.Blocks {
+			code := b.Code(blk.Addr)
+			for a := blk.Addr; a < blk.End && code != nil; {
+				in, err := x86.Decode(code[a-blk.Addr:], a)
+				if err != nil {
+					break
+				}
+				if in.RIPRel {
+					if s := b.Bytes(in.RIPTarget, 15); s != nil && string(s) == "/proc/self/maps" {
+						out[fmt.Sprintf("%#x", f.Addr)] = true
+					}
+				}
+				a += uint64(in.Len)
+			}
+		}
+	}
+	return out, nil
+}

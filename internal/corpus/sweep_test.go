@@ -1,0 +1,398 @@
+package corpus_test
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"blpp/cfg"
+	"blpp/internal/fixture"
+	"blpp/rewriter"
+)
+
+// Rewrite errors that are refusals: the binary is outside what blpp
+// handles, and the rewriter says so clearly.
+var refusals = []error{rewriter.ErrUsesGS, rewriter.ErrNoExit, rewriter.ErrSharedLib, cfg.ErrUnsupported, cfg.ErrNotX86_64}
+
+// sweepResult is one row of the sweep table.
+type sweepResult struct {
+	name, path          string
+	instrumented, total int
+	kind                string // pass, refused, FAIL, known failure, nondeterministic, original hangs, not run
+	detail              string
+	dur                 time.Duration
+}
+
+// sweepKnown is testdata/corpus/sweep.json: binaries of /usr/bin that
+// legitimately fail, each with the reason and a regular expression its
+// failure detail must match to be excused (under BLPP_CORPUS_KNOWN=skip).
+type sweepKnown struct {
+	Comment []string `json:"comment"`
+	Known   map[string]struct {
+		Reason  string `json:"reason"`
+		Symptom string `json:"symptom"`
+	} `json:"known_failures"`
+}
+
+// TestSweepUsrBin rewrites every ELF executable in /usr/bin (not scripts,
+// shared objects or setuid programs), runs original and rewritten copy with
+// --version (--help when --version fails in the original), stdin from
+// /dev/null and HOME in a temporary directory, and requires the same
+// output and exit status. Clear refusals are listed; crashes, differences
+// and hangs fail. BLPP_SWEEP=1 runs it, BLPP_SWEEP=N on the first N
+// binaries; BLPP_SWEEP_BUDGET bounds its wall-clock time.
+func TestSweepUsrBin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sweep: long test; not under -short")
+	}
+	mode := os.Getenv("BLPP_SWEEP")
+	if mode == "" || mode == "0" {
+		t.Skip("sweep: set BLPP_SWEEP=1 (all of /usr/bin) or BLPP_SWEEP=N (the first N binaries)")
+	}
+	dir := "/usr/bin"
+	if d := os.Getenv("BLPP_SWEEP_DIR"); d != "" {
+		dir = d
+	}
+	budget := 8 * time.Minute
+	if b := os.Getenv("BLPP_SWEEP_BUDGET"); b != "" {
+		d, err := time.ParseDuration(b)
+		if err != nil {
+			t.Fatalf("BLPP_SWEEP_BUDGET: %v", err)
+		}
+		budget = d
+	}
+	var known sweepKnown
+	data, err := os.ReadFile(filepath.Join(fixture.Root(t), "testdata", "corpus", "sweep.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &known); err != nil {
+		t.Fatalf("sweep.json: %v", err)
+	}
+	bins, skipped := sweepCandidates(t, dir)
+	if n, err := strconv.Atoi(mode); err == nil && n > 1 && n < len(bins) {
+		bins = bins[:n]
+	}
+	t.Logf("sweep: %d ELF executables in %s (%s)", len(bins), dir, skipped)
+
+	start := time.Now()
+	deadline := start.Add(budget)
+	results := make([]sweepResult, len(bins))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if time.Now().After(deadline) {
+					results[i] = sweepResult{name: filepath.Base(bins[i]), path: bins[i], kind: "not run", detail: "time budget spent"}
+					continue
+				}
+				t0 := time.Now()
+				results[i] = sweepOne(t, bins[i])
+				results[i].dur = time.Since(t0)
+			}
+		}()
+	}
+	for i := range bins {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+
+	for i, r := range results {
+		k, ok := known.Known[r.name]
+		if !ok || r.kind != "FAIL" {
+			continue
+		}
+		if !regexp.MustCompile(k.Symptom).MatchString(r.detail) {
+			results[i].detail += " (not the documented known failure: " + k.Reason + ")"
+			continue
+		}
+		results[i].detail = "known: " + k.Reason + "; " + r.detail
+		if os.Getenv("BLPP_CORPUS_KNOWN") == "skip" {
+			results[i].kind = "known failure"
+		}
+	}
+	counts := map[string]int{}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "binary\tinstrumented\ttime\tresult\tdetail")
+	for _, r := range results {
+		counts[r.kind]++
+		inst := "-"
+		if r.total > 0 {
+			inst = fmt.Sprintf("%d/%d", r.instrumented, r.total)
+		}
+		detail := r.detail
+		if len(detail) > 240 {
+			detail = detail[:240] + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", r.name, inst, r.dur.Round(10*time.Millisecond), r.kind, detail)
+	}
+	tw.Flush()
+	var kinds []string
+	for k, n := range counts {
+		kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
+	}
+	sort.Strings(kinds)
+	fmt.Fprintf(&b, "%d binaries in %v: %s\n", len(results), time.Since(start).Round(time.Second), strings.Join(kinds, ", "))
+	t.Logf("sweep:\n%s", b.String())
+	if err := writeReport("sweep.txt", b.String()); err != nil {
+		t.Error(err)
+	}
+	for _, r := range results {
+		if r.kind == "FAIL" {
+			t.Errorf("%s: %s", r.path, r.detail)
+		}
+	}
+	if counts["not run"] > 0 {
+		t.Logf("sweep: %d binaries not run within the %v budget (BLPP_SWEEP_BUDGET)", counts["not run"], budget)
+	}
+}
+
+// sweepCandidates lists the ELF executables of dir (symbolic links
+// resolved, each file once), and says what it left out.
+func sweepCandidates(t *testing.T, dir string) ([]string, string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[[2]uint64]bool{}
+	var out []string
+	skip := map[string]int{}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+			skip["not an executable file"]++
+			continue
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		id := [2]uint64{st.Dev, st.Ino}
+		if seen[id] {
+			skip["link to another"]++
+			continue
+		}
+		seen[id] = true
+		if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			skip["setuid/setgid"]++
+			continue
+		}
+		f, err := elf.Open(p)
+		if err != nil {
+			skip["not ELF (scripts)"]++
+			continue
+		}
+		exe := f.Machine == elf.EM_X86_64 && (f.Type == elf.ET_EXEC || (f.Type == elf.ET_DYN && hasInterp(f)))
+		f.Close()
+		if !exe {
+			skip["shared object or not x86-64"]++
+			continue
+		}
+		if rp, err := filepath.EvalSymlinks(p); err == nil {
+			p = rp
+		}
+		out = append(out, p)
+	}
+	// Smallest first: under a time budget the many small programs are
+	// covered and the few huge ones (node, gdb, lto-dump) are the ones left
+	// for later.
+	size := func(p string) int64 {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	sort.SliceStable(out, func(i, j int) bool { return size(out[i]) < size(out[j]) })
+	var parts []string
+	for k, n := range skip {
+		parts = append(parts, fmt.Sprintf("%d %s", n, k))
+	}
+	sort.Strings(parts)
+	return out, "left out: " + strings.Join(parts, ", ")
+}
+
+func hasInterp(f *elf.File) bool {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return true
+		}
+	}
+	return false
+}
+
+// sweepOne rewrites and runs one binary.
+func sweepOne(t *testing.T, path string) sweepResult {
+	r := sweepResult{name: filepath.Base(path), path: path, kind: "FAIL"}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		r.detail = err.Error()
+		return r
+	}
+	out, sum, err := rewriteSafely(data)
+	if sum != nil {
+		r.instrumented, r.total = sum.Instrumented, sum.Functions
+	}
+	if err != nil {
+		for _, ref := range refusals {
+			if errors.Is(err, ref) {
+				r.kind, r.detail = "refused", err.Error()
+				return r
+			}
+		}
+		r.detail = "rewrite: " + firstLine(err.Error())
+		return r
+	}
+	tmp, err := os.MkdirTemp("", "blpp-sweep-")
+	if err != nil {
+		r.detail = err.Error()
+		return r
+	}
+	defer os.RemoveAll(tmp)
+	inst := filepath.Join(tmp, r.name)
+	if originDirs(path) != "" {
+		// The program finds its libraries and its installation through
+		// $ORIGIN or /proc/self/exe: run the copy from a mirror of the
+		// installation (the JDK's bin/ and its siblings, as symlinks).
+		if inst, err = mirrorHome(tmp, path); err != nil {
+			r.detail = err.Error()
+			return r
+		}
+	}
+	if err := os.WriteFile(inst, out, 0o755); err != nil {
+		r.detail = err.Error()
+		return r
+	}
+	home := filepath.Join(tmp, "home")
+	work := filepath.Join(tmp, "work")
+	once := func(bin, arg string) outcome {
+		for _, d := range []string{home, work} {
+			os.RemoveAll(d)
+			os.MkdirAll(d, 0o755)
+		}
+		env := []string{"HOME=" + home, "LC_ALL=C", "LANG=C", "TZ=UTC", "BLPP_QUIET=1", "PWD=" + work,
+			"BLPP_PROFILE=" + filepath.Join(tmp, "blpp.out"), "DISPLAY=", "WAYLAND_DISPLAY="}
+		return run(runSpec{Bin: bin, Argv0: path, Args: []string{arg}, Dir: work, Env: env, Timeout: 10 * time.Second})
+	}
+	arg := "--version"
+	want := once(path, arg)
+	if want.Code == 127 && bytes.Contains(want.Stderr, []byte("error while loading shared libraries")) {
+		r.kind, r.detail = "original cannot start", firstLine(string(want.Stderr))
+		return r
+	}
+	if want.Code != 0 || want.Signal != 0 || want.TimedOut {
+		if h := once(path, "--help"); h.Code == 0 && h.Signal == 0 && !h.TimedOut {
+			arg, want = "--help", h
+		}
+	}
+	if want.TimedOut {
+		r.kind, r.detail = "original hangs", arg
+		return r
+	}
+	got := once(inst, arg)
+	diffs := compareOutcomes(want, got)
+	if len(diffs) == 0 {
+		r.kind, r.detail = "pass", fmt.Sprintf("%s: %s", arg, want.status())
+		return r
+	}
+	// A program whose own runs differ (times, pids, random names) is not
+	// a failure of the rewriter.
+	if again := once(path, arg); len(compareOutcomes(want, again)) > 0 {
+		r.kind, r.detail = "nondeterministic", arg
+		return r
+	}
+	switch {
+	case got.TimedOut:
+		r.detail = arg + ": rewritten copy hangs (10 s)"
+	case got.Signal != 0:
+		r.detail = fmt.Sprintf("%s: rewritten copy killed by %v%s", arg, got.Signal, stderrTail(got.Stderr))
+	default:
+		r.detail = arg + ": " + strings.Join(diffs, "; ")
+	}
+	return r
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// originDirs returns the $ORIGIN-relative DT_RUNPATH/DT_RPATH directories
+// of the executable at path, resolved against its directory, joined by
+// ":" (the JDK's launchers find libjli.so through $ORIGIN/../lib).
+func originDirs(path string) string {
+	f, err := elf.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var dirs []string
+	for _, tag := range []elf.DynTag{elf.DT_RUNPATH, elf.DT_RPATH} {
+		vals, _ := f.DynString(tag)
+		for _, v := range vals {
+			for _, d := range strings.Split(v, ":") {
+				if strings.Contains(d, "$ORIGIN") || strings.Contains(d, "${ORIGIN}") {
+					d = strings.NewReplacer("${ORIGIN}", filepath.Dir(path), "$ORIGIN", filepath.Dir(path)).Replace(d)
+					dirs = append(dirs, filepath.Clean(d))
+				}
+			}
+		}
+	}
+	return strings.Join(dirs, ":")
+}
+
+// mirrorHome makes tmp/mirror a copy of the directory above path's
+// directory made of symbolic links, except path's own directory, which
+// is a real one holding links to its files, and returns where the
+// rewritten copy of path goes in it.
+func mirrorHome(tmp, path string) (string, error) {
+	bin := filepath.Dir(path)
+	home := filepath.Dir(bin)
+	m := filepath.Join(tmp, "mirror")
+	ents, err := os.ReadDir(home)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Join(m, filepath.Base(bin)), 0o755); err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		if e.Name() == filepath.Base(bin) {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(home, e.Name()), filepath.Join(m, e.Name())); err != nil {
+			return "", err
+		}
+	}
+	files, err := os.ReadDir(bin)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range files {
+		if e.Name() == filepath.Base(path) {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(bin, e.Name()), filepath.Join(m, filepath.Base(bin), e.Name())); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(m, filepath.Base(bin), filepath.Base(path)), nil
+}

@@ -1,0 +1,13 @@
+divert(-1)
+define(`forloop', `pushdef(`$1', `$2')_forloop($@)popdef(`$1')')
+define(`_forloop', `$4`'ifelse($1, `$3', `', `define(`$1', incr($1))$0($@)')')
+define(`fact', `ifelse(eval($1 <= 1), 1, 1, `eval($1 * fact(decr($1)))')')
+define(`upcase', `translit(`$*', `a-z', `A-Z')')
+divert(0)dnl
+forloop(`i', 1, 12, `fact(i) ')
+upcase(`the quick brown fox')
+patsubst(`hello world, hello m4', `hel+o', `bye')
+regexp(`GNUs not Unix', `\w\(\w+\)$', `*** \& *** \1 ***')
+len(`abcdefghijklmnopqrstuvwxyz')
+substr(`alphabet soup', 2, 6)
+format(`%5d|%-8s|%.3f', 42, `str', 3.14159)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	"blpp/internal/callgrind"
 	"blpp/internal/corpus"
 	"blpp/internal/fixture"
-	"blpp/rewriter"
 )
 
 // entry is one program of testdata/corpus/corpus.json; the file's header
@@ -256,12 +254,10 @@ func checkEntry(t *testing.T, e entry, root string, r *result) {
 	var problems []string
 	defer func() { r.verdict = judge(t, e, problems) }()
 
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmp := t.TempDir()
+	inst := filepath.Join(tmp, "bin", e.Name+".blpp")
 	t0 := time.Now()
-	out, sum, err := rewriteSafely(data)
+	sum, _, err := rewriteFile(path, inst)
 	r.rewriteDur = time.Since(t0)
 	if err != nil {
 		problems = append(problems, "rewrite: "+err.Error())
@@ -274,8 +270,6 @@ func checkEntry(t *testing.T, e entry, root string, r *result) {
 		problems = append(problems, fmt.Sprintf("only %.1f%% of functions instrumented (target 95%%)", 100*share))
 	}
 
-	tmp := t.TempDir()
-	inst := filepath.Join(tmp, "bin", e.Name+".blpp")
 	work := filepath.Join(tmp, "work")
 	home := filepath.Join(tmp, "home")
 	profDir := filepath.Join(tmp, "prof")
@@ -283,9 +277,6 @@ func checkEntry(t *testing.T, e entry, root string, r *result) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := os.WriteFile(inst, out, 0o755); err != nil {
-		t.Fatal(err)
 	}
 	// The same directory and HOME for every run, so that paths a program
 	// prints or stores agree.
@@ -492,17 +483,6 @@ func judge(t *testing.T, e entry, problems []string) string {
 		t.Error(p)
 	}
 	return "FAIL"
-}
-
-// rewriteSafely is rewriter.Rewrite with a panic turned into an error, so
-// that one program's crash is reported as that program's failure.
-func rewriteSafely(data []byte) (out []byte, sum *rewriter.Summary, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
-		}
-	}()
-	return rewriter.Rewrite(data, rewriter.Options{})
 }
 
 // makeInputs creates e's inputs in work, gives every file and directory

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -240,25 +239,6 @@ func hasInterp(f *elf.File) bool {
 // sweepOne rewrites and runs one binary.
 func sweepOne(t *testing.T, path string) sweepResult {
 	r := sweepResult{name: filepath.Base(path), path: path, kind: "FAIL"}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		r.detail = err.Error()
-		return r
-	}
-	out, sum, err := rewriteSafely(data)
-	if sum != nil {
-		r.instrumented, r.total = sum.Instrumented, sum.Functions
-	}
-	if err != nil {
-		for _, ref := range refusals {
-			if errors.Is(err, ref) {
-				r.kind, r.detail = "refused", err.Error()
-				return r
-			}
-		}
-		r.detail = "rewrite: " + firstLine(err.Error())
-		return r
-	}
 	tmp, err := os.MkdirTemp("", "blpp-sweep-")
 	if err != nil {
 		r.detail = err.Error()
@@ -275,8 +255,16 @@ func sweepOne(t *testing.T, path string) sweepResult {
 			return r
 		}
 	}
-	if err := os.WriteFile(inst, out, 0o755); err != nil {
-		r.detail = err.Error()
+	sum, refused, err := rewriteFile(path, inst)
+	if sum != nil {
+		r.instrumented, r.total = sum.Instrumented, sum.Functions
+	}
+	if refused {
+		r.kind, r.detail = "refused", err.Error()
+		return r
+	}
+	if err != nil {
+		r.detail = "rewrite: " + firstLine(err.Error())
 		return r
 	}
 	home := filepath.Join(tmp, "home")

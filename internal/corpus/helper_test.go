@@ -1,0 +1,86 @@
+package corpus_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"blpp/rewriter"
+)
+
+// The rewriter runs in a child process (this test binary again, told so
+// by the environment): a panic in one of its worker goroutines would end
+// the whole test binary, and with it every other program's result.
+const (
+	envRewriteIn  = "BLPP_CORPUS_REWRITE_IN"
+	envRewriteOut = "BLPP_CORPUS_REWRITE_OUT"
+)
+
+// rewriteReply is what the child process reports on stdout.
+type rewriteReply struct {
+	Summary *rewriter.Summary `json:"summary"`
+	Refused bool              `json:"refused"` // Err is one of refusals
+	Err     string            `json:"err"`
+}
+
+func TestMain(m *testing.M) {
+	if in := os.Getenv(envRewriteIn); in != "" {
+		os.Exit(rewriteChild(in, os.Getenv(envRewriteOut)))
+	}
+	os.Exit(m.Run())
+}
+
+func rewriteChild(in, out string) int {
+	var rep rewriteReply
+	data, err := os.ReadFile(in)
+	if err == nil {
+		var bin []byte
+		bin, rep.Summary, err = rewriter.Rewrite(data, rewriter.Options{})
+		if err == nil {
+			err = os.WriteFile(out, bin, 0o755)
+		}
+	}
+	if err != nil {
+		rep.Err = err.Error()
+		for _, r := range refusals {
+			if errors.Is(err, r) {
+				rep.Refused = true
+			}
+		}
+	}
+	json.NewEncoder(os.Stdout).Encode(rep)
+	return 0
+}
+
+// rewriteFile rewrites the executable at in into out in a child process.
+// A crash of the rewriter (a panic, in any goroutine) is an error naming
+// the panic; refused reports a clear refusal (refusals).
+func rewriteFile(in, out string) (sum *rewriter.Summary, refused bool, err error) {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return nil, false, err
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envRewriteIn+"="+in, envRewriteOut+"="+out)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var rep rewriteReply
+	if jerr := json.Unmarshal([]byte(stdout.String()), &rep); jerr != nil || runErr != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if i := strings.Index(msg, "\n\ngoroutine "); i >= 0 {
+			// The panic line and the top frame are enough.
+			rest := strings.SplitN(msg[i+2:], "\n", 4)
+			msg = msg[:i] + " in " + strings.Join(rest[1:min(3, len(rest))], " ")
+		}
+		return nil, false, fmt.Errorf("rewriter crashed (%v): %s", runErr, msg)
+	}
+	if rep.Err != "" {
+		return rep.Summary, rep.Refused, errors.New(rep.Err)
+	}
+	return rep.Summary, false, nil
+}

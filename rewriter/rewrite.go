@@ -427,10 +427,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			{Addr: codeAddr, Data: code, MemSize: uint64(len(code)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"},
 		}, eh.segments()...),
 		EHFrameHdr: eh.hdr(),
-		Patches:  patches,
-		Fini:     finiDT,
-		Entry:    rtText + img.Symbols[runtime.SymStart],
-		Sections: []elfw.Section{{Name: meta.SectionName, Data: meta.Encode(tab)}},
+		Patches:    patches,
+		Fini:       finiDT,
+		Entry:      rtText + img.Symbols[runtime.SymStart],
+		Sections:   []elfw.Section{{Name: meta.SectionName, Data: meta.Encode(tab)}},
+		Symbols:    relocatedSymbols(b, g, codeAddr),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -3,6 +3,7 @@ package elfw
 import (
 	"bytes"
 	"debug/elf"
+	"strings"
 )
 
 // Symbol is a function symbol Write adds (STT_FUNC, STB_GLOBAL, default
@@ -70,8 +71,17 @@ func (im *image) planSymbols(syms []Symbol) (*symPlan, error) {
 	}
 	p := &symPlan{syms: syms}
 	for _, s := range syms {
-		if err := checkName(s.Name); err != nil {
-			return nil, &Error{Op: "symbol", Name: s.Name, Addr: s.Addr, Err: ErrBadSymbol, Detail: err.Error()}
+		// Unlike section names, symbol names may be long: C++ and Rust
+		// mangled names pass a kilobyte.
+		detail := ""
+		switch {
+		case s.Name == "":
+			detail = "empty name"
+		case strings.IndexByte(s.Name, 0) >= 0:
+			detail = "name contains a NUL byte"
+		}
+		if detail != "" {
+			return nil, &Error{Op: "symbol", Name: s.Name, Addr: s.Addr, Err: ErrBadSymbol, Detail: detail}
 		}
 		if _, ok := add(s.Addr, s.Size); !ok {
 			return nil, &Error{Op: "symbol", Name: s.Name, Addr: s.Addr, Err: ErrBadSymbol, Detail: "size wraps"}

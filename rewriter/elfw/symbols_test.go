@@ -159,7 +159,7 @@ func TestStaticSymbols(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, syms := symbolsRewrite(t, orig, false, "main", "a_new_name", "main")
+			out, syms := symbolsRewrite(t, orig, false, "main", "a_new_name", "main", "_Z"+strings.Repeat("x", 2000))
 			g, err := elf.NewFile(bytes.NewReader(out.File))
 			if err != nil {
 				t.Fatal(err)

@@ -1,0 +1,139 @@
+package rewriter_test
+
+import (
+	"debug/elf"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"blpp/internal/fixture"
+)
+
+// Frames of relocated code have no DWARF; what names them is the symbols
+// the rewriter adds for each instrumented copy (rewriter/symbols.go):
+// .dynsym entries for glibc's dladdr, which backtrace_symbols uses, and
+// .symtab entries for gdb. Unwinding through them takes the .eh_frame the
+// rewriter writes for relocated code.
+
+// namesConfigs build testdata/names.c with -rdynamic, so that dladdr (and
+// so backtrace_symbols) can name the original's functions too.
+var namesConfigs = []fixture.Config{
+	{CC: "gcc", Opt: "-O2", PIE: true, Extra: []string{"-rdynamic"}},
+	{CC: "gcc", Opt: "-O0", Extra: []string{"-rdynamic"}},
+	{CC: "clang", Opt: "-O2", PIE: true, Strip: true, Extra: []string{"-rdynamic"}},
+}
+
+// btLine matches one frame printed by backtrace_symbols_fd,
+// "path(name+0xoff) [0xaddr]", capturing the name ("" when dladdr found
+// none).
+var btLine = regexp.MustCompile(`(?m)^[^(\n]*\(([^+)]*)(?:\+0x[0-9a-f]+)?\) ?\[0x[0-9a-f]+\]$`)
+
+// btNames splits a printed backtrace into its function names and the
+// other lines.
+func btNames(out []byte) (names []string, rest string) {
+	for _, m := range btLine.FindAllSubmatch(out, -1) {
+		names = append(names, string(m[1]))
+	}
+	return names, btLine.ReplaceAllString(string(out), "")
+}
+
+// TestBacktraceNames runs "names bt" (backtrace() and
+// backtrace_symbols_fd three calls deep) original and rewritten: the
+// rewritten program prints the same function names for the same number
+// of frames, and inner, middle and outer run instrumented.
+func TestBacktraceNames(t *testing.T) {
+	for _, c := range namesConfigs {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			orig, inst := rewriteTo(t, "names.c", c, t.TempDir())
+			want := runProc(t, orig, []string{"bt"})
+			got := runProc(t, inst, []string{"bt"}, "BLPP_PROFILE="+filepath.Join(t.TempDir(), "blpp.out"))
+			wantNames, wantRest := btNames(want.stdout)
+			gotNames, gotRest := btNames(got.stdout)
+			if len(wantNames) < 4 || strings.Join(wantNames[:4], " ") != "inner middle outer main" {
+				t.Fatalf("original backtrace:\n%s", want)
+			}
+			if strings.Join(gotNames, " ") != strings.Join(wantNames, " ") || gotRest != wantRest ||
+				got.code != want.code || got.sig != want.sig {
+				t.Errorf("rewritten backtrace names %q, want %q\nrewritten: %s\noriginal: %s", gotNames, wantNames, got, want)
+			}
+			checkInstrumented(t, inst, "inner", "middle", "outer")
+		})
+	}
+}
+
+// checkInstrumented requires .symtab and .dynsym of the rewritten
+// binary to name each function's relocated copy: a symbol of that name in
+// .blpp.text, so the names seen in its frames come from relocated code.
+func checkInstrumented(t *testing.T, inst string, names ...string) {
+	t.Helper()
+	f, err := elf.Open(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	text := f.Section(".blpp.text")
+	if text == nil {
+		t.Fatal("no .blpp.text")
+	}
+	for what, read := range map[string]func() ([]elf.Symbol, error){".symtab": f.Symbols, ".dynsym": f.DynamicSymbols} {
+		syms, err := read()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for _, n := range names {
+			found := false
+			for _, s := range syms {
+				found = found || s.Name == n && s.Value >= text.Addr && s.Value < text.Addr+text.Size && s.Size > 0
+			}
+			if !found {
+				t.Errorf("%s: no symbol for the relocated copy of %s", what, n)
+			}
+		}
+	}
+}
+
+// gdbFrame matches a frame line of gdb's backtrace, with or without debug
+// information: "#1  0x... in middle ()" or "#0  inner (mode=2) at ...".
+var gdbFrame = regexp.MustCompile(`(?m)^#(\d+)\s+(?:0x[0-9a-f]+ in )?([A-Za-z_][\w.]*) \(`)
+
+// TestGDBNames runs "names segv" under gdb: at the fault, three calls
+// deep in relocated code, gdb's backtrace names inner, middle, outer and
+// main, as it does for the original.
+func TestGDBNames(t *testing.T) {
+	gdb := fixture.RequireTool(t, "gdb", "gdb")
+	for _, c := range []fixture.Config{
+		{CC: "gcc", Opt: "-O2"},
+		{CC: "gcc", Opt: "-O0", PIE: true},
+		{CC: "gcc", Opt: "-O2", Static: true},
+		{CC: "clang", Opt: "-O2", PIE: true, Strip: true, Extra: []string{"-rdynamic"}},
+	} {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			orig, inst := rewriteTo(t, "names.c", c, dir)
+			bt := func(prog string) []string {
+				cmd := exec.Command(gdb, "-nx", "-batch", "-ex", "run", "-ex", "bt", "--args", prog, "segv")
+				cmd.Env = append(cmd.Environ(), "LC_ALL=C", "BLPP_PROFILE="+filepath.Join(dir, "blpp.out"))
+				out, _ := cmd.CombinedOutput()
+				if !strings.Contains(string(out), "SIGSEGV") {
+					t.Fatalf("%s under gdb: no SIGSEGV:\n%s", prog, out)
+				}
+				var names []string
+				for _, m := range gdbFrame.FindAllStringSubmatch(string(out), -1) {
+					names = append(names, m[2])
+				}
+				if len(names) < 4 {
+					t.Errorf("%s: backtrace:\n%s", prog, out)
+				}
+				return names
+			}
+			want, got := bt(orig), bt(inst)
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("gdb bt of the rewritten program: %q, want %q", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,42 @@
+package rewriter
+
+import (
+	"blpp/cfg"
+	"blpp/rewriter/elfw"
+)
+
+// relocatedSymbols names the instrumented copies, so that debuggers and
+// backtrace_symbols(3) show function names for frames in relocated code
+// (which has no DWARF: gdb then falls back to the closest symbol, and
+// glibc's dladdr knows only .dynsym). Every function symbol of .symtab or
+// .dynsym whose value is an instrumented function's original entry,
+// aliases included, gets a symbol of the same name over the copy's whole
+// extent [fg.start, fg.end) of the new code: body, trampolines and slow
+// paths alike, so a return address anywhere in it is named. A name found
+// in .dynsym is added there too (elfw.Symbol.Dynamic).
+//
+// GNU IFUNC symbols are left out: their value is the resolver, and a
+// second, ordinary function symbol of that name would tell a debugger the
+// resolver is the function.
+func relocatedSymbols(b *cfg.Binary, g *gen, codeAddr uint64) []elfw.Symbol {
+	byAddr := map[uint64][]cfg.Symbol{}
+	for _, s := range b.Symbols() {
+		if !s.IFunc && s.Name != "" {
+			byAddr[s.Addr] = append(byAddr[s.Addr], s)
+		}
+	}
+	var out []elfw.Symbol
+	for _, fg := range g.funcs {
+		addr, size := codeAddr+uint64(fg.start), uint64(fg.end-fg.start)
+		at := map[string]int{} // name → index in out
+		for _, s := range byAddr[fg.f.Func.Addr] {
+			if i, ok := at[s.Name]; ok {
+				out[i].Dynamic = out[i].Dynamic || s.Dynamic
+				continue
+			}
+			at[s.Name] = len(out)
+			out = append(out, elfw.Symbol{Name: s.Name, Addr: addr, Size: size, Dynamic: s.Dynamic})
+		}
+	}
+	return out
+}

@@ -84,7 +84,8 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 			return g
 		}
 		bd.leaders[r.LandingPad] = true
-		bd.work = append(bd.work, r.LandingPad)
+		// Below the entry on the work stack: the entry is decoded first.
+		bd.work = append([]uint64{r.LandingPad}, bd.work...)
 	}
 	for {
 		bd.decodeAll()
@@ -280,7 +281,13 @@ func (bd *builder) makeBlocks() {
 	}
 	// Blocks are in address order; move the entry block to index 0 and
 	// keep the rest sorted, as BlockAt expects.
-	if e := startOf[bd.instAt(bd.f.Addr)]; e > 0 {
+	ei := bd.instAt(bd.f.Addr)
+	if ei < 0 {
+		g.fail(ReasonBadDecode, bd.f.Addr, "the entry was not decoded")
+		g.Blocks = nil
+		return
+	}
+	if e := startOf[ei]; e > 0 {
 		eb, el := g.Blocks[e], lastOf[e]
 		copy(g.Blocks[1:e+1], g.Blocks[:e])
 		copy(lastOf[1:e+1], lastOf[:e])

@@ -8,6 +8,7 @@ import (
 	"blpp/cct"
 	"blpp/internal/fixture"
 	"blpp/report"
+	"blpp/rewriter"
 )
 
 // cxxConfigs are the C++ builds: g++ and clang++, -O0 and -O2.
@@ -76,4 +77,34 @@ func checkCxx(t *testing.T, src string, c fixture.Config) {
 	ctx.checkBlockSums(t, doc)
 	bin := loadBinary(t, orig)
 	ctx.checkSitesAgainstCallgrind(t, bin, cg)
+}
+
+// TestCxxModes: exceptions in the other instrumentation modes, whose
+// entries, exits and landing pads take other code (the flat record table;
+// the metric stubs): behaviour and block counts as in the default mode.
+func TestCxxModes(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	c := cxxConfigs[1]
+	orig := fixture.Build(t, filepath.Join("cxx", "throw.cpp"), c)
+	want := runProc(t, orig, nil)
+	cg := callgrindOf(t, "throw.cpp", orig, nil, want)
+	for _, m := range []struct {
+		name string
+		opts rewriter.Options
+	}{
+		{"flow-only", rewriter.Options{NoContext: true}},
+		{"context+tsc", rewriter.Options{Metrics: []rewriter.Metric{tscMetric}}},
+	} {
+		what := "throw.cpp " + c.String() + " " + m.name
+		dir := t.TempDir()
+		inst := rewriteWith(t, orig, filepath.Join(dir, "throw.blpp"), m.opts)
+		prof := filepath.Join(dir, "blpp.out")
+		got := runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1")
+		sameBehaviour(t, what, want, got)
+		p, err := cct.ReadFile(prof)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		compareCounts(t, what, inst, p, cg, countCheck{own: []string{"main"}})
+	}
 }

@@ -1,7 +1,6 @@
 package rewriter
 
 import (
-	"bytes"
 	"debug/elf"
 	"fmt"
 	"reflect"
@@ -151,9 +150,19 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, rowCa
 	if covered != len(fg.marks) {
 		return nil, false, fmt.Errorf("unwind information covers only part of the function")
 	}
+	// One CIE for the whole copy. gcc gives a fragment without exception
+	// regions (foo.cold holding only a return path) a CIE without
+	// personality; the copy takes the one with the personality routine,
+	// and that fragment's instructions get call-site entries without a
+	// landing pad below, so exceptions pass through them as before.
 	ef = &ehFunc{fg: fg, cie: entries[0].CIE}
 	for _, e := range entries[1:] {
-		if !sameCIE(e.CIE, ef.cie) {
+		if e.CIE.PersonalityEnc != 0xff && ef.cie.PersonalityEnc == 0xff || e.CIE.LSDAEnc != 0xff && ef.cie.LSDAEnc == 0xff {
+			ef.cie = e.CIE
+		}
+	}
+	for _, e := range entries {
+		if !compatibleCIE(e.CIE, ef.cie) {
 			return nil, false, fmt.Errorf("fragments with different CIEs (%#x, %#x)", entries[0].Begin, e.Begin)
 		}
 	}
@@ -238,6 +247,22 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, rowCa
 		}
 	}
 	if ef.lsda != nil {
+		// Fragments without an LSDA of their own: their calls let
+		// exceptions through (no entry would mean std::terminate under
+		// the personality routine the copy now has).
+		for i, m := range fg.marks {
+			if !m.body {
+				continue
+			}
+			if e := frame.Find(m.addr); e == nil || e.LSDA != 0 {
+				continue
+			}
+			end := fg.end
+			if i+1 < len(fg.marks) {
+				end = fg.marks[i+1].off
+			}
+			ef.lsda.CallSites = append(ef.lsda.CallSites, ehframe.CallSite{Start: codeAddr + uint64(m.off), End: codeAddr + uint64(end)})
+		}
 		sort.Slice(ef.lsda.CallSites, func(i, j int) bool { return ef.lsda.CallSites[i].Start < ef.lsda.CallSites[j].Start })
 		merged := ef.lsda.CallSites[:0]
 		for _, cs := range ef.lsda.CallSites {
@@ -256,11 +281,21 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, rowCa
 // 3.6.2, Figure 3.36].
 const dwarfRSP = 7
 
-func sameCIE(a, b *ehframe.CIE) bool {
-	return a == b || a.Version == b.Version && a.Augmentation == b.Augmentation && a.CodeAlign == b.CodeAlign &&
-		a.DataAlign == b.DataAlign && a.RAReg == b.RAReg && a.FDEEnc == b.FDEEnc && a.LSDAEnc == b.LSDAEnc &&
-		a.PersonalityEnc == b.PersonalityEnc && a.Personality == b.Personality && a.Signal == b.Signal &&
-		bytes.Equal(a.Initial, b.Initial)
+// compatibleCIE reports whether an FDE of CIE a may be described under
+// CIE b instead: the rows are full states, so only what is not in them
+// must agree: the return-address column, the signal-frame flag and,
+// where a has one, the personality routine.
+func compatibleCIE(a, b *ehframe.CIE) bool {
+	if a == b {
+		return true
+	}
+	if a.RAReg != b.RAReg || a.Signal != b.Signal {
+		return false
+	}
+	if a.PersonalityEnc != 0xff && (b.PersonalityEnc == 0xff || a.Personality != b.Personality) {
+		return false
+	}
+	return a.LSDAEnc == 0xff || b.LSDAEnc != 0xff
 }
 
 // lsdaSectionData returns the bytes and address of the allocated

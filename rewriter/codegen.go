@@ -189,9 +189,11 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 	if inc := n.Inc[e]; inc != 0 {
 		if ed.FlagsLive {
 			b.LeaRSP(-redZone)
-			b.Pushfq()
+			b.Push(enc.RAX)
+			saveFlags(b)
 			b.AddGS64Imm(fg.g.stubs.OffR, int32(inc))
-			b.Popfq()
+			restoreFlags(b)
+			b.Pop(enc.RAX)
 			b.LeaRSP(redZone)
 		} else {
 			b.AddGS64Imm(fg.g.stubs.OffR, int32(inc))
@@ -199,11 +201,15 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 	}
 	if ed.To == cfg.Exit {
 		if site, ok := fg.tailSite[e]; ok && !fg.g.mode.FlowOnly {
-			fg.tailExitStub(site)
+			if fg.g.mode.Metrics {
+				fg.tailExitStub(site)
+			} else {
+				fg.exitInline(site)
+			}
 			return
 		}
 		if ed.Kind == cfg.EdgeReturn || ed.Kind == cfg.EdgeTailCall {
-			fg.exitInline()
+			fg.exitInline(0)
 			return
 		}
 		fg.exitStub()
@@ -247,14 +253,7 @@ func (fg *funcGen) enterInline() {
 	b.Bytes([]byte{0x64, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0}) // mov %fs:0, %rcx
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffOwner)))
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	gsCmpZero(b, runtime.OffBusy)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	gsCmpZero(b, runtime.OffOverflow)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	if !g.mode.FlowOnly {
-		gsCmpZero(b, runtime.OffTailRec)
-		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	}
+	gsBusyOrOverflow(b, enc.RCX, slow)
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	first := b.NewLabel()
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPBase)))
@@ -274,13 +273,33 @@ func (fg *funcGen) enterInline() {
 		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8b, 0x90}, uint32(8*fg.fid))) // mov 8*fid(%rax), %rdx
 		b.Bytes([]byte{0x48, 0x85, 0xd2})                                                     // test %rdx, %rdx
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		b.Bytes([]byte{0x48, 0x83, 0x7a, runtime.RecordCountsOff, 0}) // cmpq $0, counts(%rdx)
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		// A linked record always has its counters (rec_new).
 	} else {
+		// The parent record into %rax and the call site into %rdx:
+		// the caller's, or after a direct tail jump the jumping
+		// activation's (TailRec, TailSite), when this entry is at the
+		// jump's %rsp (TailRSP) [decision 31]. TailRec is cleared once
+		// the entry commits; the stub handles every other case.
+		tail, parent := b.NewLabel(), b.NewLabel()
+		b.MovRegFromGS(enc.RAX, runtime.OffTailRec)
+		b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
+		b.JccRel32(enc.CondNE, enc.LabelTarget(tail))
 		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
+		b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
+		b.Bind(parent)
 		b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
+		at := fg.cur
+		fg.cold = append(fg.cold, func() {
+			b.Bind(tail)
+			fg.mark(at, false)
+			b.SetSP(-redZone - saved)
+			b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x94, 0x24}, uint32(redZone+saved)))    // lea entry rsp, %rdx
+			b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x14, 0x25}, uint32(offTailRSP))) // cmp %gs:tail_rsp, %rdx
+			b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+			b.MovRegFromGS(enc.RDX, offTailSite)
+			b.JmpRel32(enc.LabelTarget(parent))
+		})
 		b.Bytes([]byte{0x48, 0x2b, 0x50, runtime.RecordFirstSiteOff}) // sub first_site(%rax), %rdx
 		b.Bytes([]byte{0x48, 0x3b, 0x50, runtime.RecordNSitesOff})    // cmp nsites(%rax), %rdx
 		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
@@ -290,11 +309,10 @@ func (fg *funcGen) enterInline() {
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x78, runtime.NodeFuncOff}, uint32(fg.fid))) // cmpq $fid, func(%rax)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		b.Bytes([]byte{0x48, 0x8b, 0x50, runtime.NodeRecOff}) // mov rec(%rax), %rdx
-		b.Bytes([]byte{0x48, 0x85, 0xd2})                     // test %rdx, %rdx
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		b.Bytes([]byte{0x48, 0x83, 0x7a, runtime.RecordCountsOff, 0}) // cmpq $0, counts(%rdx)
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		// A node is linked only with its record, and a record only
+		// with its counters (child, rec_new); in a fork child the
+		// parent record is wiped too (nsites 0 took the slow path).
+		b.Bytes([]byte{0x48, 0x8b, 0x50, runtime.NodeRecOff})   // mov rec(%rax), %rdx
 		b.Bytes([]byte{0x48, 0xff, 0x40, runtime.NodeCountOff}) // incq count(%rax)
 	}
 	b.Bytes([]byte{0x48, 0x8b, 0x42, runtime.RecordCountsOff}) // mov counts(%rdx), %rax
@@ -314,6 +332,9 @@ func (fg *funcGen) enterInline() {
 	b.MovGS64Imm(g.stubs.OffR, 0)
 	b.MovGS64Imm(runtime.OffCallSite, 0)
 	b.MovGSFromReg(runtime.OffRecord, enc.RDX)
+	if !g.mode.FlowOnly {
+		b.MovGS64Imm(runtime.OffTailRec, 0) // consumed (or stale: see blpp_rt_enter)
+	}
 	b.Pop(enc.RDX)
 	b.Pop(enc.RCX)
 	b.Pop(enc.RAX)
@@ -351,6 +372,9 @@ var (
 	frFunc   = int8(int(unsafe.Offsetof(runtime.Frame{}.Func)) - runtime.FrameSize)
 	frRecord = int8(int(unsafe.Offsetof(runtime.Frame{}.Record)) - runtime.FrameSize)
 	frSite   = int8(int(unsafe.Offsetof(runtime.Frame{}.Site)) - runtime.FrameSize)
+	// Thread fields of a pending tail call [decision 31].
+	offTailSite = int32(unsafe.Offsetof(runtime.Thread{}.TailSite))
+	offTailRSP  = int32(unsafe.Offsetof(runtime.Thread{}.TailRSP))
 )
 
 // loadSlots emits mov blpp_fast_slots(%rip), reg (rax, rcx or rdx) and
@@ -386,25 +410,37 @@ func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, stub uint64, 
 	})
 }
 
-// storeCallSite emits movq $site, %gs:call_site, skipped while the
-// runtime is not ready (%gs may point nowhere then: see enterInline).
-// It sits right before a call, where the flags are dead (a call does not
-// preserve them [SysV x86-64 ABI 3.2.1]), so the test may clobber them.
+// storeCallSite emits movq $site, %gs:call_site. It runs inside an
+// activation whose entry has run on this thread, and every entry leaves
+// %gs at a thread block (its own, its creator's until the stub gives it
+// one, or before the runtime is ready a scratch block: see early_gs), so
+// no test of the ready word is needed [decision 40].
 func (fg *funcGen) storeCallSite(site int32) {
-	g, b := fg.g, fg.g.buf
-	skip := b.NewLabel()
-	start := b.Len()
-	b.Bytes([]byte{0x48, 0x83, 0x3d, 0, 0, 0, 0, 0}) // cmpq $0, blpp_fast_slots(%rip)
-	g.patches = append(g.patches, patch{at: start + 3, end: start + 8, abs: g.stubs.FastSlots, ripRel: true})
-	b.JccRel32(enc.CondE, enc.LabelTarget(skip))
-	b.MovGS64Imm(g.stubs.OffCallSite, site)
-	b.Bind(skip)
+	fg.g.buf.MovGS64Imm(fg.g.stubs.OffCallSite, site)
 }
 
-// gsCmpZero emits cmpq $0, %gs:disp.
-func gsCmpZero(b *enc.Buf, disp int32) {
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x83, 0x3c, 0x25}, uint32(disp)))
-	b.Bytes([]byte{0})
+// gsBusyOrOverflow emits mov %gs:overflow, reg; or %gs:busy, reg; jne
+// slow: one test for a shadow stack that is busy (a stub interrupted by
+// a signal) or overflowing.
+func gsBusyOrOverflow(b *enc.Buf, reg enc.Reg, slow enc.Label) {
+	b.MovRegFromGS(reg, runtime.OffOverflow)
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x0b, 0x04 | byte(reg)<<3, 0x25}, uint32(runtime.OffBusy)))
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+}
+
+// saveFlags keeps the status flags in %rax (OF in %al, the others in
+// %ah), which must be saved already; restoreFlags puts them back from
+// %rax. Four one-uop instructions instead of pushfq/popfq, whose popfq
+// costs some 20 cycles [Intel SDM Vol.2 LAHF, SAHF]. The instrumentation
+// never changes DF, the only other flag liveness tracks [decision 11].
+func saveFlags(b *enc.Buf) {
+	b.SetoAL()
+	b.Lahf()
+}
+
+func restoreFlags(b *enc.Buf) {
+	b.AddALImm8(0x7f)
+	b.Sahf()
 }
 
 // exitInline ends the path at a return or tail call inline, where %rsp is
@@ -415,7 +451,13 @@ func gsCmpZero(b *enc.Buf, disp int32) {
 // dense array does not hold) takes the stub, which unwinds and checks.
 // Counters belong to the thread, so no lock prefix. Flags are dead at a
 // return and a tail call [SysV x86-64 ABI 3.2.1], so they are not saved.
-func (fg *funcGen) exitInline() {
+// No test of the ready word: see storeCallSite. A non-zero tailSite is a
+// direct tail jump to an instrumented function from that call site: the
+// activation's record, the site and the entry %rsp are left in TailRec,
+// TailSite and TailRSP for the callee's entry [decision 31], as
+// blpp_rt_exit does (TailRec last, so that a signal handler's entry in
+// between never pairs it with a stale TailRSP).
+func (fg *funcGen) exitInline(tailSite int32) {
 	g, b := fg.g, fg.g.buf
 	if g.mode.Metrics {
 		fg.exitStub()
@@ -426,12 +468,7 @@ func (fg *funcGen) exitInline() {
 	b.Push(enc.RAX)
 	b.Push(enc.RCX)
 	b.Push(enc.RDX)
-	// The ready word first (see enterInline): no %gs access before it.
-	fg.loadSlots(enc.RDX, slow)
-	gsCmpZero(b, runtime.OffBusy)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	gsCmpZero(b, runtime.OffOverflow)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	gsBusyOrOverflow(b, enc.RCX, slow)
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	// cmp %gs:OffSPBase, %rcx: an empty shadow stack has no frame to pop
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPBase)))
@@ -443,11 +480,18 @@ func (fg *funcGen) exitInline() {
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x79, byte(frFunc)}, uint32(fg.fid))) // cmpq $fid, frFunc(%rcx)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.MovRegFromGS(enc.RDX, runtime.OffRecord)
+	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.Bytes([]byte{0x48, 0x85, 0xd2}) // test %rdx, %rdx
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.Bytes([]byte{0x48, 0x3b, 0x42, runtime.RecordDenseNOff}) // cmp dense_n(%rdx), %rax
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	if tailSite != 0 {
+		b.MovGS64Imm(offTailSite, tailSite)
+		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x8c, 0x24}, uint32(redZone+24))) // lea entry rsp, %rcx
+		b.MovGSFromReg(offTailRSP, enc.RCX)
+		b.MovGSFromReg(runtime.OffTailRec, enc.RDX)
+		b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	}
 	b.Bytes([]byte{0x48, 0x8b, 0x52, runtime.RecordCountsOff}) // mov counts(%rdx), %rdx
 	b.Bytes([]byte{0x48, 0xff, 0x44, 0xc2, 0x08})              // incq 8(%rdx,%rax,8)
 	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedR)})          // mov frSavedR(%rcx), %rax
@@ -463,16 +507,23 @@ func (fg *funcGen) exitInline() {
 	b.Pop(enc.RAX)
 	b.LeaRSP(redZone)
 	b.Bind(done)
+	if tailSite != 0 {
+		fg.coldStub(slow, done, []enc.Reg{enc.RAX, enc.RCX, enc.RDX}, g.stubs.TailExit, tailSite, fg.fid)
+		return
+	}
 	fg.coldStub(slow, done, []enc.Reg{enc.RAX, enc.RCX, enc.RDX}, g.stubs.Exit, fg.fid)
 }
 
 // backedge emits a path end at a backedge inline: count[r + ExitInc]++
 // in the running record's dense array, then r = EntryInc. When that is
-// not possible (before the runtime is ready, no record or another
-// function's, a path the dense array does not hold: hashed functions, a
-// fork child's stale record) an out-of-line call to the backedge stub
-// does the same work. The inline form saves the call, the stub's register
-// saves and its checks: loops are where time goes.
+// not possible (no record or another function's, a path the dense array
+// does not hold: hashed functions, a fork child's stale record, before
+// the runtime is ready) an out-of-line call to the backedge stub does the
+// same work. The inline form saves the call, the stub's register saves
+// and its checks: loops are where time goes. No test of the ready word
+// (see storeCallSite): before the runtime is ready %gs points at a block
+// without a record. Live flags are kept in %rax (saveFlags), pushed
+// between %rax and %rcx.
 func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 	g, b, n := fg.g, fg.g.buf, fg.num
 	slow, done := b.NewLabel(), b.NewLabel()
@@ -485,29 +536,35 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 		b.LeaRSP(redZone + 24)
 		return
 	}
-	if flagsLive { // the tests and the increment write the flags
-		b.Pushfq()
-	}
 	b.Push(enc.RAX)
+	if flagsLive { // the tests and the increment write the flags
+		saveFlags(b)
+		b.Push(enc.RAX)
+	}
 	b.Push(enc.RCX)
-	fg.loadSlots(enc.RCX, slow)
 	b.MovRegFromGS(enc.RCX, runtime.OffRecord)
+	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.Bytes([]byte{0x48, 0x85, 0xc9}) // test %rcx, %rcx
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x79, runtime.RecordFuncOff}, uint32(fg.fid))) // cmpq $fid, func(%rcx)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
-	b.AddRegImm32(enc.RAX, int32(n.ExitInc[e]))
+	if k := int32(n.ExitInc[e]); k != 0 {
+		b.AddRegImm32(enc.RAX, k)
+	}
 	b.Bytes([]byte{0x48, 0x3b, 0x41, runtime.RecordDenseNOff}) // cmp dense_n(%rcx), %rax
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.Bytes([]byte{0x48, 0x8b, 0x49, runtime.RecordCountsOff}) // mov counts(%rcx), %rcx
 	b.Bytes([]byte{0x48, 0xff, 0x44, 0xc1, 0x08})              // incq 8(%rcx,%rax,8)
 	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
-	b.Pop(enc.RCX)
-	b.Pop(enc.RAX)
-	if flagsLive {
-		b.Popfq()
+	restore := func() {
+		b.Pop(enc.RCX)
+		if flagsLive {
+			b.Pop(enc.RAX)
+			restoreFlags(b)
+		}
+		b.Pop(enc.RAX)
 	}
+	restore()
 	b.LeaRSP(redZone)
 	b.Bind(done)
 	at := fg.cur
@@ -519,11 +576,7 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 			depth -= 8
 		}
 		b.SetSP(depth)
-		b.Pop(enc.RCX)
-		b.Pop(enc.RAX)
-		if flagsLive {
-			b.Popfq()
-		}
+		restore()
 		pushImm32(b, int32(n.EntryInc[e]))
 		pushImm32(b, int32(n.ExitInc[e]))
 		pushImm32(b, fg.fid)

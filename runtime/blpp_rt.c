@@ -84,6 +84,7 @@ enum {
 enum {
 	ARCH_SET_GS = 0x1001,
 	ARCH_SET_FS = 0x1002,
+	ARCH_GET_GS = 0x1004,
 	ARCH_GET_FS = 0x1003,
 	PROT_RW = 3,
 	MAP_PRIVATE_ANON = 0x22,
@@ -495,17 +496,27 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 
 static void die(const char *m);
 
-/* early_gs points %gs at a scratch block once, before blpp_init. */
+/* early_gs points %gs at a scratch block, before blpp_init, on a thread
+ * whose %gs base is still 0 (one block for all of them: nothing is
+ * counted there). Every entry thus leaves %gs at a block, which the
+ * inline code after an entry (call-site stores, backedges, exits) relies
+ * on instead of testing the ready word. */
 static void early_gs(void)
 {
-	static u64 done;
+	static u64 block;
 	struct blpp_thread *t;
-	if (!CAS(&done, 0, 1))
+	u64 cur = 0;
+	if (failed(sc2(SYS_arch_prctl, ARCH_GET_GS, &cur)) || cur)
 		return;
-	t = (struct blpp_thread *)map_anon(BLOCK_HDR, 0);
-	if (!t)
-		die("cannot map a thread block");
-	t->self = (u64)t;
+	t = (struct blpp_thread *)LOAD(&block);
+	if (!t) {
+		t = (struct blpp_thread *)map_anon(BLOCK_HDR, 0);
+		if (!t)
+			die("cannot map a thread block");
+		t->self = (u64)t;
+		if (!CAS(&block, 0, (u64)t))
+			t = (struct blpp_thread *)LOAD(&block); /* another thread's (ours leaks: once) */
+	}
 	sc2(SYS_arch_prctl, ARCH_SET_GS, t);
 }
 

@@ -35,6 +35,9 @@ type Mode struct {
 	// Metrics says the runtime reads counters at path boundaries: every
 	// entry, exit and backedge then goes through the runtime's stubs.
 	Metrics bool
+	// TSCOnly says the one metric is the time-stamp counter, which the
+	// runtime always reads with rdtsc: backedges then read it inline.
+	TSCOnly bool
 }
 
 // redZone is stepped over before anything is pushed: code being
@@ -375,6 +378,9 @@ var (
 	// Thread fields of a pending tail call [decision 31].
 	offTailSite = int32(unsafe.Offsetof(runtime.Thread{}.TailSite))
 	offTailRSP  = int32(unsafe.Offsetof(runtime.Thread{}.TailRSP))
+	// The first metric's start and accumulated value [DESIGN 8].
+	offMStart = int32(unsafe.Offsetof(runtime.Thread{}.MStart))
+	offMAcc   = int32(unsafe.Offsetof(runtime.Thread{}.MAcc))
 )
 
 // loadSlots emits mov blpp_fast_slots(%rip), reg (rax, rcx or rdx) and
@@ -528,7 +534,7 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 	g, b, n := fg.g, fg.g.buf, fg.num
 	slow, done := b.NewLabel(), b.NewLabel()
 	b.LeaRSP(-redZone)
-	if g.mode.Metrics {
+	if g.mode.Metrics && !g.mode.TSCOnly {
 		pushImm32(b, int32(n.EntryInc[e]))
 		pushImm32(b, int32(n.ExitInc[e]))
 		pushImm32(b, fg.fid)
@@ -542,6 +548,10 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 		b.Push(enc.RAX)
 	}
 	b.Push(enc.RCX)
+	tsc := g.mode.TSCOnly
+	if tsc {
+		b.Push(enc.RDX)
+	}
 	b.MovRegFromGS(enc.RCX, runtime.OffRecord)
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.Bytes([]byte{0x48, 0x85, 0xc9}) // test %rcx, %rcx
@@ -554,9 +564,30 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 	b.Bytes([]byte{0x48, 0x3b, 0x41, runtime.RecordDenseNOff}) // cmp dense_n(%rcx), %rax
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.Bytes([]byte{0x48, 0x8b, 0x49, runtime.RecordCountsOff}) // mov counts(%rcx), %rcx
-	b.Bytes([]byte{0x48, 0xff, 0x44, 0xc1, 0x08})              // incq 8(%rcx,%rax,8)
+	if tsc {
+		// Stride 2: {count, tsc sum} per path after the calls word.
+		// The path's time is macc + (now - mstart); then macc = 0 and
+		// mstart = now, as path_metrics does [DESIGN 8].
+		b.Bytes([]byte{0x48, 0xc1, 0xe0, 0x04})                                                            // shl $4, %rax
+		b.Bytes([]byte{0x48, 0x8d, 0x4c, 0x01, 0x08})                                                      // lea 8(%rcx,%rax), %rcx
+		b.Bytes([]byte{0x48, 0xff, 0x01})                                                                  // incq (%rcx)
+		b.Bytes([]byte{0x0f, 0x31})                                                                        // rdtsc
+		b.Bytes([]byte{0x48, 0xc1, 0xe2, 0x20})                                                            // shl $32, %rdx
+		b.Bytes([]byte{0x48, 0x09, 0xd0})                                                                  // or %rdx, %rax
+		b.Bytes([]byte{0x48, 0x89, 0xc2})                                                                  // mov %rax, %rdx
+		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x2b, 0x14, 0x25}, uint32(offMStart))) // sub %gs:mstart, %rdx
+		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x03, 0x14, 0x25}, uint32(offMAcc)))   // add %gs:macc, %rdx
+		b.Bytes([]byte{0x48, 0x01, 0x51, 0x08})                                                            // add %rdx, 8(%rcx)
+		b.MovGSFromReg(offMStart, enc.RAX)
+		b.MovGS64Imm(offMAcc, 0)
+	} else {
+		b.Bytes([]byte{0x48, 0xff, 0x44, 0xc1, 0x08}) // incq 8(%rcx,%rax,8)
+	}
 	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
 	restore := func() {
+		if tsc {
+			b.Pop(enc.RDX)
+		}
 		b.Pop(enc.RCX)
 		if flagsLive {
 			b.Pop(enc.RAX)
@@ -573,6 +604,9 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 		fg.mark(at, false)
 		depth := int32(-redZone - 16)
 		if flagsLive {
+			depth -= 8
+		}
+		if tsc {
 			depth -= 8
 		}
 		b.SetSP(depth)

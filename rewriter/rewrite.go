@@ -261,7 +261,8 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			TailExit: rtText + img.Symbols[runtime.SymTailExit],
 			Backedge: rtText + img.Symbols[runtime.SymBackedge], SetjmpRet: rtText + img.Symbols[runtime.SymSetjmpRet], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite,
 			FastSlots: rtText + img.Symbols[runtime.SymFastSlots]},
-		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0}}
+		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0,
+			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC}}
 	for i, f := range chosen {
 		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), tableLabel: map[uint64]enc.Label{}, tableUsed: map[uint64]bool{}}
 		fg.blocks = make([]enc.Label, len(f.Graph.Blocks))

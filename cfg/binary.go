@@ -110,7 +110,13 @@ type Binary struct {
 	// analysis, for the rewriter's refusal (DESIGN decision 4).
 }
 
-type fdeRange struct{ begin, end, lsda uint64 }
+type fdeRange struct {
+	begin, end, lsda uint64
+	// midFrame: the FDE's first row is not its CIE's initial state: the
+	// code starts inside a frame set up elsewhere (gcc's foo.cold), which
+	// a function's entry never does.
+	midFrame bool
+}
 
 // Open reads and validates an x86-64 ELF file.
 func Open(path string) (*Binary, error) {

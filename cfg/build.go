@@ -80,7 +80,10 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 			continue
 		}
 		if bd.rangeOf(r.LandingPad) < 0 {
-			g.fail(ReasonExceptionTable, r.LandingPad, "landing pad outside the function")
+			// In a stripped binary the pad may be in a fragment (foo.cold)
+			// not joined yet: an escape, which joins it.
+			g.escape = r.LandingPad
+			g.fail(ReasonEscapingJump, r.LandingPad, "landing pad outside the function")
 			return g
 		}
 		bd.leaders[r.LandingPad] = true

@@ -1,6 +1,7 @@
 package cfg
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
 
@@ -80,4 +81,53 @@ func covered(eh []EHRange, addr, lp uint64) bool {
 		}
 	}
 	return false
+}
+
+// dataPointers returns the values of the pointer-sized words of the
+// allocated, non-executable sections that point into code, and the
+// targets of R_X86_64_RELATIVE relocations: the addresses taken in data
+// (vtables, callback tables, .init_array).
+func (b *Binary) dataPointers() map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, v := range b.relative {
+		if b.IsCode(v) {
+			out[v] = true
+		}
+	}
+	for i := range b.sections {
+		s := &b.sections[i]
+		if s.Exec || s.data == nil {
+			continue
+		}
+		for off := 0; off+8 <= len(s.data); off += 8 {
+			if v := binary.LittleEndian.Uint64(s.data[off:]); v != 0 && b.IsCode(v) {
+				out[v] = true
+			}
+		}
+	}
+	return out
+}
+
+// normalBlocks marks the blocks reachable from the entry without passing
+// an EdgeLanding: code that runs without an exception.
+func (g *Graph) normalBlocks() []bool {
+	seen := make([]bool, len(g.Blocks))
+	if len(g.Blocks) == 0 {
+		return seen
+	}
+	stack := []BlockID{Entry}
+	seen[Entry] = true
+	for len(stack) > 0 {
+		b := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, e := range g.Blocks[b].Succs {
+			ed := g.Edges[e]
+			if ed.Kind == EdgeLanding || ed.To < 0 || int(ed.To) >= len(seen) || seen[ed.To] {
+				continue
+			}
+			seen[ed.To] = true
+			stack = append(stack, ed.To)
+		}
+	}
+	return seen
 }

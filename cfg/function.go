@@ -57,6 +57,10 @@ type Function struct {
 	PartNames []string
 	Source    Source
 	PLT       bool
+	// MidFrame: the function's FDE starts inside a call frame (its first
+	// unwind row is not the CIE's initial state), as a split-off
+	// fragment's does; a real entry starts with the caller's frame.
+	MidFrame bool
 	// Pad is the number of padding bytes (nops, int3, zeros) that follow
 	// the main body before the next code: room the entry patch may use
 	// when the body is shorter than the 5-byte jump.

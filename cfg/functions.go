@@ -27,13 +27,13 @@ func (b *Binary) loadFDEs() error {
 		opts.DataBase = got.Addr
 	}
 	b.ehOpts = opts
-	fdes, err := ehframe.Parse(d, s.Addr, opts)
+	fr, err := ehframe.ParseFrame(d, s.Addr, opts)
 	if err != nil {
 		return fmt.Errorf(".eh_frame: %w", &FormatError{Off: int64(s.Offset), Msg: err.Error(), Err: ErrMalformed})
 	}
-	for _, f := range fdes {
+	for _, f := range fr.Entries {
 		if f.End > f.Begin {
-			b.fdes = append(b.fdes, fdeRange{f.Begin, f.End, f.LSDA})
+			b.fdes = append(b.fdes, fdeRange{begin: f.Begin, end: f.End, lsda: f.LSDA, midFrame: midFrame(f)})
 		}
 	}
 	sort.Slice(b.fdes, func(i, j int) bool { return b.fdes[i].begin < b.fdes[j].begin })
@@ -191,6 +191,7 @@ func (b *Binary) Functions() []*Function {
 		}
 		c := get(r.begin)
 		c.f.Source |= FromFDE
+		c.f.MidFrame = r.midFrame
 		if !c.hasSize {
 			c.f.Size, c.hasSize = r.end-r.begin, true
 		}
@@ -348,4 +349,19 @@ func padding(code []byte, n uint64) uint64 {
 		off += uint64(in.Len)
 	}
 	return off
+}
+
+// midFrame reports whether the FDE's code starts with unwind rules other
+// than its CIE's initial ones (a call frame already set up). Unreadable
+// rules count as not mid-frame.
+func midFrame(e *ehframe.Entry) bool {
+	init, err := e.CIE.InitialState()
+	if err != nil {
+		return false
+	}
+	rows, err := e.Rows()
+	if err != nil || len(rows) == 0 || rows[0].Addr != e.Begin {
+		return false
+	}
+	return !rows[0].State.Equal(init)
 }

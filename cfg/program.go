@@ -311,6 +311,7 @@ func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 			called[c.Target] = true
 		}
 	}
+	taken := p.Binary.dataPointers()
 	for round := 0; round < 8; round++ {
 		jumpers := map[int]map[int]bool{} // range index -> procedures jumping into it
 		add := func(j, i int) {
@@ -324,7 +325,15 @@ func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 		}
 		for _, i := range todo {
 			g := p.Graphs[i]
+			// Jumps in code only landing pads reach do not join: a
+			// cleanup's tail call to a function called elsewhere only
+			// through pointers looks like a jump into a fragment. (A
+			// landing pad outside the function does join: see below.)
+			normal := g.normalBlocks()
 			for _, e := range g.Edges {
+				if int(e.From) < len(normal) && !normal[e.From] {
+					continue
+				}
 				if e.Kind == EdgeTailCall && e.Target != 0 {
 					if f := p.byEntry[e.Target]; f != nil {
 						add(p.funcsIdx[f], i)
@@ -335,9 +344,16 @@ func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 				add(p.containing(g.escape), i)
 			}
 		}
+		// A fragment's FDE starts mid-frame; a real function's does not,
+		// and a function whose address is stored in data (a vtable, a
+		// table of callbacks) is no fragment either, even when the only
+		// direct transfer to it is a jump (a landing pad's tail call).
+		// A fragment of a frameless function starts with the initial
+		// rules too, so that alone does not decide. Without these tests,
+		// decoding landing pads joined real functions to their callers.
 		isFragment := func(j int) bool {
 			f := p.Funcs[j]
-			return f.Source == FromFDE && !called[f.Addr] && len(f.Parts) == 0
+			return f.Source == FromFDE && (f.MidFrame || !taken[f.Addr]) && !called[f.Addr] && len(f.Parts) == 0
 		}
 		drop := map[int]bool{}
 		rebuild := map[int]bool{}

@@ -9,36 +9,37 @@ import (
 )
 
 // Call frame instructions [DWARF5 §6.4.2, Table 7.29] and the GNU
-// extensions gcc, clang and glibc emit [LSB 5.0 §10.6.1.1.3 / §10.6.2].
+// extensions gcc, clang and glibc emit [LSB 5.0 §10.6.1.1.3 / §10.6.2]
+// (DW_CFA_*), shared with the writer (rewriter/ehwrite).
 const (
-	cfaAdvanceLoc  = 0x40 // high two bits; delta in the low six
-	cfaOffset      = 0x80 // high two bits; register in the low six
-	cfaRestore     = 0xc0 // high two bits; register in the low six
-	cfaNop         = 0x00
-	cfaSetLoc      = 0x01
-	cfaAdvanceLoc1 = 0x02
-	cfaAdvanceLoc2 = 0x03
-	cfaAdvanceLoc4 = 0x04
-	cfaOffsetExt   = 0x05
-	cfaRestoreExt  = 0x06
-	cfaUndefined   = 0x07
-	cfaSameValue   = 0x08
-	cfaRegister    = 0x09
-	cfaRemember    = 0x0a
-	cfaRestoreSt   = 0x0b
-	cfaDefCFA      = 0x0c
-	cfaDefCFAReg   = 0x0d
-	cfaDefCFAOff   = 0x0e
-	cfaDefCFAExpr  = 0x0f
-	cfaExpression  = 0x10
-	cfaOffsetExtSF = 0x11
-	cfaDefCFASF    = 0x12
-	cfaDefCFAOffSF = 0x13
-	cfaValOffset   = 0x14
-	cfaValOffSF    = 0x15
-	cfaValExpr     = 0x16
-	cfaArgsSize    = 0x2e // DW_CFA_GNU_args_size
-	cfaNegOffExt   = 0x2f // DW_CFA_GNU_negative_offset_extended
+	CFAAdvanceLoc  = 0x40 // high two bits; delta in the low six
+	CFAOffset      = 0x80 // high two bits; register in the low six
+	CFARestore     = 0xc0 // high two bits; register in the low six
+	CFANop         = 0x00
+	CFASetLoc      = 0x01
+	CFAAdvanceLoc1 = 0x02
+	CFAAdvanceLoc2 = 0x03
+	CFAAdvanceLoc4 = 0x04
+	CFAOffsetExt   = 0x05
+	CFARestoreExt  = 0x06
+	CFAUndefined   = 0x07
+	CFASameValue   = 0x08
+	CFARegister    = 0x09
+	CFARemember    = 0x0a
+	CFARestoreSt   = 0x0b
+	CFADefCFA      = 0x0c
+	CFADefCFAReg   = 0x0d
+	CFADefCFAOff   = 0x0e
+	CFADefCFAExpr  = 0x0f
+	CFAExpression  = 0x10
+	CFAOffsetExtSF = 0x11
+	CFADefCFASF    = 0x12
+	CFADefCFAOffSF = 0x13
+	CFAValOffset   = 0x14
+	CFAValOffSF    = 0x15
+	CFAValExpr     = 0x16
+	CFAArgsSize    = 0x2e // DW_CFA_GNU_args_size
+	CFANegOffExt   = 0x2f // DW_CFA_GNU_negative_offset_extended
 )
 
 // ErrInstruction: a call frame instruction that is unknown, misplaced or
@@ -328,7 +329,7 @@ func (m *machine) run(b *buf, initial bool) error {
 		op := b.u8("call frame instruction")
 		var reg uint64
 		switch op & 0xc0 {
-		case cfaAdvanceLoc:
+		case CFAAdvanceLoc:
 			if initial {
 				return m.fail(b, off, "DW_CFA_advance_loc in a CIE's initial instructions")
 			}
@@ -336,14 +337,14 @@ func (m *machine) run(b *buf, initial bool) error {
 				return err
 			}
 			continue
-		case cfaOffset:
+		case CFAOffset:
 			v, err := m.scaled(b, off, int64(b.uleb("offset")))
 			if err != nil {
 				return err
 			}
 			m.cur.set(uint64(op&0x3f), Rule{Kind: Offset, Off: v})
 			continue
-		case cfaRestore:
+		case CFARestore:
 			if initial {
 				return m.fail(b, off, "DW_CFA_restore in a CIE's initial instructions")
 			}
@@ -351,8 +352,8 @@ func (m *machine) run(b *buf, initial bool) error {
 			continue
 		}
 		switch op {
-		case cfaNop:
-		case cfaSetLoc:
+		case CFANop:
+		case CFASetLoc:
 			if initial {
 				return m.fail(b, off, "DW_CFA_set_loc in a CIE's initial instructions")
 			}
@@ -363,15 +364,15 @@ func (m *machine) run(b *buf, initial bool) error {
 			if err := m.moveTo(b, off, to); err != nil {
 				return err
 			}
-		case cfaAdvanceLoc1, cfaAdvanceLoc2, cfaAdvanceLoc4:
+		case CFAAdvanceLoc1, CFAAdvanceLoc2, CFAAdvanceLoc4:
 			if initial {
-				return m.fail(b, off, "DW_CFA_advance_loc%d in a CIE's initial instructions", 1<<(op-cfaAdvanceLoc1))
+				return m.fail(b, off, "DW_CFA_advance_loc%d in a CIE's initial instructions", 1<<(op-CFAAdvanceLoc1))
 			}
 			var d uint64
 			switch op {
-			case cfaAdvanceLoc1:
+			case CFAAdvanceLoc1:
 				d = uint64(b.u8("advance_loc1"))
-			case cfaAdvanceLoc2:
+			case CFAAdvanceLoc2:
 				d = uint64(b.u16("advance_loc2"))
 			default:
 				d = uint64(b.u32("advance_loc4"))
@@ -382,51 +383,51 @@ func (m *machine) run(b *buf, initial bool) error {
 			if err := m.advance(b, off, d); err != nil {
 				return err
 			}
-		case cfaOffsetExt, cfaValOffset:
+		case CFAOffsetExt, CFAValOffset:
 			reg = b.uleb("register")
 			v, err := m.scaled(b, off, int64(b.uleb("offset")))
 			if err != nil {
 				return err
 			}
 			kind := Offset
-			if op == cfaValOffset {
+			if op == CFAValOffset {
 				kind = ValOffset
 			}
 			m.cur.set(reg, Rule{Kind: kind, Off: v})
-		case cfaOffsetExtSF, cfaValOffSF:
+		case CFAOffsetExtSF, CFAValOffSF:
 			reg = b.uleb("register")
 			v, err := m.scaled(b, off, b.sleb("offset"))
 			if err != nil {
 				return err
 			}
 			kind := Offset
-			if op == cfaValOffSF {
+			if op == CFAValOffSF {
 				kind = ValOffset
 			}
 			m.cur.set(reg, Rule{Kind: kind, Off: v})
-		case cfaNegOffExt:
+		case CFANegOffExt:
 			reg = b.uleb("register")
 			v, err := m.scaled(b, off, int64(b.uleb("offset")))
 			if err != nil {
 				return err
 			}
 			m.cur.set(reg, Rule{Kind: Offset, Off: -v})
-		case cfaRestoreExt:
+		case CFARestoreExt:
 			reg = b.uleb("register")
 			if initial {
 				return m.fail(b, off, "DW_CFA_restore_extended in a CIE's initial instructions")
 			}
 			m.restore(reg)
-		case cfaUndefined:
+		case CFAUndefined:
 			m.cur.set(b.uleb("register"), Rule{Kind: Undefined})
-		case cfaSameValue:
+		case CFASameValue:
 			m.cur.set(b.uleb("register"), Rule{Kind: SameValue})
-		case cfaRegister:
+		case CFARegister:
 			reg = b.uleb("register")
 			m.cur.set(reg, Rule{Kind: Register, Reg: b.uleb("register")})
-		case cfaRemember:
+		case CFARemember:
 			m.stack = append(m.stack, m.cur.clone())
-		case cfaRestoreSt:
+		case CFARestoreSt:
 			if len(m.stack) == 0 {
 				return m.fail(b, off, "DW_CFA_restore_state with no remembered state")
 			}
@@ -434,47 +435,47 @@ func (m *machine) run(b *buf, initial bool) error {
 			m.cur = m.stack[len(m.stack)-1]
 			m.cur.ArgsSize = args
 			m.stack = m.stack[:len(m.stack)-1]
-		case cfaDefCFA:
+		case CFADefCFA:
 			reg = b.uleb("register")
 			m.cur.CFA = CFA{Reg: reg, Off: int64(b.uleb("offset"))}
 			if m.cur.CFA.Off < 0 {
 				return m.fail(b, off, "DW_CFA_def_cfa offset does not fit in 63 bits")
 			}
-		case cfaDefCFASF:
+		case CFADefCFASF:
 			reg = b.uleb("register")
 			v, err := m.scaled(b, off, b.sleb("offset"))
 			if err != nil {
 				return err
 			}
 			m.cur.CFA = CFA{Reg: reg, Off: v}
-		case cfaDefCFAReg:
+		case CFADefCFAReg:
 			m.cur.CFA.Reg = b.uleb("register")
 			m.cur.CFA.Expr = nil
-		case cfaDefCFAOff:
+		case CFADefCFAOff:
 			m.cur.CFA.Off = int64(b.uleb("offset"))
 			m.cur.CFA.Expr = nil
 			if m.cur.CFA.Off < 0 {
 				return m.fail(b, off, "DW_CFA_def_cfa_offset does not fit in 63 bits")
 			}
-		case cfaDefCFAOffSF:
+		case CFADefCFAOffSF:
 			v, err := m.scaled(b, off, b.sleb("offset"))
 			if err != nil {
 				return err
 			}
 			m.cur.CFA.Off = v
 			m.cur.CFA.Expr = nil
-		case cfaDefCFAExpr:
+		case CFADefCFAExpr:
 			e := block(b, "DW_CFA_def_cfa_expression")
 			m.cur.CFA = CFA{Expr: e}
-		case cfaExpression, cfaValExpr:
+		case CFAExpression, CFAValExpr:
 			reg = b.uleb("register")
 			e := block(b, "expression")
 			kind := Expression
-			if op == cfaValExpr {
+			if op == CFAValExpr {
 				kind = ValExpression
 			}
 			m.cur.set(reg, Rule{Kind: kind, Expr: e})
-		case cfaArgsSize:
+		case CFAArgsSize:
 			m.cur.ArgsSize = b.uleb("DW_CFA_GNU_args_size")
 		default:
 			// DW_CFA_GNU_window_save (SPARC, AArch64's

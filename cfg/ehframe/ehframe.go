@@ -64,27 +64,28 @@ func (e *FormatError) Error() string {
 
 func (e *FormatError) Unwrap() error { return e.Err }
 
-// Pointer encodings [LSB 5.0 §10.5.1 Tables 10-5 and 10-6].
+// Pointer encodings (DW_EH_PE_*) [LSB 5.0 §10.5.1 Tables 10-5 and 10-6],
+// shared with the writer (rewriter/ehwrite).
 const (
-	peAbsptr  = 0x00
-	peUleb128 = 0x01
-	peUdata2  = 0x02
-	peUdata4  = 0x03
-	peUdata8  = 0x04
-	peSigned  = 0x08 // signed pointer-sized value
-	peSleb128 = 0x09
-	peSdata2  = 0x0a
-	peSdata4  = 0x0b
-	peSdata8  = 0x0c
+	PEAbsptr  = 0x00
+	PEUleb128 = 0x01
+	PEUdata2  = 0x02
+	PEUdata4  = 0x03
+	PEUdata8  = 0x04
+	PESigned  = 0x08 // signed pointer-sized value
+	PESleb128 = 0x09
+	PESdata2  = 0x0a
+	PESdata4  = 0x0b
+	PESdata8  = 0x0c
 
-	pePcrel   = 0x10
-	peTextrel = 0x20
-	peDatarel = 0x30
-	peFuncrel = 0x40
-	peAligned = 0x50
+	PEPcrel   = 0x10
+	PETextrel = 0x20
+	PEDatarel = 0x30
+	PEFuncrel = 0x40
+	PEAligned = 0x50
 
-	peIndirect = 0x80
-	peOmit     = 0xff
+	PEIndirect = 0x80
+	PEOmit     = 0xff
 )
 
 const ptrSize = 8 // ELFCLASS64
@@ -286,7 +287,7 @@ func (p *parser) parse(data []byte) ([]*Entry, error) {
 
 // parseCIE reads a CIE after its id [LSB 5.0 §10.6.1.1].
 func (p *parser) parseCIE(b *buf) (*CIE, error) {
-	c := &CIE{FDEEnc: peAbsptr, LSDAEnc: peOmit, PersonalityEnc: peOmit, persOff: -1, opts: p.opts, dataAddr: p.addr}
+	c := &CIE{FDEEnc: PEAbsptr, LSDAEnc: PEOmit, PersonalityEnc: PEOmit, persOff: -1, opts: p.opts, dataAddr: p.addr}
 	verOff := b.off
 	c.Version = b.u8("CIE version")
 	if b.err == nil && c.Version != 1 && c.Version != 3 {
@@ -332,7 +333,7 @@ func (p *parser) parseCIE(b *buf) (*CIE, error) {
 		switch rest[i] {
 		case 'R':
 			c.FDEEnc = ad.u8("FDE pointer encoding")
-			if ad.err == nil && c.FDEEnc == peOmit {
+			if ad.err == nil && c.FDEEnc == PEOmit {
 				return nil, &FormatError{Off: ad.off - 1, Msg: "FDE pointer encoding is DW_EH_PE_omit", Err: ErrEncoding}
 			}
 			if ad.err == nil {
@@ -342,7 +343,7 @@ func (p *parser) parseCIE(b *buf) (*CIE, error) {
 			}
 		case 'L':
 			c.LSDAEnc = ad.u8("LSDA encoding")
-			if ad.err == nil && c.LSDAEnc != peOmit {
+			if ad.err == nil && c.LSDAEnc != PEOmit {
 				if err := checkEncoding(c.LSDAEnc, true); err != nil {
 					return nil, &FormatError{Off: ad.off - 1, Msg: err.Error(), Err: ErrEncoding}
 				}
@@ -354,7 +355,7 @@ func (p *parser) parseCIE(b *buf) (*CIE, error) {
 				break
 			}
 			c.PersonalityEnc = enc
-			if enc == peOmit {
+			if enc == PEOmit {
 				break
 			}
 			if err := checkEncoding(enc, true); err != nil {
@@ -399,7 +400,7 @@ func (p *parser) parseFDE(b *buf, c *CIE) (*Entry, error) {
 	e := &Entry{CIE: c, lsdaOff: -1}
 	f := &e.FDE
 	beginOff := b.off
-	if c.FDEEnc&0x70 == peAligned {
+	if c.FDEEnc&0x70 == PEAligned {
 		// The field starts after the padding.
 		beginOff += int((ptrSize - (p.addr+uint64(beginOff))%ptrSize) % ptrSize)
 	}
@@ -425,7 +426,7 @@ func (p *parser) parseFDE(b *buf, c *CIE) (*Entry, error) {
 		return nil, b.err
 	}
 	e.Program = b.data
-	if c.LSDAEnc != peOmit {
+	if c.LSDAEnc != PEOmit {
 		e.lsdaOff = ad.off
 		f.LSDA = p.pointerOrZero(&ad, c.LSDAEnc, "LSDA")
 		if ad.err != nil {
@@ -439,7 +440,7 @@ func (p *parser) parseFDE(b *buf, c *CIE) (*Entry, error) {
 // personality pointers (read_encoded_value_with_base): a raw value of
 // zero is a null pointer whatever the application.
 func (p *parser) pointerOrZero(b *buf, enc byte, what string) uint64 {
-	if enc&0x70 != peAligned {
+	if enc&0x70 != PEAligned {
 		probe := *b
 		if probe.pointerRaw(enc, what) == 0 && probe.err == nil {
 			*b = probe
@@ -453,19 +454,19 @@ func (p *parser) pointerOrZero(b *buf, enc byte, what string) uint64 {
 // format (the low four bits of enc), without applying its base.
 func (b *buf) pointerRaw(enc byte, what string) uint64 {
 	switch enc & 0x0f {
-	case peAbsptr, peUdata8, peSigned, peSdata8:
+	case PEAbsptr, PEUdata8, PESigned, PESdata8:
 		return b.u64(what)
-	case peUleb128:
+	case PEUleb128:
 		return b.uleb(what)
-	case peUdata2:
+	case PEUdata2:
 		return uint64(b.u16(what))
-	case peUdata4:
+	case PEUdata4:
 		return uint64(b.u32(what))
-	case peSleb128:
+	case PESleb128:
 		return uint64(b.sleb(what))
-	case peSdata2:
+	case PESdata2:
 		return uint64(int64(int16(b.u16(what))))
-	case peSdata4:
+	case PESdata4:
 		return uint64(int64(int32(b.u32(what))))
 	}
 	b.fail(ErrEncoding, "%s: unknown value format %#x", what, enc&0x0f)
@@ -476,19 +477,19 @@ func (b *buf) pointerRaw(enc byte, what string) uint64 {
 // read rather than at the first FDE. indirectOK is set for P and L, the
 // pointers that may point at a pointer.
 func checkEncoding(enc byte, indirectOK bool) error {
-	if enc&peIndirect != 0 && !indirectOK {
+	if enc&PEIndirect != 0 && !indirectOK {
 		return fmt.Errorf("encoding %#02x: indirect FDE address", enc)
 	}
 	switch enc & 0x0f {
-	case peAbsptr, peUleb128, peUdata2, peUdata4, peUdata8, peSigned,
-		peSleb128, peSdata2, peSdata4, peSdata8:
+	case PEAbsptr, PEUleb128, PEUdata2, PEUdata4, PEUdata8, PESigned,
+		PESleb128, PESdata2, PESdata4, PESdata8:
 	default:
 		return fmt.Errorf("encoding %#02x: unknown value format %#x", enc, enc&0x0f)
 	}
 	switch enc & 0x70 {
-	case 0, pePcrel, peTextrel, peDatarel:
-	case peAligned:
-		if enc&0x0f != peAbsptr {
+	case 0, PEPcrel, PETextrel, PEDatarel:
+	case PEAligned:
+		if enc&0x0f != PEAbsptr {
 			return fmt.Errorf("encoding %#02x: aligned with a value format", enc)
 		}
 	default:
@@ -512,7 +513,7 @@ func (p *parser) pointer(b *buf, enc byte, what string) uint64 {
 		return 0
 	}
 	fieldAddr := p.addr + uint64(off)
-	if enc&0x70 == peAligned {
+	if enc&0x70 == PEAligned {
 		// Align the field's address to the pointer size, then read an
 		// absolute pointer.
 		pad := (ptrSize - fieldAddr%ptrSize) % ptrSize
@@ -524,16 +525,16 @@ func (p *parser) pointer(b *buf, enc byte, what string) uint64 {
 		return 0
 	}
 	switch enc & 0x70 {
-	case pePcrel:
+	case PEPcrel:
 		v += fieldAddr
-	case peTextrel:
+	case PETextrel:
 		if p.opts.TextBase == 0 {
 			b.off = off
 			b.fail(ErrNoBase, "%s: textrel pointer and Options.TextBase is not set", what)
 			return 0
 		}
 		v += p.opts.TextBase
-	case peDatarel:
+	case PEDatarel:
 		if p.opts.DataBase == 0 {
 			b.off = off
 			b.fail(ErrNoBase, "%s: datarel pointer and Options.DataBase is not set", what)

@@ -116,16 +116,16 @@ func parseLSDA(sec []byte, secAddr, lsdaAddr, funcStart uint64, opts Options) (*
 	p := parser{addr: secAddr, opts: opts}
 	start := int(lsdaAddr - secAddr)
 	b := buf{data: sec[start:], off: start}
-	l := &LSDA{LPStart: funcStart, TTypeEnc: peOmit}
+	l := &LSDA{LPStart: funcStart, TTypeEnc: PEOmit}
 
 	// Header.
-	if enc := b.u8("lpstart encoding"); b.err == nil && enc != peOmit {
+	if enc := b.u8("lpstart encoding"); b.err == nil && enc != PEOmit {
 		l.LPStart = p.pointer(&b, enc, "lpstart")
 	}
 	ttBase := -1 // section offset of the TType base
 	encOff := b.off
 	l.TTypeEnc = b.u8("ttype encoding")
-	if b.err == nil && l.TTypeEnc != peOmit {
+	if b.err == nil && l.TTypeEnc != PEOmit {
 		if _, err := typeSize(l.TTypeEnc); err != nil {
 			return nil, &FormatError{Off: encOff, Msg: err.Error(), Err: ErrEncoding}
 		}
@@ -195,7 +195,7 @@ func parseLSDA(sec []byte, secAddr, lsdaAddr, funcStart uint64, opts Options) (*
 // fields are offsets, so an application (pcrel...) makes no sense for
 // them even though libgcc would apply it.
 func checkCallSiteEncoding(enc byte) error {
-	if enc == peOmit || enc&0xf0 != 0 {
+	if enc == PEOmit || enc&0xf0 != 0 {
 		return fmt.Errorf("call-site encoding %#02x: want an absolute value format", enc)
 	}
 	return checkEncoding(enc, false)
@@ -205,11 +205,11 @@ func checkCallSiteEncoding(enc byte) error {
 // needed to index the table.
 func typeSize(enc byte) (int, error) {
 	switch enc & 0x0f {
-	case peAbsptr, peUdata8, peSigned, peSdata8:
+	case PEAbsptr, PEUdata8, PESigned, PESdata8:
 		return 8, nil
-	case peUdata4, peSdata4:
+	case PEUdata4, PESdata4:
 		return 4, nil
-	case peUdata2, peSdata2:
+	case PEUdata2, PESdata2:
 		return 2, nil
 	}
 	return 0, fmt.Errorf("ttype encoding %#02x: not a fixed-size format", enc)

@@ -29,28 +29,6 @@ var (
 	ErrDuplicate = errors.New("duplicate FDE start")
 )
 
-// DW_EH_PE pointer encodings [LSB 5.0 §10.5.1 Tables 10-5 and 10-6].
-const (
-	peAbsptr  = 0x00
-	peUleb128 = 0x01
-	peUdata2  = 0x02
-	peUdata4  = 0x03
-	peUdata8  = 0x04
-	peSigned  = 0x08
-	peSleb128 = 0x09
-	peSdata2  = 0x0a
-	peSdata4  = 0x0b
-	peSdata8  = 0x0c
-
-	pePcrel   = 0x10
-	peTextrel = 0x20
-	peDatarel = 0x30
-	peAligned = 0x50
-
-	peIndirect = 0x80
-	peOmit     = 0xff
-)
-
 func appendUleb(b []byte, v uint64) []byte {
 	for {
 		c := byte(v & 0x7f)
@@ -86,12 +64,12 @@ func ulebLen(v uint64) int { return len(appendUleb(nil, v)) }
 // where the pointer is written: fixed-size formats with any application
 // but aligned, and LEB128 formats that are absolute.
 func checkPointerEnc(enc byte) error {
-	if enc == peOmit {
+	if enc == ehframe.PEOmit {
 		return nil
 	}
 	switch enc & 0x0f {
-	case peAbsptr, peUdata2, peUdata4, peUdata8, peSigned, peSdata2, peSdata4, peSdata8:
-	case peUleb128, peSleb128:
+	case ehframe.PEAbsptr, ehframe.PEUdata2, ehframe.PEUdata4, ehframe.PEUdata8, ehframe.PESigned, ehframe.PESdata2, ehframe.PESdata4, ehframe.PESdata8:
+	case ehframe.PEUleb128, ehframe.PESleb128:
 		if enc&0x70 != 0 {
 			return fmt.Errorf("%w: %#02x: a relative LEB128 pointer changes size with its address", ErrEncoding, enc)
 		}
@@ -99,7 +77,7 @@ func checkPointerEnc(enc byte) error {
 		return fmt.Errorf("%w: %#02x: unknown value format", ErrEncoding, enc)
 	}
 	switch enc & 0x70 {
-	case 0, pePcrel, peTextrel, peDatarel:
+	case 0, ehframe.PEPcrel, ehframe.PETextrel, ehframe.PEDatarel:
 	default:
 		return fmt.Errorf("%w: %#02x: application %#x", ErrEncoding, enc, enc&0x70)
 	}
@@ -118,14 +96,14 @@ func appendPointer(b []byte, enc byte, v, fieldAddr uint64, bases ehframe.Option
 	raw := v
 	if !(nullable && v == 0) {
 		switch enc & 0x70 {
-		case pePcrel:
+		case ehframe.PEPcrel:
 			raw = v - fieldAddr
-		case peTextrel:
+		case ehframe.PETextrel:
 			if bases.TextBase == 0 {
 				return b, fmt.Errorf("%s: %w: textrel with no text base", what, ErrEncoding)
 			}
 			raw = v - bases.TextBase
-		case peDatarel:
+		case ehframe.PEDatarel:
 			if bases.DataBase == 0 {
 				return b, fmt.Errorf("%s: %w: datarel with no data base", what, ErrEncoding)
 			}
@@ -152,23 +130,23 @@ func appendPointer(b []byte, enc byte, v, fieldAddr uint64, bases ehframe.Option
 	}
 	var ok bool
 	switch enc & 0x0f {
-	case peAbsptr, peUdata8, peSigned, peSdata8:
+	case ehframe.PEAbsptr, ehframe.PEUdata8, ehframe.PESigned, ehframe.PESdata8:
 		b, ok = binary.LittleEndian.AppendUint64(b, raw), true
-	case peUdata4:
+	case ehframe.PEUdata4:
 		ok = fits(32, false)
 		b = binary.LittleEndian.AppendUint32(b, uint32(raw))
-	case peSdata4:
+	case ehframe.PESdata4:
 		ok = fits(32, true)
 		b = binary.LittleEndian.AppendUint32(b, uint32(raw))
-	case peUdata2:
+	case ehframe.PEUdata2:
 		ok = fits(16, false)
 		b = binary.LittleEndian.AppendUint16(b, uint16(raw))
-	case peSdata2:
+	case ehframe.PESdata2:
 		ok = fits(16, true)
 		b = binary.LittleEndian.AppendUint16(b, uint16(raw))
-	case peUleb128:
+	case ehframe.PEUleb128:
 		b, ok = appendUleb(b, raw), true
-	case peSleb128:
+	case ehframe.PESleb128:
 		b, ok = appendSleb(b, s), true
 	}
 	if !ok {
@@ -181,15 +159,15 @@ func appendPointer(b []byte, enc byte, v, fieldAddr uint64, bases ehframe.Option
 // formats depend on v, and only absolute ones are accepted).
 func pointerSize(enc byte, v uint64) int {
 	switch enc & 0x0f {
-	case peAbsptr, peUdata8, peSigned, peSdata8:
+	case ehframe.PEAbsptr, ehframe.PEUdata8, ehframe.PESigned, ehframe.PESdata8:
 		return 8
-	case peUdata4, peSdata4:
+	case ehframe.PEUdata4, ehframe.PESdata4:
 		return 4
-	case peUdata2, peSdata2:
+	case ehframe.PEUdata2, ehframe.PESdata2:
 		return 2
-	case peUleb128:
+	case ehframe.PEUleb128:
 		return ulebLen(v)
-	case peSleb128:
+	case ehframe.PESleb128:
 		return len(appendSleb(nil, int64(v)))
 	}
 	return 0

@@ -81,7 +81,7 @@ func (b *Builder) AddFDE(cie *ehframe.CIE, begin, end uint64, rows []ehframe.Row
 	if end < begin {
 		return fmt.Errorf("FDE [%#x,%#x): %w: end before begin", begin, end, ErrRows)
 	}
-	if lsda != 0 && cie.LSDAEnc == peOmit {
+	if lsda != 0 && cie.LSDAEnc == ehframe.PEOmit {
 		return fmt.Errorf("FDE [%#x,%#x): %w: an LSDA needs a CIE with L (augmentation %q)", begin, end, ErrAugmentation, cie.Augmentation)
 	}
 	prog, err := Program(cie, begin, end, rows)
@@ -142,7 +142,7 @@ func (b *Builder) cieCopy(c *ehframe.CIE) (int, error) {
 					return 0, fmt.Errorf("personality: %w", err)
 				}
 				size++
-				if c.PersonalityEnc != peOmit {
+				if c.PersonalityEnc != ehframe.PEOmit {
 					size += pointerSize(c.PersonalityEnc, c.Personality)
 				}
 			case 'L', 'R':
@@ -157,7 +157,7 @@ func (b *Builder) cieCopy(c *ehframe.CIE) (int, error) {
 			switch l {
 			case 'P':
 				body = append(body, c.PersonalityEnc)
-				if c.PersonalityEnc != peOmit {
+				if c.PersonalityEnc != ehframe.PEOmit {
 					field := b.addr + uint64(start+4+len(body))
 					var err error
 					if body, err = appendPointer(body, c.PersonalityEnc, c.Personality, field, c.Bases(), true, "personality"); err != nil {
@@ -182,7 +182,7 @@ func (b *Builder) addFDE(c *ehframe.CIE, begin, end, lsda uint64, prog []byte) e
 	if err := checkPointerEnc(c.FDEEnc); err != nil {
 		return fmt.Errorf("pc_begin: %w", err)
 	}
-	if c.FDEEnc&peIndirect != 0 || c.FDEEnc == peOmit {
+	if c.FDEEnc&ehframe.PEIndirect != 0 || c.FDEEnc == ehframe.PEOmit {
 		return fmt.Errorf("pc_begin: %w: %#02x", ErrEncoding, c.FDEEnc)
 	}
 	cieOff, err := b.cieCopy(c)
@@ -202,7 +202,7 @@ func (b *Builder) addFDE(c *ehframe.CIE, begin, end, lsda uint64, prog []byte) e
 		return err
 	}
 	if len(c.Augmentation) > 0 && c.Augmentation[0] == 'z' {
-		if c.LSDAEnc == peOmit {
+		if c.LSDAEnc == ehframe.PEOmit {
 			body = appendUleb(body, 0)
 		} else {
 			if err := checkPointerEnc(c.LSDAEnc); err != nil {

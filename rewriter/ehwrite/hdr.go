@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+
+	"blpp/cfg/ehframe"
 )
 
 // BuildHdr returns an .eh_frame_hdr to be loaded at addr for the
@@ -33,7 +35,7 @@ func BuildHdr(addr, ehFrameAddr uint64, table []HdrEntry) ([]byte, error) {
 	if uint64(len(t)) > 0xffffffff {
 		return nil, fmt.Errorf("eh_frame_hdr: %w: %d FDEs", ErrRange, len(t))
 	}
-	out := []byte{1, peSdata4 | pePcrel, peUdata4, peSdata4 | peDatarel}
+	out := []byte{1, ehframe.PESdata4 | ehframe.PEPcrel, ehframe.PEUdata4, ehframe.PESdata4 | ehframe.PEDatarel}
 	if !fitsInt32(ehFrameAddr, addr+4) {
 		return nil, fmt.Errorf("eh_frame_hdr: %w: .eh_frame at %#x is too far from the header at %#x", ErrRange, ehFrameAddr, addr)
 	}

@@ -241,28 +241,28 @@ func encodeLSDA(l *ehframe.LSDA, addr, funcStart uint64, typesp *[]uint64, specs
 	}
 
 	types, specs, needTypes := *typesp, *specsp, *needTypesp
-	ttEnc := byte(peOmit)
+	ttEnc := byte(ehframe.PEOmit)
 	size := 0
 	if needTypes {
 		ttEnc = l.TTypeEnc
-		if ttEnc == peOmit {
+		if ttEnc == ehframe.PEOmit {
 			return nil, fmt.Errorf("LSDA: %w: catch clauses or specifications and no type-table encoding", ErrEncoding)
 		}
 		if err := checkPointerEnc(ttEnc); err != nil {
 			return nil, fmt.Errorf("LSDA type table: %w", err)
 		}
-		if size = pointerSize(ttEnc, 0); ttEnc&0x0f == peUleb128 || ttEnc&0x0f == peSleb128 {
+		if size = pointerSize(ttEnc, 0); ttEnc&0x0f == ehframe.PEUleb128 || ttEnc&0x0f == ehframe.PESleb128 {
 			return nil, fmt.Errorf("LSDA type table: %w: %#02x is not a fixed-size format", ErrEncoding, ttEnc)
 		}
-		if ttEnc&0x70 == peTextrel || ttEnc&0x70 == peDatarel {
+		if ttEnc&0x70 == ehframe.PETextrel || ttEnc&0x70 == ehframe.PEDatarel {
 			return nil, fmt.Errorf("LSDA type table: %w: %#02x needs a base", ErrEncoding, ttEnc)
 		}
 	}
 
 	// Header: lpstart omitted, ttype encoding [, ttype offset], call-site
 	// encoding and length.
-	out := []byte{peOmit, ttEnc}
-	tail := []byte{peUleb128}
+	out := []byte{ehframe.PEOmit, ttEnc}
+	tail := []byte{ehframe.PEUleb128}
 	tail = appendUleb(tail, uint64(len(cs)))
 	tail = append(append(tail, cs...), actions...)
 	if needTypes {

@@ -7,33 +7,6 @@ import (
 	"blpp/cfg/ehframe"
 )
 
-// Call frame instructions [DWARF5 §6.4.2, Table 7.29].
-const (
-	cfaAdvanceLoc  = 0x40
-	cfaOffset      = 0x80
-	cfaRestore     = 0xc0
-	cfaAdvanceLoc1 = 0x02
-	cfaAdvanceLoc2 = 0x03
-	cfaAdvanceLoc4 = 0x04
-	cfaOffsetExt   = 0x05
-	cfaRestoreExt  = 0x06
-	cfaUndefined   = 0x07
-	cfaSameValue   = 0x08
-	cfaRegister    = 0x09
-	cfaDefCFA      = 0x0c
-	cfaDefCFAReg   = 0x0d
-	cfaDefCFAOff   = 0x0e
-	cfaDefCFAExpr  = 0x0f
-	cfaExpression  = 0x10
-	cfaOffsetExtSF = 0x11
-	cfaDefCFASF    = 0x12
-	cfaDefCFAOffSF = 0x13
-	cfaValOffset   = 0x14
-	cfaValOffSF    = 0x15
-	cfaValExpr     = 0x16
-	cfaArgsSize    = 0x2e // DW_CFA_GNU_args_size
-)
-
 // Program returns the call frame instructions that, run after cie's
 // initial instructions, give rows for an FDE [begin, end): see
 // Builder.AddFDE. Rows whose state repeats the previous one cost
@@ -84,13 +57,13 @@ func appendAdvance(p []byte, cie *ehframe.CIE, delta uint64) ([]byte, error) {
 	d := delta / cie.CodeAlign
 	switch {
 	case d < 0x40:
-		return append(p, cfaAdvanceLoc|byte(d)), nil
+		return append(p, ehframe.CFAAdvanceLoc|byte(d)), nil
 	case d <= 0xff:
-		return append(p, cfaAdvanceLoc1, byte(d)), nil
+		return append(p, ehframe.CFAAdvanceLoc1, byte(d)), nil
 	case d <= 0xffff:
-		return binary.LittleEndian.AppendUint16(append(p, cfaAdvanceLoc2), uint16(d)), nil
+		return binary.LittleEndian.AppendUint16(append(p, ehframe.CFAAdvanceLoc2), uint16(d)), nil
 	case d <= 0xffffffff:
-		return binary.LittleEndian.AppendUint32(append(p, cfaAdvanceLoc4), uint32(d)), nil
+		return binary.LittleEndian.AppendUint32(append(p, ehframe.CFAAdvanceLoc4), uint32(d)), nil
 	}
 	return nil, fmt.Errorf("%w: advance of %#x bytes does not fit DW_CFA_advance_loc4", ErrRows, delta)
 }
@@ -140,46 +113,46 @@ func appendDiff(p []byte, cie *ehframe.CIE, init, from, to ehframe.State) ([]byt
 		}
 	}
 	if from.ArgsSize != to.ArgsSize {
-		p = appendUleb(append(p, cfaArgsSize), to.ArgsSize)
+		p = appendUleb(append(p, ehframe.CFAArgsSize), to.ArgsSize)
 	}
 	return p, nil
 }
 
 func appendCFA(p []byte, cie *ehframe.CIE, from, to ehframe.CFA) ([]byte, error) {
 	if to.Expr != nil {
-		p = appendUleb(append(p, cfaDefCFAExpr), uint64(len(to.Expr)))
+		p = appendUleb(append(p, ehframe.CFADefCFAExpr), uint64(len(to.Expr)))
 		return append(p, to.Expr...), nil
 	}
 	sameReg := from.Expr == nil && from.Reg == to.Reg
 	sameOff := from.Expr == nil && from.Off == to.Off
 	switch {
 	case sameReg && to.Off >= 0:
-		return appendUleb(append(p, cfaDefCFAOff), uint64(to.Off)), nil
+		return appendUleb(append(p, ehframe.CFADefCFAOff), uint64(to.Off)), nil
 	case sameReg:
 		f, err := factored(cie, to.Off)
 		if err != nil {
 			return nil, err
 		}
-		return appendSleb(append(p, cfaDefCFAOffSF), f), nil
+		return appendSleb(append(p, ehframe.CFADefCFAOffSF), f), nil
 	case sameOff:
-		return appendUleb(append(p, cfaDefCFAReg), to.Reg), nil
+		return appendUleb(append(p, ehframe.CFADefCFAReg), to.Reg), nil
 	case to.Off >= 0:
-		p = appendUleb(append(p, cfaDefCFA), to.Reg)
+		p = appendUleb(append(p, ehframe.CFADefCFA), to.Reg)
 		return appendUleb(p, uint64(to.Off)), nil
 	}
 	f, err := factored(cie, to.Off)
 	if err != nil {
 		return nil, err
 	}
-	p = appendUleb(append(p, cfaDefCFASF), to.Reg)
+	p = appendUleb(append(p, ehframe.CFADefCFASF), to.Reg)
 	return appendSleb(p, f), nil
 }
 
 func appendRestore(p []byte, reg uint64) []byte {
 	if reg < 0x40 {
-		return append(p, cfaRestore|byte(reg))
+		return append(p, ehframe.CFARestore|byte(reg))
 	}
-	return appendUleb(append(p, cfaRestoreExt), reg)
+	return appendUleb(append(p, ehframe.CFARestoreExt), reg)
 }
 
 // appendRule sets one register's rule, as DW_CFA_restore when that gives
@@ -191,9 +164,9 @@ func appendRule(p []byte, cie *ehframe.CIE, init ehframe.State, rr ehframe.RegRu
 	}
 	switch r.Kind {
 	case ehframe.Undefined:
-		return appendUleb(append(p, cfaUndefined), reg), nil
+		return appendUleb(append(p, ehframe.CFAUndefined), reg), nil
 	case ehframe.SameValue:
-		return appendUleb(append(p, cfaSameValue), reg), nil
+		return appendUleb(append(p, ehframe.CFASameValue), reg), nil
 	case ehframe.Offset, ehframe.ValOffset:
 		f, err := factored(cie, r.Off)
 		if err != nil {
@@ -201,21 +174,21 @@ func appendRule(p []byte, cie *ehframe.CIE, init ehframe.State, rr ehframe.RegRu
 		}
 		switch {
 		case r.Kind == ehframe.Offset && f >= 0 && reg < 0x40:
-			return appendUleb(append(p, cfaOffset|byte(reg)), uint64(f)), nil
+			return appendUleb(append(p, ehframe.CFAOffset|byte(reg)), uint64(f)), nil
 		case r.Kind == ehframe.Offset && f >= 0:
-			return appendUleb(appendUleb(append(p, cfaOffsetExt), reg), uint64(f)), nil
+			return appendUleb(appendUleb(append(p, ehframe.CFAOffsetExt), reg), uint64(f)), nil
 		case r.Kind == ehframe.Offset:
-			return appendSleb(appendUleb(append(p, cfaOffsetExtSF), reg), f), nil
+			return appendSleb(appendUleb(append(p, ehframe.CFAOffsetExtSF), reg), f), nil
 		case f >= 0:
-			return appendUleb(appendUleb(append(p, cfaValOffset), reg), uint64(f)), nil
+			return appendUleb(appendUleb(append(p, ehframe.CFAValOffset), reg), uint64(f)), nil
 		}
-		return appendSleb(appendUleb(append(p, cfaValOffSF), reg), f), nil
+		return appendSleb(appendUleb(append(p, ehframe.CFAValOffSF), reg), f), nil
 	case ehframe.Register:
-		return appendUleb(appendUleb(append(p, cfaRegister), reg), r.Reg), nil
+		return appendUleb(appendUleb(append(p, ehframe.CFARegister), reg), r.Reg), nil
 	case ehframe.Expression, ehframe.ValExpression:
-		op := byte(cfaExpression)
+		op := byte(ehframe.CFAExpression)
 		if r.Kind == ehframe.ValExpression {
-			op = cfaValExpr
+			op = ehframe.CFAValExpr
 		}
 		p = appendUleb(appendUleb(append(p, op), reg), uint64(len(r.Expr)))
 		return append(p, r.Expr...), nil

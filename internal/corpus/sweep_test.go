@@ -144,6 +144,13 @@ func TestSweepUsrBin(t *testing.T) {
 		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", r.name, inst, r.dur.Round(10*time.Millisecond), r.kind, detail)
 	}
 	tw.Flush()
+	// The failures again at the end, where a truncated log still shows
+	// them.
+	for _, r := range results {
+		if r.kind == "FAIL" {
+			fmt.Fprintf(&b, "FAIL %s: %s\n", r.path, r.detail)
+		}
+	}
 	var kinds []string
 	for k, n := range counts {
 		kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
@@ -269,15 +276,16 @@ func sweepOne(t *testing.T, path string) sweepResult {
 	}
 	home := filepath.Join(tmp, "home")
 	work := filepath.Join(tmp, "work")
-	once := func(bin, arg string) outcome {
+	onceFor := func(bin, arg string, timeout time.Duration) outcome {
 		for _, d := range []string{home, work} {
 			os.RemoveAll(d)
 			os.MkdirAll(d, 0o755)
 		}
 		env := []string{"HOME=" + home, "LC_ALL=C", "LANG=C", "TZ=UTC", "BLPP_QUIET=1", "PWD=" + work,
 			"BLPP_PROFILE=" + filepath.Join(tmp, "blpp.out"), "DISPLAY=", "WAYLAND_DISPLAY="}
-		return run(runSpec{Bin: bin, Argv0: path, Args: []string{arg}, Dir: work, Env: env, Timeout: 10 * time.Second})
+		return run(runSpec{Bin: bin, Argv0: path, Args: []string{arg}, Dir: work, Env: env, Timeout: timeout})
 	}
+	once := func(bin, arg string) outcome { return onceFor(bin, arg, 10*time.Second) }
 	arg := "--version"
 	want := once(path, arg)
 	if want.Code == 127 && bytes.Contains(want.Stderr, []byte("error while loading shared libraries")) {
@@ -301,8 +309,18 @@ func sweepOne(t *testing.T, path string) sweepResult {
 	}
 	// A program whose own runs differ (times, pids, random names) is not
 	// a failure of the rewriter.
-	if again := once(path, arg); len(compareOutcomes(want, again)) > 0 {
+	again := once(path, arg)
+	if len(compareOutcomes(want, again)) > 0 {
 		r.kind, r.detail = "nondeterministic", arg
+		return r
+	}
+	// Nor is one the loaded CI machine slowed past the timeout, or whose
+	// output straddled a clock tick the two original runs did not: the
+	// copy runs once more, with a longer timeout, and must then match.
+	// A real difference (a crash, other output) repeats.
+	retry := onceFor(inst, arg, 60*time.Second)
+	if len(compareOutcomes(want, retry)) == 0 || len(compareOutcomes(again, retry)) == 0 {
+		r.kind, r.detail = "pass", fmt.Sprintf("%s: %s (on the second run; the first: %s)", arg, want.status(), firstLine(strings.Join(diffs, "; ")))
 		return r
 	}
 	switch {

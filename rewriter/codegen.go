@@ -76,6 +76,9 @@ type funcGen struct {
 	marks      []unwindMark
 	cur        uint64
 	lpLabel    map[uint64]enc.Label
+	// slot is the offset from the thread block of the function's slot
+	// counters ({calls, paths...}), 0 if it has none (assignSlot).
+	slot int32
 }
 
 type tramp struct {
@@ -101,6 +104,41 @@ type gen struct {
 	// sites lists (function id, block) per call-site id; id 0 is none.
 	sites [][2]uint64
 	mode  Mode
+	// slotsSize is the size of every thread block's slot counters.
+	slotsSize uint64
+}
+
+// SlotsMax bounds the slot counters of a thread block (virtual memory
+// reserved per thread; only the pages of functions that run are touched).
+const SlotsMax = 16 << 20
+
+// assignSlot gives fg a place in the thread blocks' slot counters when
+// the image counts frequencies only and without context, and fg's paths
+// fit a dense array: its backedges and exits then count at a fixed offset
+// from %gs, without loading a record [decision 42].
+func (g *gen) assignSlot(fg *funcGen) {
+	np := fg.num.NumPaths
+	if !g.mode.FlowOnly || g.mode.Metrics || np == 0 || np > DenseMax {
+		return
+	}
+	need := 8 * (1 + np)
+	if g.slotsSize+need > SlotsMax {
+		return
+	}
+	fg.slot = int32(runtime.SlotsOffset + g.slotsSize)
+	g.slotsSize += need
+}
+
+// slots reports whether the image has slot counters (then every entry
+// and exit keeps Thread.Cur).
+func (g *gen) slots() bool { return g.slotsSize > 0 }
+
+// curValue is what Thread.Cur holds while fg's activation runs.
+func (fg *funcGen) curValue() int32 {
+	if fg.slot == 0 {
+		return 0
+	}
+	return fg.fid + 1
 }
 
 // site allocates the id of a call site ending block blk of function fid,
@@ -332,6 +370,11 @@ func (fg *funcGen) enterInline() {
 	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frRecord + runtime.FrameSize)}) // frame.record
 	b.MovRegFromGS(enc.RAX, runtime.OffCallSite)
 	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSite + runtime.FrameSize)}) // frame.site
+	if g.slots() {
+		b.MovRegFromGS(enc.RAX, runtime.OffCur)
+		b.Bytes([]byte{0x48, 0x89, 0x41, byte(runtime.FrameSavedCurOff + runtime.FrameSize)}) // frame.saved_cur
+		b.MovGS64Imm(runtime.OffCur, fg.curValue())
+	}
 	b.MovGS64Imm(g.stubs.OffR, 0)
 	b.MovGS64Imm(runtime.OffCallSite, 0)
 	b.MovGSFromReg(runtime.OffRecord, enc.RDX)
@@ -485,12 +528,21 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x79, byte(frFunc)}, uint32(fg.fid))) // cmpq $fid, frFunc(%rcx)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	b.MovRegFromGS(enc.RDX, runtime.OffRecord)
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
-	b.Bytes([]byte{0x48, 0x85, 0xd2}) // test %rdx, %rdx
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.Bytes([]byte{0x48, 0x3b, 0x42, runtime.RecordDenseNOff}) // cmp dense_n(%rdx), %rax
-	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	if fg.slot != 0 {
+		// The running record is this function's, with its counters in
+		// the slots, exactly when Cur says so [decision 42].
+		b.CmpGS64Imm(runtime.OffCur, fg.curValue())
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+		b.CmpRegImm32(enc.RAX, int32(fg.num.NumPaths))
+		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	} else {
+		b.MovRegFromGS(enc.RDX, runtime.OffRecord)
+		b.Bytes([]byte{0x48, 0x85, 0xd2}) // test %rdx, %rdx
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		b.Bytes([]byte{0x48, 0x3b, 0x42, runtime.RecordDenseNOff}) // cmp dense_n(%rdx), %rax
+		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	}
 	if tailSite != 0 {
 		b.MovGS64Imm(offTailSite, tailSite)
 		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x8c, 0x24}, uint32(redZone+24))) // lea entry rsp, %rcx
@@ -498,9 +550,19 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		b.MovGSFromReg(runtime.OffTailRec, enc.RDX)
 		b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	}
-	b.Bytes([]byte{0x48, 0x8b, 0x52, runtime.RecordCountsOff}) // mov counts(%rdx), %rdx
-	b.Bytes([]byte{0x48, 0xff, 0x44, 0xc2, 0x08})              // incq 8(%rdx,%rax,8)
-	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedR)})          // mov frSavedR(%rcx), %rax
+	if fg.slot != 0 {
+		b.IncGSIndexed(fg.slot+8, enc.RAX)
+		b.Bytes([]byte{0x48, 0x8b, 0x41, byte(runtime.FrameSavedCurOff)}) // mov frSavedCur(%rcx), %rax
+		b.MovGSFromReg(runtime.OffCur, enc.RAX)
+	} else {
+		b.Bytes([]byte{0x48, 0x8b, 0x52, runtime.RecordCountsOff}) // mov counts(%rdx), %rdx
+		b.Bytes([]byte{0x48, 0xff, 0x44, 0xc2, 0x08})              // incq 8(%rdx,%rax,8)
+		if g.slots() {
+			b.Bytes([]byte{0x48, 0x8b, 0x41, byte(runtime.FrameSavedCurOff)}) // mov frSavedCur(%rcx), %rax
+			b.MovGSFromReg(runtime.OffCur, enc.RAX)
+		}
+	}
+	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedR)}) // mov frSavedR(%rcx), %rax
 	b.MovGSFromReg(g.stubs.OffR, enc.RAX)
 	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSite)}) // mov frSite(%rcx), %rax
 	b.MovGSFromReg(runtime.OffCallSite, enc.RAX)
@@ -546,6 +608,10 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 	if flagsLive { // the tests and the increment write the flags
 		saveFlags(b)
 		b.Push(enc.RAX)
+	}
+	if fg.slot != 0 {
+		fg.slotBackedge(e, flagsLive, slow, done)
+		return
 	}
 	b.Push(enc.RCX)
 	tsc := g.mode.TSCOnly
@@ -620,6 +686,51 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 	})
 }
 
+// slotBackedge is the rest of backedge for a function with slot
+// counters [decision 42], after %rax (and the flags) are saved: when Cur
+// says the running activation is this function's, count[r + ExitInc]++
+// at the function's fixed offset from %gs, then r = EntryInc. One
+// register, no record: the counters' place is known when the code is
+// written.
+func (fg *funcGen) slotBackedge(e cfg.EdgeID, flagsLive bool, slow, done enc.Label) {
+	g, b, n := fg.g, fg.g.buf, fg.num
+	b.CmpGS64Imm(runtime.OffCur, fg.curValue())
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
+	k := int32(n.ExitInc[e])
+	b.CmpRegImm32(enc.RAX, int32(n.NumPaths)-k) // r + k < NumPaths
+	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.IncGSIndexed(fg.slot+8+8*k, enc.RAX)
+	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
+	restore := func() {
+		if flagsLive {
+			b.Pop(enc.RAX)
+			restoreFlags(b)
+		}
+		b.Pop(enc.RAX)
+	}
+	restore()
+	b.LeaRSP(redZone)
+	b.Bind(done)
+	at := fg.cur
+	fg.cold = append(fg.cold, func() {
+		b.Bind(slow)
+		fg.mark(at, false)
+		depth := int32(-redZone - 8)
+		if flagsLive {
+			depth -= 8
+		}
+		b.SetSP(depth)
+		restore()
+		pushImm32(b, int32(n.EntryInc[e]))
+		pushImm32(b, int32(n.ExitInc[e]))
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(g.stubs.Backedge))
+		b.LeaRSP(redZone + 24)
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}
+
 // dest is where edge e leads in the new code (for edges to EXIT: the
 // callee of a tail call).
 func (fg *funcGen) dest(e cfg.EdgeID) enc.Target {
@@ -647,8 +758,8 @@ func (fg *funcGen) via(e cfg.EdgeID) enc.Target {
 func (fg *funcGen) follow(e cfg.EdgeID, next cfg.BlockID) {
 	fg.edgeCode(e)
 	ed := fg.f.Graph.Edges[e]
-	if ed.To != cfg.Exit && ed.To == next && !fg.needsCode(e) {
-		return
+	if ed.To != cfg.Exit && ed.To == next {
+		return // next is bound right after this block's code (emit)
 	}
 	if ed.To == cfg.Exit && ed.Kind != cfg.EdgeTailCall {
 		return

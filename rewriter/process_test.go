@@ -113,6 +113,19 @@ func rewriteTo(t *testing.T, src string, c fixture.Config, dir string) (orig, in
 	return orig, rewriteBinary(t, orig, filepath.Join(dir, strings.TrimSuffix(src, ".c")+".blpp"))
 }
 
+// procModes are the instrumentation modes the process tests run in: the
+// default (calling context) and flow-only, whose counters live in each
+// thread block's slots (decision 42): per thread, and wiped in a fork
+// child like the arena.
+var procModes = []struct {
+	name  string
+	opts  rewriter.Options
+	flags cct.Flags
+}{
+	{"context", rewriter.Options{}, 0},
+	{"flow-only", rewriter.Options{NoContext: true}, cct.FlagFlowOnly},
+}
+
 // rewriteBinary rewrites the executable orig into inst.
 func rewriteBinary(t *testing.T, orig, inst string) string {
 	t.Helper()
@@ -269,46 +282,49 @@ func callgrindOf(t *testing.T, what, orig string, args []string, native procResu
 func TestThreads(t *testing.T) {
 	fixture.RequireTool(t, "valgrind", "valgrind")
 	for _, c := range procConfigsAll {
-		t.Run(c.String(), func(t *testing.T) {
-			t.Parallel()
-			what := "threads.c " + c.String()
-			dir := t.TempDir()
-			orig, inst := rewriteTo(t, "threads.c", c, dir)
-			want := runProc(t, orig, nil)
-			if want.code != 0 || !bytes.Contains(want.stdout, []byte("total: ")) {
-				t.Fatalf("%s: the original misbehaves: %s", what, want)
-			}
-			profPath := filepath.Join(dir, "blpp.out")
-			got := runProc(t, inst, nil, "BLPP_PROFILE="+profPath)
-			sameBehaviour(t, what, want, got)
-			prof, err := cct.ReadFile(profPath)
-			if err != nil {
-				t.Fatalf("%s: profile: %v", what, err)
-			}
-			if prof.Flags&(cct.FlagFatalSignal|cct.FlagDumpSignal) != 0 {
-				t.Errorf("%s: profile flags %v, want neither fatal-signal nor dump-signal", what, prof.Flags)
-			}
-			// main and the four workers each got a thread block.
-			if n := prof.Stats[cct.StatThreads]; n != 5 {
-				t.Errorf("%s: stats %s = %d, want 5 (main and 4 workers)", what, cct.StatThreads, n)
-			}
-			cg := callgrindOf(t, what, orig, nil, want)
-			doc := compareCounts(t, what, inst, prof, cg, countCheck{
-				own:     []string{"main", "worker", "mix", "classify"},
-				ownOnly: c.Static,
-			})
-			// Every worker ran: worker's activations are the threads.
-			for _, fn := range doc.Functions {
-				if fn.Name != "worker" {
-					continue
+		for _, m := range procModes {
+			t.Run(c.String()+"/"+m.name, func(t *testing.T) {
+				t.Parallel()
+				what := "threads.c " + c.String() + " " + m.name
+				dir := t.TempDir()
+				orig := fixture.Build(t, "threads.c", c)
+				inst := rewriteWith(t, orig, filepath.Join(dir, "threads.blpp"), m.opts)
+				want := runProc(t, orig, nil)
+				if want.code != 0 || !bytes.Contains(want.stdout, []byte("total: ")) {
+					t.Fatalf("%s: the original misbehaves: %s", what, want)
 				}
-				for _, b := range fn.Blocks {
-					if b.Addr == fn.Entry && b.Count != 4 {
-						t.Errorf("%s: worker's entry block ran %d times, want 4", what, b.Count)
+				profPath := filepath.Join(dir, "blpp.out")
+				got := runProc(t, inst, nil, "BLPP_PROFILE="+profPath)
+				sameBehaviour(t, what, want, got)
+				prof, err := cct.ReadFile(profPath)
+				if err != nil {
+					t.Fatalf("%s: profile: %v", what, err)
+				}
+				if prof.Flags != m.flags {
+					t.Errorf("%s: profile flags %v, want %v", what, prof.Flags, m.flags)
+				}
+				// main and the four workers each got a thread block.
+				if n := prof.Stats[cct.StatThreads]; n != 5 {
+					t.Errorf("%s: stats %s = %d, want 5 (main and 4 workers)", what, cct.StatThreads, n)
+				}
+				cg := callgrindOf(t, what, orig, nil, want)
+				doc := compareCounts(t, what, inst, prof, cg, countCheck{
+					own:     []string{"main", "worker", "mix", "classify"},
+					ownOnly: c.Static,
+				})
+				// Every worker ran: worker's activations are the threads.
+				for _, fn := range doc.Functions {
+					if fn.Name != "worker" {
+						continue
+					}
+					for _, b := range fn.Blocks {
+						if b.Addr == fn.Entry && b.Count != 4 {
+							t.Errorf("%s: worker's entry block ran %d times, want 4", what, b.Count)
+						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -330,51 +346,54 @@ var forkExclude = map[string]string{
 func TestFork(t *testing.T) {
 	fixture.RequireTool(t, "valgrind", "valgrind")
 	for _, c := range procConfigsAll {
-		t.Run(c.String(), func(t *testing.T) {
-			t.Parallel()
-			what := "fork.c " + c.String()
-			dir := t.TempDir()
-			orig, inst := rewriteTo(t, "fork.c", c, dir)
-			want := runProc(t, orig, nil)
-			if want.code != 0 || !bytes.Contains(want.stdout, []byte("child: ")) {
-				t.Fatalf("%s: the original misbehaves: %s", what, want)
-			}
-			profDir := filepath.Join(dir, "prof")
-			if err := os.Mkdir(profDir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			got := runProc(t, inst, nil, "BLPP_PROFILE="+filepath.Join(profDir, "prof.%p"))
-			sameBehaviour(t, what, want, got)
-
-			parent, child := forkProfiles(t, what, profDir, "prof.", got.pid)
-			if parent.Flags != 0 || child.Flags != 0 {
-				t.Errorf("%s: flags %v (parent), %v (child); want 0 (calling context, exit)", what, parent.Flags, child.Flags)
-			}
-			if parent.Stats["fork_child"] != 0 || child.Stats["fork_child"] != 1 {
-				t.Errorf("%s: stats fork_child = %d (parent), %d (child); want 0, 1", what, parent.Stats["fork_child"], child.Stats["fork_child"])
-			}
-			// Each process counts its own work only.
-			pt, ct := funcTotals(t, inst, parent), funcTotals(t, inst, child)
-			for _, fn := range []string{"work", "parent_work"} {
-				if pt[fn] == 0 || ct[fn] != 0 {
-					t.Errorf("%s: %s has %d paths in the parent's profile, %d in the child's; want some, none", what, fn, pt[fn], ct[fn])
+		for _, m := range procModes {
+			t.Run(c.String()+"/"+m.name, func(t *testing.T) {
+				t.Parallel()
+				what := "fork.c " + c.String() + " " + m.name
+				dir := t.TempDir()
+				orig := fixture.Build(t, "fork.c", c)
+				inst := rewriteWith(t, orig, filepath.Join(dir, "fork.blpp"), m.opts)
+				want := runProc(t, orig, nil)
+				if want.code != 0 || !bytes.Contains(want.stdout, []byte("child: ")) {
+					t.Fatalf("%s: the original misbehaves: %s", what, want)
 				}
-			}
-			if pt["child_work"] != 0 || ct["child_work"] == 0 {
-				t.Errorf("%s: child_work has %d paths in the parent's profile, %d in the child's; want none, some", what, pt["child_work"], ct["child_work"])
-			}
+				profDir := filepath.Join(dir, "prof")
+				if err := os.Mkdir(profDir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				got := runProc(t, inst, nil, "BLPP_PROFILE="+filepath.Join(profDir, "prof.%p"))
+				sameBehaviour(t, what, want, got)
 
-			merged, err := cct.Merge(parent, child)
-			if err != nil {
-				t.Fatalf("%s: merge: %v", what, err)
-			}
-			cg := callgrindOf(t, what, orig, nil, want)
-			compareCounts(t, what, inst, merged, cg, countCheck{
-				own:     []string{"work", "child_work", "parent_work", "step"},
-				ownOnly: c.Static,
-				exclude: forkExclude,
+				parent, child := forkProfiles(t, what, profDir, "prof.", got.pid)
+				if parent.Flags != m.flags || child.Flags != m.flags {
+					t.Errorf("%s: flags %v (parent), %v (child); want %v", what, parent.Flags, child.Flags, m.flags)
+				}
+				if parent.Stats["fork_child"] != 0 || child.Stats["fork_child"] != 1 {
+					t.Errorf("%s: stats fork_child = %d (parent), %d (child); want 0, 1", what, parent.Stats["fork_child"], child.Stats["fork_child"])
+				}
+				// Each process counts its own work only.
+				pt, ct := funcTotals(t, inst, parent), funcTotals(t, inst, child)
+				for _, fn := range []string{"work", "parent_work"} {
+					if pt[fn] == 0 || ct[fn] != 0 {
+						t.Errorf("%s: %s has %d paths in the parent's profile, %d in the child's; want some, none", what, fn, pt[fn], ct[fn])
+					}
+				}
+				if pt["child_work"] != 0 || ct["child_work"] == 0 {
+					t.Errorf("%s: child_work has %d paths in the parent's profile, %d in the child's; want none, some", what, pt["child_work"], ct["child_work"])
+				}
+
+				merged, err := cct.Merge(parent, child)
+				if err != nil {
+					t.Fatalf("%s: merge: %v", what, err)
+				}
+				cg := callgrindOf(t, what, orig, nil, want)
+				compareCounts(t, what, inst, merged, cg, countCheck{
+					own:     []string{"work", "child_work", "parent_work", "step"},
+					ownOnly: c.Static,
+					exclude: forkExclude,
+				})
 			})
-		})
+		}
 	}
 }
 

@@ -276,6 +276,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		}
 		g.entries[f.Func.Addr] = fg.entry
 		g.funcs = append(g.funcs, fg)
+		g.assignSlot(fg)
 	}
 	var failed []emitFailure
 	for _, fg := range g.funcs {
@@ -336,7 +337,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			hashed = 1
 		}
 		runtime.PutFunc(rw[funcsAddr-rwAddr+uint64(i*runtime.FuncSize):], runtime.Func{
-			NumPaths: np, Hashed: hashed, FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites())})
+			NumPaths: np, Hashed: hashed, FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot)})
 	}
 	code, err := g.buf.Finish(codeAddr)
 	if err != nil {
@@ -398,6 +399,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	if opts.NoContext {
 		conf.Flags |= runtime.ConfigFlagFlowOnly
 	}
+	conf.SlotsSize = g.slotsSize
 	if len(opts.Metrics) > 0 {
 		conf.MetricsVaddr, conf.NMetrics = metricsAddr, uint64(len(opts.Metrics))
 	}

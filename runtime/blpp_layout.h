@@ -14,6 +14,7 @@
 #define BLPP_CONFIG_FLAG_NO_FATAL_HANDLERS 2ull
 #define BLPP_DEFAULT_DUMP_SIGNAL 12
 #define BLPP_RED_ZONE 128
+#define BLPP_SLOTS_OFFSET 4096
 #define BLPP_BLOCK_UNKNOWN 0xffffffffull
 #define BLPP_METRIC_TYPE_TSC 0xffffffffull
 #define BLPP_MAX_METRICS 4
@@ -36,14 +37,15 @@
 #define BLPP_CONFIG_OFF_METRICS_VADDR 96
 #define BLPP_CONFIG_OFF_NMETRICS 104
 #define BLPP_CONFIG_OFF_ARENA_LIMIT 112
-#define BLPP_CONFIG_OFF_RESERVED 120
+#define BLPP_CONFIG_OFF_SLOTS_SIZE 120
 
 /* struct blpp_func: one entry of the function table at funcs_vaddr */
-#define BLPP_FUNC_SIZE 32
+#define BLPP_FUNC_SIZE 40
 #define BLPP_FUNC_OFF_NUM_PATHS 0
 #define BLPP_FUNC_OFF_HASHED 8
 #define BLPP_FUNC_OFF_FIRST_SITE 16
 #define BLPP_FUNC_OFF_NSITES 24
+#define BLPP_FUNC_OFF_SLOT 32
 
 /* struct blpp_thread: per-thread block; %gs points at it */
 #define BLPP_THREAD_SIZE 256
@@ -72,7 +74,7 @@
 #define BLPP_THREAD_OFF_PARTIALS 224
 #define BLPP_THREAD_OFF_PLOCK 232
 #define BLPP_THREAD_OFF_EPOCH 240
-#define BLPP_THREAD_OFF_RESERVED 248
+#define BLPP_THREAD_OFF_CUR 248
 
 /* struct blpp_frame: shadow-stack entry */
 #define BLPP_FRAME_SIZE 72
@@ -138,7 +140,7 @@ struct blpp_config {
 	unsigned long long metrics_vaddr;
 	unsigned long long nmetrics;
 	unsigned long long arena_limit;
-	unsigned long long reserved;
+	unsigned long long slots_size;
 };
 
 struct blpp_func {
@@ -146,6 +148,7 @@ struct blpp_func {
 	unsigned long long hashed;
 	unsigned long long first_site;
 	unsigned long long nsites;
+	unsigned long long slot;
 };
 
 struct blpp_thread {
@@ -174,7 +177,7 @@ struct blpp_thread {
 	unsigned long long partials;
 	unsigned long long plock;
 	unsigned long long epoch;
-	unsigned long long reserved;
+	unsigned long long cur;
 };
 
 struct blpp_frame {
@@ -239,12 +242,13 @@ _Static_assert(__builtin_offsetof(struct blpp_config, nsites) == BLPP_CONFIG_OFF
 _Static_assert(__builtin_offsetof(struct blpp_config, metrics_vaddr) == BLPP_CONFIG_OFF_METRICS_VADDR, "blpp_config.metrics_vaddr");
 _Static_assert(__builtin_offsetof(struct blpp_config, nmetrics) == BLPP_CONFIG_OFF_NMETRICS, "blpp_config.nmetrics");
 _Static_assert(__builtin_offsetof(struct blpp_config, arena_limit) == BLPP_CONFIG_OFF_ARENA_LIMIT, "blpp_config.arena_limit");
-_Static_assert(__builtin_offsetof(struct blpp_config, reserved) == BLPP_CONFIG_OFF_RESERVED, "blpp_config.reserved");
+_Static_assert(__builtin_offsetof(struct blpp_config, slots_size) == BLPP_CONFIG_OFF_SLOTS_SIZE, "blpp_config.slots_size");
 _Static_assert(sizeof(struct blpp_func) == BLPP_FUNC_SIZE, "blpp_func size");
 _Static_assert(__builtin_offsetof(struct blpp_func, num_paths) == BLPP_FUNC_OFF_NUM_PATHS, "blpp_func.num_paths");
 _Static_assert(__builtin_offsetof(struct blpp_func, hashed) == BLPP_FUNC_OFF_HASHED, "blpp_func.hashed");
 _Static_assert(__builtin_offsetof(struct blpp_func, first_site) == BLPP_FUNC_OFF_FIRST_SITE, "blpp_func.first_site");
 _Static_assert(__builtin_offsetof(struct blpp_func, nsites) == BLPP_FUNC_OFF_NSITES, "blpp_func.nsites");
+_Static_assert(__builtin_offsetof(struct blpp_func, slot) == BLPP_FUNC_OFF_SLOT, "blpp_func.slot");
 _Static_assert(sizeof(struct blpp_thread) == BLPP_THREAD_SIZE, "blpp_thread size");
 _Static_assert(__builtin_offsetof(struct blpp_thread, self) == BLPP_THREAD_OFF_SELF, "blpp_thread.self");
 _Static_assert(__builtin_offsetof(struct blpp_thread, r) == BLPP_THREAD_OFF_R, "blpp_thread.r");
@@ -271,7 +275,7 @@ _Static_assert(__builtin_offsetof(struct blpp_thread, folded) == BLPP_THREAD_OFF
 _Static_assert(__builtin_offsetof(struct blpp_thread, partials) == BLPP_THREAD_OFF_PARTIALS, "blpp_thread.partials");
 _Static_assert(__builtin_offsetof(struct blpp_thread, plock) == BLPP_THREAD_OFF_PLOCK, "blpp_thread.plock");
 _Static_assert(__builtin_offsetof(struct blpp_thread, epoch) == BLPP_THREAD_OFF_EPOCH, "blpp_thread.epoch");
-_Static_assert(__builtin_offsetof(struct blpp_thread, reserved) == BLPP_THREAD_OFF_RESERVED, "blpp_thread.reserved");
+_Static_assert(__builtin_offsetof(struct blpp_thread, cur) == BLPP_THREAD_OFF_CUR, "blpp_thread.cur");
 _Static_assert(sizeof(struct blpp_frame) == BLPP_FRAME_SIZE, "blpp_frame size");
 _Static_assert(__builtin_offsetof(struct blpp_frame, rsp) == BLPP_FRAME_OFF_RSP, "blpp_frame.rsp");
 _Static_assert(__builtin_offsetof(struct blpp_frame, saved_r) == BLPP_FRAME_OFF_SAVED_R, "blpp_frame.saved_r");

@@ -272,6 +272,7 @@ static struct {
 	u64 mconfig[BLPP_MAX_METRICS];
 	u64 tsc_init;   /* rdtsc at blpp_init */
 	u64 arena_limit;
+	u64 slots_size; /* bytes of slot counters per thread block (decision 42) */
 	u64 epoch;      /* fork generation: bumped by fork_reset */
 	u64 init_pid;
 	u64 dummy_tp;   /* thread pointer blpp_init made up (static binaries), or 0 */
@@ -367,7 +368,7 @@ static void *arena_alloc(struct arena *a, u64 size)
 #ifndef BLPP_SHADOW_FRAMES
 #define BLPP_SHADOW_FRAMES (1 << 20)
 #endif
-enum { SHADOW_FRAMES = BLPP_SHADOW_FRAMES, BLOCK_HDR = 4096 };
+enum { SHADOW_FRAMES = BLPP_SHADOW_FRAMES, BLOCK_HDR = BLPP_SLOTS_OFFSET };
 
 static inline struct blpp_thread *gs_block(void)
 {
@@ -403,17 +404,23 @@ static struct blpp_frame *frames(struct blpp_thread *t) { return (struct blpp_fr
 
 static u64 depth(struct blpp_thread *t) { return (t->sp - t->sp_base) / sizeof(struct blpp_frame); }
 
-/* block_new maps a thread block followed by its shadow stack. */
+/* block_new maps a thread block: the header, the slot counters (fork
+ * children see them as zero, like the arena) and the shadow stack. */
 static struct blpp_thread *block_new(void)
 {
-	u64 size = BLOCK_HDR + (u64)SHADOW_FRAMES * sizeof(struct blpp_frame);
+	u64 slots = page_up(rt.slots_size);
+	u64 size = BLOCK_HDR + slots + (u64)SHADOW_FRAMES * sizeof(struct blpp_frame);
 	u8 *m = map_anon(size, MAP_NORESERVE);
 	struct blpp_thread *t = (struct blpp_thread *)m;
 	if (!m)
 		return 0;
+	if (slots && !rt.nowipe && failed(sc3(SYS_madvise, m + BLOCK_HDR, slots, MADV_WIPEONFORK))) {
+		rt.nowipe = 1;
+		say("MADV_WIPEONFORK is not supported: ", "a fork child's profile includes its parent's counts", "", 0);
+	}
 	ADD(&rt.arena_bytes, size);
 	t->self = (u64)t;
-	t->sp = t->sp_base = (u64)(m + BLOCK_HDR);
+	t->sp = t->sp_base = (u64)(m + BLOCK_HDR + slots);
 	t->sp_limit = (u64)(m + size);
 	t->tid = gettid();
 	ADD(&rt.nthreads, 1);
@@ -469,6 +476,7 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 			b->sp = b->sp_base;
 			b->r = 0;
 			b->record = 0;
+			b->cur = 0;
 			b->call_site = 0;
 			b->tail_rec = 0;
 			if (rt.nmetrics)
@@ -681,6 +689,24 @@ static struct blpp_node *N(u64 p) { return (struct blpp_node *)p; }
 /* over_limit says whether the arena has reached its bound. */
 static int over_limit(void) { return LOADR(&rt.arena_bytes) >= rt.arena_limit; }
 
+/* slot_of says whether fid's counters live in t's slot counters: a
+ * flow-only, frequency-only image with a slot for a dense fid, and t a
+ * real block (the scratch block of early_gs has no slots). */
+static int slot_of(struct blpp_thread *t, u64 fid)
+{
+	const struct blpp_func *f = &rt.funcs[fid];
+	return rt.slots_size && t->sp_base > (u64)t + BLOCK_HDR && f->slot && !f->hashed &&
+	       f->slot >= BLOCK_HDR && f->slot + 8 * (1 + f->num_paths) <= BLOCK_HDR + rt.slots_size;
+}
+
+/* cur_of is Thread.cur for a running activation with record r. */
+static u64 cur_of(struct blpp_thread *t, const struct blpp_record *r)
+{
+	if (!r || !rt.slots_size || r->func >= rt.nfuncs || !r->dense_n)
+		return 0;
+	return r->counts == (u64)t + rt.funcs[r->func].slot ? r->func + 1 : 0;
+}
+
 /* rec_new makes a record of function fid under parent at call site id
  * site and links it at the end of t's list (so parents precede children). */
 static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_record *parent, u64 site)
@@ -693,7 +719,10 @@ static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_r
 	if (!w || over_limit() || dense > (1ul << 40))
 		goto drop;
 	r = arena_alloc(&w->arena, sizeof(*r));
-	counts = arena_alloc(&w->arena, 8 * (1 + dense * rt.stride));
+	if (slot_of(t, fid))
+		counts = (u64 *)((u8 *)t + f->slot); /* zero or this thread's own counts (a fork child's) */
+	else
+		counts = arena_alloc(&w->arena, 8 * (1 + dense * rt.stride));
 	if (!r || !counts)
 		goto drop;
 	if (f->hashed && !(r->hash = (u64)htab_new(w, HTAB_INIT)))
@@ -988,6 +1017,8 @@ static void fork_reset(void)
 			for (u64 i = 0; i < d; i++) {
 				struct blpp_record *r;
 				f[i].record = (u64)prev;
+				if (rt.slots_size)
+					f[i].saved_acc[0] = cur_of(me, prev);
 				if (f[i].func >= rt.nfuncs)
 					r = 0;
 				else if (!prev || rt.flow_only)
@@ -997,6 +1028,7 @@ static void fork_reset(void)
 				prev = r;
 			}
 			me->record = (u64)prev;
+			me->cur = cur_of(me, prev);
 			if (rt.nmetrics)
 				metrics_open(me);
 		}
@@ -1041,6 +1073,7 @@ static void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
 		t->r = f->saved_r;
 		t->call_site = f->site;
 		t->record = f->record;
+		t->cur = cur_of(t, R(f->record));
 		for (u64 m = 0; m < rt.nmetrics; m++)
 			t->macc[m] = f->saved_acc[m];
 		BARRIER();
@@ -1117,6 +1150,8 @@ void blpp_rt_enter(u64 fid, u64 rsp)
 		f->func = fid;
 		f->record = t->record;
 		f->site = t->call_site;
+		if (rt.slots_size)
+			f->saved_acc[0] = t->cur; /* the inline exit restores it from here */
 		for (u64 m = 0; m < rt.nmetrics; m++)
 			f->saved_acc[m] = t->macc[m] + (now[m] - t->mstart[m]);
 	} else {
@@ -1131,6 +1166,7 @@ void blpp_rt_enter(u64 fid, u64 rsp)
 	t->r = 0;
 	t->call_site = 0;
 	t->record = (u64)r;
+	t->cur = cur_of(t, r);
 	if (r)
 		ADD((u64 *)r->counts, 1);
 	BARRIER();
@@ -1148,6 +1184,7 @@ static void pop(struct blpp_thread *t, u64 fid)
 		t->r = f->saved_r;
 		t->call_site = f->site;
 		t->record = f->record;
+		t->cur = cur_of(t, R(f->record));
 		for (u64 m = 0; m < rt.nmetrics; m++)
 			t->macc[m] = f->saved_acc[m];
 		BARRIER();
@@ -2019,6 +2056,11 @@ static void setup(void)
 	rt.flow_only = (rt.flags & BLPP_CONFIG_FLAG_FLOW_ONLY) != 0;
 	rt.arena_limit = c->arena_limit ? c->arena_limit : BLPP_DEFAULT_ARENA_LIMIT;
 	metrics_init(c);
+	/* Slot counters exist only for frequency-only, flow-only images (the
+	 * rewriter makes none otherwise); a bound keeps a corrupt size from
+	 * reserving absurd blocks. */
+	if (rt.flow_only && !rt.nmetrics && c->slots_size <= (1ul << 30))
+		rt.slots_size = c->slots_size;
 	rt.w = map_wiped(page_up(sizeof(struct wiped)));
 	if (rt.w)
 		rt.w->live = 1;

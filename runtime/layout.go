@@ -52,7 +52,12 @@ type Config struct {
 	// and partials (bytes; 0: DefaultArenaLimit). Past it, new records
 	// are not made (STATS dropped_records).
 	ArenaLimit uint64 `c:"arena_limit"`
-	Reserved   uint64 `c:"reserved"`
+	// SlotsSize is the size in bytes of every thread block's slot
+	// counters (at SlotsOffset in the block, before its shadow stack);
+	// 0: none. Only flow-only, frequency-only images have them: there a
+	// function with Func.Slot keeps its counters at a fixed offset from
+	// %gs, so a backedge needs no record [decision 42].
+	SlotsSize uint64 `c:"slots_size"`
 }
 
 // Config flags.
@@ -81,6 +86,10 @@ type Func struct {
 	Hashed    uint64 `c:"hashed"`
 	FirstSite uint64 `c:"first_site"` // id of the function's first call site (see Config.SitesVaddr)
 	NSites    uint64 `c:"nsites"`     // number of its call sites
+	// Slot is the offset from the thread block of the function's counter
+	// array ({calls, path 0, path 1, ...}) in the block's slot counters,
+	// 0 if it has none (see Config.SlotsSize).
+	Slot uint64 `c:"slot"`
 }
 
 // Metric is blpp_metric, one entry of the table at Config.MetricsVaddr.
@@ -135,7 +144,10 @@ type Thread struct {
 	Partials uint64             `c:"partials"`
 	PLock    uint64             `c:"plock"` // try-lock of Partials
 	Epoch    uint64             `c:"epoch"` // the fork epoch the thread's records belong to
-	Reserved uint64             `c:"reserved"`
+	// Cur is fid+1 when the running activation's record is fid's and
+	// keeps its counters in this block's slots (Func.Slot), else 0. The
+	// slot form of a backedge compares it with its own fid+1.
+	Cur uint64 `c:"cur"`
 }
 
 // Frame is blpp_frame, one shadow-stack entry: an activation of an
@@ -146,7 +158,9 @@ type Frame struct {
 	Func   uint64 `c:"func"`    // function id
 	Record uint64 `c:"record"`  // the caller's record (Thread.Record at entry), restored at exit
 	Site   uint64 `c:"site"`    // the caller's call site (Thread.CallSite at entry): where the caller stopped
-	// SavedAcc is the caller's MAcc, restored at exit [DESIGN 8].
+	// SavedAcc is the caller's MAcc, restored at exit [DESIGN 8]. An
+	// image with slot counters has no metrics; there SavedAcc[0] holds
+	// the caller's Thread.Cur instead (SavedCur).
 	SavedAcc [MaxMetrics]uint64 `c:"saved_acc"`
 }
 
@@ -198,11 +212,12 @@ type Site struct {
 const (
 	ConfigSize = 128
 
-	FuncSize         = 32
+	FuncSize         = 40
 	FuncNumPathsOff  = 0
 	FuncHashedOff    = 8
 	FuncFirstSiteOff = 16
 	FuncNSitesOff    = 24
+	FuncSlotOff      = 32
 
 	MetricSize = 40
 
@@ -221,8 +236,10 @@ const (
 	OffCallSite = 88
 	OffFlat     = 96
 	OffTailRec  = 104
+	OffCur      = 248
 
-	FrameSize = 72
+	FrameSize        = 72
+	FrameSavedCurOff = 40
 
 	SiteSize = 16
 
@@ -245,6 +262,10 @@ const (
 // interrupted code may keep live data below %rsp [SysV x86-64 ABI 3.2.2].
 // The stubs rely on this exact value to recover the activation's %rsp.
 const RedZone = 128
+
+// SlotsOffset is where a thread block's slot counters start: after the
+// 4 KiB header (struct blpp_thread and the runtime's private part).
+const SlotsOffset = 4096
 
 // BlockUnknown is the block of a partial entry whose stopping block the
 // runtime cannot tell (the newest activation at a fatal signal or a dump,
@@ -339,6 +360,7 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_CONFIG_FLAG_NO_FATAL_HANDLERS", fmt.Sprintf("%dull", ConfigFlagNoFatalHandlers)},
 	{"BLPP_DEFAULT_DUMP_SIGNAL", fmt.Sprint(DefaultDumpSignal)},
 	{"BLPP_RED_ZONE", fmt.Sprint(RedZone)},
+	{"BLPP_SLOTS_OFFSET", fmt.Sprint(SlotsOffset)},
 	{"BLPP_BLOCK_UNKNOWN", fmt.Sprintf("%#xull", uint64(BlockUnknown))},
 	{"BLPP_METRIC_TYPE_TSC", fmt.Sprintf("%#xull", uint64(MetricTypeTSC))},
 	{"BLPP_MAX_METRICS", fmt.Sprint(MaxMetrics)},

@@ -29,6 +29,7 @@ func TestLayoutConstants(t *testing.T) {
 		{"FuncHashedOff", FuncHashedOff, unsafe.Offsetof(f.Hashed)},
 		{"FuncFirstSiteOff", FuncFirstSiteOff, unsafe.Offsetof(f.FirstSite)},
 		{"FuncNSitesOff", FuncNSitesOff, unsafe.Offsetof(f.NSites)},
+		{"FuncSlotOff", FuncSlotOff, unsafe.Offsetof(f.Slot)},
 		{"MetricSize", MetricSize, unsafe.Sizeof(m)},
 		{"ThreadSize", ThreadSize, unsafe.Sizeof(th)},
 		{"OffSelf", OffSelf, unsafe.Offsetof(th.Self)},
@@ -45,6 +46,8 @@ func TestLayoutConstants(t *testing.T) {
 		{"OffCallSite", OffCallSite, unsafe.Offsetof(th.CallSite)},
 		{"OffFlat", OffFlat, unsafe.Offsetof(th.Flat)},
 		{"OffTailRec", OffTailRec, unsafe.Offsetof(th.TailRec)},
+		{"OffCur", OffCur, unsafe.Offsetof(th.Cur)},
+		{"FrameSavedCurOff", FrameSavedCurOff, unsafe.Offsetof(fr.SavedAcc)},
 		{"FrameSize", FrameSize, unsafe.Sizeof(fr)},
 		{"RecordSize", RecordSize, unsafe.Sizeof(rec)},
 		{"RecordFuncOff", RecordFuncOff, unsafe.Offsetof(rec.Func)},
@@ -84,7 +87,7 @@ func TestLayoutConstants(t *testing.T) {
 func TestPutConfigRoundTrip(t *testing.T) {
 	c := Config{SelfVaddr: 1, OrigEntry: 2, OrigFini: 3, FuncsVaddr: 4, NFuncs: 5,
 		BuildIDVaddr: 6, BuildIDLen: 7, DumpSignal: 8, Flags: 9}
-	c.Reserved = 10
+	c.SlotsSize = 10
 	c.MetricsVaddr, c.NMetrics, c.ArenaLimit = 13, 2, 14
 	c.SitesVaddr, c.NSites = 11, 12
 	b := make([]byte, ConfigSize)
@@ -101,9 +104,9 @@ func TestPutConfigRoundTrip(t *testing.T) {
 		t.Errorf("nfuncs at its offset = %d", v)
 	}
 	var fb [FuncSize]byte
-	PutFunc(fb[:], Func{NumPaths: 11, Hashed: 1, FirstSite: 12, NSites: 13})
+	PutFunc(fb[:], Func{NumPaths: 11, Hashed: 1, FirstSite: 12, NSites: 13, Slot: 14})
 	if binary.LittleEndian.Uint64(fb[FuncNumPathsOff:]) != 11 || binary.LittleEndian.Uint64(fb[FuncFirstSiteOff:]) != 12 ||
-		binary.LittleEndian.Uint64(fb[FuncNSitesOff:]) != 13 {
+		binary.LittleEndian.Uint64(fb[FuncNSitesOff:]) != 13 || binary.LittleEndian.Uint64(fb[FuncSlotOff:]) != 14 {
 		t.Errorf("PutFunc: % x", fb)
 	}
 	if _, err := ParseConfig(b[:10]); err == nil {

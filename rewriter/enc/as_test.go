@@ -68,8 +68,12 @@ func asCases(targets []asTarget) []asCase {
 		for _, v := range asImms {
 			add(fmt.Sprintf("addq %s, %%gs:%d", imm(v), d), func(b *Buf) { b.AddGS64Imm(d, v) })
 			add(fmt.Sprintf("movq %s, %%gs:%d", imm(v), d), func(b *Buf) { b.MovGS64Imm(d, v) })
+			add(fmt.Sprintf("cmpq %s, %%gs:%d", imm(v), d), func(b *Buf) { b.CmpGS64Imm(d, v) })
 		}
 		for _, r := range allRegs {
+			if r != RSP {
+				add(fmt.Sprintf("incq %%gs:%d(,%%%s,8)", d, r), func(b *Buf) { b.IncGSIndexed(d, r) })
+			}
 			add(fmt.Sprintf("mov %%gs:%d, %%%s", d, r), func(b *Buf) { b.MovRegFromGS(r, d) })
 			add(fmt.Sprintf("mov %%%s, %%gs:%d", r, d), func(b *Buf) { b.MovGSFromReg(d, r) })
 		}
@@ -86,6 +90,7 @@ func asCases(targets []asTarget) []asCase {
 		}
 		for _, v := range asImms {
 			add(fmt.Sprintf("addq %s, %%%s", imm(v), r), func(b *Buf) { b.AddRegImm32(r, v) })
+			add(fmt.Sprintf("cmpq %s, %%%s", imm(v), r), func(b *Buf) { b.CmpRegImm32(r, v) })
 		}
 	}
 	add("pushfq", (*Buf).Pushfq)

@@ -42,6 +42,45 @@ func (b *Buf) AddGS64Imm(disp, imm int32) {
 	b.emit32(uint32(imm))
 }
 
+// CmpGS64Imm emits cmpq $imm, %gs:disp (65 48 81 3c 25 disp32 imm32, 13
+// bytes); imm is sign-extended to 64 bits.
+func (b *Buf) CmpGS64Imm(disp, imm int32) {
+	b.emit(prefixGS, rex(true, 0, 0, 0), 0x81)
+	b.gsAbs(7, disp)
+	b.emit32(uint32(imm))
+}
+
+// CmpRegImm32 emits cmp $imm, %reg (REX.W 81 /7 imm32, 7 bytes; for
+// %rax the short REX.W 3d imm32, 6 bytes, as GNU as picks); imm is
+// sign-extended to 64 bits.
+func (b *Buf) CmpRegImm32(reg Reg, imm int32) {
+	if !b.checkRegs("CmpRegImm32", reg) {
+		return
+	}
+	if reg == RAX {
+		b.emit(rex(true, 0, 0, 0), 0x3d)
+	} else {
+		b.emit(rex(true, 0, 0, reg.hi()), 0x81, modrm(3, 7, reg.low()))
+	}
+	b.emit32(uint32(imm))
+}
+
+// IncGSIndexed emits incq %gs:disp(,%index,8) (65 REX.W ff /0 with SIB
+// base=101 and mod=00: no base register, disp32 [Intel SDM Vol.2 Table
+// 2-3]; 9 bytes): a per-thread counter at a fixed %gs offset, indexed by
+// a path number. %rsp cannot be an index.
+func (b *Buf) IncGSIndexed(disp int32, index Reg) {
+	if !b.checkRegs("IncGSIndexed", index) {
+		return
+	}
+	if index == RSP {
+		b.fail("IncGSIndexed", "%%rsp cannot be an index")
+		return
+	}
+	b.emit(prefixGS, rex(true, 0, index.hi(), 0), 0xff, modrm(0, 0, 4), sib(3, index.low(), 5))
+	b.emit32(uint32(disp))
+}
+
 // MovGS64Imm emits movq $imm, %gs:disp (65 48 c7 04 25 disp32 imm32, 13
 // bytes); imm is sign-extended to 64 bits.
 func (b *Buf) MovGS64Imm(disp, imm int32) {

@@ -277,6 +277,9 @@ func (bd *builder) makeBlocks() {
 		cur.Insts++
 		cur.FlagsUse |= in.Reads &^ cur.FlagsDef
 		cur.FlagsDef |= in.Writes
+		ru, rd := instRegs(in)
+		cur.RegsUse |= ru &^ cur.RegsDef
+		cur.RegsDef |= rd
 		lastOf[len(lastOf)-1] = i
 		if ends(in) {
 			cur = nil

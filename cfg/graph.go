@@ -94,6 +94,10 @@ type Block struct {
 	// FlagsUse are the flags the block reads before writing them;
 	// FlagsDef the flags it certainly writes (for flags liveness).
 	FlagsUse, FlagsDef x86.Flags
+	// RegsUse are the general registers the block may read before
+	// writing them; RegsDef those it surely writes in full (for
+	// register liveness, regslive.go).
+	RegsUse, RegsDef RegSet
 	// Succs and Preds list edge IDs in a deterministic order.
 	Succs []EdgeID
 	Preds []EdgeID

@@ -79,6 +79,8 @@ type funcGen struct {
 	// slot is the offset from the thread block of the function's slot
 	// counters ({calls, paths...}), 0 if it has none (assignSlot).
 	slot int32
+	// liveIn is each block's live general registers (cfg.RegsLiveIn).
+	liveIn []cfg.RegSet
 }
 
 type tramp struct {
@@ -594,6 +596,12 @@ func (fg *funcGen) exitInline(tailSite int32) {
 // between %rax and %rcx.
 func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 	g, b, n := fg.g, fg.g.buf, fg.num
+	if fg.slot != 0 && !flagsLive {
+		if r, ok := fg.deadReg(e); ok {
+			fg.slotBackedgeIn(e, r)
+			return
+		}
+	}
 	slow, done := b.NewLabel(), b.NewLabel()
 	b.LeaRSP(-redZone)
 	if g.mode.Metrics && !g.mode.TSCOnly {
@@ -677,6 +685,52 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 		}
 		b.SetSP(depth)
 		restore()
+		pushImm32(b, int32(n.EntryInc[e]))
+		pushImm32(b, int32(n.ExitInc[e]))
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(g.stubs.Backedge))
+		b.LeaRSP(redZone + 24)
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}
+
+// deadReg returns a general register that the code after edge e surely
+// overwrites before reading it (register liveness, decision 43), if any.
+func (fg *funcGen) deadReg(e cfg.EdgeID) (enc.Reg, bool) {
+	to := fg.f.Graph.Edges[e].To
+	if to < 0 || fg.liveIn == nil {
+		return 0, false
+	}
+	dead := ^fg.liveIn[to] &^ (1 << enc.RSP)
+	for r := 0; r < 16; r++ {
+		if dead.Has(r) {
+			return enc.Reg(r), true
+		}
+	}
+	return 0, false
+}
+
+// slotBackedgeIn is the slot form of a backedge (slotBackedge) where the
+// flags are dead and register r is too: nothing to save, so nothing is
+// pushed and the red zone is not stepped over.
+func (fg *funcGen) slotBackedgeIn(e cfg.EdgeID, r enc.Reg) {
+	g, b, n := fg.g, fg.g.buf, fg.num
+	slow, done := b.NewLabel(), b.NewLabel()
+	b.CmpGS64Imm(runtime.OffCur, fg.curValue())
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.MovRegFromGS(r, g.stubs.OffR)
+	k := int32(n.ExitInc[e])
+	b.CmpRegImm32(r, int32(n.NumPaths)-k) // r + k < NumPaths
+	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.IncGSIndexed(fg.slot+8+8*k, r)
+	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
+	b.Bind(done)
+	at := fg.cur
+	fg.cold = append(fg.cold, func() {
+		b.Bind(slow)
+		fg.mark(at, false)
+		b.SetSP(0)
+		b.LeaRSP(-redZone)
 		pushImm32(b, int32(n.EntryInc[e]))
 		pushImm32(b, int32(n.ExitInc[e]))
 		pushImm32(b, fg.fid)
@@ -782,6 +836,9 @@ func (fg *funcGen) succ(b cfg.BlockID, kind ...cfg.EdgeKind) (cfg.EdgeID, bool) 
 func (fg *funcGen) emit() error {
 	g, b, gr := fg.g, fg.g.buf, fg.f.Graph
 	fg.planSites()
+	if fg.slot != 0 {
+		fg.liveIn = gr.RegsLiveIn()
+	}
 	fg.start = b.Len()
 	fg.mark(fg.f.Func.Addr, false)
 	b.Bind(fg.entry)

@@ -54,7 +54,7 @@ func TestModesExact(t *testing.T) {
 		{"context+tsc", rewriter.Options{Metrics: []rewriter.Metric{tscMetric}}, false},
 		{"flow-only+tsc", rewriter.Options{NoContext: true, Metrics: []rewriter.Metric{tscMetric}}, true},
 	}
-	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c"}
+	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c"}
 	cfgs := []fixture.Config{fixture.Matrix()[0], {CC: "gcc", Opt: "-O2", PIE: true}}
 	for _, c := range cfgs {
 		for _, src := range srcs {

@@ -605,11 +605,7 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 	slow, done := b.NewLabel(), b.NewLabel()
 	b.LeaRSP(-redZone)
 	if g.mode.Metrics && !g.mode.TSCOnly {
-		pushImm32(b, int32(n.EntryInc[e]))
-		pushImm32(b, int32(n.ExitInc[e]))
-		pushImm32(b, fg.fid)
-		b.CallRel32(enc.AbsTarget(g.stubs.Backedge))
-		b.LeaRSP(redZone + 24)
+		fg.backedgeStub(e)
 		return
 	}
 	b.Push(enc.RAX)
@@ -685,13 +681,20 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 		}
 		b.SetSP(depth)
 		restore()
-		pushImm32(b, int32(n.EntryInc[e]))
-		pushImm32(b, int32(n.ExitInc[e]))
-		pushImm32(b, fg.fid)
-		b.CallRel32(enc.AbsTarget(g.stubs.Backedge))
-		b.LeaRSP(redZone + 24)
+		fg.backedgeStub(e)
 		b.JmpRel32(enc.LabelTarget(done))
 	})
+}
+
+// backedgeStub calls the backedge stub for edge e, %rsp already below the
+// red zone, and steps back over the red zone and its arguments.
+func (fg *funcGen) backedgeStub(e cfg.EdgeID) {
+	b, n := fg.g.buf, fg.num
+	pushImm32(b, int32(n.EntryInc[e]))
+	pushImm32(b, int32(n.ExitInc[e]))
+	pushImm32(b, fg.fid)
+	b.CallRel32(enc.AbsTarget(fg.g.stubs.Backedge))
+	b.LeaRSP(redZone + 24)
 }
 
 // deadReg returns a general register that the code after edge e surely
@@ -731,11 +734,7 @@ func (fg *funcGen) slotBackedgeIn(e cfg.EdgeID, r enc.Reg) {
 		fg.mark(at, false)
 		b.SetSP(0)
 		b.LeaRSP(-redZone)
-		pushImm32(b, int32(n.EntryInc[e]))
-		pushImm32(b, int32(n.ExitInc[e]))
-		pushImm32(b, fg.fid)
-		b.CallRel32(enc.AbsTarget(g.stubs.Backedge))
-		b.LeaRSP(redZone + 24)
+		fg.backedgeStub(e)
 		b.JmpRel32(enc.LabelTarget(done))
 	})
 }
@@ -776,11 +775,7 @@ func (fg *funcGen) slotBackedge(e cfg.EdgeID, flagsLive bool, slow, done enc.Lab
 		}
 		b.SetSP(depth)
 		restore()
-		pushImm32(b, int32(n.EntryInc[e]))
-		pushImm32(b, int32(n.ExitInc[e]))
-		pushImm32(b, fg.fid)
-		b.CallRel32(enc.AbsTarget(g.stubs.Backedge))
-		b.LeaRSP(redZone + 24)
+		fg.backedgeStub(e)
 		b.JmpRel32(enc.LabelTarget(done))
 	})
 }

@@ -128,9 +128,10 @@ func TestSweepUsrBin(t *testing.T) {
 		}
 	}
 	counts := map[string]int{}
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "binary\tinstrumented\ttime\tresult\tdetail")
+	var fails strings.Builder
 	for _, r := range results {
 		counts[r.kind]++
 		inst := "-"
@@ -142,23 +143,26 @@ func TestSweepUsrBin(t *testing.T) {
 			detail = detail[:240] + "..."
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", r.name, inst, r.dur.Round(10*time.Millisecond), r.kind, detail)
-	}
-	tw.Flush()
-	// The failures again at the end, where a truncated log still shows
-	// them.
-	for _, r := range results {
 		if r.kind == "FAIL" {
-			fmt.Fprintf(&b, "FAIL %s: %s\n", r.path, r.detail)
+			fmt.Fprintf(&fails, "FAIL %s: %s\n", r.path, r.detail)
 		}
 	}
+	tw.Flush()
 	var kinds []string
 	for k, n := range counts {
 		kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
 	}
 	sort.Strings(kinds)
-	fmt.Fprintf(&b, "%d binaries in %v: %s\n", len(results), time.Since(start).Round(time.Second), strings.Join(kinds, ", "))
-	t.Logf("sweep:\n%s", b.String())
-	if err := writeReport("sweep.txt", b.String()); err != nil {
+	summary := fmt.Sprintf("%d binaries in %v: %s\n", len(results), time.Since(start).Round(time.Second), strings.Join(kinds, ", "))
+	// The test log carries the summary and the failures only: a CI log
+	// shown in part (or truncated) must still show what failed. The whole
+	// table goes to the report file, with the failures before and after
+	// it.
+	t.Logf("sweep: %s%s(the whole table: sweep.txt under BLPP_CORPUS_REPORT, or go test -v)", summary, fails.String())
+	if testing.Verbose() {
+		t.Logf("sweep table:\n%s", table.String())
+	}
+	if err := writeReport("sweep.txt", summary+fails.String()+table.String()+fails.String()+summary); err != nil {
 		t.Error(err)
 	}
 	for _, r := range results {

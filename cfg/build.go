@@ -278,6 +278,7 @@ func (bd *builder) makeBlocks() {
 		cur.FlagsUse |= in.Reads &^ cur.FlagsDef
 		cur.FlagsDef |= in.Writes
 		ru, rd := instRegs(in)
+		g.Named |= namedRegs(in)
 		cur.RegsUse |= ru &^ cur.RegsDef
 		cur.RegsDef |= rd
 		lastOf[len(lastOf)-1] = i

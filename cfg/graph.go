@@ -186,6 +186,10 @@ type Graph struct {
 	// Loops is the loop nesting forest, outermost loops first (set by
 	// FindLoops). Block.LoopDepth agrees with it.
 	Loops []Loop
+	// Named holds the general registers the procedure's instructions
+	// name or use implicitly (namedRegs): a register outside it is never
+	// touched by the procedure's own code, only by what it calls.
+	Named RegSet
 	// Reason is ReasonOK when the procedure may be instrumented; otherwise
 	// why not, with Detail naming the address and the problem.
 	Reason Reason

@@ -259,3 +259,43 @@ func (g *Graph) RegsLiveIn() []RegSet {
 	}
 	return in
 }
+
+// implicitRegs are the registers some instructions use without naming
+// them: rax, rcx, rdx, rbx (mul, div, cpuid, cmpxchg, rdtsc, loop, xlat,
+// shifts by %cl ...), rsp and rbp (push, pop, enter, leave). namedRegs
+// counts them as named by every instruction, so that it needs to know
+// the few instructions with other implicit registers only.
+const implicitRegs RegSet = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<4 | 1<<5
+
+// namedRegs returns the general registers instruction in may read or
+// write by itself, whatever it passes to other code: its operands'
+// registers, those of implicitRegs, and every register for an
+// instruction it cannot tell (an undecoded one, a string or masked-move
+// instruction with %rsi/%rdi, a system call, which clobbers %rcx and
+// %r11, or %r8-%r11 for int $0x80). A call or jump names only its
+// operand's registers here: what the callee reads is its own business
+// (the rewriter keeps to the calling convention's registers for that).
+func namedRegs(in *x86.Inst) RegSet {
+	raw := &in.Raw
+	if raw.Op == 0 || in.Kind == x86.Syscall {
+		return AllRegs
+	}
+	switch raw.Op {
+	case x86asm.MOVSB, x86asm.MOVSW, x86asm.MOVSD, x86asm.MOVSQ,
+		x86asm.STOSB, x86asm.STOSW, x86asm.STOSD, x86asm.STOSQ,
+		x86asm.LODSB, x86asm.LODSW, x86asm.LODSD, x86asm.LODSQ,
+		x86asm.CMPSB, x86asm.CMPSW, x86asm.CMPSD, x86asm.CMPSQ,
+		x86asm.SCASB, x86asm.SCASW, x86asm.SCASD, x86asm.SCASQ,
+		x86asm.INSB, x86asm.INSW, x86asm.INSD, x86asm.OUTSB, x86asm.OUTSW, x86asm.OUTSD,
+		x86asm.MASKMOVQ, x86asm.MASKMOVDQU, x86asm.SYSCALL, x86asm.SYSENTER, x86asm.INT:
+		return AllRegs
+	}
+	s := implicitRegs
+	for _, a := range raw.Args {
+		if a == nil {
+			break
+		}
+		s |= argReads(a)
+	}
+	return s
+}

@@ -74,3 +74,53 @@ func TestInstRegs(t *testing.T) {
 		}
 	}
 }
+
+// TestNamedRegs checks which registers an instruction touches by itself:
+// its operands' and the implicit ones (always counted: implicitRegs),
+// with every register for what hides others (string instructions with
+// %rsi and %rdi, system calls with %rcx and %r11, undecoded code).
+func TestNamedRegs(t *testing.T) {
+	imp := implicitRegs
+	cases := []struct {
+		hex, asm string
+		want     RegSet
+	}{
+		{"4d89c1", "mov %r8,%r9", imp | regs("r8", "r9")},
+		{"4a8d0c9f", "lea (%rdi,%r11,4),%rcx", imp | regs("rdi", "r11")},
+		{"f2410f1044f808", "movsd 8(%r8,%rdi,8),%xmm0", imp | regs("r8", "rdi")},
+		{"e800000000", "call (callees read what the ABI says)", imp},
+		{"41ffd2", "call *%r10", imp | regs("r10")},
+		{"c3", "ret", imp},
+		{"eb00", "jmp", imp},
+		{"48f7e1", "mul %rcx", imp},
+		{"f3c3", "rep ret", imp},
+		{"f30f58c1", "addss %xmm1,%xmm0 (f3 selects the instruction)", imp},
+		{"f348a5", "rep movsq (%rsi, %rdi)", AllRegs},
+		{"a4", "movsb", AllRegs},
+		{"aa", "stos", AllRegs},
+		{"0f05", "syscall (%rcx, %r11)", AllRegs},
+		{"cd80", "int $0x80 (clears %r8-%r11)", AllRegs},
+		{"660ff7c1", "maskmovdqu (%rdi)", AllRegs},
+		{"c5fc77", "vzeroall", imp},
+		{"c4c17c2802", "vmovaps (%r10),%ymm0", imp | regs("r10")},
+		{"62d17c482802", "vmovaps (%r10),%zmm0 (EVEX)", imp | regs("r10")},
+	}
+	for _, c := range cases {
+		code, err := hex.DecodeString(c.hex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := x86.Decode(code, 0x1000)
+		if err != nil {
+			t.Fatalf("%s: %v", c.asm, err)
+		}
+		if got := namedRegs(&in); got != c.want {
+			t.Errorf("%s (%s): %016b, want %016b", c.asm, c.hex, got, c.want)
+		}
+	}
+	// An instruction only the length decoder knows (x86asm has no
+	// operands for it) may touch anything.
+	if got := namedRegs(&x86.Inst{Op: x86.UNKNOWN, Kind: x86.Other}); got != AllRegs {
+		t.Errorf("unknown instruction: %016b, want all", got)
+	}
+}

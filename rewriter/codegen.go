@@ -79,6 +79,11 @@ type funcGen struct {
 	// slot is the offset from the thread block of the function's slot
 	// counters ({calls, paths...}), 0 if it has none (assignSlot).
 	slot int32
+	// preg is the general register that holds the path register while
+	// the function's code runs, when hasPreg (assignPathReg); Thread.R
+	// holds it otherwise.
+	preg    enc.Reg
+	hasPreg bool
 	// liveIn is each block's live general registers (cfg.RegsLiveIn).
 	liveIn []cfg.RegSet
 }
@@ -129,6 +134,58 @@ func (g *gen) assignSlot(fg *funcGen) {
 	}
 	fg.slot = int32(runtime.SlotsOffset + g.slotsSize)
 	g.slotsSize += need
+}
+
+// pathRegs are the registers a path register may live in, in order of
+// preference: %r11 and %r10 in any function (neither passes arguments
+// nor results in the SysV ABI, and every call may clobber both, so no
+// caller or callee expects them kept), then, in a function that calls
+// nothing and jumps to no other function, argument registers no
+// callee could be reading [SysV x86-64 ABI 3.2.3].
+var pathRegs = []struct {
+	reg      enc.Reg
+	leafOnly bool
+}{{enc.R11, false}, {enc.R10, false}, {enc.R9, true}, {enc.R8, true}, {enc.RSI, true}, {enc.RDI, true}}
+
+// assignPathReg keeps fg's path register in a general register its own
+// instructions never name (cfg.Graph.Named), when it has slot counters
+// [decision 44]: a chord increment is then one lea, a backedge counts
+// without touching Thread.R. The register is spilled to Thread.R before
+// every call and stub (the callee's entry saves it, the runtime reads
+// it) and reloaded after; the entry saves its value in the shadow frame
+// and every exit puts it back, so callers that assume more than the ABI
+// (TLS descriptor functions) lose nothing.
+func (g *gen) assignPathReg(fg *funcGen) {
+	if fg.slot == 0 {
+		return
+	}
+	gr := fg.f.Graph
+	leaf := len(gr.Calls) == 0
+	for _, ed := range gr.Edges {
+		if ed.Kind == cfg.EdgeTailCall || ed.Kind == cfg.EdgeNoReturn {
+			leaf = false
+		}
+	}
+	for _, c := range pathRegs {
+		if (leaf || !c.leafOnly) && !gr.Named.Has(int(c.reg)) {
+			fg.preg, fg.hasPreg = c.reg, true
+			return
+		}
+	}
+}
+
+// spill stores the path register to Thread.R, where the runtime and
+// callees expect it; reload takes it back.
+func (fg *funcGen) spill() {
+	if fg.hasPreg {
+		fg.g.buf.MovGSFromReg(fg.g.stubs.OffR, fg.preg)
+	}
+}
+
+func (fg *funcGen) reload() {
+	if fg.hasPreg {
+		fg.g.buf.MovRegFromGS(fg.preg, fg.g.stubs.OffR)
+	}
 }
 
 // slots reports whether the image has slot counters (then every entry
@@ -217,6 +274,7 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 		if fg.f.Graph.BreaksPath(e) {
 			// After setjmp: the runtime tells a first return from one
 			// through longjmp by the call site.
+			fg.spill()
 			b.LeaRSP(-redZone)
 			pushImm32(b, fg.lastSite)
 			pushImm32(b, int32(n.EntryInc[e]))
@@ -224,12 +282,15 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 			pushImm32(b, fg.fid)
 			b.CallRel32(enc.AbsTarget(fg.g.stubs.SetjmpRet))
 			b.LeaRSP(redZone + 32)
+			fg.reload()
 			return
 		}
 		fg.backedge(e, ed.FlagsLive)
 		return
 	}
-	if inc := n.Inc[e]; inc != 0 {
+	if inc := n.Inc[e]; inc != 0 && fg.hasPreg {
+		b.LeaRegSelf(fg.preg, int32(inc)) // no flags written
+	} else if inc != 0 {
 		if ed.FlagsLive {
 			b.LeaRSP(-redZone)
 			b.Push(enc.RAX)
@@ -374,8 +435,11 @@ func (fg *funcGen) enterInline() {
 	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSite + runtime.FrameSize)}) // frame.site
 	if g.slots() {
 		b.MovRegFromGS(enc.RAX, runtime.OffCur)
-		b.Bytes([]byte{0x48, 0x89, 0x41, byte(runtime.FrameSavedCurOff + runtime.FrameSize)}) // frame.saved_cur
+		b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSavedCur + runtime.FrameSize)}) // frame.saved_cur
 		b.MovGS64Imm(runtime.OffCur, fg.curValue())
+		if fg.hasPreg {
+			b.MovMemFromReg(enc.RCX, int32(frSavedReg)+runtime.FrameSize, fg.preg) // frame.saved_reg
+		}
 	}
 	b.MovGS64Imm(g.stubs.OffR, 0)
 	b.MovGS64Imm(runtime.OffCallSite, 0)
@@ -388,12 +452,17 @@ func (fg *funcGen) enterInline() {
 	b.Pop(enc.RAX)
 	b.LeaRSP(redZone)
 	b.Bind(done)
+	if fg.hasPreg {
+		// The stub saved the register in the frame too (Func.PathReg).
+		b.MovImm32(fg.preg, 0) // mov, not xor: flags untouched
+	}
 	fg.coldStub(slow, done, []enc.Reg{enc.RAX, enc.RCX, enc.RDX}, g.stubs.Enter, fg.fid)
 }
 
 // exitStub ends the path at an exit through the runtime's stub.
 func (fg *funcGen) exitStub() {
 	b := fg.g.buf
+	fg.spill() // the stub also puts the register's entry value back
 	b.LeaRSP(-redZone)
 	pushImm32(b, fg.fid)
 	b.CallRel32(enc.AbsTarget(fg.g.stubs.Exit))
@@ -420,6 +489,10 @@ var (
 	frFunc   = int8(int(unsafe.Offsetof(runtime.Frame{}.Func)) - runtime.FrameSize)
 	frRecord = int8(int(unsafe.Offsetof(runtime.Frame{}.Record)) - runtime.FrameSize)
 	frSite   = int8(int(unsafe.Offsetof(runtime.Frame{}.Site)) - runtime.FrameSize)
+	// In images with slot counters: the caller's Thread.Cur and the
+	// entry value of the function's path register (Func.PathReg).
+	frSavedCur = int8(runtime.FrameSavedCurOff - runtime.FrameSize)
+	frSavedReg = int8(runtime.FrameSavedRegOff - runtime.FrameSize)
 	// Thread fields of a pending tail call [decision 31].
 	offTailSite = int32(unsafe.Offsetof(runtime.Thread{}.TailSite))
 	offTailRSP  = int32(unsafe.Offsetof(runtime.Thread{}.TailRSP))
@@ -515,6 +588,7 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		return
 	}
 	slow, done := b.NewLabel(), b.NewLabel()
+	fg.spill() // for the stub; the inline code counts from the register
 	b.LeaRSP(-redZone)
 	b.Push(enc.RAX)
 	b.Push(enc.RCX)
@@ -530,13 +604,18 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x79, byte(frFunc)}, uint32(fg.fid))) // cmpq $fid, frFunc(%rcx)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
+	idx := enc.RAX
+	if fg.hasPreg {
+		idx = fg.preg
+	} else {
+		b.MovRegFromGS(enc.RAX, g.stubs.OffR)
+	}
 	if fg.slot != 0 {
 		// The running record is this function's, with its counters in
 		// the slots, exactly when Cur says so [decision 42].
 		b.CmpGS64Imm(runtime.OffCur, fg.curValue())
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		b.CmpRegImm32(enc.RAX, int32(fg.num.NumPaths))
+		b.CmpRegImm32(idx, int32(fg.num.NumPaths))
 		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	} else {
 		b.MovRegFromGS(enc.RDX, runtime.OffRecord)
@@ -553,14 +632,17 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	}
 	if fg.slot != 0 {
-		b.IncGSIndexed(fg.slot+8, enc.RAX)
-		b.Bytes([]byte{0x48, 0x8b, 0x41, byte(runtime.FrameSavedCurOff)}) // mov frSavedCur(%rcx), %rax
+		b.IncGSIndexed(fg.slot+8, idx)
+		if fg.hasPreg {
+			b.MovRegFromMem(fg.preg, enc.RCX, int32(frSavedReg)) // the register's entry value
+		}
+		b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedCur)}) // mov frSavedCur(%rcx), %rax
 		b.MovGSFromReg(runtime.OffCur, enc.RAX)
 	} else {
 		b.Bytes([]byte{0x48, 0x8b, 0x52, runtime.RecordCountsOff}) // mov counts(%rdx), %rdx
 		b.Bytes([]byte{0x48, 0xff, 0x44, 0xc2, 0x08})              // incq 8(%rdx,%rax,8)
 		if g.slots() {
-			b.Bytes([]byte{0x48, 0x8b, 0x41, byte(runtime.FrameSavedCurOff)}) // mov frSavedCur(%rcx), %rax
+			b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedCur)}) // mov frSavedCur(%rcx), %rax
 			b.MovGSFromReg(runtime.OffCur, enc.RAX)
 		}
 	}
@@ -596,6 +678,10 @@ func (fg *funcGen) exitInline(tailSite int32) {
 // between %rax and %rcx.
 func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 	g, b, n := fg.g, fg.g.buf, fg.num
+	if fg.hasPreg {
+		fg.regBackedge(e, flagsLive)
+		return
+	}
 	if fg.slot != 0 && !flagsLive {
 		if r, ok := fg.deadReg(e); ok {
 			fg.slotBackedgeIn(e, r)
@@ -722,10 +808,13 @@ func (fg *funcGen) slotBackedgeIn(e cfg.EdgeID, r enc.Reg) {
 	b.CmpGS64Imm(runtime.OffCur, fg.curValue())
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.MovRegFromGS(r, g.stubs.OffR)
-	k := int32(n.ExitInc[e])
-	b.CmpRegImm32(r, int32(n.NumPaths)-k) // r + k < NumPaths
+	// r + k is the path id; r alone may be negative.
+	if k := int32(n.ExitInc[e]); k != 0 {
+		b.LeaRegSelf(r, k)
+	}
+	b.CmpRegImm32(r, int32(n.NumPaths))
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-	b.IncGSIndexed(fg.slot+8+8*k, r)
+	b.IncGSIndexed(fg.slot+8, r)
 	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
 	b.Bind(done)
 	at := fg.cur
@@ -735,6 +824,62 @@ func (fg *funcGen) slotBackedgeIn(e cfg.EdgeID, r enc.Reg) {
 		b.SetSP(0)
 		b.LeaRSP(-redZone)
 		fg.backedgeStub(e)
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}
+
+// regBackedge is backedge for a function whose path register lives in a
+// general register x (assignPathReg): x += ExitInc, and when Cur says the
+// running activation is this function's and x is a path id, count[x]++
+// at the function's slot counters, then x = EntryInc. The add comes
+// first because x alone may be negative (chord increments are), and one
+// unsigned compare then bounds the sum. With dead flags that is all (no
+// push, no red-zone step); live flags are kept in %rax. Otherwise the
+// add is undone and x goes to Thread.R for the stub, and comes back.
+func (fg *funcGen) regBackedge(e cfg.EdgeID, flagsLive bool) {
+	b, n, x := fg.g.buf, fg.num, fg.preg
+	slow, done := b.NewLabel(), b.NewLabel()
+	if flagsLive {
+		b.LeaRSP(-redZone)
+		b.Push(enc.RAX)
+		saveFlags(b)
+	}
+	k := int32(n.ExitInc[e])
+	if k != 0 {
+		b.LeaRegSelf(x, k)
+	}
+	b.CmpGS64Imm(runtime.OffCur, fg.curValue())
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.CmpRegImm32(x, int32(n.NumPaths))
+	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.IncGSIndexed(fg.slot+8, x)
+	b.MovImm32(x, uint32(n.EntryInc[e]))
+	restore := func() {
+		if flagsLive {
+			restoreFlags(b)
+			b.Pop(enc.RAX)
+			b.LeaRSP(redZone)
+		}
+	}
+	restore()
+	b.Bind(done)
+	at := fg.cur
+	fg.cold = append(fg.cold, func() {
+		b.Bind(slow)
+		fg.mark(at, false)
+		if flagsLive {
+			b.SetSP(-redZone - 8)
+		} else {
+			b.SetSP(0)
+		}
+		if k != 0 {
+			b.LeaRegSelf(x, -k)
+		}
+		restore()
+		fg.spill()
+		b.LeaRSP(-redZone)
+		fg.backedgeStub(e)
+		fg.reload()
 		b.JmpRel32(enc.LabelTarget(done))
 	})
 }
@@ -750,10 +895,13 @@ func (fg *funcGen) slotBackedge(e cfg.EdgeID, flagsLive bool, slow, done enc.Lab
 	b.CmpGS64Imm(runtime.OffCur, fg.curValue())
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
-	k := int32(n.ExitInc[e])
-	b.CmpRegImm32(enc.RAX, int32(n.NumPaths)-k) // r + k < NumPaths
+	// r + k is the path id; r alone may be negative.
+	if k := int32(n.ExitInc[e]); k != 0 {
+		b.LeaRegSelf(enc.RAX, k)
+	}
+	b.CmpRegImm32(enc.RAX, int32(n.NumPaths))
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-	b.IncGSIndexed(fg.slot+8+8*k, enc.RAX)
+	b.IncGSIndexed(fg.slot+8, enc.RAX)
 	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
 	restore := func() {
 		if flagsLive {
@@ -932,6 +1080,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 		}
 		fg.lastSite = site
 		fg.storeCallSite(site)
+		fg.spill()
 		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {
 			// A call that never returns ends the activation, unless an
 			// exception it raises (__cxa_throw, _Unwind_Resume) lands
@@ -952,6 +1101,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 		if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {
 			return err
 		}
+		fg.reload() // the callee may have clobbered it; Thread.R is back
 		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
 			fg.follow(e, next)
 		}
@@ -1076,3 +1226,11 @@ func absTableRef(in *x86.Inst, code []byte) (addr uint64, off int, ok bool) {
 
 // pushImm32 emits push $imm (sign-extended to 64 bits).
 func pushImm32(b *enc.Buf, v int32) { b.PushImm32(v) }
+
+// pathRegField is Func.PathReg for fg: 1 + the register's number, or 0.
+func (fg *funcGen) pathRegField() uint64 {
+	if !fg.hasPreg {
+		return 0
+	}
+	return 1 + uint64(fg.preg)
+}

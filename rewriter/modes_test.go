@@ -54,7 +54,7 @@ func TestModesExact(t *testing.T) {
 		{"context+tsc", rewriter.Options{Metrics: []rewriter.Metric{tscMetric}}, false},
 		{"flow-only+tsc", rewriter.Options{NoContext: true, Metrics: []rewriter.Metric{tscMetric}}, true},
 	}
-	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c"}
+	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c", "pathreg.c"}
 	cfgs := []fixture.Config{fixture.Matrix()[0], {CC: "gcc", Opt: "-O2", PIE: true}}
 	for _, c := range cfgs {
 		for _, src := range srcs {
@@ -76,6 +76,59 @@ func TestModesExact(t *testing.T) {
 					t.Errorf("%s: flow-only flag %v, want %v", what, got, m.flow)
 				}
 				compareCounts(t, what, inst, p, cg, countCheck{own: []string{"main"}})
+			}
+		}
+	}
+}
+
+// TestFastPaths checks that flow-only frequency instrumentation runs its
+// inline code, not the runtime's stubs: no backedge takes the stub, no
+// exit but main's (its activation ends in exit()), and the rewriter keeps
+// path registers in general registers where it can [decisions 42, 44].
+// A stub counts as exactly as the inline code, so a fast path that is
+// never taken (a wrong frame offset, a stale Thread.Cur) shows only here.
+func TestFastPaths(t *testing.T) {
+	c := fixture.Config{CC: "gcc", Opt: "-O2", PIE: true}
+	for _, src := range []string{"pathreg.c", "loops.c", "interp.c", "recursion.c", "switch.c"} {
+		orig := fixture.Build(t, src, c)
+		data, err := os.ReadFile(orig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := runProc(t, orig, nil)
+		for _, flow := range []bool{true, false} {
+			what := src + " flow-only"
+			if !flow {
+				what = src + " context"
+			}
+			out, sum, err := rewriter.Rewrite(data, rewriter.Options{NoContext: flow})
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if flow && sum.RegisterPaths == 0 {
+				t.Errorf("%s: no function keeps its path register in a general register", what)
+			}
+			if !flow && sum.RegisterPaths != 0 {
+				t.Errorf("%s: %d functions with register paths, want none (context mode counts per record)", what, sum.RegisterPaths)
+			}
+			dir := t.TempDir()
+			inst := filepath.Join(dir, "prog.blpp")
+			if err := os.WriteFile(inst, out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			prof := filepath.Join(dir, "blpp.out")
+			sameBehaviour(t, what, want, runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1"))
+			p, err := cct.ReadFile(prof)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			t.Logf("%s: %d/%d functions with register paths; stubs: %d entries, %d exits, %d backedges", what,
+				sum.RegisterPaths, sum.Instrumented, p.Stats["stub_entries"], p.Stats["stub_exits"], p.Stats["stub_backedges"])
+			if n := p.Stats["stub_backedges"]; n != 0 {
+				t.Errorf("%s: %d backedges took the stub, want none", what, n)
+			}
+			if n := p.Stats["stub_exits"]; n > 1 {
+				t.Errorf("%s: %d exits took the stub, want at most main's", what, n)
 			}
 		}
 	}

@@ -78,6 +78,10 @@ type Summary struct {
 	Instrumented int       `json:"instrumented"`
 	Skipped      []Skipped `json:"skipped"`
 	CodeBytes    int       `json:"code_bytes"`
+	// RegisterPaths counts the instrumented functions whose path
+	// register lives in a general register (flow-only frequency images:
+	// assignPathReg), the cheapest instrumentation blpp emits.
+	RegisterPaths int `json:"register_paths"`
 	// Warnings say what the rewritten binary lost that the original had
 	// (the CET note bits: clearCET).
 	Warnings []string `json:"warnings,omitempty"`
@@ -277,6 +281,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		g.entries[f.Func.Addr] = fg.entry
 		g.funcs = append(g.funcs, fg)
 		g.assignSlot(fg)
+		g.assignPathReg(fg)
 	}
 	var failed []emitFailure
 	for _, fg := range g.funcs {
@@ -337,7 +342,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			hashed = 1
 		}
 		runtime.PutFunc(rw[funcsAddr-rwAddr+uint64(i*runtime.FuncSize):], runtime.Func{
-			NumPaths: np, Hashed: hashed, FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot)})
+			NumPaths: np, Hashed: hashed, FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot), PathReg: fg.pathRegField()})
 	}
 	code, err := g.buf.Finish(codeAddr)
 	if err != nil {
@@ -423,6 +428,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	sort.Slice(sum.Skipped, func(i, j int) bool { return sum.Skipped[i].Entry < sum.Skipped[j].Entry })
 	sum.Instrumented = len(chosen)
 	sum.CodeBytes = len(code)
+	for _, fg := range g.funcs {
+		if fg.hasPreg {
+			sum.RegisterPaths++
+		}
+	}
 	out, err := elfw.Write(in, elfw.Options{
 		Segments: append([]elfw.Segment{
 			{Addr: rtText, Data: img.Text, MemSize: uint64(len(img.Text)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.rt"},

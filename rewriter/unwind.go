@@ -75,6 +75,7 @@ func (fg *funcGen) landingPads() {
 			b.PushImm32(fg.fid)
 			b.CallRel32(enc.AbsTarget(g.stubs.SetjmpRet))
 			b.LeaRSP(redZone + 32)
+			fg.reload() // the runtime restarted the path in Thread.R
 			b.JmpRel32(enc.LabelTarget(to))
 		})
 	}

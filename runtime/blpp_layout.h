@@ -40,12 +40,13 @@
 #define BLPP_CONFIG_OFF_SLOTS_SIZE 120
 
 /* struct blpp_func: one entry of the function table at funcs_vaddr */
-#define BLPP_FUNC_SIZE 40
+#define BLPP_FUNC_SIZE 48
 #define BLPP_FUNC_OFF_NUM_PATHS 0
 #define BLPP_FUNC_OFF_HASHED 8
 #define BLPP_FUNC_OFF_FIRST_SITE 16
 #define BLPP_FUNC_OFF_NSITES 24
 #define BLPP_FUNC_OFF_SLOT 32
+#define BLPP_FUNC_OFF_PATH_REG 40
 
 /* struct blpp_thread: per-thread block; %gs points at it */
 #define BLPP_THREAD_SIZE 256
@@ -149,6 +150,7 @@ struct blpp_func {
 	unsigned long long first_site;
 	unsigned long long nsites;
 	unsigned long long slot;
+	unsigned long long path_reg;
 };
 
 struct blpp_thread {
@@ -249,6 +251,7 @@ _Static_assert(__builtin_offsetof(struct blpp_func, hashed) == BLPP_FUNC_OFF_HAS
 _Static_assert(__builtin_offsetof(struct blpp_func, first_site) == BLPP_FUNC_OFF_FIRST_SITE, "blpp_func.first_site");
 _Static_assert(__builtin_offsetof(struct blpp_func, nsites) == BLPP_FUNC_OFF_NSITES, "blpp_func.nsites");
 _Static_assert(__builtin_offsetof(struct blpp_func, slot) == BLPP_FUNC_OFF_SLOT, "blpp_func.slot");
+_Static_assert(__builtin_offsetof(struct blpp_func, path_reg) == BLPP_FUNC_OFF_PATH_REG, "blpp_func.path_reg");
 _Static_assert(sizeof(struct blpp_thread) == BLPP_THREAD_SIZE, "blpp_thread size");
 _Static_assert(__builtin_offsetof(struct blpp_thread, self) == BLPP_THREAD_OFF_SELF, "blpp_thread.self");
 _Static_assert(__builtin_offsetof(struct blpp_thread, r) == BLPP_THREAD_OFF_R, "blpp_thread.r");

@@ -205,6 +205,9 @@ enum {
 	ST_UNWOUND,           /* activations popped because their stack frame was gone */
 	ST_DROPPED_RECORDS,   /* records not made: arena full or over its limit */
 	ST_NO_RECORD,         /* path ends not counted: the activation had no record */
+	ST_STUB_ENTRIES,      /* entries, exits and backedges that took the stub */
+	ST_STUB_EXITS,        /*   where the inline code could not (images without */
+	ST_STUB_BACKEDGES,    /*   metrics, whose inline code does most) */
 	NSTATS,
 };
 
@@ -1120,8 +1123,25 @@ static void path_metrics(struct blpp_thread *t, const u64 *now, u64 *d)
 	}
 }
 
+/* saved_reg is where the stubs' register save area (see blpp_stubs.S)
+ * keeps function fid's path register (Func.path_reg), or 0 when fid has
+ * none or it is not one of the registers there. */
+static u64 *saved_reg(u64 *regs, u64 fid)
+{
+	/* save-area word of each register number: r11 1, r10 2, r9 3, r8 4,
+	 * rdi 5, rsi 6 (the only ones the rewriter picks) */
+	static const unsigned char word[16] = {[6] = 6, [7] = 5, [8] = 4, [9] = 3, [10] = 2, [11] = 1};
+	u64 pr;
+	if (!regs || !rt.slots_size || fid >= rt.nfuncs)
+		return 0;
+	pr = rt.funcs[fid].path_reg;
+	if (pr == 0 || pr > 16 || !word[pr - 1])
+		return 0;
+	return &regs[word[pr - 1]];
+}
+
 /* blpp_rt_enter: function fid was entered with %rsp == rsp. */
-void blpp_rt_enter(u64 fid, u64 rsp)
+void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 {
 	struct blpp_thread *t = stub_thread();
 	struct blpp_frame *f;
@@ -1133,6 +1153,8 @@ void blpp_rt_enter(u64 fid, u64 rsp)
 	BARRIER();
 	if (rt.nmetrics)
 		metrics_read(t, now);
+	else if (rt.w)
+		ADD(&rt.w->stats[ST_STUB_ENTRIES], 1);
 	if (rt.w && !nested)
 		unwind(t, rsp, 1);
 	if (rt.w && fid < rt.nfuncs)
@@ -1150,8 +1172,12 @@ void blpp_rt_enter(u64 fid, u64 rsp)
 		f->func = fid;
 		f->record = t->record;
 		f->site = t->call_site;
-		if (rt.slots_size)
+		if (rt.slots_size) {
+			u64 *pr = saved_reg(regs, fid);
 			f->saved_acc[0] = t->cur; /* the inline exit restores it from here */
+			if (pr)
+				f->saved_acc[1] = *pr; /* and the path register's value */
+		}
 		for (u64 m = 0; m < rt.nmetrics; m++)
 			f->saved_acc[m] = t->macc[m] + (now[m] - t->mstart[m]);
 	} else {
@@ -1173,14 +1199,18 @@ void blpp_rt_enter(u64 fid, u64 rsp)
 	t->busy--;
 }
 
-/* pop ends the activation of fid on top of t's shadow stack. */
-static void pop(struct blpp_thread *t, u64 fid)
+/* pop ends the activation of fid on top of t's shadow stack; regs (the
+ * stub's register save area, or 0) gets fid's path register back. */
+static void pop(struct blpp_thread *t, u64 fid, u64 *regs)
 {
 	if (t->overflow) {
 		t->overflow--;
 		t->r = 0; /* the caller's register and record were not saved */
 	} else if (t->sp > t->sp_base && ((struct blpp_frame *)t->sp - 1)->func == fid) {
 		struct blpp_frame *f = (struct blpp_frame *)t->sp - 1;
+		u64 *pr = saved_reg(regs, fid);
+		if (pr)
+			*pr = f->saved_acc[1];
 		t->r = f->saved_r;
 		t->call_site = f->site;
 		t->record = f->record;
@@ -1198,7 +1228,7 @@ static void pop(struct blpp_thread *t, u64 fid)
  * tail site (not 0) says the exit is a tail jump from that site to an
  * instrumented function, whose entry is to become a child of this
  * activation's record. */
-void blpp_rt_exit(u64 fid, u64 rsp, u64 tail_site)
+void blpp_rt_exit(u64 fid, u64 rsp, u64 tail_site, u64 *regs)
 {
 	struct blpp_thread *t = stub_thread();
 	u64 nested, now[BLPP_MAX_METRICS], d[BLPP_MAX_METRICS];
@@ -1210,12 +1240,14 @@ void blpp_rt_exit(u64 fid, u64 rsp, u64 tail_site)
 	if (rt.nmetrics) {
 		metrics_read(t, now);
 		path_metrics(t, now, d);
+	} else if (rt.w) {
+		ADD(&rt.w->stats[ST_STUB_EXITS], 1);
 	}
 	if (rt.w && !nested && t->overflow == 0)
 		unwind(t, rsp, 0);
 	r = R(t->record);
 	count(t, r, fid, (u64)t->r, d);
-	pop(t, fid);
+	pop(t, fid, regs);
 	t->tail_rec = 0;
 	if (tail_site && r && !rt.flow_only) {
 		t->tail_rec = (u64)r;
@@ -1238,6 +1270,8 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
 	if (rt.nmetrics) {
 		metrics_read(t, now);
 		path_metrics(t, now, d);
+	} else if (rt.w) {
+		ADD(&rt.w->stats[ST_STUB_BACKEDGES], 1);
 	}
 	count(t, R(t->record), fid, (u64)t->r + k, d);
 	t->r = (s64)restart;
@@ -1613,7 +1647,7 @@ static void write_stats(struct obuf *b, u64 nrec)
 	int tsc = 0;
 	for (u64 m = 0; m < rt.nmetrics; m++)
 		tsc |= rt.msrc[m] == MSRC_TSC;
-	ob_uv(b, 17 + (u64)tsc);
+	ob_uv(b, 20 + (u64)tsc);
 	write_stat(b, BLPP_STAT_ARENA_BYTES, LOADR(&rt.arena_bytes));
 	write_stat(b, "bad_funcs", LOADR(&s[ST_BAD_FUNCS]));
 	write_stat(b, "bad_paths", LOADR(&s[ST_BAD_PATHS]));
@@ -1629,6 +1663,9 @@ static void write_stats(struct obuf *b, u64 nrec)
 	write_stat(b, "record_bytes", sizeof(struct blpp_record));
 	write_stat(b, BLPP_STAT_RECORDS, nrec);
 	write_stat(b, "shadow_overflow", LOADR(&s[ST_SHADOW_OVERFLOW]));
+	write_stat(b, "stub_backedges", LOADR(&s[ST_STUB_BACKEDGES]));
+	write_stat(b, "stub_entries", LOADR(&s[ST_STUB_ENTRIES]));
+	write_stat(b, "stub_exits", LOADR(&s[ST_STUB_EXITS]));
 	write_stat(b, BLPP_STAT_THREADS, LOADR(&rt.nthreads));
 	if (tsc)
 		write_stat(b, "tsc_total", rdtsc() - rt.tsc_init);

@@ -64,7 +64,10 @@
 	popfq
 .endm
 
-/* After SAVE: the return address is at 88(%rbx), argument i at
+/* After SAVE, %rbx points at the saved registers: rbx, r11, r10, r9,
+ * r8, rdi, rsi, rdx, rcx, rax, flags (a word each). The entry and exit
+ * stubs pass it to C, which saves and restores a function's path
+ * register there (Func.path_reg). The return address is at 88(%rbx), argument i at
  * 96+8*i(%rbx), and the caller's %rsp before its red-zone step was
  * 88 + 8 (return address) + 8*nargs + BLPP_RED_ZONE above %rbx. */
 #define ARG(i) (96 + 8 * (i))(%rbx)
@@ -83,6 +86,7 @@ blpp_enter:
 	SAVE
 	mov	ARG(0), %rdi
 	lea	CALLER_RSP(1), %rsi
+	mov	%rbx, %rdx
 	call	blpp_rt_enter
 	RESTORE
 	ret
@@ -96,6 +100,7 @@ blpp_exit:
 	mov	ARG(0), %rdi
 	lea	CALLER_RSP(1), %rsi
 	xor	%edx, %edx
+	mov	%rbx, %rcx
 	call	blpp_rt_exit
 	RESTORE
 	ret
@@ -115,6 +120,7 @@ blpp_tail_exit:
 	mov	ARG(0), %rdi
 	lea	CALLER_RSP(2), %rsi
 	mov	ARG(1), %rdx
+	mov	%rbx, %rcx
 	call	blpp_rt_exit
 	RESTORE
 	ret

@@ -90,6 +90,13 @@ type Func struct {
 	// array ({calls, path 0, path 1, ...}) in the block's slot counters,
 	// 0 if it has none (see Config.SlotsSize).
 	Slot uint64 `c:"slot"`
+	// PathReg is 1 + the number (0 rax ... 15 r15) of the general
+	// register that holds the function's path register while its code
+	// runs, 0 if Thread.R does [decision 44]. The entry saves the
+	// register's value in Frame.SavedAcc[1] (SavedReg) and every exit
+	// puts it back; the runtime's entry and exit stubs do the same in
+	// their register save area.
+	PathReg uint64 `c:"path_reg"`
 }
 
 // Metric is blpp_metric, one entry of the table at Config.MetricsVaddr.
@@ -160,7 +167,9 @@ type Frame struct {
 	Site   uint64 `c:"site"`    // the caller's call site (Thread.CallSite at entry): where the caller stopped
 	// SavedAcc is the caller's MAcc, restored at exit [DESIGN 8]. An
 	// image with slot counters has no metrics; there SavedAcc[0] holds
-	// the caller's Thread.Cur instead (SavedCur).
+	// the caller's Thread.Cur instead (SavedCur), and SavedAcc[1] the
+	// value the function's path register (Func.PathReg) had at entry
+	// (SavedReg).
 	SavedAcc [MaxMetrics]uint64 `c:"saved_acc"`
 }
 
@@ -212,12 +221,13 @@ type Site struct {
 const (
 	ConfigSize = 128
 
-	FuncSize         = 40
+	FuncSize         = 48
 	FuncNumPathsOff  = 0
 	FuncHashedOff    = 8
 	FuncFirstSiteOff = 16
 	FuncNSitesOff    = 24
 	FuncSlotOff      = 32
+	FuncPathRegOff   = 40
 
 	MetricSize = 40
 
@@ -240,6 +250,7 @@ const (
 
 	FrameSize        = 72
 	FrameSavedCurOff = 40
+	FrameSavedRegOff = 48
 
 	SiteSize = 16
 

@@ -78,6 +78,13 @@ func asCases(targets []asTarget) []asCase {
 			add(fmt.Sprintf("mov %%%s, %%gs:%d", r, d), func(b *Buf) { b.MovGSFromReg(d, r) })
 		}
 		add(fmt.Sprintf("{disp32} lea %d(%%rsp), %%rsp", d), func(b *Buf) { b.LeaRSP(d) })
+		for _, r := range allRegs {
+			add(fmt.Sprintf("lea %d(%%%s), %%%s", d, r, r), func(b *Buf) { b.LeaRegSelf(r, d) })
+			for _, base := range []Reg{RAX, RCX, RSP, RBP, R12, R13, R11} {
+				add(fmt.Sprintf("mov %%%s, %d(%%%s)", r, d, base), func(b *Buf) { b.MovMemFromReg(base, d, r) })
+				add(fmt.Sprintf("mov %d(%%%s), %%%s", d, base, r), func(b *Buf) { b.MovRegFromMem(r, base, d) })
+			}
+		}
 	}
 	for _, r := range allRegs {
 		add("push %"+r.String(), func(b *Buf) { b.Push(r) })

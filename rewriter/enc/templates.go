@@ -333,3 +333,58 @@ func (b *Buf) Nop(n int) {
 
 // Bytes appends raw bytes as they are. Nothing in them is relocated.
 func (b *Buf) Bytes(raw []byte) { b.emit(raw...) }
+
+// based emits ModRM (and SIB for %rsp or %r12) and the shortest
+// displacement for disp(%base), as GNU as picks it: none when disp is 0
+// and base is not %rbp or %r13 (mod=00 with rm=101 means rip-relative),
+// 8 bits when it fits, else 32 [Intel SDM Vol.2 Table 2-2].
+func (b *Buf) based(reg byte, base Reg, disp int32) {
+	var mod byte
+	switch {
+	case disp == 0 && base.low() != 5:
+		mod = 0
+	case disp >= -128 && disp <= 127:
+		mod = 1
+	default:
+		mod = 2
+	}
+	b.emit(modrm(mod, reg, base.low()))
+	if base.low() == 4 {
+		b.emit(sib(0, 4, 4))
+	}
+	switch mod {
+	case 1:
+		b.emit(byte(int8(disp)))
+	case 2:
+		b.emit32(uint32(disp))
+	}
+}
+
+// LeaRegSelf emits lea disp(%reg), %reg (REX.W 8d /r): reg += disp
+// without touching the flags, the chord increment of a path register
+// kept in a general register.
+func (b *Buf) LeaRegSelf(reg Reg, disp int32) {
+	if !b.checkRegs("LeaRegSelf", reg) {
+		return
+	}
+	b.emit(rex(true, reg.hi(), 0, reg.hi()), 0x8d)
+	b.based(reg.low(), reg, disp)
+}
+
+// MovMemFromReg emits mov %reg, disp(%base) (REX.W 89 /r).
+func (b *Buf) MovMemFromReg(base Reg, disp int32, reg Reg) {
+	if !b.checkRegs("MovMemFromReg", base, reg) {
+		return
+	}
+	b.emit(rex(true, reg.hi(), 0, base.hi()), 0x89)
+	b.based(reg.low(), base, disp)
+}
+
+// MovRegFromMem emits mov disp(%base), %reg (REX.W 8b /r).
+func (b *Buf) MovRegFromMem(reg, base Reg, disp int32) {
+	if !b.checkRegs("MovRegFromMem", base, reg) {
+		return
+	}
+	b.emit(rex(true, reg.hi(), 0, base.hi()), 0x8b)
+	b.based(reg.low(), base, disp)
+}

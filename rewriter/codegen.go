@@ -148,16 +148,17 @@ var pathRegs = []struct {
 }{{enc.R11, false}, {enc.R10, false}, {enc.R9, true}, {enc.R8, true}, {enc.RSI, true}, {enc.RDI, true}}
 
 // assignPathReg keeps fg's path register in a general register its own
-// instructions never name (cfg.Graph.Named), when it has slot counters
-// [decision 44]: a chord increment is then one lea, a backedge counts
-// without touching Thread.R. The register is spilled to Thread.R before
+// instructions never name (cfg.Graph.Named), in images that count
+// frequencies only [decision 44]: a chord increment is then one lea, and
+// a function with slot counters counts its backedges without touching
+// Thread.R (regBackedge; the others spill it there first). The register is spilled to Thread.R before
 // every call and stub (the callee's entry saves it, the runtime reads
 // it) and reloaded after; the entry saves its value in the shadow frame
 // and every exit puts it back, so callers that assume more than the ABI
 // (TLS descriptor functions) lose nothing.
 func (g *gen) assignPathReg(fg *funcGen) {
-	if fg.slot == 0 {
-		return
+	if g.mode.Metrics {
+		return // every path end goes through the stubs anyway
 	}
 	gr := fg.f.Graph
 	leaf := len(gr.Calls) == 0
@@ -437,9 +438,9 @@ func (fg *funcGen) enterInline() {
 		b.MovRegFromGS(enc.RAX, runtime.OffCur)
 		b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSavedCur + runtime.FrameSize)}) // frame.saved_cur
 		b.MovGS64Imm(runtime.OffCur, fg.curValue())
-		if fg.hasPreg {
-			b.MovMemFromReg(enc.RCX, int32(frSavedReg)+runtime.FrameSize, fg.preg) // frame.saved_reg
-		}
+	}
+	if fg.hasPreg {
+		b.MovMemFromReg(enc.RCX, int32(frSavedReg)+runtime.FrameSize, fg.preg) // frame.saved_reg
 	}
 	b.MovGS64Imm(g.stubs.OffR, 0)
 	b.MovGS64Imm(runtime.OffCallSite, 0)
@@ -605,9 +606,12 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x79, byte(frFunc)}, uint32(fg.fid))) // cmpq $fid, frFunc(%rcx)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	idx := enc.RAX
-	if fg.hasPreg {
+	switch {
+	case fg.hasPreg && fg.slot != 0:
 		idx = fg.preg
-	} else {
+	case fg.hasPreg:
+		b.MovRegFromReg(enc.RAX, fg.preg)
+	default:
 		b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	}
 	if fg.slot != 0 {
@@ -641,6 +645,9 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	} else {
 		b.Bytes([]byte{0x48, 0x8b, 0x52, runtime.RecordCountsOff}) // mov counts(%rdx), %rdx
 		b.Bytes([]byte{0x48, 0xff, 0x44, 0xc2, 0x08})              // incq 8(%rdx,%rax,8)
+		if fg.hasPreg {
+			b.MovRegFromMem(fg.preg, enc.RCX, int32(frSavedReg)) // the register's entry value
+		}
 		if g.slots() {
 			b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedCur)}) // mov frSavedCur(%rcx), %rax
 			b.MovGSFromReg(runtime.OffCur, enc.RAX)
@@ -677,11 +684,25 @@ func (fg *funcGen) exitInline(tailSite int32) {
 // without a record. Live flags are kept in %rax (saveFlags), pushed
 // between %rax and %rcx.
 func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
-	g, b, n := fg.g, fg.g.buf, fg.num
-	if fg.hasPreg {
+	b, n := fg.g.buf, fg.num
+	if fg.hasPreg && fg.slot != 0 {
 		fg.regBackedge(e, flagsLive)
 		return
 	}
+	if fg.hasPreg {
+		// The record's counters: the code below reads Thread.R and
+		// leaves EntryInc there, the stub too; so does the register.
+		fg.spill()
+		fg.backedgeMem(e, flagsLive)
+		b.MovRegImm(fg.preg, int32(n.EntryInc[e])) // sign-extended; flags untouched
+		return
+	}
+	fg.backedgeMem(e, flagsLive)
+}
+
+// backedgeMem is backedge for a path register in Thread.R.
+func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
+	g, b, n := fg.g, fg.g.buf, fg.num
 	if fg.slot != 0 && !flagsLive {
 		if r, ok := fg.deadReg(e); ok {
 			fg.slotBackedgeIn(e, r)
@@ -853,7 +874,7 @@ func (fg *funcGen) regBackedge(e cfg.EdgeID, flagsLive bool) {
 	b.CmpRegImm32(x, int32(n.NumPaths))
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.IncGSIndexed(fg.slot+8, x)
-	b.MovImm32(x, uint32(n.EntryInc[e]))
+	b.MovRegImm(x, int32(n.EntryInc[e])) // sign-extended: EntryInc may be negative
 	restore := func() {
 		if flagsLive {
 			restoreFlags(b)

@@ -1132,7 +1132,7 @@ static u64 *saved_reg(u64 *regs, u64 fid)
 	 * rdi 5, rsi 6 (the only ones the rewriter picks) */
 	static const unsigned char word[16] = {[6] = 6, [7] = 5, [8] = 4, [9] = 3, [10] = 2, [11] = 1};
 	u64 pr;
-	if (!regs || !rt.slots_size || fid >= rt.nfuncs)
+	if (!regs || rt.nmetrics || fid >= rt.nfuncs)
 		return 0;
 	pr = rt.funcs[fid].path_reg;
 	if (pr == 0 || pr > 16 || !word[pr - 1])
@@ -1172,12 +1172,10 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		f->func = fid;
 		f->record = t->record;
 		f->site = t->call_site;
-		if (rt.slots_size) {
-			u64 *pr = saved_reg(regs, fid);
+		if (rt.slots_size)
 			f->saved_acc[0] = t->cur; /* the inline exit restores it from here */
-			if (pr)
-				f->saved_acc[1] = *pr; /* and the path register's value */
-		}
+		if (saved_reg(regs, fid))
+			f->saved_acc[1] = *saved_reg(regs, fid); /* and the path register's value */
 		for (u64 m = 0; m < rt.nmetrics; m++)
 			f->saved_acc[m] = t->macc[m] + (now[m] - t->mstart[m]);
 	} else {

@@ -165,9 +165,9 @@ type Frame struct {
 	Func   uint64 `c:"func"`    // function id
 	Record uint64 `c:"record"`  // the caller's record (Thread.Record at entry), restored at exit
 	Site   uint64 `c:"site"`    // the caller's call site (Thread.CallSite at entry): where the caller stopped
-	// SavedAcc is the caller's MAcc, restored at exit [DESIGN 8]. An
-	// image with slot counters has no metrics; there SavedAcc[0] holds
-	// the caller's Thread.Cur instead (SavedCur), and SavedAcc[1] the
+	// SavedAcc is the caller's MAcc, restored at exit [DESIGN 8]. In an
+	// image without metrics SavedAcc[0] holds the caller's Thread.Cur
+	// instead (SavedCur: images with slot counters), and SavedAcc[1] the
 	// value the function's path register (Func.PathReg) had at entry
 	// (SavedReg).
 	SavedAcc [MaxMetrics]uint64 `c:"saved_acc"`

@@ -80,6 +80,11 @@ func asCases(targets []asTarget) []asCase {
 		add(fmt.Sprintf("{disp32} lea %d(%%rsp), %%rsp", d), func(b *Buf) { b.LeaRSP(d) })
 		for _, r := range allRegs {
 			add(fmt.Sprintf("lea %d(%%%s), %%%s", d, r, r), func(b *Buf) { b.LeaRegSelf(r, d) })
+			if d == 0 {
+				for _, src := range allRegs {
+					add(fmt.Sprintf("mov %%%s, %%%s", src, r), func(b *Buf) { b.MovRegFromReg(r, src) })
+				}
+			}
 			for _, base := range []Reg{RAX, RCX, RSP, RBP, R12, R13, R11} {
 				add(fmt.Sprintf("mov %%%s, %d(%%%s)", r, d, base), func(b *Buf) { b.MovMemFromReg(base, d, r) })
 				add(fmt.Sprintf("mov %d(%%%s), %%%s", d, base, r), func(b *Buf) { b.MovRegFromMem(r, base, d) })
@@ -94,6 +99,13 @@ func asCases(targets []asTarget) []asCase {
 		}
 		for _, v := range []uint32{0, 1, 0x7f, 0x80, 0x80000000, 0xffffffff} {
 			add(fmt.Sprintf("movl $%#x, %%%s", v, reg32Names[r]), func(b *Buf) { b.MovImm32(r, v) })
+		}
+		for _, v := range []int32{0, 1, 0x7fffffff, -1, -128, -0x80000000, -49230115} {
+			if v >= 0 {
+				add(fmt.Sprintf("movl $%d, %%%s", v, reg32Names[r]), func(b *Buf) { b.MovRegImm(r, v) })
+			} else {
+				add(fmt.Sprintf("movq $%d, %%%s", v, r), func(b *Buf) { b.MovRegImm(r, v) })
+			}
 		}
 		for _, v := range asImms {
 			add(fmt.Sprintf("addq %s, %%%s", imm(v), r), func(b *Buf) { b.AddRegImm32(r, v) })

@@ -388,3 +388,28 @@ func (b *Buf) MovRegFromMem(reg, base Reg, disp int32) {
 	b.emit(rex(true, reg.hi(), 0, base.hi()), 0x8b)
 	b.based(reg.low(), base, disp)
 }
+
+// MovRegFromReg emits mov %src, %dst (REX.W 89 /r, the form GNU as
+// picks).
+func (b *Buf) MovRegFromReg(dst, src Reg) {
+	if !b.checkRegs("MovRegFromReg", dst, src) {
+		return
+	}
+	b.emit(rex(true, src.hi(), 0, dst.hi()), 0x89, modrm(3, src.low(), dst.low()))
+}
+
+// MovRegImm emits the shortest move of the sign-extended imm into %reg
+// that GNU as picks: mov $imm, %reg32 (b8+r, zero-extending) when imm is
+// not negative, else movq $imm, %reg (REX.W c7 /0 imm32, sign-extending).
+// Neither touches the flags.
+func (b *Buf) MovRegImm(reg Reg, imm int32) {
+	if imm >= 0 {
+		b.MovImm32(reg, uint32(imm))
+		return
+	}
+	if !b.checkRegs("MovRegImm", reg) {
+		return
+	}
+	b.emit(rex(true, 0, 0, reg.hi()), 0xc7, modrm(3, 0, reg.low()))
+	b.emit32(uint32(imm))
+}

@@ -420,8 +420,12 @@ func (fg *funcGen) enterInline() {
 		b.Bytes([]byte{0x48, 0x8b, 0x50, runtime.NodeRecOff})   // mov rec(%rax), %rdx
 		b.Bytes([]byte{0x48, 0xff, 0x40, runtime.NodeCountOff}) // incq count(%rax)
 	}
-	b.Bytes([]byte{0x48, 0x8b, 0x42, runtime.RecordCountsOff}) // mov counts(%rdx), %rax
-	b.Bytes([]byte{0x48, 0xff, 0x00})                          // incq (%rax): the record's calls
+	if fg.slot != 0 {
+		b.AddGS64Imm(fg.slot, 1) // the record's calls, in the slots (flags are dead here)
+	} else {
+		b.Bytes([]byte{0x48, 0x8b, 0x42, runtime.RecordCountsOff}) // mov counts(%rdx), %rax
+		b.Bytes([]byte{0x48, 0xff, 0x00})                          // incq (%rax): the record's calls
+	}
 	// Reserve the frame at %rcx, then fill it.
 	b.Bytes([]byte{0x48, 0x8d, 0x41, byte(runtime.FrameSize)}) // lea FrameSize(%rcx), %rax
 	b.MovGSFromReg(runtime.OffSP, enc.RAX)
@@ -442,7 +446,9 @@ func (fg *funcGen) enterInline() {
 	if fg.hasPreg {
 		b.MovMemFromReg(enc.RCX, int32(frSavedReg)+runtime.FrameSize, fg.preg) // frame.saved_reg
 	}
-	b.MovGS64Imm(g.stubs.OffR, 0)
+	if !fg.hasPreg {
+		b.MovGS64Imm(g.stubs.OffR, 0) // else the register is the path register (set below)
+	}
 	b.MovGS64Imm(runtime.OffCallSite, 0)
 	b.MovGSFromReg(runtime.OffRecord, enc.RDX)
 	if !g.mode.FlowOnly {
@@ -590,17 +596,23 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	}
 	slow, done := b.NewLabel(), b.NewLabel()
 	fg.spill() // for the stub; the inline code counts from the register
+	// A function with slot counters needs no record, so no %rdx.
+	saved := []enc.Reg{enc.RAX, enc.RCX, enc.RDX}
+	if fg.slot != 0 && tailSite == 0 {
+		saved = saved[:2]
+	}
+	entryRSP := uint32(redZone + 8*len(saved)) // this activation's %rsp at entry, from %rsp
 	b.LeaRSP(-redZone)
-	b.Push(enc.RAX)
-	b.Push(enc.RCX)
-	b.Push(enc.RDX)
+	for _, r := range saved {
+		b.Push(r)
+	}
 	gsBusyOrOverflow(b, enc.RCX, slow)
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	// cmp %gs:OffSPBase, %rcx: an empty shadow stack has no frame to pop
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPBase)))
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	// lea redZone+24(%rsp), %rax: this activation's %rsp at entry
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x84, 0x24}, uint32(redZone+24)))
+	// lea entryRSP(%rsp), %rax: this activation's %rsp at entry
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x84, 0x24}, entryRSP))
 	b.Bytes([]byte{0x48, 0x39, 0x41, byte(frRSP)}) // cmp %rax, frRSP(%rcx)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x79, byte(frFunc)}, uint32(fg.fid))) // cmpq $fid, frFunc(%rcx)
@@ -630,7 +642,7 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	}
 	if tailSite != 0 {
 		b.MovGS64Imm(offTailSite, tailSite)
-		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x8c, 0x24}, uint32(redZone+24))) // lea entry rsp, %rcx
+		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x8c, 0x24}, entryRSP)) // lea entry rsp, %rcx
 		b.MovGSFromReg(offTailRSP, enc.RCX)
 		b.MovGSFromReg(runtime.OffTailRec, enc.RDX)
 		b.MovRegFromGS(enc.RCX, runtime.OffSP)
@@ -661,16 +673,16 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	b.MovGSFromReg(runtime.OffRecord, enc.RAX)
 	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RCX)
-	b.Pop(enc.RDX)
-	b.Pop(enc.RCX)
-	b.Pop(enc.RAX)
+	for i := len(saved) - 1; i >= 0; i-- {
+		b.Pop(saved[i])
+	}
 	b.LeaRSP(redZone)
 	b.Bind(done)
 	if tailSite != 0 {
-		fg.coldStub(slow, done, []enc.Reg{enc.RAX, enc.RCX, enc.RDX}, g.stubs.TailExit, tailSite, fg.fid)
+		fg.coldStub(slow, done, saved, g.stubs.TailExit, tailSite, fg.fid)
 		return
 	}
-	fg.coldStub(slow, done, []enc.Reg{enc.RAX, enc.RCX, enc.RDX}, g.stubs.Exit, fg.fid)
+	fg.coldStub(slow, done, saved, g.stubs.Exit, fg.fid)
 }
 
 // backedge emits a path end at a backedge inline: count[r + ExitInc]++

@@ -182,6 +182,9 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 	for _, w := range sum.Warnings {
 		fmt.Fprintf(c.stdout, "  warning: %s\n", w)
 	}
+	if verbose && sum.Instrumented > 0 {
+		fmt.Fprintf(c.stdout, "  path register in a general register: %d of %d instrumented functions\n", sum.RegisterPaths, sum.Instrumented)
+	}
 	if verbose && len(sum.Skipped) > 0 {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "\n  entry\tfunction\treason")

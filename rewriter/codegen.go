@@ -862,13 +862,17 @@ func (fg *funcGen) slotBackedgeIn(e cfg.EdgeID, r enc.Reg) {
 }
 
 // regBackedge is backedge for a function whose path register lives in a
-// general register x (assignPathReg): x += ExitInc, and when Cur says the
-// running activation is this function's and x is a path id, count[x]++
-// at the function's slot counters, then x = EntryInc. The add comes
-// first because x alone may be negative (chord increments are), and one
-// unsigned compare then bounds the sum. With dead flags that is all (no
-// push, no red-zone step); live flags are kept in %rax. Otherwise the
-// add is undone and x goes to Thread.R for the stub, and comes back.
+// general register x (assignPathReg): x += ExitInc, and when x is a path
+// id, count[x]++ at the function's slot counters, then x = EntryInc. The
+// add comes first because x alone may be negative (chord increments
+// are), and one unsigned compare then bounds the sum. No test of
+// Thread.cur: x belongs to this activation whatever the runtime thinks
+// runs, and every block %gs can point at after an entry has the slot
+// counters (thread blocks, and early_gs's scratch block, whose counts
+// are dropped), so the bound alone keeps the increment inside them.
+// With dead flags that is all (no push, no red-zone step); live flags
+// are kept in %rax. Otherwise the add is undone and x goes to Thread.R
+// for the stub, and comes back.
 func (fg *funcGen) regBackedge(e cfg.EdgeID, flagsLive bool) {
 	b, n, x := fg.g.buf, fg.num, fg.preg
 	slow, done := b.NewLabel(), b.NewLabel()
@@ -881,8 +885,6 @@ func (fg *funcGen) regBackedge(e cfg.EdgeID, flagsLive bool) {
 	if k != 0 {
 		b.LeaRegSelf(x, k)
 	}
-	b.CmpGS64Imm(runtime.OffCur, fg.curValue())
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.CmpRegImm32(x, int32(n.NumPaths))
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.IncGSIndexed(fg.slot+8, x)

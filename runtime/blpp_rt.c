@@ -521,7 +521,11 @@ static void early_gs(void)
 		return;
 	t = (struct blpp_thread *)LOAD(&block);
 	if (!t) {
-		t = (struct blpp_thread *)map_anon(BLOCK_HDR, 0);
+		/* With room for the slot counters: the inline backedges of
+		 * functions with register paths count there without testing
+		 * Thread.cur (decision 44). rt.slots_size is not set yet. */
+		u64 slots = blpp_config.slots_size <= (1ul << 30) ? page_up(blpp_config.slots_size) : 0;
+		t = (struct blpp_thread *)map_anon(BLOCK_HDR + slots, MAP_NORESERVE);
 		if (!t)
 			die("cannot map a thread block");
 		t->self = (u64)t;

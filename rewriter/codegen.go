@@ -1017,13 +1017,28 @@ func (fg *funcGen) emit() error {
 	if fg.slot != 0 {
 		fg.liveIn = gr.RegsLiveIn()
 	}
+	// Functions start at 16-byte boundaries, and loop headers too when
+	// that takes at most 10 bytes of padding, as gcc aligns them
+	// (.p2align 4,,10): a hot loop that straddles a fetch block costs
+	// every iteration, and without it the timing of the copy would
+	// depend on where the code before it happened to end.
+	alignTo(b, 16, 15)
 	fg.start = b.Len()
 	fg.mark(fg.f.Func.Addr, false)
 	b.Bind(fg.entry)
 	fg.enterInline()
 	fg.landingPads()
+	header := map[cfg.BlockID]bool{}
+	for _, l := range gr.Loops {
+		if !l.Irreducible {
+			header[l.Header] = true
+		}
+	}
 	for id := range gr.Blocks {
 		blk := &gr.Blocks[id]
+		if header[cfg.BlockID(id)] {
+			alignTo(b, 16, 10)
+		}
 		b.Bind(fg.blocks[id])
 		next := cfg.BlockID(id + 1)
 		code := g.b.Code(blk.Addr)
@@ -1268,4 +1283,12 @@ func (fg *funcGen) pathRegField() uint64 {
 		return 0
 	}
 	return 1 + uint64(fg.preg)
+}
+
+// alignTo pads the buffer with NOPs to a multiple of n (a power of two)
+// when that takes at most max bytes. The code buffer starts on a page.
+func alignTo(b *enc.Buf, n, max int) {
+	if pad := -b.Len() & (n - 1); pad > 0 && pad <= max {
+		b.Nop(pad)
+	}
 }

@@ -116,8 +116,10 @@ const MaxMetrics = 4
 const DefaultArenaLimit = 8 << 30
 
 // Thread is blpp_thread, the per-thread block that %gs points at
-// [DESIGN 4]. Instrumentation touches only R (`addq $k, %gs:OffR`); the
-// stubs and the runtime own the rest.
+// [DESIGN 4]. Instrumented code keeps the path register in R (`addq $k,
+// %gs:OffR`), or in a general register that it spills to R around calls
+// and stubs (Func.PathReg, decision 44); its inline fast paths read and
+// write the fields named in rewriter/codegen.go, as the stubs would.
 type Thread struct {
 	Self     uint64 `c:"self"`      // the block's own address: %gs:0
 	R        int64  `c:"r"`         // Ball-Larus path register of the running activation

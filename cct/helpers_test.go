@@ -130,6 +130,16 @@ func randBody(rng *rand.Rand, p *Profile) {
 			}
 			t.Partials = append(t.Partials, q)
 		}
+		if rng.IntN(3) == 0 { // a fork child's prefixes
+			for range 1 + rng.IntN(3) {
+				q := Partial{Record: -1, Func: uint32(rng.IntN(40)), Block: uint32(mag(rng, 32)), Reg: int64(mag(rng, 64)), Count: 1 + mag(rng, 8)}
+				if len(t.Records) > 0 && rng.IntN(4) > 0 {
+					q.Record = rng.IntN(len(t.Records))
+					q.Func = t.Records[q.Record].Func
+				}
+				t.Prefixes = append(t.Prefixes, q)
+			}
+		}
 		p.Threads = append(p.Threads, t)
 	}
 	if rng.IntN(2) == 0 {

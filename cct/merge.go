@@ -106,7 +106,7 @@ func (p *Profile) header() *Profile {
 }
 
 func (t *Thread) clone() Thread {
-	c := Thread{TID: t.TID, Partials: slices.Clone(t.Partials), Folded: slices.Clone(t.Folded)}
+	c := Thread{TID: t.TID, Partials: slices.Clone(t.Partials), Folded: slices.Clone(t.Folded), Prefixes: slices.Clone(t.Prefixes)}
 	if t.Records != nil {
 		c.Records = make([]Record, len(t.Records))
 		for i, r := range t.Records {
@@ -159,6 +159,7 @@ func (p *Profile) FoldThreads() *Profile {
 	recIndex := make(map[recKey]int)
 	var sources [][]Path // per folded record, the path lists that fall into it
 	partIndex := make(map[partKey]int)
+	prefIndex := make(map[partKey]int)
 	type foldKey struct {
 		from int
 		site uint32
@@ -200,6 +201,18 @@ func (p *Profile) FoldThreads() *Profile {
 			}
 			partIndex[k] = len(ft.Partials)
 			ft.Partials = append(ft.Partials, q)
+		}
+		for _, q := range t.Prefixes {
+			if q.Record >= 0 {
+				q.Record = m[q.Record]
+			}
+			k := partKey{q.Record, q.Func, q.Block, q.Reg}
+			if j, ok := prefIndex[k]; ok {
+				ft.Prefixes[j].Count += q.Count
+				continue
+			}
+			prefIndex[k] = len(ft.Prefixes)
+			ft.Prefixes = append(ft.Prefixes, q)
 		}
 		for _, c := range t.Folded {
 			c.From, c.To = m[c.From], m[c.To]

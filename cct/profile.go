@@ -77,6 +77,13 @@ type Thread struct {
 	Records  []Record // parents before children
 	Partials []Partial
 	Folded   []FoldedCall
+	// Prefixes are, in a fork child, the activations that were live at
+	// the fork: the child finishes paths they began in the parent, whose
+	// profile counts the blocks before the fork. Block and Reg say where
+	// each stood (the fork's call, or the call its callee made), as a
+	// partial's do; readers subtract the blocks of those path prefixes,
+	// so that each process's block counts hold its own work only.
+	Prefixes []Partial
 }
 
 // A Profile is the validated model of a profile file. Parse returns only
@@ -189,6 +196,11 @@ func (p *Profile) CheckValid() error {
 				return bad(ti, -1, -1, -1, fmt.Sprintf("folded call %d: %s", fi, msg))
 			}
 		}
+		for xi := range t.Prefixes {
+			if msg := v.prefix(t, xi); msg != "" {
+				return bad(ti, -1, -1, -1, fmt.Sprintf("fork prefix %d: %s", xi, msg))
+			}
+		}
 	}
 	return nil
 }
@@ -222,7 +234,7 @@ func newValidator(p *Profile) (*validator, string) {
 	v := &validator{
 		nm:       len(p.Metrics) - 1,
 		flowOnly: p.Flags&FlagFlowOnly != 0,
-		total:    make([]uint64, len(p.Metrics)+2),
+		total:    make([]uint64, len(p.Metrics)+3),
 		siblings: make(map[sibling]struct{}),
 	}
 	for _, m := range p.Metrics[1:] {
@@ -363,7 +375,21 @@ func (v *validator) folded(t *Thread, k int) string {
 
 // partial checks t.Partials[k] against t.Records.
 func (v *validator) partial(t *Thread, k int) string {
-	q := &t.Partials[k]
+	if msg := v.partialLike(t, &t.Partials[k]); msg != "" {
+		return msg
+	}
+	return v.add(v.nm+2, t.Partials[k].Count, "partial counts")
+}
+
+// prefix checks t.Prefixes[k] against t.Records, as a partial.
+func (v *validator) prefix(t *Thread, k int) string {
+	if msg := v.partialLike(t, &t.Prefixes[k]); msg != "" {
+		return msg
+	}
+	return v.add(v.nm+3, t.Prefixes[k].Count, "fork prefix counts")
+}
+
+func (v *validator) partialLike(t *Thread, q *Partial) string {
 	if q.Record != -1 {
 		if q.Record < 0 || q.Record >= len(t.Records) {
 			return fmt.Sprintf("record %d out of range (%d records)", q.Record, len(t.Records))
@@ -375,5 +401,5 @@ func (v *validator) partial(t *Thread, k int) string {
 	if q.Count == 0 {
 		return "count 0"
 	}
-	return v.add(v.nm+2, q.Count, "partial counts")
+	return ""
 }

@@ -242,10 +242,11 @@ func (d *decoder) thread(b *buf) {
 			return
 		}
 	}
-	// Folded calls are optional: absent when there are none.
+	// Folded calls are optional: absent when there are none, unless
+	// fork prefixes follow them.
 	if b.err == nil && len(b.data) > 0 {
 		nf := b.count(minFoldedSize, "folded call count")
-		if nf == 0 && b.err == nil {
+		if nf == 0 && b.err == nil && len(b.data) == 0 {
 			b.fail(ErrCorrupt, "%s: empty folded-call list (omitted when empty)", where())
 			return
 		}
@@ -266,6 +267,33 @@ func (d *decoder) thread(b *buf) {
 			t.Folded = append(t.Folded, c)
 			if msg := v.folded(&t, k); msg != "" {
 				b.failAt(off, ErrCorrupt, "%s folded call %d: %s", where(), k, msg)
+				return
+			}
+		}
+	}
+	// Fork prefixes are optional: absent when there are none.
+	if b.err == nil && len(b.data) > 0 {
+		nx := b.count(minPartialSize, "fork prefix count")
+		if nx == 0 && b.err == nil {
+			b.fail(ErrCorrupt, "%s: empty fork-prefix list (omitted when empty)", where())
+			return
+		}
+		t.Prefixes = make([]Partial, 0, nx)
+		for k := range nx {
+			off := b.off
+			rec := b.uv("prefix record")
+			q := Partial{Func: b.u32v("prefix function"), Block: b.u32v("prefix block"), Reg: b.sv("prefix register"), Count: b.uv("prefix count")}
+			if b.err != nil {
+				return
+			}
+			if rec > uint64(len(t.Records)) {
+				b.failAt(off, ErrCorrupt, "%s fork prefix %d: record %d (index+1) out of range (%d records)", where(), k, rec, len(t.Records))
+				return
+			}
+			q.Record = int(rec) - 1
+			t.Prefixes = append(t.Prefixes, q)
+			if msg := v.prefix(&t, k); msg != "" {
+				b.failAt(off, ErrCorrupt, "%s fork prefix %d: %s", where(), k, msg)
 				return
 			}
 		}

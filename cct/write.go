@@ -134,13 +134,24 @@ func appendThread(e []byte, t *Thread) []byte {
 		e = binary.AppendVarint(e, q.Reg) // zigzag, as the format says
 		e = binary.AppendUvarint(e, q.Count)
 	}
-	if len(t.Folded) > 0 {
+	// The folded list is omitted when empty, unless fork prefixes follow.
+	if len(t.Folded) > 0 || len(t.Prefixes) > 0 {
 		e = binary.AppendUvarint(e, uint64(len(t.Folded)))
 		for _, c := range t.Folded {
 			e = binary.AppendUvarint(e, uint64(c.From))
 			e = binary.AppendUvarint(e, uint64(c.CallSite))
 			e = binary.AppendUvarint(e, uint64(c.To))
 			e = binary.AppendUvarint(e, c.Count)
+		}
+	}
+	if len(t.Prefixes) > 0 {
+		e = binary.AppendUvarint(e, uint64(len(t.Prefixes)))
+		for _, q := range t.Prefixes {
+			e = binary.AppendUvarint(e, uint64(q.Record+1))
+			e = binary.AppendUvarint(e, uint64(q.Func))
+			e = binary.AppendUvarint(e, uint64(q.Block))
+			e = binary.AppendVarint(e, q.Reg)
+			e = binary.AppendUvarint(e, q.Count)
 		}
 	}
 	return e

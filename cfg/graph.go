@@ -129,6 +129,9 @@ type CallSite struct {
 	// back to the return address a second time (through longjmp) without
 	// passing the call again.
 	ReturnsTwice bool
+	// Forks is set for calls to fork and its kin (POSIX fork, glibc's
+	// _Fork and internal names): the call returns in two processes.
+	Forks bool
 }
 
 // BreaksPath reports whether edge e must end a Ball-Larus path and start

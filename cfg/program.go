@@ -73,6 +73,22 @@ func IsNoReturnName(name string) bool {
 	return false
 }
 
+// IsForkName reports fork and its kin (POSIX fork, glibc's _Fork,
+// __fork and __libc_fork), whose calls return in a parent and a child
+// process that share the memory image of the call. vfork is not one: its
+// child borrows the parent's memory until it execs.
+func IsForkName(name string) bool {
+	name = strings.TrimSuffix(name, "@plt")
+	if i := strings.IndexByte(name, '@'); i > 0 {
+		name = name[:i]
+	}
+	switch name {
+	case "fork", "_Fork", "__fork", "__libc_fork":
+		return true
+	}
+	return false
+}
+
 // IsReturnsTwiceName reports setjmp and its kin (C11 7.13.1.1, POSIX
 // sigsetjmp, glibc's internal names), whose calls can return twice.
 func IsReturnsTwiceName(name string) bool {

@@ -122,10 +122,11 @@ func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (
 	x := &expander{t: t, nums: map[uint32]*pathnum.Numbering{}, cache: map[uint32]map[uint64]*expansion{}}
 	folded := p.FoldThreads()
 	var recs []cct.Record
-	var parts []cct.Partial
+	var parts, prefixes []cct.Partial
 	if len(folded.Threads) > 0 {
 		recs = folded.Threads[0].Records
 		parts = folded.Threads[0].Partials
+		prefixes = folded.Threads[0].Prefixes
 	}
 	for ri := range recs {
 		r := &recs[ri]
@@ -174,6 +175,19 @@ func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (
 			m.Stacks = append(m.Stacks, ProfileStack{Frames: []StackFrame{{q.Func, t.Funcs[q.Func].Entry}}, Metrics: make([]uint64, nm)})
 		}
 		m.Stacks[si].Insns = satAdd(m.Stacks[si].Insns, satMul(e.insns, q.Count))
+	}
+	// A fork child's prefixes ran in the parent (cct.Thread.Prefixes).
+	for _, q := range prefixes {
+		if int(q.Func) >= len(m.Funcs) || m.Funcs[q.Func].Blocks == nil {
+			continue
+		}
+		e, err := x.partial(q.Func, q.Block, q.Reg)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			e.sub(&m.Funcs[q.Func], q.Count)
+		}
 	}
 	for i := range m.Funcs {
 		fp := &m.Funcs[i]
@@ -251,6 +265,17 @@ func (e *expansion) add(fp *FuncProfile, c uint64) {
 	}
 	for _, k := range e.edges {
 		fp.Edges[k] = satAdd(fp.Edges[k], c)
+	}
+}
+
+// sub takes a fork prefix's blocks and edges away (cct.Thread.Prefixes),
+// never below zero.
+func (e *expansion) sub(fp *FuncProfile, c uint64) {
+	for _, b := range e.blocks {
+		fp.Blocks[b] -= min(fp.Blocks[b], c)
+	}
+	for _, k := range e.edges {
+		fp.Edges[k] -= min(fp.Edges[k], c)
 	}
 }
 

@@ -100,12 +100,19 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 	}
 	flat := p.Flat()
 	partial := map[uint32]map[[2]int64]uint64{}
+	prefix := map[uint32]map[[2]int64]uint64{} // a fork child's (cct.Thread.Prefixes)
 	for _, th := range p.Threads {
 		for _, pa := range th.Partials {
 			if partial[pa.Func] == nil {
 				partial[pa.Func] = map[[2]int64]uint64{}
 			}
 			partial[pa.Func][[2]int64{int64(pa.Block), pa.Reg}] += pa.Count
+		}
+		for _, pa := range th.Prefixes {
+			if prefix[pa.Func] == nil {
+				prefix[pa.Func] = map[[2]int64]uint64{}
+			}
+			prefix[pa.Func][[2]int64{int64(pa.Block), pa.Reg}] += pa.Count
 		}
 	}
 	for fid := range t.Funcs {
@@ -156,6 +163,19 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 			}
 			for _, bl := range blocks {
 				counts[bl] += c
+			}
+		}
+		// Blocks a fork child's live activations ran in the parent: the
+		// child's paths include them, the parent's profile counts them.
+		for key, c := range prefix[uint32(fid)] {
+			blocks, known, err := partialBlocks(num, mf, uint32(key[0]), key[1])
+			if err != nil {
+				return nil, err
+			}
+			if known {
+				for _, bl := range blocks {
+					counts[bl] -= min(counts[bl], c)
+				}
 			}
 		}
 		for i, bl := range mf.Blocks {

@@ -18,7 +18,7 @@ import (
 // absolute virtual addresses in the output, and the per-thread block
 // offset of the path register.
 type Stubs struct {
-	Enter, Exit, TailExit, Backedge, SetjmpRet uint64
+	Enter, Exit, TailExit, Backedge, SetjmpRet, ForkChild uint64
 	// OffR is the %gs offset of the path register; OffCallSite that of
 	// the last call site passed.
 	OffR, OffCallSite int32
@@ -1152,6 +1152,9 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 			return err
 		}
 		fg.reload() // the callee may have clobbered it; Thread.R is back
+		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok && fg.forks(in.Addr) && !gr.Edges[e].FlagsLive {
+			fg.forkChild(site)
+		}
 		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
 			fg.follow(e, next)
 		}
@@ -1291,4 +1294,33 @@ func alignTo(b *enc.Buf, n, max int) {
 	if pad := -b.Len() & (n - 1); pad > 0 && pad <= max {
 		b.Nop(pad)
 	}
+}
+
+// forks reports whether the call at addr calls fork or its kin.
+func (fg *funcGen) forks(addr uint64) bool {
+	for _, c := range fg.f.Graph.Calls {
+		if c.Addr == addr {
+			return c.Forks
+		}
+	}
+	return false
+}
+
+// forkChild emits, after a call to fork at call site site: when it
+// returned 0 (the child), call the runtime to record the path prefixes of
+// the activations live across the fork (blpp_rt_fork_child). The flags
+// after a call are undefined [SysV x86-64 ABI 3.2.1]; the caller checks
+// that the code after it does not read them.
+func (fg *funcGen) forkChild(site int32) {
+	b := fg.g.buf
+	parent := b.NewLabel()
+	b.Bytes([]byte{0x85, 0xc0}) // test %eax, %eax
+	b.JccRel32(enc.CondNE, enc.LabelTarget(parent))
+	fg.spill()
+	b.LeaRSP(-redZone)
+	pushImm32(b, site)
+	pushImm32(b, fg.fid)
+	b.CallRel32(enc.AbsTarget(fg.g.stubs.ForkChild))
+	b.LeaRSP(redZone + 16)
+	b.Bind(parent)
 }

@@ -328,17 +328,6 @@ func TestThreads(t *testing.T) {
 	}
 }
 
-// forkExclude: main is active across the fork. The child finishes the
-// path main began in the parent, so main's blocks before the fork are in
-// both processes' paths, while callgrind (which dumps its counters on
-// entry to fork) counts them once: blpp 2, callgrind 1 for each of
-// those blocks. A Ball-Larus path cannot be split at the fork, so main is
-// left out; the functions it calls after the fork are compared.
-var forkExclude = map[string]string{
-	"main":   "active across the fork: its blocks before the fork are on the paths of both processes",
-	"_start": "active across the fork (its partial path at exit is recorded by both processes)",
-}
-
 // TestFork runs a program that forks with BLPP_PROFILE=dir/prof.%p: each
 // process writes its own profile, named by its pid; the child's holds only
 // what the child did, and the two merged equal callgrind's counts (summed
@@ -390,7 +379,6 @@ func TestFork(t *testing.T) {
 				compareCounts(t, what, inst, merged, cg, countCheck{
 					own:     []string{"work", "child_work", "parent_work", "step"},
 					ownOnly: c.Static,
-					exclude: forkExclude,
 				})
 			})
 		}

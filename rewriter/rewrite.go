@@ -263,7 +263,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	g := &gen{b: b, buf: &enc.Buf{}, entries: map[uint64]enc.Label{}, pie: b.Kind == cfg.KindPIE,
 		stubs: Stubs{Enter: rtText + img.Symbols[runtime.SymEnter], Exit: rtText + img.Symbols[runtime.SymExit],
 			TailExit: rtText + img.Symbols[runtime.SymTailExit],
-			Backedge: rtText + img.Symbols[runtime.SymBackedge], SetjmpRet: rtText + img.Symbols[runtime.SymSetjmpRet], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite,
+			Backedge: rtText + img.Symbols[runtime.SymBackedge], SetjmpRet: rtText + img.Symbols[runtime.SymSetjmpRet], ForkChild: rtText + img.Symbols[runtime.SymForkChild], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite,
 			FastSlots: rtText + img.Symbols[runtime.SymFastSlots]},
 		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0,
 			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC}}

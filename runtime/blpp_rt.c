@@ -237,6 +237,10 @@ struct wiped {
 	u64 live;
 	struct arena arena;
 	u64 stats[NSTATS];
+	/* In a fork child: the path prefixes of the activations live at the
+	 * fork (blpp_rt_fork_child), a struct ptab, and the block of the
+	 * thread that forked, whose THREAD section carries them. */
+	unsigned long long prefixes, prefix_lock, prefix_owner;
 };
 
 /* Private per-thread state after the shared struct blpp_thread, in the
@@ -928,7 +932,9 @@ static u64 site_block(u64 func, u64 site)
 	return s->func == func ? s->block : BLPP_BLOCK_UNKNOWN;
 }
 
-static void partial_add(struct blpp_thread *t, struct blpp_record *rec, u64 func, u64 block, s64 reg)
+/* pent_add counts one (rec, func, block, reg) in the table at *tab
+ * (made on first use), under *lock. */
+static void pent_add(unsigned long long *tab, unsigned long long *lock, struct blpp_record *rec, u64 func, u64 block, s64 reg)
 {
 	struct wiped *w = rt.w;
 	struct ptab *p;
@@ -936,14 +942,14 @@ static void partial_add(struct blpp_thread *t, struct blpp_record *rec, u64 func
 		return;
 	if (rec && rec->func != func)
 		rec = 0;
-	if (!try_lock(&t->plock)) {
+	if (!try_lock(lock)) {
 		ADD(&w->stats[ST_DROPPED_PARTIALS], 1);
 		return;
 	}
-	p = (struct ptab *)t->partials;
+	p = (struct ptab *)*tab;
 	if (!p) {
 		p = arena_alloc(&w->arena, sizeof(struct ptab));
-		t->partials = (u64)p;
+		*tab = (u64)p;
 	}
 	if (p) {
 		u64 i = mix(func * 0x9e3779b97f4a7c15ul ^ (u64)reg ^ block << 40 ^ (u64)rec) & (PTAB_CAP - 1);
@@ -965,7 +971,12 @@ static void partial_add(struct blpp_thread *t, struct blpp_record *rec, u64 func
 	}
 	ADD(&w->stats[ST_DROPPED_PARTIALS], 1);
 out:
-	STORE(&t->plock, 0);
+	STORE(lock, 0);
+}
+
+static void partial_add(struct blpp_thread *t, struct blpp_record *rec, u64 func, u64 block, s64 reg)
+{
+	pent_add(&t->partials, &t->plock, rec, func, block, reg);
 }
 
 /* frame_record is the record of activation i of t: the one its callee
@@ -1282,6 +1293,42 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
 }
 
 /*
+ * blpp_rt_fork_child runs in a fork child right after fork() returned 0
+ * to function fid, whose call site id is site. Every activation live now
+ * began its path in the parent, which counts the blocks before the fork;
+ * the child will finish those paths and count them again. So the child
+ * records each one's prefix, where it stopped and the path register
+ * there (as a partial), and the report subtracts the prefixes' blocks:
+ * each process's profile then holds its own work only, as callgrind's
+ * dump at fork has it.
+ */
+void blpp_rt_fork_child(u64 fid, u64 site)
+{
+	struct blpp_thread *t = stub_thread(); /* makes the child's state (fork_reset) */
+	struct wiped *w = rt.w;
+	struct blpp_frame *f;
+	struct blpp_record *rec;
+	s64 reg;
+	if (!t || !w || t->busy)
+		return;
+	t->busy++;
+	BARRIER();
+	STORE(&w->prefix_owner, (u64)t);
+	f = frames(t);
+	reg = t->r;
+	rec = R(t->record);
+	(void)fid; /* the newest frame is fid's unless it was not pushed; then site names no block of it */
+	for (u64 i = depth(t); i-- > 0;) {
+		pent_add(&w->prefixes, &w->prefix_lock, rec, f[i].func, site_block(f[i].func, site), reg);
+		reg = f[i].saved_r;
+		site = f[i].site;
+		rec = R(f[i].record);
+	}
+	BARRIER();
+	t->busy--;
+}
+
+/*
  * blpp_rt_setjmp_ret runs on the edge after a call that returns twice, in
  * function fid whose activation has %rsp == rsp. The edge ends a path
  * (pathnum makes it path-breaking). On the first return the call site is
@@ -1574,11 +1621,31 @@ static u64 write_folded(struct blpp_thread *t, u64 nrec, struct obuf *out)
  * calling thread was inside a stub (a signal handler interrupted it) its
  * newest frame may be half made and is left out.
  */
+/* encode_pents sorts the pents in scratch, adds up equal ones and
+ * encodes them as the format's partials; it returns how many. */
+static u64 encode_pents(struct obuf *scratch, u64 nrec, struct obuf *out)
+{
+	struct pent *e = (struct pent *)scratch->p;
+	u64 n = scratch->len / sizeof(*e), np = 0;
+	sort_pents(e, n);
+	for (u64 i = 0; i < n;) {
+		struct pent k = e[i];
+		u64 c = 0;
+		for (; i < n && e[i].rec == k.rec && e[i].func == k.func && e[i].block == k.block && e[i].reg == k.reg; i++)
+			c += e[i].count;
+		ob_uv(out, k.rec && R(k.rec)->index < nrec ? R(k.rec)->index + 1 : 0);
+		ob_uv(out, k.func);
+		ob_uv(out, k.block);
+		ob_sv(out, k.reg);
+		ob_uv(out, c);
+		np++;
+	}
+	return np;
+}
+
 static u64 write_partials(struct blpp_thread *t, int self, u64 nrec, struct obuf *parts, struct obuf *scratch)
 {
 	struct ptab *pt = (struct ptab *)t->partials;
-	struct pent *e;
-	u64 n, np = 0;
 	scratch->len = 0;
 	if (pt) {
 		for (u64 i = 0; i < PTAB_CAP; i++) {
@@ -1617,22 +1684,29 @@ static u64 write_partials(struct blpp_thread *t, int self, u64 nrec, struct obuf
 	}
 	if (scratch->err)
 		return 0;
-	e = (struct pent *)scratch->p;
-	n = scratch->len / sizeof(*e);
-	sort_pents(e, n);
-	for (u64 i = 0; i < n;) {
-		struct pent k = e[i];
-		u64 c = 0;
-		for (; i < n && e[i].rec == k.rec && e[i].func == k.func && e[i].block == k.block && e[i].reg == k.reg; i++)
-			c += e[i].count;
-		ob_uv(parts, k.rec && R(k.rec)->index < nrec ? R(k.rec)->index + 1 : 0);
-		ob_uv(parts, k.func);
-		ob_uv(parts, k.block);
-		ob_sv(parts, k.reg);
-		ob_uv(parts, c);
-		np++;
+	return encode_pents(scratch, nrec, parts);
+}
+
+/* write_prefixes encodes the fork prefixes (blpp_rt_fork_child) when t is
+ * the thread that recorded them. */
+static u64 write_prefixes(struct blpp_thread *t, u64 nrec, struct obuf *out, struct obuf *scratch)
+{
+	struct wiped *w = rt.w;
+	struct ptab *pt = w ? (struct ptab *)LOAD(&w->prefixes) : 0;
+	scratch->len = 0;
+	if (!pt || LOAD(&w->prefix_owner) != (u64)t)
+		return 0;
+	for (u64 i = 0; i < PTAB_CAP; i++) {
+		struct pent *e = &pt->e[i];
+		u64 c = LOAD(&e->count);
+		if (c) {
+			struct pent x = {e->rec, e->func, e->block, e->reg, c};
+			ob_put(scratch, &x, sizeof(x));
+		}
 	}
-	return np;
+	if (scratch->err)
+		return 0;
+	return encode_pents(scratch, nrec, out);
 }
 
 static void write_stat(struct obuf *b, const char *key, u64 v)
@@ -1765,9 +1839,9 @@ static u64 fnv1a(const u8 *p, u64 n)
  */
 static void write_profile(u32 why, int wait)
 {
-	struct obuf out = {0}, sec = {0}, recs = {0}, parts = {0}, paths = {0}, scratch = {0}, folded = {0};
+	struct obuf out = {0}, sec = {0}, recs = {0}, parts = {0}, paths = {0}, scratch = {0}, folded = {0}, pref = {0};
 	struct blpp_thread *self;
-	u64 pid, tid, nrec, npart, sum;
+	u64 pid, tid, nrec, npart, npref, sum;
 	struct {
 		long s, ns;
 	} now = {0, 0};
@@ -1807,17 +1881,23 @@ static void write_profile(u32 why, int wait)
 		npart = write_partials(t, t == self, n, &parts, &scratch);
 		folded.len = 0;
 		nf = write_folded(t, n, &folded);
+		pref.len = 0;
+		npref = write_prefixes(t, n, &pref, &scratch);
 		sec.len = 0;
 		ob_uv(&sec, t->tid);
 		ob_uv(&sec, n);
 		ob_put(&sec, recs.p, recs.len);
 		ob_uv(&sec, npart);
 		ob_put(&sec, parts.p, parts.len);
-		if (nf) {
+		if (nf || npref) { /* an empty folded list only before prefixes */
 			ob_uv(&sec, nf);
 			ob_put(&sec, folded.p, folded.len);
 		}
-		if (recs.err || parts.err || folded.err)
+		if (npref) {
+			ob_uv(&sec, npref);
+			ob_put(&sec, pref.p, pref.len);
+		}
+		if (recs.err || parts.err || folded.err || pref.err)
 			sec.err = 1;
 		ob_section(&out, BLPP_TAG_THREAD, &sec);
 		recs.len = parts.len = 0;
@@ -1867,6 +1947,7 @@ static void write_profile(u32 why, int wait)
 	ob_free(&paths);
 	ob_free(&scratch);
 	ob_free(&folded);
+	ob_free(&pref);
 	STORE(&rt.write_lock, 0);
 }
 

@@ -140,6 +140,24 @@ blpp_backedge:
 	.size	blpp_backedge, . - blpp_backedge
 
 /*
+ * blpp_fork_child: in a fork child, right after fork() returned 0 to
+ * function fid at its call site site (see blpp_rt_fork_child):
+ *	lea -128(%rsp),%rsp ; push $site ; push $fid ; call blpp_fork_child ;
+ *	lea 144(%rsp),%rsp
+ */
+	.globl	blpp_fork_child
+	.hidden	blpp_fork_child
+	.type	blpp_fork_child, @function
+blpp_fork_child:
+	SAVE
+	mov	ARG(0), %rdi
+	mov	ARG(1), %rsi
+	call	blpp_rt_fork_child
+	RESTORE
+	ret
+	.size	blpp_fork_child, . - blpp_fork_child
+
+/*
  * blpp_setjmp_ret: after a call that returns twice (setjmp):
  *	lea -128(%rsp),%rsp ; push $site ; push $restart ; push $k ; push $fid ;
  *	call blpp_setjmp_ret ; lea 160(%rsp),%rsp

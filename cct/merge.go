@@ -190,29 +190,25 @@ func (p *Profile) FoldThreads() *Profile {
 			ft.Records[j].Calls += r.Calls
 			sources[j] = append(sources[j], r.Paths...)
 		}
-		for _, q := range t.Partials {
-			if q.Record >= 0 {
-				q.Record = m[q.Record]
+		// Partials, and a fork child's prefixes, by (record, function,
+		// block, register).
+		for _, l := range []struct {
+			src   []Partial
+			dst   *[]Partial
+			index map[partKey]int
+		}{{t.Partials, &ft.Partials, partIndex}, {t.Prefixes, &ft.Prefixes, prefIndex}} {
+			for _, q := range l.src {
+				if q.Record >= 0 {
+					q.Record = m[q.Record]
+				}
+				k := partKey{q.Record, q.Func, q.Block, q.Reg}
+				if j, ok := l.index[k]; ok {
+					(*l.dst)[j].Count += q.Count
+					continue
+				}
+				l.index[k] = len(*l.dst)
+				*l.dst = append(*l.dst, q)
 			}
-			k := partKey{q.Record, q.Func, q.Block, q.Reg}
-			if j, ok := partIndex[k]; ok {
-				ft.Partials[j].Count += q.Count
-				continue
-			}
-			partIndex[k] = len(ft.Partials)
-			ft.Partials = append(ft.Partials, q)
-		}
-		for _, q := range t.Prefixes {
-			if q.Record >= 0 {
-				q.Record = m[q.Record]
-			}
-			k := partKey{q.Record, q.Func, q.Block, q.Reg}
-			if j, ok := prefIndex[k]; ok {
-				ft.Prefixes[j].Count += q.Count
-				continue
-			}
-			prefIndex[k] = len(ft.Prefixes)
-			ft.Prefixes = append(ft.Prefixes, q)
 		}
 		for _, c := range t.Folded {
 			c.From, c.To = m[c.From], m[c.To]

@@ -221,26 +221,8 @@ func (d *decoder) thread(b *buf) {
 		}
 	}
 	npart := b.count(minPartialSize, "partial count")
-	if npart > 0 {
-		t.Partials = make([]Partial, 0, npart)
-	}
-	for k := range npart {
-		off := b.off
-		rec := b.uv("partial record")
-		q := Partial{Func: b.u32v("partial function"), Block: b.u32v("block"), Reg: b.sv("register"), Count: b.uv("partial count")}
-		if b.err != nil {
-			return
-		}
-		if rec > uint64(len(t.Records)) {
-			b.failAt(off, ErrCorrupt, "%s partial %d: record %d (index+1) out of range (%d records)", where(), k, rec, len(t.Records))
-			return
-		}
-		q.Record = int(rec) - 1
-		t.Partials = append(t.Partials, q)
-		if msg := v.partial(&t, k); msg != "" {
-			b.failAt(off, ErrCorrupt, "%s partial %d: %s", where(), k, msg)
-			return
-		}
+	if !partialList(b, &t, npart, &t.Partials, "partial", v.partial, where) {
+		return
 	}
 	// Folded calls are optional: absent when there are none, unless
 	// fork prefixes follow them.
@@ -278,29 +260,41 @@ func (d *decoder) thread(b *buf) {
 			b.fail(ErrCorrupt, "%s: empty fork-prefix list (omitted when empty)", where())
 			return
 		}
-		t.Prefixes = make([]Partial, 0, nx)
-		for k := range nx {
-			off := b.off
-			rec := b.uv("prefix record")
-			q := Partial{Func: b.u32v("prefix function"), Block: b.u32v("prefix block"), Reg: b.sv("prefix register"), Count: b.uv("prefix count")}
-			if b.err != nil {
-				return
-			}
-			if rec > uint64(len(t.Records)) {
-				b.failAt(off, ErrCorrupt, "%s fork prefix %d: record %d (index+1) out of range (%d records)", where(), k, rec, len(t.Records))
-				return
-			}
-			q.Record = int(rec) - 1
-			t.Prefixes = append(t.Prefixes, q)
-			if msg := v.prefix(&t, k); msg != "" {
-				b.failAt(off, ErrCorrupt, "%s fork prefix %d: %s", where(), k, msg)
-				return
-			}
+		if !partialList(b, &t, nx, &t.Prefixes, "fork prefix", v.prefix, where) {
+			return
 		}
 	}
 	if b.err == nil {
 		d.p.Threads = append(d.p.Threads, t)
 	}
+}
+
+// partialList decodes n entries encoded as partials (Thread.Partials or
+// Thread.Prefixes, *list) of thread t, checking each with check; false
+// when b has failed.
+func partialList(b *buf, t *Thread, n int, list *[]Partial, what string, check func(*Thread, int) string, where func() string) bool {
+	if n > 0 {
+		*list = make([]Partial, 0, n)
+	}
+	for k := range n {
+		off := b.off
+		rec := b.uv(what + " record")
+		q := Partial{Func: b.u32v(what + " function"), Block: b.u32v(what + " block"), Reg: b.sv(what + " register"), Count: b.uv(what + " count")}
+		if b.err != nil {
+			return false
+		}
+		if rec > uint64(len(t.Records)) {
+			b.failAt(off, ErrCorrupt, "%s %s %d: record %d (index+1) out of range (%d records)", where(), what, k, rec, len(t.Records))
+			return false
+		}
+		q.Record = int(rec) - 1
+		*list = append(*list, q)
+		if msg := check(t, k); msg != "" {
+			b.failAt(off, ErrCorrupt, "%s %s %d: %s", where(), what, k, msg)
+			return false
+		}
+	}
+	return b.err == nil
 }
 
 // paths decodes the path list of record ri into r.

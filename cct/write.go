@@ -126,14 +126,7 @@ func appendThread(e []byte, t *Thread) []byte {
 			}
 		}
 	}
-	e = binary.AppendUvarint(e, uint64(len(t.Partials)))
-	for _, q := range t.Partials {
-		e = binary.AppendUvarint(e, uint64(q.Record+1))
-		e = binary.AppendUvarint(e, uint64(q.Func))
-		e = binary.AppendUvarint(e, uint64(q.Block))
-		e = binary.AppendVarint(e, q.Reg) // zigzag, as the format says
-		e = binary.AppendUvarint(e, q.Count)
-	}
+	e = appendPartials(e, t.Partials)
 	// The folded list is omitted when empty, unless fork prefixes follow.
 	if len(t.Folded) > 0 || len(t.Prefixes) > 0 {
 		e = binary.AppendUvarint(e, uint64(len(t.Folded)))
@@ -145,14 +138,21 @@ func appendThread(e []byte, t *Thread) []byte {
 		}
 	}
 	if len(t.Prefixes) > 0 {
-		e = binary.AppendUvarint(e, uint64(len(t.Prefixes)))
-		for _, q := range t.Prefixes {
-			e = binary.AppendUvarint(e, uint64(q.Record+1))
-			e = binary.AppendUvarint(e, uint64(q.Func))
-			e = binary.AppendUvarint(e, uint64(q.Block))
-			e = binary.AppendVarint(e, q.Reg)
-			e = binary.AppendUvarint(e, q.Count)
-		}
+		e = appendPartials(e, t.Prefixes)
+	}
+	return e
+}
+
+// appendPartials encodes a partial-shaped list (Thread.Partials or
+// Thread.Prefixes) with its length.
+func appendPartials(e []byte, qs []Partial) []byte {
+	e = binary.AppendUvarint(e, uint64(len(qs)))
+	for _, q := range qs {
+		e = binary.AppendUvarint(e, uint64(q.Record+1))
+		e = binary.AppendUvarint(e, uint64(q.Func))
+		e = binary.AppendUvarint(e, uint64(q.Block))
+		e = binary.AppendVarint(e, q.Reg) // zigzag, as the format says
+		e = binary.AppendUvarint(e, q.Count)
 	}
 	return e
 }

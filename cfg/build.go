@@ -341,11 +341,9 @@ func (bd *builder) makeBlocks() {
 			cs := CallSite{Addr: in.Addr, Len: in.Len, Block: from, NoReturn: bd.callNoRet[in.Addr]}
 			if in.Kind == x86.Call {
 				cs.Target = in.Target
-				if callee := bd.env.funcAt(in.Target); callee != nil && IsForkName(callee.Name) {
-					cs.Forks = true
-				}
-				if callee := bd.env.funcAt(in.Target); callee != nil && IsReturnsTwiceName(callee.Name) {
-					cs.ReturnsTwice = true
+				if callee := bd.env.funcAt(in.Target); callee != nil {
+					cs.Forks = IsForkName(callee.Name)
+					cs.ReturnsTwice = IsReturnsTwiceName(callee.Name)
 				}
 			}
 			g.Calls = append(g.Calls, cs)

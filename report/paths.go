@@ -102,18 +102,8 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 	partial := map[uint32]map[[2]int64]uint64{}
 	prefix := map[uint32]map[[2]int64]uint64{} // a fork child's (cct.Thread.Prefixes)
 	for _, th := range p.Threads {
-		for _, pa := range th.Partials {
-			if partial[pa.Func] == nil {
-				partial[pa.Func] = map[[2]int64]uint64{}
-			}
-			partial[pa.Func][[2]int64{int64(pa.Block), pa.Reg}] += pa.Count
-		}
-		for _, pa := range th.Prefixes {
-			if prefix[pa.Func] == nil {
-				prefix[pa.Func] = map[[2]int64]uint64{}
-			}
-			prefix[pa.Func][[2]int64{int64(pa.Block), pa.Reg}] += pa.Count
-		}
+		byFuncStop(partial, th.Partials)
+		byFuncStop(prefix, th.Prefixes)
 	}
 	for fid := range t.Funcs {
 		mf := &t.Funcs[fid]
@@ -186,6 +176,17 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 		d.Functions = append(d.Functions, pf)
 	}
 	return d, nil
+}
+
+// byFuncStop adds partial-shaped entries to m: per function, counts by
+// (stopping block, path register).
+func byFuncStop(m map[uint32]map[[2]int64]uint64, qs []cct.Partial) {
+	for _, q := range qs {
+		if m[q.Func] == nil {
+			m[q.Func] = map[[2]int64]uint64{}
+		}
+		m[q.Func][[2]int64{int64(q.Block), q.Reg}] += q.Count
+	}
 }
 
 // checkMatch refuses a profile of another instrumented binary, or one

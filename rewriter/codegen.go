@@ -68,6 +68,7 @@ type funcGen struct {
 	firstSite int32
 	callSite  map[uint64]int32
 	tailSite  map[cfg.EdgeID]int32
+	forkSites map[uint64]bool // calls to fork and its kin (cfg.CallSite.Forks)
 	siteAddrs []uint64
 	// Unwind bookkeeping (unwind.go): the extent [start, end) of the
 	// function's new code, which original instruction each stretch of it
@@ -222,11 +223,15 @@ func (fg *funcGen) planSites() {
 	fg.firstSite = int32(len(fg.g.sites))
 	fg.callSite = map[uint64]int32{}
 	fg.tailSite = map[cfg.EdgeID]int32{}
+	fg.forkSites = map[uint64]bool{}
 	fg.siteAddrs = nil
 	calls := append([]cfg.CallSite(nil), fg.f.Graph.Calls...)
 	sort.Slice(calls, func(i, j int) bool { return calls[i].Addr < calls[j].Addr })
 	for _, c := range calls {
 		fg.callSite[c.Addr] = fg.site(c.Block, c.Addr)
+		if c.Forks {
+			fg.forkSites[c.Addr] = true
+		}
 	}
 }
 
@@ -463,7 +468,7 @@ func (fg *funcGen) enterInline() {
 		// The stub saved the register in the frame too (Func.PathReg).
 		b.MovImm32(fg.preg, 0) // mov, not xor: flags untouched
 	}
-	fg.coldStub(slow, done, []enc.Reg{enc.RAX, enc.RCX, enc.RDX}, g.stubs.Enter, fg.fid)
+	fg.coldStub(slow, done, []enc.Reg{enc.RAX, enc.RCX, enc.RDX}, false, g.stubs.Enter, fg.fid)
 }
 
 // exitStub ends the path at an exit through the runtime's stub.
@@ -520,9 +525,10 @@ func (fg *funcGen) loadSlots(reg enc.Reg, slow enc.Label) {
 }
 
 // coldStub queues the slow path of an inline sequence: pop the saved
-// registers, call the stub with the pushed arguments, step back over the
-// red zone and the arguments, and rejoin the inline code at done.
-func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, stub uint64, args ...int32) {
+// registers, spill the path register when spill says so, call the stub
+// with the pushed arguments, step back over the red zone and the
+// arguments, and rejoin the inline code at done.
+func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, spill bool, stub uint64, args ...int32) {
 	b := fg.g.buf
 	at := fg.cur
 	fg.cold = append(fg.cold, func() {
@@ -531,6 +537,9 @@ func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, stub uint64, 
 		b.SetSP(-redZone - int32(8*len(saved)))
 		for i := len(saved) - 1; i >= 0; i-- {
 			b.Pop(saved[i])
+		}
+		if spill {
+			fg.spill()
 		}
 		for _, a := range args {
 			pushImm32(b, a)
@@ -595,7 +604,8 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		return
 	}
 	slow, done := b.NewLabel(), b.NewLabel()
-	fg.spill() // for the stub; the inline code counts from the register
+	// The inline code counts from the path register; only the stub needs
+	// it in Thread.R (the cold path spills it).
 	// A function with slot counters needs no record, so no %rdx.
 	saved := []enc.Reg{enc.RAX, enc.RCX, enc.RDX}
 	if fg.slot != 0 && tailSite == 0 {
@@ -679,10 +689,10 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	b.LeaRSP(redZone)
 	b.Bind(done)
 	if tailSite != 0 {
-		fg.coldStub(slow, done, saved, g.stubs.TailExit, tailSite, fg.fid)
+		fg.coldStub(slow, done, saved, true, g.stubs.TailExit, tailSite, fg.fid)
 		return
 	}
-	fg.coldStub(slow, done, saved, g.stubs.Exit, fg.fid)
+	fg.coldStub(slow, done, saved, true, g.stubs.Exit, fg.fid)
 }
 
 // backedge emits a path end at a backedge inline: count[r + ExitInc]++
@@ -841,13 +851,7 @@ func (fg *funcGen) slotBackedgeIn(e cfg.EdgeID, r enc.Reg) {
 	b.CmpGS64Imm(runtime.OffCur, fg.curValue())
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.MovRegFromGS(r, g.stubs.OffR)
-	// r + k is the path id; r alone may be negative.
-	if k := int32(n.ExitInc[e]); k != 0 {
-		b.LeaRegSelf(r, k)
-	}
-	b.CmpRegImm32(r, int32(n.NumPaths))
-	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-	b.IncGSIndexed(fg.slot+8, r)
+	fg.slotCount(r, int32(n.ExitInc[e]), slow)
 	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
 	b.Bind(done)
 	at := fg.cur
@@ -863,9 +867,8 @@ func (fg *funcGen) slotBackedgeIn(e cfg.EdgeID, r enc.Reg) {
 
 // regBackedge is backedge for a function whose path register lives in a
 // general register x (assignPathReg): x += ExitInc, and when x is a path
-// id, count[x]++ at the function's slot counters, then x = EntryInc. The
-// add comes first because x alone may be negative (chord increments
-// are), and one unsigned compare then bounds the sum. No test of
+// id, count[x]++ at the function's slot counters (slotCount), then x =
+// EntryInc. No test of
 // Thread.cur: x belongs to this activation whatever the runtime thinks
 // runs, and every block %gs can point at after an entry has the slot
 // counters (thread blocks, and early_gs's scratch block, whose counts
@@ -882,12 +885,7 @@ func (fg *funcGen) regBackedge(e cfg.EdgeID, flagsLive bool) {
 		saveFlags(b)
 	}
 	k := int32(n.ExitInc[e])
-	if k != 0 {
-		b.LeaRegSelf(x, k)
-	}
-	b.CmpRegImm32(x, int32(n.NumPaths))
-	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-	b.IncGSIndexed(fg.slot+8, x)
+	fg.slotCount(x, k, slow)
 	b.MovRegImm(x, int32(n.EntryInc[e])) // sign-extended: EntryInc may be negative
 	restore := func() {
 		if flagsLive {
@@ -919,6 +917,22 @@ func (fg *funcGen) regBackedge(e cfg.EdgeID, flagsLive bool) {
 	})
 }
 
+// slotCount emits the count of a backedge of a slot function whose path
+// register (before the backedge's ExitInc k) is in reg: reg += k, then
+// count[reg]++ in the slots when reg is a path id, else jump to slow
+// (reg holding the sum). The add comes first because the register alone
+// may be negative (chord increments are); one unsigned compare then
+// bounds the sum.
+func (fg *funcGen) slotCount(reg enc.Reg, k int32, slow enc.Label) {
+	b := fg.g.buf
+	if k != 0 {
+		b.LeaRegSelf(reg, k)
+	}
+	b.CmpRegImm32(reg, int32(fg.num.NumPaths))
+	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.IncGSIndexed(fg.slot+8, reg)
+}
+
 // slotBackedge is the rest of backedge for a function with slot
 // counters [decision 42], after %rax (and the flags) are saved: when Cur
 // says the running activation is this function's, count[r + ExitInc]++
@@ -930,13 +944,7 @@ func (fg *funcGen) slotBackedge(e cfg.EdgeID, flagsLive bool, slow, done enc.Lab
 	b.CmpGS64Imm(runtime.OffCur, fg.curValue())
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
-	// r + k is the path id; r alone may be negative.
-	if k := int32(n.ExitInc[e]); k != 0 {
-		b.LeaRegSelf(enc.RAX, k)
-	}
-	b.CmpRegImm32(enc.RAX, int32(n.NumPaths))
-	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-	b.IncGSIndexed(fg.slot+8, enc.RAX)
+	fg.slotCount(enc.RAX, int32(n.ExitInc[e]), slow)
 	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
 	restore := func() {
 		if flagsLive {
@@ -1152,7 +1160,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 			return err
 		}
 		fg.reload() // the callee may have clobbered it; Thread.R is back
-		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok && fg.forks(in.Addr) && !gr.Edges[e].FlagsLive {
+		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok && fg.forkSites[in.Addr] && !gr.Edges[e].FlagsLive {
 			fg.forkChild(site)
 		}
 		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
@@ -1294,16 +1302,6 @@ func alignTo(b *enc.Buf, n, max int) {
 	if pad := -b.Len() & (n - 1); pad > 0 && pad <= max {
 		b.Nop(pad)
 	}
-}
-
-// forks reports whether the call at addr calls fork or its kin.
-func (fg *funcGen) forks(addr uint64) bool {
-	for _, c := range fg.f.Graph.Calls {
-		if c.Addr == addr {
-			return c.Forks
-		}
-	}
-	return false
 }
 
 // forkChild emits, after a call to fork at call site site: when it

@@ -1621,6 +1621,21 @@ static u64 write_folded(struct blpp_thread *t, u64 nrec, struct obuf *out)
  * calling thread was inside a stub (a signal handler interrupted it) its
  * newest frame may be half made and is left out.
  */
+/* collect_pents appends the entries of table pt (0: none) to scratch. */
+static void collect_pents(struct ptab *pt, struct obuf *scratch)
+{
+	if (!pt)
+		return;
+	for (u64 i = 0; i < PTAB_CAP; i++) {
+		struct pent *e = &pt->e[i];
+		u64 c = LOAD(&e->count); /* published last, so read first */
+		if (c) {
+			struct pent x = {e->rec, e->func, e->block, e->reg, c};
+			ob_put(scratch, &x, sizeof(x));
+		}
+	}
+}
+
 /* encode_pents sorts the pents in scratch, adds up equal ones and
  * encodes them as the format's partials; it returns how many. */
 static u64 encode_pents(struct obuf *scratch, u64 nrec, struct obuf *out)
@@ -1645,18 +1660,8 @@ static u64 encode_pents(struct obuf *scratch, u64 nrec, struct obuf *out)
 
 static u64 write_partials(struct blpp_thread *t, int self, u64 nrec, struct obuf *parts, struct obuf *scratch)
 {
-	struct ptab *pt = (struct ptab *)t->partials;
 	scratch->len = 0;
-	if (pt) {
-		for (u64 i = 0; i < PTAB_CAP; i++) {
-			struct pent *e = &pt->e[i];
-			u64 c = LOAD(&e->count); /* published last, so read first */
-			if (c) {
-				struct pent x = {e->rec, e->func, e->block, e->reg, c};
-				ob_put(scratch, &x, sizeof(x));
-			}
-		}
-	}
+	collect_pents((struct ptab *)t->partials, scratch);
 	if (self) {
 		struct blpp_frame *f = frames(t);
 		u64 d = depth(t);
@@ -1696,14 +1701,7 @@ static u64 write_prefixes(struct blpp_thread *t, u64 nrec, struct obuf *out, str
 	scratch->len = 0;
 	if (!pt || LOAD(&w->prefix_owner) != (u64)t)
 		return 0;
-	for (u64 i = 0; i < PTAB_CAP; i++) {
-		struct pent *e = &pt->e[i];
-		u64 c = LOAD(&e->count);
-		if (c) {
-			struct pent x = {e->rec, e->func, e->block, e->reg, c};
-			ob_put(scratch, &x, sizeof(x));
-		}
-	}
+	collect_pents(pt, scratch);
 	if (scratch->err)
 		return 0;
 	return encode_pents(scratch, nrec, out);

@@ -135,6 +135,11 @@ func benchWorkloads(c *config) error {
 	}
 	rep := &report{Runs: c.runs, Warmup: c.warmup, Scale: c.scale, CC: c.cc, CCVersion: ccVersion(c.cc), CPUs: cpuCount(), LoadBefore: loadAvg()}
 	for _, v := range c.variants {
+		if v == ctxTSC {
+			rep.RdtscNS = rdtscNS()
+		}
+	}
+	for _, v := range c.variants {
 		rep.Variants = append(rep.Variants, v.String())
 	}
 	for _, src := range srcs {
@@ -441,6 +446,9 @@ func readProfile(name string) (*profileInfo, error) {
 		for _, r := range t.Records {
 			info.Calls += r.Calls
 			info.Paths += len(r.Paths)
+			for _, pa := range r.Paths {
+				info.PathRuns += pa.Count
+			}
 		}
 	}
 	return info, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -93,6 +94,15 @@ func TestOneWorkload(t *testing.T) {
 		if g, ok := rep.Geomean[name]; !ok || g.Wall <= 0 {
 			t.Errorf("no %s geometric mean: %+v", name, rep.Geomean)
 		}
+	}
+	// The counter floor: one rdtsc per path end and entry; the sort
+	// workload runs many of both, so the floor is above 1.
+	tsc := rep.Workloads[0].Variants[ctxTSC] // (JSON has no v: by position)
+	if rep.RdtscNS <= 0 || tsc.Profile.PathRuns == 0 || tsc.CounterFloor <= 1 || math.Abs(rep.CounterFloorGeomean-tsc.CounterFloor) > 1e-9 {
+		t.Errorf("counter floor: rdtsc %v ns, %d path runs, floor %v, geomean %v", rep.RdtscNS, tsc.Profile.PathRuns, tsc.CounterFloor, rep.CounterFloorGeomean)
+	}
+	if !strings.Contains(table, "counter floor") {
+		t.Errorf("table has no counter floor line:\n%s", table)
 	}
 }
 

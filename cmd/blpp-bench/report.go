@@ -24,11 +24,18 @@ type report struct {
 	LoadAfter  float64  `json:"load_after"`  // and at the end
 	Variants   []string `json:"variants"`    // the variants measured, in the order they ran in each round: native first
 
+	// RdtscNS is what one rdtsc costs on this machine, in nanoseconds
+	// (a loop of dependent reads, measured before the workloads).
+	RdtscNS float64 `json:"rdtsc_ns"`
+
 	Workloads []*workloadResult `json:"workloads"`
 	// Geomean holds the geometric means over the workloads of each
 	// variant's ratios, keyed by variant name ("gcov", "flow", "ctx",
 	// "ctx+tsc").
 	Geomean map[string]ratios `json:"geomean"`
+	// CounterFloorGeomean is the geometric mean of the ctx+tsc
+	// variant's CounterFloor values (0: not measured).
+	CounterFloorGeomean float64 `json:"counter_floor_geomean,omitempty"`
 }
 
 // workloadResult is one workload's measurements.
@@ -62,6 +69,13 @@ type variantResult struct {
 	Profile *profileInfo `json:"profile,omitempty"`
 
 	MedianWallMS float64 `json:"median_wall_ms"`
+	// CounterFloor, for a variant with metrics, is the ratio to native
+	// the counter reads alone would cost: native time plus one rdtsc
+	// per path end and one per activation entry (where a path starts
+	// without another ending), RdtscNS each, over native time. No
+	// instrumentation that reads the counter at every path boundary can
+	// do better on this machine.
+	CounterFloor float64 `json:"counter_floor,omitempty"`
 	MedianCPUMS  float64 `json:"median_cpu_ms"`
 	ratios
 
@@ -76,6 +90,7 @@ type profileInfo struct {
 	Records     int               `json:"records"`      // call records, all threads (one per function and thread in a flow-only profile)
 	Paths       int               `json:"paths"`        // path entries, all records
 	Calls       uint64            `json:"calls"`        // activations counted, all records
+	PathRuns    uint64            `json:"path_runs"`    // path executions counted (the sum of the path counts), all records
 	ArenaBytes  uint64            `json:"arena_bytes"`  // the runtime's stat: bytes its allocator mapped
 	RecordBytes uint64            `json:"record_bytes"` // the runtime's stat: size of its record structure
 	Stats       map[string]uint64 `json:"stats"`        // all the runtime's stats
@@ -93,6 +108,7 @@ type ratios struct {
 // summarise fills in medians, ratios and the geometric means.
 func (r *report) summarise() {
 	logs := map[string]*ratios{}
+	floorLog, floors := 0.0, 0
 	for _, w := range r.Workloads {
 		base := w.variant(native)
 		for _, v := range w.Variants {
@@ -105,6 +121,12 @@ func (r *report) summarise() {
 			}
 			if v.v == native {
 				continue
+			}
+			if v.v == ctxTSC && v.Profile != nil && base.MedianWallMS > 0 {
+				reads := float64(v.Profile.PathRuns + v.Profile.Calls)
+				v.CounterFloor = 1 + reads*r.RdtscNS/1e6/base.MedianWallMS
+				floorLog += math.Log(v.CounterFloor)
+				floors++
 			}
 			l := logs[v.Name]
 			if l == nil {
@@ -120,6 +142,9 @@ func (r *report) summarise() {
 	n := float64(len(r.Workloads))
 	for name, l := range logs {
 		r.Geomean[name] = ratios{Wall: math.Exp(l.Wall / n), CPU: math.Exp(l.CPU / n), RSS: math.Exp(l.RSS / n)}
+	}
+	if floors > 0 && floors == len(r.Workloads) {
+		r.CounterFloorGeomean = math.Exp(floorLog / float64(floors))
 	}
 }
 
@@ -230,6 +255,16 @@ func (r *report) writeTable(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	writeRows(w, append(rows, geo))
+
+	if r.CounterFloorGeomean > 0 {
+		// What reading the counter costs by itself, whatever the code
+		// around the reads.
+		fmt.Fprintf(w, "\nctx+tsc counter floor (native time + one rdtsc of %.1f ns per path end and per entry):", r.RdtscNS)
+		for _, wl := range r.Workloads {
+			fmt.Fprintf(w, " %s %s,", wl.Name, fmtRatio(wl.variant(ctxTSC).CounterFloor))
+		}
+		fmt.Fprintf(w, " geomean %s\n", fmtRatio(r.CounterFloorGeomean))
+	}
 
 	// The calling context trees: those of ctx+tsc, else of the richest
 	// blpp variant measured.

@@ -342,7 +342,7 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 // [SysV x86-64 ABI 3.2.1].
 func (fg *funcGen) enterInline() {
 	g, b := fg.g, fg.g.buf
-	if g.mode.Metrics {
+	if g.mode.Metrics && !g.mode.TSCOnly {
 		b.LeaRSP(-redZone)
 		pushImm32(b, fg.fid)
 		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
@@ -459,6 +459,18 @@ func (fg *funcGen) enterInline() {
 	if !g.mode.FlowOnly {
 		b.MovGS64Imm(runtime.OffTailRec, 0) // consumed (or stale: see blpp_rt_enter)
 	}
+	if g.mode.TSCOnly {
+		// The caller's path so far, macc + (now - mstart), waits in the
+		// frame (saved_acc[0]) for the exit; the callee starts from
+		// nothing at now, as blpp_rt_enter does [DESIGN 8].
+		fg.rdtsc()
+		b.Bytes([]byte{0x48, 0x89, 0xc2})                                                                  // mov %rax, %rdx
+		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x2b, 0x14, 0x25}, uint32(offMStart))) // sub %gs:mstart, %rdx
+		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x03, 0x14, 0x25}, uint32(offMAcc)))   // add %gs:macc, %rdx
+		b.Bytes([]byte{0x48, 0x89, 0x51, byte(frSavedAcc + runtime.FrameSize)})                            // mov %rdx, frame.saved_acc[0]
+		b.MovGSFromReg(offMStart, enc.RAX)
+		b.MovGS64Imm(offMAcc, 0)
+	}
 	b.Pop(enc.RDX)
 	b.Pop(enc.RCX)
 	b.Pop(enc.RAX)
@@ -504,6 +516,8 @@ var (
 	// In images with slot counters: the caller's Thread.Cur and the
 	// entry value of the function's path register (Func.PathReg).
 	frSavedCur = int8(runtime.FrameSavedCurOff - runtime.FrameSize)
+	// With metrics: the caller's accumulated value of the first metric.
+	frSavedAcc = frSavedCur
 	frSavedReg = int8(runtime.FrameSavedRegOff - runtime.FrameSize)
 	// Thread fields of a pending tail call [decision 31].
 	offTailSite = int32(unsafe.Offsetof(runtime.Thread{}.TailSite))
@@ -599,17 +613,22 @@ func restoreFlags(b *enc.Buf) {
 // between never pairs it with a stale TailRSP).
 func (fg *funcGen) exitInline(tailSite int32) {
 	g, b := fg.g, fg.g.buf
-	if g.mode.Metrics {
+	tsc := g.mode.TSCOnly
+	if g.mode.Metrics && !tsc {
 		fg.exitStub()
 		return
 	}
 	slow, done := b.NewLabel(), b.NewLabel()
 	// The inline code counts from the path register; only the stub needs
 	// it in Thread.R (the cold path spills it).
-	// A function with slot counters needs no record, so no %rdx.
+	// A function with slot counters needs no record, so no %rdx; the
+	// time-stamp counter needs one more (rdtsc writes %rax and %rdx).
 	saved := []enc.Reg{enc.RAX, enc.RCX, enc.RDX}
-	if fg.slot != 0 && tailSite == 0 {
+	switch {
+	case fg.slot != 0 && tailSite == 0:
 		saved = saved[:2]
+	case tsc:
+		saved = append(saved, enc.RSI)
 	}
 	entryRSP := uint32(redZone + 8*len(saved)) // this activation's %rsp at entry, from %rsp
 	b.LeaRSP(-redZone)
@@ -664,6 +683,21 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		}
 		b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedCur)}) // mov frSavedCur(%rcx), %rax
 		b.MovGSFromReg(runtime.OffCur, enc.RAX)
+	} else if tsc {
+		// Stride 2, as at backedges: the path's {count, tsc sum}; then
+		// mstart = now and the caller gets its macc back from the frame.
+		b.Bytes([]byte{0x48, 0x8b, 0x72, runtime.RecordCountsOff}) // mov counts(%rdx), %rsi
+		b.Bytes([]byte{0x48, 0xc1, 0xe0, 0x04})                    // shl $4, %rax
+		b.Bytes([]byte{0x48, 0x8d, 0x74, 0x06, 0x08})              // lea 8(%rsi,%rax), %rsi
+		b.Bytes([]byte{0x48, 0xff, 0x06})                          // incq (%rsi)
+		fg.rdtsc()
+		b.Bytes([]byte{0x48, 0x89, 0xc2})                                                                  // mov %rax, %rdx
+		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x2b, 0x14, 0x25}, uint32(offMStart))) // sub %gs:mstart, %rdx
+		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x03, 0x14, 0x25}, uint32(offMAcc)))   // add %gs:macc, %rdx
+		b.Bytes([]byte{0x48, 0x01, 0x56, 0x08})                                                            // add %rdx, 8(%rsi)
+		b.MovGSFromReg(offMStart, enc.RAX)
+		b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedAcc)}) // mov frame.saved_acc[0], %rax
+		b.MovGSFromReg(offMAcc, enc.RAX)
 	} else {
 		b.Bytes([]byte{0x48, 0x8b, 0x52, runtime.RecordCountsOff}) // mov counts(%rdx), %rdx
 		b.Bytes([]byte{0x48, 0xff, 0x44, 0xc2, 0x08})              // incq 8(%rdx,%rax,8)
@@ -767,12 +801,10 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 		// Stride 2: {count, tsc sum} per path after the calls word.
 		// The path's time is macc + (now - mstart); then macc = 0 and
 		// mstart = now, as path_metrics does [DESIGN 8].
-		b.Bytes([]byte{0x48, 0xc1, 0xe0, 0x04})                                                            // shl $4, %rax
-		b.Bytes([]byte{0x48, 0x8d, 0x4c, 0x01, 0x08})                                                      // lea 8(%rcx,%rax), %rcx
-		b.Bytes([]byte{0x48, 0xff, 0x01})                                                                  // incq (%rcx)
-		b.Bytes([]byte{0x0f, 0x31})                                                                        // rdtsc
-		b.Bytes([]byte{0x48, 0xc1, 0xe2, 0x20})                                                            // shl $32, %rdx
-		b.Bytes([]byte{0x48, 0x09, 0xd0})                                                                  // or %rdx, %rax
+		b.Bytes([]byte{0x48, 0xc1, 0xe0, 0x04})       // shl $4, %rax
+		b.Bytes([]byte{0x48, 0x8d, 0x4c, 0x01, 0x08}) // lea 8(%rcx,%rax), %rcx
+		b.Bytes([]byte{0x48, 0xff, 0x01})             // incq (%rcx)
+		fg.rdtsc()
 		b.Bytes([]byte{0x48, 0x89, 0xc2})                                                                  // mov %rax, %rdx
 		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x2b, 0x14, 0x25}, uint32(offMStart))) // sub %gs:mstart, %rdx
 		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x03, 0x14, 0x25}, uint32(offMAcc)))   // add %gs:macc, %rdx
@@ -813,6 +845,15 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 		fg.backedgeStub(e)
 		b.JmpRel32(enc.LabelTarget(done))
 	})
+}
+
+// rdtsc emits rdtsc; shl $32,%rdx; or %rdx,%rax: the time-stamp
+// counter into %rax (%rdx clobbered).
+func (fg *funcGen) rdtsc() {
+	b := fg.g.buf
+	b.Bytes([]byte{0x0f, 0x31})             // rdtsc
+	b.Bytes([]byte{0x48, 0xc1, 0xe2, 0x20}) // shl $32, %rdx
+	b.Bytes([]byte{0x48, 0x09, 0xd0})       // or %rdx, %rax
 }
 
 // backedgeStub calls the backedge stub for edge e, %rsp already below the

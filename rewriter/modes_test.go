@@ -97,16 +97,22 @@ func TestFastPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := runProc(t, orig, nil)
-		for _, flow := range []bool{true, false} {
-			what := src + " flow-only"
-			if !flow {
-				what = src + " context"
-			}
-			out, sum, err := rewriter.Rewrite(data, rewriter.Options{NoContext: flow})
+		var ctxEntries uint64
+		for _, m := range []struct {
+			name string
+			opts rewriter.Options
+		}{
+			{"flow-only", rewriter.Options{NoContext: true}},
+			{"context", rewriter.Options{}},
+			{"context+tsc", rewriter.Options{Metrics: []rewriter.Metric{tscMetric}}},
+		} {
+			what := src + " " + m.name
+			tsc := len(m.opts.Metrics) > 0
+			out, sum, err := rewriter.Rewrite(data, m.opts)
 			if err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
-			if sum.RegisterPaths == 0 {
+			if sum.RegisterPaths == 0 && !tsc {
 				t.Errorf("%s: no function keeps its path register in a general register", what)
 			}
 			dir := t.TempDir()
@@ -125,8 +131,17 @@ func TestFastPaths(t *testing.T) {
 			if n := p.Stats["stub_backedges"]; n != 0 {
 				t.Errorf("%s: %d backedges took the stub, want none", what, n)
 			}
-			if n := p.Stats["stub_exits"]; n > 1 {
+			if n := p.Stats["stub_exits"]; n > 1 && !tsc {
 				t.Errorf("%s: %d exits took the stub, want at most main's", what, n)
+			}
+			// With tsc alone entries are inline too [decision 46]: only
+			// a context's first entry takes the stub, as without
+			// metrics. (Exits before a direct tail jump still do.)
+			if tsc && p.Stats["stub_entries"] != ctxEntries {
+				t.Errorf("%s: %d entries took the stub, %d without metrics", what, p.Stats["stub_entries"], ctxEntries)
+			}
+			if m.name == "context" {
+				ctxEntries = p.Stats["stub_entries"]
 			}
 		}
 	}

@@ -205,9 +205,9 @@ enum {
 	ST_UNWOUND,           /* activations popped because their stack frame was gone */
 	ST_DROPPED_RECORDS,   /* records not made: arena full or over its limit */
 	ST_NO_RECORD,         /* path ends not counted: the activation had no record */
-	ST_STUB_ENTRIES,      /* entries, exits and backedges that took the stub */
-	ST_STUB_EXITS,        /*   where the inline code could not (images without */
-	ST_STUB_BACKEDGES,    /*   metrics, whose inline code does most) */
+	ST_STUB_ENTRIES,      /* entries, exits and backedges that took the stub: */
+	ST_STUB_EXITS,        /*   where the inline code could not, or (metrics */
+	ST_STUB_BACKEDGES,    /*   other than tsc alone) where there is none */
 	NSTATS,
 };
 
@@ -1168,7 +1168,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 	BARRIER();
 	if (rt.nmetrics)
 		metrics_read(t, now);
-	else if (rt.w)
+	if (rt.w)
 		ADD(&rt.w->stats[ST_STUB_ENTRIES], 1);
 	if (rt.w && !nested)
 		unwind(t, rsp, 1);
@@ -1253,9 +1253,9 @@ void blpp_rt_exit(u64 fid, u64 rsp, u64 tail_site, u64 *regs)
 	if (rt.nmetrics) {
 		metrics_read(t, now);
 		path_metrics(t, now, d);
-	} else if (rt.w) {
-		ADD(&rt.w->stats[ST_STUB_EXITS], 1);
 	}
+	if (rt.w)
+		ADD(&rt.w->stats[ST_STUB_EXITS], 1);
 	if (rt.w && !nested && t->overflow == 0)
 		unwind(t, rsp, 0);
 	r = R(t->record);
@@ -1283,9 +1283,9 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
 	if (rt.nmetrics) {
 		metrics_read(t, now);
 		path_metrics(t, now, d);
-	} else if (rt.w) {
-		ADD(&rt.w->stats[ST_STUB_BACKEDGES], 1);
 	}
+	if (rt.w)
+		ADD(&rt.w->stats[ST_STUB_BACKEDGES], 1);
 	count(t, R(t->record), fid, (u64)t->r + k, d);
 	t->r = (s64)restart;
 	BARRIER();

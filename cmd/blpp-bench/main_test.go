@@ -95,14 +95,14 @@ func TestOneWorkload(t *testing.T) {
 			t.Errorf("no %s geometric mean: %+v", name, rep.Geomean)
 		}
 	}
-	// The counter floor: one rdtsc per path end and entry; the sort
-	// workload runs many of both, so the floor is above 1.
+	// The counter-only estimate: one rdtsc per path end and entry; the
+	// sort workload runs many of both, so it is above 1.
 	tsc := rep.Workloads[0].Variants[ctxTSC] // (JSON has no v: by position)
-	if rep.RdtscNS <= 0 || tsc.Profile.PathRuns == 0 || tsc.CounterFloor <= 1 || math.Abs(rep.CounterFloorGeomean-tsc.CounterFloor) > 1e-9 {
-		t.Errorf("counter floor: rdtsc %v ns, %d path runs, floor %v, geomean %v", rep.RdtscNS, tsc.Profile.PathRuns, tsc.CounterFloor, rep.CounterFloorGeomean)
+	if rep.RdtscNS <= 0 || tsc.Profile.PathRuns == 0 || tsc.CounterOnly <= 1 || math.Abs(rep.CounterOnlyGeomean-tsc.CounterOnly) > 1e-9 {
+		t.Errorf("counter-only estimate: rdtsc %v ns, %d path runs, estimate %v, geomean %v", rep.RdtscNS, tsc.Profile.PathRuns, tsc.CounterOnly, rep.CounterOnlyGeomean)
 	}
-	if !strings.Contains(table, "counter floor") {
-		t.Errorf("table has no counter floor line:\n%s", table)
+	if !strings.Contains(table, "counter reads alone") {
+		t.Errorf("table has no counter-only line:\n%s", table)
 	}
 }
 

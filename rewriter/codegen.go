@@ -687,15 +687,7 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		// Stride 2, as at backedges: the path's {count, tsc sum}; then
 		// mstart = now and the caller gets its macc back from the frame.
 		b.Bytes([]byte{0x48, 0x8b, 0x72, runtime.RecordCountsOff}) // mov counts(%rdx), %rsi
-		b.Bytes([]byte{0x48, 0xc1, 0xe0, 0x04})                    // shl $4, %rax
-		b.Bytes([]byte{0x48, 0x8d, 0x74, 0x06, 0x08})              // lea 8(%rsi,%rax), %rsi
-		b.Bytes([]byte{0x48, 0xff, 0x06})                          // incq (%rsi)
-		fg.rdtsc()
-		b.Bytes([]byte{0x48, 0x89, 0xc2})                                                                  // mov %rax, %rdx
-		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x2b, 0x14, 0x25}, uint32(offMStart))) // sub %gs:mstart, %rdx
-		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x03, 0x14, 0x25}, uint32(offMAcc)))   // add %gs:macc, %rdx
-		b.Bytes([]byte{0x48, 0x01, 0x56, 0x08})                                                            // add %rdx, 8(%rsi)
-		b.MovGSFromReg(offMStart, enc.RAX)
+		fg.countTSC(enc.RSI)
 		b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedAcc)}) // mov frame.saved_acc[0], %rax
 		b.MovGSFromReg(offMAcc, enc.RAX)
 	} else {
@@ -798,18 +790,7 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.Bytes([]byte{0x48, 0x8b, 0x49, runtime.RecordCountsOff}) // mov counts(%rcx), %rcx
 	if tsc {
-		// Stride 2: {count, tsc sum} per path after the calls word.
-		// The path's time is macc + (now - mstart); then macc = 0 and
-		// mstart = now, as path_metrics does [DESIGN 8].
-		b.Bytes([]byte{0x48, 0xc1, 0xe0, 0x04})       // shl $4, %rax
-		b.Bytes([]byte{0x48, 0x8d, 0x4c, 0x01, 0x08}) // lea 8(%rcx,%rax), %rcx
-		b.Bytes([]byte{0x48, 0xff, 0x01})             // incq (%rcx)
-		fg.rdtsc()
-		b.Bytes([]byte{0x48, 0x89, 0xc2})                                                                  // mov %rax, %rdx
-		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x2b, 0x14, 0x25}, uint32(offMStart))) // sub %gs:mstart, %rdx
-		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x03, 0x14, 0x25}, uint32(offMAcc)))   // add %gs:macc, %rdx
-		b.Bytes([]byte{0x48, 0x01, 0x51, 0x08})                                                            // add %rdx, 8(%rcx)
-		b.MovGSFromReg(offMStart, enc.RAX)
+		fg.countTSC(enc.RCX)
 		b.MovGS64Imm(offMAcc, 0)
 	} else {
 		b.Bytes([]byte{0x48, 0xff, 0x44, 0xc1, 0x08}) // incq 8(%rcx,%rax,8)
@@ -845,6 +826,24 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 		fg.backedgeStub(e)
 		b.JmpRel32(enc.LabelTarget(done))
 	})
+}
+
+// countTSC counts path %rax of the stride-2 counters at counts (the
+// record's: %rcx or %rsi) with its time: the pair {count, tsc sum} after
+// the calls word gets 1 and macc + (now - mstart), and mstart = now, as
+// path_metrics does [DESIGN 8]. It leaves now in %rax (%rdx and counts
+// clobbered); the caller sets macc.
+func (fg *funcGen) countTSC(counts enc.Reg) {
+	b, r := fg.g.buf, byte(counts)
+	b.Bytes([]byte{0x48, 0xc1, 0xe0, 0x04})           // shl $4, %rax
+	b.Bytes([]byte{0x48, 0x8d, 0x44 | r<<3, r, 0x08}) // lea 8(counts,%rax), counts
+	b.Bytes([]byte{0x48, 0xff, r})                    // incq (counts)
+	fg.rdtsc()
+	b.Bytes([]byte{0x48, 0x89, 0xc2})                                                                  // mov %rax, %rdx
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x2b, 0x14, 0x25}, uint32(offMStart))) // sub %gs:mstart, %rdx
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x03, 0x14, 0x25}, uint32(offMAcc)))   // add %gs:macc, %rdx
+	b.Bytes([]byte{0x48, 0x01, 0x50 | r, 0x08})                                                        // add %rdx, 8(counts)
+	b.MovGSFromReg(offMStart, enc.RAX)
 }
 
 // rdtsc emits rdtsc; shl $32,%rdx; or %rdx,%rax: the time-stamp

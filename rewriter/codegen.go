@@ -463,11 +463,8 @@ func (fg *funcGen) enterInline() {
 		// The caller's path so far, macc + (now - mstart), waits in the
 		// frame (saved_acc[0]) for the exit; the callee starts from
 		// nothing at now, as blpp_rt_enter does [DESIGN 8].
-		fg.rdtsc()
-		b.Bytes([]byte{0x48, 0x89, 0xc2})                                                                  // mov %rax, %rdx
-		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x2b, 0x14, 0x25}, uint32(offMStart))) // sub %gs:mstart, %rdx
-		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x03, 0x14, 0x25}, uint32(offMAcc)))   // add %gs:macc, %rdx
-		b.Bytes([]byte{0x48, 0x89, 0x51, byte(frSavedAcc + runtime.FrameSize)})                            // mov %rdx, frame.saved_acc[0]
+		fg.tscProgress()
+		b.Bytes([]byte{0x48, 0x89, 0x51, byte(frSavedAcc + runtime.FrameSize)}) // mov %rdx, frame.saved_acc[0]
 		b.MovGSFromReg(offMStart, enc.RAX)
 		b.MovGS64Imm(offMAcc, 0)
 	}
@@ -838,21 +835,21 @@ func (fg *funcGen) countTSC(counts enc.Reg) {
 	b.Bytes([]byte{0x48, 0xc1, 0xe0, 0x04})           // shl $4, %rax
 	b.Bytes([]byte{0x48, 0x8d, 0x44 | r<<3, r, 0x08}) // lea 8(counts,%rax), counts
 	b.Bytes([]byte{0x48, 0xff, r})                    // incq (counts)
-	fg.rdtsc()
-	b.Bytes([]byte{0x48, 0x89, 0xc2})                                                                  // mov %rax, %rdx
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x2b, 0x14, 0x25}, uint32(offMStart))) // sub %gs:mstart, %rdx
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x03, 0x14, 0x25}, uint32(offMAcc)))   // add %gs:macc, %rdx
-	b.Bytes([]byte{0x48, 0x01, 0x50 | r, 0x08})                                                        // add %rdx, 8(counts)
+	fg.tscProgress()
+	b.Bytes([]byte{0x48, 0x01, 0x50 | r, 0x08}) // add %rdx, 8(counts)
 	b.MovGSFromReg(offMStart, enc.RAX)
 }
 
-// rdtsc emits rdtsc; shl $32,%rdx; or %rdx,%rax: the time-stamp
-// counter into %rax (%rdx clobbered).
-func (fg *funcGen) rdtsc() {
+// tscProgress emits the read of the time-stamp counter and the running
+// path's progress: now into %rax, macc + (now - mstart) into %rdx.
+func (fg *funcGen) tscProgress() {
 	b := fg.g.buf
-	b.Bytes([]byte{0x0f, 0x31})             // rdtsc
-	b.Bytes([]byte{0x48, 0xc1, 0xe2, 0x20}) // shl $32, %rdx
-	b.Bytes([]byte{0x48, 0x09, 0xd0})       // or %rdx, %rax
+	b.Bytes([]byte{0x0f, 0x31})                                                                        // rdtsc
+	b.Bytes([]byte{0x48, 0xc1, 0xe2, 0x20})                                                            // shl $32, %rdx
+	b.Bytes([]byte{0x48, 0x09, 0xd0})                                                                  // or %rdx, %rax
+	b.Bytes([]byte{0x48, 0x89, 0xc2})                                                                  // mov %rax, %rdx
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x2b, 0x14, 0x25}, uint32(offMStart))) // sub %gs:mstart, %rdx
+	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x03, 0x14, 0x25}, uint32(offMAcc)))   // add %gs:macc, %rdx
 }
 
 // backedgeStub calls the backedge stub for edge e, %rsp already below the

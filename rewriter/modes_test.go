@@ -40,9 +40,9 @@ func rewriteWith(t *testing.T, orig, inst string, opts rewriter.Options) string 
 
 // TestModesExact checks that the other instrumentation modes count as
 // exactly as the default one: flow-only (--no-context) uses the flat
-// record table, and with metrics every entry, exit and backedge goes
-// through the runtime's C code instead of the inline fast paths. Block
-// counts are compared with callgrind's.
+// record table, and with tsc the inline entries, exits and backedges
+// also read the counter (decisions 41, 46). Block counts are compared
+// with callgrind's.
 func TestModesExact(t *testing.T) {
 	fixture.RequireTool(t, "valgrind", "valgrind")
 	modes := []struct {

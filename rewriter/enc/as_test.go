@@ -88,7 +88,10 @@ func asCases(targets []asTarget) []asCase {
 			for _, base := range []Reg{RAX, RCX, RSP, RBP, R12, R13, R11} {
 				add(fmt.Sprintf("mov %%%s, %d(%%%s)", r, d, base), func(b *Buf) { b.MovMemFromReg(base, d, r) })
 				add(fmt.Sprintf("mov %d(%%%s), %%%s", d, base, r), func(b *Buf) { b.MovRegFromMem(r, base, d) })
+				add(fmt.Sprintf("cmp %d(%%%s), %%%s", d, base, r), func(b *Buf) { b.CmpRegMem(r, base, d) })
 			}
+			add(fmt.Sprintf("cmpq $(Z+0x12345678), %d(%%%s)", d, r), func(b *Buf) { b.CmpMemImm32(r, d, 0x12345678) })
+			add(fmt.Sprintf("cmpq $(Z-129), %d(%%%s)", d, r), func(b *Buf) { b.CmpMemImm32(r, d, -129) })
 		}
 	}
 	for _, r := range allRegs {
@@ -111,6 +114,9 @@ func asCases(targets []asTarget) []asCase {
 			add(fmt.Sprintf("addq %s, %%%s", imm(v), r), func(b *Buf) { b.AddRegImm32(r, v) })
 			add(fmt.Sprintf("cmpq %s, %%%s", imm(v), r), func(b *Buf) { b.CmpRegImm32(r, v) })
 		}
+	}
+	for _, r := range allRegs {
+		add("test %"+r.String()+", %"+r.String(), func(b *Buf) { b.TestRegReg(r) })
 	}
 	add("pushfq", (*Buf).Pushfq)
 	// Immediates that do not fit 8 bits, so as picks the imm32 form too.
@@ -136,6 +142,8 @@ func asCases(targets []asTarget) []asCase {
 			i++
 			add(fmt.Sprintf("{disp32} lock incq %d(%%%s,%%%s,8)", d, base, index),
 				func(b *Buf) { b.LockIncMem(base, index, d) })
+			add(fmt.Sprintf("{disp32} incq %d(%%%s,%%%s,8)", d, base, index),
+				func(b *Buf) { b.IncMemIndexed(base, index, d) })
 			add(fmt.Sprintf("{disp32} lock addq %s, %d(%%%s,%%%s,8)", imm(v), d, base, index),
 				func(b *Buf) { b.LockAddMemImm(base, index, d, v) })
 		}

@@ -413,3 +413,43 @@ func (b *Buf) MovRegImm(reg Reg, imm int32) {
 	b.emit(rex(true, 0, 0, reg.hi()), 0xc7, modrm(3, 0, reg.low()))
 	b.emit32(uint32(imm))
 }
+
+// TestRegReg emits test %reg, %reg (REX.W 85 /r): ZF says reg is 0.
+func (b *Buf) TestRegReg(reg Reg) {
+	if !b.checkRegs("TestRegReg", reg) {
+		return
+	}
+	b.emit(rex(true, reg.hi(), 0, reg.hi()), 0x85, modrm(3, reg.low(), reg.low()))
+}
+
+// CmpMemImm32 emits cmpq $imm, disp(%base) (REX.W 81 /7 imm32, the
+// 32-bit immediate even where 8 bits would do, so the length does not
+// depend on the value).
+func (b *Buf) CmpMemImm32(base Reg, disp, imm int32) {
+	if !b.checkRegs("CmpMemImm32", base) {
+		return
+	}
+	b.emit(rex(true, 0, 0, base.hi()), 0x81)
+	b.based(7, base, disp)
+	b.emit32(uint32(imm))
+}
+
+// CmpRegMem emits cmp disp(%base), %reg (REX.W 3b /r): the flags of
+// reg - mem.
+func (b *Buf) CmpRegMem(reg, base Reg, disp int32) {
+	if !b.checkRegs("CmpRegMem", reg, base) {
+		return
+	}
+	b.emit(rex(true, reg.hi(), 0, base.hi()), 0x3b)
+	b.based(reg.low(), base, disp)
+}
+
+// IncMemIndexed emits incq disp32(%base,%index,8) (REX.W ff /0, 8
+// bytes): a thread's own counter, so no lock prefix.
+func (b *Buf) IncMemIndexed(base, index Reg, disp int32) {
+	if !b.checkIndex("IncMemIndexed", base, index) {
+		return
+	}
+	b.emit(rex(true, 0, index.hi(), base.hi()), 0xff)
+	b.scaled(0, base, index, disp)
+}

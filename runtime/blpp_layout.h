@@ -19,6 +19,7 @@
 #define BLPP_METRIC_TYPE_TSC 0xffffffffull
 #define BLPP_MAX_METRICS 4
 #define BLPP_DEFAULT_ARENA_LIMIT 0x200000000ull
+#define BLPP_RECORD_INLINE_COUNTS 128
 
 /* struct blpp_config: runtime configuration, patched into the image by the rewriter */
 #define BLPP_CONFIG_SIZE 128

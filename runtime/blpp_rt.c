@@ -720,6 +720,8 @@ static u64 cur_of(struct blpp_thread *t, const struct blpp_record *r)
 
 /* rec_new makes a record of function fid under parent at call site id
  * site and links it at the end of t's list (so parents precede children). */
+_Static_assert(BLPP_RECORD_INLINE_COUNTS >= sizeof(struct blpp_record), "inline counts overlap the record");
+
 static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_record *parent, u64 site)
 {
 	struct wiped *w = rt.w;
@@ -729,13 +731,17 @@ static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_r
 	u64 *counts;
 	if (!w || over_limit() || dense > (1ul << 40))
 		goto drop;
-	r = arena_alloc(&w->arena, sizeof(*r));
-	if (slot_of(t, fid))
+	/* Counters not in the slots follow the record at a fixed offset,
+	 * BLPP_RECORD_INLINE_COUNTS, so the inline code reaches them without
+	 * loading r->counts [decision 47]. */
+	int slot = slot_of(t, fid);
+	r = arena_alloc(&w->arena, BLPP_RECORD_INLINE_COUNTS + (slot ? 0 : 8 * (1 + dense * rt.stride)));
+	if (!r)
+		goto drop;
+	if (slot)
 		counts = (u64 *)((u8 *)t + f->slot); /* zero or this thread's own counts (a fork child's) */
 	else
-		counts = arena_alloc(&w->arena, 8 * (1 + dense * rt.stride));
-	if (!r || !counts)
-		goto drop;
+		counts = (u64 *)((u8 *)r + BLPP_RECORD_INLINE_COUNTS);
 	if (f->hashed && !(r->hash = (u64)htab_new(w, HTAB_INIT)))
 		goto drop;
 	if (!rt.flow_only) {

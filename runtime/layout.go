@@ -263,6 +263,12 @@ const (
 	RecordFirstSiteOff = 48
 	RecordNSitesOff    = 56
 	RecordKidsOff      = 64
+	// RecordInlineCounts is where a record's counters begin, from the
+	// record, unless they are slot counters: rec_new allocates both
+	// together, so the inline code needs no load of counts [decision 47].
+	// The record's size rounded up to a cache line, so the counters keep
+	// lines of their own.
+	RecordInlineCounts = 128
 
 	NodeSize     = 64
 	NodeFuncOff  = 0
@@ -378,6 +384,7 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_METRIC_TYPE_TSC", fmt.Sprintf("%#xull", uint64(MetricTypeTSC))},
 	{"BLPP_MAX_METRICS", fmt.Sprint(MaxMetrics)},
 	{"BLPP_DEFAULT_ARENA_LIMIT", fmt.Sprintf("%#xull", uint64(DefaultArenaLimit))},
+	{"BLPP_RECORD_INLINE_COUNTS", fmt.Sprint(RecordInlineCounts)},
 }
 
 // WriteLayoutHeader writes blpp_layout.h, the C view of Config, Func,

@@ -1740,7 +1740,7 @@ static void write_stats(struct obuf *b, u64 nrec)
 	write_stat(b, "exit_mismatch", LOADR(&s[ST_EXIT_MISMATCH]));
 	write_stat(b, "fork_child", rt.forked);
 	write_stat(b, "no_record", LOADR(&s[ST_NO_RECORD]));
-	write_stat(b, "record_bytes", sizeof(struct blpp_record));
+	write_stat(b, "record_bytes", BLPP_RECORD_INLINE_COUNTS); /* the record and the gap before its counters */
 	write_stat(b, BLPP_STAT_RECORDS, nrec);
 	write_stat(b, "shadow_overflow", LOADR(&s[ST_SHADOW_OVERFLOW]));
 	write_stat(b, "stub_backedges", LOADR(&s[ST_STUB_BACKEDGES]));

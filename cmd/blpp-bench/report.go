@@ -92,7 +92,7 @@ type profileInfo struct {
 	Calls       uint64            `json:"calls"`        // activations counted, all records
 	PathRuns    uint64            `json:"path_runs"`    // path executions counted (the sum of the path counts), all records
 	ArenaBytes  uint64            `json:"arena_bytes"`  // the runtime's stat: bytes its allocator mapped
-	RecordBytes uint64            `json:"record_bytes"` // the runtime's stat: size of its record structure
+	RecordBytes uint64            `json:"record_bytes"` // the runtime's stat: bytes a record takes before its counters
 	Stats       map[string]uint64 `json:"stats"`        // all the runtime's stats
 }
 

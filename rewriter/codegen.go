@@ -947,13 +947,27 @@ func (fg *funcGen) recordBackedgeIn(e cfg.EdgeID, flagsLive bool) bool {
 		b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
 	}
 	b.Bind(done)
+	undo := int32(0)
+	if fg.hasPreg {
+		undo = k // Thread.R gets the value before the edge
+	}
+	fg.coldBackedge(e, slow, done, undo)
+	return true
+}
+
+// coldBackedge queues the slow path of a backedge whose inline part
+// saved nothing: take undo back off the path register, spill it, call
+// the backedge stub, reload the register and rejoin the inline code at
+// done.
+func (fg *funcGen) coldBackedge(e cfg.EdgeID, slow, done enc.Label, undo int32) {
+	b := fg.g.buf
 	at := fg.cur
 	fg.cold = append(fg.cold, func() {
 		b.Bind(slow)
 		fg.mark(at, false)
 		b.SetSP(0)
-		if fg.hasPreg && k != 0 {
-			b.LeaRegSelf(x, -k) // Thread.R gets the value before the edge
+		if undo != 0 {
+			b.LeaRegSelf(fg.preg, -undo)
 		}
 		fg.spill()
 		b.LeaRSP(-redZone)
@@ -961,7 +975,6 @@ func (fg *funcGen) recordBackedgeIn(e cfg.EdgeID, flagsLive bool) bool {
 		fg.reload()
 		b.JmpRel32(enc.LabelTarget(done))
 	})
-	return true
 }
 
 // slotBackedgeIn is the slot form of a backedge (slotBackedge) where the
@@ -976,15 +989,7 @@ func (fg *funcGen) slotBackedgeIn(e cfg.EdgeID, r enc.Reg) {
 	fg.slotCount(r, int32(n.ExitInc[e]), slow)
 	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
 	b.Bind(done)
-	at := fg.cur
-	fg.cold = append(fg.cold, func() {
-		b.Bind(slow)
-		fg.mark(at, false)
-		b.SetSP(0)
-		b.LeaRSP(-redZone)
-		fg.backedgeStub(e)
-		b.JmpRel32(enc.LabelTarget(done))
-	})
+	fg.coldBackedge(e, slow, done, 0) // no path register here: no spill
 }
 
 // regBackedge is backedge for a function whose path register lives in a

@@ -371,22 +371,24 @@ func (b *Buf) LeaRegSelf(reg Reg, disp int32) {
 	b.based(reg.low(), reg, disp)
 }
 
-// MovMemFromReg emits mov %reg, disp(%base) (REX.W 89 /r).
-func (b *Buf) MovMemFromReg(base Reg, disp int32, reg Reg) {
-	if !b.checkRegs("MovMemFromReg", base, reg) {
+// regMem emits a REX.W instruction with a register operand and a
+// based memory operand (opcode /r).
+func (b *Buf) regMem(op string, opcode byte, reg, base Reg, disp int32) {
+	if !b.checkRegs(op, base, reg) {
 		return
 	}
-	b.emit(rex(true, reg.hi(), 0, base.hi()), 0x89)
+	b.emit(rex(true, reg.hi(), 0, base.hi()), opcode)
 	b.based(reg.low(), base, disp)
+}
+
+// MovMemFromReg emits mov %reg, disp(%base) (REX.W 89 /r).
+func (b *Buf) MovMemFromReg(base Reg, disp int32, reg Reg) {
+	b.regMem("MovMemFromReg", 0x89, reg, base, disp)
 }
 
 // MovRegFromMem emits mov disp(%base), %reg (REX.W 8b /r).
 func (b *Buf) MovRegFromMem(reg, base Reg, disp int32) {
-	if !b.checkRegs("MovRegFromMem", base, reg) {
-		return
-	}
-	b.emit(rex(true, reg.hi(), 0, base.hi()), 0x8b)
-	b.based(reg.low(), base, disp)
+	b.regMem("MovRegFromMem", 0x8b, reg, base, disp)
 }
 
 // MovRegFromReg emits mov %src, %dst (REX.W 89 /r, the form GNU as
@@ -437,11 +439,7 @@ func (b *Buf) CmpMemImm32(base Reg, disp, imm int32) {
 // CmpRegMem emits cmp disp(%base), %reg (REX.W 3b /r): the flags of
 // reg - mem.
 func (b *Buf) CmpRegMem(reg, base Reg, disp int32) {
-	if !b.checkRegs("CmpRegMem", reg, base) {
-		return
-	}
-	b.emit(rex(true, reg.hi(), 0, base.hi()), 0x3b)
-	b.based(reg.low(), base, disp)
+	b.regMem("CmpRegMem", 0x3b, reg, base, disp)
 }
 
 // IncMemIndexed emits incq disp32(%base,%index,8) (REX.W ff /0, 8

@@ -3,6 +3,7 @@ package rewriter
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"sort"
 	"unsafe"
 
@@ -633,6 +634,8 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		saved = saved[:2]
 	case tsc:
 		saved = append(saved, enc.RSI)
+	case fg.hashInline():
+		saved = append(saved, enc.RSI, enc.RDI) // the table and the entry (hashCount)
 	}
 	entryRSP := uint32(redZone + 8*len(saved)) // this activation's %rsp at entry, from %rsp
 	b.LeaRSP(-redZone)
@@ -670,8 +673,13 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		b.MovRegFromGS(enc.RDX, runtime.OffRecord)
 		b.Bytes([]byte{0x48, 0x85, 0xd2}) // test %rdx, %rdx
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		b.Bytes([]byte{0x48, 0x3b, 0x42, runtime.RecordDenseNOff}) // cmp dense_n(%rdx), %rax
-		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		if fg.hashInline() {
+			// Counted here when found; nothing below can fail.
+			fg.hashCount(enc.RDX, enc.RSI, enc.RAX, enc.RDI, slow)
+		} else {
+			b.Bytes([]byte{0x48, 0x3b, 0x42, runtime.RecordDenseNOff}) // cmp dense_n(%rdx), %rax
+			b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		}
 	}
 	if tailSite != 0 {
 		b.MovGS64Imm(offTailSite, tailSite)
@@ -695,7 +703,9 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedAcc)}) // mov frame.saved_acc[0], %rax
 		b.MovGSFromReg(offMAcc, enc.RAX)
 	} else {
-		b.Bytes(le32([]byte{0x48, 0xff, 0x84, 0xc2}, countsOff+8)) // incq counts+8(%rdx,%rax,8)
+		if !fg.hashInline() {
+			b.Bytes(le32([]byte{0x48, 0xff, 0x84, 0xc2}, countsOff+8)) // incq counts+8(%rdx,%rax,8)
+		}
 		if fg.hasPreg {
 			b.MovRegFromMem(fg.preg, enc.RCX, int32(frSavedReg)) // the register's entry value
 		}
@@ -779,8 +789,8 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 		return
 	}
 	b.Push(enc.RCX)
-	tsc := g.mode.TSCOnly
-	if tsc {
+	tsc, hash := g.mode.TSCOnly, fg.hashInline()
+	if tsc || hash {
 		b.Push(enc.RDX)
 	}
 	b.MovRegFromGS(enc.RCX, runtime.OffRecord)
@@ -792,9 +802,16 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 	if k := int32(n.ExitInc[e]); k != 0 {
 		b.AddRegImm32(enc.RAX, k)
 	}
-	b.Bytes([]byte{0x48, 0x3b, 0x41, runtime.RecordDenseNOff}) // cmp dense_n(%rcx), %rax
-	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-	if tsc {
+	switch {
+	case hash:
+		fg.hashCount(enc.RCX, enc.RCX, enc.RAX, enc.RDX, slow)
+	default:
+		b.Bytes([]byte{0x48, 0x3b, 0x41, runtime.RecordDenseNOff}) // cmp dense_n(%rcx), %rax
+		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	}
+	if hash {
+		// counted by hashCount
+	} else if tsc {
 		b.Bytes(le32([]byte{0x48, 0x8d, 0x89}, countsOff)) // lea counts(%rcx), %rcx
 		fg.countTSC(enc.RCX)
 		b.MovGS64Imm(offMAcc, 0)
@@ -803,7 +820,7 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 	}
 	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
 	restore := func() {
-		if tsc {
+		if tsc || hash {
 			b.Pop(enc.RDX)
 		}
 		b.Pop(enc.RCX)
@@ -824,7 +841,7 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 		if flagsLive {
 			depth -= 8
 		}
-		if tsc {
+		if tsc || hash {
 			depth -= 8
 		}
 		b.SetSP(depth)
@@ -917,6 +934,9 @@ func (fg *funcGen) recordBackedgeIn(e cfg.EdgeID, flagsLive bool) bool {
 	if fg.hasPreg {
 		need = 1
 	}
+	if fg.hashInline() {
+		need++ // the entry's offset (hashCount)
+	}
 	rs := fg.deadRegs(e, need)
 	if len(rs) < need {
 		return false
@@ -938,9 +958,13 @@ func (fg *funcGen) recordBackedgeIn(e cfg.EdgeID, flagsLive bool) bool {
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 	b.CmpMemImm32(rec, runtime.RecordFuncOff, fg.fid)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	b.CmpRegMem(x, rec, runtime.RecordDenseNOff)
-	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-	b.IncMemIndexed(rec, x, int32(countsOff)+8)
+	if fg.hashInline() {
+		fg.hashCount(rec, rec, x, rs[len(rs)-1], slow)
+	} else {
+		b.CmpRegMem(x, rec, runtime.RecordDenseNOff)
+		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		b.IncMemIndexed(rec, x, int32(countsOff)+8)
+	}
 	if fg.hasPreg {
 		b.MovRegImm(x, int32(n.EntryInc[e])) // sign-extended: EntryInc may be negative
 	} else {
@@ -1058,6 +1082,42 @@ func (fg *funcGen) slotCount(reg enc.Reg, k int32, slow enc.Label) {
 	b.CmpRegImm32(reg, int32(fg.num.NumPaths))
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.IncGSIndexed(fg.slot+8, reg)
+}
+
+// hashed reports whether fg counts its paths in hash tables (the
+// runtime's Func.Hashed), and hashInline whether its path ends count
+// inline in the first table: frequency-only images, whose entries are a
+// key and one count [decision 48].
+func (fg *funcGen) hashed() bool     { return fg.num.NumPaths > DenseMax }
+func (fg *funcGen) hashInline() bool { return fg.hashed() && !fg.g.mode.Metrics }
+
+// hashShift turns a key's 32-bit product with HashMul into its home
+// entry's byte offset in a first table: the top log2(HTabInitCap) bits,
+// times the 16 bytes of an entry.
+var hashShift = uint8(32 - bits.TrailingZeros(runtime.HTabInitCap) - 4)
+
+// hashCount counts path x of a hashed function in record rec's first
+// hash table when the path's entry sits at its home slot there, the
+// runtime's first probe (blpp_rt.c home) [decision 48]; any other case
+// (no table yet, the path elsewhere or not yet seen) jumps to slow:
+// mov hash(rec),tab; test; je; lea 1(x),x; imul $HashMul,x,t; shr; and
+// $-16,t; cmp x,entries(tab,t); lea -1(x),x; jne; incq entries+8(tab,t).
+// tab and t are clobbered, and so are the flags; x holds the path id
+// again on both ways out. The key comparison alone bounds the path: only
+// the runtime, after checking it, writes keys.
+func (fg *funcGen) hashCount(rec, tab, x, t enc.Reg, slow enc.Label) {
+	b := fg.g.buf
+	b.MovRegFromMem(tab, rec, runtime.RecordHashOff)
+	b.TestRegReg(tab)
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.LeaRegSelf(x, 1)
+	b.ImulReg32Imm32(t, x, runtime.HashMul)
+	b.ShrReg32Imm(t, hashShift)
+	b.AndReg32Imm8(t, -16)
+	b.CmpMemIdxReg(tab, t, runtime.HTabEntriesOff, x)
+	b.LeaRegSelf(x, -1) // flags kept
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.IncMemIdx(tab, t, runtime.HTabEntriesOff+8)
 }
 
 // slotBackedge is the rest of backedge for a function with slot

@@ -54,7 +54,7 @@ func TestModesExact(t *testing.T) {
 		{"context+tsc", rewriter.Options{Metrics: []rewriter.Metric{tscMetric}}, false},
 		{"flow-only+tsc", rewriter.Options{NoContext: true, Metrics: []rewriter.Metric{tscMetric}}, true},
 	}
-	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c", "pathreg.c"}
+	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c", "pathreg.c", "manypaths.c"}
 	cfgs := []fixture.Config{fixture.Matrix()[0], {CC: "gcc", Opt: "-O2", PIE: true}}
 	for _, c := range cfgs {
 		for _, src := range srcs {
@@ -194,6 +194,53 @@ func TestTSCPerPath(t *testing.T) {
 	}
 	if r := float64(total) / float64(delta); r < 0.9 || r > 1.1 {
 		t.Errorf("summed exclusive tsc %d is %.3f of the runtime's delta %d, want within 10%%", total, r, delta)
+	}
+}
+
+// TestHashedInline runs manypaths.c, whose two functions have more paths
+// than a dense array takes, in the frequency-only modes: the inline code
+// counts a path found at its first probe in the record's first hash
+// table [decision 48], so most path ends do not take the stub (before,
+// all of them did). Exactness against callgrind is TestModesExact's
+// and the e2e matrix's.
+func TestHashedInline(t *testing.T) {
+	c := fixture.Config{CC: "gcc", Opt: "-O2", PIE: true}
+	orig := fixture.Build(t, "manypaths.c", c)
+	data, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := runProc(t, orig, nil)
+	// classify's 64000 exits and scan's 10000 loop iterations; 4000 of
+	// each go to paths the first tables cannot hold.
+	const pathEnds = 64000 + 10000
+	for _, m := range []struct {
+		name string
+		opts rewriter.Options
+	}{
+		{"flow-only", rewriter.Options{NoContext: true}},
+		{"context", rewriter.Options{}},
+	} {
+		out, _, err := rewriter.Rewrite(data, m.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+		dir := t.TempDir()
+		inst := filepath.Join(dir, "prog.blpp")
+		if err := os.WriteFile(inst, out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		prof := filepath.Join(dir, "blpp.out")
+		sameBehaviour(t, m.name, want, runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1"))
+		p, err := cct.ReadFile(prof)
+		if err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+		stubs := p.Stats["stub_exits"] + p.Stats["stub_backedges"]
+		t.Logf("%s: %d of %d path ends took the stub", m.name, stubs, pathEnds)
+		if stubs > pathEnds*3/10 {
+			t.Errorf("%s: %d of %d hashed path ends took the stub, want under 30%%", m.name, stubs, pathEnds)
+		}
 	}
 }
 

@@ -20,6 +20,9 @@
 #define BLPP_MAX_METRICS 4
 #define BLPP_DEFAULT_ARENA_LIMIT 0x200000000ull
 #define BLPP_RECORD_INLINE_COUNTS 128
+#define BLPP_HTAB_ENTRIES_OFF 32
+#define BLPP_HTAB_INIT_CAP 1024
+#define BLPP_HASH_MUL 0x9e3779b1u
 
 /* struct blpp_config: runtime configuration, patched into the image by the rewriter */
 #define BLPP_CONFIG_SIZE 128

@@ -626,7 +626,22 @@ struct htab {
 	u64 e[];
 };
 
-enum { HTAB_INIT = 1024 };
+enum { HTAB_INIT = BLPP_HTAB_INIT_CAP };
+_Static_assert(__builtin_offsetof(struct htab, e) == BLPP_HTAB_ENTRIES_OFF, "htab header");
+_Static_assert((BLPP_HTAB_INIT_CAP & (BLPP_HTAB_INIT_CAP - 1)) == 0, "htab capacity");
+
+/* home is key's first probe in a table of cap entries (a power of two):
+ * Fibonacci hashing of the key's low 32 bits, taking the top bits of the
+ * 32-bit product. Inline code computes the same for a record's first
+ * table (imul, shr) and counts a path found there itself [decision 48]. */
+static u64 home(u64 key, u64 cap)
+{
+	unsigned bits = (unsigned)__builtin_ctzll(cap);
+	u32 h = (u32)key * (u32)BLPP_HASH_MUL;
+	if (bits == 0)
+		return 0;
+	return bits >= 32 ? h : h >> (32 - bits);
+}
 
 static u64 mix(u64 x)
 {
@@ -652,7 +667,7 @@ static struct htab *htab_new(struct wiped *w, u64 cap)
  * (the last table, not too full), else 0. */
 static u64 *htab_slot(struct htab *h, u64 key, int last)
 {
-	u64 mask = h->cap - 1, i = mix(key) & mask, hw = hent_words();
+	u64 mask = h->cap - 1, i = home(key, h->cap), hw = hent_words();
 	for (u64 n = 0; n < h->cap; n++, i = (i + 1) & mask) {
 		u64 *e = &h->e[i * hw];
 		u64 k = LOAD(&e[0]);

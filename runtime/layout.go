@@ -260,6 +260,7 @@ const (
 	RecordFuncOff      = 0
 	RecordDenseNOff    = 8
 	RecordCountsOff    = 16
+	RecordHashOff      = 24
 	RecordFirstSiteOff = 48
 	RecordNSitesOff    = 56
 	RecordKidsOff      = 64
@@ -269,6 +270,17 @@ const (
 	// The record's size rounded up to a cache line, so the counters keep
 	// lines of their own.
 	RecordInlineCounts = 128
+
+	// A hashed function's record counts in hash tables (Record.Hash, the
+	// first; blpp_rt.c's struct htab): HTabEntriesOff bytes of header,
+	// then entries of a key (path id + 1, 0 when empty) and the path's
+	// values. A record's first table has HTabInitCap entries, and a key's
+	// first probe in it is (uint32(key)*HashMul) >> (32-10): Fibonacci
+	// hashing, which the inline code computes with imul and shr to count
+	// a path found there without the stub [decision 48].
+	HTabEntriesOff = 32
+	HTabInitCap    = 1024
+	HashMul        = 0x9e3779b1
 
 	NodeSize     = 64
 	NodeFuncOff  = 0
@@ -385,6 +397,9 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_MAX_METRICS", fmt.Sprint(MaxMetrics)},
 	{"BLPP_DEFAULT_ARENA_LIMIT", fmt.Sprintf("%#xull", uint64(DefaultArenaLimit))},
 	{"BLPP_RECORD_INLINE_COUNTS", fmt.Sprint(RecordInlineCounts)},
+	{"BLPP_HTAB_ENTRIES_OFF", fmt.Sprint(HTabEntriesOff)},
+	{"BLPP_HTAB_INIT_CAP", fmt.Sprint(HTabInitCap)},
+	{"BLPP_HASH_MUL", fmt.Sprintf("%#xu", uint32(HashMul))},
 }
 
 // WriteLayoutHeader writes blpp_layout.h, the C view of Config, Func,

@@ -117,6 +117,18 @@ func asCases(targets []asTarget) []asCase {
 	}
 	for _, r := range allRegs {
 		add("test %"+r.String()+", %"+r.String(), func(b *Buf) { b.TestRegReg(r) })
+		for _, n := range []uint8{2, 18, 31} {
+			add(fmt.Sprintf("shr $%d, %%%s", n, reg32Names[r]), func(b *Buf) { b.ShrReg32Imm(r, n) })
+		}
+		for _, v := range []int8{-16, 0, 1, 127, -128} {
+			add(fmt.Sprintf("and $%d, %%%s", v, reg32Names[r]), func(b *Buf) { b.AndReg32Imm8(r, v) })
+		}
+		for _, s := range allRegs {
+			for _, v := range []uint32{0x9e3779b1, 0x80, 0x7fffffff} {
+				add(fmt.Sprintf("imul $%#x, %%%s, %%%s", v, reg32Names[s], reg32Names[r]),
+					func(b *Buf) { b.ImulReg32Imm32(r, s, v) })
+			}
+		}
 	}
 	add("pushfq", (*Buf).Pushfq)
 	// Immediates that do not fit 8 bits, so as picks the imm32 form too.
@@ -144,6 +156,11 @@ func asCases(targets []asTarget) []asCase {
 				func(b *Buf) { b.LockIncMem(base, index, d) })
 			add(fmt.Sprintf("{disp32} incq %d(%%%s,%%%s,8)", d, base, index),
 				func(b *Buf) { b.IncMemIndexed(base, index, d) })
+			add(fmt.Sprintf("{disp32} incq %d(%%%s,%%%s)", d, base, index),
+				func(b *Buf) { b.IncMemIdx(base, index, d) })
+			r := allRegs[i%len(allRegs)]
+			add(fmt.Sprintf("{disp32} cmp %%%s, %d(%%%s,%%%s)", r, d, base, index),
+				func(b *Buf) { b.CmpMemIdxReg(base, index, d, r) })
 			add(fmt.Sprintf("{disp32} lock addq %s, %d(%%%s,%%%s,8)", imm(v), d, base, index),
 				func(b *Buf) { b.LockAddMemImm(base, index, d, v) })
 		}

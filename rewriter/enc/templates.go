@@ -451,3 +451,67 @@ func (b *Buf) IncMemIndexed(base, index Reg, disp int32) {
 	b.emit(rex(true, 0, index.hi(), base.hi()), 0xff)
 	b.scaled(0, base, index, disp)
 }
+
+// ImulReg32Imm32 emits imul $imm, %src32, %dst32 (69 /r id): the low 32
+// bits of src times imm, zero-extended into dst. GNU as picks this form
+// for an immediate that does not fit 8 bits.
+func (b *Buf) ImulReg32Imm32(dst, src Reg, imm uint32) {
+	if !b.checkRegs("ImulReg32Imm32", dst, src) {
+		return
+	}
+	if dst.hi() != 0 || src.hi() != 0 {
+		b.emit(rex(false, dst.hi(), 0, src.hi()))
+	}
+	b.emit(0x69, modrm(3, dst.low(), src.low()))
+	b.emit32(imm)
+}
+
+// ShrReg32Imm emits shr $n, %reg32 (c1 /5 ib), n from 2 to 31 (GNU as
+// writes a shift by 1 as d1 /5).
+func (b *Buf) ShrReg32Imm(reg Reg, n uint8) {
+	if !b.checkRegs("ShrReg32Imm", reg) {
+		return
+	}
+	if n < 2 || n > 31 {
+		b.fail("ShrReg32Imm", "shift count %d outside [2, 31]", n)
+		return
+	}
+	if reg.hi() != 0 {
+		b.emit(rex(false, 0, 0, 1))
+	}
+	b.emit(0xc1, modrm(3, 5, reg.low()), n)
+}
+
+// AndReg32Imm8 emits and $imm, %reg32 (83 /4 ib, the immediate
+// sign-extended): -16 clears the low four bits.
+func (b *Buf) AndReg32Imm8(reg Reg, imm int8) {
+	if !b.checkRegs("AndReg32Imm8", reg) {
+		return
+	}
+	if reg.hi() != 0 {
+		b.emit(rex(false, 0, 0, 1))
+	}
+	b.emit(0x83, modrm(3, 4, reg.low()), byte(imm))
+}
+
+// CmpMemIdxReg emits cmp %reg, disp32(%base,%index) (REX.W 39 /r, scale
+// 1): the flags of mem - reg.
+func (b *Buf) CmpMemIdxReg(base, index Reg, disp int32, reg Reg) {
+	if !b.checkIndex("CmpMemIdxReg", base, index) || !b.checkRegs("CmpMemIdxReg", reg) {
+		return
+	}
+	b.emit(rex(true, reg.hi(), index.hi(), base.hi()), 0x39)
+	b.emit(modrm(2, reg.low(), 4), sib(0, index.low(), base.low()))
+	b.emit32(uint32(disp))
+}
+
+// IncMemIdx emits incq disp32(%base,%index) (REX.W ff /0, scale 1): a
+// thread's own counter, so no lock prefix.
+func (b *Buf) IncMemIdx(base, index Reg, disp int32) {
+	if !b.checkIndex("IncMemIdx", base, index) {
+		return
+	}
+	b.emit(rex(true, 0, index.hi(), base.hi()), 0xff)
+	b.emit(modrm(2, 0, 4), sib(0, index.low(), base.low()))
+	b.emit32(uint32(disp))
+}

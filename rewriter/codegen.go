@@ -415,11 +415,14 @@ func (fg *funcGen) enterInline() {
 		b.Bytes([]byte{0x48, 0x3b, 0x50, runtime.RecordNSitesOff})    // cmp nsites(%rax), %rdx
 		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 		b.Bytes([]byte{0x48, 0x8b, 0x40, runtime.RecordKidsOff}) // mov kids(%rax), %rax
-		b.Bytes([]byte{0x48, 0x8b, 0x44, 0xd0, 0x08})            // mov 8(%rax,%rdx,8), %rax
+		b.Bytes([]byte{0x48, 0x8d, 0x54, 0xd0, 0x08})            // lea 8(%rax,%rdx,8), %rdx: the list's head word
+		b.Bytes([]byte{0x48, 0x8b, 0x02})                        // mov (%rdx), %rax: its first node
 		b.Bytes([]byte{0x48, 0x85, 0xc0})                        // test %rax, %rax
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x78, runtime.NodeFuncOff}, uint32(fg.fid))) // cmpq $fid, func(%rax)
-		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+		found := b.NewLabel()
+		b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(found, slow, saved)))
+		b.Bind(found)
 		// A node is linked only with its record, and a record only
 		// with its counters (child, rec_new); in a fork child the
 		// parent record is wiped too (nsites 0 took the slow path).
@@ -478,6 +481,43 @@ func (fg *funcGen) enterInline() {
 		b.MovImm32(fg.preg, 0) // mov, not xor: flags untouched
 	}
 	fg.coldStub(slow, done, []enc.Reg{enc.RAX, enc.RCX, enc.RDX}, false, g.stubs.Enter, fg.fid)
+}
+
+// callCache reports whether the image's thread blocks have a call cache
+// (runtime.ConfigFlagCallCache): context images whose entries are inline.
+func (g *gen) callCache() bool { return !g.mode.FlowOnly && (!g.mode.Metrics || g.mode.TSCOnly) }
+
+// callCacheLookup queues, for a context-mode entry whose call-site list
+// (head word at %rdx) starts with another function's node, a look-up of
+// this function's node in the thread's call cache [decision 49]:
+// lea fid(%rdx),%rax; imul $HashMul,%eax,%eax; shr; and $-32,%eax; then
+// the entry at %gs:CallCacheOffset(,%rax) must hold list %rdx and this
+// fid, and its node goes to %rax and back to found; a miss goes to slow
+// (the stub walks the list and fills the entry). It returns the label to
+// jump to. saved is the bytes pushed below the red zone.
+func (fg *funcGen) callCacheLookup(found, slow enc.Label, saved int32) enc.Label {
+	g, b := fg.g, fg.g.buf
+	if !g.callCache() {
+		return slow
+	}
+	miss := b.NewLabel()
+	at := fg.cur
+	fg.cold = append(fg.cold, func() {
+		b.Bind(miss)
+		fg.mark(at, false)
+		b.SetSP(-redZone - saved)
+		b.LeaRegDisp32(enc.RAX, enc.RDX, fg.fid)
+		b.ImulReg32Imm32(enc.RAX, enc.RAX, runtime.HashMul)
+		b.ShrReg32Imm(enc.RAX, uint8(32-runtime.CallCacheBits-bits.TrailingZeros(runtime.CallCacheEntry)))
+		b.AndReg32Imm8(enc.RAX, -runtime.CallCacheEntry)
+		b.CmpGSIdxReg(enc.RAX, runtime.CallCacheOffset, enc.RDX)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+		b.CmpGSIdxImm32(enc.RAX, runtime.CallCacheOffset+8, fg.fid)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+		b.MovRegFromGSIdx(enc.RAX, enc.RAX, runtime.CallCacheOffset+16)
+		b.JmpRel32(enc.LabelTarget(found))
+	})
+	return miss
 }
 
 // exitStub ends the path at an exit through the runtime's stub.

@@ -244,6 +244,45 @@ func TestHashedInline(t *testing.T) {
 	}
 }
 
+// TestCallCache checks that a call site cycling through several callees
+// does not send every entry to the stub in context mode: funcptr.c's
+// apply_all calls four functions in turn through one indirect call site,
+// n times (12, or 32 with 20 arguments). The list of that site's nodes
+// has the last callee first, so each entry finds its node through the
+// thread's call cache [decision 49]; only the entries that make a node
+// (and the program's other first entries) take the stub, the same number
+// whatever n.
+func TestCallCache(t *testing.T) {
+	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2", PIE: true}, {CC: "clang", Opt: "-O0"}} {
+		orig := fixture.Build(t, "funcptr.c", c)
+		for _, m := range []struct {
+			name string
+			opts rewriter.Options
+		}{
+			{"context", rewriter.Options{}},
+			{"context+tsc", rewriter.Options{Metrics: []rewriter.Metric{tscMetric}}},
+		} {
+			what := "funcptr.c " + c.String() + " " + m.name
+			dir := t.TempDir()
+			inst := rewriteWith(t, orig, filepath.Join(dir, "prog.blpp"), m.opts)
+			var stubs []uint64
+			for _, args := range [][]string{nil, strings.Fields(strings.Repeat("x ", 20))} {
+				prof := filepath.Join(dir, "blpp.out")
+				sameBehaviour(t, what, runProc(t, orig, args), runProc(t, inst, args, "BLPP_PROFILE="+prof, "BLPP_QUIET=1"))
+				p, err := cct.ReadFile(prof)
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				stubs = append(stubs, p.Stats["stub_entries"])
+			}
+			t.Logf("%s: %d entries took the stub with n=12, %d with n=32", what, stubs[0], stubs[1])
+			if stubs[0] != stubs[1] {
+				t.Errorf("%s: %d entries took the stub with n=12, %d with n=32: want the same", what, stubs[0], stubs[1])
+			}
+		}
+	}
+}
+
 // TestMetricFallback asks for cycles and instructions. Where the machine
 // has no usable PMU (these machines) the runtime says so once on stderr
 // (BLPP_QUIET=1 silences it), measures cycles with rdtsc, recorded as

@@ -404,6 +404,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	if opts.NoContext {
 		conf.Flags |= runtime.ConfigFlagFlowOnly
 	}
+	if g.callCache() {
+		conf.Flags |= runtime.ConfigFlagCallCache
+	}
 	conf.SlotsSize = g.slotsSize
 	if len(opts.Metrics) > 0 {
 		conf.MetricsVaddr, conf.NMetrics = metricsAddr, uint64(len(opts.Metrics))

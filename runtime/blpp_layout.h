@@ -23,6 +23,10 @@
 #define BLPP_HTAB_ENTRIES_OFF 32
 #define BLPP_HTAB_INIT_CAP 1024
 #define BLPP_HASH_MUL 0x9e3779b1u
+#define BLPP_CONFIG_FLAG_CALL_CACHE 4ull
+#define BLPP_CALL_CACHE_BITS 12
+#define BLPP_CALL_CACHE_OFFSET 4096
+#define BLPP_CALL_CACHE_SIZE 131072
 
 /* struct blpp_config: runtime configuration, patched into the image by the rewriter */
 #define BLPP_CONFIG_SIZE 128

@@ -280,6 +280,7 @@ static struct {
 	u64 tsc_init;   /* rdtsc at blpp_init */
 	u64 arena_limit;
 	u64 slots_size; /* bytes of slot counters per thread block (decision 42) */
+	u64 cache_size; /* bytes of call cache per thread block (decision 49), or 0 */
 	u64 epoch;      /* fork generation: bumped by fork_reset */
 	u64 init_pid;
 	u64 dummy_tp;   /* thread pointer blpp_init made up (static binaries), or 0 */
@@ -415,7 +416,7 @@ static u64 depth(struct blpp_thread *t) { return (t->sp - t->sp_base) / sizeof(s
  * children see them as zero, like the arena) and the shadow stack. */
 static struct blpp_thread *block_new(void)
 {
-	u64 slots = page_up(rt.slots_size);
+	u64 slots = page_up(rt.slots_size + rt.cache_size); /* one or the other */
 	u64 size = BLOCK_HDR + slots + (u64)SHADOW_FRAMES * sizeof(struct blpp_frame);
 	u8 *m = map_anon(size, MAP_NORESERVE);
 	struct blpp_thread *t = (struct blpp_thread *)m;
@@ -733,6 +734,36 @@ static u64 cur_of(struct blpp_thread *t, const struct blpp_record *r)
 	return r->counts == (u64)t + rt.funcs[r->func].slot ? r->func + 1 : 0;
 }
 
+/* The call cache [decision 49]: entry {list, fid, node} says that the
+ * node list whose head word is at list holds fid's node. Inline entries
+ * look there when the list's first node is another function's. Nodes are
+ * never freed (a fork child's cache is wiped with the arena), so an entry
+ * stays true; a later pair with the same hash replaces it. */
+struct cache_ent {
+	u64 list, fid, node, pad;
+};
+_Static_assert(sizeof(struct cache_ent) * (1u << BLPP_CALL_CACHE_BITS) == BLPP_CALL_CACHE_SIZE, "call cache");
+_Static_assert(BLPP_CALL_CACHE_OFFSET == BLPP_SLOTS_OFFSET, "the call cache takes the slots' place");
+
+static void cache_fill(struct blpp_thread *t, u64 list, u64 fid, struct blpp_node *n)
+{
+	struct cache_ent *e;
+	u32 h;
+	if (!rt.cache_size || t->sp_base < (u64)t + BLPP_CALL_CACHE_OFFSET + BLPP_CALL_CACHE_SIZE)
+		return; /* no cache in this block (early_gs's scratch block) */
+	h = ((u32)list + (u32)fid) * (u32)BLPP_HASH_MUL >> (32 - BLPP_CALL_CACHE_BITS);
+	e = (struct cache_ent *)((u8 *)t + BLPP_CALL_CACHE_OFFSET) + h;
+	/* The list word last: an inline entry in a signal handler never
+	 * pairs a new list with an old node (it takes the stub while this
+	 * one runs anyway: Thread.busy). */
+	STORE(&e->list, 0);
+	BARRIER();
+	e->fid = fid;
+	e->node = (u64)n;
+	BARRIER();
+	STORE(&e->list, list);
+}
+
 /* rec_new makes a record of function fid under parent at call site id
  * site and links it at the end of t's list (so parents precede children). */
 _Static_assert(BLPP_RECORD_INLINE_COUNTS >= sizeof(struct blpp_record), "inline counts overlap the record");
@@ -833,6 +864,7 @@ static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u
 				*head = n;
 			}
 			n->count += calls;
+			cache_fill(t, (u64)head, fid, n);
 			return R(n->rec);
 		}
 	}
@@ -856,6 +888,7 @@ static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u
 	}
 	n->next = (u64)*head;
 	*head = n;
+	cache_fill(t, (u64)head, fid, n);
 	return a;
 }
 
@@ -2200,6 +2233,9 @@ static void setup(void)
 	 * reserving absurd blocks. */
 	if (rt.flow_only && !rt.nmetrics && c->slots_size <= (1ul << 30))
 		rt.slots_size = c->slots_size;
+	/* The call cache takes the slots' place: context images only. */
+	if ((rt.flags & BLPP_CONFIG_FLAG_CALL_CACHE) && !rt.flow_only && !rt.slots_size)
+		rt.cache_size = BLPP_CALL_CACHE_SIZE;
 	rt.w = map_wiped(page_up(sizeof(struct wiped)));
 	if (rt.w)
 		rt.w->live = 1;

@@ -69,6 +69,25 @@ const (
 	// the profile on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM
 	// and SIGINT.
 	ConfigFlagNoFatalHandlers = 1 << 1
+	// ConfigFlagCallCache: every thread block has a call cache at
+	// CallCacheOffset, which context-mode inline entries read.
+	ConfigFlagCallCache = 1 << 2
+)
+
+// The call cache of a context-mode thread block [decision 49]: a
+// direct-mapped table of CallCacheEntries entries of CallCacheEntry bytes,
+// {list, fid, node, 0}, that gives the node of function fid in a record's
+// call-site node list (list: the address of the list's head word, unique
+// per record and call site) without walking the list. Entry
+// ((uint32(list+fid)*HashMul) >> (32-CallCacheBits)). It takes the place
+// of the slot counters, which only flow-only images have, and is wiped in
+// a fork child like them.
+const (
+	CallCacheBits    = 12
+	CallCacheEntries = 1 << CallCacheBits
+	CallCacheEntry   = 32
+	CallCacheOffset  = SlotsOffset
+	CallCacheSize    = CallCacheEntries * CallCacheEntry
 )
 
 // ConfigMagic is Config.Magic: "BLPPCFG1" read as a little-endian uint64.
@@ -400,6 +419,10 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_HTAB_ENTRIES_OFF", fmt.Sprint(HTabEntriesOff)},
 	{"BLPP_HTAB_INIT_CAP", fmt.Sprint(HTabInitCap)},
 	{"BLPP_HASH_MUL", fmt.Sprintf("%#xu", uint32(HashMul))},
+	{"BLPP_CONFIG_FLAG_CALL_CACHE", fmt.Sprintf("%dull", ConfigFlagCallCache)},
+	{"BLPP_CALL_CACHE_BITS", fmt.Sprint(CallCacheBits)},
+	{"BLPP_CALL_CACHE_OFFSET", fmt.Sprint(CallCacheOffset)},
+	{"BLPP_CALL_CACHE_SIZE", fmt.Sprint(CallCacheSize)},
 }
 
 // WriteLayoutHeader writes blpp_layout.h, the C view of Config, Func,

@@ -73,6 +73,12 @@ func asCases(targets []asTarget) []asCase {
 		for _, r := range allRegs {
 			if r != RSP {
 				add(fmt.Sprintf("incq %%gs:%d(,%%%s,8)", d, r), func(b *Buf) { b.IncGSIndexed(d, r) })
+				s := allRegs[(int(r)+3)%len(allRegs)]
+				add(fmt.Sprintf("cmp %%%s, %%gs:%d(,%%%s,1)", s, d, r), func(b *Buf) { b.CmpGSIdxReg(r, d, s) })
+				add(fmt.Sprintf("mov %%gs:%d(,%%%s,1), %%%s", d, r, s), func(b *Buf) { b.MovRegFromGSIdx(s, r, d) })
+				for _, v := range asImms {
+					add(fmt.Sprintf("cmpq %s, %%gs:%d(,%%%s,1)", imm(v), d, r), func(b *Buf) { b.CmpGSIdxImm32(r, d, v) })
+				}
 			}
 			add(fmt.Sprintf("mov %%gs:%d, %%%s", d, r), func(b *Buf) { b.MovRegFromGS(r, d) })
 			add(fmt.Sprintf("mov %%%s, %%gs:%d", r, d), func(b *Buf) { b.MovGSFromReg(d, r) })
@@ -117,6 +123,10 @@ func asCases(targets []asTarget) []asCase {
 	}
 	for _, r := range allRegs {
 		add("test %"+r.String()+", %"+r.String(), func(b *Buf) { b.TestRegReg(r) })
+		for _, d := range asDisps {
+			s := allRegs[(int(r)+5)%len(allRegs)]
+			add(fmt.Sprintf("{disp32} lea %d(%%%s), %%%s", d, s, r), func(b *Buf) { b.LeaRegDisp32(r, s, d) })
+		}
 		for _, n := range []uint8{2, 18, 31} {
 			add(fmt.Sprintf("shr $%d, %%%s", n, reg32Names[r]), func(b *Buf) { b.ShrReg32Imm(r, n) })
 		}

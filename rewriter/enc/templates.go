@@ -515,3 +515,53 @@ func (b *Buf) IncMemIdx(base, index Reg, disp int32) {
 	b.emit(modrm(2, 0, 4), sib(0, index.low(), base.low()))
 	b.emit32(uint32(disp))
 }
+
+// gsIdx emits ModRM and SIB for %gs:disp32(,%index,1) (mod=00, SIB
+// base=101: no base register) with reg in ModRM.reg.
+func (b *Buf) gsIdx(reg byte, index Reg, disp int32) {
+	b.emit(modrm(0, reg, 4), sib(0, index.low(), 5))
+	b.emit32(uint32(disp))
+}
+
+// CmpGSIdxReg emits cmp %reg, %gs:disp(,%index,1) (65 REX.W 39 /r): the
+// flags of mem - reg, for a table at a fixed offset of the thread block.
+func (b *Buf) CmpGSIdxReg(index Reg, disp int32, reg Reg) {
+	if !b.checkIndex("CmpGSIdxReg", index, index) || !b.checkRegs("CmpGSIdxReg", reg) {
+		return
+	}
+	b.emit(prefixGS, rex(true, reg.hi(), index.hi(), 0), 0x39)
+	b.gsIdx(reg.low(), index, disp)
+}
+
+// CmpGSIdxImm32 emits cmpq $imm, %gs:disp(,%index,1) (65 REX.W 81 /7
+// imm32).
+func (b *Buf) CmpGSIdxImm32(index Reg, disp, imm int32) {
+	if !b.checkIndex("CmpGSIdxImm32", index, index) {
+		return
+	}
+	b.emit(prefixGS, rex(true, 0, index.hi(), 0), 0x81)
+	b.gsIdx(7, index, disp)
+	b.emit32(uint32(imm))
+}
+
+// MovRegFromGSIdx emits mov %gs:disp(,%index,1), %reg (65 REX.W 8b /r).
+func (b *Buf) MovRegFromGSIdx(reg, index Reg, disp int32) {
+	if !b.checkIndex("MovRegFromGSIdx", index, index) || !b.checkRegs("MovRegFromGSIdx", reg) {
+		return
+	}
+	b.emit(prefixGS, rex(true, reg.hi(), index.hi(), 0), 0x8b)
+	b.gsIdx(reg.low(), index, disp)
+}
+
+// LeaRegDisp32 emits lea disp32(%base), %dst (REX.W 8d /r, mod=10: the
+// 32-bit displacement whatever its value).
+func (b *Buf) LeaRegDisp32(dst, base Reg, disp int32) {
+	if !b.checkRegs("LeaRegDisp32", dst, base) {
+		return
+	}
+	b.emit(rex(true, dst.hi(), 0, base.hi()), 0x8d, modrm(2, dst.low(), base.low()))
+	if base.low() == 4 {
+		b.emit(sib(0, 4, 4))
+	}
+	b.emit32(uint32(disp))
+}

@@ -715,7 +715,7 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 		if fg.hashInline() {
 			// Counted here when found; nothing below can fail.
-			fg.hashCount(enc.RDX, enc.RSI, enc.RAX, enc.RDI, slow)
+			fg.hashCount(enc.RDX, enc.RSI, enc.RAX, enc.RDI, slow, -redZone-int32(8*len(saved)))
 		} else {
 			b.Bytes([]byte{0x48, 0x3b, 0x42, runtime.RecordDenseNOff}) // cmp dense_n(%rdx), %rax
 			b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
@@ -842,9 +842,13 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 	if k := int32(n.ExitInc[e]); k != 0 {
 		b.AddRegImm32(enc.RAX, k)
 	}
+	hashDepth := int32(-redZone - 24) // %rax, %rcx, %rdx pushed
+	if flagsLive {
+		hashDepth -= 8 // and the flags
+	}
 	switch {
 	case hash:
-		fg.hashCount(enc.RCX, enc.RCX, enc.RAX, enc.RDX, slow)
+		fg.hashCount(enc.RCX, enc.RCX, enc.RAX, enc.RDX, slow, hashDepth)
 	default:
 		b.Bytes([]byte{0x48, 0x3b, 0x41, runtime.RecordDenseNOff}) // cmp dense_n(%rcx), %rax
 		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
@@ -999,7 +1003,7 @@ func (fg *funcGen) recordBackedgeIn(e cfg.EdgeID, flagsLive bool) bool {
 	b.CmpMemImm32(rec, runtime.RecordFuncOff, fg.fid)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	if fg.hashInline() {
-		fg.hashCount(rec, rec, x, rs[len(rs)-1], slow)
+		fg.hashCount(rec, rec, x, rs[len(rs)-1], slow, 0)
 	} else {
 		b.CmpRegMem(x, rec, runtime.RecordDenseNOff)
 		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
@@ -1131,33 +1135,57 @@ func (fg *funcGen) slotCount(reg enc.Reg, k int32, slow enc.Label) {
 func (fg *funcGen) hashed() bool     { return fg.num.NumPaths > DenseMax }
 func (fg *funcGen) hashInline() bool { return fg.hashed() && !fg.g.mode.Metrics }
 
-// hashShift turns a key's 32-bit product with HashMul into its home
-// entry's byte offset in a first table: the top log2(HTabInitCap) bits,
-// times the 16 bytes of an entry.
-var hashShift = uint8(32 - bits.TrailingZeros(runtime.HTabInitCap) - 4)
-
-// hashCount counts path x of a hashed function in record rec's first
-// hash table when the path's entry sits at its home slot there, the
-// runtime's first probe (blpp_rt.c home) [decision 48]; any other case
-// (no table yet, the path elsewhere or not yet seen) jumps to slow:
-// mov hash(rec),tab; test; je; lea 1(x),x; imul $HashMul,x,t; shr; and
-// $-16,t; cmp x,entries(tab,t); lea -1(x),x; jne; incq entries+8(tab,t).
-// tab and t are clobbered, and so are the flags; x holds the path id
-// again on both ways out. The key comparison alone bounds the path: only
-// the runtime, after checking it, writes keys.
-func (fg *funcGen) hashCount(rec, tab, x, t enc.Reg, slow enc.Label) {
+// hashCount counts path x of a hashed function in record rec's newest
+// hash table when the path's entry is at its home slot there or the one
+// after, the runtime's first two probes (blpp_rt.c home) [decision 48];
+// any other case (no table yet, the path elsewhere or not yet seen) jumps
+// to slow:
+//
+//	mov hash(rec),tab; test tab,tab; je slow
+//	add $1,x; je undo          (the key: path + 1; never 0, the empty key)
+//	imul $HashMul,x32,t32; imul bytes(tab),t; shr $32,t; and $-16,t32
+//	cmp x,entries(tab,t); jne second
+//	lea -1(x),x; incq entries+8(tab,t)
+//
+// with, out of line, second: cmp x,entries+16(tab,t); jne undo;
+// add $16,t; lea -1(x),x; incq entries+8(tab,t); jmp back; undo: lea
+// -1(x),x; jmp slow. Every table has one more entry than its capacity,
+// never written, so the second probe stays inside it. tab and t are
+// clobbered, and so are the flags; x holds the path id again on every
+// way out. The key comparison alone makes the count right, whatever entry
+// the index picks: only the runtime, after checking a path, writes keys.
+// sp is the stack depth the out-of-line code runs at (coldStub's).
+func (fg *funcGen) hashCount(rec, tab, x, t enc.Reg, slow enc.Label, sp int32) {
 	b := fg.g.buf
+	second, undo, done := b.NewLabel(), b.NewLabel(), b.NewLabel()
 	b.MovRegFromMem(tab, rec, runtime.RecordHashOff)
 	b.TestRegReg(tab)
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.LeaRegSelf(x, 1)
+	b.AddRegImm32(x, 1)
+	b.JccRel32(enc.CondE, enc.LabelTarget(undo))
 	b.ImulReg32Imm32(t, x, runtime.HashMul)
-	b.ShrReg32Imm(t, hashShift)
+	b.ImulRegMem(t, tab, runtime.HTabBytesOff)
+	b.ShrRegImm(t, 32)
 	b.AndReg32Imm8(t, -16)
 	b.CmpMemIdxReg(tab, t, runtime.HTabEntriesOff, x)
-	b.LeaRegSelf(x, -1) // flags kept
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.JccRel32(enc.CondNE, enc.LabelTarget(second))
+	b.LeaRegSelf(x, -1)
 	b.IncMemIdx(tab, t, runtime.HTabEntriesOff+8)
+	b.Bind(done)
+	at := fg.cur
+	fg.cold = append(fg.cold, func() {
+		b.Bind(second)
+		fg.mark(at, false)
+		b.SetSP(sp)
+		b.CmpMemIdxReg(tab, t, runtime.HTabEntriesOff+16, x)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(undo))
+		b.LeaRegSelf(x, -1)
+		b.IncMemIdx(tab, t, runtime.HTabEntriesOff+16+8)
+		b.JmpRel32(enc.LabelTarget(done))
+		b.Bind(undo)
+		b.LeaRegSelf(x, -1)
+		b.JmpRel32(enc.LabelTarget(slow))
+	})
 }
 
 // slotBackedge is the rest of backedge for a function with slot

@@ -615,33 +615,40 @@ static void metrics_read(struct blpp_thread *t, u64 *v)
 /* A hash table of path counts for one record of a function with many
  * paths. Entries are a key (path+1; 0 marks an empty entry) followed by
  * rt.stride values (count, then metric sums). Tables are never resized
- * in place: a full table gets a bigger successor, and new paths go to the
- * last table; the writer sums a path found in several tables. A record
- * belongs to one thread, but a signal handler on that thread may count
- * while a count is interrupted: the atomics keep the table consistent. */
+ * in place. The record points at the newest table, which is where paths
+ * are counted: when it is half full and a path it lacks comes, a table
+ * four times bigger goes in front of it (linked to it through next). A
+ * path already in an older table starts a new entry in the newest; the
+ * older counts stay where they are, and the writer sums a path over all
+ * tables. So the hot paths live in the first table, the one the inline
+ * code probes [decision 48], and a function that sees few paths keeps a
+ * small table. A record belongs to one thread, but a signal handler on
+ * that thread may count while a count is interrupted: the atomics keep
+ * the tables consistent. */
 struct htab {
-	u64 cap; /* power of two */
+	u64 cap;   /* power of two */
 	u64 used;
-	struct htab *next;
-	u64 pad;
+	u64 next;  /* the next older table */
+	u64 bytes; /* cap * entry size: the inline code's scale (home) */
 	u64 e[];
 };
 
 enum { HTAB_INIT = BLPP_HTAB_INIT_CAP };
 _Static_assert(__builtin_offsetof(struct htab, e) == BLPP_HTAB_ENTRIES_OFF, "htab header");
+_Static_assert(__builtin_offsetof(struct htab, bytes) == BLPP_HTAB_BYTES_OFF, "htab bytes");
 _Static_assert((BLPP_HTAB_INIT_CAP & (BLPP_HTAB_INIT_CAP - 1)) == 0, "htab capacity");
 
-/* home is key's first probe in a table of cap entries (a power of two):
- * Fibonacci hashing of the key's low 32 bits, taking the top bits of the
- * 32-bit product. Inline code computes the same for a record's first
- * table (imul, shr) and counts a path found there itself [decision 48]. */
+/* home is key's first probe in a table of cap entries (the second is the
+ * next entry, wrapping at cap; the inline code looks at entry cap instead,
+ * which stays empty): the 32-bit
+ * Fibonacci hash of the key's low 32 bits, scaled to [0, cap) by a
+ * multiply and a shift. The inline code computes it the same way
+ * (imul $BLPP_HASH_MUL; imul bytes; shr $32) in the record's first table
+ * and counts a path found there itself [decision 48]. */
 static u64 home(u64 key, u64 cap)
 {
-	unsigned bits = (unsigned)__builtin_ctzll(cap);
-	u32 h = (u32)key * (u32)BLPP_HASH_MUL;
-	if (bits == 0)
-		return 0;
-	return bits >= 32 ? h : h >> (32 - bits);
+	u64 h = (u32)((u32)key * (u32)BLPP_HASH_MUL);
+	return (h * cap) >> 32;
 }
 
 static u64 mix(u64 x)
@@ -658,22 +665,26 @@ static u64 hent_words(void) { return 1 + rt.stride; }
 
 static struct htab *htab_new(struct wiped *w, u64 cap)
 {
-	struct htab *h = arena_alloc(&w->arena, sizeof(struct htab) + cap * hent_words() * 8);
-	if (h)
+	/* One entry more than cap, never written: the inline code's second
+	 * probe (home + 1) may look at it [decision 48]. */
+	struct htab *h = arena_alloc(&w->arena, sizeof(struct htab) + (cap + 1) * hent_words() * 8);
+	if (h) {
 		h->cap = cap;
+		h->bytes = cap * hent_words() * 8;
+	}
 	return h;
 }
 
-/* htab_slot returns the values of key in h, inserting it if h may take it
- * (the last table, not too full), else 0. */
-static u64 *htab_slot(struct htab *h, u64 key, int last)
+/* htab_slot returns the values of key in h, inserting it if insert says
+ * so and h is less than half full, else 0. */
+static u64 *htab_slot(struct htab *h, u64 key, int insert)
 {
 	u64 mask = h->cap - 1, i = home(key, h->cap), hw = hent_words();
 	for (u64 n = 0; n < h->cap; n++, i = (i + 1) & mask) {
 		u64 *e = &h->e[i * hw];
 		u64 k = LOAD(&e[0]);
 		if (k == 0) {
-			if (!last || LOADR(&h->used) >= h->cap / 2)
+			if (!insert || LOADR(&h->used) >= h->cap / 2)
 				return 0;
 			if (!CAS(&e[0], 0, key)) {
 				if (LOAD(&e[0]) != key)
@@ -689,22 +700,26 @@ static u64 *htab_slot(struct htab *h, u64 key, int last)
 	return 0;
 }
 
-static u64 *hash_slot(struct wiped *w, struct htab *h, u64 path)
+/* hash_slot returns where record r counts path path, 0 when no table
+ * can take it (the arena is full and no older table has it). */
+static u64 *hash_slot(struct wiped *w, struct blpp_record *r, u64 path)
 {
 	u64 key = path + 1;
 	for (;;) {
-		struct htab *next = LOAD(&h->next);
-		u64 *v = htab_slot(h, key, next == 0);
+		struct htab *h = (struct htab *)LOAD(&r->hash), *n;
+		u64 *v = htab_slot(h, key, 1);
 		if (v)
 			return v;
-		if (!next) {
-			struct htab *n = htab_new(w, h->cap * 4);
-			if (!n)
-				return 0;
-			CAS(&h->next, 0, n); /* a loser's table stays unused in the arena */
-			next = LOAD(&h->next);
+		if (!(n = htab_new(w, h->cap * 4))) {
+			for (h = (struct htab *)LOAD(&h->next); h; h = (struct htab *)LOAD(&h->next))
+				if ((v = htab_slot(h, key, 0)))
+					return v;
+			return 0;
 		}
-		h = next;
+		n->next = (u64)h;
+		/* A signal handler's count may have put a table in front
+		 * meanwhile: then n stays unused in the arena, and we retry. */
+		CAS(&r->hash, (u64)h, (u64)n);
 	}
 }
 
@@ -937,7 +952,7 @@ static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 pat
 	}
 	if (path < r->dense_n)
 		v = (u64 *)r->counts + 1 + path * rt.stride;
-	else if (!(v = hash_slot(w, (struct htab *)r->hash, path))) {
+	else if (!(v = hash_slot(w, r, path))) {
 		ADD(&w->stats[ST_DROPPED_COUNTS], 1);
 		return;
 	}
@@ -1583,10 +1598,12 @@ static u64 hash_paths(struct htab *h, struct obuf *out, struct obuf *scratch)
 	struct hent *e;
 	u64 n = 0, np = 0, hw = hent_words();
 	scratch->len = 0;
-	for (; h; h = LOAD(&h->next)) {
+	for (; h; h = (struct htab *)LOAD(&h->next)) {
 		for (u64 i = 0; i < h->cap; i++) {
-			u64 *src = &h->e[i * hw];
-			struct hent x = {LOAD(&src[0]), {0}};
+			u64 *src = &h->e[i * hw], key = LOAD(&src[0]);
+			if (!key)
+				continue; /* most entries: tables stay at most half full */
+			struct hent x = {key, {0}};
 			for (u64 j = 0; j < rt.stride; j++)
 				x.v[j] = LOADR(&src[1 + j]);
 			if (x.key && x.v[0])

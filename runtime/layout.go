@@ -291,14 +291,17 @@ const (
 	RecordInlineCounts = 128
 
 	// A hashed function's record counts in hash tables (Record.Hash, the
-	// first; blpp_rt.c's struct htab): HTabEntriesOff bytes of header,
+	// newest; blpp_rt.c's struct htab): HTabEntriesOff bytes of header,
 	// then entries of a key (path id + 1, 0 when empty) and the path's
-	// values. A record's first table has HTabInitCap entries, and a key's
-	// first probe in it is (uint32(key)*HashMul) >> (32-10): Fibonacci
-	// hashing, which the inline code computes with imul and shr to count
-	// a path found there without the stub [decision 48].
+	// values. A table of cap entries keeps cap times the entry size at
+	// HTabBytesOff, and a key's first probe in it is entry
+	// ((uint32(key)*HashMul) * cap) >> 32, which the inline code computes
+	// as (uint32(key)*HashMul * bytes) >> 32 rounded down to an entry, to
+	// count a path found there without the stub [decision 48]. A record's
+	// first table has HTabInitCap entries.
 	HTabEntriesOff = 32
-	HTabInitCap    = 1024
+	HTabBytesOff   = 24
+	HTabInitCap    = 64
 	HashMul        = 0x9e3779b1
 
 	NodeSize     = 64
@@ -417,6 +420,7 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_DEFAULT_ARENA_LIMIT", fmt.Sprintf("%#xull", uint64(DefaultArenaLimit))},
 	{"BLPP_RECORD_INLINE_COUNTS", fmt.Sprint(RecordInlineCounts)},
 	{"BLPP_HTAB_ENTRIES_OFF", fmt.Sprint(HTabEntriesOff)},
+	{"BLPP_HTAB_BYTES_OFF", fmt.Sprint(HTabBytesOff)},
 	{"BLPP_HTAB_INIT_CAP", fmt.Sprint(HTabInitCap)},
 	{"BLPP_HASH_MUL", fmt.Sprintf("%#xu", uint32(HashMul))},
 	{"BLPP_CONFIG_FLAG_CALL_CACHE", fmt.Sprintf("%dull", ConfigFlagCallCache)},

@@ -127,6 +127,13 @@ func asCases(targets []asTarget) []asCase {
 			s := allRegs[(int(r)+5)%len(allRegs)]
 			add(fmt.Sprintf("{disp32} lea %d(%%%s), %%%s", d, s, r), func(b *Buf) { b.LeaRegDisp32(r, s, d) })
 		}
+		for i, base := range allRegs {
+			d := asDisps[(int(r)+i)%len(asDisps)]
+			add(fmt.Sprintf("imul %d(%%%s), %%%s", d, base, r), func(b *Buf) { b.ImulRegMem(r, base, d) })
+		}
+		for _, n := range []uint8{2, 32, 63} {
+			add(fmt.Sprintf("shr $%d, %%%s", n, r), func(b *Buf) { b.ShrRegImm(r, n) })
+		}
 		for _, n := range []uint8{2, 18, 31} {
 			add(fmt.Sprintf("shr $%d, %%%s", n, reg32Names[r]), func(b *Buf) { b.ShrReg32Imm(r, n) })
 		}

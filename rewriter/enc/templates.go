@@ -565,3 +565,26 @@ func (b *Buf) LeaRegDisp32(dst, base Reg, disp int32) {
 	}
 	b.emit32(uint32(disp))
 }
+
+// ImulRegMem emits imul disp(%base), %reg (REX.W 0f af /r): reg times
+// the memory word, the low 64 bits of the product.
+func (b *Buf) ImulRegMem(reg, base Reg, disp int32) {
+	if !b.checkRegs("ImulRegMem", base, reg) {
+		return
+	}
+	b.emit(rex(true, reg.hi(), 0, base.hi()), 0x0f, 0xaf)
+	b.based(reg.low(), base, disp)
+}
+
+// ShrRegImm emits shr $n, %reg (REX.W c1 /5 ib), n from 2 to 63 (GNU as
+// writes a shift by 1 as d1 /5).
+func (b *Buf) ShrRegImm(reg Reg, n uint8) {
+	if !b.checkRegs("ShrRegImm", reg) {
+		return
+	}
+	if n < 2 || n > 63 {
+		b.fail("ShrRegImm", "shift count %d outside [2, 63]", n)
+		return
+	}
+	b.emit(rex(true, 0, 0, reg.hi()), 0xc1, modrm(3, 5, reg.low()), n)
+}

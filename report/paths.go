@@ -59,6 +59,9 @@ type PathDoc struct {
 	// (ContextTree.Contexts). MakePaths leaves it empty; `blpp report`
 	// fills it.
 	Contexts []Context `json:"contexts"`
+	// Runtime is the runtime's statistics from the profile (what took
+	// the slow paths, memory, and any loss: see RuntimeWarnings).
+	Runtime map[string]uint64 `json:"runtime_stats,omitempty"`
 }
 
 // LoadMeta reads the metadata table of an instrumented binary.
@@ -94,7 +97,7 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 	if err := checkMatch(binary, t, p); err != nil {
 		return nil, err
 	}
-	d := &PathDoc{Binary: binary, Functions: []PathFunc{}, Contexts: []Context{}}
+	d := &PathDoc{Binary: binary, Functions: []PathFunc{}, Contexts: []Context{}, Runtime: p.Stats}
 	for _, m := range p.Metrics {
 		d.Metrics = append(d.Metrics, m.Name)
 	}

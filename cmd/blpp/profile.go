@@ -109,6 +109,9 @@ func runReport(c *ctx, args []string) error {
 		return err
 	}
 	defer f.Close()
+	for _, w := range report.RuntimeWarnings(prof.Stats) {
+		fmt.Fprintf(c.stderr, "blpp: warning: %s\n", w)
+	}
 	lines := report.NewLineTable(f)
 	if *htmlOut != "" || (*format == "text" && (*view == "hot" || *view == "procs")) {
 		return reportMore(c, *binary, tab, prof, f, lines, *view, *metric, *hotShare, *asm, *htmlOut, fs.Args()[0])

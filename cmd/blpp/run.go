@@ -149,6 +149,9 @@ func writeRunReportTo(w io.Writer, inst, profPath string, top int) error {
 		return err
 	}
 	defer f.Close()
+	for _, m := range report.RuntimeWarnings(prof.Stats) {
+		fmt.Fprintf(w, "blpp: warning: %s\n", m)
+	}
 	lines := report.NewLineTable(f)
 	d, err := report.MakePaths(inst, tab, prof, lines)
 	if err != nil {

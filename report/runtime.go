@@ -1,0 +1,40 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+)
+
+// runtimeLosses are the runtime statistics (cct.Profile.Stats) that say
+// some execution was counted less exactly than the rest of the profile:
+// not at all, or without its calling context. Each maps to a sentence
+// for a count of them.
+var runtimeLosses = map[string]string{
+	"bad_funcs":        "%d runtime calls named a function the binary's table does not have; they were not counted",
+	"bad_paths":        "%d path executions had a path number outside their function's paths and were not counted",
+	"dropped_counts":   "%d path executions were not counted: a hash table could not grow (the runtime's memory reached its limit)",
+	"dropped_partials": "%d unfinished activations (left by longjmp, an exception or the end of the run) were not recorded: the blocks they ran are missing from the counts",
+	"dropped_records":  "%d calling contexts were not made (the runtime's memory reached its limit): their paths count without their context",
+	"no_record":        "%d path executions ran in an activation that had no calling-context record: they count in their function's root context",
+	"shadow_overflow":  "%d calls went deeper than the runtime's shadow stack: their paths count without their context",
+	"exit_mismatch":    "%d returns did not match the innermost activation the runtime knew of: the contexts around them may be wrong",
+}
+
+// RuntimeWarnings returns one sentence for each runtime statistic of a
+// profile that reports a loss of exactness, in a fixed order; none for a
+// profile counted exactly. `blpp report` prints them on stderr, so a
+// reader never takes such a profile's counts for exact ones.
+func RuntimeWarnings(stats map[string]uint64) []string {
+	var keys []string
+	for k := range runtimeLosses {
+		if stats[k] != 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf(runtimeLosses[k], stats[k])+" ("+k+")")
+	}
+	return out
+}

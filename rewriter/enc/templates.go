@@ -468,16 +468,26 @@ func (b *Buf) ImulReg32Imm32(dst, src Reg, imm uint32) {
 
 // ShrReg32Imm emits shr $n, %reg32 (c1 /5 ib), n from 2 to 31 (GNU as
 // writes a shift by 1 as d1 /5).
-func (b *Buf) ShrReg32Imm(reg Reg, n uint8) {
-	if !b.checkRegs("ShrReg32Imm", reg) {
+func (b *Buf) ShrReg32Imm(reg Reg, n uint8) { b.shrImm("ShrReg32Imm", false, reg, n) }
+
+// ShrRegImm emits shr $n, %reg (REX.W c1 /5 ib), n from 2 to 63.
+func (b *Buf) ShrRegImm(reg Reg, n uint8) { b.shrImm("ShrRegImm", true, reg, n) }
+
+// shrImm emits shr $n, %reg with 64-bit (w) or 32-bit operands.
+func (b *Buf) shrImm(op string, w bool, reg Reg, n uint8) {
+	max := uint8(31)
+	if w {
+		max = 63
+	}
+	if !b.checkRegs(op, reg) {
 		return
 	}
-	if n < 2 || n > 31 {
-		b.fail("ShrReg32Imm", "shift count %d outside [2, 31]", n)
+	if n < 2 || n > max {
+		b.fail(op, "shift count %d outside [2, %d]", n, max)
 		return
 	}
-	if reg.hi() != 0 {
-		b.emit(rex(false, 0, 0, 1))
+	if w || reg.hi() != 0 {
+		b.emit(rex(w, 0, 0, reg.hi()))
 	}
 	b.emit(0xc1, modrm(3, 5, reg.low()), n)
 }
@@ -574,17 +584,4 @@ func (b *Buf) ImulRegMem(reg, base Reg, disp int32) {
 	}
 	b.emit(rex(true, reg.hi(), 0, base.hi()), 0x0f, 0xaf)
 	b.based(reg.low(), base, disp)
-}
-
-// ShrRegImm emits shr $n, %reg (REX.W c1 /5 ib), n from 2 to 63 (GNU as
-// writes a shift by 1 as d1 /5).
-func (b *Buf) ShrRegImm(reg Reg, n uint8) {
-	if !b.checkRegs("ShrRegImm", reg) {
-		return
-	}
-	if n < 2 || n > 63 {
-		b.fail("ShrRegImm", "shift count %d outside [2, 63]", n)
-		return
-	}
-	b.emit(rex(true, 0, 0, reg.hi()), 0xc1, modrm(3, 5, reg.low()), n)
 }

@@ -830,8 +830,13 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 	}
 	b.Push(enc.RCX)
 	tsc, hash := g.mode.TSCOnly, fg.hashInline()
+	depth := int32(-redZone - 16) // %rax and %rcx pushed below the red zone
+	if flagsLive {
+		depth -= 8 // and the flags
+	}
 	if tsc || hash {
 		b.Push(enc.RDX)
+		depth -= 8
 	}
 	b.MovRegFromGS(enc.RCX, runtime.OffRecord)
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
@@ -842,25 +847,18 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 	if k := int32(n.ExitInc[e]); k != 0 {
 		b.AddRegImm32(enc.RAX, k)
 	}
-	hashDepth := int32(-redZone - 24) // %rax, %rcx, %rdx pushed
-	if flagsLive {
-		hashDepth -= 8 // and the flags
-	}
-	switch {
-	case hash:
-		fg.hashCount(enc.RCX, enc.RCX, enc.RAX, enc.RDX, slow, hashDepth)
-	default:
+	if hash {
+		fg.hashCount(enc.RCX, enc.RCX, enc.RAX, enc.RDX, slow, depth)
+	} else {
 		b.Bytes([]byte{0x48, 0x3b, 0x41, runtime.RecordDenseNOff}) // cmp dense_n(%rcx), %rax
 		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-	}
-	if hash {
-		// counted by hashCount
-	} else if tsc {
-		b.Bytes(le32([]byte{0x48, 0x8d, 0x89}, countsOff)) // lea counts(%rcx), %rcx
-		fg.countTSC(enc.RCX)
-		b.MovGS64Imm(offMAcc, 0)
-	} else {
-		b.Bytes(le32([]byte{0x48, 0xff, 0x84, 0xc1}, countsOff+8)) // incq counts+8(%rcx,%rax,8)
+		if tsc {
+			b.Bytes(le32([]byte{0x48, 0x8d, 0x89}, countsOff)) // lea counts(%rcx), %rcx
+			fg.countTSC(enc.RCX)
+			b.MovGS64Imm(offMAcc, 0)
+		} else {
+			b.Bytes(le32([]byte{0x48, 0xff, 0x84, 0xc1}, countsOff+8)) // incq counts+8(%rcx,%rax,8)
+		}
 	}
 	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
 	restore := func() {
@@ -877,17 +875,19 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 	restore()
 	b.LeaRSP(redZone)
 	b.Bind(done)
+	fg.coldBackedgeSaved(e, slow, done, depth, restore)
+}
+
+// coldBackedgeSaved queues the slow path of a backedge whose inline part
+// pushed registers below the red zone (depth, from the activation's
+// %rsp): pop them (restore), call the backedge stub and rejoin the inline
+// code at done.
+func (fg *funcGen) coldBackedgeSaved(e cfg.EdgeID, slow, done enc.Label, depth int32, restore func()) {
+	b := fg.g.buf
 	at := fg.cur
 	fg.cold = append(fg.cold, func() {
 		b.Bind(slow)
 		fg.mark(at, false)
-		depth := int32(-redZone - 16)
-		if flagsLive {
-			depth -= 8
-		}
-		if tsc || hash {
-			depth -= 8
-		}
 		b.SetSP(depth)
 		restore()
 		fg.backedgeStub(e)
@@ -1130,7 +1130,7 @@ func (fg *funcGen) slotCount(reg enc.Reg, k int32, slow enc.Label) {
 
 // hashed reports whether fg counts its paths in hash tables (the
 // runtime's Func.Hashed), and hashInline whether its path ends count
-// inline in the first table: frequency-only images, whose entries are a
+// inline in the newest table: frequency-only images, whose entries are a
 // key and one count [decision 48].
 func (fg *funcGen) hashed() bool     { return fg.num.NumPaths > DenseMax }
 func (fg *funcGen) hashInline() bool { return fg.hashed() && !fg.g.mode.Metrics }
@@ -1148,8 +1148,8 @@ func (fg *funcGen) hashInline() bool { return fg.hashed() && !fg.g.mode.Metrics 
 //	lea -1(x),x; incq entries+8(tab,t)
 //
 // with, out of line, second: cmp x,entries+16(tab,t); jne undo;
-// add $16,t; lea -1(x),x; incq entries+8(tab,t); jmp back; undo: lea
-// -1(x),x; jmp slow. Every table has one more entry than its capacity,
+// lea -1(x),x; incq entries+24(tab,t); jmp back; undo: lea -1(x),x;
+// jmp slow. Every table has one more entry than its capacity,
 // never written, so the second probe stays inside it. tab and t are
 // clobbered, and so are the flags; x holds the path id again on every
 // way out. The key comparison alone makes the count right, whatever entry
@@ -1211,19 +1211,11 @@ func (fg *funcGen) slotBackedge(e cfg.EdgeID, flagsLive bool, slow, done enc.Lab
 	restore()
 	b.LeaRSP(redZone)
 	b.Bind(done)
-	at := fg.cur
-	fg.cold = append(fg.cold, func() {
-		b.Bind(slow)
-		fg.mark(at, false)
-		depth := int32(-redZone - 8)
-		if flagsLive {
-			depth -= 8
-		}
-		b.SetSP(depth)
-		restore()
-		fg.backedgeStub(e)
-		b.JmpRel32(enc.LabelTarget(done))
-	})
+	depth := int32(-redZone - 8) // %rax pushed below the red zone
+	if flagsLive {
+		depth -= 8 // and the flags
+	}
+	fg.coldBackedgeSaved(e, slow, done, depth, restore)
 }
 
 // dest is where edge e leads in the new code (for edges to EXIT: the

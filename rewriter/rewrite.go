@@ -338,7 +338,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for i, fg := range g.funcs {
 		np := fg.f.Numbering.NumPaths
 		hashed := uint64(0)
-		if np > DenseMax {
+		if fg.hashed() {
 			hashed = 1
 		}
 		runtime.PutFunc(rw[funcsAddr-rwAddr+uint64(i*runtime.FuncSize):], runtime.Func{

@@ -638,18 +638,17 @@ _Static_assert(__builtin_offsetof(struct htab, e) == BLPP_HTAB_ENTRIES_OFF, "hta
 _Static_assert(__builtin_offsetof(struct htab, bytes) == BLPP_HTAB_BYTES_OFF, "htab bytes");
 _Static_assert((BLPP_HTAB_INIT_CAP & (BLPP_HTAB_INIT_CAP - 1)) == 0, "htab capacity");
 
-/* home is key's first probe in a table of cap entries (the second is the
- * next entry, wrapping at cap; the inline code looks at entry cap instead,
- * which stays empty): the 32-bit
- * Fibonacci hash of the key's low 32 bits, scaled to [0, cap) by a
- * multiply and a shift. The inline code computes it the same way
- * (imul $BLPP_HASH_MUL; imul bytes; shr $32) in the record's first table
- * and counts a path found there itself [decision 48]. */
-static u64 home(u64 key, u64 cap)
-{
-	u64 h = (u32)((u32)key * (u32)BLPP_HASH_MUL);
-	return (h * cap) >> 32;
-}
+/* fib32 is the 32-bit Fibonacci hash of x's low 32 bits, the one inline
+ * code computes with imul $BLPP_HASH_MUL (hash tables, call cache). */
+static u32 fib32(u64 x) { return (u32)x * (u32)BLPP_HASH_MUL; }
+
+/* home is key's first probe in a table of cap entries: fib32 scaled to
+ * [0, cap) by a multiply and a shift. The second probe is the next entry,
+ * wrapping at cap (the inline code looks at entry cap instead, which
+ * stays empty). The inline code computes the same (imul $BLPP_HASH_MUL;
+ * imul bytes; shr $32) in the record's newest table and counts a path
+ * found there itself [decision 48]. */
+static u64 home(u64 key, u64 cap) { return ((u64)fib32(key) * cap) >> 32; }
 
 static u64 mix(u64 x)
 {
@@ -766,7 +765,7 @@ static void cache_fill(struct blpp_thread *t, u64 list, u64 fid, struct blpp_nod
 	u32 h;
 	if (!rt.cache_size || t->sp_base < (u64)t + BLPP_CALL_CACHE_OFFSET + BLPP_CALL_CACHE_SIZE)
 		return; /* no cache in this block (early_gs's scratch block) */
-	h = ((u32)list + (u32)fid) * (u32)BLPP_HASH_MUL >> (32 - BLPP_CALL_CACHE_BITS);
+	h = fib32(list + fid) >> (32 - BLPP_CALL_CACHE_BITS);
 	e = (struct cache_ent *)((u8 *)t + BLPP_CALL_CACHE_OFFSET) + h;
 	/* The list word last: an inline entry in a signal handler never
 	 * pairs a new list with an old node (it takes the stub while this

@@ -195,6 +195,11 @@ func (fg *funcGen) reload() {
 // and exit keeps Thread.Cur).
 func (g *gen) slots() bool { return g.slotsSize > 0 }
 
+// lean reports whether the function's inline entry and exit leave
+// Thread.record alone: a flow-only function with slot counters, whose
+// running record Thread.cur names [decision 51].
+func (fg *funcGen) lean() bool { return fg.g.mode.FlowOnly && fg.slot != 0 }
+
 // curValue is what Thread.Cur holds while fg's activation runs.
 func (fg *funcGen) curValue() int32 {
 	if fg.slot == 0 {
@@ -351,11 +356,17 @@ func (fg *funcGen) enterInline() {
 		return
 	}
 	slow, done := b.NewLabel(), b.NewLabel()
-	const saved = 24 // rax, rcx, rdx
+	// A lean entry needs no record, so no %rdx [decision 51].
+	lean := fg.lean()
+	regs := []enc.Reg{enc.RAX, enc.RCX, enc.RDX}
+	if lean {
+		regs = regs[:2]
+	}
+	saved := int32(8 * len(regs))
 	b.LeaRSP(-redZone)
-	b.Push(enc.RAX)
-	b.Push(enc.RCX)
-	b.Push(enc.RDX)
+	for _, r := range regs {
+		b.Push(r)
+	}
 	// Before the runtime is ready %gs may not point at a block at all:
 	// code a library constructor calls back into runs before the entry
 	// point. The ready word is 0 until then, so test it before any %gs
@@ -377,7 +388,12 @@ func (fg *funcGen) enterInline() {
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x04, 0x25}, uint32(runtime.OffSPLimit)))
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
 	// The record, into %rdx.
-	if g.mode.FlowOnly {
+	if lean {
+		// The record exists once its calls word (the first slot) is
+		// not 0: the stub's first entry made it and counted there.
+		b.CmpGS64Imm(fg.slot, 0)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	} else if g.mode.FlowOnly {
 		b.MovRegFromGS(enc.RAX, runtime.OffFlat)
 		b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
@@ -442,8 +458,10 @@ func (fg *funcGen) enterInline() {
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSavedR + runtime.FrameSize)}) // frame.saved_r
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0xc7, 0x41, byte(frFunc + runtime.FrameSize)}, uint32(fg.fid)))
-	b.MovRegFromGS(enc.RAX, runtime.OffRecord)
-	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frRecord + runtime.FrameSize)}) // frame.record
+	if !lean {
+		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
+		b.Bytes([]byte{0x48, 0x89, 0x41, byte(frRecord + runtime.FrameSize)}) // frame.record
+	}
 	b.MovRegFromGS(enc.RAX, runtime.OffCallSite)
 	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSite + runtime.FrameSize)}) // frame.site
 	if g.slots() {
@@ -458,7 +476,9 @@ func (fg *funcGen) enterInline() {
 		b.MovGS64Imm(g.stubs.OffR, 0) // else the register is the path register (set below)
 	}
 	b.MovGS64Imm(runtime.OffCallSite, 0)
-	b.MovGSFromReg(runtime.OffRecord, enc.RDX)
+	if !lean {
+		b.MovGSFromReg(runtime.OffRecord, enc.RDX)
+	}
 	if !g.mode.FlowOnly {
 		b.MovGS64Imm(runtime.OffTailRec, 0) // consumed (or stale: see blpp_rt_enter)
 	}
@@ -471,16 +491,16 @@ func (fg *funcGen) enterInline() {
 		b.MovGSFromReg(offMStart, enc.RAX)
 		b.MovGS64Imm(offMAcc, 0)
 	}
-	b.Pop(enc.RDX)
-	b.Pop(enc.RCX)
-	b.Pop(enc.RAX)
+	for i := len(regs) - 1; i >= 0; i-- {
+		b.Pop(regs[i])
+	}
 	b.LeaRSP(redZone)
 	b.Bind(done)
 	if fg.hasPreg {
 		// The stub saved the register in the frame too (Func.PathReg).
 		b.MovImm32(fg.preg, 0) // mov, not xor: flags untouched
 	}
-	fg.coldStub(slow, done, []enc.Reg{enc.RAX, enc.RCX, enc.RDX}, false, g.stubs.Enter, fg.fid)
+	fg.coldStub(slow, done, regs, false, g.stubs.Enter, fg.fid)
 }
 
 // callCache reports whether the image's thread blocks have a call cache
@@ -758,8 +778,10 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	b.MovGSFromReg(g.stubs.OffR, enc.RAX)
 	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSite)}) // mov frSite(%rcx), %rax
 	b.MovGSFromReg(runtime.OffCallSite, enc.RAX)
-	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frRecord)}) // mov frRecord(%rcx), %rax
-	b.MovGSFromReg(runtime.OffRecord, enc.RAX)
+	if !fg.lean() {
+		b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frRecord)}) // mov frRecord(%rcx), %rax
+		b.MovGSFromReg(runtime.OffRecord, enc.RAX)
+	}
 	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RCX)
 	for i := len(saved) - 1; i >= 0; i-- {

@@ -748,6 +748,31 @@ static u64 cur_of(struct blpp_thread *t, const struct blpp_record *r)
 	return r->counts == (u64)t + rt.funcs[r->func].slot ? r->func + 1 : 0;
 }
 
+/*
+ * Flow-only records [decision 51]. In a flow-only image every activation
+ * of fid counts in t's flat record of fid (root), so a record follows from
+ * its function. The inline entry of a function with slot counters
+ * therefore neither saves nor sets t->record, and its exit does not
+ * restore it: while Thread.cur is not 0 the running record is the flat
+ * record of fid cur - 1, and t->record is that of the newest activation
+ * whose cur is 0 (such an activation's frame.record is never read). The
+ * C code keeps to the same rule: lean says whether an activation with
+ * cur leaves t->record alone.
+ */
+static int lean(u64 cur) { return rt.flow_only && cur != 0; }
+
+static struct blpp_record *flat_rec(struct blpp_thread *t, u64 fid)
+{
+	u64 *flat = (u64 *)t->flat;
+	return flat && fid < rt.nfuncs ? R(flat[fid]) : 0;
+}
+
+/* running is the record of t's running activation. */
+static struct blpp_record *running(struct blpp_thread *t)
+{
+	return lean(t->cur) ? flat_rec(t, t->cur - 1) : R(t->record);
+}
+
 /* The call cache [decision 49]: entry {list, fid, node} says that the
  * node list whose head word is at list holds fid's node. Inline entries
  * look there when the list's first node is another function's. Nodes are
@@ -1047,12 +1072,30 @@ static void partial_add(struct blpp_thread *t, struct blpp_record *rec, u64 func
 	pent_add(&t->partials, &t->plock, rec, func, block, reg);
 }
 
+/* act_record is the record of the activation that pushed frame i of t,
+ * given next, the record its callee's frame saved: in a flow-only image
+ * its function's flat record, which its callee need not have saved
+ * [decision 51]. */
+static struct blpp_record *act_record(struct blpp_thread *t, u64 i, u64 next)
+{
+	return rt.flow_only ? flat_rec(t, frames(t)[i].func) : R(next);
+}
+
 /* frame_record is the record of activation i of t: the one its callee
- * saved, or the thread's current one for the newest. */
+ * saved, or the running one for the newest. */
 static struct blpp_record *frame_record(struct blpp_thread *t, u64 i)
 {
 	u64 d = depth(t);
-	return R(i + 1 < d ? frames(t)[i + 1].record : t->record);
+	return i + 1 < d ? act_record(t, i, frames(t)[i + 1].record) : running(t);
+}
+
+/* restore_caller gives t the record and cur of the caller of frame f's
+ * activation, the running one, as an exit does. */
+static void restore_caller(struct blpp_thread *t, const struct blpp_frame *f)
+{
+	if (!lean(t->cur))
+		t->record = f->record;
+	t->cur = rt.slots_size ? f->saved_acc[0] : 0;
 }
 
 /* record_live adds the live activations of t to its partials (a dead
@@ -1093,7 +1136,7 @@ static void fork_reset(void)
 		me = (!rt.fsgsbase || gs_base() != 0) ? gs_block() : 0;
 		if (me) {
 			struct blpp_frame *f = frames(me);
-			struct blpp_record *prev = 0;
+			struct blpp_record *prev = 0, *kept = 0; /* kept: me->record [decision 51] */
 			u64 d = depth(me);
 			me->next = 0;
 			me->records = me->last_rec = me->nrecords = 0;
@@ -1102,7 +1145,7 @@ static void fork_reset(void)
 			me->tid = gettid();
 			for (u64 i = 0; i < d; i++) {
 				struct blpp_record *r;
-				f[i].record = (u64)prev;
+				f[i].record = (u64)kept;
 				if (rt.slots_size)
 					f[i].saved_acc[0] = cur_of(me, prev);
 				if (f[i].func >= rt.nfuncs)
@@ -1112,8 +1155,10 @@ static void fork_reset(void)
 				else
 					r = child(me, prev, f[i].site, f[i].func, 0);
 				prev = r;
+				if (!lean(cur_of(me, r)))
+					kept = r;
 			}
-			me->record = (u64)prev;
+			me->record = (u64)kept;
 			me->cur = cur_of(me, prev);
 			if (rt.nmetrics)
 				metrics_open(me);
@@ -1154,12 +1199,11 @@ static void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
 		/* f stopped at its last call (t->call_site, the call that left
 		 * it, e.g. to longjmp), or somewhere unknown if that id is not
 		 * one of f's. */
-		partial_add(t, R(t->record), f->func, site_block(f->func, t->call_site), t->r);
+		partial_add(t, running(t), f->func, site_block(f->func, t->call_site), t->r);
 		ADD(&rt.w->stats[ST_UNWOUND], 1);
 		t->r = f->saved_r;
 		t->call_site = f->site;
-		t->record = f->record;
-		t->cur = cur_of(t, R(f->record));
+		restore_caller(t, f);
 		for (u64 m = 0; m < rt.nmetrics; m++)
 			t->macc[m] = f->saved_acc[m];
 		BARRIER();
@@ -1272,8 +1316,9 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 	}
 	t->r = 0;
 	t->call_site = 0;
-	t->record = (u64)r;
 	t->cur = cur_of(t, r);
+	if (!lean(t->cur))
+		t->record = (u64)r;
 	if (r)
 		ADD((u64 *)r->counts, 1);
 	BARRIER();
@@ -1294,8 +1339,7 @@ static void pop(struct blpp_thread *t, u64 fid, u64 *regs)
 			*pr = f->saved_acc[1];
 		t->r = f->saved_r;
 		t->call_site = f->site;
-		t->record = f->record;
-		t->cur = cur_of(t, R(f->record));
+		restore_caller(t, f);
 		for (u64 m = 0; m < rt.nmetrics; m++)
 			t->macc[m] = f->saved_acc[m];
 		BARRIER();
@@ -1326,7 +1370,7 @@ void blpp_rt_exit(u64 fid, u64 rsp, u64 tail_site, u64 *regs)
 		ADD(&rt.w->stats[ST_STUB_EXITS], 1);
 	if (rt.w && !nested && t->overflow == 0)
 		unwind(t, rsp, 0);
-	r = R(t->record);
+	r = running(t);
 	count(t, r, fid, (u64)t->r, d);
 	pop(t, fid, regs);
 	t->tail_rec = 0;
@@ -1354,7 +1398,7 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
 	}
 	if (rt.w)
 		ADD(&rt.w->stats[ST_STUB_BACKEDGES], 1);
-	count(t, R(t->record), fid, (u64)t->r + k, d);
+	count(t, running(t), fid, (u64)t->r + k, d);
 	t->r = (s64)restart;
 	BARRIER();
 	t->busy--;
@@ -1384,13 +1428,13 @@ void blpp_rt_fork_child(u64 fid, u64 site)
 	STORE(&w->prefix_owner, (u64)t);
 	f = frames(t);
 	reg = t->r;
-	rec = R(t->record);
+	rec = running(t);
 	(void)fid; /* the newest frame is fid's unless it was not pushed; then site names no block of it */
 	for (u64 i = depth(t); i-- > 0;) {
 		pent_add(&w->prefixes, &w->prefix_lock, rec, f[i].func, site_block(f[i].func, site), reg);
 		reg = f[i].saved_r;
 		site = f[i].site;
-		rec = R(f[i].record);
+		rec = i ? act_record(t, i - 1, f[i].record) : 0;
 	}
 	BARRIER();
 	t->busy--;
@@ -1427,9 +1471,9 @@ void blpp_rt_setjmp_ret(u64 fid, u64 k, u64 restart, u64 site, u64 rsp)
 	if (rt.w && !nested && t->overflow == 0)
 		unwind(t, rsp, 0);
 	if (t->call_site == site && site != BLPP_LANDING_SITE)
-		count(t, R(t->record), fid, (u64)t->r + k, d);
+		count(t, running(t), fid, (u64)t->r + k, d);
 	else
-		partial_add(t, R(t->record), fid, site_block(fid, t->call_site), t->r);
+		partial_add(t, running(t), fid, site_block(fid, t->call_site), t->r);
 	t->r = (s64)restart;
 	t->call_site = site == BLPP_LANDING_SITE ? 0 : site;
 	BARRIER();
@@ -1736,10 +1780,11 @@ static u64 write_partials(struct blpp_thread *t, int self, u64 nrec, struct obuf
 		struct blpp_frame *f = frames(t);
 		u64 d = depth(t);
 		s64 reg = t->r;
-		struct blpp_record *rec = R(t->record);
+		struct blpp_record *rec = running(t);
 		if (t->busy && d > 0) {
+			/* the newest frame may be half made: its caller's fields */
 			reg = f[d - 1].saved_r;
-			rec = R(f[d - 1].record);
+			rec = d > 1 ? act_record(t, d - 2, f[d - 1].record) : 0;
 			d--;
 		}
 		/* Where each activation stopped: the newest at its last call
@@ -1754,7 +1799,7 @@ static u64 write_partials(struct blpp_thread *t, int self, u64 nrec, struct obuf
 			ob_put(scratch, &x, sizeof(x));
 			reg = f[i].saved_r;
 			site = f[i].site;
-			rec = R(f[i].record);
+			rec = i ? act_record(t, i - 1, f[i].record) : 0;
 		}
 	}
 	if (scratch->err)

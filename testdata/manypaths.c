@@ -9,10 +9,17 @@
  * paths than a first table takes: the runtime's successor tables). The
  * loop body of scan() has 2^13 paths too, so its backedges end hashed
  * paths. Each branch has a volatile store on one side only, so no
- * compiler can make it branch-free.
+ * compiler can make it branch-free. guarded() has 2^13 paths too and
+ * calls bounce(), a small function with slot counters in flow-only
+ * images, which now and then longjmps back: the hashed function's record
+ * must stay the running one across the small one's entry and exit, both
+ * inline and through the runtime's unwinding [decision 51]. classify()
+ * calls bounce() first, so a stale record in its shadow frame would be
+ * classify's, and guarded's counts would show it.
  *
  * usage: manypaths   (prints checksums)
  */
+#include <setjmp.h>
 #include <stdio.h>
 
 /* Not inlined, and at -O2 not cloned either (gcc would make
@@ -30,10 +37,12 @@ static volatile unsigned hits[13];
 		hits[i]++;
 #define B13 B(0) B(1) B(2) B(3) B(4) B(5) B(6) B(7) B(8) B(9) B(10) B(11) B(12)
 
+static unsigned bounce(unsigned x);
+
 NOINLINE static unsigned classify(unsigned x)
 {
 	B13
-	return x * 2654435761u;
+	return bounce(x | 1) * 2654435761u; /* odd: never jumps */
 }
 
 NOINLINE static unsigned scan(const unsigned *a, int n)
@@ -45,6 +54,24 @@ NOINLINE static unsigned scan(const unsigned *a, int n)
 		s += x;
 	}
 	return s;
+}
+
+static jmp_buf env;
+
+NOINLINE static unsigned bounce(unsigned x)
+{
+	if ((x & 7) == 0)
+		longjmp(env, 1);
+	return x ^ (x >> 5);
+}
+
+NOINLINE static unsigned guarded(unsigned x)
+{
+	volatile unsigned r = 0;
+	if (setjmp(env) == 0)
+		r = bounce(x);
+	B13
+	return r + x;
 }
 
 int main(void)
@@ -62,6 +89,8 @@ int main(void)
 	for (int r = 0; r < 20; r++)
 		sum += scan(a, 300);
 	sum += scan(a, 4000);
+	for (int k = 0; k < 2000; k++)
+		sum += guarded(a[k % 40]);
 	printf("%u", sum);
 	for (int i = 0; i < 13; i++)
 		printf(" %u", hits[i]);

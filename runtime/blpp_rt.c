@@ -66,6 +66,7 @@ enum {
 	SYS_mmap = 9,
 	SYS_munmap = 11,
 	SYS_rt_sigaction = 13,
+	SYS_rt_sigprocmask = 14,
 	SYS_mremap = 25,
 	SYS_madvise = 28,
 	SYS_nanosleep = 35,
@@ -858,55 +859,56 @@ drop:
 }
 
 /* root returns t's root record of fid, making it if needed. */
+/*
+ * Records are made with signals blocked. A signal handler that runs
+ * instrumented code on this thread enters the same stubs; had it
+ * interrupted the making of a record, it would find the thread's record
+ * list or flat table half updated, or make a second record for the same
+ * function and context (a profile the reader rejects). A record is made
+ * once, so the two system calls are rare. Callers look again once
+ * signals are blocked: a handler may have made the record meanwhile.
+ */
+static void sig_block(u64 *old)
+{
+	u64 all = ~0ul;
+	sc4(SYS_rt_sigprocmask, 0 /* SIG_BLOCK */, &all, old, 8);
+}
+
+static void sig_restore(const u64 *old) { sc4(SYS_rt_sigprocmask, 2 /* SIG_SETMASK */, old, 0, 8); }
+
 static struct blpp_record *root(struct blpp_thread *t, u64 fid)
 {
-	u64 *flat = (u64 *)t->flat;
-	struct blpp_record *r;
-	if (!flat) {
-		if (!rt.w || !(flat = arena_alloc(&rt.w->arena, 8 * rt.nfuncs)))
-			return 0;
-		t->flat = (u64)flat;
-	}
-	if (flat[fid])
+	u64 *flat = (u64 *)t->flat, old;
+	struct blpp_record *r = 0;
+	if (flat && flat[fid])
 		return R(flat[fid]);
-	r = rec_new(t, fid, 0, 0);
-	if (r)
+	sig_block(&old);
+	flat = (u64 *)t->flat;
+	if (!flat && rt.w && (flat = arena_alloc(&rt.w->arena, 8 * rt.nfuncs)))
+		t->flat = (u64)flat;
+	if (flat && !(r = R(flat[fid])) && (r = rec_new(t, fid, 0, 0)))
 		flat[fid] = (u64)r;
+	sig_restore(&old);
 	return r;
 }
 
-/*
- * child returns the record of fid called from p at call site id site,
- * making it if needed, and adds calls to the node that leads there. A
- * call to a function that has a record on p's chain (p included) reuses
- * that ancestor (recursion folds: the tree stays finite); its node is
- * marked folded and listed for the writer. A site that is none or not one
- * of p's function (an entry from uninstrumented code) uses list 0.
- */
-static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u64 site, u64 fid, u64 calls)
+/* find_node finds fid's node in the list at head, and the node before it. */
+static struct blpp_node *find_node(struct blpp_node **head, u64 fid, struct blpp_node **prev)
 {
-	struct blpp_node **head, *n, *prev = 0;
+	struct blpp_node *n;
+	*prev = 0;
+	for (n = *head; n && n->func != fid; *prev = n, n = N(n->next))
+		;
+	return n;
+}
+
+/* make_node adds fid's node, with calls, to the list at head of p (call
+ * site site) and returns its record: a new one, or the ancestor it folds
+ * onto. */
+static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *p, struct blpp_node **head, u64 site, u64 fid, u64 calls)
+{
+	struct blpp_node *n;
 	struct blpp_record *a;
-	u64 idx = 0;
-	if (!p->dense_n && !p->hash)
-		return 0; /* not a record of this epoch */
-	if (site >= p->first_site && site - p->first_site < p->nsites)
-		idx = 1 + site - p->first_site;
-	else
-		site = 0;
-	head = &((struct blpp_node **)p->kids)[idx];
-	for (n = *head; n; prev = n, n = N(n->next)) {
-		if (n->func == fid) {
-			if (prev) { /* move to front: the fast path looks at the head only */
-				prev->next = n->next;
-				n->next = (u64)*head;
-				*head = n;
-			}
-			n->count += calls;
-			cache_fill(t, (u64)head, fid, n);
-			return R(n->rec);
-		}
-	}
 	for (a = p; a && a->func != fid; a = R(a->parent))
 		;
 	n = rt.w ? arena_alloc(&rt.w->arena, sizeof(*n)) : 0;
@@ -929,6 +931,47 @@ static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u
 	*head = n;
 	cache_fill(t, (u64)head, fid, n);
 	return a;
+}
+
+/*
+ * child returns the record of fid called from p at call site id site,
+ * making it if needed, and adds calls to the node that leads there. A
+ * call to a function that has a record on p's chain (p included) reuses
+ * that ancestor (recursion folds: the tree stays finite); its node is
+ * marked folded and listed for the writer. A site that is none or not one
+ * of p's function (an entry from uninstrumented code) uses list 0.
+ */
+static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u64 site, u64 fid, u64 calls)
+{
+	struct blpp_node **head, *n, *prev;
+	struct blpp_record *a = 0;
+	u64 idx = 0, old;
+	if (!p->dense_n && !p->hash)
+		return 0; /* not a record of this epoch */
+	if (site >= p->first_site && site - p->first_site < p->nsites)
+		idx = 1 + site - p->first_site;
+	else
+		site = 0;
+	head = &((struct blpp_node **)p->kids)[idx];
+	/* A list changes (a node made, or moved to the front, where the
+	 * inline entry looks first) with signals blocked, see sig_block: a
+	 * handler's entry never meets a half-moved node. */
+	if (!(n = find_node(head, fid, &prev)) || prev) {
+		sig_block(&old);
+		if ((n = find_node(head, fid, &prev)) && prev) {
+			prev->next = n->next;
+			n->next = (u64)*head;
+			*head = n;
+		} else if (!n) {
+			a = make_node(t, p, head, site, fid, calls);
+		}
+		sig_restore(&old);
+		if (!n)
+			return a;
+	}
+	n->count += calls;
+	cache_fill(t, (u64)head, fid, n);
+	return R(n->rec);
 }
 
 /* enter_record finds the record of an activation of fid entered at rsp. */

@@ -387,7 +387,7 @@ func (fg *funcGen) enterInline() {
 	b.Bytes([]byte{0x48, 0x8d, 0x41, byte(runtime.FrameSize)}) // lea FrameSize(%rcx), %rax
 	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x04, 0x25}, uint32(runtime.OffSPLimit)))
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
-	// The record, into %rdx.
+	// The record, into %rdx; a lean entry only checks that it exists.
 	if lean {
 		// The record exists once its calls word (the first slot) is
 		// not 0: the stub's first entry made it and counted there.

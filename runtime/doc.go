@@ -105,7 +105,10 @@
 // # Threads [DESIGN 4]
 //
 // %gs points at the calling thread's block (Thread: R is the path
-// register, Record the running record, CallSite the last call site). blpp_init makes the
+// register, Record the running record, CallSite the last call site; in
+// a flow-only image, while Cur is not 0 the running record is the flat
+// record of function Cur-1 and Record that of the newest activation
+// whose Cur is 0, decision 51). blpp_init makes the
 // main thread's block and sets %gs with wrgsbase when AT_HWCAP2 has
 // FSGSBASE, else arch_prctl(ARCH_SET_GS). New threads inherit their
 // creator's %gs base; every stub compares the block's owner with the

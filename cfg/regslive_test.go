@@ -60,19 +60,27 @@ func TestInstRegs(t *testing.T) {
 		if c.asm == "" {
 			continue
 		}
-		code, err := hex.DecodeString(c.hex)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, err := x86.Decode(code, 0x1000)
-		if err != nil {
-			t.Fatalf("%s: %v", c.asm, err)
-		}
+		in := decodeHex(t, c.hex, c.asm)
 		use, def := instRegs(&in)
 		if use != c.use || def != c.def {
 			t.Errorf("%s (%s): use %016b def %016b, want %016b %016b", c.asm, strings.TrimSpace(c.hex), use, def, c.use, c.def)
 		}
 	}
+}
+
+// decodeHex decodes one instruction given as hex bytes (asm names it in
+// failures).
+func decodeHex(t *testing.T, h, asm string) x86.Inst {
+	t.Helper()
+	code, err := hex.DecodeString(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := x86.Decode(code, 0x1000)
+	if err != nil {
+		t.Fatalf("%s: %v", asm, err)
+	}
+	return in
 }
 
 // TestNamedRegs checks which registers an instruction touches by itself:
@@ -106,14 +114,7 @@ func TestNamedRegs(t *testing.T) {
 		{"62d17c482802", "vmovaps (%r10),%zmm0 (EVEX)", imp | regs("r10")},
 	}
 	for _, c := range cases {
-		code, err := hex.DecodeString(c.hex)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, err := x86.Decode(code, 0x1000)
-		if err != nil {
-			t.Fatalf("%s: %v", c.asm, err)
-		}
+		in := decodeHex(t, c.hex, c.asm)
 		if got := namedRegs(&in); got != c.want {
 			t.Errorf("%s (%s): %016b, want %016b", c.asm, c.hex, got, c.want)
 		}

@@ -115,6 +115,18 @@ type gen struct {
 	mode  Mode
 	// slotsSize is the size of every thread block's slot counters.
 	slotsSize uint64
+	// layoutSeed, when not 0, pads each function's start (layoutPad).
+	layoutSeed uint64
+}
+
+// layoutPad is how many 16-byte units of padding go before function fid's
+// code under layout seed seed: 0 to 15, from a 64-bit mix of the two
+// (splitmix64's finaliser), so each seed is one fixed layout.
+func layoutPad(seed uint64, fid int32) uint64 {
+	x := seed*0x9e3779b97f4a7c15 + uint64(fid)
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return (x ^ x>>31) & 15
 }
 
 // SlotsMax bounds the slot counters of a thread block (virtual memory
@@ -1294,29 +1306,34 @@ func (fg *funcGen) emit() error {
 	if !g.mode.Metrics {
 		fg.liveIn = gr.RegsLiveIn()
 	}
-	// Functions start at 16-byte boundaries, and loop headers too when
-	// that takes at most 10 bytes of padding, as gcc aligns them
-	// (.p2align 4,,10): a hot loop that straddles a fetch block costs
-	// every iteration, and without it the timing of the copy would
-	// depend on where the code before it happened to end.
+	// Functions start at 16-byte boundaries. With a layout seed (blpp-bench
+	// only), a pseudo-random multiple of 16 bytes comes first, so that
+	// measurements can be taken over several layouts [decision 53].
 	alignTo(b, 16, 15)
+	if g.layoutSeed != 0 {
+		b.Nop(16 * int(layoutPad(g.layoutSeed, fg.fid)))
+	}
 	fg.start = b.Len()
 	fg.mark(fg.f.Func.Addr, false)
 	b.Bind(fg.entry)
 	fg.enterInline()
 	fg.landingPads()
-	header := map[cfg.BlockID]bool{}
+	// Loop headers and blocks reached only by jumps (an interpreter's
+	// dispatch targets, the code after a loop) start a 64-byte line
+	// [decision 53]. Instrumented blocks are longer than the original
+	// ones, and when a hot loop's head or a jump target sat anywhere in
+	// its line the copy's speed depended on where the code before it
+	// happened to end: interp, flow-only, took 1.0x to 1.7x native over
+	// eight function paddings with 16-byte alignment, and 1.0x to 1.1x
+	// with this. The padding before a block reached only by jumps never
+	// runs; before a loop header that is also fallen into it runs once
+	// per entry into the loop (at most seven long nops).
+	align := make([]bool, len(gr.Blocks))
 	for _, l := range gr.Loops {
 		if !l.Irreducible {
-			header[l.Header] = true
+			align[l.Header] = true
 		}
 	}
-	// Blocks reached only by jumps get the same alignment, as gcc's
-	// -falign-jumps (on at -O2) gives them: the padding before them never
-	// runs. An interpreter's dispatch targets are such blocks, and
-	// without it the copy's speed depended on where they happened to fall
-	// (interp, context mode: 1.70x or 2.1x native by one byte of code
-	// before its hot backedge; 1.2x aligned).
 	fallInto := make([]bool, len(gr.Blocks))
 	for _, ed := range gr.Edges {
 		if (ed.Kind == cfg.EdgeFallThrough || ed.Kind == cfg.EdgeCallReturn) && ed.To >= 0 {
@@ -1325,13 +1342,13 @@ func (fg *funcGen) emit() error {
 	}
 	for id := range gr.Blocks {
 		if !fallInto[id] && gr.Blocks[id].Addr != fg.f.Func.Addr {
-			header[cfg.BlockID(id)] = true
+			align[id] = true
 		}
 	}
 	for id := range gr.Blocks {
 		blk := &gr.Blocks[id]
-		if header[cfg.BlockID(id)] {
-			alignTo(b, 16, 10)
+		if align[id] {
+			alignTo(b, 64, 63)
 		}
 		b.Bind(fg.blocks[id])
 		next := cfg.BlockID(id + 1)

@@ -48,6 +48,11 @@ type Options struct {
 	// Metrics are the counters read at path boundaries besides "freq"
 	// (at most runtime.MaxMetrics) [DESIGN 8].
 	Metrics []Metric
+	// LayoutSeed, when not 0, moves every instrumented function by a
+	// pseudo-random multiple of 16 bytes (0 to 240), the same for the
+	// same seed. Only for measuring: a benchmark can then report
+	// overhead over several code layouts instead of one [decision 53].
+	LayoutSeed uint64
 }
 
 // Metric is a counter the instrumented program reads: a perf event
@@ -265,6 +270,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			TailExit: rtText + img.Symbols[runtime.SymTailExit],
 			Backedge: rtText + img.Symbols[runtime.SymBackedge], SetjmpRet: rtText + img.Symbols[runtime.SymSetjmpRet], ForkChild: rtText + img.Symbols[runtime.SymForkChild], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite,
 			FastSlots: rtText + img.Symbols[runtime.SymFastSlots]},
+		layoutSeed: opts.LayoutSeed,
 		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0,
 			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC}}
 	for i, f := range chosen {

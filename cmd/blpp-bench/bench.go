@@ -93,6 +93,9 @@ type workload struct {
 	name string
 	src  string
 	bins [numVariants]string
+	// layouts holds a blpp variant's binaries by layout seed (bins[v] is
+	// layouts[v][0]).
+	layouts [numVariants][]string
 
 	rewrite [numVariants]time.Duration
 	summary [numVariants]*rewriter.Summary
@@ -133,7 +136,7 @@ func benchWorkloads(c *config) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	rep := &report{Runs: c.runs, Warmup: c.warmup, Scale: c.scale, CC: c.cc, CCVersion: ccVersion(c.cc), CPUs: cpuCount(), LoadBefore: loadAvg()}
+	rep := &report{Runs: c.runs, Layouts: c.layouts, Warmup: c.warmup, Scale: c.scale, CC: c.cc, CCVersion: ccVersion(c.cc), CPUs: cpuCount(), LoadBefore: loadAvg()}
 	for _, v := range c.variants {
 		if v == ctxTSC {
 			rep.RdtscNS = rdtscNS()
@@ -252,19 +255,26 @@ func buildWorkload(c *config, src, dir string) (*workload, error) {
 					return nil, err
 				}
 			}
-			start := time.Now()
-			out, sum, err := rewriter.Rewrite(data, v.options())
-			w.rewrite[v] = time.Since(start)
-			if err != nil {
-				return nil, fmt.Errorf("%s: rewrite (%s): %w", name, v, err)
-			}
-			if sum.Instrumented == 0 {
-				return nil, fmt.Errorf("%s: rewrite (%s) instrumented no function", name, v)
-			}
-			w.summary[v] = sum
-			w.bins[v] = filepath.Join(bdir, name+"."+strings.ReplaceAll(v.String(), "+", "-"))
-			if err := os.WriteFile(w.bins[v], out, 0o755); err != nil {
-				return nil, err
+			for seed := 0; seed < c.layouts; seed++ {
+				opts := v.options()
+				opts.LayoutSeed = uint64(seed)
+				start := time.Now()
+				out, sum, err := rewriter.Rewrite(data, opts)
+				took := time.Since(start)
+				if err != nil {
+					return nil, fmt.Errorf("%s: rewrite (%s, layout %d): %w", name, v, seed, err)
+				}
+				if sum.Instrumented == 0 {
+					return nil, fmt.Errorf("%s: rewrite (%s) instrumented no function", name, v)
+				}
+				bin := filepath.Join(bdir, fmt.Sprintf("%s.%s.%d", name, strings.ReplaceAll(v.String(), "+", "-"), seed))
+				if err := os.WriteFile(bin, out, 0o755); err != nil {
+					return nil, err
+				}
+				w.layouts[v] = append(w.layouts[v], bin)
+				if seed == 0 {
+					w.rewrite[v], w.summary[v], w.bins[v] = took, sum, bin
+				}
 			}
 		}
 	}
@@ -315,7 +325,12 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 			if !measured {
 				wrap = timeTool
 			}
-			s, out, prof, err := runOnce(w.bins[v], args, v, dir, wrap)
+			bin, layout := w.bins[v], 0
+			if measured && len(w.layouts[v]) > 0 {
+				layout = (round - c.warmup) % len(w.layouts[v])
+				bin = w.layouts[v][layout]
+			}
+			s, out, prof, err := runOnce(bin, args, v, dir, wrap)
 			if err != nil {
 				return nil, fmt.Errorf("%s (%s): %w", w.name, v, err)
 			}
@@ -336,6 +351,9 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 			if measured {
 				vr.WallMS = append(vr.WallMS, ms(s.wall))
 				vr.CPUMS = append(vr.CPUMS, ms(s.cpu))
+				if v.isBlpp() {
+					vr.Layout = append(vr.Layout, layout)
+				}
 			} else {
 				vr.MaxRSSKB = max(vr.MaxRSSKB, s.maxRSSKB)
 			}

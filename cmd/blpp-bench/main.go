@@ -4,7 +4,7 @@
 // how much memory a rewrite takes; and how long an instrumented program
 // takes to write its profile at exit.
 //
-//	go run ./cmd/blpp-bench [--runs N] [--cc gcc] [--only NAME,...] [--variants V,...] [--scale S] [--json]
+//	go run ./cmd/blpp-bench [--runs N] [--layouts L] [--cc gcc] [--only NAME,...] [--variants V,...] [--scale S] [--json]
 //	go run ./cmd/blpp-bench --profile-write [--calls N] [--runs N] [--json]
 //	go run ./cmd/blpp-bench --rewrite-python [--python /usr/bin/python3.11] [--json]
 //
@@ -26,7 +26,18 @@
 // run must print what the native run printed, byte for byte, and exit the
 // same way; a blpp run must leave a valid profile and the gcov run a .gcda
 // file. A ratio is the median over the rounds of the per-round ratio to the
-// native run of the same round. Peak memory is taken in the warm-up runs,
+// native run of the same round.
+//
+// A blpp variant is rewritten --layouts times, with rewriter.Options
+// LayoutSeed 0 (what blpp rewrite writes), 1, 2, ...: the same code with
+// each function moved by a different multiple of 16 bytes. Round i runs
+// layout i mod L, so the median ratio is taken over layouts as well as
+// over runs. Where code lands in cache lines and branch-predictor sets
+// changes a program's speed by itself, and one layout's ratio can be a
+// lucky or an unlucky draw (Mytkowicz et al., "Producing wrong data
+// without doing anything obviously wrong!", ASPLOS 2009; Curtsinger and
+// Berger, "Stabilizer", ASPLOS 2013). The per-layout medians are printed
+// too [decision 53]. Peak memory is taken in the warm-up runs,
 // through GNU time (see runOnce for why not from the child's rusage). The
 // size of the calling context tree (records, the runtime's arena_bytes and
 // record_bytes stats, the profile file's size) is read from the profile of
@@ -62,6 +73,7 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	runs, warmup int
+	layouts      int
 	scale        int
 	cc           string
 	only         []string
@@ -84,7 +96,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	c := &config{stdout: stdout, stderr: stderr}
 	fs := pflag.NewFlagSet("blpp-bench", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.IntVar(&c.runs, "runs", 5, "measured runs of each variant of each workload")
+	fs.IntVar(&c.runs, "runs", 6, "measured runs of each variant of each workload")
+	fs.IntVar(&c.layouts, "layouts", 3, "code layouts of each blpp variant, taken in turn by the rounds (1: blpp rewrite's own only)")
 	fs.IntVar(&c.warmup, "warmup", 1, "unmeasured runs of each variant before the measured ones")
 	fs.IntVar(&c.scale, "scale", 100, "workload size passed to every workload (100: ~0.5 s natively)")
 	fs.StringVar(&c.cc, "cc", "gcc", "C compiler (must accept -fprofile-arcs)")
@@ -110,8 +123,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "blpp-bench: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if c.runs < 1 || c.warmup < 0 || c.scale < 1 || c.calls < 0 {
-		fmt.Fprintln(stderr, "blpp-bench: --runs and --scale must be at least 1, --warmup and --calls at least 0")
+	if c.runs < 1 || c.warmup < 0 || c.scale < 1 || c.calls < 0 || c.layouts < 1 {
+		fmt.Fprintln(stderr, "blpp-bench: --runs, --layouts and --scale must be at least 1, --warmup and --calls at least 0")
 		return 2
 	}
 	if c.profileWrite && c.rewritePython {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -103,6 +104,36 @@ func TestOneWorkload(t *testing.T) {
 	}
 	if !strings.Contains(table, "counter reads alone") {
 		t.Errorf("table has no counter-only line:\n%s", table)
+	}
+}
+
+// TestLayouts checks that --layouts rewrites each blpp variant that many
+// times and that the rounds take the layouts in turn, with a ratio per
+// layout in the JSON report and the table.
+func TestLayouts(t *testing.T) {
+	fixture.RequireTool(t, "gcc", "gcc")
+	var stdout, stderr bytes.Buffer
+	args := []string{"--runs", "3", "--warmup", "0", "--scale", "1", "--only", "sort", "--variants", "flow", "--layouts", "2"}
+	if code := run(append(args, "--json"), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d\nstderr:\n%s", code, stderr.String())
+	}
+	var rep report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout.String())
+	}
+	if rep.Layouts != 2 || len(rep.Workloads) != 1 || len(rep.Workloads[0].Variants) != 2 {
+		t.Fatalf("unexpected report: %s", stdout.String())
+	}
+	flowRes := rep.Workloads[0].Variants[1]
+	if fmt.Sprint(flowRes.Layout) != "[0 1 0]" || len(flowRes.LayoutRatios) != 2 || flowRes.LayoutRatios[0] <= 0 || flowRes.LayoutRatios[1] <= 0 {
+		t.Errorf("flow: layouts %v, layout ratios %v; want [0 1 0] and two ratios", flowRes.Layout, flowRes.LayoutRatios)
+	}
+	stdout.Reset()
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d\nstderr:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "by layout") {
+		t.Errorf("table has no per-layout ratios:\n%s", stdout.String())
 	}
 }
 

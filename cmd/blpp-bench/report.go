@@ -15,6 +15,7 @@ import (
 // native build (1.0 = no overhead).
 type report struct {
 	Runs       int      `json:"runs"`        // measured runs per variant and workload
+	Layouts    int      `json:"layouts"`     // code layouts per blpp variant, taken in turn by the rounds
 	Warmup     int      `json:"warmup"`      // unmeasured runs before them
 	Scale      int      `json:"scale"`       // the size argument every workload got
 	CC         string   `json:"cc"`          // compiler command
@@ -64,6 +65,7 @@ type variantResult struct {
 	RewriteMS float64   `json:"rewrite_ms,omitempty"` // blpp variants: wall time of rewriter.Rewrite, in-process
 	WallMS    []float64 `json:"wall_ms"`              // each measured run, in order
 	CPUMS     []float64 `json:"cpu_ms"`               // user+system time of each run
+	Layout    []int     `json:"layout,omitempty"`     // blpp variants: the layout seed of each run
 	MaxRSSKB  int64     `json:"max_rss_kb"`           // largest peak resident set of the warm-up runs, by GNU time (0: not measured)
 	// Profile sums up the profile the last run of a blpp variant wrote.
 	Profile *profileInfo `json:"profile,omitempty"`
@@ -78,6 +80,9 @@ type variantResult struct {
 	CounterOnly float64 `json:"counter_only,omitempty"`
 	MedianCPUMS float64 `json:"median_cpu_ms"`
 	ratios
+	// LayoutRatios are, for a blpp variant, the median per-round wall
+	// ratio of each layout seed's runs (0: it had none).
+	LayoutRatios []float64 `json:"layout_ratios,omitempty"`
 
 	v variant
 }
@@ -116,6 +121,7 @@ func (r *report) summarise() {
 			v.MedianCPUMS = median(v.CPUMS)
 			v.Wall = pairedRatio(v.WallMS, base.WallMS)
 			v.CPU = pairedRatio(v.CPUMS, base.CPUMS)
+			v.LayoutRatios = layoutRatios(v, base)
 			if base.MaxRSSKB > 0 {
 				v.RSS = float64(v.MaxRSSKB) / float64(base.MaxRSSKB)
 			}
@@ -146,6 +152,28 @@ func (r *report) summarise() {
 	if ests > 0 && ests == len(r.Workloads) {
 		r.CounterOnlyGeomean = math.Exp(estLog / float64(ests))
 	}
+}
+
+// layoutRatios is the median per-round wall ratio of each of v's layouts.
+func layoutRatios(v, base *variantResult) []float64 {
+	n := 0
+	for _, l := range v.Layout {
+		n = max(n, l+1)
+	}
+	if n < 2 {
+		return nil
+	}
+	out := make([]float64, n)
+	for l := range out {
+		var xs, bs []float64
+		for i, li := range v.Layout {
+			if li == l && i < len(v.WallMS) && i < len(base.WallMS) {
+				xs, bs = append(xs, v.WallMS[i]), append(bs, base.WallMS[i])
+			}
+		}
+		out[l] = pairedRatio(xs, bs)
+	}
+	return out
 }
 
 // median is the middle value of xs, 0 for none (JSON has no NaN).
@@ -256,6 +284,8 @@ func (r *report) writeTable(w io.Writer) {
 	fmt.Fprintln(w)
 	writeRows(w, append(rows, geo))
 
+	r.writeLayouts(w, others)
+
 	if r.CounterOnlyGeomean > 0 {
 		// What reading the counter costs by itself, whatever the code
 		// around the reads.
@@ -292,6 +322,9 @@ func (r *report) writeTable(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "\ntimes: median wall time of %d runs per variant (after %d warm-up), scale %d; ratios: median of per-round ratios to native\n", r.Runs, r.Warmup, r.Scale)
+	if r.Layouts > 1 {
+		fmt.Fprintf(w, "layouts: each blpp variant rewritten with %d layout seeds (0 = blpp rewrite's own), taken in turn by the rounds; \"by layout\" gives each seed's median ratio\n", r.Layouts)
+	}
 	fmt.Fprintf(w, "variants, run in this order each round:\n%s", variantLegend(r.Workloads[0].Variants))
 	fmt.Fprintf(w, "cpu: user+system time ratio; rss: peak resident set ratio (warm-up runs, GNU time)")
 	if rewritten >= 0 {
@@ -300,6 +333,38 @@ func (r *report) writeTable(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "outputs: all %d measured runs (and warm-ups) printed exactly the native output\n", runs)
 	fmt.Fprintf(w, "machine: %d CPUs, load average %s at start, %s at end; %s\n", r.CPUs, fmtLoad(r.LoadBefore), fmtLoad(r.LoadAfter), r.CCVersion)
+}
+
+// writeLayouts prints each blpp variant's ratio per code layout, when
+// there was more than one: how much of a ratio is where the code landed.
+func (r *report) writeLayouts(w io.Writer, others []variant) {
+	var vs []variant
+	for _, v := range others {
+		if v.isBlpp() && len(r.Workloads[0].variant(v).LayoutRatios) > 1 {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return
+	}
+	head := []string{"by layout"}
+	for _, v := range vs {
+		head = append(head, v.String())
+	}
+	rows := [][]string{head}
+	for _, wl := range r.Workloads {
+		row := []string{wl.Name}
+		for _, v := range vs {
+			var cells []string
+			for _, x := range wl.variant(v).LayoutRatios {
+				cells = append(cells, strings.TrimSuffix(fmtRatio(x), "×"))
+			}
+			row = append(row, strings.Join(cells, " "))
+		}
+		rows = append(rows, row)
+	}
+	fmt.Fprintln(w)
+	printRows(w, rows, false)
 }
 
 // variantLegend says what each measured variant is, one line each.
@@ -320,7 +385,11 @@ func variantLegend(vs []*variantResult) string {
 
 // writeRows prints rows as a table: the first is the head, the last the
 // geometric means; a rule separates them from the rest.
-func writeRows(w io.Writer, rows [][]string) {
+func writeRows(w io.Writer, rows [][]string) { printRows(w, rows, true) }
+
+// printRows prints rows as a table, a rule under the head and, when
+// total says so, one above the last row.
+func printRows(w io.Writer, rows [][]string, total bool) {
 	widths := make([]int, len(rows[0]))
 	for _, row := range rows {
 		for i, cell := range row {
@@ -341,12 +410,12 @@ func writeRows(w io.Writer, rows [][]string) {
 			}
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-		if ri == 0 || ri == len(rows)-2 {
-			total := len(widths)*2 - 2
+		if ri == 0 || total && ri == len(rows)-2 {
+			width := len(widths)*2 - 2
 			for _, x := range widths {
-				total += x
+				width += x
 			}
-			fmt.Fprintln(w, strings.Repeat("-", total))
+			fmt.Fprintln(w, strings.Repeat("-", width))
 		}
 	}
 }

@@ -367,6 +367,10 @@ func (fg *funcGen) enterInline() {
 		b.LeaRSP(redZone + 8)
 		return
 	}
+	if fg.lean() && fg.hasPreg {
+		fg.enterLean()
+		return
+	}
 	slow, done := b.NewLabel(), b.NewLabel()
 	// A lean entry needs no record, so no %rdx [decision 51].
 	lean := fg.lean()
@@ -513,6 +517,127 @@ func (fg *funcGen) enterInline() {
 		b.MovImm32(fg.preg, 0) // mov, not xor: flags untouched
 	}
 	fg.coldStub(slow, done, regs, false, g.stubs.Enter, fg.fid)
+}
+
+// enterLean is the inline entry of a lean function with a path register
+// [decisions 51, 54]: the checks and the frame of enterInline with one
+// scratch register instead of two. The path register is saved in the
+// frame first and then serves as the second one, since the entry sets it
+// to 0 anyway. Nothing below %rsp is live at a function's entry (the
+// return address was just pushed over the caller's red zone), so %rcx is
+// pushed without stepping over a red zone, and the shadow frame's %rsp
+// test briefly raises %rsp to its entry value (lea keeps the flags),
+// which leaves the saved %rcx inside the red zone a signal frame skips.
+// Every slow path leaves before anything is changed, so %rcx can be
+// scratch in the checks.
+func (fg *funcGen) enterLean() {
+	g, b, x := fg.g, fg.g.buf, fg.preg
+	slow, done, first := b.NewLabel(), b.NewLabel(), b.NewLabel()
+	b.Push(enc.RCX)
+	// cmpq $0, blpp_fast_slots(%rip): the runtime is ready (loadSlots)
+	start := b.Len()
+	b.Bytes([]byte{0x48, 0x83, 0x3d, 0, 0, 0, 0, 0})
+	g.patches = append(g.patches, patch{at: start + 3, end: start + 8, abs: g.stubs.FastSlots, ripRel: true})
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.Bytes([]byte{0x64, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0}) // mov %fs:0, %rcx
+	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffOwner)))
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	gsBusyOrOverflow(b, enc.RCX, slow)
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPBase))) // cmp %gs:sp_base, %rcx
+	b.JccRel32(enc.CondE, enc.LabelTarget(first))
+	// The newest frame must be a caller's: its %rsp above this entry's.
+	b.LeaRSP(8)
+	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
+	b.LeaRSP(-8)
+	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.Bind(first)
+	b.AddRegImm32(enc.RCX, runtime.FrameSize)                                       // flags are dead at an entry
+	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPLimit))) // cmp %gs:sp_limit, %rcx
+	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
+	b.CmpGS64Imm(fg.slot, 0) // the record exists [decision 51]
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.AddGS64Imm(fg.slot, 1)
+	// Reserve the frame (%rcx is its end), then fill it.
+	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	b.MovMemFromReg(enc.RCX, int32(frSavedReg), x)
+	b.LeaRegDisp32(x, enc.RSP, 8)
+	b.MovMemFromReg(enc.RCX, int32(frRSP), x)
+	b.MovRegFromGS(x, g.stubs.OffR)
+	b.MovMemFromReg(enc.RCX, int32(frSavedR), x)
+	b.Bytes(le32([]byte{0x48, 0xc7, 0x41, byte(frFunc)}, uint32(fg.fid))) // movq $fid, frame.func
+	b.MovRegFromGS(x, runtime.OffCallSite)
+	b.MovMemFromReg(enc.RCX, int32(frSite), x)
+	b.MovRegFromGS(x, runtime.OffCur)
+	b.MovMemFromReg(enc.RCX, int32(frSavedCur), x)
+	b.MovGS64Imm(runtime.OffCur, fg.curValue())
+	b.MovGS64Imm(runtime.OffCallSite, 0)
+	b.Pop(enc.RCX)
+	b.Bind(done)
+	b.MovImm32(x, 0) // the stub saved the register in the frame too (Func.PathReg)
+	at := fg.cur
+	fg.cold = append(fg.cold, func() {
+		b.Bind(slow)
+		fg.mark(at, false)
+		b.SetSP(-8)
+		b.Pop(enc.RCX)
+		b.LeaRSP(-redZone)
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
+		b.LeaRSP(redZone + 8)
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}
+
+// exitLean is the inline exit of a lean function with a path register
+// that is not a tail jump to an instrumented function [decision 54]: the
+// checks of exitInline, with %rcx as the only pushed register (nothing
+// below %rsp is live when a function returns or jumps away) and the path
+// register as scratch once its path is counted. The frame's function is
+// not compared: a frame whose %rsp is this activation's entry %rsp while
+// Cur is this function's can only be this activation's, since every
+// entry first unwinds a newest frame at or below its own %rsp.
+func (fg *funcGen) exitLean() {
+	g, b, x := fg.g, fg.g.buf, fg.preg
+	slow, done := b.NewLabel(), b.NewLabel()
+	b.Push(enc.RCX)
+	gsBusyOrOverflow(b, enc.RCX, slow)
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPBase))) // cmp %gs:sp_base, %rcx: no frame
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.LeaRSP(8)
+	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
+	b.LeaRSP(-8)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.CmpGS64Imm(runtime.OffCur, fg.curValue())
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.CmpRegImm32(x, int32(fg.num.NumPaths))
+	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.IncGSIndexed(fg.slot+8, x)
+	b.MovRegFromMem(x, enc.RCX, int32(frSavedCur))
+	b.MovGSFromReg(runtime.OffCur, x)
+	b.MovRegFromMem(x, enc.RCX, int32(frSavedR))
+	b.MovGSFromReg(g.stubs.OffR, x)
+	b.MovRegFromMem(x, enc.RCX, int32(frSite))
+	b.MovGSFromReg(runtime.OffCallSite, x)
+	b.MovRegFromMem(x, enc.RCX, int32(frSavedReg)) // the register's entry value
+	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
+	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	b.Pop(enc.RCX)
+	b.Bind(done)
+	at := fg.cur
+	fg.cold = append(fg.cold, func() {
+		b.Bind(slow)
+		fg.mark(at, false)
+		b.SetSP(-8)
+		b.Pop(enc.RCX)
+		fg.spill()
+		b.LeaRSP(-redZone)
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(g.stubs.Exit))
+		b.LeaRSP(redZone + 8)
+		b.JmpRel32(enc.LabelTarget(done))
+	})
 }
 
 // callCache reports whether the image's thread blocks have a call cache
@@ -693,6 +818,10 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	tsc := g.mode.TSCOnly
 	if g.mode.Metrics && !tsc {
 		fg.exitStub()
+		return
+	}
+	if fg.lean() && fg.hasPreg && tailSite == 0 {
+		fg.exitLean()
 		return
 	}
 	slow, done := b.NewLabel(), b.NewLabel()

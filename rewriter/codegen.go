@@ -19,7 +19,7 @@ import (
 // absolute virtual addresses in the output, and the per-thread block
 // offset of the path register.
 type Stubs struct {
-	Enter, Exit, TailExit, Backedge, SetjmpRet, ForkChild uint64
+	Enter, Exit, TailExit, Backedge, SetjmpRet, ForkChild, Leaf uint64
 	// OffR is the %gs offset of the path register; OffCallSite that of
 	// the last call site passed.
 	OffR, OffCallSite int32
@@ -212,6 +212,23 @@ func (g *gen) slots() bool { return g.slotsSize > 0 }
 // running record Thread.cur names [decision 51].
 func (fg *funcGen) lean() bool { return fg.g.mode.FlowOnly && fg.slot != 0 }
 
+// trivial reports whether fg is a lean function of one path that calls
+// nothing and leaves only by returning: its whole instrumentation is an
+// inline entry that counts its call and its path (enterTrivial), with no
+// shadow frame and nothing at its exit [decision 55].
+func (fg *funcGen) trivial() bool {
+	gr := fg.f.Graph
+	if !fg.lean() || fg.num.NumPaths != 1 || len(gr.Calls) != 0 {
+		return false
+	}
+	for _, ed := range gr.Edges {
+		if ed.To == cfg.Exit && ed.Kind != cfg.EdgeReturn || ed.Kind == cfg.EdgeTailCall || ed.Kind == cfg.EdgeNoReturn {
+			return false
+		}
+	}
+	return true
+}
+
 // curValue is what Thread.Cur holds while fg's activation runs.
 func (fg *funcGen) curValue() int32 {
 	if fg.slot == 0 {
@@ -365,6 +382,10 @@ func (fg *funcGen) enterInline() {
 		pushImm32(b, fg.fid)
 		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
 		b.LeaRSP(redZone + 8)
+		return
+	}
+	if fg.trivial() {
+		fg.enterTrivial()
 		return
 	}
 	if fg.lean() && fg.hasPreg {
@@ -584,6 +605,45 @@ func (fg *funcGen) enterLean() {
 		b.LeaRSP(-redZone)
 		pushImm32(b, fg.fid)
 		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
+		b.LeaRSP(redZone + 8)
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}
+
+// enterTrivial is the whole instrumentation of a trivial function
+// [decision 55]: count its call and its one path in the slots, in the
+// thread's own block, once its record exists; else the leaf stub does
+// both. An activation that calls nothing can only be left early by a
+// signal (fatal, or a handler that jumps out), so counting its path at
+// the entry rather than the exit differs from the framed form only
+// there: such an activation counts as a whole path instead of a partial
+// one of unknown end. %rcx is pushed without a red-zone step (nothing
+// below %rsp is live at an entry); pop leaves the owner test's flags.
+func (fg *funcGen) enterTrivial() {
+	g, b := fg.g, fg.g.buf
+	slow, done := b.NewLabel(), b.NewLabel()
+	start := b.Len()
+	b.Bytes([]byte{0x48, 0x83, 0x3d, 0, 0, 0, 0, 0}) // cmpq $0, blpp_fast_slots(%rip)
+	g.patches = append(g.patches, patch{at: start + 3, end: start + 8, abs: g.stubs.FastSlots, ripRel: true})
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.Push(enc.RCX)
+	b.Bytes([]byte{0x64, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0}) // mov %fs:0, %rcx
+	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffOwner)))
+	b.Pop(enc.RCX)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.CmpGS64Imm(fg.slot, 0) // the record exists [decision 51]
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.AddGS64Imm(fg.slot, 1)   // its calls
+	b.AddGS64Imm(fg.slot+8, 1) // its path
+	b.Bind(done)
+	at := fg.cur
+	fg.cold = append(fg.cold, func() {
+		b.Bind(slow)
+		fg.mark(at, false)
+		b.SetSP(0)
+		b.LeaRSP(-redZone)
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(g.stubs.Leaf))
 		b.LeaRSP(redZone + 8)
 		b.JmpRel32(enc.LabelTarget(done))
 	})
@@ -819,6 +879,9 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	if g.mode.Metrics && !tsc {
 		fg.exitStub()
 		return
+	}
+	if fg.trivial() {
+		return // counted at the entry
 	}
 	if fg.lean() && fg.hasPreg && tailSite == 0 {
 		fg.exitLean()

@@ -1448,6 +1448,36 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
 }
 
 /*
+ * blpp_rt_leaf: an activation of fid starts, a flow-only function of one
+ * path that calls nothing, whose instrumentation is only its inline entry
+ * counting its call and its path [decision 55]: no shadow frame, no path
+ * register, nothing at its exit. The entry comes here when it cannot
+ * count inline: before the runtime is ready, on a thread whose %gs is not
+ * its own block yet, or before the thread has fid's record. This does the
+ * same counts in the record, made if need be. The activation takes no
+ * part in the thread's state (frames, r, cur, call site).
+ */
+void blpp_rt_leaf(u64 fid)
+{
+	struct blpp_thread *t = stub_thread();
+	struct blpp_record *r;
+	u64 d[BLPP_MAX_METRICS] = {0};
+	if (!t || !rt.w)
+		return;
+	t->busy++;
+	BARRIER();
+	ADD(&rt.w->stats[ST_STUB_ENTRIES], 1);
+	if (fid >= rt.nfuncs)
+		ADD(&rt.w->stats[ST_BAD_FUNCS], 1);
+	else if ((r = root(t, fid))) {
+		ADD((u64 *)r->counts, 1);
+		count(t, r, fid, 0, d);
+	}
+	BARRIER();
+	t->busy--;
+}
+
+/*
  * blpp_rt_fork_child runs in a fork child right after fork() returned 0
  * to function fid, whose call site id is site. Every activation live now
  * began its path in the parent, which counts the blocks before the fork;

@@ -158,6 +158,23 @@ blpp_fork_child:
 	.size	blpp_fork_child, . - blpp_fork_child
 
 /*
+ * blpp_leaf: an activation of a flow-only function of one path that calls
+ * nothing starts, and the inline entry could not count it (see
+ * blpp_rt_leaf):
+ *	lea -128(%rsp),%rsp ; push $fid ; call blpp_leaf ; lea 136(%rsp),%rsp
+ */
+	.globl	blpp_leaf
+	.hidden	blpp_leaf
+	.type	blpp_leaf, @function
+blpp_leaf:
+	SAVE
+	mov	ARG(0), %rdi
+	call	blpp_rt_leaf
+	RESTORE
+	ret
+	.size	blpp_leaf, . - blpp_leaf
+
+/*
  * blpp_setjmp_ret: after a call that returns twice (setjmp):
  *	lea -128(%rsp),%rsp ; push $site ; push $restart ; push $k ; push $fid ;
  *	call blpp_setjmp_ret ; lea 160(%rsp),%rsp

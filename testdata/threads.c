@@ -4,9 +4,11 @@
  * main starts four workers, joins them in order and prints each worker's
  * checksum and their sum. A worker's work depends only on its index: a
  * loop over a trip count taken from a volatile array, a branch on the loop
- * variable, and calls to two out-of-line helpers (one with a loop of its
- * own, one with a switch), so every thread runs paths of its own and the
- * merged block counts of the helpers are the sums over the threads.
+ * variable, and calls to three out-of-line helpers (one with a loop of its
+ * own, one with a switch, one of a single path that calls nothing), so
+ * every thread runs paths of its own and the merged block counts of the
+ * helpers are the sums over the threads. A fifth thread runs idle, a
+ * one-path start routine, and nothing else (decision 55).
  *
  * The output and the exit status (0) are the same on every run whatever
  * the scheduling: the threads share nothing but the volatile sink, whose
@@ -54,6 +56,19 @@ NOINLINE unsigned long classify(int id, int round)
 	}
 }
 
+/* One path, no calls: flow-only images count it at its entry alone. */
+NOINLINE unsigned long step(unsigned long x)
+{
+	return x * 3 + 1;
+}
+
+/* A one-path start routine: its thread's first instrumented code, run
+ * while that thread's %gs is still its creator's block. */
+NOINLINE void *idle(void *arg)
+{
+	return (char *)arg + 1;
+}
+
 struct job {
 	int id;
 	unsigned long sum;
@@ -66,6 +81,7 @@ NOINLINE void *worker(void *arg)
 	unsigned long acc = (unsigned long)j->id;
 	int n = trips[j->id];
 	for (int r = 0; r < n; r++) {
+		acc = step(acc);
 		if (r % 3 == j->id % 3)
 			acc += mix(acc + (unsigned long)r);
 		else
@@ -88,6 +104,13 @@ int main(void)
 			return 1;
 		}
 	}
+	pthread_t it;
+	void *ret = 0;
+	if (pthread_create(&it, 0, idle, (void *)jobs) != 0 || pthread_join(it, &ret) != 0) {
+		fprintf(stderr, "pthread_create failed\n");
+		return 1;
+	}
+	printf("idle: %d\n", (int)((char *)ret - (char *)jobs));
 	for (int i = 0; i < NTHREADS; i++) {
 		pthread_join(th[i], 0);
 		printf("thread %d: %lu\n", i, jobs[i].sum);

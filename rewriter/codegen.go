@@ -555,13 +555,8 @@ func (fg *funcGen) enterLean() {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done, first := b.NewLabel(), b.NewLabel(), b.NewLabel()
 	b.Push(enc.RCX)
-	// cmpq $0, blpp_fast_slots(%rip): the runtime is ready (loadSlots)
-	start := b.Len()
-	b.Bytes([]byte{0x48, 0x83, 0x3d, 0, 0, 0, 0, 0})
-	g.patches = append(g.patches, patch{at: start + 3, end: start + 8, abs: g.stubs.FastSlots, ripRel: true})
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.Bytes([]byte{0x64, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0}) // mov %fs:0, %rcx
-	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffOwner)))
+	fg.testReady(slow)
+	cmpOwnerRCX(b)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	gsBusyOrOverflow(b, enc.RCX, slow)
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
@@ -596,15 +591,48 @@ func (fg *funcGen) enterLean() {
 	b.Pop(enc.RCX)
 	b.Bind(done)
 	b.MovImm32(x, 0) // the stub saved the register in the frame too (Func.PathReg)
+	fg.leanStub(slow, done, true, false, g.stubs.Enter)
+}
+
+// testReady emits cmpq $0, blpp_fast_slots(%rip); je slow: loadSlots
+// without a register.
+func (fg *funcGen) testReady(slow enc.Label) {
+	g, b := fg.g, fg.g.buf
+	start := b.Len()
+	b.Bytes([]byte{0x48, 0x83, 0x3d, 0, 0, 0, 0, 0})
+	g.patches = append(g.patches, patch{at: start + 3, end: start + 8, abs: g.stubs.FastSlots, ripRel: true})
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+}
+
+// cmpOwnerRCX emits mov %fs:0, %rcx; cmp %gs:owner, %rcx: equal when %gs
+// is this thread's own block.
+func cmpOwnerRCX(b *enc.Buf) {
+	b.Bytes([]byte{0x64, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0})
+	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffOwner)))
+}
+
+// leanStub queues the slow path of the one-register sequences (enterLean,
+// exitLean, enterTrivial): pop %rcx when it is pushed at slow, spill the
+// path register when spill says so, call stub with the function's id as
+// every stub is called (after the red zone), and rejoin at done.
+func (fg *funcGen) leanStub(slow, done enc.Label, pushed, spill bool, stub uint64) {
+	b := fg.g.buf
 	at := fg.cur
 	fg.cold = append(fg.cold, func() {
 		b.Bind(slow)
 		fg.mark(at, false)
-		b.SetSP(-8)
-		b.Pop(enc.RCX)
+		if pushed {
+			b.SetSP(-8)
+			b.Pop(enc.RCX)
+		} else {
+			b.SetSP(0)
+		}
+		if spill {
+			fg.spill()
+		}
 		b.LeaRSP(-redZone)
 		pushImm32(b, fg.fid)
-		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
+		b.CallRel32(enc.AbsTarget(stub))
 		b.LeaRSP(redZone + 8)
 		b.JmpRel32(enc.LabelTarget(done))
 	})
@@ -622,13 +650,9 @@ func (fg *funcGen) enterLean() {
 func (fg *funcGen) enterTrivial() {
 	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
-	start := b.Len()
-	b.Bytes([]byte{0x48, 0x83, 0x3d, 0, 0, 0, 0, 0}) // cmpq $0, blpp_fast_slots(%rip)
-	g.patches = append(g.patches, patch{at: start + 3, end: start + 8, abs: g.stubs.FastSlots, ripRel: true})
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	fg.testReady(slow)
 	b.Push(enc.RCX)
-	b.Bytes([]byte{0x64, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0}) // mov %fs:0, %rcx
-	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffOwner)))
+	cmpOwnerRCX(b)
 	b.Pop(enc.RCX)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.CmpGS64Imm(fg.slot, 0) // the record exists [decision 51]
@@ -636,17 +660,7 @@ func (fg *funcGen) enterTrivial() {
 	b.AddGS64Imm(fg.slot, 1)   // its calls
 	b.AddGS64Imm(fg.slot+8, 1) // its path
 	b.Bind(done)
-	at := fg.cur
-	fg.cold = append(fg.cold, func() {
-		b.Bind(slow)
-		fg.mark(at, false)
-		b.SetSP(0)
-		b.LeaRSP(-redZone)
-		pushImm32(b, fg.fid)
-		b.CallRel32(enc.AbsTarget(g.stubs.Leaf))
-		b.LeaRSP(redZone + 8)
-		b.JmpRel32(enc.LabelTarget(done))
-	})
+	fg.leanStub(slow, done, false, false, g.stubs.Leaf)
 }
 
 // exitLean is the inline exit of a lean function with a path register
@@ -685,19 +699,7 @@ func (fg *funcGen) exitLean() {
 	b.MovGSFromReg(runtime.OffSP, enc.RCX)
 	b.Pop(enc.RCX)
 	b.Bind(done)
-	at := fg.cur
-	fg.cold = append(fg.cold, func() {
-		b.Bind(slow)
-		fg.mark(at, false)
-		b.SetSP(-8)
-		b.Pop(enc.RCX)
-		fg.spill()
-		b.LeaRSP(-redZone)
-		pushImm32(b, fg.fid)
-		b.CallRel32(enc.AbsTarget(g.stubs.Exit))
-		b.LeaRSP(redZone + 8)
-		b.JmpRel32(enc.LabelTarget(done))
-	})
+	fg.leanStub(slow, done, true, true, g.stubs.Exit)
 }
 
 // callCache reports whether the image's thread blocks have a call cache

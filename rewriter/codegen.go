@@ -1517,9 +1517,9 @@ func (fg *funcGen) emit() error {
 	// [decision 53]. Instrumented blocks are longer than the original
 	// ones, and when a hot loop's head or a jump target sat anywhere in
 	// its line the copy's speed depended on where the code before it
-	// happened to end: interp, flow-only, took 1.0x to 1.7x native over
-	// eight function paddings with 16-byte alignment, and 1.0x to 1.1x
-	// with this. The padding before a block reached only by jumps never
+	// happened to end: interp, flow-only, took 1.0x to 1.75x native over
+	// eight function paddings with 16-byte alignment, and 1.0x to 1.15x
+	// over four with this. The padding before a block reached only by jumps never
 	// runs; before a loop header that is also fallen into it runs once
 	// per entry into the loop (at most seven long nops).
 	align := make([]bool, len(gr.Blocks))

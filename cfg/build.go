@@ -278,7 +278,9 @@ func (bd *builder) makeBlocks() {
 		cur.FlagsUse |= in.Reads &^ cur.FlagsDef
 		cur.FlagsDef |= in.Writes
 		ru, rd := instRegs(in)
-		g.Named |= namedRegs(in)
+		nr := namedRegs(in)
+		cur.Named |= nr
+		g.Named |= nr
 		cur.RegsUse |= ru &^ cur.RegsDef
 		cur.RegsDef |= rd
 		lastOf[len(lastOf)-1] = i

@@ -98,6 +98,9 @@ type Block struct {
 	// writing them; RegsDef those it surely writes in full (for
 	// register liveness, regslive.go).
 	RegsUse, RegsDef RegSet
+	// Named are the general registers the block's instructions name or
+	// use implicitly (namedRegs); Graph.Named is their union.
+	Named RegSet
 	// Succs and Preds list edge IDs in a deterministic order.
 	Succs []EdgeID
 	Preds []EdgeID

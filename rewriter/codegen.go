@@ -88,6 +88,25 @@ type funcGen struct {
 	hasPreg bool
 	// liveIn is each block's live general registers (cfg.RegsLiveIn).
 	liveIn []cfg.RegSet
+	// Loop path registers [decision 56] (planLoopRegs): loops[i] gives
+	// loop region i a register; loopOf maps each block to its region, or
+	// -1; inLoop is the region whose code is being emitted (-1: none),
+	// and while it is not -1, preg and hasPreg describe the region's
+	// register, fnPreg and fnHasPreg keeping the function's own.
+	loops     []loopReg
+	loopOf    []int
+	inLoop    int
+	fnPreg    enc.Reg
+	fnHasPreg bool
+}
+
+// loopReg is a loop region with a path register of its own [decision 56].
+type loopReg struct {
+	reg enc.Reg
+	// swap: the register holds a value the program still needs, which
+	// waits in Thread.R while the loop runs; otherwise it is dead on
+	// every way out of the loop and Thread.R keeps a stale path value.
+	swap bool
 }
 
 type tramp struct {
@@ -117,6 +136,7 @@ type gen struct {
 	slotsSize uint64
 	// layoutSeed, when not 0, pads each function's start (layoutPad).
 	layoutSeed uint64
+	loopRegs   LoopRegPolicy // Options.LoopRegs
 }
 
 // layoutPad is how many 16-byte units of padding go before function fid's
@@ -171,7 +191,7 @@ var pathRegs = []struct {
 // and every exit puts it back, so callers that assume more than the ABI
 // (TLS descriptor functions) lose nothing.
 func (g *gen) assignPathReg(fg *funcGen) {
-	if g.mode.Metrics {
+	if g.mode.Metrics || g.loopRegs != LoopRegsDefault {
 		return // every path end goes through the stubs anyway
 	}
 	gr := fg.f.Graph
@@ -190,16 +210,180 @@ func (g *gen) assignPathReg(fg *funcGen) {
 }
 
 // spill stores the path register to Thread.R, where the runtime and
-// callees expect it; reload takes it back.
+// callees expect it; reload takes it back. In a loop whose register
+// holds a program value in Thread.R, both swap the two.
 func (fg *funcGen) spill() {
-	if fg.hasPreg {
+	switch {
+	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap:
+		fg.g.buf.XchgGSReg(fg.g.stubs.OffR, fg.preg)
+	case fg.hasPreg:
 		fg.g.buf.MovGSFromReg(fg.g.stubs.OffR, fg.preg)
 	}
 }
 
 func (fg *funcGen) reload() {
-	if fg.hasPreg {
+	switch {
+	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap:
+		fg.g.buf.XchgGSReg(fg.g.stubs.OffR, fg.preg)
+	case fg.hasPreg:
 		fg.g.buf.MovRegFromGS(fg.preg, fg.g.stubs.OffR)
+	}
+}
+
+// addCold queues an out-of-line piece of code, to be emitted after the
+// trampolines in the loop region that is current now.
+func (fg *funcGen) addCold(f func()) {
+	l := fg.inLoop
+	fg.cold = append(fg.cold, func() {
+		saved := fg.inLoop
+		fg.setLoop(l)
+		f()
+		fg.setLoop(saved)
+	})
+}
+
+// setLoop makes loop region l (-1: none) the current one: its register
+// becomes the path register.
+func (fg *funcGen) setLoop(l int) {
+	fg.inLoop = l
+	if l < 0 {
+		fg.preg, fg.hasPreg = fg.fnPreg, fg.fnHasPreg
+		return
+	}
+	fg.preg, fg.hasPreg = fg.loops[l].reg, true
+}
+
+// loopRegs are the registers a loop region may take, in order of
+// preference. %rax is left out because the flags-saving sequences use it;
+// %rsp cannot be an index.
+var loopRegs = []enc.Reg{enc.R11, enc.R10, enc.R9, enc.R8, enc.RSI, enc.RDI, enc.RDX, enc.RCX,
+	enc.RBX, enc.RBP, enc.R12, enc.R13, enc.R14, enc.R15}
+
+// planLoopRegs gives loops of a flow-only slot function whose path
+// register lives in Thread.R a general register of their own [decision
+// 56]: inside the loop the path register is that register, so chord
+// increments are one lea and backedges count with regBackedge, and
+// Thread.R is touched only on the edges into and out of the loop. A loop
+// qualifies when it is natural, does not hold the function's entry, and
+// its blocks call nothing, leave the function nowhere, jump through no
+// table, and are entered from outside by plain branches and fall-throughs
+// only; its register is one no instruction of the loop names. Outer loops
+// are tried first (fewer crossings); a loop that does not qualify leaves
+// its inner loops to be tried.
+func (fg *funcGen) planLoopRegs() {
+	fg.inLoop, fg.fnPreg, fg.fnHasPreg = -1, fg.preg, fg.hasPreg
+	if !fg.lean() || fg.hasPreg || fg.liveIn == nil || fg.g.mode.Metrics {
+		return
+	}
+	gr := fg.f.Graph
+	fg.loopOf = make([]int, len(gr.Blocks))
+	for i := range fg.loopOf {
+		fg.loopOf[i] = -1
+	}
+	callBlock := make([]bool, len(gr.Blocks))
+	for _, c := range gr.Calls {
+		callBlock[c.Block] = true
+	}
+	taken := make([]bool, len(gr.Loops))
+	for i, l := range gr.Loops {
+		if l.Parent >= 0 && taken[l.Parent] {
+			taken[i] = true // inside a region already
+			continue
+		}
+		if l.Irreducible {
+			continue
+		}
+		in := make(map[cfg.BlockID]bool, len(l.Blocks))
+		for _, id := range l.Blocks {
+			in[id] = true
+		}
+		ok, named := true, cfg.RegSet(1<<enc.RSP|1<<enc.RAX)
+		var live cfg.RegSet // live on some way out of the loop
+		for _, id := range l.Blocks {
+			blk := &gr.Blocks[id]
+			named |= blk.Named
+			if id == cfg.Entry || callBlock[id] {
+				ok = false
+			}
+			for _, e := range blk.Succs {
+				ed := &gr.Edges[e]
+				if ed.Kind != cfg.EdgeFallThrough && ed.Kind != cfg.EdgeBranch || ed.To < 0 {
+					ok = false
+				} else if !in[ed.To] {
+					live |= fg.liveIn[ed.To]
+				}
+			}
+			for _, e := range blk.Preds {
+				ed := &gr.Edges[e]
+				if !in[ed.From] && ed.Kind != cfg.EdgeFallThrough && ed.Kind != cfg.EdgeBranch {
+					ok = false
+				}
+			}
+		}
+		if !ok {
+			continue
+		}
+		var pick loopReg
+		found := false
+		for _, r := range loopRegs {
+			if named.Has(int(r)) {
+				continue
+			}
+			if !live.Has(int(r)) && fg.g.loopRegs != LoopRegsSwap {
+				pick, found = loopReg{reg: r}, true
+				break
+			}
+			if !found {
+				pick, found = loopReg{reg: r, swap: true}, true
+			}
+		}
+		if !found {
+			continue
+		}
+		taken[i] = true
+		for _, id := range l.Blocks {
+			fg.loopOf[id] = len(fg.loops)
+		}
+		fg.loops = append(fg.loops, pick)
+	}
+}
+
+// loopAt is the loop region of block id, -1 for none or Exit.
+func (fg *funcGen) loopAt(id cfg.BlockID) int {
+	if id < 0 || fg.loopOf == nil {
+		return -1
+	}
+	return fg.loopOf[id]
+}
+
+// crossesLoop reports whether edge e enters or leaves a loop region.
+func (fg *funcGen) crossesLoop(e cfg.EdgeID) bool {
+	ed := fg.f.Graph.Edges[e]
+	return fg.loopAt(ed.From) != fg.loopAt(ed.To)
+}
+
+// enterLoop moves the path register from Thread.R into the region's
+// register, whose value goes to Thread.R when the program still needs
+// it; leaveLoop undoes that. The call site goes to 0 on the way in: the
+// loop calls nothing, and a runtime that finds this activation stopped
+// inside it (a signal handler's longjmp) must not pair the value in
+// Thread.R with the block of an earlier call.
+func (fg *funcGen) enterLoop() {
+	b := fg.g.buf
+	if fg.loops[fg.inLoop].swap {
+		b.XchgGSReg(fg.g.stubs.OffR, fg.preg)
+	} else {
+		b.MovRegFromGS(fg.preg, fg.g.stubs.OffR)
+	}
+	b.MovGS64Imm(runtime.OffCallSite, 0)
+}
+
+func (fg *funcGen) leaveLoop() {
+	b := fg.g.buf
+	if fg.loops[fg.inLoop].swap {
+		b.XchgGSReg(fg.g.stubs.OffR, fg.preg)
+	} else {
+		b.MovGSFromReg(fg.g.stubs.OffR, fg.preg)
 	}
 }
 
@@ -299,7 +483,7 @@ func (g *gen) target(a uint64) enc.Target {
 
 // needsCode reports whether edge e carries instrumentation.
 func (fg *funcGen) needsCode(e cfg.EdgeID) bool {
-	if fg.num.Kind[e] != pathnum.DAGEdge {
+	if fg.num.Kind[e] != pathnum.DAGEdge || fg.crossesLoop(e) {
 		return true
 	}
 	return fg.num.Inc[e] != 0 || fg.f.Graph.Edges[e].To == cfg.Exit
@@ -308,8 +492,33 @@ func (fg *funcGen) needsCode(e cfg.EdgeID) bool {
 // edgeCode emits the instrumentation of edge e [Ball-Larus 96 §4]:
 // a backedge (or broken edge) ends the path (count[r+ExitInc]++) and starts
 // the next (r = EntryInc); a DAG edge adds its chord increment; an edge to
-// EXIT then ends the path (count[r]++) and pops the activation.
+// EXIT then ends the path (count[r]++) and pops the activation. An edge
+// out of a loop region first puts the path register back in Thread.R,
+// one into a region takes it out last [decision 56].
 func (fg *funcGen) edgeCode(e cfg.EdgeID) {
+	ed, saved := fg.f.Graph.Edges[e], fg.inLoop
+	from, to := fg.loopAt(ed.From), fg.loopAt(ed.To)
+	if from == to {
+		fg.setLoop(from)
+		fg.edgeInst(e)
+	} else {
+		if from >= 0 {
+			fg.setLoop(from)
+			fg.leaveLoop()
+		}
+		fg.setLoop(-1)
+		fg.edgeInst(e)
+		if to >= 0 {
+			fg.setLoop(to)
+			fg.enterLoop()
+		}
+	}
+	fg.setLoop(saved)
+}
+
+// edgeInst is edgeCode's instrumentation of edge e, with the path
+// register where the current loop region keeps it.
+func (fg *funcGen) edgeInst(e cfg.EdgeID) {
 	b, n, ed := fg.g.buf, fg.num, fg.f.Graph.Edges[e]
 	if n.Kind[e] != pathnum.DAGEdge {
 		if fg.f.Graph.BreaksPath(e) {
@@ -454,7 +663,7 @@ func (fg *funcGen) enterInline() {
 		b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 		at := fg.cur
-		fg.cold = append(fg.cold, func() {
+		fg.addCold(func() {
 			b.Bind(tail)
 			fg.mark(at, false)
 			b.SetSP(-redZone - saved)
@@ -618,7 +827,7 @@ func cmpOwnerRCX(b *enc.Buf) {
 func (fg *funcGen) leanStub(slow, done enc.Label, pushed, spill bool, stub uint64) {
 	b := fg.g.buf
 	at := fg.cur
-	fg.cold = append(fg.cold, func() {
+	fg.addCold(func() {
 		b.Bind(slow)
 		fg.mark(at, false)
 		if pushed {
@@ -721,7 +930,7 @@ func (fg *funcGen) callCacheLookup(found, slow enc.Label, saved int32) enc.Label
 	}
 	miss := b.NewLabel()
 	at := fg.cur
-	fg.cold = append(fg.cold, func() {
+	fg.addCold(func() {
 		b.Bind(miss)
 		fg.mark(at, false)
 		b.SetSP(-redZone - saved)
@@ -809,7 +1018,7 @@ func (fg *funcGen) loadSlots(reg enc.Reg, slow enc.Label) {
 func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, spill bool, stub uint64, args ...int32) {
 	b := fg.g.buf
 	at := fg.cur
-	fg.cold = append(fg.cold, func() {
+	fg.addCold(func() {
 		b.Bind(slow)
 		fg.mark(at, false)
 		b.SetSP(-redZone - int32(8*len(saved)))
@@ -1113,7 +1322,7 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 func (fg *funcGen) coldBackedgeSaved(e cfg.EdgeID, slow, done enc.Label, depth int32, restore func()) {
 	b := fg.g.buf
 	at := fg.cur
-	fg.cold = append(fg.cold, func() {
+	fg.addCold(func() {
 		b.Bind(slow)
 		fg.mark(at, false)
 		b.SetSP(depth)
@@ -1258,7 +1467,7 @@ func (fg *funcGen) recordBackedgeIn(e cfg.EdgeID, flagsLive bool) bool {
 func (fg *funcGen) coldBackedge(e cfg.EdgeID, slow, done enc.Label, undo int32) {
 	b := fg.g.buf
 	at := fg.cur
-	fg.cold = append(fg.cold, func() {
+	fg.addCold(func() {
 		b.Bind(slow)
 		fg.mark(at, false)
 		b.SetSP(0)
@@ -1320,7 +1529,7 @@ func (fg *funcGen) regBackedge(e cfg.EdgeID, flagsLive bool) {
 	restore()
 	b.Bind(done)
 	at := fg.cur
-	fg.cold = append(fg.cold, func() {
+	fg.addCold(func() {
 		b.Bind(slow)
 		fg.mark(at, false)
 		if flagsLive {
@@ -1401,7 +1610,7 @@ func (fg *funcGen) hashCount(rec, tab, x, t enc.Reg, slow enc.Label, sp int32) {
 	b.IncMemIdx(tab, t, runtime.HTabEntriesOff+8)
 	b.Bind(done)
 	at := fg.cur
-	fg.cold = append(fg.cold, func() {
+	fg.addCold(func() {
 		b.Bind(second)
 		fg.mark(at, false)
 		b.SetSP(sp)
@@ -1500,6 +1709,7 @@ func (fg *funcGen) emit() error {
 	if !g.mode.Metrics {
 		fg.liveIn = gr.RegsLiveIn()
 	}
+	fg.planLoopRegs()
 	// Functions start at 16-byte boundaries. With a layout seed (blpp-bench
 	// only), a pseudo-random multiple of 16 bytes comes first, so that
 	// measurements can be taken over several layouts [decision 53].
@@ -1544,6 +1754,7 @@ func (fg *funcGen) emit() error {
 		if align[id] {
 			alignTo(b, 64, 63)
 		}
+		fg.setLoop(fg.loopAt(cfg.BlockID(id)))
 		b.Bind(fg.blocks[id])
 		next := cfg.BlockID(id + 1)
 		code := g.b.Code(blk.Addr)
@@ -1571,6 +1782,7 @@ func (fg *funcGen) emit() error {
 			return err
 		}
 	}
+	fg.setLoop(-1)
 	for i := 0; i < len(fg.tramps); i++ {
 		t := fg.tramps[i]
 		b.Bind(t.label)
@@ -1582,6 +1794,7 @@ func (fg *funcGen) emit() error {
 	for i := 0; i < len(fg.cold); i++ {
 		fg.cold[i]()
 	}
+	fg.setLoop(-1)
 	fg.end = b.Len()
 	return b.Err()
 }

@@ -21,6 +21,13 @@ var tscMetric = rewriter.Metric{Name: "tsc", Type: runtime.MetricTypeTSC}
 // rewriteWith rewrites orig into inst with opts.
 func rewriteWith(t *testing.T, orig, inst string, opts rewriter.Options) string {
 	t.Helper()
+	rewriteSum(t, orig, inst, opts)
+	return inst
+}
+
+// rewriteSum is rewriteWith, returning the rewrite's summary.
+func rewriteSum(t *testing.T, orig, inst string, opts rewriter.Options) rewriter.Summary {
+	t.Helper()
 	data, err := os.ReadFile(orig)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +42,7 @@ func rewriteWith(t *testing.T, orig, inst string, opts rewriter.Options) string 
 	if err := os.WriteFile(inst, out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return inst
+	return *sum
 }
 
 // TestModesExact checks that the other instrumentation modes count as
@@ -55,8 +62,13 @@ func TestModesExact(t *testing.T) {
 		{"flow-only+tsc", rewriter.Options{NoContext: true, Metrics: []rewriter.Metric{tscMetric}}, true},
 		// Another code layout (blpp-bench's): only addresses change.
 		{"flow-only, layout seed 5", rewriter.Options{NoContext: true, LayoutSeed: 5}, true},
+		// Loop path registers everywhere they qualify, both kinds
+		// [decision 56].
+		{"flow-only, loop registers", rewriter.Options{NoContext: true, LoopRegs: rewriter.LoopRegsOnly}, true},
+		{"flow-only, swapping loop registers", rewriter.Options{NoContext: true, LoopRegs: rewriter.LoopRegsSwap}, true},
 	}
-	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c", "pathreg.c", "manypaths.c"}
+	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c", "pathreg.c", "manypaths.c", "loopsig.c"}
+	loopRegs := map[string]int{}
 	cfgs := []fixture.Config{fixture.Matrix()[0], {CC: "gcc", Opt: "-O2", PIE: true}}
 	for _, c := range cfgs {
 		for _, src := range srcs {
@@ -66,7 +78,10 @@ func TestModesExact(t *testing.T) {
 			for _, m := range modes {
 				what := src + " " + c.String() + " " + m.name
 				dir := t.TempDir()
-				inst := rewriteWith(t, orig, filepath.Join(dir, "prog.blpp"), m.opts)
+				inst := filepath.Join(dir, "prog.blpp")
+				sum := rewriteSum(t, orig, inst, m.opts)
+				loopRegs[m.name] += sum.LoopRegisters
+				loopRegs[m.name+" swaps"] += sum.LoopSwaps
 				prof := filepath.Join(dir, "blpp.out")
 				got := runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1")
 				sameBehaviour(t, what, want, got)
@@ -77,9 +92,20 @@ func TestModesExact(t *testing.T) {
 				if got := p.Flags&cct.FlagFlowOnly != 0; got != m.flow {
 					t.Errorf("%s: flow-only flag %v, want %v", what, got, m.flow)
 				}
-				compareCounts(t, what, inst, p, cg, countCheck{own: []string{"main"}})
+				check := countCheck{own: []string{"main"}}
+				if src == "loopsig.c" {
+					check.own = append(check.own, "sum", "spread")
+					check.retried = map[string]uint64{"sum": 5} // its output says faults 5
+				}
+				compareCounts(t, what, inst, p, cg, check)
 			}
 		}
+	}
+	// Mutation guard: the loop modes must have given loops registers of
+	// both kinds, or they tested nothing new.
+	if loopRegs["flow-only, loop registers"] == 0 || loopRegs["flow-only, loop registers"] == loopRegs["flow-only, loop registers swaps"] ||
+		loopRegs["flow-only, swapping loop registers swaps"] == 0 {
+		t.Errorf("loop registers given: %v; want loops of both kinds", loopRegs)
 	}
 }
 

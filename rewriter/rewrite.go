@@ -53,7 +53,22 @@ type Options struct {
 	// same seed. Only for measuring: a benchmark can then report
 	// overhead over several code layouts instead of one [decision 53].
 	LayoutSeed uint64
+	// LoopRegs, for tests only, widens the use of loop path registers
+	// [decision 56]: LoopRegsOnly gives no function a path register of
+	// its own, so every qualifying loop of a flow-only function takes
+	// one; LoopRegsSwap does that and makes every loop register swap
+	// with Thread.R, even where a dead register would do.
+	LoopRegs LoopRegPolicy
 }
+
+// LoopRegPolicy is Options.LoopRegs.
+type LoopRegPolicy uint8
+
+const (
+	LoopRegsDefault LoopRegPolicy = iota
+	LoopRegsOnly
+	LoopRegsSwap
+)
 
 // Metric is a counter the instrumented program reads: a perf event
 // (perf_event_attr type and config) or the time-stamp counter (Type
@@ -87,6 +102,12 @@ type Summary struct {
 	// register lives in a general register (flow-only frequency images:
 	// assignPathReg), the cheapest instrumentation blpp emits.
 	RegisterPaths int `json:"register_paths"`
+	// LoopRegisters counts the loops given a path register of their own
+	// in functions whose path register otherwise lives in memory
+	// [decision 56]; LoopSwaps those of them whose register holds a
+	// program value, which waits in Thread.R while the loop runs.
+	LoopRegisters int `json:"loop_registers"`
+	LoopSwaps     int `json:"loop_swaps"`
 	// Warnings say what the rewritten binary lost that the original had
 	// (the CET note bits: clearCET).
 	Warnings []string `json:"warnings,omitempty"`
@@ -272,10 +293,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			Leaf: rtText + img.Symbols[runtime.SymLeaf], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite,
 			FastSlots: rtText + img.Symbols[runtime.SymFastSlots]},
 		layoutSeed: opts.LayoutSeed,
+		loopRegs:   opts.LoopRegs,
 		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0,
 			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC}}
 	for i, f := range chosen {
-		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), tableLabel: map[uint64]enc.Label{}, tableUsed: map[uint64]bool{}}
+		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), tableLabel: map[uint64]enc.Label{}, tableUsed: map[uint64]bool{}, inLoop: -1}
 		fg.blocks = make([]enc.Label, len(f.Graph.Blocks))
 		for j := range fg.blocks {
 			fg.blocks[j] = g.buf.NewLabel()
@@ -441,6 +463,12 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for _, fg := range g.funcs {
 		if fg.hasPreg {
 			sum.RegisterPaths++
+		}
+		sum.LoopRegisters += len(fg.loops)
+		for _, l := range fg.loops {
+			if l.swap {
+				sum.LoopSwaps++
+			}
 		}
 	}
 	out, err := elfw.Write(in, elfw.Options{

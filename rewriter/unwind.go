@@ -64,7 +64,7 @@ func (fg *funcGen) landingPads() {
 		fg.lpLabel[lp] = l
 		to := fg.blocks[ed.To]
 		restart := int32(fg.num.EntryInc[e])
-		fg.cold = append(fg.cold, func() {
+		fg.addCold(func() {
 			b.Bind(l)
 			fg.mark(lp, false)
 			b.SetSP(0)

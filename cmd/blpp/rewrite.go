@@ -184,6 +184,9 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 	}
 	if verbose && sum.Instrumented > 0 {
 		fmt.Fprintf(c.stdout, "  path register in a general register: %d of %d instrumented functions\n", sum.RegisterPaths, sum.Instrumented)
+		if sum.LoopRegisters > 0 {
+			fmt.Fprintf(c.stdout, "  loops with a path register of their own: %d (%d swapping it with a program value)\n", sum.LoopRegisters, sum.LoopSwaps)
+		}
 	}
 	if verbose && len(sum.Skipped) > 0 {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)

@@ -82,6 +82,7 @@ func asCases(targets []asTarget) []asCase {
 			}
 			add(fmt.Sprintf("mov %%gs:%d, %%%s", d, r), func(b *Buf) { b.MovRegFromGS(r, d) })
 			add(fmt.Sprintf("mov %%%s, %%gs:%d", r, d), func(b *Buf) { b.MovGSFromReg(d, r) })
+			add(fmt.Sprintf("xchg %%%s, %%gs:%d", r, d), func(b *Buf) { b.XchgGSReg(d, r) })
 		}
 		add(fmt.Sprintf("{disp32} lea %d(%%rsp), %%rsp", d), func(b *Buf) { b.LeaRSP(d) })
 		for _, r := range allRegs {

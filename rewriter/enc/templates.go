@@ -107,6 +107,18 @@ func (b *Buf) MovGSFromReg(disp int32, reg Reg) {
 	b.gsAbs(reg.low(), disp)
 }
 
+// XchgGSReg emits xchg %reg, %gs:disp (65 REX.W 87 /r, 9 bytes): one
+// instruction, so no signal lands between the two halves of the swap. It
+// leaves the flags alone; with a memory operand it is locked, so it costs
+// a few nanoseconds.
+func (b *Buf) XchgGSReg(disp int32, reg Reg) {
+	if !b.checkRegs("XchgGSReg", reg) {
+		return
+	}
+	b.emit(prefixGS, rex(true, reg.hi(), 0, 0), 0x87)
+	b.gsAbs(reg.low(), disp)
+}
+
 // LeaRSP emits lea disp32(%rsp), %rsp (48 8d a4 24 disp32, 8 bytes). lea
 // leaves the flags alone, which is why it, not sub/add, steps the stack
 // pointer over the red zone [SysV x86-64 ABI 3.2.2].

@@ -259,10 +259,11 @@ func (fg *funcGen) setLoop(l int) {
 var loopRegs = []enc.Reg{enc.R11, enc.R10, enc.R9, enc.R8, enc.RSI, enc.RDI, enc.RDX, enc.RCX,
 	enc.RBX, enc.RBP, enc.R12, enc.R13, enc.R14, enc.R15}
 
-// planLoopRegs gives loops of a flow-only slot function whose path
-// register lives in Thread.R a general register of their own [decision
-// 56]: inside the loop the path register is that register, so chord
-// increments are one lea and backedges count with regBackedge, and
+// planLoopRegs gives loops of a function whose path register lives in
+// Thread.R, in a frequency-only image, a general register of their own
+// [decision 56]: inside the loop the path register is that register, so
+// chord increments are one lea and backedges count in the register
+// (regBackedge, recordBackedgeIn) or spill it around the memory form, and
 // Thread.R is touched only on the edges into and out of the loop. A loop
 // qualifies when it is natural, does not hold the function's entry, and
 // its blocks call nothing, leave the function nowhere, jump through no
@@ -272,7 +273,7 @@ var loopRegs = []enc.Reg{enc.R11, enc.R10, enc.R9, enc.R8, enc.RSI, enc.RDI, enc
 // its inner loops to be tried.
 func (fg *funcGen) planLoopRegs() {
 	fg.inLoop, fg.fnPreg, fg.fnHasPreg = -1, fg.preg, fg.hasPreg
-	if !fg.lean() || fg.hasPreg || fg.liveIn == nil || fg.g.mode.Metrics {
+	if fg.hasPreg || fg.liveIn == nil || fg.g.mode.Metrics {
 		return
 	}
 	gr := fg.f.Graph
@@ -326,7 +327,7 @@ func (fg *funcGen) planLoopRegs() {
 		var pick loopReg
 		found := false
 		for _, r := range loopRegs {
-			if named.Has(int(r)) {
+			if named.Has(int(r)) || !fg.loopBackedgesIn(l.Blocks, in, r) {
 				continue
 			}
 			if !live.Has(int(r)) && fg.g.loopRegs != LoopRegsSwap {
@@ -346,6 +347,45 @@ func (fg *funcGen) planLoopRegs() {
 		}
 		fg.loops = append(fg.loops, pick)
 	}
+}
+
+// loopBackedgesIn reports whether every path-ending edge inside the loop
+// (blocks, in) can count with loop register r and without spilling it:
+// always in a slot function (regBackedge); in a record function when the
+// edge's flags are dead and enough other registers are (recordBackedgeIn),
+// since the spilling form would run a locked xchg twice per iteration of
+// a swapping loop.
+func (fg *funcGen) loopBackedgesIn(blocks []cfg.BlockID, in map[cfg.BlockID]bool, r enc.Reg) bool {
+	if fg.slot != 0 {
+		return true
+	}
+	gr := fg.f.Graph
+	need := 1
+	if fg.hashInline() {
+		need++
+	}
+	for _, id := range blocks {
+		for _, e := range gr.Blocks[id].Succs {
+			ed := &gr.Edges[e]
+			if fg.num.Kind[e] == pathnum.DAGEdge || ed.To < 0 || !in[ed.To] {
+				continue
+			}
+			if ed.FlagsLive {
+				return false
+			}
+			dead := ^fg.liveIn[ed.To] &^ (1<<enc.RSP | 1<<r)
+			n := 0
+			for x := 0; x < 16; x++ {
+				if dead.Has(x) {
+					n++
+				}
+			}
+			if n < need {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // loopAt is the loop region of block id, -1 for none or Exit.
@@ -1233,9 +1273,15 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 	if fg.hasPreg {
 		// The record's counters: the code below reads Thread.R and
 		// leaves EntryInc there, the stub too; so does the register.
+		// A swapping loop register takes EntryInc back and gives
+		// Thread.R the program's value again [decision 56].
 		fg.spill()
 		fg.backedgeMem(e, flagsLive)
-		b.MovRegImm(fg.preg, int32(n.EntryInc[e])) // sign-extended; flags untouched
+		if fg.inLoop >= 0 && fg.loops[fg.inLoop].swap {
+			fg.reload()
+		} else {
+			b.MovRegImm(fg.preg, int32(n.EntryInc[e])) // sign-extended; flags untouched
+		}
 		return
 	}
 	fg.backedgeMem(e, flagsLive)

@@ -66,6 +66,8 @@ func TestModesExact(t *testing.T) {
 		// [decision 56].
 		{"flow-only, loop registers", rewriter.Options{NoContext: true, LoopRegs: rewriter.LoopRegsOnly}, true},
 		{"flow-only, swapping loop registers", rewriter.Options{NoContext: true, LoopRegs: rewriter.LoopRegsSwap}, true},
+		{"context, loop registers", rewriter.Options{LoopRegs: rewriter.LoopRegsOnly}, false},
+		{"context, swapping loop registers", rewriter.Options{LoopRegs: rewriter.LoopRegsSwap}, false},
 	}
 	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c", "pathreg.c", "manypaths.c", "loopsig.c"}
 	loopRegs := map[string]int{}
@@ -104,7 +106,8 @@ func TestModesExact(t *testing.T) {
 	// Mutation guard: the loop modes must have given loops registers of
 	// both kinds, or they tested nothing new.
 	if loopRegs["flow-only, loop registers"] == 0 || loopRegs["flow-only, loop registers"] == loopRegs["flow-only, loop registers swaps"] ||
-		loopRegs["flow-only, swapping loop registers swaps"] == 0 {
+		loopRegs["flow-only, swapping loop registers swaps"] == 0 ||
+		loopRegs["context, loop registers"] == 0 || loopRegs["context, swapping loop registers swaps"] == 0 {
 		t.Errorf("loop registers given: %v; want loops of both kinds", loopRegs)
 	}
 }

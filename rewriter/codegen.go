@@ -298,8 +298,8 @@ func (fg *funcGen) planLoopRegs() {
 		for _, id := range l.Blocks {
 			in[id] = true
 		}
-		ok, named := true, cfg.RegSet(1<<enc.RSP|1<<enc.RAX)
-		var live cfg.RegSet // live on some way out of the loop
+		ok := true
+		var named, live cfg.RegSet // live: on some way out of the loop
 		for _, id := range l.Blocks {
 			blk := &gr.Blocks[id]
 			named |= blk.Named
@@ -374,13 +374,7 @@ func (fg *funcGen) loopBackedgesIn(blocks []cfg.BlockID, in map[cfg.BlockID]bool
 				return false
 			}
 			dead := ^fg.liveIn[ed.To] &^ (1<<enc.RSP | 1<<r)
-			n := 0
-			for x := 0; x < 16; x++ {
-				if dead.Has(x) {
-					n++
-				}
-			}
-			if n < need {
+			if bits.OnesCount16(uint16(dead)) < need {
 				return false
 			}
 		}

@@ -98,6 +98,8 @@ type funcGen struct {
 	inLoop    int
 	fnPreg    enc.Reg
 	fnHasPreg bool
+	// closed: the function is closed [decision 57] (planClosed).
+	closed bool
 }
 
 // loopReg is a loop region with a path register of its own [decision 56].
@@ -131,7 +133,10 @@ type gen struct {
 	pie     bool
 	// sites lists (function id, block) per call-site id; id 0 is none.
 	sites [][2]uint64
-	mode  Mode
+	// siteRet labels the return address of each closed call, by site id
+	// [decision 57].
+	siteRet map[int32]enc.Label
+	mode    Mode
 	// slotsSize is the size of every thread block's slot counters.
 	slotsSize uint64
 	// layoutSeed, when not 0, pads each function's start (layoutPad).
@@ -209,12 +214,65 @@ func (g *gen) assignPathReg(fg *funcGen) {
 	}
 }
 
+// planClosed marks the closed functions [decision 57]: flow-only
+// functions with slot counters and a path register, framed (not
+// trivial), that leave only by returning, have no landing pad, and call
+// only closed functions with the same path register, directly. The
+// largest such set: start from every candidate and drop those that call
+// anything else until none does.
+func (g *gen) planClosed() {
+	if !g.mode.FlowOnly || g.mode.Metrics {
+		return
+	}
+	byAddr := map[uint64]*funcGen{}
+	cand := map[*funcGen]bool{}
+	for _, fg := range g.funcs {
+		byAddr[fg.f.Func.Addr] = fg
+		if fg.closedCandidate() {
+			cand[fg] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for fg := range cand {
+			for _, c := range fg.f.Graph.Calls {
+				callee := byAddr[c.Target]
+				if c.Target == 0 || callee == nil || !cand[callee] || callee.preg != fg.preg || c.NoReturn || c.ReturnsTwice || c.Forks {
+					delete(cand, fg)
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	for fg := range cand {
+		fg.closed = true
+	}
+}
+
+// closedCandidate reports whether fg may be closed as far as its own
+// code goes (planClosed then looks at its callees).
+func (fg *funcGen) closedCandidate() bool {
+	gr := fg.f.Graph
+	if !fg.lean() || !fg.hasPreg || fg.trivial() || len(gr.EH) > 0 {
+		return false
+	}
+	for _, ed := range gr.Edges {
+		if ed.To == cfg.Exit && ed.Kind != cfg.EdgeReturn || ed.Kind == cfg.EdgeTailCall || ed.Kind == cfg.EdgeNoReturn {
+			return false
+		}
+	}
+	return true
+}
+
 // spill stores the path register to Thread.R, where the runtime and
 // callees expect it; reload takes it back. In a loop whose register
-// holds a program value in Thread.R, both swap the two.
+// holds a program value in Thread.R, and in a closed function (whose
+// activations must leave Thread.R as they found it, decision 57), both
+// swap the two.
 func (fg *funcGen) spill() {
 	switch {
-	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap:
+	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap, fg.closed:
 		fg.g.buf.XchgGSReg(fg.g.stubs.OffR, fg.preg)
 	case fg.hasPreg:
 		fg.g.buf.MovGSFromReg(fg.g.stubs.OffR, fg.preg)
@@ -223,7 +281,7 @@ func (fg *funcGen) spill() {
 
 func (fg *funcGen) reload() {
 	switch {
-	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap:
+	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap, fg.closed:
 		fg.g.buf.XchgGSReg(fg.g.stubs.OffR, fg.preg)
 	case fg.hasPreg:
 		fg.g.buf.MovRegFromGS(fg.preg, fg.g.stubs.OffR)
@@ -822,15 +880,22 @@ func (fg *funcGen) enterLean() {
 	b.MovMemFromReg(enc.RCX, int32(frSavedReg), x)
 	b.LeaRegDisp32(x, enc.RSP, 8)
 	b.MovMemFromReg(enc.RCX, int32(frRSP), x)
-	b.MovRegFromGS(x, g.stubs.OffR)
-	b.MovMemFromReg(enc.RCX, int32(frSavedR), x)
 	b.Bytes(le32([]byte{0x48, 0xc7, 0x41, byte(frFunc)}, uint32(fg.fid))) // movq $fid, frame.func
-	b.MovRegFromGS(x, runtime.OffCallSite)
-	b.MovMemFromReg(enc.RCX, int32(frSite), x)
-	b.MovRegFromGS(x, runtime.OffCur)
-	b.MovMemFromReg(enc.RCX, int32(frSavedCur), x)
-	b.MovGS64Imm(runtime.OffCur, fg.curValue())
-	b.MovGS64Imm(runtime.OffCallSite, 0)
+	if fg.closed {
+		// The return address names the caller's call site when the
+		// caller is closed too [decision 57].
+		b.MovRegFromMem(x, x, 0)
+		b.MovMemFromReg(enc.RCX, int32(frSite), x)
+	} else { // a closed activation leaves the rest alone
+		b.MovRegFromGS(x, g.stubs.OffR)
+		b.MovMemFromReg(enc.RCX, int32(frSavedR), x)
+		b.MovRegFromGS(x, runtime.OffCallSite)
+		b.MovMemFromReg(enc.RCX, int32(frSite), x)
+		b.MovRegFromGS(x, runtime.OffCur)
+		b.MovMemFromReg(enc.RCX, int32(frSavedCur), x)
+		b.MovGS64Imm(runtime.OffCur, fg.curValue())
+		b.MovGS64Imm(runtime.OffCallSite, 0)
+	}
 	b.Pop(enc.RCX)
 	b.Bind(done)
 	b.MovImm32(x, 0) // the stub saved the register in the frame too (Func.PathReg)
@@ -926,23 +991,32 @@ func (fg *funcGen) exitLean() {
 	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
 	b.LeaRSP(-8)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	b.CmpGS64Imm(runtime.OffCur, fg.curValue())
+	if fg.closed {
+		// Cur is not this activation's: the frame's function tells.
+		b.CmpMemImm32(enc.RCX, int32(frFunc), fg.fid)
+	} else {
+		b.CmpGS64Imm(runtime.OffCur, fg.curValue())
+	}
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.CmpRegImm32(x, int32(fg.num.NumPaths))
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.IncGSIndexed(fg.slot+8, x)
-	b.MovRegFromMem(x, enc.RCX, int32(frSavedCur))
-	b.MovGSFromReg(runtime.OffCur, x)
-	b.MovRegFromMem(x, enc.RCX, int32(frSavedR))
-	b.MovGSFromReg(g.stubs.OffR, x)
-	b.MovRegFromMem(x, enc.RCX, int32(frSite))
-	b.MovGSFromReg(runtime.OffCallSite, x)
+	if !fg.closed {
+		b.MovRegFromMem(x, enc.RCX, int32(frSavedCur))
+		b.MovGSFromReg(runtime.OffCur, x)
+		b.MovRegFromMem(x, enc.RCX, int32(frSavedR))
+		b.MovGSFromReg(g.stubs.OffR, x)
+		b.MovRegFromMem(x, enc.RCX, int32(frSite))
+		b.MovGSFromReg(runtime.OffCallSite, x)
+	}
 	b.MovRegFromMem(x, enc.RCX, int32(frSavedReg)) // the register's entry value
 	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RCX)
 	b.Pop(enc.RCX)
 	b.Bind(done)
-	fg.leanStub(slow, done, true, true, g.stubs.Exit)
+	// A closed exit leaves its register for the stub to find in its
+	// save area: Thread.R is not its own.
+	fg.leanStub(slow, done, true, !fg.closed, g.stubs.Exit)
 }
 
 // callCache reports whether the image's thread blocks have a call cache
@@ -1887,6 +1961,21 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 			return fmt.Errorf("%#x: call without a planned call site", in.Addr)
 		}
 		fg.lastSite = site
+		if fg.closed {
+			// A closed callee keeps this activation's register (its
+			// entry value) and its return address names this site
+			// [decision 57]: nothing to store.
+			if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {
+				return err
+			}
+			ret := b.NewLabel()
+			b.Bind(ret)
+			fg.g.siteRet[site] = ret
+			if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
+				fg.follow(e, next)
+			}
+			return nil
+		}
 		fg.storeCallSite(site)
 		fg.spill()
 		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {

@@ -69,7 +69,7 @@ func TestModesExact(t *testing.T) {
 		{"context, loop registers", rewriter.Options{LoopRegs: rewriter.LoopRegsOnly}, false},
 		{"context, swapping loop registers", rewriter.Options{LoopRegs: rewriter.LoopRegsSwap}, false},
 	}
-	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c", "pathreg.c", "manypaths.c", "loopsig.c"}
+	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c", "pathreg.c", "manypaths.c", "loopsig.c", "closedsig.c"}
 	loopRegs := map[string]int{}
 	cfgs := []fixture.Config{fixture.Matrix()[0], {CC: "gcc", Opt: "-O2", PIE: true}}
 	for _, c := range cfgs {
@@ -84,6 +84,7 @@ func TestModesExact(t *testing.T) {
 				sum := rewriteSum(t, orig, inst, m.opts)
 				loopRegs[m.name] += sum.LoopRegisters
 				loopRegs[m.name+" swaps"] += sum.LoopSwaps
+				loopRegs[m.name+" closed"] += sum.ClosedFunctions
 				prof := filepath.Join(dir, "blpp.out")
 				got := runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1")
 				sameBehaviour(t, what, want, got)
@@ -99,12 +100,22 @@ func TestModesExact(t *testing.T) {
 					check.own = append(check.own, "sum", "spread")
 					check.retried = map[string]uint64{"sum": 5} // its output says faults 5
 				}
+				if src == "closedsig.c" {
+					// main is left by longjmp (its setjmp call's path
+					// is a partial), so it is compared, not owned.
+					check.own = []string{"descend"}
+					check.abandoned = map[string]uint64{"descend": 24, "main": 3}
+				}
 				compareCounts(t, what, inst, p, cg, check)
 			}
 		}
 	}
 	// Mutation guard: the loop modes must have given loops registers of
 	// both kinds, or they tested nothing new.
+	// And closed functions [decision 57] must have been tested too.
+	if loopRegs["flow-only closed"] == 0 || loopRegs["flow-only, layout seed 5 closed"] == 0 {
+		t.Errorf("closed functions: %v; want some in flow-only images", loopRegs)
+	}
 	if loopRegs["flow-only, loop registers"] == 0 || loopRegs["flow-only, loop registers"] == loopRegs["flow-only, loop registers swaps"] ||
 		loopRegs["flow-only, swapping loop registers swaps"] == 0 ||
 		loopRegs["context, loop registers"] == 0 || loopRegs["context, swapping loop registers swaps"] == 0 {

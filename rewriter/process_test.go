@@ -173,6 +173,10 @@ type countCheck struct {
 	// blpp) ran it once. Exactly one block of the function must be that
 	// much below callgrind; every other block must match.
 	retried map[string]uint64
+	// abandoned maps a function to the number of its activations left
+	// by a longjmp or a signal, each of which must have stopped at a
+	// known call (a partial activation of known location).
+	abandoned map[string]uint64
 }
 
 // compareCounts compares the block counts blpp derives from prof with
@@ -232,6 +236,11 @@ func compareCounts(t *testing.T, what, inst string, prof *cct.Profile, cg *callg
 		}
 		if retried {
 			t.Errorf("%s: %s: no block counted %d below callgrind for its retried faults", what, fn.Name, faults)
+		}
+	}
+	for _, fn := range doc.Functions {
+		if n, ok := check.abandoned[fn.Name]; ok && (fn.Partial != n || fn.PartialUnknown != 0) {
+			t.Errorf("%s: %s has %d partial activations (%d of unknown location), want %d, all known", what, fn.Name, fn.Partial, fn.PartialUnknown, n)
 		}
 	}
 	for _, n := range check.own {
@@ -497,42 +506,64 @@ func TestFatalSignals(t *testing.T) {
 		{"segv", syscall.SIGSEGV, -1},
 		{"abort", syscall.SIGABRT, -1},
 		{"exit", 0, 3},
+		{"deep", syscall.SIGSEGV, -1},
 	}
 	for _, c := range procConfigs {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			orig, inst := rewriteTo(t, "crash.c", c, dir)
+			// Flow-only too, for the closed functions' frames [decision 57].
+			flow := rewriteWith(t, orig, filepath.Join(dir, "crash.flow"), rewriter.Options{NoContext: true})
 			for _, m := range modes {
-				what := fmt.Sprintf("crash.c %s %s", c, m.arg)
 				args := []string{m.arg}
 				want := runProc(t, orig, args)
 				if want.sig != m.sig || want.code != m.code {
-					t.Fatalf("%s: the original ended with %s; want signal %v, exit %d", what, want, m.sig, m.code)
+					t.Fatalf("crash.c %s %s: the original ended with %s; want signal %v, exit %d", c, m.arg, want, m.sig, m.code)
 				}
-				profPath := filepath.Join(dir, "prof."+m.arg)
-				got := runProc(t, inst, args, "BLPP_PROFILE="+profPath)
-				sameBehaviour(t, what, want, got)
-				prof, err := cct.ReadFile(profPath)
-				if err != nil {
-					t.Fatalf("%s: profile: %v", what, err)
-				}
-				if fatal := prof.Flags&cct.FlagFatalSignal != 0; fatal != (m.sig != 0) {
-					t.Errorf("%s: profile flags %v; want fatal-signal exactly when a signal killed the program", what, prof.Flags)
-				}
-				if prof.PID != uint64(got.pid) {
-					t.Errorf("%s: profile of pid %d, the process was %d", what, prof.PID, got.pid)
-				}
-				if names := dirNames(t, dir); slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, ".tmp.") }) {
-					t.Errorf("%s: temporary profile left behind: %q", what, names)
-				}
-				cg := callgrindOf(t, what, orig, args, want)
-				doc := compareCounts(t, what, inst, prof, cg, countCheck{own: []string{"work", "helper"}, ownOnly: c.Static})
-				// main never reached a path end: the runtime recorded it
-				// as a live activation.
-				for _, fn := range doc.Functions {
-					if fn.Name == "main" && fn.Partial != 1 {
-						t.Errorf("%s: main has %d partial activations, want 1", what, fn.Partial)
+				var cg *callgrind.Profile
+				for _, im := range []struct{ name, path string }{{"context", inst}, {"flow-only", flow}} {
+					// (segv's one-path function counts its path at its
+					// entry in a flow-only image, decision 55, where
+					// callgrind, killed in it, counts nothing.)
+					if im.name == "flow-only" && m.arg != "deep" {
+						continue
+					}
+					what := fmt.Sprintf("crash.c %s %s %s", c, m.arg, im.name)
+					inst := im.path
+					profPath := filepath.Join(dir, "prof."+m.arg+"."+im.name)
+					got := runProc(t, inst, args, "BLPP_PROFILE="+profPath)
+					sameBehaviour(t, what, want, got)
+					prof, err := cct.ReadFile(profPath)
+					if err != nil {
+						t.Fatalf("%s: profile: %v", what, err)
+					}
+					if fatal := prof.Flags&cct.FlagFatalSignal != 0; fatal != (m.sig != 0) {
+						t.Errorf("%s: profile flags %v; want fatal-signal exactly when a signal killed the program", what, prof.Flags)
+					}
+					if prof.PID != uint64(got.pid) {
+						t.Errorf("%s: profile of pid %d, the process was %d", what, prof.PID, got.pid)
+					}
+					if names := dirNames(t, dir); slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, ".tmp.") }) {
+						t.Errorf("%s: temporary profile left behind: %q", what, names)
+					}
+					if cg == nil {
+						cg = callgrindOf(t, what, orig, args, want)
+					}
+					check := countCheck{own: []string{"work", "helper"}, ownOnly: c.Static}
+					if m.arg == "deep" {
+						// dive's seven activations stopped at their calls
+						// (poke's is the newest: stopped anywhere).
+						check.own = append(check.own, "dive")
+						check.abandoned = map[string]uint64{"dive": 7, "die_by": 1}
+					}
+					doc := compareCounts(t, what, inst, prof, cg, check)
+					// main never reached a path end: the runtime recorded it
+					// as a live activation.
+					for _, fn := range doc.Functions {
+						if fn.Name == "main" && fn.Partial != 1 {
+							t.Errorf("%s: main has %d partial activations, want 1", what, fn.Partial)
+						}
 					}
 				}
 			}

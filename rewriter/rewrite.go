@@ -108,6 +108,9 @@ type Summary struct {
 	// program value, which waits in Thread.R while the loop runs.
 	LoopRegisters int `json:"loop_registers"`
 	LoopSwaps     int `json:"loop_swaps"`
+	// ClosedFunctions counts the closed functions [decision 57]: their
+	// entries, exits and calls leave the caller's state alone.
+	ClosedFunctions int `json:"closed_functions"`
 	// Warnings say what the rewritten binary lost that the original had
 	// (the CET note bits: clearCET).
 	Warnings []string `json:"warnings,omitempty"`
@@ -286,7 +289,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	rwMem := uint64(len(rw))
 	codeAddr := pageUp(rwAddr+rwMem) + 0x1000
 
-	g := &gen{b: b, buf: &enc.Buf{}, entries: map[uint64]enc.Label{}, pie: b.Kind == cfg.KindPIE,
+	g := &gen{b: b, buf: &enc.Buf{}, entries: map[uint64]enc.Label{}, siteRet: map[int32]enc.Label{}, pie: b.Kind == cfg.KindPIE,
 		stubs: Stubs{Enter: rtText + img.Symbols[runtime.SymEnter], Exit: rtText + img.Symbols[runtime.SymExit],
 			TailExit: rtText + img.Symbols[runtime.SymTailExit],
 			Backedge: rtText + img.Symbols[runtime.SymBackedge], SetjmpRet: rtText + img.Symbols[runtime.SymSetjmpRet], ForkChild: rtText + img.Symbols[runtime.SymForkChild],
@@ -312,6 +315,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		g.assignSlot(fg)
 		g.assignPathReg(fg)
 	}
+	g.planClosed()
 	var failed []emitFailure
 	for _, fg := range g.funcs {
 		if err := fg.emit(); err != nil {
@@ -362,6 +366,8 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		e := rw[sitesAddr-rwAddr+uint64(i*runtime.SiteSize):]
 		binary.LittleEndian.PutUint64(e, st[0])
 		binary.LittleEndian.PutUint64(e[8:], st[1])
+		// e[16:], the return address of a closed call, once the code
+		// is laid out (below).
 	}
 	// The function table.
 	for i, fg := range g.funcs {
@@ -371,7 +377,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			hashed = 1
 		}
 		runtime.PutFunc(rw[funcsAddr-rwAddr+uint64(i*runtime.FuncSize):], runtime.Func{
-			NumPaths: np, Hashed: hashed, FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot), PathReg: fg.pathRegField()})
+			NumPaths: np, Hashed: hashed, FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot), PathReg: fg.pathRegField(), Closed: b2u(fg.closed)})
 	}
 	code, err := g.buf.Finish(codeAddr)
 	if err != nil {
@@ -390,6 +396,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			v -= codeAddr + uint64(p.end)
 		}
 		binary.LittleEndian.PutUint32(code[p.at:], uint32(v))
+	}
+	for site, l := range g.siteRet {
+		binary.LittleEndian.PutUint64(rw[sitesAddr-rwAddr+uint64(int(site)*runtime.SiteSize)+16:], addrOf(l))
 	}
 	for _, t := range tabs {
 		ta := addrOf(t.t.label)
@@ -463,6 +472,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for _, fg := range g.funcs {
 		if fg.hasPreg {
 			sum.RegisterPaths++
+		}
+		if fg.closed {
+			sum.ClosedFunctions++
 		}
 		sum.LoopRegisters += len(fg.loops)
 		for _, l := range fg.loops {
@@ -584,4 +596,12 @@ func patchedInto(f *cfg.Function, targets map[uint64]bool) bool {
 		}
 	}
 	return false
+}
+
+// b2u is 1 for true, 0 for false: the runtime tables' flag words.
+func b2u(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
 }

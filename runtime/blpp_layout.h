@@ -49,13 +49,14 @@
 #define BLPP_CONFIG_OFF_SLOTS_SIZE 120
 
 /* struct blpp_func: one entry of the function table at funcs_vaddr */
-#define BLPP_FUNC_SIZE 48
+#define BLPP_FUNC_SIZE 56
 #define BLPP_FUNC_OFF_NUM_PATHS 0
 #define BLPP_FUNC_OFF_HASHED 8
 #define BLPP_FUNC_OFF_FIRST_SITE 16
 #define BLPP_FUNC_OFF_NSITES 24
 #define BLPP_FUNC_OFF_SLOT 32
 #define BLPP_FUNC_OFF_PATH_REG 40
+#define BLPP_FUNC_OFF_CLOSED 48
 
 /* struct blpp_thread: per-thread block; %gs points at it */
 #define BLPP_THREAD_SIZE 256
@@ -96,9 +97,10 @@
 #define BLPP_FRAME_OFF_SAVED_ACC 40
 
 /* struct blpp_site: one entry of the call-site table at sites_vaddr */
-#define BLPP_SITE_SIZE 16
+#define BLPP_SITE_SIZE 24
 #define BLPP_SITE_OFF_FUNC 0
 #define BLPP_SITE_OFF_BLOCK 8
+#define BLPP_SITE_OFF_RET 16
 
 /* struct blpp_metric: one entry of the metric table at metrics_vaddr */
 #define BLPP_METRIC_SIZE 40
@@ -160,6 +162,7 @@ struct blpp_func {
 	unsigned long long nsites;
 	unsigned long long slot;
 	unsigned long long path_reg;
+	unsigned long long closed;
 };
 
 struct blpp_thread {
@@ -203,6 +206,7 @@ struct blpp_frame {
 struct blpp_site {
 	unsigned long long func;
 	unsigned long long block;
+	unsigned long long ret;
 };
 
 struct blpp_metric {
@@ -261,6 +265,7 @@ _Static_assert(__builtin_offsetof(struct blpp_func, first_site) == BLPP_FUNC_OFF
 _Static_assert(__builtin_offsetof(struct blpp_func, nsites) == BLPP_FUNC_OFF_NSITES, "blpp_func.nsites");
 _Static_assert(__builtin_offsetof(struct blpp_func, slot) == BLPP_FUNC_OFF_SLOT, "blpp_func.slot");
 _Static_assert(__builtin_offsetof(struct blpp_func, path_reg) == BLPP_FUNC_OFF_PATH_REG, "blpp_func.path_reg");
+_Static_assert(__builtin_offsetof(struct blpp_func, closed) == BLPP_FUNC_OFF_CLOSED, "blpp_func.closed");
 _Static_assert(sizeof(struct blpp_thread) == BLPP_THREAD_SIZE, "blpp_thread size");
 _Static_assert(__builtin_offsetof(struct blpp_thread, self) == BLPP_THREAD_OFF_SELF, "blpp_thread.self");
 _Static_assert(__builtin_offsetof(struct blpp_thread, r) == BLPP_THREAD_OFF_R, "blpp_thread.r");
@@ -298,6 +303,7 @@ _Static_assert(__builtin_offsetof(struct blpp_frame, saved_acc) == BLPP_FRAME_OF
 _Static_assert(sizeof(struct blpp_site) == BLPP_SITE_SIZE, "blpp_site size");
 _Static_assert(__builtin_offsetof(struct blpp_site, func) == BLPP_SITE_OFF_FUNC, "blpp_site.func");
 _Static_assert(__builtin_offsetof(struct blpp_site, block) == BLPP_SITE_OFF_BLOCK, "blpp_site.block");
+_Static_assert(__builtin_offsetof(struct blpp_site, ret) == BLPP_SITE_OFF_RET, "blpp_site.ret");
 _Static_assert(sizeof(struct blpp_metric) == BLPP_METRIC_SIZE, "blpp_metric size");
 _Static_assert(__builtin_offsetof(struct blpp_metric, type) == BLPP_METRIC_OFF_TYPE, "blpp_metric.type");
 _Static_assert(__builtin_offsetof(struct blpp_metric, config) == BLPP_METRIC_OFF_CONFIG, "blpp_metric.config");

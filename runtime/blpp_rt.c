@@ -768,9 +768,17 @@ static struct blpp_record *flat_rec(struct blpp_thread *t, u64 fid)
 	return flat && fid < rt.nfuncs ? R(flat[fid]) : 0;
 }
 
-/* running is the record of t's running activation. */
+/* closed says whether fid is a closed function (decision 57, below). */
+static int closed(u64 fid) { return fid < rt.nfuncs && rt.funcs[fid].closed; }
+
+/* running is the record of t's running activation: the newest frame's
+ * function's when that is closed (its activations leave cur and record
+ * alone), unless activations without frames run above it. */
 static struct blpp_record *running(struct blpp_thread *t)
 {
+	u64 d = depth(t);
+	if (d && !t->overflow && closed(frames(t)[d - 1].func))
+		return flat_rec(t, frames(t)[d - 1].func);
 	return lean(t->cur) ? flat_rec(t, t->cur - 1) : R(t->record);
 }
 
@@ -1068,6 +1076,78 @@ static u64 site_block(u64 func, u64 site)
 	return s->func == func ? s->block : BLPP_BLOCK_UNKNOWN;
 }
 
+/*
+ * Closed functions [decision 57]. A closed function's activations leave
+ * Thread.r, call_site, cur and record alone, and it calls only closed
+ * functions with its own path register, without storing its call site or
+ * spilling its register: the callee's frame holds the register's value at
+ * the call (saved_acc[1], the entry value it restores at its exit) and
+ * the callee's return address (in site: the stack may be overwritten by
+ * the time an unwind reads it), which names the call. So
+ * the state of an activation below the newest is found thus: a closed
+ * one's from its callee's frame; any other one's in the newest frame
+ * above it that is not a closed function's (the state it saved at its
+ * entry), or in Thread itself when there is none.
+ */
+/* ret_site is the call site of closed function fid whose return address
+ * is ra, 0 when none is. */
+static u64 ret_site(u64 fid, u64 ra)
+{
+	const struct blpp_func *p;
+	if (fid >= rt.nfuncs || !rt.sites || !ra)
+		return 0;
+	p = &rt.funcs[fid];
+	for (u64 s = p->first_site; s - p->first_site < p->nsites && s < rt.nsites; s++)
+		if (rt.sites[s].ret && rt.sites[s].ret + rt.bias == ra)
+			return s;
+	return 0;
+}
+
+/* A stop walk goes down t's frames from the newest, giving each
+ * activation the call site it stopped at and its path register then.
+ * The newest activation, unless closed, stopped at the site stop_start is
+ * given (Thread's at an exit, 0 where it stopped anywhere: a signal); a
+ * closed newest one stopped somewhere unknown. */
+struct stop_walk {
+	struct blpp_thread *t;
+	u64 site;  /* where the last activation stepped stopped */
+	s64 reg;   /* and its register */
+	u64 top;   /* the newest activation's site */
+	u64 usite; /* the state the newest non-closed frame above the next */
+	s64 ureg;  /* activation saved: its stop, unless it is closed */
+	u64 next;  /* the next activation to step */
+};
+
+static void stop_start(struct stop_walk *w, struct blpp_thread *t, u64 top)
+{
+	w->t = t;
+	w->next = depth(t);
+	w->top = top;
+	w->usite = t->call_site;
+	w->ureg = t->r;
+}
+
+/* stop_step steps to the next older activation (w->next - 1, which must
+ * exist) and sets w->site and w->reg to its stop. */
+static void stop_step(struct stop_walk *w)
+{
+	struct blpp_frame *f = frames(w->t);
+	u64 i = --w->next, fid = f[i].func;
+	if (closed(fid)) {
+		/* its callee, when closed too, saved the return address as
+		 * its site (a closed function calls nothing else: any other
+		 * frame above is a signal handler's) */
+		int known = i + 1 < depth(w->t) && closed(f[i + 1].func);
+		w->site = known ? ret_site(fid, f[i + 1].site) : 0;
+		w->reg = known ? (s64)f[i + 1].saved_acc[1] : w->ureg;
+		return;
+	}
+	w->site = i + 1 == depth(w->t) ? w->top : w->usite;
+	w->reg = w->ureg;
+	w->usite = f[i].site;
+	w->ureg = f[i].saved_r;
+}
+
 /* pent_add counts one (rec, func, block, reg) in the table at *tab
  * (made on first use), under *lock. */
 static void pent_add(unsigned long long *tab, unsigned long long *lock, struct blpp_record *rec, u64 func, u64 block, s64 reg)
@@ -1136,6 +1216,8 @@ static struct blpp_record *frame_record(struct blpp_thread *t, u64 i)
  * activation, the running one, as an exit does. */
 static void restore_caller(struct blpp_thread *t, const struct blpp_frame *f)
 {
+	if (closed(f->func))
+		return; /* it changed neither */
 	if (!lean(t->cur))
 		t->record = f->record;
 	t->cur = rt.slots_size ? f->saved_acc[0] : 0;
@@ -1146,13 +1228,15 @@ static void restore_caller(struct blpp_thread *t, const struct blpp_frame *f)
 static void record_live(struct blpp_thread *t)
 {
 	struct blpp_frame *f = frames(t);
-	u64 n = depth(t);
-	/* The newest activation of a dead thread stopped who knows where;
-	 * each older one stopped at the call its callee's frame recorded. */
-	for (u64 i = n; i-- > 0;)
-		partial_add(t, frame_record(t, i), f[i].func,
-			    i + 1 == n ? BLPP_BLOCK_UNKNOWN : site_block(f[i].func, f[i + 1].site),
-			    i + 1 == n ? t->r : f[i + 1].saved_r);
+	struct stop_walk w;
+	/* The newest activation of a dead thread stopped who knows where
+	 * (site 0); each older one at the call its callee's frame, or its
+	 * return address, recorded. The thread's stack may be gone. */
+	stop_start(&w, t, 0);
+	while (w.next > 0) {
+		stop_step(&w);
+		partial_add(t, frame_record(t, w.next), f[w.next].func, site_block(f[w.next].func, w.site), w.reg);
+	}
 }
 
 /*
@@ -1197,6 +1281,8 @@ static void fork_reset(void)
 					r = root(me, f[i].func);
 				else
 					r = child(me, prev, f[i].site, f[i].func, 0);
+				if (closed(f[i].func))
+					continue; /* changed neither cur nor record */
 				prev = r;
 				if (!lean(cur_of(me, r)))
 					kept = r;
@@ -1234,24 +1320,40 @@ static void fork_check(void)
  */
 static void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
 {
-	while (t->sp > t->sp_base) {
-		struct blpp_frame *f = (struct blpp_frame *)t->sp - 1;
-		if (inclusive ? f->rsp > rsp : f->rsp >= rsp)
-			break;
-		t->overflow = 0; /* anything above f is gone as well */
-		/* f stopped at its last call (t->call_site, the call that left
-		 * it, e.g. to longjmp), or somewhere unknown if that id is not
-		 * one of f's. */
-		partial_add(t, running(t), f->func, site_block(f->func, t->call_site), t->r);
+	struct blpp_frame *f = frames(t);
+	struct stop_walk w;
+	u64 n = depth(t), m = n;
+	while (m > 0 && (inclusive ? f[m - 1].rsp <= rsp : f[m - 1].rsp < rsp))
+		m--;
+	if (m == n)
+		return;
+	t->overflow = 0; /* anything above the frames is gone as well */
+	/* The newest stopped at its last call (t->call_site, the call that
+	 * left it, e.g. to longjmp), or somewhere unknown if that id is not
+	 * one of its; each older one where its callee's frame says. The
+	 * frames stay pushed until all are read: a signal handler's frames
+	 * would go where popped ones were. */
+	stop_start(&w, t, t->call_site);
+	while (w.next > m) {
+		stop_step(&w);
+		partial_add(t, frame_record(t, w.next), f[w.next].func, site_block(f[w.next].func, w.site), w.reg);
 		ADD(&rt.w->stats[ST_UNWOUND], 1);
-		t->r = f->saved_r;
-		t->call_site = f->site;
-		restore_caller(t, f);
-		for (u64 m = 0; m < rt.nmetrics; m++)
-			t->macc[m] = f->saved_acc[m];
-		BARRIER();
-		t->sp = (u64)f;
 	}
+	/* The register, record and call site return to the caller's: those
+	 * the oldest popped frame that saved them has (closed ones did not
+	 * change them). */
+	for (u64 i = m; i < n; i++) {
+		if (closed(f[i].func))
+			continue;
+		t->r = f[i].saved_r;
+		t->call_site = f[i].site;
+		restore_caller(t, &f[i]);
+		for (u64 k = 0; k < rt.nmetrics; k++)
+			t->macc[k] = f[i].saved_acc[k];
+		break;
+	}
+	BARRIER();
+	t->sp = (u64)&f[m];
 }
 
 /* ---- the stubs' C halves (blpp_stubs.S saves the registers and flags) ---- */
@@ -1341,7 +1443,8 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		f->saved_r = t->r;
 		f->func = fid;
 		f->record = t->record;
-		f->site = t->call_site;
+		/* a closed function's frame keeps its return address there */
+		f->site = closed(fid) ? *(const u64 *)rsp : t->call_site;
 		if (rt.slots_size)
 			f->saved_acc[0] = t->cur; /* the inline exit restores it from here */
 		if (saved_reg(regs, fid))
@@ -1357,11 +1460,13 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		t->macc[m] = 0;
 		t->mstart[m] = now[m];
 	}
-	t->r = 0;
-	t->call_site = 0;
-	t->cur = cur_of(t, r);
-	if (!lean(t->cur))
-		t->record = (u64)r;
+	if (!closed(fid)) { /* a closed activation leaves them alone [decision 57] */
+		t->r = 0;
+		t->call_site = 0;
+		t->cur = cur_of(t, r);
+		if (!lean(t->cur))
+			t->record = (u64)r;
+	}
 	if (r)
 		ADD((u64 *)r->counts, 1);
 	BARRIER();
@@ -1374,15 +1479,21 @@ static void pop(struct blpp_thread *t, u64 fid, u64 *regs)
 {
 	if (t->overflow) {
 		t->overflow--;
-		t->r = 0; /* the caller's register and record were not saved */
+		/* the caller's register and record were not saved */
+		if (!closed(fid))
+			t->r = 0;
+		else if (saved_reg(regs, fid))
+			*saved_reg(regs, fid) = 0;
 	} else if (t->sp > t->sp_base && ((struct blpp_frame *)t->sp - 1)->func == fid) {
 		struct blpp_frame *f = (struct blpp_frame *)t->sp - 1;
 		u64 *pr = saved_reg(regs, fid);
 		if (pr)
 			*pr = f->saved_acc[1];
-		t->r = f->saved_r;
-		t->call_site = f->site;
-		restore_caller(t, f);
+		if (!closed(fid)) {
+			t->r = f->saved_r;
+			t->call_site = f->site;
+			restore_caller(t, f);
+		}
 		for (u64 m = 0; m < rt.nmetrics; m++)
 			t->macc[m] = f->saved_acc[m];
 		BARRIER();
@@ -1413,8 +1524,16 @@ void blpp_rt_exit(u64 fid, u64 rsp, u64 tail_site, u64 *regs)
 		ADD(&rt.w->stats[ST_STUB_EXITS], 1);
 	if (rt.w && !nested && t->overflow == 0)
 		unwind(t, rsp, 0);
-	r = running(t);
-	count(t, r, fid, (u64)t->r, d);
+	if (closed(fid)) {
+		/* its register is in regs: the exit does not spill it, since
+		 * Thread.r is not its own [decision 57] */
+		u64 *pr = saved_reg(regs, fid);
+		r = flat_rec(t, fid);
+		count(t, r, fid, pr ? *pr : ~(u64)0, d);
+	} else {
+		r = running(t);
+		count(t, r, fid, (u64)t->r, d);
+	}
 	pop(t, fid, regs);
 	t->tail_rec = 0;
 	if (tail_site && r && !rt.flow_only) {
@@ -1441,7 +1560,9 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
 	}
 	if (rt.w)
 		ADD(&rt.w->stats[ST_STUB_BACKEDGES], 1);
-	count(t, running(t), fid, (u64)t->r + k, d);
+	/* A closed function swaps its register with Thread.r around this
+	 * call (decision 57), so Thread.r is its path here too. */
+	count(t, closed(fid) ? flat_rec(t, fid) : running(t), fid, (u64)t->r + k, d);
 	t->r = (s64)restart;
 	BARRIER();
 	t->busy--;
@@ -1492,22 +1613,18 @@ void blpp_rt_fork_child(u64 fid, u64 site)
 	struct blpp_thread *t = stub_thread(); /* makes the child's state (fork_reset) */
 	struct wiped *w = rt.w;
 	struct blpp_frame *f;
-	struct blpp_record *rec;
-	s64 reg;
+	struct stop_walk sw;
 	if (!t || !w || t->busy)
 		return;
 	t->busy++;
 	BARRIER();
 	STORE(&w->prefix_owner, (u64)t);
 	f = frames(t);
-	reg = t->r;
-	rec = running(t);
 	(void)fid; /* the newest frame is fid's unless it was not pushed; then site names no block of it */
-	for (u64 i = depth(t); i-- > 0;) {
-		pent_add(&w->prefixes, &w->prefix_lock, rec, f[i].func, site_block(f[i].func, site), reg);
-		reg = f[i].saved_r;
-		site = f[i].site;
-		rec = i ? act_record(t, i - 1, f[i].record) : 0;
+	stop_start(&sw, t, site);
+	while (sw.next > 0) {
+		stop_step(&sw);
+		pent_add(&w->prefixes, &w->prefix_lock, frame_record(t, sw.next), f[sw.next].func, site_block(f[sw.next].func, sw.site), sw.reg);
 	}
 	BARRIER();
 	t->busy--;
@@ -1851,28 +1968,26 @@ static u64 write_partials(struct blpp_thread *t, int self, u64 nrec, struct obuf
 	collect_pents((struct ptab *)t->partials, scratch);
 	if (self) {
 		struct blpp_frame *f = frames(t);
-		u64 d = depth(t);
-		s64 reg = t->r;
-		struct blpp_record *rec = running(t);
-		if (t->busy && d > 0) {
-			/* the newest frame may be half made: its caller's fields */
-			reg = f[d - 1].saved_r;
-			rec = d > 1 ? act_record(t, d - 2, f[d - 1].record) : 0;
-			d--;
-		}
+		struct stop_walk w;
 		/* Where each activation stopped: the newest at its last call
 		 * when the program is exiting (exit() is a call), unknown at a
 		 * signal (it stopped at any instruction); every older one at
-		 * the call its callee's frame recorded. */
-		u64 site = rt.writing_why == 0 && !t->busy ? t->call_site : 0;
-		for (u64 i = d; i-- > 0;) {
-			struct pent x = {(u64)rec, f[i].func, site_block(f[i].func, site), reg, 1};
+		 * the call its callee's frame recorded (or its return address,
+		 * decision 57). When busy, the newest frame may be half made:
+		 * it is left out and its caller's stop is unknown. */
+		int half = t->busy && depth(t) > 0;
+		stop_start(&w, t, rt.writing_why == 0 && !t->busy ? t->call_site : 0);
+		while (w.next > 0) {
+			stop_step(&w);
+			u64 i = w.next;
+			if (half && i + 1 == depth(t))
+				continue;
+			struct blpp_record *rec = frame_record(t, i);
+			u64 site = half && i + 2 == depth(t) ? 0 : w.site;
+			struct pent x = {(u64)rec, f[i].func, site_block(f[i].func, site), w.reg, 1};
 			if (rec && rec->func != f[i].func)
 				x.rec = 0;
 			ob_put(scratch, &x, sizeof(x));
-			reg = f[i].saved_r;
-			site = f[i].site;
-			rec = i ? act_record(t, i - 1, f[i].record) : 0;
 		}
 	}
 	if (scratch->err)

@@ -116,6 +116,16 @@ type Func struct {
 	// puts it back; the runtime's entry and exit stubs do the same in
 	// their register save area.
 	PathReg uint64 `c:"path_reg"`
+	// Closed is 1 for a closed function [decision 57]: a flow-only
+	// function with slot counters and a path register whose calls all go
+	// straight to closed functions with the same path register. Its
+	// activations leave Thread.R, CallSite and Cur alone (their frames'
+	// SavedR and SavedAcc[0] mean nothing), and its frames keep the
+	// return address in Site. A closed activation that is not the newest
+	// stopped at the call whose return address its (closed) callee's
+	// frame holds (Site.Ret), with the path value that callee saved as
+	// the register's entry value (SavedAcc[1]).
+	Closed uint64 `c:"closed"`
 }
 
 // Metric is blpp_metric, one entry of the table at Config.MetricsVaddr.
@@ -235,6 +245,9 @@ type Node struct {
 type Site struct {
 	Func  uint64 `c:"func"`  // function id of the call's function
 	Block uint64 `c:"block"` // block that ends with the call
+	// Ret is the link-time address of the instruction after a closed
+	// function's call (its return address), 0 for other sites.
+	Ret uint64 `c:"ret"`
 }
 
 // Sizes and offsets for code generators; layout_test.go checks each one
@@ -242,13 +255,14 @@ type Site struct {
 const (
 	ConfigSize = 128
 
-	FuncSize         = 48
+	FuncSize         = 56
 	FuncNumPathsOff  = 0
 	FuncHashedOff    = 8
 	FuncFirstSiteOff = 16
 	FuncNSitesOff    = 24
 	FuncSlotOff      = 32
 	FuncPathRegOff   = 40
+	FuncClosedOff    = 48
 
 	MetricSize = 40
 
@@ -273,7 +287,7 @@ const (
 	FrameSavedCurOff = 40
 	FrameSavedRegOff = 48
 
-	SiteSize = 16
+	SiteSize = 24
 
 	RecordSize         = 96
 	RecordFuncOff      = 0

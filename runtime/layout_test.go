@@ -31,6 +31,7 @@ func TestLayoutConstants(t *testing.T) {
 		{"FuncNSitesOff", FuncNSitesOff, unsafe.Offsetof(f.NSites)},
 		{"FuncSlotOff", FuncSlotOff, unsafe.Offsetof(f.Slot)},
 		{"FuncPathRegOff", FuncPathRegOff, unsafe.Offsetof(f.PathReg)},
+		{"FuncClosedOff", FuncClosedOff, unsafe.Offsetof(f.Closed)},
 		{"MetricSize", MetricSize, unsafe.Sizeof(m)},
 		{"ThreadSize", ThreadSize, unsafe.Sizeof(th)},
 		{"OffSelf", OffSelf, unsafe.Offsetof(th.Self)},

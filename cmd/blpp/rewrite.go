@@ -187,6 +187,9 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 		if sum.LoopRegisters > 0 {
 			fmt.Fprintf(c.stdout, "  loops with a path register of their own: %d (%d swapping it with a program value)\n", sum.LoopRegisters, sum.LoopSwaps)
 		}
+		if sum.ClosedFunctions > 0 {
+			fmt.Fprintf(c.stdout, "  closed functions (calls keep no caller state): %d\n", sum.ClosedFunctions)
+		}
 	}
 	if verbose && len(sum.Skipped) > 0 {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)

@@ -49,89 +49,93 @@ func TestDebianBinaries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, sum, err := rewriter.Rewrite(data, rewriter.Options{})
-			if err != nil {
-				t.Fatalf("rewrite: %v", err)
-			}
-			dir := t.TempDir()
-			inst := filepath.Join(dir, dc.prog+".blpp")
-			if err := os.WriteFile(inst, out, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			run := func(bin string, env ...string) ([]byte, int) {
-				var o bytes.Buffer
-				var code int
-				for try := 0; try < 20; try++ {
-					cmd := exec.Command(bin, dc.args...)
-					// The same argv[0] for both: programs scan their own
-					// name (basename), which would change the counts.
-					cmd.Args[0] = path
-					cmd.Stdin = strings.NewReader(dc.stdin)
-					cmd.Env = append(os.Environ(), env...)
-					o.Reset()
-					cmd.Stdout, cmd.Stderr = &o, &o
-					err := cmd.Run()
-					if err != nil && strings.Contains(err.Error(), "text file busy") {
-						continue
-					}
-					code = cmd.ProcessState.ExitCode()
-					break
-				}
-				return o.Bytes(), code
-			}
-			want, wcode := run(path)
-			prof := filepath.Join(dir, "blpp.out")
-			got, gcode := run(inst, "BLPP_PROFILE="+prof)
-			if !bytes.Equal(got, want) || gcode != wcode {
-				t.Fatalf("behaviour differs: original exit %d, %d bytes; rewritten exit %d, %d bytes", wcode, len(want), gcode, len(got))
-			}
-			p, err := cct.ReadFile(prof)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tab, f, err := report.LoadMeta(inst)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			doc, err := report.MakePaths(inst, tab, p, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			// callgrind once; the image in both modes (flow-only has
+			// closed functions, decision 57).
 			cg, err := callgrind.Run(path, callgrind.Options{Args: dc.args, Stdin: []byte(dc.stdin)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			checked, bad, partial := 0, 0, 0
-			envDependent := readsProcMaps(t, path)
-			for _, fn := range doc.Functions {
-				if !fn.Instrumented {
-					continue
+			dir := t.TempDir()
+			for _, m := range procModes {
+				out, sum, err := rewriter.Rewrite(data, m.opts)
+				if err != nil {
+					t.Fatalf("rewrite: %v", err)
 				}
-				if envDependent[fn.Entry] {
-					// Parses /proc/self/maps: the instrumented process has
-					// more mappings, and valgrind's differ again.
-					t.Logf("%s: reads /proc/self/maps, not compared", fn.Name)
-					continue
+				inst := filepath.Join(dir, dc.prog+"."+m.name)
+				if err := os.WriteFile(inst, out, 0o755); err != nil {
+					t.Fatal(err)
 				}
-				if fn.PartialUnknown > 0 {
-					partial++
-					continue
+				run := func(bin string, env ...string) ([]byte, int) {
+					var o bytes.Buffer
+					var code int
+					for try := 0; try < 20; try++ {
+						cmd := exec.Command(bin, dc.args...)
+						// The same argv[0] for both: programs scan their own
+						// name (basename), which would change the counts.
+						cmd.Args[0] = path
+						cmd.Stdin = strings.NewReader(dc.stdin)
+						cmd.Env = append(os.Environ(), env...)
+						o.Reset()
+						cmd.Stdout, cmd.Stderr = &o, &o
+						err := cmd.Run()
+						if err != nil && strings.Contains(err.Error(), "text file busy") {
+							continue
+						}
+						code = cmd.ProcessState.ExitCode()
+						break
+					}
+					return o.Bytes(), code
 				}
-				for _, b := range fn.Blocks {
-					var addr uint64
-					fmtSscan(b.Addr, &addr)
-					checked++
-					if w := cg.Exec[addr]; w != b.Count {
-						bad++
-						if bad <= 10 {
-							t.Errorf("%s block %s: blpp %d, callgrind %d", fn.Name, b.Addr, b.Count, w)
+				want, wcode := run(path)
+				prof := filepath.Join(dir, m.name+".out")
+				got, gcode := run(inst, "BLPP_PROFILE="+prof)
+				if !bytes.Equal(got, want) || gcode != wcode {
+					t.Fatalf("%s: behaviour differs: original exit %d, %d bytes; rewritten exit %d, %d bytes", m.name, wcode, len(want), gcode, len(got))
+				}
+				p, err := cct.ReadFile(prof)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tab, f, err := report.LoadMeta(inst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				doc, err := report.MakePaths(inst, tab, p, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checked, bad, partial := 0, 0, 0
+				envDependent := readsProcMaps(t, path)
+				for _, fn := range doc.Functions {
+					if !fn.Instrumented {
+						continue
+					}
+					if envDependent[fn.Entry] {
+						// Parses /proc/self/maps: the instrumented process has
+						// more mappings, and valgrind's differ again.
+						t.Logf("%s: reads /proc/self/maps, not compared", fn.Name)
+						continue
+					}
+					if fn.PartialUnknown > 0 {
+						partial++
+						continue
+					}
+					for _, b := range fn.Blocks {
+						var addr uint64
+						fmtSscan(b.Addr, &addr)
+						checked++
+						if w := cg.Exec[addr]; w != b.Count {
+							bad++
+							if bad <= 10 {
+								t.Errorf("%s: %s block %s: blpp %d, callgrind %d", m.name, fn.Name, b.Addr, b.Count, w)
+							}
 						}
 					}
 				}
+				t.Logf("%s %s: %d/%d functions instrumented (%d closed); %d blocks compared, %d differ; %d functions with partial paths of unknown location not compared",
+					dc.prog, m.name, sum.Instrumented, sum.Functions, sum.ClosedFunctions, checked, bad, partial)
 			}
-			t.Logf("%s: %d/%d functions instrumented; %d blocks compared, %d differ; %d functions with partial paths of unknown location not compared",
-				dc.prog, sum.Instrumented, sum.Functions, checked, bad, partial)
 		})
 	}
 }

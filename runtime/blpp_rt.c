@@ -1230,8 +1230,8 @@ static void record_live(struct blpp_thread *t)
 	struct blpp_frame *f = frames(t);
 	struct stop_walk w;
 	/* The newest activation of a dead thread stopped who knows where
-	 * (site 0); each older one at the call its callee's frame, or its
-	 * return address, recorded. The thread's stack may be gone. */
+	 * (site 0); each older one at the call its callee's frame recorded
+	 * (a call site, or a closed callee's return address). */
 	stop_start(&w, t, 0);
 	while (w.next > 0) {
 		stop_step(&w);
@@ -1339,10 +1339,10 @@ static void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
 		partial_add(t, frame_record(t, w.next), f[w.next].func, site_block(f[w.next].func, w.site), w.reg);
 		ADD(&rt.w->stats[ST_UNWOUND], 1);
 	}
-	/* The register, record and call site return to the caller's: those
-	 * the oldest popped frame that saved them has (closed ones did not
-	 * change them). */
-	for (u64 i = m; i < n; i++) {
+	/* The register, record and call site return to the caller's, as if
+	 * the popped activations had exited newest first (closed ones did
+	 * not change them). */
+	for (u64 i = n; i-- > m;) {
 		if (closed(f[i].func))
 			continue;
 		t->r = f[i].saved_r;
@@ -1350,7 +1350,6 @@ static void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
 		restore_caller(t, &f[i]);
 		for (u64 k = 0; k < rt.nmetrics; k++)
 			t->macc[k] = f[i].saved_acc[k];
-		break;
 	}
 	BARRIER();
 	t->sp = (u64)&f[m];

@@ -851,7 +851,8 @@ func (fg *funcGen) enterInline() {
 // test briefly raises %rsp to its entry value (lea keeps the flags),
 // which leaves the saved %rcx inside the red zone a signal frame skips.
 // Every slow path leaves before anything is changed, so %rcx can be
-// scratch in the checks.
+// scratch in the checks. A closed function [decision 57] saves its
+// return address in the frame's site instead of Thread's state.
 func (fg *funcGen) enterLean() {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done, first := b.NewLabel(), b.NewLabel(), b.NewLabel()
@@ -978,7 +979,9 @@ func (fg *funcGen) enterTrivial() {
 // register as scratch once its path is counted. The frame's function is
 // not compared: a frame whose %rsp is this activation's entry %rsp while
 // Cur is this function's can only be this activation's, since every
-// entry first unwinds a newest frame at or below its own %rsp.
+// entry first unwinds a newest frame at or below its own %rsp. A closed
+// function [decision 57] leaves Cur alone, so it compares the frame's
+// function instead, and restores only its register.
 func (fg *funcGen) exitLean() {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done := b.NewLabel(), b.NewLabel()

@@ -372,12 +372,8 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// The function table.
 	for i, fg := range g.funcs {
 		np := fg.f.Numbering.NumPaths
-		hashed := uint64(0)
-		if fg.hashed() {
-			hashed = 1
-		}
 		runtime.PutFunc(rw[funcsAddr-rwAddr+uint64(i*runtime.FuncSize):], runtime.Func{
-			NumPaths: np, Hashed: hashed, FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot), PathReg: fg.pathRegField(), Closed: b2u(fg.closed)})
+			NumPaths: np, Hashed: b2u(fg.hashed()), FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot), PathReg: fg.pathRegField(), Closed: b2u(fg.closed)})
 	}
 	code, err := g.buf.Finish(codeAddr)
 	if err != nil {

@@ -100,6 +100,23 @@ type funcGen struct {
 	fnHasPreg bool
 	// closed: the function is closed [decision 57] (planClosed).
 	closed bool
+	// selfLoops are the blocks whose steady-state iterations run in a
+	// copy that counts at its head [decision 58] (planSelfLoops), by
+	// block; selfBack maps each one's backedge (taken in the block's
+	// first copy) to the copy's body.
+	selfLoops map[cfg.BlockID]*selfLoop
+	selfBack  map[cfg.EdgeID]enc.Label
+	// coldErr is the first error of code emitted out of line.
+	coldErr error
+}
+
+// selfLoop is a block that branches back to itself, and its second copy
+// [decision 58]: top counts the path that ended at the backedge just
+// taken (the counter at %gs:counter), body is the copy of the block.
+type selfLoop struct {
+	back, exit cfg.EdgeID
+	counter    int32
+	top, body  enc.Label
 }
 
 // loopReg is a loop region with a path register of its own [decision 56].
@@ -1775,6 +1792,9 @@ func (fg *funcGen) slotBackedge(e cfg.EdgeID, flagsLive bool, slow, done enc.Lab
 // dest is where edge e leads in the new code (for edges to EXIT: the
 // callee of a tail call).
 func (fg *funcGen) dest(e cfg.EdgeID) enc.Target {
+	if l, ok := fg.selfBack[e]; ok {
+		return enc.LabelTarget(l)
+	}
 	ed := fg.f.Graph.Edges[e]
 	if ed.To == cfg.Exit {
 		return fg.g.target(ed.Target)
@@ -1827,6 +1847,7 @@ func (fg *funcGen) emit() error {
 		fg.liveIn = gr.RegsLiveIn()
 	}
 	fg.planLoopRegs()
+	fg.planSelfLoops()
 	// Functions start at 16-byte boundaries. With a layout seed (blpp-bench
 	// only), a pseudo-random multiple of 16 bytes comes first, so that
 	// measurements can be taken over several layouts [decision 53].
@@ -1898,6 +1919,9 @@ func (fg *funcGen) emit() error {
 		if err := fg.terminator(cfg.BlockID(id), &last, raw, next); err != nil {
 			return err
 		}
+		if sl := fg.selfLoops[cfg.BlockID(id)]; sl != nil {
+			fg.addCold(func() { fg.emitSelfLoop(cfg.BlockID(id), sl) })
+		}
 	}
 	fg.setLoop(-1)
 	for i := 0; i < len(fg.tramps); i++ {
@@ -1913,7 +1937,106 @@ func (fg *funcGen) emit() error {
 	}
 	fg.setLoop(-1)
 	fg.end = b.Len()
+	if fg.coldErr != nil {
+		return fg.coldErr
+	}
 	return b.Err()
+}
+
+// selfLoopMax bounds the size of a block given a second copy
+// [decision 58].
+const selfLoopMax = 256
+
+// planSelfLoops finds the blocks whose later iterations run in a copy
+// that counts at its head [decision 58]: in a function with slot
+// counters, a block of at most selfLoopMax bytes with a path register
+// (the function's or its loop region's) that ends in a conditional
+// branch back to itself, whose other edge falls through to another
+// block, and on whose backedge the flags are dead. Every iteration after
+// the first starts with the register at the backedge's EntryInc and no
+// chord inside the block changes it, so each such iteration that
+// branches back ends the same path, EntryInc+ExitInc: its count needs
+// no register, no bound and no stub.
+func (fg *funcGen) planSelfLoops() {
+	if fg.slot == 0 {
+		return
+	}
+	gr, n := fg.f.Graph, fg.num
+	for i := range gr.Blocks {
+		id, blk := cfg.BlockID(i), &gr.Blocks[i]
+		if len(blk.Succs) != 2 || blk.End-blk.Addr > selfLoopMax {
+			continue
+		}
+		back, exit, found := cfg.EdgeID(0), cfg.EdgeID(0), 0
+		for _, e := range blk.Succs {
+			switch ed := gr.Edges[e]; {
+			case ed.Kind == cfg.EdgeBranch && ed.To == id:
+				back, found = e, found|1
+			case ed.Kind == cfg.EdgeFallThrough && ed.To >= 0 && ed.To != id:
+				exit, found = e, found|2
+			}
+		}
+		if found != 3 || n.Kind[back] == pathnum.DAGEdge || gr.BreaksPath(back) || gr.Edges[back].FlagsLive {
+			continue
+		}
+		p := n.EntryInc[back] + n.ExitInc[back]
+		if p < 0 || uint64(p) >= n.NumPaths {
+			continue
+		}
+		fg.setLoop(fg.loopAt(id))
+		reg := fg.hasPreg
+		fg.setLoop(-1)
+		code := fg.g.b.Code(blk.Last)
+		if !reg || blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
+			continue
+		}
+		if in, err := x86.Decode(code[:blk.End-blk.Last], blk.Last); err != nil || in.Kind != x86.Jcc {
+			continue
+		}
+		if fg.selfLoops == nil {
+			fg.selfLoops, fg.selfBack = map[cfg.BlockID]*selfLoop{}, map[cfg.EdgeID]enc.Label{}
+		}
+		b := fg.g.buf
+		sl := &selfLoop{back: back, exit: exit, counter: fg.slot + 8 + 8*int32(p), top: b.NewLabel(), body: b.NewLabel()}
+		fg.selfLoops[id], fg.selfBack[back] = sl, sl.body
+	}
+}
+
+// emitSelfLoop writes the second copy of self-looping block id
+// [decision 58]. The first copy's backedge counts its path as any
+// backedge does, sets the register to EntryInc and jumps to body; the
+// copy's own backedge jumps to top, which counts the path that edge
+// ended (flags are dead there) and falls into body. Its exit edge is the
+// first copy's, with the register as the first copy would have it.
+func (fg *funcGen) emitSelfLoop(id cfg.BlockID, sl *selfLoop) {
+	b, gr := fg.g.buf, fg.f.Graph
+	blk := &gr.Blocks[id]
+	alignTo(b, 64, 63)
+	b.Bind(sl.top)
+	fg.mark(blk.Addr, false)
+	b.SetSP(0)
+	b.AddGS64Imm(sl.counter, 1)
+	b.Bind(sl.body)
+	code := fg.g.b.Code(blk.Addr)
+	for a := blk.Addr; a < blk.End; {
+		in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
+		if err == nil {
+			fg.mark(a, true)
+			if a+uint64(in.Len) < blk.End {
+				err = fg.copyInst(&in, code[a-blk.Addr:])
+			} else {
+				err = fg.reloc(&in, code[a-blk.Addr:], enc.LabelTarget(sl.top))
+			}
+		}
+		if err != nil {
+			if fg.coldErr == nil {
+				fg.coldErr = err
+			}
+			return
+		}
+		a += uint64(in.Len)
+	}
+	fg.follow(sl.exit, cfg.BlockID(len(gr.Blocks)))
 }
 
 // copyInst relocates a non-terminating instruction, retargeting references

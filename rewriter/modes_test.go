@@ -85,6 +85,7 @@ func TestModesExact(t *testing.T) {
 				loopRegs[m.name] += sum.LoopRegisters
 				loopRegs[m.name+" swaps"] += sum.LoopSwaps
 				loopRegs[m.name+" closed"] += sum.ClosedFunctions
+				loopRegs[m.name+" self"] += sum.SelfLoops
 				prof := filepath.Join(dir, "blpp.out")
 				got := runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1")
 				sameBehaviour(t, what, want, got)
@@ -115,6 +116,11 @@ func TestModesExact(t *testing.T) {
 	// And closed functions [decision 57] must have been tested too.
 	if loopRegs["flow-only closed"] == 0 || loopRegs["flow-only, layout seed 5 closed"] == 0 {
 		t.Errorf("closed functions: %v; want some in flow-only images", loopRegs)
+	}
+	// And self-loops counted in a second copy [decision 58], both with
+	// the function's path register and with a loop region's.
+	if loopRegs["flow-only self"] == 0 || loopRegs["flow-only, swapping loop registers self"] == 0 {
+		t.Errorf("self-loops: %v; want some in flow-only images", loopRegs)
 	}
 	if loopRegs["flow-only, loop registers"] == 0 || loopRegs["flow-only, loop registers"] == loopRegs["flow-only, loop registers swaps"] ||
 		loopRegs["flow-only, swapping loop registers swaps"] == 0 ||

@@ -190,6 +190,9 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 		if sum.ClosedFunctions > 0 {
 			fmt.Fprintf(c.stdout, "  closed functions (calls keep no caller state): %d\n", sum.ClosedFunctions)
 		}
+		if sum.SelfLoops > 0 {
+			fmt.Fprintf(c.stdout, "  self-loops counted at the head of a second copy: %d\n", sum.SelfLoops)
+		}
 	}
 	if verbose && len(sum.Skipped) > 0 {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)

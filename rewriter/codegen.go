@@ -117,6 +117,11 @@ type selfLoop struct {
 	back, exit cfg.EdgeID
 	counter    int32
 	top, body  enc.Label
+	// rec is a register dead at the block's start when the path counts
+	// in the activation's record (no slot counters): top loads the
+	// record into it.
+	rec    enc.Reg
+	record bool
 }
 
 // loopReg is a loop region with a path register of its own [decision 56].
@@ -1948,17 +1953,19 @@ func (fg *funcGen) emit() error {
 const selfLoopMax = 256
 
 // planSelfLoops finds the blocks whose later iterations run in a copy
-// that counts at its head [decision 58]: in a function with slot
-// counters, a block of at most selfLoopMax bytes with a path register
-// (the function's or its loop region's) that ends in a conditional
-// branch back to itself, whose other edge falls through to another
-// block, and on whose backedge the flags are dead. Every iteration after
-// the first starts with the register at the backedge's EntryInc and no
-// chord inside the block changes it, so each such iteration that
-// branches back ends the same path, EntryInc+ExitInc: its count needs
-// no register, no bound and no stub.
+// that counts at its head [decision 58]: in a frequency-only image, a
+// block of at most selfLoopMax bytes that ends in a conditional branch
+// back to itself, whose other edge falls through to another block, and
+// on whose backedge the flags are dead; the function counts in slot
+// counters, or densely in its records with a register dead at the
+// block's start to load the record into. Every iteration after the
+// first starts with the path register (wherever it lives) at the
+// backedge's EntryInc and no chord inside the block changes it, so each
+// such iteration that branches back ends the same path,
+// EntryInc+ExitInc: its count needs no path register, no bound and no
+// stub.
 func (fg *funcGen) planSelfLoops() {
-	if fg.slot == 0 {
+	if fg.g.mode.Metrics || fg.slot == 0 && fg.hashed() {
 		return
 	}
 	gr, n := fg.f.Graph, fg.num
@@ -1984,10 +1991,13 @@ func (fg *funcGen) planSelfLoops() {
 			continue
 		}
 		fg.setLoop(fg.loopAt(id))
-		reg := fg.hasPreg
+		rec, recOK := fg.deadReg(back)
 		fg.setLoop(-1)
+		if fg.slot == 0 && !recOK {
+			continue
+		}
 		code := fg.g.b.Code(blk.Last)
-		if !reg || blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
+		if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
 			continue
 		}
 		if in, err := x86.Decode(code[:blk.End-blk.Last], blk.Last); err != nil || in.Kind != x86.Jcc {
@@ -1998,6 +2008,9 @@ func (fg *funcGen) planSelfLoops() {
 		}
 		b := fg.g.buf
 		sl := &selfLoop{back: back, exit: exit, counter: fg.slot + 8 + 8*int32(p), top: b.NewLabel(), body: b.NewLabel()}
+		if fg.slot == 0 {
+			sl.record, sl.rec, sl.counter = true, rec, int32(countsOff)+8+8*int32(p)
+		}
 		fg.selfLoops[id], fg.selfBack[back] = sl, sl.body
 	}
 }
@@ -2015,7 +2028,24 @@ func (fg *funcGen) emitSelfLoop(id cfg.BlockID, sl *selfLoop) {
 	b.Bind(sl.top)
 	fg.mark(blk.Addr, false)
 	b.SetSP(0)
-	b.AddGS64Imm(sl.counter, 1)
+	if sl.record {
+		// The record form checks what recordBackedgeIn does: this
+		// activation's record, with P among its dense counters. The
+		// slow path counts through the stub (the register holds
+		// EntryInc, so the stub's r + ExitInc is P) and goes on to body.
+		slow := b.NewLabel()
+		b.MovRegFromGS(sl.rec, runtime.OffRecord)
+		b.TestRegReg(sl.rec)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		b.CmpMemImm32(sl.rec, runtime.RecordFuncOff, fg.fid)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+		b.CmpMemImm32(sl.rec, runtime.RecordDenseNOff, (sl.counter-int32(countsOff)-8)/8)
+		b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
+		b.IncMem(sl.rec, sl.counter)
+		fg.coldBackedge(sl.back, slow, sl.body, 0)
+	} else {
+		b.AddGS64Imm(sl.counter, 1)
+	}
 	b.Bind(sl.body)
 	code := fg.g.b.Code(blk.Addr)
 	for a := blk.Addr; a < blk.End; {

@@ -117,10 +117,11 @@ func TestModesExact(t *testing.T) {
 	if loopRegs["flow-only closed"] == 0 || loopRegs["flow-only, layout seed 5 closed"] == 0 {
 		t.Errorf("closed functions: %v; want some in flow-only images", loopRegs)
 	}
-	// And self-loops counted in a second copy [decision 58], both with
-	// the function's path register and with a loop region's.
-	if loopRegs["flow-only self"] == 0 || loopRegs["flow-only, swapping loop registers self"] == 0 {
-		t.Errorf("self-loops: %v; want some in flow-only images", loopRegs)
+	// And self-loops counted in a second copy [decision 58], in slot
+	// counters and in records.
+	if loopRegs["flow-only self"] == 0 || loopRegs["flow-only, swapping loop registers self"] == 0 ||
+		loopRegs["context, loop registers self"] == 0 || loopRegs["context, swapping loop registers self"] == 0 {
+		t.Errorf("self-loops: %v; want some in flow-only and context images", loopRegs)
 	}
 	if loopRegs["flow-only, loop registers"] == 0 || loopRegs["flow-only, loop registers"] == loopRegs["flow-only, loop registers swaps"] ||
 		loopRegs["flow-only, swapping loop registers swaps"] == 0 ||

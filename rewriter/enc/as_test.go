@@ -97,6 +97,7 @@ func asCases(targets []asTarget) []asCase {
 				add(fmt.Sprintf("mov %d(%%%s), %%%s", d, base, r), func(b *Buf) { b.MovRegFromMem(r, base, d) })
 				add(fmt.Sprintf("cmp %d(%%%s), %%%s", d, base, r), func(b *Buf) { b.CmpRegMem(r, base, d) })
 			}
+			add(fmt.Sprintf("incq %d(%%%s)", d, r), func(b *Buf) { b.IncMem(r, d) })
 			add(fmt.Sprintf("cmpq $(Z+0x12345678), %d(%%%s)", d, r), func(b *Buf) { b.CmpMemImm32(r, d, 0x12345678) })
 			add(fmt.Sprintf("cmpq $(Z-129), %d(%%%s)", d, r), func(b *Buf) { b.CmpMemImm32(r, d, -129) })
 		}

@@ -454,6 +454,16 @@ func (b *Buf) CmpRegMem(reg, base Reg, disp int32) {
 	b.regMem("CmpRegMem", 0x3b, reg, base, disp)
 }
 
+// IncMem emits incq disp(%base) (REX.W ff /0): a thread's own counter,
+// so no lock prefix.
+func (b *Buf) IncMem(base Reg, disp int32) {
+	if !b.checkRegs("IncMem", base) {
+		return
+	}
+	b.emit(rex(true, 0, 0, base.hi()), 0xff)
+	b.based(0, base, disp)
+}
+
 // IncMemIndexed emits incq disp32(%base,%index,8) (REX.W ff /0, 8
 // bytes): a thread's own counter, so no lock prefix.
 func (b *Buf) IncMemIndexed(base, index Reg, disp int32) {

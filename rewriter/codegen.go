@@ -100,26 +100,34 @@ type funcGen struct {
 	fnHasPreg bool
 	// closed: the function is closed [decision 57] (planClosed).
 	closed bool
-	// selfLoops are the blocks whose steady-state iterations run in a
-	// copy that counts at its head [decision 58] (planSelfLoops), by
-	// block; selfBack maps each one's backedge (taken in the block's
-	// first copy) to the copy's body.
-	selfLoops map[cfg.BlockID]*selfLoop
-	selfBack  map[cfg.EdgeID]enc.Label
+	// loopCopies are the loops whose later iterations run in a copy
+	// that counts at its head [decision 58] (planLoopCopies), by
+	// header; copyBack maps each one's backedge (taken in the first
+	// copy) to the copy of the header.
+	loopCopies map[cfg.BlockID]*loopCopy
+	copyBack   map[cfg.EdgeID]enc.Label
 	// coldErr is the first error of code emitted out of line.
 	coldErr error
 }
 
-// selfLoop is a block that branches back to itself, and its second copy
-// [decision 58]: top counts the path that ended at the backedge just
-// taken (the counter at %gs:counter), body is the copy of the block.
-type selfLoop struct {
-	back, exit cfg.EdgeID
-	counter    int32
-	top, body  enc.Label
-	// rec is a register dead at the block's start when the path counts
-	// in the activation's record (no slot counters): top loads the
-	// record into it.
+// loopCopy is a loop whose body is one cycle of blocks, and its second
+// copy [decision 58]: top counts the path that ended at the backedge
+// just taken (the counter at counter, from %gs or from the record),
+// label holds each block's copy (the header's is where the first copy's
+// backedge goes), val the path register's value at each block's start
+// in the copy, next the cycle's edge out of each block.
+type loopCopy struct {
+	header  cfg.BlockID
+	back    cfg.EdgeID
+	blocks  []cfg.BlockID // in address order: the order of the copy
+	next    map[cfg.BlockID]cfg.EdgeID
+	val     map[cfg.BlockID]int64
+	label   map[cfg.BlockID]enc.Label
+	counter int32
+	top     enc.Label
+	// rec is a register dead at the header when the path counts in the
+	// activation's record (no slot counters): top loads the record
+	// into it.
 	rec    enc.Reg
 	record bool
 }
@@ -1797,7 +1805,7 @@ func (fg *funcGen) slotBackedge(e cfg.EdgeID, flagsLive bool, slow, done enc.Lab
 // dest is where edge e leads in the new code (for edges to EXIT: the
 // callee of a tail call).
 func (fg *funcGen) dest(e cfg.EdgeID) enc.Target {
-	if l, ok := fg.selfBack[e]; ok {
+	if l, ok := fg.copyBack[e]; ok {
 		return enc.LabelTarget(l)
 	}
 	ed := fg.f.Graph.Edges[e]
@@ -1852,7 +1860,7 @@ func (fg *funcGen) emit() error {
 		fg.liveIn = gr.RegsLiveIn()
 	}
 	fg.planLoopRegs()
-	fg.planSelfLoops()
+	fg.planLoopCopies()
 	// Functions start at 16-byte boundaries. With a layout seed (blpp-bench
 	// only), a pseudo-random multiple of 16 bytes comes first, so that
 	// measurements can be taken over several layouts [decision 53].
@@ -1924,8 +1932,8 @@ func (fg *funcGen) emit() error {
 		if err := fg.terminator(cfg.BlockID(id), &last, raw, next); err != nil {
 			return err
 		}
-		if sl := fg.selfLoops[cfg.BlockID(id)]; sl != nil {
-			fg.addCold(func() { fg.emitSelfLoop(cfg.BlockID(id), sl) })
+		if lc := fg.loopCopies[cfg.BlockID(id)]; lc != nil {
+			fg.addCold(func() { fg.emitLoopCopy(lc) })
 		}
 	}
 	fg.setLoop(-1)
@@ -1948,125 +1956,263 @@ func (fg *funcGen) emit() error {
 	return b.Err()
 }
 
-// selfLoopMax bounds the size of a block given a second copy
+// loopCopyMax bounds the code of a loop given a second copy
 // [decision 58].
-const selfLoopMax = 256
+const loopCopyMax = 256
 
-// planSelfLoops finds the blocks whose later iterations run in a copy
-// that counts at its head [decision 58]: in a frequency-only image, a
-// block of at most selfLoopMax bytes that ends in a conditional branch
-// back to itself, whose other edge falls through to another block, and
-// on whose backedge the flags are dead; the function counts in slot
+// planLoopCopies finds the loops whose later iterations run in a copy
+// that counts at its head [decision 58], in a frequency-only image: a
+// natural loop of at most loopCopyMax bytes with one backedge, on which
+// the flags are dead, whose blocks form one cycle (each has exactly one
+// successor inside the loop), end in a conditional or direct jump or
+// fall through, and leave the loop only to blocks of the function, with
+// every edge a DAG edge but the backedge; the function counts in slot
 // counters, or densely in its records with a register dead at the
-// block's start to load the record into. Every iteration after the
-// first starts with the path register (wherever it lives) at the
-// backedge's EntryInc and no chord inside the block changes it, so each
-// such iteration that branches back ends the same path,
-// EntryInc+ExitInc: its count needs no path register, no bound and no
-// stub.
-func (fg *funcGen) planSelfLoops() {
+// header to load the record into. Every iteration after the first
+// starts with the path register (wherever it lives) at the backedge's
+// EntryInc and follows the cycle, so the register's value at each block
+// is a constant, and each iteration that branches back ends the same
+// path: its count needs no path register, no bound and no stub, and the
+// copy's cycle needs no chord increments (its exits set the register).
+func (fg *funcGen) planLoopCopies() {
 	if fg.g.mode.Metrics || fg.slot == 0 && fg.hashed() {
 		return
 	}
 	gr, n := fg.f.Graph, fg.num
-	for i := range gr.Blocks {
-		id, blk := cfg.BlockID(i), &gr.Blocks[i]
-		if len(blk.Succs) != 2 || blk.End-blk.Addr > selfLoopMax {
+	for _, l := range gr.Loops {
+		if l.Irreducible || len(l.Backedges) != 1 {
 			continue
 		}
-		back, exit, found := cfg.EdgeID(0), cfg.EdgeID(0), 0
-		for _, e := range blk.Succs {
-			switch ed := gr.Edges[e]; {
-			case ed.Kind == cfg.EdgeBranch && ed.To == id:
-				back, found = e, found|1
-			case ed.Kind == cfg.EdgeFallThrough && ed.To >= 0 && ed.To != id:
-				exit, found = e, found|2
+		back := l.Backedges[0]
+		if gr.Edges[back].To != l.Header || n.Kind[back] == pathnum.DAGEdge || gr.BreaksPath(back) || gr.Edges[back].FlagsLive {
+			continue
+		}
+		in := map[cfg.BlockID]bool{}
+		for _, b := range l.Blocks {
+			in[b] = true
+		}
+		lc := &loopCopy{header: l.Header, back: back, next: map[cfg.BlockID]cfg.EdgeID{}, val: map[cfg.BlockID]int64{}, label: map[cfg.BlockID]enc.Label{}}
+		ok, size, v := true, uint64(0), n.EntryInc[back]
+		for b := l.Header; ok; {
+			if _, seen := lc.next[b]; seen {
+				ok = false
+				break
 			}
+			lc.val[b] = v
+			size += gr.Blocks[b].End - gr.Blocks[b].Addr
+			var cyc []cfg.EdgeID
+			for _, e := range gr.Blocks[b].Succs {
+				ed := gr.Edges[e]
+				if ed.Kind != cfg.EdgeBranch && ed.Kind != cfg.EdgeFallThrough || ed.To < 0 {
+					ok = false
+				} else if in[ed.To] {
+					cyc = append(cyc, e)
+				} else if n.Kind[e] != pathnum.DAGEdge || gr.BreaksPath(e) {
+					ok = false
+				}
+			}
+			if !ok || len(cyc) != 1 || !fg.copyable(b) {
+				ok = false
+				break
+			}
+			e := cyc[0]
+			lc.next[b] = e
+			if e == back {
+				break
+			}
+			if n.Kind[e] != pathnum.DAGEdge || fg.crossesLoop(e) {
+				ok = false
+				break
+			}
+			v += n.Inc[e]
+			b = gr.Edges[e].To
 		}
-		if found != 3 || n.Kind[back] == pathnum.DAGEdge || gr.BreaksPath(back) || gr.Edges[back].FlagsLive {
+		if !ok || len(lc.next) != len(l.Blocks) || size > loopCopyMax {
 			continue
 		}
-		p := n.EntryInc[back] + n.ExitInc[back]
+		p := lc.val[gr.Edges[back].From] + n.ExitInc[back]
 		if p < 0 || uint64(p) >= n.NumPaths {
 			continue
 		}
-		fg.setLoop(fg.loopAt(id))
+		fg.setLoop(fg.loopAt(l.Header))
 		rec, recOK := fg.deadReg(back)
 		fg.setLoop(-1)
 		if fg.slot == 0 && !recOK {
 			continue
 		}
-		code := fg.g.b.Code(blk.Last)
-		if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
-			continue
-		}
-		if in, err := x86.Decode(code[:blk.End-blk.Last], blk.Last); err != nil || in.Kind != x86.Jcc {
-			continue
-		}
-		if fg.selfLoops == nil {
-			fg.selfLoops, fg.selfBack = map[cfg.BlockID]*selfLoop{}, map[cfg.EdgeID]enc.Label{}
-		}
 		b := fg.g.buf
-		sl := &selfLoop{back: back, exit: exit, counter: fg.slot + 8 + 8*int32(p), top: b.NewLabel(), body: b.NewLabel()}
-		if fg.slot == 0 {
-			sl.record, sl.rec, sl.counter = true, rec, int32(countsOff)+8+8*int32(p)
+		lc.blocks = append([]cfg.BlockID(nil), l.Blocks...)
+		sort.Slice(lc.blocks, func(i, j int) bool { return gr.Blocks[lc.blocks[i]].Addr < gr.Blocks[lc.blocks[j]].Addr })
+		for _, id := range lc.blocks {
+			lc.label[id] = b.NewLabel()
 		}
-		fg.selfLoops[id], fg.selfBack[back] = sl, sl.body
+		lc.top, lc.counter = b.NewLabel(), fg.slot+8+8*int32(p)
+		if fg.slot == 0 {
+			lc.record, lc.rec, lc.counter = true, rec, int32(countsOff)+8+8*int32(p)
+		}
+		if fg.loopCopies == nil {
+			fg.loopCopies, fg.copyBack = map[cfg.BlockID]*loopCopy{}, map[cfg.EdgeID]enc.Label{}
+		}
+		fg.loopCopies[l.Header], fg.copyBack[back] = lc, lc.label[l.Header]
 	}
 }
 
-// emitSelfLoop writes the second copy of self-looping block id
-// [decision 58]. The first copy's backedge counts its path as any
-// backedge does, sets the register to EntryInc and jumps to body; the
-// copy's own backedge jumps to top, which counts the path that edge
-// ended (flags are dead there) and falls into body. Its exit edge is the
-// first copy's, with the register as the first copy would have it.
-func (fg *funcGen) emitSelfLoop(id cfg.BlockID, sl *selfLoop) {
+// copyable reports whether block id ends in a conditional or direct
+// jump or falls through, with its code in the file: what emitLoopCopy
+// can copy.
+func (fg *funcGen) copyable(id cfg.BlockID) bool {
+	blk := &fg.f.Graph.Blocks[id]
+	code := fg.g.b.Code(blk.Last)
+	if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
+		return false
+	}
+	in, err := x86.Decode(code[:blk.End-blk.Last], blk.Last)
+	return err == nil && (in.Kind == x86.Jcc || in.Kind == x86.Jmp || in.Kind == x86.Other)
+}
+
+// emitLoopCopy writes the second copy of a one-cycle loop [decision 58].
+// The first copy's backedge counts its path as any backedge does, sets
+// the path register to EntryInc and jumps to the header's copy; the
+// copy's backedge goes to top, which counts the path that edge ended
+// (flags are dead there) and falls into the header's copy. The cycle's
+// edges carry no code in the copy; an edge out of the loop sets the
+// path register to its value at that block, then runs the first copy's
+// code for the edge.
+func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 	b, gr := fg.g.buf, fg.f.Graph
-	blk := &gr.Blocks[id]
+	type exit struct {
+		label enc.Label
+		from  cfg.BlockID
+		edge  cfg.EdgeID
+	}
+	var exits []exit
+	fail := func(err error) {
+		if fg.coldErr == nil {
+			fg.coldErr = err
+		}
+	}
+	// to is where cycle edge e leads in the copy.
+	to := func(e cfg.EdgeID) enc.Label {
+		if e == lc.back {
+			return lc.top
+		}
+		return lc.label[gr.Edges[e].To]
+	}
 	alignTo(b, 64, 63)
-	b.Bind(sl.top)
-	fg.mark(blk.Addr, false)
-	b.SetSP(0)
-	if sl.record {
-		// The record form checks what recordBackedgeIn does: this
-		// activation's record, with P among its dense counters. The
-		// slow path counts through the stub (the register holds
-		// EntryInc, so the stub's r + ExitInc is P) and goes on to body.
-		slow := b.NewLabel()
-		b.MovRegFromGS(sl.rec, runtime.OffRecord)
-		b.TestRegReg(sl.rec)
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		b.CmpMemImm32(sl.rec, runtime.RecordFuncOff, fg.fid)
-		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		b.CmpMemImm32(sl.rec, runtime.RecordDenseNOff, (sl.counter-int32(countsOff)-8)/8)
-		b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
-		b.IncMem(sl.rec, sl.counter)
-		fg.coldBackedge(sl.back, slow, sl.body, 0)
-	} else {
-		b.AddGS64Imm(sl.counter, 1)
-	}
-	b.Bind(sl.body)
-	code := fg.g.b.Code(blk.Addr)
-	for a := blk.Addr; a < blk.End; {
-		in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
-		if err == nil {
+	for i, id := range lc.blocks {
+		blk := &gr.Blocks[id]
+		if id == lc.header {
+			fg.mark(blk.Addr, false)
+			b.SetSP(0)
+			b.Bind(lc.top)
+			fg.countCopy(lc)
+		}
+		b.Bind(lc.label[id])
+		code := fg.g.b.Code(blk.Addr)
+		var last x86.Inst
+		for a := blk.Addr; a < blk.End; {
+			in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
+			if err != nil {
+				fail(err)
+				return
+			}
 			fg.mark(a, true)
-			if a+uint64(in.Len) < blk.End {
-				err = fg.copyInst(&in, code[a-blk.Addr:])
-			} else {
-				err = fg.reloc(&in, code[a-blk.Addr:], enc.LabelTarget(sl.top))
+			if a+uint64(in.Len) < blk.End || in.Kind == x86.Other {
+				if err := fg.copyInst(&in, code[a-blk.Addr:]); err != nil {
+					fail(err)
+					return
+				}
+			}
+			last = in
+			a += uint64(in.Len)
+		}
+		// next is the label bound right after this block's code.
+		var next enc.Label
+		hasNext := i+1 < len(lc.blocks)
+		if hasNext {
+			next = lc.label[lc.blocks[i+1]]
+			if lc.blocks[i+1] == lc.header {
+				next = lc.top
 			}
 		}
-		if err != nil {
-			if fg.coldErr == nil {
-				fg.coldErr = err
+		cyc := lc.next[id]
+		var out cfg.EdgeID
+		hasOut := false
+		for _, e := range blk.Succs {
+			if e != cyc {
+				out, hasOut = e, true
 			}
-			return
 		}
-		a += uint64(in.Len)
+		raw := code[last.Addr-blk.Addr:]
+		switch last.Kind {
+		case x86.Jcc:
+			if gr.Edges[cyc].Kind == cfg.EdgeBranch {
+				if err := fg.reloc(&last, raw, enc.LabelTarget(to(cyc))); err != nil {
+					fail(err)
+					return
+				}
+				fg.copyExit(lc, id, out) // the fall-through leaves
+				continue
+			}
+			l := b.NewLabel()
+			exits = append(exits, exit{l, id, out})
+			if err := fg.reloc(&last, raw, enc.LabelTarget(l)); err != nil {
+				fail(err)
+				return
+			}
+		case x86.Other:
+			if hasOut {
+				fail(fmt.Errorf("%#x: loop copy: a fall-through block with two edges", last.Addr))
+				return
+			}
+		}
+		if !hasNext || next != to(cyc) {
+			b.JmpRel32(enc.LabelTarget(to(cyc)))
+		}
 	}
-	fg.follow(sl.exit, cfg.BlockID(len(gr.Blocks)))
+	for _, x := range exits {
+		b.Bind(x.label)
+		fg.mark(gr.Blocks[x.from].Last, false)
+		b.SetSP(0)
+		fg.copyExit(lc, x.from, x.edge)
+	}
+}
+
+// countCopy is the head of a loop copy: count the path its backedge
+// ended.
+func (fg *funcGen) countCopy(lc *loopCopy) {
+	b := fg.g.buf
+	if !lc.record {
+		b.AddGS64Imm(lc.counter, 1)
+		return
+	}
+	// The record form checks what recordBackedgeIn does: this
+	// activation's record, with P among its dense counters. The slow
+	// path counts through the stub (the path register holds EntryInc,
+	// so the stub's r + ExitInc is P) and goes on to the header.
+	slow := b.NewLabel()
+	b.MovRegFromGS(lc.rec, runtime.OffRecord)
+	b.TestRegReg(lc.rec)
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.CmpMemImm32(lc.rec, runtime.RecordFuncOff, fg.fid)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.CmpMemImm32(lc.rec, runtime.RecordDenseNOff, (lc.counter-int32(countsOff)-8)/8)
+	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
+	b.IncMem(lc.rec, lc.counter)
+	fg.coldBackedge(lc.back, slow, lc.label[lc.header], 0)
+}
+
+// copyExit leaves a loop copy by edge e from block id: the path
+// register gets the value it has there in the first copy, then e's code
+// runs as in the first copy.
+func (fg *funcGen) copyExit(lc *loopCopy, id cfg.BlockID, e cfg.EdgeID) {
+	b, v := fg.g.buf, int32(lc.val[id])
+	if fg.hasPreg {
+		b.MovRegImm(fg.preg, v) // sign-extended; flags untouched
+	} else {
+		b.MovGS64Imm(fg.g.stubs.OffR, v)
+	}
+	fg.follow(e, cfg.BlockID(len(fg.f.Graph.Blocks)))
 }
 
 // copyInst relocates a non-terminating instruction, retargeting references

@@ -111,10 +111,10 @@ type Summary struct {
 	// ClosedFunctions counts the closed functions [decision 57]: their
 	// entries, exits and calls leave the caller's state alone.
 	ClosedFunctions int `json:"closed_functions"`
-	// SelfLoops counts the blocks that loop on themselves whose later
+	// LoopCopies counts the loops (one cycle of blocks) whose later
 	// iterations run in a second copy that counts at its head
 	// [decision 58].
-	SelfLoops int `json:"self_loops"`
+	LoopCopies int `json:"loop_copies"`
 	// Warnings say what the rewritten binary lost that the original had
 	// (the CET note bits: clearCET).
 	Warnings []string `json:"warnings,omitempty"`
@@ -476,7 +476,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		if fg.closed {
 			sum.ClosedFunctions++
 		}
-		sum.SelfLoops += len(fg.selfLoops)
+		sum.LoopCopies += len(fg.loopCopies)
 		sum.LoopRegisters += len(fg.loops)
 		for _, l := range fg.loops {
 			if l.swap {

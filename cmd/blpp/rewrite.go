@@ -190,8 +190,8 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 		if sum.ClosedFunctions > 0 {
 			fmt.Fprintf(c.stdout, "  closed functions (calls keep no caller state): %d\n", sum.ClosedFunctions)
 		}
-		if sum.SelfLoops > 0 {
-			fmt.Fprintf(c.stdout, "  self-loops counted at the head of a second copy: %d\n", sum.SelfLoops)
+		if sum.LoopCopies > 0 {
+			fmt.Fprintf(c.stdout, "  one-cycle loops counted at the head of a second copy: %d\n", sum.LoopCopies)
 		}
 	}
 	if verbose && len(sum.Skipped) > 0 {

@@ -1582,10 +1582,7 @@ func (fg *funcGen) recordBackedgeIn(e cfg.EdgeID, flagsLive bool) bool {
 	if k != 0 {
 		b.LeaRegSelf(x, k)
 	}
-	b.TestRegReg(rec)
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.CmpMemImm32(rec, runtime.RecordFuncOff, fg.fid)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	fg.ownRecord(rec, slow)
 	if fg.hashInline() {
 		fg.hashCount(rec, rec, x, rs[len(rs)-1], slow, 0)
 	} else {
@@ -1605,6 +1602,17 @@ func (fg *funcGen) recordBackedgeIn(e cfg.EdgeID, flagsLive bool) bool {
 	}
 	fg.coldBackedge(e, slow, done, undo)
 	return true
+}
+
+// ownRecord jumps to slow unless rec, loaded from Thread.record, is a
+// record of this function: the check of the inline record forms of a
+// backedge (recordBackedgeIn, countCopy).
+func (fg *funcGen) ownRecord(rec enc.Reg, slow enc.Label) {
+	b := fg.g.buf
+	b.TestRegReg(rec)
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.CmpMemImm32(rec, runtime.RecordFuncOff, fg.fid)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 }
 
 // coldBackedge queues the slow path of a backedge whose inline part
@@ -2192,10 +2200,7 @@ func (fg *funcGen) countCopy(lc *loopCopy) {
 	// so the stub's r + ExitInc is P) and goes on to the header.
 	slow := b.NewLabel()
 	b.MovRegFromGS(lc.rec, runtime.OffRecord)
-	b.TestRegReg(lc.rec)
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.CmpMemImm32(lc.rec, runtime.RecordFuncOff, fg.fid)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	fg.ownRecord(lc.rec, slow)
 	b.CmpMemImm32(lc.rec, runtime.RecordDenseNOff, (lc.counter-int32(countsOff)-8)/8)
 	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
 	b.IncMem(lc.rec, lc.counter)

@@ -119,7 +119,7 @@ var modelCases = []struct {
 	parse  error // sentinel from Parse when not ErrCorrupt; nil: do not parse
 }{
 	{"version", func(p *Profile) { p.Version = 2 }, "version 2", ErrVersion},
-	{"unknown flag", func(p *Profile) { p.Flags |= 8 }, "unknown flag bits 0x8", ErrCorrupt},
+	{"unknown flag", func(p *Profile) { p.Flags |= 0x10 }, "unknown flag bits 0x10", ErrCorrupt},
 	{"no metrics", func(p *Profile) { p.Metrics = nil; p.Threads = nil }, "no metrics", ErrCorrupt},
 	{"freq not first", func(p *Profile) { p.Metrics[0].Name = "cycles" }, `metric 0 is "cycles"`, ErrCorrupt},
 	{"freq not real", func(p *Profile) { p.Metrics[0].Kind = MetricFallback }, `metric 0 is "freq" (fallback)`, ErrCorrupt},

@@ -54,9 +54,13 @@ const (
 	// FlagDumpSignal: written on the dump signal while the program went
 	// on running. In a merged profile: at least one input was.
 	FlagDumpSignal Flags = 1 << 2
+	// FlagExec: written just before an exec (decision 59); every
+	// activation stopped at the exec call. In a merged profile: at least
+	// one input was.
+	FlagExec Flags = 1 << 3
 
 	// KnownFlags holds every defined bit; a reader refuses the others.
-	KnownFlags = FlagFlowOnly | FlagFatalSignal | FlagDumpSignal
+	KnownFlags = FlagFlowOnly | FlagFatalSignal | FlagDumpSignal | FlagExec
 )
 
 var flagNames = []struct {
@@ -66,6 +70,7 @@ var flagNames = []struct {
 	{FlagFlowOnly, "flow-only"},
 	{FlagFatalSignal, "fatal-signal"},
 	{FlagDumpSignal, "dump-signal"},
+	{FlagExec, "exec"},
 }
 
 // String lists the set bits, joined by '|'; "0" when none is set.

@@ -29,6 +29,7 @@ func cDefines() []cDefine {
 		{"BLPP_FLAG_FLOW_ONLY", fmt.Sprintf("%#xu", uint32(FlagFlowOnly)), "no calling context: every record is a root"},
 		{"BLPP_FLAG_FATAL_SIGNAL", fmt.Sprintf("%#xu", uint32(FlagFatalSignal)), "written by a fatal-signal handler"},
 		{"BLPP_FLAG_DUMP_SIGNAL", fmt.Sprintf("%#xu", uint32(FlagDumpSignal)), "written on the dump signal"},
+		{"BLPP_FLAG_EXEC", fmt.Sprintf("%#xu", uint32(FlagExec)), "written just before an exec"},
 		{"BLPP_METRIC_REAL", cU32(uint32(MetricReal)), "counted as named"},
 		{"BLPP_METRIC_FALLBACK", cU32(uint32(MetricFallback)), "measured by a stand-in (cycles by rdtsc)"},
 		{"BLPP_METRIC_UNAVAILABLE", cU32(uint32(MetricUnavailable)), "listed; every value is zero"},

@@ -36,6 +36,7 @@ func TestCHeader(t *testing.T) {
 		"BLPP_FLAG_FLOW_ONLY":       "0x1u",
 		"BLPP_FLAG_FATAL_SIGNAL":    "0x2u",
 		"BLPP_FLAG_DUMP_SIGNAL":     "0x4u",
+		"BLPP_FLAG_EXEC":            "0x8u",
 		"BLPP_METRIC_REAL":          "0u",
 		"BLPP_METRIC_FALLBACK":      "1u",
 		"BLPP_METRIC_UNAVAILABLE":   "2u",
@@ -58,6 +59,7 @@ func TestCHeader(t *testing.T) {
 		"BLPP_FLAG_FLOW_ONLY":     fmt.Sprintf("%#xu", uint32(FlagFlowOnly)),
 		"BLPP_FLAG_FATAL_SIGNAL":  fmt.Sprintf("%#xu", uint32(FlagFatalSignal)),
 		"BLPP_FLAG_DUMP_SIGNAL":   fmt.Sprintf("%#xu", uint32(FlagDumpSignal)),
+		"BLPP_FLAG_EXEC":          fmt.Sprintf("%#xu", uint32(FlagExec)),
 		"BLPP_METRIC_UNAVAILABLE": fmt.Sprintf("%du", MetricUnavailable),
 		"BLPP_FNV_OFFSET64":       fmt.Sprintf("%#xull", FNVOffset64),
 		"BLPP_FNV_PRIME64":        fmt.Sprintf("%#xull", FNVPrime64),
@@ -112,7 +114,7 @@ func TestCHeaderCompiles(t *testing.T) {
 _Static_assert(sizeof(BLPP_MAGIC) - 1 == BLPP_MAGIC_LEN, "magic");
 _Static_assert(BLPP_VERSION == %d, "version");
 _Static_assert(BLPP_TAG_TRAILER == %d, "trailer");
-_Static_assert((BLPP_FLAG_FLOW_ONLY | BLPP_FLAG_FATAL_SIGNAL | BLPP_FLAG_DUMP_SIGNAL) == %d, "flags");
+_Static_assert((BLPP_FLAG_FLOW_ONLY | BLPP_FLAG_FATAL_SIGNAL | BLPP_FLAG_DUMP_SIGNAL | BLPP_FLAG_EXEC) == %d, "flags");
 _Static_assert(BLPP_FNV_PRIME64 == %dull, "prime");
 _Static_assert(BLPP_FNV_OFFSET64 == %dull, "offset");
 _Static_assert(sizeof(BLPP_STAT_DROPPED_RECORDS) == %d, "stat");

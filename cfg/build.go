@@ -103,6 +103,9 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		}
 	}
 	bd.makeBlocks()
+	if g.Reason == ReasonOK {
+		g.findSyscallLeaves(bd.insts, bd.instAt)
+	}
 	if g.Reason == ReasonOK && f.Size+f.Pad < 5 {
 		g.fail(ReasonTooShort, f.Addr, "%d bytes and %d bytes of padding, shorter than the 5-byte jump that redirects it", f.Size, f.Pad)
 	}
@@ -332,6 +335,9 @@ func (bd *builder) makeBlocks() {
 		branch := func(t uint64) {
 			if callee, ok := bd.tailCalls[in.Addr]; ok {
 				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall, Target: callee})
+				if f := bd.env.funcAt(callee); f != nil {
+					g.addLeave(in.Addr, from, f.Name)
+				}
 			} else if b, ok := blockOf(t); ok {
 				g.addEdge(Edge{From: from, To: b, Kind: EdgeBranch})
 			}
@@ -346,6 +352,7 @@ func (bd *builder) makeBlocks() {
 				if callee := bd.env.funcAt(in.Target); callee != nil {
 					cs.Forks = IsForkName(callee.Name)
 					cs.ReturnsTwice = IsReturnsTwiceName(callee.Name)
+					g.addLeave(in.Addr, from, callee.Name)
 				}
 			}
 			g.Calls = append(g.Calls, cs)

@@ -196,6 +196,10 @@ type Graph struct {
 	// name or use implicitly (namedRegs): a register outside it is never
 	// touched by the procedure's own code, only by what it calls.
 	Named RegSet
+	// Leaves maps the address of each instruction that may end the
+	// process image without its exit handlers (leaves.go) to how; nil
+	// when there is none.
+	Leaves map[uint64]Leave
 	// Reason is ReasonOK when the procedure may be instrumented; otherwise
 	// why not, with Detail naming the address and the problem.
 	Reason Reason

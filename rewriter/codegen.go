@@ -19,7 +19,7 @@ import (
 // absolute virtual addresses in the output, and the per-thread block
 // offset of the path register.
 type Stubs struct {
-	Enter, Exit, TailExit, Backedge, SetjmpRet, ForkChild, Leaf uint64
+	Enter, Exit, TailExit, Backedge, SetjmpRet, ForkChild, Leaf, Leave uint64
 	// OffR is the %gs offset of the path register; OffCallSite that of
 	// the last call site passed.
 	OffR, OffCallSite int32
@@ -70,6 +70,9 @@ type funcGen struct {
 	callSite  map[uint64]int32
 	tailSite  map[cfg.EdgeID]int32
 	forkSites map[uint64]bool // calls to fork and its kin (cfg.CallSite.Forks)
+	// leaveSite holds the call-site ids of the system calls that may end
+	// the process image (cfg.Leave), by address [decision 59].
+	leaveSite map[uint64]int32
 	siteAddrs []uint64
 	// Unwind bookkeeping (unwind.go): the extent [start, end) of the
 	// function's new code, which original instruction each stretch of it
@@ -284,7 +287,7 @@ func (g *gen) planClosed() {
 // code goes (planClosed then looks at its callees).
 func (fg *funcGen) closedCandidate() bool {
 	gr := fg.f.Graph
-	if !fg.lean() || !fg.hasPreg || fg.trivial() || len(gr.EH) > 0 {
+	if !fg.lean() || !fg.hasPreg || fg.trivial() || len(gr.EH) > 0 || len(gr.Leaves) > 0 {
 		return false
 	}
 	for _, ed := range gr.Edges {
@@ -524,7 +527,7 @@ func (fg *funcGen) lean() bool { return fg.g.mode.FlowOnly && fg.slot != 0 }
 // shadow frame and nothing at its exit [decision 55].
 func (fg *funcGen) trivial() bool {
 	gr := fg.f.Graph
-	if !fg.lean() || fg.num.NumPaths != 1 || len(gr.Calls) != 0 {
+	if !fg.lean() || fg.num.NumPaths != 1 || len(gr.Calls) != 0 || fg.hasSyscallLeave() {
 		return false
 	}
 	for _, ed := range gr.Edges {
@@ -574,6 +577,71 @@ func (fg *funcGen) planSites() {
 			fg.forkSites[c.Addr] = true
 		}
 	}
+	// Then the system calls that may end the image: the runtime finds
+	// where the activation stopped by their site [decision 59].
+	fg.leaveSite = map[uint64]int32{}
+	var sys []uint64
+	for a, l := range fg.f.Graph.Leaves {
+		if l.Syscall {
+			sys = append(sys, a)
+		}
+	}
+	sort.Slice(sys, func(i, j int) bool { return sys[i] < sys[j] })
+	for _, a := range sys {
+		fg.leaveSite[a] = fg.site(fg.f.Graph.Leaves[a].Block, a)
+	}
+}
+
+// hasSyscallLeave reports whether the function makes a system call that
+// may end the process image [decision 59].
+func (fg *funcGen) hasSyscallLeave() bool {
+	for _, l := range fg.f.Graph.Leaves {
+		if l.Syscall {
+			return true
+		}
+	}
+	return false
+}
+
+// callLeave returns how the call or jump at addr to target ends the
+// process image, 0 if it does not or if target is instrumented (then
+// its own system call is hooked, after its code has run and counted).
+func (fg *funcGen) callLeave(addr, target uint64) cfg.LeaveKind {
+	l, ok := fg.f.Graph.Leaves[addr]
+	if !ok || l.Syscall {
+		return 0
+	}
+	if _, inst := fg.g.entries[target]; inst {
+		return 0
+	}
+	return l.Kind
+}
+
+// leaveHook emits the call that has the runtime write the profile because
+// the process image may end next without its exit hooks (_exit, an exec:
+// blpp_rt_leave) [decision 59]. Every register and the flags are kept,
+// and the red zone is stepped over.
+func (fg *funcGen) leaveHook(k cfg.LeaveKind) {
+	b := fg.g.buf
+	b.LeaRSP(-redZone)
+	pushImm32(b, int32(k))
+	b.CallRel32(enc.AbsTarget(fg.g.stubs.Leave))
+	b.LeaRSP(redZone + 8)
+}
+
+// syscallLeave emits, before the system call in at block id when it may
+// end the process image, what a call there would store (its site and
+// the path register, for the runtime to find where the activation
+// stopped) and the hook [decision 59].
+func (fg *funcGen) syscallLeave(in *x86.Inst) {
+	l, ok := fg.f.Graph.Leaves[in.Addr]
+	if !ok || !l.Syscall {
+		return
+	}
+	fg.storeCallSite(fg.leaveSite[in.Addr])
+	fg.spill()
+	fg.leaveHook(l.Kind)
+	fg.reload()
 }
 
 // nsites is the number of call sites the function has so far.
@@ -636,6 +704,14 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 		}
 	}
 	fg.setLoop(saved)
+	if ed.Kind == cfg.EdgeTailCall {
+		// The activation has ended (its path counted, its frame
+		// popped): a tail jump to _exit or an exec is hooked as a
+		// call from its caller would be [decision 59].
+		if k := fg.callLeave(fg.f.Graph.Blocks[ed.From].Last, ed.Target); k != 0 {
+			fg.leaveHook(k)
+		}
+	}
 }
 
 // edgeInst is edgeCode's instrumentation of edge e, with the path
@@ -1929,6 +2005,7 @@ func (fg *funcGen) emit() error {
 			last = in
 			fg.mark(a, true)
 			if a+uint64(in.Len) < blk.End {
+				fg.syscallLeave(&in)
 				if err := fg.copyInst(&in, code[a-blk.Addr:]); err != nil {
 					return err
 				}
@@ -2066,9 +2143,14 @@ func (fg *funcGen) planLoopCopies() {
 }
 
 // copyable reports whether block id ends in a conditional or direct
-// jump or falls through, with its code in the file: what emitLoopCopy
-// can copy.
+// jump or falls through, with its code in the file, and has no system
+// call to hook: what emitLoopCopy can copy.
 func (fg *funcGen) copyable(id cfg.BlockID) bool {
+	for _, l := range fg.f.Graph.Leaves {
+		if l.Syscall && l.Block == id {
+			return false // its hook needs the register's value [decision 59]
+		}
+	}
 	blk := &fg.f.Graph.Blocks[id]
 	code := fg.g.b.Code(blk.Last)
 	if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
@@ -2294,6 +2376,9 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 			if !fg.f.Graph.InTry(in.Addr) {
 				fg.edgeCode(e)
 			}
+			if k := fg.callLeave(in.Addr, in.Target); k != 0 {
+				fg.leaveHook(k)
+			}
 			if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {
 				return err
 			}
@@ -2301,6 +2386,9 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 			// original code after the call.
 			b.JmpRel32(enc.AbsTarget(in.Addr + uint64(in.Len)))
 			return nil
+		}
+		if k := fg.callLeave(in.Addr, in.Target); k != 0 {
+			fg.leaveHook(k) // an exec, which returns if it fails
 		}
 		if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {
 			return err
@@ -2346,6 +2434,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 		}
 		return fg.copyInst(in, code)
 	default: // Other, Syscall
+		fg.syscallLeave(in)
 		if err := fg.copyInst(in, code); err != nil {
 			return err
 		}

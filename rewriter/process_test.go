@@ -173,6 +173,12 @@ type countCheck struct {
 	// blpp) ran it once. Exactly one block of the function must be that
 	// much below callgrind; every other block must match.
 	retried map[string]uint64
+	// ended maps a function to the number of times the process ended
+	// in one of its blocks, at an exit_group system call: callgrind adds
+	// up a block's instructions when control leaves it, so it does not
+	// count that block's last run. Exactly one block of the function
+	// must be that much above callgrind.
+	ended map[string]uint64
 	// abandoned maps a function to the number of its activations left
 	// by a longjmp or a signal, each of which must have stopped at a
 	// known call (a partial activation of known location).
@@ -220,6 +226,7 @@ func compareCounts(t *testing.T, what, inst string, prof *cct.Profile, cg *callg
 			continue
 		}
 		faults, retried := check.retried[fn.Name]
+		endRuns, ended := check.ended[fn.Name]
 		for _, b := range fn.Blocks {
 			addr, err := strconv.ParseUint(strings.TrimPrefix(b.Addr, "0x"), 16, 64)
 			if err != nil {
@@ -230,12 +237,19 @@ func compareCounts(t *testing.T, what, inst string, prof *cct.Profile, cg *callg
 				retried = false // the one block callgrind counts again
 				continue
 			}
+			if ended && b.Count == want+endRuns {
+				ended = false // the block the process ended in
+				continue
+			}
 			if b.Count != want {
 				t.Errorf("%s: %s block %s: blpp %d, callgrind %d", what, fn.Name, b.Addr, b.Count, want)
 			}
 		}
 		if retried {
 			t.Errorf("%s: %s: no block counted %d below callgrind for its retried faults", what, fn.Name, faults)
+		}
+		if ended {
+			t.Errorf("%s: %s: no block counted %d above callgrind where the process ended", what, fn.Name, endRuns)
 		}
 	}
 	for _, fn := range doc.Functions {

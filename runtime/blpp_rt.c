@@ -284,6 +284,7 @@ static struct {
 	u64 cache_size; /* bytes of call cache per thread block (decision 49), or 0 */
 	u64 epoch;      /* fork generation: bumped by fork_reset */
 	u64 init_pid;
+	u64 pid;        /* the process that owns this memory: init_pid, or the fork child's after fork_reset */
 	u64 dummy_tp;   /* thread pointer blpp_init made up (static binaries), or 0 */
 	u64 early_start;     /* 1: counting began before the entry point (early_init) */
 	u64 early_uncounted; /* stub calls before the runtime could count */
@@ -1298,6 +1299,7 @@ static void fork_reset(void)
 		rt.exit_written = 0;
 		rt.dumps = 0;
 		rt.forked = 1;
+		rt.pid = getpid();
 	}
 	STORE(&rt.resetting, 0);
 }
@@ -1975,7 +1977,7 @@ static u64 write_partials(struct blpp_thread *t, int self, u64 nrec, struct obuf
 		 * decision 57). When busy, the newest frame may be half made:
 		 * it is left out and its caller's stop is unknown. */
 		int half = t->busy && depth(t) > 0;
-		stop_start(&w, t, rt.writing_why == 0 && !t->busy ? t->call_site : 0);
+		stop_start(&w, t, (rt.writing_why & ~BLPP_FLAG_EXEC) == 0 && !t->busy ? t->call_site : 0);
 		while (w.next > 0) {
 			stop_step(&w);
 			u64 i = w.next;
@@ -2472,6 +2474,7 @@ static void setup(void)
 	if (!c->orig_entry || (rt.nfuncs && !c->funcs_vaddr) || rt.nfuncs > (1ul << 32))
 		die("the runtime configuration is invalid");
 	rt.init_pid = getpid();
+	rt.pid = rt.init_pid;
 
 	rt.flow_only = (rt.flags & BLPP_CONFIG_FLAG_FLOW_ONLY) != 0;
 	rt.arena_limit = c->arena_limit ? c->arena_limit : BLPP_DEFAULT_ARENA_LIMIT;
@@ -2633,6 +2636,34 @@ void blpp_init(u64 *sp)
 	setup();
 	set_template(profile);
 	install_handlers(c->dump_signal);
+}
+
+/*
+ * blpp_rt_leave runs just before instrumented code calls _exit or an exec
+ * function it cannot instrument, or makes an exit_group or execve system
+ * call [decision 59]: none of them runs the exit hook, so the profile is
+ * written here, as the exit hook would (every activation stopped at the
+ * call site the code stored). kind 1 is an exit: the profile is final.
+ * kind 2 is an exec, which returns when it fails: the profile is a
+ * snapshot (flagged exec), and the exit hook or the next exec writes a
+ * newer one under the same name. A vfork child (or any process sharing
+ * this memory without a fork reset: its pid is not the owner's) leaves
+ * everything alone, since whatever it wrote or changed would be the
+ * parent's.
+ */
+void blpp_rt_leave(u64 kind)
+{
+	if (!rt.ready)
+		return;
+	fork_check();
+	if (getpid() != rt.pid)
+		return;
+	if (kind == 1) {
+		if (CAS(&rt.exit_written, 0, 1))
+			write_profile(0, 1);
+	} else if (!LOAD(&rt.exit_written)) {
+		write_profile(BLPP_FLAG_EXEC, 1);
+	}
 }
 
 /*

@@ -158,6 +158,23 @@ blpp_fork_child:
 	.size	blpp_fork_child, . - blpp_fork_child
 
 /*
+ * blpp_leave: the process image may end right after this without running
+ * its exit handlers (kind 1: _exit or exit_group; 2: an exec), so the
+ * profile is written now (see blpp_rt_leave):
+ *	lea -128(%rsp),%rsp ; push $kind ; call blpp_leave ; lea 136(%rsp),%rsp
+ */
+	.globl	blpp_leave
+	.hidden	blpp_leave
+	.type	blpp_leave, @function
+blpp_leave:
+	SAVE
+	mov	ARG(0), %rdi
+	call	blpp_rt_leave
+	RESTORE
+	ret
+	.size	blpp_leave, . - blpp_leave
+
+/*
  * blpp_leaf: an activation of a flow-only function of one path that calls
  * nothing starts, and the inline entry could not count it (see
  * blpp_rt_leaf):

@@ -29,13 +29,14 @@ const (
 	SymSetjmpRet = "blpp_setjmp_ret" // stub: the edge after a call that returns twice
 	SymForkChild = "blpp_fork_child" // stub: in a fork child, after fork() returned 0
 	SymLeaf      = "blpp_leaf"       // stub: a one-path flow-only leaf starts (no shadow frame)
+	SymLeave     = "blpp_leave"      // stub: before _exit, exit_group or an exec (decision 59)
 	// SymFastSlots is a data word that is 0 until the runtime is ready
 	// (the main thread's block is set up): inline instrumentation tests it
 	// before it touches %gs and calls a stub while it is 0.
 	SymFastSlots = "blpp_fast_slots"
 )
 
-var requiredSymbols = []string{SymStart, SymFini, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymFastSlots}
+var requiredSymbols = []string{SymStart, SymFini, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymFastSlots}
 
 // PageSize is the alignment the image needs: it must be placed at a
 // page-aligned address T, its text at T and its data at T+DataOff.

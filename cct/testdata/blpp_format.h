@@ -27,6 +27,7 @@
 #define BLPP_FLAG_FLOW_ONLY 0x1u                    /* no calling context: every record is a root */
 #define BLPP_FLAG_FATAL_SIGNAL 0x2u                 /* written by a fatal-signal handler */
 #define BLPP_FLAG_DUMP_SIGNAL 0x4u                  /* written on the dump signal */
+#define BLPP_FLAG_EXEC 0x8u                         /* written just before an exec */
 #define BLPP_METRIC_REAL 0u                         /* counted as named */
 #define BLPP_METRIC_FALLBACK 1u                     /* measured by a stand-in (cycles by rdtsc) */
 #define BLPP_METRIC_UNAVAILABLE 2u                  /* listed; every value is zero */

@@ -417,8 +417,8 @@ func checkEntry(t *testing.T, e entry, root string, r *result) {
 		problems = append(problems, "profile: "+err.Error())
 		return
 	}
-	t.Logf("%s: callgrind %v; %d functions, %d blocks compared, %d differ; not compared: %d with partial paths of unknown location %v, %d reading /proc/self/maps, %d varying between runs %v, %d listed in corpus.json %v",
-		e.Name, r.cgDur.Round(100*time.Millisecond), ex.Funcs, ex.Blocks, len(ex.Diffs), len(ex.Partial), ex.Partial, len(ex.Env), len(ex.Unstable), ex.Unstable, len(ex.Ignored), ex.Ignored)
+	t.Logf("%s: callgrind %v; %d functions, %d blocks compared, %d differ; not compared: %d with partial paths of unknown location %v, %d reading /proc/self/maps, %d varying between runs %v, %d listed in corpus.json %v; %d profiles of processes that exec'd (callgrind has none)",
+		e.Name, r.cgDur.Round(100*time.Millisecond), ex.Funcs, ex.Blocks, len(ex.Diffs), len(ex.Partial), ex.Partial, len(ex.Env), len(ex.Unstable), ex.Unstable, len(ex.Ignored), ex.Ignored, ex.Execs)
 	r.skipped = len(ex.Partial) + len(ex.Env) + len(ex.Unstable) + len(ex.Ignored)
 	if ex.Blocks == 0 {
 		problems = append(problems, "no block compared with callgrind")

@@ -31,6 +31,10 @@ type Exactness struct {
 	// Unstable are functions whose counts differ between runs of the
 	// instrumented binary: not compared.
 	Unstable []string
+	// Execs counts the profiles of processes that ended in an exec
+	// (cct.FlagExec), left out of the merge: callgrind writes nothing
+	// for a process that execs, so its counts have no oracle.
+	Execs int
 }
 
 // Exact reports whether every compared block matched.
@@ -43,7 +47,8 @@ func (e Exactness) Exact() bool { return len(e.Diffs) == 0 }
 // orig (the binary inst was rewritten from). Functions whose counts differ
 // between the profiles (they depend on timing, thread schedules, addresses
 // or the clock), functions reading /proc/self/maps (ReadsProcMaps) and
-// those named in ignore are left out and listed.
+// those named in ignore are left out and listed, and so are the profiles
+// of processes that ended in an exec (counted in Execs).
 func CheckExact(orig, inst string, runs [][]string, cg *callgrind.Profile, ignore map[string]bool) (Exactness, error) {
 	tab, f, err := report.LoadMeta(inst)
 	if err != nil {
@@ -51,12 +56,19 @@ func CheckExact(orig, inst string, runs [][]string, cg *callgrind.Profile, ignor
 	}
 	defer f.Close()
 	var docs []*report.PathDoc
-	for _, files := range runs {
+	execs := 0
+	for i, files := range runs {
 		var ps []*cct.Profile
 		for _, name := range files {
 			p, err := cct.ReadFile(name)
 			if err != nil {
 				return Exactness{}, err
+			}
+			if p.Flags&cct.FlagExec != 0 {
+				if i == 0 {
+					execs++
+				}
+				continue
 			}
 			ps = append(ps, p)
 		}
@@ -96,6 +108,7 @@ func CheckExact(orig, inst string, runs [][]string, cg *callgrind.Profile, ignor
 		}
 	}
 	e.Ignored = ign
+	e.Execs = execs
 	return e, err
 }
 

@@ -165,7 +165,10 @@ func TestLeave(t *testing.T) {
 
 			// A vfork child shares the parent's memory: its _exit must
 			// write nothing (it would be the parent's profile, and the
-			// parent's exit would then write none).
+			// parent's exit would then write none). Counts are not
+			// compared: the child's instrumented code runs on the
+			// parent's shadow stack and counters, so main's blocks
+			// before the vfork count twice (a known limit, decision 59).
 			{
 				args := []string{"vfork"}
 				want := runProc(t, orig, args)

@@ -207,3 +207,58 @@ func containsName(p *cfg.Program, have []string, want string) bool {
 	}
 	return false
 }
+
+// TestFragmentCalledLater: in stripped gcc -O2 code, a function whose
+// only known transfer is another's tail jump, while its one caller is
+// still cut short by a jump into its own cold fragment, stays a function
+// (fragcall.c): sure fragments (mid-frame FDEs) join first, and a range
+// that starts like a function joins only once the calls are known.
+func TestFragmentCalledLater(t *testing.T) {
+	c := fixture.Config{CC: "gcc", Opt: "-O2", PIE: true, Strip: true}
+	twin := c
+	twin.Strip = false
+	names := symbolAddrs(t, fixture.Build(t, "fragcall.c", twin))
+	for _, n := range []string{"target", "jumper", "caller", "caller.cold"} {
+		if names[n] == 0 {
+			t.Fatalf("fragcall.c %s: no symbol %s (gcc did not split caller?)", c, n)
+		}
+	}
+	b, err := cfg.Open(fixture.Build(t, "fragcall.c", c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Analyze(b, cfg.Options{})
+	byAddr := map[uint64]int{}
+	for i, f := range p.Funcs {
+		byAddr[f.Addr] = i
+	}
+	ti, ok := byAddr[names["target"]]
+	if !ok {
+		t.Fatalf("fragcall.c %s: target (%#x) is not a function: joined as a fragment", c, names["target"])
+	}
+	if g := p.Graphs[ti]; g == nil || !g.Instrumentable() {
+		t.Errorf("fragcall.c %s: target is not instrumentable", c)
+	}
+	ji, ok := byAddr[names["jumper"]]
+	if !ok {
+		t.Fatalf("fragcall.c %s: jumper is not a function", c)
+	}
+	tail := false
+	for _, e := range p.Graphs[ji].Edges {
+		tail = tail || e.Kind == cfg.EdgeTailCall && e.Target == names["target"]
+	}
+	if !tail || len(p.Funcs[ji].Parts) != 0 {
+		t.Errorf("fragcall.c %s: jumper has a tail call to target: %v, parts %v; want a tail call and no parts", c, tail, p.Funcs[ji].Parts)
+	}
+	ci, ok := byAddr[names["caller"]]
+	if !ok {
+		t.Fatalf("fragcall.c %s: caller is not a function", c)
+	}
+	joined := false
+	for _, part := range p.Funcs[ci].Parts {
+		joined = joined || part.Addr == names["caller.cold"]
+	}
+	if !joined || !p.Graphs[ci].Instrumentable() {
+		t.Errorf("fragcall.c %s: caller.cold joined to caller: %v, caller instrumentable: %v", c, joined, p.Graphs[ci].Instrumentable())
+	}
+}

@@ -320,15 +320,25 @@ func (p *Program) containing(addr uint64) int {
 // at the lower address is taken for the fragment (.text.unlikely precedes
 // .text in the GNU linker's default script). Named fragments were joined
 // by name already (Binary.Functions).
+//
+// A range whose FDE starts mid-frame can only be a fragment, and joins at
+// once. One that starts like a function (a fragment of a frameless
+// function does too) waits for a round in which no such sure fragment is
+// left to join: a procedure that jumps into its own fragment stops
+// decoding there, so until that fragment is joined and the procedure
+// rebuilt, the calls after the jump are unknown, and one of them may
+// call the range (troff: 0x41cb0 was called only from such a procedure,
+// and joining it to a landing pad that tail-jumps to it lost its 659
+// calls from the count).
 func (p *Program) joinFragments(todo []int, build func([]int)) []int {
-	called := map[uint64]bool{p.Binary.Entry: true}
-	for _, i := range todo {
-		for _, c := range p.Graphs[i].Calls {
-			called[c.Target] = true
-		}
-	}
 	taken := p.Binary.dataPointers()
-	for round := 0; round < 8; round++ {
+	for round := 0; round < 16; round++ {
+		called := map[uint64]bool{p.Binary.Entry: true}
+		for _, i := range todo {
+			for _, c := range p.Graphs[i].Calls {
+				called[c.Target] = true
+			}
+		}
 		jumpers := map[int]map[int]bool{} // range index -> procedures jumping into it
 		add := func(j, i int) {
 			if j < 0 || j == i {
@@ -380,9 +390,16 @@ func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 			keys = append(keys, j)
 		}
 		sort.Ints(keys)
+		sure := false // a mid-frame range joins this round
+		for _, j := range keys {
+			if len(jumpers[j]) == 1 && isFragment(j) && p.Funcs[j].MidFrame {
+				sure = true
+				break
+			}
+		}
 		for _, j := range keys {
 			set := jumpers[j]
-			if len(set) != 1 || !isFragment(j) {
+			if len(set) != 1 || !isFragment(j) || sure && !p.Funcs[j].MidFrame {
 				continue
 			}
 			var i int

@@ -40,9 +40,15 @@ func TestLeave(t *testing.T) {
 				sameBehaviour(t, what, want, got)
 				return got, dirNames(t, profDir), profDir
 			}
-			read := func(what, path string) *cct.Profile {
+			// only runs mode m's copy with args and returns the one
+			// profile it must have written, its process's.
+			only := func(what, mode string, args []string, want procResult) *cct.Profile {
 				t.Helper()
-				p, err := cct.ReadFile(path)
+				got, names, profDir := run(what, mode, args, want)
+				if len(names) != 1 || names[0] != "prof."+strconv.Itoa(got.pid) {
+					t.Fatalf("%s: profiles %q, want only prof.%d", what, names, got.pid)
+				}
+				p, err := cct.ReadFile(filepath.Join(profDir, names[0]))
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
@@ -65,11 +71,7 @@ func TestLeave(t *testing.T) {
 				}
 				for _, m := range procModes {
 					what := "leave " + how + " " + c.String() + " " + m.name
-					got, names, profDir := run(what, m.name, args, want)
-					if len(names) != 1 || names[0] != "prof."+strconv.Itoa(got.pid) {
-						t.Fatalf("%s: profiles %q, want prof.%d", what, names, got.pid)
-					}
-					prof := read(what, filepath.Join(profDir, names[0]))
+					prof := only(what, m.name, args, want)
 					if prof.Flags != m.flags {
 						t.Errorf("%s: flags %v, want %v", what, prof.Flags, m.flags)
 					}
@@ -95,11 +97,7 @@ func TestLeave(t *testing.T) {
 				cg := callgrindOf(t, "leave exec (failing) "+c.String(), orig, failArgs, failed)
 				for _, m := range procModes {
 					what := "leave exec " + c.String() + " " + m.name
-					got, names, profDir := run(what, m.name, args, want)
-					if len(names) != 1 || names[0] != "prof."+strconv.Itoa(got.pid) {
-						t.Fatalf("%s: profiles %q, want prof.%d", what, names, got.pid)
-					}
-					prof := read(what, filepath.Join(profDir, names[0]))
+					prof := only(what, m.name, args, want)
 					if prof.Flags != m.flags|cct.FlagExec {
 						t.Errorf("%s: flags %v, want %v", what, prof.Flags, m.flags|cct.FlagExec)
 					}
@@ -120,11 +118,7 @@ func TestLeave(t *testing.T) {
 				cg := callgrindOf(t, "leave exec-fails "+c.String(), orig, args, want)
 				for _, m := range procModes {
 					what := "leave exec-fails " + c.String() + " " + m.name
-					got, names, profDir := run(what, m.name, args, want)
-					if len(names) != 1 || names[0] != "prof."+strconv.Itoa(got.pid) {
-						t.Fatalf("%s: profiles %q, want prof.%d", what, names, got.pid)
-					}
-					prof := read(what, filepath.Join(profDir, names[0]))
+					prof := only(what, m.name, args, want)
 					if prof.Flags != m.flags {
 						t.Errorf("%s: flags %v, want %v (the exit's profile)", what, prof.Flags, m.flags)
 					}
@@ -177,11 +171,7 @@ func TestLeave(t *testing.T) {
 				}
 				for _, m := range procModes {
 					what := "leave vfork " + c.String() + " " + m.name
-					got, names, profDir := run(what, m.name, args, want)
-					if len(names) != 1 || names[0] != "prof."+strconv.Itoa(got.pid) {
-						t.Fatalf("%s: profiles %q, want only the parent's, prof.%d", what, names, got.pid)
-					}
-					if prof := read(what, filepath.Join(profDir, names[0])); prof.Flags != m.flags {
+					if prof := only(what, m.name, args, want); prof.Flags != m.flags {
 						t.Errorf("%s: flags %v, want %v", what, prof.Flags, m.flags)
 					}
 				}

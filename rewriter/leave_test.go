@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"blpp/cct"
@@ -55,13 +56,21 @@ func TestLeave(t *testing.T) {
 				return p
 			}
 
+			// original runs the original with args and requires it to
+			// end with status code, printing marker.
+			original := func(args []string, code int, marker string) procResult {
+				t.Helper()
+				want := runProc(t, orig, args)
+				if want.code != code || !bytes.Contains(want.stdout, []byte(marker)) {
+					t.Fatalf("leave %s %s: the original misbehaves: %s", strings.Join(args, " "), c, want)
+				}
+				return want
+			}
+
 			// The image ends at once: the profile is final and exact.
 			for _, how := range []string{"_exit", "_Exit", "syscall"} {
 				args := []string{how}
-				want := runProc(t, orig, args)
-				if want.code != 3 {
-					t.Fatalf("leave %s %s: the original misbehaves: %s", how, c, want)
-				}
+				want := original(args, 3, how+": ")
 				cg := callgrindOf(t, "leave "+how+" "+c.String(), orig, args, want)
 				abandoned := map[string]uint64{"main": 1}
 				var ended map[string]uint64
@@ -88,10 +97,7 @@ func TestLeave(t *testing.T) {
 			// stopped at the exec call.
 			{
 				args := []string{"exec"}
-				want := runProc(t, orig, args)
-				if want.code != 0 || !bytes.Contains(want.stdout, []byte("exec ")) {
-					t.Fatalf("leave exec %s: the original misbehaves: %s", c, want)
-				}
+				want := original(args, 0, "exec ")
 				failArgs := []string{"exec", "/nonexistent/echo"}
 				failed := runProc(t, orig, failArgs)
 				cg := callgrindOf(t, "leave exec (failing) "+c.String(), orig, failArgs, failed)
@@ -111,10 +117,7 @@ func TestLeave(t *testing.T) {
 			// snapshot and counts everything.
 			{
 				args := []string{"exec-fails"}
-				want := runProc(t, orig, args)
-				if want.code != 0 || !bytes.Contains(want.stdout, []byte("exec failed, then")) {
-					t.Fatalf("leave exec-fails %s: the original misbehaves: %s", c, want)
-				}
+				want := original(args, 0, "exec failed, then")
 				cg := callgrindOf(t, "leave exec-fails "+c.String(), orig, args, want)
 				for _, m := range procModes {
 					what := "leave exec-fails " + c.String() + " " + m.name
@@ -132,10 +135,7 @@ func TestLeave(t *testing.T) {
 			// profile; with the parent's it adds up to callgrind's.
 			{
 				args := []string{"fork"}
-				want := runProc(t, orig, args)
-				if want.code != 0 || !bytes.Contains(want.stdout, []byte("child status 0")) {
-					t.Fatalf("leave fork %s: the original misbehaves: %s", c, want)
-				}
+				want := original(args, 0, "child status 0")
 				cg := callgrindOf(t, "leave fork "+c.String(), orig, args, want)
 				for _, m := range procModes {
 					what := "leave fork " + c.String() + " " + m.name
@@ -165,10 +165,7 @@ func TestLeave(t *testing.T) {
 			// before the vfork count twice (a known limit, decision 59).
 			{
 				args := []string{"vfork"}
-				want := runProc(t, orig, args)
-				if want.code != 0 || !bytes.Contains(want.stdout, []byte("child 7")) {
-					t.Fatalf("leave vfork %s: the original misbehaves: %s", c, want)
-				}
+				want := original(args, 0, "child 7")
 				for _, m := range procModes {
 					what := "leave vfork " + c.String() + " " + m.name
 					if prof := only(what, m.name, args, want); prof.Flags != m.flags {

@@ -69,7 +69,7 @@ func TestModesExact(t *testing.T) {
 		{"context, loop registers", rewriter.Options{LoopRegs: rewriter.LoopRegsOnly}, false},
 		{"context, swapping loop registers", rewriter.Options{LoopRegs: rewriter.LoopRegsSwap}, false},
 	}
-	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c", "pathreg.c", "manypaths.c", "loopsig.c", "closedsig.c", "cycles.c"}
+	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c", "pathreg.c", "manypaths.c", "loopsig.c", "closedsig.c", "cycles.c", "deep.c"}
 	loopRegs := map[string]int{}
 	cfgs := []fixture.Config{fixture.Matrix()[0], {CC: "gcc", Opt: "-O2", PIE: true}}
 	for _, c := range cfgs {

@@ -59,6 +59,9 @@ type Options struct {
 	// one; LoopRegsSwap does that and makes every loop register swap
 	// with Thread.R, even where a dead register would do.
 	LoopRegs LoopRegPolicy
+	// ShadowFrames bounds each thread's shadow stack (runtime.Config);
+	// 0: runtime.DefaultShadowFrames.
+	ShadowFrames uint64
 }
 
 // LoopRegPolicy is Options.LoopRegs.
@@ -437,7 +440,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	conf := runtime.Config{
 		Magic: runtime.ConfigMagic, SelfVaddr: rwAddr + cfgOff, OrigEntry: b.Entry, OrigFini: fini.orig,
 		FuncsVaddr: funcsAddr, NFuncs: uint64(len(chosen)), DumpSignal: runtime.DefaultDumpSignal,
-		SitesVaddr: sitesAddr, NSites: uint64(len(g.sites)),
+		SitesVaddr: sitesAddr, NSites: uint64(len(g.sites)), ShadowFrames: opts.ShadowFrames,
 	}
 	if opts.NoContext {
 		conf.Flags |= runtime.ConfigFlagFlowOnly

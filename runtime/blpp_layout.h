@@ -19,6 +19,7 @@
 #define BLPP_METRIC_TYPE_TSC 0xffffffffull
 #define BLPP_MAX_METRICS 4
 #define BLPP_DEFAULT_ARENA_LIMIT 0x200000000ull
+#define BLPP_DEFAULT_SHADOW_FRAMES 0x1000000ull
 #define BLPP_RECORD_INLINE_COUNTS 128
 #define BLPP_HTAB_ENTRIES_OFF 32
 #define BLPP_HTAB_BYTES_OFF 24
@@ -30,7 +31,7 @@
 #define BLPP_CALL_CACHE_SIZE 131072
 
 /* struct blpp_config: runtime configuration, patched into the image by the rewriter */
-#define BLPP_CONFIG_SIZE 128
+#define BLPP_CONFIG_SIZE 136
 #define BLPP_CONFIG_OFF_MAGIC 0
 #define BLPP_CONFIG_OFF_SELF_VADDR 8
 #define BLPP_CONFIG_OFF_ORIG_ENTRY 16
@@ -47,6 +48,7 @@
 #define BLPP_CONFIG_OFF_NMETRICS 104
 #define BLPP_CONFIG_OFF_ARENA_LIMIT 112
 #define BLPP_CONFIG_OFF_SLOTS_SIZE 120
+#define BLPP_CONFIG_OFF_SHADOW_FRAMES 128
 
 /* struct blpp_func: one entry of the function table at funcs_vaddr */
 #define BLPP_FUNC_SIZE 56
@@ -153,6 +155,7 @@ struct blpp_config {
 	unsigned long long nmetrics;
 	unsigned long long arena_limit;
 	unsigned long long slots_size;
+	unsigned long long shadow_frames;
 };
 
 struct blpp_func {
@@ -258,6 +261,7 @@ _Static_assert(__builtin_offsetof(struct blpp_config, metrics_vaddr) == BLPP_CON
 _Static_assert(__builtin_offsetof(struct blpp_config, nmetrics) == BLPP_CONFIG_OFF_NMETRICS, "blpp_config.nmetrics");
 _Static_assert(__builtin_offsetof(struct blpp_config, arena_limit) == BLPP_CONFIG_OFF_ARENA_LIMIT, "blpp_config.arena_limit");
 _Static_assert(__builtin_offsetof(struct blpp_config, slots_size) == BLPP_CONFIG_OFF_SLOTS_SIZE, "blpp_config.slots_size");
+_Static_assert(__builtin_offsetof(struct blpp_config, shadow_frames) == BLPP_CONFIG_OFF_SHADOW_FRAMES, "blpp_config.shadow_frames");
 _Static_assert(sizeof(struct blpp_func) == BLPP_FUNC_SIZE, "blpp_func size");
 _Static_assert(__builtin_offsetof(struct blpp_func, num_paths) == BLPP_FUNC_OFF_NUM_PATHS, "blpp_func.num_paths");
 _Static_assert(__builtin_offsetof(struct blpp_func, hashed) == BLPP_FUNC_OFF_HASHED, "blpp_func.hashed");

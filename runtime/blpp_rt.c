@@ -64,6 +64,7 @@ enum {
 	SYS_open = 2,
 	SYS_close = 3,
 	SYS_mmap = 9,
+	SYS_mprotect = 10,
 	SYS_munmap = 11,
 	SYS_rt_sigaction = 13,
 	SYS_rt_sigprocmask = 14,
@@ -87,6 +88,7 @@ enum {
 	ARCH_SET_FS = 0x1002,
 	ARCH_GET_GS = 0x1004,
 	ARCH_GET_FS = 0x1003,
+	PROT_NONE = 0,
 	PROT_RW = 3,
 	MAP_PRIVATE_ANON = 0x22,
 	MAP_NORESERVE = 0x4000,
@@ -249,6 +251,9 @@ struct wiped {
 struct tpriv {
 	struct blpp_pmu_ev ev[BLPP_MAX_METRICS]; /* perf events (fd -1 if none) */
 	u64 epoch;                               /* rt.epoch + 1 when they were opened, 0: never */
+	/* The shadow stack's reserved address space ends at shadow_end; it
+	 * is readable and writable up to shadow_rw (see shadow_grow). */
+	u64 shadow_end, shadow_rw;
 };
 #define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
 
@@ -270,6 +275,7 @@ static struct {
 	const u8 *build_id;
 	u64 build_id_len;
 	u64 flags;
+	u64 shadow_frames; /* shadow-stack capacity per thread, in frames */
 	int flow_only;  /* --no-context: one root record per function and thread */
 	u64 nmetrics;   /* metrics besides freq */
 	u64 stride;     /* words per path in a dense counter array: 1 + nmetrics */
@@ -373,12 +379,18 @@ static void *arena_alloc(struct arena *a, u64 size)
 
 /* ---- thread blocks [DESIGN 4] ---- */
 
-/* Shadow-stack capacity per thread (virtual memory, touched as used);
- * tests build a tiny one to exercise the overflow path. */
+/* Shadow-stack capacity per thread: address space reserved for
+ * rt.shadow_frames frames (Config.shadow_frames, else this default),
+ * made usable SHADOW_CHUNK frames at a time as the stack deepens
+ * [decision 61]. A thread whose reservation cannot be had gets
+ * SHADOW_FALLBACK frames. The runtime's own tests build a tiny default
+ * to exercise the overflow path. */
 #ifndef BLPP_SHADOW_FRAMES
-#define BLPP_SHADOW_FRAMES (1 << 20)
+#define BLPP_SHADOW_FRAMES BLPP_DEFAULT_SHADOW_FRAMES
 #endif
-enum { SHADOW_FRAMES = BLPP_SHADOW_FRAMES, BLOCK_HDR = BLPP_SLOTS_OFFSET };
+enum { BLOCK_HDR = BLPP_SLOTS_OFFSET };
+#define SHADOW_CHUNK (rt.shadow_frames < (1ul << 15) ? rt.shadow_frames : (1ul << 15))
+#define SHADOW_FALLBACK (rt.shadow_frames < (1ul << 20) ? rt.shadow_frames : (1ul << 20))
 
 static inline struct blpp_thread *gs_block(void)
 {
@@ -414,24 +426,66 @@ static struct blpp_frame *frames(struct blpp_thread *t) { return (struct blpp_fr
 
 static u64 depth(struct blpp_thread *t) { return (t->sp - t->sp_base) / sizeof(struct blpp_frame); }
 
+static int over_limit(void);
+
+/* shadow_grow makes the next SHADOW_CHUNK frames of t's reserved shadow
+ * stack usable and raises sp_limit over them; 0 when the reservation is
+ * used up, the arena is at its bound or the kernel refuses. Only the
+ * stubs push past sp_limit, so the inline code sees a larger stack the
+ * next time it reads sp_limit, and frames never move. */
+static int shadow_grow(struct blpp_thread *t)
+{
+	struct tpriv *p = TPRIV(t);
+	u64 n, from = p->shadow_rw, to = page_up(p->shadow_rw + SHADOW_CHUNK * sizeof(struct blpp_frame));
+	if (to > p->shadow_end)
+		to = p->shadow_end;
+	if (to <= from || over_limit() || failed(sc3(SYS_mprotect, from, to - from, PROT_RW)))
+		return 0;
+	ADD(&rt.arena_bytes, to - from);
+	p->shadow_rw = to;
+	n = (to - t->sp_base) / sizeof(struct blpp_frame);
+	if (n > rt.shadow_frames)
+		n = rt.shadow_frames; /* the last page's spare room */
+	t->sp_limit = t->sp_base + n * sizeof(struct blpp_frame);
+	return 1;
+}
+
 /* block_new maps a thread block: the header, the slot counters (fork
- * children see them as zero, like the arena) and the shadow stack. */
+ * children see them as zero, like the arena) and the shadow stack, of
+ * which only the first SHADOW_CHUNK frames are usable to begin with. */
 static struct blpp_thread *block_new(void)
 {
 	u64 slots = page_up(rt.slots_size + rt.cache_size); /* one or the other */
-	u64 size = BLOCK_HDR + slots + (u64)SHADOW_FRAMES * sizeof(struct blpp_frame);
-	u8 *m = map_anon(size, MAP_NORESERVE);
-	struct blpp_thread *t = (struct blpp_thread *)m;
-	if (!m)
+	u64 head = BLOCK_HDR + slots, size = head + page_up(rt.shadow_frames * sizeof(struct blpp_frame));
+	long r = sc6(SYS_mmap, 0, (long)size, PROT_NONE, MAP_PRIVATE_ANON | MAP_NORESERVE, -1, 0);
+	struct blpp_thread *t;
+	u8 *m;
+	if (failed(r)) {
+		size = head + page_up((u64)SHADOW_FALLBACK * sizeof(struct blpp_frame));
+		r = sc6(SYS_mmap, 0, (long)size, PROT_NONE, MAP_PRIVATE_ANON | MAP_NORESERVE, -1, 0);
+	}
+	if (failed(r))
 		return 0;
+	m = (u8 *)r;
+	t = (struct blpp_thread *)m;
+	if (failed(sc3(SYS_mprotect, (long)m, (long)head, PROT_RW))) {
+		sc2(SYS_munmap, (long)m, (long)size);
+		return 0;
+	}
 	if (slots && !rt.nowipe && failed(sc3(SYS_madvise, m + BLOCK_HDR, slots, MADV_WIPEONFORK))) {
 		rt.nowipe = 1;
 		say("MADV_WIPEONFORK is not supported: ", "a fork child's profile includes its parent's counts", "", 0);
 	}
-	ADD(&rt.arena_bytes, size);
+	ADD(&rt.arena_bytes, head);
 	t->self = (u64)t;
-	t->sp = t->sp_base = (u64)(m + BLOCK_HDR + slots);
-	t->sp_limit = (u64)(m + size);
+	t->sp = t->sp_base = t->sp_limit = (u64)(m + head);
+	TPRIV(t)->shadow_rw = (u64)(m + head);
+	TPRIV(t)->shadow_end = (u64)(m + size);
+	if (!shadow_grow(t)) {
+		sc2(SYS_munmap, (long)m, (long)size);
+		ADD(&rt.arena_bytes, -head);
+		return 0;
+	}
 	t->tid = gettid();
 	ADD(&rt.nthreads, 1);
 	return t;
@@ -459,6 +513,7 @@ static struct blpp_thread *thread_peek(void)
 static void record_live(struct blpp_thread *t);
 static void fork_check(void);
 static void metrics_open(struct blpp_thread *t);
+static struct blpp_thread *scratch_block(void);
 
 /*
  * thread_slow finds the calling thread's block when %gs still points at
@@ -504,6 +559,10 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 			rt.warned_thread = 1;
 			say("cannot map a thread block: ", "paths of new threads are not counted", "", 0);
 		}
+		/* Off the block %gs may still name (the creator's, inherited
+		 * by clone): the internal entries of closed functions do not
+		 * test the owner, and must not push there [decision 61]. */
+		set_gs(scratch_block());
 		return 0;
 	}
 	b->owner = tp;
@@ -514,23 +573,19 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 
 static void die(const char *m);
 
-/* early_gs points %gs at a scratch block, before blpp_init, on a thread
- * whose %gs base is still 0 (one block for all of them: nothing is
- * counted there). Every entry thus leaves %gs at a block, which the
- * inline code after an entry (call-site stores, backedges, exits) relies
- * on instead of testing the ready word. */
-static void early_gs(void)
+/* scratch_block returns the scratch block, mapped on first use: one block
+ * for every thread that has no block of its own, where nothing is
+ * counted. Its shadow stack is empty with a limit of 0, so every inline
+ * entry takes its stub there, the internal entries of closed functions
+ * included [decision 61]; its slots take the inline increments. */
+static struct blpp_thread *scratch_block(void)
 {
 	static u64 block;
-	struct blpp_thread *t;
-	u64 cur = 0;
-	if (failed(sc2(SYS_arch_prctl, ARCH_GET_GS, &cur)) || cur)
-		return;
-	t = (struct blpp_thread *)LOAD(&block);
+	struct blpp_thread *t = (struct blpp_thread *)LOAD(&block);
 	if (!t) {
 		/* With room for the slot counters: the inline backedges of
 		 * functions with register paths count there without testing
-		 * Thread.cur (decision 44). rt.slots_size is not set yet. */
+		 * Thread.cur (decision 44). rt.slots_size may not be set yet. */
 		u64 slots = blpp_config.slots_size <= (1ul << 30) ? page_up(blpp_config.slots_size) : 0;
 		t = (struct blpp_thread *)map_anon(BLOCK_HDR + slots, MAP_NORESERVE);
 		if (!t)
@@ -539,7 +594,19 @@ static void early_gs(void)
 		if (!CAS(&block, 0, (u64)t))
 			t = (struct blpp_thread *)LOAD(&block); /* another thread's (ours leaks: once) */
 	}
-	sc2(SYS_arch_prctl, ARCH_SET_GS, t);
+	return t;
+}
+
+/* early_gs points %gs at the scratch block, before blpp_init, on a thread
+ * whose %gs base is still 0. Every entry thus leaves %gs at a block, which
+ * the inline code after an entry (call-site stores, backedges, exits)
+ * relies on instead of testing the ready word. */
+static void early_gs(void)
+{
+	u64 cur = 0;
+	if (failed(sc2(SYS_arch_prctl, ARCH_GET_GS, &cur)) || cur)
+		return;
+	sc2(SYS_arch_prctl, ARCH_SET_GS, scratch_block());
 }
 
 static int early_init(void);
@@ -1435,6 +1502,8 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 	else if (rt.w)
 		ADD(&rt.w->stats[ST_BAD_FUNCS], 1);
 	f = (struct blpp_frame *)t->sp;
+	if (t->overflow == 0 && (u64)(f + 1) > t->sp_limit)
+		shadow_grow(t);
 	if (t->overflow == 0 && (u64)(f + 1) <= t->sp_limit) {
 		/* Reserve, then fill: a signal handler's push/pop pair that
 		 * lands in between works above the reserved frame. */
@@ -2478,6 +2547,9 @@ static void setup(void)
 
 	rt.flow_only = (rt.flags & BLPP_CONFIG_FLAG_FLOW_ONLY) != 0;
 	rt.arena_limit = c->arena_limit ? c->arena_limit : BLPP_DEFAULT_ARENA_LIMIT;
+	rt.shadow_frames = c->shadow_frames ? c->shadow_frames : BLPP_SHADOW_FRAMES;
+	if (rt.shadow_frames > (1ul << 30))
+		rt.shadow_frames = 1ul << 30; /* 77 GB of address space */
 	metrics_init(c);
 	/* Slot counters exist only for frequency-only, flow-only images (the
 	 * rewriter makes none otherwise); a bound keeps a corrupt size from

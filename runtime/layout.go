@@ -58,6 +58,12 @@ type Config struct {
 	// function with Func.Slot keeps its counters at a fixed offset from
 	// %gs, so a backedge needs no record [decision 42].
 	SlotsSize uint64 `c:"slots_size"`
+	// ShadowFrames is the most shadow frames a thread's shadow stack
+	// holds (0: DefaultShadowFrames). Deeper activations count their
+	// paths without context, and their callers' path registers are lost
+	// (STATS shadow_overflow). The address space is reserved at the
+	// thread's start and made usable as the stack deepens [decision 61].
+	ShadowFrames uint64 `c:"shadow_frames"`
 }
 
 // Config flags.
@@ -143,6 +149,13 @@ const MaxMetrics = 4
 
 // DefaultArenaLimit is the arena bound when Config.ArenaLimit is 0.
 const DefaultArenaLimit = 8 << 30
+
+// DefaultShadowFrames is the shadow-stack capacity when
+// Config.ShadowFrames is 0: 2^24 frames, 1.2 GB of address space per
+// thread, of which a thread uses what its depth needs. A native frame
+// takes at least its 8-byte return address, so this is deeper than any
+// stack of up to 128 MiB can go.
+const DefaultShadowFrames = 1 << 24
 
 // Thread is blpp_thread, the per-thread block that %gs points at
 // [DESIGN 4]. Instrumented code keeps the path register in R (`addq $k,
@@ -253,7 +266,7 @@ type Site struct {
 // Sizes and offsets for code generators; layout_test.go checks each one
 // against the structs above.
 const (
-	ConfigSize = 128
+	ConfigSize = 136
 
 	FuncSize         = 56
 	FuncNumPathsOff  = 0
@@ -432,6 +445,7 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_METRIC_TYPE_TSC", fmt.Sprintf("%#xull", uint64(MetricTypeTSC))},
 	{"BLPP_MAX_METRICS", fmt.Sprint(MaxMetrics)},
 	{"BLPP_DEFAULT_ARENA_LIMIT", fmt.Sprintf("%#xull", uint64(DefaultArenaLimit))},
+	{"BLPP_DEFAULT_SHADOW_FRAMES", fmt.Sprintf("%#xull", uint64(DefaultShadowFrames))},
 	{"BLPP_RECORD_INLINE_COUNTS", fmt.Sprint(RecordInlineCounts)},
 	{"BLPP_HTAB_ENTRIES_OFF", fmt.Sprint(HTabEntriesOff)},
 	{"BLPP_HTAB_BYTES_OFF", fmt.Sprint(HTabBytesOff)},

@@ -20,14 +20,15 @@ import (
 
 func init() {
 	register(&command{name: "rewrite", summary: "write an instrumented copy of an x86-64 executable",
-		usage: "IN -o OUT [-v] [--json] [--include REGEX] [--exclude REGEX] [--no-context] [--metrics LIST]", run: runRewrite})
+		usage: "IN -o OUT [-v] [--json] [--include REGEX] [--exclude REGEX] [--no-context] [--metrics LIST] [--shadow-frames N]", run: runRewrite})
 }
 
 // modeFlags are the flags that choose what the instrumented program
 // records; rewrite and run share them.
 type modeFlags struct {
-	noContext *bool
-	metrics   *string
+	noContext    *bool
+	metrics      *string
+	shadowFrames *uint64
 }
 
 func addModeFlags(fs *pflag.FlagSet) modeFlags {
@@ -35,6 +36,7 @@ func addModeFlags(fs *pflag.FlagSet) modeFlags {
 		noContext: fs.Bool("no-context", false, "flow-only profiles: one record per function, no calling context tree (cheaper)"),
 		metrics: fs.String("metrics", "freq", "metrics to record per path, comma separated: freq plus up to 4 of "+
 			strings.Join(counters.Names(), ", ")+" (see blpp counters)"),
+		shadowFrames: fs.Uint64("shadow-frames", 0, fmt.Sprintf("most activations per thread the profile tracks exactly, from 64 up to 2^30 (0: %d); each takes 72 bytes as the stack deepens", runtime.DefaultShadowFrames)),
 	}
 }
 
@@ -44,7 +46,11 @@ func (m modeFlags) apply(opts *rewriter.Options) error {
 	if err != nil {
 		return &usageError{fmt.Sprintf("--metrics: %v", err)}
 	}
+	if n := *m.shadowFrames; n != 0 && (n < 64 || n > 1<<30) {
+		return &usageError{fmt.Sprintf("--shadow-frames: %d is not between 64 and 2^30", n)}
+	}
 	opts.NoContext = *m.noContext
+	opts.ShadowFrames = *m.shadowFrames
 	opts.Metrics = nil
 	for _, s := range specs {
 		mt := rewriter.Metric{Name: s.Name, Type: uint64(s.Type), Config: s.Config}
@@ -57,7 +63,9 @@ func (m modeFlags) apply(opts *rewriter.Options) error {
 }
 
 // key is a string naming the mode, for cache keys.
-func (m modeFlags) key() string { return fmt.Sprintf("ctx=%v metrics=%s", !*m.noContext, *m.metrics) }
+func (m modeFlags) key() string {
+	return fmt.Sprintf("ctx=%v metrics=%s shadow=%d", !*m.noContext, *m.metrics, *m.shadowFrames)
+}
 
 func runRewrite(c *ctx, args []string) error {
 	cmd := find("rewrite")

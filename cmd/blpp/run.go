@@ -19,7 +19,7 @@ import (
 
 func init() {
 	register(&command{name: "run", summary: "rewrite a program (cached), run it with the same arguments and I/O, report its hot paths",
-		usage: "[-o REPORT] [--top N] [--profile FILE] [--no-context] [--metrics LIST] -- PROG [ARGS...]", run: runRun})
+		usage: "[-o REPORT] [--top N] [--profile FILE] [--no-context] [--metrics LIST] [--shadow-frames N] -- PROG [ARGS...]", run: runRun})
 }
 
 // exitError carries the program's exit status out of runRun.

@@ -102,7 +102,12 @@ type funcGen struct {
 	fnPreg    enc.Reg
 	fnHasPreg bool
 	// closed: the function is closed [decision 57] (planClosed).
-	closed bool
+	// internal labels a closed function's second entry, the one calls
+	// from closed functions use [decision 61]; enterLean binds
+	// internalJoin where it rejoins the ordinary entry.
+	closed       bool
+	internal     enc.Label
+	internalJoin enc.Label
 	// loopCopies are the loops whose later iterations run in a copy
 	// that counts at its head [decision 58] (planLoopCopies), by
 	// header; copyBack maps each one's backedge (taken in the first
@@ -169,7 +174,9 @@ type gen struct {
 	// siteRet labels the return address of each closed call, by site id
 	// [decision 57].
 	siteRet map[int32]enc.Label
-	mode    Mode
+	// closedAt maps each closed function's original entry to it.
+	closedAt map[uint64]*funcGen
+	mode     Mode
 	// slotsSize is the size of every thread block's slot counters.
 	slotsSize uint64
 	// layoutSeed, when not 0, pads each function's start (layoutPad).
@@ -259,6 +266,7 @@ func (g *gen) planClosed() {
 	}
 	byAddr := map[uint64]*funcGen{}
 	cand := map[*funcGen]bool{}
+	g.closedAt = map[uint64]*funcGen{}
 	for _, fg := range g.funcs {
 		byAddr[fg.f.Func.Addr] = fg
 		if fg.closedCandidate() {
@@ -280,6 +288,8 @@ func (g *gen) planClosed() {
 	}
 	for fg := range cand {
 		fg.closed = true
+		g.closedAt[fg.f.Func.Addr] = fg
+		fg.internal, fg.internalJoin = g.buf.NewLabel(), g.buf.NewLabel()
 	}
 }
 
@@ -976,6 +986,9 @@ func (fg *funcGen) enterLean() {
 	b.LeaRSP(-8)
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.Bind(first)
+	if fg.closed {
+		b.Bind(fg.internalJoin)
+	}
 	b.AddRegImm32(enc.RCX, runtime.FrameSize)                                       // flags are dead at an entry
 	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPLimit))) // cmp %gs:sp_limit, %rcx
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
@@ -1007,6 +1020,35 @@ func (fg *funcGen) enterLean() {
 	b.Bind(done)
 	b.MovImm32(x, 0) // the stub saved the register in the frame too (Func.PathReg)
 	fg.leanStub(slow, done, true, false, g.stubs.Enter)
+}
+
+// enterInternal is the start of a closed function's internal entry
+// [decision 61], which every call from a closed function takes: it loads
+// the shadow stack's top and joins enterLean after the checks that only
+// the first activation on a thread's way into closed code needs. Its
+// caller is a closed activation running its own code, and so:
+//   - the runtime is ready and %gs is this thread's own block, or the
+//     shared scratch block whose empty shadow stack fails the limit test
+//     below (the caller's entry either passed those checks or called
+//     the entry stub, which leaves %gs at one of the two);
+//   - the newest frame is the caller's, or the caller has none because
+//     the shadow stack is full (which the limit test sees too): a closed
+//     activation's callees all return by ret and pop their frames, and
+//     nothing can jump back into a closed activation (it holds no
+//     landing pad and calls no setjmp), so there is nothing to unwind;
+//   - a busy stub on this thread is one a signal handler interrupted,
+//     and the caller runs inside that handler above everything the stub
+//     works on, as the stub's own push would.
+//
+// The flags are dead at an entry, and so is %rcx's red zone slot (the
+// call just wrote the return address over the caller's).
+func (fg *funcGen) enterInternal() {
+	b := fg.g.buf
+	b.Bind(fg.internal)
+	b.Push(enc.RCX)
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	b.JmpRel32(enc.LabelTarget(fg.internalJoin))
+	b.SetSP(0)
 }
 
 // testReady emits cmpq $0, blpp_fast_slots(%rip); je slow: loadSlots
@@ -1092,7 +1134,15 @@ func (fg *funcGen) exitLean() {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done := b.NewLabel(), b.NewLabel()
 	b.Push(enc.RCX)
-	gsBusyOrOverflow(b, enc.RCX, slow)
+	if !fg.closed {
+		// A closed exit needs no busy or overflow test [decision 61]:
+		// while the overflow count is not 0 the shadow stack is full
+		// and the newest frame is older than this activation, which
+		// the %rsp test sees; and a closed activation running while a
+		// stub on its thread is busy runs in a signal handler above
+		// everything the stub works on, as the stub's own pop would.
+		gsBusyOrOverflow(b, enc.RCX, slow)
+	}
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPBase))) // cmp %gs:sp_base, %rcx: no frame
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
@@ -1954,6 +2004,9 @@ func (fg *funcGen) emit() error {
 	}
 	fg.start = b.Len()
 	fg.mark(fg.f.Func.Addr, false)
+	if fg.closed {
+		fg.enterInternal()
+	}
 	b.Bind(fg.entry)
 	fg.enterInline()
 	fg.landingPads()
@@ -2353,8 +2406,13 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 		if fg.closed {
 			// A closed callee keeps this activation's register (its
 			// entry value) and its return address names this site
-			// [decision 57]: nothing to store.
-			if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {
+			// [decision 57]: nothing to store. The call goes to the
+			// callee's internal entry [decision 61].
+			callee, ok := fg.g.closedAt[in.Target]
+			if !ok {
+				return fmt.Errorf("%#x: closed function calls %#x, which is not closed", in.Addr, in.Target)
+			}
+			if err := fg.reloc(in, code, enc.LabelTarget(callee.internal)); err != nil {
 				return err
 			}
 			ret := b.NewLabel()

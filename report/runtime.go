@@ -16,7 +16,7 @@ var runtimeLosses = map[string]string{
 	"dropped_partials": "%d unfinished activations (left by longjmp, an exception or the end of the run) were not recorded: the blocks they ran are missing from the counts",
 	"dropped_records":  "%d calling contexts were not made (the runtime's memory reached its limit): their paths count without their context",
 	"no_record":        "%d path executions ran in an activation that had no calling-context record: they count in their function's root context",
-	"shadow_overflow":  "%d calls went deeper than the runtime's shadow stack: their paths count without their context",
+	"shadow_overflow":  "%d calls went deeper than the runtime's shadow stack (see rewrite --shadow-frames): their paths count without their context, and the paths of the callers they returned to lost the blocks before the call",
 	"exit_mismatch":    "%d returns did not match the innermost activation the runtime knew of: the contexts around them may be wrong",
 }
 

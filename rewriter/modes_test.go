@@ -26,6 +26,20 @@ func rewriteWith(t *testing.T, orig, inst string, opts rewriter.Options) string 
 }
 
 // rewriteSum is rewriteWith, returning the rewrite's summary.
+// runProfiled runs inst without arguments, with its profile written
+// next to it, requires it to behave as want, and returns the profile.
+func runProfiled(t *testing.T, what, inst string, want procResult) *cct.Profile {
+	t.Helper()
+	prof := filepath.Join(filepath.Dir(inst), "blpp.out")
+	got := runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1")
+	sameBehaviour(t, what, want, got)
+	p, err := cct.ReadFile(prof)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return p
+}
+
 func rewriteSum(t *testing.T, orig, inst string, opts rewriter.Options) rewriter.Summary {
 	t.Helper()
 	data, err := os.ReadFile(orig)
@@ -86,13 +100,7 @@ func TestModesExact(t *testing.T) {
 				loopRegs[m.name+" swaps"] += sum.LoopSwaps
 				loopRegs[m.name+" closed"] += sum.ClosedFunctions
 				loopRegs[m.name+" self"] += sum.LoopCopies
-				prof := filepath.Join(dir, "blpp.out")
-				got := runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1")
-				sameBehaviour(t, what, want, got)
-				p, err := cct.ReadFile(prof)
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
+				p := runProfiled(t, what, inst, want)
 				if got := p.Flags&cct.FlagFlowOnly != 0; got != m.flow {
 					t.Errorf("%s: flow-only flag %v, want %v", what, got, m.flow)
 				}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cct"
 	"blpp/internal/fixture"
 	"blpp/report"
 	"blpp/rewriter"
@@ -52,13 +51,7 @@ func TestShadowFrames(t *testing.T) {
 			if m.closed && sum.ClosedFunctions == 0 {
 				t.Errorf("%s: no closed function: the internal entries are not tested", what)
 			}
-			prof := filepath.Join(dir, "blpp.out")
-			got := runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1")
-			sameBehaviour(t, what, want, got)
-			p, err := cct.ReadFile(prof)
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
+			p := runProfiled(t, what, inst, want)
 			// The deep thread's frames: run's, then down's.
 			over := uint64(deepDepth+1-(frames-1)) + uint64(deepDepth-16-(frames-1))
 			if n := p.Stats["shadow_overflow"]; n != over {

@@ -430,16 +430,17 @@ static int over_limit(void);
 
 /* shadow_grow makes the next SHADOW_CHUNK frames of t's reserved shadow
  * stack usable and raises sp_limit over them; 0 when the reservation is
- * used up, the arena is at its bound or the kernel refuses. Only the
- * stubs push past sp_limit, so the inline code sees a larger stack the
- * next time it reads sp_limit, and frames never move. */
-static int shadow_grow(struct blpp_thread *t)
+ * used up, the arena is at its bound (unless first: a new block's first
+ * chunk) or the kernel refuses. Only the stubs push past sp_limit, so
+ * the inline code sees a larger stack the next time it reads sp_limit,
+ * and frames never move. */
+static int shadow_grow(struct blpp_thread *t, int first)
 {
 	struct tpriv *p = TPRIV(t);
 	u64 n, from = p->shadow_rw, to = page_up(p->shadow_rw + SHADOW_CHUNK * sizeof(struct blpp_frame));
 	if (to > p->shadow_end)
 		to = p->shadow_end;
-	if (to <= from || over_limit() || failed(sc3(SYS_mprotect, from, to - from, PROT_RW)))
+	if (to <= from || (!first && over_limit()) || failed(sc3(SYS_mprotect, from, to - from, PROT_RW)))
 		return 0;
 	ADD(&rt.arena_bytes, to - from);
 	p->shadow_rw = to;
@@ -481,7 +482,7 @@ static struct blpp_thread *block_new(void)
 	t->sp = t->sp_base = t->sp_limit = (u64)(m + head);
 	TPRIV(t)->shadow_rw = (u64)(m + head);
 	TPRIV(t)->shadow_end = (u64)(m + size);
-	if (!shadow_grow(t)) {
+	if (!shadow_grow(t, 1)) {
 		sc2(SYS_munmap, (long)m, (long)size);
 		ADD(&rt.arena_bytes, -head);
 		return 0;
@@ -1503,7 +1504,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		ADD(&rt.w->stats[ST_BAD_FUNCS], 1);
 	f = (struct blpp_frame *)t->sp;
 	if (t->overflow == 0 && (u64)(f + 1) > t->sp_limit)
-		shadow_grow(t);
+		shadow_grow(t, 0);
 	if (t->overflow == 0 && (u64)(f + 1) <= t->sp_limit) {
 		/* Reserve, then fill: a signal handler's push/pop pair that
 		 * lands in between works above the reserved frame. */

@@ -103,8 +103,8 @@ type funcGen struct {
 	fnHasPreg bool
 	// closed: the function is closed [decision 57] (planClosed).
 	// internal labels a closed function's second entry, the one calls
-	// from closed functions use [decision 61]; enterLean binds
-	// internalJoin where it rejoins the ordinary entry.
+	// from closed functions use [decision 61]; internalJoin is where it
+	// joins the ordinary entry (enterLean binds it).
 	closed       bool
 	internal     enc.Label
 	internalJoin enc.Label
@@ -972,6 +972,9 @@ func (fg *funcGen) enterInline() {
 func (fg *funcGen) enterLean() {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done, first := b.NewLabel(), b.NewLabel(), b.NewLabel()
+	if fg.closed {
+		first = fg.internalJoin // where the internal entry joins too
+	}
 	b.Push(enc.RCX)
 	fg.testReady(slow)
 	cmpOwnerRCX(b)
@@ -986,9 +989,6 @@ func (fg *funcGen) enterLean() {
 	b.LeaRSP(-8)
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.Bind(first)
-	if fg.closed {
-		b.Bind(fg.internalJoin)
-	}
 	b.AddRegImm32(enc.RCX, runtime.FrameSize)                                       // flags are dead at an entry
 	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPLimit))) // cmp %gs:sp_limit, %rcx
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))

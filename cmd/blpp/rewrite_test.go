@@ -127,6 +127,11 @@ func TestRewriteRefusals(t *testing.T) {
 			[]string{"--include"}},
 		{"unknown flag", func(out string) []string { return []string{"rewrite", bin, "-o", out, "--bogus"} },
 			[]string{"unknown flag: --bogus"}},
+		{"--shadow-frames below 64", func(out string) []string { return []string{"rewrite", bin, "-o", out, "--shadow-frames", "63"} },
+			[]string{"--shadow-frames: 63 is not between 64 and 2^30"}},
+		{"--shadow-frames above 2^30", func(out string) []string {
+			return []string{"rewrite", bin, "-o", out, "--shadow-frames", "1073741825"}
+		}, []string{"--shadow-frames: 1073741825"}},
 	}
 	// Ordinary shared libraries (no PT_INTERP) are refused as such.
 	// libc.so.6 has a PT_INTERP (it runs as a program), is taken for a

@@ -111,9 +111,9 @@ type funcGen struct {
 	// loopCopies are the loops whose later iterations run in a copy
 	// that counts at its head [decision 58] (planLoopCopies), by
 	// header; copyBack maps each one's backedge (taken in the first
-	// copy) to the copy of the header.
+	// copy, and leading to the copy of the header) to it.
 	loopCopies map[cfg.BlockID]*loopCopy
-	copyBack   map[cfg.EdgeID]enc.Label
+	copyBack   map[cfg.EdgeID]*loopCopy
 	// coldErr is the first error of code emitted out of line.
 	coldErr error
 }
@@ -138,6 +138,9 @@ type loopCopy struct {
 	// into it.
 	rec    enc.Reg
 	record bool
+	// entered is set once the first copy's backedge has been emitted as
+	// a jump to the header's copy; a copy nothing jumps to is a bug.
+	entered bool
 }
 
 // loopReg is a loop region with a path register of its own [decision 56].
@@ -1939,8 +1942,9 @@ func (fg *funcGen) slotBackedge(e cfg.EdgeID, flagsLive bool, slow, done enc.Lab
 // dest is where edge e leads in the new code (for edges to EXIT: the
 // callee of a tail call).
 func (fg *funcGen) dest(e cfg.EdgeID) enc.Target {
-	if l, ok := fg.copyBack[e]; ok {
-		return enc.LabelTarget(l)
+	if lc, ok := fg.copyBack[e]; ok {
+		lc.entered = true
+		return enc.LabelTarget(lc.label[lc.header])
 	}
 	ed := fg.f.Graph.Edges[e]
 	if ed.To == cfg.Exit {
@@ -1966,7 +1970,8 @@ func (fg *funcGen) via(e cfg.EdgeID) enc.Target {
 func (fg *funcGen) follow(e cfg.EdgeID, next cfg.BlockID) {
 	fg.edgeCode(e)
 	ed := fg.f.Graph.Edges[e]
-	if ed.To != cfg.Exit && ed.To == next {
+	_, toCopy := fg.copyBack[e] // a loop copy's header, never next
+	if ed.To != cfg.Exit && ed.To == next && !toCopy {
 		return // next is bound right after this block's code (emit)
 	}
 	if ed.To == cfg.Exit && ed.Kind != cfg.EdgeTailCall {
@@ -2189,9 +2194,9 @@ func (fg *funcGen) planLoopCopies() {
 			lc.record, lc.rec, lc.counter = true, rec, int32(countsOff)+8+8*int32(p)
 		}
 		if fg.loopCopies == nil {
-			fg.loopCopies, fg.copyBack = map[cfg.BlockID]*loopCopy{}, map[cfg.EdgeID]enc.Label{}
+			fg.loopCopies, fg.copyBack = map[cfg.BlockID]*loopCopy{}, map[cfg.EdgeID]*loopCopy{}
 		}
-		fg.loopCopies[l.Header], fg.copyBack[back] = lc, lc.label[l.Header]
+		fg.loopCopies[l.Header], fg.copyBack[back] = lc, lc
 	}
 }
 
@@ -2233,6 +2238,10 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 		if fg.coldErr == nil {
 			fg.coldErr = err
 		}
+	}
+	if !lc.entered {
+		fail(fmt.Errorf("%#x: loop copy: the first copy's backedge does not lead to it", gr.Blocks[lc.header].Addr))
+		return
 	}
 	// to is where cycle edge e leads in the copy.
 	to := func(e cfg.EdgeID) enc.Label {

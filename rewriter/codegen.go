@@ -138,6 +138,8 @@ type loopCopy struct {
 	// into it.
 	rec    enc.Reg
 	record bool
+	// partial: the loop has blocks off the copy's cycle.
+	partial bool
 	// entered is set once the first copy's backedge has been emitted as
 	// a jump to the header's copy; a copy nothing jumps to is a bug.
 	entered bool
@@ -2104,35 +2106,34 @@ func (fg *funcGen) emit() error {
 const loopCopyMax = 256
 
 // planLoopCopies finds the loops whose later iterations run in a copy
-// that counts at its head [decision 58], in a frequency-only image: a
-// natural loop of at most loopCopyMax bytes with one backedge, on which
-// the flags are dead, whose blocks form one cycle (each has exactly one
-// successor inside the loop), end in a conditional or direct jump or
-// fall through, and leave the loop only to blocks of the function, with
-// every edge a DAG edge but the backedge; the function counts in slot
-// counters, or densely in its records with a register dead at the
-// header to load the record into. Every iteration after the first
-// starts with the path register (wherever it lives) at the backedge's
-// EntryInc and follows the cycle, so the register's value at each block
-// is a constant, and each iteration that branches back ends the same
-// path: its count needs no path register, no bound and no stub, and the
-// copy's cycle needs no chord increments (its exits set the register).
+// that counts at its head [decisions 58, 63], in a frequency-only image:
+// in a natural loop, a cycle of blocks from the header round to a
+// backedge on which the flags are dead (likelyCycle: the one the
+// compiler laid out as likely, where there are several), at most
+// loopCopyMax bytes, whose blocks end in a conditional or direct jump or
+// fall through, and whose every other edge (out of the loop, to another
+// of its blocks, another backedge) does not break a path; the function
+// counts in slot counters, or densely in its records with a register
+// dead at the header to load the record into. Every iteration in the
+// copy starts with the path register (wherever it lives) at the
+// backedge's EntryInc and follows the cycle, so the register's value at
+// each block is a constant, and each iteration that branches back ends
+// the same path: its count needs no path register, no bound and no
+// stub, and the copy's cycle needs no chord increments. An edge off the
+// cycle sets the register to its value there and runs the first copy's
+// code for the edge (copyExit).
 func (fg *funcGen) planLoopCopies() {
 	if fg.g.mode.Metrics || fg.slot == 0 && fg.hashed() {
 		return
 	}
 	gr, n := fg.f.Graph, fg.num
 	for _, l := range gr.Loops {
-		if l.Irreducible || len(l.Backedges) != 1 {
+		if l.Irreducible {
 			continue
 		}
-		back := l.Backedges[0]
-		if gr.Edges[back].To != l.Header || n.Kind[back] == pathnum.DAGEdge || gr.BreaksPath(back) || gr.Edges[back].FlagsLive {
+		cycle, back := fg.likelyCycle(l)
+		if cycle == nil {
 			continue
-		}
-		in := map[cfg.BlockID]bool{}
-		for _, b := range l.Blocks {
-			in[b] = true
 		}
 		lc := &loopCopy{header: l.Header, back: back, next: map[cfg.BlockID]cfg.EdgeID{}, val: map[cfg.BlockID]int64{}, label: map[cfg.BlockID]enc.Label{}}
 		ok, size, v := true, uint64(0), n.EntryInc[back]
@@ -2141,26 +2142,23 @@ func (fg *funcGen) planLoopCopies() {
 				ok = false
 				break
 			}
-			lc.val[b] = v
-			size += gr.Blocks[b].End - gr.Blocks[b].Addr
-			var cyc []cfg.EdgeID
-			for _, e := range gr.Blocks[b].Succs {
-				ed := gr.Edges[e]
-				if ed.Kind != cfg.EdgeBranch && ed.Kind != cfg.EdgeFallThrough || ed.To < 0 {
-					ok = false
-				} else if in[ed.To] {
-					cyc = append(cyc, e)
-				} else if n.Kind[e] != pathnum.DAGEdge || gr.BreaksPath(e) {
-					ok = false
-				}
-			}
-			if !ok || len(cyc) != 1 || !fg.copyable(b) {
+			e, on := cycle[b]
+			if !on || !fg.copyable(b) {
 				ok = false
 				break
 			}
-			e := cyc[0]
+			lc.val[b] = v
+			size += gr.Blocks[b].End - gr.Blocks[b].Addr
+			for _, x := range gr.Blocks[b].Succs {
+				ed := gr.Edges[x]
+				if ed.Kind != cfg.EdgeBranch && ed.Kind != cfg.EdgeFallThrough || ed.To < 0 {
+					ok = false
+				} else if x != e && gr.BreaksPath(x) {
+					ok = false // a way out of the copy the first copy must take
+				}
+			}
 			lc.next[b] = e
-			if e == back {
+			if !ok || e == back {
 				break
 			}
 			if n.Kind[e] != pathnum.DAGEdge || fg.crossesLoop(e) {
@@ -2170,7 +2168,7 @@ func (fg *funcGen) planLoopCopies() {
 			v += n.Inc[e]
 			b = gr.Edges[e].To
 		}
-		if !ok || len(lc.next) != len(l.Blocks) || size > loopCopyMax {
+		if !ok || size > loopCopyMax {
 			continue
 		}
 		p := lc.val[gr.Edges[back].From] + n.ExitInc[back]
@@ -2184,7 +2182,10 @@ func (fg *funcGen) planLoopCopies() {
 			continue
 		}
 		b := fg.g.buf
-		lc.blocks = append([]cfg.BlockID(nil), l.Blocks...)
+		for id := range lc.next {
+			lc.blocks = append(lc.blocks, id)
+		}
+		lc.partial = len(lc.blocks) < len(l.Blocks)
 		sort.Slice(lc.blocks, func(i, j int) bool { return gr.Blocks[lc.blocks[i]].Addr < gr.Blocks[lc.blocks[j]].Addr })
 		for _, id := range lc.blocks {
 			lc.label[id] = b.NewLabel()
@@ -2197,6 +2198,95 @@ func (fg *funcGen) planLoopCopies() {
 			fg.loopCopies, fg.copyBack = map[cfg.BlockID]*loopCopy{}, map[cfg.EdgeID]*loopCopy{}
 		}
 		fg.loopCopies[l.Header], fg.copyBack[back] = lc, lc
+		// The loop's other backedges restart the path where back does
+		// or elsewhere: the first lead into the copy too, once they have
+		// counted their path, from either copy.
+		for _, e := range l.Backedges {
+			if e != back && n.EntryInc[e] == n.EntryInc[back] {
+				fg.copyBack[e] = lc
+			}
+		}
+	}
+}
+
+// likelyCycle picks, in natural loop l, a cycle from the header round
+// to one of its backedges that a copy can count at its head: through
+// DAG edges between blocks of l that no inner loop holds and that stay
+// in one loop region, ending in a backedge on which the flags are dead
+// and that does not break a path. Where there is a choice it takes the
+// way the compiler laid out as likely, by the rule static predictors
+// use: a backward branch is taken, a forward one is not (the
+// fall-through). It returns the edge each of the cycle's blocks takes,
+// and the backedge; nil when there is no such cycle.
+func (fg *funcGen) likelyCycle(l cfg.Loop) (map[cfg.BlockID]cfg.EdgeID, cfg.EdgeID) {
+	gr, n := fg.f.Graph, fg.num
+	own := map[cfg.BlockID]bool{}
+	for _, b := range l.Blocks {
+		if gr.Blocks[b].LoopDepth == l.Depth {
+			own[b] = true
+		}
+	}
+	usable := func(e cfg.EdgeID) bool {
+		ed := gr.Edges[e]
+		return ed.To >= 0 && own[ed.From] && own[ed.To] &&
+			(ed.Kind == cfg.EdgeBranch || ed.Kind == cfg.EdgeFallThrough) &&
+			n.Kind[e] == pathnum.DAGEdge && !fg.crossesLoop(e)
+	}
+	// dist: blocks from each block to a latch, breadth first backwards
+	// from all of them (which blocks reach one); closing is the backedge
+	// each latch takes.
+	dist, closing := map[cfg.BlockID]int{}, map[cfg.BlockID]cfg.EdgeID{}
+	var queue []cfg.BlockID
+	for _, e := range l.Backedges {
+		ed := gr.Edges[e]
+		if _, dup := dist[ed.From]; dup || ed.To != l.Header || !own[ed.From] || n.Kind[e] == pathnum.DAGEdge || gr.BreaksPath(e) || ed.FlagsLive {
+			continue
+		}
+		dist[ed.From], closing[ed.From] = 0, e
+		queue = append(queue, ed.From)
+	}
+	for ; len(queue) > 0; queue = queue[1:] {
+		b := queue[0]
+		for _, e := range gr.Blocks[b].Preds {
+			if from := gr.Edges[e].From; usable(e) {
+				if _, seen := dist[from]; !seen {
+					dist[from] = dist[b] + 1
+					queue = append(queue, from)
+				}
+			}
+		}
+	}
+	if _, ok := dist[l.Header]; !ok {
+		return nil, 0
+	}
+	cycle := map[cfg.BlockID]cfg.EdgeID{}
+	for b := l.Header; ; {
+		if dist[b] == 0 {
+			cycle[b] = closing[b]
+			return cycle, closing[b]
+		}
+		// DAG edges only, so the walk ends, at a latch.
+		best, rank := cfg.EdgeID(0), 3
+		for _, e := range gr.Blocks[b].Succs {
+			ed := gr.Edges[e]
+			if _, ok := dist[ed.To]; !ok || !usable(e) {
+				continue
+			}
+			r := 2 // a forward branch
+			if ed.Kind == cfg.EdgeFallThrough {
+				r = 1
+			} else if gr.Blocks[ed.To].Addr <= gr.Blocks[b].Addr {
+				r = 0 // a backward branch
+			}
+			if r < rank {
+				best, rank = e, r
+			}
+		}
+		if rank == 3 {
+			return nil, 0
+		}
+		cycle[b] = best
+		b = gr.Edges[best].To
 	}
 }
 

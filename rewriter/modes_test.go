@@ -110,6 +110,7 @@ func TestModesExact(t *testing.T) {
 				loopRegs[m.name+" swaps"] += sum.LoopSwaps
 				loopRegs[m.name+" closed"] += sum.ClosedFunctions
 				loopRegs[m.name+" self"] += sum.LoopCopies
+				loopRegs[m.name+" partial"] += sum.LoopCopiesPartial
 				p := runProfiled(t, what, inst, want)
 				if got := p.Flags&cct.FlagFlowOnly != 0; got != m.flow {
 					t.Errorf("%s: flow-only flag %v, want %v", what, got, m.flow)
@@ -140,6 +141,10 @@ func TestModesExact(t *testing.T) {
 	if loopRegs["flow-only self"] == 0 || loopRegs["flow-only, swapping loop registers self"] == 0 ||
 		loopRegs["context, loop registers self"] == 0 || loopRegs["context, swapping loop registers self"] == 0 {
 		t.Errorf("loop copies: %v; want some in flow-only and context images", loopRegs)
+	}
+	// Some of them of loops with more than one cycle [decision 63].
+	if loopRegs["flow-only partial"] == 0 || loopRegs["context, loop registers partial"] == 0 {
+		t.Errorf("loop copies of one of several cycles: %v; want some in flow-only and context images", loopRegs)
 	}
 	if loopRegs["flow-only, loop registers"] == 0 || loopRegs["flow-only, loop registers"] == loopRegs["flow-only, loop registers swaps"] ||
 		loopRegs["flow-only, swapping loop registers swaps"] == 0 ||

@@ -114,10 +114,12 @@ type Summary struct {
 	// ClosedFunctions counts the closed functions [decision 57]: their
 	// entries, exits and calls leave the caller's state alone.
 	ClosedFunctions int `json:"closed_functions"`
-	// LoopCopies counts the loops (one cycle of blocks) whose later
-	// iterations run in a second copy that counts at its head
-	// [decision 58].
-	LoopCopies int `json:"loop_copies"`
+	// LoopCopies counts the loops whose later iterations run in a
+	// second copy of one cycle of their blocks, which counts at its head
+	// [decisions 58, 63]; LoopCopiesPartial those of them with blocks
+	// off that cycle, which the copy leaves for.
+	LoopCopies        int `json:"loop_copies"`
+	LoopCopiesPartial int `json:"loop_copies_partial"`
 	// Warnings say what the rewritten binary lost that the original had
 	// (the CET note bits: clearCET).
 	Warnings []string `json:"warnings,omitempty"`
@@ -480,6 +482,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			sum.ClosedFunctions++
 		}
 		sum.LoopCopies += len(fg.loopCopies)
+		for _, lc := range fg.loopCopies {
+			if lc.partial {
+				sum.LoopCopiesPartial++
+			}
+		}
 		sum.LoopRegisters += len(fg.loops)
 		for _, l := range fg.loops {
 			if l.swap {

@@ -1,13 +1,15 @@
 /*
- * cycles.c - loops whose body is one cycle of blocks with exits along
- * it (decision 58 gives them a second copy that counts at its head).
+ * cycles.c - loops whose later iterations run in a second copy of one
+ * cycle of their blocks, which counts at its head (decisions 58, 63).
  *
- * Each loop below follows a single path round and round and can leave
- * from several of its blocks: a byte search with two exits, a scan with
- * four, a running sum that stops at a bound, and a do-while that turns a
- * number into digits. Every exit is taken on some call, at a different
- * point of the cycle, so a copy that gives the path register the wrong
- * value where it leaves shows up in the counts of the code after it.
+ * The first loops below follow a single path round and round and can
+ * leave from several of its blocks: a byte search with two exits, a scan
+ * with four, a running sum that stops at a bound, and a do-while that
+ * turns a number into digits. The last two have more than one cycle: a
+ * rare store the copy leaves for, and an if/else with an inner loop on
+ * one side. Every exit is taken on some call, at a different point of
+ * the cycle, so a copy that gives the path register the wrong value
+ * where it leaves shows up in the counts of the code after it.
  */
 #include <stdio.h>
 
@@ -73,6 +75,39 @@ NOINLINE int digits(char *out, unsigned long v)
 	return k;
 }
 
+static long marks[4096];
+
+/* Two cycles: the copy follows the bypass of the rare store and leaves
+ * for the first copy's block when the byte matches [decision 63]. */
+NOINLINE long mark(const char *s, long n, char c)
+{
+	long k = 0;
+	for (long i = 0; i < n; i++) {
+		if (s[i] == c)
+			marks[k++] = i;
+	}
+	return k;
+}
+
+/* An if/else in the body, one side holding an inner loop: iterations
+ * leave the copy at different blocks, about half of them. */
+NOINLINE long weave(const char *s, long n)
+{
+	long acc = 0;
+	for (long i = 0; i < n; i++) {
+		if (s[i] < 'm') {
+			marks[i & 4095] = acc;
+			acc += 3;
+		} else {
+			long j = 0;
+			while (j < 4 && s[i + j] >= 'm')
+				j++;
+			acc = acc * 5 + j;
+		}
+	}
+	return acc;
+}
+
 int main(void)
 {
 	long rounds = vol_rounds, acc = 0;
@@ -89,6 +124,9 @@ int main(void)
 		acc += span((const unsigned char *)text + (r * 37) % 2600, 400 + r * 13 % 2000);
 		acc += bounded(arr, 300 + r % 200, 500 + r * 11 % 900);
 		acc += digits(buf, (unsigned long)r * 2654435761u);
+		acc += mark(text + r % 64, 1000 + r % 700, (char)('a' + r % 26));
+		acc ^= weave(text + r % 80, 900 + r % 500);
+		acc += marks[(r * 7) & 63];
 	}
 	printf("%ld %s\n", acc, buf);
 	return 0;

@@ -2161,11 +2161,7 @@ func (fg *funcGen) planLoopCopies() {
 			if !ok || e == back {
 				break
 			}
-			if n.Kind[e] != pathnum.DAGEdge || fg.crossesLoop(e) {
-				ok = false
-				break
-			}
-			v += n.Inc[e]
+			v += n.Inc[e] // a DAG edge within one region (likelyCycle)
 			b = gr.Edges[e].To
 		}
 		if !ok || size > loopCopyMax {

@@ -108,6 +108,11 @@ type funcGen struct {
 	closed       bool
 	internal     enc.Label
 	internalJoin enc.Label
+	// keeps: a closed function that returns only by ret, so that its
+	// callers' path register comes back as it was; callsOut: a closed
+	// function with calls that are not inside calls, which store the
+	// register and the call site in its own frame [decision 64].
+	keeps, callsOut bool
 	// loopCopies are the loops whose later iterations run in a copy
 	// that counts at its head [decision 58] (planLoopCopies), by
 	// header; copyBack maps each one's backedge (taken in the first
@@ -181,6 +186,8 @@ type gen struct {
 	siteRet map[int32]enc.Label
 	// closedAt maps each closed function's original entry to it.
 	closedAt map[uint64]*funcGen
+	// trivialAt maps each trivial function's original entry to it.
+	trivialAt map[uint64]*funcGen
 	mode     Mode
 	// slotsSize is the size of every thread block's slot counters.
 	slotsSize uint64
@@ -259,58 +266,137 @@ func (g *gen) assignPathReg(fg *funcGen) {
 	}
 }
 
-// planClosed marks the closed functions [decision 57]: flow-only
+// planClosed marks the closed functions [decisions 57, 64]: flow-only
 // functions with slot counters and a path register, framed (not
-// trivial), that leave only by returning, have no landing pad, and call
-// only closed functions with the same path register, directly. The
-// largest such set: start from every candidate and drop those that call
-// anything else until none does.
+// trivial), with no landing pad and no system call or call that may end
+// the process image, that leave by returning, by a tail jump or by a
+// call that does not return, and call nothing that returns twice or
+// forks. Their calls to closed functions that keep the register (insideCall)
+// store nothing; every other call stores the path register and the call
+// site in the caller's own frame (outsideCall).
 func (g *gen) planClosed() {
 	if !g.mode.FlowOnly || g.mode.Metrics {
 		return
 	}
-	byAddr := map[uint64]*funcGen{}
-	cand := map[*funcGen]bool{}
 	g.closedAt = map[uint64]*funcGen{}
+	g.trivialAt = map[uint64]*funcGen{}
 	for _, fg := range g.funcs {
-		byAddr[fg.f.Func.Addr] = fg
-		if fg.closedCandidate() {
-			cand[fg] = true
+		if fg.trivial() {
+			g.trivialAt[fg.f.Func.Addr] = fg
 		}
 	}
-	for changed := true; changed; {
-		changed = false
-		for fg := range cand {
-			for _, c := range fg.f.Graph.Calls {
-				callee := byAddr[c.Target]
-				if c.Target == 0 || callee == nil || !cand[callee] || callee.preg != fg.preg || c.NoReturn || c.ReturnsTwice || c.Forks {
-					delete(cand, fg)
-					changed = true
-					break
-				}
+	for _, fg := range g.funcs {
+		if fg.closedCandidate() {
+			fg.closed, fg.keeps = true, fg.keepsRegister()
+			g.closedAt[fg.f.Func.Addr] = fg
+			fg.internal, fg.internalJoin = g.buf.NewLabel(), g.buf.NewLabel()
+		}
+	}
+	for _, fg := range g.funcs {
+		if !fg.closed {
+			continue
+		}
+		for _, c := range fg.f.Graph.Calls {
+			if !fg.insideCall(c.Target, c.NoReturn) && !fg.leafCall(c.Target, c.NoReturn) {
+				fg.callsOut = true
 			}
 		}
 	}
-	for fg := range cand {
-		fg.closed = true
-		g.closedAt[fg.f.Func.Addr] = fg
-		fg.internal, fg.internalJoin = g.buf.NewLabel(), g.buf.NewLabel()
-	}
 }
 
-// closedCandidate reports whether fg may be closed as far as its own
-// code goes (planClosed then looks at its callees).
+// closedField is runtime.Func.Closed for fg.
+func (fg *funcGen) closedField() uint64 {
+	switch {
+	case fg.callsOut:
+		return 2
+	case fg.closed:
+		return 1
+	}
+	return 0
+}
+
+// closedCandidate reports whether fg may be closed.
 func (fg *funcGen) closedCandidate() bool {
 	gr := fg.f.Graph
 	if !fg.lean() || !fg.hasPreg || fg.trivial() || len(gr.EH) > 0 || len(gr.Leaves) > 0 {
 		return false
 	}
 	for _, ed := range gr.Edges {
-		if ed.To == cfg.Exit && ed.Kind != cfg.EdgeReturn || ed.Kind == cfg.EdgeTailCall || ed.Kind == cfg.EdgeNoReturn {
+		if ed.To == cfg.Exit && ed.Kind != cfg.EdgeReturn && ed.Kind != cfg.EdgeTailCall && ed.Kind != cfg.EdgeNoReturn {
+			return false
+		}
+	}
+	for _, c := range gr.Calls {
+		if c.ReturnsTwice || c.Forks {
 			return false
 		}
 	}
 	return true
+}
+
+// keepsRegister reports whether a closed function gives its callers
+// their path register back: it leaves only by ret (its exit restores the
+// entry value), not by a tail jump, after which the code jumped to may
+// overwrite the register. A call that does not return ends the
+// activation where it is.
+func (fg *funcGen) keepsRegister() bool {
+	for _, ed := range fg.f.Graph.Edges {
+		if ed.Kind == cfg.EdgeTailCall {
+			return false
+		}
+	}
+	return true
+}
+
+// insideCall reports whether a closed function's call to target is an
+// inside call [decision 57]: a direct call that returns, to a closed
+// function that keeps its register and uses the same one. The callee's
+// frame then holds the register's value at the call and the return
+// address, which names the call site.
+func (fg *funcGen) insideCall(target uint64, noReturn bool) bool {
+	callee, ok := fg.g.closedAt[target]
+	return ok && target != 0 && !noReturn && callee.keeps && callee.preg == fg.preg
+}
+
+// leafCall reports whether a closed function's call to target is a leaf
+// call [decision 64]: a direct call that returns, to a trivial function
+// (decision 55: no frame, no calls, leaves by ret) that never names the
+// caller's path register, which thus survives it. No other instrumented
+// code runs until it returns (but a signal handler's), so the call site
+// and register wait in two words of the thread's block for the runtime.
+func (fg *funcGen) leafCall(target uint64, noReturn bool) bool {
+	callee, ok := fg.g.trivialAt[target]
+	return ok && target != 0 && !noReturn && !callee.f.Graph.Named.Has(int(fg.preg))
+}
+
+// outsideCallStore emits, before an outside call of a closed function
+// [decision 64], the stores of its path register and the call site into
+// its own frame (ext_r, ext_site), through %rcx, which waits in the red
+// zone meanwhile: nothing below %rsp is live at a call, whose return
+// address and callee write there next, and a signal frame skips the red
+// zone. Should the activation have no frame (the shadow stack is full),
+// the stores go to the newest frame, whose ext words only closed frames
+// read, and outsideCallLoad reads the register back from there all the
+// same; the scratch block has a frame's room below its empty stack.
+func (fg *funcGen) outsideCallStore(site int32) {
+	b := fg.g.buf
+	b.MovMemFromReg(enc.RSP, -8, enc.RCX)
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	b.MovMemFromReg(enc.RCX, int32(frExtR), fg.preg)
+	b.MovMemImm32(enc.RCX, int32(frExtSite), site)
+	b.MovRegFromMem(enc.RCX, enc.RSP, -8)
+}
+
+// outsideCallLoad emits, after an outside call returns, the load of the
+// path register from the frame, and clears the frame's call site so that
+// the runtime does not take the activation for one still in that call.
+// The flags are left alone (a call's return edge may carry live flags
+// out of hand-written code).
+func (fg *funcGen) outsideCallLoad() {
+	b, x := fg.g.buf, fg.preg
+	b.MovRegFromGS(x, runtime.OffSP)
+	b.MovMemImm32(x, int32(frExtSite), 0)
+	b.MovRegFromMem(x, x, int32(frExtR))
 }
 
 // spill stores the path register to Thread.R, where the runtime and
@@ -1011,6 +1097,9 @@ func (fg *funcGen) enterLean() {
 		// caller is closed too [decision 57].
 		b.MovRegFromMem(x, x, 0)
 		b.MovMemFromReg(enc.RCX, int32(frSite), x)
+		if fg.callsOut {
+			b.MovMemImm32(enc.RCX, int32(frExtSite), 0) // in no outside call
+		}
 	} else { // a closed activation leaves the rest alone
 		b.MovRegFromGS(x, g.stubs.OffR)
 		b.MovMemFromReg(enc.RCX, int32(frSavedR), x)
@@ -1256,6 +1345,10 @@ var (
 	// With metrics: the caller's accumulated value of the first metric.
 	frSavedAcc = frSavedCur
 	frSavedReg = int8(runtime.FrameSavedRegOff - runtime.FrameSize)
+	// In a closed function's frame: the call site and path register of
+	// its outside call in progress [decision 64].
+	frExtSite = int8(runtime.FrameExtSiteOff - runtime.FrameSize)
+	frExtR    = int8(runtime.FrameExtROff - runtime.FrameSize)
 	// Thread fields of a pending tail call [decision 31].
 	offTailSite = int32(unsafe.Offsetof(runtime.Thread{}.TailSite))
 	offTailRSP  = int32(unsafe.Offsetof(runtime.Thread{}.TailRSP))
@@ -2437,6 +2530,59 @@ func (fg *funcGen) countCopy(lc *loopCopy) {
 	fg.coldBackedge(lc.back, slow, lc.label[lc.header], 0)
 }
 
+// closedCall emits a closed function's call [decisions 57, 61, 64]. An
+// inside call stores nothing: the callee keeps this activation's
+// register (its entry value) and its return address names this site.
+// A leaf call stores the site and the register in the thread's LeafSite
+// and LeafR, and clears the site after. An outside call stores the register and the site in this activation's
+// frame first and loads the register back after. A call that does not
+// return leaves the activation as it is, for the runtime to find in that
+// call, so its edge to Exit has no code; should it return after all, the
+// original code after it runs. Calls to closed functions go to their
+// internal entry.
+func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Inst, code []byte, next cfg.BlockID, site int32) error {
+	b := fg.g.buf
+	_, isNoRet := fg.succ(id, cfg.EdgeNoReturn)
+	target := fg.g.target(in.Target)
+	if callee, ok := fg.g.closedAt[in.Target]; ok && in.Kind == x86.Call {
+		target = enc.LabelTarget(callee.internal)
+	}
+	inside := in.Kind == x86.Call && fg.insideCall(in.Target, isNoRet)
+	leaf := in.Kind == x86.Call && fg.leafCall(in.Target, isNoRet)
+	switch {
+	case leaf:
+		b.MovGS64Imm(runtime.OffLeafSite, site)
+		b.MovGSFromReg(runtime.OffLeafR, fg.preg)
+	case !inside:
+		fg.outsideCallStore(site)
+	}
+	if err := fg.reloc(in, code, target); err != nil {
+		return err
+	}
+	if leaf {
+		b.MovGS64Imm(runtime.OffLeafSite, 0) // the register is still there
+		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
+			fg.follow(e, next)
+		}
+		return nil
+	}
+	if isNoRet {
+		b.JmpRel32(enc.AbsTarget(in.Addr + uint64(in.Len)))
+		return nil
+	}
+	if inside {
+		ret := b.NewLabel()
+		b.Bind(ret)
+		fg.g.siteRet[site] = ret
+	} else {
+		fg.outsideCallLoad()
+	}
+	if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
+		fg.follow(e, next)
+	}
+	return nil
+}
+
 // copyExit leaves a loop copy by edge e from block id: the path
 // register gets the value it has there in the first copy, then e's code
 // runs as in the first copy.
@@ -2499,24 +2645,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 		}
 		fg.lastSite = site
 		if fg.closed {
-			// A closed callee keeps this activation's register (its
-			// entry value) and its return address names this site
-			// [decision 57]: nothing to store. The call goes to the
-			// callee's internal entry [decision 61].
-			callee, ok := fg.g.closedAt[in.Target]
-			if !ok {
-				return fmt.Errorf("%#x: closed function calls %#x, which is not closed", in.Addr, in.Target)
-			}
-			if err := fg.reloc(in, code, enc.LabelTarget(callee.internal)); err != nil {
-				return err
-			}
-			ret := b.NewLabel()
-			b.Bind(ret)
-			fg.g.siteRet[site] = ret
-			if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
-				fg.follow(e, next)
-			}
-			return nil
+			return fg.closedCall(id, in, code, next, site)
 		}
 		fg.storeCallSite(site)
 		fg.spill()

@@ -93,7 +93,7 @@ func TestModesExact(t *testing.T) {
 		{"context, loop registers", rewriter.Options{LoopRegs: rewriter.LoopRegsOnly}, false},
 		{"context, swapping loop registers", rewriter.Options{LoopRegs: rewriter.LoopRegsSwap}, false},
 	}
-	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c", "pathreg.c", "manypaths.c", "loopsig.c", "closedsig.c", "cycles.c", "deep.c"}
+	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c", "pathreg.c", "manypaths.c", "loopsig.c", "closedsig.c", "cycles.c", "deep.c", "outcall.c"}
 	loopRegs := map[string]int{}
 	cfgs := []fixture.Config{fixture.Matrix()[0], {CC: "gcc", Opt: "-O2", PIE: true}}
 	for _, c := range cfgs {
@@ -109,6 +109,7 @@ func TestModesExact(t *testing.T) {
 				loopRegs[m.name] += sum.LoopRegisters
 				loopRegs[m.name+" swaps"] += sum.LoopSwaps
 				loopRegs[m.name+" closed"] += sum.ClosedFunctions
+				loopRegs[m.name+" calling out"] += sum.ClosedCallingOut
 				loopRegs[m.name+" self"] += sum.LoopCopies
 				loopRegs[m.name+" partial"] += sum.LoopCopiesPartial
 				p := runProfiled(t, what, inst, want)
@@ -119,6 +120,14 @@ func TestModesExact(t *testing.T) {
 				if src == "loopsig.c" {
 					check.own = append(check.own, "sum", "spread")
 					check.retried = map[string]uint64{"sum": 5} // its output says faults 5
+				}
+				if src == "outcall.c" {
+					// A SIGSEGV inside strlen, three times, abandons
+					// round_of, chain's 6, 7 and 8 activations and
+					// scan, each stopped at a call: scan in its outside
+					// call [decision 64].
+					check.own = []string{"chain", "weigh", "order", "apply", "drop"}
+					check.abandoned = map[string]uint64{"round_of": 3, "chain": 21, "scan": 3}
 				}
 				if src == "closedsig.c" {
 					// main is left by longjmp (its setjmp call's path
@@ -135,6 +144,10 @@ func TestModesExact(t *testing.T) {
 	// And closed functions [decision 57] must have been tested too.
 	if loopRegs["flow-only closed"] == 0 || loopRegs["flow-only, layout seed 5 closed"] == 0 {
 		t.Errorf("closed functions: %v; want some in flow-only images", loopRegs)
+	}
+	// Some of them calling out [decision 64].
+	if loopRegs["flow-only calling out"] == 0 {
+		t.Errorf("closed functions calling out: %v; want some in flow-only images", loopRegs)
 	}
 	// And loops counted at the head of a second copy [decision 58], in
 	// slot counters and in records.

@@ -114,6 +114,10 @@ type Summary struct {
 	// ClosedFunctions counts the closed functions [decision 57]: their
 	// entries, exits and calls leave the caller's state alone.
 	ClosedFunctions int `json:"closed_functions"`
+	// ClosedCallingOut counts the closed functions that make outside
+	// calls [decision 64]: to code that is not closed, through a
+	// pointer, without return, or by a tail jump.
+	ClosedCallingOut int `json:"closed_calling_out"`
 	// LoopCopies counts the loops whose later iterations run in a
 	// second copy of one cycle of their blocks, which counts at its head
 	// [decisions 58, 63]; LoopCopiesPartial those of them with blocks
@@ -382,7 +386,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for i, fg := range g.funcs {
 		np := fg.f.Numbering.NumPaths
 		runtime.PutFunc(rw[funcsAddr-rwAddr+uint64(i*runtime.FuncSize):], runtime.Func{
-			NumPaths: np, Hashed: b2u(fg.hashed()), FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot), PathReg: fg.pathRegField(), Closed: b2u(fg.closed)})
+			NumPaths: np, Hashed: b2u(fg.hashed()), FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot), PathReg: fg.pathRegField(), Closed: fg.closedField()})
 	}
 	code, err := g.buf.Finish(codeAddr)
 	if err != nil {
@@ -480,6 +484,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		}
 		if fg.closed {
 			sum.ClosedFunctions++
+		}
+		if fg.callsOut {
+			sum.ClosedCallingOut++
 		}
 		sum.LoopCopies += len(fg.loopCopies)
 		for _, lc := range fg.loopCopies {

@@ -61,7 +61,7 @@
 #define BLPP_FUNC_OFF_CLOSED 48
 
 /* struct blpp_thread: per-thread block; %gs points at it */
-#define BLPP_THREAD_SIZE 256
+#define BLPP_THREAD_SIZE 272
 #define BLPP_THREAD_OFF_SELF 0
 #define BLPP_THREAD_OFF_R 8
 #define BLPP_THREAD_OFF_OWNER 16
@@ -88,6 +88,8 @@
 #define BLPP_THREAD_OFF_PLOCK 232
 #define BLPP_THREAD_OFF_EPOCH 240
 #define BLPP_THREAD_OFF_CUR 248
+#define BLPP_THREAD_OFF_LEAF_SITE 256
+#define BLPP_THREAD_OFF_LEAF_R 264
 
 /* struct blpp_frame: shadow-stack entry */
 #define BLPP_FRAME_SIZE 72
@@ -195,6 +197,8 @@ struct blpp_thread {
 	unsigned long long plock;
 	unsigned long long epoch;
 	unsigned long long cur;
+	unsigned long long leaf_site;
+	long long leaf_r;
 };
 
 struct blpp_frame {
@@ -297,6 +301,8 @@ _Static_assert(__builtin_offsetof(struct blpp_thread, partials) == BLPP_THREAD_O
 _Static_assert(__builtin_offsetof(struct blpp_thread, plock) == BLPP_THREAD_OFF_PLOCK, "blpp_thread.plock");
 _Static_assert(__builtin_offsetof(struct blpp_thread, epoch) == BLPP_THREAD_OFF_EPOCH, "blpp_thread.epoch");
 _Static_assert(__builtin_offsetof(struct blpp_thread, cur) == BLPP_THREAD_OFF_CUR, "blpp_thread.cur");
+_Static_assert(__builtin_offsetof(struct blpp_thread, leaf_site) == BLPP_THREAD_OFF_LEAF_SITE, "blpp_thread.leaf_site");
+_Static_assert(__builtin_offsetof(struct blpp_thread, leaf_r) == BLPP_THREAD_OFF_LEAF_R, "blpp_thread.leaf_r");
 _Static_assert(sizeof(struct blpp_frame) == BLPP_FRAME_SIZE, "blpp_frame size");
 _Static_assert(__builtin_offsetof(struct blpp_frame, rsp) == BLPP_FRAME_OFF_RSP, "blpp_frame.rsp");
 _Static_assert(__builtin_offsetof(struct blpp_frame, saved_r) == BLPP_FRAME_OFF_SAVED_R, "blpp_frame.saved_r");

@@ -389,6 +389,8 @@ static void *arena_alloc(struct arena *a, u64 size)
 #define BLPP_SHADOW_FRAMES BLPP_DEFAULT_SHADOW_FRAMES
 #endif
 enum { BLOCK_HDR = BLPP_SLOTS_OFFSET };
+_Static_assert(sizeof(struct blpp_thread) + sizeof(struct tpriv) + sizeof(struct blpp_frame) <= BLOCK_HDR,
+	       "a frame's room at the header's end (scratch_block)");
 #define SHADOW_CHUNK (rt.shadow_frames < (1ul << 15) ? rt.shadow_frames : (1ul << 15))
 #define SHADOW_FALLBACK (rt.shadow_frames < (1ul << 20) ? rt.shadow_frames : (1ul << 20))
 
@@ -544,6 +546,7 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 			b->record = 0;
 			b->cur = 0;
 			b->call_site = 0;
+			b->leaf_site = 0;
 			b->tail_rec = 0;
 			if (rt.nmetrics)
 				metrics_open(b); /* the dead thread's events counted it */
@@ -576,7 +579,7 @@ static void die(const char *m);
 
 /* scratch_block returns the scratch block, mapped on first use: one block
  * for every thread that has no block of its own, where nothing is
- * counted. Its shadow stack is empty with a limit of 0, so every inline
+ * counted. Its shadow stack is empty with no room, so every inline
  * entry takes its stub there, the internal entries of closed functions
  * included [decision 61]; its slots take the inline increments. */
 static struct blpp_thread *scratch_block(void)
@@ -592,6 +595,11 @@ static struct blpp_thread *scratch_block(void)
 		if (!t)
 			die("cannot map a thread block");
 		t->self = (u64)t;
+		/* An empty shadow stack with no room (the limit test fails)
+		 * and a frame's worth of the header's unused end below it:
+		 * a closed function's outside call stores into the newest
+		 * frame's place even when it has none (decision 64). */
+		t->sp = t->sp_base = t->sp_limit = (u64)t + BLOCK_HDR;
 		if (!CAS(&block, 0, (u64)t))
 			t = (struct blpp_thread *)LOAD(&block); /* another thread's (ours leaks: once) */
 	}
@@ -837,8 +845,10 @@ static struct blpp_record *flat_rec(struct blpp_thread *t, u64 fid)
 	return flat && fid < rt.nfuncs ? R(flat[fid]) : 0;
 }
 
-/* closed says whether fid is a closed function (decision 57, below). */
+/* closed says whether fid is a closed function (decision 57, below);
+ * calls_out, whether it is one that makes outside calls (decision 64). */
 static int closed(u64 fid) { return fid < rt.nfuncs && rt.funcs[fid].closed; }
+static int calls_out(u64 fid) { return fid < rt.nfuncs && rt.funcs[fid].closed == 2; }
 
 /* running is the record of t's running activation: the newest frame's
  * function's when that is closed (its activations leave cur and record
@@ -1185,6 +1195,7 @@ struct stop_walk {
 	u64 usite; /* the state the newest non-closed frame above the next */
 	s64 ureg;  /* activation saved: its stop, unless it is closed */
 	u64 next;  /* the next activation to step */
+	u64 leaf;  /* a closed activation's leaf call in progress, until one takes it */
 };
 
 static void stop_start(struct stop_walk *w, struct blpp_thread *t, u64 top)
@@ -1194,6 +1205,13 @@ static void stop_start(struct stop_walk *w, struct blpp_thread *t, u64 top)
 	w->top = top;
 	w->usite = t->call_site;
 	w->ureg = t->r;
+	w->leaf = t->leaf_site;
+}
+
+/* site_func is the function call site id belongs to (~0: none). */
+static u64 site_func(u64 site)
+{
+	return site && site < rt.nsites && rt.sites ? rt.sites[site].func : ~(u64)0;
 }
 
 /* stop_step steps to the next older activation (w->next - 1, which must
@@ -1204,11 +1222,23 @@ static void stop_step(struct stop_walk *w)
 	u64 i = --w->next, fid = f[i].func;
 	if (closed(fid)) {
 		/* its callee, when closed too, saved the return address as
-		 * its site (a closed function calls nothing else: any other
-		 * frame above is a signal handler's) */
+		 * its site, which names an inside call; any other frame above
+		 * is a signal handler's or one pushed during an outside call,
+		 * whose site and register the activation stored in its own
+		 * frame (decision 64) */
 		int known = i + 1 < depth(w->t) && closed(f[i + 1].func);
 		w->site = known ? ret_site(fid, f[i + 1].site) : 0;
 		w->reg = known ? (s64)f[i + 1].saved_acc[1] : w->ureg;
+		if (!w->site && w->leaf && site_func(w->leaf) == fid) {
+			/* the newest activation of fid is in a leaf call
+			 * (decision 64); the site is its only once */
+			w->site = w->leaf;
+			w->reg = w->t->leaf_r;
+			w->leaf = 0;
+		} else if (!w->site && calls_out(fid) && f[i].saved_acc[2]) {
+			w->site = f[i].saved_acc[2];
+			w->reg = (s64)f[i].saved_acc[3];
+		}
 		return;
 	}
 	w->site = i + 1 == depth(w->t) ? w->top : w->usite;
@@ -1409,6 +1439,9 @@ static void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
 		partial_add(t, frame_record(t, w.next), f[w.next].func, site_block(f[w.next].func, w.site), w.reg);
 		ADD(&rt.w->stats[ST_UNWOUND], 1);
 	}
+	/* A leaf call in progress was a popped activation's, or one under
+	 * a signal handler whose stop is then unknown rather than wrong. */
+	t->leaf_site = 0;
 	/* The register, record and call site return to the caller's, as if
 	 * the popped activations had exited newest first (closed ones did
 	 * not change them). */
@@ -1516,6 +1549,8 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		f->record = t->record;
 		/* a closed function's frame keeps its return address there */
 		f->site = closed(fid) ? *(const u64 *)rsp : t->call_site;
+		if (calls_out(fid))
+			f->saved_acc[2] = 0; /* in no outside call (decision 64) */
 		if (rt.slots_size)
 			f->saved_acc[0] = t->cur; /* the inline exit restores it from here */
 		if (saved_reg(regs, fid))

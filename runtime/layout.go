@@ -124,13 +124,22 @@ type Func struct {
 	PathReg uint64 `c:"path_reg"`
 	// Closed is 1 for a closed function [decision 57]: a flow-only
 	// function with slot counters and a path register whose calls all go
-	// straight to closed functions with the same path register. Its
+	// straight to closed functions with the same path register that
+	// return by ret (inside calls). Its
 	// activations leave Thread.R, CallSite and Cur alone (their frames'
 	// SavedR and SavedAcc[0] mean nothing), and its frames keep the
 	// return address in Site. A closed activation that is not the newest
 	// stopped at the call whose return address its (closed) callee's
 	// frame holds (Site.Ret), with the path value that callee saved as
 	// the register's entry value (SavedAcc[1]).
+	//
+	// Closed is 2 for a closed function that also makes outside calls
+	// [decision 64]: to code that is not closed, through a pointer, by a
+	// tail jump or without return. Such a call stores the call site and
+	// the register's value in the caller's frame (SavedAcc[2] and [3],
+	// FrameExtSiteOff and FrameExtROff) and clears the site when it
+	// returns; the entry clears it too. An activation whose callee's frame
+	// does not name its call stopped there when that site is not 0.
 	Closed uint64 `c:"closed"`
 }
 
@@ -199,6 +208,13 @@ type Thread struct {
 	// keeps its counters in this block's slots (Func.Slot), else 0. The
 	// slot form of a backedge compares it with its own fid+1.
 	Cur uint64 `c:"cur"`
+	// LeafSite and LeafR are the call site (0: none) and path register of
+	// a closed activation's call to a trivial function in progress
+	// [decision 64]: the callee runs no other instrumented code and keeps
+	// the register, so the caller stores both here before the call and
+	// clears the site after it.
+	LeafSite uint64 `c:"leaf_site"`
+	LeafR    int64  `c:"leaf_r"`
 }
 
 // Frame is blpp_frame, one shadow-stack entry: an activation of an
@@ -279,7 +295,7 @@ const (
 
 	MetricSize = 40
 
-	ThreadSize  = 256
+	ThreadSize  = 272
 	OffSelf     = 0
 	OffR        = 8
 	OffOwner    = 16
@@ -295,10 +311,16 @@ const (
 	OffFlat     = 96
 	OffTailRec  = 104
 	OffCur      = 248
+	OffLeafSite = 256
+	OffLeafR    = 264
 
 	FrameSize        = 72
 	FrameSavedCurOff = 40
 	FrameSavedRegOff = 48
+	// A closed function's outside call in progress [decision 64]: its
+	// call site (0: none) and the path register's value there.
+	FrameExtSiteOff = 56
+	FrameExtROff    = 64
 
 	SiteSize = 24
 

@@ -196,7 +196,7 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 			fmt.Fprintf(c.stdout, "  loops with a path register of their own: %d (%d swapping it with a program value)\n", sum.LoopRegisters, sum.LoopSwaps)
 		}
 		if sum.ClosedFunctions > 0 {
-			fmt.Fprintf(c.stdout, "  closed functions (calls keep no caller state): %d\n", sum.ClosedFunctions)
+			fmt.Fprintf(c.stdout, "  closed functions (calls keep no caller state): %d (%d calling out)\n", sum.ClosedFunctions, sum.ClosedCallingOut)
 		}
 		if sum.LoopCopies > 0 {
 			fmt.Fprintf(c.stdout, "  one-cycle loops counted at the head of a second copy: %d\n", sum.LoopCopies)

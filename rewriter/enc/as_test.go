@@ -100,6 +100,8 @@ func asCases(targets []asTarget) []asCase {
 			add(fmt.Sprintf("incq %d(%%%s)", d, r), func(b *Buf) { b.IncMem(r, d) })
 			add(fmt.Sprintf("cmpq $(Z+0x12345678), %d(%%%s)", d, r), func(b *Buf) { b.CmpMemImm32(r, d, 0x12345678) })
 			add(fmt.Sprintf("cmpq $(Z-129), %d(%%%s)", d, r), func(b *Buf) { b.CmpMemImm32(r, d, -129) })
+			add(fmt.Sprintf("movq $(Z+0x12345678), %d(%%%s)", d, r), func(b *Buf) { b.MovMemImm32(r, d, 0x12345678) })
+			add(fmt.Sprintf("movq $(Z-129), %d(%%%s)", d, r), func(b *Buf) { b.MovMemImm32(r, d, -129) })
 		}
 	}
 	for _, r := range allRegs {

@@ -448,6 +448,17 @@ func (b *Buf) CmpMemImm32(base Reg, disp, imm int32) {
 	b.emit32(uint32(imm))
 }
 
+// MovMemImm32 emits movq $imm, disp(%base) (REX.W c7 /0 imm32, the
+// immediate sign-extended to 64 bits).
+func (b *Buf) MovMemImm32(base Reg, disp, imm int32) {
+	if !b.checkRegs("MovMemImm32", base) {
+		return
+	}
+	b.emit(rex(true, 0, 0, base.hi()), 0xc7)
+	b.based(0, base, disp)
+	b.emit32(uint32(imm))
+}
+
 // CmpRegMem emits cmp disp(%base), %reg (REX.W 3b /r): the flags of
 // reg - mem.
 func (b *Buf) CmpRegMem(reg, base Reg, disp int32) {

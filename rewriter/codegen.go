@@ -188,7 +188,7 @@ type gen struct {
 	closedAt map[uint64]*funcGen
 	// trivialAt maps each trivial function's original entry to it.
 	trivialAt map[uint64]*funcGen
-	mode     Mode
+	mode      Mode
 	// slotsSize is the size of every thread block's slot counters.
 	slotsSize uint64
 	// layoutSeed, when not 0, pads each function's start (layoutPad).

@@ -271,9 +271,10 @@ func (g *gen) assignPathReg(fg *funcGen) {
 // trivial), with no landing pad and no system call or call that may end
 // the process image, that leave by returning, by a tail jump or by a
 // call that does not return, and call nothing that returns twice or
-// forks. Their calls to closed functions that keep the register (insideCall)
-// store nothing; every other call stores the path register and the call
-// site in the caller's own frame (outsideCall).
+// forks. Their calls to closed functions that keep the register
+// (insideCall) store nothing, those to one-path functions (leafCall)
+// store the site and the register in the thread's block, and every
+// other call stores them in the caller's own frame (outsideCallStore).
 func (g *gen) planClosed() {
 	if !g.mode.FlowOnly || g.mode.Metrics {
 		return
@@ -2534,8 +2535,9 @@ func (fg *funcGen) countCopy(lc *loopCopy) {
 // inside call stores nothing: the callee keeps this activation's
 // register (its entry value) and its return address names this site.
 // A leaf call stores the site and the register in the thread's LeafSite
-// and LeafR, and clears the site after. An outside call stores the register and the site in this activation's
-// frame first and loads the register back after. A call that does not
+// and LeafR, and clears the site after. An outside call stores the
+// register and the site in this activation's frame first and loads the
+// register back after. A call that does not
 // return leaves the activation as it is, for the runtime to find in that
 // call, so its edge to Exit has no code; should it return after all, the
 // original code after it runs. Calls to closed functions go to their

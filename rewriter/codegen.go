@@ -1073,9 +1073,9 @@ func (fg *funcGen) enterLean() {
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	gsBusyOrOverflow(b, enc.RCX, slow)
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPBase))) // cmp %gs:sp_base, %rcx
-	b.JccRel32(enc.CondE, enc.LabelTarget(first))
 	// The newest frame must be a caller's: its %rsp above this entry's.
+	// Below an empty shadow stack lies a sentinel frame whose %rsp is
+	// above every entry's [decision 65].
 	b.LeaRSP(8)
 	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
 	b.LeaRSP(-8)
@@ -1239,8 +1239,8 @@ func (fg *funcGen) exitLean() {
 		gsBusyOrOverflow(b, enc.RCX, slow)
 	}
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPBase))) // cmp %gs:sp_base, %rcx: no frame
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	// No frame is this activation's when the stack is empty: the
+	// sentinel below it has an %rsp no entry has [decision 65].
 	b.LeaRSP(8)
 	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
 	b.LeaRSP(-8)

@@ -453,18 +453,31 @@ static int shadow_grow(struct blpp_thread *t, int first)
 	return 1;
 }
 
+/* sentinel_at fills the frame's place below t's shadow stack (writable
+ * memory: the shadow stack's first page, or the header's unused end in
+ * the scratch block) as a frame no activation can own: the inline exits
+ * find that its %rsp is not theirs and the inline entries that it is
+ * not below theirs, without testing for an empty stack first (rewriter
+ * decision 65). Nothing else reads it. */
+static void sentinel_at(struct blpp_thread *t)
+{
+	struct blpp_frame *s = (struct blpp_frame *)t->sp_base - 1;
+	s->rsp = ~(u64)0;
+	s->func = ~(u64)0;
+}
+
 /* block_new maps a thread block: the header, the slot counters (fork
  * children see them as zero, like the arena) and the shadow stack, of
  * which only the first SHADOW_CHUNK frames are usable to begin with. */
 static struct blpp_thread *block_new(void)
 {
 	u64 slots = page_up(rt.slots_size + rt.cache_size); /* one or the other */
-	u64 head = BLOCK_HDR + slots, size = head + page_up(rt.shadow_frames * sizeof(struct blpp_frame));
+	u64 head = BLOCK_HDR + slots, size = head + page_up((rt.shadow_frames + 1) * sizeof(struct blpp_frame));
 	long r = sc6(SYS_mmap, 0, (long)size, PROT_NONE, MAP_PRIVATE_ANON | MAP_NORESERVE, -1, 0);
 	struct blpp_thread *t;
 	u8 *m;
 	if (failed(r)) {
-		size = head + page_up((u64)SHADOW_FALLBACK * sizeof(struct blpp_frame));
+		size = head + page_up(((u64)SHADOW_FALLBACK + 1) * sizeof(struct blpp_frame));
 		r = sc6(SYS_mmap, 0, (long)size, PROT_NONE, MAP_PRIVATE_ANON | MAP_NORESERVE, -1, 0);
 	}
 	if (failed(r))
@@ -481,7 +494,8 @@ static struct blpp_thread *block_new(void)
 	}
 	ADD(&rt.arena_bytes, head);
 	t->self = (u64)t;
-	t->sp = t->sp_base = t->sp_limit = (u64)(m + head);
+	/* The first frame's place holds the sentinel (sentinel_at). */
+	t->sp = t->sp_base = t->sp_limit = (u64)(m + head) + sizeof(struct blpp_frame);
 	TPRIV(t)->shadow_rw = (u64)(m + head);
 	TPRIV(t)->shadow_end = (u64)(m + size);
 	if (!shadow_grow(t, 1)) {
@@ -489,6 +503,7 @@ static struct blpp_thread *block_new(void)
 		ADD(&rt.arena_bytes, -head);
 		return 0;
 	}
+	sentinel_at(t);
 	t->tid = gettid();
 	ADD(&rt.nthreads, 1);
 	return t;
@@ -600,6 +615,7 @@ static struct blpp_thread *scratch_block(void)
 		 * a closed function's outside call stores into the newest
 		 * frame's place even when it has none (decision 64). */
 		t->sp = t->sp_base = t->sp_limit = (u64)t + BLOCK_HDR;
+		sentinel_at(t);
 		if (!CAS(&block, 0, (u64)t))
 			t = (struct blpp_thread *)LOAD(&block); /* another thread's (ours leaks: once) */
 	}

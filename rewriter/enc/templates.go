@@ -440,22 +440,23 @@ func (b *Buf) TestRegReg(reg Reg) {
 // 32-bit immediate even where 8 bits would do, so the length does not
 // depend on the value).
 func (b *Buf) CmpMemImm32(base Reg, disp, imm int32) {
-	if !b.checkRegs("CmpMemImm32", base) {
-		return
-	}
-	b.emit(rex(true, 0, 0, base.hi()), 0x81)
-	b.based(7, base, disp)
-	b.emit32(uint32(imm))
+	b.memImm32("CmpMemImm32", 0x81, 7, base, disp, imm)
 }
 
 // MovMemImm32 emits movq $imm, disp(%base) (REX.W c7 /0 imm32, the
 // immediate sign-extended to 64 bits).
 func (b *Buf) MovMemImm32(base Reg, disp, imm int32) {
-	if !b.checkRegs("MovMemImm32", base) {
+	b.memImm32("MovMemImm32", 0xc7, 0, base, disp, imm)
+}
+
+// memImm32 emits a REX.W opcode /ext instruction on disp(%base) with a
+// 32-bit immediate.
+func (b *Buf) memImm32(op string, opcode, ext byte, base Reg, disp, imm int32) {
+	if !b.checkRegs(op, base) {
 		return
 	}
-	b.emit(rex(true, 0, 0, base.hi()), 0xc7)
-	b.based(0, base, disp)
+	b.emit(rex(true, 0, 0, base.hi()), opcode)
+	b.based(ext, base, disp)
 	b.emit32(uint32(imm))
 }
 

@@ -93,6 +93,8 @@ type Skipped struct {
 	Entry  string `json:"entry"`
 	Reason string `json:"reason"`
 	Detail string `json:"detail,omitempty"`
+	// Size is the function's size in bytes, fragments included.
+	Size uint64 `json:"size"`
 }
 
 // Summary reports what Rewrite did.
@@ -160,7 +162,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 			return nil, nil, fmt.Errorf("%w (in %s)", ErrUsesGS, f.Func.Name)
 		}
 		skip := func(reason, detail string) {
-			sum.Skipped = append(sum.Skipped, Skipped{Name: f.Func.Name, Entry: fmt.Sprintf("%#x", f.Func.Addr), Reason: reason, Detail: detail})
+			sum.Skipped = append(sum.Skipped, Skipped{Name: f.Func.Name, Entry: fmt.Sprintf("%#x", f.Func.Addr), Reason: reason, Detail: detail, Size: f.Func.TotalSize()})
 		}
 		switch {
 		case !f.Instrumentable():
@@ -198,7 +200,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 		for _, f := range ee.failed {
 			bad[f.f] = true
 			sum.Skipped = append(sum.Skipped, Skipped{Name: f.f.Func.Name, Entry: fmt.Sprintf("%#x", f.f.Func.Addr),
-				Reason: "code generation", Detail: f.err.Error()})
+				Reason: "code generation", Detail: f.err.Error(), Size: f.f.Func.TotalSize()})
 		}
 		kept := chosen[:0]
 		for _, f := range chosen {
@@ -469,7 +471,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for _, s := range sum.Skipped {
 		var entry uint64
 		fmt.Sscanf(s.Entry, "0x%x", &entry)
-		tab.Funcs = append(tab.Funcs, meta.Func{Name: s.Name, Entry: entry, Reason: s.Reason})
+		tab.Funcs = append(tab.Funcs, meta.Func{Name: s.Name, Entry: entry, Size: s.Size, Reason: s.Reason})
 	}
 	tab.ComputeInstrID()
 	conf.BuildIDVaddr, conf.BuildIDLen = idAddr, uint64(len(tab.InstrID))

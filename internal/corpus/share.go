@@ -1,0 +1,128 @@
+package corpus
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"blpp/internal/callgrind"
+	"blpp/rewriter/meta"
+)
+
+// Share is the dynamic gauge of DESIGN decision 14: of the instructions a
+// run of the original executable executed (callgrind's Ir of its main
+// object), how many lie in functions blpp instrumented.
+type Share struct {
+	// Executed is the main object's executed instructions; Counted those
+	// inside blocks of instrumented functions.
+	Executed, Counted uint64
+	// Static is the share of functions instrumented (meta.Table), for
+	// comparison.
+	Functions, Instrumented int
+	// Left lists the uninstrumented functions (and code outside every
+	// function: PLT stubs, .init) that executed instructions, most first.
+	Left []LeftOut
+}
+
+// LeftOut is code that ran but was not counted.
+type LeftOut struct {
+	Name   string
+	Entry  uint64
+	Reason string
+	Insts  uint64 // executed instructions
+}
+
+// Ratio is Counted/Executed (1 when nothing ran).
+func (s Share) Ratio() float64 {
+	if s.Executed == 0 {
+		return 1
+	}
+	return float64(s.Counted) / float64(s.Executed)
+}
+
+// StaticRatio is Instrumented/Functions.
+func (s Share) StaticRatio() float64 {
+	if s.Functions == 0 {
+		return 1
+	}
+	return float64(s.Instrumented) / float64(s.Functions)
+}
+
+// DynamicShare measures tab's instrumentation (the metadata of a rewrite of
+// the binary callgrind ran, cg) against what that run executed. An
+// instruction counts when it lies in a block of an instrumented function;
+// the rest is charged to the uninstrumented function whose range holds
+// it, or to "(outside functions)".
+func DynamicShare(tab *meta.Table, cg *callgrind.Profile) Share {
+	type span struct {
+		lo, hi uint64
+		fn     int
+	}
+	var in, out []span
+	s := Share{}
+	for i := range tab.Funcs {
+		f := &tab.Funcs[i]
+		s.Functions++
+		if f.Instrumented {
+			s.Instrumented++
+			for _, b := range f.Blocks {
+				in = append(in, span{b.Addr, b.End, i})
+			}
+			continue
+		}
+		out = append(out, span{f.Entry, f.Entry + f.Size, i})
+	}
+	byLo := func(v []span) {
+		sort.Slice(v, func(a, b int) bool { return v[a].lo < v[b].lo })
+	}
+	byLo(in)
+	byLo(out)
+	find := func(v []span, a uint64) int {
+		k := sort.Search(len(v), func(k int) bool { return v[k].lo > a }) - 1
+		if k >= 0 && a < v[k].hi {
+			return v[k].fn
+		}
+		return -1
+	}
+	left := map[int]uint64{}
+	for addr, n := range cg.Exec {
+		s.Executed += n
+		if find(in, addr) >= 0 {
+			s.Counted += n
+			continue
+		}
+		left[find(out, addr)] += n
+	}
+	for fn, n := range left {
+		l := LeftOut{Name: "(outside functions)", Insts: n}
+		if fn >= 0 {
+			f := &tab.Funcs[fn]
+			l.Name, l.Entry, l.Reason = f.Name, f.Entry, f.Reason
+		}
+		s.Left = append(s.Left, l)
+	}
+	sort.Slice(s.Left, func(a, b int) bool {
+		if s.Left[a].Insts != s.Left[b].Insts {
+			return s.Left[a].Insts > s.Left[b].Insts
+		}
+		return s.Left[a].Entry < s.Left[b].Entry
+	})
+	return s
+}
+
+// Write prints the share and the largest left-out code (at most top
+// entries).
+func (s Share) Write(w io.Writer, top int) {
+	fmt.Fprintf(w, "static %d/%d functions (%.2f%%), dynamic %d/%d instructions (%.3f%%)\n",
+		s.Instrumented, s.Functions, 100*s.StaticRatio(), s.Counted, s.Executed, 100*s.Ratio())
+	for i, l := range s.Left {
+		if i == top {
+			break
+		}
+		pct := 0.0
+		if s.Executed > 0 {
+			pct = 100 * float64(l.Insts) / float64(s.Executed)
+		}
+		fmt.Fprintf(w, "  %7.3f%% %12d  %-40s %s\n", pct, l.Insts, l.Name, l.Reason)
+	}
+}

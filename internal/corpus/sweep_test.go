@@ -171,7 +171,7 @@ func TestSweepUsrBin(t *testing.T) {
 		}
 	}
 	if counts["not run"] > 0 {
-		t.Logf("sweep: %d binaries not run within the %v budget (BLPP_SWEEP_BUDGET)", counts["not run"], budget)
+		t.Errorf("sweep: %d binaries not run within the %v budget (BLPP_SWEEP_BUDGET): a sweep that leaves binaries out has not checked them", counts["not run"], budget)
 	}
 }
 
@@ -306,6 +306,12 @@ func sweepOne(t *testing.T, path string) sweepResult {
 		return r
 	}
 	got := once(inst, arg)
+	if got.TimedOut && !want.TimedOut {
+		// A loaded CI machine can slow the copy past the timeout: it runs
+		// once more with a longer one. Only a hang is retried: a copy that
+		// crashes or prints something else, even once, fails.
+		got = onceFor(inst, arg, 60*time.Second)
+	}
 	diffs := compareOutcomes(want, got)
 	if len(diffs) == 0 {
 		r.kind, r.detail = "pass", fmt.Sprintf("%s: %s", arg, want.status())
@@ -313,18 +319,13 @@ func sweepOne(t *testing.T, path string) sweepResult {
 	}
 	// A program whose own runs differ (times, pids, random names, the
 	// order in which two children write to one pipe, as groff --version
-	// does) is not a failure of the rewriter when the copy did what some
-	// run of the original did. The original runs again, several times
-	// (a two-way race shows both ways in 8 runs with probability 99%).
+	// does) is judged against more runs of the original (a two-way race
+	// shows both ways in 8 runs with probability 99%): the copy passes
+	// when it did what one of them did, byte for byte, or with every
+	// number masked; where even the masked outputs of the original's own
+	// runs differ, the copy must still end as the original does (same
+	// exit status, same signal).
 	origs := []outcome{want}
-	matchesOriginal := func(o outcome) bool {
-		for _, w := range origs {
-			if len(compareOutcomes(w, o)) == 0 {
-				return true
-			}
-		}
-		return false
-	}
 	for i := 0; i < 8; i++ {
 		o := once(path, arg)
 		origs = append(origs, o)
@@ -336,30 +337,47 @@ func sweepOne(t *testing.T, path string) sweepResult {
 			break
 		}
 	}
-	// Nor is one the loaded CI machine slowed past the timeout, or whose
-	// output straddled a clock tick the original runs did not: the copy
-	// runs once more, with a longer timeout, and must then match one of
-	// them. A real difference (a crash, other output) repeats.
-	retry := onceFor(inst, arg, 60*time.Second)
-	if matchesOriginal(retry) {
-		r.kind, r.detail = "pass", fmt.Sprintf("%s: %s (on the second run; the first: %s)", arg, want.status(), firstLine(strings.Join(diffs, "; ")))
-		return r
-	}
-	for _, o := range origs[1:] {
-		if len(compareOutcomes(want, o)) > 0 {
-			r.kind, r.detail = "nondeterministic", arg
-			return r
+	sameStatus := false
+	for _, o := range origs {
+		if o.status() == got.status() {
+			sameStatus = true
 		}
 	}
 	switch {
+	case !sameStatus:
+	case maskedSame(origs, got):
+		r.kind, r.detail = "pass", fmt.Sprintf("%s: %s (output varies between runs of the original; equal with numbers masked)", arg, got.status())
+		return r
+	case !maskedSame(origs[:1], origs[1]) || len(origs) > 2 && !maskedSame(origs[:1], origs[2]):
+		r.kind, r.detail = "nondeterministic", fmt.Sprintf("%s: %s (the original's own runs differ with numbers masked: same status required and seen)", arg, got.status())
+		return r
+	}
+	switch {
 	case got.TimedOut:
-		r.detail = arg + ": rewritten copy hangs (10 s)"
+		r.detail = arg + ": rewritten copy hangs (60 s)"
 	case got.Signal != 0:
 		r.detail = fmt.Sprintf("%s: rewritten copy killed by %v%s", arg, got.Signal, stderrTail(got.Stderr))
 	default:
 		r.detail = arg + ": " + strings.Join(diffs, "; ")
 	}
 	return r
+}
+
+// digits matches the numbers masked when a program's output varies
+// between its own runs (pids, times, addresses, temporary names).
+var digits = regexp.MustCompile(`(0x)?[0-9a-fA-F]*[0-9][0-9a-fA-F]*`)
+
+func mask(b []byte) []byte { return digits.ReplaceAll(b, []byte("#")) }
+
+// maskedSame reports whether got printed what one of origs printed, each
+// output with its numbers masked, and ended the same way.
+func maskedSame(origs []outcome, got outcome) bool {
+	for _, o := range origs {
+		if o.status() == got.status() && bytes.Equal(mask(o.Stdout), mask(got.Stdout)) && bytes.Equal(mask(o.Stderr), mask(got.Stderr)) {
+			return true
+		}
+	}
+	return false
 }
 
 func firstLine(s string) string {
@@ -429,4 +447,21 @@ func mirrorHome(tmp, path string) (string, error) {
 		}
 	}
 	return filepath.Join(m, filepath.Base(bin), filepath.Base(path)), nil
+}
+
+func TestMaskedSame(t *testing.T) {
+	orig := outcome{Stdout: []byte("pid 1234 at 0x7ffd12 took 3.5s\n")}
+	for _, c := range []struct {
+		got  outcome
+		same bool
+	}{
+		{outcome{Stdout: []byte("pid 99 at 0xdeadbeef took 12.0s\n")}, true},
+		{outcome{Stdout: []byte("pid 99 at 0xdeadbeef took 12.0 s\n")}, false},
+		{outcome{Stdout: []byte("pid 99 at 0xdeadbeef took 12.0s\n"), Code: 1}, false},
+		{outcome{Stdout: []byte("pid 99 at 0xdeadbeef took 12.0s\n"), Code: -1, Signal: syscall.SIGSEGV}, false},
+	} {
+		if got := maskedSame([]outcome{orig}, c.got); got != c.same {
+			t.Errorf("maskedSame(%q, %q status %s) = %v, want %v", orig.Stdout, c.got.Stdout, c.got.status(), got, c.same)
+		}
+	}
 }

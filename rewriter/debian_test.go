@@ -135,6 +135,9 @@ func TestDebianBinaries(t *testing.T) {
 				}
 				t.Logf("%s %s: %d/%d functions instrumented (%d closed); %d blocks compared, %d differ; %d functions with partial paths of unknown location not compared",
 					dc.prog, m.name, sum.Instrumented, sum.Functions, sum.ClosedFunctions, checked, bad, partial)
+				if checked == 0 {
+					t.Errorf("%s: no block compared with callgrind", m.name)
+				}
 			}
 		})
 	}

@@ -348,6 +348,9 @@ func TestRowsReadelf(t *testing.T) {
 	for _, b := range bins {
 		t.Run(b.name, func(t *testing.T) {
 			agree, total := compareFrames(t, readelf, b.path(t))
+			if total == 0 {
+				t.Error("no FDE compared with readelf")
+			}
 			sumAgree += agree
 			sumTotal += total
 			t.Logf("%d/%d FDEs agree with readelf", agree, total)

@@ -308,7 +308,11 @@ func TestObjdumpRealBinaries(t *testing.T) {
 			found = append(found, p)
 		}
 	}
-	if len(found) < 5 {
+	if len(found) < 2 {
+		// bash and libc are on every Debian system: fewer than two means
+		// the comparison covers less than it claims.
+		t.Errorf("only %d of the reference binaries exist: %v", len(found), found)
+	} else if len(found) < 5 {
 		t.Logf("only %d of the reference binaries exist: %v", len(found), found)
 	}
 	var mu sync.Mutex
@@ -332,6 +336,9 @@ func TestObjdumpRealBinaries(t *testing.T) {
 		ok += a.lenOK
 	}
 	t.Logf("all binaries: %d/%d instruction lengths agree", ok, total)
+	if total == 0 {
+		t.Error("no instruction compared with objdump")
+	}
 }
 
 // avxFixtureC exercises compiler-generated AVX-512 code (intrinsics) and,

@@ -303,7 +303,7 @@ static struct {
 	u64 forked;       /* counts restarted at a fork */
 	u64 resetting;    /* fork_reset running */
 	u64 write_lock;   /* tid of the thread writing a profile, 0 if none */
-	u64 exit_written; /* the final profile has been (or is being) written */
+	u64 exit_written; /* EXIT_NONE, EXIT_AT_FINI or EXIT_FINAL */
 	u64 dumps;        /* dump-signal profiles written */
 	char tmpl[4096];  /* profile name template, absolute */
 	char name[4096];  /* expanded name, under write_lock */
@@ -2392,6 +2392,24 @@ static long set_action(int sig, void (*h)(int), u64 flags, struct ksigaction *ol
 }
 
 /*
+ * The exit profile's states. The exit hook (blpp_fini) runs from the C
+ * library's exit before the rest of its work: the last atexit handlers,
+ * _fini, flushing stdio (_IO_cleanup, _IO_file_write), freeing its
+ * buffers. Where that work is instrumented (static binaries, whose _exit
+ * makes the exit_group system call from instrumented code: decision 59's
+ * leave hook), the profile written at the exit hook misses it; the leave
+ * hook, or a fatal signal, then writes it once more, final, replacing
+ * the file (it is written to a temporary name and renamed).
+ */
+enum { EXIT_NONE, EXIT_AT_FINI, EXIT_FINAL };
+
+/* final_write claims the final exit profile: true once per process. */
+static int final_write(void)
+{
+	return CAS(&rt.exit_written, EXIT_NONE, EXIT_FINAL) || CAS(&rt.exit_written, EXIT_AT_FINI, EXIT_FINAL);
+}
+
+/*
  * on_fatal writes the profile (unless the exit already did), restores the
  * default action and sends the signal again: when the handler returns the
  * signal is delivered once more and kills the process as it would have
@@ -2399,7 +2417,7 @@ static long set_action(int sig, void (*h)(int), u64 flags, struct ksigaction *ol
  */
 static void on_fatal(int sig)
 {
-	if (CAS(&rt.exit_written, 0, 1))
+	if (final_write())
 		write_profile(BLPP_FLAG_FATAL_SIGNAL, 1);
 	set_action(sig, 0 /* SIG_DFL */, 0, 0);
 	sc3(SYS_tgkill, getpid(), gettid(), sig);
@@ -2783,7 +2801,7 @@ void blpp_rt_leave(u64 kind)
 	if (getpid() != rt.pid)
 		return;
 	if (kind == 1) {
-		if (CAS(&rt.exit_written, 0, 1))
+		if (final_write())
 			write_profile(0, 1);
 	} else if (!LOAD(&rt.exit_written)) {
 		write_profile(BLPP_FLAG_EXEC, 1);
@@ -2801,7 +2819,7 @@ void blpp_fini(void)
 	if (c->orig_fini)
 		((void (*)(void))(c->orig_fini + rt.bias))();
 	fork_check();
-	if (CAS(&rt.exit_written, 0, 1))
+	if (CAS(&rt.exit_written, EXIT_NONE, EXIT_AT_FINI))
 		write_profile(0, 1);
 }
 

@@ -124,3 +124,70 @@ func contains(names []string, n string) bool {
 	}
 	return false
 }
+
+// TestEntryJump rewrites testdata/entryjump.c, whose sum_to loops back
+// two bytes into itself and whose copy_end jumps three bytes into
+// copy_fwd (glibc's __mempcpy and __memmove), both inside the bytes the
+// entry jump replaces. Both must be instrumented, behave as the
+// original and count exactly: copy_fwd from its moved entry, with the
+// activations copy_end sends there.
+func TestEntryJump(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	args := []string{"200"}
+	own := []string{"main", "sum_to", "copy_fwd"}
+	for _, c := range overlapConfigs {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			orig := fixture.Build(t, "entryjump.c", c)
+			want := runProc(t, orig, args)
+			cg := callgrindOf(t, "entryjump.c "+c.String(), orig, args, want)
+			syms := symbolAddrs(t, orig, "copy_fwd", "copy_end")
+			for _, m := range procModes {
+				what := "entryjump.c " + c.String() + " " + m.name
+				inst := filepath.Join(dir, "entryjump-"+m.name+".blpp")
+				rewriteSum(t, orig, inst, m.opts)
+				prof := runProfiledArgs(t, what, inst, args, want)
+				doc := compareCounts(t, what, inst, prof, cg, countCheck{own: own, ownOnly: c.Static})
+				for _, fn := range doc.Functions {
+					if fn.Name != "copy_fwd" || !fn.Instrumented {
+						continue
+					}
+					// The entry moved past copy_fwd's first
+					// instruction, where copy_end jumps; both
+					// functions' activations count there.
+					moved := fmt.Sprintf("%#x", syms["copy_fwd"]+3)
+					if len(fn.Blocks) == 0 || fn.Blocks[0].Addr != moved {
+						t.Errorf("%s: copy_fwd's first block is not at %s: %v", what, moved, fn.Blocks)
+					} else if n := fn.Blocks[0].Count; n != cg.Exec[syms["copy_fwd"]]+cg.Exec[syms["copy_end"]] || n == 0 {
+						t.Errorf("%s: copy_fwd entered %d times at %s, want its calls and copy_end's", what, n, moved)
+					}
+				}
+			}
+		})
+	}
+}
+
+// symbolAddrs returns the addresses of the named symbols of exe.
+func symbolAddrs(t *testing.T, exe string, names ...string) map[string]uint64 {
+	t.Helper()
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, s := range syms {
+		if contains(names, s.Name) {
+			out[s.Name] = s.Value
+		}
+	}
+	if len(out) != len(names) {
+		t.Fatalf("%s: symbols %v, found %v", exe, names, out)
+	}
+	return out
+}

@@ -44,6 +44,10 @@ type builder struct {
 	tables    map[uint64]*JumpTable
 	indTail   map[uint64]bool
 	tailCalls map[uint64]uint64 // direct jmp/jcc address -> callee entry
+	// unlocked maps the address just past a lock prefix that some branch
+	// skips (glibc's `je 1f; lock; 1: cmpxchg`) to the index of the
+	// instruction decoded there; the cover arrays keep the prefixed one.
+	unlocked map[uint64]int32
 }
 
 // buildGraph analyses one procedure. It never panics on any input: every
@@ -63,7 +67,7 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	bd := &builder{b: b, env: e, f: f, g: g, ranges: f.Ranges(),
 		leaders: map[uint64]bool{f.Addr: true}, fallOut: map[uint64]uint64{},
 		callNoRet: map[uint64]bool{}, tables: map[uint64]*JumpTable{},
-		indTail: map[uint64]bool{}, tailCalls: map[uint64]uint64{}}
+		indTail: map[uint64]bool{}, tailCalls: map[uint64]uint64{}, unlocked: map[uint64]int32{}}
 	bd.cover = make([][]int32, len(bd.ranges))
 	for i, r := range bd.ranges {
 		bd.cover[i] = make([]int32, r.Size)
@@ -124,6 +128,9 @@ func (bd *builder) rangeOf(addr uint64) int {
 
 // instAt returns the index of the instruction starting at addr, or -1.
 func (bd *builder) instAt(addr uint64) int {
+	if i, ok := bd.unlocked[addr]; ok {
+		return int(i)
+	}
 	ri := bd.rangeOf(addr)
 	if ri < 0 {
 		return -1
@@ -133,6 +140,56 @@ func (bd *builder) instAt(addr uint64) int {
 		return -1
 	}
 	return int(c - 1)
+}
+
+// unlockedOf decodes the instruction at a, one byte into the
+// instruction o, and reports whether it is o without the lock prefix
+// o starts with: glibc's atomics in code that may run single-threaded
+// branch over the prefix (`cmpl $0,__libc_single_threaded; je 1f; lock;
+// 1: cmpxchg ...`), so both decodings run. No other overlap is
+// accepted: both instructions end at the same address, change the same
+// operands the same way, and transfer no control, so each is a block of
+// its own that falls through to that address, and relocating each on
+// its own keeps its meaning.
+func (bd *builder) unlockedOf(o *x86.Inst, a uint64) (x86.Inst, bool) {
+	if a != o.Addr+1 || !o.Lock || o.Kind != x86.Other {
+		return x86.Inst{}, false
+	}
+	code := bd.b.Code(o.Addr)
+	if len(code) < o.Len || code[0] != 0xf0 {
+		return x86.Inst{}, false
+	}
+	in, err := x86.Decode(code[1:o.Len], a)
+	if err != nil || in.Len != o.Len-1 || in.Op != o.Op || in.Kind != x86.Other || in.Lock {
+		return x86.Inst{}, false
+	}
+	return in, true
+}
+
+// addUnlocked records in, the instruction past a skipped lock prefix: it
+// starts a block, and so does the instruction after it (shared with the
+// prefixed instruction, whose block must not run on into this one's).
+func (bd *builder) addUnlocked(in x86.Inst) {
+	bd.insts = append(bd.insts, in)
+	bd.addUnlockedAt(int32(len(bd.insts)))
+}
+
+// addUnlockedAt records insts[i-1] as an instruction past a lock prefix.
+func (bd *builder) addUnlockedAt(i int32) {
+	in := &bd.insts[i-1]
+	bd.unlocked[in.Addr] = i - 1
+	bd.leaders[in.Addr] = true
+	bd.leaders[in.Addr+uint64(in.Len)] = true
+}
+
+// sameCover reports whether every entry of cov is c.
+func sameCover(cov []int32, c int32) bool {
+	for _, v := range cov {
+		if v != c {
+			return false
+		}
+	}
+	return true
 }
 
 // target handles the destination of a direct jump or conditional branch:
@@ -167,8 +224,27 @@ func (bd *builder) decodeAll() {
 			r := bd.ranges[ri]
 			off := a - r.Addr
 			if c := bd.cover[ri][off]; c != 0 {
-				if bd.insts[c-1].Addr != a {
-					g.fail(ReasonOverlap, a, "control reaches the middle of the instruction at %#x", bd.insts[c-1].Addr)
+				o := &bd.insts[c-1]
+				if o.Addr == a {
+					break
+				}
+				if _, ok := bd.unlocked[a]; ok {
+					break
+				}
+				in, ok := bd.unlockedOf(o, a)
+				if !ok {
+					g.fail(ReasonOverlap, a, "control reaches the middle of the instruction at %#x", o.Addr)
+					break
+				}
+				// The instruction without its lock prefix ends where the
+				// prefixed one does; control goes on from there.
+				bd.addUnlocked(in)
+				if next := o.Addr + uint64(o.Len); bd.rangeOf(next) >= 0 {
+					a = next
+					continue
+				}
+				if fo, ok := bd.fallOut[o.Addr]; ok {
+					bd.fallOut[a] = fo
 				}
 				break
 			}
@@ -187,6 +263,14 @@ func (bd *builder) decodeAll() {
 			}
 			idx := int32(len(bd.insts)) + 1
 			cov := bd.cover[ri][off : off+uint64(inst.Len)]
+			if c := cov[len(cov)-1]; c != 0 && bd.insts[c-1].Addr == a+1 {
+				// The lock-prefixed instruction is met after the one a
+				// branch reaches past its prefix: that one moves aside.
+				if _, ok := bd.unlockedOf(&inst, a+1); ok && sameCover(cov[1:], c) {
+					bd.addUnlockedAt(c)
+					clear(cov)
+				}
+			}
 			for _, c := range cov {
 				if c != 0 {
 					g.fail(ReasonOverlap, a, "instruction overlaps the one at %#x", bd.insts[c-1].Addr)

@@ -2,6 +2,7 @@ package cfg
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 
 	"blpp/cfg/x86"
@@ -248,26 +249,27 @@ type Loop struct {
 // Entry is the ID of the entry block.
 const Entry BlockID = 0
 
-// BlockAt returns the block whose range contains addr.
+// BlockAt returns the block whose range contains addr. Blocks overlap
+// only after a skipped lock prefix ([A, E) and [A+1, E), decision 67);
+// there the block that starts at addr is the one returned.
 func (g *Graph) BlockAt(addr uint64) (BlockID, bool) {
-	// Blocks[0] is the entry; Blocks[1:] are sorted by address.
 	if len(g.Blocks) == 0 {
 		return 0, false
+	}
+	// Blocks[0] is the entry; Blocks[1:] are sorted by address. i is the
+	// last of them starting at or before addr.
+	rest := g.Blocks[1:]
+	i := sort.Search(len(rest), func(k int) bool { return rest[k].Addr > addr }) - 1
+	if i >= 0 && rest[i].Addr == addr {
+		return BlockID(i + 1), true
 	}
 	if b := &g.Blocks[0]; b.Addr <= addr && addr < b.End {
 		return 0, true
 	}
-	lo, hi := 1, len(g.Blocks)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if g.Blocks[m].End <= addr {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo < len(g.Blocks) && g.Blocks[lo].Addr <= addr && addr < g.Blocks[lo].End {
-		return BlockID(lo), true
+	// Overlapping blocks end together, so an earlier block holds addr
+	// only if this one does.
+	if i >= 0 && addr < rest[i].End {
+		return BlockID(i + 1), true
 	}
 	return 0, false
 }

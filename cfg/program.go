@@ -126,6 +126,26 @@ func (p *Program) Graph(f *Function) *Graph {
 	return nil
 }
 
+// GraphAt builds the graph of f as if it began at entry, an instruction
+// of its main body after its first: the instructions before entry are
+// no part of it, and a branch back to f's own entry is a tail call to
+// f. The rewriter redirects such a function at entry when other code
+// branches into its first bytes [decision 67]. It returns nil when entry
+// is not inside the main body.
+func (p *Program) GraphAt(f *Function, entry uint64) *Graph {
+	if entry <= f.Addr || entry-f.Addr >= f.Size {
+		return nil
+	}
+	c := *f
+	c.Addr, c.Size = entry, f.Size-(entry-f.Addr)
+	g := buildGraph(p.Binary, p, &c)
+	if len(g.Blocks) > 0 {
+		g.FindLoops()
+		g.ComputeFlagsLiveness()
+	}
+	return g
+}
+
 // Analyze discovers the procedures of b and builds the graph of each
 // selected one, in parallel. It infers no-return procedures to a fixed
 // point: a procedure none of whose exits returns (every exit is a call to

@@ -53,6 +53,11 @@ type funcGen struct {
 	num    *pathnum.Numbering
 	entry  enc.Label
 	blocks []enc.Label
+	// prefixEnd, when not 0, is the moved entry [decision 67]: the
+	// graph starts there, and the original entry jump goes there, to
+	// afterPrefix; entry leads to a copy of the instructions before it.
+	prefixEnd   uint64
+	afterPrefix enc.Label
 	// tramps holds out-of-line edge code: emitted after the body.
 	tramps []tramp
 	// tableLabel maps an original jump table address to its new copy.
@@ -319,7 +324,9 @@ func (fg *funcGen) closedField() uint64 {
 // closedCandidate reports whether fg may be closed.
 func (fg *funcGen) closedCandidate() bool {
 	gr := fg.f.Graph
-	if !fg.lean() || !fg.hasPreg || fg.trivial() || len(gr.EH) > 0 || len(gr.Leaves) > 0 {
+	// A closed function's internal entry would skip a moved entry's
+	// prefix [decision 67].
+	if !fg.lean() || !fg.hasPreg || fg.trivial() || len(gr.EH) > 0 || len(gr.Leaves) > 0 || fg.prefixEnd != 0 {
 		return false
 	}
 	for _, ed := range gr.Edges {
@@ -2109,6 +2116,12 @@ func (fg *funcGen) emit() error {
 		fg.enterInternal()
 	}
 	b.Bind(fg.entry)
+	if fg.prefixEnd != 0 {
+		if err := fg.prefix(); err != nil {
+			return err
+		}
+		b.Bind(fg.afterPrefix)
+	}
 	fg.enterInline()
 	fg.landingPads()
 	// Loop headers and blocks reached only by jumps (an interpreter's
@@ -2134,7 +2147,7 @@ func (fg *funcGen) emit() error {
 		}
 	}
 	for id := range gr.Blocks {
-		if !fallInto[id] && gr.Blocks[id].Addr != fg.f.Func.Addr {
+		if !fallInto[id] && cfg.BlockID(id) != cfg.Entry {
 			align[id] = true
 		}
 	}

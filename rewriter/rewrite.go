@@ -153,6 +153,8 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	finiSec := b.File.Section(".fini")
 	into := branchTargets(b)
 	var chosen []*analysis.Func
+	// moved maps a function whose entry jump goes further in to where.
+	moved := map[*analysis.Func]uint64{}
 	for _, f := range res.Funcs {
 		if f.Func.PLT {
 			continue
@@ -172,7 +174,16 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 		case opts.Exclude != nil && opts.Exclude.MatchString(f.Func.Name):
 			skip("excluded", "matches --exclude")
 		case patchedInto(f.Func, into):
-			skip("jump into its first 5 bytes", "other code branches into the bytes the entry jump overwrites")
+			mf, at, err := movedEntry(b, res.Program, f, into)
+			switch {
+			case err != nil:
+				skip("jump into its first 5 bytes", "other code branches into the bytes the entry jump overwrites, and the jump cannot move: "+err.Error())
+			case b.Kind == cfg.KindPIE && hasAbsTable(mf.Graph):
+				skip("absolute jump table in PIE", "its entries are relocated by the loader")
+			default:
+				moved[mf] = at
+				chosen = append(chosen, mf)
+			}
 		case finiSec != nil && f.Func.Addr == finiSec.Addr:
 			// _fini runs after the last .fini_array entry, which is where
 			// the profile is written.
@@ -188,7 +199,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	// whole layout is redone without it (other functions' code may call
 	// its instrumented copy).
 	for {
-		out, sum2, err := layout(in, b, res, img, chosen, sum, opts)
+		out, sum2, err := layout(in, b, res, img, chosen, moved, sum, opts)
 		var ee *emitError
 		if !errors.As(err, &ee) {
 			if err == nil && clearCET(out) {
@@ -260,7 +271,7 @@ func pageUp(a uint64) uint64 { return (a + 0xfff) &^ 0xfff }
 
 // layout places the runtime, the tables and the instrumented code in new
 // segments and writes the output.
-func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, sum *Summary, opts Options) ([]byte, *Summary, error) {
+func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, moved map[*analysis.Func]uint64, sum *Summary, opts Options) ([]byte, *Summary, error) {
 	base, err := elfw.NextFreeAddr(in)
 	if err != nil {
 		return nil, nil, err
@@ -316,6 +327,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC}}
 	for i, f := range chosen {
 		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), tableLabel: map[uint64]enc.Label{}, tableUsed: map[uint64]bool{}, inLoop: -1}
+		if at, ok := moved[f]; ok {
+			fg.prefixEnd, fg.afterPrefix = at, g.buf.NewLabel()
+		}
 		fg.blocks = make([]enc.Label, len(f.Graph.Blocks))
 		for j := range fg.blocks {
 			fg.blocks[j] = g.buf.NewLabel()
@@ -433,6 +447,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for _, fg := range g.funcs {
 		from := fg.f.Func.Addr
 		to := addrOf(fg.entry)
+		if fg.prefixEnd != 0 {
+			from, to = fg.prefixEnd, addrOf(fg.afterPrefix)
+		}
 		p := binary.LittleEndian.AppendUint32([]byte{0xe9}, uint32(to-(from+5)))
 		patches = append(patches, elfw.Patch{Addr: from, Bytes: p})
 	}
@@ -579,27 +596,29 @@ func (h *finiHook) patches(thunk uint64) []elfw.Patch {
 	return ps
 }
 
-// branchTargets collects the targets of every direct jump, branch and call
-// found by a linear sweep of the executable sections. The entry jump
-// overwrites an instrumented function's first 5 bytes, so no code may
-// branch into them (glibc's string functions share tails that way:
-// __mempcpy_* jumps to __memmove_*+5). The sweep may decode data as code;
-// a bogus target only makes the check more cautious.
-func branchTargets(b *cfg.Binary) map[uint64]bool {
-	out := map[uint64]bool{}
+// branchTargets collects the targets of every direct jump, branch and
+// call found by a linear sweep of the executable sections, each with the
+// addresses of the instructions that branch there. The entry jump
+// overwrites an instrumented function's first 5 bytes, so no code that
+// may run may branch into them (glibc's string functions share tails
+// that way: __mempcpy_* jumps to __memmove_*+5). The sweep may decode
+// data as code; a bogus target only makes the check more cautious.
+func branchTargets(b *cfg.Binary) map[uint64][]uint64 {
+	out := map[uint64][]uint64{}
 	for _, s := range b.Sections() {
 		if !s.Exec {
 			continue
 		}
 		code := b.Code(s.Addr)
 		for off := 0; off < len(code); {
-			in, err := x86.Decode(code[off:], s.Addr+uint64(off))
+			a := s.Addr + uint64(off)
+			in, err := x86.Decode(code[off:], a)
 			if err != nil {
 				off++
 				continue
 			}
 			if in.Kind.HasTarget() {
-				out[in.Target] = true
+				out[in.Target] = append(out[in.Target], a)
 			}
 			off += in.Len
 		}
@@ -607,12 +626,39 @@ func branchTargets(b *cfg.Binary) map[uint64]bool {
 	return out
 }
 
-// patchedInto reports whether some branch lands inside the bytes the
-// entry jump of f replaces.
-func patchedInto(f *cfg.Function, targets map[uint64]bool) bool {
+// patchedInto reports whether some branch that may run lands inside the
+// bytes the entry jump of f replaces. A branch of f's own (a loop back
+// to the instruction after the prologue's first push: lua's
+// luaK_exp2const and others) never runs once the entry is patched, so
+// long as no other code branches into f past its entry: the original
+// body then never runs, and the relocated copy's branch goes to the
+// relocated block. Such self-branches are allowed; any other is not.
+func patchedInto(f *cfg.Function, targets map[uint64][]uint64) bool {
+	self := false
 	for a := f.Addr + 1; a < f.Addr+5; a++ {
-		if targets[a] {
-			return true
+		for _, src := range targets[a] {
+			if !f.Contains(src) {
+				return true
+			}
+			self = true
+		}
+	}
+	return self && enteredInside(f, targets)
+}
+
+// enteredInside reports whether code outside f branches into f anywhere
+// but at its entry.
+func enteredInside(f *cfg.Function, targets map[uint64][]uint64) bool {
+	for _, r := range f.Ranges() {
+		for a := r.Addr; a < r.End(); a++ {
+			if a == f.Addr {
+				continue
+			}
+			for _, src := range targets[a] {
+				if !f.Contains(src) {
+					return true
+				}
+			}
 		}
 	}
 	return false

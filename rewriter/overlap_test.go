@@ -1,0 +1,193 @@
+package rewriter_test
+
+// Code that other code enters one byte into an instruction (glibc's
+// skipped lock prefix: testdata/lockskip.c) [decision 67].
+
+import (
+	"debug/elf"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"blpp/cct"
+	"blpp/internal/fixture"
+)
+
+// overlapConfigs build the overlap fixtures: PIE and not, both
+// compilers, and a static build whose C library uses the idiom itself.
+var overlapConfigs = []fixture.Config{
+	{CC: "gcc", Opt: "-O2", PIE: true},
+	{CC: "clang", Opt: "-O2"},
+	{CC: "gcc", Opt: "-O2", Static: true},
+}
+
+// TestLockSkip rewrites testdata/lockskip.c, whose functions branch over
+// a lock prefix into the instruction behind it, and requires the
+// rewritten program to behave as the original, every such function to be
+// instrumented, and every block count (those of the instruction after a
+// prefix included) to equal callgrind's.
+func TestLockSkip(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	args := []string{"300"}
+	own := []string{"main", "cas", "fetch_add", "decrement", "spin_add"}
+	for _, c := range overlapConfigs {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			orig := fixture.Build(t, "lockskip.c", c)
+			want := runProc(t, orig, args)
+			cg := callgrindOf(t, "lockskip.c "+c.String(), orig, args, want)
+			for _, m := range procModes {
+				what := "lockskip.c " + c.String() + " " + m.name
+				inst := filepath.Join(dir, "lockskip-"+m.name+".blpp")
+				sum := rewriteSum(t, orig, inst, m.opts)
+				// The C library of a static build skips lock prefixes
+				// too; none of its functions may be left out for it.
+				// (A jump table read past its end can still reach into
+				// an instruction elsewhere: __parse_one_specmb.)
+				for _, s := range sum.Skipped {
+					var in, at uint64
+					if _, err := fmt.Sscanf(s.Detail, "%x: control reaches the middle of the instruction at %x", &in, &at); err == nil && in == at+1 && afterLock(t, orig, in) {
+						t.Errorf("%s: %s left out: %s: %s", what, s.Name, s.Reason, s.Detail)
+					}
+				}
+				prof := runProfiledArgs(t, what, inst, args, want)
+				doc := compareCounts(t, what, inst, prof, cg, countCheck{own: own, ownOnly: c.Static})
+				// Both ways through each of the four prefixes ran:
+				// the instruction behind each prefix starts a block,
+				// which counted.
+				skips := 0
+				for _, fn := range doc.Functions {
+					if fn.Name == "main" || !contains(own, fn.Name) {
+						continue
+					}
+					for _, b := range fn.Blocks {
+						var a uint64
+						if _, err := fmtSscan(b.Addr, &a); err != nil {
+							t.Fatal(err)
+						}
+						if afterLock(t, orig, a) {
+							skips++
+							if b.Count == 0 {
+								t.Errorf("%s: %s: the skip to %s never ran", what, fn.Name, b.Addr)
+							}
+						}
+					}
+				}
+				if skips != 4 {
+					t.Errorf("%s: %d blocks start one byte into a lock-prefixed instruction, want 4", what, skips)
+				}
+			}
+		})
+	}
+}
+
+// runProfiledArgs is runProfiled with arguments.
+func runProfiledArgs(t *testing.T, what, inst string, args []string, want procResult) *cct.Profile {
+	t.Helper()
+	prof := filepath.Join(filepath.Dir(inst), "blpp.out")
+	got := runProc(t, inst, args, "BLPP_PROFILE="+prof, "BLPP_QUIET=1")
+	sameBehaviour(t, what, want, got)
+	p, err := cct.ReadFile(prof)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return p
+}
+
+// afterLock reports whether the byte before addr in the executable
+// exe is a lock prefix.
+func afterLock(t *testing.T, exe string, addr uint64) bool {
+	t.Helper()
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && addr > p.Vaddr && addr-p.Vaddr <= p.Filesz {
+			var b [1]byte
+			if _, err := p.ReadAt(b[:], int64(addr-1-p.Vaddr)); err != nil {
+				t.Fatal(err)
+			}
+			return b[0] == 0xf0
+		}
+	}
+	return false
+}
+
+func contains(names []string, n string) bool {
+	for _, s := range names {
+		if s == n {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEntryJump rewrites testdata/entryjump.c, whose sum_to loops back
+// two bytes into itself and whose copy_end jumps three bytes into
+// copy_fwd (glibc's __mempcpy and __memmove), both inside the bytes the
+// entry jump replaces. Both must be instrumented, behave as the
+// original and count exactly: copy_fwd from its moved entry, with the
+// activations copy_end sends there.
+func TestEntryJump(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	args := []string{"200"}
+	own := []string{"main", "sum_to", "copy_fwd"}
+	for _, c := range overlapConfigs {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			orig := fixture.Build(t, "entryjump.c", c)
+			want := runProc(t, orig, args)
+			cg := callgrindOf(t, "entryjump.c "+c.String(), orig, args, want)
+			syms := symbolAddrs(t, orig, "copy_fwd", "copy_end")
+			for _, m := range procModes {
+				what := "entryjump.c " + c.String() + " " + m.name
+				inst := filepath.Join(dir, "entryjump-"+m.name+".blpp")
+				rewriteSum(t, orig, inst, m.opts)
+				prof := runProfiledArgs(t, what, inst, args, want)
+				doc := compareCounts(t, what, inst, prof, cg, countCheck{own: own, ownOnly: c.Static})
+				for _, fn := range doc.Functions {
+					if fn.Name != "copy_fwd" || !fn.Instrumented {
+						continue
+					}
+					// The entry moved past copy_fwd's first
+					// instruction, where copy_end jumps; both
+					// functions' activations count there.
+					moved := fmt.Sprintf("%#x", syms["copy_fwd"]+3)
+					if len(fn.Blocks) == 0 || fn.Blocks[0].Addr != moved {
+						t.Errorf("%s: copy_fwd's first block is not at %s: %v", what, moved, fn.Blocks)
+					} else if n := fn.Blocks[0].Count; n != cg.Exec[syms["copy_fwd"]]+cg.Exec[syms["copy_end"]] || n == 0 {
+						t.Errorf("%s: copy_fwd entered %d times at %s, want its calls and copy_end's", what, n, moved)
+					}
+				}
+			}
+		})
+	}
+}
+
+// symbolAddrs returns the addresses of the named symbols of exe.
+func symbolAddrs(t *testing.T, exe string, names ...string) map[string]uint64 {
+	t.Helper()
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, s := range syms {
+		if contains(names, s.Name) {
+			out[s.Name] = s.Value
+		}
+	}
+	if len(out) != len(names) {
+		t.Fatalf("%s: symbols %v, found %v", exe, names, out)
+	}
+	return out
+}

@@ -275,11 +275,17 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	funcsAddr := rwAddr + uint64(len(rw))
 	rw = append(rw, make([]byte, len(chosen)*runtime.FuncSize)...)
-	// The call-site table: one entry per call and direct tail jump in
-	// instrumented code (at most), plus id 0 (none).
+	// The call-site table: one entry per call, direct tail jump and
+	// system call that may end the image [decision 59] in instrumented
+	// code (at most), plus id 0 (none).
 	nsites := 1
 	for _, f := range chosen {
 		nsites += len(f.Graph.Calls)
+		for _, l := range f.Graph.Leaves {
+			if l.Syscall {
+				nsites++
+			}
+		}
 		for _, e := range f.Graph.Edges {
 			if e.Kind == cfg.EdgeTailCall {
 				nsites++

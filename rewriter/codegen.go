@@ -121,6 +121,9 @@ type funcGen struct {
 	copyBack   map[cfg.EdgeID]*loopCopy
 	// coldErr is the first error of code emitted out of line.
 	coldErr error
+	// copies records where each original instruction's copies start in
+	// the code buffer, for the address map (addrmap.go).
+	copies []copyMark
 }
 
 // loopCopy is a loop whose body is one cycle of blocks, and its second
@@ -2499,6 +2502,9 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 			}
 		}
 		if !hasNext || next != to(cyc) {
+			if last.Kind == x86.Jmp {
+				fg.copied(last.Addr) // the block's jmp, re-aimed
+			}
 			b.JmpRel32(enc.LabelTarget(to(cyc)))
 		}
 	}
@@ -2602,6 +2608,7 @@ func (fg *funcGen) copyExit(lc *loopCopy, id cfg.BlockID, e cfg.EdgeID) {
 // to a jump table that was copied.
 func (fg *funcGen) copyInst(in *x86.Inst, code []byte) error {
 	b := fg.g.buf
+	fg.copied(in.Addr)
 	if in.RIPRel {
 		if l, ok := fg.tableLabel[in.RIPTarget]; ok {
 			start := b.Len()
@@ -2733,6 +2740,7 @@ func (fg *funcGen) reloc(in *x86.Inst, code []byte, t enc.Target) error {
 	if !in.Kind.HasTarget() {
 		return fg.copyInst(in, code)
 	}
+	fg.copied(in.Addr)
 	return enc.Relocate(fg.g.buf, in, code, t)
 }
 

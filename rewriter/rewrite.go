@@ -11,6 +11,7 @@ import (
 	"blpp/cfg"
 	"blpp/cfg/x86"
 	"blpp/internal/analysis"
+	"blpp/rewriter/addrmap"
 	"blpp/rewriter/elfw"
 	"blpp/rewriter/enc"
 	"blpp/rewriter/meta"
@@ -519,8 +520,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		Patches:    patches,
 		Fini:       finiDT,
 		Entry:      rtText + img.Symbols[runtime.SymStart],
-		Sections:   []elfw.Section{{Name: meta.SectionName, Data: meta.Encode(tab)}},
-		Symbols:    relocatedSymbols(b, g, codeAddr),
+		Sections: []elfw.Section{{Name: meta.SectionName, Data: meta.Encode(tab)},
+			{Name: addrmap.SectionName, Data: addrmap.Encode(addrMap(g, codeAddr))}},
+		Symbols: relocatedSymbols(b, g, codeAddr),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -522,7 +522,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		Entry:      rtText + img.Symbols[runtime.SymStart],
 		Sections: []elfw.Section{{Name: meta.SectionName, Data: meta.Encode(tab)},
 			{Name: addrmap.SectionName, Data: addrmap.Encode(addrMap(g, codeAddr))}},
-		Symbols: relocatedSymbols(b, g, codeAddr),
+		Symbols: append(relocatedSymbols(b, g, codeAddr), runtimeSymbols(rtText, img)...),
 	})
 	if err != nil {
 		return nil, nil, err

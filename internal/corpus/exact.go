@@ -17,6 +17,8 @@ import (
 type BlockDiff struct {
 	Func, Addr      string
 	Blpp, Callgrind uint64
+	// Note, when set, says what else is wrong ("original code ran").
+	Note string
 }
 
 // Exactness is the outcome of comparing a profile's block counts with

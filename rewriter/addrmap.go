@@ -7,6 +7,7 @@ import "blpp/rewriter/addrmap"
 type copyMark struct {
 	orig uint64
 	off  int
+	join bool // a jmp left out here (addrmap.Inst.Joins)
 }
 
 // copied records that a copy of the original instruction at orig starts
@@ -14,7 +15,15 @@ type copyMark struct {
 // before it emits the instruction's bytes (relocated or re-encoded), after
 // any instrumentation that precedes it.
 func (fg *funcGen) copied(orig uint64) {
-	fg.copies = append(fg.copies, copyMark{orig, fg.g.buf.Len()})
+	fg.copies = append(fg.copies, copyMark{orig: orig, off: fg.g.buf.Len()})
+}
+
+// joined records that a copy of the unconditional jmp at orig was left
+// out because it would have jumped to the code buffer's current end, the
+// next instruction emitted: in a loop copy, a block's jmp to the block
+// laid out after it (emitLoopCopy).
+func (fg *funcGen) joined(orig uint64) {
+	fg.copies = append(fg.copies, copyMark{orig: orig, off: fg.g.buf.Len(), join: true})
 }
 
 // addrMap turns the recorded copies into the address map of code placed
@@ -24,7 +33,11 @@ func addrMap(g *gen, codeAddr uint64) *addrmap.Map {
 	for _, fg := range g.funcs {
 		var r addrmap.Recorder
 		for _, c := range fg.copies {
-			r.Add(c.orig, codeAddr+uint64(c.off))
+			if c.join {
+				r.AddJoin(c.orig, codeAddr+uint64(c.off))
+			} else {
+				r.Add(c.orig, codeAddr+uint64(c.off))
+			}
 		}
 		m.Funcs = append(m.Funcs, r.Func(fg.f.Func.Addr))
 	}

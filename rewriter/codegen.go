@@ -2506,6 +2506,8 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 				fg.copied(last.Addr) // the block's jmp, re-aimed
 			}
 			b.JmpRel32(enc.LabelTarget(to(cyc)))
+		} else if last.Kind == x86.Jmp {
+			fg.joined(last.Addr) // the jmp is left out: it would jump to the next instruction
 		}
 	}
 	for _, x := range exits {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strings"
 	"text/tabwriter"
 
 	"blpp/report"
@@ -31,6 +32,7 @@ type mapFunc struct {
 type mapInst struct {
 	Addr   string   `json:"addr"`
 	Copies []string `json:"copies"`
+	Joins  []string `json:"joins,omitempty"`
 }
 
 func runMap(c *ctx, args []string) error {
@@ -82,6 +84,9 @@ func runMap(c *ctx, args []string) error {
 			for _, cp := range in.Copies {
 				di.Copies = append(di.Copies, mapHex(cp))
 			}
+			for _, j := range in.Joins {
+				di.Joins = append(di.Joins, mapHex(j))
+			}
 			df.Instructions = append(df.Instructions, di)
 		}
 		doc.Functions = append(doc.Functions, df)
@@ -105,6 +110,9 @@ func writeMapText(w io.Writer, doc mapDoc) error {
 			fmt.Fprintf(tw, "  %s\t->", in.Addr)
 			for _, cp := range in.Copies {
 				fmt.Fprintf(tw, " %s", cp)
+			}
+			if len(in.Joins) > 0 {
+				fmt.Fprintf(tw, "  (left out, joining at %s)", strings.Join(in.Joins, " "))
 			}
 			fmt.Fprintln(tw)
 		}

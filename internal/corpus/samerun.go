@@ -156,12 +156,14 @@ func CheckSameRun(inst string, profiles []string, cg *callgrind.Profile) (SameRu
 			if err != nil {
 				return s, fmt.Errorf("%s: block address %q: %w", fn.Name, b.Addr, err)
 			}
-			copies := af.Lookup(addr)
-			if len(copies) == 0 {
+			in := af.Inst(addr)
+			if in == nil {
 				return s, fmt.Errorf("%s: block %s has no copy in the address map", fn.Name, b.Addr)
 			}
+			// A copy left out at a join runs as often as what
+			// starts there (addrmap.Inst.Joins).
 			var w uint64
-			for _, c := range copies {
+			for _, c := range append(in.Copies[:len(in.Copies):len(in.Copies)], in.Joins...) {
 				w += executions(cg, c)
 			}
 			if partial && w >= b.Count {

@@ -45,6 +45,13 @@ var (
 type Inst struct {
 	Addr   uint64
 	Copies []uint64
+	// Joins, for an unconditional jmp, are the places where a copy of it
+	// was left out because it would have jumped to the next instruction
+	// (in a loop copy, to the block laid out after its own). Control
+	// reaches the instruction at a join only through the left-out jmp,
+	// so that instruction's executions there are the jmp's in that copy.
+	// Increasing; nil for most instructions.
+	Joins []uint64
 }
 
 // Func is one instrumented function: its original entry and its
@@ -82,6 +89,15 @@ func (f *Func) Lookup(orig uint64) []uint64 {
 	return nil
 }
 
+// Inst returns f's instruction at orig, nil if there is none.
+func (f *Func) Inst(orig uint64) *Inst {
+	k := sort.Search(len(f.Insts), func(k int) bool { return f.Insts[k].Addr >= orig })
+	if k < len(f.Insts) && f.Insts[k].Addr == orig {
+		return &f.Insts[k]
+	}
+	return nil
+}
+
 // Index maps every original instruction address of m to its copies.
 func (m *Map) Index() map[uint64][]uint64 {
 	out := map[uint64][]uint64{}
@@ -96,21 +112,29 @@ func (m *Map) Index() map[uint64][]uint64 {
 // Recorder collects (original address, copy address) pairs of one
 // function in any order; Func sorts and groups them.
 type Recorder struct {
-	pairs [][2]uint64
+	pairs, joins [][2]uint64
 }
 
 // Add records that the instruction at orig has a copy at addr.
 func (r *Recorder) Add(orig, addr uint64) { r.pairs = append(r.pairs, [2]uint64{orig, addr}) }
 
-// Func returns the function entered at entry with the recorded copies.
-func (r *Recorder) Func(entry uint64) Func {
-	p := append([][2]uint64(nil), r.pairs...)
+// AddJoin records a join of the jmp at orig at addr (Inst.Joins).
+func (r *Recorder) AddJoin(orig, addr uint64) { r.joins = append(r.joins, [2]uint64{orig, addr}) }
+
+func sortPairs(p [][2]uint64) [][2]uint64 {
+	p = append([][2]uint64(nil), p...)
 	sort.Slice(p, func(i, j int) bool {
 		if p[i][0] != p[j][0] {
 			return p[i][0] < p[j][0]
 		}
 		return p[i][1] < p[j][1]
 	})
+	return p
+}
+
+// Func returns the function entered at entry with the recorded copies.
+func (r *Recorder) Func(entry uint64) Func {
+	p := sortPairs(r.pairs)
 	f := Func{Entry: entry}
 	for i, x := range p {
 		if i > 0 && x == p[i-1] {
@@ -121,6 +145,21 @@ func (r *Recorder) Func(entry uint64) Func {
 			continue
 		}
 		f.Insts = append(f.Insts, Inst{Addr: x[0], Copies: []uint64{x[1]}})
+	}
+	joins := sortPairs(r.joins)
+	for i, x := range joins {
+		if i > 0 && x == joins[i-1] {
+			continue
+		}
+		k := sort.Search(len(f.Insts), func(k int) bool { return f.Insts[k].Addr >= x[0] })
+		if k < len(f.Insts) && f.Insts[k].Addr == x[0] {
+			in := &f.Insts[k]
+			if n := len(in.Joins); n == 0 || in.Joins[n-1] != x[1] {
+				in.Joins = append(in.Joins, x[1])
+			}
+		}
+		// A join of an instruction without a copy cannot be: the
+		// first copy of a function always holds every instruction.
 	}
 	return f
 }
@@ -134,8 +173,9 @@ func (r *Recorder) Func(entry uint64) Func {
 //	  its address as a zigzag varint delta (from the entry for the first
 //	  instruction, else from the previous instruction's address, which
 //	  makes it positive), the number of copies (at least 1), and each copy
-//	  as a zigzag varint delta from the previous copy written in the whole
-//	  section (0 before the first).
+//	  as a zigzag varint delta from the previous copy or join written in
+//	  the whole section (0 before the first), then the number of joins
+//	  (Inst.Joins, usually 0) and each join as such a delta.
 //
 // Relocated code follows the original order, so both deltas are small.
 func Encode(m *Map) []byte {
@@ -152,6 +192,11 @@ func Encode(m *Map) []byte {
 			prev = in.Addr
 			b = binary.AppendUvarint(b, uint64(len(in.Copies)))
 			for _, c := range in.Copies {
+				b = binary.AppendVarint(b, int64(c-prevCopy))
+				prevCopy = c
+			}
+			b = binary.AppendUvarint(b, uint64(len(in.Joins)))
+			for _, c := range in.Joins {
 				b = binary.AppendVarint(b, int64(c-prevCopy))
 				prevCopy = c
 			}
@@ -256,6 +301,17 @@ func Decode(data []byte) (*Map, error) {
 				}
 				prevCopy = c
 				in.Copies = append(in.Copies, c)
+			}
+			if nj := r.count(1); nj > 0 {
+				in.Joins = make([]uint64, 0, nj)
+				for k := 0; k < nj && r.err == nil; k++ {
+					c := prevCopy + uint64(r.sv())
+					if k > 0 && c <= in.Joins[k-1] {
+						r.fail("joins out of order")
+					}
+					prevCopy = c
+					in.Joins = append(in.Joins, c)
+				}
 			}
 			f.Insts = append(f.Insts, in)
 		}

@@ -15,12 +15,15 @@ func sample() *Map {
 	r.Add(0x1004, 0x9400)
 	r.Add(0x0ff0, 0x9800)
 	r.Add(0x1000, 0x9000)
-	return &Map{Funcs: []Func{r.Func(0x1000), {Entry: 0x2000, Insts: []Inst{{0x2000, []uint64{0x8000}}}}}}
+	r.AddJoin(0x1004, 0x9420)
+	r.AddJoin(0x1004, 0x9420)
+	return &Map{Funcs: []Func{r.Func(0x1000), {Entry: 0x2000, Insts: []Inst{{Addr: 0x2000, Copies: []uint64{0x8000}}}}}}
 }
 
 func TestRecorder(t *testing.T) {
 	got := sample().Funcs[0]
-	want := Func{Entry: 0x1000, Insts: []Inst{{0x0ff0, []uint64{0x9800}}, {0x1000, []uint64{0x9000}}, {0x1004, []uint64{0x9010, 0x9400}}}}
+	want := Func{Entry: 0x1000, Insts: []Inst{{Addr: 0x0ff0, Copies: []uint64{0x9800}}, {Addr: 0x1000, Copies: []uint64{0x9000}},
+		{Addr: 0x1004, Copies: []uint64{0x9010, 0x9400}, Joins: []uint64{0x9420}}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
@@ -67,9 +70,10 @@ func TestDecodeRefuses(t *testing.T) {
 		t.Fatalf("got %v, want ErrVersion", err)
 	}
 	bad := []*Map{
-		{Funcs: []Func{{Entry: 1, Insts: []Inst{{1, nil}}}}},                           // no copy
-		{Funcs: []Func{{Entry: 1, Insts: []Inst{{2, []uint64{5}}, {2, []uint64{6}}}}}}, // repeated instruction
-		{Funcs: []Func{{Entry: 1, Insts: []Inst{{2, []uint64{5, 5}}}}}},                // repeated copy
+		{Funcs: []Func{{Entry: 1, Insts: []Inst{{Addr: 1}}}}},                                                      // no copy
+		{Funcs: []Func{{Entry: 1, Insts: []Inst{{Addr: 2, Copies: []uint64{5}}, {Addr: 2, Copies: []uint64{6}}}}}}, // repeated instruction
+		{Funcs: []Func{{Entry: 1, Insts: []Inst{{Addr: 2, Copies: []uint64{5, 5}}}}}},                              // repeated copy
+		{Funcs: []Func{{Entry: 1, Insts: []Inst{{Addr: 2, Copies: []uint64{5}, Joins: []uint64{7, 7}}}}}},          // repeated join
 	}
 	for i, m := range bad {
 		if _, err := Decode(Encode(m)); !errors.Is(err, ErrCorrupt) {

@@ -841,7 +841,11 @@ func (fg *funcGen) edgeInst(e cfg.EdgeID) {
 		fg.backedge(e, ed.FlagsLive)
 		return
 	}
-	if inc := n.Inc[e]; inc != 0 && fg.hasPreg {
+	inc := n.Inc[e]
+	if faultInjection && inc != 0 && fault("chord") {
+		inc++
+	}
+	if inc != 0 && fg.hasPreg {
 		b.LeaRegSelf(fg.preg, int32(inc)) // no flags written
 	} else if inc != 0 {
 		if ed.FlagsLive {
@@ -1412,6 +1416,9 @@ func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, spill bool, s
 // one, or before the runtime is ready a scratch block: see early_gs), so
 // no test of the ready word is needed [decision 40].
 func (fg *funcGen) storeCallSite(site int32) {
+	if faultInjection && fault("partial") {
+		return
+	}
 	fg.g.buf.MovGS64Imm(fg.g.stubs.OffCallSite, site)
 }
 
@@ -2522,6 +2529,9 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 // ended.
 func (fg *funcGen) countCopy(lc *loopCopy) {
 	b := fg.g.buf
+	if faultInjection && fault("pathend") {
+		return
+	}
 	if !lc.record {
 		b.AddGS64Imm(lc.counter, 1)
 		return

@@ -398,7 +398,8 @@ func checkEntry(t *testing.T, e entry, root string, r *result) {
 		return
 	}
 	if tab, f, err := report.LoadMeta(inst); err == nil {
-		sh := corpus.DynamicShare(tab, cg)
+		plt, _ := corpus.PLTRanges(path)
+		sh := corpus.DynamicShareOf(tab, cg, plt)
 		f.Close()
 		r.dynShare = sh.Ratio()
 		var b strings.Builder

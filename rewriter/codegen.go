@@ -126,6 +126,9 @@ type funcGen struct {
 	copyBack   map[cfg.EdgeID]*loopCopy
 	// coldErr is the first error of code emitted out of line.
 	coldErr error
+	// copies records where each original instruction's copies start in
+	// the code buffer, for the address map (addrmap.go).
+	copies []copyMark
 }
 
 // loopCopy is a loop whose body is one cycle of blocks, and its second
@@ -845,7 +848,11 @@ func (fg *funcGen) edgeInst(e cfg.EdgeID) {
 		fg.backedge(e, ed.FlagsLive)
 		return
 	}
-	if inc := n.Inc[e]; inc != 0 && fg.hasPreg {
+	inc := n.Inc[e]
+	if faultInjection && inc != 0 && fault("chord") {
+		inc++
+	}
+	if inc != 0 && fg.hasPreg {
 		b.LeaRegSelf(fg.preg, int32(inc)) // no flags written
 	} else if inc != 0 {
 		if ed.FlagsLive {
@@ -1416,6 +1423,9 @@ func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, spill bool, s
 // one, or before the runtime is ready a scratch block: see early_gs), so
 // no test of the ready word is needed [decision 40].
 func (fg *funcGen) storeCallSite(site int32) {
+	if faultInjection && fault("partial") {
+		return
+	}
 	fg.g.buf.MovGS64Imm(fg.g.stubs.OffCallSite, site)
 }
 
@@ -2512,7 +2522,12 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 			}
 		}
 		if !hasNext || next != to(cyc) {
+			if last.Kind == x86.Jmp {
+				fg.copied(last.Addr) // the block's jmp, re-aimed
+			}
 			b.JmpRel32(enc.LabelTarget(to(cyc)))
+		} else if last.Kind == x86.Jmp {
+			fg.joined(last.Addr) // the jmp is left out: it would jump to the next instruction
 		}
 	}
 	for _, x := range exits {
@@ -2527,6 +2542,9 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 // ended.
 func (fg *funcGen) countCopy(lc *loopCopy) {
 	b := fg.g.buf
+	if faultInjection && fault("pathend") {
+		return
+	}
 	if !lc.record {
 		b.AddGS64Imm(lc.counter, 1)
 		return
@@ -2615,6 +2633,7 @@ func (fg *funcGen) copyExit(lc *loopCopy, id cfg.BlockID, e cfg.EdgeID) {
 // to a jump table that was copied.
 func (fg *funcGen) copyInst(in *x86.Inst, code []byte) error {
 	b := fg.g.buf
+	fg.copied(in.Addr)
 	if in.RIPRel {
 		if l, ok := fg.tableLabel[in.RIPTarget]; ok {
 			start := b.Len()
@@ -2746,6 +2765,7 @@ func (fg *funcGen) reloc(in *x86.Inst, code []byte, t enc.Target) error {
 	if !in.Kind.HasTarget() {
 		return fg.copyInst(in, code)
 	}
+	fg.copied(in.Addr)
 	return enc.Relocate(fg.g.buf, in, code, t)
 }
 

@@ -11,6 +11,7 @@ import (
 	"blpp/cfg"
 	"blpp/cfg/x86"
 	"blpp/internal/analysis"
+	"blpp/rewriter/addrmap"
 	"blpp/rewriter/elfw"
 	"blpp/rewriter/enc"
 	"blpp/rewriter/meta"
@@ -286,11 +287,17 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	funcsAddr := rwAddr + uint64(len(rw))
 	rw = append(rw, make([]byte, len(chosen)*runtime.FuncSize)...)
-	// The call-site table: one entry per call and direct tail jump in
-	// instrumented code (at most), plus id 0 (none).
+	// The call-site table: one entry per call, direct tail jump and
+	// system call that may end the image [decision 59] in instrumented
+	// code (at most), plus id 0 (none).
 	nsites := 1
 	for _, f := range chosen {
 		nsites += len(f.Graph.Calls)
+		for _, l := range f.Graph.Leaves {
+			if l.Syscall {
+				nsites++
+			}
+		}
 		for _, e := range f.Graph.Edges {
 			if e.Kind == cfg.EdgeTailCall {
 				nsites++
@@ -530,8 +537,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		Patches:    patches,
 		Fini:       finiDT,
 		Entry:      rtText + img.Symbols[runtime.SymStart],
-		Sections:   []elfw.Section{{Name: meta.SectionName, Data: meta.Encode(tab)}},
-		Symbols:    relocatedSymbols(b, g, codeAddr),
+		Sections: []elfw.Section{{Name: meta.SectionName, Data: meta.Encode(tab)},
+			{Name: addrmap.SectionName, Data: addrmap.Encode(addrMap(g, codeAddr))}},
+		Symbols: append(relocatedSymbols(b, g, codeAddr), runtimeSymbols(rtText, img)...),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -52,6 +52,18 @@ func (p *Profile) FoldUnknown(exe string) error {
 	default:
 		return fmt.Errorf("callgrind: fold %s: ELF type %v is not an executable", exe, f.Type)
 	}
+	if err := p.fold(f, exe, bias); err != nil {
+		return err
+	}
+	if p.After != nil {
+		return p.After.fold(f, exe, bias)
+	}
+	return nil
+}
+
+// fold moves the code of exe's executable segments out of the Unknown
+// fields, given the load bias.
+func (p *Profile) fold(f *elf.File, exe string, bias uint64) error {
 	var text []*elf.Prog
 	for _, pr := range f.Progs {
 		if pr.Type == elf.PT_LOAD && pr.Flags&elf.PF_X != 0 {

@@ -315,6 +315,12 @@ func (ps *parser) headerLine(key, val string) error {
 		if _, err := ps.parseCosts(strings.Fields(val)); err != nil {
 			return err
 		}
+	case "desc":
+		// "desc: Trigger: --dump-after=blpp_fini": why callgrind dumped
+		// this part.
+		if t, ok := strings.CutPrefix(val, "Trigger:"); ok {
+			ps.prof.Triggers = append(ps.prof.Triggers, strings.TrimSpace(t))
+		}
 	}
 	// Other keys (creator, cmd, part, thread, desc, event, ...) describe
 	// the run and do not change how costs read.

@@ -100,6 +100,17 @@ type Profile struct {
 	Bias   uint64
 	Folded bool
 
+	// Triggers lists what made callgrind dump each part that said so
+	// ("desc: Trigger: ..."), in file order: "Program termination",
+	// "--dump-before=fork", "--dump-after=blpp_fini", ...
+	Triggers []string
+
+	// After holds, when Run was given Options.SplitAfter, the counts of
+	// the dumps each process made after a dump that function's return
+	// triggered: the work done after it returned (the same object,
+	// folded with the same bias). nil otherwise.
+	After *Profile
+
 	// PIDs lists, sorted and without repeats, the process ids named by the
 	// pid: headers of the parsed files.
 	PIDs []int
@@ -223,6 +234,7 @@ func (p *Profile) merge(q *Profile) error {
 	}
 	p.PIDs = mergePIDs(p.PIDs, q.PIDs)
 	p.Parts += q.Parts
+	p.Triggers = append(p.Triggers, q.Triggers...)
 	return nil
 }
 

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +38,13 @@ type Options struct {
 	// OutDir receives callgrind's output and valgrind's logs and is kept;
 	// empty means a temporary directory that Run removes.
 	OutDir string
+
+	// SplitAfter names a function of the program (a symbol) on whose
+	// return callgrind dumps its counters (--dump-after): what each
+	// process does after that dump is counted in Profile.After instead
+	// of the Profile. The same-run exactness oracle passes the runtime's
+	// blpp_fini, which returns once the profile is written.
+	SplitAfter string
 }
 
 // forkFuncs are the C library functions before which Run makes callgrind
@@ -138,7 +147,11 @@ func Run(prog string, opts Options) (*Profile, error) {
 		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
 		defer cancel()
 	}
-	args := append(ValgrindArgs(dir, opts.SeparateThreads), "--", arg0)
+	args := ValgrindArgs(dir, opts.SeparateThreads)
+	if opts.SplitAfter != "" {
+		args = append(args, "--dump-after="+opts.SplitAfter)
+	}
+	args = append(args, "--", arg0)
 	cmd := exec.CommandContext(ctx, vg, append(args, opts.Args...)...)
 	cmd.Dir = opts.Dir
 	cmd.Env = append(os.Environ(), opts.Env...)
@@ -170,7 +183,7 @@ func Run(prog string, opts Options) (*Profile, error) {
 	p, err := collect(dir, func(ob string) bool {
 		fi, err := os.Stat(ob)
 		return err == nil && os.SameFile(fi, progInfo)
-	})
+	}, opts.SplitAfter)
 	if err != nil {
 		return nil, err
 	}
@@ -188,27 +201,66 @@ func Run(prog string, opts Options) (*Profile, error) {
 // collect parses every callgrind file in dir and sums the profiles of the
 // main object; nil when no file mentions it. Empty files are skipped:
 // callgrind creates its file at start-up, and a process that dies by
-// SIGKILL or replaces itself by exec never fills it.
-func collect(dir string, match func(string) bool) (*Profile, error) {
+// SIGKILL or replaces itself by exec never fills it. With splitAfter set,
+// each process's dumps that follow one triggered by --dump-after of that
+// function are summed into the profile's After instead.
+func collect(dir string, match func(string) bool, splitAfter string) (*Profile, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "cg.*"))
 	if err != nil {
 		return nil, fmt.Errorf("callgrind: %w", err)
 	}
-	sort.Strings(files)
-	var total *Profile
+	// Each process's dumps in the order callgrind made them: cg.PID.1,
+	// cg.PID.2, ..., then cg.PID, the dump at termination.
+	type dump struct {
+		name string
+		pid  string
+		seq  int
+	}
+	var dumps []dump
 	for _, name := range files {
-		fi, err := os.Stat(name)
+		base := strings.TrimPrefix(filepath.Base(name), "cg.")
+		pid, n, numbered := strings.Cut(base, ".")
+		seq := int(^uint(0) >> 1)
+		if numbered {
+			v, err := strconv.Atoi(n)
+			if err != nil {
+				continue // not callgrind's
+			}
+			seq = v
+		}
+		dumps = append(dumps, dump{name, pid, seq})
+	}
+	sort.Slice(dumps, func(i, j int) bool {
+		if dumps[i].pid != dumps[j].pid {
+			return dumps[i].pid < dumps[j].pid
+		}
+		return dumps[i].seq < dumps[j].seq
+	})
+	var total, after *Profile
+	add := func(into **Profile, p *Profile, name string) error {
+		if *into == nil {
+			*into = p
+			return nil
+		}
+		if err := (*into).merge(p); err != nil {
+			return fmt.Errorf("callgrind: %s: %w", name, err)
+		}
+		return nil
+	}
+	split := map[string]bool{} // processes past their split dump
+	for _, d := range dumps {
+		fi, err := os.Stat(d.name)
 		if err != nil {
 			return nil, fmt.Errorf("callgrind: %w", err)
 		}
 		if fi.Size() == 0 {
 			continue
 		}
-		f, err := os.Open(name)
+		f, err := os.Open(d.name)
 		if err != nil {
 			return nil, fmt.Errorf("callgrind: %w", err)
 		}
-		p, seen, err := parse(f, name, match)
+		p, seen, err := parse(f, d.name, match)
 		f.Close()
 		if err != nil {
 			return nil, err
@@ -217,13 +269,25 @@ func collect(dir string, match func(string) bool) (*Profile, error) {
 			// Another program: something the run exec'd.
 			continue
 		}
-		if total == nil {
-			total = p
-			continue
+		into := &total
+		if split[d.pid] {
+			into = &after
 		}
-		if err := total.merge(p); err != nil {
-			return nil, fmt.Errorf("callgrind: %s: %w", name, err)
+		if err := add(into, p, d.name); err != nil {
+			return nil, err
 		}
+		if splitAfter != "" && slices.Contains(p.Triggers, "--dump-after="+splitAfter) {
+			split[d.pid] = true
+		}
+	}
+	if total == nil && after != nil {
+		total = newProfile(after.Object)
+	}
+	if total != nil && splitAfter != "" {
+		if after == nil {
+			after = newProfile(total.Object)
+		}
+		total.After = after
 	}
 	return total, nil
 }

@@ -17,6 +17,7 @@ import (
 	"blpp/internal/callgrind"
 	"blpp/internal/corpus"
 	"blpp/internal/fixture"
+	"blpp/report"
 )
 
 // entry is one program of testdata/corpus/corpus.json; the file's header
@@ -41,22 +42,16 @@ type entry struct {
 	// the table; the test prints the actual one.
 	CallgrindSeconds float64 `json:"callgrind_seconds"`
 	TimeoutSeconds   int     `json:"timeout_seconds"`
-	// Reruns is how many more runs of the rewritten copy look for
-	// functions whose counts vary (default 1, 3 with threads).
-	Reruns int `json:"reruns"`
-	// NoExact, when set, says why block counts cannot be compared with
-	// callgrind's for this program.
-	NoExact string `json:"no_exact"`
-	Known   *known `json:"known_failure"`
-	// Unstable names functions whose counts legitimately differ between
-	// native runs and callgrind's (thread schedules under valgrind's
-	// serialised threads) when runs of the rewritten copy happen to agree;
-	// UnstableReason says why. They are not compared.
-	Unstable []string `json:"unstable"`
+	// Varies, when set, says why the program's work under valgrind
+	// differs from its native work (environment, addresses, time,
+	// CPUID, thread schedule): its original's callgrind counts are then
+	// not compared with the profile. The same-run oracle compares every
+	// block either way.
+	Varies string `json:"varies"`
+	Known  *known `json:"known_failure"`
 	// Env is added to the environment of every run (native, rewritten,
 	// callgrind).
-	Env            map[string]string `json:"env"`
-	UnstableReason string            `json:"unstable_reason"`
+	Env map[string]string `json:"env"`
 }
 
 // known documents why a program cannot pass yet. The test still runs it;
@@ -113,8 +108,6 @@ func loadCorpus(t *testing.T) (entries []entry, root string) {
 			t.Fatalf("corpus.json: %s listed twice", e.Name)
 		case e.Callgrind != "fast" && e.Callgrind != "slow":
 			t.Fatalf("corpus.json: %s: callgrind must be fast or slow, not %q", e.Name, e.Callgrind)
-		case len(e.Unstable) > 0 && e.UnstableReason == "":
-			t.Fatalf("corpus.json: %s: unstable functions need unstable_reason", e.Name)
 		case e.Known != nil && (e.Known.Reason == "" || len(e.Known.Symptoms) == 0):
 			t.Fatalf("corpus.json: %s: a known failure needs a reason and symptoms", e.Name)
 		}
@@ -166,7 +159,9 @@ type result struct {
 	e                   entry
 	instrumented, total int
 	same                string // behaviour identical: yes, no, -
-	exact               string // yes, no, not checked
+	exact               string // same-run oracle: yes, no, not checked
+	origExact           string // original under callgrind: yes, no, not compared, -
+	dynShare            float64
 	rewriteDur          time.Duration
 	nativeDur, instDur  time.Duration
 	cgDur               time.Duration
@@ -192,7 +187,7 @@ func TestCorpus(t *testing.T) {
 		for _, e := range entries {
 			t.Run(e.Name, func(t *testing.T) {
 				t.Parallel()
-				r := &result{e: e, same: "-", exact: "not checked", verdict: "FAIL"}
+				r := &result{e: e, same: "-", exact: "not checked", origExact: "-", dynShare: -1, verdict: "FAIL"}
 				defer func() {
 					if t.Skipped() && e.Known != nil && r.total > 0 {
 						r.verdict = "known failure (skipped)"
@@ -210,7 +205,7 @@ func TestCorpus(t *testing.T) {
 	sort.Slice(results, func(i, j int) bool { return results[i].e.Name < results[j].e.Name })
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "program\tpackage\tkind\tinstrumented\tshare\tsame behaviour\texact\trewrite\tnative\trewritten\tcallgrind\tresult")
+	fmt.Fprintln(tw, "program\tpackage\tkind\tinstrumented\tstatic share\tdynamic share\tsame behaviour\texact (same run)\texact (original)\trewrite\tnative\trewritten\tcallgrind\tresult")
 	for _, r := range results {
 		var kind []string
 		for _, k := range []struct {
@@ -234,8 +229,12 @@ func TestCorpus(t *testing.T) {
 		} else if r.e.Callgrind == "slow" {
 			cg = fmt.Sprintf("~%.0fs (slow)", r.e.CallgrindSeconds)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.e.Name, r.e.Package, strings.Join(kind, ","),
-			r.instrumented, r.total, share, r.same, r.exact, r.rewriteDur.Round(10*time.Millisecond),
+		dyn := "-"
+		if r.dynShare >= 0 {
+			dyn = fmt.Sprintf("%.1f%%", 100*r.dynShare)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.e.Name, r.e.Package, strings.Join(kind, ","),
+			r.instrumented, r.total, share, dyn, r.same, r.exact, r.origExact, r.rewriteDur.Round(10*time.Millisecond),
 			r.nativeDur.Round(time.Millisecond), r.instDur.Round(time.Millisecond), cg, r.verdict)
 	}
 	tw.Flush()
@@ -327,17 +326,8 @@ func checkEntry(t *testing.T, e entry, root string, r *result) {
 		}
 	}
 
-	// One directory per run of the rewritten copy: forked children write
-	// blpp.out.PID beside blpp.out.
-	profOf := func(i int) string {
-		d := filepath.Join(profDir, fmt.Sprint(i))
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return filepath.Join(d, "blpp.out")
-	}
-	prof := profOf(0)
-	runs := [][]string{}
+	// Forked children write blpp.out.PID beside blpp.out.
+	prof := filepath.Join(profDir, "blpp.out")
 	spec.Bin, spec.Stdin = inst, prepare()
 	instEnv := func(prof string) []string {
 		return append(env[:len(env):len(env)], "BLPP_PROFILE="+prof, "LD_PRELOAD=")
@@ -362,98 +352,113 @@ func checkEntry(t *testing.T, e entry, root string, r *result) {
 	t.Logf("%s: same behaviour (%s, %d bytes out, %d bytes err, %d files); native %v, rewritten %v",
 		e.Name, want.status(), len(want.Stdout), len(want.Stderr), len(wantFiles), want.Dur.Round(time.Millisecond), got.Dur.Round(time.Millisecond))
 
-	if e.NoExact != "" {
-		r.exact = "not checked (no_exact)"
-		t.Logf("%s: block counts not compared with callgrind: %s", e.Name, e.NoExact)
-		return
-	}
 	if e.Callgrind != "fast" {
 		t.Logf("%s: callgrind takes about %.0f s: block counts not checked", e.Name, e.CallgrindSeconds)
 		return
 	}
 	fixture.RequireTool(t, "valgrind", "valgrind")
-	// Further runs of the rewritten copy find the functions whose counts
-	// vary from run to run (thread schedules, addresses, the clock): no
-	// oracle can match those.
-	reruns := 1
-	if e.Threads {
-		reruns = 3
-	}
-	if e.Reruns > 0 {
-		reruns = e.Reruns
-	}
-	for i := 0; i <= reruns; i++ {
-		p := profOf(i)
-		files, _ := filepath.Glob(p + "*")
-		if i == 0 {
-			runs = append(runs, files)
-			continue
-		}
-		spec.Stdin = prepare()
-		spec.Env = instEnv(p)
-		if o := run(spec); o.status() != want.status() {
-			problems = append(problems, fmt.Sprintf("rerun %d: %s", i, o.status()))
-			return
-		}
-		files, _ = filepath.Glob(p + "*")
-		runs = append(runs, files)
-	}
+	// The same-run oracle: the rewritten copy under callgrind, its
+	// profile against callgrind's counts of its own relocated code.
+	// Every block of every instrumented function is compared.
 	t0 = time.Now()
-	cg, err := callgrind.Run(path, callgrind.Options{Args: e.Args, Stdin: prepare(), Env: append(env[:len(env):len(env)], "BLPP_PROFILE="+prof), Dir: work, Timeout: 3 * time.Minute})
+	sr, scg, err := corpus.RunSameRun(inst, filepath.Join(tmp, "samerun"), callgrind.Options{Args: e.Args, Stdin: prepare(), Env: env, Dir: work, Timeout: 3 * time.Minute})
 	r.cgDur = time.Since(t0)
+	if err != nil {
+		problems = append(problems, "same-run callgrind: "+err.Error())
+		return
+	}
+	if scg.ExitCode != want.Code {
+		t.Logf("%s: exit status %d under callgrind, %d natively", e.Name, scg.ExitCode, want.Code)
+	}
+	t.Logf("%s: same run: %d functions, %d blocks compared, %d differ; %d with partial paths of unknown location (lower bounds, %d executions uncounted) %v; %d profiles of processes that exec'd",
+		e.Name, sr.Funcs, sr.Blocks, len(sr.Diffs), len(sr.Partial), sr.Missing, sr.Partial, sr.Execs)
+	if len(sr.Late) > 0 {
+		t.Logf("%s: ran after the profile was written (in no profile): %s", e.Name, lateString(sr.Late, 10))
+	}
+	if sr.Blocks == 0 {
+		problems = append(problems, "same run: no block compared")
+	}
+	r.exact = "yes"
+	if !sr.Exact() {
+		r.exact = "no"
+		problems = append(problems, diffProblems("same run", sr.Diffs)...)
+	}
+	for _, f := range sr.Partial {
+		if _, ok := knownPartial[f]; !ok {
+			problems = append(problems, fmt.Sprintf("same run: %s has partial paths of unknown location", f))
+		}
+	}
+
+	// The original under callgrind: the dynamic share, and, where the
+	// program does the same work natively and under valgrind, the
+	// original-vs-callgrind comparison as well.
+	cg, err := callgrind.Run(path, callgrind.Options{Args: e.Args, Stdin: prepare(), Env: append(env[:len(env):len(env)], "BLPP_PROFILE="+prof), Dir: work, Timeout: 3 * time.Minute})
 	if err != nil {
 		problems = append(problems, "callgrind: "+err.Error())
 		return
 	}
-	if cg.ExitCode != want.Code {
-		t.Logf("%s: exit status %d under callgrind, %d natively", e.Name, cg.ExitCode, want.Code)
+	if tab, f, err := report.LoadMeta(inst); err == nil {
+		plt, _ := corpus.PLTRanges(path)
+		sh := corpus.DynamicShareOf(tab, cg, plt)
+		f.Close()
+		r.dynShare = sh.Ratio()
+		var b strings.Builder
+		sh.Write(&b, 5)
+		t.Logf("%s: %s", e.Name, b.String())
 	}
-	ignore := map[string]bool{}
-	for _, n := range e.Unstable {
-		ignore[n] = true
+	if e.Varies != "" {
+		r.origExact = "not compared"
+		t.Logf("%s: the original's callgrind counts are not compared: %s", e.Name, e.Varies)
+		return
 	}
-	ex, err := corpus.CheckExact(path, inst, runs, cg, ignore)
+	files, _ := filepath.Glob(prof + "*")
+	ex, err := corpus.CheckExact(path, inst, files, cg, nil)
 	if err != nil {
 		problems = append(problems, "profile: "+err.Error())
 		return
 	}
-	t.Logf("%s: callgrind %v; %d functions, %d blocks compared, %d differ; not compared: %d with partial paths of unknown location %v, %d reading /proc/self/maps, %d varying between runs %v, %d listed in corpus.json %v; %d profiles of processes that exec'd (callgrind has none)",
-		e.Name, r.cgDur.Round(100*time.Millisecond), ex.Funcs, ex.Blocks, len(ex.Diffs), len(ex.Partial), ex.Partial, len(ex.Env), len(ex.Unstable), ex.Unstable, len(ex.Ignored), ex.Ignored, ex.Execs)
-	r.skipped = len(ex.Partial) + len(ex.Env) + len(ex.Unstable) + len(ex.Ignored)
+	t.Logf("%s: original under callgrind: %d functions, %d blocks compared, %d differ; not compared: %d with partial paths of unknown location %v, %d reading /proc/self/maps",
+		e.Name, ex.Funcs, ex.Blocks, len(ex.Diffs), len(ex.Partial), ex.Partial, len(ex.Env))
+	r.skipped = len(ex.Partial) + len(ex.Env)
 	if ex.Blocks == 0 {
-		problems = append(problems, "no block compared with callgrind")
+		problems = append(problems, "original: no block compared with callgrind")
 	}
+	r.origExact = "yes"
 	if !ex.Exact() {
-		r.exact = "no"
-		// One line per function: how many blocks differ, the first one.
-		type fd struct {
-			n     int
-			first corpus.BlockDiff
-		}
-		var order []string
-		funcs := map[string]*fd{}
-		for _, d := range ex.Diffs {
-			if funcs[d.Func] == nil {
-				funcs[d.Func] = &fd{first: d}
-				order = append(order, d.Func)
-			}
-			funcs[d.Func].n++
-		}
-		for i, name := range order {
-			if i == 15 {
-				problems = append(problems, fmt.Sprintf("inexact: ... %d more functions", len(order)-15))
-				break
-			}
-			f := funcs[name]
-			problems = append(problems, fmt.Sprintf("inexact: %s: %d blocks differ, first %s: blpp %d, callgrind %d", name, f.n, f.first.Addr, f.first.Blpp, f.first.Callgrind))
-		}
-	} else {
-		r.exact = "yes"
+		r.origExact = "no"
+		problems = append(problems, diffProblems("original", ex.Diffs)...)
 	}
 	if r.skipped > 0 {
-		r.exact += fmt.Sprintf(" (%d/%d funcs)", ex.Funcs, ex.Funcs+r.skipped)
+		r.origExact += fmt.Sprintf(" (%d/%d funcs)", ex.Funcs, ex.Funcs+r.skipped)
 	}
-	return
+}
+
+// diffProblems makes one problem line per function with differing
+// blocks: how many, and the first.
+func diffProblems(what string, diffs []corpus.BlockDiff) []string {
+	type fd struct {
+		n     int
+		first corpus.BlockDiff
+	}
+	var order []string
+	funcs := map[string]*fd{}
+	for _, d := range diffs {
+		if funcs[d.Func] == nil {
+			funcs[d.Func] = &fd{first: d}
+			order = append(order, d.Func)
+		}
+		funcs[d.Func].n++
+	}
+	var out []string
+	for i, name := range order {
+		if i == 15 {
+			out = append(out, fmt.Sprintf("inexact (%s): ... %d more functions", what, len(order)-15))
+			break
+		}
+		f := funcs[name]
+		out = append(out, fmt.Sprintf("inexact (%s): %s: %d blocks differ, first %s", what, name, f.n, diffString(f.first)))
+	}
+	return out
 }
 
 // judge reports problems as failures unless they are the entry's

@@ -17,6 +17,8 @@ import (
 type BlockDiff struct {
 	Func, Addr      string
 	Blpp, Callgrind uint64
+	// Note, when set, says what else is wrong ("original code ran").
+	Note string
 }
 
 // Exactness is the outcome of comparing a profile's block counts with
@@ -28,9 +30,6 @@ type Exactness struct {
 	Partial []string // functions with partial paths of unknown location: not compared
 	Env     []string // functions whose counts depend on the memory map: not compared
 	Ignored []string // functions the caller asked to leave out
-	// Unstable are functions whose counts differ between runs of the
-	// instrumented binary: not compared.
-	Unstable []string
 	// Execs counts the profiles of processes that ended in an exec
 	// (cct.FlagExec), left out of the merge: callgrind writes nothing
 	// for a process that execs, so its counts have no oracle.
@@ -40,105 +39,53 @@ type Exactness struct {
 // Exact reports whether every compared block matched.
 func (e Exactness) Exact() bool { return len(e.Diffs) == 0 }
 
-// CheckExact loads the profiles of runs (per run of the instrumented
-// binary inst on one workload, the files its processes wrote: forked
-// children write their own, and they are merged) and compares the block
-// counts of every instrumented function in the first run with cg, callgrind's run of
-// orig (the binary inst was rewritten from). Functions whose counts differ
-// between the profiles (they depend on timing, thread schedules, addresses
-// or the clock), functions reading /proc/self/maps (ReadsProcMaps) and
-// those named in ignore are left out and listed, and so are the profiles
-// of processes that ended in an exec (counted in Execs).
-func CheckExact(orig, inst string, runs [][]string, cg *callgrind.Profile, ignore map[string]bool) (Exactness, error) {
+// CheckExact loads the profiles one run of the instrumented binary inst
+// wrote (forked children write their own; they are merged) and compares
+// the block counts of every instrumented function with cg, callgrind's
+// run of orig (the binary inst was rewritten from) on the same workload.
+// This comparison is only meaningful for a program that does the same
+// work natively and under valgrind; the same-run oracle (CheckSameRun)
+// has no such condition. Functions reading /proc/self/maps
+// (ReadsProcMaps) and those named in ignore are left out and listed, and
+// so are the profiles of processes that ended in an exec (counted in
+// Execs).
+func CheckExact(orig, inst string, files []string, cg *callgrind.Profile, ignore map[string]bool) (Exactness, error) {
 	tab, f, err := report.LoadMeta(inst)
 	if err != nil {
 		return Exactness{}, err
 	}
 	defer f.Close()
-	var docs []*report.PathDoc
 	execs := 0
-	for i, files := range runs {
-		var ps []*cct.Profile
-		for _, name := range files {
-			p, err := cct.ReadFile(name)
-			if err != nil {
-				return Exactness{}, err
-			}
-			if p.Flags&cct.FlagExec != 0 {
-				if i == 0 {
-					execs++
-				}
-				continue
-			}
-			ps = append(ps, p)
-		}
-		p, err := cct.Merge(ps...)
+	var ps []*cct.Profile
+	for _, name := range files {
+		p, err := cct.ReadFile(name)
 		if err != nil {
 			return Exactness{}, err
 		}
-		doc, err := report.MakePaths(inst, tab, p, nil)
-		if err != nil {
-			return Exactness{}, err
+		if p.Flags&cct.FlagExec != 0 {
+			execs++
+			continue
 		}
-		docs = append(docs, doc)
+		ps = append(ps, p)
 	}
-	if len(docs) == 0 {
+	if len(ps) == 0 {
 		return Exactness{}, fmt.Errorf("no profile")
+	}
+	p, err := cct.Merge(ps...)
+	if err != nil {
+		return Exactness{}, err
+	}
+	doc, err := report.MakePaths(inst, tab, p, nil)
+	if err != nil {
+		return Exactness{}, err
 	}
 	env, err := ReadsProcMaps(orig)
 	if err != nil {
 		return Exactness{}, err
 	}
-	unstable := Unstable(docs...)
-	skip := map[string]bool{}
-	for k := range ignore {
-		skip[k] = true
-	}
-	for k := range unstable {
-		skip[k] = true
-	}
-	e, err := CompareBlocks(docs[0], cg, env, skip)
-	// Tell the two kinds of left-out functions apart.
-	var ign []string
-	for _, n := range e.Ignored {
-		if unstable[n] {
-			e.Unstable = append(e.Unstable, n)
-		} else {
-			ign = append(ign, n)
-		}
-	}
-	e.Ignored = ign
+	e, err := CompareBlocks(doc, cg, env, ignore)
 	e.Execs = execs
 	return e, err
-}
-
-// Unstable returns the names of functions whose block counts differ
-// between the documents (runs of one binary on one workload).
-func Unstable(docs ...*report.PathDoc) map[string]bool {
-	out := map[string]bool{}
-	if len(docs) < 2 {
-		return out
-	}
-	counts := func(fn report.PathFunc) string {
-		var b strings.Builder
-		for _, blk := range fn.Blocks {
-			fmt.Fprintf(&b, "%s:%d ", blk.Addr, blk.Count)
-		}
-		fmt.Fprintf(&b, "u%d", fn.PartialUnknown)
-		return b.String()
-	}
-	first := map[string]string{}
-	for _, fn := range docs[0].Functions {
-		first[fn.Entry] = counts(fn)
-	}
-	for _, d := range docs[1:] {
-		for _, fn := range d.Functions {
-			if first[fn.Entry] != counts(fn) {
-				out[fn.Name] = true
-			}
-		}
-	}
-	return out
 }
 
 // CompareBlocks compares the block counts of doc's instrumented functions

@@ -1,9 +1,11 @@
 package corpus
 
 import (
+	"debug/elf"
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"blpp/internal/callgrind"
 	"blpp/rewriter/meta"
@@ -54,6 +56,34 @@ func (s Share) StaticRatio() float64 {
 // the rest is charged to the uninstrumented function whose range holds
 // it, or to "(outside functions)".
 func DynamicShare(tab *meta.Table, cg *callgrind.Profile) Share {
+	return DynamicShareOf(tab, cg, nil)
+}
+
+// PLTName is the LeftOut entry of the PLT stubs.
+const PLTName = "(PLT stubs)"
+
+// PLTRanges returns the address ranges of the executable's PLT sections
+// (.plt, .plt.sec, .plt.got): stubs, not functions, which run once per
+// call through them.
+func PLTRanges(path string) ([][2]uint64, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out [][2]uint64
+	for _, s := range f.Sections {
+		if strings.HasPrefix(s.Name, ".plt") && s.Flags&elf.SHF_EXECINSTR != 0 {
+			out = append(out, [2]uint64{s.Addr, s.Addr + s.Size})
+		}
+	}
+	return out, nil
+}
+
+// DynamicShareOf is DynamicShare with the PLT stubs (plt: PLTRanges of
+// the original) charged to PLTName instead of "(outside functions)",
+// which then holds only code that no function covers.
+func DynamicShareOf(tab *meta.Table, cg *callgrind.Profile, plt [][2]uint64) Share {
 	type span struct {
 		lo, hi uint64
 		fn     int
@@ -85,13 +115,29 @@ func DynamicShare(tab *meta.Table, cg *callgrind.Profile) Share {
 		return -1
 	}
 	left := map[int]uint64{}
+	var pltInsts uint64
+	inPLT := func(a uint64) bool {
+		for _, r := range plt {
+			if a >= r[0] && a < r[1] {
+				return true
+			}
+		}
+		return false
+	}
 	for addr, n := range cg.Exec {
 		s.Executed += n
 		if find(in, addr) >= 0 {
 			s.Counted += n
 			continue
 		}
+		if inPLT(addr) {
+			pltInsts += n
+			continue
+		}
 		left[find(out, addr)] += n
+	}
+	if pltInsts > 0 {
+		s.Left = append(s.Left, LeftOut{Name: PLTName, Insts: pltInsts, Reason: "PLT stubs are not functions: they run once per call through them"})
 	}
 	for fn, n := range left {
 		l := LeftOut{Name: "(outside functions)", Insts: n}

@@ -1,0 +1,45 @@
+package rewriter
+
+import "blpp/rewriter/addrmap"
+
+// copyMark is an original instruction and where one of its copies starts
+// in the code buffer.
+type copyMark struct {
+	orig uint64
+	off  int
+	join bool // a jmp left out here (addrmap.Inst.Joins)
+}
+
+// copied records that a copy of the original instruction at orig starts
+// at the code buffer's current end. The code generator calls it right
+// before it emits the instruction's bytes (relocated or re-encoded), after
+// any instrumentation that precedes it.
+func (fg *funcGen) copied(orig uint64) {
+	fg.copies = append(fg.copies, copyMark{orig: orig, off: fg.g.buf.Len()})
+}
+
+// joined records that a copy of the unconditional jmp at orig was left
+// out because it would have jumped to the code buffer's current end, the
+// next instruction emitted: in a loop copy, a block's jmp to the block
+// laid out after it (emitLoopCopy).
+func (fg *funcGen) joined(orig uint64) {
+	fg.copies = append(fg.copies, copyMark{orig: orig, off: fg.g.buf.Len(), join: true})
+}
+
+// addrMap turns the recorded copies into the address map of code placed
+// at codeAddr, one function per instrumented function in table order.
+func addrMap(g *gen, codeAddr uint64) *addrmap.Map {
+	m := &addrmap.Map{Funcs: make([]addrmap.Func, 0, len(g.funcs))}
+	for _, fg := range g.funcs {
+		var r addrmap.Recorder
+		for _, c := range fg.copies {
+			if c.join {
+				r.AddJoin(c.orig, codeAddr+uint64(c.off))
+			} else {
+				r.Add(c.orig, codeAddr+uint64(c.off))
+			}
+		}
+		m.Funcs = append(m.Funcs, r.Func(fg.f.Func.Addr))
+	}
+	return m
+}

@@ -1,0 +1,343 @@
+// Package addrmap is the address map the rewriter stores in a non-loaded
+// section (.blpp.map) of an instrumented binary: for every original
+// instruction of every instrumented function, the addresses of its copies
+// in the relocated code. Most instructions have one copy; an instruction
+// of a loop given a second copy [decisions 58, 63] has two. The map is
+// recorded while code is generated (each copied instruction's offset in
+// the code buffer) and turned into virtual addresses once the code is
+// placed.
+//
+// It lets a tool that observes the rewritten program (callgrind running
+// it, a sampling profiler, a debugger) attribute what it sees in the
+// relocated code to the original instructions: the same-run exactness
+// oracle of internal/corpus sums callgrind's counts over an instruction's
+// copies and compares them with the profile the same run wrote.
+//
+// This package owns the encoding (docs/formats.md, "The address map").
+// The format is versioned; Decode trusts nothing in its input.
+package addrmap
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Magic starts the section; Version is the encoding's version.
+const (
+	Magic   = "BLPPAMAP"
+	Version = 1
+	// SectionName is the section's name in the instrumented binary.
+	SectionName = ".blpp.map"
+)
+
+// Errors.
+var (
+	ErrBadMagic = errors.New("not a blpp address map")
+	ErrVersion  = errors.New("unsupported address map version")
+	ErrCorrupt  = errors.New("corrupt address map")
+)
+
+// Inst is one original instruction and the addresses of its copies, in
+// increasing order.
+type Inst struct {
+	Addr   uint64
+	Copies []uint64
+	// Joins, for an unconditional jmp, are the places where a copy of it
+	// was left out because it would have jumped to the next instruction
+	// (in a loop copy, to the block laid out after its own). Control
+	// reaches the instruction at a join only through the left-out jmp,
+	// so that instruction's executions there are the jmp's in that copy.
+	// Increasing; nil for most instructions.
+	Joins []uint64
+}
+
+// Func is one instrumented function: its original entry and its
+// instructions in increasing address order (fragments such as foo.cold
+// included, so some may lie below Entry).
+type Func struct {
+	Entry uint64
+	Insts []Inst
+}
+
+// Map is the address map of one instrumented binary: its instrumented
+// functions in the order of the metadata table (.blpp.meta).
+type Map struct {
+	Funcs []Func
+}
+
+// Lookup returns the copies of the instruction at orig, searching every
+// function; nil when the map has none.
+func (m *Map) Lookup(orig uint64) []uint64 {
+	for i := range m.Funcs {
+		if c := m.Funcs[i].Lookup(orig); c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// Lookup returns the copies of f's instruction at orig, nil if f has no
+// instruction there.
+func (f *Func) Lookup(orig uint64) []uint64 {
+	k := sort.Search(len(f.Insts), func(k int) bool { return f.Insts[k].Addr >= orig })
+	if k < len(f.Insts) && f.Insts[k].Addr == orig {
+		return f.Insts[k].Copies
+	}
+	return nil
+}
+
+// Inst returns f's instruction at orig, nil if there is none.
+func (f *Func) Inst(orig uint64) *Inst {
+	k := sort.Search(len(f.Insts), func(k int) bool { return f.Insts[k].Addr >= orig })
+	if k < len(f.Insts) && f.Insts[k].Addr == orig {
+		return &f.Insts[k]
+	}
+	return nil
+}
+
+// Index maps every original instruction address of m to its copies.
+func (m *Map) Index() map[uint64][]uint64 {
+	out := map[uint64][]uint64{}
+	for _, f := range m.Funcs {
+		for _, in := range f.Insts {
+			out[in.Addr] = in.Copies
+		}
+	}
+	return out
+}
+
+// Recorder collects (original address, copy address) pairs of one
+// function in any order; Func sorts and groups them.
+type Recorder struct {
+	pairs, joins [][2]uint64
+}
+
+// Add records that the instruction at orig has a copy at addr.
+func (r *Recorder) Add(orig, addr uint64) { r.pairs = append(r.pairs, [2]uint64{orig, addr}) }
+
+// AddJoin records a join of the jmp at orig at addr (Inst.Joins).
+func (r *Recorder) AddJoin(orig, addr uint64) { r.joins = append(r.joins, [2]uint64{orig, addr}) }
+
+func sortPairs(p [][2]uint64) [][2]uint64 {
+	p = append([][2]uint64(nil), p...)
+	sort.Slice(p, func(i, j int) bool {
+		if p[i][0] != p[j][0] {
+			return p[i][0] < p[j][0]
+		}
+		return p[i][1] < p[j][1]
+	})
+	return p
+}
+
+// Func returns the function entered at entry with the recorded copies.
+func (r *Recorder) Func(entry uint64) Func {
+	p := sortPairs(r.pairs)
+	f := Func{Entry: entry}
+	for i, x := range p {
+		if i > 0 && x == p[i-1] {
+			continue
+		}
+		if n := len(f.Insts); n > 0 && f.Insts[n-1].Addr == x[0] {
+			f.Insts[n-1].Copies = append(f.Insts[n-1].Copies, x[1])
+			continue
+		}
+		f.Insts = append(f.Insts, Inst{Addr: x[0], Copies: []uint64{x[1]}})
+	}
+	joins := sortPairs(r.joins)
+	for i, x := range joins {
+		if i > 0 && x == joins[i-1] {
+			continue
+		}
+		k := sort.Search(len(f.Insts), func(k int) bool { return f.Insts[k].Addr >= x[0] })
+		if k < len(f.Insts) && f.Insts[k].Addr == x[0] {
+			in := &f.Insts[k]
+			if n := len(in.Joins); n == 0 || in.Joins[n-1] != x[1] {
+				in.Joins = append(in.Joins, x[1])
+			}
+		}
+		// A join of an instruction without a copy cannot be: the
+		// first copy of a function always holds every instruction.
+	}
+	return f
+}
+
+// Encode serialises m. Layout (all integers unsigned LEB128 varints
+// unless said otherwise):
+//
+//	magic "BLPPAMAP", version (uint32 little endian)
+//	number of functions
+//	per function: entry, number of instructions, then per instruction
+//	  its address as a zigzag varint delta (from the entry for the first
+//	  instruction, else from the previous instruction's address, which
+//	  makes it positive), the number of copies (at least 1), and each copy
+//	  as a zigzag varint delta from the previous copy or join written in
+//	  the whole section (0 before the first), then the number of joins
+//	  (Inst.Joins, usually 0) and each join as such a delta.
+//
+// Relocated code follows the original order, so both deltas are small.
+func Encode(m *Map) []byte {
+	b := []byte(Magic)
+	b = binary.LittleEndian.AppendUint32(b, Version)
+	b = binary.AppendUvarint(b, uint64(len(m.Funcs)))
+	var prevCopy uint64
+	for _, f := range m.Funcs {
+		b = binary.AppendUvarint(b, f.Entry)
+		b = binary.AppendUvarint(b, uint64(len(f.Insts)))
+		prev := f.Entry
+		for _, in := range f.Insts {
+			b = binary.AppendVarint(b, int64(in.Addr-prev))
+			prev = in.Addr
+			b = binary.AppendUvarint(b, uint64(len(in.Copies)))
+			for _, c := range in.Copies {
+				b = binary.AppendVarint(b, int64(c-prevCopy))
+				prevCopy = c
+			}
+			b = binary.AppendUvarint(b, uint64(len(in.Joins)))
+			for _, c := range in.Joins {
+				b = binary.AppendVarint(b, int64(c-prevCopy))
+				prevCopy = c
+			}
+		}
+	}
+	return b
+}
+
+// reader is a sticky-error cursor: the first failure is kept and every
+// later read returns zero.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) fail(msg string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s at offset %d", ErrCorrupt, msg, r.off)
+	}
+}
+
+func (r *reader) uv() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.fail("bad varint")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *reader) sv() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b[r.off:])
+	if n <= 0 {
+		r.fail("bad varint")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+// count reads a list length and refuses one that cannot fit in the rest
+// of the input (each element takes at least min bytes).
+func (r *reader) count(min int) int {
+	n := r.uv()
+	if r.err != nil {
+		return 0
+	}
+	if n > uint64(len(r.b)-r.off)/uint64(min) {
+		r.fail("count larger than the data")
+		return 0
+	}
+	return int(n)
+}
+
+// Decode parses and validates an address map: instructions strictly
+// increasing within a function, every instruction with at least one copy,
+// copies of one instruction strictly increasing, no trailing bytes.
+func Decode(data []byte) (*Map, error) {
+	if len(data) < len(Magic)+4 || string(data[:len(Magic)]) != Magic {
+		return nil, ErrBadMagic
+	}
+	if v := binary.LittleEndian.Uint32(data[len(Magic):]); v != Version {
+		return nil, fmt.Errorf("%w: %d", ErrVersion, v)
+	}
+	r := &reader{b: data, off: len(Magic) + 4}
+	m := &Map{}
+	nf := r.count(2)
+	m.Funcs = make([]Func, 0, nf)
+	var prevCopy uint64
+	for i := 0; i < nf && r.err == nil; i++ {
+		f := Func{Entry: r.uv()}
+		ni := r.count(3)
+		f.Insts = make([]Inst, 0, ni)
+		prev := f.Entry
+		for j := 0; j < ni && r.err == nil; j++ {
+			d := r.sv()
+			if j > 0 && d <= 0 {
+				r.fail("instructions out of order")
+			}
+			in := Inst{Addr: prev + uint64(d)}
+			if j > 0 && in.Addr < prev {
+				r.fail("instruction address wraps")
+			}
+			prev = in.Addr
+			nc := r.count(1)
+			if nc == 0 && r.err == nil {
+				r.fail("instruction without a copy")
+			}
+			in.Copies = make([]uint64, 0, nc)
+			for k := 0; k < nc && r.err == nil; k++ {
+				c := prevCopy + uint64(r.sv())
+				if k > 0 && c <= in.Copies[k-1] {
+					r.fail("copies out of order")
+				}
+				prevCopy = c
+				in.Copies = append(in.Copies, c)
+			}
+			if nj := r.count(1); nj > 0 {
+				in.Joins = make([]uint64, 0, nj)
+				for k := 0; k < nj && r.err == nil; k++ {
+					c := prevCopy + uint64(r.sv())
+					if k > 0 && c <= in.Joins[k-1] {
+						r.fail("joins out of order")
+					}
+					prevCopy = c
+					in.Joins = append(in.Joins, c)
+				}
+			}
+			f.Insts = append(f.Insts, in)
+		}
+		m.Funcs = append(m.Funcs, f)
+	}
+	if r.err == nil && r.off != len(data) {
+		r.fail("trailing bytes")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return m, nil
+}
+
+// ErrNoMap is returned by FromELF for a binary without the section.
+var ErrNoMap = errors.New("no " + SectionName + " section: not a binary instrumented by blpp rewrite (or rewritten before the address map existed)")
+
+// FromELF reads and decodes the address map of an instrumented binary.
+func FromELF(f *elf.File) (*Map, error) {
+	s := f.Section(SectionName)
+	if s == nil {
+		return nil, ErrNoMap
+	}
+	data, err := s.Data()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", SectionName, err)
+	}
+	return Decode(data)
+}

@@ -39,12 +39,14 @@ type Options struct {
 	// empty means a temporary directory that Run removes.
 	OutDir string
 
-	// SplitAfter names a function of the program (a symbol) on whose
+	// SplitAfter names functions of the program (symbols) on whose
 	// return callgrind dumps its counters (--dump-after): what each
-	// process does after that dump is counted in Profile.After instead
-	// of the Profile. The same-run exactness oracle passes the runtime's
-	// blpp_fini, which returns once the profile is written.
-	SplitAfter string
+	// process does after the last such dump is counted in Profile.After
+	// instead of the Profile. The same-run exactness oracle passes the
+	// runtime's functions that return once a profile is written
+	// (blpp_fini, and blpp_rt_leave, which writes the final one again
+	// before exit_group).
+	SplitAfter []string
 }
 
 // forkFuncs are the C library functions before which Run makes callgrind
@@ -148,8 +150,8 @@ func Run(prog string, opts Options) (*Profile, error) {
 		defer cancel()
 	}
 	args := ValgrindArgs(dir, opts.SeparateThreads)
-	if opts.SplitAfter != "" {
-		args = append(args, "--dump-after="+opts.SplitAfter)
+	for _, fn := range opts.SplitAfter {
+		args = append(args, "--dump-after="+fn)
 	}
 	args = append(args, "--", arg0)
 	cmd := exec.CommandContext(ctx, vg, append(args, opts.Args...)...)
@@ -202,9 +204,9 @@ func Run(prog string, opts Options) (*Profile, error) {
 // main object; nil when no file mentions it. Empty files are skipped:
 // callgrind creates its file at start-up, and a process that dies by
 // SIGKILL or replaces itself by exec never fills it. With splitAfter set,
-// each process's dumps that follow one triggered by --dump-after of that
-// function are summed into the profile's After instead.
-func collect(dir string, match func(string) bool, splitAfter string) (*Profile, error) {
+// each process's dumps that follow the last one triggered by --dump-after
+// of one of those functions are summed into the profile's After instead.
+func collect(dir string, match func(string) bool, splitAfter []string) (*Profile, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "cg.*"))
 	if err != nil {
 		return nil, fmt.Errorf("callgrind: %w", err)
@@ -236,18 +238,13 @@ func collect(dir string, match func(string) bool, splitAfter string) (*Profile, 
 		}
 		return dumps[i].seq < dumps[j].seq
 	})
-	var total, after *Profile
-	add := func(into **Profile, p *Profile, name string) error {
-		if *into == nil {
-			*into = p
-			return nil
-		}
-		if err := (*into).merge(p); err != nil {
-			return fmt.Errorf("callgrind: %s: %w", name, err)
-		}
-		return nil
+	type part struct {
+		pid  string
+		name string
+		p    *Profile
 	}
-	split := map[string]bool{} // processes past their split dump
+	var parts []part
+	last := map[string]int{} // each process's last split dump
 	for _, d := range dumps {
 		fi, err := os.Stat(d.name)
 		if err != nil {
@@ -269,21 +266,37 @@ func collect(dir string, match func(string) bool, splitAfter string) (*Profile, 
 			// Another program: something the run exec'd.
 			continue
 		}
+		for _, fn := range splitAfter {
+			if slices.Contains(p.Triggers, "--dump-after="+fn) {
+				last[d.pid] = len(parts) + 1
+			}
+		}
+		parts = append(parts, part{d.pid, d.name, p})
+	}
+	var total, after *Profile
+	add := func(into **Profile, p *Profile, name string) error {
+		if *into == nil {
+			*into = p
+			return nil
+		}
+		if err := (*into).merge(p); err != nil {
+			return fmt.Errorf("callgrind: %s: %w", name, err)
+		}
+		return nil
+	}
+	for i, pt := range parts {
 		into := &total
-		if split[d.pid] {
+		if n, ok := last[pt.pid]; ok && i >= n {
 			into = &after
 		}
-		if err := add(into, p, d.name); err != nil {
+		if err := add(into, pt.p, pt.name); err != nil {
 			return nil, err
-		}
-		if splitAfter != "" && slices.Contains(p.Triggers, "--dump-after="+splitAfter) {
-			split[d.pid] = true
 		}
 	}
 	if total == nil && after != nil {
 		total = newProfile(after.Object)
 	}
-	if total != nil && splitAfter != "" {
+	if total != nil && len(splitAfter) > 0 {
 		if after == nil {
 			after = newProfile(total.Object)
 		}

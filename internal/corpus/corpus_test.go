@@ -373,7 +373,10 @@ func checkEntry(t *testing.T, e entry, root string, r *result) {
 	t.Logf("%s: same run: %d functions, %d blocks compared, %d differ; %d with partial paths of unknown location (lower bounds, %d executions uncounted) %v; %d profiles of processes that exec'd",
 		e.Name, sr.Funcs, sr.Blocks, len(sr.Diffs), len(sr.Partial), sr.Missing, sr.Partial, sr.Execs)
 	if len(sr.Late) > 0 {
-		t.Logf("%s: ran after the profile was written (in no profile): %s", e.Name, lateString(sr.Late, 10))
+		problems = append(problems, "same run: ran after the final profile was written (in no profile): "+lateString(sr.Late, 10))
+	}
+	if sr.Prefix > 0 {
+		t.Logf("%s: %d executions of original instructions before moved entry jumps (decision 67; in no block)", e.Name, sr.Prefix)
 	}
 	if sr.Blocks == 0 {
 		problems = append(problems, "same run: no block compared")

@@ -14,10 +14,14 @@ import (
 	"blpp/rewriter/addrmap"
 )
 
-// WriteDone is the runtime function that returns once the profile has
-// been written at a normal exit (runtime.SymFini). The same-run oracle
-// runs callgrind with Options.SplitAfter set to it.
-const WriteDone = "blpp_fini"
+// WriteDone are the runtime functions that return once an exit profile
+// has been written: the exit hook (runtime.SymFini) and the leave hook,
+// which writes the final profile again before an exit_group system call
+// made by instrumented code (decision 71: static libc's exit path after
+// the exit hook is counted). The same-run oracle runs callgrind with
+// Options.SplitAfter set to them, and compares the profile with what ran
+// up to the last of them.
+var WriteDone = []string{"blpp_fini", "blpp_rt_leave"}
 
 // LateFunc is an instrumented function whose relocated code ran after
 // the profile was written: its executions there are in no profile.
@@ -45,6 +49,9 @@ type SameRun struct {
 	// call_fini, ...), with what they executed then; the comparison uses
 	// the counts from before the write.
 	Late []LateFunc
+	// Prefix counts the executions of original instructions before a
+	// moved entry jump (decision 67): they run in place, in no block.
+	Prefix uint64
 	// Execs counts the profiles of processes that ended in an exec,
 	// left out: callgrind writes nothing for them.
 	Execs int
@@ -127,9 +134,21 @@ func CheckSameRun(inst string, profiles []string, cg *callgrind.Profile) (SameRu
 		}
 		entry, _ := parseAddr(fn.Entry)
 		// Original code of an instrumented function never runs, except
-		// its entry jump.
+		// its entry jump and, where the entry jump was moved past
+		// instructions that other code branches over (decision 67), the
+		// prefix before it: the graph starts at the moved entry, its
+		// first block.
+		jump := entry
+		if len(fn.Blocks) > 0 {
+			if a, err := parseAddr(fn.Blocks[0].Addr); err == nil && a > entry {
+				jump = a
+			}
+		}
 		for _, in := range af.Insts {
-			if in.Addr == entry {
+			if in.Addr >= entry && in.Addr <= jump {
+				if in.Addr < jump {
+					s.Prefix += cg.Exec[in.Addr] + executions(cg.After, in.Addr)
+				}
 				continue
 			}
 			if n := cg.Exec[in.Addr] + executions(cg.After, in.Addr); n > 0 {

@@ -108,6 +108,8 @@ type Binary struct {
 	ehOpts ehframe.Options
 	// frames gives the unwind rules at an address (cfa.go).
 	frames frameIndex
+	// refs are the data addresses code refers to (refs.go).
+	refs refIndex
 	// UsesGS reports an instruction prefix 0x65 seen in code; filled by
 	// analysis, for the rewriter's refusal (DESIGN decision 4).
 }

@@ -696,7 +696,14 @@ func (s *slicer) valueRoot(id int) (def, fam, kept, width int) {
 	for n := 0; n < 8; n++ {
 		d := i
 		if !after {
-			d = s.findDef(i, fam)
+			var j int
+			d, j = s.findDefJoin(i, fam)
+			if d < 0 && j >= 0 {
+				// No definition before a join (or the entry): the value
+				// is the one the register holds there, the same for
+				// every chain that reaches this join without a write.
+				return len(s.bd.insts) + j, fam, kept, 64
+			}
 			if d < 0 {
 				return -1, 0, 0, 0
 			}
@@ -806,6 +813,9 @@ func (s *slicer) guards(g, idef, ifam, bits int) bool {
 		}
 		return bits <= min(gkept, regBits(a))
 	case x86asm.Mem:
+		if idef >= len(s.bd.insts) {
+			return false
+		}
 		if gi.Op != x86asm.CMP || a.Segment != 0 || a.Base == x86asm.RIP {
 			return false
 		}
@@ -878,8 +888,7 @@ func (s *slicer) indexRange(idx int) int {
 	if def < 0 {
 		return 0
 	}
-	raw := &s.bd.insts[def].Raw
-	if raw.Op == x86asm.AND {
+	if raw := &s.bd.insts[def%len(s.bd.insts)].Raw; def < len(s.bd.insts) && raw.Op == x86asm.AND {
 		if imm, ok := raw.Args[1].(x86asm.Imm); ok && imm >= 0 && imm < 1<<16 {
 			return int(imm) + 1
 		}
@@ -909,7 +918,7 @@ const maxUnguarded = 1 << 12
 
 // extent counts the entries of a table without a bounds check: at most
 // limit (the index's value range; 0 when unknown), ending before the next
-// address the procedure's code refers to (another table, other data),
+// address any code refers to (another table, other data),
 // before a slot a PIE does not relocate (absolute entries there are all
 // R_X86_64_RELATIVE), and before the first entry that does not lead into
 // the procedure, which is data past the table's end.
@@ -935,7 +944,7 @@ func (bd *builder) extent(s *slicer, table uint64, entSize int, relative bool, b
 	n := 0
 	for ; n < limit; n++ {
 		at := table + uint64(n*entSize)
-		if n > 0 && s.refs[at] {
+		if n > 0 && (s.refs[at] || bd.b.referenced(at)) {
 			break
 		}
 		if !relative && pie && !bd.b.IsRelocated(at) {

@@ -106,6 +106,10 @@ type Binary struct {
 	// ehOpts are the pointer-encoding bases .eh_frame was parsed with,
 	// for the LSDAs its FDEs point to.
 	ehOpts ehframe.Options
+	// frames gives the unwind rules at an address (cfa.go).
+	frames frameIndex
+	// refs are the data addresses code refers to (refs.go).
+	refs refIndex
 	// UsesGS reports an instruction prefix 0x65 seen in code; filled by
 	// analysis, for the rewriter's refusal (DESIGN decision 4).
 }
@@ -547,4 +551,11 @@ func (b *Binary) FDEs() []Range {
 		}
 	}
 	return rs
+}
+
+// IsRelocated reports whether the loader writes the 64-bit word at addr
+// with an R_X86_64_RELATIVE (or RELR) relocation.
+func (b *Binary) IsRelocated(addr uint64) bool {
+	_, ok := b.relative[addr]
+	return ok
 }

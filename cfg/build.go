@@ -106,6 +106,7 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 			bd.resolveIndirect(s, i)
 		}
 	}
+	bd.recheckTables()
 	bd.makeBlocks()
 	if g.Reason == ReasonOK {
 		g.findSyscallLeaves(bd.insts, bd.instAt)

@@ -166,6 +166,16 @@ type JumpTable struct {
 	Block   BlockID
 	Table   uint64 // address of the table
 	Entries int    // number of entries
+	// Loads are the instructions that read the entry: a mov or movslq
+	// whose memory operand is Table + index*EntrySize, or the jump
+	// itself (jmp *T(,%rax,8)); several when handlers load the entry
+	// and jump to one shared dispatch jump. Adding d to their
+	// displacement makes them read a copy of the table placed d bytes
+	// away.
+	Loads []uint64
+	// Guarded: a bounds check on the index gave Entries. Otherwise the
+	// index's value range and the data around the table did.
+	Guarded bool
 	// EntrySize is 4 (PIC-relative int32 entries) or 8 (absolute pointers).
 	EntrySize int
 	// Relative: entries are int32 offsets added to Base (gcc/clang PIC

@@ -60,9 +60,10 @@ type funcGen struct {
 	afterPrefix enc.Label
 	// tramps holds out-of-line edge code: emitted after the body.
 	tramps []tramp
-	// tableLabel maps an original jump table address to its new copy.
-	tableLabel map[uint64]enc.Label
-	tableUsed  map[uint64]bool
+	// tabOf gives each indirect jump through a table (by the jump's
+	// address) its own copy of the table, loadOf the same copy by the
+	// address of each instruction that reads the entry [decision 66].
+	tabOf, loadOf map[uint64]int
 	// cold holds out-of-line slow paths, emitted after the trampolines.
 	cold []func()
 	// lastSite is the id of the call site emitted last.
@@ -766,12 +767,24 @@ type patch struct {
 	label   enc.Label
 	abs     uint64 // target address when not a label
 	ripRel  bool
+	// tab, when not 0, makes the field the displacement of a load of
+	// table copy tab-1: that copy's address plus add, which must fit in
+	// a sign-extended 32 bits.
+	tab int
+	add int64
 }
 
+// newTable is the copy of a jump table one indirect jump reads.
 type newTable struct {
 	label    enc.Label
+	jt       *cfg.JumpTable
 	relative bool
-	targets  []enc.Label
+	// base is what relative entries are counted from: the original
+	// table base, which the base register still holds (only the loads
+	// move to the copy).
+	base    uint64
+	targets []enc.Label
+	done    bool
 }
 
 // target is where control for original address a goes from instrumented
@@ -2629,28 +2642,23 @@ func (fg *funcGen) copyExit(lc *loopCopy, id cfg.BlockID, e cfg.EdgeID) {
 	fg.follow(e, cfg.BlockID(len(fg.f.Graph.Blocks)))
 }
 
-// copyInst relocates a non-terminating instruction, retargeting references
-// to a jump table that was copied.
+// copyInst relocates a non-terminating instruction; one that reads a
+// jump table's entry reads its jump's copy of the table instead.
 func (fg *funcGen) copyInst(in *x86.Inst, code []byte) error {
-	b := fg.g.buf
 	fg.copied(in.Addr)
-	if in.RIPRel {
-		if l, ok := fg.tableLabel[in.RIPTarget]; ok {
-			start := b.Len()
-			b.Bytes(code[:in.Len])
-			fg.g.patches = append(fg.g.patches, patch{at: start + in.RIPDispOff, end: start + in.Len, label: l, ripRel: true})
-			return nil
+	if t, ok := fg.loadOf[in.Addr]; ok {
+		if t < 0 {
+			return fmt.Errorf("%#x: one load of a jump table entry feeds several indirect jumps", in.Addr)
 		}
-	}
-	if a, off, ok := absTableRef(in, code); ok {
-		if l, ok := fg.tableLabel[a]; ok {
-			start := b.Len()
-			b.Bytes(code[:in.Len])
-			fg.g.patches = append(fg.g.patches, patch{at: start + off, label: l})
-			return nil
+		nt := &fg.g.tables[t]
+		at, disp, err := fg.g.buf.CopyDisp32(in, code)
+		if err != nil {
+			return fmt.Errorf("jump table load: %w", err)
 		}
+		fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: int64(disp) - int64(nt.jt.Table)})
+		return nil
 	}
-	return enc.Relocate(b, in, code, enc.Target{})
+	return enc.Relocate(fg.g.buf, in, code, enc.Target{})
 }
 
 // terminator emits a block's last instruction with its out-edges.
@@ -2769,31 +2777,23 @@ func (fg *funcGen) reloc(in *x86.Inst, code []byte, t enc.Target) error {
 	return enc.Relocate(fg.g.buf, in, code, t)
 }
 
-// jumpTable builds the new table for the indirect jump ending block id:
-// each entry leads to the new code of its target block, through the
-// edge's trampoline when the edge carries instrumentation.
+// jumpTable fills the copy of the table the indirect jump ending block
+// id reads: each entry leads to the new code of its target block, through
+// the edge's trampoline when the edge carries instrumentation. Every jump
+// has a copy of its own, since the edges of each carry their own
+// increments, even where replicated dispatch jumps share one table
+// [decision 66].
 func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
 	gr := fg.f.Graph
-	var jt *cfg.JumpTable
-	for i := range gr.Tables {
-		if gr.Tables[i].Jump == in.Addr {
-			jt = &gr.Tables[i]
-		}
-	}
-	if jt == nil {
+	t, ok := fg.tabOf[in.Addr]
+	if !ok {
 		return fmt.Errorf("%#x: indirect jump without a table", in.Addr)
 	}
-	l, ok := fg.tableLabel[jt.Table]
-	if !ok {
-		return fmt.Errorf("%#x: table %#x was not planned", in.Addr, jt.Table)
+	nt := &fg.g.tables[t]
+	if nt.done {
+		return fmt.Errorf("%#x: jump table emitted twice", in.Addr)
 	}
-	if fg.tableUsed[jt.Table] {
-		// Each jump's edges carry their own increments, so two jumps
-		// cannot share one new table; and the instruction loading the
-		// table's address may be shared, so they cannot have one each.
-		return fmt.Errorf("%#x: jump table %#x is shared by several indirect jumps", in.Addr, jt.Table)
-	}
-	fg.tableUsed[jt.Table] = true
+	nt.done = true
 	via := map[uint64]enc.Label{}
 	for _, e := range gr.Blocks[id].Succs {
 		ed := gr.Edges[e]
@@ -2807,34 +2807,47 @@ func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
 		}
 		via[gr.Blocks[ed.To].Addr] = tl
 	}
-	nt := newTable{label: l, relative: jt.Relative}
-	for _, a := range jt.Targets {
+	for _, a := range nt.jt.Targets {
 		tl, ok := via[a]
 		if !ok {
 			return fmt.Errorf("%#x: table entry %#x has no edge", in.Addr, a)
 		}
 		nt.targets = append(nt.targets, tl)
 	}
-	fg.g.tables = append(fg.g.tables, nt)
 	return nil
 }
 
-// absTableRef finds a memory operand without base register whose disp32
-// is an absolute address (non-PIC tables: jmp *T(,%rax,8),
-// mov T(,%rax,8),%rax) and returns it with the disp32's offset in the
-// instruction: ModRM mod=00 rm=100 then SIB base=101 puts disp32 right
-// after the SIB byte [Intel SDM Vol.2 Table 2-3].
-func absTableRef(in *x86.Inst, code []byte) (addr uint64, off int, ok bool) {
-	m := in.ModRMOff
-	if in.RIPRel || m < 0 || m+6 > in.Len || len(code) < in.Len {
-		return 0, 0, false
+// tablesDone checks that every table copy of fg was filled: a copy its
+// loads read but no jump filled would send them anywhere.
+func (fg *funcGen) tablesDone() error {
+	for j, t := range fg.tabOf {
+		if !fg.g.tables[t].done {
+			return fmt.Errorf("%#x: the indirect jump was not emitted, its table copy is empty", j)
+		}
 	}
-	modrm, sib := code[m], code[m+1]
-	if modrm>>6 != 0 || modrm&7 != 4 || sib&7 != 5 {
-		return 0, 0, false
+	return nil
+}
+
+// planTables gives each table jump of fg its copy of the table and maps
+// the instructions that read the entry to it.
+func (fg *funcGen) planTables() {
+	g := fg.g
+	fg.tabOf, fg.loadOf = map[uint64]int{}, map[uint64]int{}
+	gr := fg.f.Graph
+	for i := range gr.Tables {
+		jt := &gr.Tables[i]
+		t := len(g.tables)
+		g.tables = append(g.tables, newTable{label: g.buf.NewLabel(), jt: jt, relative: jt.Relative, base: jt.Base})
+		fg.tabOf[jt.Jump] = t
+		for _, l := range jt.Loads {
+			if _, dup := fg.loadOf[l]; dup {
+				// One load feeding two jumps cannot read two copies.
+				fg.loadOf[l] = -1
+				continue
+			}
+			fg.loadOf[l] = t
+		}
 	}
-	disp := int32(binary.LittleEndian.Uint32(code[m+2:]))
-	return uint64(int64(disp)), m + 2, true
 }
 
 // pushImm32 emits push $imm (sign-extended to 64 bits).

@@ -333,7 +333,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0,
 			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC}}
 	for i, f := range chosen {
-		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), tableLabel: map[uint64]enc.Label{}, tableUsed: map[uint64]bool{}, inLoop: -1}
+		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), inLoop: -1}
 		if at, ok := moved[f]; ok {
 			fg.prefixEnd, fg.afterPrefix = at, g.buf.NewLabel()
 		}
@@ -341,11 +341,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		for j := range fg.blocks {
 			fg.blocks[j] = g.buf.NewLabel()
 		}
-		for _, t := range f.Graph.Tables {
-			if _, ok := fg.tableLabel[t.Table]; !ok {
-				fg.tableLabel[t.Table] = g.buf.NewLabel()
-			}
-		}
+		fg.planTables()
 		g.entries[f.Func.Addr] = fg.entry
 		g.funcs = append(g.funcs, fg)
 		g.assignSlot(fg)
@@ -354,7 +350,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	g.planClosed()
 	var failed []emitFailure
 	for _, fg := range g.funcs {
-		if err := fg.emit(); err != nil {
+		err := fg.emit()
+		if err == nil {
+			err = fg.tablesDone()
+		}
+		if err != nil {
 			failed = append(failed, emitFailure{fg.f, err})
 		}
 	}
@@ -421,7 +421,13 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	for _, p := range g.patches {
 		v := p.abs
-		if v == 0 {
+		switch {
+		case p.tab > 0:
+			v = addrOf(g.tables[p.tab-1].label) + uint64(p.add)
+			if int64(v) != int64(int32(v)) {
+				return nil, nil, fmt.Errorf("jump table copy at %#x out of reach of its load's displacement", addrOf(g.tables[p.tab-1].label))
+			}
+		case v == 0:
 			v = addrOf(p.label)
 		}
 		if p.ripRel {
@@ -437,7 +443,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		off := ta - codeAddr
 		for i, l := range t.t.targets {
 			if t.t.relative {
-				binary.LittleEndian.PutUint32(code[off+uint64(4*i):], uint32(addrOf(l)-ta))
+				d := addrOf(l) - t.t.base
+				if int64(d) != int64(int32(d)) {
+					return nil, nil, fmt.Errorf("jump table copy at %#x: entry %d out of reach of base %#x", ta, i, t.t.base)
+				}
+				binary.LittleEndian.PutUint32(code[off+uint64(4*i):], uint32(d))
 			} else {
 				binary.LittleEndian.PutUint64(code[off+uint64(8*i):], addrOf(l))
 			}

@@ -1,0 +1,52 @@
+package cfg
+
+import (
+	"sync"
+
+	"blpp/cfg/x86"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// refIndex is the set of data addresses the program's code refers to:
+// rip-relative operands and absolute displacements (non-PIC code), found
+// by a linear sweep of the executable sections. A table without a bounds
+// check ends before the next such address: another table or other data
+// begins there.
+type refIndex struct {
+	once sync.Once
+	set  map[uint64]bool
+}
+
+// referenced reports whether some instruction of the program refers to
+// addr as data. The sweep may decode data as code; a bogus reference only
+// ends a table earlier.
+func (b *Binary) referenced(addr uint64) bool {
+	ri := &b.refs
+	ri.once.Do(func() {
+		ri.set = make(map[uint64]bool)
+		for _, s := range b.sections {
+			if !s.Exec {
+				continue
+			}
+			code := b.Code(s.Addr)
+			for off := 0; off < len(code); {
+				in, err := x86.Decode(code[off:], s.Addr+uint64(off))
+				if err != nil {
+					off++
+					continue
+				}
+				if in.RIPRel && !in.Kind.HasTarget() {
+					ri.set[in.RIPTarget] = true
+				}
+				for _, a := range in.Raw.Args {
+					if m, ok := a.(x86asm.Mem); ok && m.Base == 0 && m.Segment == 0 && m.Disp > 0 {
+						ri.set[uint64(m.Disp)] = true
+					}
+				}
+				off += in.Len
+			}
+		}
+	})
+	return ri.set[addr]
+}

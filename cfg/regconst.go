@@ -1,0 +1,186 @@
+package cfg
+
+import (
+	"blpp/cfg/x86"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// Constant registers: a forward data-flow over the decoded instructions of
+// one procedure that finds, before each instruction, the general
+// registers holding the same constant address on every path that reaches
+// it. Jump-table recovery asks it for table bases that the compiler
+// materialised once, in another block, often before calls
+// (lea T(%rip),%r13; call f; ... movslq (%r13,%rax,4),%rax): a call
+// clobbers only the caller-saved registers [SysV x86-64 ABI 3.2.1,
+// "Registers"], so a callee-saved register keeps its constant across it.
+//
+// The lattice per register is: not reached yet, one constant, unknown. A
+// value is a constant only when every instruction that defines it on a
+// path from the entry loads that constant (lea disp(%rip), mov $imm, or a
+// copy of such a register). The entry, landing pads and the targets of
+// indirect jumps not resolved yet start with every register unknown.
+
+type regVal struct {
+	known bool // false: unknown (top)
+	c     uint64
+}
+
+// regState is the value of the 16 general registers before an
+// instruction; reached is false until some path arrives.
+type regState struct {
+	reached bool
+	r       [16]regVal
+}
+
+func (s *regState) meet(o *regState) bool {
+	if !o.reached {
+		return false
+	}
+	if !s.reached {
+		*s = *o
+		return true
+	}
+	changed := false
+	for f := range s.r {
+		if s.r[f].known && (!o.r[f].known || o.r[f].c != s.r[f].c) {
+			s.r[f] = regVal{}
+			changed = true
+		}
+	}
+	return changed
+}
+
+// callerSaved marks the registers a call may change: all but rbx, rbp,
+// rsp and r12-r15 [SysV x86-64 ABI 3.2.1].
+var callerSaved = [16]bool{0: true, 1: true, 2: true, 6: true, 7: true, 8: true, 9: true, 10: true, 11: true}
+
+// constRegs computes the states of every decoded instruction.
+func (s *slicer) constRegs() []regState {
+	if s.regs != nil {
+		return s.regs
+	}
+	bd := s.bd
+	st := make([]regState, len(bd.insts))
+	var work []int
+	enter := func(i int, from *regState) {
+		if i >= 0 && st[i].meet(from) {
+			work = append(work, i)
+		}
+	}
+	unknown := regState{reached: true}
+	enter(bd.instAt(bd.f.Addr), &unknown)
+	for a := range bd.leaders {
+		if i := bd.instAt(a); i >= 0 && !s.tableTarget[a] && s.targets[a] == nil {
+			// A landing pad, or a block only an unresolved jump reaches.
+			enter(i, &unknown)
+		}
+	}
+	for len(work) > 0 {
+		i := work[len(work)-1]
+		work = work[:len(work)-1]
+		in := &bd.insts[i]
+		out := st[i]
+		transfer(in, &out)
+		next := bd.instAt(in.Addr + uint64(in.Len))
+		switch in.Kind {
+		case x86.Jcc:
+			enter(bd.instAt(in.Target), &out)
+			enter(next, &out)
+		case x86.Jmp:
+			enter(bd.instAt(in.Target), &out)
+		case x86.JmpIndirect:
+			if jt := bd.tables[in.Addr]; jt != nil {
+				for _, t := range jt.Targets {
+					enter(bd.instAt(t), &out)
+				}
+			}
+		case x86.Ret, x86.Halt:
+		case x86.Call:
+			if !bd.callNoRet[in.Addr] {
+				enter(next, &out)
+			}
+		default:
+			enter(next, &out)
+		}
+	}
+	s.regs = st
+	return st
+}
+
+// transfer applies instruction in to the register state.
+func transfer(in *x86.Inst, st *regState) {
+	if in.Kind == x86.Call || in.Kind == x86.CallIndirect {
+		for f, c := range callerSaved {
+			if c {
+				st.r[f] = regVal{}
+			}
+		}
+		return
+	}
+	raw := &in.Raw
+	implicit := implicitWrites(in)
+	for f := range st.r {
+		if !writesReg(raw, f) && !implicit.Has(f) {
+			continue
+		}
+		v := regVal{}
+		if dst, ok := raw.Args[0].(x86asm.Reg); ok && dst >= x86asm.RAX && dst <= x86asm.R15 {
+			switch raw.Op {
+			case x86asm.LEA:
+				if m, ok := raw.Args[1].(x86asm.Mem); ok && m.Base == x86asm.RIP && m.Index == 0 && m.Segment == 0 {
+					v = regVal{known: true, c: in.Addr + uint64(in.Len) + uint64(m.Disp)}
+				}
+			case x86asm.MOV:
+				switch src := raw.Args[1].(type) {
+				case x86asm.Imm:
+					v = regVal{known: true, c: uint64(int64(src))}
+				case x86asm.Reg:
+					if sf := regFamily(src); sf >= 0 && src >= x86asm.RAX && src <= x86asm.R15 {
+						v = st.r[sf]
+					}
+				}
+			}
+		}
+		st.r[f] = v
+	}
+}
+
+// constAt reports the constant register family fam holds just before
+// instruction i, if it holds one on every path.
+func (s *slicer) constAt(i, fam int) (uint64, bool) {
+	if fam < 0 || fam >= 16 {
+		return 0, false
+	}
+	st := s.constRegs()
+	if i < 0 || i >= len(st) || !st[i].reached || !st[i].r[fam].known {
+		return 0, false
+	}
+	return st[i].r[fam].c, true
+}
+
+// implicitWrites returns the general registers an instruction may write
+// besides its first operand, which writesReg covers: string instructions,
+// leave and enter (rbp), cpuid (rbx among others), and anything not
+// decoded.
+func implicitWrites(in *x86.Inst) RegSet {
+	const rax, rcx, rdx, rbx, rbp, rsi, rdi = 1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 5, 1 << 6, 1 << 7
+	switch in.Raw.Op {
+	case 0:
+		return AllRegs
+	case x86asm.LEAVE, x86asm.ENTER:
+		return rbp
+	case x86asm.CPUID:
+		return rax | rbx | rcx | rdx
+	case x86asm.RDTSC, x86asm.RDTSCP, x86asm.RDPMC, x86asm.XGETBV, x86asm.RDMSR, x86asm.CMPXCHG8B, x86asm.CMPXCHG16B:
+		return rax | rcx | rdx
+	case x86asm.LAHF, x86asm.XLATB:
+		return rax
+	case x86asm.MOVSB, x86asm.MOVSW, x86asm.MOVSD, x86asm.MOVSQ, x86asm.CMPSB, x86asm.CMPSW, x86asm.CMPSD, x86asm.CMPSQ,
+		x86asm.STOSB, x86asm.STOSW, x86asm.STOSD, x86asm.STOSQ, x86asm.LODSB, x86asm.LODSW, x86asm.LODSD, x86asm.LODSQ,
+		x86asm.SCASB, x86asm.SCASW, x86asm.SCASD, x86asm.SCASQ, x86asm.INSB, x86asm.INSW, x86asm.INSD,
+		x86asm.OUTSB, x86asm.OUTSW, x86asm.OUTSD:
+		return rax | rcx | rsi | rdi
+	}
+	return 0
+}

@@ -1,0 +1,109 @@
+package rewriter_test
+
+import (
+	"debug/elf"
+	"testing"
+
+	"blpp/internal/fixture"
+	"blpp/report"
+)
+
+// dispatchFixtures are the jump-table fixtures of issue 23 and the
+// functions whose jumps only the table analysis of decision 66 resolves:
+// cgoto.c's replicated computed-goto dispatch (one table, a dozen jumps,
+// no bounds check), switchcall.c's switches whose table base lives in a
+// callee-saved register across calls.
+var dispatchFixtures = []struct {
+	src   string
+	funcs []string
+	// pie: whether PIE builds are expected instrumented. cgoto.c's
+	// table holds absolute addresses, which a PIE relocates at load
+	// time; copies of such tables are not made yet.
+	pie bool
+}{
+	{"cgoto.c", []string{"run"}, false},
+	{"switchcall.c", []string{"tokens", "classify"}, true},
+}
+
+// dispatchConfigs are the stripped gcc and clang builds at -O2 and -O3,
+// PIE and not.
+func dispatchConfigs() []fixture.Config {
+	var cs []fixture.Config
+	for _, cc := range []string{"gcc", "clang"} {
+		for _, opt := range []string{"-O2", "-O3"} {
+			for _, pie := range []bool{true, false} {
+				cs = append(cs, fixture.Config{CC: cc, Opt: opt, PIE: pie, Strip: true})
+			}
+		}
+	}
+	return cs
+}
+
+// TestDispatchTables rewrites each dispatch fixture in every configuration,
+// requires identical behaviour, the dispatch functions instrumented (a
+// function left out fails the test), and every block count of every
+// instrumented function equal to callgrind's.
+func TestDispatchTables(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	for _, c := range dispatchConfigs() {
+		c := c
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			for _, fx := range dispatchFixtures {
+				twin := c
+				twin.Strip = false
+				entries := funcEntries(t, fixture.Build(t, fx.src, twin), fx.funcs)
+				checkExact(t, fx.src, c)
+				_, inst := rewriteTo(t, fx.src, c, t.TempDir())
+				tab, f, err := report.LoadMeta(inst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+				for name, entry := range entries {
+					found := false
+					for _, mf := range tab.Funcs {
+						if mf.Entry != entry {
+							continue
+						}
+						found = true
+						want := fx.pie || !c.PIE
+						if mf.Instrumented != want {
+							t.Errorf("%s %s: %s (%#x) instrumented %v, want %v (%s)", fx.src, c, name, entry, mf.Instrumented, want, mf.Reason)
+						}
+					}
+					if !found {
+						t.Errorf("%s %s: %s (%#x) is not in the metadata", fx.src, c, name, entry)
+					}
+				}
+			}
+		})
+	}
+}
+
+// funcEntries reads the addresses of the named functions from the symbol
+// table of an unstripped build.
+func funcEntries(t *testing.T, path string, names []string) map[string]uint64 {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, n := range names {
+		for _, s := range syms {
+			if s.Name == n && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+				out[n] = s.Value
+			}
+		}
+		if _, ok := out[n]; !ok {
+			t.Fatalf("%s: no symbol %s", path, n)
+		}
+	}
+	return out
+}

@@ -106,6 +106,20 @@ func verifyAddrMap(orig, inst []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// The loads of jump table entries read each jump's copy of the table
+	// through a new displacement [decision 66]: load address -> table.
+	loads := map[uint64]uint64{}
+	prog := cfg.Analyze(ob, cfg.Options{})
+	for _, g := range prog.Graphs {
+		if g == nil {
+			continue
+		}
+		for _, jt := range g.Tables {
+			for _, l := range jt.Loads {
+				loads[l] = jt.Table
+			}
+		}
+	}
 	k, checked := 0, 0
 	var problems []string
 	for _, mf := range tab.Funcs {
@@ -143,7 +157,14 @@ func verifyAddrMap(orig, inst []byte) (int, error) {
 						problems = append(problems, fmt.Sprintf("%s: %#x: copy %#x does not decode: %v", mf.Name, a, cp, err))
 						continue
 					}
-					if d := sameOperation(want.Raw, got.Raw, text.Addr, text.Addr+uint64(len(code))); d != "" {
+					wr := want.Raw
+					if table, ok := loads[a]; ok {
+						if d := tableLoad(&wr, got.Raw, table, text.Addr); d != "" {
+							problems = append(problems, fmt.Sprintf("%s: %#x (%s): copy %#x is %s: %s", mf.Name, a,
+								x86asm.GNUSyntax(want.Raw, a, nil), cp, x86asm.GNUSyntax(got.Raw, cp, nil), d))
+						}
+					}
+					if d := sameOperation(wr, got.Raw, text.Addr, text.Addr+uint64(len(code))); d != "" {
 						problems = append(problems, fmt.Sprintf("%s: %#x (%s): copy %#x is %s: %s", mf.Name, a,
 							x86asm.GNUSyntax(want.Raw, a, nil), cp, x86asm.GNUSyntax(got.Raw, cp, nil), d))
 					}
@@ -166,6 +187,34 @@ func verifyAddrMap(orig, inst []byte) (int, error) {
 		return checked, fmt.Errorf("address map:\n  %s", strings.Join(problems, "\n  "))
 	}
 	return checked, nil
+}
+
+// tableLoad checks the copy of an instruction that reads an entry of the
+// jump table at table: its memory operand keeps base and index and moves
+// by the distance from the table to its copy, which must lie in the new
+// segments (at or above newAt). want's displacement is then set to the
+// copy's, for sameOperation to compare the rest.
+func tableLoad(want *x86asm.Inst, got x86asm.Inst, table, newAt uint64) string {
+	for i, wa := range want.Args {
+		w, ok := wa.(x86asm.Mem)
+		if !ok {
+			continue
+		}
+		g, ok := got.Args[i].(x86asm.Mem)
+		if !ok {
+			return fmt.Sprintf("operand %d is no longer in memory", i)
+		}
+		if w.Base == x86asm.RIP {
+			return ""
+		}
+		if moved := table + uint64(g.Disp-w.Disp); moved < newAt {
+			return fmt.Sprintf("operand %d reads a table at %#x, not a copy", i, moved)
+		}
+		w.Disp = g.Disp
+		want.Args[i] = w
+		return ""
+	}
+	return "no memory operand"
 }
 
 // sameOperation compares an original instruction with its copy: the same

@@ -5,7 +5,7 @@ import (
 )
 
 // Source records where the bounds of a function came from (a bit set).
-type Source uint8
+type Source uint16
 
 const (
 	FromSymtab Source = 1 << iota // .symtab STT_FUNC symbol
@@ -13,6 +13,11 @@ const (
 	FromFDE                       // .eh_frame FDE range
 	FromPLT                       // PLT stub, named from its relocation
 	FromEntry                     // the ELF entry point
+	// Procedures found in code no symbol or FDE describes (discover.go):
+	FromCall    // target of a direct call in analysed code
+	FromPointer // address taken: an instruction's immediate or lea, or a pointer in data
+	FromJump    // target of a direct jump that leaves another procedure
+	FromGap     // start of uncovered code after padding, reached by no procedure's flow
 )
 
 func (s Source) String() string {
@@ -20,7 +25,8 @@ func (s Source) String() string {
 	for _, p := range []struct {
 		bit  Source
 		name string
-	}{{FromSymtab, "symtab"}, {FromDynsym, "dynsym"}, {FromFDE, "fde"}, {FromPLT, "plt"}, {FromEntry, "entry"}} {
+	}{{FromSymtab, "symtab"}, {FromDynsym, "dynsym"}, {FromFDE, "fde"}, {FromPLT, "plt"}, {FromEntry, "entry"},
+		{FromCall, "call"}, {FromPointer, "pointer"}, {FromJump, "jump"}, {FromGap, "gap"}} {
 		if s&p.bit != 0 {
 			parts = append(parts, p.name)
 		}
@@ -65,6 +71,16 @@ type Function struct {
 	// the main body before the next code: room the entry patch may use
 	// when the body is shorter than the 5-byte jump.
 	Pad uint64
+	// sized: the body's end came from a symbol's or an FDE's size (or a
+	// PLT entry's); otherwise it is a guess (the next procedure's start)
+	// that discovery may move.
+	sized bool
+}
+
+// Discovered reports a procedure found only by discovery (discover.go):
+// no symbol, FDE, PLT entry or the entry point gives it.
+func (f *Function) Discovered() bool {
+	return f.Source != 0 && f.Source&(FromSymtab|FromDynsym|FromFDE|FromPLT|FromEntry) == 0
 }
 
 // Ranges returns the main body followed by the fragments.

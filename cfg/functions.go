@@ -238,6 +238,8 @@ func (b *Binary) Functions() []*Function {
 		end := f.Addr + f.Size
 		if !c.hasSize || f.Size == 0 || end > secEnd || end < f.Addr {
 			end = secEnd
+		} else {
+			f.sized = true
 		}
 		if n := nextStart(a); n < end {
 			end = n
@@ -277,7 +279,7 @@ func (b *Binary) Functions() []*Function {
 		if parent == nil {
 			// An orphan fragment stays a function of its own, so that it is
 			// listed (and refused, since it jumps into its parent's body).
-			f := &Function{Name: s.Name, Addr: s.Addr, Size: size, Source: FromSymtab}
+			f := &Function{Name: s.Name, Addr: s.Addr, Size: size, Source: FromSymtab, sized: true}
 			funcs = append(funcs, f)
 			continue
 		}

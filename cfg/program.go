@@ -182,7 +182,25 @@ func Analyze(b *Binary, opts Options) *Program {
 	build := func(idx []int) {
 		forEach(idx, workers, func(i int) { p.Graphs[i] = buildGraph(b, p, p.Funcs[i]) })
 	}
-	build(todo)
+	if p.needsDiscovery() {
+		// Discovery needs every procedure's flow, selected or not.
+		all := make([]int, len(p.Funcs))
+		for i := range all {
+			all[i] = i
+		}
+		build(all)
+		p.discover(build)
+		todo = todo[:0]
+		for i, f := range p.Funcs {
+			if opts.Match == nil || opts.Match(f) {
+				todo = append(todo, i)
+			} else {
+				p.Graphs[i] = nil
+			}
+		}
+	} else {
+		build(todo)
+	}
 	todo = p.joinFragments(todo, build)
 	// No-return inference to a fixed point (bounded: each round adds at
 	// least one procedure).
@@ -361,7 +379,10 @@ func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 		}
 		jumpers := map[int]map[int]bool{} // range index -> procedures jumping into it
 		add := func(j, i int) {
-			if j < 0 || j == i {
+			// A procedure found without an FDE (discover.go) was built
+			// without unwind tables, and so were its own fragments: a
+			// range with an FDE it jumps to is another procedure.
+			if j < 0 || j == i || p.Funcs[i].Discovered() {
 				return
 			}
 			if jumpers[j] == nil {

@@ -1,0 +1,705 @@
+package cfg
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"blpp/cfg/x86"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// Procedure discovery in code that no symbol and no FDE describes: a
+// static program's own code when only its libc was built with unwind
+// tables (busybox), asm without CFI. Bounds come from evidence in code
+// already known to be code, as HPCToolkit recovers them in stripped
+// binaries [Tallent et al. PLDI 2009 §4.1] and BOLT does from calls and
+// relocations: direct call targets, addresses taken by instructions
+// (immediates, lea) and stored in data (pointer-sized words, RELATIVE
+// relocations), direct jumps that leave a procedure (tail calls), and the
+// start of code after padding that no procedure's flow reaches. A
+// discovered procedure ends at the next procedure's start or at the end
+// of its gap; it is analysed like any other, so a wrong bound makes it
+// refused (it falls off its end, jumps outside), never mis-instrumented.
+//
+// Two rules keep guesses off data and off existing procedures:
+//   - an address enters only with evidence; weak evidence (a jump from
+//     elsewhere, a gap start) must yield a procedure that analyses
+//     completely, else it is dropped again;
+//   - no new entry splits a procedure whose bounds a symbol or an FDE
+//     gives, nor lands on or inside an instruction another procedure's
+//     flow decodes (a second entry, a label), unless that flow reaches it
+//     only by running on after a call (the callee did not return: the
+//     flow ran into the next procedure). Inside a guessed range whose
+//     flow is not fully known (an unresolved indirect jump), only calls
+//     count: the range's undecoded cases and labels look like entries.
+
+// evidence says why an address is taken for a procedure entry (a bit set).
+type evidence uint8
+
+const (
+	evCall    evidence = 1 << iota // direct call target
+	evCodeRef                      // immediate or lea target in analysed code
+	evDataRef                      // pointer in data or a RELATIVE relocation
+	evJump                         // direct jump leaving another procedure
+	evGap                          // start of uncovered code after padding
+)
+
+// strong evidence makes an entry by itself; weak evidence needs the
+// procedure to analyse completely.
+func (e evidence) strong() bool { return e&(evCall|evCodeRef|evDataRef) != 0 }
+
+func (e evidence) source() Source {
+	var s Source
+	if e&evCall != 0 {
+		s |= FromCall
+	}
+	if e&(evCodeRef|evDataRef) != 0 {
+		s |= FromPointer
+	}
+	if e&evJump != 0 {
+		s |= FromJump
+	}
+	if e&evGap != 0 {
+		s |= FromGap
+	}
+	return s
+}
+
+// maxDiscoverRounds bounds the discovery iterations; each round adds the
+// procedures the previous round's new code calls and points to.
+const maxDiscoverRounds = 64
+
+// scanInst is one instruction a flow scan decoded.
+type scanInst struct {
+	addr uint64
+	n    uint8
+	call bool // a call: what follows it runs only if the callee returns
+	pad  bool // nop or int3: alignment filler
+}
+
+func (s scanInst) end() uint64 { return s.addr + uint64(s.n) }
+
+// funcScan is the flow of one procedure: the instructions reachable from
+// its entry (and jump-table targets and landing pads) inside its ranges,
+// and what they call, jump to and point to outside it. Unlike the graph
+// builder it goes on past problems, so that a refused procedure's code
+// still gives evidence.
+type funcScan struct {
+	size   uint64 // the procedure's Size when scanned
+	nparts int
+	graph  *Graph
+	insts  []scanInst // sorted by address
+	calls  []uint64   // direct call targets
+	jumps  []uint64   // direct jump targets outside the procedure
+	refs   []uint64   // immediates and lea targets in code outside the procedure
+	reads  []uint64   // memory operands' addresses that lie in executable sections
+	// falls lists the ends of the body the flow runs on into (the next
+	// procedure's start) other than after a call.
+	falls []uint64
+}
+
+// before returns the instruction of s that ends at addr, or false.
+func (s *funcScan) before(addr uint64) (scanInst, bool) {
+	i := sort.Search(len(s.insts), func(i int) bool { return s.insts[i].addr >= addr }) - 1
+	for ; i >= 0 && addr-s.insts[i].addr <= 15; i-- {
+		if s.insts[i].end() == addr {
+			return s.insts[i], true
+		}
+	}
+	return scanInst{}, false
+}
+
+// callBefore reports whether the flow of s reaches addr by running on
+// after a call, possibly through padding.
+func (s *funcScan) callBefore(addr uint64) bool {
+	for {
+		in, ok := s.before(addr)
+		if !ok {
+			return false
+		}
+		if in.call {
+			return true
+		}
+		if !in.pad {
+			return false
+		}
+		addr = in.addr
+	}
+}
+
+// scanFunction decodes the flow of f. g (may be nil) adds the targets of
+// its resolved jump tables and its landing pads as starts.
+func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
+	b := p.Binary
+	s := &funcScan{size: f.Size, nparts: len(f.Parts), graph: g}
+	ranges := f.Ranges()
+	inRange := func(a uint64) (Range, bool) {
+		for _, r := range ranges {
+			if r.Contains(a) {
+				return r, true
+			}
+		}
+		return Range{}, false
+	}
+	work := []uint64{f.Addr}
+	if g != nil {
+		for _, t := range g.Tables {
+			work = append(work, t.Targets...)
+		}
+		for _, r := range g.EH {
+			if r.LandingPad != 0 {
+				work = append(work, r.LandingPad)
+			}
+		}
+	}
+	seen := map[uint64]bool{}
+	var total uint64
+	for _, r := range ranges {
+		total += r.Size
+	}
+	for len(work) > 0 {
+		a := work[len(work)-1]
+		work = work[:len(work)-1]
+		afterCall := false // the run so far ends in a call and padding
+		for {
+			r, ok := inRange(a)
+			if !ok || seen[a] || uint64(len(s.insts)) >= total {
+				break
+			}
+			seen[a] = true
+			// Decoded past the body's end, so that an instruction
+			// running over the next start shows as one.
+			code := b.Code(a)
+			in, err := x86.Decode(code, a)
+			if err != nil {
+				break
+			}
+			si := scanInst{addr: a, n: uint8(in.Len)}
+			s.operands(b, &in, inRange)
+			next := a + uint64(in.Len)
+			stop := next > r.End() // the next procedure starts inside it
+			switch in.Kind {
+			case x86.Call:
+				si.call = true
+				s.calls = append(s.calls, in.Target)
+				stop = stop || p.noReturn(in.Target)
+			case x86.CallIndirect:
+				si.call = true
+			case x86.Jcc, x86.Jmp:
+				if _, ok := inRange(in.Target); ok {
+					work = append(work, in.Target)
+				} else {
+					s.jumps = append(s.jumps, in.Target)
+				}
+				stop = stop || in.Kind == x86.Jmp
+			case x86.JmpIndirect, x86.Ret:
+				stop = true
+			case x86.Halt:
+				stop = true
+				si.pad = in.Len == 1 && code[0] == 0xcc
+			default:
+				si.pad = in.Raw.Op == x86asm.NOP || in.Raw.Op == x86asm.XCHG && in.Len == 2 && code[in.Len-1] == 0x90
+			}
+			s.insts = append(s.insts, si)
+			if stop {
+				break
+			}
+			afterCall = si.call || si.pad && afterCall
+			if next == r.End() && !afterCall {
+				s.falls = append(s.falls, next)
+			}
+			a = next
+		}
+	}
+	sort.Slice(s.insts, func(i, j int) bool { return s.insts[i].addr < s.insts[j].addr })
+	return s
+}
+
+// operands records the code addresses an instruction takes (immediates,
+// lea of a rip-relative address) and the executable bytes it reads or
+// writes as data (other memory operands).
+func (s *funcScan) operands(b *Binary, in *x86.Inst, own func(uint64) (Range, bool)) {
+	taken := func(v uint64) {
+		if _, mine := own(v); !mine && b.IsCode(v) {
+			s.refs = append(s.refs, v)
+		}
+	}
+	if in.RIPRel {
+		if in.Raw.Op == x86asm.LEA {
+			taken(in.RIPTarget)
+		} else if b.IsCode(in.RIPTarget) {
+			s.reads = append(s.reads, in.RIPTarget)
+		}
+	}
+	for _, arg := range in.Raw.Args {
+		switch a := arg.(type) {
+		case x86asm.Imm:
+			if in.Kind == x86.Other {
+				taken(uint64(int64(a)))
+			}
+		case x86asm.Mem:
+			if a.Base != 0 || a.Segment != 0 {
+				continue
+			}
+			v := uint64(int64(a.Disp))
+			if a.Index == 0 && in.Raw.Op == x86asm.LEA {
+				taken(v)
+			} else if b.IsCode(v) {
+				s.reads = append(s.reads, v)
+			}
+		}
+	}
+}
+
+// hiddenFlow reports a graph whose decoding stopped before it saw all of
+// the procedure's code: its range may hold cases and labels that look
+// like entries.
+func hiddenFlow(g *Graph) bool {
+	if g == nil {
+		return true
+	}
+	switch g.Reason {
+	case ReasonOK, ReasonTooShort, ReasonPLT, ReasonPathOverflow:
+		return false
+	}
+	return true
+}
+
+// needsDiscovery reports code that no procedure covers: a gap after a
+// procedure with a known size that holds more than padding.
+func (p *Program) needsDiscovery() bool {
+	b := p.Binary
+	var rs []Range
+	for _, f := range p.Funcs {
+		rs = append(rs, f.Ranges()...)
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Addr < rs[j].Addr })
+	for _, s := range b.sections {
+		if !s.Exec || s.data == nil {
+			continue
+		}
+		a := s.Addr
+		i := sort.Search(len(rs), func(i int) bool { return rs[i].End() > a })
+		for a < s.Addr+s.Size {
+			next := s.Addr + s.Size
+			if i < len(rs) && rs[i].Addr < next {
+				next = max(rs[i].Addr, a)
+			}
+			if next > a {
+				if pad := padding(b.Code(a), next-a); a+pad < next {
+					return true
+				}
+			}
+			if i >= len(rs) || rs[i].Addr >= s.Addr+s.Size {
+				break
+			}
+			a = max(a, rs[i].End())
+			i++
+		}
+	}
+	return false
+}
+
+// tablePointers finds the targets of absolute jump tables that no graph
+// resolved: the words of a table that a `jmp *disp32(,%reg,8)` anywhere
+// in executable code indexes (gcc's and clang's non-PIC switch), up to
+// the first word that does not point into code. Such words are labels,
+// not procedures. The byte pattern over-approximates, which only costs
+// pointers that are not taken for entries.
+func (b *Binary) tablePointers() map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, s := range b.sections {
+		if !s.Exec || s.data == nil {
+			continue
+		}
+		d := s.data
+		for i := 0; i+7 <= len(d); i++ {
+			// ff /4 with ModRM 00 100 100 (SIB) and SIB scale 8, no base.
+			if d[i] != 0xff || d[i+1] != 0x24 || d[i+2]&0xc7 != 0xc5 {
+				continue
+			}
+			t := uint64(int64(int32(binary.LittleEndian.Uint32(d[i+3:]))))
+			if sec := b.section(t); sec == nil || sec.Exec {
+				continue
+			}
+			for k := 0; k < 1<<16; k++ {
+				v, ok := b.Pointer(t + uint64(k)*8)
+				if !ok || !b.IsCode(v) {
+					break
+				}
+				out[v] = true
+			}
+		}
+	}
+	return out
+}
+
+// discover adds the procedures that evidence in known code reveals, to a
+// fixed point, building their graphs with build (which takes indices
+// into p.Funcs). Every procedure must have been built.
+func (p *Program) discover(build func([]int)) {
+	b := p.Binary
+	scans := map[*Function]*funcScan{}
+	rejected := map[uint64]bool{}
+	evOf := map[uint64]evidence{} // what each discovered entry rests on
+	pointers := b.codePointers()
+	labels := b.tablePointers()
+	for round := 0; round < maxDiscoverRounds; round++ {
+		// Scan what changed.
+		for i, f := range p.Funcs {
+			g := p.Graphs[i]
+			if s := scans[f]; s != nil && s.size == f.Size && s.nparts == len(f.Parts) && s.graph == g {
+				continue
+			}
+			if f.PLT {
+				scans[f] = &funcScan{size: f.Size, nparts: len(f.Parts), graph: g}
+				continue
+			}
+			scans[f] = p.scanFunction(f, g)
+		}
+		// The flow of every procedure, for the cover tests.
+		type span struct {
+			inst  scanInst
+			owner *Function
+		}
+		var spans []span
+		for _, f := range p.Funcs {
+			for _, in := range scans[f].insts {
+				spans = append(spans, span{in, f})
+			}
+		}
+		sort.Slice(spans, func(i, j int) bool { return spans[i].inst.addr < spans[j].inst.addr })
+		// sized lists the bodies with firm bounds and every fragment.
+		var sized []Range
+		for _, f := range p.Funcs {
+			if f.sized {
+				sized = append(sized, Range{f.Addr, f.Size})
+			}
+			sized = append(sized, f.Parts...)
+		}
+		sort.Slice(sized, func(i, j int) bool { return sized[i].Addr < sized[j].Addr })
+		inSized := func(a uint64) bool {
+			// Firm ranges do not overlap (Functions cuts them), so the
+			// last one starting at or below a is the only candidate.
+			i := sort.Search(len(sized), func(i int) bool { return sized[i].Addr > a }) - 1
+			return i >= 0 && sized[i].Contains(a)
+		}
+		tables := map[uint64]bool{}
+		for _, g := range p.Graphs {
+			if g == nil {
+				continue
+			}
+			for _, t := range g.Tables {
+				for _, a := range t.Targets {
+					tables[a] = true
+				}
+			}
+		}
+
+		// Collect evidence.
+		cands := map[uint64]evidence{}
+		for _, f := range p.Funcs {
+			s := scans[f]
+			for _, t := range s.calls {
+				cands[t] |= evCall
+			}
+			for _, t := range s.refs {
+				cands[t] |= evCodeRef
+			}
+			for _, t := range s.jumps {
+				cands[t] |= evJump
+			}
+		}
+		for t := range pointers {
+			cands[t] |= evDataRef
+		}
+
+		// accept decides one candidate against the current procedures.
+		accept := func(t uint64, ev evidence) bool {
+			if rejected[t] || p.byEntry[t] != nil || !b.IsCode(t) || inSized(t) {
+				return false
+			}
+			if ev&evCall == 0 && (tables[t] || labels[t] && ev&evCodeRef == 0) {
+				return false
+			}
+			k := sort.Search(len(spans), func(i int) bool { return spans[i].inst.addr > t }) - 1
+			for ; k >= 0 && t-spans[k].inst.addr < 16; k-- {
+				sp := spans[k]
+				if sp.inst.end() <= t {
+					continue
+				}
+				if sp.inst.addr != t || sp.owner.sized || !ev.strong() || !scans[sp.owner].callBefore(t) {
+					return false // inside another procedure's flow
+				}
+			}
+			if i := p.containing(t); i >= 0 {
+				if g := p.Graphs[i]; ev&evCall == 0 && hiddenFlow(g) {
+					return false
+				}
+			}
+			return true
+		}
+		keys := make([]uint64, 0, len(cands))
+		for t := range cands {
+			keys = append(keys, t)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+		var added []*Function
+		for _, t := range keys {
+			ev := cands[t]
+			if f := p.byEntry[t]; f != nil {
+				if _, ok := evOf[t]; ok {
+					evOf[t] |= ev
+					f.Source |= ev.source()
+				}
+				continue
+			}
+			if !accept(t, ev) {
+				continue
+			}
+			evOf[t] = ev
+			added = append(added, &Function{Name: fmt.Sprintf("sub_%x", t), Addr: t, Source: ev.source()})
+		}
+		var drop []uint64
+		if len(added) == 0 {
+			// Nothing new: drop the entries the flow of the others
+			// contradicts, then those with weak evidence only whose
+			// procedure does not analyse completely (until now a tail
+			// jump of theirs might still find its callee).
+			drop = p.contradicted(evOf, scans, func(a uint64) bool {
+				k := sort.Search(len(spans), func(i int) bool { return spans[i].inst.addr >= a }) - 1
+				for ; k >= 0 && a-spans[k].inst.addr < 16; k-- {
+					if spans[k].inst.end() > a && spans[k].owner.Addr != a {
+						return true
+					}
+				}
+				return false
+			})
+			if len(drop) == 0 {
+				jumpers := map[uint64]map[*Function]bool{}
+				for _, f := range p.Funcs {
+					for _, t := range scans[f].jumps {
+						if _, ok := evOf[t]; ok {
+							if jumpers[t] == nil {
+								jumpers[t] = map[*Function]bool{}
+							}
+							jumpers[t][f] = true
+						}
+					}
+				}
+				for a, ev := range evOf {
+					if ev.strong() {
+						continue
+					}
+					g := p.Graph(p.byEntry[a])
+					if g != nil && (g.Instrumentable() || g.Reason == ReasonTooShort) {
+						continue
+					}
+					drop = append(drop, a)
+					// A stripped foo.cold: reached by jumps from one
+					// discovered procedure only, and jumping back into
+					// it. It joins it, as joinFragments joins FDE ranges.
+					if g == nil || g.Reason != ReasonEscapingJump || len(jumpers[a]) != 1 {
+						continue
+					}
+					for parent := range jumpers[a] {
+						frag := p.byEntry[a]
+						if i := p.containing(g.escape); i >= 0 && p.Funcs[i] == parent && parent.Discovered() && len(frag.Parts) == 0 {
+							parent.Parts = append(parent.Parts, Range{frag.Addr, frag.Size})
+							parent.PartNames = append(parent.PartNames, frag.Name)
+						}
+					}
+				}
+			}
+			if len(drop) == 0 {
+				return
+			}
+			sort.Slice(drop, func(i, j int) bool { return drop[i] < drop[j] })
+		}
+		for _, a := range drop {
+			rejected[a] = true
+			delete(evOf, a)
+		}
+		p.replaceFuncs(added, drop)
+		// Rebuild the new procedures, those whose range moved, and
+		// those that call or jump to an entry that came or went.
+		changed := map[uint64]bool{}
+		for _, f := range added {
+			changed[f.Addr] = true
+		}
+		for _, a := range drop {
+			changed[a] = true
+		}
+		var again []int
+		for i, f := range p.Funcs {
+			s := scans[f]
+			if s == nil || s.size != f.Size || s.nparts != len(f.Parts) || p.Graphs[i] == nil {
+				again = append(again, i)
+				continue
+			}
+			for _, lst := range [][]uint64{s.calls, s.jumps} {
+				for _, t := range lst {
+					if changed[t] {
+						again = append(again, i)
+						goto next
+					}
+				}
+			}
+		next:
+		}
+		build(again)
+	}
+}
+
+// contradicted returns the discovered entries without a call that the
+// flow of other procedures contradicts: an instruction of theirs covers
+// the entry's first byte (inside reports it), their flow runs on into it
+// other than after a call, or they jump into its body past the entry. A
+// pointer may be a string's bytes or a label, a jump a fragment's way
+// back; a call is taken at its word.
+func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*funcScan, inside func(uint64) bool) []uint64 {
+	bad := map[uint64]bool{}
+	for a, ev := range evOf {
+		if ev&evCall == 0 && inside(a) {
+			bad[a] = true
+		}
+	}
+	for _, f := range p.Funcs {
+		s := scans[f]
+		for _, t := range s.falls {
+			if ev, ok := evOf[t]; ok && ev&evCall == 0 {
+				bad[t] = true
+			}
+		}
+		for _, t := range s.jumps {
+			if i := p.containing(t); i >= 0 {
+				g := p.Funcs[i]
+				if ev, ok := evOf[g.Addr]; ok && ev&evCall == 0 && t != g.Addr {
+					bad[g.Addr] = true
+				}
+			}
+		}
+	}
+	out := make([]uint64, 0, len(bad))
+	for a := range bad {
+		out = append(out, a)
+	}
+	return out
+}
+
+// codePointers returns the code addresses stored in data: the values of
+// RELATIVE relocations and, in a position-dependent executable, the
+// pointer-sized words of the data sections. A word that reads as the end
+// of a C string (printable bytes then zeros, after a printable byte:
+// "LOT\0\0\0\0\0" is 0x544f4c) is text, not a pointer.
+func (b *Binary) codePointers() map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, v := range b.relative {
+		if b.IsCode(v) {
+			out[v] = true
+		}
+	}
+	if b.Kind != KindExec {
+		return out
+	}
+	for i := range b.sections {
+		s := &b.sections[i]
+		if s.Exec || s.data == nil {
+			continue
+		}
+		for off := 0; off+8 <= len(s.data); off += 8 {
+			v := binary.LittleEndian.Uint64(s.data[off:])
+			if v == 0 || !b.IsCode(v) || off > 0 && stringTail(s.data[off-1:off+8]) {
+				continue
+			}
+			out[v] = true
+		}
+	}
+	return out
+}
+
+// stringTail reports 9 bytes whose first is printable and whose other 8
+// are printable bytes followed by zeros.
+func stringTail(d []byte) bool {
+	printable := func(c byte) bool { return c >= 0x20 && c < 0x7f }
+	if !printable(d[0]) {
+		return false
+	}
+	i := 1
+	for i < len(d) && printable(d[i]) {
+		i++
+	}
+	for ; i < len(d); i++ {
+		if d[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// replaceFuncs adds procedures and removes the ones entered at drop, then
+// moves every guessed bound to the next start and keeps Graphs, byEntry
+// and funcsIdx in step. Graphs of new procedures are nil.
+func (p *Program) replaceFuncs(added []*Function, drop []uint64) {
+	gone := map[uint64]bool{}
+	for _, a := range drop {
+		gone[a] = true
+	}
+	graphs := map[*Function]*Graph{}
+	var funcs []*Function
+	for i, f := range p.Funcs {
+		if gone[f.Addr] {
+			continue
+		}
+		graphs[f] = p.Graphs[i]
+		funcs = append(funcs, f)
+	}
+	funcs = append(funcs, added...)
+	sort.Slice(funcs, func(i, j int) bool { return funcs[i].Addr < funcs[j].Addr })
+	p.Binary.boundGuesses(funcs)
+	p.Funcs = funcs
+	p.Graphs = make([]*Graph, len(funcs))
+	p.byEntry = make(map[uint64]*Function, len(funcs))
+	p.funcsIdx = make(map[*Function]int, len(funcs))
+	for i, f := range funcs {
+		p.Graphs[i] = graphs[f]
+		p.byEntry[f.Addr] = f
+		p.funcsIdx[f] = i
+	}
+}
+
+// boundGuesses ends every procedure without a firm size at the next start
+// of a procedure or fragment, or at the end of its section, and
+// (funcs sorted by entry).
+func (b *Binary) boundGuesses(funcs []*Function) {
+	var starts []uint64
+	for _, f := range funcs {
+		starts = append(starts, f.Addr)
+		for _, r := range f.Parts {
+			starts = append(starts, r.Addr)
+		}
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	nextStart := func(a uint64) uint64 {
+		i := sort.Search(len(starts), func(i int) bool { return starts[i] > a })
+		if i < len(starts) {
+			return starts[i]
+		}
+		return ^uint64(0)
+	}
+	for _, f := range funcs {
+		if f.sized || f.PLT {
+			continue
+		}
+		s := b.section(f.Addr)
+		if s == nil {
+			continue
+		}
+		end := min(s.Addr+s.Size, nextStart(f.Addr))
+		// A guessed body runs up to the next start, padding included:
+		// no room is left after it.
+		f.Size, f.Pad = end-f.Addr, 0
+	}
+}

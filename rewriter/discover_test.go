@@ -1,0 +1,94 @@
+package rewriter_test
+
+import (
+	"debug/elf"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"blpp/internal/callgrind"
+	"blpp/internal/fixture"
+	"blpp/report"
+)
+
+// TestDiscoveredExact rewrites nofde.c built like Debian's busybox
+// (static, position-dependent, stripped, no unwind tables for its own
+// code), so that its functions are known only by discovery, and requires
+// the copy to behave like the original and every one of the fixture's
+// functions to be instrumented with block counts equal to callgrind's.
+func TestDiscoveredExact(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	want := []string{"main", "square", "twice", "negate", "checked", "classify", "tailed", "jumper", "cmp_int", "on_exit_msg"}
+	for _, opt := range []string{"-O2", "-Os"} {
+		c := fixture.Config{CC: "gcc", Opt: opt, Static: true, Strip: true,
+			Extra: []string{"-fno-asynchronous-unwind-tables", "-fno-unwind-tables"}}
+		twin := c
+		twin.Strip = false
+		ef, err := elf.Open(fixture.Build(t, "nofde.c", twin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		syms, err := ef.Symbols()
+		ef.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrOf := map[string]uint64{}
+		for _, s := range syms {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+				addrOf[s.Name] = s.Value
+			}
+		}
+		orig, inst, prof := rewriteFixture(t, "nofde.c", c)
+		tab, f, err := report.LoadMeta(inst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := report.MakePaths(inst, tab, prof, nil)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: report: %v", c, err)
+		}
+		cg, err := callgrind.Run(orig, callgrind.Options{Dir: filepath.Dir(orig)})
+		if err != nil {
+			t.Fatalf("%s: callgrind: %v", c, err)
+		}
+		byEntry := map[string]int{}
+		for i, fn := range doc.Functions {
+			byEntry[fn.Entry] = i
+		}
+		for _, name := range want {
+			a, ok := addrOf[name]
+			if !ok {
+				t.Fatalf("%s: no symbol %s", c, name)
+			}
+			i, ok := byEntry[fmt.Sprintf("%#x", a)]
+			if !ok {
+				t.Errorf("%s: %s (%#x) is not a function of the rewritten binary", c, name, a)
+				continue
+			}
+			fn := doc.Functions[i]
+			if !fn.Instrumented {
+				t.Errorf("%s: %s (%s) is not instrumented: %s", c, name, fn.Name, fn.Reason)
+				continue
+			}
+			if len(fn.Blocks) == 0 {
+				t.Errorf("%s: %s has no blocks", c, name)
+			}
+			ran := false
+			for _, b := range fn.Blocks {
+				var addr uint64
+				if _, err := fmtSscan(b.Addr, &addr); err != nil {
+					t.Fatal(err)
+				}
+				if b.Count != cg.Exec[addr] {
+					t.Errorf("%s: %s block %s: blpp %d, callgrind %d", c, name, b.Addr, b.Count, cg.Exec[addr])
+				}
+				ran = ran || b.Count > 0
+			}
+			if !ran {
+				t.Errorf("%s: %s never ran: the comparison proves nothing", c, name)
+			}
+		}
+	}
+}

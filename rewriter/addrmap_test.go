@@ -158,6 +158,15 @@ func verifyAddrMap(orig, inst []byte) (int, error) {
 						continue
 					}
 					wr := want.Raw
+					if m, ok := got.Raw.Args[0].(x86asm.Mem); ok && wr.Op == x86asm.JMP && got.Raw.Op == x86asm.MOV && m.Base == x86asm.RSP && m.Disp == -8 {
+						// The red-zone form of a jump reading an absolute
+						// PIE table [decision 72]: a register saved, then
+						// the load.
+						next := cp + uint64(got.Len)
+						if n, err := x86.Decode(code[next-text.Addr:], next); err == nil {
+							got = n
+						}
+					}
 					if table, ok := loads[a]; ok {
 						if d := tableLoad(&wr, got.Raw, table, text.Addr); d != "" {
 							problems = append(problems, fmt.Sprintf("%s: %#x (%s): copy %#x is %s: %s", mf.Name, a,
@@ -195,6 +204,21 @@ func verifyAddrMap(orig, inst []byte) (int, error) {
 // segments (at or above newAt). want's displacement is then set to the
 // copy's, for sameOperation to compare the rest.
 func tableLoad(want *x86asm.Inst, got x86asm.Inst, table, newAt uint64) string {
+	if want.Op == x86asm.JMP && got.Op == x86asm.MOV {
+		// A jump reading an absolute PIE table itself becomes a load of
+		// the entry into a free register, the base added, and a jump
+		// through it [decision 72].
+		w, okW := want.Args[0].(x86asm.Mem)
+		g, okG := got.Args[1].(x86asm.Mem)
+		if !okW || !okG || w.Base != g.Base || w.Index != g.Index || w.Scale != g.Scale {
+			return "not the table jump's load"
+		}
+		if moved := table + uint64(g.Disp-w.Disp); moved < newAt {
+			return fmt.Sprintf("reads a table at %#x, not a copy", moved)
+		}
+		*want = got
+		return ""
+	}
 	for i, wa := range want.Args {
 		w, ok := wa.(x86asm.Mem)
 		if !ok {

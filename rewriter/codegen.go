@@ -782,7 +782,12 @@ type newTable struct {
 	// base is what relative entries are counted from: the original
 	// table base, which the base register still holds (only the loads
 	// move to the copy).
-	base    uint64
+	base uint64
+	// biased: an absolute table in a PIE, whose 8-byte entries are
+	// counted from base too, the address the loads' base register holds
+	// (decision 72: no relocations); biasOf has its loads.
+	biased  bool
+	biasOf  map[uint64]biasedLoad
 	targets []enc.Label
 	done    bool
 }
@@ -2651,14 +2656,80 @@ func (fg *funcGen) copyInst(in *x86.Inst, code []byte) error {
 			return fmt.Errorf("%#x: one load of a jump table entry feeds several indirect jumps", in.Addr)
 		}
 		nt := &fg.g.tables[t]
+		if bl, ok := nt.biasOf[in.Addr]; ok && nt.biased && bl.jump {
+			return fg.biasedJump(t, bl)
+		}
 		at, disp, err := fg.g.buf.CopyDisp32(in, code)
 		if err != nil {
 			return fmt.Errorf("jump table load: %w", err)
 		}
 		fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: int64(disp) - int64(nt.jt.Table)})
+		if fg.g.pie && !nt.relative {
+			// The entry is counted from the base register's value
+			// [decision 72].
+			bl, ok := nt.biasOf[in.Addr]
+			if !nt.biased || !ok {
+				return fmt.Errorf("%#x: absolute jump table in a PIE whose load cannot add its base", in.Addr)
+			}
+			fg.g.buf.LeaRegBaseIndex(bl.dst, bl.base, bl.dst)
+		}
 		return nil
 	}
 	return enc.Relocate(fg.g.buf, in, code, enc.Target{})
+}
+
+// biasedJump emits an indirect jump that reads entry of the absolute
+// PIE table copy t itself [decision 72]: the entry goes to a register
+// the program does not read after the jump, or else to one borrowed
+// through the red zone (redZoneFree) (nor the instrumentation: the
+// path and loop registers are kept out; the index register itself will
+// do, the load reads it first), the base is added, and the jump
+// goes through the register.
+func (fg *funcGen) biasedJump(t int, bl biasedLoad) error {
+	gr := fg.f.Graph
+	live := fg.liveIn
+	if live == nil {
+		live = gr.RegsLiveIn()
+	}
+	free := deadAfter(gr, live, fg.g.tables[t].jt.Jump) &^ (1<<bl.base | 1<<enc.RSP)
+	if fg.hasPreg {
+		free &^= 1 << fg.preg
+	}
+	if fg.fnHasPreg {
+		free &^= 1 << fg.fnPreg
+	}
+	for _, l := range fg.loops {
+		free &^= 1 << l.reg
+	}
+	b := fg.g.buf
+	if free == 0 {
+		if !redZoneFree(fg.g.b, gr) {
+			return fmt.Errorf("%#x: no register is free after the indirect jump that reads an absolute PIE table", fg.g.tables[t].jt.Jump)
+		}
+		// Borrow a register through the red zone: -8(%rsp) keeps its
+		// value, -16(%rsp) receives the target.
+		s := enc.RAX
+		for s == bl.base || s == bl.index {
+			s++
+		}
+		b.MovMemFromReg(enc.RSP, -8, s)
+		at := b.MovRegFromMemIdx8(s, bl.base, bl.index, 0)
+		fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: -int64(bl.baseAddr)})
+		b.LeaRegBaseIndex(s, bl.base, s)
+		b.MovMemFromReg(enc.RSP, -16, s)
+		b.MovRegFromMem(s, enc.RSP, -8)
+		b.JmpMem(enc.RSP, -16)
+		return nil
+	}
+	var dst enc.Reg
+	for free&(1<<dst) == 0 {
+		dst++
+	}
+	at := b.MovRegFromMemIdx8(dst, bl.base, bl.index, 0)
+	fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: -int64(bl.baseAddr)})
+	b.LeaRegBaseIndex(dst, bl.base, dst)
+	b.JmpReg(dst)
+	return nil
 }
 
 // terminator emits a block's last instruction with its out-edges.
@@ -2837,7 +2908,16 @@ func (fg *funcGen) planTables() {
 	for i := range gr.Tables {
 		jt := &gr.Tables[i]
 		t := len(g.tables)
-		g.tables = append(g.tables, newTable{label: g.buf.NewLabel(), jt: jt, relative: jt.Relative, base: jt.Base})
+		nt := newTable{label: g.buf.NewLabel(), jt: jt, relative: jt.Relative, base: jt.Base}
+		if g.pie && !jt.Relative {
+			// Layout refused the function unless this holds
+			// (pieTableBlocker); an error here leaves the table unbiased
+			// and the code generator fails the function below.
+			if loads, base, err := biasLoads(g.b, jt); err == nil {
+				nt.biased, nt.biasOf, nt.base = true, loads, base
+			}
+		}
+		g.tables = append(g.tables, nt)
 		fg.tabOf[jt.Jump] = t
 		for _, l := range jt.Loads {
 			if _, dup := fg.loadOf[l]; dup {

@@ -179,8 +179,8 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 			switch {
 			case err != nil:
 				skip("jump into its first 5 bytes", "other code branches into the bytes the entry jump overwrites, and the jump cannot move: "+err.Error())
-			case b.Kind == cfg.KindPIE && hasAbsTable(mf.Graph):
-				skip("absolute jump table in PIE", "its entries are relocated by the loader")
+			case b.Kind == cfg.KindPIE && pieTableBlocker(b, mf.Graph) != "":
+				skip("absolute jump table in PIE", pieTableBlocker(b, mf.Graph))
 			default:
 				moved[mf] = at
 				chosen = append(chosen, mf)
@@ -189,8 +189,8 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 			// _fini runs after the last .fini_array entry, which is where
 			// the profile is written.
 			skip("runs after the profile is written", ".fini section (_fini)")
-		case b.Kind == cfg.KindPIE && hasAbsTable(f.Graph):
-			skip("absolute jump table in PIE", "its entries are relocated by the loader")
+		case b.Kind == cfg.KindPIE && pieTableBlocker(b, f.Graph) != "":
+			skip("absolute jump table in PIE", pieTableBlocker(b, f.Graph))
 		default:
 			chosen = append(chosen, f)
 		}
@@ -254,15 +254,6 @@ func usesGS(b *cfg.Binary, g *cfg.Graph) bool {
 				}
 			}
 			a += uint64(in.Len)
-		}
-	}
-	return false
-}
-
-func hasAbsTable(g *cfg.Graph) bool {
-	for _, t := range g.Tables {
-		if !t.Relative {
-			return true
 		}
 	}
 	return false
@@ -442,7 +433,10 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		ta := addrOf(t.t.label)
 		off := ta - codeAddr
 		for i, l := range t.t.targets {
-			if t.t.relative {
+			if t.t.biased {
+				// Counted from the base register's value [decision 72].
+				binary.LittleEndian.PutUint64(code[off+uint64(8*i):], addrOf(l)-t.t.base)
+			} else if t.t.relative {
 				d := addrOf(l) - t.t.base
 				if int64(d) != int64(int32(d)) {
 					return nil, nil, fmt.Errorf("jump table copy at %#x: entry %d out of reach of base %#x", ta, i, t.t.base)

@@ -95,6 +95,7 @@ func asCases(targets []asTarget) []asCase {
 			for _, base := range []Reg{RAX, RCX, RSP, RBP, R12, R13, R11} {
 				add(fmt.Sprintf("mov %%%s, %d(%%%s)", r, d, base), func(b *Buf) { b.MovMemFromReg(base, d, r) })
 				add(fmt.Sprintf("mov %d(%%%s), %%%s", d, base, r), func(b *Buf) { b.MovRegFromMem(r, base, d) })
+				add(fmt.Sprintf("jmp *%d(%%%s)", d, base), func(b *Buf) { b.JmpMem(base, d) })
 				add(fmt.Sprintf("cmp %d(%%%s), %%%s", d, base, r), func(b *Buf) { b.CmpRegMem(r, base, d) })
 			}
 			add(fmt.Sprintf("incq %d(%%%s)", d, r), func(b *Buf) { b.IncMem(r, d) })
@@ -151,6 +152,9 @@ func asCases(targets []asTarget) []asCase {
 			}
 		}
 	}
+	for _, r := range allRegs {
+		add(fmt.Sprintf("jmp *%%%s", r), func(b *Buf) { b.JmpReg(r) })
+	}
 	add("pushfq", (*Buf).Pushfq)
 	// Immediates that do not fit 8 bits, so as picks the imm32 form too.
 	for _, v := range []int32{0x12345678, -0x12345678, 128, -129} {
@@ -173,6 +177,11 @@ func asCases(targets []asTarget) []asCase {
 			}
 			d, v := asDisps[i%len(asDisps)], asImms[i%len(asImms)]
 			i++
+			dst := allRegs[(i*7)%len(allRegs)]
+			add(fmt.Sprintf("{disp32} mov %d(%%%s,%%%s,8), %%%s", d, base, index, dst),
+				func(b *Buf) { b.MovRegFromMemIdx8(dst, base, index, d) })
+			add(fmt.Sprintf("lea (%%%s,%%%s,1), %%%s", base, index, dst),
+				func(b *Buf) { b.LeaRegBaseIndex(dst, base, index) })
 			add(fmt.Sprintf("{disp32} lock incq %d(%%%s,%%%s,8)", d, base, index),
 				func(b *Buf) { b.LockIncMem(base, index, d) })
 			add(fmt.Sprintf("{disp32} incq %d(%%%s,%%%s,8)", d, base, index),

@@ -269,6 +269,58 @@ func (b *Buf) AddRegImm32(reg Reg, imm int32) {
 	b.emit32(uint32(imm))
 }
 
+// LeaRegBaseIndex emits lea (%base,%index,1), %dst: dst = base + index,
+// flags untouched (REX.W 8d /r with a SIB byte, 4 bytes). With %rbp or
+// %r13 as base, whose mod=00 encoding means "no base, disp32", the form
+// is mod=01 with a zero disp8, as GNU as writes it (5 bytes) [Intel SDM
+// Vol.2 Table 2-3].
+func (b *Buf) LeaRegBaseIndex(dst, base, index Reg) {
+	if !b.checkIndex("LeaRegBaseIndex", base, index) || !b.checkRegs("LeaRegBaseIndex", dst) {
+		return
+	}
+	b.emit(rex(true, dst.hi(), index.hi(), base.hi()), 0x8d)
+	if base.low() == 5 {
+		b.emit(modrm(1, dst.low(), 4), sib(0, index.low(), base.low()), 0)
+		return
+	}
+	b.emit(modrm(0, dst.low(), 4), sib(0, index.low(), base.low()))
+}
+
+// MovRegFromMemIdx8 emits mov disp32(%base,%index,8), %dst (REX.W 8b
+// /r with SIB, disp32 always: 8 bytes) and returns the offset of the
+// displacement in the buffer, for a caller that fills it in later.
+func (b *Buf) MovRegFromMemIdx8(dst, base, index Reg, disp int32) int {
+	if !b.checkIndex("MovRegFromMemIdx8", base, index) || !b.checkRegs("MovRegFromMemIdx8", dst) {
+		return b.Len()
+	}
+	b.emit(rex(true, dst.hi(), index.hi(), base.hi()), 0x8b)
+	b.scaled(dst.low(), base, index, disp)
+	return b.Len() - 4
+}
+
+// JmpReg emits jmp *%reg (ff /4, mod=11: 2 bytes, 3 with REX.B).
+func (b *Buf) JmpReg(reg Reg) {
+	if !b.checkRegs("JmpReg", reg) {
+		return
+	}
+	if reg.hi() != 0 {
+		b.emit(rex(false, 0, 0, 1))
+	}
+	b.emit(0xff, modrm(3, 4, reg.low()))
+}
+
+// JmpMem emits jmp *disp(%base) (ff /4).
+func (b *Buf) JmpMem(base Reg, disp int32) {
+	if !b.checkRegs("JmpMem", base) {
+		return
+	}
+	if base.hi() != 0 {
+		b.emit(rex(false, 0, 0, 1))
+	}
+	b.emit(0xff)
+	b.based(4, base, disp)
+}
+
 // LeaRegRIP emits lea t(%rip), %reg (REX.W 8d /r with mod=00 rm=101, 7
 // bytes).
 func (b *Buf) LeaRegRIP(reg Reg, t Target) {

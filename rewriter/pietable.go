@@ -1,0 +1,184 @@
+package rewriter
+
+import (
+	"fmt"
+
+	"blpp/cfg"
+	"blpp/cfg/x86"
+	"blpp/rewriter/enc"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// Absolute jump tables in a PIE [decision 72]. Their entries are code
+// addresses that the loader relocates (R_X86_64_RELATIVE), and a copy
+// of such a table, whose entries lead to new code, would need relocations
+// of its own. Instead the copy holds each new target minus the address
+// the load's base register holds (link-time values: the difference is
+// the same at run time, whatever the load bias), and right after the load
+// one flag-free instruction adds the base back:
+//
+//	mov disp(%base,%index,8), %dst    → mov disp'(%base,%index,8), %dst
+//	                                     lea (%base,%dst,1), %dst
+//
+// GCC's computed-goto dispatch has this form (lua5.4's luaV_execute:
+// lea T(%rip),%r14 once, mov (%r14,%rax,8),%rax; ...; jmp *%rax in
+// every handler). A load that is the jump itself (jmp *disp(%base,
+// %index,8)), or that overwrites its base register, has nowhere to add the
+// base; a jump that reads the table itself (jmp *disp(%base,%index,8),
+// clang's and gcc's form where the entry goes straight to the jump) is
+// rewritten into a load into a register dead after the jump, the add and
+// jmp *%reg. Register liveness is conservative (every call, return and
+// indirect jump reads every register), so in a dispatch loop no register
+// is free; then a function that makes calls, and so has no use for the
+// red zone [SysV x86-64 ABI 3.2.2: only leaf functions keep data below
+// %rsp; gcc and clang use it in leaf functions only], and never
+// addresses memory below %rsp, computes the target in a borrowed register
+// saved in the red zone, leaves it in a red-zone slot and jumps through
+// that: signal delivery skips the red zone, so the slot survives until
+// the jump reads it. Where neither holds, or a load overwrites its base,
+// the function stays uninstrumented.
+
+// biasedLoad is how one load of an absolute PIE table is rewritten.
+type biasedLoad struct {
+	base, dst enc.Reg
+	// jump: the load is the indirect jump itself; index is its index
+	// register, and dst is chosen by the code generator among the
+	// registers dead after the jump.
+	jump  bool
+	index enc.Reg
+	// baseAddr is the link-time address the base register holds: the
+	// table's address minus the load's displacement.
+	baseAddr uint64
+}
+
+// biasLoads checks every load of jt and returns how each is rewritten,
+// keyed by the load's address, and the base address the copy's entries
+// are counted from, which all loads must share.
+func biasLoads(b *cfg.Binary, jt *cfg.JumpTable) (map[uint64]biasedLoad, uint64, error) {
+	out := map[uint64]biasedLoad{}
+	var base uint64
+	for i, at := range jt.Loads {
+		code := b.Code(at)
+		if code == nil {
+			return nil, 0, fmt.Errorf("%#x: load not in the code", at)
+		}
+		in, err := x86.Decode(code, at)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%#x: %w", at, err)
+		}
+		if at == jt.Jump {
+			m, ok := in.Raw.Args[0].(x86asm.Mem)
+			if in.Raw.Op != x86asm.JMP || !ok || !gpr(m.Base) || !gpr(m.Index) || m.Index == x86asm.RSP || m.Scale != 8 || m.Segment != 0 {
+				return nil, 0, fmt.Errorf("%#x: the indirect jump's operand is not base + index*8", at)
+			}
+			bl := biasedLoad{jump: true, base: enc.Reg(m.Base - x86asm.RAX), index: enc.Reg(m.Index - x86asm.RAX), baseAddr: jt.Table - uint64(m.Disp)}
+			if i > 0 && bl.baseAddr != base {
+				return nil, 0, fmt.Errorf("%#x: loads of one table through bases %#x and %#x", at, base, bl.baseAddr)
+			}
+			base = bl.baseAddr
+			out[at] = bl
+			continue
+		}
+		dst, okDst := in.Raw.Args[0].(x86asm.Reg)
+		m, okMem := in.Raw.Args[1].(x86asm.Mem)
+		switch {
+		case in.Raw.Op != x86asm.MOV || !okDst || !okMem:
+			return nil, 0, fmt.Errorf("%#x: the load is not a mov from memory to a register", at)
+		case dst < x86asm.RAX || dst > x86asm.R15:
+			return nil, 0, fmt.Errorf("%#x: the load's destination is not a 64-bit register", at)
+		case m.Segment != 0 || m.Base < x86asm.RAX || m.Base > x86asm.R15 || m.Index < x86asm.RAX || m.Index > x86asm.R15 || m.Index == x86asm.RSP:
+			return nil, 0, fmt.Errorf("%#x: the load's address is not base + index", at)
+		case m.Base == dst:
+			return nil, 0, fmt.Errorf("%#x: the load overwrites its base register", at)
+		}
+		bl := biasedLoad{base: enc.Reg(m.Base - x86asm.RAX), dst: enc.Reg(dst - x86asm.RAX), baseAddr: jt.Table - uint64(m.Disp)}
+		if i > 0 && bl.baseAddr != base {
+			return nil, 0, fmt.Errorf("%#x: loads of one table through bases %#x and %#x", at, base, bl.baseAddr)
+		}
+		base = bl.baseAddr
+		out[at] = bl
+	}
+	if len(out) == 0 {
+		return nil, 0, fmt.Errorf("%#x: no load of the table found", jt.Jump)
+	}
+	return out, base, nil
+}
+
+func gpr(r x86asm.Reg) bool { return r >= x86asm.RAX && r <= x86asm.R15 }
+
+// pieTableBlocker says why an absolute jump table of g cannot be copied
+// in a PIE ("" when every one can).
+func pieTableBlocker(b *cfg.Binary, g *cfg.Graph) string {
+	var liveIn []cfg.RegSet
+	for i := range g.Tables {
+		jt := &g.Tables[i]
+		if jt.Relative {
+			continue
+		}
+		loads, _, err := biasLoads(b, jt)
+		if err != nil {
+			return err.Error()
+		}
+		if bl, ok := loads[jt.Jump]; ok {
+			if liveIn == nil {
+				liveIn = g.RegsLiveIn()
+			}
+			if deadAfter(g, liveIn, jt.Jump)&^(1<<bl.base|1<<enc.RSP) == 0 && !redZoneFree(b, g) {
+				return fmt.Sprintf("%#x: no register is free after the indirect jump that reads the table, and the function is a leaf or uses the red zone", jt.Jump)
+			}
+		}
+	}
+	return ""
+}
+
+// deadAfter is the set of general registers (cfg.RegSet bits) that no
+// successor of the block ending at the instruction last reads before
+// writing: free for the rewriter's use at that instruction.
+func deadAfter(g *cfg.Graph, liveIn []cfg.RegSet, last uint64) cfg.RegSet {
+	for _, blk := range g.Blocks {
+		if blk.Last != last {
+			continue
+		}
+		var out cfg.RegSet
+		for _, e := range blk.Succs {
+			if to := g.Edges[e].To; to < 0 {
+				out = cfg.AllRegs
+			} else {
+				out |= liveIn[to]
+			}
+		}
+		return ^out
+	}
+	return 0
+}
+
+// redZoneFree reports whether the red zone below %rsp is free for the
+// rewriter at any point of g: the function makes calls (compilers keep
+// data in the red zone only in leaf functions) and no instruction of it
+// addresses memory below %rsp.
+func redZoneFree(b *cfg.Binary, g *cfg.Graph) bool {
+	calls := false
+	for _, blk := range g.Blocks {
+		code := b.Code(blk.Addr)
+		for a := blk.Addr; a < blk.End; {
+			if code == nil || a-blk.Addr >= uint64(len(code)) {
+				return false
+			}
+			in, err := x86.Decode(code[a-blk.Addr:], a)
+			if err != nil {
+				return false
+			}
+			if in.Kind == x86.Call || in.Kind == x86.CallIndirect {
+				calls = true
+			}
+			for _, arg := range in.Raw.Args {
+				if m, ok := arg.(x86asm.Mem); ok && (m.Base == x86asm.RSP || m.Base == x86asm.ESP) && m.Disp < 0 {
+					return false
+				}
+			}
+			a += uint64(in.Len)
+		}
+	}
+	return calls
+}

@@ -149,10 +149,11 @@ func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into map[uint64]boo
 // which is its flat record's counter (rec_new). The stub then counts
 // inline, as a trivial function's entry does (enterTrivial): the runtime
 // ready, %gs the thread's own block, the record made (its calls word not
-// 0), then one add. Anything else, and every context-mode entry, calls
-// blpp_dark. The flags are not kept: nothing reads them at a function's
-// entry [SysV x86-64 ABI 3.2.1], and the instrumented entries do the
-// same.
+// 0), then one add. In a context image it counts inline when the
+// function is called again from where it was last (darkContextInline).
+// Anything else calls blpp_dark. The flags are not kept: nothing reads
+// them at a function's entry [SysV x86-64 ABI 3.2.1], and the
+// instrumented entries do the same.
 func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 	b := g.buf
 	for _, d := range ds {
@@ -174,6 +175,8 @@ func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 			b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 			b.AddGS64Imm(d.slot, 1)
 			b.JmpRel32(enc.LabelTarget(body))
+		} else if !g.mode.FlowOnly {
+			g.darkContextInline(d, slow, body)
 		}
 		b.Bind(slow)
 		b.LeaRSP(-redZone)
@@ -191,6 +194,68 @@ func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 		b.JmpRel32(enc.AbsTarget(d.end()))
 	}
 	return b.Err()
+}
+
+// darkContextInline is the inline part of a context-mode stub: when the
+// thread's newest uninstrumented activation (Thread.DarkList, DarkRec) is
+// this function's, called from the same call site of the running record
+// (a loop calling it again, or its caller called again from anywhere),
+// and no shadow frame lies at or below the entry %rsp (nothing to
+// unwind), the entry only counts, the node's calls and the record's, and
+// the activation takes the old one's place (DarkRSP). The first node of the list
+// must be the function's, as blpp_rt_dark's own fast case wants. Three
+// registers are pushed without a red-zone step: nothing below %rsp is
+// live at an entry (enterLean). Anything else pops them and takes
+// blpp_dark, which finds or makes the record and keeps the activation.
+// The byte sequences are enterInline's.
+func (g *gen) darkContextInline(d *darkEntry, slow, body enc.Label) {
+	b := g.buf
+	pop := b.NewLabel()
+	(&funcGen{g: g}).testReady(slow)
+	b.Push(enc.RAX)
+	b.Push(enc.RCX)
+	b.Push(enc.RDX)
+	const saved = 24
+	cmpOwnerRCX(b)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
+	gsBusyOrOverflow(b, enc.RCX, pop)
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	b.Bytes(le32([]byte{0x48, 0x8d, 0x84, 0x24}, saved)) // lea entry rsp, %rax
+	b.Bytes([]byte{0x48, 0x39, 0x41, byte(frRSP)})       // cmp %rax, frRSP(%rcx): the newest frame
+	b.JccRel32(enc.CondBE, enc.LabelTarget(pop))
+	b.MovRegFromReg(enc.RCX, enc.RAX) // the entry %rsp, kept
+	b.MovRegFromGS(enc.RAX, runtime.OffRecord)
+	b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
+	b.JccRel32(enc.CondE, enc.LabelTarget(pop))
+	b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
+	b.Bytes([]byte{0x48, 0x2b, 0x50, runtime.RecordFirstSiteOff}) // sub first_site(%rax), %rdx
+	b.Bytes([]byte{0x48, 0x3b, 0x50, runtime.RecordNSitesOff})    // cmp nsites(%rax), %rdx
+	b.JccRel32(enc.CondAE, enc.LabelTarget(pop))
+	b.Bytes([]byte{0x48, 0x8b, 0x40, runtime.RecordKidsOff})                 // mov kids(%rax), %rax
+	b.Bytes([]byte{0x48, 0x8d, 0x54, 0xd0, 0x08})                            // lea 8(%rax,%rdx,8), %rdx: the list's head word
+	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x14, 0x25}, runtime.OffDarkList)) // cmp %gs:dark_list, %rdx
+	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
+	b.Bytes([]byte{0x48, 0x8b, 0x02}) // mov (%rdx), %rax: its first node
+	b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
+	b.JccRel32(enc.CondE, enc.LabelTarget(pop))
+	b.Bytes(le32([]byte{0x48, 0x81, 0x78, runtime.NodeFuncOff}, uint32(d.fid))) // cmpq $fid, func(%rax)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
+	b.Bytes([]byte{0x48, 0x8b, 0x50, runtime.NodeRecOff})                   // mov rec(%rax), %rdx
+	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x14, 0x25}, runtime.OffDarkRec)) // cmp %gs:dark_rec, %rdx
+	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
+	b.MovGSFromReg(runtime.OffDarkRSP, enc.RCX)             // the activation to follow callbacks of
+	b.Bytes([]byte{0x48, 0xff, 0x40, runtime.NodeCountOff}) // incq count(%rax)
+	b.Bytes(le32([]byte{0x48, 0xff, 0x82}, countsOff))      // incq counts(%rdx): the record's calls
+	b.Pop(enc.RDX)
+	b.Pop(enc.RCX)
+	b.Pop(enc.RAX)
+	b.JmpRel32(enc.LabelTarget(body))
+	b.SetSP(-saved)
+	b.Bind(pop)
+	b.Pop(enc.RDX)
+	b.Pop(enc.RCX)
+	b.Pop(enc.RAX)
+	b.JmpRel32(enc.LabelTarget(slow))
 }
 
 // darkFuncs writes the function table's entries of the left-out

@@ -62,7 +62,7 @@
 #define BLPP_FUNC_OFF_CLOSED 48
 
 /* struct blpp_thread: per-thread block; %gs points at it */
-#define BLPP_THREAD_SIZE 272
+#define BLPP_THREAD_SIZE 296
 #define BLPP_THREAD_OFF_SELF 0
 #define BLPP_THREAD_OFF_R 8
 #define BLPP_THREAD_OFF_OWNER 16
@@ -91,6 +91,9 @@
 #define BLPP_THREAD_OFF_CUR 248
 #define BLPP_THREAD_OFF_LEAF_SITE 256
 #define BLPP_THREAD_OFF_LEAF_R 264
+#define BLPP_THREAD_OFF_DARK_LIST 272
+#define BLPP_THREAD_OFF_DARK_REC 280
+#define BLPP_THREAD_OFF_DARK_RSP 288
 
 /* struct blpp_frame: shadow-stack entry */
 #define BLPP_FRAME_SIZE 72
@@ -202,6 +205,9 @@ struct blpp_thread {
 	unsigned long long cur;
 	unsigned long long leaf_site;
 	long long leaf_r;
+	unsigned long long dark_list;
+	unsigned long long dark_rec;
+	unsigned long long dark_rsp;
 };
 
 struct blpp_frame {
@@ -308,6 +314,9 @@ _Static_assert(__builtin_offsetof(struct blpp_thread, epoch) == BLPP_THREAD_OFF_
 _Static_assert(__builtin_offsetof(struct blpp_thread, cur) == BLPP_THREAD_OFF_CUR, "blpp_thread.cur");
 _Static_assert(__builtin_offsetof(struct blpp_thread, leaf_site) == BLPP_THREAD_OFF_LEAF_SITE, "blpp_thread.leaf_site");
 _Static_assert(__builtin_offsetof(struct blpp_thread, leaf_r) == BLPP_THREAD_OFF_LEAF_R, "blpp_thread.leaf_r");
+_Static_assert(__builtin_offsetof(struct blpp_thread, dark_list) == BLPP_THREAD_OFF_DARK_LIST, "blpp_thread.dark_list");
+_Static_assert(__builtin_offsetof(struct blpp_thread, dark_rec) == BLPP_THREAD_OFF_DARK_REC, "blpp_thread.dark_rec");
+_Static_assert(__builtin_offsetof(struct blpp_thread, dark_rsp) == BLPP_THREAD_OFF_DARK_RSP, "blpp_thread.dark_rsp");
 _Static_assert(sizeof(struct blpp_frame) == BLPP_FRAME_SIZE, "blpp_frame size");
 _Static_assert(__builtin_offsetof(struct blpp_frame, rsp) == BLPP_FRAME_OFF_RSP, "blpp_frame.rsp");
 _Static_assert(__builtin_offsetof(struct blpp_frame, saved_r) == BLPP_FRAME_OFF_SAVED_R, "blpp_frame.saved_r");

@@ -267,6 +267,23 @@ struct tpriv {
 };
 #define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
 
+/* dark_sync copies the newest entry of t's uninstrumented activations
+ * (TPRIV(t)->dark) to Thread.dark_*, where the rewriter's inline stubs
+ * look (decision 70); zeros when there is none. The list word is written
+ * last, as the call cache's: a handler's inline stub in between sees 0,
+ * matches nothing and takes blpp_dark. */
+static void dark_sync(struct blpp_thread *t)
+{
+	const struct tpriv *p = TPRIV(t);
+	const struct dark_ctx *d = p->ndark > 0 && p->ndark <= 8 ? &p->dark[p->ndark - 1] : 0;
+	t->dark_list = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->dark_rec = d ? d->rec : 0;
+	t->dark_rsp = d ? d->rsp : 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->dark_list = d ? d->list : 0;
+}
+
 /* Metric sources. */
 enum { MSRC_NONE, MSRC_TSC, MSRC_PMU };
 
@@ -575,6 +592,7 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 			b->leaf_site = 0;
 			b->tail_rec = 0;
 			TPRIV(b)->ndark = 0;
+			dark_sync(b);
 			if (rt.nmetrics)
 				metrics_open(b); /* the dead thread's events counted it */
 			b->overflow = 0;
@@ -1409,6 +1427,7 @@ static void fork_reset(void)
 			me->folded = me->partials = me->plock = me->flat = 0;
 			me->tail_rec = 0;
 			TPRIV(me)->ndark = 0;
+			dark_sync(me);
 			me->tid = gettid();
 			for (u64 i = 0; i < d; i++) {
 				struct blpp_record *r;
@@ -1772,12 +1791,27 @@ void blpp_rt_leaf(u64 fid)
  * record when a deeper activation of the same context reaches the site
  * first. Counts are never affected, only where a record hangs.
  */
+/* dark_pull takes into t's newest uninstrumented activation the entry
+ * %rsp an inline stub stored (Thread.dark_rsp): an activation of the same
+ * function from the same call site that replaced it. */
+static void dark_pull(struct blpp_thread *t)
+{
+	struct tpriv *p = TPRIV(t);
+	struct dark_ctx *d;
+	if (p->ndark == 0 || p->ndark > 8)
+		return;
+	d = &p->dark[p->ndark - 1];
+	if (d->list == t->dark_list && d->rec == t->dark_rec)
+		d->rsp = t->dark_rsp;
+}
+
 static u64 dark_via(struct blpp_thread *t, u64 list, u64 rsp)
 {
 	struct tpriv *p = TPRIV(t);
 	u64 n = p->ndark < 8 ? p->ndark : 8;
 	if (!rsp || !list)
 		return 0;
+	dark_pull(t);
 	for (u64 i = n; i-- > 0;) {
 		const struct dark_ctx *d = &p->dark[i];
 		if (d->epoch == rt.epoch && d->list == list && rsp < d->rsp)
@@ -1807,6 +1841,8 @@ void blpp_rt_dark(u64 fid, u64 rsp)
 	if (!nested && t->sp > t->sp_base && ((struct blpp_frame *)t->sp)[-1].rsp <= rsp)
 		unwind(t, rsp, 1);
 	tp = TPRIV(t);
+	if (!nested)
+		dark_pull(t);
 	p = R(t->record);
 	if (rt.flow_only || !p || (!p->dense_n && !p->hash)) {
 		r = root(t, fid);
@@ -1827,8 +1863,13 @@ void blpp_rt_dark(u64 fid, u64 rsp)
 			struct dark_ctx *d;
 			if (tp->ndark > 0 && tp->ndark <= 8) {
 				d = &tp->dark[tp->ndark - 1];
-				if (d->rsp == rsp && d->list == list && d->rec == (u64)r && d->epoch == rt.epoch)
-					goto counted; /* called again from where it was last */
+				if (d->list == list && d->rec == (u64)r && d->epoch == rt.epoch) {
+					/* called again from the same call site: it takes
+					 * the old activation's place, as in the inline stub */
+					d->rsp = rsp;
+					dark_sync(t);
+					goto counted;
+				}
 			}
 			while (tp->ndark > 0 && (tp->ndark > 8 || tp->dark[tp->ndark - 1].rsp <= rsp))
 				tp->ndark--;
@@ -1844,6 +1885,7 @@ void blpp_rt_dark(u64 fid, u64 rsp)
 			d->epoch = rt.epoch;
 			BARRIER();
 			tp->ndark++;
+			dark_sync(t);
 		}
 	}
 counted:

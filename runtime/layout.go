@@ -222,6 +222,16 @@ type Thread struct {
 	// clears the site after it.
 	LeafSite uint64 `c:"leaf_site"`
 	LeafR    int64  `c:"leaf_r"`
+	// DarkList, DarkRec and DarkRSP are the newest uninstrumented
+	// activation that may be in progress (decision 70): the node list
+	// its record hangs in, the record, its entry %rsp; all 0 if none. An
+	// entry of the same function from the same call site of the same
+	// record only counts and stores its %rsp in DarkRSP (the rewriter's
+	// inline stub); anything else takes blpp_dark, which keeps older
+	// ones too.
+	DarkList uint64 `c:"dark_list"`
+	DarkRec  uint64 `c:"dark_rec"`
+	DarkRSP  uint64 `c:"dark_rsp"`
 }
 
 // Frame is blpp_frame, one shadow-stack entry: an activation of an
@@ -308,7 +318,7 @@ const (
 
 	MetricSize = 40
 
-	ThreadSize  = 272
+	ThreadSize  = 296
 	OffSelf     = 0
 	OffR        = 8
 	OffOwner    = 16
@@ -326,6 +336,9 @@ const (
 	OffCur      = 248
 	OffLeafSite = 256
 	OffLeafR    = 264
+	OffDarkList = 272
+	OffDarkRec  = 280
+	OffDarkRSP  = 288
 
 	FrameSize        = 72
 	FrameSavedCurOff = 40

@@ -7,10 +7,12 @@
  * writable table that dispatch_init fills at run time (the file holds
  * zeros there). It calls f(x) once for an even op, f(x) and f(x + 1) for
  * an odd one, and returns the sum. run calls it n times from one call
- * site, hop once more through a function pointer (an indirect call from
- * instrumented code), and nothing else enters it: callgrind's count of
- * calls to dispatch is n + 1.
+ * site, in the main thread and in a second one at the same time, hop once
+ * more through a function pointer (an indirect call from instrumented
+ * code), and nothing else enters it: callgrind's count of calls to
+ * dispatch is 2n + 1.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -74,7 +76,7 @@ __asm__(
 	"	.local	dispatch_tab\n"
 	"	.comm	dispatch_tab, 16, 8\n");
 
-static long acc;
+static __thread long acc;
 
 /* The callback: instrumented, with a branch so that it has two paths. */
 __attribute__((noinline)) long visit(long x)
@@ -96,12 +98,25 @@ __attribute__((noinline)) long run(long n)
 
 long (*volatile hop)(long, long, long (*)(long)) = dispatch;
 
+static long worker_sum, worker_acc;
+
+static void *worker(void *arg)
+{
+	worker_sum = run((long)arg);
+	worker_acc = acc;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1000;
+	pthread_t th;
 	dispatch_init();
+	if (pthread_create(&th, 0, worker, (void *)n) != 0)
+		return 1;
 	long s = run(n);
-	s += hop(3, 5, visit);
-	printf("dispatch: %ld calls, sum %ld, acc %ld\n", n + 1, s, acc);
+	pthread_join(th, 0);
+	s += hop(3, 5, visit) + worker_sum;
+	printf("dispatch: %ld calls, sum %ld, acc %ld\n", 2 * n + 1, s, acc + worker_acc);
 	return 0;
 }

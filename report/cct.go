@@ -906,6 +906,9 @@ func ContextPathsText(w io.Writer, c *ContextTree, ids []int, pattern string, o 
 		}
 		fmt.Fprintf(w, "\n  %s; %s %d exclusive (%s), %d inclusive (%s)\n", plural(n.Calls, "call", "calls"),
 			name, n.Excl[col], pct(n.Excl[col], total), n.Incl[col], pct(n.Incl[col], total))
+		if n.Uninstrumented {
+			fmt.Fprintf(w, "  %s: no paths\n", darkLabel(n.Reason, n.Calls))
+		}
 		if n.Partial > 0 {
 			fmt.Fprintf(w, "  %s stopped mid-path", plural(n.Partial, "activation", "activations"))
 			if n.PartialUnknown > 0 {

@@ -97,7 +97,10 @@
 // out, in the metadata's order. Where it could, it redirected their
 // entries to stubs that count them: inline in the slot counters of a
 // flow-only frequency image (Func.Slot of their table entries, which have
-// nothing else), else through blpp_dark. Their exits are not seen, so
+// nothing else); inline in a context image when the thread's newest such
+// activation (Thread.DarkList, DarkRec) is the same function from the
+// same call site, storing the new entry %rsp in DarkRSP; else through
+// blpp_dark. Their exits are not seen, so
 // such an activation pushes no frame and leaves Record, CallSite, R and
 // Cur as they were; only a record of the function counts the entry (the
 // flat root record, or a child of the running record at CallSite).

@@ -1,7 +1,9 @@
 package cct
 
 import (
+	"encoding/binary"
 	"errors"
+	"hash/fnv"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -81,6 +83,8 @@ func TestFlip(t *testing.T) {
 			switch {
 			case off < 8:
 				want = ErrBadMagic
+			case off < 12 && readable(data[8:12]):
+				want = ErrChecksum // another version this blpp reads
 			case off < 12:
 				want = ErrVersion
 			case content[off]:
@@ -92,6 +96,12 @@ func TestFlip(t *testing.T) {
 		}
 	}
 	t.Logf("outcomes: %v", counts)
+}
+
+// readable says whether the little-endian version v is one Parse reads.
+func readable(v []byte) bool {
+	n := uint32(v[0]) | uint32(v[1])<<8 | uint32(v[2])<<16 | uint32(v[3])<<24
+	return n >= MinVersion && n <= Version
 }
 
 // TestFlipRandom: one changed byte in random profiles is always refused.
@@ -118,7 +128,7 @@ var modelCases = []struct {
 	msg    string
 	parse  error // sentinel from Parse when not ErrCorrupt; nil: do not parse
 }{
-	{"version", func(p *Profile) { p.Version = 2 }, "version 2", ErrVersion},
+	{"version", func(p *Profile) { p.Version = 3 }, "version 3", ErrVersion},
 	{"unknown flag", func(p *Profile) { p.Flags |= 0x10 }, "unknown flag bits 0x10", ErrCorrupt},
 	{"no metrics", func(p *Profile) { p.Metrics = nil; p.Threads = nil }, "no metrics", ErrCorrupt},
 	{"freq not first", func(p *Profile) { p.Metrics[0].Name = "cycles" }, `metric 0 is "cycles"`, ErrCorrupt},
@@ -294,5 +304,26 @@ func TestHugeCountsDoNotAllocate(t *testing.T) {
 		if d := after.TotalAlloc - before.TotalAlloc; d > 1<<16 {
 			t.Errorf("%s: 10 parses allocated %d bytes", c.name, d)
 		}
+	}
+}
+
+// TestVersions: a version-1 file (what blpp wrote before records of
+// uninstrumented functions, decision 70) is still read, and keeps its
+// version; a version past Version is refused with ErrVersion.
+func TestVersions(t *testing.T) {
+	withVersion := func(v byte) []byte {
+		b := readHex(t, "testdata/small.hex")
+		b[8] = v
+		h := fnv.New64a()
+		h.Write(b[:len(b)-8])
+		binary.LittleEndian.PutUint64(b[len(b)-8:], h.Sum64())
+		return b
+	}
+	p, err := Parse(withVersion(1))
+	if err != nil || p.Version != 1 {
+		t.Fatalf("version 1: %v (version %v)", err, p)
+	}
+	if _, err := Parse(withVersion(byte(Version + 1))); !errors.Is(err, ErrVersion) {
+		t.Fatalf("version %d: %v, want ErrVersion", Version+1, err)
 	}
 }

@@ -11,8 +11,13 @@ import (
 const (
 	// Magic opens every profile file.
 	Magic = "BLPPPRF1"
-	// Version is the only format version this package reads and writes.
-	Version uint32 = 1
+	// Version is the format version this package writes. It reads
+	// MinVersion to Version: version 2 added records of uninstrumented
+	// functions (calls, no paths, decision 70), which a version-1 reader
+	// would take for instrumented ones, so they carry a new number;
+	// everything a version-1 file can hold means the same in version 2.
+	Version    uint32 = 2
+	MinVersion uint32 = 1
 
 	// Section tags. A reader skips tags it does not know (forward
 	// compatibility), except TagReserved, which is refused.

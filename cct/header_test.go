@@ -28,7 +28,7 @@ func TestCHeader(t *testing.T) {
 	want := map[string]string{
 		"BLPP_MAGIC":                `"BLPPPRF1"`,
 		"BLPP_MAGIC_LEN":            "8",
-		"BLPP_VERSION":              "1u",
+		"BLPP_VERSION":              "2u",
 		"BLPP_TAG_THREAD":           "1u",
 		"BLPP_TAG_RESERVED":         "2u",
 		"BLPP_TAG_STATS":            "3u",

@@ -92,7 +92,7 @@ func contextWord(f Flags) string {
 // header copies everything of p but the threads.
 func (p *Profile) header() *Profile {
 	q := &Profile{
-		Version: p.Version,
+		Version: Version, // a later version holds everything an earlier one can
 		Flags:   p.Flags,
 		BuildID: bytes.Clone(p.BuildID),
 		PID:     p.PID,

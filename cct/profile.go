@@ -90,7 +90,7 @@ type Thread struct {
 // profiles that satisfy CheckValid, and Write writes only such profiles.
 // Empty slices and maps are nil in what Parse returns.
 type Profile struct {
-	Version uint32 // the constant Version; nothing else is valid
+	Version uint32 // MinVersion to Version; Parse keeps the file's, merging gives Version
 	Flags   Flags
 	BuildID []byte // GNU build-id of the instrumented binary
 	PID     uint64
@@ -225,8 +225,8 @@ type sibling struct {
 }
 
 func newValidator(p *Profile) (*validator, string) {
-	if p.Version != Version {
-		return nil, fmt.Sprintf("version %d, want %d", p.Version, Version)
+	if p.Version < MinVersion || p.Version > Version {
+		return nil, fmt.Sprintf("version %d, want %d to %d", p.Version, MinVersion, Version)
 	}
 	if msg := checkHeader(p.Flags, p.Metrics); msg != "" {
 		return nil, msg

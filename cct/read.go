@@ -86,8 +86,8 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 	if b.err != nil {
 		return nil, b.err
 	}
-	if p.Version != Version {
-		return nil, &FormatError{Off: len(Magic), Msg: fmt.Sprintf("version %d; this blpp reads version %d", p.Version, Version), Err: ErrVersion}
+	if p.Version < MinVersion || p.Version > Version {
+		return nil, &FormatError{Off: len(Magic), Msg: fmt.Sprintf("version %d; this blpp reads versions %d to %d", p.Version, MinVersion, Version), Err: ErrVersion}
 	}
 
 	// Framing: the header's fields, then tag and length of every section.

@@ -88,6 +88,22 @@ type CNode struct {
 	Partial, PartialUnknown uint64
 	Children                []int // in ID order
 	Depth                   int   // 0 for a root
+	// Uninstrumented marks a context of a function blpp left out whose
+	// entries it counted (decision 70): Calls is how often it was
+	// entered there, it has no paths, and its children are the
+	// instrumented functions it called back. Reason says why it was
+	// left out.
+	Uninstrumented bool
+	Reason         string
+}
+
+// Label is the node's name, with why it was left out and how often it
+// was entered when it is uninstrumented.
+func (n *CNode) Label() string {
+	if !n.Uninstrumented {
+		return n.Name
+	}
+	return n.Name + "  [" + darkLabel(n.Reason, n.Calls) + "]"
 }
 
 // A CPath is a path of one context.
@@ -212,13 +228,18 @@ func MakeContextTree(binary string, t *meta.Table, p *cct.Profile) (*ContextTree
 	vals := make([]uint64, 2*nc*len(th.Records))
 	for i := range th.Records {
 		r := &th.Records[i]
-		fp, err := expand(r.Func)
-		if err != nil {
-			return nil, err
-		}
+		var fp *funcPaths
 		n := &c.Nodes[i]
-		*n = CNode{ID: i, Parent: r.Parent, Func: r.Func, Name: fp.mf.Name, Calls: r.Calls,
-			Excl: vals[:nc:nc], Incl: vals[nc : 2*nc : 2*nc]}
+		if mf := &t.Funcs[r.Func]; !mf.Instrumented { // checkMatch: it has no paths
+			*n = CNode{ID: i, Parent: r.Parent, Func: r.Func, Name: mf.Name, Calls: r.Calls, Uninstrumented: true, Reason: mf.Reason}
+		} else {
+			var err error
+			if fp, err = expand(r.Func); err != nil {
+				return nil, err
+			}
+			*n = CNode{ID: i, Parent: r.Parent, Func: r.Func, Name: fp.mf.Name, Calls: r.Calls}
+		}
+		n.Excl, n.Incl = vals[:nc:nc], vals[nc:2*nc:2*nc]
 		vals = vals[2*nc:]
 		if r.Parent < 0 {
 			c.Roots = append(c.Roots, i)
@@ -434,6 +455,10 @@ type FlatRow struct {
 	Incl     uint64 // sum over its outermost contexts: recursion counted once
 	Calls    uint64
 	Contexts int
+	// Uninstrumented and Reason as CNode's: Calls is then how often the
+	// function was entered.
+	Uninstrumented bool
+	Reason         string
 }
 
 // Flat sums the contexts of each procedure for column col, sorted by
@@ -448,7 +473,7 @@ func (c *ContextTree) Flat(col int) []FlatRow {
 		if !ok {
 			k = len(rows)
 			idx[n.Func] = k
-			rows = append(rows, FlatRow{Func: n.Func, Name: n.Name})
+			rows = append(rows, FlatRow{Func: n.Func, Name: n.Name, Uninstrumented: n.Uninstrumented, Reason: n.Reason})
 		}
 		r := &rows[k]
 		r.Excl += n.Excl[col]
@@ -566,6 +591,10 @@ type Context struct {
 	Paths     []ContextPath     `json:"paths"`
 	// Partial counts activations that stopped mid-path.
 	Partial uint64 `json:"partial,omitempty"`
+	// Uninstrumented marks a function blpp left out, whose entries it
+	// counted (calls) without paths; Reason says why (decision 70).
+	Uninstrumented bool   `json:"uninstrumented,omitempty"`
+	Reason         string `json:"reason,omitempty"`
 }
 
 // ContextPath is one path of a context in the JSON.
@@ -589,7 +618,7 @@ func (c *ContextTree) Contexts() []Context {
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
 		x := Context{ID: i, Function: n.Name, Calls: n.Calls, Metrics: byName(n.Excl), Inclusive: byName(n.Incl),
-			Paths: make([]ContextPath, 0, len(n.Paths)), Partial: n.Partial}
+			Paths: make([]ContextPath, 0, len(n.Paths)), Partial: n.Partial, Uninstrumented: n.Uninstrumented, Reason: n.Reason}
 		if n.Parent >= 0 {
 			parent := n.Parent
 			x.Parent = &parent
@@ -737,7 +766,7 @@ func TreeText(w io.Writer, c *ContextTree, o ViewOptions) error {
 				where = "  (no call site)"
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t  %s%s%s\n", n.Incl[col], pct(n.Incl[col], total), n.Excl[col], pct(n.Excl[col], total),
-				n.Calls, strings.Repeat("  ", n.Depth), n.Name, where)
+				n.Calls, strings.Repeat("  ", n.Depth), n.Label(), where)
 			walk(n.Children)
 		}
 	}
@@ -828,7 +857,11 @@ func FlatText(w io.Writer, c *ContextTree, o ViewOptions) error {
 		rows = rows[:o.Top]
 	}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t  %s\n", r.Excl, pct(r.Excl, total), r.Incl, pct(r.Incl, total), r.Calls, r.Contexts, r.Name)
+		name := r.Name
+		if r.Uninstrumented {
+			name = r.Name + "  [" + darkLabel(r.Reason, r.Calls) + "]"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t  %s\n", r.Excl, pct(r.Excl, total), r.Incl, pct(r.Incl, total), r.Calls, r.Contexts, name)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -873,6 +906,9 @@ func ContextPathsText(w io.Writer, c *ContextTree, ids []int, pattern string, o 
 		}
 		fmt.Fprintf(w, "\n  %s; %s %d exclusive (%s), %d inclusive (%s)\n", plural(n.Calls, "call", "calls"),
 			name, n.Excl[col], pct(n.Excl[col], total), n.Incl[col], pct(n.Incl[col], total))
+		if n.Uninstrumented {
+			fmt.Fprintf(w, "  %s: no paths\n", darkLabel(n.Reason, n.Calls))
+		}
 		if n.Partial > 0 {
 			fmt.Fprintf(w, "  %s stopped mid-path", plural(n.Partial, "activation", "activations"))
 			if n.PartialUnknown > 0 {

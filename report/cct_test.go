@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -594,5 +595,76 @@ func TestViewRefusals(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestViewUninstrumented: a record of an uninstrumented function whose
+// entries the binary counts (decision 70) shows, in the tree and flat
+// views and the JSON, as uninstrumented with its reason and entry count,
+// with the callbacks it made under it; one with paths, or of a function
+// whose entries are not counted, is refused.
+func TestViewUninstrumented(t *testing.T) {
+	tab := viewTable()
+	tab.Funcs[fnMemcpy].EntriesCounted = true
+	p := viewProfile()
+	th := &p.Threads[0]
+	// main ─2→ memcpy (7 entries) ─0→ handler (a callback from it)
+	th.Records = append(th.Records,
+		cct.Record{Func: fnMemcpy, Parent: 0, CallSite: 2, Calls: 7},
+		cct.Record{Func: fnHandler, Parent: 6, Calls: 3, Paths: []cct.Path{tsc(3, 9, 0)}})
+	if err := p.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := MakeContextTree("prog.blpp", tab, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := viewNode(t, c, "main/memcpy")
+	if !m.Uninstrumented || m.Reason != "unresolved indirect jump" || m.Calls != 7 || m.Incl[0] != 3 || m.Excl[0] != 0 {
+		t.Errorf("main/memcpy: %+v", *m)
+	}
+	viewNode(t, c, "main/memcpy/handler")
+	var buf bytes.Buffer
+	for _, view := range []func(io.Writer, *ContextTree, ViewOptions) error{TreeText, FlatText} {
+		buf.Reset()
+		if err := view(&buf, c, ViewOptions{All: true}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), "memcpy  [uninstrumented (unresolved indirect jump), entered 7 times]") {
+			t.Errorf("the view does not say memcpy is uninstrumented and entered 7 times:\n%s", buf.String())
+		}
+	}
+	found := false
+	for _, x := range c.Contexts() {
+		if x.Function == "memcpy" {
+			found = x.Uninstrumented && x.Reason == "unresolved indirect jump" && x.Calls == 7 && len(x.Paths) == 0
+		}
+	}
+	if !found {
+		t.Errorf("the JSON contexts do not mark memcpy uninstrumented with 7 calls")
+	}
+	doc, err := MakePaths("prog.blpp", tab, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := doc.Functions[fnMemcpy]; !f.EntriesCounted || f.Entries != 7 {
+		t.Errorf("paths document: memcpy entries counted %v, %d entries; want true, 7", f.EntriesCounted, f.Entries)
+	}
+	buf.Reset()
+	if err := PathsText(&buf, doc, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "uninstrumented (unresolved indirect jump), entered 7 times") {
+		t.Errorf("the paths report does not list memcpy's entries:\n%s", buf.String())
+	}
+
+	th.Records[6].Paths = []cct.Path{tsc(1, 1, 0)}
+	if _, err := MakeContextTree("prog.blpp", tab, p); err == nil || !strings.Contains(err.Error(), "gives paths to function") {
+		t.Errorf("a path of an uninstrumented function: error %v", err)
+	}
+	th.Records[6].Paths = nil
+	tab.Funcs[fnMemcpy].EntriesCounted = false
+	if _, err := MakeContextTree("prog.blpp", tab, p); err == nil || !strings.Contains(err.Error(), "does not instrument") {
+		t.Errorf("entries of a function whose entries are not counted: error %v", err)
 	}
 }

@@ -83,26 +83,11 @@ type ExportOptions struct {
 // NewExportModel expands profile p of the binary (metadata t, ELF f).
 // The profile must be valid (as cct.Parse and cct.Merge return it).
 func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (*ExportModel, error) {
-	if len(t.InstrID) > 0 && string(p.BuildID) != string(t.InstrID) {
-		return nil, fmt.Errorf("the profile was written by another instrumented binary (build-id %x), not %s (build-id %x)", p.BuildID, binary, t.InstrID)
-	}
-	instrumented := func(fn uint32) error {
-		if int(fn) >= len(t.Funcs) || !t.Funcs[fn].Instrumented {
-			return fmt.Errorf("the profile names function %d, which %s does not instrument", fn, binary)
-		}
-		return nil
-	}
-	for _, th := range p.Threads {
-		for _, r := range th.Records {
-			if err := instrumented(r.Func); err != nil {
-				return nil, err
-			}
-		}
-		for _, q := range th.Partials {
-			if err := instrumented(q.Func); err != nil {
-				return nil, err
-			}
-		}
+	// Records of uninstrumented functions (decision 70) have calls and
+	// no paths: their stacks carry calls only, and their callbacks' stacks
+	// pass through them.
+	if err := checkMatch(binary, t, p); err != nil {
+		return nil, err
 	}
 	m := &ExportModel{Binary: binary, Table: t, Metrics: p.Metrics, FlowOnly: p.Flags&cct.FlagFlowOnly != 0, File: f}
 	if f != nil {

@@ -42,6 +42,11 @@ type PathFunc struct {
 	// whose stopping block is not known (not counted in Blocks).
 	Partial        uint64 `json:"partial,omitempty"`
 	PartialUnknown uint64 `json:"partial_unknown,omitempty"`
+	// EntriesCounted says, for an uninstrumented function, that the
+	// rewriter counted its entries (decision 70); Entries is then how
+	// often it was entered.
+	EntriesCounted bool   `json:"entries_counted,omitempty"`
+	Entries        uint64 `json:"entries,omitempty"`
 
 	blockAddrs []uint64
 	lines      []string
@@ -102,6 +107,7 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 		d.Metrics = append(d.Metrics, m.Name)
 	}
 	flat := p.Flat()
+	entries := UninstrumentedEntries(t, p)
 	partial := map[uint32]map[[2]int64]uint64{}
 	prefix := map[uint32]map[[2]int64]uint64{} // a fork child's (cct.Thread.Prefixes)
 	for _, th := range p.Threads {
@@ -113,6 +119,8 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 		pf := PathFunc{Name: mf.Name, Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
 			Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
 		if !mf.Instrumented {
+			pf.EntriesCounted = mf.EntriesCounted
+			pf.Entries = entries[uint32(fid)]
 			d.Functions = append(d.Functions, pf)
 			continue
 		}
@@ -193,21 +201,58 @@ func byFuncStop(m map[uint32]map[[2]int64]uint64, qs []cct.Partial) {
 }
 
 // checkMatch refuses a profile of another instrumented binary, or one
-// whose records name functions the binary does not instrument.
+// whose records name functions the binary does not have, or give paths
+// or partial activations to a function it does not instrument. A record
+// of an uninstrumented function whose entries the binary counts holds
+// only its calls (decision 70).
 func checkMatch(binary string, t *meta.Table, p *cct.Profile) error {
 	if len(t.InstrID) > 0 && string(p.BuildID) != string(t.InstrID) {
 		return fmt.Errorf("the profile was written by another instrumented binary (build-id %x), not %s (build-id %x)", p.BuildID, binary, t.InstrID)
 	}
 	if n := len(t.Funcs); n > 0 {
+		instrumented := func(fn uint32) bool { return int(fn) < n && t.Funcs[fn].Instrumented }
 		for _, th := range p.Threads {
 			for _, r := range th.Records {
-				if int(r.Func) >= n || !t.Funcs[r.Func].Instrumented {
-					return fmt.Errorf("the profile names function %d, which %s does not instrument", r.Func, binary)
+				switch {
+				case int(r.Func) >= n:
+					return fmt.Errorf("the profile names function %d, but %s has %d functions", r.Func, binary, n)
+				case !t.Funcs[r.Func].Instrumented && !t.Funcs[r.Func].EntriesCounted:
+					return fmt.Errorf("the profile names function %d (%s), which %s does not instrument and whose entries it does not count", r.Func, t.Funcs[r.Func].Name, binary)
+				case !t.Funcs[r.Func].Instrumented && len(r.Paths) > 0:
+					return fmt.Errorf("the profile gives paths to function %d (%s), which %s does not instrument", r.Func, t.Funcs[r.Func].Name, binary)
+				}
+			}
+			for _, qs := range [][]cct.Partial{th.Partials, th.Prefixes} {
+				for _, q := range qs {
+					if !instrumented(q.Func) {
+						return fmt.Errorf("the profile has a partial path of function %d, which %s does not instrument", q.Func, binary)
+					}
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// UninstrumentedEntries sums, per uninstrumented function, the calls of
+// its records over every thread and context: how often it was entered,
+// where the rewriter counted that (decision 70).
+func UninstrumentedEntries(t *meta.Table, p *cct.Profile) map[uint32]uint64 {
+	out := map[uint32]uint64{}
+	for _, th := range p.Threads {
+		for _, r := range th.Records {
+			if int(r.Func) < len(t.Funcs) && !t.Funcs[r.Func].Instrumented {
+				out[r.Func] += r.Calls
+			}
+		}
+	}
+	return out
+}
+
+// darkLabel says why an uninstrumented function was left out and how
+// often it was entered (decision 70), for the text views.
+func darkLabel(reason string, entries uint64) string {
+	return fmt.Sprintf("uninstrumented (%s), entered %s", reason, plural(entries, "time", "times"))
 }
 
 // blockUnknown is the block of a partial path whose stopping point the
@@ -414,5 +459,31 @@ func PathsText(w io.Writer, d *PathDoc, top int, lines *LineTable) error {
 	if more > 0 {
 		fmt.Fprintf(w, "  ... and %d more functions (--top 0 lists all)\n", more)
 	}
-	return nil
+	return darkText(w, d, top)
+}
+
+// darkText lists the uninstrumented functions that were entered, most
+// entered first.
+func darkText(w io.Writer, d *PathDoc, top int) error {
+	var fs []*PathFunc
+	for i := range d.Functions {
+		if f := &d.Functions[i]; !f.Instrumented && f.Entries > 0 {
+			fs = append(fs, f)
+		}
+	}
+	if len(fs) == 0 {
+		return nil
+	}
+	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Entries > fs[j].Entries })
+	fmt.Fprintln(w, "\nuninstrumented functions entered:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  entries\tfunction\t")
+	for k, f := range fs {
+		if top > 0 && k >= top {
+			fmt.Fprintf(tw, "  ... and %d more (--top 0 lists all)\n", len(fs)-k)
+			break
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\n", f.Entries, f.Name, darkLabel(f.Reason, f.Entries))
+	}
+	return tw.Flush()
 }

@@ -203,6 +203,9 @@ type gen struct {
 	// layoutSeed, when not 0, pads each function's start (layoutPad).
 	layoutSeed uint64
 	loopRegs   LoopRegPolicy // Options.LoopRegs
+	// dark maps a left-out function's entry to its counting stub
+	// (darkentry.go).
+	dark map[uint64]enc.Label
 }
 
 // layoutPad is how many 16-byte units of padding go before function fid's
@@ -797,6 +800,9 @@ type newTable struct {
 func (g *gen) target(a uint64) enc.Target {
 	if l, ok := g.entries[a]; ok {
 		return enc.LabelTarget(l)
+	}
+	if t, ok := g.darkTarget(a); ok {
+		return t // a left-out function's counting stub (darkentry.go)
 	}
 	return enc.AbsTarget(a)
 }

@@ -96,6 +96,10 @@ type Skipped struct {
 	Detail string `json:"detail,omitempty"`
 	// Size is the function's size in bytes, fragments included.
 	Size uint64 `json:"size"`
+	// EntriesCounted says that its entry goes through a stub that counts
+	// it (decision 70); NotCounted says why not otherwise.
+	EntriesCounted bool   `json:"entries_counted"`
+	NotCounted     string `json:"entries_not_counted,omitempty"`
 }
 
 // Summary reports what Rewrite did.
@@ -127,6 +131,9 @@ type Summary struct {
 	// off that cycle, which the copy leaves for.
 	LoopCopies        int `json:"loop_copies"`
 	LoopCopiesPartial int `json:"loop_copies_partial"`
+	// EntriesCounted counts the left-out functions whose entries are
+	// counted (Skipped.EntriesCounted).
+	EntriesCounted int `json:"entries_counted"`
 	// Warnings say what the rewritten binary lost that the original had
 	// (the CET note bits: clearCET).
 	Warnings []string `json:"warnings,omitempty"`
@@ -200,7 +207,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	// whole layout is redone without it (other functions' code may call
 	// its instrumented copy).
 	for {
-		out, sum2, err := layout(in, b, res, img, chosen, moved, sum, opts)
+		out, sum2, err := layout(in, b, res, img, chosen, moved, sum, opts, into)
 		var ee *emitError
 		if !errors.As(err, &ee) {
 			if err == nil && clearCET(out) {
@@ -263,7 +270,7 @@ func pageUp(a uint64) uint64 { return (a + 0xfff) &^ 0xfff }
 
 // layout places the runtime, the tables and the instrumented code in new
 // segments and writes the output.
-func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, moved map[*analysis.Func]uint64, sum *Summary, opts Options) ([]byte, *Summary, error) {
+func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, moved map[*analysis.Func]uint64, sum *Summary, opts Options, into map[uint64][]uint64) ([]byte, *Summary, error) {
 	base, err := elfw.NextFreeAddr(in)
 	if err != nil {
 		return nil, nil, err
@@ -277,7 +284,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		rw = append(rw, 0)
 	}
 	funcsAddr := rwAddr + uint64(len(rw))
-	rw = append(rw, make([]byte, len(chosen)*runtime.FuncSize)...)
+	// Entries for the instrumented functions, then the left-out ones
+	// (decision 70).
+	rw = append(rw, make([]byte, (len(chosen)+len(sum.Skipped))*runtime.FuncSize)...)
 	// The call-site table: one entry per call, direct tail jump and
 	// system call that may end the image [decision 59] in instrumented
 	// code (at most), plus id 0 (none).
@@ -323,6 +332,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		loopRegs:   opts.LoopRegs,
 		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0,
 			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC}}
+	dark := g.planDark(res, sum.Skipped, into, len(chosen))
 	for i, f := range chosen {
 		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), inLoop: -1}
 		if at, ok := moved[f]; ok {
@@ -352,6 +362,12 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	if len(failed) > 0 {
 		return nil, nil, &emitError{failed}
 	}
+	if err := g.emitDark(dark, rtText+img.Symbols[runtime.SymDark]); err != nil {
+		return nil, nil, err
+	}
+	darkFuncs(dark, func(fid int32, f runtime.Func) {
+		runtime.PutFunc(rw[funcsAddr-rwAddr+uint64(fid)*runtime.FuncSize:], f)
+	})
 	// The exit hook: blpp_fini takes the place of the first .fini_array
 	// entry; it calls that entry's original function, then writes the
 	// profile.
@@ -464,6 +480,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		p := binary.LittleEndian.AppendUint32([]byte{0xe9}, uint32(to-(from+5)))
 		patches = append(patches, elfw.Patch{Addr: from, Bytes: p})
 	}
+	patches = append(patches, darkPatches(dark, addrOf)...)
 	var finiDT uint64
 	if fini.dtFini {
 		finiDT = rtText + img.Symbols[runtime.SymFini]
@@ -477,6 +494,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		Magic: runtime.ConfigMagic, SelfVaddr: rwAddr + cfgOff, OrigEntry: b.Entry, OrigFini: fini.orig,
 		FuncsVaddr: funcsAddr, NFuncs: uint64(len(chosen)), DumpSignal: runtime.DefaultDumpSignal,
 		SitesVaddr: sitesAddr, NSites: uint64(len(g.sites)), ShadowFrames: opts.ShadowFrames,
+		NDark: uint64(len(sum.Skipped)),
 	}
 	if opts.NoContext {
 		conf.Flags |= runtime.ConfigFlagFlowOnly
@@ -499,7 +517,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for _, s := range sum.Skipped {
 		var entry uint64
 		fmt.Sscanf(s.Entry, "0x%x", &entry)
-		tab.Funcs = append(tab.Funcs, meta.Func{Name: s.Name, Entry: entry, Size: s.Size, Reason: s.Reason})
+		tab.Funcs = append(tab.Funcs, meta.Func{Name: s.Name, Entry: entry, Size: s.Size, Reason: s.Reason, EntriesCounted: s.EntriesCounted})
 	}
 	tab.ComputeInstrID()
 	conf.BuildIDVaddr, conf.BuildIDLen = idAddr, uint64(len(tab.InstrID))
@@ -508,6 +526,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	sort.Slice(sum.Skipped, func(i, j int) bool { return sum.Skipped[i].Entry < sum.Skipped[j].Entry })
 	sum.Instrumented = len(chosen)
 	sum.CodeBytes = len(code)
+	sum.EntriesCounted = len(dark)
 	for _, fg := range g.funcs {
 		if fg.hasPreg {
 			sum.RegisterPaths++

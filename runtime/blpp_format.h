@@ -19,7 +19,7 @@
 
 #define BLPP_MAGIC "BLPPPRF1"                       /* first 8 bytes of a profile (no NUL in the file) */
 #define BLPP_MAGIC_LEN 8
-#define BLPP_VERSION 1u                             /* u32 after the magic */
+#define BLPP_VERSION 2u                             /* u32 after the magic */
 #define BLPP_TAG_THREAD 1u                          /* uv tid, uv nrecords, record*, uv npartials, partial* */
 #define BLPP_TAG_RESERVED 2u                        /* never written; readers refuse it */
 #define BLPP_TAG_STATS 3u                           /* uv n, (uv key_len, key, uv value)* */

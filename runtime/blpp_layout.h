@@ -31,7 +31,7 @@
 #define BLPP_CALL_CACHE_SIZE 131072
 
 /* struct blpp_config: runtime configuration, patched into the image by the rewriter */
-#define BLPP_CONFIG_SIZE 136
+#define BLPP_CONFIG_SIZE 144
 #define BLPP_CONFIG_OFF_MAGIC 0
 #define BLPP_CONFIG_OFF_SELF_VADDR 8
 #define BLPP_CONFIG_OFF_ORIG_ENTRY 16
@@ -49,6 +49,7 @@
 #define BLPP_CONFIG_OFF_ARENA_LIMIT 112
 #define BLPP_CONFIG_OFF_SLOTS_SIZE 120
 #define BLPP_CONFIG_OFF_SHADOW_FRAMES 128
+#define BLPP_CONFIG_OFF_NDARK 136
 
 /* struct blpp_func: one entry of the function table at funcs_vaddr */
 #define BLPP_FUNC_SIZE 56
@@ -61,7 +62,7 @@
 #define BLPP_FUNC_OFF_CLOSED 48
 
 /* struct blpp_thread: per-thread block; %gs points at it */
-#define BLPP_THREAD_SIZE 272
+#define BLPP_THREAD_SIZE 296
 #define BLPP_THREAD_OFF_SELF 0
 #define BLPP_THREAD_OFF_R 8
 #define BLPP_THREAD_OFF_OWNER 16
@@ -90,6 +91,9 @@
 #define BLPP_THREAD_OFF_CUR 248
 #define BLPP_THREAD_OFF_LEAF_SITE 256
 #define BLPP_THREAD_OFF_LEAF_R 264
+#define BLPP_THREAD_OFF_DARK_LIST 272
+#define BLPP_THREAD_OFF_DARK_REC 280
+#define BLPP_THREAD_OFF_DARK_RSP 288
 
 /* struct blpp_frame: shadow-stack entry */
 #define BLPP_FRAME_SIZE 72
@@ -125,10 +129,10 @@
 #define BLPP_RECORD_OFF_KIDS 64
 #define BLPP_RECORD_OFF_NEXT 72
 #define BLPP_RECORD_OFF_INDEX 80
-#define BLPP_RECORD_OFF_PAD 88
+#define BLPP_RECORD_OFF_VIA 88
 
 /* struct blpp_node: a callee of a call site in a record's kids list */
-#define BLPP_NODE_SIZE 64
+#define BLPP_NODE_SIZE 72
 #define BLPP_NODE_OFF_FUNC 0
 #define BLPP_NODE_OFF_REC 8
 #define BLPP_NODE_OFF_NEXT 16
@@ -137,6 +141,7 @@
 #define BLPP_NODE_OFF_SITE 40
 #define BLPP_NODE_OFF_FOLDED 48
 #define BLPP_NODE_OFF_FNEXT 56
+#define BLPP_NODE_OFF_VIA 64
 
 #ifndef __ASSEMBLER__
 
@@ -158,6 +163,7 @@ struct blpp_config {
 	unsigned long long arena_limit;
 	unsigned long long slots_size;
 	unsigned long long shadow_frames;
+	unsigned long long ndark;
 };
 
 struct blpp_func {
@@ -199,6 +205,9 @@ struct blpp_thread {
 	unsigned long long cur;
 	unsigned long long leaf_site;
 	long long leaf_r;
+	unsigned long long dark_list;
+	unsigned long long dark_rec;
+	unsigned long long dark_rsp;
 };
 
 struct blpp_frame {
@@ -234,7 +243,7 @@ struct blpp_record {
 	unsigned long long kids;
 	unsigned long long next;
 	unsigned long long index;
-	unsigned long long pad;
+	unsigned long long via;
 };
 
 struct blpp_node {
@@ -246,6 +255,7 @@ struct blpp_node {
 	unsigned long long site;
 	unsigned long long folded;
 	unsigned long long fnext;
+	unsigned long long via;
 };
 
 _Static_assert(sizeof(struct blpp_config) == BLPP_CONFIG_SIZE, "blpp_config size");
@@ -266,6 +276,7 @@ _Static_assert(__builtin_offsetof(struct blpp_config, nmetrics) == BLPP_CONFIG_O
 _Static_assert(__builtin_offsetof(struct blpp_config, arena_limit) == BLPP_CONFIG_OFF_ARENA_LIMIT, "blpp_config.arena_limit");
 _Static_assert(__builtin_offsetof(struct blpp_config, slots_size) == BLPP_CONFIG_OFF_SLOTS_SIZE, "blpp_config.slots_size");
 _Static_assert(__builtin_offsetof(struct blpp_config, shadow_frames) == BLPP_CONFIG_OFF_SHADOW_FRAMES, "blpp_config.shadow_frames");
+_Static_assert(__builtin_offsetof(struct blpp_config, ndark) == BLPP_CONFIG_OFF_NDARK, "blpp_config.ndark");
 _Static_assert(sizeof(struct blpp_func) == BLPP_FUNC_SIZE, "blpp_func size");
 _Static_assert(__builtin_offsetof(struct blpp_func, num_paths) == BLPP_FUNC_OFF_NUM_PATHS, "blpp_func.num_paths");
 _Static_assert(__builtin_offsetof(struct blpp_func, hashed) == BLPP_FUNC_OFF_HASHED, "blpp_func.hashed");
@@ -303,6 +314,9 @@ _Static_assert(__builtin_offsetof(struct blpp_thread, epoch) == BLPP_THREAD_OFF_
 _Static_assert(__builtin_offsetof(struct blpp_thread, cur) == BLPP_THREAD_OFF_CUR, "blpp_thread.cur");
 _Static_assert(__builtin_offsetof(struct blpp_thread, leaf_site) == BLPP_THREAD_OFF_LEAF_SITE, "blpp_thread.leaf_site");
 _Static_assert(__builtin_offsetof(struct blpp_thread, leaf_r) == BLPP_THREAD_OFF_LEAF_R, "blpp_thread.leaf_r");
+_Static_assert(__builtin_offsetof(struct blpp_thread, dark_list) == BLPP_THREAD_OFF_DARK_LIST, "blpp_thread.dark_list");
+_Static_assert(__builtin_offsetof(struct blpp_thread, dark_rec) == BLPP_THREAD_OFF_DARK_REC, "blpp_thread.dark_rec");
+_Static_assert(__builtin_offsetof(struct blpp_thread, dark_rsp) == BLPP_THREAD_OFF_DARK_RSP, "blpp_thread.dark_rsp");
 _Static_assert(sizeof(struct blpp_frame) == BLPP_FRAME_SIZE, "blpp_frame size");
 _Static_assert(__builtin_offsetof(struct blpp_frame, rsp) == BLPP_FRAME_OFF_RSP, "blpp_frame.rsp");
 _Static_assert(__builtin_offsetof(struct blpp_frame, saved_r) == BLPP_FRAME_OFF_SAVED_R, "blpp_frame.saved_r");
@@ -330,7 +344,7 @@ _Static_assert(__builtin_offsetof(struct blpp_record, nsites) == BLPP_RECORD_OFF
 _Static_assert(__builtin_offsetof(struct blpp_record, kids) == BLPP_RECORD_OFF_KIDS, "blpp_record.kids");
 _Static_assert(__builtin_offsetof(struct blpp_record, next) == BLPP_RECORD_OFF_NEXT, "blpp_record.next");
 _Static_assert(__builtin_offsetof(struct blpp_record, index) == BLPP_RECORD_OFF_INDEX, "blpp_record.index");
-_Static_assert(__builtin_offsetof(struct blpp_record, pad) == BLPP_RECORD_OFF_PAD, "blpp_record.pad");
+_Static_assert(__builtin_offsetof(struct blpp_record, via) == BLPP_RECORD_OFF_VIA, "blpp_record.via");
 _Static_assert(sizeof(struct blpp_node) == BLPP_NODE_SIZE, "blpp_node size");
 _Static_assert(__builtin_offsetof(struct blpp_node, func) == BLPP_NODE_OFF_FUNC, "blpp_node.func");
 _Static_assert(__builtin_offsetof(struct blpp_node, rec) == BLPP_NODE_OFF_REC, "blpp_node.rec");
@@ -340,6 +354,7 @@ _Static_assert(__builtin_offsetof(struct blpp_node, owner) == BLPP_NODE_OFF_OWNE
 _Static_assert(__builtin_offsetof(struct blpp_node, site) == BLPP_NODE_OFF_SITE, "blpp_node.site");
 _Static_assert(__builtin_offsetof(struct blpp_node, folded) == BLPP_NODE_OFF_FOLDED, "blpp_node.folded");
 _Static_assert(__builtin_offsetof(struct blpp_node, fnext) == BLPP_NODE_OFF_FNEXT, "blpp_node.fnext");
+_Static_assert(__builtin_offsetof(struct blpp_node, via) == BLPP_NODE_OFF_VIA, "blpp_node.via");
 #endif /* __ASSEMBLER__ */
 
 #endif /* BLPP_LAYOUT_H */

@@ -211,6 +211,7 @@ enum {
 	ST_STUB_ENTRIES,      /* entries, exits and backedges that took the stub: */
 	ST_STUB_EXITS,        /*   where the inline code could not, or (metrics */
 	ST_STUB_BACKEDGES,    /*   other than tsc alone) where there is none */
+	ST_STUB_DARK,         /* entries of uninstrumented functions that took the stub (decision 70) */
 	NSTATS,
 };
 
@@ -254,8 +255,34 @@ struct tpriv {
 	/* The shadow stack's reserved address space ends at shadow_end; it
 	 * is readable and writable up to shadow_rw (see shadow_grow). */
 	u64 shadow_end, shadow_rw;
+	/* The activations of uninstrumented functions that may be in
+	 * progress, newest last (decision 70): see blpp_rt_dark. */
+	struct dark_ctx {
+		u64 list;  /* the node list its record hangs in (head word address) */
+		u64 rec;   /* its record */
+		u64 rsp;   /* its entry %rsp */
+		u64 epoch; /* rt.epoch when pushed: older ones are a fork parent's */
+	} dark[8];
+	u64 ndark;
 };
 #define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
+
+/* dark_sync copies the newest entry of t's uninstrumented activations
+ * (TPRIV(t)->dark) to Thread.dark_*, where the rewriter's inline stubs
+ * look (decision 70); zeros when there is none. The list word is written
+ * last, as the call cache's: a handler's inline stub in between sees 0,
+ * matches nothing and takes blpp_dark. */
+static void dark_sync(struct blpp_thread *t)
+{
+	const struct tpriv *p = TPRIV(t);
+	const struct dark_ctx *d = p->ndark > 0 && p->ndark <= 8 ? &p->dark[p->ndark - 1] : 0;
+	t->dark_list = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->dark_rec = d ? d->rec : 0;
+	t->dark_rsp = d ? d->rsp : 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->dark_list = d ? d->list : 0;
+}
 
 /* Metric sources. */
 enum { MSRC_NONE, MSRC_TSC, MSRC_PMU };
@@ -269,6 +296,7 @@ static struct {
 	u64 bias;       /* run-time minus link-time addresses */
 	const struct blpp_func *funcs;
 	u64 nfuncs;
+	u64 ndark;      /* ids [nfuncs, nfuncs + ndark) are uninstrumented functions (decision 70) */
 	const struct blpp_site *sites; /* call sites by id (0: none) */
 	u64 nsites;
 	u32 writing_why;  /* why the profile being written is written (0: exit) */
@@ -563,6 +591,8 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 			b->call_site = 0;
 			b->leaf_site = 0;
 			b->tail_rec = 0;
+			TPRIV(b)->ndark = 0;
+			dark_sync(b);
 			if (rt.nmetrics)
 				metrics_open(b); /* the dead thread's events counted it */
 			b->overflow = 0;
@@ -911,10 +941,16 @@ static void cache_fill(struct blpp_thread *t, u64 list, u64 fid, struct blpp_nod
  * site and links it at the end of t's list (so parents precede children). */
 _Static_assert(BLPP_RECORD_INLINE_COUNTS >= sizeof(struct blpp_record), "inline counts overlap the record");
 
+/* An uninstrumented function's record holds its calls and nothing else:
+ * no paths, no call sites (decision 70). */
+static const struct blpp_func dark_func;
+
 static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_record *parent, u64 site)
 {
 	struct wiped *w = rt.w;
-	const struct blpp_func *f = &rt.funcs[fid];
+	const struct blpp_func *f = fid < rt.nfuncs ? &rt.funcs[fid] : &dark_func;
+	if (fid >= rt.nfuncs && fid - rt.nfuncs < rt.ndark && !rt.funcs[fid].num_paths && !rt.funcs[fid].nsites)
+		f = &rt.funcs[fid]; /* its slot, if any */
 	u64 dense = f->hashed ? 0 : f->num_paths;
 	struct blpp_record *r;
 	u64 *counts;
@@ -923,7 +959,7 @@ static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_r
 	/* Counters not in the slots follow the record at a fixed offset,
 	 * BLPP_RECORD_INLINE_COUNTS, so the inline code reaches them without
 	 * loading r->counts [decision 47]. */
-	int slot = slot_of(t, fid);
+	int slot = f != &dark_func && slot_of(t, fid);
 	r = arena_alloc(&w->arena, BLPP_RECORD_INLINE_COUNTS + (slot ? 0 : 8 * (1 + dense * rt.stride)));
 	if (!r)
 		goto drop;
@@ -987,7 +1023,7 @@ static struct blpp_record *root(struct blpp_thread *t, u64 fid)
 		return R(flat[fid]);
 	sig_block(&old);
 	flat = (u64 *)t->flat;
-	if (!flat && rt.w && (flat = arena_alloc(&rt.w->arena, 8 * rt.nfuncs)))
+	if (!flat && rt.w && (flat = arena_alloc(&rt.w->arena, 8 * (rt.nfuncs + rt.ndark))))
 		t->flat = (u64)flat;
 	if (flat && !(r = R(flat[fid])) && (r = rec_new(t, fid, 0, 0)))
 		flat[fid] = (u64)r;
@@ -1008,7 +1044,7 @@ static struct blpp_node *find_node(struct blpp_node **head, u64 fid, struct blpp
 /* make_node adds fid's node, with calls, to the list at head of p (call
  * site site) and returns its record: a new one, or the ancestor it folds
  * onto. */
-static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *p, struct blpp_node **head, u64 site, u64 fid, u64 calls)
+static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *p, struct blpp_node **head, u64 site, u64 fid, u64 calls, u64 via)
 {
 	struct blpp_node *n;
 	struct blpp_record *a;
@@ -1018,8 +1054,12 @@ static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *
 	if (!n)
 		return a;
 	n->folded = a != 0; /* an ancestor (or p itself): the call folds onto it */
-	if (!a && !(a = rec_new(t, fid, p, site)))
-		return 0;
+	if (!a) {
+		if (!(a = rec_new(t, fid, p, site)))
+			return 0;
+		a->via = via;
+	}
+	n->via = via;
 	n->func = fid;
 	n->rec = (u64)a;
 	n->owner = (u64)p;
@@ -1044,7 +1084,9 @@ static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *
  * marked folded and listed for the writer. A site that is none or not one
  * of p's function (an entry from uninstrumented code) uses list 0.
  */
-static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u64 site, u64 fid, u64 calls)
+static u64 dark_via(struct blpp_thread *t, u64 list, u64 rsp);
+
+static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u64 site, u64 fid, u64 calls, u64 rsp)
 {
 	struct blpp_node **head, *n, *prev;
 	struct blpp_record *a = 0;
@@ -1066,7 +1108,7 @@ static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u
 			n->next = (u64)*head;
 			*head = n;
 		} else if (!n) {
-			a = make_node(t, p, head, site, fid, calls);
+			a = make_node(t, p, head, site, fid, calls, dark_via(t, (u64)head, rsp));
 		}
 		sig_restore(&old);
 		if (!n)
@@ -1091,7 +1133,7 @@ static struct blpp_record *enter_record(struct blpp_thread *t, u64 fid, u64 rsp)
 	}
 	if (rt.flow_only || !p)
 		return root(t, fid);
-	return child(t, p, site, fid, 1);
+	return child(t, p, site, fid, 1, rsp);
 }
 
 /*
@@ -1384,6 +1426,8 @@ static void fork_reset(void)
 			me->records = me->last_rec = me->nrecords = 0;
 			me->folded = me->partials = me->plock = me->flat = 0;
 			me->tail_rec = 0;
+			TPRIV(me)->ndark = 0;
+			dark_sync(me);
 			me->tid = gettid();
 			for (u64 i = 0; i < d; i++) {
 				struct blpp_record *r;
@@ -1395,7 +1439,7 @@ static void fork_reset(void)
 				else if (!prev || rt.flow_only)
 					r = root(me, f[i].func);
 				else
-					r = child(me, prev, f[i].site, f[i].func, 0);
+					r = child(me, prev, f[i].site, f[i].func, 0, 0);
 				if (closed(f[i].func))
 					continue; /* changed neither cur nor record */
 				prev = r;
@@ -1721,6 +1765,138 @@ void blpp_rt_leaf(u64 fid)
 }
 
 /*
+ * Uninstrumented functions (decision 70). The rewriter redirects the
+ * entry of each function it leaves out, where it can, to a stub that
+ * calls blpp_rt_dark with the function's id (nfuncs + its index among the
+ * left-out functions of the metadata) and the entry %rsp, then runs the
+ * function's first instructions and jumps back into its original body.
+ * Its exits are not seen, so the activation takes no part in the
+ * thread's state: no shadow frame, and Thread.record, call_site, r and
+ * cur stay the caller's. Only its record counts the entry: the thread's
+ * root record of the function (flow-only), or a child of the running
+ * record at the last call site, as an instrumented callee's would be.
+ *
+ * Instrumented code it calls back then enters, as before, under the
+ * caller's record at that call site (decision 7). To show such callbacks
+ * under the uninstrumented function in the profile, the thread keeps the
+ * activations that may be in progress in TPRIV(t)->dark: the node list
+ * the function's record hangs in and its entry %rsp. A record (or folded
+ * call) made later in the same list by an entry below that %rsp is one of
+ * its callbacks, so its Via names the function's record, which the
+ * writer gives as its parent. An entry at or above the %rsp proves the
+ * activation gone. Calls from an instrumented function at one call site
+ * run at one %rsp, so for a direct call site this is exact; an indirect
+ * site that calls both an uninstrumented function and, directly,
+ * instrumented ones may see a direct callee made under the former's
+ * record when a deeper activation of the same context reaches the site
+ * first. Counts are never affected, only where a record hangs.
+ */
+/* dark_pull takes into t's newest uninstrumented activation the entry
+ * %rsp an inline stub stored (Thread.dark_rsp): an activation of the same
+ * function from the same call site that replaced it. */
+static void dark_pull(struct blpp_thread *t)
+{
+	struct tpriv *p = TPRIV(t);
+	struct dark_ctx *d;
+	if (p->ndark == 0 || p->ndark > 8)
+		return;
+	d = &p->dark[p->ndark - 1];
+	if (d->list == t->dark_list && d->rec == t->dark_rec)
+		d->rsp = t->dark_rsp;
+}
+
+static u64 dark_via(struct blpp_thread *t, u64 list, u64 rsp)
+{
+	struct tpriv *p = TPRIV(t);
+	u64 n = p->ndark < 8 ? p->ndark : 8;
+	if (!rsp || !list)
+		return 0;
+	dark_pull(t);
+	for (u64 i = n; i-- > 0;) {
+		const struct dark_ctx *d = &p->dark[i];
+		if (d->epoch == rt.epoch && d->list == list && rsp < d->rsp)
+			return d->rec;
+	}
+	return 0;
+}
+
+/* blpp_rt_dark: uninstrumented function fid was entered with %rsp == rsp. */
+void blpp_rt_dark(u64 fid, u64 rsp)
+{
+	struct blpp_thread *t = stub_thread();
+	struct blpp_record *p, *r = 0;
+	struct tpriv *tp;
+	u64 nested;
+	if (!t || !rt.w)
+		return;
+	nested = t->busy++;
+	BARRIER();
+	ADD(&rt.w->stats[ST_STUB_DARK], 1);
+	if (fid < rt.nfuncs || fid - rt.nfuncs >= rt.ndark) {
+		ADD(&rt.w->stats[ST_BAD_FUNCS], 1);
+		goto out;
+	}
+	/* Activations whose frames lie at or below this entry are gone, as
+	 * at an instrumented entry (blpp_rt_enter). */
+	if (!nested && t->sp > t->sp_base && ((struct blpp_frame *)t->sp)[-1].rsp <= rsp)
+		unwind(t, rsp, 1);
+	tp = TPRIV(t);
+	if (!nested)
+		dark_pull(t);
+	p = R(t->record);
+	if (rt.flow_only || !p || (!p->dense_n && !p->hash)) {
+		r = root(t, fid);
+	} else {
+		u64 site = t->call_site, idx = 0;
+		struct blpp_node *n;
+		if (site >= p->first_site && site - p->first_site < p->nsites)
+			idx = 1 + site - p->first_site;
+		n = ((struct blpp_node **)p->kids)[idx];
+		if (n && n->func == fid) { /* the common case: a call site's only callee */
+			n->count++;
+			r = R(n->rec);
+		} else {
+			r = child(t, p, site, fid, 1, rsp);
+		}
+		if (r && !nested) {
+			u64 list = (u64) & ((struct blpp_node **)p->kids)[idx];
+			struct dark_ctx *d;
+			if (tp->ndark > 0 && tp->ndark <= 8) {
+				d = &tp->dark[tp->ndark - 1];
+				if (d->list == list && d->rec == (u64)r && d->epoch == rt.epoch) {
+					/* called again from the same call site: it takes
+					 * the old activation's place, as in the inline stub */
+					d->rsp = rsp;
+					dark_sync(t);
+					goto counted;
+				}
+			}
+			while (tp->ndark > 0 && (tp->ndark > 8 || tp->dark[tp->ndark - 1].rsp <= rsp))
+				tp->ndark--;
+			if (tp->ndark == 8) { /* forget the oldest */
+				for (u64 i = 1; i < 8; i++)
+					tp->dark[i - 1] = tp->dark[i];
+				tp->ndark--;
+			}
+			d = &tp->dark[tp->ndark];
+			d->list = list;
+			d->rec = (u64)r;
+			d->rsp = rsp;
+			d->epoch = rt.epoch;
+			BARRIER();
+			tp->ndark++;
+			dark_sync(t);
+		}
+	}
+counted:
+	if (r)
+		ADD((u64 *)r->counts, 1);
+out:
+	BARRIER();
+	t->busy--;
+}
+
+/*
  * blpp_rt_fork_child runs in a fork child right after fork() returned 0
  * to function fid, whose call site id is site. Every activation live now
  * began its path in the parent, which counts the blocks before the fork;
@@ -2010,8 +2186,13 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 			np += hash_paths((struct htab *)r->hash, paths, scratch);
 		nrec++;
 		ob_uv(recs, r->func);
-		ob_uv(recs, p ? p->index + 1 : 0);
-		ob_uv(recs, local_site(p, r->site));
+		if (r->via) { /* called back from an uninstrumented function (decision 70) */
+			ob_uv(recs, R(r->via)->index + 1);
+			ob_uv(recs, 0);
+		} else {
+			ob_uv(recs, p ? p->index + 1 : 0);
+			ob_uv(recs, local_site(p, r->site));
+		}
 		ob_uv(recs, LOADR(&c[0]));
 		ob_uv(recs, np);
 		ob_put(recs, paths->p, paths->len);
@@ -2029,10 +2210,15 @@ static u64 write_folded(struct blpp_thread *t, u64 nrec, struct obuf *out)
 	u64 n = 0;
 	for (struct blpp_node *x = N(LOAD(&t->folded)); x; x = N(x->fnext)) {
 		u64 c = LOADR(&x->count);
-		if (!c || R(x->owner)->index >= nrec || R(x->rec)->index >= nrec)
+		if (!c || R(x->owner)->index >= nrec || R(x->rec)->index >= nrec || (x->via && R(x->via)->index >= nrec))
 			continue;
-		ob_uv(out, R(x->owner)->index);
-		ob_uv(out, local_site(R(x->owner), x->site));
+		if (x->via) {
+			ob_uv(out, R(x->via)->index);
+			ob_uv(out, 0);
+		} else {
+			ob_uv(out, R(x->owner)->index);
+			ob_uv(out, local_site(R(x->owner), x->site));
+		}
 		ob_uv(out, R(x->rec)->index);
 		ob_uv(out, c);
 		n++;
@@ -2146,7 +2332,7 @@ static void write_stats(struct obuf *b, u64 nrec)
 	int tsc = 0;
 	for (u64 m = 0; m < rt.nmetrics; m++)
 		tsc |= rt.msrc[m] == MSRC_TSC;
-	ob_uv(b, 20 + (u64)tsc);
+	ob_uv(b, 21 + (u64)tsc);
 	write_stat(b, BLPP_STAT_ARENA_BYTES, LOADR(&rt.arena_bytes));
 	write_stat(b, "bad_funcs", LOADR(&s[ST_BAD_FUNCS]));
 	write_stat(b, "bad_paths", LOADR(&s[ST_BAD_PATHS]));
@@ -2163,6 +2349,7 @@ static void write_stats(struct obuf *b, u64 nrec)
 	write_stat(b, BLPP_STAT_RECORDS, nrec);
 	write_stat(b, "shadow_overflow", LOADR(&s[ST_SHADOW_OVERFLOW]));
 	write_stat(b, "stub_backedges", LOADR(&s[ST_STUB_BACKEDGES]));
+	write_stat(b, "stub_dark", LOADR(&s[ST_STUB_DARK]));
 	write_stat(b, "stub_entries", LOADR(&s[ST_STUB_ENTRIES]));
 	write_stat(b, "stub_exits", LOADR(&s[ST_STUB_EXITS]));
 	write_stat(b, BLPP_STAT_THREADS, LOADR(&rt.nthreads));
@@ -2601,6 +2788,7 @@ static void setup(void)
 	blpp_entry_target = c->orig_entry + rt.bias;
 	rt.flags = c->flags;
 	rt.nfuncs = c->nfuncs;
+	rt.ndark = c->ndark;
 	rt.funcs = (const struct blpp_func *)(c->funcs_vaddr + rt.bias);
 	if (c->sites_vaddr && c->nsites) {
 		rt.nsites = c->nsites;
@@ -2610,7 +2798,7 @@ static void setup(void)
 		rt.build_id = (const u8 *)(c->build_id_vaddr + rt.bias);
 		rt.build_id_len = c->build_id_len;
 	}
-	if (!c->orig_entry || (rt.nfuncs && !c->funcs_vaddr) || rt.nfuncs > (1ul << 32))
+	if (!c->orig_entry || (rt.nfuncs && !c->funcs_vaddr) || rt.nfuncs > (1ul << 32) || rt.ndark > (1ul << 32))
 		die("the runtime configuration is invalid");
 	rt.init_pid = getpid();
 	rt.pid = rt.init_pid;

@@ -140,6 +140,25 @@ blpp_backedge:
 	.size	blpp_backedge, . - blpp_backedge
 
 /*
+ * blpp_dark: an uninstrumented function (function id fid, at least
+ * nfuncs) is entered; %rsp was the entry %rsp. The rewriter's stub at its
+ * redirected entry calls it before running the function's first
+ * instructions (see blpp_rt_dark, decision 70):
+ *	lea -128(%rsp),%rsp ; push $fid ; call blpp_dark ; lea 136(%rsp),%rsp
+ */
+	.globl	blpp_dark
+	.hidden	blpp_dark
+	.type	blpp_dark, @function
+blpp_dark:
+	SAVE
+	mov	ARG(0), %rdi
+	lea	CALLER_RSP(1), %rsi
+	call	blpp_rt_dark
+	RESTORE
+	ret
+	.size	blpp_dark, . - blpp_dark
+
+/*
  * blpp_fork_child: in a fork child, right after fork() returned 0 to
  * function fid at its call site site (see blpp_rt_fork_child):
  *	lea -128(%rsp),%rsp ; push $site ; push $fid ; call blpp_fork_child ;

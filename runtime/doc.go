@@ -55,6 +55,9 @@
 //	path end at a backedge (count[r+k]++, then r = restart):
 //	    lea -128(%rsp),%rsp; push $restart; push $k; push $fid;
 //	    call blpp_backedge; lea 152(%rsp),%rsp
+//	entry of an uninstrumented function (fid = NFuncs + its index
+//	among the left-out functions), at its redirected entry:
+//	    lea -128(%rsp),%rsp; push $fid; call blpp_dark; lea 136(%rsp),%rsp
 //
 // The stubs find the instrumented code's %rsp from the exact shape of
 // these sequences (RedZone, the pushed words, the return address).
@@ -87,6 +90,25 @@
 // MADV_WIPEONFORK arena bounded by Config.ArenaLimit (STATS arena_bytes,
 // dropped_records); an activation without a record counts in the
 // function's root record (STATS no_record), so flow counts stay exact.
+//
+// # Uninstrumented functions (decision 70)
+//
+// Function ids [NFuncs, NFuncs+NDark) are the functions the rewriter left
+// out, in the metadata's order. Where it could, it redirected their
+// entries to stubs that count them: inline in the slot counters of a
+// flow-only frequency image (Func.Slot of their table entries, which have
+// nothing else); inline in a context image when the thread's newest such
+// activation (Thread.DarkList, DarkRec) is the same function from the
+// same call site, storing the new entry %rsp in DarkRSP; else through
+// blpp_dark. Their exits are not seen, so
+// such an activation pushes no frame and leaves Record, CallSite, R and
+// Cur as they were; only a record of the function counts the entry (the
+// flat root record, or a child of the running record at CallSite).
+// Callbacks into instrumented code then enter under the caller's record,
+// as ever; a record made that way while the uninstrumented activation is
+// known to be in progress (the same node list, an entry %rsp below its
+// own) names it in Record.Via, and the profile gives it that record as
+// parent, with call site 0 (blpp_rt_dark explains the bookkeeping).
 //
 // # Metrics [DESIGN 8]
 //

@@ -31,7 +31,7 @@ type Config struct {
 	SelfVaddr    uint64 `c:"self_vaddr"`     // link-time address of blpp_config itself
 	OrigEntry    uint64 `c:"orig_entry"`     // the program's own entry point; blpp_start jumps there
 	OrigFini     uint64 `c:"orig_fini"`      // called by blpp_fini before it writes the profile; 0 if none
-	FuncsVaddr   uint64 `c:"funcs_vaddr"`    // address of the Func table (NFuncs entries)
+	FuncsVaddr   uint64 `c:"funcs_vaddr"`    // address of the Func table (NFuncs + NDark entries)
 	NFuncs       uint64 `c:"nfuncs"`         // number of instrumented functions; function ids are [0, NFuncs)
 	BuildIDVaddr uint64 `c:"build_id_vaddr"` // GNU build-id bytes of the instrumented binary; 0 if none
 	BuildIDLen   uint64 `c:"build_id_len"`
@@ -64,6 +64,13 @@ type Config struct {
 	// (STATS shadow_overflow). The address space is reserved at the
 	// thread's start and made usable as the stack deepens [decision 61].
 	ShadowFrames uint64 `c:"shadow_frames"`
+	// NDark is the number of function ids past NFuncs, [NFuncs,
+	// NFuncs+NDark): the functions left uninstrumented, in the order of
+	// the metadata, whose entries the rewriter may send through a
+	// counting stub (blpp_dark, decision 70). Their records hold calls
+	// and no paths; their Func entries have only Slot (the calls word of
+	// the flat record, in flow-only frequency images), or nothing.
+	NDark uint64 `c:"ndark"`
 }
 
 // Config flags.
@@ -215,6 +222,16 @@ type Thread struct {
 	// clears the site after it.
 	LeafSite uint64 `c:"leaf_site"`
 	LeafR    int64  `c:"leaf_r"`
+	// DarkList, DarkRec and DarkRSP are the newest uninstrumented
+	// activation that may be in progress (decision 70): the node list
+	// its record hangs in, the record, its entry %rsp; all 0 if none. An
+	// entry of the same function from the same call site of the same
+	// record only counts and stores its %rsp in DarkRSP (the rewriter's
+	// inline stub); anything else takes blpp_dark, which keeps older
+	// ones too.
+	DarkList uint64 `c:"dark_list"`
+	DarkRec  uint64 `c:"dark_rec"`
+	DarkRSP  uint64 `c:"dark_rsp"`
 }
 
 // Frame is blpp_frame, one shadow-stack entry: an activation of an
@@ -255,7 +272,12 @@ type Record struct {
 	Kids  uint64 `c:"kids"`
 	Next  uint64 `c:"next"`  // next record of the thread
 	Index uint64 `c:"index"` // the writer's record number
-	Pad   uint64 `c:"pad"`
+	// Via is the record of an uninstrumented function whose activation
+	// was in progress when this record was made under Parent at Site:
+	// the call at Site entered uninstrumented code, and this function
+	// was called back from inside it (decision 70). The profile gives
+	// such a record Via as its parent, with call site 0. 0: none.
+	Via uint64 `c:"via"`
 }
 
 // Node is blpp_node, one callee of a call site in a Record's Kids list.
@@ -268,6 +290,7 @@ type Node struct {
 	Site   uint64 `c:"site"`   // the call-site id (0: none)
 	Folded uint64 `c:"folded"` // 1: Rec is Owner or one of its ancestors
 	FNext  uint64 `c:"fnext"`  // next folded node of the thread
+	Via    uint64 `c:"via"`    // as Record.Via: the profile's caller of a folded call
 }
 
 // Site is blpp_site, an entry of the table at Config.SitesVaddr.
@@ -282,7 +305,7 @@ type Site struct {
 // Sizes and offsets for code generators; layout_test.go checks each one
 // against the structs above.
 const (
-	ConfigSize = 136
+	ConfigSize = 144
 
 	FuncSize         = 56
 	FuncNumPathsOff  = 0
@@ -295,7 +318,7 @@ const (
 
 	MetricSize = 40
 
-	ThreadSize  = 272
+	ThreadSize  = 296
 	OffSelf     = 0
 	OffR        = 8
 	OffOwner    = 16
@@ -313,6 +336,9 @@ const (
 	OffCur      = 248
 	OffLeafSite = 256
 	OffLeafR    = 264
+	OffDarkList = 272
+	OffDarkRec  = 280
+	OffDarkRSP  = 288
 
 	FrameSize        = 72
 	FrameSavedCurOff = 40
@@ -353,7 +379,7 @@ const (
 	HTabInitCap    = 64
 	HashMul        = 0x9e3779b1
 
-	NodeSize     = 64
+	NodeSize     = 72
 	NodeFuncOff  = 0
 	NodeRecOff   = 8
 	NodeCountOff = 24

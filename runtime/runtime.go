@@ -30,13 +30,14 @@ const (
 	SymForkChild = "blpp_fork_child" // stub: in a fork child, after fork() returned 0
 	SymLeaf      = "blpp_leaf"       // stub: a one-path flow-only leaf starts (no shadow frame)
 	SymLeave     = "blpp_leave"      // stub: before _exit, exit_group or an exec (decision 59)
+	SymDark      = "blpp_dark"       // stub: an uninstrumented function was entered (decision 70)
 	// SymFastSlots is a data word that is 0 until the runtime is ready
 	// (the main thread's block is set up): inline instrumentation tests it
 	// before it touches %gs and calls a stub while it is 0.
 	SymFastSlots = "blpp_fast_slots"
 )
 
-var requiredSymbols = []string{SymStart, SymFini, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymFastSlots}
+var requiredSymbols = []string{SymStart, SymFini, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots}
 
 // PageSize is the alignment the image needs: it must be placed at a
 // page-aligned address T, its text at T and its data at T+DataOff.

@@ -187,6 +187,9 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 	for _, r := range reasons {
 		fmt.Fprintf(c.stdout, "  uninstrumented: %-30s %d\n", r, byReason[r])
 	}
+	if len(sum.Skipped) > 0 {
+		fmt.Fprintf(c.stdout, "  uninstrumented functions whose entries are counted: %d of %d\n", sum.EntriesCounted, len(sum.Skipped))
+	}
 	for _, w := range sum.Warnings {
 		fmt.Fprintf(c.stdout, "  warning: %s\n", w)
 	}
@@ -204,13 +207,17 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 	}
 	if verbose && len(sum.Skipped) > 0 {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "\n  entry\tfunction\treason")
+		fmt.Fprintln(tw, "\n  entry\tfunction\treason\tentries")
 		for _, s := range sum.Skipped {
 			detail := s.Reason
 			if s.Detail != "" {
 				detail = s.Detail
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Entry, s.Name, detail)
+			entries := "counted"
+			if !s.EntriesCounted {
+				entries = "not counted: " + s.NotCounted
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.Entry, s.Name, detail, entries)
 		}
 		tw.Flush()
 	}

@@ -361,7 +361,7 @@ func TestRewriteSummary(t *testing.T) {
 			}
 			var errs []string
 			checkKeys(&errs, "summary", doc, map[string]jsonKind{
-				"functions": jInt, "instrumented": jInt, "skipped": jArray, "code_bytes": jInt,
+				"functions": jInt, "instrumented": jInt, "skipped": jArray, "code_bytes": jInt, "entries_counted": jInt,
 			})
 			if len(errs) > 0 {
 				t.Fatalf("--json schema: %s\n%s", strings.Join(errs, "; "), j.stdout)
@@ -371,6 +371,8 @@ func TestRewriteSummary(t *testing.T) {
 				Instrumented int `json:"instrumented"`
 				Skipped      []struct {
 					Name, Entry, Reason, Detail string
+					EntriesCounted              bool   `json:"entries_counted"`
+					NotCounted                  string `json:"entries_not_counted"`
 				} `json:"skipped"`
 				CodeBytes int `json:"code_bytes"`
 			}
@@ -422,9 +424,16 @@ func TestRewriteSummary(t *testing.T) {
 				if s.Detail != "" {
 					detail = s.Detail
 				}
-				row := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(s.Entry) + ` +` + regexp.QuoteMeta(s.Name) + ` +` + regexp.QuoteMeta(detail) + `$`)
+				entries := "counted"
+				if !s.EntriesCounted {
+					entries = "not counted: " + s.NotCounted
+					if s.NotCounted == "" {
+						t.Errorf("%s: entries not counted, with no reason", s.Name)
+					}
+				}
+				row := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(s.Entry) + ` +` + regexp.QuoteMeta(s.Name) + ` +` + regexp.QuoteMeta(detail) + ` +` + regexp.QuoteMeta(entries) + `$`)
 				if !row.MatchString(v.stdout) {
-					t.Errorf("-v does not list %s at %s (%s)", s.Name, s.Entry, detail)
+					t.Errorf("-v does not list %s at %s (%s; entries %s)", s.Name, s.Entry, detail, entries)
 				}
 				if strings.Contains(q.stdout, s.Entry+" ") {
 					t.Errorf("without -v the summary lists %s", s.Name)

@@ -20,10 +20,12 @@ import (
 	"blpp/pathnum"
 )
 
-// Magic starts the section; Version is the encoding's version.
+// Magic starts the section; Version is the encoding's version. Decode
+// reads MinVersion to Version: version 2 added EntriesCounted.
 const (
-	Magic   = "BLPPMETA"
-	Version = 1
+	Magic      = "BLPPMETA"
+	Version    = 2
+	MinVersion = 1
 	// SectionName is the section's name in the instrumented binary.
 	SectionName = ".blpp.meta"
 )
@@ -65,10 +67,14 @@ type Func struct {
 	// an address and the reason.
 	Instrumented bool
 	Reason       string
-	Blocks       []Block // Blocks[0] is the entry
-	Edges        []Edge
-	NumPaths     uint64
-	CallSites    []uint64 // addresses of call instructions, in block order
+	// EntriesCounted says, for a function left alone, that its entry
+	// was redirected through a stub that counts it, so profiles hold its
+	// calls in records without paths (decision 70).
+	EntriesCounted bool
+	Blocks         []Block // Blocks[0] is the entry
+	Edges          []Edge
+	NumPaths       uint64
+	CallSites      []uint64 // addresses of call instructions, in block order
 }
 
 // Table is the whole metadata of an instrumented binary.
@@ -142,7 +148,7 @@ func Encode(t *Table) []byte {
 		b = binary.AppendUvarint(b, f.Entry)
 		b = binary.AppendUvarint(b, f.Size)
 		if !f.Instrumented {
-			b = append(b, 0)
+			b = append(b, byte(b2i(f.EntriesCounted)<<1))
 			b = appendBytes(b, []byte(f.Reason))
 			continue
 		}
@@ -171,6 +177,13 @@ func Encode(t *Table) []byte {
 		}
 	}
 	return b
+}
+
+func b2i(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 func appendBytes(b, s []byte) []byte {
@@ -264,7 +277,8 @@ func Decode(data []byte) (*Table, error) {
 	if len(data) < len(Magic)+4 || string(data[:len(Magic)]) != Magic {
 		return nil, ErrBadMagic
 	}
-	if v := binary.LittleEndian.Uint32(data[len(Magic):]); v != Version {
+	v := binary.LittleEndian.Uint32(data[len(Magic):])
+	if v < MinVersion || v > Version {
 		return nil, fmt.Errorf("%w: %d", ErrVersion, v)
 	}
 	r := &reader{b: data, off: len(Magic) + 4}
@@ -275,12 +289,13 @@ func Decode(data []byte) (*Table, error) {
 	t.Funcs = make([]Func, 0, nf)
 	for i := 0; i < nf && r.err == nil; i++ {
 		f := Func{Name: string(r.bytes()), Entry: r.uv(), Size: r.uv()}
-		switch r.byte1() {
-		case 0:
+		switch k := r.byte1(); {
+		case k == 0 || k == 2 && v >= 2:
+			f.EntriesCounted = k == 2
 			f.Reason = string(r.bytes())
 			t.Funcs = append(t.Funcs, f)
 			continue
-		case 1:
+		case k == 1:
 			f.Instrumented = true
 		default:
 			r.fail("bad instrumented flag")

@@ -1,0 +1,294 @@
+package rewriter
+
+// Counting stubs for the functions left uninstrumented (decision 70).
+//
+// A function the rewriter leaves out still runs its original code, but its
+// entry need not be dark: where the entry jump of an instrumented function
+// could go, a jump to a small stub goes instead. The stub calls the
+// runtime (blpp_dark: every register and the flags kept), which counts the
+// entry in the function's record (a child of the running context, or the
+// thread's root record in a flow-only image), then runs the function's
+// first instructions, relocated, and jumps back into the original body
+// after them:
+//
+//	orig:  jmp stub                 (the first 5 bytes; the rest untouched)
+//	stub:  lea -128(%rsp),%rsp; push $fid; call blpp_dark; lea 136(%rsp),%rsp
+//	       <the instructions that covered orig's first 5 bytes, relocated>
+//	       jmp orig+n
+//
+// The runtime sees no exit of such a function: its activation changes
+// none of the thread's state (frames, record, call site, path register),
+// so the instrumented code around it counts exactly as before.
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"blpp/cfg"
+	"blpp/cfg/x86"
+	"blpp/internal/analysis"
+	"blpp/rewriter/elfw"
+	"blpp/rewriter/enc"
+	"blpp/runtime"
+)
+
+// darkEntry is the counting stub of one left-out function.
+type darkEntry struct {
+	fid   int32  // its function id: NFuncs + its index in Summary.Skipped
+	addr  uint64 // its original entry
+	insts []x86.Inst
+	code  []byte // the original bytes of insts
+	label enc.Label
+	// slot is the %gs offset of the function's calls word in the slot
+	// counters of a flow-only, frequency-only image (0: none).
+	slot int32
+}
+
+// end is where the stub returns into the original body.
+func (d *darkEntry) end() uint64 {
+	last := d.insts[len(d.insts)-1]
+	return last.Addr + uint64(last.Len)
+}
+
+// planDark decides, for every function in skipped (function ids nfuncs,
+// nfuncs+1, ... in that order), whether its entries can be counted, and
+// records why not in its Skipped entry. into holds the targets of every
+// direct branch of the binary (branchTargets). The functions that can get
+// a stub get a label in g.dark, so that instrumented code calls the stub
+// directly (gen.target).
+func (g *gen) planDark(res *analysis.Result, skipped []Skipped, into map[uint64][]uint64, nfuncs int) []*darkEntry {
+	byAddr := map[string]*analysis.Func{}
+	for _, f := range res.Funcs {
+		byAddr[fmt.Sprintf("%#x", f.Func.Addr)] = f
+	}
+	g.dark = map[uint64]enc.Label{}
+	var out []*darkEntry
+	for i := range skipped {
+		s := &skipped[i]
+		s.EntriesCounted, s.NotCounted = false, ""
+		f := byAddr[s.Entry]
+		if f == nil {
+			s.NotCounted = "not found in the analysis"
+			continue
+		}
+		d, why := darkPlan(g.b, f.Func, s.Reason, into)
+		if d == nil {
+			s.NotCounted = why
+			continue
+		}
+		if _, dup := g.dark[d.addr]; dup {
+			s.NotCounted = "another function has the same entry"
+			continue
+		}
+		d.fid = int32(nfuncs + i)
+		d.label = g.buf.NewLabel()
+		g.dark[d.addr] = d.label
+		s.EntriesCounted = true
+		out = append(out, d)
+	}
+	return out
+}
+
+// darkPlan checks that the entry of f can be redirected to a counting
+// stub, with the conditions of an instrumented function's entry jump, and
+// returns the instructions to relocate, or why not.
+func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into map[uint64][]uint64) (*darkEntry, string) {
+	if reason == skipAfterProfile {
+		return nil, "it runs after the profile is written"
+	}
+	if f.Size < 5 {
+		return nil, "shorter than the 5-byte entry jump"
+	}
+	// Its original body runs, so no branch at all, its own included,
+	// may land in the bytes the entry jump overwrites.
+	for a := f.Addr + 1; a < f.Addr+5; a++ {
+		if len(into[a]) > 0 {
+			return nil, "code branches into its first 5 bytes"
+		}
+	}
+	code := b.Code(f.Addr)
+	if uint64(len(code)) < f.Size {
+		return nil, "its bytes are not in the file"
+	}
+	code = code[:f.Size]
+	d := &darkEntry{addr: f.Addr}
+	for off := 0; off < 5; {
+		in, err := x86.Decode(code[off:], f.Addr+uint64(off))
+		if err != nil {
+			return nil, fmt.Sprintf("its first instructions do not decode at %#x", f.Addr+uint64(off))
+		}
+		switch {
+		case in.Kind == x86.Call || in.Kind == x86.CallIndirect:
+			// The callee would see a return address in the stub, which
+			// has no unwind information.
+			return nil, "a call among its first 5 bytes"
+		case in.Kind.HasTarget() && in.Target >= f.Addr && in.Target < f.Addr+uint64(off+in.Len):
+			return nil, "a branch among its first bytes leads back into them"
+		}
+		d.insts = append(d.insts, in)
+		off += in.Len
+	}
+	d.code = code[:d.end()-f.Addr]
+	// A jump to the entry from the function's own body would run the
+	// stub again and count a second entry for one call.
+	for off := 0; off < len(code); {
+		in, err := x86.Decode(code[off:], f.Addr+uint64(off))
+		if err != nil {
+			off++
+			continue
+		}
+		if (in.Kind == x86.Jmp || in.Kind == x86.Jcc) && in.Target == f.Addr {
+			return nil, fmt.Sprintf("the jump at %#x inside it leads to its entry", in.Addr)
+		}
+		off += in.Len
+	}
+	return d, ""
+}
+
+// emitDark emits the stubs after all instrumented code. stub is the
+// address of the runtime's blpp_dark.
+//
+// In a flow-only, frequency-only image each function gets a slot: its
+// calls word, at a fixed offset in every thread block's slot counters,
+// which is its flat record's counter (rec_new). The stub then counts
+// inline, as a trivial function's entry does (enterTrivial): the runtime
+// ready, %gs the thread's own block, the record made (its calls word not
+// 0), then one add. In a context image it counts inline when the
+// function is called again from where it was last (darkContextInline).
+// Anything else calls blpp_dark. The flags are not kept: nothing reads
+// them at a function's entry [SysV x86-64 ABI 3.2.1], and the
+// instrumented entries do the same.
+func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
+	b := g.buf
+	for _, d := range ds {
+		if g.mode.FlowOnly && !g.mode.Metrics && g.slotsSize+8 <= SlotsMax {
+			d.slot = int32(runtime.SlotsOffset + g.slotsSize)
+			g.slotsSize += 8
+		}
+		alignTo(b, 16, 15)
+		b.SetSP(0)
+		b.Bind(d.label)
+		slow, body := b.NewLabel(), b.NewLabel()
+		if d.slot != 0 {
+			(&funcGen{g: g}).testReady(slow)
+			b.Push(enc.RCX)
+			cmpOwnerRCX(b)
+			b.Pop(enc.RCX)
+			b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+			b.CmpGS64Imm(d.slot, 0)
+			b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+			b.AddGS64Imm(d.slot, 1)
+			b.JmpRel32(enc.LabelTarget(body))
+		} else if !g.mode.FlowOnly {
+			g.darkContextInline(d, slow, body)
+		}
+		b.Bind(slow)
+		b.LeaRSP(-redZone)
+		pushImm32(b, d.fid)
+		b.CallRel32(enc.AbsTarget(stub))
+		b.LeaRSP(redZone + 8)
+		b.Bind(body)
+		for i := range d.insts {
+			in := &d.insts[i]
+			off := in.Addr - d.addr
+			if err := enc.Relocate(b, in, d.code[off:], g.target(in.Target)); err != nil {
+				return fmt.Errorf("counting stub of the function at %#x: %w", d.addr, err)
+			}
+		}
+		b.JmpRel32(enc.AbsTarget(d.end()))
+	}
+	return b.Err()
+}
+
+// darkContextInline is the inline part of a context-mode stub: when the
+// thread's newest uninstrumented activation (Thread.DarkList, DarkRec) is
+// this function's, called from the same call site of the running record
+// (a loop calling it again, or its caller called again from anywhere),
+// and no shadow frame lies at or below the entry %rsp (nothing to
+// unwind), the entry only counts, the node's calls and the record's, and
+// the activation takes the old one's place (DarkRSP). The first node of the list
+// must be the function's, as blpp_rt_dark's own fast case wants. Three
+// registers are pushed without a red-zone step: nothing below %rsp is
+// live at an entry (enterLean). Anything else pops them and takes
+// blpp_dark, which finds or makes the record and keeps the activation.
+// The byte sequences are enterInline's.
+func (g *gen) darkContextInline(d *darkEntry, slow, body enc.Label) {
+	b := g.buf
+	pop := b.NewLabel()
+	(&funcGen{g: g}).testReady(slow)
+	b.Push(enc.RAX)
+	b.Push(enc.RCX)
+	b.Push(enc.RDX)
+	const saved = 24
+	cmpOwnerRCX(b)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
+	gsBusyOrOverflow(b, enc.RCX, pop)
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	b.Bytes(le32([]byte{0x48, 0x8d, 0x84, 0x24}, saved)) // lea entry rsp, %rax
+	b.Bytes([]byte{0x48, 0x39, 0x41, byte(frRSP)})       // cmp %rax, frRSP(%rcx): the newest frame
+	b.JccRel32(enc.CondBE, enc.LabelTarget(pop))
+	b.MovRegFromReg(enc.RCX, enc.RAX) // the entry %rsp, kept
+	b.MovRegFromGS(enc.RAX, runtime.OffRecord)
+	b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
+	b.JccRel32(enc.CondE, enc.LabelTarget(pop))
+	b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
+	b.Bytes([]byte{0x48, 0x2b, 0x50, runtime.RecordFirstSiteOff}) // sub first_site(%rax), %rdx
+	b.Bytes([]byte{0x48, 0x3b, 0x50, runtime.RecordNSitesOff})    // cmp nsites(%rax), %rdx
+	b.JccRel32(enc.CondAE, enc.LabelTarget(pop))
+	b.Bytes([]byte{0x48, 0x8b, 0x40, runtime.RecordKidsOff})                 // mov kids(%rax), %rax
+	b.Bytes([]byte{0x48, 0x8d, 0x54, 0xd0, 0x08})                            // lea 8(%rax,%rdx,8), %rdx: the list's head word
+	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x14, 0x25}, runtime.OffDarkList)) // cmp %gs:dark_list, %rdx
+	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
+	b.Bytes([]byte{0x48, 0x8b, 0x02}) // mov (%rdx), %rax: its first node
+	b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
+	b.JccRel32(enc.CondE, enc.LabelTarget(pop))
+	b.Bytes(le32([]byte{0x48, 0x81, 0x78, runtime.NodeFuncOff}, uint32(d.fid))) // cmpq $fid, func(%rax)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
+	b.Bytes([]byte{0x48, 0x8b, 0x50, runtime.NodeRecOff})                   // mov rec(%rax), %rdx
+	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x14, 0x25}, runtime.OffDarkRec)) // cmp %gs:dark_rec, %rdx
+	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
+	b.MovGSFromReg(runtime.OffDarkRSP, enc.RCX)             // the activation to follow callbacks of
+	b.Bytes([]byte{0x48, 0xff, 0x40, runtime.NodeCountOff}) // incq count(%rax)
+	b.Bytes(le32([]byte{0x48, 0xff, 0x82}, countsOff))      // incq counts(%rdx): the record's calls
+	b.Pop(enc.RDX)
+	b.Pop(enc.RCX)
+	b.Pop(enc.RAX)
+	b.JmpRel32(enc.LabelTarget(body))
+	b.SetSP(-saved)
+	b.Bind(pop)
+	b.Pop(enc.RDX)
+	b.Pop(enc.RCX)
+	b.Pop(enc.RAX)
+	b.JmpRel32(enc.LabelTarget(slow))
+}
+
+// darkFuncs writes the function table's entries of the left-out
+// functions (ids NFuncs and up) that have stubs: their slots. The others
+// stay zero.
+func darkFuncs(ds []*darkEntry, put func(fid int32, f runtime.Func)) {
+	for _, d := range ds {
+		put(d.fid, runtime.Func{Slot: uint64(d.slot)})
+	}
+}
+
+// darkPatches redirects each left-out function's entry to its stub.
+func darkPatches(ds []*darkEntry, addrOf func(enc.Label) uint64) []elfw.Patch {
+	var ps []elfw.Patch
+	for _, d := range ds {
+		to := addrOf(d.label)
+		ps = append(ps, elfw.Patch{Addr: d.addr, Bytes: binary.LittleEndian.AppendUint32([]byte{0xe9}, uint32(to-(d.addr+5)))})
+	}
+	return ps
+}
+
+// darkTarget is gen.target's look-up of a left-out function's stub.
+func (g *gen) darkTarget(a uint64) (enc.Target, bool) {
+	if l, ok := g.dark[a]; ok {
+		return enc.LabelTarget(l), true
+	}
+	return enc.Target{}, false
+}
+
+// skipAfterProfile is Rewrite's reason for _fini: counting its entry
+// would be lost anyway.
+const skipAfterProfile = "runs after the profile is written"

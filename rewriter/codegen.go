@@ -956,8 +956,7 @@ func (fg *funcGen) enterInline() {
 	// point. The ready word is 0 until then, so test it before any %gs
 	// access.
 	fg.loadSlots(enc.RAX, slow)
-	b.Bytes([]byte{0x64, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0}) // mov %fs:0, %rcx
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffOwner)))
+	cmpOwnerRCX(b)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	gsBusyOrOverflow(b, enc.RCX, slow)
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
@@ -1198,6 +1197,13 @@ func (fg *funcGen) testReady(slow enc.Label) {
 // is this thread's own block.
 func cmpOwnerRCX(b *enc.Buf) {
 	b.Bytes([]byte{0x64, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0})
+	if faultInjection && fault("threads") {
+		// Every thread takes the block it inherited for its own (the
+		// runtime too: ConfigFlagFaultSharedThreads): new threads update
+		// their creator's counters, and updates are lost between them.
+		b.Bytes([]byte{0x48, 0x39, 0xc9}) // cmp %rcx, %rcx
+		return
+	}
 	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffOwner)))
 }
 

@@ -16,4 +16,7 @@ const faultInjection = true
 //	pathend  a loop copy's head does not count the path its backedge ended
 //	partial  calls do not store their call site, so an activation that
 //	         stops in a call is a partial path of unknown location
+//	threads  entries do not check that the thread block is the thread's
+//	         own, so new threads share their creator's: updates are lost
+//	         and misplaced between threads
 func fault(k string) bool { return os.Getenv("BLPP_FAULT") == k }

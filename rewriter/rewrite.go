@@ -502,6 +502,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	if g.callCache() {
 		conf.Flags |= runtime.ConfigFlagCallCache
 	}
+	if faultInjection && fault("threads") {
+		conf.Flags |= runtime.ConfigFlagFaultSharedThreads
+	}
 	conf.SlotsSize = g.slotsSize
 	if len(opts.Metrics) > 0 {
 		conf.MetricsVaddr, conf.NMetrics = metricsAddr, uint64(len(opts.Metrics))

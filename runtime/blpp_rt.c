@@ -546,6 +546,14 @@ static void block_link(struct blpp_thread *t)
 	} while (!CAS(&rt.threads, h, t));
 }
 
+/* owns: t is the calling thread's block. Under the planted fault
+ * BLPP_CONFIG_FLAG_FAULT_SHARED_THREADS (fault-injection tests only) any
+ * block is. */
+static int owns(const struct blpp_thread *t)
+{
+	return t->owner == thread_pointer() || (rt.flags & BLPP_CONFIG_FLAG_FAULT_SHARED_THREADS);
+}
+
 /* thread_peek returns the calling thread's own block, or 0 when it has none yet. */
 static struct blpp_thread *thread_peek(void)
 {
@@ -553,7 +561,7 @@ static struct blpp_thread *thread_peek(void)
 	if (!rt.ready || (rt.fsgsbase && gs_base() == 0))
 		return 0;
 	t = gs_block();
-	return t && t->owner == thread_pointer() ? t : 0;
+	return t && owns(t) ? t : 0;
 }
 
 static void record_live(struct blpp_thread *t);
@@ -684,7 +692,7 @@ static struct blpp_thread *thread_get(void)
 	}
 	if (!rt.fsgsbase || gs_base() != 0)
 		t = gs_block();
-	if (t && t->owner == thread_pointer())
+	if (t && owns(t))
 		return t;
 	return thread_slow(t);
 }

@@ -85,6 +85,12 @@ const (
 	// ConfigFlagCallCache: every thread block has a call cache at
 	// CallCacheOffset, which context-mode inline entries read.
 	ConfigFlagCallCache = 1 << 2
+	// ConfigFlagFaultSharedThreads plants a fault, and only a rewriter
+	// built with the blppfault tag sets it (internal/corpus
+	// TestFaultThreads): every thread takes the block it inherited for
+	// its own, so threads share their creator's counters and updates are
+	// lost between them.
+	ConfigFlagFaultSharedThreads = 1 << 3
 )
 
 // The call cache of a context-mode thread block [decision 49]: a
@@ -500,6 +506,7 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_HTAB_INIT_CAP", fmt.Sprint(HTabInitCap)},
 	{"BLPP_HASH_MUL", fmt.Sprintf("%#xu", uint32(HashMul))},
 	{"BLPP_CONFIG_FLAG_CALL_CACHE", fmt.Sprintf("%dull", ConfigFlagCallCache)},
+	{"BLPP_CONFIG_FLAG_FAULT_SHARED_THREADS", fmt.Sprintf("%dull", ConfigFlagFaultSharedThreads)},
 	{"BLPP_CALL_CACHE_BITS", fmt.Sprint(CallCacheBits)},
 	{"BLPP_CALL_CACHE_OFFSET", fmt.Sprint(CallCacheOffset)},
 	{"BLPP_CALL_CACHE_SIZE", fmt.Sprint(CallCacheSize)},

@@ -23,7 +23,7 @@ func TestFaults(t *testing.T) {
 	if err != nil {
 		t.Skip("the go command is not in PATH (Debian package golang-go)")
 	}
-	cmd := exec.Command(gobin, "test", "-tags", "blppfault", "-run", "^TestFaultsDetected$", "-count=1", "-v", ".")
+	cmd := exec.Command(gobin, "test", "-tags", "blppfault", "-run", "^(TestFaultsDetected|TestFaultThreads)$", "-count=1", "-v", ".")
 	cmd.Env = append(os.Environ(), "BLPP_FAULT=")
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)

@@ -24,8 +24,9 @@ import (
 	"testing"
 
 	"blpp/cct"
+	"blpp/internal/callgrind"
+	"blpp/internal/corpus"
 	"blpp/internal/fixture"
-	"blpp/report"
 	"blpp/rewriter"
 )
 
@@ -40,9 +41,14 @@ type kindCase struct {
 	own []string
 	// ownOnly compares only own (static binaries: see checkExact).
 	ownOnly func(c fixture.Config) bool
-	// exclude are functions whose counts are known to differ, and why;
-	// excludeSub excludes every function whose name contains a key.
-	exclude, excludeSub map[string]string
+	// exclude are functions whose counts are known to differ, and why.
+	exclude map[string]string
+	// sameRun: the rewritten program behaves differently from the
+	// original, by blpp's own doing (Rust's std skips its stack-overflow
+	// handler set-up where it finds blpp's handler installed): callgrind's
+	// run of the original is compared for own only, and every function
+	// by the same-run oracle, against the rewritten program's own run.
+	sameRun bool
 	// check runs further checks on the rewrite's output.
 	check func(t *testing.T, what string, c fixture.Config, orig, inst string, sum *rewriter.Summary, prof *cct.Profile)
 }
@@ -151,7 +157,7 @@ func kindCases() []kindCase {
 				return buildCC(t, c, dir, "multi", []string{"kinds/multi_main.c", "kinds/multi.S"})
 			}},
 		{name: "rust", configs: []fixture.Config{{CC: "rustc", Opt: "-O0", PIE: true}, {CC: "rustc", Opt: "-O2", PIE: true}},
-			own: []string{"main"}, excludeSub: rustExclude,
+			own: []string{"main"}, sameRun: true,
 			build: func(t *testing.T, c fixture.Config, dir string) string {
 				rc := rustc(t)
 				out := filepath.Join(dir, "rust")
@@ -220,18 +226,20 @@ func TestKinds(t *testing.T) {
 				for n, why := range k.exclude {
 					exclude[n] = why
 				}
-				if len(k.excludeSub) > 0 {
-					tab, f, err := report.LoadMeta(inst)
+				if k.sameRun {
+					ownOnly = true
+					sr, _, err := corpus.RunSameRun(inst, filepath.Join(dir, "samerun"), callgrind.Options{})
 					if err != nil {
-						t.Fatal(err)
+						t.Fatalf("%s: same run: %v", what, err)
 					}
-					f.Close()
-					for _, fn := range tab.Funcs {
-						for sub, why := range k.excludeSub {
-							if strings.Contains(fn.Name, sub) {
-								exclude[fn.Name] = why
-							}
+					if sr.Blocks == 0 || len(sr.Partial) > 0 || len(sr.Late) > 0 {
+						t.Errorf("%s: same run: %d blocks compared, partial %v, late %v", what, sr.Blocks, sr.Partial, sr.Late)
+					}
+					for i, d := range sr.Diffs {
+						if i == 10 {
+							break
 						}
+						t.Errorf("%s: same run: %s %s: blpp %d, callgrind %d %s", what, d.Func, d.Addr, d.Blpp, d.Callgrind, d.Note)
 					}
 				}
 				check := countCheck{own: k.own, ownOnly: ownOnly, exclude: exclude}
@@ -342,21 +350,6 @@ func x86Features(t *testing.T, path string) (uint32, bool) {
 // staticExitPath are static glibc's functions (Debian 12) that run after
 // the exit hook when a program returns from main having printed.
 var staticExitPath = []string{"__run_exit_handlers", "call_fini", "_IO_cleanup", "_IO_flush_all_lockp", "_IO_file_write", "new_do_write", "_Exit"}
-
-// rustExclude: Rust's std installs its stack-overflow SIGSEGV/SIGBUS
-// handler (and its alternate stack and thread info, which allocate) only
-// where the signal's action is still SIG_DFL. blpp's runtime has
-// installed its fatal-signal handlers by then [DESIGN 10], so the
-// rewritten program skips that set-up: these functions run less, and the
-// allocator's entry points see fewer calls, than in the original.
-var rustExclude = map[string]string{
-	"stack_overflow":            "std skips its SIGSEGV handler set-up when a handler (blpp's) is installed",
-	"___rust_alloc":             "two fewer allocations (std's stack-overflow handler set-up is skipped)",
-	"___rdl_alloc":              "two fewer allocations (std's stack-overflow handler set-up is skipped)",
-	"___rust_dealloc":           "one fewer deallocation (std's stack-overflow handler set-up is skipped)",
-	"___rdl_dealloc":            "one fewer deallocation (std's stack-overflow handler set-up is skipped)",
-	"no_alloc_shim_is_unstable": "called by __rust_alloc",
-}
 
 // checkEarly: in a dynamic executable ld.so runs IFUNC resolvers,
 // DT_PREINIT_ARRAY and shared libraries' constructors before the entry

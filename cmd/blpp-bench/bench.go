@@ -154,6 +154,9 @@ func benchWorkloads(c *config) error {
 		if err != nil {
 			return err
 		}
+		if res.DynamicShare, err = dynamicShare(c, w); err != nil {
+			return err
+		}
 		rep.Workloads = append(rep.Workloads, res)
 	}
 	rep.LoadAfter = loadAvg()

@@ -88,6 +88,10 @@ type config struct {
 	profileWrite bool
 	calls        int64
 
+	// shareScale is the workload size of the callgrind run that measures
+	// the dynamic share (0: not measured).
+	shareScale int
+
 	stdout, stderr io.Writer
 }
 
@@ -101,6 +105,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.warmup, "warmup", 1, "unmeasured runs of each variant before the measured ones")
 	fs.IntVar(&c.scale, "scale", 100, "workload size passed to every workload (100: ~0.5 s natively)")
 	fs.StringVar(&c.cc, "cc", "gcc", "C compiler (must accept -fprofile-arcs)")
+	fs.IntVar(&c.shareScale, "share-scale", 5, "workload size of the callgrind run that measures each workload's dynamic share, the executed instructions in instrumented functions (0: not measured; needs valgrind)")
 	only := fs.String("only", "", "comma-separated workloads to run (default: all)")
 	variants := fs.String("variants", "all", "comma-separated variants to measure besides native: gcov, flow, ctx, ctx+tsc, or all")
 	fs.BoolVar(&c.asJSON, "json", false, "print one JSON object instead of the table")

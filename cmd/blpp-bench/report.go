@@ -46,6 +46,11 @@ type workloadResult struct {
 	Matched      bool             `json:"matched"`      // every run printed the native output (always true in a report: a mismatch is an error)
 	Functions    int              `json:"functions"`    // functions the rewriter saw
 	Instrumented int              `json:"instrumented"` // and instrumented (by the ctx rewrite, else the first blpp one)
+	// DynamicShare is the share of the native binary's executed
+	// instructions (callgrind, PLT stubs aside) that lie in functions
+	// that rewrite instrumented; -1 when not measured (--share-scale 0,
+	// no valgrind).
+	DynamicShare float64 `json:"dynamic_share"`
 	Variants     []*variantResult `json:"variants"`     // as report.Variants
 }
 
@@ -255,7 +260,7 @@ func (r *report) writeTable(w io.Writer) {
 		head = append(head, v.String()+" rss")
 	}
 	if rewritten >= 0 {
-		head = append(head, "rewrite", "instrumented")
+		head = append(head, "rewrite", "instrumented", "executed in them")
 	}
 	rows = [][]string{head}
 	for _, wl := range r.Workloads {
@@ -267,7 +272,11 @@ func (r *report) writeTable(w io.Writer) {
 			row = append(row, fmtRatio(wl.variant(v).RSS))
 		}
 		if rewritten >= 0 {
-			row = append(row, fmt.Sprintf("%.1f ms", wl.variant(rewritten).RewriteMS), fmt.Sprintf("%d/%d fns", wl.Instrumented, wl.Functions))
+			share := "-"
+			if wl.DynamicShare >= 0 {
+				share = fmt.Sprintf("%.3f%%", 100*wl.DynamicShare)
+			}
+			row = append(row, fmt.Sprintf("%.1f ms", wl.variant(rewritten).RewriteMS), fmt.Sprintf("%d/%d fns", wl.Instrumented, wl.Functions), share)
 		}
 		rows = append(rows, row)
 	}
@@ -279,7 +288,7 @@ func (r *report) writeTable(w io.Writer) {
 		geo = append(geo, fmtRatio(r.Geomean[v.String()].RSS))
 	}
 	if rewritten >= 0 {
-		geo = append(geo, "", "")
+		geo = append(geo, "", "", "")
 	}
 	fmt.Fprintln(w)
 	writeRows(w, append(rows, geo))

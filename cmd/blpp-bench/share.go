@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"strconv"
+
+	"blpp/internal/callgrind"
+	"blpp/internal/corpus"
+	blppreport "blpp/report"
+)
+
+// dynamicShare measures, for the workload's first blpp rewrite (context
+// mode when measured), the share of the native binary's executed
+// instructions that lie in instrumented functions (DESIGN decision 14):
+// callgrind runs the native binary at --share-scale, which runs the same
+// code as the timed runs, fewer times. It returns -1 when valgrind is not
+// installed or --share-scale is 0.
+func dynamicShare(c *config, w *workload) (float64, error) {
+	if c.shareScale <= 0 {
+		return -1, nil
+	}
+	if _, err := exec.LookPath("valgrind"); err != nil {
+		return -1, nil
+	}
+	inst := ""
+	for _, v := range []variant{ctx, flow, ctxTSC} {
+		if w.bins[v] != "" {
+			inst = w.bins[v]
+			break
+		}
+	}
+	if inst == "" {
+		return -1, nil
+	}
+	fmt.Fprintf(c.stderr, "%s: dynamic share (callgrind, scale %d)\n", w.name, c.shareScale)
+	cg, err := callgrind.Run(w.bins[native], callgrind.Options{Args: []string{strconv.Itoa(c.shareScale)}})
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", w.name, err)
+	}
+	tab, f, err := blppreport.LoadMeta(inst)
+	if err != nil {
+		return 0, err
+	}
+	f.Close()
+	plt, err := corpus.PLTRanges(w.bins[native])
+	if err != nil {
+		return 0, err
+	}
+	return corpus.DynamicShareOf(tab, cg, plt).Ratio(), nil
+}

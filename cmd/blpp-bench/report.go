@@ -41,17 +41,17 @@ type report struct {
 
 // workloadResult is one workload's measurements.
 type workloadResult struct {
-	Name         string           `json:"name"`         // file name without .c
-	Output       string           `json:"output"`       // what every variant printed
-	Matched      bool             `json:"matched"`      // every run printed the native output (always true in a report: a mismatch is an error)
-	Functions    int              `json:"functions"`    // functions the rewriter saw
-	Instrumented int              `json:"instrumented"` // and instrumented (by the ctx rewrite, else the first blpp one)
+	Name         string `json:"name"`         // file name without .c
+	Output       string `json:"output"`       // what every variant printed
+	Matched      bool   `json:"matched"`      // every run printed the native output (always true in a report: a mismatch is an error)
+	Functions    int    `json:"functions"`    // functions the rewriter saw
+	Instrumented int    `json:"instrumented"` // and instrumented (by the ctx rewrite, else the first blpp one)
 	// DynamicShare is the share of the native binary's executed
 	// instructions (callgrind, PLT stubs aside) that lie in functions
 	// that rewrite instrumented; -1 when not measured (--share-scale 0,
 	// no valgrind).
-	DynamicShare float64 `json:"dynamic_share"`
-	Variants     []*variantResult `json:"variants"`     // as report.Variants
+	DynamicShare float64          `json:"dynamic_share"`
+	Variants     []*variantResult `json:"variants"` // as report.Variants
 }
 
 // variant is the result of variant v, nil when it was not measured.

@@ -411,16 +411,22 @@ func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 				add(p.containing(g.escape), i)
 			}
 		}
-		// A fragment's FDE starts mid-frame; a real function's does not,
-		// and a function whose address is stored in data (a vtable, a
-		// table of callbacks) is no fragment either, even when the only
-		// direct transfer to it is a jump (a landing pad's tail call).
-		// A fragment of a frameless function starts with the initial
-		// rules too, so that alone does not decide. Without these tests,
-		// decoding landing pads joined real functions to their callers.
+		// A fragment's FDE starts mid-frame; a real function's does not.
+		// Nor is a fragment called (a call anywhere in the program, in a
+		// procedure whose graph failed too: busybox calls 0x418ee0 from
+		// seven sites, and a 5-byte function jumps to it), its address
+		// stored in data (a vtable, a table of callbacks) or taken by code
+		// (static glibc's IFUNC resolvers lea the variant they pick:
+		// busybox's 0x445430, which memmove also tail-jumps to, ran 36,041
+		// times in its original bytes while taken for memmove's
+		// fragment), even when the only direct transfer to it is a jump (a
+		// landing pad's tail call). A fragment of a frameless function
+		// starts with the initial rules too, so that alone does not
+		// decide. Without these tests, decoding landing pads joined real
+		// functions to their callers.
 		isFragment := func(j int) bool {
 			f := p.Funcs[j]
-			return f.Source == FromFDE && (f.MidFrame || !taken[f.Addr]) && !called[f.Addr] && len(f.Parts) == 0
+			return f.Source == FromFDE && (f.MidFrame || !taken[f.Addr] && !p.Binary.referenced(f.Addr)) && !called[f.Addr] && !p.Binary.calledDirectly(f.Addr) && len(f.Parts) == 0
 		}
 		drop := map[int]bool{}
 		rebuild := map[int]bool{}

@@ -16,15 +16,29 @@ import (
 type refIndex struct {
 	once sync.Once
 	set  map[uint64]bool
+	// calls are the targets of direct calls the same sweep found.
+	calls map[uint64]bool
 }
 
 // referenced reports whether some instruction of the program refers to
 // addr as data. The sweep may decode data as code; a bogus reference only
 // ends a table earlier.
 func (b *Binary) referenced(addr uint64) bool {
+	return b.sweepRefs().set[addr]
+}
+
+// calledDirectly reports whether a direct call instruction anywhere in
+// the program's code targets addr: such an address starts a procedure,
+// even when a procedure that jumps to it was taken for its parent.
+func (b *Binary) calledDirectly(addr uint64) bool {
+	return b.sweepRefs().calls[addr]
+}
+
+func (b *Binary) sweepRefs() *refIndex {
 	ri := &b.refs
 	ri.once.Do(func() {
 		ri.set = make(map[uint64]bool)
+		ri.calls = make(map[uint64]bool)
 		for _, s := range b.sections {
 			if !s.Exec {
 				continue
@@ -39,6 +53,9 @@ func (b *Binary) referenced(addr uint64) bool {
 				if in.RIPRel && !in.Kind.HasTarget() {
 					ri.set[in.RIPTarget] = true
 				}
+				if in.Kind == x86.Call {
+					ri.calls[in.Target] = true
+				}
 				for _, a := range in.Raw.Args {
 					if m, ok := a.(x86asm.Mem); ok && m.Base == 0 && m.Segment == 0 && m.Disp > 0 {
 						ri.set[uint64(m.Disp)] = true
@@ -48,5 +65,5 @@ func (b *Binary) referenced(addr uint64) bool {
 			}
 		}
 	})
-	return ri.set[addr]
+	return ri
 }

@@ -267,8 +267,14 @@ func hiddenFlow(g *Graph) bool {
 	return true
 }
 
-// needsDiscovery reports code that no procedure covers: a gap after a
-// procedure with a known size that holds more than padding.
+// needsDiscovery reports code that no procedure covers, a gap after a
+// procedure with a known size that holds more than padding, for which
+// there is evidence of a procedure: a branch or call target, an address
+// the code refers to, or a code pointer in data, inside a gap. The
+// evidence comes from the program-wide linear sweep (refs.go), which
+// decoding from the known procedures (discover) only narrows down, so
+// without any the costly discovery would find nothing (libLLVM: a third
+// of its analysis time).
 func (p *Program) needsDiscovery() bool {
 	b := p.Binary
 	var rs []Range
@@ -276,6 +282,7 @@ func (p *Program) needsDiscovery() bool {
 		rs = append(rs, f.Ranges()...)
 	}
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Addr < rs[j].Addr })
+	var gaps []Range
 	for _, s := range b.sections {
 		if !s.Exec || s.data == nil {
 			continue
@@ -289,7 +296,7 @@ func (p *Program) needsDiscovery() bool {
 			}
 			if next > a {
 				if pad := padding(b.Code(a), next-a); a+pad < next {
-					return true
+					gaps = append(gaps, Range{Addr: a + pad, Size: next - a - pad})
 				}
 			}
 			if i >= len(rs) || rs[i].Addr >= s.Addr+s.Size {
@@ -297,6 +304,22 @@ func (p *Program) needsDiscovery() bool {
 			}
 			a = max(a, rs[i].End())
 			i++
+		}
+	}
+	if len(gaps) == 0 {
+		return false
+	}
+	sort.Slice(gaps, func(i, j int) bool { return gaps[i].Addr < gaps[j].Addr })
+	inGap := func(a uint64) bool {
+		i := sort.Search(len(gaps), func(i int) bool { return gaps[i].End() > a })
+		return i < len(gaps) && gaps[i].Addr <= a
+	}
+	ri := b.sweepRefs()
+	for _, set := range []map[uint64]bool{ri.branches, ri.set, b.codePointers()} {
+		for a := range set {
+			if inGap(a) {
+				return true
+			}
 		}
 	}
 	return false

@@ -16,8 +16,9 @@ import (
 type refIndex struct {
 	once sync.Once
 	set  map[uint64]bool
-	// calls are the targets of direct calls the same sweep found.
-	calls map[uint64]bool
+	// calls are the targets of direct calls the same sweep found,
+	// branches those of direct jumps and calls.
+	calls, branches map[uint64]bool
 }
 
 // referenced reports whether some instruction of the program refers to
@@ -39,6 +40,7 @@ func (b *Binary) sweepRefs() *refIndex {
 	ri.once.Do(func() {
 		ri.set = make(map[uint64]bool)
 		ri.calls = make(map[uint64]bool)
+		ri.branches = make(map[uint64]bool)
 		for _, s := range b.sections {
 			if !s.Exec {
 				continue
@@ -55,6 +57,9 @@ func (b *Binary) sweepRefs() *refIndex {
 				}
 				if in.Kind == x86.Call {
 					ri.calls[in.Target] = true
+				}
+				if in.Kind == x86.Call || in.Kind == x86.Jmp || in.Kind == x86.Jcc {
+					ri.branches[in.Target] = true
 				}
 				for _, a := range in.Raw.Args {
 					if m, ok := a.(x86asm.Mem); ok && m.Base == 0 && m.Segment == 0 && m.Disp > 0 {

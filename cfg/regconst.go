@@ -125,6 +125,19 @@ func transfer(in *x86.Inst, st *regState) {
 			continue
 		}
 		v := regVal{}
+		if dst, ok := raw.Args[0].(x86asm.Reg); ok && dst >= x86asm.EAX && dst <= x86asm.R15L && raw.Op == x86asm.MOV {
+			// A 32-bit write zeroes the upper half [Intel SDM Vol.1
+			// 3.4.1.1]: mov $0,%eax is crt's weak-symbol address in a
+			// non-PIE (register_tm_clones' guarded jmp *%rax).
+			switch src := raw.Args[1].(type) {
+			case x86asm.Imm:
+				v = regVal{known: true, c: uint64(uint32(src))}
+			case x86asm.Reg:
+				if sf := regFamily(src); sf >= 0 && st.r[sf].known {
+					v = regVal{known: true, c: uint64(uint32(st.r[sf].c))}
+				}
+			}
+		}
 		if dst, ok := raw.Args[0].(x86asm.Reg); ok && dst >= x86asm.RAX && dst <= x86asm.R15 {
 			switch raw.Op {
 			case x86asm.LEA:

@@ -1,7 +1,6 @@
 package rewriter_test
 
 import (
-	"debug/elf"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -216,26 +215,4 @@ func fnContaining(doc *report.PathDoc, addr uint64) string {
 		}
 	}
 	return name
-}
-
-// symbolNames maps the entry of every function symbol of the ELF file at
-// path ("0x..." as the summary and the report write it) to its name.
-func symbolNames(t *testing.T, path string) map[string]string {
-	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
-			out[fmt.Sprintf("%#x", s.Value)] = s.Name
-		}
-	}
-	return out
 }

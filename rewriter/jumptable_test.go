@@ -1,7 +1,6 @@
 package rewriter_test
 
 import (
-	"debug/elf"
 	"testing"
 
 	"blpp/internal/fixture"
@@ -51,7 +50,7 @@ func TestDispatchTables(t *testing.T) {
 			for _, fx := range dispatchFixtures {
 				twin := c
 				twin.Strip = false
-				entries := funcEntries(t, fixture.Build(t, fx.src, twin), fx.funcs)
+				entries := funcAddrs(t, fixture.Build(t, fx.src, twin), fx.funcs...)
 				checkExact(t, fx.src, c)
 				_, inst := rewriteTo(t, fx.src, c, t.TempDir())
 				tab, f, err := report.LoadMeta(inst)
@@ -77,31 +76,4 @@ func TestDispatchTables(t *testing.T) {
 			}
 		})
 	}
-}
-
-// funcEntries reads the addresses of the named functions from the symbol
-// table of an unstripped build.
-func funcEntries(t *testing.T, path string, names []string) map[string]uint64 {
-	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]uint64{}
-	for _, n := range names {
-		for _, s := range syms {
-			if s.Name == n && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
-				out[n] = s.Value
-			}
-		}
-		if _, ok := out[n]; !ok {
-			t.Fatalf("%s: no symbol %s", path, n)
-		}
-	}
-	return out
 }

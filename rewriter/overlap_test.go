@@ -142,7 +142,7 @@ func TestEntryJump(t *testing.T) {
 			orig := fixture.Build(t, "entryjump.c", c)
 			want := runProc(t, orig, args)
 			cg := callgrindOf(t, "entryjump.c "+c.String(), orig, args, want)
-			syms := symbolAddrs(t, orig, "copy_fwd", "copy_end")
+			syms := funcAddrs(t, orig, "copy_fwd", "copy_end")
 			for _, m := range procModes {
 				what := "entryjump.c " + c.String() + " " + m.name
 				inst := filepath.Join(dir, "entryjump-"+m.name+".blpp")
@@ -166,28 +166,4 @@ func TestEntryJump(t *testing.T) {
 			}
 		})
 	}
-}
-
-// symbolAddrs returns the addresses of the named symbols of exe.
-func symbolAddrs(t *testing.T, exe string, names ...string) map[string]uint64 {
-	t.Helper()
-	f, err := elf.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]uint64{}
-	for _, s := range syms {
-		if contains(names, s.Name) {
-			out[s.Name] = s.Value
-		}
-	}
-	if len(out) != len(names) {
-		t.Fatalf("%s: symbols %v, found %v", exe, names, out)
-	}
-	return out
 }

@@ -52,7 +52,7 @@ type entry struct {
 	// executed instructions of the executable, PLT stubs aside, that
 	// lie in instrumented functions (issue 23's target: 0.995).
 	MinShare float64 `json:"min_share"`
-	Known  *known `json:"known_failure"`
+	Known    *known  `json:"known_failure"`
 	// Env is added to the environment of every run (native, rewritten,
 	// callgrind).
 	Env map[string]string `json:"env"`

@@ -23,6 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"blpp/internal/varint"
 )
 
 // Magic starts the section; Version is the encoding's version.
@@ -205,60 +207,6 @@ func Encode(m *Map) []byte {
 	return b
 }
 
-// reader is a sticky-error cursor: the first failure is kept and every
-// later read returns zero.
-type reader struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (r *reader) fail(msg string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s at offset %d", ErrCorrupt, msg, r.off)
-	}
-}
-
-func (r *reader) uv() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
-		r.fail("bad varint")
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-func (r *reader) sv() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b[r.off:])
-	if n <= 0 {
-		r.fail("bad varint")
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-// count reads a list length and refuses one that cannot fit in the rest
-// of the input (each element takes at least min bytes).
-func (r *reader) count(min int) int {
-	n := r.uv()
-	if r.err != nil {
-		return 0
-	}
-	if n > uint64(len(r.b)-r.off)/uint64(min) {
-		r.fail("count larger than the data")
-		return 0
-	}
-	return int(n)
-}
-
 // Decode parses and validates an address map: instructions strictly
 // increasing within a function, every instruction with at least one copy,
 // copies of one instruction strictly increasing, no trailing bytes.
@@ -269,45 +217,45 @@ func Decode(data []byte) (*Map, error) {
 	if v := binary.LittleEndian.Uint32(data[len(Magic):]); v != Version {
 		return nil, fmt.Errorf("%w: %d", ErrVersion, v)
 	}
-	r := &reader{b: data, off: len(Magic) + 4}
+	r := &varint.Reader{B: data, Off: len(Magic) + 4, Corrupt: ErrCorrupt}
 	m := &Map{}
-	nf := r.count(2)
+	nf := r.Count(2)
 	m.Funcs = make([]Func, 0, nf)
 	var prevCopy uint64
-	for i := 0; i < nf && r.err == nil; i++ {
-		f := Func{Entry: r.uv()}
-		ni := r.count(3)
+	for i := 0; i < nf && r.Err == nil; i++ {
+		f := Func{Entry: r.Uvarint()}
+		ni := r.Count(3)
 		f.Insts = make([]Inst, 0, ni)
 		prev := f.Entry
-		for j := 0; j < ni && r.err == nil; j++ {
-			d := r.sv()
+		for j := 0; j < ni && r.Err == nil; j++ {
+			d := r.Varint()
 			if j > 0 && d <= 0 {
-				r.fail("instructions out of order")
+				r.Fail("instructions out of order")
 			}
 			in := Inst{Addr: prev + uint64(d)}
 			if j > 0 && in.Addr < prev {
-				r.fail("instruction address wraps")
+				r.Fail("instruction address wraps")
 			}
 			prev = in.Addr
-			nc := r.count(1)
-			if nc == 0 && r.err == nil {
-				r.fail("instruction without a copy")
+			nc := r.Count(1)
+			if nc == 0 && r.Err == nil {
+				r.Fail("instruction without a copy")
 			}
 			in.Copies = make([]uint64, 0, nc)
-			for k := 0; k < nc && r.err == nil; k++ {
-				c := prevCopy + uint64(r.sv())
+			for k := 0; k < nc && r.Err == nil; k++ {
+				c := prevCopy + uint64(r.Varint())
 				if k > 0 && c <= in.Copies[k-1] {
-					r.fail("copies out of order")
+					r.Fail("copies out of order")
 				}
 				prevCopy = c
 				in.Copies = append(in.Copies, c)
 			}
-			if nj := r.count(1); nj > 0 {
+			if nj := r.Count(1); nj > 0 {
 				in.Joins = make([]uint64, 0, nj)
-				for k := 0; k < nj && r.err == nil; k++ {
-					c := prevCopy + uint64(r.sv())
+				for k := 0; k < nj && r.Err == nil; k++ {
+					c := prevCopy + uint64(r.Varint())
 					if k > 0 && c <= in.Joins[k-1] {
-						r.fail("joins out of order")
+						r.Fail("joins out of order")
 					}
 					prevCopy = c
 					in.Joins = append(in.Joins, c)
@@ -317,11 +265,11 @@ func Decode(data []byte) (*Map, error) {
 		}
 		m.Funcs = append(m.Funcs, f)
 	}
-	if r.err == nil && r.off != len(data) {
-		r.fail("trailing bytes")
+	if r.Err == nil && r.Off != len(data) {
+		r.Fail("trailing bytes")
 	}
-	if r.err != nil {
-		return nil, r.err
+	if r.Err != nil {
+		return nil, r.Err
 	}
 	return m, nil
 }

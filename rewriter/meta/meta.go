@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 
+	"blpp/internal/varint"
 	"blpp/pathnum"
 )
 
@@ -191,87 +192,6 @@ func appendBytes(b, s []byte) []byte {
 	return append(b, s...)
 }
 
-// reader is a sticky-error cursor: the first failure is kept and every
-// later read returns zero values.
-type reader struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (r *reader) fail(msg string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s at offset %d", ErrCorrupt, msg, r.off)
-	}
-}
-
-func (r *reader) uv() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
-		r.fail("bad varint")
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-func (r *reader) sv() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b[r.off:])
-	if n <= 0 {
-		r.fail("bad varint")
-		return 0
-	}
-	r.off += n
-	return v
-}
-
-func (r *reader) byte1() byte {
-	if r.err != nil {
-		return 0
-	}
-	if r.off >= len(r.b) {
-		r.fail("truncated")
-		return 0
-	}
-	c := r.b[r.off]
-	r.off++
-	return c
-}
-
-func (r *reader) bytes() []byte {
-	n := r.uv()
-	if r.err != nil {
-		return nil
-	}
-	if n > uint64(len(r.b)-r.off) {
-		r.fail("length past the end")
-		return nil
-	}
-	s := r.b[r.off : r.off+int(n)]
-	r.off += int(n)
-	return s
-}
-
-// count reads a list length and refuses one that cannot fit in the rest
-// of the input (each element takes at least min bytes).
-func (r *reader) count(min int) int {
-	n := r.uv()
-	if r.err != nil {
-		return 0
-	}
-	if n > uint64(len(r.b)-r.off)/uint64(min) {
-		r.fail("count larger than the data")
-		return 0
-	}
-	return int(n)
-}
-
 // Decode parses and validates a metadata section.
 func Decode(data []byte) (*Table, error) {
 	if len(data) < len(Magic)+4 || string(data[:len(Magic)]) != Magic {
@@ -281,61 +201,61 @@ func Decode(data []byte) (*Table, error) {
 	if v < MinVersion || v > Version {
 		return nil, fmt.Errorf("%w: %d", ErrVersion, v)
 	}
-	r := &reader{b: data, off: len(Magic) + 4}
-	t := &Table{OrigBuildID: append([]byte(nil), r.bytes()...)}
-	t.MaxPaths = r.uv()
-	t.InstrID = append([]byte(nil), r.bytes()...)
-	nf := r.count(4)
+	r := &varint.Reader{B: data, Off: len(Magic) + 4, Corrupt: ErrCorrupt}
+	t := &Table{OrigBuildID: append([]byte(nil), r.Bytes()...)}
+	t.MaxPaths = r.Uvarint()
+	t.InstrID = append([]byte(nil), r.Bytes()...)
+	nf := r.Count(4)
 	t.Funcs = make([]Func, 0, nf)
-	for i := 0; i < nf && r.err == nil; i++ {
-		f := Func{Name: string(r.bytes()), Entry: r.uv(), Size: r.uv()}
-		switch k := r.byte1(); {
+	for i := 0; i < nf && r.Err == nil; i++ {
+		f := Func{Name: string(r.Bytes()), Entry: r.Uvarint(), Size: r.Uvarint()}
+		switch k := r.Byte(); {
 		case k == 0 || k == 2 && v >= 2:
 			f.EntriesCounted = k == 2
-			f.Reason = string(r.bytes())
+			f.Reason = string(r.Bytes())
 			t.Funcs = append(t.Funcs, f)
 			continue
 		case k == 1:
 			f.Instrumented = true
 		default:
-			r.fail("bad instrumented flag")
+			r.Fail("bad instrumented flag")
 		}
-		nb := r.count(4)
-		if nb == 0 && r.err == nil {
-			r.fail("instrumented function without blocks")
+		nb := r.Count(4)
+		if nb == 0 && r.Err == nil {
+			r.Fail("instrumented function without blocks")
 		}
 		f.Blocks = make([]Block, nb)
 		for j := range f.Blocks {
-			addr := r.uv()
-			size := r.uv()
+			addr := r.Uvarint()
+			size := r.Uvarint()
 			if addr+size < addr {
-				r.fail("block range wraps")
+				r.Fail("block range wraps")
 			}
-			f.Blocks[j] = Block{Addr: addr, End: addr + size, Insts: uint32(r.uv()), LoopDepth: uint32(r.uv())}
+			f.Blocks[j] = Block{Addr: addr, End: addr + size, Insts: uint32(r.Uvarint()), LoopDepth: uint32(r.Uvarint())}
 		}
-		ne := r.count(3)
+		ne := r.Count(3)
 		f.Edges = make([]Edge, ne)
 		for j := range f.Edges {
-			from, to := r.uv(), r.sv()
+			from, to := r.Uvarint(), r.Varint()
 			if from >= uint64(nb) || to < -1 || to >= int64(nb) {
-				r.fail("edge endpoint out of range")
+				r.Fail("edge endpoint out of range")
 			}
-			k := r.byte1()
+			k := r.Byte()
 			f.Edges[j] = Edge{From: int32(from), To: int32(to), Kind: EdgeKind(k &^ breakBit), Break: k&breakBit != 0}
 		}
-		f.NumPaths = r.uv()
-		nc := r.count(1)
+		f.NumPaths = r.Uvarint()
+		nc := r.Count(1)
 		f.CallSites = make([]uint64, nc)
 		for j := range f.CallSites {
-			f.CallSites[j] = r.uv()
+			f.CallSites[j] = r.Uvarint()
 		}
 		t.Funcs = append(t.Funcs, f)
 	}
-	if r.err == nil && r.off != len(data) {
-		r.fail("trailing bytes")
+	if r.Err == nil && r.Off != len(data) {
+		r.Fail("trailing bytes")
 	}
-	if r.err != nil {
-		return nil, r.err
+	if r.Err != nil {
+		return nil, r.Err
 	}
 	return t, nil
 }

@@ -1,0 +1,56 @@
+package rewriter_test
+
+import (
+	"debug/elf"
+	"fmt"
+	"testing"
+)
+
+// funcSymbols maps the name of every function symbol of the ELF file at
+// path (an unstripped build) to its address.
+func funcSymbols(t *testing.T, path string) map[string]uint64 {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint64{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+			out[s.Name] = s.Value
+		}
+	}
+	return out
+}
+
+// funcAddrs returns the addresses of the named functions of the build at
+// path, failing t when one has no symbol.
+func funcAddrs(t *testing.T, path string, names ...string) map[string]uint64 {
+	t.Helper()
+	all := funcSymbols(t, path)
+	out := map[string]uint64{}
+	for _, n := range names {
+		a, ok := all[n]
+		if !ok {
+			t.Fatalf("%s: no function symbol %s", path, n)
+		}
+		out[n] = a
+	}
+	return out
+}
+
+// symbolNames maps the entry of every function symbol of the build at
+// path ("0x..." as the summary and the report write it) to its name.
+func symbolNames(t *testing.T, path string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for n, a := range funcSymbols(t, path) {
+		out[fmt.Sprintf("%#x", a)] = n
+	}
+	return out
+}

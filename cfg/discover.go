@@ -589,6 +589,30 @@ func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*fu
 			bad[a] = true
 		}
 	}
+	// Nor does an entry lie inside the alignment padding after the last
+	// instruction of a procedure's flow (zstd: a RELATIVE pointer to
+	// 0x7fff, the last byte of the nopl that pads register_tm_clones up
+	// to __do_global_dtors_aux at 0x8000, made a procedure whose entry
+	// jump overwrote 0x8000's first bytes).
+	var ends []uint64
+	for _, f := range p.Funcs {
+		for _, in := range scans[f].insts {
+			ends = append(ends, in.end())
+		}
+	}
+	sort.Slice(ends, func(i, j int) bool { return ends[i] < ends[j] })
+	for a, ev := range evOf {
+		if ev&evCall != 0 {
+			continue
+		}
+		k := sort.Search(len(ends), func(i int) bool { return ends[i] > a }) - 1
+		if k < 0 || a-ends[k] >= 64 {
+			continue
+		}
+		if end := ends[k]; end+padding(p.Binary.Code(end), a-end+16) > a {
+			bad[a] = true
+		}
+	}
 	for _, f := range p.Funcs {
 		s := scans[f]
 		for _, t := range s.falls {

@@ -208,6 +208,24 @@ func (b *Binary) Functions() []*Function {
 		c.f.Source |= FromEntry
 		setName(c, "_start", 50)
 	}
+	// .init and .fini hold one function each, _init and _fini (crti.o
+	// starts them, crtn.o ends them), which DT_INIT, DT_FINI or the C
+	// library's start-up calls, and which a stripped binary names in no
+	// symbol or FDE. Unknown, their bytes would be free for discovery to
+	// misread (wc: a procedure guessed at 0x2007, inside _init's second
+	// instruction, got an entry jump written over it).
+	for _, name := range []string{".init", ".fini"} {
+		s := b.File.Section(name)
+		if s == nil || s.Flags&elf.SHF_EXECINSTR == 0 || s.Size == 0 || !b.IsCode(s.Addr) {
+			continue
+		}
+		c := get(s.Addr)
+		c.f.Source |= FromEntry
+		setName(c, "_"+name[1:], 40)
+		if !c.hasSize {
+			c.f.Size, c.hasSize = s.Size, true
+		}
+	}
 
 	addrs := make([]uint64, 0, len(byAddr))
 	for a := range byAddr {

@@ -52,8 +52,9 @@ type SameRun struct {
 	// Prefix counts the executions of original instructions before a
 	// moved entry jump (decision 67): they run in place, in no block.
 	Prefix uint64
-	// Execs counts the profiles of processes that ended in an exec,
-	// left out: callgrind writes nothing for them.
+	// Execs counts the profiles of processes that ended in an exec
+	// (compared up to the exec, where the leave hook wrote them and
+	// callgrind dumped).
 	Execs int
 }
 
@@ -89,8 +90,10 @@ func CheckSameRun(inst string, profiles []string, cg *callgrind.Profile) (SameRu
 			return s, err
 		}
 		if p.Flags&cct.FlagExec != 0 {
+			// The snapshot the leave hook wrote before an exec: callgrind
+			// dumped that process's counts right there too (SplitAfter
+			// includes blpp_rt_leave), so it is compared like the rest.
 			s.Execs++
-			continue
 		}
 		ps = append(ps, p)
 	}

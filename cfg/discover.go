@@ -729,13 +729,7 @@ func (b *Binary) boundGuesses(funcs []*Function) {
 		}
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
-	nextStart := func(a uint64) uint64 {
-		i := sort.Search(len(starts), func(i int) bool { return starts[i] > a })
-		if i < len(starts) {
-			return starts[i]
-		}
-		return ^uint64(0)
-	}
+	nextStart := func(a uint64) uint64 { return nextAfter(starts, a) }
 	for _, f := range funcs {
 		if f.sized || f.PLT {
 			continue

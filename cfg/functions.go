@@ -239,13 +239,7 @@ func (b *Binary) Functions() []*Function {
 		starts = append(starts, s.Addr)
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
-	nextStart := func(a uint64) uint64 {
-		i := sort.Search(len(starts), func(i int) bool { return starts[i] > a })
-		if i < len(starts) {
-			return starts[i]
-		}
-		return ^uint64(0)
-	}
+	nextStart := func(a uint64) uint64 { return nextAfter(starts, a) }
 	funcs := make([]*Function, 0, len(addrs))
 	byName := make(map[string][]*Function)
 	for _, a := range addrs {
@@ -347,6 +341,16 @@ func coldParent(b *Binary, cands []*Function, frag Range) *Function {
 		}
 	}
 	return nil
+}
+
+// nextAfter returns the first of the sorted addresses above a, or the
+// largest address when none is.
+func nextAfter(sorted []uint64, a uint64) uint64 {
+	i := sort.Search(len(sorted), func(i int) bool { return sorted[i] > a })
+	if i < len(sorted) {
+		return sorted[i]
+	}
+	return ^uint64(0)
 }
 
 // padding counts the leading bytes of code[:n] that are alignment filler:

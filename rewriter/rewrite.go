@@ -186,9 +186,11 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 			switch {
 			case err != nil:
 				skip("jump into its first 5 bytes", "other code branches into the bytes the entry jump overwrites, and the jump cannot move: "+err.Error())
-			case b.Kind == cfg.KindPIE && pieTableBlocker(b, mf.Graph) != "":
-				skip("absolute jump table in PIE", pieTableBlocker(b, mf.Graph))
 			default:
+				if why := pieTableBlocker(b, mf.Graph); why != "" {
+					skip("absolute jump table in PIE", why)
+					break
+				}
 				moved[mf] = at
 				chosen = append(chosen, mf)
 			}
@@ -196,9 +198,11 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 			// _fini runs after the last .fini_array entry, which is where
 			// the profile is written.
 			skip("runs after the profile is written", ".fini section (_fini)")
-		case b.Kind == cfg.KindPIE && pieTableBlocker(b, f.Graph) != "":
-			skip("absolute jump table in PIE", pieTableBlocker(b, f.Graph))
 		default:
+			if why := pieTableBlocker(b, f.Graph); why != "" {
+				skip("absolute jump table in PIE", why)
+				break
+			}
 			chosen = append(chosen, f)
 		}
 	}

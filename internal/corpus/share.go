@@ -63,15 +63,6 @@ func (s Share) StaticRatio() float64 {
 	return float64(s.Instrumented) / float64(s.Functions)
 }
 
-// DynamicShare measures tab's instrumentation (the metadata of a rewrite of
-// the binary callgrind ran, cg) against what that run executed. An
-// instruction counts when it lies in a block of an instrumented function;
-// the rest is charged to the uninstrumented function whose range holds
-// it, or to "(outside functions)".
-func DynamicShare(tab *meta.Table, cg *callgrind.Profile) Share {
-	return DynamicShareOf(tab, cg, nil)
-}
-
 // PLTName is the LeftOut entry of the PLT stubs.
 const PLTName = "(PLT stubs)"
 

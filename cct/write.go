@@ -3,9 +3,9 @@ package cct
 import (
 	"encoding/binary"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
+
+	"blpp/internal/outfile"
 )
 
 // MarshalBinary encodes p in the file format, after checking it with
@@ -68,32 +68,14 @@ func (p *Profile) Write(w io.Writer) error {
 
 // WriteFile writes p to the file name through a temporary file in the same
 // directory that is renamed into place, so that no reader ever sees a
-// partial profile [DESIGN 11].
-func (p *Profile) WriteFile(name string) (err error) {
+// partial profile [DESIGN 11] (internal/outfile; a device or FIFO is
+// written in place).
+func (p *Profile) WriteFile(name string) error {
 	data, err := p.MarshalBinary()
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(name), filepath.Base(name)+".tmp.*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), name)
+	return outfile.Write(name, data, 0o644)
 }
 
 func appendBytes(e, b []byte) []byte {

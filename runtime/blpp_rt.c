@@ -63,6 +63,7 @@ enum {
 	SYS_write = 1,
 	SYS_open = 2,
 	SYS_close = 3,
+	SYS_stat = 4,
 	SYS_mmap = 9,
 	SYS_mprotect = 10,
 	SYS_munmap = 11,
@@ -2455,6 +2456,20 @@ static u64 fnv1a(const u8 *p, u64 n)
  * BLPP_FLAG_DUMP_SIGNAL; wait says whether to wait (a while) for another
  * thread's write to finish rather than give up.
  */
+/*
+ * special_file: path exists and is not a regular file (a device such as
+ * /dev/null, a FIFO). A profile is written into it in place: renaming the
+ * temporary file over it would replace the device (BLPP_PROFILE=/dev/null
+ * run as root). st_mode is at byte 24 of the x86-64 struct stat.
+ */
+static int special_file(const char *path)
+{
+	u64 st[18];
+	if (failed(sc2(SYS_stat, path, st)))
+		return 0;
+	return ((u32)st[3] & 0170000) != 0100000;
+}
+
 static void write_profile(u32 why, int wait)
 {
 	struct obuf out = {0}, sec = {0}, recs = {0}, parts = {0}, paths = {0}, scratch = {0}, folded = {0}, pref = {0};
@@ -2464,6 +2479,7 @@ static void write_profile(u32 why, int wait)
 		long s, ns;
 	} now = {0, 0};
 	long fd, r = 0;
+	int direct = 0;
 	if (!rt.ready)
 		return;
 	fork_check();
@@ -2531,7 +2547,9 @@ static void write_profile(u32 why, int wait)
 		say("out of memory writing the profile", "", "", 0);
 	} else if (!profile_names(pid)) {
 		say("profile name too long: ", rt.tmpl, "", 0);
-	} else if (failed(fd = sc3(SYS_open, rt.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644))) {
+	} else if ((direct = special_file(rt.name)) && failed(fd = sc3(SYS_open, rt.name, O_WRONLY | O_CLOEXEC, 0))) {
+		say("cannot open ", rt.name, "", fd);
+	} else if (!direct && failed(fd = sc3(SYS_open, rt.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644))) {
 		say("cannot create ", rt.tmp, "", fd);
 	} else {
 		for (u64 off = 0; off < out.len;) {
@@ -2549,11 +2567,12 @@ static void write_profile(u32 why, int wait)
 			r = sc1(SYS_close, fd);
 		else
 			sc1(SYS_close, fd);
-		if (!failed(r))
+		if (!failed(r) && !direct)
 			r = sc2(SYS_rename, rt.tmp, rt.name);
 		if (failed(r)) {
 			say("cannot write profile ", rt.name, "", r);
-			sc1(SYS_unlink, rt.tmp);
+			if (!direct)
+				sc1(SYS_unlink, rt.tmp);
 		} else if (why == BLPP_FLAG_DUMP_SIGNAL) {
 			rt.dumps++;
 		}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
+	"blpp/internal/outfile"
 	"blpp/report"
 )
 
@@ -123,32 +123,11 @@ func runExport(c *ctx, args []string) error {
 }
 
 // writeOutput writes data to path (through a temporary file renamed into
-// place) or, when path is empty, to standard output.
+// place, internal/outfile) or, when path is empty, to standard output.
 func writeOutput(c *ctx, path string, data []byte) error {
 	if path == "" {
 		_, err := c.stdout.Write(data)
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	return outfile.Write(path, data, 0o644)
 }

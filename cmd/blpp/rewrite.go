@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"blpp/counters"
+	"blpp/internal/outfile"
 	"blpp/rewriter"
 	"blpp/runtime"
 
@@ -141,24 +141,8 @@ func rewriteFile(in, out string, opts rewriter.Options) (*rewriter.Summary, erro
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", in, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".blpp-rewrite-*")
-	if err != nil {
+	if err := outfile.Write(out, res, fi.Mode().Perm()); err != nil {
 		return nil, fmt.Errorf("cannot write %s: %w", out, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(res); err != nil {
-		tmp.Close()
-		return nil, fmt.Errorf("writing %s: %w", out, err)
-	}
-	if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", out, err)
 	}
 	return sum, nil
 }

@@ -118,7 +118,7 @@ func TestRewriteRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 			return []string{"rewrite", bin, "-o", out}
-		}, []string{"writing", "out"}},
+		}, []string{"cannot write", "is a directory"}},
 		{"-o missing", func(string) []string { return []string{"rewrite", bin} }, []string{"-o OUT is required"}},
 		{"-o without value", func(string) []string { return []string{"rewrite", bin, "-o"} }, []string{"-o"}},
 		{"no input", func(out string) []string { return []string{"rewrite", "-o", out} }, []string{"IN"}},

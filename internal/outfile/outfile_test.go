@@ -1,0 +1,86 @@
+package outfile
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func TestWriteRegular(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out")
+	if err := os.WriteFile(p, []byte("old contents, longer"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(p, []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(p)
+	if err != nil || string(got) != "new" {
+		t.Fatalf("read %q, %v; want \"new\"", got, err)
+	}
+	fi, _ := os.Stat(p)
+	if fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", fi.Mode().Perm())
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("%d files left in the directory, want 1 (no temporary file)", len(ents))
+	}
+}
+
+// TestWriteFIFO: a FIFO is written through, and stays a FIFO.
+func TestWriteFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	data := bytes.Repeat([]byte("profile "), 20000) // more than a pipe holds
+	got := make(chan []byte)
+	go func() {
+		f, err := os.Open(p)
+		if err != nil {
+			got <- nil
+			return
+		}
+		b, _ := io.ReadAll(f)
+		f.Close()
+		got <- b
+	}()
+	if err := Write(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Checked before waiting: a FIFO renamed over never sees a writer,
+	// and its reader would wait for ever.
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("%s is no longer a FIFO: %v, %v", p, fi.Mode(), err)
+	}
+	if b := <-got; !bytes.Equal(b, data) {
+		t.Errorf("the reader got %d bytes, want %d", len(b), len(data))
+	}
+}
+
+// TestWriteDevNull: /dev/null stays a character device.
+func TestWriteDevNull(t *testing.T) {
+	if err := Write(os.DevNull, []byte("discarded"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(os.DevNull)
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("%s is no longer a character device: %v, %v", os.DevNull, fi.Mode(), err)
+	}
+}
+
+func TestWriteDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := Write(dir, []byte("x"), 0o644); err == nil {
+		t.Fatal("writing over a directory succeeded")
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("%s is no longer a directory", dir)
+	}
+}

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/small.prof and testdata/blpp_format.h")
+var update = flag.Bool("update", false, "rewrite testdata/small.prof")
 
 // TestRoundTrip: Parse inverts Write on random valid profiles, and Write
 // is canonical (writing the parsed profile gives the same bytes).

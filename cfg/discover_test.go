@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"blpp/cfg"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // nofdeConfigs build nofde.c the way Debian builds busybox: static,

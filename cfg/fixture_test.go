@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"blpp/cfg"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // symbolAddrs maps function names to entries using the unstripped build's

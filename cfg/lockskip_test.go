@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"blpp/cfg"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // TestLockSkipGraph checks the graph of testdata/lockskip.c's

@@ -16,8 +16,8 @@ import (
 	"text/tabwriter"
 
 	"blpp/cct"
+	"blpp/meta"
 	"blpp/pathnum"
-	"blpp/rewriter/meta"
 )
 
 // MetricInsns is the derived metric: instructions executed, from block

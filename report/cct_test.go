@@ -24,7 +24,7 @@ import (
 	"testing"
 
 	"blpp/cct"
-	"blpp/rewriter/meta"
+	"blpp/meta"
 )
 
 // The -update flag may be declared by another test file of the package;

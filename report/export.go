@@ -12,8 +12,8 @@ import (
 	"sort"
 
 	"blpp/cct"
+	"blpp/meta"
 	"blpp/pathnum"
-	"blpp/rewriter/meta"
 )
 
 // ExportModel is one (merged) profile laid over the instrumented binary's

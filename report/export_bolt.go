@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"blpp/cfg/x86"
-	"blpp/rewriter/meta"
+	"blpp/meta"
 )
 
 // Edge kinds of meta.Edge (the numbering of cfg.EdgeKind).

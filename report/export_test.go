@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"blpp/cct"
-	"blpp/rewriter/meta"
+	"blpp/meta"
 )
 
 func init() {

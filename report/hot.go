@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"blpp/cct"
-	"blpp/rewriter/meta"
+	"blpp/meta"
 )
 
 // DefaultHotShare is the share of the metric the hot paths cover.

@@ -24,7 +24,7 @@ import (
 	"text/tabwriter"
 
 	"blpp/cct"
-	"blpp/rewriter/meta"
+	"blpp/meta"
 )
 
 // A Loop is a natural loop of a function of the metadata.

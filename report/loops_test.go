@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"blpp/cct"
-	"blpp/rewriter/meta"
+	"blpp/meta"
 )
 
 const (

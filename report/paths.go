@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 
 	"blpp/cct"
+	"blpp/meta"
 	"blpp/pathnum"
-	"blpp/rewriter/meta"
 )
 
 // PathBlockCount is a block and how often it executed.

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"blpp/analysis"
 	"blpp/cfg"
-	"blpp/internal/analysis"
 	"blpp/pathnum"
 )
 

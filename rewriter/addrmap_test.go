@@ -11,10 +11,10 @@ import (
 
 	"blpp/cfg"
 	"blpp/cfg/x86"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
+	"blpp/meta"
 	"blpp/rewriter"
 	"blpp/rewriter/addrmap"
-	"blpp/rewriter/meta"
 
 	"golang.org/x/arch/x86/x86asm"
 )

@@ -73,12 +73,12 @@ import (
 	"testing"
 
 	"blpp/cct"
-	"blpp/internal/callgrind"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/callgrind"
+	"blpp/internal/testsupport/fixture"
+	"blpp/meta"
 	"blpp/pathnum"
 	"blpp/report"
 	"blpp/rewriter"
-	"blpp/rewriter/meta"
 )
 
 // cctConfigs: gcc and clang, unoptimised and -O2, PIE and not.

@@ -7,9 +7,9 @@ import (
 	"sort"
 	"unsafe"
 
+	"blpp/analysis"
 	"blpp/cfg"
 	"blpp/cfg/x86"
-	"blpp/internal/analysis"
 	"blpp/pathnum"
 	"blpp/rewriter/enc"
 	"blpp/runtime"

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"blpp/cct"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 	"blpp/report"
 	"blpp/rewriter"
 )

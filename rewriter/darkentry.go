@@ -24,9 +24,9 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"blpp/analysis"
 	"blpp/cfg"
 	"blpp/cfg/x86"
-	"blpp/internal/analysis"
 	"blpp/rewriter/elfw"
 	"blpp/rewriter/enc"
 	"blpp/runtime"

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"blpp/internal/callgrind"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/callgrind"
+	"blpp/internal/testsupport/fixture"
 	"blpp/report"
 )
 

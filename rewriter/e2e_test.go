@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"blpp/cct"
-	"blpp/internal/callgrind"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/callgrind"
+	"blpp/internal/testsupport/fixture"
 	"blpp/report"
 )
 

@@ -3,9 +3,9 @@ package rewriter
 import (
 	"fmt"
 
+	"blpp/analysis"
 	"blpp/cfg"
 	"blpp/cfg/x86"
-	"blpp/internal/analysis"
 	"blpp/pathnum"
 	"blpp/rewriter/enc"
 

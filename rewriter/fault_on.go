@@ -6,7 +6,7 @@ import "os"
 
 // faultInjection is true in a blpp built with the blppfault tag: the code
 // generator then plants the fault BLPP_FAULT names, so that tests can
-// show the exactness oracles catch it (internal/corpus, TestFaults).
+// show the exactness oracles catch it (internal/testsupport/corpus, TestFaults).
 // Never in a normal build.
 const faultInjection = true
 

@@ -3,7 +3,7 @@ package rewriter_test
 import (
 	"testing"
 
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 	"blpp/report"
 )
 

@@ -24,9 +24,9 @@ import (
 	"testing"
 
 	"blpp/cct"
-	"blpp/internal/callgrind"
-	"blpp/internal/corpus"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/callgrind"
+	"blpp/internal/testsupport/corpus"
+	"blpp/internal/testsupport/fixture"
 	"blpp/rewriter"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"blpp/cct"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // TestLeave runs testdata/leave.c every way it leaves, in each process

@@ -9,7 +9,7 @@ import (
 
 	"blpp/cct"
 	"blpp/counters"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 	"blpp/report"
 	"blpp/rewriter"
 	"blpp/runtime"

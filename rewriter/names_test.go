@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // Frames of relocated code have no DWARF; what names them is the symbols

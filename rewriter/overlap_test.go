@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"blpp/cct"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // overlapConfigs build the overlap fixtures: PIE and not, both

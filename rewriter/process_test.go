@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"blpp/cct"
-	"blpp/internal/callgrind"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/callgrind"
+	"blpp/internal/testsupport/fixture"
 	"blpp/report"
 	"blpp/rewriter"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"blpp/cct"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // TestProfileIntoFIFO: a profile whose name is not a regular file (a

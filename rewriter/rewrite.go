@@ -8,13 +8,13 @@ import (
 	"regexp"
 	"sort"
 
+	"blpp/analysis"
 	"blpp/cfg"
 	"blpp/cfg/x86"
-	"blpp/internal/analysis"
+	"blpp/meta"
 	"blpp/rewriter/addrmap"
 	"blpp/rewriter/elfw"
 	"blpp/rewriter/enc"
-	"blpp/rewriter/meta"
 	"blpp/runtime"
 
 	"golang.org/x/arch/x86/x86asm"

@@ -15,7 +15,7 @@ import (
 // taken for the program's. Debuggers and profilers then name runtime
 // frames, and callgrind can dump its counters when blpp_fini returns,
 // which is when the profile has been written: the same-run exactness
-// oracle (internal/corpus) tells the program's work before the write from
+// oracle (internal/testsupport/corpus) tells the program's work before the write from
 // what runs after it (static libc's exit path). The symbols come from the
 // embedded runtime object's own symbol table; a runtime without one gives
 // none.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 	"blpp/report"
 	"blpp/rewriter"
 )

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"blpp/cct"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 	"blpp/runtime"
 	"blpp/runtime/internal/build"
 )

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 	"blpp/runtime"
 	"blpp/runtime/internal/build"
 )

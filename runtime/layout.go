@@ -86,7 +86,7 @@ const (
 	// CallCacheOffset, which context-mode inline entries read.
 	ConfigFlagCallCache = 1 << 2
 	// ConfigFlagFaultSharedThreads plants a fault, and only a rewriter
-	// built with the blppfault tag sets it (internal/corpus
+	// built with the blppfault tag sets it (internal/testsupport/corpus
 	// TestFaultThreads): every thread takes the block it inherited for
 	// its own, so threads share their creator's counters and updates are
 	// lost between them.

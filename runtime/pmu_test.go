@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"blpp/counters"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 	"blpp/runtime/internal/build"
 )
 

@@ -12,7 +12,7 @@
  *
  * Per function, "loops" counts natural loops (one per loop header) and
  * "depths" lists each loop's nesting depth, outermost = 1, sorted.
- * internal/fixture/expect.go holds the same numbers as Go data, checked
+ * internal/testsupport/fixture/expect.go holds the same numbers as Go data, checked
  * against real builds.
  */
 #include <stdio.h>

@@ -8,7 +8,7 @@
  * (fib's second call, ackermann's outer call, all of gcd's recursion), and
  * is_even/is_odd's calls into tail jumps to each other (no loop: the cycle
  * is between functions).  depth_sum stays recursive and loop-free
- * everywhere.  internal/fixture/expect.go says what holds where.
+ * everywhere.  internal/testsupport/fixture/expect.go says what holds where.
  */
 #include <stdio.h>
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // This file checks Entry.Rows and CIE.InitialState against GNU readelf's

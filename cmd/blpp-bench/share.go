@@ -5,8 +5,8 @@ import (
 	"os/exec"
 	"strconv"
 
-	"blpp/internal/callgrind"
-	"blpp/internal/corpus"
+	"blpp/internal/testsupport/callgrind"
+	"blpp/internal/testsupport/corpus"
 	blppreport "blpp/report"
 )
 

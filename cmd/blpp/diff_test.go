@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"blpp/cct"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // TestMergeDiff: a profile against itself and against a merge of itself

@@ -18,7 +18,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 	"blpp/report"
 )
 

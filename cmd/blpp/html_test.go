@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // TestReportHTML writes the page of a real fixture's profile and checks

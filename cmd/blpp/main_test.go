@@ -5,7 +5,7 @@ package main
 // line or input file ends in exit status 2 and exactly one line on stderr),
 // hostile inputs (truncated and corrupted copies of a real binary), the
 // stats and cfg JSON schemas, the agreement of the text, JSON and DOT
-// renderings, facts the fixtures are known to hold (internal/fixture
+// renderings, facts the fixtures are known to hold (internal/testsupport/fixture
 // Expectations), and the Ball-Larus path-number law checked on the cfg
 // JSON itself.
 
@@ -28,7 +28,7 @@ import (
 	"testing"
 	"time"
 
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -1240,7 +1240,7 @@ func renderDot(t *testing.T, dot string) {
 }
 
 // TestJumpTable checks the switch fixture's dense(): one jump table whose
-// distinct targets are the ones internal/fixture records (12: 11 cases and
+// distinct targets are the ones internal/testsupport/fixture records (12: 11 cases and
 // the default), one "jumptable" edge per target, and a text line naming
 // the table.
 func TestJumpTable(t *testing.T) {
@@ -1249,7 +1249,7 @@ func TestJumpTable(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			fe, ok := exp.Func("dense", c)
 			if !ok || fe.JumpTableTargets == 0 {
-				t.Fatalf("internal/fixture records no jump table for dense under %s", c)
+				t.Fatalf("internal/testsupport/fixture records no jump table for dense under %s", c)
 			}
 			bin := fixture.Build(t, "switch.c", c)
 			d := cfgJSON(t, bin, "--func", "^dense$")
@@ -1315,7 +1315,7 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-// TestLoops checks every function internal/fixture describes in loops.c:
+// TestLoops checks every function internal/testsupport/fixture describes in loops.c:
 // the loop depths in the JSON, and that each loop's backedges are edges
 // marked "backedge": true into its header (in these reducible graphs the
 // numbering's DFS backedges are exactly the loops' backedges).

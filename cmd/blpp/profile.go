@@ -8,8 +8,8 @@ import (
 	"os/exec"
 
 	"blpp/cct"
+	"blpp/meta"
 	"blpp/report"
-	"blpp/rewriter/meta"
 )
 
 func init() {

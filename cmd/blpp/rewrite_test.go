@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"blpp/cct"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // listDir returns the names in dir, sorted; nil for a missing dir.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"blpp/cct"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // TestReportRuntimeWarnings: a profile the runtime counted exactly is

@@ -5,8 +5,8 @@ import (
 	"os"
 	"regexp"
 
+	"blpp/analysis"
 	"blpp/cfg"
-	"blpp/internal/analysis"
 	"blpp/report"
 )
 

@@ -10,7 +10,7 @@
 // It lets a tool that observes the rewritten program (callgrind running
 // it, a sampling profiler, a debugger) attribute what it sees in the
 // relocated code to the original instructions: the same-run exactness
-// oracle of internal/corpus sums callgrind's counts over an instruction's
+// oracle of internal/testsupport/corpus sums callgrind's counts over an instruction's
 // copies and compares them with the profile the same run wrote.
 //
 // This package owns the encoding (docs/formats.md, "The address map").

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"blpp/cfg/ehframe"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // A testBinary the round-trip tests read: its .eh_frame and

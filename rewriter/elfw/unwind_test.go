@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // namesCfg builds testdata/names.c so that backtrace_symbols can name its

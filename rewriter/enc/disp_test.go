@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"blpp/cfg/x86"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 )
 
 // TestCopyDisp32AgainstGNUAs assembles each table load as a compiler

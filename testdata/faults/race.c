@@ -2,7 +2,7 @@
  * race.c - two threads released together by a barrier, each calling a
  * small function in a loop long enough that they overlap on two cores.
  * Counts are deterministic (each thread's work depends only on its
- * index); the fault-injection test (internal/corpus TestFaultsDetected)
+ * index); the fault-injection test (internal/testsupport/corpus TestFaultsDetected)
  * plants a fault that makes the threads share one thread block, whose
  * lost and misplaced updates the exactness check must catch. Not in the
  * fixture matrix: it lives in a subdirectory.

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"blpp/internal/callgrind"
-	"blpp/rewriter/meta"
+	"blpp/internal/testsupport/callgrind"
+	"blpp/meta"
 )
 
 // Share is the dynamic gauge of DESIGN decision 14: of the instructions a

@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
+	"blpp/analysis"
 	"blpp/cfg"
-	"blpp/internal/analysis"
 )
 
 // BenchmarkAnalyzePython analyses the largest common binary on these

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"blpp/cfg"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/fixture"
 	"blpp/rewriter"
 )
 

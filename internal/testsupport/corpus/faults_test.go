@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"blpp/internal/callgrind"
-	"blpp/internal/corpus"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/callgrind"
+	"blpp/internal/testsupport/corpus"
+	"blpp/internal/testsupport/fixture"
 	"blpp/rewriter"
 )
 

@@ -8,7 +8,7 @@ import (
 	"blpp/cct"
 	"blpp/cfg"
 	"blpp/cfg/x86"
-	"blpp/internal/callgrind"
+	"blpp/internal/testsupport/callgrind"
 	"blpp/report"
 )
 

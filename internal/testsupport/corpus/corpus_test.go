@@ -14,9 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"blpp/internal/callgrind"
-	"blpp/internal/corpus"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/callgrind"
+	"blpp/internal/testsupport/corpus"
+	"blpp/internal/testsupport/fixture"
 	"blpp/report"
 )
 

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/callgrind"
-	"blpp/internal/corpus"
-	"blpp/internal/fixture"
+	"blpp/internal/testsupport/callgrind"
+	"blpp/internal/testsupport/corpus"
+	"blpp/internal/testsupport/fixture"
 	"blpp/rewriter"
 )
 

@@ -3,9 +3,9 @@ package corpus_test
 import (
 	"testing"
 
-	"blpp/internal/callgrind"
-	"blpp/internal/corpus"
-	"blpp/rewriter/meta"
+	"blpp/internal/testsupport/callgrind"
+	"blpp/internal/testsupport/corpus"
+	"blpp/meta"
 )
 
 // TestDynamicSharePLT: instructions in the PLT ranges are charged to the

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"blpp/cct"
-	"blpp/internal/callgrind"
+	"blpp/internal/testsupport/callgrind"
 	"blpp/report"
 	"blpp/rewriter/addrmap"
 )
@@ -114,7 +114,7 @@ func CheckSameRun(inst string, profiles []string, cg *callgrind.Profile) (SameRu
 	}
 	// executions is how often the instruction at addr ran: callgrind
 	// counts a rep-prefixed string instruction once per pass, and each
-	// pass but the last jumps to itself [internal/callgrind doc].
+	// pass but the last jumps to itself [internal/testsupport/callgrind doc].
 	executions := func(prof *callgrind.Profile, addr uint64) uint64 {
 		if prof == nil {
 			return 0

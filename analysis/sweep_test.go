@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"blpp/analysis"
 	"blpp/cfg"
-	"blpp/internal/analysis"
 )
 
 // sweepDirs are searched for ELF files by TestSweep.

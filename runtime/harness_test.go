@@ -172,9 +172,13 @@ func buildHarness(gcc string, v variant) (string, error) {
 		return obj, nil
 	}
 	objs, err := runtimeObjects(v.rtFlags, func(dir string) ([]string, error) {
-		// The runtime exactly as the image build compiles it.
+		// The runtime exactly as the image build compiles it (the
+		// parts blpp_rt.c includes come from rtDir, beside it).
 		var objs []string
-		for _, src := range []string{"blpp_rt.c", "blpp_stubs.S"} {
+		for _, src := range build.Sources {
+			if src == build.LinkerScript {
+				continue
+			}
 			obj, err := compile(dir, filepath.Join(rtDir, src), append(append([]string{}, build.CFlags...), v.rtFlags...)...)
 			if err != nil {
 				return nil, err

@@ -253,7 +253,7 @@ static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *
  * marked folded and listed for the writer. A site that is none or not one
  * of p's function (an entry from uninstrumented code) uses list 0.
  */
-static u64 dark_via(struct blpp_thread *t, u64 list, u64 rsp);
+static u64 dark_via(struct blpp_thread *t, u64 list, u64 rsp); /* blpp_dark.c */
 
 static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u64 site, u64 fid, u64 calls, u64 rsp)
 {

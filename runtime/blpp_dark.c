@@ -11,7 +11,7 @@
  * Part of the runtime's unity build (blpp_rt.c), after blpp_enter.c. No
  * frames: an uninstrumented activation's exit is never seen, so nothing
  * here may depend on one; the mirror in Thread is written list word last
- * (dark_sync, blpp_state.c) for inline stubs in signal handlers.
+ * (dark_sync) for inline stubs in signal handlers.
  */
 
 /*
@@ -41,6 +41,23 @@
  * record when a deeper activation of the same context reaches the site
  * first. Counts are never affected, only where a record hangs.
  */
+/* dark_sync copies the newest entry of t's uninstrumented activations
+ * (TPRIV(t)->dark) to Thread.dark_*, where the rewriter's inline stubs
+ * look (decision 70); zeros when there is none. The list word is written
+ * last, as the call cache's: a handler's inline stub in between sees 0,
+ * matches nothing and takes blpp_dark. */
+static void dark_sync(struct blpp_thread *t)
+{
+	const struct tpriv *p = TPRIV(t);
+	const struct dark_ctx *d = p->ndark > 0 && p->ndark <= 8 ? &p->dark[p->ndark - 1] : 0;
+	t->dark_list = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->dark_rec = d ? d->rec : 0;
+	t->dark_rsp = d ? d->rsp : 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->dark_list = d ? d->list : 0;
+}
+
 /* dark_pull takes into t's newest uninstrumented activation the entry
  * %rsp an inline stub stored (Thread.dark_rsp): an activation of the same
  * function from the same call site that replaced it. */

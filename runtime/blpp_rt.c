@@ -39,14 +39,16 @@
  *
  *   blpp_sys.h      types, atomics, raw system calls, libc-free helpers
  *   blpp_state.c    blpp_config, the runtime's state (rt, struct wiped,
- *                   per-thread private state), messages, the arena
+ *                   per-thread private state), messages, the arenas
  *   blpp_thread.c   thread blocks, %gs, the shadow stack's memory
- *   blpp_metrics.c  per-thread perf events, reading metrics
+ *   blpp_metrics.c  metrics: where each comes from, per-thread perf
+ *                   events, reading them
  *   blpp_htab.c     hash tables of path counts
  *   blpp_cct.c      records, calling context trees, counting a path
  *   blpp_partial.c  partial activations, stop walks, fork reset, unwinding
  *   blpp_enter.c    the stubs' C halves: entry, exit, backedge, leaf
- *   blpp_dark.c     entries of uninstrumented functions (decision 70)
+ *   blpp_dark.c     entries of uninstrumented functions, dark-entry
+ *                   stubs' C half (decision 70)
  *   blpp_resume.c   fork children and setjmp/landing-pad returns
  *   blpp_writer.c   the profile writer
  *   blpp_signal.c   fatal and dump signal handlers, exit-profile states

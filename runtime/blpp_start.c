@@ -5,7 +5,7 @@
  * blpp_start, before the program's entry: environment, auxv, the main
  * thread's block), early_init (instrumented code that ld.so runs before
  * the entry point: the environment from /proc), setup (the configuration,
- * metrics_init, a stand-in thread pointer for static binaries), the
+ * the counter state, a stand-in thread pointer for static binaries), the
  * profile name template; blpp_rt_leave (before _exit, exit_group and
  * exec, decision 59) and blpp_fini (the exit hook).
  *
@@ -15,12 +15,6 @@
  * process with status 127 (die) before the program starts.
  */
 
-
-static void die(const char *m)
-{
-	say(m, "", "", 0);
-	sc1(SYS_exit_group, 127);
-}
 
 static u64 read_fs_base(void)
 {
@@ -58,87 +52,6 @@ static void set_template(const char *name)
 	}
 	mem_copy(rt.tmpl + n, name, len);
 	rt.tmpl[n + len] = 0;
-}
-
-/* str_eq compares two NUL-terminated strings. */
-static int str_eq(const char *a, const char *b)
-{
-	while (*a && *a == *b)
-		a++, b++;
-	return *a == *b;
-}
-
-/*
- * metrics_init reads the metric table and decides, by opening each perf
- * event once on the main thread, where every metric comes from
- * [DESIGN 8]: rdpmc when the kernel allows user reads of it, else for
- * "cycles" (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES) the time-stamp
- * counter, recorded as "tsc" of kind fallback, else nothing (kind
- * unavailable, values 0). What is missing is said once on stderr.
- */
-static void metrics_init(const volatile struct blpp_config *c)
-{
-	const struct blpp_metric *mt = (const struct blpp_metric *)(c->metrics_vaddr + rt.bias);
-	char missing[256];
-	u64 nmiss = 0;
-	long err = 0;
-	int fell_back = 0;
-	rt.nmetrics = c->metrics_vaddr && c->nmetrics <= BLPP_MAX_METRICS ? c->nmetrics : 0;
-	rt.stride = 1 + rt.nmetrics;
-	for (u64 m = 0; m < rt.nmetrics; m++) {
-		mem_copy(rt.mname[m], (const void *)mt[m].name, sizeof(mt[m].name));
-		rt.mname[m][sizeof(rt.mname[m]) - 1] = 0;
-		rt.mtype[m] = (u32)mt[m].type;
-		rt.mconfig[m] = mt[m].config;
-	}
-	for (u64 m = 0; m < rt.nmetrics; m++) {
-		struct blpp_pmu_ev ev;
-		int r;
-		if (mt[m].type == BLPP_METRIC_TYPE_TSC) {
-			rt.msrc[m] = MSRC_TSC;
-			rt.mkind[m] = BLPP_METRIC_REAL;
-			continue;
-		}
-		r = blpp_pmu_open(rt.mtype[m], rt.mconfig[m], &ev);
-		if (r == 0 && blpp_pmu_has_rdpmc(ev.page)) {
-			rt.msrc[m] = MSRC_PMU;
-			rt.mkind[m] = BLPP_METRIC_REAL;
-			blpp_pmu_close(&ev);
-			continue;
-		}
-		if (r == 0)
-			blpp_pmu_close(&ev);
-		else if (!err)
-			err = r;
-		if (rt.mtype[m] == 0 && rt.mconfig[m] == 0) { /* cycles */
-			int named = 0;
-			for (u64 k = 0; k < rt.nmetrics; k++)
-				named |= str_eq(rt.mname[k], "tsc");
-			rt.msrc[m] = MSRC_TSC;
-			rt.mkind[m] = BLPP_METRIC_FALLBACK;
-			if (!named)
-				mem_copy(rt.mname[m], "tsc", 4);
-			fell_back = 1;
-			continue;
-		}
-		rt.msrc[m] = MSRC_NONE;
-		rt.mkind[m] = BLPP_METRIC_UNAVAILABLE;
-		for (const char *p = nmiss ? ", " : ""; *p && nmiss < sizeof(missing) - 1; p++)
-			missing[nmiss++] = *p;
-		for (const char *p = rt.mname[m]; *p && nmiss < sizeof(missing) - 1; p++)
-			missing[nmiss++] = *p;
-	}
-	missing[nmiss] = 0;
-	if (fell_back || nmiss) {
-		char num[24], *e = utoa(num + sizeof(num) - 1, (u64)(err < 0 ? -err : err));
-		num[sizeof(num) - 1] = 0;
-		say(err ? "no hardware performance counters (perf_event_open error " : "hardware counters cannot be read in user space (rdpmc)",
-		    err ? e : "", err ? ")" : "", 0);
-		if (fell_back)
-			say("  cycles are measured with rdtsc: the profile calls them tsc (fallback)", "", "", 0);
-		if (nmiss)
-			say("  not measured (recorded as unavailable, values 0): ", missing, "", 0);
-	}
 }
 
 /*

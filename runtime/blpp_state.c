@@ -6,8 +6,9 @@
  * (everything a fork child must not inherit), the private tail of a
  * thread block (struct tpriv: perf events, shadow-stack bounds, the
  * uninstrumented activations in progress), the process-wide struct rt;
- * then messages to stderr (say) and the allocator: MADV_WIPEONFORK
- * mappings and a lock-free bump arena over them.
+ * then messages to stderr (say, and die when it cannot go on) and the
+ * allocator: MADV_WIPEONFORK mappings and a lock-free bump arena over
+ * them.
  *
  * Part of the runtime's unity build (blpp_rt.c), after blpp_sys.h.
  * blpp_config is the only initialised data and holds no pointer (the image
@@ -101,23 +102,6 @@ struct tpriv {
 };
 #define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
 
-/* dark_sync copies the newest entry of t's uninstrumented activations
- * (TPRIV(t)->dark) to Thread.dark_*, where the rewriter's inline stubs
- * look (decision 70); zeros when there is none. The list word is written
- * last, as the call cache's: a handler's inline stub in between sees 0,
- * matches nothing and takes blpp_dark. */
-static void dark_sync(struct blpp_thread *t)
-{
-	const struct tpriv *p = TPRIV(t);
-	const struct dark_ctx *d = p->ndark > 0 && p->ndark <= 8 ? &p->dark[p->ndark - 1] : 0;
-	t->dark_list = 0;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	t->dark_rec = d ? d->rec : 0;
-	t->dark_rsp = d ? d->rsp : 0;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	t->dark_list = d ? d->list : 0;
-}
-
 /* Metric sources. */
 enum { MSRC_NONE, MSRC_TSC, MSRC_PMU };
 
@@ -197,6 +181,14 @@ static void say(const char *a, const char *b, const char *c, long err)
 	}
 	buf[n++] = '\n';
 	sc3(SYS_write, 2, buf, n);
+}
+
+/* die says m and ends the process with status 127: the runtime cannot go
+ * on (a bad configuration, no memory for a thread block). */
+static void die(const char *m)
+{
+	say(m, "", "", 0);
+	sc1(SYS_exit_group, 127);
 }
 
 /* ---- arenas ---- */

@@ -3,7 +3,7 @@
  * signal fence, the raw system calls it makes (numbers and constants from
  * the Linux x86-64 ABI, the syscall instruction from blpp_pmu.h), and the
  * few libc functions it needs, written out: copy, compare, length,
- * prefix, decimal, anonymous mmap.
+ * prefix, string equality, decimal, anonymous mmap.
  *
  * Part of the runtime's one translation unit (blpp_rt.c includes it first,
  * after the generated headers and blpp_pmu.h). Freestanding: no libc, no
@@ -136,6 +136,14 @@ static const char *prefix(const char *s, const char *p)
 		if (*s++ != *p++)
 			return 0;
 	return s;
+}
+
+/* str_eq compares two NUL-terminated strings. */
+static int str_eq(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
 }
 
 /* utoa writes v in decimal ending just before end; returns its start. */

@@ -65,7 +65,7 @@ static struct blpp_frame *frames(struct blpp_thread *t) { return (struct blpp_fr
 
 static u64 depth(struct blpp_thread *t) { return (t->sp - t->sp_base) / sizeof(struct blpp_frame); }
 
-static int over_limit(void);
+static int over_limit(void); /* blpp_cct.c */
 
 /* shadow_grow makes the next SHADOW_CHUNK frames of t's reserved shadow
  * stack usable and raises sp_limit over them; 0 when the reservation is
@@ -173,10 +173,13 @@ static struct blpp_thread *thread_peek(void)
 	return t && owns(t) ? t : 0;
 }
 
+/* Defined further on: blpp_partial.c, blpp_partial.c, blpp_metrics.c,
+ * below, blpp_dark.c. */
 static void record_live(struct blpp_thread *t);
 static void fork_check(void);
 static void metrics_open(struct blpp_thread *t);
 static struct blpp_thread *scratch_block(void);
+static void dark_sync(struct blpp_thread *t);
 
 /*
  * thread_slow finds the calling thread's block when %gs still points at
@@ -237,8 +240,6 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 	return b;
 }
 
-static void die(const char *m);
-
 /* scratch_block returns the scratch block, mapped on first use: one block
  * for every thread that has no block of its own, where nothing is
  * counted. Its shadow stack is empty with no room, so every inline
@@ -281,7 +282,7 @@ static void early_gs(void)
 	sc2(SYS_arch_prctl, ARCH_SET_GS, scratch_block());
 }
 
-static int early_init(void);
+static int early_init(void); /* blpp_start.c */
 
 /* thread_get returns the calling thread's block, making one if needed. */
 static struct blpp_thread *thread_get(void)

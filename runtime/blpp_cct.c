@@ -60,7 +60,7 @@ static struct blpp_record *flat_rec(struct blpp_thread *t, u64 fid)
 	return flat && fid < rt.nfuncs ? R(flat[fid]) : 0;
 }
 
-/* closed says whether fid is a closed function (decision 57, below);
+/* closed says whether fid is a closed function (decision 57, blpp_partial.c);
  * calls_out, whether it is one that makes outside calls (decision 64). */
 static int closed(u64 fid) { return fid < rt.nfuncs && rt.funcs[fid].closed; }
 static int calls_out(u64 fid) { return fid < rt.nfuncs && rt.funcs[fid].closed == 2; }

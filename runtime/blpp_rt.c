@@ -35,7 +35,8 @@
  * It is one translation unit: this file includes the parts below, in
  * this order (a later part may call an earlier one; the few calls the
  * other way have forward declarations), so the compiler sees the whole
- * runtime at once, as before the split, and the image is one object.
+ * runtime at once (static functions inline across parts) and makes one
+ * object of it; blpp_stubs.S is the image's only other object.
  *
  *   blpp_sys.h      types, atomics, raw system calls, libc-free helpers
  *   blpp_state.c    blpp_config, the runtime's state (rt, struct wiped,
@@ -76,7 +77,7 @@
  *    so that a nested push/pop pair leaves them intact;
  *  - fork-aware: counting state lives in MADV_WIPEONFORK memory, so a
  *    child notices at its first count that it is a child and restarts its
- *    counts from zero (see fork_reset).
+ *    counts from zero (see fork_reset, blpp_partial.c).
  */
 
 #include "blpp_layout.h"

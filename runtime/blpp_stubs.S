@@ -23,7 +23,12 @@
  * registers the ABI lets C clobber, aligns the stack, clears DF as the
  * ABI requires, and restores everything afterwards. The C code is
  * compiled with -mgeneral-regs-only, so vector and x87 registers are
- * never touched.
+ * never touched. The C halves live in blpp_enter.c, blpp_dark.c,
+ * blpp_resume.c and blpp_start.c (see blpp_rt.c).
+ *
+ * Compiled on its own with the runtime's flags and linked with blpp_rt.c
+ * into the image: text only, no data, every reference rip-relative or
+ * a direct call, so the image needs no relocation.
  */
 
 #include "blpp_layout.h"
@@ -64,6 +69,34 @@
 	popfq
 .endm
 
+/* FUNC starts global function name, hidden from the program it is linked
+ * into; ENDFUNC sets its size. */
+.macro FUNC name
+	.globl	\name
+	.hidden	\name
+	.type	\name, @function
+\name:
+.endm
+
+.macro ENDFUNC name
+	.size	\name, . - \name
+.endm
+
+/* STUB starts a stub: its registers and flags saved (SAVE), its C half's
+ * arguments to be loaded from ARG and CALLER_RSP; ENDSTUB calls the C
+ * half, restores everything and returns. */
+.macro STUB name
+	FUNC	\name
+	SAVE
+.endm
+
+.macro ENDSTUB name, cfunc
+	call	\cfunc
+	RESTORE
+	ret
+	ENDFUNC	\name
+.endm
+
 /* After SAVE, %rbx points at the saved registers: rbx, r11, r10, r9,
  * r8, rdi, rsi, rdx, rcx, rax, flags (a word each). The entry and exit
  * stubs pass it to C, which saves and restores a function's path
@@ -73,38 +106,29 @@
 #define ARG(i) (96 + 8 * (i))(%rbx)
 #define CALLER_RSP(nargs) (96 + 8 * (nargs) + BLPP_RED_ZONE)(%rbx)
 
+/* FID_RSP loads the C half's first two arguments: the function id (the
+ * first pushed word) and the instrumented code's %rsp, above nargs words. */
+.macro FID_RSP nargs
+	mov	ARG(0), %rdi
+	lea	CALLER_RSP(\nargs), %rsi
+.endm
+
 /*
  * The stubs. The common cases never reach them: the rewriter emits the
  * fast paths inline (see rewriter/codegen.go), and only what those cannot
  * do (a thread's first entry, a new calling context, a hashed function,
  * unwinding, metrics) comes here, to C.
  */
-	.globl	blpp_enter
-	.hidden	blpp_enter
-	.type	blpp_enter, @function
-blpp_enter:
-	SAVE
-	mov	ARG(0), %rdi
-	lea	CALLER_RSP(1), %rsi
+	STUB	blpp_enter
+	FID_RSP	1
 	mov	%rbx, %rdx
-	call	blpp_rt_enter
-	RESTORE
-	ret
-	.size	blpp_enter, . - blpp_enter
+	ENDSTUB	blpp_enter, blpp_rt_enter
 
-	.globl	blpp_exit
-	.hidden	blpp_exit
-	.type	blpp_exit, @function
-blpp_exit:
-	SAVE
-	mov	ARG(0), %rdi
-	lea	CALLER_RSP(1), %rsi
+	STUB	blpp_exit
+	FID_RSP	1
 	xor	%edx, %edx
 	mov	%rbx, %rcx
-	call	blpp_rt_exit
-	RESTORE
-	ret
-	.size	blpp_exit, . - blpp_exit
+	ENDSTUB	blpp_exit, blpp_rt_exit
 
 /*
  * blpp_tail_exit: the path end before a direct tail jump to an
@@ -112,32 +136,17 @@ blpp_exit:
  *	lea -128(%rsp),%rsp ; push $site ; push $fid ; call blpp_tail_exit ;
  *	lea 144(%rsp),%rsp
  */
-	.globl	blpp_tail_exit
-	.hidden	blpp_tail_exit
-	.type	blpp_tail_exit, @function
-blpp_tail_exit:
-	SAVE
-	mov	ARG(0), %rdi
-	lea	CALLER_RSP(2), %rsi
+	STUB	blpp_tail_exit
+	FID_RSP	2
 	mov	ARG(1), %rdx
 	mov	%rbx, %rcx
-	call	blpp_rt_exit
-	RESTORE
-	ret
-	.size	blpp_tail_exit, . - blpp_tail_exit
+	ENDSTUB	blpp_tail_exit, blpp_rt_exit
 
-	.globl	blpp_backedge
-	.hidden	blpp_backedge
-	.type	blpp_backedge, @function
-blpp_backedge:
-	SAVE
+	STUB	blpp_backedge
 	mov	ARG(0), %rdi
 	mov	ARG(1), %rsi
 	mov	ARG(2), %rdx
-	call	blpp_rt_backedge
-	RESTORE
-	ret
-	.size	blpp_backedge, . - blpp_backedge
+	ENDSTUB	blpp_backedge, blpp_rt_backedge
 
 /*
  * blpp_dark: an uninstrumented function (function id fid, at least
@@ -146,17 +155,9 @@ blpp_backedge:
  * instructions (see blpp_rt_dark, decision 70):
  *	lea -128(%rsp),%rsp ; push $fid ; call blpp_dark ; lea 136(%rsp),%rsp
  */
-	.globl	blpp_dark
-	.hidden	blpp_dark
-	.type	blpp_dark, @function
-blpp_dark:
-	SAVE
-	mov	ARG(0), %rdi
-	lea	CALLER_RSP(1), %rsi
-	call	blpp_rt_dark
-	RESTORE
-	ret
-	.size	blpp_dark, . - blpp_dark
+	STUB	blpp_dark
+	FID_RSP	1
+	ENDSTUB	blpp_dark, blpp_rt_dark
 
 /*
  * blpp_fork_child: in a fork child, right after fork() returned 0 to
@@ -164,17 +165,10 @@ blpp_dark:
  *	lea -128(%rsp),%rsp ; push $site ; push $fid ; call blpp_fork_child ;
  *	lea 144(%rsp),%rsp
  */
-	.globl	blpp_fork_child
-	.hidden	blpp_fork_child
-	.type	blpp_fork_child, @function
-blpp_fork_child:
-	SAVE
+	STUB	blpp_fork_child
 	mov	ARG(0), %rdi
 	mov	ARG(1), %rsi
-	call	blpp_rt_fork_child
-	RESTORE
-	ret
-	.size	blpp_fork_child, . - blpp_fork_child
+	ENDSTUB	blpp_fork_child, blpp_rt_fork_child
 
 /*
  * blpp_leave: the process image may end right after this without running
@@ -182,16 +176,9 @@ blpp_fork_child:
  * profile is written now (see blpp_rt_leave):
  *	lea -128(%rsp),%rsp ; push $kind ; call blpp_leave ; lea 136(%rsp),%rsp
  */
-	.globl	blpp_leave
-	.hidden	blpp_leave
-	.type	blpp_leave, @function
-blpp_leave:
-	SAVE
+	STUB	blpp_leave
 	mov	ARG(0), %rdi
-	call	blpp_rt_leave
-	RESTORE
-	ret
-	.size	blpp_leave, . - blpp_leave
+	ENDSTUB	blpp_leave, blpp_rt_leave
 
 /*
  * blpp_leaf: an activation of a flow-only function of one path that calls
@@ -199,16 +186,9 @@ blpp_leave:
  * blpp_rt_leaf):
  *	lea -128(%rsp),%rsp ; push $fid ; call blpp_leaf ; lea 136(%rsp),%rsp
  */
-	.globl	blpp_leaf
-	.hidden	blpp_leaf
-	.type	blpp_leaf, @function
-blpp_leaf:
-	SAVE
+	STUB	blpp_leaf
 	mov	ARG(0), %rdi
-	call	blpp_rt_leaf
-	RESTORE
-	ret
-	.size	blpp_leaf, . - blpp_leaf
+	ENDSTUB	blpp_leaf, blpp_rt_leaf
 
 /*
  * blpp_setjmp_ret: after a call that returns twice (setjmp):
@@ -216,20 +196,13 @@ blpp_leaf:
  *	call blpp_setjmp_ret ; lea 160(%rsp),%rsp
  * (site: the call's own call-site id). See blpp_rt_setjmp_ret.
  */
-	.globl	blpp_setjmp_ret
-	.hidden	blpp_setjmp_ret
-	.type	blpp_setjmp_ret, @function
-blpp_setjmp_ret:
-	SAVE
+	STUB	blpp_setjmp_ret
 	mov	ARG(0), %rdi
 	mov	ARG(1), %rsi
 	mov	ARG(2), %rdx
 	mov	ARG(3), %rcx
 	lea	CALLER_RSP(4), %r8
-	call	blpp_rt_setjmp_ret
-	RESTORE
-	ret
-	.size	blpp_setjmp_ret, . - blpp_setjmp_ret
+	ENDSTUB	blpp_setjmp_ret, blpp_rt_setjmp_ret
 
 /*
  * blpp_start replaces the program's entry point. The kernel (or, in a
@@ -239,24 +212,18 @@ blpp_setjmp_ret:
  * pointer to the initial stack (argc, argv, envp, auxv) and sets
  * blpp_entry_target.
  */
-	.globl	blpp_start
-	.hidden	blpp_start
-	.type	blpp_start, @function
-blpp_start:
+	FUNC	blpp_start
 	SAVE
 	lea	88(%rbx), %rdi
 	call	blpp_init
 	RESTORE
 	jmp	*blpp_entry_target(%rip)
-	.size	blpp_start, . - blpp_start
+	ENDFUNC	blpp_start
 
 /* blpp_sigreturn is the sa_restorer of the runtime's signal handlers. */
-	.globl	blpp_sigreturn
-	.hidden	blpp_sigreturn
-	.type	blpp_sigreturn, @function
-blpp_sigreturn:
+	FUNC	blpp_sigreturn
 	mov	$15, %eax	/* rt_sigreturn */
 	syscall
-	.size	blpp_sigreturn, . - blpp_sigreturn
+	ENDFUNC	blpp_sigreturn
 
 	.section .note.GNU-stack,"",@progbits

@@ -1,7 +1,7 @@
 // Package runtime holds the runtime that the rewriter links into every
-// instrumented binary: freestanding C and assembly (blpp_rt.c,
-// blpp_stubs.S, blpp_pmu.h) compiled by `go generate ./runtime` into
-// blpp_rt.elf, which is committed and embedded [DESIGN 9]. It counts
+// instrumented binary: freestanding C and assembly (blpp_rt.c and the
+// parts it includes, blpp_stubs.S; see Files) compiled by `go generate
+// ./runtime` into blpp_rt.elf, which is committed and embedded [DESIGN 9]. It counts
 // Ball-Larus paths per calling context (a calling context tree per
 // thread, PP's [Ammons-Ball-Larus 97 §4]) or, with --no-context, per
 // function and thread, and reads hardware counters (or rdtsc) at path
@@ -217,6 +217,46 @@
 // 10, all on the thread's own cache lines. New contexts, hashed
 // functions, tail calls to instrumented functions and all metric modes
 // take the stubs (a call, 11 register saves and C).
+//
+// # Files
+//
+// The C runtime is one translation unit: blpp_rt.c describes the whole
+// runtime and its constraints and includes its parts in this order (a
+// part calls earlier ones; the few calls back have forward declarations),
+// so the compiler sees it all at once and the build makes one object of
+// it. Each part's header says what it owns and what it must keep to.
+//
+//	blpp_rt.c       the runtime's description and constraints; includes the rest
+//	blpp_sys.h      integer types, atomics, raw system calls, libc-free helpers
+//	blpp_state.c    blpp_config, the process state (rt), struct wiped (what a
+//	                fork child must not inherit), the thread block's private
+//	                tail, messages, the MADV_WIPEONFORK arenas
+//	blpp_thread.c   thread blocks: %gs, owners, reuse, the shadow stack's memory,
+//	                the scratch block
+//	blpp_metrics.c  where each metric comes from (perf + rdpmc, rdtsc fallback),
+//	                per-thread events, reads
+//	blpp_htab.c     hash tables of path counts (hashed functions)
+//	blpp_cct.c      records and calling context trees, the call cache, flat
+//	                records, counting a path
+//	blpp_partial.c  partial activations, stop walks, fork reset, unwinding
+//	blpp_enter.c    stubs' C halves: entry, exit, backedge, leaf
+//	blpp_dark.c     entries of uninstrumented functions (decision 70)
+//	blpp_resume.c   stubs' C halves: fork child, setjmp return, landing pad
+//	blpp_writer.c   the profile writer and its file names
+//	blpp_signal.c   fatal and dump signal handlers, exit-profile states
+//	blpp_start.c    blpp_init, early_init, setup; blpp_rt_leave, blpp_fini
+//	blpp_pmu.h      perf events and rdpmc (also built alone by pmu_test.go)
+//	blpp_stubs.S    blpp_start and the stubs, compiled as a second object
+//	blpp_rt.ld      the image's linker script
+//	blpp_layout.h   generated from layout.go: config, tables, thread block,
+//	                shadow frames, records and nodes
+//	blpp_format.h   generated from package cct: the profile format
+//
+// internal/build lists every hand-written file (Sources, Includes), so
+// each is an input of the build and of TestImageCurrent; TestBuildInputs
+// fails when a blpp_* file here, or a file a source includes, is missing
+// from the lists. Go ignores the C and assembly files (a go:build ignore
+// line): a new .c or .S file needs one too.
 //
 // # Building
 //

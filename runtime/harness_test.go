@@ -172,9 +172,13 @@ func buildHarness(gcc string, v variant) (string, error) {
 		return obj, nil
 	}
 	objs, err := runtimeObjects(v.rtFlags, func(dir string) ([]string, error) {
-		// The runtime exactly as the image build compiles it.
+		// The runtime exactly as the image build compiles it (the
+		// parts blpp_rt.c includes come from rtDir, beside it).
 		var objs []string
-		for _, src := range []string{"blpp_rt.c", "blpp_stubs.S"} {
+		for _, src := range build.Sources {
+			if src == build.LinkerScript {
+				continue
+			}
 			obj, err := compile(dir, filepath.Join(rtDir, src), append(append([]string{}, build.CFlags...), v.rtFlags...)...)
 			if err != nil {
 				return nil, err
@@ -273,25 +277,18 @@ func patchHarness(exe string, v variant) error {
 		}
 		return 0, fmt.Errorf("address %#x is not in the file", a)
 	}
-	note := f.Section(".note.gnu.build-id")
-	if note == nil {
-		return fmt.Errorf("no build-id note")
+	idAddr, id, err := buildIDNote(f)
+	if err != nil {
+		return err
 	}
-	nb, err := note.Data()
-	if err != nil || len(nb) < 16 {
-		return fmt.Errorf("build-id note: %v", err)
-	}
-	namesz := binary.LittleEndian.Uint32(nb)
-	descsz := binary.LittleEndian.Uint32(nb[4:])
-	descOff := 12 + (uint64(namesz)+3)&^3
 	cfg := runtime.Config{
 		SelfVaddr:    addr["blpp_config"],
 		OrigEntry:    addr["_start"],
 		OrigFini:     addr["_fini"],
 		FuncsVaddr:   addr["harness_funcs"],
 		NFuncs:       uint64(len(harnessFuncs)),
-		BuildIDVaddr: note.Addr + descOff,
-		BuildIDLen:   uint64(descsz),
+		BuildIDVaddr: idAddr,
+		BuildIDLen:   uint64(len(id)),
 		DumpSignal:   runtime.DefaultDumpSignal,
 		Flags:        runtime.ConfigFlagFlowOnly,
 	}
@@ -317,6 +314,26 @@ func patchHarness(exe string, v variant) error {
 	return os.WriteFile(exe, data, 0o755)
 }
 
+// buildIDNote returns the address and the bytes of f's build-id (the
+// descriptor of its .note.gnu.build-id).
+func buildIDNote(f *elf.File) (addr uint64, id []byte, err error) {
+	note := f.Section(".note.gnu.build-id")
+	if note == nil {
+		return 0, nil, fmt.Errorf("no build-id note")
+	}
+	nb, err := note.Data()
+	if err != nil || len(nb) < 16 {
+		return 0, nil, fmt.Errorf("build-id note: %v", err)
+	}
+	namesz := binary.LittleEndian.Uint32(nb)
+	descsz := binary.LittleEndian.Uint32(nb[4:])
+	off := 12 + (uint64(namesz)+3)&^3
+	if off+uint64(descsz) > uint64(len(nb)) {
+		return 0, nil, fmt.Errorf("build-id note: descriptor beyond its %d bytes", len(nb))
+	}
+	return note.Addr + off, nb[off : off+uint64(descsz)], nil
+}
+
 // buildID returns the build-id bytes of exe.
 func buildID(t *testing.T, exe string) []byte {
 	f, err := elf.Open(exe)
@@ -324,14 +341,11 @@ func buildID(t *testing.T, exe string) []byte {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	nb, err := f.Section(".note.gnu.build-id").Data()
+	_, id, err := buildIDNote(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	namesz := binary.LittleEndian.Uint32(nb)
-	descsz := binary.LittleEndian.Uint32(nb[4:])
-	off := 12 + (namesz+3)&^3
-	return nb[off : off+descsz]
+	return id
 }
 
 // result is one run of the harness.
@@ -339,6 +353,27 @@ type result struct {
 	stdout, stderr string
 	status         syscall.WaitStatus
 	pid            int
+}
+
+// run builds the harness as v and runs it with args in a new directory,
+// BLPP_PROFILE naming the file "prof" there; it returns the harness, the
+// profile's name and the run.
+func run(t *testing.T, v variant, args ...string) (exe, prof string, r result) {
+	t.Helper()
+	exe = harness(t, v)
+	dir := t.TempDir()
+	prof = filepath.Join(dir, "prof")
+	return exe, prof, runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, args...)
+}
+
+// expect runs the harness as v with args (see run), wants exit status
+// code and checks the profile (flags 0) against m; it returns the run.
+func (m *model) expect(t *testing.T, v variant, code int, args ...string) result {
+	t.Helper()
+	exe, prof, r := run(t, v, args...)
+	wantExit(t, r, code)
+	m.check(t, readProfile(t, prof, exe, r.pid, 0))
+	return r
 }
 
 func runHarness(t *testing.T, exe string, dir string, env []string, args ...string) result {
@@ -419,10 +454,20 @@ func (m *model) rec(n int) {
 	}
 }
 func (m *model) big(id uint64) { m.enter(fBig); m.count(fBig, id) }
-func (m *model) basic(n int) {
-	for i := 0; i < n; i++ {
+
+// fRange is f(i) for i in [from, to).
+func (m *model) fRange(from, to int) {
+	for i := from; i < to; i++ {
 		m.f(i)
 	}
+}
+
+// ifunc is the IRELATIVE resolver of the static harness, which runs
+// before libc sets the thread pointer, under the runtime's stand-in.
+func (m *model) ifunc() { m.enter(fIfunc); m.count(fIfunc, 1) }
+
+func (m *model) basic(n int) {
+	m.fRange(0, n)
 	m.loop(0)
 	m.loop(5)
 	m.loop(6)
@@ -598,10 +643,7 @@ func describe(ws syscall.WaitStatus) string {
 func TestBasic(t *testing.T) {
 	for _, v := range []variant{varNoPIE, varPIE, varStatic} {
 		t.Run(v.name, func(t *testing.T) {
-			exe := harness(t, v)
-			dir := t.TempDir()
-			prof := filepath.Join(dir, "prof")
-			r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "basic")
+			exe, prof, r := run(t, v, "basic")
 			wantExit(t, r, 0)
 			if r.stderr != "" {
 				t.Errorf("stderr: %q", r.stderr)
@@ -610,10 +652,7 @@ func TestBasic(t *testing.T) {
 			m := newModel()
 			m.basic(100)
 			if v.static {
-				// The IRELATIVE resolver ran before libc set the
-				// thread pointer, under the runtime's stand-in.
-				m.enter(fIfunc)
-				m.count(fIfunc, 1)
+				m.ifunc()
 				if !strings.Contains(r.stdout, "ifunc tp differs") {
 					t.Errorf("the resolver did not run before TLS setup: %q", r.stdout)
 				}
@@ -644,15 +683,9 @@ func regsModel() *model {
 func TestRegisters(t *testing.T) {
 	for _, v := range []variant{varNoPIE, varPIE} {
 		t.Run(v.name, func(t *testing.T) {
-			exe := harness(t, v)
-			dir := t.TempDir()
-			prof := filepath.Join(dir, "prof")
-			r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "regs")
-			wantExit(t, r, 0)
-			if r.stdout != "regs ok\n" {
+			if r := regsModel().expect(t, v, 0, "regs"); r.stdout != "regs ok\n" {
 				t.Errorf("register check:\n%s", r.stdout)
 			}
-			regsModel().check(t, readProfile(t, prof, exe, r.pid, 0))
 		})
 	}
 }
@@ -660,28 +693,17 @@ func TestRegisters(t *testing.T) {
 // TestRegistersNewThread checks the stubs on a thread's first calls,
 // which map its block and switch %gs.
 func TestRegistersNewThread(t *testing.T) {
-	exe := harness(t, varNoPIE)
-	dir := t.TempDir()
-	prof := filepath.Join(dir, "prof")
-	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "regs-thread")
-	wantExit(t, r, 0)
-	if r.stdout != "regs ok\n" {
-		t.Errorf("register check:\n%s", r.stdout)
-	}
 	m := regsModel()
 	m.stats["threads"] = 2
-	m.check(t, readProfile(t, prof, exe, r.pid, 0))
+	if r := m.expect(t, varNoPIE, 0, "regs-thread"); r.stdout != "regs ok\n" {
+		t.Errorf("register check:\n%s", r.stdout)
+	}
 }
 
 // TestShadowOverflow runs rec(100) with room for 64 shadow frames: the 37
 // activations beyond are counted, but their callers' registers are lost
 // (rec(1..37) end on path 2 instead of 3).
 func TestShadowOverflow(t *testing.T) {
-	exe := harness(t, varSmallShadow)
-	dir := t.TempDir()
-	prof := filepath.Join(dir, "prof")
-	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "overflow")
-	wantExit(t, r, 0)
 	m := newModel()
 	for i := 0; i <= 100; i++ {
 		m.enter(fRec)
@@ -695,7 +717,7 @@ func TestShadowOverflow(t *testing.T) {
 	}
 	m.f(2)
 	m.stats["shadow_overflow"] = 37
-	m.check(t, readProfile(t, prof, exe, r.pid, 0))
+	m.expect(t, varSmallShadow, 0, "overflow")
 }
 
 // TestDeadThreads runs ten threads one after the other; nine leave
@@ -703,10 +725,7 @@ func TestShadowOverflow(t *testing.T) {
 // thread the TCB of a dead one, and the runtime then reuses its block,
 // recording the activation it left as a partial.
 func TestDeadThreads(t *testing.T) {
-	exe := harness(t, varNoPIE)
-	dir := t.TempDir()
-	prof := filepath.Join(dir, "prof")
-	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "dead-threads")
+	exe, prof, r := run(t, varNoPIE, "dead-threads")
 	wantExit(t, r, 0)
 	p := readProfile(t, prof, exe, r.pid, 0)
 	blocks := p.Stats["threads"]
@@ -727,11 +746,8 @@ func TestDeadThreads(t *testing.T) {
 // TestSignalHandlers runs instrumented code in a signal handler that
 // interrupts instrumented code (and the stubs) every 50µs.
 func TestSignalHandlers(t *testing.T) {
-	exe := harness(t, varNoPIE)
-	dir := t.TempDir()
-	prof := filepath.Join(dir, "prof")
 	const n = 2000000
-	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "signals", fmt.Sprint(n))
+	exe, prof, r := run(t, varNoPIE, "signals", fmt.Sprint(n))
 	wantExit(t, r, 0)
 	var handled int
 	if _, err := fmt.Sscanf(r.stdout, "handled %d", &handled); err != nil {
@@ -757,14 +773,6 @@ func TestSignalHandlers(t *testing.T) {
 func TestThreads(t *testing.T) {
 	for _, v := range []variant{varNoPIE, varStatic} {
 		t.Run(v.name, func(t *testing.T) {
-			exe := harness(t, v)
-			dir := t.TempDir()
-			prof := filepath.Join(dir, "prof")
-			r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "threads")
-			wantExit(t, r, 0)
-			if !strings.Contains(r.stdout, "distinct blocks") {
-				t.Errorf("stdout %q", r.stdout)
-			}
 			m := newModel()
 			m.f(0)
 			for th := 0; th < 4; th++ {
@@ -779,21 +787,17 @@ func TestThreads(t *testing.T) {
 				m.count(fWorker, 1)
 			}
 			if v.static {
-				m.enter(fIfunc)
-				m.count(fIfunc, 1)
+				m.ifunc()
 			}
 			m.stats["threads"] = 5
-			m.check(t, readProfile(t, prof, exe, r.pid, 0))
+			if r := m.expect(t, v, 0, "threads"); !strings.Contains(r.stdout, "distinct blocks") {
+				t.Errorf("stdout %q", r.stdout)
+			}
 		})
 	}
 }
 
 func TestLongjmp(t *testing.T) {
-	exe := harness(t, varNoPIE)
-	dir := t.TempDir()
-	prof := filepath.Join(dir, "prof")
-	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "longjmp")
-	wantExit(t, r, 0)
 	m := newModel()
 	for i := 0; i < 3; i++ {
 		m.enter(fA)
@@ -807,22 +811,17 @@ func TestLongjmp(t *testing.T) {
 	}
 	m.f(1)
 	m.stats["unwound_frames"] = 9
-	m.check(t, readProfile(t, prof, exe, r.pid, 0))
+	m.expect(t, varNoPIE, 0, "longjmp")
 }
 
 func TestExitInside(t *testing.T) {
-	exe := harness(t, varPIE)
-	dir := t.TempDir()
-	prof := filepath.Join(dir, "prof")
-	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "exit-inside")
-	wantExit(t, r, 3)
 	m := newModel()
 	m.f(3)
 	m.enter(fMain)
 	m.enter(fG)
 	m.partials[partial{fG, 1}] = 1
 	m.partials[partial{fMain, 2}] = 1
-	m.check(t, readProfile(t, prof, exe, r.pid, 0))
+	m.expect(t, varPIE, 3, "exit-inside")
 }
 
 func TestFatalSignals(t *testing.T) {
@@ -836,20 +835,14 @@ func TestFatalSignals(t *testing.T) {
 		{"abort", syscall.SIGABRT, varPIE},
 	} {
 		t.Run(tc.mode+"-"+tc.v.name, func(t *testing.T) {
-			exe := harness(t, tc.v)
-			dir := t.TempDir()
-			prof := filepath.Join(dir, "prof")
-			r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, tc.mode)
+			exe, prof, r := run(t, tc.v, tc.mode)
 			wantSignal(t, r, tc.sig)
 			m := newModel()
-			for i := 0; i < 10; i++ {
-				m.f(i)
-			}
+			m.fRange(0, 10)
 			m.enter(fCrash)
 			m.partials[partial{fCrash, 1}] = 1
 			if tc.v.static {
-				m.enter(fIfunc)
-				m.count(fIfunc, 1)
+				m.ifunc()
 			}
 			m.check(t, readProfile(t, prof, exe, r.pid, cct.FlagFatalSignal))
 		})
@@ -858,45 +851,72 @@ func TestFatalSignals(t *testing.T) {
 
 func TestSigterm(t *testing.T) {
 	exe := harness(t, varNoPIE)
+	cmd, prof, _ := startReady(t, exe, "sigterm")
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	wantSignal(t, result{status: ws}, syscall.SIGTERM)
+	p := readProfile(t, prof, exe, cmd.ProcessState.Pid(), cct.FlagFatalSignal)
+	calls, paths := fCounts(p)
+	// The signal may land inside f, before its exit.
+	if paths != calls && paths+1 != calls {
+		t.Errorf("f: %d activations, %d paths", calls, paths)
+	}
+	if calls == 0 {
+		t.Error("no counts for f")
+	}
+}
+
+// startReady starts the harness in mode in a new directory, BLPP_PROFILE
+// naming the file "prof" there, and returns once it has said "ready"
+// (and a little more, so that it is counting): the caller signals it and
+// waits for it. The rest of its output is on stdout.
+func startReady(t *testing.T, exe, mode string) (cmd *osexec.Cmd, prof string, stdout *bufio.Reader) {
+	t.Helper()
 	dir := t.TempDir()
-	prof := filepath.Join(dir, "prof")
-	cmd := osexec.Command(exe, "sigterm")
+	prof = filepath.Join(dir, "prof")
+	cmd = osexec.Command(exe, mode)
 	cmd.Dir = dir
 	cmd.Env = append(cleanEnv(), "BLPP_PROFILE="+prof)
-	stdout, err := cmd.StdoutPipe()
+	pipe, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	br := bufio.NewReader(stdout)
-	if line, err := br.ReadString('\n'); err != nil || line != "ready\n" {
+	stdout = bufio.NewReader(pipe)
+	if line, err := stdout.ReadString('\n'); err != nil || line != "ready\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
 		t.Fatalf("read ready: %q %v", line, err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
-	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	wantSignal(t, result{status: ws}, syscall.SIGTERM)
-	p := readProfile(t, prof, exe, cmd.ProcessState.Pid(), cct.FlagFatalSignal)
-	var n uint64
+	return cmd, prof, stdout
+}
+
+// fCounts returns the activations and path runs of f in the first
+// thread of p.
+func fCounts(p *cct.Profile) (calls, paths uint64) {
 	for _, rec := range p.Threads[0].Records {
 		if rec.Func == fBasic {
-			n = rec.Calls
-			var sum uint64
+			calls = rec.Calls
 			for _, path := range rec.Paths {
-				sum += path.Count
-			}
-			// The signal may land inside f, before its exit.
-			if sum != n && sum+1 != n {
-				t.Errorf("f: %d activations, %d paths", n, sum)
+				paths += path.Count
 			}
 		}
 	}
-	if n == 0 {
-		t.Error("no counts for f")
+	return calls, paths
+}
+
+// childPID returns the pid the harness's fork child printed.
+func childPID(t *testing.T, r result) int {
+	t.Helper()
+	var child int
+	if _, err := fmt.Sscanf(r.stdout, "child %d", &child); err != nil {
+		t.Fatalf("stdout %q: %v", r.stdout, err)
 	}
+	return child
 }
 
 func TestFork(t *testing.T) {
@@ -913,10 +933,7 @@ func TestFork(t *testing.T) {
 			}
 			r := runHarness(t, exe, dir, env, "fork")
 			wantExit(t, r, 0)
-			var child int
-			if _, err := fmt.Sscanf(r.stdout, "child %d", &child); err != nil {
-				t.Fatalf("stdout %q: %v", r.stdout, err)
-			}
+			child := childPID(t, r)
 			parentName, childName := filepath.Join(dir, "blpp.out"), filepath.Join(dir, fmt.Sprintf("blpp.out.%d", child))
 			if tc.profile != "" {
 				parentName = filepath.Join(dir, fmt.Sprintf("prof.%d", r.pid))
@@ -931,17 +948,13 @@ func TestFork(t *testing.T) {
 				t.Errorf("files %v, want the parent's and the child's profiles", names)
 			}
 			pm := newModel()
-			for i := 0; i < 10; i++ {
-				pm.f(i)
-			}
+			pm.fRange(0, 10)
 			for i := 0; i < 7; i++ {
 				pm.f(1)
 			}
 			pm.check(t, readProfile(t, parentName, exe, r.pid, 0))
 			cm := newModel()
-			for i := 100; i < 105; i++ {
-				cm.f(i)
-			}
+			cm.fRange(100, 105)
 			cm.loop(3)
 			cm.stats["fork_child"] = 1
 			cm.stats["threads"] = 1
@@ -957,34 +970,22 @@ func TestForkThread(t *testing.T) {
 	dir := t.TempDir()
 	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=prof.%p"}, "fork-thread")
 	wantExit(t, r, 0)
-	var child int
-	if _, err := fmt.Sscanf(r.stdout, "child %d", &child); err != nil {
-		t.Fatalf("stdout %q: %v", r.stdout, err)
-	}
+	child := childPID(t, r)
 	pm := newModel()
-	for i := 0; i < 10; i++ {
-		pm.f(i)
-	}
+	pm.fRange(0, 10)
 	pm.check(t, readProfile(t, filepath.Join(dir, fmt.Sprintf("prof.%d", r.pid)), exe, r.pid, 0))
 	cm := newModel()
-	for i := 100; i < 105; i++ {
-		cm.f(i)
-	}
+	cm.fRange(100, 105)
 	cm.stats["fork_child"] = 1
 	cm.stats["threads"] = 2
 	cm.check(t, readProfile(t, filepath.Join(dir, fmt.Sprintf("prof.%d", child)), exe, child, 0))
 }
 
 func TestDumpSelf(t *testing.T) {
-	exe := harness(t, varPIE)
-	dir := t.TempDir()
-	prof := filepath.Join(dir, "prof")
-	r := runHarness(t, exe, dir, []string{"BLPP_PROFILE=" + prof}, "dump-self")
+	exe, prof, r := run(t, varPIE, "dump-self")
 	wantExit(t, r, 0)
 	dm := newModel()
-	for i := 0; i < 10; i++ {
-		dm.f(i)
-	}
+	dm.fRange(0, 10)
 	dm.stats["dumps"] = 0
 	dm.check(t, readProfile(t, prof+".dump", exe, r.pid, cct.FlagDumpSignal))
 	for i := 0; i < 5; i++ {
@@ -996,24 +997,8 @@ func TestDumpSelf(t *testing.T) {
 
 func TestDumpLoop(t *testing.T) {
 	exe := harness(t, varNoPIE)
-	dir := t.TempDir()
-	prof := filepath.Join(dir, "prof")
-	cmd := osexec.Command(exe, "dump-loop")
-	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), "BLPP_PROFILE="+prof)
+	cmd, prof, br := startReady(t, exe, "dump-loop")
 	var out bytes.Buffer
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(stdout)
-	if line, err := br.ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("read ready: %q %v", line, err)
-	}
-	time.Sleep(20 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
@@ -1027,22 +1012,11 @@ func TestDumpLoop(t *testing.T) {
 	}
 	d := readProfile(t, prof+".dump", exe, cmd.ProcessState.Pid(), cct.FlagDumpSignal)
 	f := readProfile(t, prof, exe, cmd.ProcessState.Pid(), 0)
-	sum := func(p *cct.Profile) (calls, paths uint64) {
-		for _, rec := range p.Threads[0].Records {
-			if rec.Func == fBasic {
-				calls = rec.Calls
-				for _, path := range rec.Paths {
-					paths += path.Count
-				}
-			}
-		}
-		return
-	}
-	dc, dp := sum(d)
+	dc, dp := fCounts(d)
 	if dc == 0 || dc > total || (dp != dc && dp+1 != dc) {
 		t.Errorf("dump: %d activations, %d paths, of %d", dc, dp, total)
 	}
-	fc, fp := sum(f)
+	fc, fp := fCounts(f)
 	if fc != total || fp != total {
 		t.Errorf("final: %d activations, %d paths, want %d", fc, fp, total)
 	}

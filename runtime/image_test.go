@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
+	"regexp"
 	"testing"
 
 	"blpp/internal/testsupport/fixture"
@@ -86,6 +88,44 @@ func TestImageCurrent(t *testing.T) {
 	}
 	if !bytes.Equal(img, runtime.ImageELF()) {
 		t.Errorf("blpp_rt.elf is stale (%d bytes rebuilt, %d committed): run go generate ./runtime", len(img), len(runtime.ImageELF()))
+	}
+}
+
+// TestBuildInputs checks that the build's lists of hand-written files
+// (build.Sources, build.Includes) name every blpp_* C, assembly, header
+// and linker-script file here, and every file they include: a part of the
+// unity build missing from the lists would escape TestImageCurrent (or
+// break the build in its temporary directory).
+func TestBuildInputs(t *testing.T) {
+	listed := map[string]bool{build.LayoutHeader: true, build.FormatHeader: true}
+	for _, name := range append(append([]string{}, build.Sources...), build.Includes...) {
+		if listed[name] {
+			t.Errorf("%s is listed twice (or is a generated header)", name)
+		}
+		listed[name] = true
+	}
+	for _, pat := range []string{"blpp_*.c", "blpp_*.h", "blpp_*.S", "blpp_*.ld"} {
+		names, err := filepath.Glob(pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range names {
+			if !listed[name] {
+				t.Errorf("%s is not in build.Sources or build.Includes", name)
+			}
+		}
+	}
+	include := regexp.MustCompile(`(?m)^\s*#\s*include\s+"([^"]+)"`)
+	for _, name := range append(append([]string{}, build.Sources...), build.Includes...) {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range include.FindAllSubmatch(src, -1) {
+			if !listed[string(m[1])] {
+				t.Errorf("%s includes %s, which the build does not list", name, m[1])
+			}
+		}
 	}
 }
 

@@ -288,22 +288,25 @@ static int run_regs(void)
 	/* DF and every status flag set, then all clear, twice: the first
 	 * round resolves the counters (slow paths), later ones are fast. */
 	static const unsigned long long flags[4] = {0xcd7, 0x2, 0xcd7, 0x2};
+	static const struct {
+		void (*check)(unsigned long long out[17]);
+		const char *what;
+	} stubs[] = {
+		{regcheck_enter, "enter"},
+		{regcheck_backedge, "backedge"},
+		{regcheck_exit, "exit"},
+		{regcheck_enter_bad, "enter (bad id)"},
+		{regcheck_backedge_bad, "backedge (bad id)"},
+		{regcheck_exit_bad, "exit (bad id)"},
+	};
 	unsigned long long out[17];
 	int bad = 0;
 	for (int k = 0; k < 4; k++) {
 		rc_flags = flags[k];
-		regcheck_enter(out);
-		bad |= check_regs("enter", out);
-		regcheck_backedge(out);
-		bad |= check_regs("backedge", out);
-		regcheck_exit(out);
-		bad |= check_regs("exit", out);
-		regcheck_enter_bad(out);
-		bad |= check_regs("enter (bad id)", out);
-		regcheck_backedge_bad(out);
-		bad |= check_regs("backedge (bad id)", out);
-		regcheck_exit_bad(out);
-		bad |= check_regs("exit (bad id)", out);
+		for (size_t i = 0; i < sizeof(stubs) / sizeof(stubs[0]); i++) {
+			stubs[i].check(out);
+			bad |= check_regs(stubs[i].what, out);
+		}
 	}
 	if (!bad)
 		printf("regs ok\n");
@@ -334,6 +337,40 @@ static void *child_thread(void *arg)
 	for (int i = 100; i < 105; i++)
 		f(i);
 	return 0;
+}
+
+/* ---- fork children ---- */
+
+/* fork_run runs f(0..9) and forks; the child runs child, says
+ * "child <pid>" and exits, the parent waits and returns its status. */
+static int fork_run(void (*child)(void))
+{
+	pid_t pid;
+	int st;
+	for (int i = 0; i < 10; i++)
+		f(i);
+	pid = fork();
+	if (pid == 0) {
+		child();
+		printf("child %d\n", (int)getpid());
+		exit(0);
+	}
+	waitpid(pid, &st, 0);
+	return st;
+}
+
+static void fork_child(void)
+{
+	child_thread(0);
+	loop(3);
+}
+
+/* fork_thread makes the child's first counts come from a new thread. */
+static void fork_thread(void)
+{
+	pthread_t th;
+	pthread_create(&th, 0, child_thread, 0);
+	pthread_join(th, 0);
 }
 
 /* ---- a signal handler that runs instrumented code ---- */
@@ -471,41 +508,15 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "fork")) {
 		/* parent: f(0..9), child: f(100..104) + loop(3), parent: f(1) x 7 */
-		pid_t pid;
-		int st;
-		for (int i = 0; i < 10; i++)
-			f(i);
-		pid = fork();
-		if (pid == 0) {
-			for (int i = 100; i < 105; i++)
-				f(i);
-			loop(3);
-			printf("child %d\n", (int)getpid());
-			exit(0);
-		}
-		waitpid(pid, &st, 0);
+		int st = fork_run(fork_child);
 		for (int i = 0; i < 7; i++)
 			f(1);
 		printf("parent %d child status %d\n", (int)getpid(), st);
 		return 0;
 	}
-	if (!strcmp(mode, "fork-thread")) {
+	if (!strcmp(mode, "fork-thread"))
 		/* parent: f(0..9); child: a new thread runs f(100..104) */
-		pid_t pid;
-		int st;
-		for (int i = 0; i < 10; i++)
-			f(i);
-		pid = fork();
-		if (pid == 0) {
-			pthread_t th;
-			pthread_create(&th, 0, child_thread, 0);
-			pthread_join(th, 0);
-			printf("child %d\n", (int)getpid());
-			exit(0);
-		}
-		waitpid(pid, &st, 0);
-		return st != 0;
-	}
+		return fork_run(fork_thread) != 0;
 	if (!strcmp(mode, "dump-self")) {
 		/* f(0..9), a dump, which is renamed to <profile>.dump, f(2) x 5 */
 		char dumped[4200];

@@ -37,6 +37,15 @@ rc_rsp_after:	.quad	0
 	movabs	$0x0f0f0f0f0f0f0f0f, %r15
 .endm
 
+/* STORE stores the registers regs, 8 bytes each, from off(%rdi) on. */
+.macro STORE off, regs:vararg
+	.set	store_off, \off
+	.irp	reg, \regs
+	mov	\reg, store_off(%rdi)
+	.set	store_off, store_off + 8
+	.endr
+.endm
+
 .macro CHECK name, call
 	.globl	\name
 	.type	\name, @function
@@ -57,22 +66,9 @@ rc_rsp_after:	.quad	0
 	pushfq
 	push	%rdi
 	mov	16(%rsp), %rdi
-	mov	%rax, 0(%rdi)
-	mov	%rbx, 8(%rdi)
-	mov	%rcx, 16(%rdi)
-	mov	%rdx, 24(%rdi)
-	mov	%rsi, 32(%rdi)
+	STORE	0, %rax, %rbx, %rcx, %rdx, %rsi
 	pop	%rax
-	mov	%rax, 40(%rdi)
-	mov	%rbp, 48(%rdi)
-	mov	%r8, 56(%rdi)
-	mov	%r9, 64(%rdi)
-	mov	%r10, 72(%rdi)
-	mov	%r11, 80(%rdi)
-	mov	%r12, 88(%rdi)
-	mov	%r13, 96(%rdi)
-	mov	%r14, 104(%rdi)
-	mov	%r15, 112(%rdi)
+	STORE	40, %rax, %rbp, %r8, %r9, %r10, %r11, %r12, %r13, %r14, %r15
 	pop	%rax
 	mov	%rax, 120(%rdi)
 	mov	rc_rsp_after(%rip), %rax
@@ -94,16 +90,12 @@ rc_rsp_after:	.quad	0
  * is beyond the function table, which sends exit and backedge to the slow
  * path (counted as bad_funcs). */
 
-.macro CALL_ENTER fid
+/* CALL_FID calls a stub whose one argument is the function id (entry,
+ * exit), CALL_BACKEDGE the backedge stub, as instrumented code does. */
+.macro CALL_FID stub, fid
 	lea	-128(%rsp), %rsp
 	push	$\fid
-	call	blpp_enter
-	lea	136(%rsp), %rsp
-.endm
-.macro CALL_EXIT fid
-	lea	-128(%rsp), %rsp
-	push	$\fid
-	call	blpp_exit
+	call	\stub
 	lea	136(%rsp), %rsp
 .endm
 .macro CALL_BACKEDGE fid
@@ -115,11 +107,11 @@ rc_rsp_after:	.quad	0
 	lea	152(%rsp), %rsp
 .endm
 
-	CHECK	regcheck_enter, "CALL_ENTER 11"
-	CHECK	regcheck_exit, "CALL_EXIT 11"
+	CHECK	regcheck_enter, "CALL_FID blpp_enter, 11"
+	CHECK	regcheck_exit, "CALL_FID blpp_exit, 11"
 	CHECK	regcheck_backedge, "CALL_BACKEDGE 11"
-	CHECK	regcheck_enter_bad, "CALL_ENTER 1000"
-	CHECK	regcheck_exit_bad, "CALL_EXIT 1000"
+	CHECK	regcheck_enter_bad, "CALL_FID blpp_enter, 1000"
+	CHECK	regcheck_exit_bad, "CALL_FID blpp_exit, 1000"
 	CHECK	regcheck_backedge_bad, "CALL_BACKEDGE 1000"
 
 	.section .note.GNU-stack,"",@progbits

@@ -49,10 +49,18 @@ var LinkFlags = []string{
 
 // Sources are the runtime's hand-written sources, relative to the runtime
 // directory, LinkerScript the script among them, and Includes the
-// hand-written headers they include.
+// hand-written files they include: blpp_rt.c is a unity build of the
+// parts listed here (in its own order), so the runtime stays one object.
+// Every one is an input of Build, so TestImageCurrent notices a change in
+// any of them; TestBuildInputs checks that the lists name every
+// hand-written blpp_* file of the directory and every file the sources
+// include.
 var (
-	Sources      = []string{"blpp_rt.c", "blpp_stubs.S", LinkerScript}
-	Includes     = []string{"blpp_pmu.h"}
+	Sources  = []string{"blpp_rt.c", "blpp_stubs.S", LinkerScript}
+	Includes = []string{
+		"blpp_pmu.h", "blpp_sys.h", "blpp_state.c", "blpp_thread.c", "blpp_metrics.c", "blpp_htab.c", "blpp_cct.c",
+		"blpp_partial.c", "blpp_enter.c", "blpp_dark.c", "blpp_resume.c", "blpp_writer.c", "blpp_signal.c", "blpp_start.c",
+	}
 	LinkerScript = "blpp_rt.ld"
 )
 

@@ -1,0 +1,124 @@
+//go:build ignore
+
+/*
+ * blpp_htab.c: hash tables of path counts, for the records of functions
+ * with more paths than a dense array should hold (Func.hashed) [DESIGN 6;
+ * PP's hashed counters]. The layout and hash are shared with the inline
+ * code the rewriter emits (decision 48): BLPP_HASH_MUL, BLPP_HTAB_*.
+ *
+ * Part of the runtime's unity build (blpp_rt.c), after blpp_metrics.c.
+ * Tables come from the arena and are never resized in place or freed; a
+ * full one gets a bigger one in front. Lock-free: a signal handler on the
+ * same thread may count in the middle of an insertion.
+ */
+
+
+/* A hash table of path counts for one record of a function with many
+ * paths. Entries are a key (path+1; 0 marks an empty entry) followed by
+ * rt.stride values (count, then metric sums). Tables are never resized
+ * in place. The record points at the newest table, which is where paths
+ * are counted: when it is half full and a path it lacks comes, a table
+ * four times bigger goes in front of it (linked to it through next). A
+ * path already in an older table starts a new entry in the newest; the
+ * older counts stay where they are, and the writer sums a path over all
+ * tables. So the hot paths live in the first table, the one the inline
+ * code probes [decision 48], and a function that sees few paths keeps a
+ * small table. A record belongs to one thread, but a signal handler on
+ * that thread may count while a count is interrupted: the atomics keep
+ * the tables consistent. */
+struct htab {
+	u64 cap;   /* power of two */
+	u64 used;
+	u64 next;  /* the next older table */
+	u64 bytes; /* cap * entry size: the inline code's scale (home) */
+	u64 e[];
+};
+
+enum { HTAB_INIT = BLPP_HTAB_INIT_CAP };
+_Static_assert(__builtin_offsetof(struct htab, e) == BLPP_HTAB_ENTRIES_OFF, "htab header");
+_Static_assert(__builtin_offsetof(struct htab, bytes) == BLPP_HTAB_BYTES_OFF, "htab bytes");
+_Static_assert((BLPP_HTAB_INIT_CAP & (BLPP_HTAB_INIT_CAP - 1)) == 0, "htab capacity");
+
+/* fib32 is the 32-bit Fibonacci hash of x's low 32 bits, the one inline
+ * code computes with imul $BLPP_HASH_MUL (hash tables, call cache). */
+static u32 fib32(u64 x) { return (u32)x * (u32)BLPP_HASH_MUL; }
+
+/* home is key's first probe in a table of cap entries: fib32 scaled to
+ * [0, cap) by a multiply and a shift. The second probe is the next entry,
+ * wrapping at cap (the inline code looks at entry cap instead, which
+ * stays empty). The inline code computes the same (imul $BLPP_HASH_MUL;
+ * imul bytes; shr $32) in the record's newest table and counts a path
+ * found there itself [decision 48]. */
+static u64 home(u64 key, u64 cap) { return ((u64)fib32(key) * cap) >> 32; }
+
+static u64 mix(u64 x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdul;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ul;
+	x ^= x >> 33;
+	return x;
+}
+
+static u64 hent_words(void) { return 1 + rt.stride; }
+
+static struct htab *htab_new(struct wiped *w, u64 cap)
+{
+	/* One entry more than cap, never written: the inline code's second
+	 * probe (home + 1) may look at it [decision 48]. */
+	struct htab *h = arena_alloc(&w->arena, sizeof(struct htab) + (cap + 1) * hent_words() * 8);
+	if (h) {
+		h->cap = cap;
+		h->bytes = cap * hent_words() * 8;
+	}
+	return h;
+}
+
+/* htab_slot returns the values of key in h, inserting it if insert says
+ * so and h is less than half full, else 0. */
+static u64 *htab_slot(struct htab *h, u64 key, int insert)
+{
+	u64 mask = h->cap - 1, i = home(key, h->cap), hw = hent_words();
+	for (u64 n = 0; n < h->cap; n++, i = (i + 1) & mask) {
+		u64 *e = &h->e[i * hw];
+		u64 k = LOAD(&e[0]);
+		if (k == 0) {
+			if (!insert || LOADR(&h->used) >= h->cap / 2)
+				return 0;
+			if (!CAS(&e[0], 0, key)) {
+				if (LOAD(&e[0]) != key)
+					continue;
+			} else {
+				ADD(&h->used, 1);
+			}
+			return e + 1;
+		}
+		if (k == key)
+			return e + 1;
+	}
+	return 0;
+}
+
+/* hash_slot returns where record r counts path path, 0 when no table
+ * can take it (the arena is full and no older table has it). */
+static u64 *hash_slot(struct wiped *w, struct blpp_record *r, u64 path)
+{
+	u64 key = path + 1;
+	for (;;) {
+		struct htab *h = (struct htab *)LOAD(&r->hash), *n;
+		u64 *v = htab_slot(h, key, 1);
+		if (v)
+			return v;
+		if (!(n = htab_new(w, h->cap * 4))) {
+			for (h = (struct htab *)LOAD(&h->next); h; h = (struct htab *)LOAD(&h->next))
+				if ((v = htab_slot(h, key, 0)))
+					return v;
+			return 0;
+		}
+		n->next = (u64)h;
+		/* A signal handler's count may have put a table in front
+		 * meanwhile: then n stays unused in the arena, and we retry. */
+		CAS(&r->hash, (u64)h, (u64)n);
+	}
+}

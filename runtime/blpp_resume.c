@@ -1,0 +1,84 @@
+//go:build ignore
+
+/*
+ * blpp_resume.c: activations that go on where their path did not start.
+ * blpp_rt_fork_child records, in a fork child, where each live activation
+ * stood at the fork (its prefix, counted by the parent); blpp_rt_setjmp_ret
+ * ends the path at the edge after a call that returns twice (setjmp) and
+ * at a C++ landing pad, unwinding what longjmp or the exception left.
+ *
+ * Part of the runtime's unity build (blpp_rt.c), after blpp_dark.c. Like
+ * the other stubs' C halves, they run with Thread.busy raised.
+ */
+
+/*
+ * blpp_rt_fork_child runs in a fork child right after fork() returned 0
+ * to function fid, whose call site id is site. Every activation live now
+ * began its path in the parent, which counts the blocks before the fork;
+ * the child will finish those paths and count them again. So the child
+ * records each one's prefix, where it stopped and the path register
+ * there (as a partial), and the report subtracts the prefixes' blocks:
+ * each process's profile then holds its own work only, as callgrind's
+ * dump at fork has it.
+ */
+void blpp_rt_fork_child(u64 fid, u64 site)
+{
+	struct blpp_thread *t = stub_thread(); /* makes the child's state (fork_reset) */
+	struct wiped *w = rt.w;
+	struct blpp_frame *f;
+	struct stop_walk sw;
+	if (!t || !w || t->busy)
+		return;
+	t->busy++;
+	BARRIER();
+	STORE(&w->prefix_owner, (u64)t);
+	f = frames(t);
+	(void)fid; /* the newest frame is fid's unless it was not pushed; then site names no block of it */
+	stop_start(&sw, t, site);
+	while (sw.next > 0) {
+		stop_step(&sw);
+		pent_add(&w->prefixes, &w->prefix_lock, frame_record(t, sw.next), f[sw.next].func, site_block(f[sw.next].func, sw.site), sw.reg);
+	}
+	BARRIER();
+	t->busy--;
+}
+
+/*
+ * blpp_rt_setjmp_ret runs on the edge after a call that returns twice, in
+ * function fid whose activation has %rsp == rsp. The edge ends a path
+ * (pathnum makes it path-breaking). On the first return the call site is
+ * still the setjmp call's own (site): count[r + k]. On a return through
+ * longjmp it is not: first pop the activations longjmp abandoned (each
+ * recorded where it stopped), then record this activation's own path,
+ * abandoned at its last call, as a partial: the blocks before the setjmp
+ * call were not run again. Either way the next path starts: r = restart.
+ *
+ * A C++ landing pad calls it too, with site BLPP_LANDING_SITE (-1, never
+ * a call site): the unwinder came back like a longjmp, leaving the
+ * activations the exception passed through, and this activation stopped
+ * at the call that raised. No call is in progress after it.
+ */
+#define BLPP_LANDING_SITE (~(u64)0)
+void blpp_rt_setjmp_ret(u64 fid, u64 k, u64 restart, u64 site, u64 rsp)
+{
+	struct blpp_thread *t = stub_thread();
+	u64 nested, now[BLPP_MAX_METRICS], d[BLPP_MAX_METRICS];
+	if (!t)
+		return;
+	nested = t->busy++;
+	BARRIER();
+	if (rt.nmetrics) {
+		metrics_read(t, now);
+		path_metrics(t, now, d);
+	}
+	if (rt.w && !nested && t->overflow == 0)
+		unwind(t, rsp, 0);
+	if (t->call_site == site && site != BLPP_LANDING_SITE)
+		count(t, running(t), fid, (u64)t->r + k, d);
+	else
+		partial_add(t, running(t), fid, site_block(fid, t->call_site), t->r);
+	t->r = (s64)restart;
+	t->call_site = site == BLPP_LANDING_SITE ? 0 : site;
+	BARRIER();
+	t->busy--;
+}

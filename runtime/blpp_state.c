@@ -1,0 +1,232 @@
+//go:build ignore
+
+/*
+ * blpp_state.c: the runtime's state and memory. blpp_config (the one
+ * object the rewriter patches), the per-epoch statistics, struct wiped
+ * (everything a fork child must not inherit), the private tail of a
+ * thread block (struct tpriv: perf events, shadow-stack bounds, the
+ * uninstrumented activations in progress), the process-wide struct rt;
+ * then messages to stderr (say, and die when it cannot go on) and the
+ * allocator: MADV_WIPEONFORK mappings and a lock-free bump arena over
+ * them.
+ *
+ * Part of the runtime's unity build (blpp_rt.c), after blpp_sys.h.
+ * blpp_config is the only initialised data and holds no pointer (the image
+ * has no relocations); everything else starts as zero bss. The arena never
+ * frees and never blocks: an allocation that races another, or a signal
+ * handler's, at worst wastes the rest of a chunk.
+ */
+
+
+/*
+ * blpp_config is the only initialised object that matters: the rewriter
+ * patches it in the image's data. It is global (not static) so that the
+ * compiler cannot fold its initial values into the code.
+ */
+struct blpp_config blpp_config = {
+	.magic = BLPP_CONFIG_MAGIC,
+	.dump_signal = BLPP_DEFAULT_DUMP_SIGNAL,
+	.flags = BLPP_CONFIG_FLAG_FLOW_ONLY,
+};
+
+/* Where blpp_start jumps after blpp_init: orig_entry plus the load bias. */
+u64 blpp_entry_target;
+
+/* Indices of the per-epoch statistics (struct wiped.stats). */
+enum {
+	ST_BAD_FUNCS,         /* a stub named a function id >= nfuncs */
+	ST_BAD_PATHS,         /* a path id outside [0, num_paths) */
+	ST_DROPPED_COUNTS,    /* counts lost because a hash table could not grow */
+	ST_DROPPED_PARTIALS,  /* partial activations lost (table full or busy) */
+	ST_EXIT_MISMATCH,     /* an exit whose function was not on top of the shadow stack */
+	ST_SHADOW_OVERFLOW,   /* entries not pushed because the shadow stack was full */
+	ST_UNWOUND,           /* activations popped because their stack frame was gone */
+	ST_DROPPED_RECORDS,   /* records not made: arena full or over its limit */
+	ST_NO_RECORD,         /* path ends not counted: the activation had no record */
+	ST_STUB_ENTRIES,      /* entries, exits and backedges that took the stub: */
+	ST_STUB_EXITS,        /*   where the inline code could not, or (metrics */
+	ST_STUB_BACKEDGES,    /*   other than tsc alone) where there is none */
+	ST_STUB_DARK,         /* entries of uninstrumented functions that took the stub (decision 70) */
+	NSTATS,
+};
+
+/* What the inline instrumentation tests before it touches %gs: non-zero
+ * once blpp_init has set up the main thread's block. */
+u64 blpp_fast_slots;
+
+/* A bump allocator over mmap chunks, lock-free. */
+struct chunk {
+	u64 used, cap;
+	u64 pad[6];
+};
+struct arena {
+	struct chunk *cur;
+};
+
+/*
+ * struct wiped is everything a fork child must not inherit: the arena
+ * that holds the calling context trees, their counters, the hash tables
+ * and partials, and the statistics. It and every chunk of its arena are
+ * MADV_WIPEONFORK, so in a child they read as zero; live == 0 tells the
+ * child it must reset (fork_reset). Pointers into this memory that the
+ * child still holds (thread blocks, shadow frames) then point at zeros,
+ * which every fast path treats as "take the slow path".
+ */
+struct wiped {
+	u64 live;
+	struct arena arena;
+	u64 stats[NSTATS];
+	/* In a fork child: the path prefixes of the activations live at the
+	 * fork (blpp_rt_fork_child), a struct ptab, and the block of the
+	 * thread that forked, whose THREAD section carries them. */
+	unsigned long long prefixes, prefix_lock, prefix_owner;
+};
+
+/* Private per-thread state after the shared struct blpp_thread, in the
+ * same 4 KiB block header. */
+struct tpriv {
+	struct blpp_pmu_ev ev[BLPP_MAX_METRICS]; /* perf events (fd -1 if none) */
+	u64 epoch;                               /* rt.epoch + 1 when they were opened, 0: never */
+	/* The shadow stack's reserved address space ends at shadow_end; it
+	 * is readable and writable up to shadow_rw (see shadow_grow). */
+	u64 shadow_end, shadow_rw;
+	/* The activations of uninstrumented functions that may be in
+	 * progress, newest last (decision 70): see blpp_rt_dark. */
+	struct dark_ctx {
+		u64 list;  /* the node list its record hangs in (head word address) */
+		u64 rec;   /* its record */
+		u64 rsp;   /* its entry %rsp */
+		u64 epoch; /* rt.epoch when pushed: older ones are a fork parent's */
+	} dark[8];
+	u64 ndark;
+};
+#define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
+
+/* Metric sources. */
+enum { MSRC_NONE, MSRC_TSC, MSRC_PMU };
+
+static struct {
+	int ready;      /* blpp_init finished */
+	int quiet;      /* BLPP_QUIET=1 */
+	int fsgsbase;   /* rd/wr{fs,gs}base usable (AT_HWCAP2) */
+	int nowipe;     /* MADV_WIPEONFORK refused: children keep inherited counts */
+	int warned_thread;
+	u64 bias;       /* run-time minus link-time addresses */
+	const struct blpp_func *funcs;
+	u64 nfuncs;
+	u64 ndark;      /* ids [nfuncs, nfuncs + ndark) are uninstrumented functions (decision 70) */
+	const struct blpp_site *sites; /* call sites by id (0: none) */
+	u64 nsites;
+	u32 writing_why;  /* why the profile being written is written (0: exit) */
+	const u8 *build_id;
+	u64 build_id_len;
+	u64 flags;
+	u64 shadow_frames; /* shadow-stack capacity per thread, in frames */
+	int flow_only;  /* --no-context: one root record per function and thread */
+	u64 nmetrics;   /* metrics besides freq */
+	u64 stride;     /* words per path in a dense counter array: 1 + nmetrics */
+	int msrc[BLPP_MAX_METRICS];   /* where each metric comes from */
+	u8 mkind[BLPP_MAX_METRICS];   /* BLPP_METRIC_REAL, _FALLBACK or _UNAVAILABLE */
+	char mname[BLPP_MAX_METRICS][24];
+	u32 mtype[BLPP_MAX_METRICS];
+	u64 mconfig[BLPP_MAX_METRICS];
+	u64 tsc_init;   /* rdtsc at blpp_init */
+	u64 arena_limit;
+	u64 slots_size; /* bytes of slot counters per thread block (decision 42) */
+	u64 cache_size; /* bytes of call cache per thread block (decision 49), or 0 */
+	u64 epoch;      /* fork generation: bumped by fork_reset */
+	u64 init_pid;
+	u64 pid;        /* the process that owns this memory: init_pid, or the fork child's after fork_reset */
+	u64 dummy_tp;   /* thread pointer blpp_init made up (static binaries), or 0 */
+	u64 early_start;     /* 1: counting began before the entry point (early_init) */
+	u64 early_uncounted; /* stub calls before the runtime could count */
+	u64 handlers;        /* install_handlers ran */
+	int env_known;       /* early_init read the environment */
+	struct wiped *w;
+	struct blpp_thread *threads; /* every thread block, newest first */
+	u64 nthreads;
+	u64 arena_bytes;
+	u64 forked;       /* counts restarted at a fork */
+	u64 resetting;    /* fork_reset running */
+	u64 write_lock;   /* tid of the thread writing a profile, 0 if none */
+	u64 exit_written; /* EXIT_NONE, EXIT_AT_FINI or EXIT_FINAL */
+	u64 dumps;        /* dump-signal profiles written */
+	char tmpl[4096];  /* profile name template, absolute */
+	char name[4096];  /* expanded name, under write_lock */
+	char tmp[4096];   /* temporary file name, under write_lock */
+} rt;
+
+/* ---- messages ---- */
+
+/* say writes "blpp: a b c[: error N]" to stderr unless BLPP_QUIET=1. */
+static void say(const char *a, const char *b, const char *c, long err)
+{
+	char buf[512], num[24];
+	const char *parts[4] = {"blpp: ", a, b, c};
+	u64 n = 0;
+	if (rt.quiet)
+		return;
+	for (int i = 0; i < 4; i++) {
+		const char *s = parts[i];
+		for (; s && *s && n < sizeof(buf) - 40; s++)
+			buf[n++] = *s;
+	}
+	if (err) {
+		const char *e = ": error ";
+		char *d = utoa(num + sizeof(num), (u64)(err < 0 ? -err : err));
+		while (*e)
+			buf[n++] = *e++;
+		while (d < num + sizeof(num))
+			buf[n++] = *d++;
+	}
+	buf[n++] = '\n';
+	sc3(SYS_write, 2, buf, n);
+}
+
+/* die says m and ends the process with status 127: the runtime cannot go
+ * on (a bad configuration, no memory for a thread block). */
+static void die(const char *m)
+{
+	say(m, "", "", 0);
+	sc1(SYS_exit_group, 127);
+}
+
+/* ---- arenas ---- */
+
+enum { CHUNK_SIZE = 1 << 20, CHUNK_HDR = sizeof(struct chunk) };
+
+/* map_wiped maps zeroed memory that a fork child sees as zero again. */
+static void *map_wiped(u64 size)
+{
+	void *p = map_anon(size, 0);
+	if (p && !rt.nowipe && failed(sc3(SYS_madvise, p, size, MADV_WIPEONFORK))) {
+		rt.nowipe = 1;
+		say("MADV_WIPEONFORK is not supported: ", "a fork child's profile includes its parent's counts", "", 0);
+	}
+	if (p)
+		ADD(&rt.arena_bytes, size);
+	return p;
+}
+
+/* arena_alloc returns size bytes of zeroed, 64-byte aligned memory. */
+static void *arena_alloc(struct arena *a, u64 size)
+{
+	size = (size + 63) & ~63ul;
+	for (;;) {
+		struct chunk *c = LOAD(&a->cur);
+		if (c) {
+			u64 off = ADD(&c->used, size);
+			if (off + size <= c->cap)
+				return (u8 *)c + off;
+		}
+		u64 want = size + CHUNK_HDR > CHUNK_SIZE ? page_up(size + CHUNK_HDR) : CHUNK_SIZE;
+		struct chunk *n = map_wiped(want);
+		if (!n)
+			return 0;
+		n->cap = want;
+		n->used = CHUNK_HDR + size;
+		if (want == CHUNK_SIZE)
+			CAS(&a->cur, c, n); /* losing the race only wastes the rest of n */
+		return (u8 *)n + CHUNK_HDR;
+	}
+}

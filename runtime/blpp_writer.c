@@ -1,0 +1,627 @@
+//go:build ignore
+
+/*
+ * blpp_writer.c: the profile writer [DESIGN 11, docs/profile-format.md,
+ * blpp_format.h]. A growable buffer (its own mapping), varints, heapsorts
+ * (no qsort); per thread its records parents first, paths (dense and
+ * hashed), partials (found while running, and the live frames of the
+ * calling thread), folded calls and fork prefixes; STATS; the checksum;
+ * the file name (%p, %h, %%; a fork child's own); writing to
+ * "<name>.tmp.<pid>" and renaming, or in place for a device or FIFO.
+ *
+ * Part of the runtime's unity build (blpp_rt.c), after blpp_resume.c.
+ * Runs at exit, in signal handlers and at the dump signal, so everything
+ * is async-signal-safe: memory from mmap/mremap, raw syscalls, and one
+ * try-lock (rt.write_lock) that a second writer waits on briefly or gives
+ * up. The output is canonical: what cct's writer makes of the same model.
+ */
+
+
+/* obuf is a growable buffer in its own mapping; err sticks. */
+struct obuf {
+	u8 *p;
+	u64 len, cap;
+	int err;
+};
+
+static int ob_reserve(struct obuf *b, u64 n)
+{
+	u64 cap;
+	long r;
+	if (b->err)
+		return 0;
+	if (b->len + n <= b->cap)
+		return 1;
+	cap = b->cap ? b->cap : 1 << 16;
+	while (cap < b->len + n)
+		cap *= 2;
+	if (b->p)
+		r = sc5(SYS_mremap, b->p, b->cap, cap, MREMAP_MAYMOVE, 0);
+	else
+		r = sc6(SYS_mmap, 0, (long)cap, PROT_RW, MAP_PRIVATE_ANON, -1, 0);
+	if (failed(r)) {
+		b->err = 1;
+		return 0;
+	}
+	b->p = (u8 *)r;
+	b->cap = cap;
+	return 1;
+}
+
+static void ob_free(struct obuf *b)
+{
+	if (b->p)
+		sc2(SYS_munmap, b->p, b->cap);
+	b->p = 0;
+	b->len = b->cap = 0;
+}
+
+static void ob_put(struct obuf *b, const void *s, u64 n)
+{
+	if (n && ob_reserve(b, n)) {
+		mem_copy(b->p + b->len, s, n);
+		b->len += n;
+	}
+}
+
+static void ob_u8(struct obuf *b, u8 v) { ob_put(b, &v, 1); }
+
+static void ob_le(struct obuf *b, u64 v, int n)
+{
+	u8 x[8];
+	for (int i = 0; i < n; i++)
+		x[i] = (u8)(v >> (8 * i));
+	ob_put(b, x, (u64)n);
+}
+
+static void ob_uv(struct obuf *b, u64 v)
+{
+	u8 x[10];
+	int n = 0;
+	while (v >= 0x80) {
+		x[n++] = (u8)(v | 0x80);
+		v >>= 7;
+	}
+	x[n++] = (u8)v;
+	ob_put(b, x, (u64)n);
+}
+
+static void ob_sv(struct obuf *b, s64 v) { ob_uv(b, ((u64)v << 1) ^ (u64)(v >> 63)); }
+
+static void ob_str(struct obuf *b, const char *s)
+{
+	u64 n = str_len(s);
+	ob_uv(b, n);
+	ob_put(b, s, n);
+}
+
+static void ob_section(struct obuf *out, u8 tag, struct obuf *payload)
+{
+	ob_u8(out, tag);
+	ob_uv(out, payload->len);
+	ob_put(out, payload->p, payload->len);
+	if (payload->err)
+		out->err = 1;
+}
+
+/* Heapsorts (no libc qsort): path entries by id, partials by (rec, func, block, reg). */
+static int pent_less(const struct pent *a, const struct pent *b)
+{
+	if (a->rec != b->rec)
+		return a->rec < b->rec;
+	if (a->func != b->func)
+		return a->func < b->func;
+	if (a->block != b->block)
+		return a->block < b->block;
+	return a->reg < b->reg;
+}
+
+/* hent: a hash entry copied out for sorting; values beyond stride unused. */
+struct hent {
+	u64 key;
+	u64 v[1 + BLPP_MAX_METRICS];
+};
+
+static int hent_less(const struct hent *a, const struct hent *b) { return a->key < b->key; }
+
+#define DEFINE_HEAPSORT(name, T, less)                                         \
+	static void name(T *a, u64 n)                                          \
+	{                                                                      \
+		for (u64 k = n; k-- > 0;)                                      \
+			name##_sift(a, k, n);                                  \
+		while (n > 1) {                                                \
+			T x = a[0];                                            \
+			a[0] = a[n - 1];                                       \
+			a[n - 1] = x;                                          \
+			name##_sift(a, 0, --n);                                \
+		}                                                              \
+	}
+#define DEFINE_SIFT(name, T, less)                                             \
+	static void name##_sift(T *a, u64 i, u64 n)                            \
+	{                                                                      \
+		for (;;) {                                                     \
+			u64 c = 2 * i + 1;                                     \
+			T x;                                                   \
+			if (c >= n)                                            \
+				return;                                        \
+			if (c + 1 < n && less(&a[c], &a[c + 1]))               \
+				c++;                                           \
+			if (!less(&a[i], &a[c]))                               \
+				return;                                        \
+			x = a[i];                                              \
+			a[i] = a[c];                                           \
+			a[c] = x;                                              \
+			i = c;                                                 \
+		}                                                              \
+	}
+DEFINE_SIFT(sort_pents, struct pent, pent_less)
+DEFINE_HEAPSORT(sort_pents, struct pent, pent_less)
+DEFINE_SIFT(sort_hents, struct hent, hent_less)
+DEFINE_HEAPSORT(sort_hents, struct hent, hent_less)
+
+/* put_path encodes one path entry: id, count, metric sums (unavailable
+ * metrics are written as 0, as the format wants). */
+static void put_path(struct obuf *out, u64 id, const u64 *v)
+{
+	ob_uv(out, id);
+	ob_uv(out, v[0]);
+	for (u64 m = 0; m < rt.nmetrics; m++)
+		ob_uv(out, rt.mkind[m] == BLPP_METRIC_UNAVAILABLE ? 0 : v[1 + m]);
+}
+
+/* hash_paths encodes the paths of a hashed record into out, summing a
+ * path found in several tables; returns their number. */
+static u64 hash_paths(struct htab *h, struct obuf *out, struct obuf *scratch)
+{
+	struct hent *e;
+	u64 n = 0, np = 0, hw = hent_words();
+	scratch->len = 0;
+	for (; h; h = (struct htab *)LOAD(&h->next)) {
+		for (u64 i = 0; i < h->cap; i++) {
+			u64 *src = &h->e[i * hw], key = LOAD(&src[0]);
+			if (!key)
+				continue; /* most entries: tables stay at most half full */
+			struct hent x = {key, {0}};
+			for (u64 j = 0; j < rt.stride; j++)
+				x.v[j] = LOADR(&src[1 + j]);
+			if (x.key && x.v[0])
+				ob_put(scratch, &x, sizeof(x));
+		}
+	}
+	if (scratch->err)
+		return 0;
+	e = (struct hent *)scratch->p;
+	n = scratch->len / sizeof(*e);
+	sort_hents(e, n);
+	for (u64 i = 0; i < n;) {
+		struct hent sum = {e[i].key, {0}};
+		for (; i < n && e[i].key == sum.key; i++)
+			for (u64 j = 0; j < rt.stride; j++)
+				sum.v[j] += e[i].v[j];
+		put_path(out, sum.key - 1, sum.v);
+		np++;
+	}
+	return np;
+}
+
+/* local_site is the file's call-site number of id site in record p: the
+ * local index + 1, 0 for none. */
+static u64 local_site(struct blpp_record *p, u64 site)
+{
+	if (!p || !site || site < p->first_site || site - p->first_site >= p->nsites)
+		return 0;
+	return 1 + site - p->first_site;
+}
+
+/* write_records encodes the records of thread t, parents first (the
+ * list order), numbering them in rec->index. */
+static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *paths, struct obuf *scratch)
+{
+	u64 nrec = 0, limit = LOAD(&t->nrecords);
+	for (struct blpp_record *r = R(LOAD(&t->records)); r && nrec < limit; r = R(LOAD(&r->next))) {
+		u64 *c = (u64 *)r->counts, np = 0;
+		struct blpp_record *p = R(r->parent);
+		paths->len = 0;
+		for (u64 id = 0; id < r->dense_n; id++) {
+			u64 *v = c + 1 + id * rt.stride;
+			if (LOADR(&v[0])) {
+				put_path(paths, id, v);
+				np++;
+			}
+		}
+		if (r->hash)
+			np += hash_paths((struct htab *)r->hash, paths, scratch);
+		nrec++;
+		ob_uv(recs, r->func);
+		if (r->via) { /* called back from an uninstrumented function (decision 70) */
+			ob_uv(recs, R(r->via)->index + 1);
+			ob_uv(recs, 0);
+		} else {
+			ob_uv(recs, p ? p->index + 1 : 0);
+			ob_uv(recs, local_site(p, r->site));
+		}
+		ob_uv(recs, LOADR(&c[0]));
+		ob_uv(recs, np);
+		ob_put(recs, paths->p, paths->len);
+		if (paths->err)
+			recs->err = 1;
+	}
+	return nrec;
+}
+
+/* write_folded encodes t's folded calls (recursion folded onto an
+ * ancestor record, or a second call site of the same parent reaching one
+ * record): from, call site, to, count. */
+static u64 write_folded(struct blpp_thread *t, u64 nrec, struct obuf *out)
+{
+	u64 n = 0;
+	for (struct blpp_node *x = N(LOAD(&t->folded)); x; x = N(x->fnext)) {
+		u64 c = LOADR(&x->count);
+		if (!c || R(x->owner)->index >= nrec || R(x->rec)->index >= nrec || (x->via && R(x->via)->index >= nrec))
+			continue;
+		if (x->via) {
+			ob_uv(out, R(x->via)->index);
+			ob_uv(out, 0);
+		} else {
+			ob_uv(out, R(x->owner)->index);
+			ob_uv(out, local_site(R(x->owner), x->site));
+		}
+		ob_uv(out, R(x->rec)->index);
+		ob_uv(out, c);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * write_partials encodes t's partial activations: those found while the
+ * program ran, and, when t is the calling thread (the one exiting,
+ * crashing or handling the dump signal), its live activations. When the
+ * calling thread was inside a stub (a signal handler interrupted it) its
+ * newest frame may be half made and is left out.
+ */
+/* collect_pents appends the entries of table pt (0: none) to scratch. */
+static void collect_pents(struct ptab *pt, struct obuf *scratch)
+{
+	if (!pt)
+		return;
+	for (u64 i = 0; i < PTAB_CAP; i++) {
+		struct pent *e = &pt->e[i];
+		u64 c = LOAD(&e->count); /* published last, so read first */
+		if (c) {
+			struct pent x = {e->rec, e->func, e->block, e->reg, c};
+			ob_put(scratch, &x, sizeof(x));
+		}
+	}
+}
+
+/* encode_pents sorts the pents in scratch, adds up equal ones and
+ * encodes them as the format's partials; it returns how many. */
+static u64 encode_pents(struct obuf *scratch, u64 nrec, struct obuf *out)
+{
+	struct pent *e = (struct pent *)scratch->p;
+	u64 n = scratch->len / sizeof(*e), np = 0;
+	sort_pents(e, n);
+	for (u64 i = 0; i < n;) {
+		struct pent k = e[i];
+		u64 c = 0;
+		for (; i < n && e[i].rec == k.rec && e[i].func == k.func && e[i].block == k.block && e[i].reg == k.reg; i++)
+			c += e[i].count;
+		ob_uv(out, k.rec && R(k.rec)->index < nrec ? R(k.rec)->index + 1 : 0);
+		ob_uv(out, k.func);
+		ob_uv(out, k.block);
+		ob_sv(out, k.reg);
+		ob_uv(out, c);
+		np++;
+	}
+	return np;
+}
+
+static u64 write_partials(struct blpp_thread *t, int self, u64 nrec, struct obuf *parts, struct obuf *scratch)
+{
+	scratch->len = 0;
+	collect_pents((struct ptab *)t->partials, scratch);
+	if (self) {
+		struct blpp_frame *f = frames(t);
+		struct stop_walk w;
+		/* Where each activation stopped: the newest at its last call
+		 * when the program is exiting (exit() is a call), unknown at a
+		 * signal (it stopped at any instruction); every older one at
+		 * the call its callee's frame recorded (or its return address,
+		 * decision 57). When busy, the newest frame may be half made:
+		 * it is left out and its caller's stop is unknown. */
+		int half = t->busy && depth(t) > 0;
+		stop_start(&w, t, (rt.writing_why & ~BLPP_FLAG_EXEC) == 0 && !t->busy ? t->call_site : 0);
+		while (w.next > 0) {
+			stop_step(&w);
+			u64 i = w.next;
+			if (half && i + 1 == depth(t))
+				continue;
+			struct blpp_record *rec = frame_record(t, i);
+			u64 site = half && i + 2 == depth(t) ? 0 : w.site;
+			struct pent x = {(u64)rec, f[i].func, site_block(f[i].func, site), w.reg, 1};
+			if (rec && rec->func != f[i].func)
+				x.rec = 0;
+			ob_put(scratch, &x, sizeof(x));
+		}
+	}
+	if (scratch->err)
+		return 0;
+	return encode_pents(scratch, nrec, parts);
+}
+
+/* write_prefixes encodes the fork prefixes (blpp_rt_fork_child) when t is
+ * the thread that recorded them. */
+static u64 write_prefixes(struct blpp_thread *t, u64 nrec, struct obuf *out, struct obuf *scratch)
+{
+	struct wiped *w = rt.w;
+	struct ptab *pt = w ? (struct ptab *)LOAD(&w->prefixes) : 0;
+	scratch->len = 0;
+	if (!pt || LOAD(&w->prefix_owner) != (u64)t)
+		return 0;
+	collect_pents(pt, scratch);
+	if (scratch->err)
+		return 0;
+	return encode_pents(scratch, nrec, out);
+}
+
+static void write_stat(struct obuf *b, const char *key, u64 v)
+{
+	ob_str(b, key);
+	ob_uv(b, v);
+}
+
+/* write_stats encodes the STATS payload, keys in byte order (canonical). */
+static void write_stats(struct obuf *b, u64 nrec)
+{
+	u64 z[NSTATS] = {0};
+	const u64 *s = rt.w ? rt.w->stats : z;
+	int tsc = 0;
+	for (u64 m = 0; m < rt.nmetrics; m++)
+		tsc |= rt.msrc[m] == MSRC_TSC;
+	ob_uv(b, 21 + (u64)tsc);
+	write_stat(b, BLPP_STAT_ARENA_BYTES, LOADR(&rt.arena_bytes));
+	write_stat(b, "bad_funcs", LOADR(&s[ST_BAD_FUNCS]));
+	write_stat(b, "bad_paths", LOADR(&s[ST_BAD_PATHS]));
+	write_stat(b, "dropped_counts", LOADR(&s[ST_DROPPED_COUNTS]));
+	write_stat(b, "dropped_partials", LOADR(&s[ST_DROPPED_PARTIALS]));
+	write_stat(b, BLPP_STAT_DROPPED_RECORDS, LOADR(&s[ST_DROPPED_RECORDS]));
+	write_stat(b, "dumps", rt.dumps);
+	write_stat(b, "early_start", rt.early_start);
+	write_stat(b, "early_uncounted", LOADR(&rt.early_uncounted));
+	write_stat(b, "exit_mismatch", LOADR(&s[ST_EXIT_MISMATCH]));
+	write_stat(b, "fork_child", rt.forked);
+	write_stat(b, "no_record", LOADR(&s[ST_NO_RECORD]));
+	write_stat(b, "record_bytes", BLPP_RECORD_INLINE_COUNTS); /* the record and the gap before its counters */
+	write_stat(b, BLPP_STAT_RECORDS, nrec);
+	write_stat(b, "shadow_overflow", LOADR(&s[ST_SHADOW_OVERFLOW]));
+	write_stat(b, "stub_backedges", LOADR(&s[ST_STUB_BACKEDGES]));
+	write_stat(b, "stub_dark", LOADR(&s[ST_STUB_DARK]));
+	write_stat(b, "stub_entries", LOADR(&s[ST_STUB_ENTRIES]));
+	write_stat(b, "stub_exits", LOADR(&s[ST_STUB_EXITS]));
+	write_stat(b, BLPP_STAT_THREADS, LOADR(&rt.nthreads));
+	if (tsc)
+		write_stat(b, "tsc_total", rdtsc() - rt.tsc_init);
+	write_stat(b, "unwound_frames", LOADR(&s[ST_UNWOUND]));
+}
+
+/* put appends s to the name being built in rt.name; 0 when it does not fit. */
+static int put(u64 *n, const char *s, u64 len)
+{
+	if (*n + len + 1 > sizeof(rt.name))
+		return 0;
+	mem_copy(rt.name + *n, s, len);
+	*n += len;
+	rt.name[*n] = 0;
+	return 1;
+}
+
+/*
+ * profile_names expands the template into rt.name and rt.tmp: %p is the
+ * pid, %h the host name, %% a percent sign. A fork child (pid differs from
+ * the one blpp_init saw) whose template has no %p appends ".<pid>", so it
+ * never overwrites its parent's profile.
+ */
+static int profile_names(u64 pid)
+{
+	char num[24], *p = utoa(num + sizeof(num), pid);
+	u64 plen = (u64)(num + sizeof(num) - p), n = 0;
+	int has_pid = 0;
+	for (const char *s = rt.tmpl; *s; s++) {
+		int ok;
+		if (s[0] == '%' && s[1] == 'p') {
+			ok = put(&n, p, plen);
+			has_pid = 1;
+			s++;
+		} else if (s[0] == '%' && s[1] == 'h') {
+			char uts[6 * 65];
+			const char *host = "localhost";
+			if (!failed(sc1(SYS_uname, uts))) {
+				uts[2 * 65 - 1] = 0;
+				host = uts + 65; /* struct utsname.nodename */
+			}
+			ok = put(&n, host, str_len(host));
+			s++;
+		} else if (s[0] == '%' && s[1] == '%') {
+			ok = put(&n, "%", 1);
+			s++;
+		} else {
+			ok = put(&n, s, 1);
+		}
+		if (!ok)
+			return 0;
+	}
+	if (pid != rt.init_pid && !has_pid && !(put(&n, ".", 1) && put(&n, p, plen)))
+		return 0;
+	if (n + 5 + plen + 1 > sizeof(rt.tmp))
+		return 0;
+	mem_copy(rt.tmp, rt.name, n);
+	mem_copy(rt.tmp + n, ".tmp.", 5);
+	mem_copy(rt.tmp + n + 5, p, plen);
+	rt.tmp[n + 5 + plen] = 0;
+	return 1;
+}
+
+static int lock_writer(u64 tid, int wait)
+{
+	for (int i = 0;; i++) {
+		u64 cur;
+		if (CAS(&rt.write_lock, 0, tid))
+			return 1;
+		cur = LOAD(&rt.write_lock);
+		if (cur == tid || !wait || i >= 2000)
+			return 0;
+		struct {
+			long s, ns;
+		} ts = {0, 1000000};
+		sc2(SYS_nanosleep, &ts, 0);
+	}
+}
+
+static u64 fnv1a(const u8 *p, u64 n)
+{
+	u64 h = BLPP_FNV_OFFSET64;
+	for (u64 i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= BLPP_FNV_PRIME64;
+	}
+	return h;
+}
+
+/*
+ * write_profile writes the whole profile to "<name>.tmp.<pid>" and renames
+ * it to <name>. why is 0 (exit), BLPP_FLAG_FATAL_SIGNAL or
+ * BLPP_FLAG_DUMP_SIGNAL; wait says whether to wait (a while) for another
+ * thread's write to finish rather than give up.
+ */
+/*
+ * special_file: path exists and is not a regular file (a device such as
+ * /dev/null, a FIFO). A profile is written into it in place: renaming the
+ * temporary file over it would replace the device (BLPP_PROFILE=/dev/null
+ * run as root). st_mode is at byte 24 of the x86-64 struct stat.
+ */
+static int special_file(const char *path)
+{
+	u64 st[18];
+	if (failed(sc2(SYS_stat, path, st)))
+		return 0;
+	return ((u32)st[3] & 0170000) != 0100000;
+}
+
+static void write_profile(u32 why, int wait)
+{
+	struct obuf out = {0}, sec = {0}, recs = {0}, parts = {0}, paths = {0}, scratch = {0}, folded = {0}, pref = {0};
+	struct blpp_thread *self;
+	u64 pid, tid, nrec, npart, npref, sum;
+	struct {
+		long s, ns;
+	} now = {0, 0};
+	long fd, r = 0;
+	int direct = 0;
+	if (!rt.ready)
+		return;
+	fork_check();
+	pid = getpid();
+	tid = gettid();
+	if (!lock_writer(tid, wait))
+		return;
+	rt.writing_why = why;
+
+	ob_put(&out, BLPP_MAGIC, BLPP_MAGIC_LEN);
+	ob_le(&out, BLPP_VERSION, 4);
+	ob_le(&out, (rt.flow_only ? BLPP_FLAG_FLOW_ONLY : 0) | why, 4);
+	ob_uv(&out, rt.build_id_len);
+	ob_put(&out, rt.build_id, rt.build_id_len);
+	ob_uv(&out, pid);
+	sc2(SYS_clock_gettime, 0 /* CLOCK_REALTIME */, &now);
+	ob_uv(&out, (u64)now.s * 1000000000ul + (u64)now.ns);
+	ob_uv(&out, 1 + rt.nmetrics);
+	ob_str(&out, BLPP_METRIC_FREQ);
+	ob_u8(&out, BLPP_METRIC_REAL);
+	for (u64 m = 0; m < rt.nmetrics; m++) {
+		ob_str(&out, rt.mname[m]);
+		ob_u8(&out, rt.mkind[m]);
+	}
+
+	/* One THREAD section per thread block (the list is newest first;
+	 * the order carries no meaning). */
+	nrec = 0;
+	self = thread_peek();
+	for (struct blpp_thread *t = LOAD(&rt.threads); t; t = (struct blpp_thread *)t->next) {
+		u64 n = write_records(t, &recs, &paths, &scratch), nf;
+		nrec += n;
+		npart = write_partials(t, t == self, n, &parts, &scratch);
+		folded.len = 0;
+		nf = write_folded(t, n, &folded);
+		pref.len = 0;
+		npref = write_prefixes(t, n, &pref, &scratch);
+		sec.len = 0;
+		ob_uv(&sec, t->tid);
+		ob_uv(&sec, n);
+		ob_put(&sec, recs.p, recs.len);
+		ob_uv(&sec, npart);
+		ob_put(&sec, parts.p, parts.len);
+		if (nf || npref) { /* an empty folded list only before prefixes */
+			ob_uv(&sec, nf);
+			ob_put(&sec, folded.p, folded.len);
+		}
+		if (npref) {
+			ob_uv(&sec, npref);
+			ob_put(&sec, pref.p, pref.len);
+		}
+		if (recs.err || parts.err || folded.err || pref.err)
+			sec.err = 1;
+		ob_section(&out, BLPP_TAG_THREAD, &sec);
+		recs.len = parts.len = 0;
+	}
+	sec.len = 0;
+	write_stats(&sec, nrec);
+	ob_section(&out, BLPP_TAG_STATS, &sec);
+	ob_u8(&out, BLPP_TAG_TRAILER);
+	sum = out.err ? 0 : fnv1a(out.p, out.len);
+	ob_le(&out, sum, 8);
+
+	if (out.err) {
+		say("out of memory writing the profile", "", "", 0);
+	} else if (!profile_names(pid)) {
+		say("profile name too long: ", rt.tmpl, "", 0);
+	} else if ((direct = special_file(rt.name)) && failed(fd = sc3(SYS_open, rt.name, O_WRONLY | O_CLOEXEC, 0))) {
+		say("cannot open ", rt.name, "", fd);
+	} else if (!direct && failed(fd = sc3(SYS_open, rt.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644))) {
+		say("cannot create ", rt.tmp, "", fd);
+	} else {
+		for (u64 off = 0; off < out.len;) {
+			r = sc3(SYS_write, fd, out.p + off, out.len - off);
+			if (r == -4 /* EINTR */)
+				continue;
+			if (failed(r) || r == 0) {
+				r = r ? r : -28 /* ENOSPC */;
+				break;
+			}
+			off += (u64)r;
+			r = 0;
+		}
+		if (!r)
+			r = sc1(SYS_close, fd);
+		else
+			sc1(SYS_close, fd);
+		if (!failed(r) && !direct)
+			r = sc2(SYS_rename, rt.tmp, rt.name);
+		if (failed(r)) {
+			say("cannot write profile ", rt.name, "", r);
+			if (!direct)
+				sc1(SYS_unlink, rt.tmp);
+		} else if (why == BLPP_FLAG_DUMP_SIGNAL) {
+			rt.dumps++;
+		}
+	}
+	ob_free(&out);
+	ob_free(&sec);
+	ob_free(&recs);
+	ob_free(&parts);
+	ob_free(&paths);
+	ob_free(&scratch);
+	ob_free(&folded);
+	ob_free(&pref);
+	STORE(&rt.write_lock, 0);
+}

@@ -92,6 +92,10 @@ type Table struct {
 	// cannot tell them apart.
 	InstrID []byte
 	Funcs   []Func
+
+	// cache holds each function's numbering and expanded paths
+	// (expand.go); it is filled on first use.
+	cache map[uint32]*funcCache
 }
 
 // Weight is the edge weight used when numbering: the same function of

@@ -17,7 +17,6 @@ import (
 
 	"blpp/cct"
 	"blpp/meta"
-	"blpp/pathnum"
 )
 
 // MetricInsns is the derived metric: instructions executed, from block
@@ -134,43 +133,6 @@ type ContextTree struct {
 	table *meta.Table
 }
 
-// pathInfo is one expanded path of a function.
-type pathInfo struct {
-	blocks []int
-	insns  uint64 // instructions of one run
-}
-
-// funcPaths expands the paths of one function once.
-type funcPaths struct {
-	mf    *meta.Func
-	num   *pathnum.Numbering
-	paths map[uint64]pathInfo
-}
-
-func (fp *funcPaths) path(id uint64) (pathInfo, error) {
-	if pi, ok := fp.paths[id]; ok {
-		return pi, nil
-	}
-	steps, err := fp.num.Regenerate(id)
-	if err != nil {
-		return pathInfo{}, fmt.Errorf("%s: path %d: %w", fp.mf.Name, id, err)
-	}
-	pi := pathInfo{blocks: pathBlocks(fp.num, steps)}
-	pi.insns = fp.insns(pi.blocks)
-	fp.paths[id] = pi
-	return pi, nil
-}
-
-// insns adds the blocks' instruction counts; it cannot overflow, since a
-// path passes through each block at most once and counts are 32 bits.
-func (fp *funcPaths) insns(blocks []int) uint64 {
-	var n uint64
-	for _, b := range blocks {
-		n += uint64(fp.mf.Blocks[b].Insts)
-	}
-	return n
-}
-
 var errInsnsOverflow = fmt.Errorf("the profile's instruction count (%s) overflows 64 bits", MetricInsns)
 
 // mulAdd returns acc + a*b, or an error when it overflows.
@@ -207,37 +169,28 @@ func MakeContextTree(binary string, t *meta.Table, p *cct.Profile) (*ContextTree
 		return c, nil
 	}
 	th := &folded.Threads[0]
-	fps := map[uint32]*funcPaths{}
-	expand := func(fn uint32) (*funcPaths, error) {
-		if fp := fps[fn]; fp != nil {
-			return fp, nil
-		}
+	// instrumented checks fn before its paths are expanded (checkMatch
+	// has, so this is a second line of defence).
+	instrumented := func(fn uint32) (*meta.Func, error) {
 		if int(fn) >= len(t.Funcs) || !t.Funcs[fn].Instrumented {
 			return nil, fmt.Errorf("the profile names function %d, which %s does not instrument", fn, binary)
 		}
-		mf := &t.Funcs[fn]
-		num, err := mf.Numbering(t.MaxPaths)
-		if err != nil {
-			return nil, err
-		}
-		fp := &funcPaths{mf: mf, num: num, paths: map[uint64]pathInfo{}}
-		fps[fn] = fp
-		return fp, nil
+		return &t.Funcs[fn], nil
 	}
 	c.Nodes = make([]CNode, len(th.Records))
 	vals := make([]uint64, 2*nc*len(th.Records))
 	for i := range th.Records {
 		r := &th.Records[i]
-		var fp *funcPaths
+		var mf *meta.Func
 		n := &c.Nodes[i]
-		if mf := &t.Funcs[r.Func]; !mf.Instrumented { // checkMatch: it has no paths
-			*n = CNode{ID: i, Parent: r.Parent, Func: r.Func, Name: mf.Name, Calls: r.Calls, Uninstrumented: true, Reason: mf.Reason}
+		if uf := &t.Funcs[r.Func]; !uf.Instrumented { // checkMatch: it has no paths
+			*n = CNode{ID: i, Parent: r.Parent, Func: r.Func, Name: uf.Name, Calls: r.Calls, Uninstrumented: true, Reason: uf.Reason}
 		} else {
 			var err error
-			if fp, err = expand(r.Func); err != nil {
+			if mf, err = instrumented(r.Func); err != nil {
 				return nil, err
 			}
-			*n = CNode{ID: i, Parent: r.Parent, Func: r.Func, Name: fp.mf.Name, Calls: r.Calls}
+			*n = CNode{ID: i, Parent: r.Parent, Func: r.Func, Name: mf.Name, Calls: r.Calls}
 		}
 		n.Excl, n.Incl = vals[:nc:nc], vals[nc:2*nc:2*nc]
 		vals = vals[2*nc:]
@@ -259,19 +212,19 @@ func MakeContextTree(binary string, t *meta.Table, p *cct.Profile) (*ContextTree
 		}
 		pvals := make([]uint64, nc*len(r.Paths))
 		for _, path := range r.Paths {
-			if path.ID >= fp.mf.NumPaths {
-				return nil, fmt.Errorf("%s: path %d, but the function has %d paths", n.Name, path.ID, fp.mf.NumPaths)
+			if path.ID >= mf.NumPaths {
+				return nil, fmt.Errorf("%s: path %d, but the function has %d paths", n.Name, path.ID, mf.NumPaths)
 			}
-			pi, err := fp.path(path.ID)
+			e, err := t.ExpandPath(r.Func, path.ID)
 			if err != nil {
 				return nil, err
 			}
-			cp := CPath{ID: path.ID, Metrics: pvals[:nc:nc], Blocks: pi.blocks}
+			cp := CPath{ID: path.ID, Metrics: pvals[:nc:nc], Blocks: e.Blocks}
 			pvals = pvals[nc:]
 			cp.Metrics[0] = path.Count
 			copy(cp.Metrics[1:], path.Metrics)
 			if insnsCol >= 0 {
-				if cp.Metrics[insnsCol], err = mulAdd(0, path.Count, pi.insns); err != nil {
+				if cp.Metrics[insnsCol], err = mulAdd(0, path.Count, e.Insns); err != nil {
 					return nil, err
 				}
 			}
@@ -295,18 +248,23 @@ func MakeContextTree(binary string, t *meta.Table, p *cct.Profile) (*ContextTree
 			rootOf[c.Nodes[i].Func] = i
 		}
 	}
-	for _, q := range th.Partials {
-		fp, err := expand(q.Func)
+	for qi := range th.Partials {
+		q := &th.Partials[qi]
+		mf, err := instrumented(q.Func)
 		if err != nil {
 			return nil, err
 		}
-		blocks, known, err := partialBlocks(fp.num, fp.mf, q.Block, q.Reg)
+		if _, err := t.FuncNumbering(q.Func); err != nil {
+			return nil, err
+		}
+		e, err := expandPartial(t, q)
 		if err != nil {
 			return nil, err
 		}
+		known := e != nil
 		var insns uint64
 		if known {
-			if insns, err = mulAdd(0, q.Count, fp.insns(blocks)); err != nil {
+			if insns, err = mulAdd(0, q.Count, e.Insns); err != nil {
 				return nil, err
 			}
 		}
@@ -317,7 +275,7 @@ func MakeContextTree(binary string, t *meta.Table, p *cct.Profile) (*ContextTree
 				// Only partial activations (_start, say, which never
 				// returns): the function gets its root all the same.
 				r = len(c.Nodes)
-				c.Nodes = append(c.Nodes, CNode{ID: r, Parent: -1, Func: q.Func, Name: fp.mf.Name,
+				c.Nodes = append(c.Nodes, CNode{ID: r, Parent: -1, Func: q.Func, Name: mf.Name,
 					Excl: make([]uint64, nc), Incl: make([]uint64, nc)})
 				c.Roots = append(c.Roots, r)
 				rootOf[q.Func] = r

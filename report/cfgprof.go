@@ -11,7 +11,7 @@ import (
 	"io"
 	"sort"
 
-	"blpp/pathnum"
+	"blpp/meta"
 )
 
 // CFGProfileOptions are the options of CFGProfileDot.
@@ -28,20 +28,19 @@ type CFGProfileOptions struct {
 func (m *ExportModel) funcHotEdges(fn int, share float64) ([]float64, error) {
 	mf := &m.Table.Funcs[fn]
 	fp := &m.Funcs[fn]
-	x := &expander{t: m.Table, nums: map[uint32]*pathnum.Numbering{}, cache: map[uint32]map[uint64]*expansion{}}
 	type pv struct {
 		id uint64
 		v  uint64
-		e  *expansion
+		e  *meta.Expansion
 	}
 	var ps []pv
 	var total uint64
 	for id, c := range fp.Paths {
-		e, err := x.path(uint32(fn), id)
+		e, err := m.Table.ExpandPath(uint32(fn), id)
 		if err != nil {
 			return nil, err
 		}
-		v := satMul(c, e.insns)
+		v := satMul(c, e.Insns)
 		total = satAdd(total, v)
 		ps = append(ps, pv{id, v, e})
 	}
@@ -58,7 +57,7 @@ func (m *ExportModel) funcHotEdges(fn int, share float64) ([]float64, error) {
 			break
 		}
 		sum = satAdd(sum, p.v)
-		for _, k := range p.e.edges {
+		for _, k := range p.e.Edges {
 			out[k] += float64(p.v) / float64(total)
 		}
 	}

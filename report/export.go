@@ -7,13 +7,11 @@ package report
 
 import (
 	"debug/elf"
-	"fmt"
 	"math/bits"
 	"sort"
 
 	"blpp/cct"
 	"blpp/meta"
-	"blpp/pathnum"
 )
 
 // ExportModel is one (merged) profile laid over the instrumented binary's
@@ -104,7 +102,6 @@ func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (
 		m.Funcs[i] = FuncProfile{Blocks: make([]uint64, len(mf.Blocks)), Edges: make([]uint64, len(mf.Edges)),
 			Paths: map[uint64]uint64{}, Metrics: make([]uint64, nm)}
 	}
-	x := &expander{t: t, nums: map[uint32]*pathnum.Numbering{}, cache: map[uint32]map[uint64]*expansion{}}
 	folded := p.FoldThreads()
 	var recs []cct.Record
 	var parts, prefixes []cct.Partial
@@ -119,16 +116,16 @@ func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (
 		st := ProfileStack{Frames: m.frames(recs, ri), Calls: r.Calls, Metrics: make([]uint64, nm)}
 		fp.Calls = satAdd(fp.Calls, r.Calls)
 		for _, path := range r.Paths {
-			e, err := x.path(r.Func, path.ID)
+			e, err := t.ExpandPath(r.Func, path.ID)
 			if err != nil {
 				return nil, err
 			}
 			c := path.Count
-			e.add(fp, c)
+			addExpansion(fp, e, c)
 			fp.Paths[path.ID] = satAdd(fp.Paths[path.ID], c)
 			fp.Executions = satAdd(fp.Executions, c)
 			st.Count = satAdd(st.Count, c)
-			st.Insns = satAdd(st.Insns, satMul(e.insns, c))
+			st.Insns = satAdd(st.Insns, satMul(e.Insns, c))
 			for j, v := range path.Metrics {
 				st.Metrics[j] = satAdd(st.Metrics[j], v)
 				fp.Metrics[j] = satAdd(fp.Metrics[j], v)
@@ -137,10 +134,11 @@ func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (
 		m.Stacks = append(m.Stacks, st)
 	}
 	orphan := map[uint32]int{} // function → stack of its partials without a record
-	for _, q := range parts {
+	for qi := range parts {
+		q := &parts[qi]
 		fp := &m.Funcs[q.Func]
 		fp.Partial = satAdd(fp.Partial, q.Count)
-		e, err := x.partial(q.Func, q.Block, q.Reg)
+		e, err := expandPartial(t, q)
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +146,7 @@ func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (
 			fp.PartialUnknown = satAdd(fp.PartialUnknown, q.Count)
 			continue // stopping block unknown: counted, not expanded
 		}
-		e.add(fp, q.Count)
+		addExpansion(fp, e, q.Count)
 		si := -1
 		if q.Record >= 0 && q.Record < len(recs) {
 			si = q.Record
@@ -159,19 +157,20 @@ func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (
 			orphan[q.Func] = si
 			m.Stacks = append(m.Stacks, ProfileStack{Frames: []StackFrame{{q.Func, t.Funcs[q.Func].Entry}}, Metrics: make([]uint64, nm)})
 		}
-		m.Stacks[si].Insns = satAdd(m.Stacks[si].Insns, satMul(e.insns, q.Count))
+		m.Stacks[si].Insns = satAdd(m.Stacks[si].Insns, satMul(e.Insns, q.Count))
 	}
 	// A fork child's prefixes ran in the parent (cct.Thread.Prefixes).
-	for _, q := range prefixes {
+	for qi := range prefixes {
+		q := &prefixes[qi]
 		if int(q.Func) >= len(m.Funcs) || m.Funcs[q.Func].Blocks == nil {
 			continue
 		}
-		e, err := x.partial(q.Func, q.Block, q.Reg)
+		e, err := expandPartial(t, q)
 		if err != nil {
 			return nil, err
 		}
 		if e != nil {
-			e.sub(&m.Funcs[q.Func], q.Count)
+			subExpansion(&m.Funcs[q.Func], e, q.Count)
 		}
 	}
 	for i := range m.Funcs {
@@ -236,118 +235,35 @@ func (m *ExportModel) TotalInsns() uint64 {
 	return s
 }
 
-// expansion is one path (or partial prefix) of a function as blocks and
-// edges.
-type expansion struct {
-	blocks []int
-	edges  []int
-	insns  uint64
-}
-
-func (e *expansion) add(fp *FuncProfile, c uint64) {
-	for _, b := range e.blocks {
+// addExpansion adds c runs of e to fp's block and edge counts.
+func addExpansion(fp *FuncProfile, e *meta.Expansion, c uint64) {
+	for _, b := range e.Blocks {
 		fp.Blocks[b] = satAdd(fp.Blocks[b], c)
 	}
-	for _, k := range e.edges {
+	for _, k := range e.Edges {
 		fp.Edges[k] = satAdd(fp.Edges[k], c)
 	}
 }
 
-// sub takes a fork prefix's blocks and edges away (cct.Thread.Prefixes),
-// never below zero.
-func (e *expansion) sub(fp *FuncProfile, c uint64) {
-	for _, b := range e.blocks {
+// subExpansion takes a fork prefix's blocks and edges away
+// (cct.Thread.Prefixes), never below zero.
+func subExpansion(fp *FuncProfile, e *meta.Expansion, c uint64) {
+	for _, b := range e.Blocks {
 		fp.Blocks[b] -= min(fp.Blocks[b], c)
 	}
-	for _, k := range e.edges {
+	for _, k := range e.Edges {
 		fp.Edges[k] -= min(fp.Edges[k], c)
 	}
 }
 
-// expander regenerates paths, once per (function, path number).
-type expander struct {
-	t     *meta.Table
-	nums  map[uint32]*pathnum.Numbering
-	cache map[uint32]map[uint64]*expansion
-}
-
-func (x *expander) numbering(fn uint32) (*pathnum.Numbering, error) {
-	if n, ok := x.nums[fn]; ok {
-		return n, nil
-	}
-	n, err := x.t.Funcs[fn].Numbering(x.t.MaxPaths)
-	if err != nil {
-		return nil, err
-	}
-	x.nums[fn] = n
-	return n, nil
-}
-
-func (x *expander) path(fn uint32, id uint64) (*expansion, error) {
-	if e, ok := x.cache[fn][id]; ok {
-		return e, nil
-	}
-	n, err := x.numbering(fn)
-	if err != nil {
-		return nil, err
-	}
-	mf := &x.t.Funcs[fn]
-	steps, err := n.Regenerate(id)
-	if err != nil {
-		return nil, fmt.Errorf("%s: path %d: %w", mf.Name, id, err)
-	}
-	e := x.expand(mf, n, steps)
-	if x.cache[fn] == nil {
-		x.cache[fn] = map[uint64]*expansion{}
-	}
-	x.cache[fn][id] = e
-	return e, nil
-}
-
-// partial expands the executed prefix of an activation that stopped at
-// block with the path register at reg [DESIGN 6], as MakePaths does: nil
-// when the block is unknown or the pair names no prefix (the runtime's
-// idea of where the activation stopped was stale).
-func (x *expander) partial(fn uint32, block uint32, reg int64) (*expansion, error) {
-	mf := &x.t.Funcs[fn]
-	if block == cct.BlockUnknown {
+// expandPartial expands the executed prefix of partial path q
+// (meta.Table.ExpandPartial): nil when the runtime did not know where the
+// activation stopped (cct.BlockUnknown) or the pair names no prefix.
+func expandPartial(t *meta.Table, q *cct.Partial) (*meta.Expansion, error) {
+	if q.Block == cct.BlockUnknown {
 		return nil, nil
 	}
-	if int(block) >= len(mf.Blocks) {
-		return nil, fmt.Errorf("%s: partial path at block %d: out of range", mf.Name, block)
-	}
-	n, err := x.numbering(fn)
-	if err != nil {
-		return nil, err
-	}
-	steps, err := n.Prefix(int(block), reg)
-	if err != nil {
-		return nil, nil
-	}
-	e := x.expand(mf, n, steps)
-	if len(e.blocks) == 0 || e.blocks[len(e.blocks)-1] != int(block) {
-		e.blocks = append(e.blocks, int(block))
-		e.insns += uint64(mf.Blocks[block].Insts)
-	}
-	return e, nil
-}
-
-// expand turns steps into blocks (as pathBlocks) and edges: a DAG step is
-// its edge; the last step of a path ended by a backedge v→w (ToExit)
-// counts that backedge; the first step of a path restarted at a loop head
-// (FromEntry) counts nothing, since the path before it counted the
-// backedge actually taken [Ball-Larus 96 §3.3].
-func (x *expander) expand(mf *meta.Func, n *pathnum.Numbering, steps []pathnum.Step) *expansion {
-	e := &expansion{blocks: pathBlocks(n, steps)}
-	for _, s := range steps {
-		if s.Pseudo != pathnum.FromEntry && s.Edge >= 0 && s.Edge < len(mf.Edges) {
-			e.edges = append(e.edges, s.Edge)
-		}
-	}
-	for _, b := range e.blocks {
-		e.insns += uint64(mf.Blocks[b].Insts)
-	}
-	return e
+	return t.ExpandPartial(q.Func, q.Block, q.Reg)
 }
 
 func satAdd(a, b uint64) uint64 {

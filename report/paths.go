@@ -11,7 +11,6 @@ import (
 
 	"blpp/cct"
 	"blpp/meta"
-	"blpp/pathnum"
 )
 
 // PathBlockCount is a block and how often it executed.
@@ -124,8 +123,7 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 			d.Functions = append(d.Functions, pf)
 			continue
 		}
-		num, err := mf.Numbering(t.MaxPaths)
-		if err != nil {
+		if _, err := t.FuncNumbering(uint32(fid)); err != nil {
 			return nil, err
 		}
 		counts := make([]uint64, len(mf.Blocks))
@@ -139,13 +137,12 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 			if c == 0 {
 				continue
 			}
-			steps, err := num.Regenerate(id)
+			e, err := t.ExpandPath(uint32(fid), id)
 			if err != nil {
-				return nil, fmt.Errorf("%s: path %d: %w", mf.Name, id, err)
+				return nil, err
 			}
-			blocks := pathBlocks(num, steps)
 			pe := PathEntry{ID: id, Count: c}
-			for _, bl := range blocks {
+			for _, bl := range e.Blocks {
 				counts[bl] += c
 				pe.Blocks = append(pe.Blocks, hex(mf.Blocks[bl].Addr))
 			}
@@ -153,28 +150,28 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (
 			pf.Executions += c
 		}
 		for key, c := range partial[uint32(fid)] {
-			blocks, known, err := partialBlocks(num, mf, uint32(key[0]), key[1])
+			e, err := expandPartial(t, &cct.Partial{Func: uint32(fid), Block: uint32(key[0]), Reg: key[1]})
 			if err != nil {
 				return nil, err
 			}
 			pf.Partial += c
-			if !known {
+			if e == nil {
 				pf.PartialUnknown += c
 				continue
 			}
-			for _, bl := range blocks {
+			for _, bl := range e.Blocks {
 				counts[bl] += c
 			}
 		}
 		// Blocks a fork child's live activations ran in the parent: the
 		// child's paths include them, the parent's profile counts them.
 		for key, c := range prefix[uint32(fid)] {
-			blocks, known, err := partialBlocks(num, mf, uint32(key[0]), key[1])
+			e, err := expandPartial(t, &cct.Partial{Func: uint32(fid), Block: uint32(key[0]), Reg: key[1]})
 			if err != nil {
 				return nil, err
 			}
-			if known {
-				for _, bl := range blocks {
+			if e != nil {
+				for _, bl := range e.Blocks {
 					counts[bl] -= min(counts[bl], c)
 				}
 			}
@@ -253,53 +250,6 @@ func UninstrumentedEntries(t *meta.Table, p *cct.Profile) map[uint32]uint64 {
 // often it was entered (decision 70), for the text views.
 func darkLabel(reason string, entries uint64) string {
 	return fmt.Sprintf("uninstrumented (%s), entered %s", reason, plural(entries, "time", "times"))
-}
-
-// blockUnknown is the block of a partial path whose stopping point the
-// runtime did not know (runtime.BlockUnknown).
-const blockUnknown = 0xffffffff
-
-// partialBlocks expands a partial path [DESIGN 6]: the blocks, in order
-// and ending with v, that an activation of mf executed before it stopped
-// at block v with the path register at reg. known is false when they
-// cannot be told: the runtime did not know where the activation stopped
-// (blockUnknown), or (v, reg) is no prefix of a path, because the
-// runtime's idea of where it stopped was stale. Such activations are
-// counted as partial, their blocks are not.
-func partialBlocks(num *pathnum.Numbering, mf *meta.Func, v uint32, reg int64) (blocks []int, known bool, err error) {
-	if v == blockUnknown {
-		return nil, false, nil
-	}
-	if int64(v) >= int64(len(mf.Blocks)) {
-		return nil, false, fmt.Errorf("%s: partial path at block %d: out of range", mf.Name, v)
-	}
-	steps, err := num.Prefix(int(v), reg)
-	if err != nil {
-		return nil, false, nil
-	}
-	blocks = pathBlocks(num, steps)
-	if len(blocks) == 0 || blocks[len(blocks)-1] != int(v) {
-		blocks = append(blocks, int(v))
-	}
-	return blocks, true, nil
-}
-
-// pathBlocks lists the real blocks a path passes through, in order: the
-// virtual EXIT, and the entry node standing for a pseudo edge ENTRY→w, are
-// left out.
-func pathBlocks(n *pathnum.Numbering, steps []pathnum.Step) []int {
-	nodes := n.Nodes(steps)
-	out := make([]int, 0, len(nodes))
-	for i, v := range nodes {
-		if v == n.Exit {
-			continue
-		}
-		if i == 0 && len(steps) > 0 && steps[0].Pseudo == pathnum.FromEntry {
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
 }
 
 // PathsJSON writes the document.

@@ -14,53 +14,16 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"blpp/cct"
+	"blpp/internal/testsupport/golden"
 	"blpp/meta"
 )
-
-// The -update flag may be declared by another test file of the package;
-// register it only when nobody has (package variables initialise before
-// init functions run), and read it by name.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata/")
-	}
-}
-
-func viewUpdating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-func viewGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if viewUpdating() {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 // Function indices of the test table.
 const (
@@ -199,7 +162,7 @@ func TestViewGolden(t *testing.T) {
 		{[]string{"paths", "context", "/main/a", "metric", "insns", "top", "1"}, nil},
 	}
 	for _, tt := range tests {
-		name := "view-" + strings.ReplaceAll(strings.Join(tt.args, "-"), "/", "_") + ".golden"
+		name := golden.Name(append([]string{"view"}, tt.args...)...)
 		name = strings.ReplaceAll(name, "-_", "-")
 		t.Run(name, func(t *testing.T) {
 			o := ViewOptions{Top: 20, Lines: viewLines()}
@@ -236,7 +199,7 @@ func TestViewGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			viewGolden(t, name, buf.String())
+			golden.CheckString(t, name, buf.String())
 		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"blpp/internal/testsupport/golden"
 )
 
 func TestCFGProfileDotGolden(t *testing.T) {
@@ -21,7 +23,7 @@ func TestCFGProfileDotGolden(t *testing.T) {
 		if err := CFGProfileDot(&buf, m, funcs, CFGProfileOptions{Share: tc.share}); err != nil {
 			t.Fatal(err)
 		}
-		exportGolden(t, tc.name, buf.String())
+		golden.CheckString(t, tc.name, buf.String())
 		if !strings.Contains(buf.String(), "color=red") {
 			t.Errorf("%s: no hot edge", tc.name)
 		}

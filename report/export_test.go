@@ -8,43 +8,15 @@ package report
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"blpp/cct"
+	"blpp/internal/testsupport/golden"
 	"blpp/meta"
 )
-
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata/")
-	}
-}
-
-func exportGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 // exTable: main loops calling work at 0x1010; work is a diamond; helper
 // was left uninstrumented.
@@ -230,7 +202,7 @@ func TestExportGolden(t *testing.T) {
 				if err := f.fn(&b, exModel(t, flowOnly)); err != nil {
 					t.Fatal(err)
 				}
-				exportGolden(t, name+".golden", b.String())
+				golden.CheckString(t, name+".golden", b.String())
 			})
 		}
 	}
@@ -275,7 +247,7 @@ func TestExportDiff(t *testing.T) {
 	if err := DiffText(&out, MakeDiff(a, c), 0); err != nil {
 		t.Fatal(err)
 	}
-	exportGolden(t, "export-diff.golden", out.String())
+	golden.CheckString(t, "export-diff.golden", out.String())
 }
 
 func TestExportRefusals(t *testing.T) {

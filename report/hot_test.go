@@ -9,6 +9,8 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+
+	"blpp/internal/testsupport/golden"
 )
 
 func TestHotGolden(t *testing.T) {
@@ -28,7 +30,7 @@ func TestHotGolden(t *testing.T) {
 		if err := HotText(&buf, h, HotOptions{Lines: viewLines()}); err != nil {
 			t.Fatal(err)
 		}
-		viewGolden(t, name, buf.String())
+		golden.CheckString(t, name, buf.String())
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"blpp/cct"
+	"blpp/internal/testsupport/golden"
 	"blpp/meta"
 )
 
@@ -162,7 +163,7 @@ func TestLoopsGolden(t *testing.T) {
 			if strings.Contains(out, "leaf") {
 				t.Errorf("leaf, which has no loops and no callees, is shown:\n%s", out)
 			}
-			viewGolden(t, "loops-metric-"+metric+".golden", out)
+			golden.CheckString(t, "loops-metric-"+metric+".golden", out)
 		})
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -29,9 +28,8 @@ import (
 	"time"
 
 	"blpp/internal/testsupport/fixture"
+	"blpp/internal/testsupport/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // outcome is what one in-process blpp invocation produced.
 type outcome struct {
@@ -109,27 +107,6 @@ func refusalProblem(o outcome) string {
 	return ""
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
-
 func TestUsage(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -161,7 +138,7 @@ func TestUsage(t *testing.T) {
 			if !strings.HasPrefix(o.stdout, "usage: blpp ") {
 				t.Errorf("stdout does not start with the usage line: %q", o.stdout)
 			}
-			golden(t, tt.golden, o.stdout)
+			golden.CheckString(t, tt.golden, o.stdout)
 		})
 	}
 	// Every command is listed in the top-level usage, and its own help

@@ -38,7 +38,7 @@ const hotShare = 0.5
 // blocks holding the line's code. Without DWARF (or with Disasm) it
 // writes the disassembly of each function, every instruction with its
 // block's count.
-func Annotate(w io.Writer, m *ExportModel, o AnnotateOptions) error {
+func Annotate(w io.Writer, m *Model, o AnnotateOptions) error {
 	if o.ReadFile == nil {
 		o.ReadFile = os.ReadFile
 	}
@@ -108,7 +108,7 @@ func Annotate(w io.Writer, m *ExportModel, o AnnotateOptions) error {
 
 // matchFuncs lists the instrumented functions named target (the
 // metadata's name or, with DWARF, the subprogram's).
-func (m *ExportModel) matchFuncs(target string) []int {
+func (m *Model) matchFuncs(target string) []int {
 	var out []int
 	if target == "" {
 		return nil
@@ -137,7 +137,7 @@ func fileMatches(name, target string) bool {
 
 // lineCounts gives, per file and line, the largest count of the blocks of
 // funcs holding code of the line.
-func (m *ExportModel) lineCounts(funcs []int) map[string]map[int]uint64 {
+func (m *Model) lineCounts(funcs []int) map[string]map[int]uint64 {
 	out := map[string]map[int]uint64{}
 	for _, fi := range funcs {
 		mf := &m.Table.Funcs[fi]
@@ -211,7 +211,7 @@ func annotateFile(w *bufio.Writer, file string, counts map[int]uint64, span [2]i
 
 // annotateDisasm lists the instructions of funcs (all functions that ran
 // when all is set), each with its block's count.
-func annotateDisasm(w io.Writer, m *ExportModel, funcs []int, all bool) error {
+func annotateDisasm(w io.Writer, m *Model, funcs []int, all bool) error {
 	if all {
 		for i := range m.Table.Funcs {
 			f := &m.Table.Funcs[i]

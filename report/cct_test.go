@@ -120,13 +120,13 @@ func viewProfile() *cct.Profile {
 	}
 }
 
-func viewTree(t *testing.T) *ContextTree {
+func viewTree(t *testing.T) *Model {
 	t.Helper()
 	p := viewProfile()
 	if err := p.CheckValid(); err != nil {
 		t.Fatalf("the test profile is invalid: %v", err)
 	}
-	c, err := MakeContextTree("prog.blpp", viewTable(), p)
+	c, err := NewModel("prog.blpp", viewTable(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func viewTree(t *testing.T) *ContextTree {
 }
 
 // viewNode finds the node of a '/'-separated chain from a root.
-func viewNode(t *testing.T, c *ContextTree, chain string) *CNode {
+func viewNode(t *testing.T, c *Model, chain string) *CNode {
 	t.Helper()
 	ids, err := c.Match("/" + chain)
 	if err != nil || len(ids) != 1 {
@@ -343,14 +343,9 @@ func TestViewInsnsMatchBlockCounts(t *testing.T) {
 // parent function's call instructions, every metric present.
 func TestViewContextsJSON(t *testing.T) {
 	c := viewTree(t)
-	tab := viewTable()
-	d, err := MakePaths("prog.blpp", tab, viewProfile(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Contexts = c.Contexts()
+	tab := c.Table
 	var buf bytes.Buffer
-	if err := PathsJSON(&buf, d); err != nil {
+	if err := PathsJSON(&buf, c); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -504,7 +499,7 @@ func TestViewFlowOnly(t *testing.T) {
 	if err := p.CheckValid(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := MakeContextTree("prog.blpp", viewTable(), p)
+	c, err := NewModel("prog.blpp", viewTable(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,7 +548,7 @@ func TestViewRefusals(t *testing.T) {
 			if err := p.CheckValid(); err != nil {
 				t.Fatalf("the edited profile is invalid: %v", err)
 			}
-			_, err := MakeContextTree("prog.blpp", viewTable(), p)
+			_, err := NewModel("prog.blpp", viewTable(), p, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}
@@ -578,7 +573,7 @@ func TestViewUninstrumented(t *testing.T) {
 	if err := p.CheckValid(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := MakeContextTree("prog.blpp", tab, p)
+	c, err := NewModel("prog.blpp", tab, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +583,7 @@ func TestViewUninstrumented(t *testing.T) {
 	}
 	viewNode(t, c, "main/memcpy/handler")
 	var buf bytes.Buffer
-	for _, view := range []func(io.Writer, *ContextTree, ViewOptions) error{TreeText, FlatText} {
+	for _, view := range []func(io.Writer, *Model, ViewOptions) error{TreeText, FlatText} {
 		buf.Reset()
 		if err := view(&buf, c, ViewOptions{All: true}); err != nil {
 			t.Fatal(err)
@@ -606,15 +601,12 @@ func TestViewUninstrumented(t *testing.T) {
 	if !found {
 		t.Errorf("the JSON contexts do not mark memcpy uninstrumented with 7 calls")
 	}
-	doc, err := MakePaths("prog.blpp", tab, p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := c.PathDoc()
 	if f := doc.Functions[fnMemcpy]; !f.EntriesCounted || f.Entries != 7 {
 		t.Errorf("paths document: memcpy entries counted %v, %d entries; want true, 7", f.EntriesCounted, f.Entries)
 	}
 	buf.Reset()
-	if err := PathsText(&buf, doc, 0, nil); err != nil {
+	if err := PathsText(&buf, c, ViewOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "uninstrumented (unresolved indirect jump), entered 7 times") {
@@ -622,12 +614,12 @@ func TestViewUninstrumented(t *testing.T) {
 	}
 
 	th.Records[6].Paths = []cct.Path{tsc(1, 1, 0)}
-	if _, err := MakeContextTree("prog.blpp", tab, p); err == nil || !strings.Contains(err.Error(), "gives paths to function") {
+	if _, err := NewModel("prog.blpp", tab, p, nil); err == nil || !strings.Contains(err.Error(), "gives paths to function") {
 		t.Errorf("a path of an uninstrumented function: error %v", err)
 	}
 	th.Records[6].Paths = nil
 	tab.Funcs[fnMemcpy].EntriesCounted = false
-	if _, err := MakeContextTree("prog.blpp", tab, p); err == nil || !strings.Contains(err.Error(), "does not instrument") {
+	if _, err := NewModel("prog.blpp", tab, p, nil); err == nil || !strings.Contains(err.Error(), "does not instrument") {
 		t.Errorf("entries of a function whose entries are not counted: error %v", err)
 	}
 }

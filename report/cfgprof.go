@@ -25,7 +25,7 @@ type CFGProfileOptions struct {
 
 // funcHotEdges returns, per edge of function fn, the share of the
 // function's path instructions executed on its hot paths through it.
-func (m *ExportModel) funcHotEdges(fn int, share float64) ([]float64, error) {
+func (m *Model) funcHotEdges(fn int, share float64) ([]float64, error) {
 	mf := &m.Table.Funcs[fn]
 	fp := &m.Funcs[fn]
 	type pv struct {
@@ -68,7 +68,7 @@ var edgeKindNames = [...]string{"fallthrough", "branch", "jumptable", "call-retu
 
 // CFGProfileDot writes one digraph with a cluster per function of funcs
 // (indices in m.Table.Funcs; uninstrumented ones are refused).
-func CFGProfileDot(w io.Writer, m *ExportModel, funcs []int, o CFGProfileOptions) error {
+func CFGProfileDot(w io.Writer, m *Model, funcs []int, o CFGProfileOptions) error {
 	share := o.Share
 	if share == 0 {
 		share = DefaultHotShare
@@ -139,7 +139,7 @@ func CFGProfileDot(w io.Writer, m *ExportModel, funcs []int, o CFGProfileOptions
 
 // MatchFuncs returns the instrumented functions for which match is true,
 // in table order.
-func (m *ExportModel) MatchFuncs(match func(name string) bool) []int {
+func (m *Model) MatchFuncs(match func(name string) bool) []int {
 	var out []int
 	for i := range m.Table.Funcs {
 		if m.Table.Funcs[i].Instrumented && match(m.Table.Funcs[i].Name) {

@@ -69,7 +69,7 @@ type BranchCoverage struct {
 }
 
 // MakeCoverage computes the coverage of m.
-func MakeCoverage(m *ExportModel) *Coverage {
+func MakeCoverage(m *Model) *Coverage {
 	c := &Coverage{Binary: m.Binary}
 	files := map[string]*FileCoverage{}
 	lines := map[string]map[int]uint64{}

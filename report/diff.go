@@ -52,11 +52,11 @@ func share(a, t uint64) float64 {
 }
 
 // MakeDiff compares old with new.
-func MakeDiff(old, new *ExportModel) *Diff {
+func MakeDiff(old, new *Model) *Diff {
 	d := &Diff{Old: old.Binary, New: new.Binary, OldInsns: old.TotalInsns(), NewInsns: new.TotalInsns()}
 	d.SameBinary = string(old.Table.InstrID) == string(new.Table.InstrID) && len(old.Table.Funcs) == len(new.Table.Funcs)
 	type counts struct{ insns, execs uint64 }
-	byName := func(m *ExportModel) map[string]counts {
+	byName := func(m *Model) map[string]counts {
 		out := map[string]counts{}
 		for i := range m.Funcs {
 			if !m.Table.Funcs[i].Instrumented {

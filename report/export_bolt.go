@@ -63,7 +63,7 @@ func boltEscape(s string) string {
 // not known. Symbols and offsets are those of the original binary's symbol
 // table, so foo.cold fragments keep their own names. Returns and the
 // returns from calls are left out: BOLT keeps calls inside its blocks.
-func ExportBoltFdata(w io.Writer, m *ExportModel, opts ExportOptions) error {
+func ExportBoltFdata(w io.Writer, m *Model, opts ExportOptions) error {
 	type key struct{ from, to boltLoc }
 	counts := map[key]uint64{}
 	add := func(from, to boltLoc, c uint64) {
@@ -197,7 +197,7 @@ func ExportBoltFdata(w io.Writer, m *ExportModel, opts ExportOptions) error {
 // branch ends with its short form (2 bytes) when the target is within
 // rel8 reach, else the rel32 form (6 bytes for jcc, 5 for jmp), as
 // assemblers relax branches.
-func (m *ExportModel) LastInst(f *meta.Func, bi int) (uint64, bool) {
+func (m *Model) LastInst(f *meta.Func, bi int) (uint64, bool) {
 	b := &f.Blocks[bi]
 	insts := m.BlockInsts(f, b)
 	patched := f.Instrumented && b.Addr < f.Entry+5 && b.End > f.Entry
@@ -251,7 +251,7 @@ func (m *ExportModel) LastInst(f *meta.Func, bi int) (uint64, bool) {
 // addresses from which it reaches the block's end exactly (x86 decoding
 // resynchronises within a few instructions), and those instructions are
 // missing from the result. nil when the bytes cannot be read or decoded.
-func (m *ExportModel) BlockInsts(f *meta.Func, b *meta.Block) []x86.Inst {
+func (m *Model) BlockInsts(f *meta.Func, b *meta.Block) []x86.Inst {
 	if b.End <= b.Addr || b.End-b.Addr > 1<<20 {
 		return nil
 	}

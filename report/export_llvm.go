@@ -80,7 +80,7 @@ func (fs *funcSamples) child(loc sampleLoc, callee string) *funcSamples {
 // is nested under its call site. Head samples are the function's
 // activations; call targets come from the calling context tree when
 // the profile has one, else from direct call instructions.
-func ExportLLVMSample(w io.Writer, m *ExportModel, opts ExportOptions) error {
+func ExportLLVMSample(w io.Writer, m *Model, opts ExportOptions) error {
 	if m.Debug == nil || len(m.Debug.rows) == 0 {
 		return ErrNoDebugInfo
 	}
@@ -269,7 +269,7 @@ type callKey struct{ fn, site uint32 }
 // and the count of each call come from the records; otherwise direct
 // calls are decoded and counted by their block's executions, and
 // indirect calls are left out.
-func (m *ExportModel) callTargets() map[callKey]map[string]uint64 {
+func (m *Model) callTargets() map[callKey]map[string]uint64 {
 	out := map[callKey]map[string]uint64{}
 	add := func(k callKey, name string, c uint64) {
 		if name == "" || c == 0 {
@@ -307,7 +307,7 @@ func (m *ExportModel) callTargets() map[callKey]map[string]uint64 {
 }
 
 // hasCallers reports whether any stack has more than one frame.
-func (m *ExportModel) hasCallers() bool {
+func (m *Model) hasCallers() bool {
 	for i := range m.Stacks {
 		if len(m.Stacks[i].Frames) > 1 {
 			return true
@@ -325,7 +325,7 @@ type CallEdge struct {
 }
 
 // CallEdges sums the records' activations by (caller, call site, callee).
-func (m *ExportModel) CallEdges() []CallEdge {
+func (m *Model) CallEdges() []CallEdge {
 	sums := map[[3]uint32]uint64{}
 	for i := range m.Stacks {
 		st := &m.Stacks[i]
@@ -367,7 +367,7 @@ func (m *ExportModel) CallEdges() []CallEdge {
 // sampleName is the name a sample profile gives function fn: its DWARF
 // subprogram's linkage name or name (clones such as foo.constprop.0 are
 // foo), else the symbol.
-func (m *ExportModel) sampleName(fn uint32) string {
+func (m *Model) sampleName(fn uint32) string {
 	f := &m.Table.Funcs[fn]
 	if s := m.Debug.Subprogram(f.Entry); s != nil && s.SymbolName() != "" {
 		return s.SymbolName()
@@ -376,7 +376,7 @@ func (m *ExportModel) sampleName(fn uint32) string {
 }
 
 // nameAt names the function at a call target.
-func (m *ExportModel) nameAt(addr uint64) string {
+func (m *Model) nameAt(addr uint64) string {
 	for i := range m.Table.Funcs {
 		if m.Table.Funcs[i].Entry == addr {
 			return m.sampleName(uint32(i))
@@ -393,7 +393,7 @@ func (m *ExportModel) nameAt(addr uint64) string {
 
 // blockCountAt is the execution count of the block of function fn that
 // holds addr.
-func (m *ExportModel) blockCountAt(fn uint32, addr uint64) uint64 {
+func (m *Model) blockCountAt(fn uint32, addr uint64) uint64 {
 	mf := &m.Table.Funcs[fn]
 	for bi, b := range mf.Blocks {
 		if addr >= b.Addr && addr < b.End {
@@ -405,7 +405,7 @@ func (m *ExportModel) blockCountAt(fn uint32, addr uint64) uint64 {
 
 // directTarget decodes the instruction at addr in the original code and
 // returns its target if it is a direct call or jump.
-func (m *ExportModel) directTarget(addr uint64) (uint64, bool) {
+func (m *Model) directTarget(addr uint64) (uint64, bool) {
 	b := m.ReadCode(addr, 15)
 	if len(b) == 0 {
 		return 0, false
@@ -419,7 +419,7 @@ func (m *ExportModel) directTarget(addr uint64) (uint64, bool) {
 
 // ReadCode returns up to n bytes of the file's image at addr (fewer at the
 // end of a segment, none outside the file's loaded segments).
-func (m *ExportModel) ReadCode(addr uint64, n int) []byte {
+func (m *Model) ReadCode(addr uint64, n int) []byte {
 	if m.File == nil {
 		return nil
 	}

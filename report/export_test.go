@@ -123,9 +123,9 @@ func exDebug() *DebugInfo {
 	return di.finish()
 }
 
-func exModel(t *testing.T, flowOnly bool) *ExportModel {
+func exModel(t *testing.T, flowOnly bool) *Model {
 	tab := exTable(t)
-	m, err := NewExportModel("demo.blpp", tab, exProfile(t, tab, flowOnly), nil)
+	m, err := NewModel("demo.blpp", tab, exProfile(t, tab, flowOnly), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestExportModelAgreesWithMakePaths(t *testing.T) {
 	for _, flowOnly := range []bool{false, true} {
 		tab := exTable(t)
 		p := exProfile(t, tab, flowOnly)
-		m, err := NewExportModel("demo.blpp", tab, p, nil)
+		m, err := NewModel("demo.blpp", tab, p, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,14 +167,14 @@ func TestExportModelAgreesWithMakePaths(t *testing.T) {
 func TestExportGolden(t *testing.T) {
 	type format struct {
 		name string
-		fn   func(*bytes.Buffer, *ExportModel) error
+		fn   func(*bytes.Buffer, *Model) error
 	}
 	formats := []format{
-		{"folded", func(b *bytes.Buffer, m *ExportModel) error { return ExportFolded(b, m, ExportOptions{}) }},
-		{"folded-metric-tsc", func(b *bytes.Buffer, m *ExportModel) error { return ExportFolded(b, m, ExportOptions{Metric: "tsc"}) }},
-		{"llvm-sample", func(b *bytes.Buffer, m *ExportModel) error { return ExportLLVMSample(b, m, ExportOptions{}) }},
-		{"bolt-fdata", func(b *bytes.Buffer, m *ExportModel) error { return ExportBoltFdata(b, m, ExportOptions{}) }},
-		{"pprof", func(b *bytes.Buffer, m *ExportModel) error {
+		{"folded", func(b *bytes.Buffer, m *Model) error { return ExportFolded(b, m, ExportOptions{}) }},
+		{"folded-metric-tsc", func(b *bytes.Buffer, m *Model) error { return ExportFolded(b, m, ExportOptions{Metric: "tsc"}) }},
+		{"llvm-sample", func(b *bytes.Buffer, m *Model) error { return ExportLLVMSample(b, m, ExportOptions{}) }},
+		{"bolt-fdata", func(b *bytes.Buffer, m *Model) error { return ExportBoltFdata(b, m, ExportOptions{}) }},
+		{"pprof", func(b *bytes.Buffer, m *Model) error {
 			p, err := MakePprof(m)
 			if err != nil {
 				return err
@@ -182,12 +182,12 @@ func TestExportGolden(t *testing.T) {
 			b.WriteString(p.String())
 			return nil
 		}},
-		{"coverage-text", func(b *bytes.Buffer, m *ExportModel) error { return CoverageText(b, MakeCoverage(m)) }},
-		{"coverage-lcov", func(b *bytes.Buffer, m *ExportModel) error { return CoverageLcov(b, MakeCoverage(m)) }},
-		{"annotate-work", func(b *bytes.Buffer, m *ExportModel) error {
+		{"coverage-text", func(b *bytes.Buffer, m *Model) error { return CoverageText(b, MakeCoverage(m)) }},
+		{"coverage-lcov", func(b *bytes.Buffer, m *Model) error { return CoverageLcov(b, MakeCoverage(m)) }},
+		{"annotate-work", func(b *bytes.Buffer, m *Model) error {
 			return Annotate(b, m, AnnotateOptions{Target: "work", ReadFile: exSource})
 		}},
-		{"annotate-file", func(b *bytes.Buffer, m *ExportModel) error {
+		{"annotate-file", func(b *bytes.Buffer, m *Model) error {
 			return Annotate(b, m, AnnotateOptions{Target: "demo.c", ReadFile: exSource})
 		}},
 	}
@@ -239,7 +239,7 @@ func TestExportDiff(t *testing.T) {
 			r.Paths[k].Metrics[0] *= 2
 		}
 	}
-	c, err := NewExportModel("demo.blpp", tab, p, nil)
+	c, err := NewModel("demo.blpp", tab, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,12 +254,12 @@ func TestExportRefusals(t *testing.T) {
 	tab := exTable(t)
 	p := exProfile(t, tab, false)
 	p.BuildID = []byte("other")
-	if _, err := NewExportModel("demo.blpp", tab, p, nil); err == nil || !strings.Contains(err.Error(), "another instrumented binary") {
+	if _, err := NewModel("demo.blpp", tab, p, nil); err == nil || !strings.Contains(err.Error(), "another instrumented binary") {
 		t.Errorf("profile of another binary: %v", err)
 	}
 	p = exProfile(t, tab, false)
 	p.Threads[0].Records[1].Func = 2 // helper: not instrumented
-	if _, err := NewExportModel("demo.blpp", tab, p, nil); err == nil || !strings.Contains(err.Error(), "does not instrument") {
+	if _, err := NewModel("demo.blpp", tab, p, nil); err == nil || !strings.Contains(err.Error(), "does not instrument") {
 		t.Errorf("profile naming an uninstrumented function: %v", err)
 	}
 	m := exModel(t, false)

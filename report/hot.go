@@ -37,7 +37,7 @@ type HotPath struct {
 
 // HotPaths is the hot-path model of a profile.
 type HotPaths struct {
-	Tree   *ContextTree
+	Tree   *Model
 	Col    int     // the metric's column
 	Share  float64 // the threshold: share of Total the hot paths cover
 	Total  uint64  // the metric summed over every executed path
@@ -53,7 +53,7 @@ type HotPaths struct {
 // DefaultHotMetric is the metric the hot view ranks by when none is
 // asked for: the profile's first measured metric (cycles, misses, or
 // their fallback), else the derived insns.
-func DefaultHotMetric(c *ContextTree) string {
+func DefaultHotMetric(c *Model) string {
 	for _, col := range c.Columns {
 		if !col.Derived && col.Name != cct.FreqMetric && col.Kind != cct.MetricUnavailable {
 			return col.Name
@@ -64,7 +64,7 @@ func DefaultHotMetric(c *ContextTree) string {
 
 // MakeHotPaths ranks the paths of c by metric ("" for DefaultHotMetric)
 // and keeps the smallest set whose metric reaches share of the total.
-func MakeHotPaths(c *ContextTree, metric string, share float64) (*HotPaths, error) {
+func MakeHotPaths(c *Model, metric string, share float64) (*HotPaths, error) {
 	if metric == "" {
 		metric = DefaultHotMetric(c)
 	}
@@ -79,7 +79,7 @@ func MakeHotPaths(c *ContextTree, metric string, share float64) (*HotPaths, erro
 	var all []HotPath
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
-		mf := &c.table.Funcs[n.Func]
+		mf := &c.Table.Funcs[n.Func]
 		for _, p := range n.Paths {
 			var insns uint64
 			for _, b := range p.Blocks {
@@ -153,15 +153,15 @@ func HotText(w io.Writer, h *HotPaths, o HotOptions) error {
 	if col.Derived {
 		fmt.Fprintf(w, "  (with %s every path's rate is 1: rank by another metric to tell dense from sparse)\n", col.Name)
 	}
-	var code *ExportModel
+	var code *Model
 	if o.Asm && o.File != nil {
-		code = &ExportModel{File: o.File}
+		code = &Model{File: o.File}
 	}
 	var cum uint64
 	for r, hp := range h.Hot {
 		cum += hp.Value
 		n := &c.Nodes[hp.Context]
-		mf := &c.table.Funcs[hp.Func]
+		mf := &c.Table.Funcs[hp.Func]
 		dense := "sparse"
 		if hp.Dense {
 			dense = "dense"
@@ -195,7 +195,7 @@ func HotText(w io.Writer, h *HotPaths, o HotOptions) error {
 // instrumented function hold blpp's jump to the relocated copy and the
 // metadata does not keep the bytes they replaced: those instructions are
 // marked as not shown.
-func writeBlockAsm(w io.Writer, indent string, m *ExportModel, mf *meta.Func, b *meta.Block) {
+func writeBlockAsm(w io.Writer, indent string, m *Model, mf *meta.Func, b *meta.Block) {
 	if m == nil {
 		fmt.Fprintf(w, "%s(no binary to decode from)\n", indent)
 		return

@@ -42,7 +42,7 @@ div.leaf{margin-left:2.4em;font-family:monospace}
 .svg{overflow:auto;border:1px solid #ddd;margin:.5em 0}`
 
 // HTML writes the page.
-func HTML(w io.Writer, m *ExportModel, o HTMLOptions) error {
+func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 	h := o.Hot
 	c := h.Tree
 	col := c.Columns[h.Col]
@@ -71,7 +71,7 @@ func HTML(w io.Writer, m *ExportModel, o HTMLOptions) error {
 		if hp.Dense {
 			class = "dense"
 		}
-		mf := &c.table.Funcs[hp.Func]
+		mf := &c.Table.Funcs[hp.Func]
 		var blocks []string
 		for _, b := range hp.Blocks {
 			blk := &mf.Blocks[b]
@@ -180,7 +180,7 @@ func HTML(w io.Writer, m *ExportModel, o HTMLOptions) error {
 
 // htmlCFGFuncs picks the functions drawn: those of the hot paths, then the
 // procedures by instructions executed, n in all.
-func htmlCFGFuncs(m *ExportModel, h *HotPaths, s *Procs, n int) []int {
+func htmlCFGFuncs(m *Model, h *HotPaths, s *Procs, n int) []int {
 	if n <= 0 {
 		n = 4
 	}

@@ -232,7 +232,7 @@ func FindLoops(f *meta.Func) []Loop {
 }
 
 // LoopRule says how the view attributes column col to a loop.
-func (c *ContextTree) LoopRule(col int) string {
+func (c *Model) LoopRule(col int) string {
 	switch {
 	case c.loopFreq(col):
 		return "a loop's value is the number of path executions that touch any of its blocks"
@@ -242,15 +242,15 @@ func (c *ContextTree) LoopRule(col int) string {
 	return "a path's " + c.Columns[col].Name + " is apportioned to its blocks by their instruction counts; a loop's value is the share of its blocks"
 }
 
-func (c *ContextTree) loopFreq(col int) bool {
+func (c *Model) loopFreq(col int) bool {
 	return col == 0 || (c.Columns[col].Name == cct.FreqMetric && !c.Columns[col].Derived)
 }
 
 // LoopValues attributes node i's paths to loops (FindLoops of its
 // function) for column col, by LoopRule; partial paths count in no loop.
-func (c *ContextTree) LoopValues(i, col int, loops []Loop) ([]uint64, error) {
+func (c *Model) LoopValues(i, col int, loops []Loop) ([]uint64, error) {
 	n := &c.Nodes[i]
-	mf := &c.table.Funcs[n.Func]
+	mf := &c.Table.Funcs[n.Func]
 	vals := make([]uint64, len(loops))
 	for _, p := range n.Paths {
 		var pathInsns uint64
@@ -304,7 +304,7 @@ func (c *ContextTree) LoopValues(i, col int, loops []Loop) ([]uint64, error) {
 // view, children by inclusive value, keeping those whose function has
 // loops and their callers; under each context that has loops, its loop
 // nest with the value of each loop and its share of the total.
-func LoopsText(w io.Writer, c *ContextTree, o ViewOptions) error {
+func LoopsText(w io.Writer, c *Model, o ViewOptions) error {
 	col := o.Metric
 	c.writeHeader(w, "loops in context", col)
 	fmt.Fprintf(w, "attribution: %s; a context row shows the context's exclusive value\n\n", c.LoopRule(col))
@@ -314,7 +314,7 @@ func LoopsText(w io.Writer, c *ContextTree, o ViewOptions) error {
 		n := &c.Nodes[i]
 		ls, ok := loopsOf[n.Func]
 		if !ok {
-			ls = FindLoops(&c.table.Funcs[n.Func])
+			ls = FindLoops(&c.Table.Funcs[n.Func])
 			loopsOf[n.Func] = ls
 		}
 		if len(ls) > 0 {
@@ -329,7 +329,7 @@ func LoopsText(w io.Writer, c *ContextTree, o ViewOptions) error {
 	fmt.Fprintf(tw, "%s\t%%\t  context / loop\n", name)
 	total := c.Total[col]
 	nHidden, shown := 0, 0
-	mfOf := func(n *CNode) *meta.Func { return &c.table.Funcs[n.Func] }
+	mfOf := func(n *CNode) *meta.Func { return &c.Table.Funcs[n.Func] }
 	var walk func(ids []int) error
 	walk = func(ids []int) error {
 		s := append([]int(nil), ids...)

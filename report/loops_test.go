@@ -70,7 +70,7 @@ func loopsLines() *LineTable {
 
 // loopsSetup returns the context tree of a profile that runs every path
 // of work (from two call sites, two threads merged) and of scan.
-func loopsSetup(t *testing.T) *ContextTree {
+func loopsSetup(t *testing.T) *Model {
 	t.Helper()
 	tab := loopsTable()
 	work, scan := tab.Funcs[lfWork].NumPaths, tab.Funcs[lfScan].NumPaths
@@ -103,7 +103,7 @@ func loopsSetup(t *testing.T) *ContextTree {
 	if err := p.CheckValid(); err != nil {
 		t.Fatalf("the test profile is invalid: %v", err)
 	}
-	c, err := MakeContextTree("loops.blpp", tab, p)
+	c, err := NewModel("loops.blpp", tab, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestLoopsLaws(t *testing.T) {
 	for col, column := range c.Columns {
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
-			ls := FindLoops(&c.table.Funcs[n.Func])
+			ls := FindLoops(&c.Table.Funcs[n.Func])
 			vals, err := c.LoopValues(i, col, ls)
 			if err != nil {
 				t.Fatal(err)

@@ -46,9 +46,6 @@ type PathFunc struct {
 	// often it was entered.
 	EntriesCounted bool   `json:"entries_counted,omitempty"`
 	Entries        uint64 `json:"entries,omitempty"`
-
-	blockAddrs []uint64
-	lines      []string
 }
 
 // PathDoc is the `blpp report --format json` document: block and path
@@ -60,203 +57,82 @@ type PathDoc struct {
 	// TotalPaths is the number of path executions in the program.
 	TotalPaths uint64 `json:"total_path_executions"`
 	// Contexts is the calling-context tree, threads merged
-	// (ContextTree.Contexts). MakePaths leaves it empty; `blpp report`
-	// fills it.
+	// (Model.Contexts).
 	Contexts []Context `json:"contexts"`
 	// Runtime is the runtime's statistics from the profile (what took
 	// the slow paths, memory, and any loss: see RuntimeWarnings).
 	Runtime map[string]uint64 `json:"runtime_stats,omitempty"`
 }
 
-// LoadMeta reads the metadata table of an instrumented binary.
-func LoadMeta(path string) (*meta.Table, *elf.File, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	s := f.Section(meta.SectionName)
-	if s == nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: no %s section: not a binary instrumented by blpp rewrite", path, meta.SectionName)
-	}
-	d, err := s.Data()
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %s: %w", path, meta.SectionName, err)
-	}
-	t, err := meta.Decode(d)
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return t, f, nil
+// PathDoc makes the JSON document of the model: per function its block
+// and path counts (paths in id order, those that ran), partial
+// activations and, for a function left uninstrumented, its entries;
+// then the contexts.
+func (m *Model) PathDoc() *PathDoc {
+	d := m.pathDoc()
+	d.Contexts = m.Contexts()
+	return d
 }
 
-// MakePaths builds the report from the metadata and one (merged) profile.
-// Path numbers are expanded to blocks by regenerating each function's
-// Ball-Larus numbering from the stored graph; block counts add every
-// path's count to each block it passes through, plus the executed
-// prefixes of partial paths.
-func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (*PathDoc, error) {
-	if err := checkMatch(binary, t, p); err != nil {
-		return nil, err
+// pathDoc is PathDoc without the contexts.
+func (m *Model) pathDoc() *PathDoc {
+	d := &PathDoc{Binary: m.Binary, Functions: []PathFunc{}, Contexts: []Context{}, Runtime: m.Stats}
+	for _, x := range m.Metrics {
+		d.Metrics = append(d.Metrics, x.Name)
 	}
-	d := &PathDoc{Binary: binary, Functions: []PathFunc{}, Contexts: []Context{}, Runtime: p.Stats}
-	for _, m := range p.Metrics {
-		d.Metrics = append(d.Metrics, m.Name)
-	}
-	flat := p.Flat()
-	entries := UninstrumentedEntries(t, p)
-	partial := map[uint32]map[[2]int64]uint64{}
-	prefix := map[uint32]map[[2]int64]uint64{} // a fork child's (cct.Thread.Prefixes)
-	for _, th := range p.Threads {
-		byFuncStop(partial, th.Partials)
-		byFuncStop(prefix, th.Prefixes)
-	}
-	for fid := range t.Funcs {
-		mf := &t.Funcs[fid]
+	for fid := range m.Table.Funcs {
+		mf := &m.Table.Funcs[fid]
+		fp := &m.Funcs[fid]
 		pf := PathFunc{Name: mf.Name, Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
 			Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
 		if !mf.Instrumented {
 			pf.EntriesCounted = mf.EntriesCounted
-			pf.Entries = entries[uint32(fid)]
+			pf.Entries = fp.Calls
 			d.Functions = append(d.Functions, pf)
 			continue
 		}
-		if _, err := t.FuncNumbering(uint32(fid)); err != nil {
-			return nil, err
-		}
-		counts := make([]uint64, len(mf.Blocks))
-		ids := make([]uint64, 0, len(flat[uint32(fid)]))
-		for id := range flat[uint32(fid)] {
-			ids = append(ids, id)
+		ids := make([]uint64, 0, len(fp.Paths))
+		for id, c := range fp.Paths {
+			if c != 0 {
+				ids = append(ids, id)
+			}
 		}
 		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 		for _, id := range ids {
-			c := flat[uint32(fid)][id].Count
-			if c == 0 {
-				continue
-			}
-			e, err := t.ExpandPath(uint32(fid), id)
-			if err != nil {
-				return nil, err
-			}
-			pe := PathEntry{ID: id, Count: c}
+			e, _ := m.Table.ExpandPath(uint32(fid), id) // expanded by NewModel
+			pe := PathEntry{ID: id, Count: fp.Paths[id]}
 			for _, bl := range e.Blocks {
-				counts[bl] += c
 				pe.Blocks = append(pe.Blocks, hex(mf.Blocks[bl].Addr))
 			}
 			pf.Paths = append(pf.Paths, pe)
-			pf.Executions += c
 		}
-		for key, c := range partial[uint32(fid)] {
-			e, err := expandPartial(t, &cct.Partial{Func: uint32(fid), Block: uint32(key[0]), Reg: key[1]})
-			if err != nil {
-				return nil, err
-			}
-			pf.Partial += c
-			if e == nil {
-				pf.PartialUnknown += c
-				continue
-			}
-			for _, bl := range e.Blocks {
-				counts[bl] += c
-			}
-		}
-		// Blocks a fork child's live activations ran in the parent: the
-		// child's paths include them, the parent's profile counts them.
-		for key, c := range prefix[uint32(fid)] {
-			e, err := expandPartial(t, &cct.Partial{Func: uint32(fid), Block: uint32(key[0]), Reg: key[1]})
-			if err != nil {
-				return nil, err
-			}
-			if e != nil {
-				for _, bl := range e.Blocks {
-					counts[bl] -= min(counts[bl], c)
-				}
-			}
-		}
+		pf.Executions, pf.Partial, pf.PartialUnknown = fp.Executions, fp.Partial, fp.PartialUnknown
 		for i, bl := range mf.Blocks {
-			pf.Blocks = append(pf.Blocks, PathBlockCount{Addr: hex(bl.Addr), Count: counts[i]})
-			pf.blockAddrs = append(pf.blockAddrs, bl.Addr)
+			pf.Blocks = append(pf.Blocks, PathBlockCount{Addr: hex(bl.Addr), Count: fp.Blocks[i]})
 		}
 		d.TotalPaths += pf.Executions
 		d.Functions = append(d.Functions, pf)
 	}
-	return d, nil
+	return d
 }
 
-// byFuncStop adds partial-shaped entries to m: per function, counts by
-// (stopping block, path register).
-func byFuncStop(m map[uint32]map[[2]int64]uint64, qs []cct.Partial) {
-	for _, q := range qs {
-		if m[q.Func] == nil {
-			m[q.Func] = map[[2]int64]uint64{}
-		}
-		m[q.Func][[2]int64{int64(q.Block), q.Reg}] += q.Count
+// MakePaths builds the document of profile p of binary without its
+// contexts: NewModel(binary, t, p, nil).PathDoc(), for callers that need
+// only block and path counts (the corpus oracles).
+func MakePaths(binary string, t *meta.Table, p *cct.Profile, _ *LineTable) (*PathDoc, error) {
+	m, err := NewModel(binary, t, p, nil)
+	if err != nil {
+		return nil, err
 	}
+	return m.pathDoc(), nil
 }
 
-// checkMatch refuses a profile of another instrumented binary, or one
-// whose records name functions the binary does not have, or give paths
-// or partial activations to a function it does not instrument. A record
-// of an uninstrumented function whose entries the binary counts holds
-// only its calls (decision 70).
-func checkMatch(binary string, t *meta.Table, p *cct.Profile) error {
-	if len(t.InstrID) > 0 && string(p.BuildID) != string(t.InstrID) {
-		return fmt.Errorf("the profile was written by another instrumented binary (build-id %x), not %s (build-id %x)", p.BuildID, binary, t.InstrID)
-	}
-	if n := len(t.Funcs); n > 0 {
-		instrumented := func(fn uint32) bool { return int(fn) < n && t.Funcs[fn].Instrumented }
-		for _, th := range p.Threads {
-			for _, r := range th.Records {
-				switch {
-				case int(r.Func) >= n:
-					return fmt.Errorf("the profile names function %d, but %s has %d functions", r.Func, binary, n)
-				case !t.Funcs[r.Func].Instrumented && !t.Funcs[r.Func].EntriesCounted:
-					return fmt.Errorf("the profile names function %d (%s), which %s does not instrument and whose entries it does not count", r.Func, t.Funcs[r.Func].Name, binary)
-				case !t.Funcs[r.Func].Instrumented && len(r.Paths) > 0:
-					return fmt.Errorf("the profile gives paths to function %d (%s), which %s does not instrument", r.Func, t.Funcs[r.Func].Name, binary)
-				}
-			}
-			for _, qs := range [][]cct.Partial{th.Partials, th.Prefixes} {
-				for _, q := range qs {
-					if !instrumented(q.Func) {
-						return fmt.Errorf("the profile has a partial path of function %d, which %s does not instrument", q.Func, binary)
-					}
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// UninstrumentedEntries sums, per uninstrumented function, the calls of
-// its records over every thread and context: how often it was entered,
-// where the rewriter counted that (decision 70).
-func UninstrumentedEntries(t *meta.Table, p *cct.Profile) map[uint32]uint64 {
-	out := map[uint32]uint64{}
-	for _, th := range p.Threads {
-		for _, r := range th.Records {
-			if int(r.Func) < len(t.Funcs) && !t.Funcs[r.Func].Instrumented {
-				out[r.Func] += r.Calls
-			}
-		}
-	}
-	return out
-}
-
-// darkLabel says why an uninstrumented function was left out and how
-// often it was entered (decision 70), for the text views.
-func darkLabel(reason string, entries uint64) string {
-	return fmt.Sprintf("uninstrumented (%s), entered %s", reason, plural(entries, "time", "times"))
-}
-
-// PathsJSON writes the document.
-func PathsJSON(w io.Writer, d *PathDoc) error {
+// PathsJSON writes the document of `blpp report --format json`
+// (Model.PathDoc).
+func PathsJSON(w io.Writer, m *Model) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(d)
+	return enc.Encode(m.PathDoc())
 }
 
 // LineTable maps addresses of the original code to file:line through the
@@ -350,7 +226,8 @@ func writeBlockLine(w io.Writer, indent string, addr uint64, lines *LineTable) {
 // PathsText writes the hottest paths across the program (function, path
 // id, count, share of all path executions, blocks with file:line) and the
 // per-function totals.
-func PathsText(w io.Writer, d *PathDoc, top int, lines *LineTable) error {
+func PathsText(w io.Writer, m *Model, o ViewOptions) error {
+	d, top, lines := m.pathDoc(), o.Top, o.Lines
 	type hp struct {
 		f *PathFunc
 		p *PathEntry

@@ -39,7 +39,7 @@ type Procs struct {
 
 // MakeProcs sums the model per procedure and per source file, both by
 // instructions executed, then name.
-func MakeProcs(m *ExportModel) *Procs {
+func MakeProcs(m *Model) *Procs {
 	s := &Procs{Binary: m.Binary, Total: m.TotalInsns(), FlowOnly: m.FlowOnly}
 	files := map[string]*ProcRow{}
 	for i := range m.Table.Funcs {

@@ -366,7 +366,7 @@ func TestEdgeCounts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := report.NewExportModel(inst, tab, p, f)
+			m, err := report.NewModel(inst, tab, p, f)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,38 +1,18 @@
 package report
 
-// This file builds the model the exporters (pprof, folded stacks, LLVM
-// sample profiles, BOLT fdata), coverage, annotate and diff read: every
-// path of every calling-context record expanded into blocks and edges of
-// the original binary. The formats are documented in docs/formats.md.
+// This file builds the per-function and per-stack part of the model,
+// which the exporters (pprof, folded stacks, LLVM sample profiles, BOLT
+// fdata), coverage, annotate and diff read: every path of every
+// calling-context record expanded into blocks and edges of the original
+// binary. The formats are documented in docs/formats.md.
 
 import (
 	"debug/elf"
-	"math/bits"
 	"sort"
 
 	"blpp/cct"
 	"blpp/meta"
 )
-
-// ExportModel is one (merged) profile laid over the instrumented binary's
-// metadata: per function block, edge and path counts; per calling
-// context (threads folded) counts, metrics and instructions executed.
-type ExportModel struct {
-	Binary  string
-	Table   *meta.Table
-	Metrics []cct.Metric // as in the profile; Metrics[0] is "freq"
-	Funcs   []FuncProfile
-	// Stacks has one entry per record of the folded calling-context tree
-	// (in a flow-only profile, one per function that ran), in record
-	// order, then one per function with partial paths that had no record.
-	Stacks []ProfileStack
-	// FlowOnly: the profile has no calling context (every stack is one
-	// frame deep).
-	FlowOnly bool
-	Debug    *DebugInfo // nil without DWARF
-	Symbols  *Symbols
-	File     *elf.File // the instrumented binary (original code and data stay in it)
-}
 
 // FuncProfile holds the counts of one function over every context.
 type FuncProfile struct {
@@ -78,21 +58,13 @@ type ExportOptions struct {
 	Metric string
 }
 
-// NewExportModel expands profile p of the binary (metadata t, ELF f).
-// The profile must be valid (as cct.Parse and cct.Merge return it).
-func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (*ExportModel, error) {
-	// Records of uninstrumented functions (decision 70) have calls and
-	// no paths: their stacks carry calls only, and their callbacks' stacks
-	// pass through them.
-	if err := checkMatch(binary, t, p); err != nil {
-		return nil, err
-	}
-	m := &ExportModel{Binary: binary, Table: t, Metrics: p.Metrics, FlowOnly: p.Flags&cct.FlagFlowOnly != 0, File: f}
-	if f != nil {
-		m.Debug = NewDebugInfo(f)
-		m.Symbols = NewSymbols(f)
-	}
-	nm := len(p.Metrics) - 1
+// buildFuncs sums the folded profile (one thread) per function and per
+// stack. Records of uninstrumented functions (decision 70) have calls
+// and no paths: their stacks carry calls only, and their callbacks'
+// stacks pass through them.
+func (m *Model) buildFuncs(folded *cct.Profile) error {
+	t := m.Table
+	nm := len(folded.Metrics) - 1
 	m.Funcs = make([]FuncProfile, len(t.Funcs))
 	for i := range t.Funcs {
 		mf := &t.Funcs[i]
@@ -102,7 +74,6 @@ func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (
 		m.Funcs[i] = FuncProfile{Blocks: make([]uint64, len(mf.Blocks)), Edges: make([]uint64, len(mf.Edges)),
 			Paths: map[uint64]uint64{}, Metrics: make([]uint64, nm)}
 	}
-	folded := p.FoldThreads()
 	var recs []cct.Record
 	var parts, prefixes []cct.Partial
 	if len(folded.Threads) > 0 {
@@ -118,7 +89,7 @@ func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (
 		for _, path := range r.Paths {
 			e, err := t.ExpandPath(r.Func, path.ID)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			c := path.Count
 			addExpansion(fp, e, c)
@@ -140,7 +111,7 @@ func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (
 		fp.Partial = satAdd(fp.Partial, q.Count)
 		e, err := expandPartial(t, q)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if e == nil {
 			fp.PartialUnknown = satAdd(fp.PartialUnknown, q.Count)
@@ -167,7 +138,7 @@ func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (
 		}
 		e, err := expandPartial(t, q)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if e != nil {
 			subExpansion(&m.Funcs[q.Func], e, q.Count)
@@ -179,11 +150,11 @@ func NewExportModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (
 			fp.Insns = satAdd(fp.Insns, satMul(c, uint64(t.Funcs[i].Blocks[b].Insts)))
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // frames lists the frames of record ri, leaf first.
-func (m *ExportModel) frames(recs []cct.Record, ri int) []StackFrame {
+func (m *Model) frames(recs []cct.Record, ri int) []StackFrame {
 	r := &recs[ri]
 	out := []StackFrame{{r.Func, m.Table.Funcs[r.Func].Entry}}
 	for depth := 0; r.Parent >= 0 && r.Parent < ri && depth < len(recs); depth++ {
@@ -198,7 +169,7 @@ func (m *ExportModel) frames(recs []cct.Record, ri int) []StackFrame {
 // CallSiteAddr is the original address of call site cs of function fn:
 // a record's CallSite is the caller's local call-site index plus one, 0
 // when not known; an unknown site gives the caller's entry.
-func (m *ExportModel) CallSiteAddr(fn uint32, cs uint32) uint64 {
+func (m *Model) CallSiteAddr(fn uint32, cs uint32) uint64 {
 	f := &m.Table.Funcs[fn]
 	if cs == 0 || int(cs) > len(f.CallSites) {
 		return f.Entry
@@ -208,12 +179,12 @@ func (m *ExportModel) CallSiteAddr(fn uint32, cs uint32) uint64 {
 
 // FuncName is the name of function fn as the metadata gives it (the
 // symbol table's, or sub_<hex> in stripped code).
-func (m *ExportModel) FuncName(fn uint32) string { return m.Table.Funcs[fn].Name }
+func (m *Model) FuncName(fn uint32) string { return m.Table.Funcs[fn].Name }
 
 // SymbolAt names the function holding addr as the ELF symbol tables do,
 // with addr's offset from the symbol: foo.cold fragments keep their own
 // symbol. Code without a symbol falls back to the metadata's function.
-func (m *ExportModel) SymbolAt(addr uint64) (string, uint64, bool) {
+func (m *Model) SymbolAt(addr uint64) (string, uint64, bool) {
 	if name, off, ok := m.Symbols.Lookup(addr); ok {
 		return name, off, true
 	}
@@ -227,7 +198,7 @@ func (m *ExportModel) SymbolAt(addr uint64) (string, uint64, bool) {
 }
 
 // TotalInsns is the number of instructions the profile counts.
-func (m *ExportModel) TotalInsns() uint64 {
+func (m *Model) TotalInsns() uint64 {
 	var s uint64
 	for i := range m.Funcs {
 		s = satAdd(s, m.Funcs[i].Insns)
@@ -264,22 +235,6 @@ func expandPartial(t *meta.Table, q *cct.Partial) (*meta.Expansion, error) {
 		return nil, nil
 	}
 	return t.ExpandPartial(q.Func, q.Block, q.Reg)
-}
-
-func satAdd(a, b uint64) uint64 {
-	s, c := bits.Add64(a, b, 0)
-	if c != 0 {
-		return ^uint64(0)
-	}
-	return s
-}
-
-func satMul(a, b uint64) uint64 {
-	hi, lo := bits.Mul64(a, b)
-	if hi != 0 {
-		return ^uint64(0)
-	}
-	return lo
 }
 
 // Symbols are the function symbols of an ELF file (.symtab and .dynsym).

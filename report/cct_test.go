@@ -66,14 +66,34 @@ func viewTable() *meta.Table {
 	}
 }
 
+// lineAt is a row of test line information: it holds from its address
+// to the next row's; a row without a file ends the one before.
+type lineAt struct {
+	addr uint64
+	file string
+	line int
+}
+
+// pointLines makes line information from rows in address order.
+func pointLines(rows ...lineAt) *DebugInfo {
+	di := &DebugInfo{}
+	for i, r := range rows {
+		if r.file == "" || i+1 == len(rows) {
+			continue
+		}
+		di.rows = append(di.rows, LineRange{Addr: r.addr, End: rows[i+1].addr, File: r.file, Line: r.line})
+	}
+	return di
+}
+
 // viewLines gives file:line to main, a and b; handler has none.
-func viewLines() *LineTable {
-	return &LineTable{rows: []lineRow{
+func viewLines() *DebugInfo {
+	return pointLines([]lineAt{
 		{0x1000, "/src/main.c", 3}, {0x1008, "/src/main.c", 10}, {0x1010, "/src/main.c", 11},
 		{0x1012, "/src/main.c", 12}, {0x1018, "/src/main.c", 14}, {0x1020, "/src/main.c", 16},
 		{0x2000, "/src/a.c", 2}, {0x2004, "/src/a.c", 5}, {0x2008, "/src/a.c", 6}, {0x200a, "/src/a.c", 7},
 		{0x2010, "/src/a.c", 9}, {0x3000, "/src/b.c", 1}, {0x3010, "", 0},
-	}}
+	}...)
 }
 
 func tsc(count, ticks uint64, id uint64) cct.Path {
@@ -145,6 +165,7 @@ func viewNode(t *testing.T, c *Model, chain string) *CNode {
 
 func TestViewGolden(t *testing.T) {
 	c := viewTree(t)
+	c.Debug = viewLines()
 	tests := []struct {
 		args []string // the options, which name the golden file
 		run  func(buf *bytes.Buffer, o ViewOptions) error
@@ -165,7 +186,7 @@ func TestViewGolden(t *testing.T) {
 		name := golden.Name(append([]string{"view"}, tt.args...)...)
 		name = strings.ReplaceAll(name, "-_", "-")
 		t.Run(name, func(t *testing.T) {
-			o := ViewOptions{Top: 20, Lines: viewLines()}
+			o := ViewOptions{Top: 20}
 			pattern := ""
 			for i := 1; i < len(tt.args); i++ {
 				switch tt.args[i] {

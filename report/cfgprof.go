@@ -20,7 +20,6 @@ type CFGProfileOptions struct {
 	// executed (count × instructions on the path) cover this share of
 	// those of all its completed paths; 0 means DefaultHotShare.
 	Share float64
-	Lines *LineTable
 }
 
 // funcHotEdges returns, per edge of function fn, the share of the
@@ -95,7 +94,7 @@ func CFGProfileDot(w io.Writer, m *Model, funcs []int, o CFGProfileOptions) erro
 			mf.Name, hex(mf.Entry), fp.Calls, fp.Insns, 100*share))
 		for b, blk := range mf.Blocks {
 			label := fmt.Sprintf("B%d %s\n%d insts", b, hex(blk.Addr), blk.Insts)
-			if loc := o.Lines.Span(blk.Addr, blk.End); loc != "" {
+			if loc := m.Debug.Span(blk.Addr, blk.End); loc != "" {
 				label += "\n" + loc
 			}
 			label += fmt.Sprintf("\ncount %d", fp.Blocks[b])

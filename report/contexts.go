@@ -17,7 +17,7 @@ import (
 )
 
 type CNode struct {
-	ID     int // index in ContextTree.Nodes; parents come first
+	ID     int // index in Model.Nodes; parents come first
 	Parent int // -1 for a root
 	Func   uint32
 	Name   string
@@ -62,9 +62,6 @@ type CPath struct {
 	Blocks  []int    // blocks of the function it passes through, in order
 }
 
-// A ContextTree is the calling-context tree of a profile over the binary's
-// metadata, threads merged by matching (function, call site) chains from
-// the root (cct.FoldThreads).
 // buildContexts builds the calling contexts of the folded profile (one
 // thread), their paths and their metric columns.
 func (c *Model) buildContexts(folded *cct.Profile) error {

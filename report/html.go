@@ -19,8 +19,7 @@ import (
 
 // HTMLOptions are the inputs of HTML besides the model.
 type HTMLOptions struct {
-	Hot   *HotPaths
-	Lines *LineTable
+	Hot *HotPaths
 	// Render turns dot into SVG; nil leaves the CFGs out (the page says
 	// so).
 	Render func(dot []byte) ([]byte, error)
@@ -44,7 +43,7 @@ div.leaf{margin-left:2.4em;font-family:monospace}
 // HTML writes the page.
 func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 	h := o.Hot
-	c := h.Tree
+	c := h.Model
 	col := c.Columns[h.Col]
 	e := html.EscapeString
 	bw := bufio.NewWriter(w)
@@ -76,7 +75,7 @@ func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 		for _, b := range hp.Blocks {
 			blk := &mf.Blocks[b]
 			s := fmt.Sprintf("B%d %s (%d)", b, hex(blk.Addr), blk.Insts)
-			if loc := o.Lines.Span(blk.Addr, blk.End); loc != "" {
+			if loc := m.Debug.Span(blk.Addr, blk.End); loc != "" {
 				s += " " + loc
 			}
 			blocks = append(blocks, e(s))
@@ -126,7 +125,7 @@ func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 			text := fmt.Sprintf("%s  incl %d (%s)  excl %d (%s)  %s", n.Name, n.Incl[h.Col], pct(n.Incl[h.Col], c.Total[h.Col]),
 				n.Excl[h.Col], pct(n.Excl[h.Col], c.Total[h.Col]), plural(n.Calls, "call", "calls"))
 			if n.CallSite != 0 {
-				text += "  @ " + site(n.CallSite, o.Lines)
+				text += "  @ " + site(n.CallSite, m.Debug)
 			}
 			if len(n.Children) == 0 {
 				fmt.Fprintf(bw, "<div class=\"leaf\">%s</div>\n", e(text))
@@ -159,7 +158,7 @@ func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 			continue
 		}
 		var dot bytes.Buffer
-		if err := CFGProfileDot(&dot, m, []int{fn}, CFGProfileOptions{Share: h.Share, Lines: o.Lines}); err != nil {
+		if err := CFGProfileDot(&dot, m, []int{fn}, CFGProfileOptions{Share: h.Share}); err != nil {
 			return err
 		}
 		svg, err := o.Render(dot.Bytes())

@@ -364,7 +364,7 @@ func LoopsText(w io.Writer, c *Model, o ViewOptions) error {
 			where := ""
 			switch {
 			case n.CallSite != 0:
-				where = "  @ " + site(n.CallSite, o.Lines)
+				where = "  @ " + site(n.CallSite, c.Debug)
 			case n.Parent >= 0:
 				where = "  (no call site)"
 			}
@@ -380,7 +380,7 @@ func LoopsText(w io.Writer, c *Model, o ViewOptions) error {
 				l := &ls[k]
 				a := mf.Blocks[l.Header].Addr
 				label := "loop " + hex(a)
-				if loc := o.Lines.At(a); loc != "" {
+				if loc := c.Debug.At(a); loc != "" {
 					label += " at " + loc
 				}
 				fmt.Fprintf(tw, "%d\t%s\t  %s%s, %s\n", vals[k], pct(vals[k], total),

@@ -60,12 +60,12 @@ func loopsTable() *meta.Table {
 	}
 }
 
-func loopsLines() *LineTable {
-	return &LineTable{rows: []lineRow{
+func loopsLines() *DebugInfo {
+	return pointLines([]lineAt{
 		{0x1000, "/src/main.c", 3}, {0x1004, "/src/main.c", 4}, {0x1008, "/src/main.c", 5}, {0x100c, "/src/main.c", 6},
 		{0x6000, "/src/work.c", 10}, {0x6010, "/src/work.c", 11}, {0x6020, "/src/work.c", 12}, {0x6030, "/src/work.c", 13},
 		{0x6040, "/src/work.c", 14}, {0x6050, "/src/work.c", 16}, {0x6060, "", 0},
-	}}
+	}...)
 }
 
 // loopsSetup returns the context tree of a profile that runs every path
@@ -149,6 +149,7 @@ func TestLoopsFind(t *testing.T) {
 
 func TestLoopsGolden(t *testing.T) {
 	c := loopsSetup(t)
+	c.Debug = loopsLines()
 	for _, metric := range []string{"freq", "insns", "tsc"} {
 		t.Run(metric, func(t *testing.T) {
 			col, err := c.Column(metric)
@@ -156,7 +157,7 @@ func TestLoopsGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			if err := LoopsText(&buf, c, ViewOptions{Metric: col, Lines: loopsLines()}); err != nil {
+			if err := LoopsText(&buf, c, ViewOptions{Metric: col}); err != nil {
 				t.Fatal(err)
 			}
 			out := buf.String()

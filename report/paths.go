@@ -1,8 +1,6 @@
 package report
 
 import (
-	"debug/dwarf"
-	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -119,7 +117,7 @@ func (m *Model) pathDoc() *PathDoc {
 // MakePaths builds the document of profile p of binary without its
 // contexts: NewModel(binary, t, p, nil).PathDoc(), for callers that need
 // only block and path counts (the corpus oracles).
-func MakePaths(binary string, t *meta.Table, p *cct.Profile, _ *LineTable) (*PathDoc, error) {
+func MakePaths(binary string, t *meta.Table, p *cct.Profile, _ *DebugInfo) (*PathDoc, error) {
 	m, err := NewModel(binary, t, p, nil)
 	if err != nil {
 		return nil, err
@@ -135,99 +133,11 @@ func PathsJSON(w io.Writer, m *Model) error {
 	return enc.Encode(m.PathDoc())
 }
 
-// LineTable maps addresses of the original code to file:line through the
-// DWARF line tables that stay in the instrumented binary.
-type LineTable struct {
-	rows []lineRow
-}
-
-type lineRow struct {
-	addr uint64
-	file string
-	line int
-}
-
-// NewLineTable reads the line tables of f; nil when f has no DWARF.
-func NewLineTable(f *elf.File) *LineTable {
-	d, err := f.DWARF()
-	if err != nil {
-		return nil
-	}
-	lt := &LineTable{}
-	r := d.Reader()
-	for {
-		e, err := r.Next()
-		if err != nil || e == nil {
-			break
-		}
-		if e.Tag != dwarf.TagCompileUnit {
-			r.SkipChildren()
-			continue
-		}
-		lr, err := d.LineReader(e)
-		if err != nil || lr == nil {
-			continue
-		}
-		var le dwarf.LineEntry
-		for lr.Next(&le) == nil {
-			switch {
-			case le.EndSequence:
-				// Code past a sequence's end has no line (until another
-				// sequence starts there).
-				lt.rows = append(lt.rows, lineRow{addr: le.Address})
-			case le.File != nil:
-				lt.rows = append(lt.rows, lineRow{le.Address, le.File.Name, le.Line})
-			}
-		}
-	}
-	sort.SliceStable(lt.rows, func(i, j int) bool { return lt.rows[i].addr < lt.rows[j].addr })
-	if len(lt.rows) == 0 {
-		return nil
-	}
-	return lt
-}
-
-// At returns "file:line" for addr, or "".
-func (lt *LineTable) At(addr uint64) string {
-	if lt == nil {
-		return ""
-	}
-	i := sort.Search(len(lt.rows), func(i int) bool { return lt.rows[i].addr > addr }) - 1
-	// Several rows may share an address (an end marker and the next
-	// sequence's start): prefer a row with a line.
-	for i > 0 && lt.rows[i].file == "" && lt.rows[i-1].addr == lt.rows[i].addr {
-		i--
-	}
-	if i < 0 || lt.rows[i].file == "" {
-		return ""
-	}
-	return fmt.Sprintf("%s:%d", shortFile(lt.rows[i].file), lt.rows[i].line)
-}
-
-func shortFile(f string) string {
-	for i := len(f) - 1; i >= 0; i-- {
-		if f[i] == '/' {
-			return f[i+1:]
-		}
-	}
-	return f
-}
-
-// writeBlockLine writes one block of an expanded path: its original
-// address and, when the line tables know it, file:line.
-func writeBlockLine(w io.Writer, indent string, addr uint64, lines *LineTable) {
-	if loc := lines.At(addr); loc != "" {
-		fmt.Fprintf(w, "%s%s  %s\n", indent, hex(addr), loc)
-	} else {
-		fmt.Fprintf(w, "%s%s\n", indent, hex(addr))
-	}
-}
-
 // PathsText writes the hottest paths across the program (function, path
 // id, count, share of all path executions, blocks with file:line) and the
 // per-function totals.
 func PathsText(w io.Writer, m *Model, o ViewOptions) error {
-	d, top, lines := m.pathDoc(), o.Top, o.Lines
+	d, top, lines := m.pathDoc(), o.Top, m.Debug
 	type hp struct {
 		f *PathFunc
 		p *PathEntry

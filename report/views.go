@@ -20,8 +20,7 @@ type ViewOptions struct {
 	Top int
 	// All shows the rows of the tree and callers views under
 	// 1/HideBelow of the total.
-	All   bool
-	Lines *LineTable
+	All bool
 }
 
 // HideBelow is the share of the total under which the tree and callers
@@ -49,7 +48,7 @@ func pct(v, total uint64) string {
 
 // site says where a context was called from: file:line when the line
 // tables know it, else the address.
-func site(addr uint64, lines *LineTable) string {
+func site(addr uint64, lines *DebugInfo) string {
 	if loc := lines.At(addr); loc != "" {
 		return loc
 	}
@@ -138,7 +137,7 @@ func TreeText(w io.Writer, c *Model, o ViewOptions) error {
 			where := ""
 			switch {
 			case n.CallSite != 0:
-				where = "  @ " + site(n.CallSite, o.Lines)
+				where = "  @ " + site(n.CallSite, c.Debug)
 			case n.Parent >= 0:
 				where = "  (no call site)"
 			}
@@ -184,7 +183,7 @@ func CallersText(w io.Writer, c *Model, o ViewOptions) error {
 			where := ""
 			switch {
 			case n.CallSite != 0:
-				where = "  @ " + site(n.CallSite, o.Lines)
+				where = "  @ " + site(n.CallSite, c.Debug)
 			case depth > 0:
 				where = "  (no call site)"
 			}
@@ -279,7 +278,7 @@ func ContextPathsText(w io.Writer, c *Model, ids []int, pattern string, o ViewOp
 		}
 		fmt.Fprintf(w, "context %d: %s", n.ID, strings.Join(c.Chain(i), "/"))
 		if n.CallSite != 0 {
-			fmt.Fprintf(w, "  @ %s", site(n.CallSite, o.Lines))
+			fmt.Fprintf(w, "  @ %s", site(n.CallSite, c.Debug))
 		}
 		fmt.Fprintf(w, "\n  %s; %s %d exclusive (%s), %d inclusive (%s)\n", plural(n.Calls, "call", "calls"),
 			name, n.Excl[col], pct(n.Excl[col], total), n.Incl[col], pct(n.Incl[col], total))
@@ -313,7 +312,7 @@ func ContextPathsText(w io.Writer, c *Model, ids []int, pattern string, o ViewOp
 			}
 			fmt.Fprintf(w, " (%s of the context)\n", pct(p.Metrics[col], n.Excl[col]))
 			for _, b := range p.Blocks {
-				writeBlockLine(w, "       ", mf.Blocks[b].Addr, o.Lines)
+				writeBlockLine(w, "       ", mf.Blocks[b].Addr, c.Debug)
 			}
 		}
 		if morePaths > 0 {

@@ -114,14 +114,13 @@ func runReport(c *ctx, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Args()[0], err)
 	}
-	lines := report.NewLineTable(f)
 	if *htmlOut != "" || (*format == "text" && (*view == "hot" || *view == "procs")) {
-		return reportMore(c, m, lines, *view, *metric, *hotShare, *asm, *htmlOut)
+		return reportMore(c, m, *view, *metric, *hotShare, *asm, *htmlOut)
 	}
 	if *format == "json" {
 		return report.PathsJSON(c.stdout, m)
 	}
-	o := report.ViewOptions{Top: *top, All: *all, Lines: lines}
+	o := report.ViewOptions{Top: *top, All: *all}
 	if *format == "text" && *view == "paths" && *context == "" {
 		return report.PathsText(c.stdout, m, o)
 	}
@@ -151,7 +150,7 @@ func runReport(c *ctx, args []string) error {
 }
 
 // reportMore writes the hot and procs views and the HTML page.
-func reportMore(c *ctx, m *report.Model, lines *report.LineTable, view, metric string, share float64, asm bool, htmlOut string) error {
+func reportMore(c *ctx, m *report.Model, view, metric string, share float64, asm bool, htmlOut string) error {
 	if htmlOut == "" && view == "procs" {
 		return report.ProcsText(c.stdout, report.MakeProcs(m))
 	}
@@ -160,9 +159,9 @@ func reportMore(c *ctx, m *report.Model, lines *report.LineTable, view, metric s
 		return &usageError{fmt.Sprintf("--metric: %v", err)}
 	}
 	if htmlOut == "" {
-		return report.HotText(c.stdout, h, report.HotOptions{Lines: lines, File: m.File, Asm: asm})
+		return report.HotText(c.stdout, h, report.HotOptions{Asm: asm})
 	}
-	o := report.HTMLOptions{Hot: h, Lines: lines}
+	o := report.HTMLOptions{Hot: h}
 	if dot, err := exec.LookPath("dot"); err == nil {
 		o.Render = func(in []byte) ([]byte, error) {
 			cmd := exec.Command(dot, "-Tsvg")

@@ -156,5 +156,5 @@ func writeRunReportTo(w io.Writer, inst, profPath string, top int) error {
 	if err != nil {
 		return err
 	}
-	return report.PathsText(w, m, report.ViewOptions{Top: top, Lines: report.NewLineTable(f)})
+	return report.PathsText(w, m, report.ViewOptions{Top: top})
 }

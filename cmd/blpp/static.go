@@ -164,5 +164,5 @@ func runProfiledCFG(c *ctx, binary string, profiles []string, re, format string,
 		}
 		return fmt.Errorf("no function of %s ran in the profile", binary)
 	}
-	return report.CFGProfileDot(c.stdout, m, funcs, report.CFGProfileOptions{Share: share, Lines: report.NewLineTable(m.File)})
+	return report.CFGProfileDot(c.stdout, m, funcs, report.CFGProfileOptions{Share: share})
 }

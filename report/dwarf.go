@@ -441,4 +441,3 @@ func writeBlockLine(w io.Writer, indent string, addr uint64, lines *DebugInfo) {
 		fmt.Fprintf(w, "%s%s\n", indent, hex(addr))
 	}
 }
-

@@ -220,4 +220,3 @@ func writeBlockAsm(w io.Writer, indent string, m *Model, mf *meta.Func, b *meta.
 		fmt.Fprintf(w, "%s%s  %s\n", indent, hex(in.Addr), in.String())
 	}
 }
-

@@ -24,9 +24,9 @@ type CFGProfileOptions struct {
 
 // funcHotEdges returns, per edge of function fn, the share of the
 // function's path instructions executed on its hot paths through it.
-func (m *Model) funcHotEdges(fn int, share float64) ([]float64, error) {
-	mf := &m.Table.Funcs[fn]
-	fp := &m.Funcs[fn]
+func (m *Model) funcHotEdges(fn FuncID, share float64) ([]float64, error) {
+	mf := m.Func(fn)
+	fp := m.Profile(fn)
 	type pv struct {
 		id uint64
 		v  uint64
@@ -35,7 +35,7 @@ func (m *Model) funcHotEdges(fn int, share float64) ([]float64, error) {
 	var ps []pv
 	var total uint64
 	for id, c := range fp.Paths {
-		e, err := m.Table.ExpandPath(uint32(fn), id)
+		e, err := m.ExpandPath(fn, id)
 		if err != nil {
 			return nil, err
 		}
@@ -66,8 +66,8 @@ func (m *Model) funcHotEdges(fn int, share float64) ([]float64, error) {
 var edgeKindNames = [...]string{"fallthrough", "branch", "jumptable", "call-return", "tailcall", "return", "noreturn", "halt"}
 
 // CFGProfileDot writes one digraph with a cluster per function of funcs
-// (indices in m.Table.Funcs; uninstrumented ones are refused).
-func CFGProfileDot(w io.Writer, m *Model, funcs []int, o CFGProfileOptions) error {
+// (uninstrumented ones are refused).
+func CFGProfileDot(w io.Writer, m *Model, funcs []FuncID, o CFGProfileOptions) error {
 	share := o.Share
 	if share == 0 {
 		share = DefaultHotShare
@@ -76,11 +76,11 @@ func CFGProfileDot(w io.Writer, m *Model, funcs []int, o CFGProfileOptions) erro
 	fmt.Fprintln(w, "  node [shape=box, fontname=\"monospace\", fontsize=10];")
 	fmt.Fprintln(w, "  edge [fontname=\"monospace\", fontsize=9];")
 	for ci, fn := range funcs {
-		mf := &m.Table.Funcs[fn]
+		mf := m.Func(fn)
 		if !mf.Instrumented {
 			return fmt.Errorf("%s is not instrumented (%s): it has no counts", mf.Name, mf.Reason)
 		}
-		fp := &m.Funcs[fn]
+		fp := m.Profile(fn)
 		hot, err := m.funcHotEdges(fn, share)
 		if err != nil {
 			return err
@@ -138,10 +138,10 @@ func CFGProfileDot(w io.Writer, m *Model, funcs []int, o CFGProfileOptions) erro
 
 // MatchFuncs returns the instrumented functions for which match is true,
 // in table order.
-func (m *Model) MatchFuncs(match func(name string) bool) []int {
-	var out []int
-	for i := range m.Table.Funcs {
-		if m.Table.Funcs[i].Instrumented && match(m.Table.Funcs[i].Name) {
+func (m *Model) MatchFuncs(match func(name string) bool) []FuncID {
+	var out []FuncID
+	for _, i := range m.FuncIDs() {
+		if m.Func(i).Instrumented && match(m.Func(i).Name) {
 			out = append(out, i)
 		}
 	}

@@ -29,7 +29,7 @@ func TestCFGProfileDotGolden(t *testing.T) {
 			t.Errorf("%s: no hot edge", tc.name)
 		}
 	}
-	if err := CFGProfileDot(&bytes.Buffer{}, m, []int{2}, CFGProfileOptions{}); err == nil {
+	if err := CFGProfileDot(&bytes.Buffer{}, m, []FuncID{{Func: 2}}, CFGProfileOptions{}); err == nil {
 		t.Error("an uninstrumented function was drawn")
 	}
 }

@@ -19,7 +19,7 @@ import (
 type CNode struct {
 	ID     int // index in Model.Nodes; parents come first
 	Parent int // -1 for a root
-	Func   uint32
+	Func   FuncID
 	Name   string
 	// CallSite is the original address of the call instruction in the
 	// parent's function; 0 for a root and for an activation entered with
@@ -96,13 +96,13 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 		var mf *meta.Func
 		n := &c.Nodes[i]
 		if uf := &t.Funcs[r.Func]; !uf.Instrumented { // checkMatch: it has no paths
-			*n = CNode{ID: i, Parent: r.Parent, Func: r.Func, Name: uf.Name, Calls: r.Calls, Uninstrumented: true, Reason: uf.Reason}
+			*n = CNode{ID: i, Parent: r.Parent, Func: exe(r.Func), Name: uf.Name, Calls: r.Calls, Uninstrumented: true, Reason: uf.Reason}
 		} else {
 			var err error
 			if mf, err = instrumented(r.Func); err != nil {
 				return err
 			}
-			*n = CNode{ID: i, Parent: r.Parent, Func: r.Func, Name: mf.Name, Calls: r.Calls}
+			*n = CNode{ID: i, Parent: r.Parent, Func: exe(r.Func), Name: mf.Name, Calls: r.Calls}
 		}
 		n.Excl, n.Incl = vals[:nc:nc], vals[nc:2*nc:2*nc]
 		vals = vals[2*nc:]
@@ -115,7 +115,7 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 			if r.CallSite > 0 {
 				// Record.CallSite is the parent's local call-site index + 1
 				// (docs/profile-format.md).
-				sites := t.Funcs[parent.Func].CallSites
+				sites := c.Func(parent.Func).CallSites
 				if int64(r.CallSite) > int64(len(sites)) {
 					return fmt.Errorf("a record of %s is called from call site %d of %s, which has %d call sites", n.Name, r.CallSite, parent.Name, len(sites))
 				}
@@ -154,7 +154,7 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 	}
 	// A flow-only profile has one context per function, its root; the
 	// runtime writes such a profile's partials without a record.
-	rootOf := map[uint32]int{}
+	rootOf := map[FuncID]int{}
 	if c.FlowOnly {
 		for i := range c.Nodes {
 			rootOf[c.Nodes[i].Func] = i
@@ -182,15 +182,15 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 		}
 		rec := q.Record
 		if rec < 0 && c.FlowOnly {
-			r, ok := rootOf[q.Func]
+			r, ok := rootOf[exe(q.Func)]
 			if !ok {
 				// Only partial activations (_start, say, which never
 				// returns): the function gets its root all the same.
 				r = len(c.Nodes)
-				c.Nodes = append(c.Nodes, CNode{ID: r, Parent: -1, Func: q.Func, Name: mf.Name,
+				c.Nodes = append(c.Nodes, CNode{ID: r, Parent: -1, Func: exe(q.Func), Name: mf.Name,
 					Excl: make([]uint64, nc), Incl: make([]uint64, nc)})
 				c.Roots = append(c.Roots, r)
-				rootOf[q.Func] = r
+				rootOf[exe(q.Func)] = r
 			}
 			rec = r
 		}
@@ -278,7 +278,7 @@ func (c *Model) Match(pattern string) ([]int, error) {
 // summing Incl over those nodes counts recursion once.
 func (c *Model) outermost() []bool {
 	out := make([]bool, len(c.Nodes))
-	onChain := map[uint32]int{}
+	onChain := map[FuncID]int{}
 	var walk func(i int)
 	walk = func(i int) {
 		n := &c.Nodes[i]
@@ -297,7 +297,7 @@ func (c *Model) outermost() []bool {
 
 // A FlatRow is one procedure of the flat view.
 type FlatRow struct {
-	Func     uint32
+	Func     FuncID
 	Name     string
 	Excl     uint64 // sum over its contexts
 	Incl     uint64 // sum over its outermost contexts: recursion counted once
@@ -313,7 +313,7 @@ type FlatRow struct {
 // exclusive value, then inclusive, then name.
 func (c *Model) Flat(col int) []FlatRow {
 	outer := c.outermost()
-	idx := map[uint32]int{}
+	idx := map[FuncID]int{}
 	var rows []FlatRow
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
@@ -348,7 +348,7 @@ func (c *Model) Flat(col int) []FlatRow {
 // with its totals; below, the callers along the chains that reach it,
 // each with the share of the procedure's values that arrived that way.
 type CallerNode struct {
-	Func     uint32
+	Func     FuncID
 	Name     string
 	CallSite uint64 // in this caller, the call toward the row above; 0 at the top or unknown
 	Excl     uint64 // the procedure's exclusive value along this chain
@@ -360,7 +360,7 @@ type CallerNode struct {
 }
 
 type callerKey struct {
-	fn   uint32
+	fn   FuncID
 	site uint64
 }
 
@@ -368,7 +368,7 @@ type callerKey struct {
 // procedure, sorted like Flat, children by exclusive value.
 func (c *Model) Callers(col int) []*CallerNode {
 	outer := c.outermost()
-	top := map[uint32]*CallerNode{}
+	top := map[FuncID]*CallerNode{}
 	var tops []*CallerNode
 	add := func(cn *CallerNode, n *CNode, i int) {
 		cn.Excl += n.Excl[col]

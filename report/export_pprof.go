@@ -73,7 +73,7 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 		return f
 	}
 	type locKey struct {
-		fn   uint32
+		fn   FuncID
 		addr uint64
 	}
 	locs := map[locKey]*profile.Location{}

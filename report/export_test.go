@@ -148,7 +148,7 @@ func TestExportModelAgreesWithMakePaths(t *testing.T) {
 		var insns uint64
 		for i, f := range d.Functions {
 			for j, b := range f.Blocks {
-				if got := m.Funcs[i].Blocks[j]; got != b.Count {
+				if got := m.Profile(FuncID{Func: uint32(i)}).Blocks[j]; got != b.Count {
 					t.Errorf("%s block %d: model %d, MakePaths %d", f.Name, j, got, b.Count)
 				}
 				insns += b.Count * uint64(tab.Funcs[i].Blocks[j].Insts)

@@ -47,7 +47,7 @@ type ProfileStack struct {
 
 // StackFrame is one frame of a ProfileStack.
 type StackFrame struct {
-	Func uint32 // index in Table.Funcs
+	Func FuncID
 	Addr uint64 // original address
 }
 
@@ -65,13 +65,14 @@ type ExportOptions struct {
 func (m *Model) buildFuncs(folded *cct.Profile) error {
 	t := m.Table
 	nm := len(folded.Metrics) - 1
-	m.Funcs = make([]FuncProfile, len(t.Funcs))
+	funcs := make([]FuncProfile, len(t.Funcs))
+	m.Modules[0].Funcs = funcs
 	for i := range t.Funcs {
 		mf := &t.Funcs[i]
 		if !mf.Instrumented {
 			continue
 		}
-		m.Funcs[i] = FuncProfile{Blocks: make([]uint64, len(mf.Blocks)), Edges: make([]uint64, len(mf.Edges)),
+		funcs[i] = FuncProfile{Blocks: make([]uint64, len(mf.Blocks)), Edges: make([]uint64, len(mf.Edges)),
 			Paths: map[uint64]uint64{}, Metrics: make([]uint64, nm)}
 	}
 	var recs []cct.Record
@@ -83,7 +84,7 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 	}
 	for ri := range recs {
 		r := &recs[ri]
-		fp := &m.Funcs[r.Func]
+		fp := &funcs[r.Func]
 		st := ProfileStack{Frames: m.frames(recs, ri), Calls: r.Calls, Metrics: make([]uint64, nm)}
 		fp.Calls = satAdd(fp.Calls, r.Calls)
 		for _, path := range r.Paths {
@@ -104,10 +105,10 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 		}
 		m.Stacks = append(m.Stacks, st)
 	}
-	orphan := map[uint32]int{} // function → stack of its partials without a record
+	orphan := map[FuncID]int{} // function → stack of its partials without a record
 	for qi := range parts {
 		q := &parts[qi]
-		fp := &m.Funcs[q.Func]
+		fp := &funcs[q.Func]
 		fp.Partial = satAdd(fp.Partial, q.Count)
 		e, err := expandPartial(t, q)
 		if err != nil {
@@ -121,19 +122,19 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 		si := -1
 		if q.Record >= 0 && q.Record < len(recs) {
 			si = q.Record
-		} else if k, ok := orphan[q.Func]; ok {
+		} else if k, ok := orphan[exe(q.Func)]; ok {
 			si = k
 		} else {
 			si = len(m.Stacks)
-			orphan[q.Func] = si
-			m.Stacks = append(m.Stacks, ProfileStack{Frames: []StackFrame{{q.Func, t.Funcs[q.Func].Entry}}, Metrics: make([]uint64, nm)})
+			orphan[exe(q.Func)] = si
+			m.Stacks = append(m.Stacks, ProfileStack{Frames: []StackFrame{{exe(q.Func), t.Funcs[q.Func].Entry}}, Metrics: make([]uint64, nm)})
 		}
 		m.Stacks[si].Insns = satAdd(m.Stacks[si].Insns, satMul(e.Insns, q.Count))
 	}
 	// A fork child's prefixes ran in the parent (cct.Thread.Prefixes).
 	for qi := range prefixes {
 		q := &prefixes[qi]
-		if int(q.Func) >= len(m.Funcs) || m.Funcs[q.Func].Blocks == nil {
+		if int(q.Func) >= len(funcs) || funcs[q.Func].Blocks == nil {
 			continue
 		}
 		e, err := expandPartial(t, q)
@@ -141,11 +142,11 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 			return err
 		}
 		if e != nil {
-			subExpansion(&m.Funcs[q.Func], e, q.Count)
+			subExpansion(&funcs[q.Func], e, q.Count)
 		}
 	}
-	for i := range m.Funcs {
-		fp := &m.Funcs[i]
+	for i := range funcs {
+		fp := &funcs[i]
 		for b, c := range fp.Blocks {
 			fp.Insns = satAdd(fp.Insns, satMul(c, uint64(t.Funcs[i].Blocks[b].Insts)))
 		}
@@ -156,10 +157,10 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 // frames lists the frames of record ri, leaf first.
 func (m *Model) frames(recs []cct.Record, ri int) []StackFrame {
 	r := &recs[ri]
-	out := []StackFrame{{r.Func, m.Table.Funcs[r.Func].Entry}}
+	out := []StackFrame{{exe(r.Func), m.Table.Funcs[r.Func].Entry}}
 	for depth := 0; r.Parent >= 0 && r.Parent < ri && depth < len(recs); depth++ {
 		parent := &recs[r.Parent]
-		out = append(out, StackFrame{parent.Func, m.CallSiteAddr(parent.Func, r.CallSite)})
+		out = append(out, StackFrame{exe(parent.Func), m.CallSiteAddr(exe(parent.Func), r.CallSite)})
 		ri = r.Parent
 		r = parent
 	}
@@ -169,17 +170,13 @@ func (m *Model) frames(recs []cct.Record, ri int) []StackFrame {
 // CallSiteAddr is the original address of call site cs of function fn:
 // a record's CallSite is the caller's local call-site index plus one, 0
 // when not known; an unknown site gives the caller's entry.
-func (m *Model) CallSiteAddr(fn uint32, cs uint32) uint64 {
-	f := &m.Table.Funcs[fn]
+func (m *Model) CallSiteAddr(fn FuncID, cs uint32) uint64 {
+	f := m.Func(fn)
 	if cs == 0 || int(cs) > len(f.CallSites) {
 		return f.Entry
 	}
 	return f.CallSites[cs-1]
 }
-
-// FuncName is the name of function fn as the metadata gives it (the
-// symbol table's, or sub_<hex> in stripped code).
-func (m *Model) FuncName(fn uint32) string { return m.Table.Funcs[fn].Name }
 
 // SymbolAt names the function holding addr as the ELF symbol tables do,
 // with addr's offset from the symbol: foo.cold fragments keep their own
@@ -188,8 +185,8 @@ func (m *Model) SymbolAt(addr uint64) (string, uint64, bool) {
 	if name, off, ok := m.Symbols.Lookup(addr); ok {
 		return name, off, true
 	}
-	for i := range m.Table.Funcs {
-		f := &m.Table.Funcs[i]
+	for _, id := range m.FuncIDs() {
+		f := m.Func(id)
 		if addr >= f.Entry && addr-f.Entry < f.Size {
 			return f.Name, addr - f.Entry, true
 		}
@@ -200,8 +197,8 @@ func (m *Model) SymbolAt(addr uint64) (string, uint64, bool) {
 // TotalInsns is the number of instructions the profile counts.
 func (m *Model) TotalInsns() uint64 {
 	var s uint64
-	for i := range m.Funcs {
-		s = satAdd(s, m.Funcs[i].Insns)
+	for _, id := range m.FuncIDs() {
+		s = satAdd(s, m.Profile(id).Insns)
 	}
 	return s
 }

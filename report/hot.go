@@ -22,7 +22,7 @@ const DefaultHotShare = 0.9
 // A HotPath is one path of one context.
 type HotPath struct {
 	Context int // index in Model.Nodes
-	Func    uint32
+	Func    FuncID
 	Name    string
 	ID      uint64
 	Count   uint64 // executions
@@ -78,7 +78,7 @@ func MakeHotPaths(c *Model, metric string, share float64) (*HotPaths, error) {
 	var all []HotPath
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
-		mf := &c.Table.Funcs[n.Func]
+		mf := c.Func(n.Func)
 		for _, p := range n.Paths {
 			var insns uint64
 			for _, b := range p.Blocks {
@@ -158,7 +158,7 @@ func HotText(w io.Writer, h *HotPaths, o HotOptions) error {
 	for r, hp := range h.Hot {
 		cum += hp.Value
 		n := &c.Nodes[hp.Context]
-		mf := &c.Table.Funcs[hp.Func]
+		mf := c.Func(hp.Func)
 		dense := "sparse"
 		if hp.Dense {
 			dense = "dense"

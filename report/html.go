@@ -70,7 +70,7 @@ func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 		if hp.Dense {
 			class = "dense"
 		}
-		mf := &c.Table.Funcs[hp.Func]
+		mf := c.Func(hp.Func)
 		var blocks []string
 		for _, b := range hp.Blocks {
 			blk := &mf.Blocks[b]
@@ -152,13 +152,13 @@ func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 		bw.WriteString("<p>Graphviz <code>dot</code> was not found: no pictures (install the Debian package graphviz; <code>blpp cfg BINARY --profile P --func F --format dot</code> writes the graphs).</p>\n")
 	}
 	for _, fn := range funcs {
-		mf := &m.Table.Funcs[fn]
+		mf := m.Func(fn)
 		fmt.Fprintf(bw, "<h3>%s</h3>\n", e(mf.Name))
 		if o.Render == nil {
 			continue
 		}
 		var dot bytes.Buffer
-		if err := CFGProfileDot(&dot, m, []int{fn}, CFGProfileOptions{Share: h.Share}); err != nil {
+		if err := CFGProfileDot(&dot, m, []FuncID{fn}, CFGProfileOptions{Share: h.Share}); err != nil {
 			return err
 		}
 		svg, err := o.Render(dot.Bytes())
@@ -179,20 +179,20 @@ func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 
 // htmlCFGFuncs picks the functions drawn: those of the hot paths, then the
 // procedures by instructions executed, n in all.
-func htmlCFGFuncs(m *Model, h *HotPaths, s *Procs, n int) []int {
+func htmlCFGFuncs(m *Model, h *HotPaths, s *Procs, n int) []FuncID {
 	if n <= 0 {
 		n = 4
 	}
-	var out []int
-	seen := map[int]bool{}
-	add := func(fn int) {
-		if len(out) < n && !seen[fn] && m.Table.Funcs[fn].Instrumented && m.Funcs[fn].Insns > 0 {
+	var out []FuncID
+	seen := map[FuncID]bool{}
+	add := func(fn FuncID) {
+		if len(out) < n && !seen[fn] && m.Func(fn).Instrumented && m.Profile(fn).Insns > 0 {
 			seen[fn] = true
 			out = append(out, fn)
 		}
 	}
 	for _, hp := range h.Hot {
-		add(int(hp.Func))
+		add(hp.Func)
 	}
 	for _, r := range s.Funcs {
 		add(r.Func)

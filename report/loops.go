@@ -250,7 +250,7 @@ func (c *Model) loopFreq(col int) bool {
 // function) for column col, by LoopRule; partial paths count in no loop.
 func (c *Model) LoopValues(i, col int, loops []Loop) ([]uint64, error) {
 	n := &c.Nodes[i]
-	mf := &c.Table.Funcs[n.Func]
+	mf := c.Func(n.Func)
 	vals := make([]uint64, len(loops))
 	for _, p := range n.Paths {
 		var pathInsns uint64
@@ -308,13 +308,13 @@ func LoopsText(w io.Writer, c *Model, o ViewOptions) error {
 	col := o.Metric
 	c.writeHeader(w, "loops in context", col)
 	fmt.Fprintf(w, "attribution: %s; a context row shows the context's exclusive value\n\n", c.LoopRule(col))
-	loopsOf := map[uint32][]Loop{}
+	loopsOf := map[FuncID][]Loop{}
 	has := make([]bool, len(c.Nodes)) // the subtree has a context with loops
 	for i := len(c.Nodes) - 1; i >= 0; i-- {
 		n := &c.Nodes[i]
 		ls, ok := loopsOf[n.Func]
 		if !ok {
-			ls = FindLoops(&c.Table.Funcs[n.Func])
+			ls = FindLoops(c.Func(n.Func))
 			loopsOf[n.Func] = ls
 		}
 		if len(ls) > 0 {
@@ -329,7 +329,7 @@ func LoopsText(w io.Writer, c *Model, o ViewOptions) error {
 	fmt.Fprintf(tw, "%s\t%%\t  context / loop\n", name)
 	total := c.Total[col]
 	nHidden, shown := 0, 0
-	mfOf := func(n *CNode) *meta.Func { return &c.Table.Funcs[n.Func] }
+	mfOf := func(n *CNode) *meta.Func { return c.Func(n.Func) }
 	var walk func(ids []int) error
 	walk = func(ids []int) error {
 		s := append([]int(nil), ids...)

@@ -97,10 +97,10 @@ type FuncID struct {
 type Model struct {
 	Binary  string
 	Modules []Module
-	// Table, Funcs, Debug, Symbols and File are Modules[0]'s, the
-	// executable's: the one module profiles have today.
+	// Table, Debug, Symbols and File are Modules[0]'s, the
+	// executable's: the one module profiles have today. Per-function data
+	// is reached by FuncID (Func, Profile, FuncIDs), never through them.
 	Table   *meta.Table
-	Funcs   []FuncProfile
 	Debug   *DebugInfo
 	Symbols *Symbols
 	File    *elf.File
@@ -143,6 +143,7 @@ func NewModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (*Model
 		m.Debug = NewDebugInfo(f)
 		m.Symbols = NewSymbols(f)
 	}
+	m.Modules = []Module{{Path: binary, BuildID: t.InstrID, Table: t, Debug: m.Debug, Symbols: m.Symbols, File: f}}
 	folded := p.FoldThreads()
 	if err := m.buildContexts(folded); err != nil {
 		return nil, err
@@ -150,15 +151,47 @@ func NewModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (*Model
 	if err := m.buildFuncs(folded); err != nil {
 		return nil, err
 	}
-	m.Modules = []Module{{Path: binary, BuildID: t.InstrID, Table: t, Funcs: m.Funcs, Debug: m.Debug, Symbols: m.Symbols, File: f}}
 	return m, nil
 }
+
+// less orders functions by module, then index.
+func (a FuncID) less(b FuncID) bool {
+	if a.Module != b.Module {
+		return a.Module < b.Module
+	}
+	return a.Func < b.Func
+}
+
+// exe names function fn of a profile: profiles have one module today,
+// the executable, and their function indices are its metadata's.
+func exe(fn uint32) FuncID { return FuncID{Module: 0, Func: fn} }
 
 // Func returns the metadata of function id.
 func (m *Model) Func(id FuncID) *meta.Func { return &m.Modules[id.Module].Table.Funcs[id.Func] }
 
 // Profile returns the counts of function id.
 func (m *Model) Profile(id FuncID) *FuncProfile { return &m.Modules[id.Module].Funcs[id.Func] }
+
+// ExpandPath expands path id of function fn (meta.Table.ExpandPath).
+func (m *Model) ExpandPath(fn FuncID, id uint64) (*meta.Expansion, error) {
+	return m.Modules[fn.Module].Table.ExpandPath(fn.Func, id)
+}
+
+// FuncIDs lists every function of the model, module by module, in
+// metadata order.
+func (m *Model) FuncIDs() []FuncID {
+	var out []FuncID
+	for k := range m.Modules {
+		for i := range m.Modules[k].Table.Funcs {
+			out = append(out, FuncID{Module: uint32(k), Func: uint32(i)})
+		}
+	}
+	return out
+}
+
+// FuncName is the name of function id as the metadata gives it (the
+// symbol table's, or sub_<hex> in stripped code).
+func (m *Model) FuncName(id FuncID) string { return m.Func(id).Name }
 
 func (m *Model) column(name string) (int, bool) {
 	for i, col := range m.Columns {
@@ -266,21 +299,6 @@ func checkMatch(binary string, t *meta.Table, p *cct.Profile) error {
 		}
 	}
 	return nil
-}
-
-// UninstrumentedEntries sums, per uninstrumented function, the calls of
-// its records over every thread and context: how often it was entered,
-// where the rewriter counted that (decision 70).
-func UninstrumentedEntries(t *meta.Table, p *cct.Profile) map[uint32]uint64 {
-	out := map[uint32]uint64{}
-	for _, th := range p.Threads {
-		for _, r := range th.Records {
-			if int(r.Func) < len(t.Funcs) && !t.Funcs[r.Func].Instrumented {
-				out[r.Func] += r.Calls
-			}
-		}
-	}
-	return out
 }
 
 // darkLabel says why an uninstrumented function was left out and how

@@ -78,9 +78,9 @@ func (m *Model) pathDoc() *PathDoc {
 	for _, x := range m.Metrics {
 		d.Metrics = append(d.Metrics, x.Name)
 	}
-	for fid := range m.Table.Funcs {
-		mf := &m.Table.Funcs[fid]
-		fp := &m.Funcs[fid]
+	for _, fid := range m.FuncIDs() {
+		mf := m.Func(fid)
+		fp := m.Profile(fid)
 		pf := PathFunc{Name: mf.Name, Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
 			Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
 		if !mf.Instrumented {
@@ -97,7 +97,7 @@ func (m *Model) pathDoc() *PathDoc {
 		}
 		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 		for _, id := range ids {
-			e, _ := m.Table.ExpandPath(uint32(fid), id) // expanded by NewModel
+			e, _ := m.ExpandPath(fid, id) // expanded by NewModel
 			pe := PathEntry{ID: id, Count: fp.Paths[id]}
 			for _, bl := range e.Blocks {
 				pe.Blocks = append(pe.Blocks, hex(mf.Blocks[bl].Addr))

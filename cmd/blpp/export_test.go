@@ -372,7 +372,7 @@ func TestEdgeCounts(t *testing.T) {
 			}
 			checked := 0
 			for fi, mf := range tab.Funcs {
-				fp := &m.Funcs[fi]
+				fp := m.Profile(report.FuncID{Func: uint32(fi)})
 				if !mf.Instrumented || fp.PartialUnknown > 0 {
 					continue
 				}

@@ -62,6 +62,36 @@ func plural(n uint64, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
+// writeTreeRow writes one row of the tree and callers views: two values
+// with their shares of total, calls, and the label indented by depth
+// with where it was called from (for a row below the top).
+func writeTreeRow(tw io.Writer, a, b, total, calls uint64, depth int, label string, callSite uint64, below bool, lines *DebugInfo) {
+	where := ""
+	switch {
+	case callSite != 0:
+		where = "  @ " + site(callSite, lines)
+	case below:
+		where = "  (no call site)"
+	}
+	fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t  %s%s%s\n", a, pct(a, total), b, pct(b, total), calls, strings.Repeat("  ", depth), label, where)
+}
+
+// writeMore says how many rows a --top limit left out.
+func writeMore(w io.Writer, prefix string, n int, one, many string) {
+	fmt.Fprintf(w, "%s... and %s (--top 0 lists all)\n", prefix, plural(uint64(n), one, many))
+}
+
+// startView writes the header of a tabular view and the heading of its
+// table (a format given the metric's name twice); it returns the table
+// and the metric's total.
+func (c *Model) startView(w io.Writer, view string, col int, heading string) (*tabwriter.Writer, uint64) {
+	c.writeHeader(w, view, col)
+	name := c.Columns[col].Name
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, heading, name, name)
+	return tw, c.Total[col]
+}
+
 // writeHeader writes the two lines every view starts with.
 func (c *Model) writeHeader(w io.Writer, view string, col int) {
 	shape := plural(uint64(len(c.Nodes)), "context", "contexts")
@@ -91,11 +121,7 @@ func (c *Model) writeFooter(w io.Writer, hiddenRows int, what string) {
 // their share of the total, calls, and where it was called from.
 func TreeText(w io.Writer, c *Model, o ViewOptions) error {
 	col := o.Metric
-	c.writeHeader(w, "top-down calling-context tree", col)
-	name := c.Columns[col].Name
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "incl %s\t%%\texcl %s\t%%\tcalls\t  context\n", name, name)
-	total := c.Total[col]
+	tw, total := c.startView(w, "top-down calling-context tree", col, "incl %s\t%%\texcl %s\t%%\tcalls\t  context\n")
 	nHidden := 0
 	var walk func(ids []int)
 	order := func(ids []int) []int {
@@ -134,15 +160,7 @@ func TreeText(w io.Writer, c *Model, o ViewOptions) error {
 				nHidden += subtree(i)
 				continue
 			}
-			where := ""
-			switch {
-			case n.CallSite != 0:
-				where = "  @ " + site(n.CallSite, c.Debug)
-			case n.Parent >= 0:
-				where = "  (no call site)"
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t  %s%s%s\n", n.Incl[col], pct(n.Incl[col], total), n.Excl[col], pct(n.Excl[col], total),
-				n.Calls, strings.Repeat("  ", n.Depth), n.Label(), where)
+			writeTreeRow(tw, n.Incl[col], n.Excl[col], total, n.Calls, n.Depth, n.Label(), n.CallSite, n.Parent >= 0, c.Debug)
 			walk(n.Children)
 		}
 	}
@@ -159,11 +177,7 @@ func TreeText(w io.Writer, c *Model, o ViewOptions) error {
 // caller with the share of the procedure's values that came through it.
 func CallersText(w io.Writer, c *Model, o ViewOptions) error {
 	col := o.Metric
-	c.writeHeader(w, "bottom-up view (callers)", col)
-	name := c.Columns[col].Name
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "excl %s\t%%\tincl %s\t%%\tcalls\t  procedure / called from\n", name, name)
-	total := c.Total[col]
+	tw, total := c.startView(w, "bottom-up view (callers)", col, "excl %s\t%%\tincl %s\t%%\tcalls\t  procedure / called from\n")
 	nHidden, more := 0, 0
 	var walk func(ns []*CallerNode, depth int)
 	var rows func(n *CallerNode) int
@@ -180,15 +194,7 @@ func CallersText(w io.Writer, c *Model, o ViewOptions) error {
 				nHidden += rows(n)
 				continue
 			}
-			where := ""
-			switch {
-			case n.CallSite != 0:
-				where = "  @ " + site(n.CallSite, c.Debug)
-			case depth > 0:
-				where = "  (no call site)"
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t  %s%s%s\n", n.Excl, pct(n.Excl, total), n.Incl, pct(n.Incl, total),
-				n.Calls, strings.Repeat("  ", depth), n.Name, where)
+			writeTreeRow(tw, n.Excl, n.Incl, total, n.Calls, depth, n.Name, n.CallSite, depth > 0, c.Debug)
 			walk(n.Children, depth+1)
 		}
 	}
@@ -210,7 +216,7 @@ func CallersText(w io.Writer, c *Model, o ViewOptions) error {
 		return err
 	}
 	if more > 0 {
-		fmt.Fprintf(w, "... and %s (--top 0 lists all)\n", plural(uint64(more), "more procedure", "more procedures"))
+		writeMore(w, "", more, "more procedure", "more procedures")
 	}
 	c.writeFooter(w, nHidden, "row")
 	return nil
@@ -221,11 +227,7 @@ func CallersText(w io.Writer, c *Model, o ViewOptions) error {
 // contexts.
 func FlatText(w io.Writer, c *Model, o ViewOptions) error {
 	col := o.Metric
-	c.writeHeader(w, "flat view of procedures", col)
-	name := c.Columns[col].Name
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "excl %s\t%%\tincl %s\t%%\tcalls\tcontexts\t  procedure\n", name, name)
-	total := c.Total[col]
+	tw, total := c.startView(w, "flat view of procedures", col, "excl %s\t%%\tincl %s\t%%\tcalls\tcontexts\t  procedure\n")
 	rows := c.Flat(col)
 	more := 0
 	if o.Top > 0 && len(rows) > o.Top {
@@ -243,7 +245,7 @@ func FlatText(w io.Writer, c *Model, o ViewOptions) error {
 		return err
 	}
 	if more > 0 {
-		fmt.Fprintf(w, "... and %s (--top 0 lists all)\n", plural(uint64(more), "more procedure", "more procedures"))
+		writeMore(w, "", more, "more procedure", "more procedures")
 	}
 	c.writeFooter(w, 0, "")
 	return nil
@@ -316,11 +318,11 @@ func ContextPathsText(w io.Writer, c *Model, ids []int, pattern string, o ViewOp
 			}
 		}
 		if morePaths > 0 {
-			fmt.Fprintf(w, "  ... and %s (--top 0 lists all)\n", plural(uint64(morePaths), "more path", "more paths"))
+			writeMore(w, "  ", morePaths, "more path", "more paths")
 		}
 	}
 	if more > 0 {
-		fmt.Fprintf(w, "\n... and %s (--top 0 lists all)\n", plural(uint64(more), "more context", "more contexts"))
+		writeMore(w, "\n", more, "more context", "more contexts")
 	}
 	return nil
 }

@@ -528,6 +528,35 @@ func decodeObject(data []byte) (map[string]any, error) {
 	return doc, nil
 }
 
+// decodeChecked decodes one JSON object and checks its top-level keys.
+func decodeChecked(data []byte, keys map[string]jsonKind) (map[string]any, []string) {
+	doc, err := decodeObject(data)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("not one JSON object: %v", err)}
+	}
+	var errs []string
+	checkKeys(&errs, "document", doc, keys)
+	return doc, errs
+}
+
+// checkObjects checks that every element of arr (the array name) is an
+// object with keys, and calls each, when set, with those that are.
+func checkObjects(errs *[]string, name string, arr []any, keys map[string]jsonKind, each func(i int, where string, obj map[string]any)) {
+	for i, v := range arr {
+		where := fmt.Sprintf("%s[%d]", name, i)
+		obj, ok := v.(map[string]any)
+		if !ok {
+			*errs = append(*errs, fmt.Sprintf("%s is %T, want object", where, v))
+			continue
+		}
+		n := len(*errs)
+		checkKeys(errs, where, obj, keys)
+		if len(*errs) == n && each != nil {
+			each(i, where, obj)
+		}
+	}
+}
+
 func num(v any) int64 {
 	n, _ := v.(json.Number).Int64()
 	return n
@@ -543,30 +572,14 @@ var statsFuncKeys = map[string]jsonKind{
 // statsSchemaErrors decodes a `blpp stats --json` document and lists every
 // way it departs from the documented schema.
 func statsSchemaErrors(data []byte) (map[string]any, []string) {
-	doc, err := decodeObject(data)
-	if err != nil {
-		return nil, []string{fmt.Sprintf("not one JSON object: %v", err)}
-	}
-	var errs []string
-	checkKeys(&errs, "document", doc, map[string]jsonKind{"binary": jString, "functions": jArray, "summary": jObject})
+	doc, errs := decodeChecked(data, map[string]jsonKind{"binary": jString, "functions": jArray, "summary": jObject})
 	if len(errs) > 0 {
 		return doc, errs
 	}
 	funcs := doc["functions"].([]any)
 	instrumentable := 0
-	for i, fv := range funcs {
-		f, ok := fv.(map[string]any)
-		if !ok {
-			errs = append(errs, fmt.Sprintf("functions[%d] is %T, want object", i, fv))
-			continue
-		}
-		where := fmt.Sprintf("functions[%d]", i)
-		n := len(errs)
-		checkKeys(&errs, where, f, statsFuncKeys)
-		if len(errs) > n {
-			continue
-		}
-		where = fmt.Sprintf("functions[%d] (%s)", i, f["name"])
+	checkObjects(&errs, "functions", funcs, statsFuncKeys, func(_ int, where string, f map[string]any) {
+		where = fmt.Sprintf("%s (%s)", where, f["name"])
 		if f["name"] == "" {
 			errs = append(errs, where+": empty name")
 		}
@@ -591,7 +604,7 @@ func statsSchemaErrors(data []byte) (map[string]any, []string) {
 		if f["paths"] != nil && num(f["paths"]) < 1 {
 			errs = append(errs, fmt.Sprintf("%s: %v paths", where, f["paths"]))
 		}
-	}
+	})
 	sum := doc["summary"].(map[string]any)
 	n := len(errs)
 	checkKeys(&errs, "summary", sum, map[string]jsonKind{"functions": jInt, "instrumentable": jInt})
@@ -620,41 +633,18 @@ var (
 // cfgSchemaErrors checks a `blpp cfg --format json` document against the
 // fields the CFG model documents, and decodes it.
 func cfgSchemaErrors(data []byte) (*cfgDoc, []string) {
-	doc, err := decodeObject(data)
-	if err != nil {
-		return nil, []string{fmt.Sprintf("not one JSON object: %v", err)}
-	}
-	var errs []string
-	checkKeys(&errs, "document", doc, map[string]jsonKind{"binary": jString, "functions": jArray})
+	doc, errs := decodeChecked(data, map[string]jsonKind{"binary": jString, "functions": jArray})
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	for i, fv := range doc["functions"].([]any) {
-		f, ok := fv.(map[string]any)
-		if !ok {
-			errs = append(errs, fmt.Sprintf("functions[%d] is %T", i, fv))
-			continue
-		}
-		where := fmt.Sprintf("functions[%d]", i)
-		n := len(errs)
-		checkKeys(&errs, where, f, cfgFuncKeys)
-		if len(errs) > n {
-			continue
-		}
+	checkObjects(&errs, "functions", doc["functions"].([]any), cfgFuncKeys, func(_ int, where string, f map[string]any) {
 		for _, part := range []struct {
 			key  string
 			want map[string]jsonKind
 		}{{"blocks", cfgBlockKeys}, {"edges", cfgEdgeKeys}, {"loops", cfgLoopKeys}, {"jump_tables", cfgTableKeys}} {
-			for j, v := range f[part.key].([]any) {
-				o, ok := v.(map[string]any)
-				if !ok {
-					errs = append(errs, fmt.Sprintf("%s.%s[%d] is %T", where, part.key, j, v))
-					continue
-				}
-				checkKeys(&errs, fmt.Sprintf("%s (%s).%s[%d]", where, f["name"], part.key, j), o, part.want)
-			}
+			checkObjects(&errs, fmt.Sprintf("%s (%s).%s", where, f["name"], part.key), f[part.key].([]any), part.want, nil)
 		}
-	}
+	})
 	if len(errs) > 0 {
 		return nil, errs
 	}

@@ -60,6 +60,7 @@ type CPath struct {
 	ID      uint64
 	Metrics []uint64 // per column; Metrics[0] is the count
 	Blocks  []int    // blocks of the function it passes through, in order
+	Insns   uint64   // instructions of one execution
 }
 
 // buildContexts builds the calling contexts of the folded profile (one
@@ -131,7 +132,7 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 			if err != nil {
 				return err
 			}
-			cp := CPath{ID: path.ID, Metrics: pvals[:nc:nc], Blocks: e.Blocks}
+			cp := CPath{ID: path.ID, Metrics: pvals[:nc:nc], Blocks: e.Blocks, Insns: e.Insns}
 			pvals = pvals[nc:]
 			cp.Metrics[0] = path.Count
 			copy(cp.Metrics[1:], path.Metrics)

@@ -78,12 +78,8 @@ func MakeHotPaths(c *Model, metric string, share float64) (*HotPaths, error) {
 	var all []HotPath
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
-		mf := c.Func(n.Func)
 		for _, p := range n.Paths {
-			var insns uint64
-			for _, b := range p.Blocks {
-				insns += uint64(mf.Blocks[b].Insts)
-			}
+			insns := p.Insns
 			hp := HotPath{Context: i, Func: n.Func, Name: n.Name, ID: p.ID, Count: p.Metrics[0], Insns: insns,
 				Value: p.Metrics[col], Blocks: p.Blocks}
 			if d := float64(hp.Count) * float64(insns); d > 0 {

@@ -19,7 +19,10 @@ import (
 type CNode struct {
 	ID     int // index in Model.Nodes; parents come first
 	Parent int // -1 for a root
-	Func   FuncID
+	// Module and Func name the function (FuncID): the function's index
+	// is scoped to its module.
+	Module uint32
+	Func   uint32
 	Name   string
 	// CallSite is the original address of the call instruction in the
 	// parent's function; 0 for a root and for an activation entered with
@@ -54,6 +57,9 @@ func (n *CNode) Label() string {
 	}
 	return n.Name + "  [" + darkLabel(n.Reason, n.Calls) + "]"
 }
+
+// FuncID is the node's function.
+func (n *CNode) FuncID() FuncID { return FuncID{Module: n.Module, Func: n.Func} }
 
 // A CPath is a path of one context.
 type CPath struct {
@@ -97,13 +103,13 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 		var mf *meta.Func
 		n := &c.Nodes[i]
 		if uf := &t.Funcs[r.Func]; !uf.Instrumented { // checkMatch: it has no paths
-			*n = CNode{ID: i, Parent: r.Parent, Func: exe(r.Func), Name: uf.Name, Calls: r.Calls, Uninstrumented: true, Reason: uf.Reason}
+			*n = CNode{ID: i, Parent: r.Parent, Func: r.Func, Name: uf.Name, Calls: r.Calls, Uninstrumented: true, Reason: uf.Reason}
 		} else {
 			var err error
 			if mf, err = instrumented(r.Func); err != nil {
 				return err
 			}
-			*n = CNode{ID: i, Parent: r.Parent, Func: exe(r.Func), Name: mf.Name, Calls: r.Calls}
+			*n = CNode{ID: i, Parent: r.Parent, Func: r.Func, Name: mf.Name, Calls: r.Calls}
 		}
 		n.Excl, n.Incl = vals[:nc:nc], vals[nc:2*nc:2*nc]
 		vals = vals[2*nc:]
@@ -116,7 +122,7 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 			if r.CallSite > 0 {
 				// Record.CallSite is the parent's local call-site index + 1
 				// (docs/profile-format.md).
-				sites := c.Func(parent.Func).CallSites
+				sites := c.Func(parent.FuncID()).CallSites
 				if int64(r.CallSite) > int64(len(sites)) {
 					return fmt.Errorf("a record of %s is called from call site %d of %s, which has %d call sites", n.Name, r.CallSite, parent.Name, len(sites))
 				}
@@ -158,7 +164,7 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 	rootOf := map[FuncID]int{}
 	if c.FlowOnly {
 		for i := range c.Nodes {
-			rootOf[c.Nodes[i].Func] = i
+			rootOf[c.Nodes[i].FuncID()] = i
 		}
 	}
 	for qi := range th.Partials {
@@ -188,7 +194,7 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 				// Only partial activations (_start, say, which never
 				// returns): the function gets its root all the same.
 				r = len(c.Nodes)
-				c.Nodes = append(c.Nodes, CNode{ID: r, Parent: -1, Func: exe(q.Func), Name: mf.Name,
+				c.Nodes = append(c.Nodes, CNode{ID: r, Parent: -1, Func: q.Func, Name: mf.Name,
 					Excl: make([]uint64, nc), Incl: make([]uint64, nc)})
 				c.Roots = append(c.Roots, r)
 				rootOf[exe(q.Func)] = r
@@ -283,12 +289,12 @@ func (c *Model) outermost() []bool {
 	var walk func(i int)
 	walk = func(i int) {
 		n := &c.Nodes[i]
-		out[i] = onChain[n.Func] == 0
-		onChain[n.Func]++
+		out[i] = onChain[n.FuncID()] == 0
+		onChain[n.FuncID()]++
 		for _, ch := range n.Children {
 			walk(ch)
 		}
-		onChain[n.Func]--
+		onChain[n.FuncID()]--
 	}
 	for _, r := range c.Roots {
 		walk(r)
@@ -318,11 +324,11 @@ func (c *Model) Flat(col int) []FlatRow {
 	var rows []FlatRow
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
-		k, ok := idx[n.Func]
+		k, ok := idx[n.FuncID()]
 		if !ok {
 			k = len(rows)
-			idx[n.Func] = k
-			rows = append(rows, FlatRow{Func: n.Func, Name: n.Name, Uninstrumented: n.Uninstrumented, Reason: n.Reason})
+			idx[n.FuncID()] = k
+			rows = append(rows, FlatRow{Func: n.FuncID(), Name: n.Name, Uninstrumented: n.Uninstrumented, Reason: n.Reason})
 		}
 		r := &rows[k]
 		r.Excl += n.Excl[col]
@@ -380,22 +386,22 @@ func (c *Model) Callers(col int) []*CallerNode {
 	}
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
-		cn := top[n.Func]
+		cn := top[n.FuncID()]
 		if cn == nil {
-			cn = &CallerNode{Func: n.Func, Name: n.Name}
-			top[n.Func] = cn
+			cn = &CallerNode{Func: n.FuncID(), Name: n.Name}
+			top[n.FuncID()] = cn
 			tops = append(tops, cn)
 		}
 		add(cn, n, i)
 		for m := n; m.Parent >= 0; m = &c.Nodes[m.Parent] {
 			p := &c.Nodes[m.Parent]
-			k := callerKey{p.Func, m.CallSite}
+			k := callerKey{p.FuncID(), m.CallSite}
 			next := cn.index[k]
 			if next == nil {
 				if cn.index == nil {
 					cn.index = map[callerKey]*CallerNode{}
 				}
-				next = &CallerNode{Func: p.Func, Name: p.Name, CallSite: m.CallSite}
+				next = &CallerNode{Func: p.FuncID(), Name: p.Name, CallSite: m.CallSite}
 				cn.index[k] = next
 				cn.Children = append(cn.Children, next)
 			}

@@ -80,7 +80,7 @@ func MakeHotPaths(c *Model, metric string, share float64) (*HotPaths, error) {
 		n := &c.Nodes[i]
 		for _, p := range n.Paths {
 			insns := p.Insns
-			hp := HotPath{Context: i, Func: n.Func, Name: n.Name, ID: p.ID, Count: p.Metrics[0], Insns: insns,
+			hp := HotPath{Context: i, Func: n.FuncID(), Name: n.Name, ID: p.ID, Count: p.Metrics[0], Insns: insns,
 				Value: p.Metrics[col], Blocks: p.Blocks}
 			if d := float64(hp.Count) * float64(insns); d > 0 {
 				hp.Rate = float64(hp.Value) / d

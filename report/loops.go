@@ -250,7 +250,7 @@ func (c *Model) loopFreq(col int) bool {
 // function) for column col, by LoopRule; partial paths count in no loop.
 func (c *Model) LoopValues(i, col int, loops []Loop) ([]uint64, error) {
 	n := &c.Nodes[i]
-	mf := c.Func(n.Func)
+	mf := c.Func(n.FuncID())
 	vals := make([]uint64, len(loops))
 	for _, p := range n.Paths {
 		var pathInsns uint64
@@ -312,10 +312,10 @@ func LoopsText(w io.Writer, c *Model, o ViewOptions) error {
 	has := make([]bool, len(c.Nodes)) // the subtree has a context with loops
 	for i := len(c.Nodes) - 1; i >= 0; i-- {
 		n := &c.Nodes[i]
-		ls, ok := loopsOf[n.Func]
+		ls, ok := loopsOf[n.FuncID()]
 		if !ok {
-			ls = FindLoops(c.Func(n.Func))
-			loopsOf[n.Func] = ls
+			ls = FindLoops(c.Func(n.FuncID()))
+			loopsOf[n.FuncID()] = ls
 		}
 		if len(ls) > 0 {
 			has[i] = true
@@ -329,7 +329,7 @@ func LoopsText(w io.Writer, c *Model, o ViewOptions) error {
 	fmt.Fprintf(tw, "%s\t%%\t  context / loop\n", name)
 	total := c.Total[col]
 	nHidden, shown := 0, 0
-	mfOf := func(n *CNode) *meta.Func { return c.Func(n.Func) }
+	mfOf := func(n *CNode) *meta.Func { return c.Func(n.FuncID()) }
 	var walk func(ids []int) error
 	walk = func(ids []int) error {
 		s := append([]int(nil), ids...)
@@ -370,7 +370,7 @@ func LoopsText(w io.Writer, c *Model, o ViewOptions) error {
 			}
 			fmt.Fprintf(tw, "%d\t%s\t  %s%s%s\n", n.Excl[col], pct(n.Excl[col], total), strings.Repeat("  ", n.Depth), n.Name, where)
 			shown++
-			ls := loopsOf[n.Func]
+			ls := loopsOf[n.FuncID()]
 			vals, err := c.LoopValues(i, col, ls)
 			if err != nil {
 				return err

@@ -178,7 +178,7 @@ func TestLoopsLaws(t *testing.T) {
 	for col, column := range c.Columns {
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
-			ls := FindLoops(c.Func(n.Func))
+			ls := FindLoops(c.Func(n.FuncID()))
 			vals, err := c.LoopValues(i, col, ls)
 			if err != nil {
 				t.Fatal(err)

@@ -306,7 +306,7 @@ func ContextPathsText(w io.Writer, c *Model, ids []int, pattern string, o ViewOp
 			morePaths = len(paths) - o.Top
 			paths = paths[:o.Top]
 		}
-		mf := c.Func(n.Func)
+		mf := c.Func(n.FuncID())
 		for r, p := range paths {
 			fmt.Fprintf(w, "%3d. path %d: %s", r+1, p.ID, plural(p.Metrics[0], "execution", "executions"))
 			if col != 0 {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"blpp/internal/testsupport/fixture"
+	"blpp/report"
 	"blpp/internal/testsupport/golden"
 )
 
@@ -656,63 +657,16 @@ func cfgSchemaErrors(data []byte) (*cfgDoc, []string) {
 }
 
 // The CFG document as this test reads it, once cfgSchemaErrors has checked
-// that every field below is present with the right type.
-type cfgDoc struct {
-	Binary    string    `json:"binary"`
-	Functions []cfgFunc `json:"functions"`
-}
-
-type cfgFunc struct {
-	Name           string     `json:"name"`
-	Entry          string     `json:"entry"`
-	Size           uint64     `json:"size"`
-	Fragments      []string   `json:"fragments"`
-	Instrumentable bool       `json:"instrumentable"`
-	Paths          *uint64    `json:"paths"`
-	Blocks         []cfgBlock `json:"blocks"`
-	Edges          []cfgEdge  `json:"edges"`
-	Loops          []cfgLoop  `json:"loops"`
-	Tables         []cfgTable `json:"jump_tables"`
-}
-
-type cfgBlock struct {
-	ID        int    `json:"id"`
-	Addr      string `json:"addr"`
-	End       string `json:"end"`
-	Insts     int    `json:"insts"`
-	LoopDepth int    `json:"loop_depth"`
-}
-
-type cfgEdge struct {
-	ID       int    `json:"id"`
-	From     int    `json:"from"`
-	To       int    `json:"to"` // -1: EXIT
-	Kind     string `json:"kind"`
-	Target   string `json:"target"`
-	Backedge bool   `json:"backedge"`
-	Broken   bool   `json:"broken"`
-	Val      uint64 `json:"val"`
-	Inc      int64  `json:"inc"`
-	ExitInc  int64  `json:"exit_inc"`  // omitted when 0
-	EntryInc int64  `json:"entry_inc"` // omitted when 0
-}
-
-type cfgLoop struct {
-	Header      int   `json:"header"`
-	Blocks      []int `json:"blocks"`
-	Backedges   []int `json:"backedges"`
-	Parent      int   `json:"parent"`
-	Depth       int   `json:"depth"`
-	Irreducible bool  `json:"irreducible"`
-}
-
-type cfgTable struct {
-	Jump     string   `json:"jump"`
-	Table    string   `json:"table"`
-	Entries  int      `json:"entries"`
-	Relative bool     `json:"relative"`
-	Targets  []string `json:"targets"`
-}
+// its fields against the schema the test states (cfgFuncKeys and the
+// rest): the report's own types.
+type (
+	cfgDoc   = report.CFGDoc
+	cfgFunc  = report.CFGFunc
+	cfgBlock = report.CFGBlock
+	cfgEdge  = report.CFGEdge
+	cfgLoop  = report.CFGLoop
+	cfgTable = report.CFGTable
+)
 
 // mustRun runs a command line that must succeed.
 func mustRun(t *testing.T, args ...string) string {
@@ -734,7 +688,8 @@ func cfgJSON(t *testing.T, args ...string) *cfgDoc {
 	return d
 }
 
-func (d *cfgDoc) fn(t *testing.T, name string) *cfgFunc {
+// cfgFuncNamed returns the function of d with that name.
+func cfgFuncNamed(t *testing.T, d *cfgDoc, name string) *cfgFunc {
 	t.Helper()
 	for i := range d.Functions {
 		if d.Functions[i].Name == name {
@@ -1298,7 +1253,7 @@ func TestLoops(t *testing.T) {
 				if !ok {
 					continue
 				}
-				f := d.fn(t, name)
+				f := cfgFuncNamed(t, d, name)
 				sawNested3 = sawNested3 || name == "nested3"
 				var depths []int
 				for _, l := range f.Loops {
@@ -1545,7 +1500,7 @@ func TestCheckers(t *testing.T) {
 	}
 
 	d := cfgJSON(t, bin, "--func", "^nested3$")
-	f := d.fn(t, "nested3")
+	f := cfgFuncNamed(t, d, "nested3")
 	if err := pathLaw(f); err != nil {
 		t.Fatalf("unchanged nested3: %v", err)
 	}

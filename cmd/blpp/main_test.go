@@ -28,8 +28,8 @@ import (
 	"time"
 
 	"blpp/internal/testsupport/fixture"
-	"blpp/report"
 	"blpp/internal/testsupport/golden"
+	"blpp/report"
 )
 
 // outcome is what one in-process blpp invocation produced.

@@ -22,6 +22,8 @@ type PathEntry struct {
 	ID     uint64   `json:"id"`
 	Count  uint64   `json:"count"`
 	Blocks []string `json:"blocks"`
+
+	addrs []uint64 // the blocks' addresses
 }
 
 // PathFunc is one function of the report.
@@ -101,6 +103,7 @@ func (m *Model) pathDoc() *PathDoc {
 			pe := PathEntry{ID: id, Count: fp.Paths[id]}
 			for _, bl := range e.Blocks {
 				pe.Blocks = append(pe.Blocks, hex(mf.Blocks[bl].Addr))
+				pe.addrs = append(pe.addrs, mf.Blocks[bl].Addr)
 			}
 			pf.Paths = append(pf.Paths, pe)
 		}
@@ -162,9 +165,7 @@ func PathsText(w io.Writer, m *Model, o ViewOptions) error {
 	fmt.Fprintf(w, "%s: %d path executions\n\nhottest paths:\n", d.Binary, d.TotalPaths)
 	for i, h := range all {
 		fmt.Fprintf(w, "%3d. %s path %d: %d executions (%.2f%%)\n", i+1, h.f.Name, h.p.ID, h.p.Count, pct(h.p.Count))
-		for _, b := range h.p.Blocks {
-			var a uint64
-			fmt.Sscanf(b, "0x%x", &a)
+		for _, a := range h.p.addrs {
 			writeBlockLine(w, "       ", a, lines)
 		}
 	}

@@ -644,3 +644,30 @@ func TestViewUninstrumented(t *testing.T) {
 		t.Errorf("entries of a function whose entries are not counted: error %v", err)
 	}
 }
+
+// TestModelModules: the model names every function by (module, function):
+// one module today, the executable, whose metadata and counts the
+// contexts' FuncIDs reach.
+func TestModelModules(t *testing.T) {
+	c := viewTree(t)
+	if len(c.Modules) != 1 || c.Modules[0].Path != "prog.blpp" || c.Modules[0].Table != c.Table ||
+		string(c.Modules[0].BuildID) != string(c.Table.InstrID) {
+		t.Fatalf("modules: %+v", c.Modules)
+	}
+	if ids := c.FuncIDs(); len(ids) != len(c.Table.Funcs) || len(c.Modules[0].Funcs) != len(c.Table.Funcs) {
+		t.Fatalf("%d function ids, %d function profiles, %d functions", len(ids), len(c.Modules[0].Funcs), len(c.Table.Funcs))
+	}
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		if id := n.FuncID(); id.Module != 0 || c.Func(id).Name != n.Name || c.FuncName(id) != n.Name {
+			t.Errorf("context %d (%s): function %+v is %s", i, n.Name, id, c.Func(id).Name)
+		}
+	}
+	for _, st := range c.Stacks {
+		for _, fr := range st.Frames {
+			if fr.Func.Module != 0 || int(fr.Func.Func) >= len(c.Table.Funcs) {
+				t.Errorf("stack frame %+v names no function of the executable", fr)
+			}
+		}
+	}
+}

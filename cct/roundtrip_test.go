@@ -2,7 +2,6 @@ package cct
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -10,9 +9,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/small.prof")
+	"blpp/internal/testsupport/golden"
+)
 
 // TestRoundTrip: Parse inverts Write on random valid profiles, and Write
 // is canonical (writing the parsed profile gives the same bytes).
@@ -49,7 +48,7 @@ func TestGolden(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("writer output differs from testdata/small.hex:\ngot  % x\nwant % x", got, want)
 	}
-	if *update {
+	if golden.Updating() {
 		if err := os.WriteFile("testdata/small.prof", got, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,10 @@
 // loop depths, and its call sites. A report needs only the instrumented
 // binary and a profile: it rebuilds each function's Ball-Larus numbering
 // from the stored graph with package pathnum, which is deterministic, and
-// checks the path count against the stored one.
+// checks the path count against the stored one. Path expansion (a path
+// number, or a partial path's stopping block and register, to blocks,
+// edges and instructions) is defined here once, on the table
+// (Table.ExpandPath, Table.ExpandPartial), for every report.
 //
 // This package owns the encoding. The format is versioned; Decode trusts
 // nothing in its input.
@@ -92,6 +95,10 @@ type Table struct {
 	// cannot tell them apart.
 	InstrID []byte
 	Funcs   []Func
+
+	// cache holds each function's numbering and expanded paths
+	// (expand.go); it is filled on first use.
+	cache map[uint32]*funcCache
 }
 
 // Weight is the edge weight used when numbering: the same function of

@@ -38,7 +38,7 @@ const hotShare = 0.5
 // blocks holding the line's code. Without DWARF (or with Disasm) it
 // writes the disassembly of each function, every instruction with its
 // block's count.
-func Annotate(w io.Writer, m *ExportModel, o AnnotateOptions) error {
+func Annotate(w io.Writer, m *Model, o AnnotateOptions) error {
 	if o.ReadFile == nil {
 		o.ReadFile = os.ReadFile
 	}
@@ -66,16 +66,16 @@ func Annotate(w io.Writer, m *ExportModel, o AnnotateOptions) error {
 		}
 		// A function's listing starts at its declaration.
 		for _, fi := range funcs {
-			if s := m.Debug.Subprogram(m.Table.Funcs[fi].Entry); s != nil {
+			if s := m.Debug.Subprogram(m.Func(fi).Entry); s != nil {
 				if sp, ok := span[s.DeclFile]; ok && s.DeclLine > 0 && s.DeclLine < sp[0] {
 					span[s.DeclFile] = [2]int{s.DeclLine, sp[1]}
 				}
 			}
 		}
 	} else {
-		all := make([]int, 0, len(m.Table.Funcs))
-		for i := range m.Table.Funcs {
-			if m.Table.Funcs[i].Instrumented {
+		var all []FuncID
+		for _, i := range m.FuncIDs() {
+			if m.Func(i).Instrumented {
 				all = append(all, i)
 			}
 		}
@@ -108,13 +108,13 @@ func Annotate(w io.Writer, m *ExportModel, o AnnotateOptions) error {
 
 // matchFuncs lists the instrumented functions named target (the
 // metadata's name or, with DWARF, the subprogram's).
-func (m *ExportModel) matchFuncs(target string) []int {
-	var out []int
+func (m *Model) matchFuncs(target string) []FuncID {
+	var out []FuncID
 	if target == "" {
 		return nil
 	}
-	for i := range m.Table.Funcs {
-		f := &m.Table.Funcs[i]
+	for _, i := range m.FuncIDs() {
+		f := m.Func(i)
 		if !f.Instrumented {
 			continue
 		}
@@ -137,12 +137,12 @@ func fileMatches(name, target string) bool {
 
 // lineCounts gives, per file and line, the largest count of the blocks of
 // funcs holding code of the line.
-func (m *ExportModel) lineCounts(funcs []int) map[string]map[int]uint64 {
+func (m *Model) lineCounts(funcs []FuncID) map[string]map[int]uint64 {
 	out := map[string]map[int]uint64{}
 	for _, fi := range funcs {
-		mf := &m.Table.Funcs[fi]
+		mf := m.Func(fi)
 		for bi, b := range mf.Blocks {
-			c := m.Funcs[fi].Blocks[bi]
+			c := m.Profile(fi).Blocks[bi]
 			for _, row := range m.Debug.Rows(b.Addr, b.End) {
 				if row.Line == 0 {
 					continue
@@ -211,19 +211,19 @@ func annotateFile(w *bufio.Writer, file string, counts map[int]uint64, span [2]i
 
 // annotateDisasm lists the instructions of funcs (all functions that ran
 // when all is set), each with its block's count.
-func annotateDisasm(w io.Writer, m *ExportModel, funcs []int, all bool) error {
+func annotateDisasm(w io.Writer, m *Model, funcs []FuncID, all bool) error {
 	if all {
-		for i := range m.Table.Funcs {
-			f := &m.Table.Funcs[i]
-			if f.Instrumented && (m.Funcs[i].Calls > 0 || m.Funcs[i].Executions > 0 || m.Funcs[i].Partial > 0) {
+		for _, i := range m.FuncIDs() {
+			f := m.Func(i)
+			if f.Instrumented && (m.Profile(i).Calls > 0 || m.Profile(i).Executions > 0 || m.Profile(i).Partial > 0) {
 				funcs = append(funcs, i)
 			}
 		}
 	}
 	bw := bufio.NewWriter(w)
 	for k, fi := range funcs {
-		mf := &m.Table.Funcs[fi]
-		fp := &m.Funcs[fi]
+		mf := m.Func(fi)
+		fp := m.Profile(fi)
 		if k > 0 {
 			bw.WriteByte('\n')
 		}

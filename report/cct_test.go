@@ -14,53 +14,16 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"blpp/cct"
+	"blpp/internal/testsupport/golden"
 	"blpp/meta"
 )
-
-// The -update flag may be declared by another test file of the package;
-// register it only when nobody has (package variables initialise before
-// init functions run), and read it by name.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata/")
-	}
-}
-
-func viewUpdating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-func viewGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if viewUpdating() {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 // Function indices of the test table.
 const (
@@ -103,14 +66,34 @@ func viewTable() *meta.Table {
 	}
 }
 
+// lineAt is a row of test line information: it holds from its address
+// to the next row's; a row without a file ends the one before.
+type lineAt struct {
+	addr uint64
+	file string
+	line int
+}
+
+// pointLines makes line information from rows in address order.
+func pointLines(rows ...lineAt) *DebugInfo {
+	di := &DebugInfo{}
+	for i, r := range rows {
+		if r.file == "" || i+1 == len(rows) {
+			continue
+		}
+		di.rows = append(di.rows, LineRange{Addr: r.addr, End: rows[i+1].addr, File: r.file, Line: r.line})
+	}
+	return di
+}
+
 // viewLines gives file:line to main, a and b; handler has none.
-func viewLines() *LineTable {
-	return &LineTable{rows: []lineRow{
+func viewLines() *DebugInfo {
+	return pointLines([]lineAt{
 		{0x1000, "/src/main.c", 3}, {0x1008, "/src/main.c", 10}, {0x1010, "/src/main.c", 11},
 		{0x1012, "/src/main.c", 12}, {0x1018, "/src/main.c", 14}, {0x1020, "/src/main.c", 16},
 		{0x2000, "/src/a.c", 2}, {0x2004, "/src/a.c", 5}, {0x2008, "/src/a.c", 6}, {0x200a, "/src/a.c", 7},
 		{0x2010, "/src/a.c", 9}, {0x3000, "/src/b.c", 1}, {0x3010, "", 0},
-	}}
+	}...)
 }
 
 func tsc(count, ticks uint64, id uint64) cct.Path {
@@ -157,13 +140,13 @@ func viewProfile() *cct.Profile {
 	}
 }
 
-func viewTree(t *testing.T) *ContextTree {
+func viewTree(t *testing.T) *Model {
 	t.Helper()
 	p := viewProfile()
 	if err := p.CheckValid(); err != nil {
 		t.Fatalf("the test profile is invalid: %v", err)
 	}
-	c, err := MakeContextTree("prog.blpp", viewTable(), p)
+	c, err := NewModel("prog.blpp", viewTable(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +154,7 @@ func viewTree(t *testing.T) *ContextTree {
 }
 
 // viewNode finds the node of a '/'-separated chain from a root.
-func viewNode(t *testing.T, c *ContextTree, chain string) *CNode {
+func viewNode(t *testing.T, c *Model, chain string) *CNode {
 	t.Helper()
 	ids, err := c.Match("/" + chain)
 	if err != nil || len(ids) != 1 {
@@ -182,6 +165,7 @@ func viewNode(t *testing.T, c *ContextTree, chain string) *CNode {
 
 func TestViewGolden(t *testing.T) {
 	c := viewTree(t)
+	c.Debug = viewLines()
 	tests := []struct {
 		args []string // the options, which name the golden file
 		run  func(buf *bytes.Buffer, o ViewOptions) error
@@ -199,10 +183,10 @@ func TestViewGolden(t *testing.T) {
 		{[]string{"paths", "context", "/main/a", "metric", "insns", "top", "1"}, nil},
 	}
 	for _, tt := range tests {
-		name := "view-" + strings.ReplaceAll(strings.Join(tt.args, "-"), "/", "_") + ".golden"
+		name := golden.Name(append([]string{"view"}, tt.args...)...)
 		name = strings.ReplaceAll(name, "-_", "-")
 		t.Run(name, func(t *testing.T) {
-			o := ViewOptions{Top: 20, Lines: viewLines()}
+			o := ViewOptions{Top: 20}
 			pattern := ""
 			for i := 1; i < len(tt.args); i++ {
 				switch tt.args[i] {
@@ -236,7 +220,7 @@ func TestViewGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			viewGolden(t, name, buf.String())
+			golden.CheckString(t, name, buf.String())
 		})
 	}
 }
@@ -380,14 +364,9 @@ func TestViewInsnsMatchBlockCounts(t *testing.T) {
 // parent function's call instructions, every metric present.
 func TestViewContextsJSON(t *testing.T) {
 	c := viewTree(t)
-	tab := viewTable()
-	d, err := MakePaths("prog.blpp", tab, viewProfile(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Contexts = c.Contexts()
+	tab := c.Table
 	var buf bytes.Buffer
-	if err := PathsJSON(&buf, d); err != nil {
+	if err := PathsJSON(&buf, c); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -541,7 +520,7 @@ func TestViewFlowOnly(t *testing.T) {
 	if err := p.CheckValid(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := MakeContextTree("prog.blpp", viewTable(), p)
+	c, err := NewModel("prog.blpp", viewTable(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +569,7 @@ func TestViewRefusals(t *testing.T) {
 			if err := p.CheckValid(); err != nil {
 				t.Fatalf("the edited profile is invalid: %v", err)
 			}
-			_, err := MakeContextTree("prog.blpp", viewTable(), p)
+			_, err := NewModel("prog.blpp", viewTable(), p, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}
@@ -615,7 +594,7 @@ func TestViewUninstrumented(t *testing.T) {
 	if err := p.CheckValid(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := MakeContextTree("prog.blpp", tab, p)
+	c, err := NewModel("prog.blpp", tab, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -625,7 +604,7 @@ func TestViewUninstrumented(t *testing.T) {
 	}
 	viewNode(t, c, "main/memcpy/handler")
 	var buf bytes.Buffer
-	for _, view := range []func(io.Writer, *ContextTree, ViewOptions) error{TreeText, FlatText} {
+	for _, view := range []func(io.Writer, *Model, ViewOptions) error{TreeText, FlatText} {
 		buf.Reset()
 		if err := view(&buf, c, ViewOptions{All: true}); err != nil {
 			t.Fatal(err)
@@ -643,15 +622,12 @@ func TestViewUninstrumented(t *testing.T) {
 	if !found {
 		t.Errorf("the JSON contexts do not mark memcpy uninstrumented with 7 calls")
 	}
-	doc, err := MakePaths("prog.blpp", tab, p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := c.PathDoc()
 	if f := doc.Functions[fnMemcpy]; !f.EntriesCounted || f.Entries != 7 {
 		t.Errorf("paths document: memcpy entries counted %v, %d entries; want true, 7", f.EntriesCounted, f.Entries)
 	}
 	buf.Reset()
-	if err := PathsText(&buf, doc, 0, nil); err != nil {
+	if err := PathsText(&buf, c, ViewOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "uninstrumented (unresolved indirect jump), entered 7 times") {
@@ -659,12 +635,39 @@ func TestViewUninstrumented(t *testing.T) {
 	}
 
 	th.Records[6].Paths = []cct.Path{tsc(1, 1, 0)}
-	if _, err := MakeContextTree("prog.blpp", tab, p); err == nil || !strings.Contains(err.Error(), "gives paths to function") {
+	if _, err := NewModel("prog.blpp", tab, p, nil); err == nil || !strings.Contains(err.Error(), "gives paths to function") {
 		t.Errorf("a path of an uninstrumented function: error %v", err)
 	}
 	th.Records[6].Paths = nil
 	tab.Funcs[fnMemcpy].EntriesCounted = false
-	if _, err := MakeContextTree("prog.blpp", tab, p); err == nil || !strings.Contains(err.Error(), "does not instrument") {
+	if _, err := NewModel("prog.blpp", tab, p, nil); err == nil || !strings.Contains(err.Error(), "does not instrument") {
 		t.Errorf("entries of a function whose entries are not counted: error %v", err)
+	}
+}
+
+// TestModelModules: the model names every function by (module, function):
+// one module today, the executable, whose metadata and counts the
+// contexts' FuncIDs reach.
+func TestModelModules(t *testing.T) {
+	c := viewTree(t)
+	if len(c.Modules) != 1 || c.Modules[0].Path != "prog.blpp" || c.Modules[0].Table != c.Table ||
+		string(c.Modules[0].BuildID) != string(c.Table.InstrID) {
+		t.Fatalf("modules: %+v", c.Modules)
+	}
+	if ids := c.FuncIDs(); len(ids) != len(c.Table.Funcs) || len(c.Modules[0].Funcs) != len(c.Table.Funcs) {
+		t.Fatalf("%d function ids, %d function profiles, %d functions", len(ids), len(c.Modules[0].Funcs), len(c.Table.Funcs))
+	}
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		if id := n.FuncID(); id.Module != 0 || c.Func(id).Name != n.Name || c.FuncName(id) != n.Name {
+			t.Errorf("context %d (%s): function %+v is %s", i, n.Name, id, c.Func(id).Name)
+		}
+	}
+	for _, st := range c.Stacks {
+		for _, fr := range st.Frames {
+			if fr.Func.Module != 0 || int(fr.Func.Func) >= len(c.Table.Funcs) {
+				t.Errorf("stack frame %+v names no function of the executable", fr)
+			}
+		}
 	}
 }

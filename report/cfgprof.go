@@ -11,7 +11,7 @@ import (
 	"io"
 	"sort"
 
-	"blpp/pathnum"
+	"blpp/meta"
 )
 
 // CFGProfileOptions are the options of CFGProfileDot.
@@ -20,28 +20,26 @@ type CFGProfileOptions struct {
 	// executed (count × instructions on the path) cover this share of
 	// those of all its completed paths; 0 means DefaultHotShare.
 	Share float64
-	Lines *LineTable
 }
 
 // funcHotEdges returns, per edge of function fn, the share of the
 // function's path instructions executed on its hot paths through it.
-func (m *ExportModel) funcHotEdges(fn int, share float64) ([]float64, error) {
-	mf := &m.Table.Funcs[fn]
-	fp := &m.Funcs[fn]
-	x := &expander{t: m.Table, nums: map[uint32]*pathnum.Numbering{}, cache: map[uint32]map[uint64]*expansion{}}
+func (m *Model) funcHotEdges(fn FuncID, share float64) ([]float64, error) {
+	mf := m.Func(fn)
+	fp := m.Profile(fn)
 	type pv struct {
 		id uint64
 		v  uint64
-		e  *expansion
+		e  *meta.Expansion
 	}
 	var ps []pv
 	var total uint64
 	for id, c := range fp.Paths {
-		e, err := x.path(uint32(fn), id)
+		e, err := m.ExpandPath(fn, id)
 		if err != nil {
 			return nil, err
 		}
-		v := satMul(c, e.insns)
+		v := satMul(c, e.Insns)
 		total = satAdd(total, v)
 		ps = append(ps, pv{id, v, e})
 	}
@@ -58,7 +56,7 @@ func (m *ExportModel) funcHotEdges(fn int, share float64) ([]float64, error) {
 			break
 		}
 		sum = satAdd(sum, p.v)
-		for _, k := range p.e.edges {
+		for _, k := range p.e.Edges {
 			out[k] += float64(p.v) / float64(total)
 		}
 	}
@@ -68,8 +66,8 @@ func (m *ExportModel) funcHotEdges(fn int, share float64) ([]float64, error) {
 var edgeKindNames = [...]string{"fallthrough", "branch", "jumptable", "call-return", "tailcall", "return", "noreturn", "halt"}
 
 // CFGProfileDot writes one digraph with a cluster per function of funcs
-// (indices in m.Table.Funcs; uninstrumented ones are refused).
-func CFGProfileDot(w io.Writer, m *ExportModel, funcs []int, o CFGProfileOptions) error {
+// (uninstrumented ones are refused).
+func CFGProfileDot(w io.Writer, m *Model, funcs []FuncID, o CFGProfileOptions) error {
 	share := o.Share
 	if share == 0 {
 		share = DefaultHotShare
@@ -78,11 +76,11 @@ func CFGProfileDot(w io.Writer, m *ExportModel, funcs []int, o CFGProfileOptions
 	fmt.Fprintln(w, "  node [shape=box, fontname=\"monospace\", fontsize=10];")
 	fmt.Fprintln(w, "  edge [fontname=\"monospace\", fontsize=9];")
 	for ci, fn := range funcs {
-		mf := &m.Table.Funcs[fn]
+		mf := m.Func(fn)
 		if !mf.Instrumented {
 			return fmt.Errorf("%s is not instrumented (%s): it has no counts", mf.Name, mf.Reason)
 		}
-		fp := &m.Funcs[fn]
+		fp := m.Profile(fn)
 		hot, err := m.funcHotEdges(fn, share)
 		if err != nil {
 			return err
@@ -96,7 +94,7 @@ func CFGProfileDot(w io.Writer, m *ExportModel, funcs []int, o CFGProfileOptions
 			mf.Name, hex(mf.Entry), fp.Calls, fp.Insns, 100*share))
 		for b, blk := range mf.Blocks {
 			label := fmt.Sprintf("B%d %s\n%d insts", b, hex(blk.Addr), blk.Insts)
-			if loc := o.Lines.Span(blk.Addr, blk.End); loc != "" {
+			if loc := m.Debug.Span(blk.Addr, blk.End); loc != "" {
 				label += "\n" + loc
 			}
 			label += fmt.Sprintf("\ncount %d", fp.Blocks[b])
@@ -140,10 +138,10 @@ func CFGProfileDot(w io.Writer, m *ExportModel, funcs []int, o CFGProfileOptions
 
 // MatchFuncs returns the instrumented functions for which match is true,
 // in table order.
-func (m *ExportModel) MatchFuncs(match func(name string) bool) []int {
-	var out []int
-	for i := range m.Table.Funcs {
-		if m.Table.Funcs[i].Instrumented && match(m.Table.Funcs[i].Name) {
+func (m *Model) MatchFuncs(match func(name string) bool) []FuncID {
+	var out []FuncID
+	for _, i := range m.FuncIDs() {
+		if m.Func(i).Instrumented && match(m.Func(i).Name) {
 			out = append(out, i)
 		}
 	}

@@ -7,10 +7,13 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"blpp/internal/testsupport/golden"
 )
 
 func TestCFGProfileDotGolden(t *testing.T) {
 	m := exModel(t, false)
+	m.Debug = nil // the golden files show CFGs without line information
 	for _, tc := range []struct {
 		name  string
 		funcs string
@@ -21,12 +24,12 @@ func TestCFGProfileDotGolden(t *testing.T) {
 		if err := CFGProfileDot(&buf, m, funcs, CFGProfileOptions{Share: tc.share}); err != nil {
 			t.Fatal(err)
 		}
-		exportGolden(t, tc.name, buf.String())
+		golden.CheckString(t, tc.name, buf.String())
 		if !strings.Contains(buf.String(), "color=red") {
 			t.Errorf("%s: no hot edge", tc.name)
 		}
 	}
-	if err := CFGProfileDot(&bytes.Buffer{}, m, []int{2}, CFGProfileOptions{}); err == nil {
+	if err := CFGProfileDot(&bytes.Buffer{}, m, []FuncID{{Func: 2}}, CFGProfileOptions{}); err == nil {
 		t.Error("an uninstrumented function was drawn")
 	}
 }

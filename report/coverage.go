@@ -69,7 +69,7 @@ type BranchCoverage struct {
 }
 
 // MakeCoverage computes the coverage of m.
-func MakeCoverage(m *ExportModel) *Coverage {
+func MakeCoverage(m *Model) *Coverage {
 	c := &Coverage{Binary: m.Binary}
 	files := map[string]*FileCoverage{}
 	lines := map[string]map[int]uint64{}
@@ -82,13 +82,13 @@ func MakeCoverage(m *ExportModel) *Coverage {
 		}
 		return f
 	}
-	for fi := range m.Table.Funcs {
-		mf := &m.Table.Funcs[fi]
+	for _, fi := range m.FuncIDs() {
+		mf := m.Func(fi)
 		if !mf.Instrumented {
 			c.Uninstrumented++
 			continue
 		}
-		fp := &m.Funcs[fi]
+		fp := m.Profile(fi)
 		fc := FuncCoverage{Name: mf.Name, Calls: fp.Calls, Blocks: len(mf.Blocks)}
 		if fc.Calls == 0 && len(fp.Blocks) > 0 {
 			fc.Calls = fp.Blocks[0]

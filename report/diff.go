@@ -52,20 +52,20 @@ func share(a, t uint64) float64 {
 }
 
 // MakeDiff compares old with new.
-func MakeDiff(old, new *ExportModel) *Diff {
+func MakeDiff(old, new *Model) *Diff {
 	d := &Diff{Old: old.Binary, New: new.Binary, OldInsns: old.TotalInsns(), NewInsns: new.TotalInsns()}
 	d.SameBinary = string(old.Table.InstrID) == string(new.Table.InstrID) && len(old.Table.Funcs) == len(new.Table.Funcs)
 	type counts struct{ insns, execs uint64 }
-	byName := func(m *ExportModel) map[string]counts {
+	byName := func(m *Model) map[string]counts {
 		out := map[string]counts{}
-		for i := range m.Funcs {
-			if !m.Table.Funcs[i].Instrumented {
+		for _, i := range m.FuncIDs() {
+			if !m.Func(i).Instrumented {
 				continue
 			}
-			c := out[m.Table.Funcs[i].Name]
-			c.insns = satAdd(c.insns, m.Funcs[i].Insns)
-			c.execs = satAdd(c.execs, m.Funcs[i].Executions)
-			out[m.Table.Funcs[i].Name] = c
+			c := out[m.Func(i).Name]
+			c.insns = satAdd(c.insns, m.Profile(i).Insns)
+			c.execs = satAdd(c.execs, m.Profile(i).Executions)
+			out[m.Func(i).Name] = c
 		}
 		return out
 	}
@@ -95,21 +95,21 @@ func MakeDiff(old, new *ExportModel) *Diff {
 		d.Funcs = append(d.Funcs, DiffRow{Func: n, Old: a, New: b, OldShare: share(a, d.OldInsns), NewShare: share(b, d.NewInsns)})
 	}
 	if d.SameBinary {
-		for i := range old.Funcs {
+		for _, i := range old.FuncIDs() {
 			ids := map[uint64]bool{}
-			for id := range old.Funcs[i].Paths {
+			for id := range old.Profile(i).Paths {
 				ids[id] = true
 			}
-			for id := range new.Funcs[i].Paths {
+			for id := range new.Profile(i).Paths {
 				ids[id] = true
 			}
 			for id := range ids {
-				a, b := old.Funcs[i].Paths[id], new.Funcs[i].Paths[id]
+				a, b := old.Profile(i).Paths[id], new.Profile(i).Paths[id]
 				if sameShare(a, d.OldPaths, b, d.NewPaths) {
 					d.UnchangedPathsCount++
 					continue
 				}
-				d.Paths = append(d.Paths, DiffRow{Func: old.Table.Funcs[i].Name, Path: id, Old: a, New: b,
+				d.Paths = append(d.Paths, DiffRow{Func: old.Func(i).Name, Path: id, Old: a, New: b,
 					OldShare: share(a, d.OldPaths), NewShare: share(b, d.NewPaths)})
 			}
 		}

@@ -63,7 +63,7 @@ func boltEscape(s string) string {
 // not known. Symbols and offsets are those of the original binary's symbol
 // table, so foo.cold fragments keep their own names. Returns and the
 // returns from calls are left out: BOLT keeps calls inside its blocks.
-func ExportBoltFdata(w io.Writer, m *ExportModel, opts ExportOptions) error {
+func ExportBoltFdata(w io.Writer, m *Model, opts ExportOptions) error {
 	type key struct{ from, to boltLoc }
 	counts := map[key]uint64{}
 	add := func(from, to boltLoc, c uint64) {
@@ -78,17 +78,17 @@ func ExportBoltFdata(w io.Writer, m *ExportModel, opts ExportOptions) error {
 		}
 		return boltLoc{name, off}
 	}
-	entered := make([]uint64, len(m.Table.Funcs)) // activations accounted for by calls written
-	entryOf := map[uint64]int{}
-	for i := range m.Table.Funcs {
-		entryOf[m.Table.Funcs[i].Entry] = i
+	entered := map[FuncID]uint64{} // activations accounted for by calls written
+	entryOf := map[uint64]FuncID{}
+	for _, i := range m.FuncIDs() {
+		entryOf[m.Func(i).Entry] = i
 	}
-	for fi := range m.Table.Funcs {
-		mf := &m.Table.Funcs[fi]
+	for _, fi := range m.FuncIDs() {
+		mf := m.Func(fi)
 		if !mf.Instrumented {
 			continue
 		}
-		fp := &m.Funcs[fi]
+		fp := m.Profile(fi)
 		for ei, e := range mf.Edges {
 			c := fp.Edges[ei]
 			if c == 0 {
@@ -130,18 +130,18 @@ func ExportBoltFdata(w io.Writer, m *ExportModel, opts ExportOptions) error {
 	// direct calls decoded, counted by their block.
 	if !m.FlowOnly && m.hasCallers() {
 		for _, e := range m.CallEdges() {
-			site := m.Table.Funcs[e.Caller].CallSites[e.Site]
-			add(loc(site), loc(m.Table.Funcs[e.Callee].Entry), e.Count)
+			site := m.Func(e.Caller).CallSites[e.Site]
+			add(loc(site), loc(m.Func(e.Callee).Entry), e.Count)
 			entered[e.Callee] = satAdd(entered[e.Callee], e.Count)
 		}
 	} else {
-		for fi := range m.Table.Funcs {
-			mf := &m.Table.Funcs[fi]
+		for _, fi := range m.FuncIDs() {
+			mf := m.Func(fi)
 			if !mf.Instrumented {
 				continue
 			}
 			for _, site := range mf.CallSites {
-				c := m.blockCountAt(uint32(fi), site)
+				c := m.blockCountAt(fi, site)
 				t, ok := m.directTarget(site)
 				if c == 0 || !ok {
 					continue
@@ -153,9 +153,9 @@ func ExportBoltFdata(w io.Writer, m *ExportModel, opts ExportOptions) error {
 			}
 		}
 	}
-	for fi := range m.Table.Funcs {
-		if fp := &m.Funcs[fi]; fp.Calls > entered[fi] {
-			add(boltLoc{}, loc(m.Table.Funcs[fi].Entry), fp.Calls-entered[fi])
+	for _, fi := range m.FuncIDs() {
+		if fp := m.Profile(fi); fp.Calls > entered[fi] {
+			add(boltLoc{}, loc(m.Func(fi).Entry), fp.Calls-entered[fi])
 		}
 	}
 	keys := make([]key, 0, len(counts))
@@ -197,7 +197,7 @@ func ExportBoltFdata(w io.Writer, m *ExportModel, opts ExportOptions) error {
 // branch ends with its short form (2 bytes) when the target is within
 // rel8 reach, else the rel32 form (6 bytes for jcc, 5 for jmp), as
 // assemblers relax branches.
-func (m *ExportModel) LastInst(f *meta.Func, bi int) (uint64, bool) {
+func (m *Model) LastInst(f *meta.Func, bi int) (uint64, bool) {
 	b := &f.Blocks[bi]
 	insts := m.BlockInsts(f, b)
 	patched := f.Instrumented && b.Addr < f.Entry+5 && b.End > f.Entry
@@ -251,7 +251,7 @@ func (m *ExportModel) LastInst(f *meta.Func, bi int) (uint64, bool) {
 // addresses from which it reaches the block's end exactly (x86 decoding
 // resynchronises within a few instructions), and those instructions are
 // missing from the result. nil when the bytes cannot be read or decoded.
-func (m *ExportModel) BlockInsts(f *meta.Func, b *meta.Block) []x86.Inst {
+func (m *Model) BlockInsts(f *meta.Func, b *meta.Block) []x86.Inst {
 	if b.End <= b.Addr || b.End-b.Addr > 1<<20 {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 
 // StackValue returns the value of metric (ExportOptions.Metric) for a
 // stack, and whether the name is known.
-func (m *ExportModel) StackValue(st *ProfileStack, metric string) (uint64, error) {
+func (m *Model) StackValue(st *ProfileStack, metric string) (uint64, error) {
 	switch metric {
 	case "", "insns":
 		return st.Insns, nil
@@ -28,7 +28,7 @@ func (m *ExportModel) StackValue(st *ProfileStack, metric string) (uint64, error
 }
 
 // MetricNames lists the values a stack carries.
-func (m *ExportModel) MetricNames() []string {
+func (m *Model) MetricNames() []string {
 	out := []string{"insns", "count", "calls"}
 	for _, mt := range m.Metrics[1:] {
 		out = append(out, mt.Name)
@@ -41,7 +41,7 @@ func (m *ExportModel) MetricNames() []string {
 // joined by ';', a space and the value (opts.Metric, instructions by
 // default). Contexts with the same names are summed, contexts whose value
 // is 0 are left out; lines are sorted.
-func ExportFolded(w io.Writer, m *ExportModel, opts ExportOptions) error {
+func ExportFolded(w io.Writer, m *Model, opts ExportOptions) error {
 	sums := map[string]uint64{}
 	for i := range m.Stacks {
 		st := &m.Stacks[i]

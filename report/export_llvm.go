@@ -80,15 +80,15 @@ func (fs *funcSamples) child(loc sampleLoc, callee string) *funcSamples {
 // is nested under its call site. Head samples are the function's
 // activations; call targets come from the calling context tree when
 // the profile has one, else from direct call instructions.
-func ExportLLVMSample(w io.Writer, m *ExportModel, opts ExportOptions) error {
+func ExportLLVMSample(w io.Writer, m *Model, opts ExportOptions) error {
 	if m.Debug == nil || len(m.Debug.rows) == 0 {
 		return ErrNoDebugInfo
 	}
 	top := map[string]*funcSamples{}
 	targets := m.callTargets()
-	for fi := range m.Funcs {
-		fp := &m.Funcs[fi]
-		mf := &m.Table.Funcs[fi]
+	for _, fi := range m.FuncIDs() {
+		fp := m.Profile(fi)
+		mf := m.Func(fi)
 		if !mf.Instrumented || (fp.Calls == 0 && fp.Executions == 0 && fp.Partial == 0) {
 			continue
 		}
@@ -143,7 +143,7 @@ func ExportLLVMSample(w io.Writer, m *ExportModel, opts ExportOptions) error {
 			}
 		}
 		for ci, addr := range mf.CallSites {
-			ts := targets[callKey{uint32(fi), uint32(ci)}]
+			ts := targets[callKey{fi, uint32(ci)}]
 			if len(ts) == 0 {
 				continue
 			}
@@ -261,15 +261,18 @@ func writeSampleBody(w *bufio.Writer, fs *funcSamples, depth int) {
 	}
 }
 
-// callKey is a call site: function index and local call-site index.
-type callKey struct{ fn, site uint32 }
+// callKey is a call site: function and local call-site index.
+type callKey struct {
+	fn   FuncID
+	site uint32
+}
 
 // callTargets counts, per call site, the calls to each callee (by the
 // name a sample profile uses). With a calling context tree the callee
 // and the count of each call come from the records; otherwise direct
 // calls are decoded and counted by their block's executions, and
 // indirect calls are left out.
-func (m *ExportModel) callTargets() map[callKey]map[string]uint64 {
+func (m *Model) callTargets() map[callKey]map[string]uint64 {
 	out := map[callKey]map[string]uint64{}
 	add := func(k callKey, name string, c uint64) {
 		if name == "" || c == 0 {
@@ -286,13 +289,13 @@ func (m *ExportModel) callTargets() map[callKey]map[string]uint64 {
 		}
 		return out
 	}
-	for fi := range m.Table.Funcs {
-		mf := &m.Table.Funcs[fi]
+	for _, fi := range m.FuncIDs() {
+		mf := m.Func(fi)
 		if !mf.Instrumented {
 			continue
 		}
 		for ci, addr := range mf.CallSites {
-			c := m.blockCountAt(uint32(fi), addr)
+			c := m.blockCountAt(fi, addr)
 			if c == 0 {
 				continue
 			}
@@ -300,14 +303,14 @@ func (m *ExportModel) callTargets() map[callKey]map[string]uint64 {
 			if !ok {
 				continue
 			}
-			add(callKey{uint32(fi), uint32(ci)}, m.nameAt(target), c)
+			add(callKey{fi, uint32(ci)}, m.nameAt(target), c)
 		}
 	}
 	return out
 }
 
 // hasCallers reports whether any stack has more than one frame.
-func (m *ExportModel) hasCallers() bool {
+func (m *Model) hasCallers() bool {
 	for i := range m.Stacks {
 		if len(m.Stacks[i].Frames) > 1 {
 			return true
@@ -319,21 +322,27 @@ func (m *ExportModel) hasCallers() bool {
 // CallEdge is the number of calls from one call site to one callee, over
 // every context.
 type CallEdge struct {
-	Caller, Site uint32 // Site: local call-site index (meta.Func.CallSites)
-	Callee       uint32
-	Count        uint64
+	Caller FuncID
+	Site   uint32 // local call-site index (meta.Func.CallSites)
+	Callee FuncID
+	Count  uint64
 }
 
 // CallEdges sums the records' activations by (caller, call site, callee).
-func (m *ExportModel) CallEdges() []CallEdge {
-	sums := map[[3]uint32]uint64{}
+func (m *Model) CallEdges() []CallEdge {
+	type key struct {
+		caller FuncID
+		site   uint32
+		callee FuncID
+	}
+	sums := map[key]uint64{}
 	for i := range m.Stacks {
 		st := &m.Stacks[i]
 		if len(st.Frames) < 2 || st.Calls == 0 {
 			continue
 		}
 		caller := st.Frames[1]
-		f := &m.Table.Funcs[caller.Func]
+		f := m.Func(caller.Func)
 		site := -1
 		for k, a := range f.CallSites {
 			if a == caller.Addr {
@@ -344,22 +353,22 @@ func (m *ExportModel) CallEdges() []CallEdge {
 		if site < 0 {
 			continue
 		}
-		k := [3]uint32{caller.Func, uint32(site), st.Frames[0].Func}
+		k := key{caller.Func, uint32(site), st.Frames[0].Func}
 		sums[k] = satAdd(sums[k], st.Calls)
 	}
 	out := make([]CallEdge, 0, len(sums))
 	for k, c := range sums {
-		out = append(out, CallEdge{k[0], k[1], k[2], c})
+		out = append(out, CallEdge{k.caller, k.site, k.callee, c})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Caller != b.Caller {
-			return a.Caller < b.Caller
+			return a.Caller.less(b.Caller)
 		}
 		if a.Site != b.Site {
 			return a.Site < b.Site
 		}
-		return a.Callee < b.Callee
+		return a.Callee.less(b.Callee)
 	})
 	return out
 }
@@ -367,8 +376,8 @@ func (m *ExportModel) CallEdges() []CallEdge {
 // sampleName is the name a sample profile gives function fn: its DWARF
 // subprogram's linkage name or name (clones such as foo.constprop.0 are
 // foo), else the symbol.
-func (m *ExportModel) sampleName(fn uint32) string {
-	f := &m.Table.Funcs[fn]
+func (m *Model) sampleName(fn FuncID) string {
+	f := m.Func(fn)
 	if s := m.Debug.Subprogram(f.Entry); s != nil && s.SymbolName() != "" {
 		return s.SymbolName()
 	}
@@ -376,10 +385,10 @@ func (m *ExportModel) sampleName(fn uint32) string {
 }
 
 // nameAt names the function at a call target.
-func (m *ExportModel) nameAt(addr uint64) string {
-	for i := range m.Table.Funcs {
-		if m.Table.Funcs[i].Entry == addr {
-			return m.sampleName(uint32(i))
+func (m *Model) nameAt(addr uint64) string {
+	for _, i := range m.FuncIDs() {
+		if m.Func(i).Entry == addr {
+			return m.sampleName(i)
 		}
 	}
 	if s := m.Debug.Subprogram(addr); s != nil && s.SymbolName() != "" {
@@ -393,11 +402,11 @@ func (m *ExportModel) nameAt(addr uint64) string {
 
 // blockCountAt is the execution count of the block of function fn that
 // holds addr.
-func (m *ExportModel) blockCountAt(fn uint32, addr uint64) uint64 {
-	mf := &m.Table.Funcs[fn]
+func (m *Model) blockCountAt(fn FuncID, addr uint64) uint64 {
+	mf := m.Func(fn)
 	for bi, b := range mf.Blocks {
 		if addr >= b.Addr && addr < b.End {
-			return m.Funcs[fn].Blocks[bi]
+			return m.Profile(fn).Blocks[bi]
 		}
 	}
 	return 0
@@ -405,7 +414,7 @@ func (m *ExportModel) blockCountAt(fn uint32, addr uint64) uint64 {
 
 // directTarget decodes the instruction at addr in the original code and
 // returns its target if it is a direct call or jump.
-func (m *ExportModel) directTarget(addr uint64) (uint64, bool) {
+func (m *Model) directTarget(addr uint64) (uint64, bool) {
 	b := m.ReadCode(addr, 15)
 	if len(b) == 0 {
 		return 0, false
@@ -419,7 +428,7 @@ func (m *ExportModel) directTarget(addr uint64) (uint64, bool) {
 
 // ReadCode returns up to n bytes of the file's image at addr (fewer at the
 // end of a segment, none outside the file's loaded segments).
-func (m *ExportModel) ReadCode(addr uint64, n int) []byte {
+func (m *Model) ReadCode(addr uint64, n int) []byte {
 	if m.File == nil {
 		return nil
 	}

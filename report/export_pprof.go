@@ -28,7 +28,7 @@ func pprofUnit(name string) string {
 // metric of the profile (tsc, cycles, ...: exclusive of callees), and
 // "insns" (instructions executed in the context), the default. Locations
 // carry function names and file:line from DWARF, inlined frames included.
-func ExportPprof(w io.Writer, m *ExportModel, opts ExportOptions) error {
+func ExportPprof(w io.Writer, m *Model, opts ExportOptions) error {
 	p, err := MakePprof(m)
 	if err != nil {
 		return err
@@ -37,7 +37,7 @@ func ExportPprof(w io.Writer, m *ExportModel, opts ExportOptions) error {
 }
 
 // MakePprof builds the pprof model of m.
-func MakePprof(m *ExportModel) (*profile.Profile, error) {
+func MakePprof(m *Model) (*profile.Profile, error) {
 	p := &profile.Profile{
 		SampleType:        []*profile.ValueType{{Type: "count", Unit: "count"}},
 		DefaultSampleType: "insns",
@@ -73,7 +73,7 @@ func MakePprof(m *ExportModel) (*profile.Profile, error) {
 		return f
 	}
 	type locKey struct {
-		fn   uint32
+		fn   FuncID
 		addr uint64
 	}
 	locs := map[locKey]*profile.Location{}

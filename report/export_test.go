@@ -8,43 +8,15 @@ package report
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"blpp/cct"
+	"blpp/internal/testsupport/golden"
 	"blpp/meta"
 )
-
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata/")
-	}
-}
-
-func exportGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 // exTable: main loops calling work at 0x1010; work is a diamond; helper
 // was left uninstrumented.
@@ -151,9 +123,9 @@ func exDebug() *DebugInfo {
 	return di.finish()
 }
 
-func exModel(t *testing.T, flowOnly bool) *ExportModel {
+func exModel(t *testing.T, flowOnly bool) *Model {
 	tab := exTable(t)
-	m, err := NewExportModel("demo.blpp", tab, exProfile(t, tab, flowOnly), nil)
+	m, err := NewModel("demo.blpp", tab, exProfile(t, tab, flowOnly), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +137,7 @@ func TestExportModelAgreesWithMakePaths(t *testing.T) {
 	for _, flowOnly := range []bool{false, true} {
 		tab := exTable(t)
 		p := exProfile(t, tab, flowOnly)
-		m, err := NewExportModel("demo.blpp", tab, p, nil)
+		m, err := NewModel("demo.blpp", tab, p, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +148,7 @@ func TestExportModelAgreesWithMakePaths(t *testing.T) {
 		var insns uint64
 		for i, f := range d.Functions {
 			for j, b := range f.Blocks {
-				if got := m.Funcs[i].Blocks[j]; got != b.Count {
+				if got := m.Profile(FuncID{Func: uint32(i)}).Blocks[j]; got != b.Count {
 					t.Errorf("%s block %d: model %d, MakePaths %d", f.Name, j, got, b.Count)
 				}
 				insns += b.Count * uint64(tab.Funcs[i].Blocks[j].Insts)
@@ -195,14 +167,14 @@ func TestExportModelAgreesWithMakePaths(t *testing.T) {
 func TestExportGolden(t *testing.T) {
 	type format struct {
 		name string
-		fn   func(*bytes.Buffer, *ExportModel) error
+		fn   func(*bytes.Buffer, *Model) error
 	}
 	formats := []format{
-		{"folded", func(b *bytes.Buffer, m *ExportModel) error { return ExportFolded(b, m, ExportOptions{}) }},
-		{"folded-metric-tsc", func(b *bytes.Buffer, m *ExportModel) error { return ExportFolded(b, m, ExportOptions{Metric: "tsc"}) }},
-		{"llvm-sample", func(b *bytes.Buffer, m *ExportModel) error { return ExportLLVMSample(b, m, ExportOptions{}) }},
-		{"bolt-fdata", func(b *bytes.Buffer, m *ExportModel) error { return ExportBoltFdata(b, m, ExportOptions{}) }},
-		{"pprof", func(b *bytes.Buffer, m *ExportModel) error {
+		{"folded", func(b *bytes.Buffer, m *Model) error { return ExportFolded(b, m, ExportOptions{}) }},
+		{"folded-metric-tsc", func(b *bytes.Buffer, m *Model) error { return ExportFolded(b, m, ExportOptions{Metric: "tsc"}) }},
+		{"llvm-sample", func(b *bytes.Buffer, m *Model) error { return ExportLLVMSample(b, m, ExportOptions{}) }},
+		{"bolt-fdata", func(b *bytes.Buffer, m *Model) error { return ExportBoltFdata(b, m, ExportOptions{}) }},
+		{"pprof", func(b *bytes.Buffer, m *Model) error {
 			p, err := MakePprof(m)
 			if err != nil {
 				return err
@@ -210,12 +182,12 @@ func TestExportGolden(t *testing.T) {
 			b.WriteString(p.String())
 			return nil
 		}},
-		{"coverage-text", func(b *bytes.Buffer, m *ExportModel) error { return CoverageText(b, MakeCoverage(m)) }},
-		{"coverage-lcov", func(b *bytes.Buffer, m *ExportModel) error { return CoverageLcov(b, MakeCoverage(m)) }},
-		{"annotate-work", func(b *bytes.Buffer, m *ExportModel) error {
+		{"coverage-text", func(b *bytes.Buffer, m *Model) error { return CoverageText(b, MakeCoverage(m)) }},
+		{"coverage-lcov", func(b *bytes.Buffer, m *Model) error { return CoverageLcov(b, MakeCoverage(m)) }},
+		{"annotate-work", func(b *bytes.Buffer, m *Model) error {
 			return Annotate(b, m, AnnotateOptions{Target: "work", ReadFile: exSource})
 		}},
-		{"annotate-file", func(b *bytes.Buffer, m *ExportModel) error {
+		{"annotate-file", func(b *bytes.Buffer, m *Model) error {
 			return Annotate(b, m, AnnotateOptions{Target: "demo.c", ReadFile: exSource})
 		}},
 	}
@@ -230,7 +202,7 @@ func TestExportGolden(t *testing.T) {
 				if err := f.fn(&b, exModel(t, flowOnly)); err != nil {
 					t.Fatal(err)
 				}
-				exportGolden(t, name+".golden", b.String())
+				golden.CheckString(t, name+".golden", b.String())
 			})
 		}
 	}
@@ -267,7 +239,7 @@ func TestExportDiff(t *testing.T) {
 			r.Paths[k].Metrics[0] *= 2
 		}
 	}
-	c, err := NewExportModel("demo.blpp", tab, p, nil)
+	c, err := NewModel("demo.blpp", tab, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,19 +247,19 @@ func TestExportDiff(t *testing.T) {
 	if err := DiffText(&out, MakeDiff(a, c), 0); err != nil {
 		t.Fatal(err)
 	}
-	exportGolden(t, "export-diff.golden", out.String())
+	golden.CheckString(t, "export-diff.golden", out.String())
 }
 
 func TestExportRefusals(t *testing.T) {
 	tab := exTable(t)
 	p := exProfile(t, tab, false)
 	p.BuildID = []byte("other")
-	if _, err := NewExportModel("demo.blpp", tab, p, nil); err == nil || !strings.Contains(err.Error(), "another instrumented binary") {
+	if _, err := NewModel("demo.blpp", tab, p, nil); err == nil || !strings.Contains(err.Error(), "another instrumented binary") {
 		t.Errorf("profile of another binary: %v", err)
 	}
 	p = exProfile(t, tab, false)
 	p.Threads[0].Records[1].Func = 2 // helper: not instrumented
-	if _, err := NewExportModel("demo.blpp", tab, p, nil); err == nil || !strings.Contains(err.Error(), "does not instrument") {
+	if _, err := NewModel("demo.blpp", tab, p, nil); err == nil || !strings.Contains(err.Error(), "does not instrument") {
 		t.Errorf("profile naming an uninstrumented function: %v", err)
 	}
 	m := exModel(t, false)

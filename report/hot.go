@@ -7,7 +7,6 @@ package report
 // per executed instruction against the program's average.
 
 import (
-	"debug/elf"
 	"fmt"
 	"io"
 	"sort"
@@ -22,8 +21,8 @@ const DefaultHotShare = 0.9
 
 // A HotPath is one path of one context.
 type HotPath struct {
-	Context int // node of the ContextTree
-	Func    uint32
+	Context int // index in Model.Nodes
+	Func    FuncID
 	Name    string
 	ID      uint64
 	Count   uint64 // executions
@@ -37,7 +36,7 @@ type HotPath struct {
 
 // HotPaths is the hot-path model of a profile.
 type HotPaths struct {
-	Tree   *ContextTree
+	Model  *Model
 	Col    int     // the metric's column
 	Share  float64 // the threshold: share of Total the hot paths cover
 	Total  uint64  // the metric summed over every executed path
@@ -53,7 +52,7 @@ type HotPaths struct {
 // DefaultHotMetric is the metric the hot view ranks by when none is
 // asked for: the profile's first measured metric (cycles, misses, or
 // their fallback), else the derived insns.
-func DefaultHotMetric(c *ContextTree) string {
+func DefaultHotMetric(c *Model) string {
 	for _, col := range c.Columns {
 		if !col.Derived && col.Name != cct.FreqMetric && col.Kind != cct.MetricUnavailable {
 			return col.Name
@@ -64,7 +63,7 @@ func DefaultHotMetric(c *ContextTree) string {
 
 // MakeHotPaths ranks the paths of c by metric ("" for DefaultHotMetric)
 // and keeps the smallest set whose metric reaches share of the total.
-func MakeHotPaths(c *ContextTree, metric string, share float64) (*HotPaths, error) {
+func MakeHotPaths(c *Model, metric string, share float64) (*HotPaths, error) {
 	if metric == "" {
 		metric = DefaultHotMetric(c)
 	}
@@ -75,17 +74,13 @@ func MakeHotPaths(c *ContextTree, metric string, share float64) (*HotPaths, erro
 	if !(share > 0 && share <= 1) {
 		return nil, fmt.Errorf("hot share %g: want a fraction in (0, 1]", share)
 	}
-	h := &HotPaths{Tree: c, Col: col, Share: share}
+	h := &HotPaths{Model: c, Col: col, Share: share}
 	var all []HotPath
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
-		mf := &c.table.Funcs[n.Func]
 		for _, p := range n.Paths {
-			var insns uint64
-			for _, b := range p.Blocks {
-				insns += uint64(mf.Blocks[b].Insts)
-			}
-			hp := HotPath{Context: i, Func: n.Func, Name: n.Name, ID: p.ID, Count: p.Metrics[0], Insns: insns,
+			insns := p.Insns
+			hp := HotPath{Context: i, Func: n.FuncID(), Name: n.Name, ID: p.ID, Count: p.Metrics[0], Insns: insns,
 				Value: p.Metrics[col], Blocks: p.Blocks}
 			if d := float64(hp.Count) * float64(insns); d > 0 {
 				hp.Rate = float64(hp.Value) / d
@@ -126,16 +121,14 @@ func MakeHotPaths(c *ContextTree, metric string, share float64) (*HotPaths, erro
 
 // HotOptions are the options of HotText.
 type HotOptions struct {
-	Lines *LineTable
-	// File, when set with Asm, is the instrumented binary whose original
-	// code the blocks' instructions are decoded from.
-	File *elf.File
-	Asm  bool
+	// Asm lists each block's instructions, decoded from the original
+	// code the model's instrumented binary keeps (Model.File).
+	Asm bool
 }
 
 // DensityRule states how HotText classes paths.
 func (h *HotPaths) DensityRule() string {
-	col := h.Tree.Columns[h.Col]
+	col := h.Model.Columns[h.Col]
 	return fmt.Sprintf("a path is dense when its %s per executed instruction (%s / (executions × instructions on the path)) is at least the program's average, %.4g %s per instruction; sparse otherwise",
 		col.Name, col.Name, h.Average, col.Unit())
 }
@@ -144,7 +137,7 @@ func (h *HotPaths) DensityRule() string {
 // counts, share, density and blocks (address range, file:line range,
 // instructions; with o.Asm the instructions themselves).
 func HotText(w io.Writer, h *HotPaths, o HotOptions) error {
-	c := h.Tree
+	c := h.Model
 	col := c.Columns[h.Col]
 	c.writeHeader(w, "hot paths", h.Col)
 	fmt.Fprintf(w, "hot: the %s covering %s of %s (the threshold is %.4g%%) out of %s executed\n",
@@ -153,29 +146,29 @@ func HotText(w io.Writer, h *HotPaths, o HotOptions) error {
 	if col.Derived {
 		fmt.Fprintf(w, "  (with %s every path's rate is 1: rank by another metric to tell dense from sparse)\n", col.Name)
 	}
-	var code *ExportModel
-	if o.Asm && o.File != nil {
-		code = &ExportModel{File: o.File}
+	var code *Model
+	if o.Asm && c.File != nil {
+		code = c
 	}
 	var cum uint64
 	for r, hp := range h.Hot {
 		cum += hp.Value
 		n := &c.Nodes[hp.Context]
-		mf := &c.table.Funcs[hp.Func]
+		mf := c.Func(hp.Func)
 		dense := "sparse"
 		if hp.Dense {
 			dense = "dense"
 		}
 		fmt.Fprintf(w, "\n%3d. %s  path %d", r+1, strings.Join(c.Chain(hp.Context), "/"), hp.ID)
 		if n.CallSite != 0 {
-			fmt.Fprintf(w, "  @ %s", site(n.CallSite, o.Lines))
+			fmt.Fprintf(w, "  @ %s", site(n.CallSite, c.Debug))
 		}
 		fmt.Fprintf(w, "\n     %s × %d instructions; %s %d (%s, cumulative %s); %.4g per instruction: %s\n",
 			plural(hp.Count, "execution", "executions"), hp.Insns, col.Name, hp.Value, pct(hp.Value, h.Total), pct(cum, h.Total), hp.Rate, dense)
 		for _, b := range hp.Blocks {
 			blk := &mf.Blocks[b]
 			fmt.Fprintf(w, "       B%d %s-%s", b, hex(blk.Addr), hex(blk.End))
-			if loc := o.Lines.Span(blk.Addr, blk.End); loc != "" {
+			if loc := c.Debug.Span(blk.Addr, blk.End); loc != "" {
 				fmt.Fprintf(w, "  %s", loc)
 			}
 			fmt.Fprintf(w, "  %s\n", plural(uint64(blk.Insts), "instruction", "instructions"))
@@ -195,7 +188,7 @@ func HotText(w io.Writer, h *HotPaths, o HotOptions) error {
 // instrumented function hold blpp's jump to the relocated copy and the
 // metadata does not keep the bytes they replaced: those instructions are
 // marked as not shown.
-func writeBlockAsm(w io.Writer, indent string, m *ExportModel, mf *meta.Func, b *meta.Block) {
+func writeBlockAsm(w io.Writer, indent string, m *Model, mf *meta.Func, b *meta.Block) {
 	if m == nil {
 		fmt.Fprintf(w, "%s(no binary to decode from)\n", indent)
 		return
@@ -222,52 +215,4 @@ func writeBlockAsm(w io.Writer, indent string, m *ExportModel, mf *meta.Func, b 
 	for _, in := range insts {
 		fmt.Fprintf(w, "%s%s  %s\n", indent, hex(in.Addr), in.String())
 	}
-}
-
-// Span returns the lines of the code in [lo, hi): "f.c:3-7" when they
-// are in one file, the files' spans joined by ", " otherwise; "" when the
-// tables know none.
-func (lt *LineTable) Span(lo, hi uint64) string {
-	if lt == nil || hi <= lo {
-		return ""
-	}
-	type span struct {
-		file   string
-		lo, hi int
-	}
-	var spans []span
-	add := func(r lineRow) {
-		if r.file == "" || r.line == 0 {
-			return
-		}
-		for k := range spans {
-			if spans[k].file == r.file {
-				spans[k].lo = min(spans[k].lo, r.line)
-				spans[k].hi = max(spans[k].hi, r.line)
-				return
-			}
-		}
-		spans = append(spans, span{r.file, r.line, r.line})
-	}
-	i := sort.Search(len(lt.rows), func(i int) bool { return lt.rows[i].addr > lo }) - 1
-	// The row in force at lo (skipping an end marker that shares its
-	// address with a row that has a line), then every row inside.
-	for i > 0 && lt.rows[i].file == "" && lt.rows[i-1].addr == lt.rows[i].addr {
-		i--
-	}
-	if i < 0 {
-		i = 0
-	}
-	for ; i < len(lt.rows) && lt.rows[i].addr < hi; i++ {
-		add(lt.rows[i])
-	}
-	var parts []string
-	for _, s := range spans {
-		if s.lo == s.hi {
-			parts = append(parts, fmt.Sprintf("%s:%d", shortFile(s.file), s.lo))
-		} else {
-			parts = append(parts, fmt.Sprintf("%s:%d-%d", shortFile(s.file), s.lo, s.hi))
-		}
-	}
-	return strings.Join(parts, ", ")
 }

@@ -9,6 +9,8 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+
+	"blpp/internal/testsupport/golden"
 )
 
 func TestHotGolden(t *testing.T) {
@@ -20,15 +22,17 @@ func TestHotGolden(t *testing.T) {
 		if tc.metric == "" {
 			name = fmt.Sprintf("hot-share-%g.golden", tc.share)
 		}
-		h, err := MakeHotPaths(viewTree(t), tc.metric, tc.share)
+		m := viewTree(t)
+		m.Debug = viewLines()
+		h, err := MakeHotPaths(m, tc.metric, tc.share)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		if err := HotText(&buf, h, HotOptions{Lines: viewLines()}); err != nil {
+		if err := HotText(&buf, h, HotOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		viewGolden(t, name, buf.String())
+		golden.CheckString(t, name, buf.String())
 	}
 }
 
@@ -86,7 +90,7 @@ func TestLineSpan(t *testing.T) {
 			t.Errorf("Span(%#x, %#x) = %q, want %q", tc.lo, tc.hi, got, tc.want)
 		}
 	}
-	if got := (*LineTable)(nil).Span(0, 10); got != "" {
+	if got := (*DebugInfo)(nil).Span(0, 10); got != "" {
 		t.Errorf("nil table: %q", got)
 	}
 }

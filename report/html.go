@@ -19,8 +19,7 @@ import (
 
 // HTMLOptions are the inputs of HTML besides the model.
 type HTMLOptions struct {
-	Hot   *HotPaths
-	Lines *LineTable
+	Hot *HotPaths
 	// Render turns dot into SVG; nil leaves the CFGs out (the page says
 	// so).
 	Render func(dot []byte) ([]byte, error)
@@ -42,9 +41,9 @@ div.leaf{margin-left:2.4em;font-family:monospace}
 .svg{overflow:auto;border:1px solid #ddd;margin:.5em 0}`
 
 // HTML writes the page.
-func HTML(w io.Writer, m *ExportModel, o HTMLOptions) error {
+func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 	h := o.Hot
-	c := h.Tree
+	c := h.Model
 	col := c.Columns[h.Col]
 	e := html.EscapeString
 	bw := bufio.NewWriter(w)
@@ -71,12 +70,12 @@ func HTML(w io.Writer, m *ExportModel, o HTMLOptions) error {
 		if hp.Dense {
 			class = "dense"
 		}
-		mf := &c.table.Funcs[hp.Func]
+		mf := c.Func(hp.Func)
 		var blocks []string
 		for _, b := range hp.Blocks {
 			blk := &mf.Blocks[b]
 			s := fmt.Sprintf("B%d %s (%d)", b, hex(blk.Addr), blk.Insts)
-			if loc := o.Lines.Span(blk.Addr, blk.End); loc != "" {
+			if loc := m.Debug.Span(blk.Addr, blk.End); loc != "" {
 				s += " " + loc
 			}
 			blocks = append(blocks, e(s))
@@ -126,7 +125,7 @@ func HTML(w io.Writer, m *ExportModel, o HTMLOptions) error {
 			text := fmt.Sprintf("%s  incl %d (%s)  excl %d (%s)  %s", n.Name, n.Incl[h.Col], pct(n.Incl[h.Col], c.Total[h.Col]),
 				n.Excl[h.Col], pct(n.Excl[h.Col], c.Total[h.Col]), plural(n.Calls, "call", "calls"))
 			if n.CallSite != 0 {
-				text += "  @ " + site(n.CallSite, o.Lines)
+				text += "  @ " + site(n.CallSite, m.Debug)
 			}
 			if len(n.Children) == 0 {
 				fmt.Fprintf(bw, "<div class=\"leaf\">%s</div>\n", e(text))
@@ -153,13 +152,13 @@ func HTML(w io.Writer, m *ExportModel, o HTMLOptions) error {
 		bw.WriteString("<p>Graphviz <code>dot</code> was not found: no pictures (install the Debian package graphviz; <code>blpp cfg BINARY --profile P --func F --format dot</code> writes the graphs).</p>\n")
 	}
 	for _, fn := range funcs {
-		mf := &m.Table.Funcs[fn]
+		mf := m.Func(fn)
 		fmt.Fprintf(bw, "<h3>%s</h3>\n", e(mf.Name))
 		if o.Render == nil {
 			continue
 		}
 		var dot bytes.Buffer
-		if err := CFGProfileDot(&dot, m, []int{fn}, CFGProfileOptions{Share: h.Share, Lines: o.Lines}); err != nil {
+		if err := CFGProfileDot(&dot, m, []FuncID{fn}, CFGProfileOptions{Share: h.Share}); err != nil {
 			return err
 		}
 		svg, err := o.Render(dot.Bytes())
@@ -180,20 +179,20 @@ func HTML(w io.Writer, m *ExportModel, o HTMLOptions) error {
 
 // htmlCFGFuncs picks the functions drawn: those of the hot paths, then the
 // procedures by instructions executed, n in all.
-func htmlCFGFuncs(m *ExportModel, h *HotPaths, s *Procs, n int) []int {
+func htmlCFGFuncs(m *Model, h *HotPaths, s *Procs, n int) []FuncID {
 	if n <= 0 {
 		n = 4
 	}
-	var out []int
-	seen := map[int]bool{}
-	add := func(fn int) {
-		if len(out) < n && !seen[fn] && m.Table.Funcs[fn].Instrumented && m.Funcs[fn].Insns > 0 {
+	var out []FuncID
+	seen := map[FuncID]bool{}
+	add := func(fn FuncID) {
+		if len(out) < n && !seen[fn] && m.Func(fn).Instrumented && m.Profile(fn).Insns > 0 {
 			seen[fn] = true
 			out = append(out, fn)
 		}
 	}
 	for _, hp := range h.Hot {
-		add(int(hp.Func))
+		add(hp.Func)
 	}
 	for _, r := range s.Funcs {
 		add(r.Func)

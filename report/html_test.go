@@ -43,11 +43,7 @@ func checkXHTML(t *testing.T, page string) map[string]int {
 
 func TestHTMLPage(t *testing.T) {
 	m := exModel(t, false)
-	tree, err := MakeContextTree(m.Binary, m.Table, exProfile(t, m.Table, false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := MakeHotPaths(tree, "", DefaultHotShare)
+	h, err := MakeHotPaths(m, "", DefaultHotShare)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -232,7 +232,7 @@ func FindLoops(f *meta.Func) []Loop {
 }
 
 // LoopRule says how the view attributes column col to a loop.
-func (c *ContextTree) LoopRule(col int) string {
+func (c *Model) LoopRule(col int) string {
 	switch {
 	case c.loopFreq(col):
 		return "a loop's value is the number of path executions that touch any of its blocks"
@@ -242,15 +242,15 @@ func (c *ContextTree) LoopRule(col int) string {
 	return "a path's " + c.Columns[col].Name + " is apportioned to its blocks by their instruction counts; a loop's value is the share of its blocks"
 }
 
-func (c *ContextTree) loopFreq(col int) bool {
+func (c *Model) loopFreq(col int) bool {
 	return col == 0 || (c.Columns[col].Name == cct.FreqMetric && !c.Columns[col].Derived)
 }
 
 // LoopValues attributes node i's paths to loops (FindLoops of its
 // function) for column col, by LoopRule; partial paths count in no loop.
-func (c *ContextTree) LoopValues(i, col int, loops []Loop) ([]uint64, error) {
+func (c *Model) LoopValues(i, col int, loops []Loop) ([]uint64, error) {
 	n := &c.Nodes[i]
-	mf := &c.table.Funcs[n.Func]
+	mf := c.Func(n.FuncID())
 	vals := make([]uint64, len(loops))
 	for _, p := range n.Paths {
 		var pathInsns uint64
@@ -304,18 +304,18 @@ func (c *ContextTree) LoopValues(i, col int, loops []Loop) ([]uint64, error) {
 // view, children by inclusive value, keeping those whose function has
 // loops and their callers; under each context that has loops, its loop
 // nest with the value of each loop and its share of the total.
-func LoopsText(w io.Writer, c *ContextTree, o ViewOptions) error {
+func LoopsText(w io.Writer, c *Model, o ViewOptions) error {
 	col := o.Metric
 	c.writeHeader(w, "loops in context", col)
 	fmt.Fprintf(w, "attribution: %s; a context row shows the context's exclusive value\n\n", c.LoopRule(col))
-	loopsOf := map[uint32][]Loop{}
+	loopsOf := map[FuncID][]Loop{}
 	has := make([]bool, len(c.Nodes)) // the subtree has a context with loops
 	for i := len(c.Nodes) - 1; i >= 0; i-- {
 		n := &c.Nodes[i]
-		ls, ok := loopsOf[n.Func]
+		ls, ok := loopsOf[n.FuncID()]
 		if !ok {
-			ls = FindLoops(&c.table.Funcs[n.Func])
-			loopsOf[n.Func] = ls
+			ls = FindLoops(c.Func(n.FuncID()))
+			loopsOf[n.FuncID()] = ls
 		}
 		if len(ls) > 0 {
 			has[i] = true
@@ -329,7 +329,7 @@ func LoopsText(w io.Writer, c *ContextTree, o ViewOptions) error {
 	fmt.Fprintf(tw, "%s\t%%\t  context / loop\n", name)
 	total := c.Total[col]
 	nHidden, shown := 0, 0
-	mfOf := func(n *CNode) *meta.Func { return &c.table.Funcs[n.Func] }
+	mfOf := func(n *CNode) *meta.Func { return c.Func(n.FuncID()) }
 	var walk func(ids []int) error
 	walk = func(ids []int) error {
 		s := append([]int(nil), ids...)
@@ -364,13 +364,13 @@ func LoopsText(w io.Writer, c *ContextTree, o ViewOptions) error {
 			where := ""
 			switch {
 			case n.CallSite != 0:
-				where = "  @ " + site(n.CallSite, o.Lines)
+				where = "  @ " + site(n.CallSite, c.Debug)
 			case n.Parent >= 0:
 				where = "  (no call site)"
 			}
 			fmt.Fprintf(tw, "%d\t%s\t  %s%s%s\n", n.Excl[col], pct(n.Excl[col], total), strings.Repeat("  ", n.Depth), n.Name, where)
 			shown++
-			ls := loopsOf[n.Func]
+			ls := loopsOf[n.FuncID()]
 			vals, err := c.LoopValues(i, col, ls)
 			if err != nil {
 				return err
@@ -380,7 +380,7 @@ func LoopsText(w io.Writer, c *ContextTree, o ViewOptions) error {
 				l := &ls[k]
 				a := mf.Blocks[l.Header].Addr
 				label := "loop " + hex(a)
-				if loc := o.Lines.At(a); loc != "" {
+				if loc := c.Debug.At(a); loc != "" {
 					label += " at " + loc
 				}
 				fmt.Fprintf(tw, "%d\t%s\t  %s%s, %s\n", vals[k], pct(vals[k], total),

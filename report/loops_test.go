@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"blpp/cct"
+	"blpp/internal/testsupport/golden"
 	"blpp/meta"
 )
 
@@ -59,17 +60,17 @@ func loopsTable() *meta.Table {
 	}
 }
 
-func loopsLines() *LineTable {
-	return &LineTable{rows: []lineRow{
+func loopsLines() *DebugInfo {
+	return pointLines([]lineAt{
 		{0x1000, "/src/main.c", 3}, {0x1004, "/src/main.c", 4}, {0x1008, "/src/main.c", 5}, {0x100c, "/src/main.c", 6},
 		{0x6000, "/src/work.c", 10}, {0x6010, "/src/work.c", 11}, {0x6020, "/src/work.c", 12}, {0x6030, "/src/work.c", 13},
 		{0x6040, "/src/work.c", 14}, {0x6050, "/src/work.c", 16}, {0x6060, "", 0},
-	}}
+	}...)
 }
 
 // loopsSetup returns the context tree of a profile that runs every path
 // of work (from two call sites, two threads merged) and of scan.
-func loopsSetup(t *testing.T) *ContextTree {
+func loopsSetup(t *testing.T) *Model {
 	t.Helper()
 	tab := loopsTable()
 	work, scan := tab.Funcs[lfWork].NumPaths, tab.Funcs[lfScan].NumPaths
@@ -102,7 +103,7 @@ func loopsSetup(t *testing.T) *ContextTree {
 	if err := p.CheckValid(); err != nil {
 		t.Fatalf("the test profile is invalid: %v", err)
 	}
-	c, err := MakeContextTree("loops.blpp", tab, p)
+	c, err := NewModel("loops.blpp", tab, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +149,7 @@ func TestLoopsFind(t *testing.T) {
 
 func TestLoopsGolden(t *testing.T) {
 	c := loopsSetup(t)
+	c.Debug = loopsLines()
 	for _, metric := range []string{"freq", "insns", "tsc"} {
 		t.Run(metric, func(t *testing.T) {
 			col, err := c.Column(metric)
@@ -155,14 +157,14 @@ func TestLoopsGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			if err := LoopsText(&buf, c, ViewOptions{Metric: col, Lines: loopsLines()}); err != nil {
+			if err := LoopsText(&buf, c, ViewOptions{Metric: col}); err != nil {
 				t.Fatal(err)
 			}
 			out := buf.String()
 			if strings.Contains(out, "leaf") {
 				t.Errorf("leaf, which has no loops and no callees, is shown:\n%s", out)
 			}
-			viewGolden(t, "loops-metric-"+metric+".golden", out)
+			golden.CheckString(t, "loops-metric-"+metric+".golden", out)
 		})
 	}
 }
@@ -176,7 +178,7 @@ func TestLoopsLaws(t *testing.T) {
 	for col, column := range c.Columns {
 		for i := range c.Nodes {
 			n := &c.Nodes[i]
-			ls := FindLoops(&c.table.Funcs[n.Func])
+			ls := FindLoops(c.Func(n.FuncID()))
 			vals, err := c.LoopValues(i, col, ls)
 			if err != nil {
 				t.Fatal(err)

@@ -1,8 +1,6 @@
 package report
 
 import (
-	"debug/dwarf"
-	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,7 +9,6 @@ import (
 
 	"blpp/cct"
 	"blpp/meta"
-	"blpp/pathnum"
 )
 
 // PathBlockCount is a block and how often it executed.
@@ -25,6 +22,8 @@ type PathEntry struct {
 	ID     uint64   `json:"id"`
 	Count  uint64   `json:"count"`
 	Blocks []string `json:"blocks"`
+
+	addrs []uint64 // the blocks' addresses
 }
 
 // PathFunc is one function of the report.
@@ -47,9 +46,6 @@ type PathFunc struct {
 	// often it was entered.
 	EntriesCounted bool   `json:"entries_counted,omitempty"`
 	Entries        uint64 `json:"entries,omitempty"`
-
-	blockAddrs []uint64
-	lines      []string
 }
 
 // PathDoc is the `blpp report --format json` document: block and path
@@ -61,346 +57,90 @@ type PathDoc struct {
 	// TotalPaths is the number of path executions in the program.
 	TotalPaths uint64 `json:"total_path_executions"`
 	// Contexts is the calling-context tree, threads merged
-	// (ContextTree.Contexts). MakePaths leaves it empty; `blpp report`
-	// fills it.
+	// (Model.Contexts).
 	Contexts []Context `json:"contexts"`
 	// Runtime is the runtime's statistics from the profile (what took
 	// the slow paths, memory, and any loss: see RuntimeWarnings).
 	Runtime map[string]uint64 `json:"runtime_stats,omitempty"`
 }
 
-// LoadMeta reads the metadata table of an instrumented binary.
-func LoadMeta(path string) (*meta.Table, *elf.File, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	s := f.Section(meta.SectionName)
-	if s == nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: no %s section: not a binary instrumented by blpp rewrite", path, meta.SectionName)
-	}
-	d, err := s.Data()
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %s: %w", path, meta.SectionName, err)
-	}
-	t, err := meta.Decode(d)
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return t, f, nil
+// PathDoc makes the JSON document of the model: per function its block
+// and path counts (paths in id order, those that ran), partial
+// activations and, for a function left uninstrumented, its entries;
+// then the contexts.
+func (m *Model) PathDoc() *PathDoc {
+	d := m.pathDoc()
+	d.Contexts = m.Contexts()
+	return d
 }
 
-// MakePaths builds the report from the metadata and one (merged) profile.
-// Path numbers are expanded to blocks by regenerating each function's
-// Ball-Larus numbering from the stored graph; block counts add every
-// path's count to each block it passes through, plus the executed
-// prefixes of partial paths.
-func MakePaths(binary string, t *meta.Table, p *cct.Profile, lines *LineTable) (*PathDoc, error) {
-	if err := checkMatch(binary, t, p); err != nil {
-		return nil, err
+// pathDoc is PathDoc without the contexts.
+func (m *Model) pathDoc() *PathDoc {
+	d := &PathDoc{Binary: m.Binary, Functions: []PathFunc{}, Contexts: []Context{}, Runtime: m.Stats}
+	for _, x := range m.Metrics {
+		d.Metrics = append(d.Metrics, x.Name)
 	}
-	d := &PathDoc{Binary: binary, Functions: []PathFunc{}, Contexts: []Context{}, Runtime: p.Stats}
-	for _, m := range p.Metrics {
-		d.Metrics = append(d.Metrics, m.Name)
-	}
-	flat := p.Flat()
-	entries := UninstrumentedEntries(t, p)
-	partial := map[uint32]map[[2]int64]uint64{}
-	prefix := map[uint32]map[[2]int64]uint64{} // a fork child's (cct.Thread.Prefixes)
-	for _, th := range p.Threads {
-		byFuncStop(partial, th.Partials)
-		byFuncStop(prefix, th.Prefixes)
-	}
-	for fid := range t.Funcs {
-		mf := &t.Funcs[fid]
+	for _, fid := range m.FuncIDs() {
+		mf := m.Func(fid)
+		fp := m.Profile(fid)
 		pf := PathFunc{Name: mf.Name, Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
 			Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
 		if !mf.Instrumented {
 			pf.EntriesCounted = mf.EntriesCounted
-			pf.Entries = entries[uint32(fid)]
+			pf.Entries = fp.Calls
 			d.Functions = append(d.Functions, pf)
 			continue
 		}
-		num, err := mf.Numbering(t.MaxPaths)
-		if err != nil {
-			return nil, err
-		}
-		counts := make([]uint64, len(mf.Blocks))
-		ids := make([]uint64, 0, len(flat[uint32(fid)]))
-		for id := range flat[uint32(fid)] {
-			ids = append(ids, id)
+		ids := make([]uint64, 0, len(fp.Paths))
+		for id, c := range fp.Paths {
+			if c != 0 {
+				ids = append(ids, id)
+			}
 		}
 		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 		for _, id := range ids {
-			c := flat[uint32(fid)][id].Count
-			if c == 0 {
-				continue
-			}
-			steps, err := num.Regenerate(id)
-			if err != nil {
-				return nil, fmt.Errorf("%s: path %d: %w", mf.Name, id, err)
-			}
-			blocks := pathBlocks(num, steps)
-			pe := PathEntry{ID: id, Count: c}
-			for _, bl := range blocks {
-				counts[bl] += c
+			e, _ := m.ExpandPath(fid, id) // expanded by NewModel
+			pe := PathEntry{ID: id, Count: fp.Paths[id]}
+			for _, bl := range e.Blocks {
 				pe.Blocks = append(pe.Blocks, hex(mf.Blocks[bl].Addr))
+				pe.addrs = append(pe.addrs, mf.Blocks[bl].Addr)
 			}
 			pf.Paths = append(pf.Paths, pe)
-			pf.Executions += c
 		}
-		for key, c := range partial[uint32(fid)] {
-			blocks, known, err := partialBlocks(num, mf, uint32(key[0]), key[1])
-			if err != nil {
-				return nil, err
-			}
-			pf.Partial += c
-			if !known {
-				pf.PartialUnknown += c
-				continue
-			}
-			for _, bl := range blocks {
-				counts[bl] += c
-			}
-		}
-		// Blocks a fork child's live activations ran in the parent: the
-		// child's paths include them, the parent's profile counts them.
-		for key, c := range prefix[uint32(fid)] {
-			blocks, known, err := partialBlocks(num, mf, uint32(key[0]), key[1])
-			if err != nil {
-				return nil, err
-			}
-			if known {
-				for _, bl := range blocks {
-					counts[bl] -= min(counts[bl], c)
-				}
-			}
-		}
+		pf.Executions, pf.Partial, pf.PartialUnknown = fp.Executions, fp.Partial, fp.PartialUnknown
 		for i, bl := range mf.Blocks {
-			pf.Blocks = append(pf.Blocks, PathBlockCount{Addr: hex(bl.Addr), Count: counts[i]})
-			pf.blockAddrs = append(pf.blockAddrs, bl.Addr)
+			pf.Blocks = append(pf.Blocks, PathBlockCount{Addr: hex(bl.Addr), Count: fp.Blocks[i]})
 		}
 		d.TotalPaths += pf.Executions
 		d.Functions = append(d.Functions, pf)
 	}
-	return d, nil
+	return d
 }
 
-// byFuncStop adds partial-shaped entries to m: per function, counts by
-// (stopping block, path register).
-func byFuncStop(m map[uint32]map[[2]int64]uint64, qs []cct.Partial) {
-	for _, q := range qs {
-		if m[q.Func] == nil {
-			m[q.Func] = map[[2]int64]uint64{}
-		}
-		m[q.Func][[2]int64{int64(q.Block), q.Reg}] += q.Count
-	}
-}
-
-// checkMatch refuses a profile of another instrumented binary, or one
-// whose records name functions the binary does not have, or give paths
-// or partial activations to a function it does not instrument. A record
-// of an uninstrumented function whose entries the binary counts holds
-// only its calls (decision 70).
-func checkMatch(binary string, t *meta.Table, p *cct.Profile) error {
-	if len(t.InstrID) > 0 && string(p.BuildID) != string(t.InstrID) {
-		return fmt.Errorf("the profile was written by another instrumented binary (build-id %x), not %s (build-id %x)", p.BuildID, binary, t.InstrID)
-	}
-	if n := len(t.Funcs); n > 0 {
-		instrumented := func(fn uint32) bool { return int(fn) < n && t.Funcs[fn].Instrumented }
-		for _, th := range p.Threads {
-			for _, r := range th.Records {
-				switch {
-				case int(r.Func) >= n:
-					return fmt.Errorf("the profile names function %d, but %s has %d functions", r.Func, binary, n)
-				case !t.Funcs[r.Func].Instrumented && !t.Funcs[r.Func].EntriesCounted:
-					return fmt.Errorf("the profile names function %d (%s), which %s does not instrument and whose entries it does not count", r.Func, t.Funcs[r.Func].Name, binary)
-				case !t.Funcs[r.Func].Instrumented && len(r.Paths) > 0:
-					return fmt.Errorf("the profile gives paths to function %d (%s), which %s does not instrument", r.Func, t.Funcs[r.Func].Name, binary)
-				}
-			}
-			for _, qs := range [][]cct.Partial{th.Partials, th.Prefixes} {
-				for _, q := range qs {
-					if !instrumented(q.Func) {
-						return fmt.Errorf("the profile has a partial path of function %d, which %s does not instrument", q.Func, binary)
-					}
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// UninstrumentedEntries sums, per uninstrumented function, the calls of
-// its records over every thread and context: how often it was entered,
-// where the rewriter counted that (decision 70).
-func UninstrumentedEntries(t *meta.Table, p *cct.Profile) map[uint32]uint64 {
-	out := map[uint32]uint64{}
-	for _, th := range p.Threads {
-		for _, r := range th.Records {
-			if int(r.Func) < len(t.Funcs) && !t.Funcs[r.Func].Instrumented {
-				out[r.Func] += r.Calls
-			}
-		}
-	}
-	return out
-}
-
-// darkLabel says why an uninstrumented function was left out and how
-// often it was entered (decision 70), for the text views.
-func darkLabel(reason string, entries uint64) string {
-	return fmt.Sprintf("uninstrumented (%s), entered %s", reason, plural(entries, "time", "times"))
-}
-
-// blockUnknown is the block of a partial path whose stopping point the
-// runtime did not know (runtime.BlockUnknown).
-const blockUnknown = 0xffffffff
-
-// partialBlocks expands a partial path [DESIGN 6]: the blocks, in order
-// and ending with v, that an activation of mf executed before it stopped
-// at block v with the path register at reg. known is false when they
-// cannot be told: the runtime did not know where the activation stopped
-// (blockUnknown), or (v, reg) is no prefix of a path, because the
-// runtime's idea of where it stopped was stale. Such activations are
-// counted as partial, their blocks are not.
-func partialBlocks(num *pathnum.Numbering, mf *meta.Func, v uint32, reg int64) (blocks []int, known bool, err error) {
-	if v == blockUnknown {
-		return nil, false, nil
-	}
-	if int64(v) >= int64(len(mf.Blocks)) {
-		return nil, false, fmt.Errorf("%s: partial path at block %d: out of range", mf.Name, v)
-	}
-	steps, err := num.Prefix(int(v), reg)
+// MakePaths builds the document of profile p of binary without its
+// contexts: NewModel(binary, t, p, nil).PathDoc(), for callers that need
+// only block and path counts (the corpus oracles).
+func MakePaths(binary string, t *meta.Table, p *cct.Profile, _ *DebugInfo) (*PathDoc, error) {
+	m, err := NewModel(binary, t, p, nil)
 	if err != nil {
-		return nil, false, nil
+		return nil, err
 	}
-	blocks = pathBlocks(num, steps)
-	if len(blocks) == 0 || blocks[len(blocks)-1] != int(v) {
-		blocks = append(blocks, int(v))
-	}
-	return blocks, true, nil
+	return m.pathDoc(), nil
 }
 
-// pathBlocks lists the real blocks a path passes through, in order: the
-// virtual EXIT, and the entry node standing for a pseudo edge ENTRY→w, are
-// left out.
-func pathBlocks(n *pathnum.Numbering, steps []pathnum.Step) []int {
-	nodes := n.Nodes(steps)
-	out := make([]int, 0, len(nodes))
-	for i, v := range nodes {
-		if v == n.Exit {
-			continue
-		}
-		if i == 0 && len(steps) > 0 && steps[0].Pseudo == pathnum.FromEntry {
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
-// PathsJSON writes the document.
-func PathsJSON(w io.Writer, d *PathDoc) error {
+// PathsJSON writes the document of `blpp report --format json`
+// (Model.PathDoc).
+func PathsJSON(w io.Writer, m *Model) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(d)
-}
-
-// LineTable maps addresses of the original code to file:line through the
-// DWARF line tables that stay in the instrumented binary.
-type LineTable struct {
-	rows []lineRow
-}
-
-type lineRow struct {
-	addr uint64
-	file string
-	line int
-}
-
-// NewLineTable reads the line tables of f; nil when f has no DWARF.
-func NewLineTable(f *elf.File) *LineTable {
-	d, err := f.DWARF()
-	if err != nil {
-		return nil
-	}
-	lt := &LineTable{}
-	r := d.Reader()
-	for {
-		e, err := r.Next()
-		if err != nil || e == nil {
-			break
-		}
-		if e.Tag != dwarf.TagCompileUnit {
-			r.SkipChildren()
-			continue
-		}
-		lr, err := d.LineReader(e)
-		if err != nil || lr == nil {
-			continue
-		}
-		var le dwarf.LineEntry
-		for lr.Next(&le) == nil {
-			switch {
-			case le.EndSequence:
-				// Code past a sequence's end has no line (until another
-				// sequence starts there).
-				lt.rows = append(lt.rows, lineRow{addr: le.Address})
-			case le.File != nil:
-				lt.rows = append(lt.rows, lineRow{le.Address, le.File.Name, le.Line})
-			}
-		}
-	}
-	sort.SliceStable(lt.rows, func(i, j int) bool { return lt.rows[i].addr < lt.rows[j].addr })
-	if len(lt.rows) == 0 {
-		return nil
-	}
-	return lt
-}
-
-// At returns "file:line" for addr, or "".
-func (lt *LineTable) At(addr uint64) string {
-	if lt == nil {
-		return ""
-	}
-	i := sort.Search(len(lt.rows), func(i int) bool { return lt.rows[i].addr > addr }) - 1
-	// Several rows may share an address (an end marker and the next
-	// sequence's start): prefer a row with a line.
-	for i > 0 && lt.rows[i].file == "" && lt.rows[i-1].addr == lt.rows[i].addr {
-		i--
-	}
-	if i < 0 || lt.rows[i].file == "" {
-		return ""
-	}
-	return fmt.Sprintf("%s:%d", shortFile(lt.rows[i].file), lt.rows[i].line)
-}
-
-func shortFile(f string) string {
-	for i := len(f) - 1; i >= 0; i-- {
-		if f[i] == '/' {
-			return f[i+1:]
-		}
-	}
-	return f
-}
-
-// writeBlockLine writes one block of an expanded path: its original
-// address and, when the line tables know it, file:line.
-func writeBlockLine(w io.Writer, indent string, addr uint64, lines *LineTable) {
-	if loc := lines.At(addr); loc != "" {
-		fmt.Fprintf(w, "%s%s  %s\n", indent, hex(addr), loc)
-	} else {
-		fmt.Fprintf(w, "%s%s\n", indent, hex(addr))
-	}
+	return enc.Encode(m.PathDoc())
 }
 
 // PathsText writes the hottest paths across the program (function, path
 // id, count, share of all path executions, blocks with file:line) and the
 // per-function totals.
-func PathsText(w io.Writer, d *PathDoc, top int, lines *LineTable) error {
+func PathsText(w io.Writer, m *Model, o ViewOptions) error {
+	d, top, lines := m.pathDoc(), o.Top, m.Debug
 	type hp struct {
 		f *PathFunc
 		p *PathEntry
@@ -425,9 +165,7 @@ func PathsText(w io.Writer, d *PathDoc, top int, lines *LineTable) error {
 	fmt.Fprintf(w, "%s: %d path executions\n\nhottest paths:\n", d.Binary, d.TotalPaths)
 	for i, h := range all {
 		fmt.Fprintf(w, "%3d. %s path %d: %d executions (%.2f%%)\n", i+1, h.f.Name, h.p.ID, h.p.Count, pct(h.p.Count))
-		for _, b := range h.p.Blocks {
-			var a uint64
-			fmt.Sscanf(b, "0x%x", &a)
+		for _, a := range h.p.addrs {
 			writeBlockLine(w, "       ", a, lines)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 // A ProcRow is one procedure (or one source file) of the summary.
 type ProcRow struct {
 	Name         string
-	Func         int    // index in the metadata's functions (procedure rows)
+	Func         FuncID // procedure rows
 	File         string // DWARF file of the entry's line; "" when unknown
 	Procs        int    // procedures (1 for a procedure row)
 	Executed     uint64 // instructions executed
@@ -39,16 +39,16 @@ type Procs struct {
 
 // MakeProcs sums the model per procedure and per source file, both by
 // instructions executed, then name.
-func MakeProcs(m *ExportModel) *Procs {
+func MakeProcs(m *Model) *Procs {
 	s := &Procs{Binary: m.Binary, Total: m.TotalInsns(), FlowOnly: m.FlowOnly}
 	files := map[string]*ProcRow{}
-	for i := range m.Table.Funcs {
-		mf := &m.Table.Funcs[i]
+	for _, i := range m.FuncIDs() {
+		mf := m.Func(i)
 		if !mf.Instrumented {
 			s.Skipped++
 			continue
 		}
-		fp := &m.Funcs[i]
+		fp := m.Profile(i)
 		r := ProcRow{Name: mf.Name, Func: i, Procs: 1, Executed: fp.Insns, Calls: fp.Calls, Blocks: len(mf.Blocks), Instrumented: true}
 		if m.Debug != nil {
 			if lr, ok := m.Debug.LineAt(mf.Entry); ok {

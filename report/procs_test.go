@@ -6,6 +6,8 @@ package report
 import (
 	"bytes"
 	"testing"
+
+	"blpp/internal/testsupport/golden"
 )
 
 func TestProcsGolden(t *testing.T) {
@@ -20,7 +22,7 @@ func TestProcsGolden(t *testing.T) {
 		if flowOnly {
 			name = "procs-flow-only.golden"
 		}
-		exportGolden(t, name, buf.String())
+		golden.CheckString(t, name, buf.String())
 
 		var ex, fex uint64
 		var nb, fnb int

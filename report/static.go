@@ -1,10 +1,7 @@
-// Package report renders blpp's models for people and programs. Each
-// output format is one function (w io.Writer, model, options) error, in
-// the manner of pprof's internal/report.
-//
+package report
+
 // This file renders the static analysis (no profile): `blpp cfg` and
 // `blpp stats`. The JSON schemas are documented in docs/formats.md.
-package report
 
 import (
 	"encoding/json"

@@ -16,7 +16,7 @@ func init() {
 }
 
 // exporters maps --format to the report function writing it.
-var exporters = map[string]func(io.Writer, *report.ExportModel, report.ExportOptions) error{
+var exporters = map[string]func(io.Writer, *report.Model, report.ExportOptions) error{
 	"pprof":       report.ExportPprof,
 	"folded":      report.ExportFolded,
 	"llvm-sample": report.ExportLLVMSample,
@@ -25,7 +25,7 @@ var exporters = map[string]func(io.Writer, *report.ExportModel, report.ExportOpt
 
 // loadModel reads and merges the profiles and lays them over the
 // instrumented binary. The caller closes the returned model's File.
-func loadModel(binary string, profiles []string) (*report.ExportModel, error) {
+func loadModel(binary string, profiles []string) (*report.Model, error) {
 	if binary == "" {
 		return nil, &usageError{"--binary is required: the instrumented binary that wrote the profile"}
 	}
@@ -40,7 +40,7 @@ func loadModel(binary string, profiles []string) (*report.ExportModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := report.NewExportModel(binary, tab, prof, f)
+	m, err := report.NewModel(binary, tab, prof, f)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", profiles[0], err)
@@ -58,7 +58,7 @@ func runExport(c *ctx, args []string) error {
 	if err := c.parse(cmd, fs, args); err != nil {
 		return err
 	}
-	var write func(io.Writer, *report.ExportModel) error
+	var write func(io.Writer, *report.Model) error
 	switch *format {
 	case "json":
 	case "":
@@ -68,7 +68,7 @@ func runExport(c *ctx, args []string) error {
 		if !ok {
 			return &usageError{fmt.Sprintf("--format %q: want pprof, folded, llvm-sample, bolt-fdata or json", *format)}
 		}
-		write = func(w io.Writer, m *report.ExportModel) error { return ex(w, m, report.ExportOptions{Metric: *metric}) }
+		write = func(w io.Writer, m *report.Model) error { return ex(w, m, report.ExportOptions{Metric: *metric}) }
 	}
 	if *format == "pprof" && *out == "" {
 		if f, ok := c.stdout.(*os.File); ok {
@@ -80,44 +80,19 @@ func runExport(c *ctx, args []string) error {
 	// The whole output is made before anything is written, so a refusal
 	// never leaves a partial file.
 	var buf bytes.Buffer
+	m, err := loadModel(*binary, fs.Args())
+	if err != nil {
+		return err
+	}
+	defer m.File.Close()
 	if *format == "json" {
-		if *binary == "" {
-			return &usageError{"--binary is required: the instrumented binary that wrote the profile"}
-		}
-		if len(fs.Args()) == 0 {
-			return &usageError{"want at least one PROFILE argument"}
-		}
-		prof, err := readProfiles(fs.Args())
-		if err != nil {
-			return err
-		}
-		tab, f, err := report.LoadMeta(*binary)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
 		// The document of blpp report --format json, contexts included.
-		d, err := report.MakePaths(*binary, tab, prof, report.NewLineTable(f))
-		if err != nil {
-			return fmt.Errorf("%s: %w", fs.Args()[0], err)
-		}
-		tree, err := report.MakeContextTree(*binary, tab, prof)
-		if err != nil {
-			return fmt.Errorf("%s: %w", fs.Args()[0], err)
-		}
-		d.Contexts = tree.Contexts()
-		if err := report.PathsJSON(&buf, d); err != nil {
-			return err
-		}
+		err = report.PathsJSON(&buf, m)
 	} else {
-		m, err := loadModel(*binary, fs.Args())
-		if err != nil {
-			return err
-		}
-		defer m.File.Close()
-		if err := write(&buf, m); err != nil {
-			return err
-		}
+		err = write(&buf, m)
+	}
+	if err != nil {
+		return err
 	}
 	return writeOutput(c, *out, buf.Bytes())
 }

@@ -166,23 +166,15 @@ func runtimeGOROOT(t *testing.T) string {
 // blpp report --format json.
 func reportInsns(t *testing.T, inst, prof string) uint64 {
 	t.Helper()
-	tab, f, err := report.LoadMeta(inst)
+	m, err := loadModel(inst, []string{prof})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	p, err := readProfiles([]string{prof})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := report.MakePaths(inst, tab, p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer m.File.Close()
 	var sum uint64
-	for i, fn := range d.Functions {
+	for i, fn := range m.PathDoc().Functions {
 		for j, b := range fn.Blocks {
-			sum += b.Count * uint64(tab.Funcs[i].Blocks[j].Insts)
+			sum += b.Count * uint64(m.Table.Funcs[i].Blocks[j].Insts)
 		}
 	}
 	return sum
@@ -357,22 +349,14 @@ func TestEdgeCounts(t *testing.T) {
 		t.Run(src, func(t *testing.T) {
 			dir := t.TempDir()
 			inst, prof, _ := profiled(t, dir, fixture.Build(t, src, gccO2PIE))
-			tab, f, err := report.LoadMeta(inst)
+			m, err := loadModel(inst, []string{prof})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer f.Close()
-			p, err := readProfiles([]string{prof})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := report.NewExportModel(inst, tab, p, f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			defer m.File.Close()
 			checked := 0
-			for fi, mf := range tab.Funcs {
-				fp := &m.Funcs[fi]
+			for fi, mf := range m.Table.Funcs {
+				fp := m.Profile(report.FuncID{Func: uint32(fi)})
 				if !mf.Instrumented || fp.PartialUnknown > 0 {
 					continue
 				}

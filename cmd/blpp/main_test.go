@@ -14,7 +14,6 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -29,9 +28,9 @@ import (
 	"time"
 
 	"blpp/internal/testsupport/fixture"
+	"blpp/internal/testsupport/golden"
+	"blpp/report"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // outcome is what one in-process blpp invocation produced.
 type outcome struct {
@@ -109,27 +108,6 @@ func refusalProblem(o outcome) string {
 	return ""
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
-
 func TestUsage(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -161,7 +139,7 @@ func TestUsage(t *testing.T) {
 			if !strings.HasPrefix(o.stdout, "usage: blpp ") {
 				t.Errorf("stdout does not start with the usage line: %q", o.stdout)
 			}
-			golden(t, tt.golden, o.stdout)
+			golden.CheckString(t, tt.golden, o.stdout)
 		})
 	}
 	// Every command is listed in the top-level usage, and its own help
@@ -551,6 +529,35 @@ func decodeObject(data []byte) (map[string]any, error) {
 	return doc, nil
 }
 
+// decodeChecked decodes one JSON object and checks its top-level keys.
+func decodeChecked(data []byte, keys map[string]jsonKind) (map[string]any, []string) {
+	doc, err := decodeObject(data)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("not one JSON object: %v", err)}
+	}
+	var errs []string
+	checkKeys(&errs, "document", doc, keys)
+	return doc, errs
+}
+
+// checkObjects checks that every element of arr (the array name) is an
+// object with keys, and calls each, when set, with those that are.
+func checkObjects(errs *[]string, name string, arr []any, keys map[string]jsonKind, each func(i int, where string, obj map[string]any)) {
+	for i, v := range arr {
+		where := fmt.Sprintf("%s[%d]", name, i)
+		obj, ok := v.(map[string]any)
+		if !ok {
+			*errs = append(*errs, fmt.Sprintf("%s is %T, want object", where, v))
+			continue
+		}
+		n := len(*errs)
+		checkKeys(errs, where, obj, keys)
+		if len(*errs) == n && each != nil {
+			each(i, where, obj)
+		}
+	}
+}
+
 func num(v any) int64 {
 	n, _ := v.(json.Number).Int64()
 	return n
@@ -566,30 +573,14 @@ var statsFuncKeys = map[string]jsonKind{
 // statsSchemaErrors decodes a `blpp stats --json` document and lists every
 // way it departs from the documented schema.
 func statsSchemaErrors(data []byte) (map[string]any, []string) {
-	doc, err := decodeObject(data)
-	if err != nil {
-		return nil, []string{fmt.Sprintf("not one JSON object: %v", err)}
-	}
-	var errs []string
-	checkKeys(&errs, "document", doc, map[string]jsonKind{"binary": jString, "functions": jArray, "summary": jObject})
+	doc, errs := decodeChecked(data, map[string]jsonKind{"binary": jString, "functions": jArray, "summary": jObject})
 	if len(errs) > 0 {
 		return doc, errs
 	}
 	funcs := doc["functions"].([]any)
 	instrumentable := 0
-	for i, fv := range funcs {
-		f, ok := fv.(map[string]any)
-		if !ok {
-			errs = append(errs, fmt.Sprintf("functions[%d] is %T, want object", i, fv))
-			continue
-		}
-		where := fmt.Sprintf("functions[%d]", i)
-		n := len(errs)
-		checkKeys(&errs, where, f, statsFuncKeys)
-		if len(errs) > n {
-			continue
-		}
-		where = fmt.Sprintf("functions[%d] (%s)", i, f["name"])
+	checkObjects(&errs, "functions", funcs, statsFuncKeys, func(_ int, where string, f map[string]any) {
+		where = fmt.Sprintf("%s (%s)", where, f["name"])
 		if f["name"] == "" {
 			errs = append(errs, where+": empty name")
 		}
@@ -614,7 +605,7 @@ func statsSchemaErrors(data []byte) (map[string]any, []string) {
 		if f["paths"] != nil && num(f["paths"]) < 1 {
 			errs = append(errs, fmt.Sprintf("%s: %v paths", where, f["paths"]))
 		}
-	}
+	})
 	sum := doc["summary"].(map[string]any)
 	n := len(errs)
 	checkKeys(&errs, "summary", sum, map[string]jsonKind{"functions": jInt, "instrumentable": jInt})
@@ -643,41 +634,18 @@ var (
 // cfgSchemaErrors checks a `blpp cfg --format json` document against the
 // fields the CFG model documents, and decodes it.
 func cfgSchemaErrors(data []byte) (*cfgDoc, []string) {
-	doc, err := decodeObject(data)
-	if err != nil {
-		return nil, []string{fmt.Sprintf("not one JSON object: %v", err)}
-	}
-	var errs []string
-	checkKeys(&errs, "document", doc, map[string]jsonKind{"binary": jString, "functions": jArray})
+	doc, errs := decodeChecked(data, map[string]jsonKind{"binary": jString, "functions": jArray})
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	for i, fv := range doc["functions"].([]any) {
-		f, ok := fv.(map[string]any)
-		if !ok {
-			errs = append(errs, fmt.Sprintf("functions[%d] is %T", i, fv))
-			continue
-		}
-		where := fmt.Sprintf("functions[%d]", i)
-		n := len(errs)
-		checkKeys(&errs, where, f, cfgFuncKeys)
-		if len(errs) > n {
-			continue
-		}
+	checkObjects(&errs, "functions", doc["functions"].([]any), cfgFuncKeys, func(_ int, where string, f map[string]any) {
 		for _, part := range []struct {
 			key  string
 			want map[string]jsonKind
 		}{{"blocks", cfgBlockKeys}, {"edges", cfgEdgeKeys}, {"loops", cfgLoopKeys}, {"jump_tables", cfgTableKeys}} {
-			for j, v := range f[part.key].([]any) {
-				o, ok := v.(map[string]any)
-				if !ok {
-					errs = append(errs, fmt.Sprintf("%s.%s[%d] is %T", where, part.key, j, v))
-					continue
-				}
-				checkKeys(&errs, fmt.Sprintf("%s (%s).%s[%d]", where, f["name"], part.key, j), o, part.want)
-			}
+			checkObjects(&errs, fmt.Sprintf("%s (%s).%s", where, f["name"], part.key), f[part.key].([]any), part.want, nil)
 		}
-	}
+	})
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -689,63 +657,16 @@ func cfgSchemaErrors(data []byte) (*cfgDoc, []string) {
 }
 
 // The CFG document as this test reads it, once cfgSchemaErrors has checked
-// that every field below is present with the right type.
-type cfgDoc struct {
-	Binary    string    `json:"binary"`
-	Functions []cfgFunc `json:"functions"`
-}
-
-type cfgFunc struct {
-	Name           string     `json:"name"`
-	Entry          string     `json:"entry"`
-	Size           uint64     `json:"size"`
-	Fragments      []string   `json:"fragments"`
-	Instrumentable bool       `json:"instrumentable"`
-	Paths          *uint64    `json:"paths"`
-	Blocks         []cfgBlock `json:"blocks"`
-	Edges          []cfgEdge  `json:"edges"`
-	Loops          []cfgLoop  `json:"loops"`
-	Tables         []cfgTable `json:"jump_tables"`
-}
-
-type cfgBlock struct {
-	ID        int    `json:"id"`
-	Addr      string `json:"addr"`
-	End       string `json:"end"`
-	Insts     int    `json:"insts"`
-	LoopDepth int    `json:"loop_depth"`
-}
-
-type cfgEdge struct {
-	ID       int    `json:"id"`
-	From     int    `json:"from"`
-	To       int    `json:"to"` // -1: EXIT
-	Kind     string `json:"kind"`
-	Target   string `json:"target"`
-	Backedge bool   `json:"backedge"`
-	Broken   bool   `json:"broken"`
-	Val      uint64 `json:"val"`
-	Inc      int64  `json:"inc"`
-	ExitInc  int64  `json:"exit_inc"`  // omitted when 0
-	EntryInc int64  `json:"entry_inc"` // omitted when 0
-}
-
-type cfgLoop struct {
-	Header      int   `json:"header"`
-	Blocks      []int `json:"blocks"`
-	Backedges   []int `json:"backedges"`
-	Parent      int   `json:"parent"`
-	Depth       int   `json:"depth"`
-	Irreducible bool  `json:"irreducible"`
-}
-
-type cfgTable struct {
-	Jump     string   `json:"jump"`
-	Table    string   `json:"table"`
-	Entries  int      `json:"entries"`
-	Relative bool     `json:"relative"`
-	Targets  []string `json:"targets"`
-}
+// its fields against the schema the test states (cfgFuncKeys and the
+// rest): the report's own types.
+type (
+	cfgDoc   = report.CFGDoc
+	cfgFunc  = report.CFGFunc
+	cfgBlock = report.CFGBlock
+	cfgEdge  = report.CFGEdge
+	cfgLoop  = report.CFGLoop
+	cfgTable = report.CFGTable
+)
 
 // mustRun runs a command line that must succeed.
 func mustRun(t *testing.T, args ...string) string {
@@ -767,7 +688,8 @@ func cfgJSON(t *testing.T, args ...string) *cfgDoc {
 	return d
 }
 
-func (d *cfgDoc) fn(t *testing.T, name string) *cfgFunc {
+// cfgFuncNamed returns the function of d with that name.
+func cfgFuncNamed(t *testing.T, d *cfgDoc, name string) *cfgFunc {
 	t.Helper()
 	for i := range d.Functions {
 		if d.Functions[i].Name == name {
@@ -1331,7 +1253,7 @@ func TestLoops(t *testing.T) {
 				if !ok {
 					continue
 				}
-				f := d.fn(t, name)
+				f := cfgFuncNamed(t, d, name)
 				sawNested3 = sawNested3 || name == "nested3"
 				var depths []int
 				for _, l := range f.Loops {
@@ -1578,7 +1500,7 @@ func TestCheckers(t *testing.T) {
 	}
 
 	d := cfgJSON(t, bin, "--func", "^nested3$")
-	f := d.fn(t, "nested3")
+	f := cfgFuncNamed(t, d, "nested3")
 	if err := pathLaw(f); err != nil {
 		t.Fatalf("unchanged nested3: %v", err)
 	}

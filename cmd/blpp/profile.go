@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
 
 	"blpp/cct"
-	"blpp/meta"
 	"blpp/report"
 )
 
@@ -112,77 +110,58 @@ func runReport(c *ctx, args []string) error {
 	for _, w := range report.RuntimeWarnings(prof.Stats) {
 		fmt.Fprintf(c.stderr, "blpp: warning: %s\n", w)
 	}
-	lines := report.NewLineTable(f)
-	if *htmlOut != "" || (*format == "text" && (*view == "hot" || *view == "procs")) {
-		return reportMore(c, *binary, tab, prof, f, lines, *view, *metric, *hotShare, *asm, *htmlOut, fs.Args()[0])
-	}
-	if *format == "text" && *view == "paths" && *context == "" {
-		d, err := report.MakePaths(*binary, tab, prof, lines)
-		if err != nil {
-			return fmt.Errorf("%s: %w", fs.Args()[0], err)
-		}
-		return report.PathsText(c.stdout, d, *top, lines)
-	}
-	tree, err := report.MakeContextTree(*binary, tab, prof)
+	m, err := report.NewModel(*binary, tab, prof, f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Args()[0], err)
 	}
-	if *format == "json" {
-		d, err := report.MakePaths(*binary, tab, prof, lines)
-		if err != nil {
-			return fmt.Errorf("%s: %w", fs.Args()[0], err)
-		}
-		d.Contexts = tree.Contexts()
-		return report.PathsJSON(c.stdout, d)
+	if *htmlOut != "" || (*format == "text" && (*view == "hot" || *view == "procs")) {
+		return reportMore(c, m, *view, *metric, *hotShare, *asm, *htmlOut)
 	}
-	o := report.ViewOptions{Top: *top, All: *all, Lines: lines}
+	if *format == "json" {
+		return report.PathsJSON(c.stdout, m)
+	}
+	o := report.ViewOptions{Top: *top, All: *all}
+	if *format == "text" && *view == "paths" && *context == "" {
+		return report.PathsText(c.stdout, m, o)
+	}
 	if *metric != "" {
-		if o.Metric, err = tree.Column(*metric); err != nil {
+		if o.Metric, err = m.Column(*metric); err != nil {
 			return &usageError{fmt.Sprintf("--metric: %v", err)}
 		}
 	}
 	switch {
 	case *context != "":
-		ids, err := tree.Match(*context)
+		ids, err := m.Match(*context)
 		if err != nil {
 			return &usageError{fmt.Sprintf("--context: %v", err)}
 		}
 		if len(ids) == 0 {
 			return fmt.Errorf("--context %s: no context's chain of functions ends so (--view tree lists them)", *context)
 		}
-		return report.ContextPathsText(c.stdout, tree, ids, *context, o)
+		return report.ContextPathsText(c.stdout, m, ids, *context, o)
 	case *view == "tree":
-		return report.TreeText(c.stdout, tree, o)
+		return report.TreeText(c.stdout, m, o)
 	case *view == "callers":
-		return report.CallersText(c.stdout, tree, o)
+		return report.CallersText(c.stdout, m, o)
 	case *view == "loops":
-		return report.LoopsText(c.stdout, tree, o)
+		return report.LoopsText(c.stdout, m, o)
 	}
-	return report.FlatText(c.stdout, tree, o)
+	return report.FlatText(c.stdout, m, o)
 }
 
 // reportMore writes the hot and procs views and the HTML page.
-func reportMore(c *ctx, binary string, tab *meta.Table, prof *cct.Profile, f *elf.File, lines *report.LineTable,
-	view, metric string, share float64, asm bool, htmlOut, first string) error {
-	m, err := report.NewExportModel(binary, tab, prof, f)
-	if err != nil {
-		return fmt.Errorf("%s: %w", first, err)
-	}
+func reportMore(c *ctx, m *report.Model, view, metric string, share float64, asm bool, htmlOut string) error {
 	if htmlOut == "" && view == "procs" {
 		return report.ProcsText(c.stdout, report.MakeProcs(m))
 	}
-	tree, err := report.MakeContextTree(binary, tab, prof)
-	if err != nil {
-		return fmt.Errorf("%s: %w", first, err)
-	}
-	h, err := report.MakeHotPaths(tree, metric, share)
+	h, err := report.MakeHotPaths(m, metric, share)
 	if err != nil {
 		return &usageError{fmt.Sprintf("--metric: %v", err)}
 	}
 	if htmlOut == "" {
-		return report.HotText(c.stdout, h, report.HotOptions{Lines: lines, File: f, Asm: asm})
+		return report.HotText(c.stdout, h, report.HotOptions{Asm: asm})
 	}
-	o := report.HTMLOptions{Hot: h, Lines: lines}
+	o := report.HTMLOptions{Hot: h}
 	if dot, err := exec.LookPath("dot"); err == nil {
 		o.Render = func(in []byte) ([]byte, error) {
 			cmd := exec.Command(dot, "-Tsvg")

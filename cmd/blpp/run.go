@@ -152,10 +152,9 @@ func writeRunReportTo(w io.Writer, inst, profPath string, top int) error {
 	for _, m := range report.RuntimeWarnings(prof.Stats) {
 		fmt.Fprintf(w, "blpp: warning: %s\n", m)
 	}
-	lines := report.NewLineTable(f)
-	d, err := report.MakePaths(inst, tab, prof, lines)
+	m, err := report.NewModel(inst, tab, prof, f)
 	if err != nil {
 		return err
 	}
-	return report.PathsText(w, d, top, lines)
+	return report.PathsText(w, m, report.ViewOptions{Top: top})
 }

@@ -152,7 +152,7 @@ func runProfiledCFG(c *ctx, binary string, profiles []string, re, format string,
 	if re == "" {
 		ran := funcs[:0]
 		for _, fn := range funcs {
-			if m.Funcs[fn].Insns > 0 {
+			if m.Profile(fn).Insns > 0 {
 				ran = append(ran, fn)
 			}
 		}
@@ -164,5 +164,5 @@ func runProfiledCFG(c *ctx, binary string, profiles []string, re, format string,
 		}
 		return fmt.Errorf("no function of %s ran in the profile", binary)
 	}
-	return report.CFGProfileDot(c.stdout, m, funcs, report.CFGProfileOptions{Share: share, Lines: report.NewLineTable(m.File)})
+	return report.CFGProfileDot(c.stdout, m, funcs, report.CFGProfileOptions{Share: share})
 }

@@ -3,15 +3,18 @@ package report
 import (
 	"debug/dwarf"
 	"debug/elf"
+	"fmt"
+	"io"
 	"sort"
 	"strings"
 )
 
-// DebugInfo is what the exporters need from the DWARF of the original
-// binary, which stays in the instrumented copy [DESIGN 12]: the line
-// table as address ranges (with discriminators), and the tree of
+// DebugInfo is the one reader of the DWARF of the original binary, which
+// stays in the instrumented copy [DESIGN 12], for every view and export:
+// the line table as address ranges (with discriminators), and the tree of
 // subprograms and inlined subroutines with their address ranges, names and
-// declaration lines [DWARF5 3.3, 3.3.8, 6.2].
+// declaration lines [DWARF5 3.3, 3.3.8, 6.2]. A nil *DebugInfo knows no
+// lines: its methods return nothing.
 type DebugInfo struct {
 	rows   []LineRange // sorted by Addr, disjoint
 	scopes []*Scope    // concrete subprograms; see at
@@ -370,4 +373,71 @@ func (di *DebugInfo) Subprogram(addr uint64) *Scope {
 		return fs[0]
 	}
 	return nil
+}
+
+// At returns "file:line" for addr (the file's base name), or "".
+func (di *DebugInfo) At(addr uint64) string {
+	r, ok := di.LineAt(addr)
+	if !ok || r.File == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", shortFile(r.File), r.Line)
+}
+
+// Span returns the lines of the code in [lo, hi): "f.c:3-7" when they
+// are in one file, the files' spans joined by ", " otherwise; "" when the
+// tables know none.
+func (di *DebugInfo) Span(lo, hi uint64) string {
+	if di == nil || hi <= lo {
+		return ""
+	}
+	type span struct {
+		file   string
+		lo, hi int
+	}
+	var spans []span
+	add := func(r LineRange) {
+		if r.File == "" || r.Line == 0 {
+			return
+		}
+		for k := range spans {
+			if spans[k].file == r.File {
+				spans[k].lo = min(spans[k].lo, r.Line)
+				spans[k].hi = max(spans[k].hi, r.Line)
+				return
+			}
+		}
+		spans = append(spans, span{r.File, r.Line, r.Line})
+	}
+	for _, r := range di.Rows(lo, hi) {
+		add(r)
+	}
+	var parts []string
+	for _, s := range spans {
+		if s.lo == s.hi {
+			parts = append(parts, fmt.Sprintf("%s:%d", shortFile(s.file), s.lo))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s:%d-%d", shortFile(s.file), s.lo, s.hi))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func shortFile(f string) string {
+	for i := len(f) - 1; i >= 0; i-- {
+		if f[i] == '/' {
+			return f[i+1:]
+		}
+	}
+	return f
+}
+
+// writeBlockLine writes one block of an expanded path: its original
+// address and, when the line tables know it, file:line.
+func writeBlockLine(w io.Writer, indent string, addr uint64, lines *DebugInfo) {
+	if loc := lines.At(addr); loc != "" {
+		fmt.Fprintf(w, "%s%s  %s\n", indent, hex(addr), loc)
+	} else {
+		fmt.Fprintf(w, "%s%s\n", indent, hex(addr))
+	}
 }

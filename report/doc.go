@@ -1,0 +1,65 @@
+// Package report renders blpp's profiles for people and programs, in the
+// manner of pprof: the profile laid over the metadata of the binary that
+// wrote it is one validated model, and every view and export is one
+// function (w io.Writer, model, options) error.
+//
+// # The model
+//
+// NewModel builds a Model from one profile (runs and threads merged by
+// cct.Merge and cct.FoldThreads) and the metadata table (package meta)
+// of the instrumented binary, with the DWARF and symbols of its ELF file.
+// It holds
+//
+//   - Modules: the instrumented objects of the process, each with its
+//     metadata, per-function counts (FuncProfile: block, edge and path
+//     counts, partial activations, calls, instructions) and DWARF. Today
+//     there is one, the executable; a function is named by FuncID{Module,
+//     Func} everywhere in the model, so shared libraries are further
+//     modules, not a new model [DESIGN 13].
+//   - Nodes: the calling contexts (CNode), threads merged, each with its
+//     paths (CPath), exclusive and inclusive values per metric Column
+//     (the profile's metrics and the derived insns).
+//   - Stacks: one per context, the frames the exporters write.
+//
+// Every path number and every partial path (stopping block, path
+// register) is expanded to blocks, edges and instructions by
+// meta.Table.ExpandPath and ExpandPartial, once per table; nothing in
+// this package regenerates paths itself. DebugInfo is the one reader of
+// DWARF lines and inline frames.
+//
+// # Views and exports
+//
+//	blpp report --view paths     PathsText
+//	blpp report --format json    PathsJSON (Model.PathDoc; docs/formats.md)
+//	blpp report --view tree      TreeText
+//	blpp report --view callers   CallersText (Model.Callers)
+//	blpp report --view flat      FlatText (Model.Flat)
+//	blpp report --context C      ContextPathsText (Model.Match)
+//	blpp report --view loops     LoopsText (FindLoops per function)
+//	blpp report --view hot       HotText (MakeHotPaths)
+//	blpp report --view procs     ProcsText (MakeProcs)
+//	blpp report --html           HTML (hot paths, procedures, tree, CFGs)
+//	blpp annotate                Annotate
+//	blpp coverage                CoverageText, CoverageLcov (MakeCoverage)
+//	blpp cfg --profile           CFGProfileDot
+//	blpp diff                    DiffText (MakeDiff of two models)
+//	blpp export --format pprof   ExportPprof (MakePprof)
+//	  llvm-sample                ExportLLVMSample
+//	  bolt-fdata                 ExportBoltFdata
+//	  folded                     ExportFolded
+//	  json                       PathsJSON
+//
+// The static views (no profile) read analysis results: StatsText,
+// StatsJSON (blpp stats), CFGText, CFGJSON, CFGDot (blpp cfg).
+//
+// # What it trusts
+//
+// The profile must be valid (cct.Profile.CheckValid; the reader and
+// Merge return only such profiles). NewModel checks it against the
+// metadata and refuses, with an error naming what is wrong, a profile of
+// another instrumented binary, function indices, call sites, path ids or
+// partial blocks the metadata does not have, and instruction counts that
+// overflow 64 bits. The metadata is trusted as meta.Decode returns it.
+// DWARF is not: unreadable parts are skipped and the reports fall back
+// to addresses.
+package report

@@ -1,0 +1,288 @@
+package report
+
+// This file builds the per-function and per-stack part of the model,
+// which the exporters (pprof, folded stacks, LLVM sample profiles, BOLT
+// fdata), coverage, annotate and diff read: every path of every
+// calling-context record expanded into blocks and edges of the original
+// binary. The formats are documented in docs/formats.md.
+
+import (
+	"debug/elf"
+	"sort"
+
+	"blpp/cct"
+	"blpp/meta"
+)
+
+// FuncProfile holds the counts of one function over every context.
+type FuncProfile struct {
+	Blocks []uint64 // executions of each block (meta.Func.Blocks)
+	// Edges counts traversals of each edge (meta.Func.Edges): DAG edges
+	// of completed and partial paths, and backedges (and broken edges)
+	// once for each path that ended on them.
+	Edges []uint64
+	// Paths maps path number → completed executions.
+	Paths      map[uint64]uint64
+	Executions uint64 // completed paths
+	Partial    uint64 // activations that stopped without a path end
+	// PartialUnknown counts those of them whose executed prefix is not
+	// known (not in Blocks and Edges).
+	PartialUnknown uint64
+	Calls          uint64 // activations (records' Calls)
+	Insns          uint64 // instructions executed: Σ block count × block instructions
+	Metrics        []uint64
+}
+
+// ProfileStack is one calling context.
+type ProfileStack struct {
+	// Frames, leaf first. The leaf's Addr is its function's entry; a
+	// caller's Addr is the call instruction that led to the frame below
+	// (or the caller's entry when the call site is not known).
+	Frames  []StackFrame
+	Count   uint64   // completed paths ("freq")
+	Calls   uint64   // activations
+	Insns   uint64   // instructions executed in this context (callees excluded)
+	Metrics []uint64 // sums of Metrics[1:], callees excluded
+}
+
+// StackFrame is one frame of a ProfileStack.
+type StackFrame struct {
+	Func FuncID
+	Addr uint64 // original address
+}
+
+// ExportOptions are the options shared by the exporters.
+type ExportOptions struct {
+	// Metric names the value folded stacks carry: "insns" (default),
+	// "count" (or "freq"), "calls", or a metric of the profile.
+	Metric string
+}
+
+// buildFuncs sums the folded profile (one thread) per function and per
+// stack. Records of uninstrumented functions (decision 70) have calls
+// and no paths: their stacks carry calls only, and their callbacks'
+// stacks pass through them.
+func (m *Model) buildFuncs(folded *cct.Profile) error {
+	t := m.Table
+	nm := len(folded.Metrics) - 1
+	funcs := make([]FuncProfile, len(t.Funcs))
+	m.Modules[0].Funcs = funcs
+	for i := range t.Funcs {
+		mf := &t.Funcs[i]
+		if !mf.Instrumented {
+			continue
+		}
+		funcs[i] = FuncProfile{Blocks: make([]uint64, len(mf.Blocks)), Edges: make([]uint64, len(mf.Edges)),
+			Paths: map[uint64]uint64{}, Metrics: make([]uint64, nm)}
+	}
+	var recs []cct.Record
+	var parts, prefixes []cct.Partial
+	if len(folded.Threads) > 0 {
+		recs = folded.Threads[0].Records
+		parts = folded.Threads[0].Partials
+		prefixes = folded.Threads[0].Prefixes
+	}
+	for ri := range recs {
+		r := &recs[ri]
+		fp := &funcs[r.Func]
+		st := ProfileStack{Frames: m.frames(recs, ri), Calls: r.Calls, Metrics: make([]uint64, nm)}
+		fp.Calls = satAdd(fp.Calls, r.Calls)
+		for _, path := range r.Paths {
+			e, err := t.ExpandPath(r.Func, path.ID)
+			if err != nil {
+				return err
+			}
+			c := path.Count
+			addExpansion(fp, e, c)
+			fp.Paths[path.ID] = satAdd(fp.Paths[path.ID], c)
+			fp.Executions = satAdd(fp.Executions, c)
+			st.Count = satAdd(st.Count, c)
+			st.Insns = satAdd(st.Insns, satMul(e.Insns, c))
+			for j, v := range path.Metrics {
+				st.Metrics[j] = satAdd(st.Metrics[j], v)
+				fp.Metrics[j] = satAdd(fp.Metrics[j], v)
+			}
+		}
+		m.Stacks = append(m.Stacks, st)
+	}
+	orphan := map[FuncID]int{} // function → stack of its partials without a record
+	for qi := range parts {
+		q := &parts[qi]
+		fp := &funcs[q.Func]
+		fp.Partial = satAdd(fp.Partial, q.Count)
+		e, err := expandPartial(t, q)
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			fp.PartialUnknown = satAdd(fp.PartialUnknown, q.Count)
+			continue // stopping block unknown: counted, not expanded
+		}
+		addExpansion(fp, e, q.Count)
+		si := -1
+		if q.Record >= 0 && q.Record < len(recs) {
+			si = q.Record
+		} else if k, ok := orphan[exe(q.Func)]; ok {
+			si = k
+		} else {
+			si = len(m.Stacks)
+			orphan[exe(q.Func)] = si
+			m.Stacks = append(m.Stacks, ProfileStack{Frames: []StackFrame{{exe(q.Func), t.Funcs[q.Func].Entry}}, Metrics: make([]uint64, nm)})
+		}
+		m.Stacks[si].Insns = satAdd(m.Stacks[si].Insns, satMul(e.Insns, q.Count))
+	}
+	// A fork child's prefixes ran in the parent (cct.Thread.Prefixes).
+	for qi := range prefixes {
+		q := &prefixes[qi]
+		if int(q.Func) >= len(funcs) || funcs[q.Func].Blocks == nil {
+			continue
+		}
+		e, err := expandPartial(t, q)
+		if err != nil {
+			return err
+		}
+		if e != nil {
+			subExpansion(&funcs[q.Func], e, q.Count)
+		}
+	}
+	for i := range funcs {
+		fp := &funcs[i]
+		for b, c := range fp.Blocks {
+			fp.Insns = satAdd(fp.Insns, satMul(c, uint64(t.Funcs[i].Blocks[b].Insts)))
+		}
+	}
+	return nil
+}
+
+// frames lists the frames of record ri, leaf first.
+func (m *Model) frames(recs []cct.Record, ri int) []StackFrame {
+	r := &recs[ri]
+	out := []StackFrame{{exe(r.Func), m.Table.Funcs[r.Func].Entry}}
+	for depth := 0; r.Parent >= 0 && r.Parent < ri && depth < len(recs); depth++ {
+		parent := &recs[r.Parent]
+		out = append(out, StackFrame{exe(parent.Func), m.CallSiteAddr(exe(parent.Func), r.CallSite)})
+		ri = r.Parent
+		r = parent
+	}
+	return out
+}
+
+// CallSiteAddr is the original address of call site cs of function fn:
+// a record's CallSite is the caller's local call-site index plus one, 0
+// when not known; an unknown site gives the caller's entry.
+func (m *Model) CallSiteAddr(fn FuncID, cs uint32) uint64 {
+	f := m.Func(fn)
+	if cs == 0 || int(cs) > len(f.CallSites) {
+		return f.Entry
+	}
+	return f.CallSites[cs-1]
+}
+
+// SymbolAt names the function holding addr as the ELF symbol tables do,
+// with addr's offset from the symbol: foo.cold fragments keep their own
+// symbol. Code without a symbol falls back to the metadata's function.
+func (m *Model) SymbolAt(addr uint64) (string, uint64, bool) {
+	if name, off, ok := m.Symbols.Lookup(addr); ok {
+		return name, off, true
+	}
+	for _, id := range m.FuncIDs() {
+		f := m.Func(id)
+		if addr >= f.Entry && addr-f.Entry < f.Size {
+			return f.Name, addr - f.Entry, true
+		}
+	}
+	return "", 0, false
+}
+
+// TotalInsns is the number of instructions the profile counts.
+func (m *Model) TotalInsns() uint64 {
+	var s uint64
+	for _, id := range m.FuncIDs() {
+		s = satAdd(s, m.Profile(id).Insns)
+	}
+	return s
+}
+
+// addExpansion adds c runs of e to fp's block and edge counts.
+func addExpansion(fp *FuncProfile, e *meta.Expansion, c uint64) {
+	for _, b := range e.Blocks {
+		fp.Blocks[b] = satAdd(fp.Blocks[b], c)
+	}
+	for _, k := range e.Edges {
+		fp.Edges[k] = satAdd(fp.Edges[k], c)
+	}
+}
+
+// subExpansion takes a fork prefix's blocks and edges away
+// (cct.Thread.Prefixes), never below zero.
+func subExpansion(fp *FuncProfile, e *meta.Expansion, c uint64) {
+	for _, b := range e.Blocks {
+		fp.Blocks[b] -= min(fp.Blocks[b], c)
+	}
+	for _, k := range e.Edges {
+		fp.Edges[k] -= min(fp.Edges[k], c)
+	}
+}
+
+// expandPartial expands the executed prefix of partial path q
+// (meta.Table.ExpandPartial): nil when the runtime did not know where the
+// activation stopped (cct.BlockUnknown) or the pair names no prefix.
+func expandPartial(t *meta.Table, q *cct.Partial) (*meta.Expansion, error) {
+	if q.Block == cct.BlockUnknown {
+		return nil, nil
+	}
+	return t.ExpandPartial(q.Func, q.Block, q.Reg)
+}
+
+// Symbols are the function symbols of an ELF file (.symtab and .dynsym).
+type Symbols struct {
+	syms []elfSym // sorted by addr; sized function symbols
+}
+
+type elfSym struct {
+	name       string
+	addr, size uint64
+	global     bool
+}
+
+// NewSymbols reads f's function symbols.
+func NewSymbols(f *elf.File) *Symbols {
+	s := &Symbols{}
+	seen := map[[2]uint64]bool{}
+	add := func(ss []elf.Symbol) {
+		for _, y := range ss {
+			if elf.ST_TYPE(y.Info) != elf.STT_FUNC || y.Size == 0 || y.Value == 0 || y.Section == elf.SHN_UNDEF {
+				continue
+			}
+			k := [2]uint64{y.Value, y.Size}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			s.syms = append(s.syms, elfSym{y.Name, y.Value, y.Size, elf.ST_BIND(y.Info) != elf.STB_LOCAL})
+		}
+	}
+	if ss, err := f.Symbols(); err == nil {
+		add(ss)
+	}
+	if ss, err := f.DynamicSymbols(); err == nil {
+		add(ss)
+	}
+	sort.SliceStable(s.syms, func(i, j int) bool { return s.syms[i].addr < s.syms[j].addr })
+	return s
+}
+
+// Lookup returns the function symbol holding addr and addr's offset in it.
+func (s *Symbols) Lookup(addr uint64) (string, uint64, bool) {
+	if s == nil {
+		return "", 0, false
+	}
+	i := sort.Search(len(s.syms), func(i int) bool { return s.syms[i].addr > addr }) - 1
+	for k := i; k >= 0 && k > i-8; k-- {
+		y := &s.syms[k]
+		if addr >= y.addr && addr-y.addr < y.size {
+			return y.name, addr - y.addr, true
+		}
+	}
+	return "", 0, false
+}

@@ -1,0 +1,315 @@
+package report
+
+// This file is the report model: one (merged) profile laid over the
+// metadata of the instrumented binary, built once by NewModel, which
+// every view and export reads (doc.go lists them).
+
+import (
+	"debug/elf"
+	"fmt"
+	"math/bits"
+	"strings"
+
+	"blpp/cct"
+	"blpp/meta"
+)
+
+// MetricInsns is the derived metric: instructions executed, from block
+// counts times each block's instruction count in the metadata. Exact, and
+// available on machines without a PMU.
+const MetricInsns = "insns"
+
+// A Column is one metric of the model: a metric of the profile, in its
+// order, or the derived insns (last).
+type Column struct {
+	Name    string
+	Kind    cct.MetricKind
+	Derived bool // computed by the report from block counts (insns)
+}
+
+// Label names the column for a header line, saying what its values are
+// when they are not what the name suggests.
+func (c Column) Label() string {
+	switch {
+	case c.Derived:
+		return c.Name + " (derived: instructions of the executed blocks)"
+	case c.Name == cct.FreqMetric:
+		return c.Name + " (path executions)"
+	case c.Kind == cct.MetricFallback && c.Name == "tsc":
+		// The runtime's one fallback [DESIGN 8].
+		return "tsc (fallback for cycles)"
+	case c.Kind == cct.MetricFallback:
+		return c.Name + " (fallback)"
+	case c.Kind == cct.MetricUnavailable:
+		return c.Name + " (unavailable: not measured, all 0)"
+	}
+	return c.Name
+}
+
+// Unit is what the column counts, for totals.
+func (c Column) Unit() string {
+	switch {
+	case c.Derived:
+		return "instructions"
+	case c.Name == cct.FreqMetric:
+		return "path executions"
+	case c.Name == "tsc":
+		return "ticks"
+	}
+	return c.Name
+}
+
+// A CNode is one calling context: a procedure reached through one chain of
+// call sites, the records of every thread with that chain merged.
+// A Module is one instrumented object of the process: today the
+// executable only (Model.Modules[0]); shared libraries will be further
+// modules [DESIGN 13]. A function is identified by (module, function):
+// FuncID.
+type Module struct {
+	// Path is the instrumented binary the metadata was read from.
+	Path string
+	// BuildID is the instrumentation's id (meta.Table.InstrID), which the
+	// profile names.
+	BuildID []byte
+	Table   *meta.Table
+	// Funcs holds the counts of each function of Table.Funcs, by index.
+	Funcs []FuncProfile
+	// Debug is the DWARF of the module's original code (nil without),
+	// Symbols its ELF function symbols, File the ELF file.
+	Debug   *DebugInfo
+	Symbols *Symbols
+	File    *elf.File
+}
+
+// A FuncID names a function of the model: the module (index in
+// Model.Modules) and the function's index in that module's metadata.
+type FuncID struct {
+	Module uint32
+	Func   uint32
+}
+
+// A Model is a profile over the metadata of the binary that wrote it:
+// per function block, edge and path counts (Module.Funcs), the calling
+// contexts with their paths and metrics (Nodes, threads merged by
+// matching (function, call site) chains from the root, cct.FoldThreads),
+// and the stacks the exporters write (Stacks). Every path in it is
+// expanded by meta.Table.ExpandPath, once.
+type Model struct {
+	Binary  string
+	Modules []Module
+	// Table, Debug, Symbols and File are Modules[0]'s, the
+	// executable's: the one module profiles have today. Per-function data
+	// is reached by FuncID (Func, Profile, FuncIDs), never through them.
+	Table   *meta.Table
+	Debug   *DebugInfo
+	Symbols *Symbols
+	File    *elf.File
+
+	Metrics  []cct.Metric // as in the profile; Metrics[0] is "freq"
+	Columns  []Column     // the metrics, then the derived insns
+	Threads  int          // threads merged
+	FlowOnly bool         // no calling context: every node is a root
+	Stats    map[string]uint64
+
+	Nodes []CNode
+	Roots []int
+	// Total holds per column the sum of Excl over the nodes (and so the
+	// sum of Incl over the roots).
+	Total []uint64
+	// Partials of activations that had no record (the runtime's arena was
+	// full) belong to no context: their count and their instructions. In
+	// a flow-only profile they go to their function's root.
+	UnattributedPartials, UnattributedInsns uint64
+
+	// Stacks has one entry per record of the folded calling-context tree
+	// (in a flow-only profile, one per function that ran), in record
+	// order, then one per function with partial paths that had no record.
+	Stacks []ProfileStack
+}
+
+// NewModel lays profile p over the metadata t of binary (ELF file f, nil
+// when only the metadata is at hand: no lines, symbols or code). p must be
+// valid (CheckValid; the reader and Merge return only such profiles); it
+// is checked against t here: function indices, call sites, path ids and
+// partial blocks. A profile whose instruction count overflows 64 bits is
+// refused.
+func NewModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (*Model, error) {
+	if err := checkMatch(binary, t, p); err != nil {
+		return nil, err
+	}
+	m := &Model{Binary: binary, Table: t, File: f, Metrics: p.Metrics, Threads: len(p.Threads),
+		FlowOnly: p.Flags&cct.FlagFlowOnly != 0, Stats: p.Stats}
+	if f != nil {
+		m.Debug = NewDebugInfo(f)
+		m.Symbols = NewSymbols(f)
+	}
+	m.Modules = []Module{{Path: binary, BuildID: t.InstrID, Table: t, Debug: m.Debug, Symbols: m.Symbols, File: f}}
+	folded := p.FoldThreads()
+	if err := m.buildContexts(folded); err != nil {
+		return nil, err
+	}
+	if err := m.buildFuncs(folded); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// less orders functions by module, then index.
+func (a FuncID) less(b FuncID) bool {
+	if a.Module != b.Module {
+		return a.Module < b.Module
+	}
+	return a.Func < b.Func
+}
+
+// MakeContextTree is NewModel without the ELF file, for callers that read
+// only the calling contexts (the rewriter's tests); new code calls
+// NewModel.
+func MakeContextTree(binary string, t *meta.Table, p *cct.Profile) (*Model, error) {
+	return NewModel(binary, t, p, nil)
+}
+
+// exe names function fn of a profile: profiles have one module today,
+// the executable, and their function indices are its metadata's.
+func exe(fn uint32) FuncID { return FuncID{Module: 0, Func: fn} }
+
+// Func returns the metadata of function id.
+func (m *Model) Func(id FuncID) *meta.Func { return &m.Modules[id.Module].Table.Funcs[id.Func] }
+
+// Profile returns the counts of function id.
+func (m *Model) Profile(id FuncID) *FuncProfile { return &m.Modules[id.Module].Funcs[id.Func] }
+
+// ExpandPath expands path id of function fn (meta.Table.ExpandPath).
+func (m *Model) ExpandPath(fn FuncID, id uint64) (*meta.Expansion, error) {
+	return m.Modules[fn.Module].Table.ExpandPath(fn.Func, id)
+}
+
+// FuncIDs lists every function of the model, module by module, in
+// metadata order.
+func (m *Model) FuncIDs() []FuncID {
+	var out []FuncID
+	for k := range m.Modules {
+		for i := range m.Modules[k].Table.Funcs {
+			out = append(out, FuncID{Module: uint32(k), Func: uint32(i)})
+		}
+	}
+	return out
+}
+
+// FuncName is the name of function id as the metadata gives it (the
+// symbol table's, or sub_<hex> in stripped code).
+func (m *Model) FuncName(id FuncID) string { return m.Func(id).Name }
+
+func (m *Model) column(name string) (int, bool) {
+	for i, col := range m.Columns {
+		if col.Name == name {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// Column returns the index of the named metric; the error lists the
+// metrics there are.
+func (m *Model) Column(name string) (int, error) {
+	if i, ok := m.column(name); ok {
+		return i, nil
+	}
+	names := make([]string, len(m.Columns))
+	for i, col := range m.Columns {
+		names[i] = col.Name
+	}
+	return -1, fmt.Errorf("no metric %q in this profile (there are: %s)", name, strings.Join(names, ", "))
+}
+
+var errInsnsOverflow = fmt.Errorf("the profile's instruction count (%s) overflows 64 bits", MetricInsns)
+
+// mulAdd returns acc + a*b, or an error when it overflows.
+func mulAdd(acc, a, b uint64) (uint64, error) {
+	hi, lo := bits.Mul64(a, b)
+	s, carry := bits.Add64(acc, lo, 0)
+	if hi != 0 || carry != 0 {
+		return 0, errInsnsOverflow
+	}
+	return s, nil
+}
+
+func satAdd(a, b uint64) uint64 {
+	s, c := bits.Add64(a, b, 0)
+	if c != 0 {
+		return ^uint64(0)
+	}
+	return s
+}
+
+func satMul(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	if hi != 0 {
+		return ^uint64(0)
+	}
+	return lo
+}
+
+// LoadMeta reads the metadata table of an instrumented binary.
+func LoadMeta(path string) (*meta.Table, *elf.File, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s := f.Section(meta.SectionName)
+	if s == nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: no %s section: not a binary instrumented by blpp rewrite", path, meta.SectionName)
+	}
+	d, err := s.Data()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %s: %w", path, meta.SectionName, err)
+	}
+	t, err := meta.Decode(d)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, f, nil
+}
+
+// checkMatch refuses a profile of another instrumented binary, or one
+// whose records name functions the binary does not have, or give paths
+// or partial activations to a function it does not instrument. A record
+// of an uninstrumented function whose entries the binary counts holds
+// only its calls (decision 70).
+func checkMatch(binary string, t *meta.Table, p *cct.Profile) error {
+	if len(t.InstrID) > 0 && string(p.BuildID) != string(t.InstrID) {
+		return fmt.Errorf("the profile was written by another instrumented binary (build-id %x), not %s (build-id %x)", p.BuildID, binary, t.InstrID)
+	}
+	if n := len(t.Funcs); n > 0 {
+		instrumented := func(fn uint32) bool { return int(fn) < n && t.Funcs[fn].Instrumented }
+		for _, th := range p.Threads {
+			for _, r := range th.Records {
+				switch {
+				case int(r.Func) >= n:
+					return fmt.Errorf("the profile names function %d, but %s has %d functions", r.Func, binary, n)
+				case !t.Funcs[r.Func].Instrumented && !t.Funcs[r.Func].EntriesCounted:
+					return fmt.Errorf("the profile names function %d (%s), which %s does not instrument and whose entries it does not count", r.Func, t.Funcs[r.Func].Name, binary)
+				case !t.Funcs[r.Func].Instrumented && len(r.Paths) > 0:
+					return fmt.Errorf("the profile gives paths to function %d (%s), which %s does not instrument", r.Func, t.Funcs[r.Func].Name, binary)
+				}
+			}
+			for _, qs := range [][]cct.Partial{th.Partials, th.Prefixes} {
+				for _, q := range qs {
+					if !instrumented(q.Func) {
+						return fmt.Errorf("the profile has a partial path of function %d, which %s does not instrument", q.Func, binary)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// darkLabel says why an uninstrumented function was left out and how
+// often it was entered (decision 70), for the text views.
+func darkLabel(reason string, entries uint64) string {
+	return fmt.Sprintf("uninstrumented (%s), entered %s", reason, plural(entries, "time", "times"))
+}

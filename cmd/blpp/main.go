@@ -1,6 +1,6 @@
-// Command blpp is the Ball-Larus path profiler's command-line tool. Each
-// verb is a subcommand with its own flags; the work is done by the
-// packages, this file only parses arguments and reports errors.
+// This file dispatches the verbs: it parses the command line, runs the
+// subcommand and reports its error (the package doc is in doc.go).
+
 package main
 
 import (

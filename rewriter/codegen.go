@@ -1,7 +1,6 @@
 package rewriter
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"sort"
@@ -763,16 +762,12 @@ func (fg *funcGen) syscallLeave(in *x86.Inst) {
 // nsites is the number of call sites the function has so far.
 func (fg *funcGen) nsites() int { return len(fg.siteAddrs) }
 
-// patch is a 4-byte field of the new code that refers to a label and is
-// filled after Finish: rip-relative (label - end) or absolute (label).
+// patch is the 4-byte displacement of a load from a jump table's copy,
+// filled after Finish, when the copy's address is known: table copy
+// tab-1's address plus add, which must fit in a sign-extended 32 bits.
+// (Fields that refer to labels or to fixed addresses are the Buf's own.)
 type patch struct {
-	at, end int
-	label   enc.Label
-	abs     uint64 // target address when not a label
-	ripRel  bool
-	// tab, when not 0, makes the field the displacement of a load of
-	// table copy tab-1: that copy's address plus add, which must fit in
-	// a sign-extended 32 bits.
+	at  int
 	tab int
 	add int64
 }
@@ -961,14 +956,14 @@ func (fg *funcGen) enterInline() {
 	gsBusyOrOverflow(b, enc.RCX, slow)
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	first := b.NewLabel()
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPBase)))
+	b.CmpRegGS(enc.RCX, runtime.OffSPBase)
 	b.JccRel32(enc.CondE, enc.LabelTarget(first))
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x84, 0x24}, uint32(redZone+saved))) // lea entry rsp, %rax
-	b.Bytes([]byte{0x48, 0x39, 0x41, byte(frRSP)})                                                   // cmp %rax, frRSP(%rcx)
+	b.LeaRegDisp32(enc.RAX, enc.RSP, redZone+saved) // lea entry rsp, %rax
+	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)
 	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
 	b.Bind(first)
-	b.Bytes([]byte{0x48, 0x8d, 0x41, byte(runtime.FrameSize)}) // lea FrameSize(%rcx), %rax
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x04, 0x25}, uint32(runtime.OffSPLimit)))
+	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
+	b.CmpRegGS(enc.RAX, runtime.OffSPLimit)
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
 	// The record, into %rdx; a lean entry only checks that it exists.
 	if lean {
@@ -978,10 +973,10 @@ func (fg *funcGen) enterInline() {
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 	} else if g.mode.FlowOnly {
 		b.MovRegFromGS(enc.RAX, runtime.OffFlat)
-		b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
+		b.TestRegReg(enc.RAX)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8b, 0x90}, uint32(8*fg.fid))) // mov 8*fid(%rax), %rdx
-		b.Bytes([]byte{0x48, 0x85, 0xd2})                                                     // test %rdx, %rdx
+		b.MovRegFromMemD32(enc.RDX, enc.RAX, 8*fg.fid)
+		b.TestRegReg(enc.RDX)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 		// A linked record always has its counters (rec_new).
 	} else {
@@ -992,64 +987,64 @@ func (fg *funcGen) enterInline() {
 		// the entry commits; the stub handles every other case.
 		tail, parent := b.NewLabel(), b.NewLabel()
 		b.MovRegFromGS(enc.RAX, runtime.OffTailRec)
-		b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
+		b.TestRegReg(enc.RAX)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(tail))
 		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
 		b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
 		b.Bind(parent)
-		b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
+		b.TestRegReg(enc.RAX)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 		at := fg.cur
 		fg.addCold(func() {
 			b.Bind(tail)
 			fg.mark(at, false)
 			b.SetSP(-redZone - saved)
-			b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x94, 0x24}, uint32(redZone+saved)))    // lea entry rsp, %rdx
-			b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x14, 0x25}, uint32(offTailRSP))) // cmp %gs:tail_rsp, %rdx
+			b.LeaRegDisp32(enc.RDX, enc.RSP, redZone+saved) // lea entry rsp, %rdx
+			b.CmpRegGS(enc.RDX, offTailRSP)
 			b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 			b.MovRegFromGS(enc.RDX, offTailSite)
 			b.JmpRel32(enc.LabelTarget(parent))
 		})
-		b.Bytes([]byte{0x48, 0x2b, 0x50, runtime.RecordFirstSiteOff}) // sub first_site(%rax), %rdx
-		b.Bytes([]byte{0x48, 0x3b, 0x50, runtime.RecordNSitesOff})    // cmp nsites(%rax), %rdx
+		b.SubRegMemD8(enc.RDX, enc.RAX, runtime.RecordFirstSiteOff)
+		b.CmpRegMemD8(enc.RDX, enc.RAX, runtime.RecordNSitesOff)
 		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-		b.Bytes([]byte{0x48, 0x8b, 0x40, runtime.RecordKidsOff}) // mov kids(%rax), %rax
-		b.Bytes([]byte{0x48, 0x8d, 0x54, 0xd0, 0x08})            // lea 8(%rax,%rdx,8), %rdx: the list's head word
-		b.Bytes([]byte{0x48, 0x8b, 0x02})                        // mov (%rdx), %rax: its first node
-		b.Bytes([]byte{0x48, 0x85, 0xc0})                        // test %rax, %rax
+		b.MovRegFromMemD8(enc.RAX, enc.RAX, runtime.RecordKidsOff)
+		b.LeaRegIdxD8(enc.RDX, enc.RAX, enc.RDX, 8, 8) // the list's head word
+		b.MovRegFromMem(enc.RAX, enc.RDX, 0)           // its first node
+		b.TestRegReg(enc.RAX)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x78, runtime.NodeFuncOff}, uint32(fg.fid))) // cmpq $fid, func(%rax)
+		b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, fg.fid)
 		found := b.NewLabel()
 		b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(found, slow, saved)))
 		b.Bind(found)
 		// A node is linked only with its record, and a record only
 		// with its counters (child, rec_new); in a fork child the
 		// parent record is wiped too (nsites 0 took the slow path).
-		b.Bytes([]byte{0x48, 0x8b, 0x50, runtime.NodeRecOff})   // mov rec(%rax), %rdx
-		b.Bytes([]byte{0x48, 0xff, 0x40, runtime.NodeCountOff}) // incq count(%rax)
+		b.MovRegFromMemD8(enc.RDX, enc.RAX, runtime.NodeRecOff)
+		b.IncMemD8(enc.RAX, runtime.NodeCountOff)
 	}
 	if fg.slot != 0 {
 		b.AddGS64Imm(fg.slot, 1) // the record's calls, in the slots (flags are dead here)
 	} else {
-		b.Bytes(le32([]byte{0x48, 0xff, 0x82}, countsOff)) // incq counts(%rdx): the record's calls
+		b.IncMemD32(enc.RDX, countsOff) // the record's calls
 	}
 	// Reserve the frame at %rcx, then fill it.
-	b.Bytes([]byte{0x48, 0x8d, 0x41, byte(runtime.FrameSize)}) // lea FrameSize(%rcx), %rax
+	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RAX)
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x84, 0x24}, uint32(redZone+saved)))
-	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frRSP + runtime.FrameSize)}) // frame.rsp
+	b.LeaRegDisp32(enc.RAX, enc.RSP, redZone+saved)
+	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RAX) // frame.rsp
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
-	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSavedR + runtime.FrameSize)}) // frame.saved_r
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0xc7, 0x41, byte(frFunc + runtime.FrameSize)}, uint32(fg.fid)))
+	b.MovMemFromRegD8(enc.RCX, frSavedR+runtime.FrameSize, enc.RAX) // frame.saved_r
+	b.MovMemImm32D8(enc.RCX, frFunc+runtime.FrameSize, fg.fid)      // frame.func
 	if !lean {
 		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
-		b.Bytes([]byte{0x48, 0x89, 0x41, byte(frRecord + runtime.FrameSize)}) // frame.record
+		b.MovMemFromRegD8(enc.RCX, frRecord+runtime.FrameSize, enc.RAX) // frame.record
 	}
 	b.MovRegFromGS(enc.RAX, runtime.OffCallSite)
-	b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSite + runtime.FrameSize)}) // frame.site
+	b.MovMemFromRegD8(enc.RCX, frSite+runtime.FrameSize, enc.RAX) // frame.site
 	if g.slots() {
 		b.MovRegFromGS(enc.RAX, runtime.OffCur)
-		b.Bytes([]byte{0x48, 0x89, 0x41, byte(frSavedCur + runtime.FrameSize)}) // frame.saved_cur
+		b.MovMemFromRegD8(enc.RCX, frSavedCur+runtime.FrameSize, enc.RAX) // frame.saved_cur
 		b.MovGS64Imm(runtime.OffCur, fg.curValue())
 	}
 	if fg.hasPreg {
@@ -1070,7 +1065,7 @@ func (fg *funcGen) enterInline() {
 		// frame (saved_acc[0]) for the exit; the callee starts from
 		// nothing at now, as blpp_rt_enter does [DESIGN 8].
 		fg.tscProgress()
-		b.Bytes([]byte{0x48, 0x89, 0x51, byte(frSavedAcc + runtime.FrameSize)}) // mov %rdx, frame.saved_acc[0]
+		b.MovMemFromRegD8(enc.RCX, frSavedAcc+runtime.FrameSize, enc.RDX) // frame.saved_acc[0]
 		b.MovGSFromReg(offMStart, enc.RAX)
 		b.MovGS64Imm(offMAcc, 0)
 	}
@@ -1118,8 +1113,8 @@ func (fg *funcGen) enterLean() {
 	b.LeaRSP(-8)
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.Bind(first)
-	b.AddRegImm32(enc.RCX, runtime.FrameSize)                                       // flags are dead at an entry
-	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPLimit))) // cmp %gs:sp_limit, %rcx
+	b.AddRegImm32(enc.RCX, runtime.FrameSize) // flags are dead at an entry
+	b.CmpRegGS(enc.RCX, runtime.OffSPLimit)
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
 	b.CmpGS64Imm(fg.slot, 0) // the record exists [decision 51]
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
@@ -1129,7 +1124,7 @@ func (fg *funcGen) enterLean() {
 	b.MovMemFromReg(enc.RCX, int32(frSavedReg), x)
 	b.LeaRegDisp32(x, enc.RSP, 8)
 	b.MovMemFromReg(enc.RCX, int32(frRSP), x)
-	b.Bytes(le32([]byte{0x48, 0xc7, 0x41, byte(frFunc)}, uint32(fg.fid))) // movq $fid, frame.func
+	b.MovMemImm32D8(enc.RCX, frFunc, fg.fid) // frame.func
 	if fg.closed {
 		// The return address names the caller's call site when the
 		// caller is closed too [decision 57].
@@ -1187,24 +1182,22 @@ func (fg *funcGen) enterInternal() {
 // without a register.
 func (fg *funcGen) testReady(slow enc.Label) {
 	g, b := fg.g, fg.g.buf
-	start := b.Len()
-	b.Bytes([]byte{0x48, 0x83, 0x3d, 0, 0, 0, 0, 0})
-	g.patches = append(g.patches, patch{at: start + 3, end: start + 8, abs: g.stubs.FastSlots, ripRel: true})
+	b.CmpRIPImm8(enc.AbsTarget(g.stubs.FastSlots), 0)
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 }
 
 // cmpOwnerRCX emits mov %fs:0, %rcx; cmp %gs:owner, %rcx: equal when %gs
 // is this thread's own block.
 func cmpOwnerRCX(b *enc.Buf) {
-	b.Bytes([]byte{0x64, 0x48, 0x8b, 0x0c, 0x25, 0, 0, 0, 0})
+	b.MovRegFromFS(enc.RCX, 0)
 	if faultInjection && fault("threads") {
 		// Every thread takes the block it inherited for its own (the
 		// runtime too: ConfigFlagFaultSharedThreads): new threads update
 		// their creator's counters, and updates are lost between them.
-		b.Bytes([]byte{0x48, 0x39, 0xc9}) // cmp %rcx, %rcx
+		b.CmpRegReg(enc.RCX, enc.RCX)
 		return
 	}
-	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffOwner)))
+	b.CmpRegGS(enc.RCX, runtime.OffOwner)
 }
 
 // leanStub queues the slow path of the one-register sequences (enterLean,
@@ -1405,19 +1398,14 @@ var (
 // countsOff is where a record's counters begin, from the record, as
 // rec_new allocates them (the slot counters of flow-only images are
 // reached from %gs instead) [decision 47].
-const countsOff = uint32(runtime.RecordInlineCounts)
-
-// le32 appends v to the opcode bytes op as a 32-bit displacement.
-func le32(op []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(op, v) }
+const countsOff = int32(runtime.RecordInlineCounts)
 
 // loadSlots emits mov blpp_fast_slots(%rip), reg (rax, rcx or rdx) and
 // jumps to slow when it is 0 (the runtime is not ready).
 func (fg *funcGen) loadSlots(reg enc.Reg, slow enc.Label) {
 	g, b := fg.g, fg.g.buf
-	start := b.Len()
-	b.Bytes([]byte{0x48, 0x8b, 0x05 | byte(reg)<<3, 0, 0, 0, 0})
-	g.patches = append(g.patches, patch{at: start + 3, end: start + 7, abs: g.stubs.FastSlots, ripRel: true})
-	b.Bytes([]byte{0x48, 0x85, 0xc0 | byte(reg)<<3 | byte(reg)}) // test reg, reg
+	b.MovRegFromRIP(reg, enc.AbsTarget(g.stubs.FastSlots))
+	b.TestRegReg(reg)
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 }
 
@@ -1464,7 +1452,7 @@ func (fg *funcGen) storeCallSite(site int32) {
 // a signal) or overflowing.
 func gsBusyOrOverflow(b *enc.Buf, reg enc.Reg, slow enc.Label) {
 	b.MovRegFromGS(reg, runtime.OffOverflow)
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x0b, 0x04 | byte(reg)<<3, 0x25}, uint32(runtime.OffBusy)))
+	b.OrRegGS(reg, runtime.OffBusy)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 }
 
@@ -1533,13 +1521,13 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	gsBusyOrOverflow(b, enc.RCX, slow)
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	// cmp %gs:OffSPBase, %rcx: an empty shadow stack has no frame to pop
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x3b, 0x0c, 0x25}, uint32(runtime.OffSPBase)))
+	b.CmpRegGS(enc.RCX, runtime.OffSPBase)
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 	// lea entryRSP(%rsp), %rax: this activation's %rsp at entry
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x84, 0x24}, entryRSP))
-	b.Bytes([]byte{0x48, 0x39, 0x41, byte(frRSP)}) // cmp %rax, frRSP(%rcx)
+	b.LeaRegDisp32(enc.RAX, enc.RSP, int32(entryRSP))
+	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x79, byte(frFunc)}, uint32(fg.fid))) // cmpq $fid, frFunc(%rcx)
+	b.CmpMemImm32D8(enc.RCX, frFunc, fg.fid)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	idx := enc.RAX
 	switch {
@@ -1559,19 +1547,19 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	} else {
 		b.MovRegFromGS(enc.RDX, runtime.OffRecord)
-		b.Bytes([]byte{0x48, 0x85, 0xd2}) // test %rdx, %rdx
+		b.TestRegReg(enc.RDX)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 		if fg.hashInline() {
 			// Counted here when found; nothing below can fail.
 			fg.hashCount(enc.RDX, enc.RSI, enc.RAX, enc.RDI, slow, -redZone-int32(8*len(saved)))
 		} else {
-			b.Bytes([]byte{0x48, 0x3b, 0x42, runtime.RecordDenseNOff}) // cmp dense_n(%rdx), %rax
+			b.CmpRegMemD8(enc.RAX, enc.RDX, runtime.RecordDenseNOff)
 			b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 		}
 	}
 	if tailSite != 0 {
 		b.MovGS64Imm(offTailSite, tailSite)
-		b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x8d, 0x8c, 0x24}, entryRSP)) // lea entry rsp, %rcx
+		b.LeaRegDisp32(enc.RCX, enc.RSP, int32(entryRSP)) // entry rsp
 		b.MovGSFromReg(offTailRSP, enc.RCX)
 		b.MovGSFromReg(runtime.OffTailRec, enc.RDX)
 		b.MovRegFromGS(enc.RCX, runtime.OffSP)
@@ -1581,33 +1569,33 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		if fg.hasPreg {
 			b.MovRegFromMem(fg.preg, enc.RCX, int32(frSavedReg)) // the register's entry value
 		}
-		b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedCur)}) // mov frSavedCur(%rcx), %rax
+		b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedCur)
 		b.MovGSFromReg(runtime.OffCur, enc.RAX)
 	} else if tsc {
 		// Stride 2, as at backedges: the path's {count, tsc sum}; then
 		// mstart = now and the caller gets its macc back from the frame.
-		b.Bytes(le32([]byte{0x48, 0x8d, 0xb2}, countsOff)) // lea counts(%rdx), %rsi
+		b.LeaRegDisp32(enc.RSI, enc.RDX, countsOff)
 		fg.countTSC(enc.RSI)
-		b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedAcc)}) // mov frame.saved_acc[0], %rax
+		b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedAcc) // frame.saved_acc[0]
 		b.MovGSFromReg(offMAcc, enc.RAX)
 	} else {
 		if !fg.hashInline() {
-			b.Bytes(le32([]byte{0x48, 0xff, 0x84, 0xc2}, countsOff+8)) // incq counts+8(%rdx,%rax,8)
+			b.IncMemIndexed(enc.RDX, enc.RAX, countsOff+8)
 		}
 		if fg.hasPreg {
 			b.MovRegFromMem(fg.preg, enc.RCX, int32(frSavedReg)) // the register's entry value
 		}
 		if g.slots() {
-			b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedCur)}) // mov frSavedCur(%rcx), %rax
+			b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedCur)
 			b.MovGSFromReg(runtime.OffCur, enc.RAX)
 		}
 	}
-	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSavedR)}) // mov frSavedR(%rcx), %rax
+	b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedR)
 	b.MovGSFromReg(g.stubs.OffR, enc.RAX)
-	b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frSite)}) // mov frSite(%rcx), %rax
+	b.MovRegFromMemD8(enc.RAX, enc.RCX, frSite)
 	b.MovGSFromReg(runtime.OffCallSite, enc.RAX)
 	if !fg.lean() {
-		b.Bytes([]byte{0x48, 0x8b, 0x41, byte(frRecord)}) // mov frRecord(%rcx), %rax
+		b.MovRegFromMemD8(enc.RAX, enc.RCX, frRecord)
 		b.MovGSFromReg(runtime.OffRecord, enc.RAX)
 	}
 	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
@@ -1696,9 +1684,9 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 	}
 	b.MovRegFromGS(enc.RCX, runtime.OffRecord)
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
-	b.Bytes([]byte{0x48, 0x85, 0xc9}) // test %rcx, %rcx
+	b.TestRegReg(enc.RCX)
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x48, 0x81, 0x79, runtime.RecordFuncOff}, uint32(fg.fid))) // cmpq $fid, func(%rcx)
+	b.CmpMemImm32D8(enc.RCX, runtime.RecordFuncOff, fg.fid)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	if k := int32(n.ExitInc[e]); k != 0 {
 		b.AddRegImm32(enc.RAX, k)
@@ -1706,14 +1694,14 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 	if hash {
 		fg.hashCount(enc.RCX, enc.RCX, enc.RAX, enc.RDX, slow, depth)
 	} else {
-		b.Bytes([]byte{0x48, 0x3b, 0x41, runtime.RecordDenseNOff}) // cmp dense_n(%rcx), %rax
+		b.CmpRegMemD8(enc.RAX, enc.RCX, runtime.RecordDenseNOff)
 		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 		if tsc {
-			b.Bytes(le32([]byte{0x48, 0x8d, 0x89}, countsOff)) // lea counts(%rcx), %rcx
+			b.LeaRegDisp32(enc.RCX, enc.RCX, countsOff)
 			fg.countTSC(enc.RCX)
 			b.MovGS64Imm(offMAcc, 0)
 		} else {
-			b.Bytes(le32([]byte{0x48, 0xff, 0x84, 0xc1}, countsOff+8)) // incq counts+8(%rcx,%rax,8)
+			b.IncMemIndexed(enc.RCX, enc.RAX, countsOff+8)
 		}
 	}
 	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
@@ -1757,12 +1745,12 @@ func (fg *funcGen) coldBackedgeSaved(e cfg.EdgeID, slow, done enc.Label, depth i
 // path_metrics does [DESIGN 8]. It leaves now in %rax (%rdx and counts
 // clobbered); the caller sets macc.
 func (fg *funcGen) countTSC(counts enc.Reg) {
-	b, r := fg.g.buf, byte(counts)
-	b.Bytes([]byte{0x48, 0xc1, 0xe0, 0x04})           // shl $4, %rax
-	b.Bytes([]byte{0x48, 0x8d, 0x44 | r<<3, r, 0x08}) // lea 8(counts,%rax), counts
-	b.Bytes([]byte{0x48, 0xff, r})                    // incq (counts)
+	b := fg.g.buf
+	b.ShlRegImm(enc.RAX, 4)
+	b.LeaRegIdxD8(counts, counts, enc.RAX, 1, 8)
+	b.IncMem(counts, 0)
 	fg.tscProgress()
-	b.Bytes([]byte{0x48, 0x01, 0x50 | r, 0x08}) // add %rdx, 8(counts)
+	b.AddMemRegD8(counts, 8, enc.RDX)
 	b.MovGSFromReg(offMStart, enc.RAX)
 }
 
@@ -1770,12 +1758,12 @@ func (fg *funcGen) countTSC(counts enc.Reg) {
 // path's progress: now into %rax, macc + (now - mstart) into %rdx.
 func (fg *funcGen) tscProgress() {
 	b := fg.g.buf
-	b.Bytes([]byte{0x0f, 0x31})                                                                        // rdtsc
-	b.Bytes([]byte{0x48, 0xc1, 0xe2, 0x20})                                                            // shl $32, %rdx
-	b.Bytes([]byte{0x48, 0x09, 0xd0})                                                                  // or %rdx, %rax
-	b.Bytes([]byte{0x48, 0x89, 0xc2})                                                                  // mov %rax, %rdx
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x2b, 0x14, 0x25}, uint32(offMStart))) // sub %gs:mstart, %rdx
-	b.Bytes(binary.LittleEndian.AppendUint32([]byte{0x65, 0x48, 0x03, 0x14, 0x25}, uint32(offMAcc)))   // add %gs:macc, %rdx
+	b.Rdtsc()
+	b.ShlRegImm(enc.RDX, 32)
+	b.OrRegReg(enc.RAX, enc.RDX)
+	b.MovRegFromReg(enc.RDX, enc.RAX)
+	b.SubRegGS(enc.RDX, offMStart)
+	b.AddRegGS(enc.RDX, offMAcc)
 }
 
 // backedgeStub calls the backedge stub for edge e, %rsp already below the
@@ -1860,7 +1848,7 @@ func (fg *funcGen) recordBackedgeIn(e cfg.EdgeID, flagsLive bool) bool {
 	} else {
 		b.CmpRegMem(x, rec, runtime.RecordDenseNOff)
 		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-		b.IncMemIndexed(rec, x, int32(countsOff)+8)
+		b.IncMemIndexed(rec, x, countsOff+8)
 	}
 	if fg.hasPreg {
 		b.MovRegImm(x, int32(n.EntryInc[e])) // sign-extended: EntryInc may be negative
@@ -2335,7 +2323,7 @@ func (fg *funcGen) planLoopCopies() {
 		}
 		lc.top, lc.counter = b.NewLabel(), fg.slot+8+8*int32(p)
 		if fg.slot == 0 {
-			lc.record, lc.rec, lc.counter = true, rec, int32(countsOff)+8+8*int32(p)
+			lc.record, lc.rec, lc.counter = true, rec, countsOff+8+8*int32(p)
 		}
 		if fg.loopCopies == nil {
 			fg.loopCopies, fg.copyBack = map[cfg.BlockID]*loopCopy{}, map[cfg.EdgeID]*loopCopy{}
@@ -2586,7 +2574,7 @@ func (fg *funcGen) countCopy(lc *loopCopy) {
 	slow := b.NewLabel()
 	b.MovRegFromGS(lc.rec, runtime.OffRecord)
 	fg.ownRecord(lc.rec, slow)
-	b.CmpMemImm32(lc.rec, runtime.RecordDenseNOff, (lc.counter-int32(countsOff)-8)/8)
+	b.CmpMemImm32(lc.rec, runtime.RecordDenseNOff, (lc.counter-countsOff-8)/8)
 	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
 	b.IncMem(lc.rec, lc.counter)
 	fg.coldBackedge(lc.back, slow, lc.label[lc.header], 0)
@@ -2969,7 +2957,7 @@ func alignTo(b *enc.Buf, n, max int) {
 func (fg *funcGen) forkChild(site int32) {
 	b := fg.g.buf
 	parent := b.NewLabel()
-	b.Bytes([]byte{0x85, 0xc0}) // test %eax, %eax
+	b.TestReg32(enc.RAX)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(parent))
 	fg.spill()
 	b.LeaRSP(-redZone)

@@ -402,7 +402,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			g.buf.Int3()
 		}
 		g.buf.Bind(t.label)
-		g.buf.Bytes(make([]byte, size*len(t.targets)))
+		g.buf.Zeros(size * len(t.targets))
 		tabs = append(tabs, placed{t, size})
 	}
 	// Fill the call-site table reserved above.
@@ -431,18 +431,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		return codeAddr + uint64(off)
 	}
 	for _, p := range g.patches {
-		v := p.abs
-		switch {
-		case p.tab > 0:
-			v = addrOf(g.tables[p.tab-1].label) + uint64(p.add)
-			if int64(v) != int64(int32(v)) {
-				return nil, nil, fmt.Errorf("jump table copy at %#x out of reach of its load's displacement", addrOf(g.tables[p.tab-1].label))
-			}
-		case v == 0:
-			v = addrOf(p.label)
-		}
-		if p.ripRel {
-			v -= codeAddr + uint64(p.end)
+		v := addrOf(g.tables[p.tab-1].label) + uint64(p.add)
+		if int64(v) != int64(int32(v)) {
+			return nil, nil, fmt.Errorf("jump table copy at %#x out of reach of its load's displacement", addrOf(g.tables[p.tab-1].label))
 		}
 		binary.LittleEndian.PutUint32(code[p.at:], uint32(v))
 	}
@@ -481,10 +472,17 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		if fg.prefixEnd != 0 {
 			from, to = fg.prefixEnd, addrOf(fg.afterPrefix)
 		}
-		p := binary.LittleEndian.AppendUint32([]byte{0xe9}, uint32(to-(from+5)))
-		patches = append(patches, elfw.Patch{Addr: from, Bytes: p})
+		jmp, err := enc.JmpRel32At(from, to)
+		if err != nil {
+			return nil, nil, fmt.Errorf("entry of %s: %w", fg.f.Func.Name, err)
+		}
+		patches = append(patches, elfw.Patch{Addr: from, Bytes: jmp})
 	}
-	patches = append(patches, darkPatches(dark, addrOf)...)
+	dp, err := darkPatches(dark, addrOf)
+	if err != nil {
+		return nil, nil, err
+	}
+	patches = append(patches, dp...)
 	var finiDT uint64
 	if fini.dtFini {
 		finiDT = rtText + img.Symbols[runtime.SymFini]

@@ -44,12 +44,22 @@ type Mode struct {
 // instrumented may keep live data below %rsp [SysV x86-64 ABI 3.2.2].
 const redZone = 128
 
-// funcGen emits the instrumented copy of one function.
-type funcGen struct {
-	g      *gen
-	f      *analysis.Func
-	fid    int32
-	num    *pathnum.Numbering
+// funcPlan is what goes where in one function's instrumented copy,
+// decided before any of its code is emitted (plan.go, planloops.go,
+// planTables) and only read while emitting: the numbering and its chord
+// increments, the call sites, the slot counters, the path register and
+// the loop registers, closed-function status, the loop copies, the jump
+// table copies, and the labels other code jumps to. Labels are names
+// for positions the emitter binds; naming them in the plan lets one
+// function's code refer to another's (closed calls, direct calls)
+// before that one is emitted.
+type funcPlan struct {
+	g   *gen
+	f   *analysis.Func
+	fid int32
+	num *pathnum.Numbering
+	// entry labels the instrumented copy's entry, blocks each block's
+	// copy.
 	entry  enc.Label
 	blocks []enc.Label
 	// prefixEnd, when not 0, is the moved entry [decision 67]: the
@@ -57,16 +67,10 @@ type funcGen struct {
 	// afterPrefix; entry leads to a copy of the instructions before it.
 	prefixEnd   uint64
 	afterPrefix enc.Label
-	// tramps holds out-of-line edge code: emitted after the body.
-	tramps []tramp
 	// tabOf gives each indirect jump through a table (by the jump's
 	// address) its own copy of the table, loadOf the same copy by the
 	// address of each instruction that reads the entry [decision 66].
 	tabOf, loadOf map[uint64]int
-	// cold holds out-of-line slow paths, emitted after the trampolines.
-	cold []func()
-	// lastSite is the id of the call site emitted last.
-	lastSite int32
 	// firstSite is the id of the function's first call site; callSite
 	// maps its call instructions' addresses to their ids; tailSite holds
 	// the ids of its direct tail jumps to instrumented functions, by
@@ -79,33 +83,21 @@ type funcGen struct {
 	// the process image (cfg.Leave), by address [decision 59].
 	leaveSite map[uint64]int32
 	siteAddrs []uint64
-	// Unwind bookkeeping (unwind.go): the extent [start, end) of the
-	// function's new code, which original instruction each stretch of it
-	// stands for, and the new entry of each landing pad.
-	start, end int
-	marks      []unwindMark
-	cur        uint64
-	lpLabel    map[uint64]enc.Label
 	// slot is the offset from the thread block of the function's slot
 	// counters ({calls, paths...}), 0 if it has none (assignSlot).
 	slot int32
-	// preg is the general register that holds the path register while
-	// the function's code runs, when hasPreg (assignPathReg); Thread.R
-	// holds it otherwise.
-	preg    enc.Reg
-	hasPreg bool
+	// fnPreg is the general register that holds the function's path
+	// register while its code runs, when fnHasPreg (assignPathReg);
+	// Thread.R holds it otherwise.
+	fnPreg    enc.Reg
+	fnHasPreg bool
 	// liveIn is each block's live general registers (cfg.RegsLiveIn).
 	liveIn []cfg.RegSet
 	// Loop path registers [decision 56] (planLoopRegs): loops[i] gives
 	// loop region i a register; loopOf maps each block to its region, or
-	// -1; inLoop is the region whose code is being emitted (-1: none),
-	// and while it is not -1, preg and hasPreg describe the region's
-	// register, fnPreg and fnHasPreg keeping the function's own.
-	loops     []loopReg
-	loopOf    []int
-	inLoop    int
-	fnPreg    enc.Reg
-	fnHasPreg bool
+	// -1.
+	loops  []loopReg
+	loopOf []int
 	// closed: the function is closed [decision 57] (planClosed).
 	// internal labels a closed function's second entry, the one calls
 	// from closed functions use [decision 61]; internalJoin is where it
@@ -124,6 +116,36 @@ type funcGen struct {
 	// copy, and leading to the copy of the header) to it.
 	loopCopies map[cfg.BlockID]*loopCopy
 	copyBack   map[cfg.EdgeID]*loopCopy
+}
+
+// funcGen emits the instrumented copy of one function from its plan: the
+// state of the emission, which changes as the code is written.
+type funcGen struct {
+	*funcPlan
+	// tramps holds out-of-line edge code: emitted after the body.
+	tramps []tramp
+	// cold holds out-of-line slow paths, emitted after the trampolines.
+	cold []func()
+	// lastSite is the id of the call site emitted last.
+	lastSite int32
+	// Unwind bookkeeping (unwind.go): the extent [start, end) of the
+	// function's new code, which original instruction each stretch of it
+	// stands for, and the new entry of each landing pad.
+	start, end int
+	marks      []unwindMark
+	cur        uint64
+	lpLabel    map[uint64]enc.Label
+	// inLoop is the loop region whose code is being emitted (-1: none);
+	// preg and hasPreg describe the path register there: the region's
+	// register, or the function's (fnPreg, fnHasPreg) outside regions
+	// (setLoop).
+	inLoop  int
+	preg    enc.Reg
+	hasPreg bool
+	// entered holds the loop copies whose first copy's backedge has been
+	// emitted as a jump to the header's copy; a copy nothing jumps to
+	// is a bug.
+	entered map[*loopCopy]bool
 	// coldErr is the first error of code emitted out of line.
 	coldErr error
 	// copies records where each original instruction's copies start in
@@ -153,9 +175,6 @@ type loopCopy struct {
 	record bool
 	// partial: the loop has blocks off the copy's cycle.
 	partial bool
-	// entered is set once the first copy's backedge has been emitted as
-	// a jump to the header's copy; a copy nothing jumps to is a bug.
-	entered bool
 }
 
 // loopReg is a loop region with a path register of its own [decision 56].
@@ -193,9 +212,9 @@ type gen struct {
 	// [decision 57].
 	siteRet map[int32]enc.Label
 	// closedAt maps each closed function's original entry to it.
-	closedAt map[uint64]*funcGen
+	closedAt map[uint64]*funcPlan
 	// trivialAt maps each trivial function's original entry to it.
-	trivialAt map[uint64]*funcGen
+	trivialAt map[uint64]*funcPlan
 	mode      Mode
 	// slotsSize is the size of every thread block's slot counters.
 	slotsSize uint64
@@ -225,8 +244,8 @@ const SlotsMax = 16 << 20
 // the image counts frequencies only and without context, and fg's paths
 // fit a dense array: its backedges and exits then count at a fixed offset
 // from %gs, without loading a record [decision 42].
-func (g *gen) assignSlot(fg *funcGen) {
-	np := fg.num.NumPaths
+func (g *gen) assignSlot(fp *funcPlan) {
+	np := fp.num.NumPaths
 	if !g.mode.FlowOnly || g.mode.Metrics || np == 0 || np > DenseMax {
 		return
 	}
@@ -234,7 +253,7 @@ func (g *gen) assignSlot(fg *funcGen) {
 	if g.slotsSize+need > SlotsMax {
 		return
 	}
-	fg.slot = int32(runtime.SlotsOffset + g.slotsSize)
+	fp.slot = int32(runtime.SlotsOffset + g.slotsSize)
 	g.slotsSize += need
 }
 
@@ -258,11 +277,11 @@ var pathRegs = []struct {
 // it) and reloaded after; the entry saves its value in the shadow frame
 // and every exit puts it back, so callers that assume more than the ABI
 // (TLS descriptor functions) lose nothing.
-func (g *gen) assignPathReg(fg *funcGen) {
+func (g *gen) assignPathReg(fp *funcPlan) {
 	if g.mode.Metrics || g.loopRegs != LoopRegsDefault {
 		return // every path end goes through the stubs anyway
 	}
-	gr := fg.f.Graph
+	gr := fp.f.Graph
 	leaf := len(gr.Calls) == 0
 	for _, ed := range gr.Edges {
 		if ed.Kind == cfg.EdgeTailCall || ed.Kind == cfg.EdgeNoReturn {
@@ -271,7 +290,7 @@ func (g *gen) assignPathReg(fg *funcGen) {
 	}
 	for _, c := range pathRegs {
 		if (leaf || !c.leafOnly) && !gr.Named.Has(int(c.reg)) {
-			fg.preg, fg.hasPreg = c.reg, true
+			fp.fnPreg, fp.fnHasPreg = c.reg, true
 			return
 		}
 	}
@@ -290,17 +309,17 @@ func (g *gen) planClosed() {
 	if !g.mode.FlowOnly || g.mode.Metrics {
 		return
 	}
-	g.closedAt = map[uint64]*funcGen{}
-	g.trivialAt = map[uint64]*funcGen{}
+	g.closedAt = map[uint64]*funcPlan{}
+	g.trivialAt = map[uint64]*funcPlan{}
 	for _, fg := range g.funcs {
 		if fg.trivial() {
-			g.trivialAt[fg.f.Func.Addr] = fg
+			g.trivialAt[fg.f.Func.Addr] = fg.funcPlan
 		}
 	}
 	for _, fg := range g.funcs {
 		if fg.closedCandidate() {
 			fg.closed, fg.keeps = true, fg.keepsRegister()
-			g.closedAt[fg.f.Func.Addr] = fg
+			g.closedAt[fg.f.Func.Addr] = fg.funcPlan
 			fg.internal, fg.internalJoin = g.buf.NewLabel(), g.buf.NewLabel()
 		}
 	}
@@ -317,22 +336,22 @@ func (g *gen) planClosed() {
 }
 
 // closedField is runtime.Func.Closed for fg.
-func (fg *funcGen) closedField() uint64 {
+func (fp *funcPlan) closedField() uint64 {
 	switch {
-	case fg.callsOut:
+	case fp.callsOut:
 		return 2
-	case fg.closed:
+	case fp.closed:
 		return 1
 	}
 	return 0
 }
 
 // closedCandidate reports whether fg may be closed.
-func (fg *funcGen) closedCandidate() bool {
-	gr := fg.f.Graph
+func (fp *funcPlan) closedCandidate() bool {
+	gr := fp.f.Graph
 	// A closed function's internal entry would skip a moved entry's
 	// prefix [decision 67].
-	if !fg.lean() || !fg.hasPreg || fg.trivial() || len(gr.EH) > 0 || len(gr.Leaves) > 0 || fg.prefixEnd != 0 {
+	if !fp.lean() || !fp.fnHasPreg || fp.trivial() || len(gr.EH) > 0 || len(gr.Leaves) > 0 || fp.prefixEnd != 0 {
 		return false
 	}
 	for _, ed := range gr.Edges {
@@ -353,8 +372,8 @@ func (fg *funcGen) closedCandidate() bool {
 // entry value), not by a tail jump, after which the code jumped to may
 // overwrite the register. A call that does not return ends the
 // activation where it is.
-func (fg *funcGen) keepsRegister() bool {
-	for _, ed := range fg.f.Graph.Edges {
+func (fp *funcPlan) keepsRegister() bool {
+	for _, ed := range fp.f.Graph.Edges {
 		if ed.Kind == cfg.EdgeTailCall {
 			return false
 		}
@@ -367,9 +386,9 @@ func (fg *funcGen) keepsRegister() bool {
 // function that keeps its register and uses the same one. The callee's
 // frame then holds the register's value at the call and the return
 // address, which names the call site.
-func (fg *funcGen) insideCall(target uint64, noReturn bool) bool {
-	callee, ok := fg.g.closedAt[target]
-	return ok && target != 0 && !noReturn && callee.keeps && callee.preg == fg.preg
+func (fp *funcPlan) insideCall(target uint64, noReturn bool) bool {
+	callee, ok := fp.g.closedAt[target]
+	return ok && target != 0 && !noReturn && callee.keeps && callee.fnPreg == fp.fnPreg
 }
 
 // leafCall reports whether a closed function's call to target is a leaf
@@ -378,9 +397,9 @@ func (fg *funcGen) insideCall(target uint64, noReturn bool) bool {
 // caller's path register, which thus survives it. No other instrumented
 // code runs until it returns (but a signal handler's), so the call site
 // and register wait in two words of the thread's block for the runtime.
-func (fg *funcGen) leafCall(target uint64, noReturn bool) bool {
-	callee, ok := fg.g.trivialAt[target]
-	return ok && target != 0 && !noReturn && !callee.f.Graph.Named.Has(int(fg.preg))
+func (fp *funcPlan) leafCall(target uint64, noReturn bool) bool {
+	callee, ok := fp.g.trivialAt[target]
+	return ok && target != 0 && !noReturn && !callee.f.Graph.Named.Has(int(fp.fnPreg))
 }
 
 // outsideCallStore emits, before an outside call of a closed function
@@ -452,11 +471,16 @@ func (fg *funcGen) addCold(f func()) {
 // becomes the path register.
 func (fg *funcGen) setLoop(l int) {
 	fg.inLoop = l
+	fg.preg, fg.hasPreg = fg.regionReg(l)
+}
+
+// regionReg is the path register in loop region l (-1: outside every
+// region): the region's register, else the function's, if it has one.
+func (fp *funcPlan) regionReg(l int) (enc.Reg, bool) {
 	if l < 0 {
-		fg.preg, fg.hasPreg = fg.fnPreg, fg.fnHasPreg
-		return
+		return fp.fnPreg, fp.fnHasPreg
 	}
-	fg.preg, fg.hasPreg = fg.loops[l].reg, true
+	return fp.loops[l].reg, true
 }
 
 // loopRegs are the registers a loop region may take, in order of
@@ -477,15 +501,14 @@ var loopRegs = []enc.Reg{enc.R11, enc.R10, enc.R9, enc.R8, enc.RSI, enc.RDI, enc
 // only; its register is one no instruction of the loop names. Outer loops
 // are tried first (fewer crossings); a loop that does not qualify leaves
 // its inner loops to be tried.
-func (fg *funcGen) planLoopRegs() {
-	fg.inLoop, fg.fnPreg, fg.fnHasPreg = -1, fg.preg, fg.hasPreg
-	if fg.hasPreg || fg.liveIn == nil || fg.g.mode.Metrics {
+func (fp *funcPlan) planLoopRegs() {
+	if fp.fnHasPreg || fp.liveIn == nil || fp.g.mode.Metrics {
 		return
 	}
-	gr := fg.f.Graph
-	fg.loopOf = make([]int, len(gr.Blocks))
-	for i := range fg.loopOf {
-		fg.loopOf[i] = -1
+	gr := fp.f.Graph
+	fp.loopOf = make([]int, len(gr.Blocks))
+	for i := range fp.loopOf {
+		fp.loopOf[i] = -1
 	}
 	callBlock := make([]bool, len(gr.Blocks))
 	for _, c := range gr.Calls {
@@ -517,7 +540,7 @@ func (fg *funcGen) planLoopRegs() {
 				if ed.Kind != cfg.EdgeFallThrough && ed.Kind != cfg.EdgeBranch || ed.To < 0 {
 					ok = false
 				} else if !in[ed.To] {
-					live |= fg.liveIn[ed.To]
+					live |= fp.liveIn[ed.To]
 				}
 			}
 			for _, e := range blk.Preds {
@@ -533,10 +556,10 @@ func (fg *funcGen) planLoopRegs() {
 		var pick loopReg
 		found := false
 		for _, r := range loopRegs {
-			if named.Has(int(r)) || !fg.loopBackedgesIn(l.Blocks, in, r) {
+			if named.Has(int(r)) || !fp.loopBackedgesIn(l.Blocks, in, r) {
 				continue
 			}
-			if !live.Has(int(r)) && fg.g.loopRegs != LoopRegsSwap {
+			if !live.Has(int(r)) && fp.g.loopRegs != LoopRegsSwap {
 				pick, found = loopReg{reg: r}, true
 				break
 			}
@@ -549,9 +572,9 @@ func (fg *funcGen) planLoopRegs() {
 		}
 		taken[i] = true
 		for _, id := range l.Blocks {
-			fg.loopOf[id] = len(fg.loops)
+			fp.loopOf[id] = len(fp.loops)
 		}
-		fg.loops = append(fg.loops, pick)
+		fp.loops = append(fp.loops, pick)
 	}
 }
 
@@ -561,25 +584,25 @@ func (fg *funcGen) planLoopRegs() {
 // edge's flags are dead and enough other registers are (recordBackedgeIn),
 // since the spilling form would run a locked xchg twice per iteration of
 // a swapping loop.
-func (fg *funcGen) loopBackedgesIn(blocks []cfg.BlockID, in map[cfg.BlockID]bool, r enc.Reg) bool {
-	if fg.slot != 0 {
+func (fp *funcPlan) loopBackedgesIn(blocks []cfg.BlockID, in map[cfg.BlockID]bool, r enc.Reg) bool {
+	if fp.slot != 0 {
 		return true
 	}
-	gr := fg.f.Graph
+	gr := fp.f.Graph
 	need := 1
-	if fg.hashInline() {
+	if fp.hashInline() {
 		need++
 	}
 	for _, id := range blocks {
 		for _, e := range gr.Blocks[id].Succs {
 			ed := &gr.Edges[e]
-			if fg.num.Kind[e] == pathnum.DAGEdge || ed.To < 0 || !in[ed.To] {
+			if fp.num.Kind[e] == pathnum.DAGEdge || ed.To < 0 || !in[ed.To] {
 				continue
 			}
 			if ed.FlagsLive {
 				return false
 			}
-			dead := ^fg.liveIn[ed.To] &^ (1<<enc.RSP | 1<<r)
+			dead := ^fp.liveIn[ed.To] &^ (1<<enc.RSP | 1<<r)
 			if bits.OnesCount16(uint16(dead)) < need {
 				return false
 			}
@@ -589,17 +612,17 @@ func (fg *funcGen) loopBackedgesIn(blocks []cfg.BlockID, in map[cfg.BlockID]bool
 }
 
 // loopAt is the loop region of block id, -1 for none or Exit.
-func (fg *funcGen) loopAt(id cfg.BlockID) int {
-	if id < 0 || fg.loopOf == nil {
+func (fp *funcPlan) loopAt(id cfg.BlockID) int {
+	if id < 0 || fp.loopOf == nil {
 		return -1
 	}
-	return fg.loopOf[id]
+	return fp.loopOf[id]
 }
 
 // crossesLoop reports whether edge e enters or leaves a loop region.
-func (fg *funcGen) crossesLoop(e cfg.EdgeID) bool {
-	ed := fg.f.Graph.Edges[e]
-	return fg.loopAt(ed.From) != fg.loopAt(ed.To)
+func (fp *funcPlan) crossesLoop(e cfg.EdgeID) bool {
+	ed := fp.f.Graph.Edges[e]
+	return fp.loopAt(ed.From) != fp.loopAt(ed.To)
 }
 
 // enterLoop moves the path register from Thread.R into the region's
@@ -634,15 +657,15 @@ func (g *gen) slots() bool { return g.slotsSize > 0 }
 // lean reports whether the function's inline entry and exit leave
 // Thread.record alone: a flow-only function with slot counters, whose
 // running record Thread.cur names [decision 51].
-func (fg *funcGen) lean() bool { return fg.g.mode.FlowOnly && fg.slot != 0 }
+func (fp *funcPlan) lean() bool { return fp.g.mode.FlowOnly && fp.slot != 0 }
 
 // trivial reports whether fg is a lean function of one path that calls
 // nothing and leaves only by returning: its whole instrumentation is an
 // inline entry that counts its call and its path (enterTrivial), with no
 // shadow frame and nothing at its exit [decision 55].
-func (fg *funcGen) trivial() bool {
-	gr := fg.f.Graph
-	if !fg.lean() || fg.num.NumPaths != 1 || len(gr.Calls) != 0 || fg.hasSyscallLeave() {
+func (fp *funcPlan) trivial() bool {
+	gr := fp.f.Graph
+	if !fp.lean() || fp.num.NumPaths != 1 || len(gr.Calls) != 0 || fp.hasSyscallLeave() {
 		return false
 	}
 	for _, ed := range gr.Edges {
@@ -654,63 +677,102 @@ func (fg *funcGen) trivial() bool {
 }
 
 // curValue is what Thread.Cur holds while fg's activation runs.
-func (fg *funcGen) curValue() int32 {
-	if fg.slot == 0 {
+func (fp *funcPlan) curValue() int32 {
+	if fp.slot == 0 {
 		return 0
 	}
-	return fg.fid + 1
+	return fp.fid + 1
 }
 
 // site allocates the id of a call site ending block blk of function fid,
 // whose instruction is at addr. A function's sites get consecutive ids:
 // its calls in address order (planSites), then its direct tail jumps.
-func (fg *funcGen) site(blk cfg.BlockID, addr uint64) int32 {
-	g := fg.g
+func (fp *funcPlan) site(blk cfg.BlockID, addr uint64) int32 {
+	g := fp.g
 	if len(g.sites) == 0 {
 		g.sites = append(g.sites, [2]uint64{})
 	}
-	g.sites = append(g.sites, [2]uint64{uint64(fg.fid), uint64(blk)})
-	fg.siteAddrs = append(fg.siteAddrs, addr)
+	g.sites = append(g.sites, [2]uint64{uint64(fp.fid), uint64(blk)})
+	fp.siteAddrs = append(fp.siteAddrs, addr)
 	return int32(len(g.sites) - 1)
 }
 
 // planSites gives the function's calls their ids, in address order.
-func (fg *funcGen) planSites() {
-	if len(fg.g.sites) == 0 {
-		fg.g.sites = append(fg.g.sites, [2]uint64{})
+func (fp *funcPlan) planSites() {
+	if len(fp.g.sites) == 0 {
+		fp.g.sites = append(fp.g.sites, [2]uint64{})
 	}
-	fg.firstSite = int32(len(fg.g.sites))
-	fg.callSite = map[uint64]int32{}
-	fg.tailSite = map[cfg.EdgeID]int32{}
-	fg.forkSites = map[uint64]bool{}
-	fg.siteAddrs = nil
-	calls := append([]cfg.CallSite(nil), fg.f.Graph.Calls...)
+	fp.firstSite = int32(len(fp.g.sites))
+	fp.callSite = map[uint64]int32{}
+	fp.tailSite = map[cfg.EdgeID]int32{}
+	fp.forkSites = map[uint64]bool{}
+	fp.siteAddrs = nil
+	calls := append([]cfg.CallSite(nil), fp.f.Graph.Calls...)
 	sort.Slice(calls, func(i, j int) bool { return calls[i].Addr < calls[j].Addr })
 	for _, c := range calls {
-		fg.callSite[c.Addr] = fg.site(c.Block, c.Addr)
+		fp.callSite[c.Addr] = fp.site(c.Block, c.Addr)
 		if c.Forks {
-			fg.forkSites[c.Addr] = true
+			fp.forkSites[c.Addr] = true
 		}
 	}
 	// Then the system calls that may end the image: the runtime finds
 	// where the activation stopped by their site [decision 59].
-	fg.leaveSite = map[uint64]int32{}
+	fp.leaveSite = map[uint64]int32{}
 	var sys []uint64
-	for a, l := range fg.f.Graph.Leaves {
+	for a, l := range fp.f.Graph.Leaves {
 		if l.Syscall {
 			sys = append(sys, a)
 		}
 	}
 	sort.Slice(sys, func(i, j int) bool { return sys[i] < sys[j] })
 	for _, a := range sys {
-		fg.leaveSite[a] = fg.site(fg.f.Graph.Leaves[a].Block, a)
+		fp.leaveSite[a] = fp.site(fp.f.Graph.Leaves[a].Block, a)
 	}
+	// Then, block by block, the direct tail jumps to instrumented
+	// functions: call sites too, the callee's activation is made a child
+	// of this one [DESIGN 7]. An indirect jump is not one (its target
+	// is only known at run time). A block whose last instruction does
+	// not decode gets none; the emitter fails the function there.
+	gr := fp.f.Graph
+	for id := range gr.Blocks {
+		blk := &gr.Blocks[id]
+		code := fp.g.b.Code(blk.Last)
+		if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
+			continue
+		}
+		in, err := x86.Decode(code[:blk.End-blk.Last], blk.Last)
+		if err != nil || in.Kind == x86.JmpIndirect {
+			continue
+		}
+		for _, e := range blk.Succs {
+			ed := gr.Edges[e]
+			if ed.Kind != cfg.EdgeTailCall || ed.Target == 0 {
+				continue
+			}
+			if _, ok := fp.g.entries[ed.Target]; ok {
+				fp.tailSite[e] = fp.site(cfg.BlockID(id), in.Addr)
+			}
+		}
+	}
+}
+
+// planBody plans what the function's body needs beyond its slot and
+// register (assignSlot, assignPathReg, planClosed): call sites, register
+// liveness, loop registers and loop copies. It runs for every function
+// in order before any is emitted; call-site ids follow that order.
+func (fp *funcPlan) planBody() {
+	fp.planSites()
+	if !fp.g.mode.Metrics {
+		fp.liveIn = fp.f.Graph.RegsLiveIn()
+	}
+	fp.planLoopRegs()
+	fp.planLoopCopies()
 }
 
 // hasSyscallLeave reports whether the function makes a system call that
 // may end the process image [decision 59].
-func (fg *funcGen) hasSyscallLeave() bool {
-	for _, l := range fg.f.Graph.Leaves {
+func (fp *funcPlan) hasSyscallLeave() bool {
+	for _, l := range fp.f.Graph.Leaves {
 		if l.Syscall {
 			return true
 		}
@@ -721,12 +783,12 @@ func (fg *funcGen) hasSyscallLeave() bool {
 // callLeave returns how the call or jump at addr to target ends the
 // process image, 0 if it does not or if target is instrumented (then
 // its own system call is hooked, after its code has run and counted).
-func (fg *funcGen) callLeave(addr, target uint64) cfg.LeaveKind {
-	l, ok := fg.f.Graph.Leaves[addr]
+func (fp *funcPlan) callLeave(addr, target uint64) cfg.LeaveKind {
+	l, ok := fp.f.Graph.Leaves[addr]
 	if !ok || l.Syscall {
 		return 0
 	}
-	if _, inst := fg.g.entries[target]; inst {
+	if _, inst := fp.g.entries[target]; inst {
 		return 0
 	}
 	return l.Kind
@@ -760,7 +822,7 @@ func (fg *funcGen) syscallLeave(in *x86.Inst) {
 }
 
 // nsites is the number of call sites the function has so far.
-func (fg *funcGen) nsites() int { return len(fg.siteAddrs) }
+func (fp *funcPlan) nsites() int { return len(fp.siteAddrs) }
 
 // patch is the 4-byte displacement of a load from a jump table's copy,
 // filled after Finish, when the copy's address is known: table copy
@@ -1100,7 +1162,7 @@ func (fg *funcGen) enterLean() {
 		first = fg.internalJoin // where the internal entry joins too
 	}
 	b.Push(enc.RCX)
-	fg.testReady(slow)
+	fg.g.testReady(slow)
 	cmpOwnerRCX(b)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	gsBusyOrOverflow(b, enc.RCX, slow)
@@ -1180,8 +1242,8 @@ func (fg *funcGen) enterInternal() {
 
 // testReady emits cmpq $0, blpp_fast_slots(%rip); je slow: loadSlots
 // without a register.
-func (fg *funcGen) testReady(slow enc.Label) {
-	g, b := fg.g, fg.g.buf
+func (g *gen) testReady(slow enc.Label) {
+	b := g.buf
 	b.CmpRIPImm8(enc.AbsTarget(g.stubs.FastSlots), 0)
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 }
@@ -1239,7 +1301,7 @@ func (fg *funcGen) leanStub(slow, done enc.Label, pushed, spill bool, stub uint6
 func (fg *funcGen) enterTrivial() {
 	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
-	fg.testReady(slow)
+	fg.g.testReady(slow)
 	b.Push(enc.RCX)
 	cmpOwnerRCX(b)
 	b.Pop(enc.RCX)
@@ -1780,25 +1842,36 @@ func (fg *funcGen) backedgeStub(e cfg.EdgeID) {
 // deadReg returns a general register that the code after edge e surely
 // overwrites before reading it (register liveness, decision 43), if any.
 func (fg *funcGen) deadReg(e cfg.EdgeID) (enc.Reg, bool) {
-	rs := fg.deadRegs(e, 1)
-	if len(rs) == 0 {
-		return 0, false
-	}
-	return rs[0], true
+	return fg.deadRegFor(e, fg.preg, fg.hasPreg)
 }
 
 // deadRegs returns up to n general registers dead after edge e, never
 // %rsp or the path register (which liveness sees as dead: the function
 // never names it).
 func (fg *funcGen) deadRegs(e cfg.EdgeID, n int) []enc.Reg {
-	to := fg.f.Graph.Edges[e].To
-	if to < 0 || fg.liveIn == nil {
+	return fg.deadRegsFor(e, n, fg.preg, fg.hasPreg)
+}
+
+// deadRegFor is deadReg where the path register is preg (when hasPreg).
+func (fp *funcPlan) deadRegFor(e cfg.EdgeID, preg enc.Reg, hasPreg bool) (enc.Reg, bool) {
+	rs := fp.deadRegsFor(e, 1, preg, hasPreg)
+	if len(rs) == 0 {
+		return 0, false
+	}
+	return rs[0], true
+}
+
+// deadRegsFor is deadRegs where the path register is preg (when
+// hasPreg).
+func (fp *funcPlan) deadRegsFor(e cfg.EdgeID, n int, preg enc.Reg, hasPreg bool) []enc.Reg {
+	to := fp.f.Graph.Edges[e].To
+	if to < 0 || fp.liveIn == nil {
 		return nil
 	}
-	dead := ^fg.liveIn[to] &^ (1 << enc.RSP)
+	dead := ^fp.liveIn[to] &^ (1 << enc.RSP)
 	var rs []enc.Reg
 	for r := 0; r < 16 && len(rs) < n; r++ {
-		if dead.Has(r) && !(fg.hasPreg && enc.Reg(r) == fg.preg) {
+		if dead.Has(r) && !(hasPreg && enc.Reg(r) == preg) {
 			rs = append(rs, enc.Reg(r))
 		}
 	}
@@ -1984,8 +2057,8 @@ func (fg *funcGen) slotCount(reg enc.Reg, k int32, slow enc.Label) {
 // runtime's Func.Hashed), and hashInline whether its path ends count
 // inline in the newest table: frequency-only images, whose entries are a
 // key and one count [decision 48].
-func (fg *funcGen) hashed() bool     { return fg.num.NumPaths > DenseMax }
-func (fg *funcGen) hashInline() bool { return fg.hashed() && !fg.g.mode.Metrics }
+func (fp *funcPlan) hashed() bool     { return fp.num.NumPaths > DenseMax }
+func (fp *funcPlan) hashInline() bool { return fp.hashed() && !fp.g.mode.Metrics }
 
 // hashCount counts path x of a hashed function in record rec's newest
 // hash table when the path's entry is at its home slot there or the one
@@ -2074,7 +2147,7 @@ func (fg *funcGen) slotBackedge(e cfg.EdgeID, flagsLive bool, slow, done enc.Lab
 // callee of a tail call).
 func (fg *funcGen) dest(e cfg.EdgeID) enc.Target {
 	if lc, ok := fg.copyBack[e]; ok {
-		lc.entered = true
+		fg.entered[lc] = true
 		return enc.LabelTarget(lc.label[lc.header])
 	}
 	ed := fg.f.Graph.Edges[e]
@@ -2111,10 +2184,10 @@ func (fg *funcGen) follow(e cfg.EdgeID, next cfg.BlockID) {
 	fg.g.buf.JmpRel32(fg.dest(e))
 }
 
-func (fg *funcGen) succ(b cfg.BlockID, kind ...cfg.EdgeKind) (cfg.EdgeID, bool) {
-	for _, e := range fg.f.Graph.Blocks[b].Succs {
+func (fp *funcPlan) succ(b cfg.BlockID, kind ...cfg.EdgeKind) (cfg.EdgeID, bool) {
+	for _, e := range fp.f.Graph.Blocks[b].Succs {
 		for _, k := range kind {
-			if fg.f.Graph.Edges[e].Kind == k {
+			if fp.f.Graph.Edges[e].Kind == k {
 				return e, true
 			}
 		}
@@ -2125,12 +2198,8 @@ func (fg *funcGen) succ(b cfg.BlockID, kind ...cfg.EdgeKind) (cfg.EdgeID, bool) 
 // emit writes the function: entry prologue, blocks in order, trampolines.
 func (fg *funcGen) emit() error {
 	g, b, gr := fg.g, fg.g.buf, fg.f.Graph
-	fg.planSites()
-	if !g.mode.Metrics {
-		fg.liveIn = gr.RegsLiveIn()
-	}
-	fg.planLoopRegs()
-	fg.planLoopCopies()
+	fg.entered = map[*loopCopy]bool{}
+	fg.setLoop(-1)
 	// Functions start at 16-byte boundaries. With a layout seed (blpp-bench
 	// only), a pseudo-random multiple of 16 bytes comes first, so that
 	// measurements can be taken over several layouts [decision 53].
@@ -2257,16 +2326,16 @@ const loopCopyMax = 256
 // stub, and the copy's cycle needs no chord increments. An edge off the
 // cycle sets the register to its value there and runs the first copy's
 // code for the edge (copyExit).
-func (fg *funcGen) planLoopCopies() {
-	if fg.g.mode.Metrics || fg.slot == 0 && fg.hashed() {
+func (fp *funcPlan) planLoopCopies() {
+	if fp.g.mode.Metrics || fp.slot == 0 && fp.hashed() {
 		return
 	}
-	gr, n := fg.f.Graph, fg.num
+	gr, n := fp.f.Graph, fp.num
 	for _, l := range gr.Loops {
 		if l.Irreducible {
 			continue
 		}
-		cycle, back := fg.likelyCycle(l)
+		cycle, back := fp.likelyCycle(l)
 		if cycle == nil {
 			continue
 		}
@@ -2278,7 +2347,7 @@ func (fg *funcGen) planLoopCopies() {
 				break
 			}
 			e, on := cycle[b]
-			if !on || !fg.copyable(b) {
+			if !on || !fp.copyable(b) {
 				ok = false
 				break
 			}
@@ -2306,13 +2375,12 @@ func (fg *funcGen) planLoopCopies() {
 		if p < 0 || uint64(p) >= n.NumPaths {
 			continue
 		}
-		fg.setLoop(fg.loopAt(l.Header))
-		rec, recOK := fg.deadReg(back)
-		fg.setLoop(-1)
-		if fg.slot == 0 && !recOK {
+		r, has := fp.regionReg(fp.loopAt(l.Header))
+		rec, recOK := fp.deadRegFor(back, r, has)
+		if fp.slot == 0 && !recOK {
 			continue
 		}
-		b := fg.g.buf
+		b := fp.g.buf
 		for id := range lc.next {
 			lc.blocks = append(lc.blocks, id)
 		}
@@ -2321,20 +2389,20 @@ func (fg *funcGen) planLoopCopies() {
 		for _, id := range lc.blocks {
 			lc.label[id] = b.NewLabel()
 		}
-		lc.top, lc.counter = b.NewLabel(), fg.slot+8+8*int32(p)
-		if fg.slot == 0 {
+		lc.top, lc.counter = b.NewLabel(), fp.slot+8+8*int32(p)
+		if fp.slot == 0 {
 			lc.record, lc.rec, lc.counter = true, rec, countsOff+8+8*int32(p)
 		}
-		if fg.loopCopies == nil {
-			fg.loopCopies, fg.copyBack = map[cfg.BlockID]*loopCopy{}, map[cfg.EdgeID]*loopCopy{}
+		if fp.loopCopies == nil {
+			fp.loopCopies, fp.copyBack = map[cfg.BlockID]*loopCopy{}, map[cfg.EdgeID]*loopCopy{}
 		}
-		fg.loopCopies[l.Header], fg.copyBack[back] = lc, lc
+		fp.loopCopies[l.Header], fp.copyBack[back] = lc, lc
 		// The loop's other backedges restart the path where back does
 		// or elsewhere: the first lead into the copy too, once they have
 		// counted their path, from either copy.
 		for _, e := range l.Backedges {
 			if e != back && n.EntryInc[e] == n.EntryInc[back] {
-				fg.copyBack[e] = lc
+				fp.copyBack[e] = lc
 			}
 		}
 	}
@@ -2349,8 +2417,8 @@ func (fg *funcGen) planLoopCopies() {
 // use: a backward branch is taken, a forward one is not (the
 // fall-through). It returns the edge each of the cycle's blocks takes,
 // and the backedge; nil when there is no such cycle.
-func (fg *funcGen) likelyCycle(l cfg.Loop) (map[cfg.BlockID]cfg.EdgeID, cfg.EdgeID) {
-	gr, n := fg.f.Graph, fg.num
+func (fp *funcPlan) likelyCycle(l cfg.Loop) (map[cfg.BlockID]cfg.EdgeID, cfg.EdgeID) {
+	gr, n := fp.f.Graph, fp.num
 	own := map[cfg.BlockID]bool{}
 	for _, b := range l.Blocks {
 		if gr.Blocks[b].LoopDepth == l.Depth {
@@ -2361,7 +2429,7 @@ func (fg *funcGen) likelyCycle(l cfg.Loop) (map[cfg.BlockID]cfg.EdgeID, cfg.Edge
 		ed := gr.Edges[e]
 		return ed.To >= 0 && own[ed.From] && own[ed.To] &&
 			(ed.Kind == cfg.EdgeBranch || ed.Kind == cfg.EdgeFallThrough) &&
-			n.Kind[e] == pathnum.DAGEdge && !fg.crossesLoop(e)
+			n.Kind[e] == pathnum.DAGEdge && !fp.crossesLoop(e)
 	}
 	// dist: blocks from each block to a latch, breadth first backwards
 	// from all of them (which blocks reach one); closing is the backedge
@@ -2424,14 +2492,14 @@ func (fg *funcGen) likelyCycle(l cfg.Loop) (map[cfg.BlockID]cfg.EdgeID, cfg.Edge
 // copyable reports whether block id ends in a conditional or direct
 // jump or falls through, with its code in the file, and has no system
 // call to hook: what emitLoopCopy can copy.
-func (fg *funcGen) copyable(id cfg.BlockID) bool {
-	for _, l := range fg.f.Graph.Leaves {
+func (fp *funcPlan) copyable(id cfg.BlockID) bool {
+	for _, l := range fp.f.Graph.Leaves {
 		if l.Syscall && l.Block == id {
 			return false // its hook needs the register's value [decision 59]
 		}
 	}
-	blk := &fg.f.Graph.Blocks[id]
-	code := fg.g.b.Code(blk.Last)
+	blk := &fp.f.Graph.Blocks[id]
+	code := fp.g.b.Code(blk.Last)
 	if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
 		return false
 	}
@@ -2460,7 +2528,7 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 			fg.coldErr = err
 		}
 	}
-	if !lc.entered {
+	if !fg.entered[lc] {
 		fail(fmt.Errorf("%#x: loop copy: the first copy's backedge does not lead to it", gr.Blocks[lc.header].Addr))
 		return
 	}
@@ -2736,17 +2804,6 @@ func (fg *funcGen) biasedJump(t int, bl biasedLoad) error {
 func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cfg.BlockID) error {
 	b, gr := fg.g.buf, fg.f.Graph
 	succs := gr.Blocks[id].Succs
-	// A direct tail jump to an instrumented function is a call site too:
-	// the callee's activation is made a child of this one [DESIGN 7].
-	for _, e := range succs {
-		ed := gr.Edges[e]
-		if ed.Kind != cfg.EdgeTailCall || ed.Target == 0 || in.Kind == x86.JmpIndirect {
-			continue
-		}
-		if _, ok := fg.g.entries[ed.Target]; ok {
-			fg.tailSite[e] = fg.site(id, in.Addr)
-		}
-	}
 	switch in.Kind {
 	case x86.Call, x86.CallIndirect:
 		// The call site, for the runtime to tell where this activation
@@ -2901,10 +2958,10 @@ func (fg *funcGen) tablesDone() error {
 
 // planTables gives each table jump of fg its copy of the table and maps
 // the instructions that read the entry to it.
-func (fg *funcGen) planTables() {
-	g := fg.g
-	fg.tabOf, fg.loadOf = map[uint64]int{}, map[uint64]int{}
-	gr := fg.f.Graph
+func (fp *funcPlan) planTables() {
+	g := fp.g
+	fp.tabOf, fp.loadOf = map[uint64]int{}, map[uint64]int{}
+	gr := fp.f.Graph
 	for i := range gr.Tables {
 		jt := &gr.Tables[i]
 		t := len(g.tables)
@@ -2918,14 +2975,14 @@ func (fg *funcGen) planTables() {
 			}
 		}
 		g.tables = append(g.tables, nt)
-		fg.tabOf[jt.Jump] = t
+		fp.tabOf[jt.Jump] = t
 		for _, l := range jt.Loads {
-			if _, dup := fg.loadOf[l]; dup {
+			if _, dup := fp.loadOf[l]; dup {
 				// One load feeding two jumps cannot read two copies.
-				fg.loadOf[l] = -1
+				fp.loadOf[l] = -1
 				continue
 			}
-			fg.loadOf[l] = t
+			fp.loadOf[l] = t
 		}
 	}
 }
@@ -2934,11 +2991,11 @@ func (fg *funcGen) planTables() {
 func pushImm32(b *enc.Buf, v int32) { b.PushImm32(v) }
 
 // pathRegField is Func.PathReg for fg: 1 + the register's number, or 0.
-func (fg *funcGen) pathRegField() uint64 {
-	if !fg.hasPreg {
+func (fp *funcPlan) pathRegField() uint64 {
+	if !fp.fnHasPreg {
 		return 0
 	}
-	return 1 + uint64(fg.preg)
+	return 1 + uint64(fp.fnPreg)
 }
 
 // alignTo pads the buffer with NOPs to a multiple of n (a power of two)

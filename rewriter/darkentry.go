@@ -169,7 +169,7 @@ func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 		b.Bind(d.label)
 		slow, body := b.NewLabel(), b.NewLabel()
 		if d.slot != 0 {
-			(&funcGen{g: g}).testReady(slow)
+			g.testReady(slow)
 			b.Push(enc.RCX)
 			cmpOwnerRCX(b)
 			b.Pop(enc.RCX)
@@ -214,7 +214,7 @@ func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 func (g *gen) darkContextInline(d *darkEntry, slow, body enc.Label) {
 	b := g.buf
 	pop := b.NewLabel()
-	(&funcGen{g: g}).testReady(slow)
+	g.testReady(slow)
 	b.Push(enc.RAX)
 	b.Push(enc.RCX)
 	b.Push(enc.RDX)

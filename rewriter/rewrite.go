@@ -337,22 +337,26 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0,
 			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC}}
 	dark := g.planDark(res, sum.Skipped, into, len(chosen))
+	// Plan every function (plan.go), then emit each from its plan.
 	for i, f := range chosen {
-		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), inLoop: -1}
+		fp := &funcPlan{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel()}
 		if at, ok := moved[f]; ok {
-			fg.prefixEnd, fg.afterPrefix = at, g.buf.NewLabel()
+			fp.prefixEnd, fp.afterPrefix = at, g.buf.NewLabel()
 		}
-		fg.blocks = make([]enc.Label, len(f.Graph.Blocks))
-		for j := range fg.blocks {
-			fg.blocks[j] = g.buf.NewLabel()
+		fp.blocks = make([]enc.Label, len(f.Graph.Blocks))
+		for j := range fp.blocks {
+			fp.blocks[j] = g.buf.NewLabel()
 		}
-		fg.planTables()
-		g.entries[f.Func.Addr] = fg.entry
-		g.funcs = append(g.funcs, fg)
-		g.assignSlot(fg)
-		g.assignPathReg(fg)
+		fp.planTables()
+		g.entries[f.Func.Addr] = fp.entry
+		g.funcs = append(g.funcs, &funcGen{funcPlan: fp, inLoop: -1})
+		g.assignSlot(fp)
+		g.assignPathReg(fp)
 	}
 	g.planClosed()
+	for _, fg := range g.funcs {
+		fg.planBody()
+	}
 	var failed []emitFailure
 	for _, fg := range g.funcs {
 		err := fg.emit()
@@ -533,7 +537,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	sum.CodeBytes = len(code)
 	sum.EntriesCounted = len(dark)
 	for _, fg := range g.funcs {
-		if fg.hasPreg {
+		if fg.fnHasPreg {
 			sum.RegisterPaths++
 		}
 		if fg.closed {

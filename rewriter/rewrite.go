@@ -316,14 +316,16 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		rw = append(rw, 0)
 	}
 	metricsAddr := rwAddr + uint64(len(rw))
-	for _, m := range opts.Metrics {
-		e := make([]byte, runtime.MetricSize)
-		binary.LittleEndian.PutUint64(e[0:], m.Type)
-		binary.LittleEndian.PutUint64(e[8:], m.Config)
-		copy(e[16:16+23], m.Name)
-		rw = append(rw, e...)
-	}
+	rw = append(rw, make([]byte, len(opts.Metrics)*runtime.MetricSize)...)
 	rwMem := uint64(len(rw))
+	// The runtime's tables in rw, from here on written as typed records
+	// (runtime/layout.go) at their addresses.
+	at := func(addr uint64) []byte { return rw[addr-rwAddr:] }
+	funcEntry := func(fid int) []byte { return at(funcsAddr + uint64(fid)*runtime.FuncSize) }
+	for i, m := range opts.Metrics {
+		runtime.PutMetric(at(metricsAddr+uint64(i)*runtime.MetricSize),
+			runtime.Metric{Type: m.Type, Config: m.Config, Name: runtime.MetricName(m.Name)})
+	}
 	codeAddr := pageUp(rwAddr+rwMem) + 0x1000
 
 	g := &gen{b: b, buf: &enc.Buf{}, entries: map[uint64]enc.Label{}, siteRet: map[int32]enc.Label{}, pie: b.Kind == cfg.KindPIE,
@@ -374,7 +376,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		return nil, nil, err
 	}
 	darkFuncs(dark, func(fid int32, f runtime.Func) {
-		runtime.PutFunc(rw[funcsAddr-rwAddr+uint64(fid)*runtime.FuncSize:], f)
+		runtime.PutFunc(funcEntry(int(fid)), f)
 	})
 	// The exit hook: blpp_fini takes the place of the first .fini_array
 	// entry; it calls that entry's original function, then writes the
@@ -409,21 +411,13 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		g.buf.Zeros(size * len(t.targets))
 		tabs = append(tabs, placed{t, size})
 	}
-	// Fill the call-site table reserved above.
 	if len(g.sites) > nsites {
 		return nil, nil, fmt.Errorf("internal error: %d call sites, %d reserved", len(g.sites), nsites)
-	}
-	for i, st := range g.sites {
-		e := rw[sitesAddr-rwAddr+uint64(i*runtime.SiteSize):]
-		binary.LittleEndian.PutUint64(e, st[0])
-		binary.LittleEndian.PutUint64(e[8:], st[1])
-		// e[16:], the return address of a closed call, once the code
-		// is laid out (below).
 	}
 	// The function table.
 	for i, fg := range g.funcs {
 		np := fg.f.Numbering.NumPaths
-		runtime.PutFunc(rw[funcsAddr-rwAddr+uint64(i*runtime.FuncSize):], runtime.Func{
+		runtime.PutFunc(funcEntry(i), runtime.Func{
 			NumPaths: np, Hashed: b2u(fg.hashed()), FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot), PathReg: fg.pathRegField(), Closed: fg.closedField()})
 	}
 	code, err := g.buf.Finish(codeAddr)
@@ -441,8 +435,14 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		}
 		binary.LittleEndian.PutUint32(code[p.at:], uint32(v))
 	}
-	for site, l := range g.siteRet {
-		binary.LittleEndian.PutUint64(rw[sitesAddr-rwAddr+uint64(int(site)*runtime.SiteSize)+16:], addrOf(l))
+	// The call-site table reserved above, now that the return addresses
+	// of closed calls are known.
+	for i, st := range g.sites {
+		site := runtime.Site{Func: st[0], Block: st[1]}
+		if l, ok := g.siteRet[int32(i)]; ok {
+			site.Ret = addrOf(l)
+		}
+		runtime.PutSite(at(sitesAddr+uint64(i)*runtime.SiteSize), site)
 	}
 	for _, t := range tabs {
 		ta := addrOf(t.t.label)
@@ -495,7 +495,6 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	// Runtime configuration.
 	cfgOff := img.Symbols[runtime.SymConfig] - img.DataOff
-	c := rw[cfgOff:]
 	conf := runtime.Config{
 		Magic: runtime.ConfigMagic, SelfVaddr: rwAddr + cfgOff, OrigEntry: b.Entry, OrigFini: fini.orig,
 		FuncsVaddr: funcsAddr, NFuncs: uint64(len(chosen)), DumpSignal: runtime.DefaultDumpSignal,
@@ -530,8 +529,8 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	tab.ComputeInstrID()
 	conf.BuildIDVaddr, conf.BuildIDLen = idAddr, uint64(len(tab.InstrID))
-	copy(rw[idAddr-rwAddr:], tab.InstrID)
-	runtime.PutConfig(c, conf)
+	copy(at(idAddr), tab.InstrID)
+	runtime.PutConfig(at(rwAddr+cfgOff), conf)
 	sort.Slice(sum.Skipped, func(i, j int) bool { return sum.Skipped[i].Entry < sum.Skipped[j].Entry })
 	sum.Instrumented = len(chosen)
 	sum.CodeBytes = len(code)

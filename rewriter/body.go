@@ -16,6 +16,16 @@ import (
 // closed calls, jump-table jumps through the function's own table
 // copies, returns and tail jumps with the exit sequences.
 
+// patch is the 4-byte displacement of a load from a jump table's copy,
+// filled after Finish, when the copy's address is known: table copy
+// tab-1's address plus add, which must fit in a sign-extended 32 bits.
+// (Fields that refer to labels or to fixed addresses are the Buf's own.)
+type patch struct {
+	at  int
+	tab int
+	add int64
+}
+
 // emit writes the function: entry prologue, blocks in order, trampolines.
 func (fg *funcGen) emit() error {
 	g, b, gr := fg.g, fg.g.buf, fg.f.Graph

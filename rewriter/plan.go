@@ -17,8 +17,8 @@ import (
 // table copies. Loop registers and loop copies are in planloops.go.
 
 // funcPlan is what goes where in one function's instrumented copy,
-// decided before any of its code is emitted (plan.go, planloops.go,
-// planTables) and only read while emitting: the numbering and its chord
+// decided before any of its code is emitted (this file and
+// planloops.go) and only read while emitting (TestPlanReadOnlyWhileEmitting): the numbering and its chord
 // increments, the call sites, the slot counters, the path register and
 // the loop registers, closed-function status, the loop copies, the jump
 // table copies, and the labels other code jumps to. Labels are names
@@ -421,16 +421,6 @@ func (fp *funcPlan) callLeave(addr, target uint64) cfg.LeaveKind {
 
 // nsites is the number of call sites the function has so far.
 func (fp *funcPlan) nsites() int { return len(fp.siteAddrs) }
-
-// patch is the 4-byte displacement of a load from a jump table's copy,
-// filled after Finish, when the copy's address is known: table copy
-// tab-1's address plus add, which must fit in a sign-extended 32 bits.
-// (Fields that refer to labels or to fixed addresses are the Buf's own.)
-type patch struct {
-	at  int
-	tab int
-	add int64
-}
 
 // newTable is the copy of a jump table one indirect jump reads.
 type newTable struct {

@@ -21,7 +21,6 @@ package rewriter
 // so the instrumented code around it counts exactly as before.
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"blpp/analysis"
@@ -170,7 +169,7 @@ func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 		b.Bind(d.label)
 		slow, body := b.NewLabel(), b.NewLabel()
 		if d.slot != 0 {
-			(&funcGen{g: g}).testReady(slow)
+			g.testReady(slow)
 			b.Push(enc.RCX)
 			cmpOwnerRCX(b)
 			b.Pop(enc.RCX)
@@ -215,7 +214,7 @@ func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 func (g *gen) darkContextInline(d *darkEntry, slow, body enc.Label) {
 	b := g.buf
 	pop := b.NewLabel()
-	(&funcGen{g: g}).testReady(slow)
+	g.testReady(slow)
 	b.Push(enc.RAX)
 	b.Push(enc.RCX)
 	b.Push(enc.RDX)
@@ -224,32 +223,32 @@ func (g *gen) darkContextInline(d *darkEntry, slow, body enc.Label) {
 	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
 	gsBusyOrOverflow(b, enc.RCX, pop)
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.Bytes(le32([]byte{0x48, 0x8d, 0x84, 0x24}, saved)) // lea entry rsp, %rax
-	b.Bytes([]byte{0x48, 0x39, 0x41, byte(frRSP)})       // cmp %rax, frRSP(%rcx): the newest frame
+	b.LeaRegDisp32(enc.RAX, enc.RSP, int32(saved)) // entry rsp
+	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)         // the newest frame
 	b.JccRel32(enc.CondBE, enc.LabelTarget(pop))
 	b.MovRegFromReg(enc.RCX, enc.RAX) // the entry %rsp, kept
 	b.MovRegFromGS(enc.RAX, runtime.OffRecord)
-	b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
+	b.TestRegReg(enc.RAX)
 	b.JccRel32(enc.CondE, enc.LabelTarget(pop))
 	b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
-	b.Bytes([]byte{0x48, 0x2b, 0x50, runtime.RecordFirstSiteOff}) // sub first_site(%rax), %rdx
-	b.Bytes([]byte{0x48, 0x3b, 0x50, runtime.RecordNSitesOff})    // cmp nsites(%rax), %rdx
+	b.SubRegMemD8(enc.RDX, enc.RAX, runtime.RecordFirstSiteOff)
+	b.CmpRegMemD8(enc.RDX, enc.RAX, runtime.RecordNSitesOff)
 	b.JccRel32(enc.CondAE, enc.LabelTarget(pop))
-	b.Bytes([]byte{0x48, 0x8b, 0x40, runtime.RecordKidsOff})                 // mov kids(%rax), %rax
-	b.Bytes([]byte{0x48, 0x8d, 0x54, 0xd0, 0x08})                            // lea 8(%rax,%rdx,8), %rdx: the list's head word
-	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x14, 0x25}, runtime.OffDarkList)) // cmp %gs:dark_list, %rdx
+	b.MovRegFromMemD8(enc.RAX, enc.RAX, runtime.RecordKidsOff)
+	b.LeaRegIdxD8(enc.RDX, enc.RAX, enc.RDX, 8, 8) // the list's head word
+	b.CmpRegGS(enc.RDX, runtime.OffDarkList)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
-	b.Bytes([]byte{0x48, 0x8b, 0x02}) // mov (%rdx), %rax: its first node
-	b.Bytes([]byte{0x48, 0x85, 0xc0}) // test %rax, %rax
+	b.MovRegFromMem(enc.RAX, enc.RDX, 0) // its first node
+	b.TestRegReg(enc.RAX)
 	b.JccRel32(enc.CondE, enc.LabelTarget(pop))
-	b.Bytes(le32([]byte{0x48, 0x81, 0x78, runtime.NodeFuncOff}, uint32(d.fid))) // cmpq $fid, func(%rax)
+	b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, d.fid)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
-	b.Bytes([]byte{0x48, 0x8b, 0x50, runtime.NodeRecOff})                   // mov rec(%rax), %rdx
-	b.Bytes(le32([]byte{0x65, 0x48, 0x3b, 0x14, 0x25}, runtime.OffDarkRec)) // cmp %gs:dark_rec, %rdx
+	b.MovRegFromMemD8(enc.RDX, enc.RAX, runtime.NodeRecOff)
+	b.CmpRegGS(enc.RDX, runtime.OffDarkRec)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
-	b.MovGSFromReg(runtime.OffDarkRSP, enc.RCX)             // the activation to follow callbacks of
-	b.Bytes([]byte{0x48, 0xff, 0x40, runtime.NodeCountOff}) // incq count(%rax)
-	b.Bytes(le32([]byte{0x48, 0xff, 0x82}, countsOff))      // incq counts(%rdx): the record's calls
+	b.MovGSFromReg(runtime.OffDarkRSP, enc.RCX) // the activation to follow callbacks of
+	b.IncMemD8(enc.RAX, runtime.NodeCountOff)
+	b.IncMemD32(enc.RDX, countsOff) // the record's calls
 	b.Pop(enc.RDX)
 	b.Pop(enc.RCX)
 	b.Pop(enc.RAX)
@@ -272,13 +271,16 @@ func darkFuncs(ds []*darkEntry, put func(fid int32, f runtime.Func)) {
 }
 
 // darkPatches redirects each left-out function's entry to its stub.
-func darkPatches(ds []*darkEntry, addrOf func(enc.Label) uint64) []elfw.Patch {
+func darkPatches(ds []*darkEntry, addrOf func(enc.Label) uint64) ([]elfw.Patch, error) {
 	var ps []elfw.Patch
 	for _, d := range ds {
-		to := addrOf(d.label)
-		ps = append(ps, elfw.Patch{Addr: d.addr, Bytes: binary.LittleEndian.AppendUint32([]byte{0xe9}, uint32(to-(d.addr+5)))})
+		jmp, err := enc.JmpRel32At(d.addr, addrOf(d.label))
+		if err != nil {
+			return nil, fmt.Errorf("dark entry at %#x: %w", d.addr, err)
+		}
+		ps = append(ps, elfw.Patch{Addr: d.addr, Bytes: jmp})
 	}
-	return ps
+	return ps, nil
 }
 
 // darkTarget is gen.target's look-up of a left-out function's stub.

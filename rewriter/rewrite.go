@@ -316,14 +316,16 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		rw = append(rw, 0)
 	}
 	metricsAddr := rwAddr + uint64(len(rw))
-	for _, m := range opts.Metrics {
-		e := make([]byte, runtime.MetricSize)
-		binary.LittleEndian.PutUint64(e[0:], m.Type)
-		binary.LittleEndian.PutUint64(e[8:], m.Config)
-		copy(e[16:16+23], m.Name)
-		rw = append(rw, e...)
-	}
+	rw = append(rw, make([]byte, len(opts.Metrics)*runtime.MetricSize)...)
 	rwMem := uint64(len(rw))
+	// The runtime's tables in rw, from here on written as typed records
+	// (runtime/layout.go) at their addresses.
+	at := func(addr uint64) []byte { return rw[addr-rwAddr:] }
+	funcEntry := func(fid int) []byte { return at(funcsAddr + uint64(fid)*runtime.FuncSize) }
+	for i, m := range opts.Metrics {
+		runtime.PutMetric(at(metricsAddr+uint64(i)*runtime.MetricSize),
+			runtime.Metric{Type: m.Type, Config: m.Config, Name: runtime.MetricName(m.Name)})
+	}
 	codeAddr := pageUp(rwAddr+rwMem) + 0x1000
 
 	g := &gen{b: b, buf: &enc.Buf{}, entries: map[uint64]enc.Label{}, siteRet: map[int32]enc.Label{}, pie: b.Kind == cfg.KindPIE,
@@ -337,22 +339,26 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0,
 			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC}}
 	dark := g.planDark(res, sum.Skipped, into, len(chosen))
+	// Plan every function (plan.go), then emit each from its plan.
 	for i, f := range chosen {
-		fg := &funcGen{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel(), inLoop: -1}
+		fp := &funcPlan{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel()}
 		if at, ok := moved[f]; ok {
-			fg.prefixEnd, fg.afterPrefix = at, g.buf.NewLabel()
+			fp.prefixEnd, fp.afterPrefix = at, g.buf.NewLabel()
 		}
-		fg.blocks = make([]enc.Label, len(f.Graph.Blocks))
-		for j := range fg.blocks {
-			fg.blocks[j] = g.buf.NewLabel()
+		fp.blocks = make([]enc.Label, len(f.Graph.Blocks))
+		for j := range fp.blocks {
+			fp.blocks[j] = g.buf.NewLabel()
 		}
-		fg.planTables()
-		g.entries[f.Func.Addr] = fg.entry
-		g.funcs = append(g.funcs, fg)
-		g.assignSlot(fg)
-		g.assignPathReg(fg)
+		fp.planTables()
+		g.entries[f.Func.Addr] = fp.entry
+		g.funcs = append(g.funcs, &funcGen{funcPlan: fp, inLoop: -1})
+		g.assignSlot(fp)
+		g.assignPathReg(fp)
 	}
 	g.planClosed()
+	for _, fg := range g.funcs {
+		fg.planBody()
+	}
 	var failed []emitFailure
 	for _, fg := range g.funcs {
 		err := fg.emit()
@@ -370,7 +376,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		return nil, nil, err
 	}
 	darkFuncs(dark, func(fid int32, f runtime.Func) {
-		runtime.PutFunc(rw[funcsAddr-rwAddr+uint64(fid)*runtime.FuncSize:], f)
+		runtime.PutFunc(funcEntry(int(fid)), f)
 	})
 	// The exit hook: blpp_fini takes the place of the first .fini_array
 	// entry; it calls that entry's original function, then writes the
@@ -402,24 +408,16 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			g.buf.Int3()
 		}
 		g.buf.Bind(t.label)
-		g.buf.Bytes(make([]byte, size*len(t.targets)))
+		g.buf.Zeros(size * len(t.targets))
 		tabs = append(tabs, placed{t, size})
 	}
-	// Fill the call-site table reserved above.
 	if len(g.sites) > nsites {
 		return nil, nil, fmt.Errorf("internal error: %d call sites, %d reserved", len(g.sites), nsites)
-	}
-	for i, st := range g.sites {
-		e := rw[sitesAddr-rwAddr+uint64(i*runtime.SiteSize):]
-		binary.LittleEndian.PutUint64(e, st[0])
-		binary.LittleEndian.PutUint64(e[8:], st[1])
-		// e[16:], the return address of a closed call, once the code
-		// is laid out (below).
 	}
 	// The function table.
 	for i, fg := range g.funcs {
 		np := fg.f.Numbering.NumPaths
-		runtime.PutFunc(rw[funcsAddr-rwAddr+uint64(i*runtime.FuncSize):], runtime.Func{
+		runtime.PutFunc(funcEntry(i), runtime.Func{
 			NumPaths: np, Hashed: b2u(fg.hashed()), FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot), PathReg: fg.pathRegField(), Closed: fg.closedField()})
 	}
 	code, err := g.buf.Finish(codeAddr)
@@ -431,23 +429,20 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		return codeAddr + uint64(off)
 	}
 	for _, p := range g.patches {
-		v := p.abs
-		switch {
-		case p.tab > 0:
-			v = addrOf(g.tables[p.tab-1].label) + uint64(p.add)
-			if int64(v) != int64(int32(v)) {
-				return nil, nil, fmt.Errorf("jump table copy at %#x out of reach of its load's displacement", addrOf(g.tables[p.tab-1].label))
-			}
-		case v == 0:
-			v = addrOf(p.label)
-		}
-		if p.ripRel {
-			v -= codeAddr + uint64(p.end)
+		v := addrOf(g.tables[p.tab-1].label) + uint64(p.add)
+		if int64(v) != int64(int32(v)) {
+			return nil, nil, fmt.Errorf("jump table copy at %#x out of reach of its load's displacement", addrOf(g.tables[p.tab-1].label))
 		}
 		binary.LittleEndian.PutUint32(code[p.at:], uint32(v))
 	}
-	for site, l := range g.siteRet {
-		binary.LittleEndian.PutUint64(rw[sitesAddr-rwAddr+uint64(int(site)*runtime.SiteSize)+16:], addrOf(l))
+	// The call-site table reserved above, now that the return addresses
+	// of closed calls are known.
+	for i, st := range g.sites {
+		site := runtime.Site{Func: st[0], Block: st[1]}
+		if l, ok := g.siteRet[int32(i)]; ok {
+			site.Ret = addrOf(l)
+		}
+		runtime.PutSite(at(sitesAddr+uint64(i)*runtime.SiteSize), site)
 	}
 	for _, t := range tabs {
 		ta := addrOf(t.t.label)
@@ -481,10 +476,17 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		if fg.prefixEnd != 0 {
 			from, to = fg.prefixEnd, addrOf(fg.afterPrefix)
 		}
-		p := binary.LittleEndian.AppendUint32([]byte{0xe9}, uint32(to-(from+5)))
-		patches = append(patches, elfw.Patch{Addr: from, Bytes: p})
+		jmp, err := enc.JmpRel32At(from, to)
+		if err != nil {
+			return nil, nil, fmt.Errorf("entry of %s: %w", fg.f.Func.Name, err)
+		}
+		patches = append(patches, elfw.Patch{Addr: from, Bytes: jmp})
 	}
-	patches = append(patches, darkPatches(dark, addrOf)...)
+	dp, err := darkPatches(dark, addrOf)
+	if err != nil {
+		return nil, nil, err
+	}
+	patches = append(patches, dp...)
 	var finiDT uint64
 	if fini.dtFini {
 		finiDT = rtText + img.Symbols[runtime.SymFini]
@@ -493,7 +495,6 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	// Runtime configuration.
 	cfgOff := img.Symbols[runtime.SymConfig] - img.DataOff
-	c := rw[cfgOff:]
 	conf := runtime.Config{
 		Magic: runtime.ConfigMagic, SelfVaddr: rwAddr + cfgOff, OrigEntry: b.Entry, OrigFini: fini.orig,
 		FuncsVaddr: funcsAddr, NFuncs: uint64(len(chosen)), DumpSignal: runtime.DefaultDumpSignal,
@@ -528,14 +529,14 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	tab.ComputeInstrID()
 	conf.BuildIDVaddr, conf.BuildIDLen = idAddr, uint64(len(tab.InstrID))
-	copy(rw[idAddr-rwAddr:], tab.InstrID)
-	runtime.PutConfig(c, conf)
+	copy(at(idAddr), tab.InstrID)
+	runtime.PutConfig(at(rwAddr+cfgOff), conf)
 	sort.Slice(sum.Skipped, func(i, j int) bool { return sum.Skipped[i].Entry < sum.Skipped[j].Entry })
 	sum.Instrumented = len(chosen)
 	sum.CodeBytes = len(code)
 	sum.EntriesCounted = len(dark)
 	for _, fg := range g.funcs {
-		if fg.hasPreg {
+		if fg.fnHasPreg {
 			sum.RegisterPaths++
 		}
 		if fg.closed {

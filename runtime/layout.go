@@ -431,6 +431,24 @@ func ParseConfig(b []byte) (Config, error) {
 // PutFunc encodes f into b (at least FuncSize bytes).
 func PutFunc(b []byte, f Func) { putStruct(b[:FuncSize], reflect.ValueOf(f)) }
 
+// PutSite encodes s into b (at least SiteSize bytes).
+func PutSite(b []byte, s Site) { putStruct(b[:SiteSize], reflect.ValueOf(s)) }
+
+// PutMetric encodes m into b (at least MetricSize bytes).
+func PutMetric(b []byte, m Metric) { putStruct(b[:MetricSize], reflect.ValueOf(m)) }
+
+// MetricName is name as Metric.Name holds it: its first 23 bytes,
+// NUL-padded, so that the C string always ends.
+func MetricName(name string) [3]uint64 {
+	var raw [24]byte
+	copy(raw[:23], name)
+	var n [3]uint64
+	for i := range n {
+		n[i] = binary.LittleEndian.Uint64(raw[8*i:])
+	}
+	return n
+}
+
 // putStruct writes the 8-byte fields of v in order, little-endian.
 func putStruct(b []byte, v reflect.Value) {
 	off := 0

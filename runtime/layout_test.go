@@ -125,6 +125,37 @@ func TestPutConfigRoundTrip(t *testing.T) {
 	}
 }
 
+// TestPutSiteMetric checks the table entries the rewriter writes: every
+// field at its offset, the metric's name NUL-padded and cut to 23 bytes.
+func TestPutSiteMetric(t *testing.T) {
+	var s Site
+	sb := make([]byte, SiteSize)
+	PutSite(sb, Site{Func: 1, Block: 2, Ret: 3})
+	for _, f := range []struct {
+		off  uintptr
+		want uint64
+	}{{unsafe.Offsetof(s.Func), 1}, {unsafe.Offsetof(s.Block), 2}, {unsafe.Offsetof(s.Ret), 3}} {
+		if got := binary.LittleEndian.Uint64(sb[f.off:]); got != f.want {
+			t.Errorf("PutSite: word at %d = %d, want %d", f.off, got, f.want)
+		}
+	}
+	var m Metric
+	mb := make([]byte, MetricSize)
+	long := "abcdefghijklmnopqrstuvwxyz"
+	PutMetric(mb, Metric{Type: 7, Config: 9, Name: MetricName(long)})
+	if binary.LittleEndian.Uint64(mb[unsafe.Offsetof(m.Type):]) != 7 || binary.LittleEndian.Uint64(mb[unsafe.Offsetof(m.Config):]) != 9 {
+		t.Errorf("PutMetric: % x", mb)
+	}
+	name := mb[unsafe.Offsetof(m.Name):]
+	if want := append([]byte(long[:23]), 0); !bytes.Equal(name, want) {
+		t.Errorf("PutMetric name: % x, want % x", name, want)
+	}
+	PutMetric(mb, Metric{Name: MetricName("tsc")})
+	if want := append([]byte("tsc"), make([]byte, 21)...); !bytes.Equal(name, want) {
+		t.Errorf("PutMetric short name: % x, want % x", name, want)
+	}
+}
+
 func TestLayoutHeader(t *testing.T) {
 	var b bytes.Buffer
 	if err := WriteLayoutHeader(&b); err != nil {

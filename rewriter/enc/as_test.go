@@ -204,7 +204,6 @@ func asCases(targets []asTarget) []asCase {
 	for n := 1; n <= 30; n++ {
 		add(fmt.Sprintf(".nops %d, 9", n), func(b *Buf) { b.Nop(n) })
 	}
-	add(".byte 0x0f, 0x0b, 0xcc", func(b *Buf) { b.Bytes([]byte{0x0f, 0x0b, 0xcc}) })
 	for _, tg := range targets {
 		add("call "+tg.asm, func(b *Buf) { b.CallRel32(tg.t) })
 		add("{disp32} jmp "+tg.asm, func(b *Buf) { b.JmpRel32(tg.t) })
@@ -217,7 +216,7 @@ func asCases(targets []asTarget) []asCase {
 			add(fmt.Sprintf("lea (%s)(%%rip), %%%s", tg.asm, r), func(b *Buf) { b.LeaRegRIP(r, tg.t) })
 		}
 	}
-	return cs
+	return append(cs, asCasesRT(targets)...)
 }
 
 func TestTemplatesAgainstGNUAs(t *testing.T) {

@@ -6,11 +6,16 @@
 // # Encoder
 //
 // A Buf collects code whose address is decided later. Each template
-// method appends one instruction in one fixed form: memory displacements
-// and immediates are always 32 bits and branches always rel32, even where
-// a shorter form exists, so an instruction's length depends only on the
-// registers it names (REX for r8-r15) and a layout pass can size code
-// before any address is known. Branches, calls, lea and jmp through rip
+// method appends one instruction in one form: branches are always rel32
+// and %gs counters always disp32, even where a shorter form exists, so
+// no instruction's length depends on an address and a layout pass can
+// size code before any address is known. Memory operands on a register
+// take the displacement width GNU as picks (based), or one fixed by the
+// template's name where the operand is a field of a runtime record or
+// shadow frame (the D8 and D32 forms of templates_rt.go), so that a
+// sequence's length does not depend on where a field lies. A Buf has no
+// method that appends raw bytes: every byte comes from a template, or
+// from an original instruction through Relocate (STYLE rule 11). Branches, calls, lea and jmp through rip
 // take a Target: a Label of the same Buf (NewLabel, Bind) or an absolute
 // address such as original code or a runtime symbol. Finish lays the
 // buffer out at a base address and resolves every such field to
@@ -31,11 +36,11 @@
 // accumulator opcode (48 05), one byte shorter than for other registers,
 // because GNU as never emits the ModRM form for it.
 //
-// TestTemplatesAgainstGNUAs assembles about two thousand cases (every
+// TestTemplatesAgainstGNUAs assembles some twenty thousand cases (every
 // template, all sixteen registers where a register is an operand,
 // boundary displacements and immediates, label and absolute targets
 // ±2 GiB) with GNU as in one run and compares the bytes. as is made to
-// emit the long forms with the {disp32} pseudo-prefix and with
+// emit the fixed forms with the {disp8} and {disp32} pseudo-prefixes and with
 // immediates written as (Z+v), Z defined at the end of the file, so that
 // the value is unknown when as picks the encoding.
 //

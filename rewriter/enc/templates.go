@@ -395,8 +395,11 @@ func (b *Buf) Nop(n int) {
 	b.emit(nops[n]...)
 }
 
-// Bytes appends raw bytes as they are. Nothing in them is relocated.
-func (b *Buf) Bytes(raw []byte) { b.emit(raw...) }
+// There is no way to append raw bytes to a Buf from outside this
+// package: every byte a caller emits comes from a template that
+// as_test.go checks against GNU as (STYLE rule 11). Original
+// instructions enter only through Relocate, which checks them against
+// their decoding.
 
 // based emits ModRM (and SIB for %rsp or %r12) and the shortest
 // displacement for disp(%base), as GNU as picks it: none when disp is 0

@@ -1,0 +1,436 @@
+package rewriter
+
+import (
+	"blpp/cfg"
+	"blpp/rewriter/enc"
+	"blpp/runtime"
+)
+
+// Backedges: the path end and restart at a loop's backedge, count[r +
+// ExitInc]++ and r = EntryInc [Ball-Larus 96 §3.3], in the forms the
+// plan allows: slot counters at fixed %gs offsets, the running record's
+// dense array, the path register in a general register, the hashed
+// table, and the runtime's backedge stub when none applies.
+
+// backedge emits a path end at a backedge inline: count[r + ExitInc]++
+// in the running record's dense array, then r = EntryInc. When that is
+// not possible (no record or another function's, a path the dense array
+// does not hold: hashed functions, a fork child's stale record, before
+// the runtime is ready) an out-of-line call to the backedge stub does the
+// same work. The inline form saves the call, the stub's register saves
+// and its checks: loops are where time goes. No test of the ready word
+// (see storeCallSite): before the runtime is ready %gs points at a block
+// without a record. Live flags are kept in %rax (saveFlags), pushed
+// between %rax and %rcx.
+func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
+	b, n := fg.g.buf, fg.num
+	if fg.hasPreg && fg.slot != 0 {
+		fg.regBackedge(e, flagsLive)
+		return
+	}
+	if fg.recordBackedgeIn(e, flagsLive) {
+		return
+	}
+	if fg.hasPreg {
+		// The record's counters: the code below reads Thread.R and
+		// leaves EntryInc there, the stub too; so does the register.
+		// A swapping loop register takes EntryInc back and gives
+		// Thread.R the program's value again [decision 56].
+		fg.spill()
+		fg.backedgeMem(e, flagsLive)
+		if fg.inLoop >= 0 && fg.loops[fg.inLoop].swap {
+			fg.reload()
+		} else {
+			b.MovRegImm(fg.preg, int32(n.EntryInc[e])) // sign-extended; flags untouched
+		}
+		return
+	}
+	fg.backedgeMem(e, flagsLive)
+}
+
+// backedgeMem is backedge for a path register in Thread.R.
+func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
+	g, b, n := fg.g, fg.g.buf, fg.num
+	if fg.slot != 0 && !flagsLive {
+		if r, ok := fg.deadReg(e); ok {
+			fg.slotBackedgeIn(e, r)
+			return
+		}
+	}
+	slow, done := b.NewLabel(), b.NewLabel()
+	b.LeaRSP(-redZone)
+	if g.mode.Metrics && !g.mode.TSCOnly {
+		fg.backedgeStub(e)
+		return
+	}
+	b.Push(enc.RAX)
+	if flagsLive { // the tests and the increment write the flags
+		saveFlags(b)
+		b.Push(enc.RAX)
+	}
+	if fg.slot != 0 {
+		fg.slotBackedge(e, flagsLive, slow, done)
+		return
+	}
+	b.Push(enc.RCX)
+	tsc, hash := g.mode.TSCOnly, fg.hashInline()
+	depth := int32(-redZone - 16) // %rax and %rcx pushed below the red zone
+	if flagsLive {
+		depth -= 8 // and the flags
+	}
+	if tsc || hash {
+		b.Push(enc.RDX)
+		depth -= 8
+	}
+	b.MovRegFromGS(enc.RCX, runtime.OffRecord)
+	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
+	b.TestRegReg(enc.RCX)
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.CmpMemImm32D8(enc.RCX, runtime.RecordFuncOff, fg.fid)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	if k := int32(n.ExitInc[e]); k != 0 {
+		b.AddRegImm32(enc.RAX, k)
+	}
+	if hash {
+		fg.hashCount(enc.RCX, enc.RCX, enc.RAX, enc.RDX, slow, depth)
+	} else {
+		b.CmpRegMemD8(enc.RAX, enc.RCX, runtime.RecordDenseNOff)
+		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		if tsc {
+			b.LeaRegDisp32(enc.RCX, enc.RCX, countsOff)
+			fg.countTSC(enc.RCX)
+			b.MovGS64Imm(offMAcc, 0)
+		} else {
+			b.IncMemIndexed(enc.RCX, enc.RAX, countsOff+8)
+		}
+	}
+	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
+	restore := func() {
+		if tsc || hash {
+			b.Pop(enc.RDX)
+		}
+		b.Pop(enc.RCX)
+		if flagsLive {
+			b.Pop(enc.RAX)
+			restoreFlags(b)
+		}
+		b.Pop(enc.RAX)
+	}
+	restore()
+	b.LeaRSP(redZone)
+	b.Bind(done)
+	fg.coldBackedgeSaved(e, slow, done, depth, restore)
+}
+
+// coldBackedgeSaved queues the slow path of a backedge whose inline part
+// pushed registers below the red zone (depth, from the activation's
+// %rsp): pop them (restore), call the backedge stub and rejoin the inline
+// code at done.
+func (fg *funcGen) coldBackedgeSaved(e cfg.EdgeID, slow, done enc.Label, depth int32, restore func()) {
+	b := fg.g.buf
+	at := fg.cur
+	fg.addCold(func() {
+		b.Bind(slow)
+		fg.mark(at, false)
+		b.SetSP(depth)
+		restore()
+		fg.backedgeStub(e)
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}
+
+// countTSC counts path %rax of the stride-2 counters at counts (the
+// record's: %rcx or %rsi) with its time: the pair {count, tsc sum} after
+// the calls word gets 1 and macc + (now - mstart), and mstart = now, as
+// path_metrics does [DESIGN 8]. It leaves now in %rax (%rdx and counts
+// clobbered); the caller sets macc.
+func (fg *funcGen) countTSC(counts enc.Reg) {
+	b := fg.g.buf
+	b.ShlRegImm(enc.RAX, 4)
+	b.LeaRegIdxD8(counts, counts, enc.RAX, 1, 8)
+	b.IncMem(counts, 0)
+	fg.tscProgress()
+	b.AddMemRegD8(counts, 8, enc.RDX)
+	b.MovGSFromReg(offMStart, enc.RAX)
+}
+
+// tscProgress emits the read of the time-stamp counter and the running
+// path's progress: now into %rax, macc + (now - mstart) into %rdx.
+func (fg *funcGen) tscProgress() {
+	b := fg.g.buf
+	b.Rdtsc()
+	b.ShlRegImm(enc.RDX, 32)
+	b.OrRegReg(enc.RAX, enc.RDX)
+	b.MovRegFromReg(enc.RDX, enc.RAX)
+	b.SubRegGS(enc.RDX, offMStart)
+	b.AddRegGS(enc.RDX, offMAcc)
+}
+
+// backedgeStub calls the backedge stub for edge e, %rsp already below the
+// red zone, and steps back over the red zone and its arguments.
+func (fg *funcGen) backedgeStub(e cfg.EdgeID) {
+	b, n := fg.g.buf, fg.num
+	pushImm32(b, int32(n.EntryInc[e]))
+	pushImm32(b, int32(n.ExitInc[e]))
+	pushImm32(b, fg.fid)
+	b.CallRel32(enc.AbsTarget(fg.g.stubs.Backedge))
+	b.LeaRSP(redZone + 24)
+}
+
+// recordBackedgeIn is the record form of a backedge (backedgeMem) where
+// the flags are dead and so are the registers it needs: one for the
+// record, and one for the path id unless the path register is a general
+// register. Nothing is pushed and the red zone is not stepped over:
+// mov %gs:record,%rec; [mov %gs:r,%x]; test; je; cmpq $fid,func(%rec);
+// jne; lea k(%x),%x; cmp dense_n(%rec),%x; jae; incq counts+8(%rec,%x,8);
+// r = EntryInc. It reports false (emitting nothing) where it does not
+// apply.
+func (fg *funcGen) recordBackedgeIn(e cfg.EdgeID, flagsLive bool) bool {
+	g, b, n := fg.g, fg.g.buf, fg.num
+	if flagsLive || g.mode.Metrics || fg.slot != 0 {
+		return false
+	}
+	need := 2
+	if fg.hasPreg {
+		need = 1
+	}
+	if fg.hashInline() {
+		need++ // the entry's offset (hashCount)
+	}
+	rs := fg.deadRegs(e, need)
+	if len(rs) < need {
+		return false
+	}
+	rec, x := rs[0], fg.preg
+	if !fg.hasPreg {
+		x = rs[1]
+	}
+	slow, done := b.NewLabel(), b.NewLabel()
+	k := int32(n.ExitInc[e])
+	b.MovRegFromGS(rec, runtime.OffRecord)
+	if !fg.hasPreg {
+		b.MovRegFromGS(x, g.stubs.OffR)
+	}
+	if k != 0 {
+		b.LeaRegSelf(x, k)
+	}
+	fg.ownRecord(rec, slow)
+	if fg.hashInline() {
+		fg.hashCount(rec, rec, x, rs[len(rs)-1], slow, 0)
+	} else {
+		b.CmpRegMem(x, rec, runtime.RecordDenseNOff)
+		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		b.IncMemIndexed(rec, x, countsOff+8)
+	}
+	if fg.hasPreg {
+		b.MovRegImm(x, int32(n.EntryInc[e])) // sign-extended: EntryInc may be negative
+	} else {
+		b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
+	}
+	b.Bind(done)
+	undo := int32(0)
+	if fg.hasPreg {
+		undo = k // Thread.R gets the value before the edge
+	}
+	fg.coldBackedge(e, slow, done, undo)
+	return true
+}
+
+// ownRecord jumps to slow unless rec, loaded from Thread.record, is a
+// record of this function: the check of the inline record forms of a
+// backedge (recordBackedgeIn, countCopy).
+func (fg *funcGen) ownRecord(rec enc.Reg, slow enc.Label) {
+	b := fg.g.buf
+	b.TestRegReg(rec)
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.CmpMemImm32(rec, runtime.RecordFuncOff, fg.fid)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+}
+
+// coldBackedge queues the slow path of a backedge whose inline part
+// saved nothing: take undo back off the path register, spill it, call
+// the backedge stub, reload the register and rejoin the inline code at
+// done.
+func (fg *funcGen) coldBackedge(e cfg.EdgeID, slow, done enc.Label, undo int32) {
+	b := fg.g.buf
+	at := fg.cur
+	fg.addCold(func() {
+		b.Bind(slow)
+		fg.mark(at, false)
+		b.SetSP(0)
+		if undo != 0 {
+			b.LeaRegSelf(fg.preg, -undo)
+		}
+		fg.spill()
+		b.LeaRSP(-redZone)
+		fg.backedgeStub(e)
+		fg.reload()
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}
+
+// slotBackedgeIn is the slot form of a backedge (slotBackedge) where the
+// flags are dead and register r is too: nothing to save, so nothing is
+// pushed and the red zone is not stepped over.
+func (fg *funcGen) slotBackedgeIn(e cfg.EdgeID, r enc.Reg) {
+	g, b, n := fg.g, fg.g.buf, fg.num
+	slow, done := b.NewLabel(), b.NewLabel()
+	b.CmpGS64Imm(runtime.OffCur, fg.curValue())
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.MovRegFromGS(r, g.stubs.OffR)
+	fg.slotCount(r, int32(n.ExitInc[e]), slow)
+	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
+	b.Bind(done)
+	fg.coldBackedge(e, slow, done, 0) // no path register here: no spill
+}
+
+// regBackedge is backedge for a function whose path register lives in a
+// general register x (assignPathReg): x += ExitInc, and when x is a path
+// id, count[x]++ at the function's slot counters (slotCount), then x =
+// EntryInc. No test of
+// Thread.cur: x belongs to this activation whatever the runtime thinks
+// runs, and every block %gs can point at after an entry has the slot
+// counters (thread blocks, and early_gs's scratch block, whose counts
+// are dropped), so the bound alone keeps the increment inside them.
+// With dead flags that is all (no push, no red-zone step); live flags
+// are kept in %rax. Otherwise the add is undone and x goes to Thread.R
+// for the stub, and comes back.
+func (fg *funcGen) regBackedge(e cfg.EdgeID, flagsLive bool) {
+	b, n, x := fg.g.buf, fg.num, fg.preg
+	slow, done := b.NewLabel(), b.NewLabel()
+	if flagsLive {
+		b.LeaRSP(-redZone)
+		b.Push(enc.RAX)
+		saveFlags(b)
+	}
+	k := int32(n.ExitInc[e])
+	fg.slotCount(x, k, slow)
+	b.MovRegImm(x, int32(n.EntryInc[e])) // sign-extended: EntryInc may be negative
+	restore := func() {
+		if flagsLive {
+			restoreFlags(b)
+			b.Pop(enc.RAX)
+			b.LeaRSP(redZone)
+		}
+	}
+	restore()
+	b.Bind(done)
+	at := fg.cur
+	fg.addCold(func() {
+		b.Bind(slow)
+		fg.mark(at, false)
+		if flagsLive {
+			b.SetSP(-redZone - 8)
+		} else {
+			b.SetSP(0)
+		}
+		if k != 0 {
+			b.LeaRegSelf(x, -k)
+		}
+		restore()
+		fg.spill()
+		b.LeaRSP(-redZone)
+		fg.backedgeStub(e)
+		fg.reload()
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}
+
+// slotCount emits the count of a backedge of a slot function whose path
+// register (before the backedge's ExitInc k) is in reg: reg += k, then
+// count[reg]++ in the slots when reg is a path id, else jump to slow
+// (reg holding the sum). The add comes first because the register alone
+// may be negative (chord increments are); one unsigned compare then
+// bounds the sum.
+func (fg *funcGen) slotCount(reg enc.Reg, k int32, slow enc.Label) {
+	b := fg.g.buf
+	if k != 0 {
+		b.LeaRegSelf(reg, k)
+	}
+	b.CmpRegImm32(reg, int32(fg.num.NumPaths))
+	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.IncGSIndexed(fg.slot+8, reg)
+}
+
+// hashCount counts path x of a hashed function in record rec's newest
+// hash table when the path's entry is at its home slot there or the one
+// after, the runtime's first two probes (blpp_rt.c home) [decision 48];
+// any other case (no table yet, the path elsewhere or not yet seen) jumps
+// to slow:
+//
+//	mov hash(rec),tab; test tab,tab; je slow
+//	add $1,x; je undo          (the key: path + 1; never 0, the empty key)
+//	imul $HashMul,x32,t32; imul bytes(tab),t; shr $32,t; and $-16,t32
+//	cmp x,entries(tab,t); jne second
+//	lea -1(x),x; incq entries+8(tab,t)
+//
+// with, out of line, second: cmp x,entries+16(tab,t); jne undo;
+// lea -1(x),x; incq entries+24(tab,t); jmp back; undo: lea -1(x),x;
+// jmp slow. Every table has one more entry than its capacity,
+// never written, so the second probe stays inside it. tab and t are
+// clobbered, and so are the flags; x holds the path id again on every
+// way out. The key comparison alone makes the count right, whatever entry
+// the index picks: only the runtime, after checking a path, writes keys.
+// sp is the stack depth the out-of-line code runs at (coldStub's).
+func (fg *funcGen) hashCount(rec, tab, x, t enc.Reg, slow enc.Label, sp int32) {
+	b := fg.g.buf
+	second, undo, done := b.NewLabel(), b.NewLabel(), b.NewLabel()
+	b.MovRegFromMem(tab, rec, runtime.RecordHashOff)
+	b.TestRegReg(tab)
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.AddRegImm32(x, 1)
+	b.JccRel32(enc.CondE, enc.LabelTarget(undo))
+	b.ImulReg32Imm32(t, x, runtime.HashMul)
+	b.ImulRegMem(t, tab, runtime.HTabBytesOff)
+	b.ShrRegImm(t, 32)
+	b.AndReg32Imm8(t, -16)
+	b.CmpMemIdxReg(tab, t, runtime.HTabEntriesOff, x)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(second))
+	b.LeaRegSelf(x, -1)
+	b.IncMemIdx(tab, t, runtime.HTabEntriesOff+8)
+	b.Bind(done)
+	at := fg.cur
+	fg.addCold(func() {
+		b.Bind(second)
+		fg.mark(at, false)
+		b.SetSP(sp)
+		b.CmpMemIdxReg(tab, t, runtime.HTabEntriesOff+16, x)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(undo))
+		b.LeaRegSelf(x, -1)
+		b.IncMemIdx(tab, t, runtime.HTabEntriesOff+16+8)
+		b.JmpRel32(enc.LabelTarget(done))
+		b.Bind(undo)
+		b.LeaRegSelf(x, -1)
+		b.JmpRel32(enc.LabelTarget(slow))
+	})
+}
+
+// slotBackedge is the rest of backedge for a function with slot
+// counters [decision 42], after %rax (and the flags) are saved: when Cur
+// says the running activation is this function's, count[r + ExitInc]++
+// at the function's fixed offset from %gs, then r = EntryInc. One
+// register, no record: the counters' place is known when the code is
+// written.
+func (fg *funcGen) slotBackedge(e cfg.EdgeID, flagsLive bool, slow, done enc.Label) {
+	g, b, n := fg.g, fg.g.buf, fg.num
+	b.CmpGS64Imm(runtime.OffCur, fg.curValue())
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
+	fg.slotCount(enc.RAX, int32(n.ExitInc[e]), slow)
+	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
+	restore := func() {
+		if flagsLive {
+			b.Pop(enc.RAX)
+			restoreFlags(b)
+		}
+		b.Pop(enc.RAX)
+	}
+	restore()
+	b.LeaRSP(redZone)
+	b.Bind(done)
+	depth := int32(-redZone - 8) // %rax pushed below the red zone
+	if flagsLive {
+		depth -= 8 // and the flags
+	}
+	fg.coldBackedgeSaved(e, slow, done, depth, restore)
+}

@@ -1,0 +1,432 @@
+package rewriter
+
+import (
+	"fmt"
+
+	"blpp/cfg"
+	"blpp/cfg/x86"
+	"blpp/rewriter/enc"
+	"blpp/runtime"
+)
+
+// The function body: emit walks the blocks in address order, copies
+// each instruction (relocating rip-relative operands and branches
+// through enc), and hands each block's last instruction to terminator,
+// which emits it with its out-edges: calls with their call sites,
+// closed calls, jump-table jumps through the function's own table
+// copies, returns and tail jumps with the exit sequences.
+
+// patch is the 4-byte displacement of a load from a jump table's copy,
+// filled after Finish, when the copy's address is known: table copy
+// tab-1's address plus add, which must fit in a sign-extended 32 bits.
+// (Fields that refer to labels or to fixed addresses are the Buf's own.)
+type patch struct {
+	at  int
+	tab int
+	add int64
+}
+
+// emit writes the function: entry prologue, blocks in order, trampolines.
+func (fg *funcGen) emit() error {
+	g, b, gr := fg.g, fg.g.buf, fg.f.Graph
+	fg.entered = map[*loopCopy]bool{}
+	fg.setLoop(-1)
+	// Functions start at 16-byte boundaries. With a layout seed (blpp-bench
+	// only), a pseudo-random multiple of 16 bytes comes first, so that
+	// measurements can be taken over several layouts [decision 53].
+	alignTo(b, 16, 15)
+	if g.layoutSeed != 0 {
+		b.Nop(16 * int(layoutPad(g.layoutSeed, fg.fid)))
+	}
+	fg.start = b.Len()
+	fg.mark(fg.f.Func.Addr, false)
+	if fg.closed {
+		fg.enterInternal()
+	}
+	b.Bind(fg.entry)
+	if fg.prefixEnd != 0 {
+		if err := fg.prefix(); err != nil {
+			return err
+		}
+		b.Bind(fg.afterPrefix)
+	}
+	fg.enterInline()
+	fg.landingPads()
+	// Loop headers and blocks reached only by jumps (an interpreter's
+	// dispatch targets, the code after a loop) start a 64-byte line
+	// [decision 53]. Instrumented blocks are longer than the original
+	// ones, and when a hot loop's head or a jump target sat anywhere in
+	// its line the copy's speed depended on where the code before it
+	// happened to end: interp, flow-only, took 1.0x to 1.75x native over
+	// eight function paddings with 16-byte alignment, and 1.0x to 1.15x
+	// over four with this. The padding before a block reached only by jumps never
+	// runs; before a loop header that is also fallen into it runs once
+	// per entry into the loop (at most seven long nops).
+	align := make([]bool, len(gr.Blocks))
+	for _, l := range gr.Loops {
+		if !l.Irreducible {
+			align[l.Header] = true
+		}
+	}
+	fallInto := make([]bool, len(gr.Blocks))
+	for _, ed := range gr.Edges {
+		if (ed.Kind == cfg.EdgeFallThrough || ed.Kind == cfg.EdgeCallReturn) && ed.To >= 0 {
+			fallInto[ed.To] = true
+		}
+	}
+	for id := range gr.Blocks {
+		if !fallInto[id] && cfg.BlockID(id) != cfg.Entry {
+			align[id] = true
+		}
+	}
+	for id := range gr.Blocks {
+		blk := &gr.Blocks[id]
+		if align[id] {
+			alignTo(b, 64, 63)
+		}
+		fg.setLoop(fg.loopAt(cfg.BlockID(id)))
+		b.Bind(fg.blocks[id])
+		next := cfg.BlockID(id + 1)
+		code := g.b.Code(blk.Addr)
+		if uint64(len(code)) < blk.End-blk.Addr {
+			return fmt.Errorf("block %#x: code not in file", blk.Addr)
+		}
+		var last x86.Inst
+		for a := blk.Addr; a < blk.End; {
+			in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
+			if err != nil {
+				return err
+			}
+			last = in
+			fg.mark(a, true)
+			if a+uint64(in.Len) < blk.End {
+				fg.syscallLeave(&in)
+				if err := fg.copyInst(&in, code[a-blk.Addr:]); err != nil {
+					return err
+				}
+			}
+			a += uint64(in.Len)
+		}
+		raw := code[last.Addr-blk.Addr:]
+		fg.mark(last.Addr, true)
+		if err := fg.terminator(cfg.BlockID(id), &last, raw, next); err != nil {
+			return err
+		}
+		if lc := fg.loopCopies[cfg.BlockID(id)]; lc != nil {
+			fg.addCold(func() { fg.emitLoopCopy(lc) })
+		}
+	}
+	fg.setLoop(-1)
+	for i := 0; i < len(fg.tramps); i++ {
+		t := fg.tramps[i]
+		b.Bind(t.label)
+		fg.mark(gr.Blocks[gr.Edges[t.edge].From].Last, false)
+		b.SetSP(0)
+		fg.edgeCode(t.edge)
+		b.JmpRel32(t.to)
+	}
+	for i := 0; i < len(fg.cold); i++ {
+		fg.cold[i]()
+	}
+	fg.setLoop(-1)
+	fg.end = b.Len()
+	if fg.coldErr != nil {
+		return fg.coldErr
+	}
+	return b.Err()
+}
+
+// closedCall emits a closed function's call [decisions 57, 61, 64]. An
+// inside call stores nothing: the callee keeps this activation's
+// register (its entry value) and its return address names this site.
+// A leaf call stores the site and the register in the thread's LeafSite
+// and LeafR, and clears the site after. An outside call stores the
+// register and the site in this activation's frame first and loads the
+// register back after. A call that does not
+// return leaves the activation as it is, for the runtime to find in that
+// call, so its edge to Exit has no code; should it return after all, the
+// original code after it runs. Calls to closed functions go to their
+// internal entry.
+func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Inst, code []byte, next cfg.BlockID, site int32) error {
+	b := fg.g.buf
+	_, isNoRet := fg.succ(id, cfg.EdgeNoReturn)
+	target := fg.g.target(in.Target)
+	if callee, ok := fg.g.closedAt[in.Target]; ok && in.Kind == x86.Call {
+		target = enc.LabelTarget(callee.internal)
+	}
+	inside := in.Kind == x86.Call && fg.insideCall(in.Target, isNoRet)
+	leaf := in.Kind == x86.Call && fg.leafCall(in.Target, isNoRet)
+	switch {
+	case leaf:
+		b.MovGS64Imm(runtime.OffLeafSite, site)
+		b.MovGSFromReg(runtime.OffLeafR, fg.preg)
+	case !inside:
+		fg.outsideCallStore(site)
+	}
+	if err := fg.reloc(in, code, target); err != nil {
+		return err
+	}
+	if leaf {
+		b.MovGS64Imm(runtime.OffLeafSite, 0) // the register is still there
+		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
+			fg.follow(e, next)
+		}
+		return nil
+	}
+	if isNoRet {
+		b.JmpRel32(enc.AbsTarget(in.Addr + uint64(in.Len)))
+		return nil
+	}
+	if inside {
+		ret := b.NewLabel()
+		b.Bind(ret)
+		fg.g.siteRet[site] = ret
+	} else {
+		fg.outsideCallLoad()
+	}
+	if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
+		fg.follow(e, next)
+	}
+	return nil
+}
+
+// copyInst relocates a non-terminating instruction; one that reads a
+// jump table's entry reads its jump's copy of the table instead.
+func (fg *funcGen) copyInst(in *x86.Inst, code []byte) error {
+	fg.copied(in.Addr)
+	if t, ok := fg.loadOf[in.Addr]; ok {
+		if t < 0 {
+			return fmt.Errorf("%#x: one load of a jump table entry feeds several indirect jumps", in.Addr)
+		}
+		nt := &fg.g.tables[t]
+		if bl, ok := nt.biasOf[in.Addr]; ok && nt.biased && bl.jump {
+			return fg.biasedJump(t, bl)
+		}
+		at, disp, err := fg.g.buf.CopyDisp32(in, code)
+		if err != nil {
+			return fmt.Errorf("jump table load: %w", err)
+		}
+		fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: int64(disp) - int64(nt.jt.Table)})
+		if fg.g.pie && !nt.relative {
+			// The entry is counted from the base register's value
+			// [decision 72].
+			bl, ok := nt.biasOf[in.Addr]
+			if !nt.biased || !ok {
+				return fmt.Errorf("%#x: absolute jump table in a PIE whose load cannot add its base", in.Addr)
+			}
+			fg.g.buf.LeaRegBaseIndex(bl.dst, bl.base, bl.dst)
+		}
+		return nil
+	}
+	return enc.Relocate(fg.g.buf, in, code, enc.Target{})
+}
+
+// biasedJump emits an indirect jump that reads entry of the absolute
+// PIE table copy t itself [decision 72]: the entry goes to a register
+// the program does not read after the jump, or else to one borrowed
+// through the red zone (redZoneFree) (nor the instrumentation: the
+// path and loop registers are kept out; the index register itself will
+// do, the load reads it first), the base is added, and the jump
+// goes through the register.
+func (fg *funcGen) biasedJump(t int, bl biasedLoad) error {
+	gr := fg.f.Graph
+	live := fg.liveIn
+	if live == nil {
+		live = gr.RegsLiveIn()
+	}
+	free := deadAfter(gr, live, fg.g.tables[t].jt.Jump) &^ (1<<bl.base | 1<<enc.RSP)
+	if fg.hasPreg {
+		free &^= 1 << fg.preg
+	}
+	if fg.fnHasPreg {
+		free &^= 1 << fg.fnPreg
+	}
+	for _, l := range fg.loops {
+		free &^= 1 << l.reg
+	}
+	b := fg.g.buf
+	if free == 0 {
+		if !redZoneFree(fg.g.b, gr) {
+			return fmt.Errorf("%#x: no register is free after the indirect jump that reads an absolute PIE table", fg.g.tables[t].jt.Jump)
+		}
+		// Borrow a register through the red zone: -8(%rsp) keeps its
+		// value, -16(%rsp) receives the target.
+		s := enc.RAX
+		for s == bl.base || s == bl.index {
+			s++
+		}
+		b.MovMemFromReg(enc.RSP, -8, s)
+		at := b.MovRegFromMemIdx8(s, bl.base, bl.index, 0)
+		fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: -int64(bl.baseAddr)})
+		b.LeaRegBaseIndex(s, bl.base, s)
+		b.MovMemFromReg(enc.RSP, -16, s)
+		b.MovRegFromMem(s, enc.RSP, -8)
+		b.JmpMem(enc.RSP, -16)
+		return nil
+	}
+	var dst enc.Reg
+	for free&(1<<dst) == 0 {
+		dst++
+	}
+	at := b.MovRegFromMemIdx8(dst, bl.base, bl.index, 0)
+	fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: -int64(bl.baseAddr)})
+	b.LeaRegBaseIndex(dst, bl.base, dst)
+	b.JmpReg(dst)
+	return nil
+}
+
+// terminator emits a block's last instruction with its out-edges.
+func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cfg.BlockID) error {
+	b, gr := fg.g.buf, fg.f.Graph
+	succs := gr.Blocks[id].Succs
+	switch in.Kind {
+	case x86.Call, x86.CallIndirect:
+		// The call site, for the runtime to tell where this activation
+		// stopped should it never come back (exit, longjmp, a fatal
+		// signal in the callee): the callee's entry saves it.
+		site, ok := fg.callSite[in.Addr]
+		if !ok {
+			return fmt.Errorf("%#x: call without a planned call site", in.Addr)
+		}
+		fg.lastSite = site
+		if fg.closed {
+			return fg.closedCall(id, in, code, next, site)
+		}
+		fg.storeCallSite(site)
+		fg.spill()
+		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {
+			// A call that never returns ends the activation, unless an
+			// exception it raises (__cxa_throw, _Unwind_Resume) lands
+			// in this very function: then the landing pad carries on
+			// with the activation, and its path so far is recorded
+			// there as a partial path [DESIGN 6].
+			if !fg.f.Graph.InTry(in.Addr) {
+				fg.edgeCode(e)
+			}
+			if k := fg.callLeave(in.Addr, in.Target); k != 0 {
+				fg.leaveHook(k)
+			}
+			if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {
+				return err
+			}
+			// Should the callee return after all, continue in the
+			// original code after the call.
+			b.JmpRel32(enc.AbsTarget(in.Addr + uint64(in.Len)))
+			return nil
+		}
+		if k := fg.callLeave(in.Addr, in.Target); k != 0 {
+			fg.leaveHook(k) // an exec, which returns if it fails
+		}
+		if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {
+			return err
+		}
+		fg.reload() // the callee may have clobbered it; Thread.R is back
+		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok && fg.forkSites[in.Addr] && !gr.Edges[e].FlagsLive {
+			fg.forkChild(site)
+		}
+		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
+			fg.follow(e, next)
+		}
+		return nil
+	case x86.Jcc:
+		taken, okT := fg.succ(id, cfg.EdgeBranch, cfg.EdgeTailCall)
+		fall, okF := fg.succ(id, cfg.EdgeFallThrough)
+		if !okT || !okF {
+			return fmt.Errorf("%#x: conditional branch without both edges", in.Addr)
+		}
+		if err := fg.reloc(in, code, fg.via(taken)); err != nil {
+			return err
+		}
+		fg.follow(fall, next)
+		return nil
+	case x86.Jmp:
+		if len(succs) != 1 {
+			return fmt.Errorf("%#x: jmp with %d edges", in.Addr, len(succs))
+		}
+		e := succs[0]
+		fg.edgeCode(e)
+		return fg.reloc(in, code, fg.dest(e))
+	case x86.Ret, x86.Halt:
+		if len(succs) == 1 {
+			fg.edgeCode(succs[0])
+		}
+		return fg.reloc(in, code, enc.Target{})
+	case x86.JmpIndirect:
+		if e, ok := fg.succ(id, cfg.EdgeTailCall); ok && len(succs) == 1 {
+			fg.edgeCode(e)
+			return fg.copyInst(in, code)
+		}
+		if err := fg.jumpTable(id, in); err != nil {
+			return err
+		}
+		return fg.copyInst(in, code)
+	default: // Other, Syscall
+		fg.syscallLeave(in)
+		if err := fg.copyInst(in, code); err != nil {
+			return err
+		}
+		if len(succs) == 1 {
+			fg.follow(succs[0], next)
+		}
+		return nil
+	}
+}
+
+func (fg *funcGen) reloc(in *x86.Inst, code []byte, t enc.Target) error {
+	if !in.Kind.HasTarget() {
+		return fg.copyInst(in, code)
+	}
+	fg.copied(in.Addr)
+	return enc.Relocate(fg.g.buf, in, code, t)
+}
+
+// jumpTable fills the copy of the table the indirect jump ending block
+// id reads: each entry leads to the new code of its target block, through
+// the edge's trampoline when the edge carries instrumentation. Every jump
+// has a copy of its own, since the edges of each carry their own
+// increments, even where replicated dispatch jumps share one table
+// [decision 66].
+func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
+	gr := fg.f.Graph
+	t, ok := fg.tabOf[in.Addr]
+	if !ok {
+		return fmt.Errorf("%#x: indirect jump without a table", in.Addr)
+	}
+	nt := &fg.g.tables[t]
+	if nt.done {
+		return fmt.Errorf("%#x: jump table emitted twice", in.Addr)
+	}
+	nt.done = true
+	via := map[uint64]enc.Label{}
+	for _, e := range gr.Blocks[id].Succs {
+		ed := gr.Edges[e]
+		if ed.Kind != cfg.EdgeJumpTable {
+			continue
+		}
+		t := fg.via(e)
+		tl, isLabel := t.Label()
+		if !isLabel {
+			return fmt.Errorf("%#x: table target outside the function", in.Addr)
+		}
+		via[gr.Blocks[ed.To].Addr] = tl
+	}
+	for _, a := range nt.jt.Targets {
+		tl, ok := via[a]
+		if !ok {
+			return fmt.Errorf("%#x: table entry %#x has no edge", in.Addr, a)
+		}
+		nt.targets = append(nt.targets, tl)
+	}
+	return nil
+}
+
+// tablesDone checks that every table copy of fg was filled: a copy its
+// loads read but no jump filled would send them anywhere.
+func (fg *funcGen) tablesDone() error {
+	for j, t := range fg.tabOf {
+		if !fg.g.tables[t].done {
+			return fmt.Errorf("%#x: the indirect jump was not emitted, its table copy is empty", j)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,373 @@
+package rewriter
+
+import (
+	"math/bits"
+
+	"blpp/rewriter/enc"
+	"blpp/runtime"
+)
+
+// Function entries: the inline entry that finds the callee's record and
+// pushes its shadow frame (enterInline), the one-register entries of
+// lean, trivial and closed functions (enterLean, enterTrivial,
+// enterInternal), and their slow paths through the runtime's stub.
+
+// enterInline starts an activation without calling the runtime: it finds
+// the callee's record (context mode: the head of the caller's node list
+// for the call site in %gs:CallSite; flow-only: the thread's flat table),
+// counts the call, pushes the shadow frame {entry %rsp, the caller's r,
+// fid, the caller's record, the caller's call site}, and starts a path
+// (r = 0, no call site yet) [DESIGN 7]. Anything unusual takes the stub:
+// a thread without its own block yet (%gs still points at its creator's:
+// the owner is another thread pointer), a busy or overflowing shadow
+// stack, a newest frame that is not a caller's (left by a longjmp: it
+// must be unwound first), a pending tail call, a context seen for the
+// first time, a record a fork child has not remade. The frame is reserved
+// before it is filled, so a signal handler that runs instrumented code in
+// between pushes above it. Flags are dead at a function's entry
+// [SysV x86-64 ABI 3.2.1].
+func (fg *funcGen) enterInline() {
+	g, b := fg.g, fg.g.buf
+	if g.mode.Metrics && !g.mode.TSCOnly {
+		b.LeaRSP(-redZone)
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
+		b.LeaRSP(redZone + 8)
+		return
+	}
+	if fg.trivial() {
+		fg.enterTrivial()
+		return
+	}
+	if fg.lean() && fg.hasPreg {
+		fg.enterLean()
+		return
+	}
+	slow, done := b.NewLabel(), b.NewLabel()
+	// A lean entry needs no record, so no %rdx [decision 51].
+	lean := fg.lean()
+	regs := []enc.Reg{enc.RAX, enc.RCX, enc.RDX}
+	if lean {
+		regs = regs[:2]
+	}
+	saved := int32(8 * len(regs))
+	b.LeaRSP(-redZone)
+	for _, r := range regs {
+		b.Push(r)
+	}
+	// Before the runtime is ready %gs may not point at a block at all:
+	// code a library constructor calls back into runs before the entry
+	// point. The ready word is 0 until then, so test it before any %gs
+	// access.
+	fg.loadSlots(enc.RAX, slow)
+	cmpOwnerRCX(b)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	gsBusyOrOverflow(b, enc.RCX, slow)
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	first := b.NewLabel()
+	b.CmpRegGS(enc.RCX, runtime.OffSPBase)
+	b.JccRel32(enc.CondE, enc.LabelTarget(first))
+	b.LeaRegDisp32(enc.RAX, enc.RSP, redZone+saved) // lea entry rsp, %rax
+	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)
+	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
+	b.Bind(first)
+	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
+	b.CmpRegGS(enc.RAX, runtime.OffSPLimit)
+	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
+	// The record, into %rdx; a lean entry only checks that it exists.
+	if lean {
+		// The record exists once its calls word (the first slot) is
+		// not 0: the stub's first entry made it and counted there.
+		b.CmpGS64Imm(fg.slot, 0)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	} else if g.mode.FlowOnly {
+		b.MovRegFromGS(enc.RAX, runtime.OffFlat)
+		b.TestRegReg(enc.RAX)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		b.MovRegFromMemD32(enc.RDX, enc.RAX, 8*fg.fid)
+		b.TestRegReg(enc.RDX)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		// A linked record always has its counters (rec_new).
+	} else {
+		// The parent record into %rax and the call site into %rdx:
+		// the caller's, or after a direct tail jump the jumping
+		// activation's (TailRec, TailSite), when this entry is at the
+		// jump's %rsp (TailRSP) [decision 31]. TailRec is cleared once
+		// the entry commits; the stub handles every other case.
+		tail, parent := b.NewLabel(), b.NewLabel()
+		b.MovRegFromGS(enc.RAX, runtime.OffTailRec)
+		b.TestRegReg(enc.RAX)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(tail))
+		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
+		b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
+		b.Bind(parent)
+		b.TestRegReg(enc.RAX)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		at := fg.cur
+		fg.addCold(func() {
+			b.Bind(tail)
+			fg.mark(at, false)
+			b.SetSP(-redZone - saved)
+			b.LeaRegDisp32(enc.RDX, enc.RSP, redZone+saved) // lea entry rsp, %rdx
+			b.CmpRegGS(enc.RDX, offTailRSP)
+			b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+			b.MovRegFromGS(enc.RDX, offTailSite)
+			b.JmpRel32(enc.LabelTarget(parent))
+		})
+		b.SubRegMemD8(enc.RDX, enc.RAX, runtime.RecordFirstSiteOff)
+		b.CmpRegMemD8(enc.RDX, enc.RAX, runtime.RecordNSitesOff)
+		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		b.MovRegFromMemD8(enc.RAX, enc.RAX, runtime.RecordKidsOff)
+		b.LeaRegIdxD8(enc.RDX, enc.RAX, enc.RDX, 8, 8) // the list's head word
+		b.MovRegFromMem(enc.RAX, enc.RDX, 0)           // its first node
+		b.TestRegReg(enc.RAX)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, fg.fid)
+		found := b.NewLabel()
+		b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(found, slow, saved)))
+		b.Bind(found)
+		// A node is linked only with its record, and a record only
+		// with its counters (child, rec_new); in a fork child the
+		// parent record is wiped too (nsites 0 took the slow path).
+		b.MovRegFromMemD8(enc.RDX, enc.RAX, runtime.NodeRecOff)
+		b.IncMemD8(enc.RAX, runtime.NodeCountOff)
+	}
+	if fg.slot != 0 {
+		b.AddGS64Imm(fg.slot, 1) // the record's calls, in the slots (flags are dead here)
+	} else {
+		b.IncMemD32(enc.RDX, countsOff) // the record's calls
+	}
+	// Reserve the frame at %rcx, then fill it.
+	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
+	b.MovGSFromReg(runtime.OffSP, enc.RAX)
+	b.LeaRegDisp32(enc.RAX, enc.RSP, redZone+saved)
+	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RAX) // frame.rsp
+	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
+	b.MovMemFromRegD8(enc.RCX, frSavedR+runtime.FrameSize, enc.RAX) // frame.saved_r
+	b.MovMemImm32D8(enc.RCX, frFunc+runtime.FrameSize, fg.fid)      // frame.func
+	if !lean {
+		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
+		b.MovMemFromRegD8(enc.RCX, frRecord+runtime.FrameSize, enc.RAX) // frame.record
+	}
+	b.MovRegFromGS(enc.RAX, runtime.OffCallSite)
+	b.MovMemFromRegD8(enc.RCX, frSite+runtime.FrameSize, enc.RAX) // frame.site
+	if g.slots() {
+		b.MovRegFromGS(enc.RAX, runtime.OffCur)
+		b.MovMemFromRegD8(enc.RCX, frSavedCur+runtime.FrameSize, enc.RAX) // frame.saved_cur
+		b.MovGS64Imm(runtime.OffCur, fg.curValue())
+	}
+	if fg.hasPreg {
+		b.MovMemFromReg(enc.RCX, int32(frSavedReg)+runtime.FrameSize, fg.preg) // frame.saved_reg
+	}
+	if !fg.hasPreg {
+		b.MovGS64Imm(g.stubs.OffR, 0) // else the register is the path register (set below)
+	}
+	b.MovGS64Imm(runtime.OffCallSite, 0)
+	if !lean {
+		b.MovGSFromReg(runtime.OffRecord, enc.RDX)
+	}
+	if !g.mode.FlowOnly {
+		b.MovGS64Imm(runtime.OffTailRec, 0) // consumed (or stale: see blpp_rt_enter)
+	}
+	if g.mode.TSCOnly {
+		// The caller's path so far, macc + (now - mstart), waits in the
+		// frame (saved_acc[0]) for the exit; the callee starts from
+		// nothing at now, as blpp_rt_enter does [DESIGN 8].
+		fg.tscProgress()
+		b.MovMemFromRegD8(enc.RCX, frSavedAcc+runtime.FrameSize, enc.RDX) // frame.saved_acc[0]
+		b.MovGSFromReg(offMStart, enc.RAX)
+		b.MovGS64Imm(offMAcc, 0)
+	}
+	for i := len(regs) - 1; i >= 0; i-- {
+		b.Pop(regs[i])
+	}
+	b.LeaRSP(redZone)
+	b.Bind(done)
+	if fg.hasPreg {
+		// The stub saved the register in the frame too (Func.PathReg).
+		b.MovImm32(fg.preg, 0) // mov, not xor: flags untouched
+	}
+	fg.coldStub(slow, done, regs, false, g.stubs.Enter, fg.fid)
+}
+
+// enterLean is the inline entry of a lean function with a path register
+// [decisions 51, 54]: the checks and the frame of enterInline with one
+// scratch register instead of two. The path register is saved in the
+// frame first and then serves as the second one, since the entry sets it
+// to 0 anyway. Nothing below %rsp is live at a function's entry (the
+// return address was just pushed over the caller's red zone), so %rcx is
+// pushed without stepping over a red zone, and the shadow frame's %rsp
+// test briefly raises %rsp to its entry value (lea keeps the flags),
+// which leaves the saved %rcx inside the red zone a signal frame skips.
+// Every slow path leaves before anything is changed, so %rcx can be
+// scratch in the checks. A closed function [decision 57] saves its
+// return address in the frame's site instead of Thread's state.
+func (fg *funcGen) enterLean() {
+	g, b, x := fg.g, fg.g.buf, fg.preg
+	slow, done, first := b.NewLabel(), b.NewLabel(), b.NewLabel()
+	if fg.closed {
+		first = fg.internalJoin // where the internal entry joins too
+	}
+	b.Push(enc.RCX)
+	fg.g.testReady(slow)
+	cmpOwnerRCX(b)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	gsBusyOrOverflow(b, enc.RCX, slow)
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	// The newest frame must be a caller's: its %rsp above this entry's.
+	// Below an empty shadow stack lies a sentinel frame whose %rsp is
+	// above every entry's [decision 65].
+	b.LeaRSP(8)
+	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
+	b.LeaRSP(-8)
+	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.Bind(first)
+	b.AddRegImm32(enc.RCX, runtime.FrameSize) // flags are dead at an entry
+	b.CmpRegGS(enc.RCX, runtime.OffSPLimit)
+	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
+	b.CmpGS64Imm(fg.slot, 0) // the record exists [decision 51]
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.AddGS64Imm(fg.slot, 1)
+	// Reserve the frame (%rcx is its end), then fill it.
+	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	b.MovMemFromReg(enc.RCX, int32(frSavedReg), x)
+	b.LeaRegDisp32(x, enc.RSP, 8)
+	b.MovMemFromReg(enc.RCX, int32(frRSP), x)
+	b.MovMemImm32D8(enc.RCX, frFunc, fg.fid) // frame.func
+	if fg.closed {
+		// The return address names the caller's call site when the
+		// caller is closed too [decision 57].
+		b.MovRegFromMem(x, x, 0)
+		b.MovMemFromReg(enc.RCX, int32(frSite), x)
+		if fg.callsOut {
+			b.MovMemImm32(enc.RCX, int32(frExtSite), 0) // in no outside call
+		}
+	} else { // a closed activation leaves the rest alone
+		b.MovRegFromGS(x, g.stubs.OffR)
+		b.MovMemFromReg(enc.RCX, int32(frSavedR), x)
+		b.MovRegFromGS(x, runtime.OffCallSite)
+		b.MovMemFromReg(enc.RCX, int32(frSite), x)
+		b.MovRegFromGS(x, runtime.OffCur)
+		b.MovMemFromReg(enc.RCX, int32(frSavedCur), x)
+		b.MovGS64Imm(runtime.OffCur, fg.curValue())
+		b.MovGS64Imm(runtime.OffCallSite, 0)
+	}
+	b.Pop(enc.RCX)
+	b.Bind(done)
+	b.MovImm32(x, 0) // the stub saved the register in the frame too (Func.PathReg)
+	fg.leanStub(slow, done, true, false, g.stubs.Enter)
+}
+
+// enterInternal is the start of a closed function's internal entry
+// [decision 61], which every call from a closed function takes: it loads
+// the shadow stack's top and joins enterLean after the checks that only
+// the first activation on a thread's way into closed code needs. Its
+// caller is a closed activation running its own code, and so:
+//   - the runtime is ready and %gs is this thread's own block, or the
+//     shared scratch block whose empty shadow stack fails the limit test
+//     below (the caller's entry either passed those checks or called
+//     the entry stub, which leaves %gs at one of the two);
+//   - the newest frame is the caller's, or the caller has none because
+//     the shadow stack is full (which the limit test sees too): a closed
+//     activation's callees all return by ret and pop their frames, and
+//     nothing can jump back into a closed activation (it holds no
+//     landing pad and calls no setjmp), so there is nothing to unwind;
+//   - a busy stub on this thread is one a signal handler interrupted,
+//     and the caller runs inside that handler above everything the stub
+//     works on, as the stub's own push would.
+//
+// The flags are dead at an entry, and so is %rcx's red zone slot (the
+// call just wrote the return address over the caller's).
+func (fg *funcGen) enterInternal() {
+	b := fg.g.buf
+	b.Bind(fg.internal)
+	b.Push(enc.RCX)
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	b.JmpRel32(enc.LabelTarget(fg.internalJoin))
+	b.SetSP(0)
+}
+
+// leanStub queues the slow path of the one-register sequences (enterLean,
+// exitLean, enterTrivial): pop %rcx when it is pushed at slow, spill the
+// path register when spill says so, call stub with the function's id as
+// every stub is called (after the red zone), and rejoin at done.
+func (fg *funcGen) leanStub(slow, done enc.Label, pushed, spill bool, stub uint64) {
+	b := fg.g.buf
+	at := fg.cur
+	fg.addCold(func() {
+		b.Bind(slow)
+		fg.mark(at, false)
+		if pushed {
+			b.SetSP(-8)
+			b.Pop(enc.RCX)
+		} else {
+			b.SetSP(0)
+		}
+		if spill {
+			fg.spill()
+		}
+		b.LeaRSP(-redZone)
+		pushImm32(b, fg.fid)
+		b.CallRel32(enc.AbsTarget(stub))
+		b.LeaRSP(redZone + 8)
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}
+
+// enterTrivial is the whole instrumentation of a trivial function
+// [decision 55]: count its call and its one path in the slots, in the
+// thread's own block, once its record exists; else the leaf stub does
+// both. An activation that calls nothing can only be left early by a
+// signal (fatal, or a handler that jumps out), so counting its path at
+// the entry rather than the exit differs from the framed form only
+// there: such an activation counts as a whole path instead of a partial
+// one of unknown end. %rcx is pushed without a red-zone step (nothing
+// below %rsp is live at an entry); pop leaves the owner test's flags.
+func (fg *funcGen) enterTrivial() {
+	g, b := fg.g, fg.g.buf
+	slow, done := b.NewLabel(), b.NewLabel()
+	fg.g.testReady(slow)
+	b.Push(enc.RCX)
+	cmpOwnerRCX(b)
+	b.Pop(enc.RCX)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.CmpGS64Imm(fg.slot, 0) // the record exists [decision 51]
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.AddGS64Imm(fg.slot, 1)   // its calls
+	b.AddGS64Imm(fg.slot+8, 1) // its path
+	b.Bind(done)
+	fg.leanStub(slow, done, false, false, g.stubs.Leaf)
+}
+
+// callCacheLookup queues, for a context-mode entry whose call-site list
+// (head word at %rdx) starts with another function's node, a look-up of
+// this function's node in the thread's call cache [decision 49]:
+// lea fid(%rdx),%rax; imul $HashMul,%eax,%eax; shr; and $-32,%eax; then
+// the entry at %gs:CallCacheOffset(,%rax) must hold list %rdx and this
+// fid, and its node goes to %rax and back to found; a miss goes to slow
+// (the stub walks the list and fills the entry). It returns the label to
+// jump to. saved is the bytes pushed below the red zone.
+func (fg *funcGen) callCacheLookup(found, slow enc.Label, saved int32) enc.Label {
+	g, b := fg.g, fg.g.buf
+	if !g.callCache() {
+		return slow
+	}
+	miss := b.NewLabel()
+	at := fg.cur
+	fg.addCold(func() {
+		b.Bind(miss)
+		fg.mark(at, false)
+		b.SetSP(-redZone - saved)
+		b.LeaRegDisp32(enc.RAX, enc.RDX, fg.fid)
+		b.ImulReg32Imm32(enc.RAX, enc.RAX, runtime.HashMul)
+		b.ShrReg32Imm(enc.RAX, uint8(32-runtime.CallCacheBits-bits.TrailingZeros(runtime.CallCacheEntry)))
+		b.AndReg32Imm8(enc.RAX, -runtime.CallCacheEntry)
+		b.CmpGSIdxReg(enc.RAX, runtime.CallCacheOffset, enc.RDX)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+		b.CmpGSIdxImm32(enc.RAX, runtime.CallCacheOffset+8, fg.fid)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+		b.MovRegFromGSIdx(enc.RAX, enc.RAX, runtime.CallCacheOffset+16)
+		b.JmpRel32(enc.LabelTarget(found))
+	})
+	return miss
+}

@@ -1,0 +1,231 @@
+package rewriter
+
+import (
+	"blpp/rewriter/enc"
+	"blpp/runtime"
+)
+
+// Function exits: the path end at a return or tail jump, which counts
+// the path and pops the shadow frame inline (exitInline, exitLean) or
+// through the runtime's stubs (exitStub, tailExitStub).
+
+// exitLean is the inline exit of a lean function with a path register
+// that is not a tail jump to an instrumented function [decision 54]: the
+// checks of exitInline, with %rcx as the only pushed register (nothing
+// below %rsp is live when a function returns or jumps away) and the path
+// register as scratch once its path is counted. The frame's function is
+// not compared: a frame whose %rsp is this activation's entry %rsp while
+// Cur is this function's can only be this activation's, since every
+// entry first unwinds a newest frame at or below its own %rsp. A closed
+// function [decision 57] leaves Cur alone, so it compares the frame's
+// function instead, and restores only its register.
+func (fg *funcGen) exitLean() {
+	g, b, x := fg.g, fg.g.buf, fg.preg
+	slow, done := b.NewLabel(), b.NewLabel()
+	b.Push(enc.RCX)
+	if !fg.closed {
+		// A closed exit needs no busy or overflow test [decision 61]:
+		// while the overflow count is not 0 the shadow stack is full
+		// and the newest frame is older than this activation, which
+		// the %rsp test sees; and a closed activation running while a
+		// stub on its thread is busy runs in a signal handler above
+		// everything the stub works on, as the stub's own pop would.
+		gsBusyOrOverflow(b, enc.RCX, slow)
+	}
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	// No frame is this activation's when the stack is empty: the
+	// sentinel below it has an %rsp no entry has [decision 65].
+	b.LeaRSP(8)
+	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
+	b.LeaRSP(-8)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	if fg.closed {
+		// Cur is not this activation's: the frame's function tells.
+		b.CmpMemImm32(enc.RCX, int32(frFunc), fg.fid)
+	} else {
+		b.CmpGS64Imm(runtime.OffCur, fg.curValue())
+	}
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.CmpRegImm32(x, int32(fg.num.NumPaths))
+	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.IncGSIndexed(fg.slot+8, x)
+	if !fg.closed {
+		b.MovRegFromMem(x, enc.RCX, int32(frSavedCur))
+		b.MovGSFromReg(runtime.OffCur, x)
+		b.MovRegFromMem(x, enc.RCX, int32(frSavedR))
+		b.MovGSFromReg(g.stubs.OffR, x)
+		b.MovRegFromMem(x, enc.RCX, int32(frSite))
+		b.MovGSFromReg(runtime.OffCallSite, x)
+	}
+	b.MovRegFromMem(x, enc.RCX, int32(frSavedReg)) // the register's entry value
+	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
+	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	b.Pop(enc.RCX)
+	b.Bind(done)
+	// A closed exit leaves its register for the stub to find in its
+	// save area: Thread.R is not its own.
+	fg.leanStub(slow, done, true, !fg.closed, g.stubs.Exit)
+}
+
+// exitStub ends the path at an exit through the runtime's stub.
+func (fg *funcGen) exitStub() {
+	b := fg.g.buf
+	fg.spill() // the stub also puts the register's entry value back
+	b.LeaRSP(-redZone)
+	pushImm32(b, fg.fid)
+	b.CallRel32(enc.AbsTarget(fg.g.stubs.Exit))
+	b.LeaRSP(redZone + 8)
+}
+
+// tailExitStub ends the path before a direct tail jump to an
+// instrumented function through the runtime, which makes the callee's
+// activation a child of this one at the jump's call site.
+func (fg *funcGen) tailExitStub(site int32) {
+	b := fg.g.buf
+	b.LeaRSP(-redZone)
+	pushImm32(b, site)
+	pushImm32(b, fg.fid)
+	b.CallRel32(enc.AbsTarget(fg.g.stubs.TailExit))
+	b.LeaRSP(redZone + 16)
+}
+
+// exitInline ends the path at a return or tail call inline, where %rsp is
+// back at its value at entry: count[r]++ in the record's dense array,
+// then pop the shadow frame (the caller's r, record and call site come
+// back). Anything unusual (a frame that is not this activation's, left by
+// a longjmp; an overflowed or busy shadow stack; no record; a path the
+// dense array does not hold) takes the stub, which unwinds and checks.
+// Counters belong to the thread, so no lock prefix. Flags are dead at a
+// return and a tail call [SysV x86-64 ABI 3.2.1], so they are not saved.
+// No test of the ready word: see storeCallSite. A non-zero tailSite is a
+// direct tail jump to an instrumented function from that call site: the
+// activation's record, the site and the entry %rsp are left in TailRec,
+// TailSite and TailRSP for the callee's entry [decision 31], as
+// blpp_rt_exit does (TailRec last, so that a signal handler's entry in
+// between never pairs it with a stale TailRSP).
+func (fg *funcGen) exitInline(tailSite int32) {
+	g, b := fg.g, fg.g.buf
+	tsc := g.mode.TSCOnly
+	if g.mode.Metrics && !tsc {
+		fg.exitStub()
+		return
+	}
+	if fg.trivial() {
+		return // counted at the entry
+	}
+	if fg.lean() && fg.hasPreg && tailSite == 0 {
+		fg.exitLean()
+		return
+	}
+	slow, done := b.NewLabel(), b.NewLabel()
+	// The inline code counts from the path register; only the stub needs
+	// it in Thread.R (the cold path spills it).
+	// A function with slot counters needs no record, so no %rdx; the
+	// time-stamp counter needs one more (rdtsc writes %rax and %rdx).
+	saved := []enc.Reg{enc.RAX, enc.RCX, enc.RDX}
+	switch {
+	case fg.slot != 0 && tailSite == 0:
+		saved = saved[:2]
+	case tsc:
+		saved = append(saved, enc.RSI)
+	case fg.hashInline():
+		saved = append(saved, enc.RSI, enc.RDI) // the table and the entry (hashCount)
+	}
+	entryRSP := uint32(redZone + 8*len(saved)) // this activation's %rsp at entry, from %rsp
+	b.LeaRSP(-redZone)
+	for _, r := range saved {
+		b.Push(r)
+	}
+	gsBusyOrOverflow(b, enc.RCX, slow)
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	// cmp %gs:OffSPBase, %rcx: an empty shadow stack has no frame to pop
+	b.CmpRegGS(enc.RCX, runtime.OffSPBase)
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	// lea entryRSP(%rsp), %rax: this activation's %rsp at entry
+	b.LeaRegDisp32(enc.RAX, enc.RSP, int32(entryRSP))
+	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	b.CmpMemImm32D8(enc.RCX, frFunc, fg.fid)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	idx := enc.RAX
+	switch {
+	case fg.hasPreg && fg.slot != 0:
+		idx = fg.preg
+	case fg.hasPreg:
+		b.MovRegFromReg(enc.RAX, fg.preg)
+	default:
+		b.MovRegFromGS(enc.RAX, g.stubs.OffR)
+	}
+	if fg.slot != 0 {
+		// The running record is this function's, with its counters in
+		// the slots, exactly when Cur says so [decision 42].
+		b.CmpGS64Imm(runtime.OffCur, fg.curValue())
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+		b.CmpRegImm32(idx, int32(fg.num.NumPaths))
+		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	} else {
+		b.MovRegFromGS(enc.RDX, runtime.OffRecord)
+		b.TestRegReg(enc.RDX)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		if fg.hashInline() {
+			// Counted here when found; nothing below can fail.
+			fg.hashCount(enc.RDX, enc.RSI, enc.RAX, enc.RDI, slow, -redZone-int32(8*len(saved)))
+		} else {
+			b.CmpRegMemD8(enc.RAX, enc.RDX, runtime.RecordDenseNOff)
+			b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		}
+	}
+	if tailSite != 0 {
+		b.MovGS64Imm(offTailSite, tailSite)
+		b.LeaRegDisp32(enc.RCX, enc.RSP, int32(entryRSP)) // entry rsp
+		b.MovGSFromReg(offTailRSP, enc.RCX)
+		b.MovGSFromReg(runtime.OffTailRec, enc.RDX)
+		b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	}
+	if fg.slot != 0 {
+		b.IncGSIndexed(fg.slot+8, idx)
+		if fg.hasPreg {
+			b.MovRegFromMem(fg.preg, enc.RCX, int32(frSavedReg)) // the register's entry value
+		}
+		b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedCur)
+		b.MovGSFromReg(runtime.OffCur, enc.RAX)
+	} else if tsc {
+		// Stride 2, as at backedges: the path's {count, tsc sum}; then
+		// mstart = now and the caller gets its macc back from the frame.
+		b.LeaRegDisp32(enc.RSI, enc.RDX, countsOff)
+		fg.countTSC(enc.RSI)
+		b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedAcc) // frame.saved_acc[0]
+		b.MovGSFromReg(offMAcc, enc.RAX)
+	} else {
+		if !fg.hashInline() {
+			b.IncMemIndexed(enc.RDX, enc.RAX, countsOff+8)
+		}
+		if fg.hasPreg {
+			b.MovRegFromMem(fg.preg, enc.RCX, int32(frSavedReg)) // the register's entry value
+		}
+		if g.slots() {
+			b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedCur)
+			b.MovGSFromReg(runtime.OffCur, enc.RAX)
+		}
+	}
+	b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedR)
+	b.MovGSFromReg(g.stubs.OffR, enc.RAX)
+	b.MovRegFromMemD8(enc.RAX, enc.RCX, frSite)
+	b.MovGSFromReg(runtime.OffCallSite, enc.RAX)
+	if !fg.lean() {
+		b.MovRegFromMemD8(enc.RAX, enc.RCX, frRecord)
+		b.MovGSFromReg(runtime.OffRecord, enc.RAX)
+	}
+	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
+	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	for i := len(saved) - 1; i >= 0; i-- {
+		b.Pop(saved[i])
+	}
+	b.LeaRSP(redZone)
+	b.Bind(done)
+	if tailSite != 0 {
+		fg.coldStub(slow, done, saved, true, g.stubs.TailExit, tailSite, fg.fid)
+		return
+	}
+	fg.coldStub(slow, done, saved, true, g.stubs.Exit, fg.fid)
+}

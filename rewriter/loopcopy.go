@@ -1,0 +1,168 @@
+package rewriter
+
+import (
+	"fmt"
+
+	"blpp/cfg"
+	"blpp/cfg/x86"
+	"blpp/rewriter/enc"
+	"blpp/runtime"
+)
+
+// Emission of loop copies [decision 58]: the second copy of a
+// one-cycle loop, which counts its path once per iteration at its head
+// (planned by planLoopCopies).
+
+// emitLoopCopy writes the second copy of a one-cycle loop [decision 58].
+// The first copy's backedge counts its path as any backedge does, sets
+// the path register to EntryInc and jumps to the header's copy; the
+// copy's backedge goes to top, which counts the path that edge ended
+// (flags are dead there) and falls into the header's copy. The cycle's
+// edges carry no code in the copy; an edge out of the loop sets the
+// path register to its value at that block, then runs the first copy's
+// code for the edge.
+func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
+	b, gr := fg.g.buf, fg.f.Graph
+	type exit struct {
+		label enc.Label
+		from  cfg.BlockID
+		edge  cfg.EdgeID
+	}
+	var exits []exit
+	fail := func(err error) {
+		if fg.coldErr == nil {
+			fg.coldErr = err
+		}
+	}
+	if !fg.entered[lc] {
+		fail(fmt.Errorf("%#x: loop copy: the first copy's backedge does not lead to it", gr.Blocks[lc.header].Addr))
+		return
+	}
+	// to is where cycle edge e leads in the copy.
+	to := func(e cfg.EdgeID) enc.Label {
+		if e == lc.back {
+			return lc.top
+		}
+		return lc.label[gr.Edges[e].To]
+	}
+	alignTo(b, 64, 63)
+	for i, id := range lc.blocks {
+		blk := &gr.Blocks[id]
+		if id == lc.header {
+			fg.mark(blk.Addr, false)
+			b.SetSP(0)
+			b.Bind(lc.top)
+			fg.countCopy(lc)
+		}
+		b.Bind(lc.label[id])
+		code := fg.g.b.Code(blk.Addr)
+		var last x86.Inst
+		for a := blk.Addr; a < blk.End; {
+			in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
+			if err != nil {
+				fail(err)
+				return
+			}
+			fg.mark(a, true)
+			if a+uint64(in.Len) < blk.End || in.Kind == x86.Other {
+				if err := fg.copyInst(&in, code[a-blk.Addr:]); err != nil {
+					fail(err)
+					return
+				}
+			}
+			last = in
+			a += uint64(in.Len)
+		}
+		// next is the label bound right after this block's code.
+		var next enc.Label
+		hasNext := i+1 < len(lc.blocks)
+		if hasNext {
+			next = lc.label[lc.blocks[i+1]]
+			if lc.blocks[i+1] == lc.header {
+				next = lc.top
+			}
+		}
+		cyc := lc.next[id]
+		var out cfg.EdgeID
+		hasOut := false
+		for _, e := range blk.Succs {
+			if e != cyc {
+				out, hasOut = e, true
+			}
+		}
+		raw := code[last.Addr-blk.Addr:]
+		switch last.Kind {
+		case x86.Jcc:
+			if gr.Edges[cyc].Kind == cfg.EdgeBranch {
+				if err := fg.reloc(&last, raw, enc.LabelTarget(to(cyc))); err != nil {
+					fail(err)
+					return
+				}
+				fg.copyExit(lc, id, out) // the fall-through leaves
+				continue
+			}
+			l := b.NewLabel()
+			exits = append(exits, exit{l, id, out})
+			if err := fg.reloc(&last, raw, enc.LabelTarget(l)); err != nil {
+				fail(err)
+				return
+			}
+		case x86.Other:
+			if hasOut {
+				fail(fmt.Errorf("%#x: loop copy: a fall-through block with two edges", last.Addr))
+				return
+			}
+		}
+		if !hasNext || next != to(cyc) {
+			if last.Kind == x86.Jmp {
+				fg.copied(last.Addr) // the block's jmp, re-aimed
+			}
+			b.JmpRel32(enc.LabelTarget(to(cyc)))
+		} else if last.Kind == x86.Jmp {
+			fg.joined(last.Addr) // the jmp is left out: it would jump to the next instruction
+		}
+	}
+	for _, x := range exits {
+		b.Bind(x.label)
+		fg.mark(gr.Blocks[x.from].Last, false)
+		b.SetSP(0)
+		fg.copyExit(lc, x.from, x.edge)
+	}
+}
+
+// countCopy is the head of a loop copy: count the path its backedge
+// ended.
+func (fg *funcGen) countCopy(lc *loopCopy) {
+	b := fg.g.buf
+	if faultInjection && fault("pathend") {
+		return
+	}
+	if !lc.record {
+		b.AddGS64Imm(lc.counter, 1)
+		return
+	}
+	// The record form checks what recordBackedgeIn does: this
+	// activation's record, with P among its dense counters. The slow
+	// path counts through the stub (the path register holds EntryInc,
+	// so the stub's r + ExitInc is P) and goes on to the header.
+	slow := b.NewLabel()
+	b.MovRegFromGS(lc.rec, runtime.OffRecord)
+	fg.ownRecord(lc.rec, slow)
+	b.CmpMemImm32(lc.rec, runtime.RecordDenseNOff, (lc.counter-countsOff-8)/8)
+	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
+	b.IncMem(lc.rec, lc.counter)
+	fg.coldBackedge(lc.back, slow, lc.label[lc.header], 0)
+}
+
+// copyExit leaves a loop copy by edge e from block id: the path
+// register gets the value it has there in the first copy, then e's code
+// runs as in the first copy.
+func (fg *funcGen) copyExit(lc *loopCopy, id cfg.BlockID, e cfg.EdgeID) {
+	b, v := fg.g.buf, int32(lc.val[id])
+	if fg.hasPreg {
+		b.MovRegImm(fg.preg, v) // sign-extended; flags untouched
+	} else {
+		b.MovGS64Imm(fg.g.stubs.OffR, v)
+	}
+	fg.follow(e, cfg.BlockID(len(fg.f.Graph.Blocks)))
+}

@@ -1,0 +1,525 @@
+package rewriter
+
+import (
+	"sort"
+
+	"blpp/analysis"
+	"blpp/cfg"
+	"blpp/cfg/x86"
+	"blpp/pathnum"
+	"blpp/rewriter/enc"
+	"blpp/runtime"
+)
+
+// Planning: what goes where in each function's instrumented copy,
+// decided for every function before any code is emitted (funcPlan):
+// slot counters, the path register, closed functions, call sites, jump
+// table copies. Loop registers and loop copies are in planloops.go.
+
+// funcPlan is what goes where in one function's instrumented copy,
+// decided before any of its code is emitted (this file and
+// planloops.go) and only read while emitting (TestPlanReadOnlyWhileEmitting): the numbering and its chord
+// increments, the call sites, the slot counters, the path register and
+// the loop registers, closed-function status, the loop copies, the jump
+// table copies, and the labels other code jumps to. Labels are names
+// for positions the emitter binds; naming them in the plan lets one
+// function's code refer to another's (closed calls, direct calls)
+// before that one is emitted.
+type funcPlan struct {
+	g   *gen
+	f   *analysis.Func
+	fid int32
+	num *pathnum.Numbering
+	// entry labels the instrumented copy's entry, blocks each block's
+	// copy.
+	entry  enc.Label
+	blocks []enc.Label
+	// prefixEnd, when not 0, is the moved entry [decision 67]: the
+	// graph starts there, and the original entry jump goes there, to
+	// afterPrefix; entry leads to a copy of the instructions before it.
+	prefixEnd   uint64
+	afterPrefix enc.Label
+	// tabOf gives each indirect jump through a table (by the jump's
+	// address) its own copy of the table, loadOf the same copy by the
+	// address of each instruction that reads the entry [decision 66].
+	tabOf, loadOf map[uint64]int
+	// firstSite is the id of the function's first call site; callSite
+	// maps its call instructions' addresses to their ids; tailSite holds
+	// the ids of its direct tail jumps to instrumented functions, by
+	// edge; siteAddrs lists every site's instruction address by id.
+	firstSite int32
+	callSite  map[uint64]int32
+	tailSite  map[cfg.EdgeID]int32
+	forkSites map[uint64]bool // calls to fork and its kin (cfg.CallSite.Forks)
+	// leaveSite holds the call-site ids of the system calls that may end
+	// the process image (cfg.Leave), by address [decision 59].
+	leaveSite map[uint64]int32
+	siteAddrs []uint64
+	// slot is the offset from the thread block of the function's slot
+	// counters ({calls, paths...}), 0 if it has none (assignSlot).
+	slot int32
+	// fnPreg is the general register that holds the function's path
+	// register while its code runs, when fnHasPreg (assignPathReg);
+	// Thread.R holds it otherwise.
+	fnPreg    enc.Reg
+	fnHasPreg bool
+	// liveIn is each block's live general registers (cfg.RegsLiveIn).
+	liveIn []cfg.RegSet
+	// Loop path registers [decision 56] (planLoopRegs): loops[i] gives
+	// loop region i a register; loopOf maps each block to its region, or
+	// -1.
+	loops  []loopReg
+	loopOf []int
+	// closed: the function is closed [decision 57] (planClosed).
+	// internal labels a closed function's second entry, the one calls
+	// from closed functions use [decision 61]; internalJoin is where it
+	// joins the ordinary entry (enterLean binds it).
+	closed       bool
+	internal     enc.Label
+	internalJoin enc.Label
+	// keeps: a closed function that returns only by ret, so that its
+	// callers' path register comes back as it was; callsOut: a closed
+	// function with calls that are not inside calls, which store the
+	// register and the call site in its own frame [decision 64].
+	keeps, callsOut bool
+	// loopCopies are the loops whose later iterations run in a copy
+	// that counts at its head [decision 58] (planLoopCopies), by
+	// header; copyBack maps each one's backedge (taken in the first
+	// copy, and leading to the copy of the header) to it.
+	loopCopies map[cfg.BlockID]*loopCopy
+	copyBack   map[cfg.EdgeID]*loopCopy
+}
+
+// SlotsMax bounds the slot counters of a thread block (virtual memory
+// reserved per thread; only the pages of functions that run are touched).
+const SlotsMax = 16 << 20
+
+// assignSlot gives fg a place in the thread blocks' slot counters when
+// the image counts frequencies only and without context, and fg's paths
+// fit a dense array: its backedges and exits then count at a fixed offset
+// from %gs, without loading a record [decision 42].
+func (g *gen) assignSlot(fp *funcPlan) {
+	np := fp.num.NumPaths
+	if !g.mode.FlowOnly || g.mode.Metrics || np == 0 || np > DenseMax {
+		return
+	}
+	need := 8 * (1 + np)
+	if g.slotsSize+need > SlotsMax {
+		return
+	}
+	fp.slot = int32(runtime.SlotsOffset + g.slotsSize)
+	g.slotsSize += need
+}
+
+// pathRegs are the registers a path register may live in, in order of
+// preference: %r11 and %r10 in any function (neither passes arguments
+// nor results in the SysV ABI, and every call may clobber both, so no
+// caller or callee expects them kept), then, in a function that calls
+// nothing and jumps to no other function, argument registers no
+// callee could be reading [SysV x86-64 ABI 3.2.3].
+var pathRegs = []struct {
+	reg      enc.Reg
+	leafOnly bool
+}{{enc.R11, false}, {enc.R10, false}, {enc.R9, true}, {enc.R8, true}, {enc.RSI, true}, {enc.RDI, true}}
+
+// assignPathReg keeps fg's path register in a general register its own
+// instructions never name (cfg.Graph.Named), in images that count
+// frequencies only [decision 44]: a chord increment is then one lea, and
+// a function with slot counters counts its backedges without touching
+// Thread.R (regBackedge; the others spill it there first). The register is spilled to Thread.R before
+// every call and stub (the callee's entry saves it, the runtime reads
+// it) and reloaded after; the entry saves its value in the shadow frame
+// and every exit puts it back, so callers that assume more than the ABI
+// (TLS descriptor functions) lose nothing.
+func (g *gen) assignPathReg(fp *funcPlan) {
+	if g.mode.Metrics || g.loopRegs != LoopRegsDefault {
+		return // every path end goes through the stubs anyway
+	}
+	gr := fp.f.Graph
+	leaf := len(gr.Calls) == 0
+	for _, ed := range gr.Edges {
+		if ed.Kind == cfg.EdgeTailCall || ed.Kind == cfg.EdgeNoReturn {
+			leaf = false
+		}
+	}
+	for _, c := range pathRegs {
+		if (leaf || !c.leafOnly) && !gr.Named.Has(int(c.reg)) {
+			fp.fnPreg, fp.fnHasPreg = c.reg, true
+			return
+		}
+	}
+}
+
+// planClosed marks the closed functions [decisions 57, 64]: flow-only
+// functions with slot counters and a path register, framed (not
+// trivial), with no landing pad and no system call or call that may end
+// the process image, that leave by returning, by a tail jump or by a
+// call that does not return, and call nothing that returns twice or
+// forks. Their calls to closed functions that keep the register
+// (insideCall) store nothing, those to one-path functions (leafCall)
+// store the site and the register in the thread's block, and every
+// other call stores them in the caller's own frame (outsideCallStore).
+func (g *gen) planClosed() {
+	if !g.mode.FlowOnly || g.mode.Metrics {
+		return
+	}
+	g.closedAt = map[uint64]*funcPlan{}
+	g.trivialAt = map[uint64]*funcPlan{}
+	for _, fg := range g.funcs {
+		if fg.trivial() {
+			g.trivialAt[fg.f.Func.Addr] = fg.funcPlan
+		}
+	}
+	for _, fg := range g.funcs {
+		if fg.closedCandidate() {
+			fg.closed, fg.keeps = true, fg.keepsRegister()
+			g.closedAt[fg.f.Func.Addr] = fg.funcPlan
+			fg.internal, fg.internalJoin = g.buf.NewLabel(), g.buf.NewLabel()
+		}
+	}
+	for _, fg := range g.funcs {
+		if !fg.closed {
+			continue
+		}
+		for _, c := range fg.f.Graph.Calls {
+			if !fg.insideCall(c.Target, c.NoReturn) && !fg.leafCall(c.Target, c.NoReturn) {
+				fg.callsOut = true
+			}
+		}
+	}
+}
+
+// closedField is runtime.Func.Closed for fg.
+func (fp *funcPlan) closedField() uint64 {
+	switch {
+	case fp.callsOut:
+		return 2
+	case fp.closed:
+		return 1
+	}
+	return 0
+}
+
+// closedCandidate reports whether fg may be closed.
+func (fp *funcPlan) closedCandidate() bool {
+	gr := fp.f.Graph
+	// A closed function's internal entry would skip a moved entry's
+	// prefix [decision 67].
+	if !fp.lean() || !fp.fnHasPreg || fp.trivial() || len(gr.EH) > 0 || len(gr.Leaves) > 0 || fp.prefixEnd != 0 {
+		return false
+	}
+	for _, ed := range gr.Edges {
+		if ed.To == cfg.Exit && ed.Kind != cfg.EdgeReturn && ed.Kind != cfg.EdgeTailCall && ed.Kind != cfg.EdgeNoReturn {
+			return false
+		}
+	}
+	for _, c := range gr.Calls {
+		if c.ReturnsTwice || c.Forks {
+			return false
+		}
+	}
+	return true
+}
+
+// keepsRegister reports whether a closed function gives its callers
+// their path register back: it leaves only by ret (its exit restores the
+// entry value), not by a tail jump, after which the code jumped to may
+// overwrite the register. A call that does not return ends the
+// activation where it is.
+func (fp *funcPlan) keepsRegister() bool {
+	for _, ed := range fp.f.Graph.Edges {
+		if ed.Kind == cfg.EdgeTailCall {
+			return false
+		}
+	}
+	return true
+}
+
+// insideCall reports whether a closed function's call to target is an
+// inside call [decision 57]: a direct call that returns, to a closed
+// function that keeps its register and uses the same one. The callee's
+// frame then holds the register's value at the call and the return
+// address, which names the call site.
+func (fp *funcPlan) insideCall(target uint64, noReturn bool) bool {
+	callee, ok := fp.g.closedAt[target]
+	return ok && target != 0 && !noReturn && callee.keeps && callee.fnPreg == fp.fnPreg
+}
+
+// leafCall reports whether a closed function's call to target is a leaf
+// call [decision 64]: a direct call that returns, to a trivial function
+// (decision 55: no frame, no calls, leaves by ret) that never names the
+// caller's path register, which thus survives it. No other instrumented
+// code runs until it returns (but a signal handler's), so the call site
+// and register wait in two words of the thread's block for the runtime.
+func (fp *funcPlan) leafCall(target uint64, noReturn bool) bool {
+	callee, ok := fp.g.trivialAt[target]
+	return ok && target != 0 && !noReturn && !callee.f.Graph.Named.Has(int(fp.fnPreg))
+}
+
+// regionReg is the path register in loop region l (-1: outside every
+// region): the region's register, else the function's, if it has one.
+func (fp *funcPlan) regionReg(l int) (enc.Reg, bool) {
+	if l < 0 {
+		return fp.fnPreg, fp.fnHasPreg
+	}
+	return fp.loops[l].reg, true
+}
+
+// loopAt is the loop region of block id, -1 for none or Exit.
+func (fp *funcPlan) loopAt(id cfg.BlockID) int {
+	if id < 0 || fp.loopOf == nil {
+		return -1
+	}
+	return fp.loopOf[id]
+}
+
+// crossesLoop reports whether edge e enters or leaves a loop region.
+func (fp *funcPlan) crossesLoop(e cfg.EdgeID) bool {
+	ed := fp.f.Graph.Edges[e]
+	return fp.loopAt(ed.From) != fp.loopAt(ed.To)
+}
+
+// lean reports whether the function's inline entry and exit leave
+// Thread.record alone: a flow-only function with slot counters, whose
+// running record Thread.cur names [decision 51].
+func (fp *funcPlan) lean() bool { return fp.g.mode.FlowOnly && fp.slot != 0 }
+
+// trivial reports whether fg is a lean function of one path that calls
+// nothing and leaves only by returning: its whole instrumentation is an
+// inline entry that counts its call and its path (enterTrivial), with no
+// shadow frame and nothing at its exit [decision 55].
+func (fp *funcPlan) trivial() bool {
+	gr := fp.f.Graph
+	if !fp.lean() || fp.num.NumPaths != 1 || len(gr.Calls) != 0 || fp.hasSyscallLeave() {
+		return false
+	}
+	for _, ed := range gr.Edges {
+		if ed.To == cfg.Exit && ed.Kind != cfg.EdgeReturn || ed.Kind == cfg.EdgeTailCall || ed.Kind == cfg.EdgeNoReturn {
+			return false
+		}
+	}
+	return true
+}
+
+// curValue is what Thread.Cur holds while fg's activation runs.
+func (fp *funcPlan) curValue() int32 {
+	if fp.slot == 0 {
+		return 0
+	}
+	return fp.fid + 1
+}
+
+// site allocates the id of a call site ending block blk of function fid,
+// whose instruction is at addr. A function's sites get consecutive ids:
+// its calls in address order (planSites), then its direct tail jumps.
+func (fp *funcPlan) site(blk cfg.BlockID, addr uint64) int32 {
+	g := fp.g
+	if len(g.sites) == 0 {
+		g.sites = append(g.sites, [2]uint64{})
+	}
+	g.sites = append(g.sites, [2]uint64{uint64(fp.fid), uint64(blk)})
+	fp.siteAddrs = append(fp.siteAddrs, addr)
+	return int32(len(g.sites) - 1)
+}
+
+// planSites gives the function's calls their ids, in address order.
+func (fp *funcPlan) planSites() {
+	if len(fp.g.sites) == 0 {
+		fp.g.sites = append(fp.g.sites, [2]uint64{})
+	}
+	fp.firstSite = int32(len(fp.g.sites))
+	fp.callSite = map[uint64]int32{}
+	fp.tailSite = map[cfg.EdgeID]int32{}
+	fp.forkSites = map[uint64]bool{}
+	fp.siteAddrs = nil
+	calls := append([]cfg.CallSite(nil), fp.f.Graph.Calls...)
+	sort.Slice(calls, func(i, j int) bool { return calls[i].Addr < calls[j].Addr })
+	for _, c := range calls {
+		fp.callSite[c.Addr] = fp.site(c.Block, c.Addr)
+		if c.Forks {
+			fp.forkSites[c.Addr] = true
+		}
+	}
+	// Then the system calls that may end the image: the runtime finds
+	// where the activation stopped by their site [decision 59].
+	fp.leaveSite = map[uint64]int32{}
+	var sys []uint64
+	for a, l := range fp.f.Graph.Leaves {
+		if l.Syscall {
+			sys = append(sys, a)
+		}
+	}
+	sort.Slice(sys, func(i, j int) bool { return sys[i] < sys[j] })
+	for _, a := range sys {
+		fp.leaveSite[a] = fp.site(fp.f.Graph.Leaves[a].Block, a)
+	}
+	// Then, block by block, the direct tail jumps to instrumented
+	// functions: call sites too, the callee's activation is made a child
+	// of this one [DESIGN 7]. An indirect jump is not one (its target
+	// is only known at run time). A block whose last instruction does
+	// not decode gets none; the emitter fails the function there.
+	gr := fp.f.Graph
+	for id := range gr.Blocks {
+		blk := &gr.Blocks[id]
+		code := fp.g.b.Code(blk.Last)
+		if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
+			continue
+		}
+		in, err := x86.Decode(code[:blk.End-blk.Last], blk.Last)
+		if err != nil || in.Kind == x86.JmpIndirect {
+			continue
+		}
+		for _, e := range blk.Succs {
+			ed := gr.Edges[e]
+			if ed.Kind != cfg.EdgeTailCall || ed.Target == 0 {
+				continue
+			}
+			if _, ok := fp.g.entries[ed.Target]; ok {
+				fp.tailSite[e] = fp.site(cfg.BlockID(id), in.Addr)
+			}
+		}
+	}
+}
+
+// planBody plans what the function's body needs beyond its slot and
+// register (assignSlot, assignPathReg, planClosed): call sites, register
+// liveness, loop registers and loop copies. It runs for every function
+// in order before any is emitted; call-site ids follow that order.
+func (fp *funcPlan) planBody() {
+	fp.planSites()
+	if !fp.g.mode.Metrics {
+		fp.liveIn = fp.f.Graph.RegsLiveIn()
+	}
+	fp.planLoopRegs()
+	fp.planLoopCopies()
+}
+
+// hasSyscallLeave reports whether the function makes a system call that
+// may end the process image [decision 59].
+func (fp *funcPlan) hasSyscallLeave() bool {
+	for _, l := range fp.f.Graph.Leaves {
+		if l.Syscall {
+			return true
+		}
+	}
+	return false
+}
+
+// callLeave returns how the call or jump at addr to target ends the
+// process image, 0 if it does not or if target is instrumented (then
+// its own system call is hooked, after its code has run and counted).
+func (fp *funcPlan) callLeave(addr, target uint64) cfg.LeaveKind {
+	l, ok := fp.f.Graph.Leaves[addr]
+	if !ok || l.Syscall {
+		return 0
+	}
+	if _, inst := fp.g.entries[target]; inst {
+		return 0
+	}
+	return l.Kind
+}
+
+// nsites is the number of call sites the function has so far.
+func (fp *funcPlan) nsites() int { return len(fp.siteAddrs) }
+
+// newTable is the copy of a jump table one indirect jump reads.
+type newTable struct {
+	label    enc.Label
+	jt       *cfg.JumpTable
+	relative bool
+	// base is what relative entries are counted from: the original
+	// table base, which the base register still holds (only the loads
+	// move to the copy).
+	base uint64
+	// biased: an absolute table in a PIE, whose 8-byte entries are
+	// counted from base too, the address the loads' base register holds
+	// (decision 72: no relocations); biasOf has its loads.
+	biased  bool
+	biasOf  map[uint64]biasedLoad
+	targets []enc.Label
+	done    bool
+}
+
+// deadRegFor is deadReg where the path register is preg (when hasPreg).
+func (fp *funcPlan) deadRegFor(e cfg.EdgeID, preg enc.Reg, hasPreg bool) (enc.Reg, bool) {
+	rs := fp.deadRegsFor(e, 1, preg, hasPreg)
+	if len(rs) == 0 {
+		return 0, false
+	}
+	return rs[0], true
+}
+
+// deadRegsFor is deadRegs where the path register is preg (when
+// hasPreg).
+func (fp *funcPlan) deadRegsFor(e cfg.EdgeID, n int, preg enc.Reg, hasPreg bool) []enc.Reg {
+	to := fp.f.Graph.Edges[e].To
+	if to < 0 || fp.liveIn == nil {
+		return nil
+	}
+	dead := ^fp.liveIn[to] &^ (1 << enc.RSP)
+	var rs []enc.Reg
+	for r := 0; r < 16 && len(rs) < n; r++ {
+		if dead.Has(r) && !(hasPreg && enc.Reg(r) == preg) {
+			rs = append(rs, enc.Reg(r))
+		}
+	}
+	return rs
+}
+
+// hashed reports whether fg counts its paths in hash tables (the
+// runtime's Func.Hashed), and hashInline whether its path ends count
+// inline in the newest table: frequency-only images, whose entries are a
+// key and one count [decision 48].
+func (fp *funcPlan) hashed() bool { return fp.num.NumPaths > DenseMax }
+
+func (fp *funcPlan) hashInline() bool { return fp.hashed() && !fp.g.mode.Metrics }
+
+func (fp *funcPlan) succ(b cfg.BlockID, kind ...cfg.EdgeKind) (cfg.EdgeID, bool) {
+	for _, e := range fp.f.Graph.Blocks[b].Succs {
+		for _, k := range kind {
+			if fp.f.Graph.Edges[e].Kind == k {
+				return e, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// planTables gives each table jump of fg its copy of the table and maps
+// the instructions that read the entry to it.
+func (fp *funcPlan) planTables() {
+	g := fp.g
+	fp.tabOf, fp.loadOf = map[uint64]int{}, map[uint64]int{}
+	gr := fp.f.Graph
+	for i := range gr.Tables {
+		jt := &gr.Tables[i]
+		t := len(g.tables)
+		nt := newTable{label: g.buf.NewLabel(), jt: jt, relative: jt.Relative, base: jt.Base}
+		if g.pie && !jt.Relative {
+			// Layout refused the function unless this holds
+			// (pieTableBlocker); an error here leaves the table unbiased
+			// and the code generator fails the function below.
+			if loads, base, err := biasLoads(g.b, jt); err == nil {
+				nt.biased, nt.biasOf, nt.base = true, loads, base
+			}
+		}
+		g.tables = append(g.tables, nt)
+		fp.tabOf[jt.Jump] = t
+		for _, l := range jt.Loads {
+			if _, dup := fp.loadOf[l]; dup {
+				// One load feeding two jumps cannot read two copies.
+				fp.loadOf[l] = -1
+				continue
+			}
+			fp.loadOf[l] = t
+		}
+	}
+}
+
+// pathRegField is Func.PathReg for fg: 1 + the register's number, or 0.
+func (fp *funcPlan) pathRegField() uint64 {
+	if !fp.fnHasPreg {
+		return 0
+	}
+	return 1 + uint64(fp.fnPreg)
+}

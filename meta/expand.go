@@ -28,6 +28,9 @@ type Expansion struct {
 	// counts added (a path passes through a block at most once and
 	// counts are 32 bits, so it cannot overflow).
 	Insns uint64
+	// FromEntry says the path begins at the function's entry (one run of
+	// it is one activation) rather than at a loop head after a backedge.
+	FromEntry bool
 }
 
 // funcCache holds one function's numbering and the expansions made so
@@ -127,12 +130,12 @@ func (t *Table) ExpandPartial(fn uint32, block uint32, reg int64) (*Expansion, e
 // expand turns the steps of a path (or prefix) into an Expansion.
 func (f *Func) expand(n *pathnum.Numbering, steps []pathnum.Step) *Expansion {
 	nodes := n.Nodes(steps)
-	e := &Expansion{Blocks: make([]int, 0, len(nodes))}
+	e := &Expansion{
+		Blocks:    make([]int, 0, len(nodes)),
+		FromEntry: len(steps) == 0 || steps[0].Pseudo != pathnum.FromEntry,
+	}
 	for i, v := range nodes {
-		if v == n.Exit {
-			continue
-		}
-		if i == 0 && len(steps) > 0 && steps[0].Pseudo == pathnum.FromEntry {
+		if v == n.Exit || i == 0 && !e.FromEntry {
 			continue
 		}
 		e.Blocks = append(e.Blocks, v)

@@ -340,7 +340,7 @@ func TestViewSums(t *testing.T) {
 func TestViewInsnsMatchBlockCounts(t *testing.T) {
 	c := viewTree(t)
 	tab := viewTable()
-	d, err := MakePaths("prog.blpp", tab, viewProfile(), nil)
+	d, err := MakePaths("prog.blpp", tab, viewProfile())
 	if err != nil {
 		t.Fatal(err)
 	}

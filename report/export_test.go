@@ -141,7 +141,7 @@ func TestExportModelAgreesWithMakePaths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := MakePaths("demo.blpp", tab, p, nil)
+		d, err := MakePaths("demo.blpp", tab, p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -162,13 +162,6 @@ func (a FuncID) less(b FuncID) bool {
 	return a.Func < b.Func
 }
 
-// MakeContextTree is NewModel without the ELF file, for callers that read
-// only the calling contexts (the rewriter's tests); new code calls
-// NewModel.
-func MakeContextTree(binary string, t *meta.Table, p *cct.Profile) (*Model, error) {
-	return NewModel(binary, t, p, nil)
-}
-
 // exe names function fn of a profile: profiles have one module today,
 // the executable, and their function indices are its metadata's.
 func exe(fn uint32) FuncID { return FuncID{Module: 0, Func: fn} }

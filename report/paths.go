@@ -120,7 +120,7 @@ func (m *Model) pathDoc() *PathDoc {
 // MakePaths builds the document of profile p of binary without its
 // contexts: NewModel(binary, t, p, nil).PathDoc(), for callers that need
 // only block and path counts (the corpus oracles).
-func MakePaths(binary string, t *meta.Table, p *cct.Profile, _ *DebugInfo) (*PathDoc, error) {
+func MakePaths(binary string, t *meta.Table, p *cct.Profile) (*PathDoc, error) {
 	m, err := NewModel(binary, t, p, nil)
 	if err != nil {
 		return nil, err

@@ -76,7 +76,6 @@ import (
 	"blpp/internal/testsupport/callgrind"
 	"blpp/internal/testsupport/fixture"
 	"blpp/meta"
-	"blpp/pathnum"
 	"blpp/report"
 	"blpp/rewriter"
 )
@@ -469,7 +468,7 @@ func checkFlowOnly(t *testing.T, what, orig, dir string, doc *report.PathDoc) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	flow, err := report.MakePaths(inst, tab, prof, nil)
+	flow, err := report.MakePaths(inst, tab, prof)
 	if err != nil {
 		t.Fatalf("%s --no-context: report: %v", what, err)
 	}
@@ -830,45 +829,13 @@ type contexts struct {
 	what string
 	tab  *meta.Table
 	prof *cct.Profile
-	nums map[uint32]*pathnum.Numbering
 	// siteFunc maps call sites to functions, for funcOf.
 	siteFunc map[uint64]int
 }
 
 func newContexts(t *testing.T, what string, tab *meta.Table, prof *cct.Profile) *contexts {
 	t.Helper()
-	return &contexts{what: what, tab: tab, prof: prof, nums: map[uint32]*pathnum.Numbering{}}
-}
-
-func (c *contexts) numbering(t *testing.T, fn uint32) *pathnum.Numbering {
-	t.Helper()
-	if n, ok := c.nums[fn]; ok {
-		return n
-	}
-	if int(fn) >= len(c.tab.Funcs) {
-		t.Fatalf("%s: profile names function %d of %d", c.what, fn, len(c.tab.Funcs))
-	}
-	n, err := c.tab.Funcs[fn].Numbering(c.tab.MaxPaths)
-	if err != nil {
-		t.Fatalf("%s: %v", c.what, err)
-	}
-	c.nums[fn] = n
-	return n
-}
-
-// pathBlocks is the blocks a path passes through (report's rule: the
-// virtual exit and the entry standing for a pseudo edge left out), and
-// whether the path begins at the function's entry (an activation) rather
-// than after a backedge.
-func pathBlocks(n *pathnum.Numbering, steps []pathnum.Step) (blocks []int, fromEntry bool) {
-	fromEntry = len(steps) == 0 || steps[0].Pseudo != pathnum.FromEntry
-	for i, v := range n.Nodes(steps) {
-		if v == n.Exit || i == 0 && !fromEntry {
-			continue
-		}
-		blocks = append(blocks, v)
-	}
-	return blocks, fromEntry
+	return &contexts{what: what, tab: tab, prof: prof}
 }
 
 // recordBlocks expands one record's paths and partials to block counts,
@@ -877,22 +844,20 @@ func pathBlocks(n *pathnum.Numbering, steps []pathnum.Step) (blocks []int, fromE
 func (c *contexts) recordBlocks(t *testing.T, th *cct.Thread, ri int, counts map[uint32][]uint64) (starts uint64) {
 	t.Helper()
 	r := &th.Records[ri]
-	n := c.numbering(t, r.Func)
 	cnt := counts[r.Func]
 	if cnt == nil {
 		cnt = make([]uint64, len(c.tab.Funcs[r.Func].Blocks))
 		counts[r.Func] = cnt
 	}
 	for _, p := range r.Paths {
-		steps, err := n.Regenerate(p.ID)
+		e, err := c.tab.ExpandPath(r.Func, p.ID)
 		if err != nil {
-			t.Fatalf("%s: %s path %d: %v", c.what, c.tab.Funcs[r.Func].Name, p.ID, err)
+			t.Fatalf("%s: %v", c.what, err)
 		}
-		blocks, fromEntry := pathBlocks(n, steps)
-		for _, bl := range blocks {
+		for _, bl := range e.Blocks {
 			cnt[bl] += p.Count
 		}
-		if fromEntry {
+		if e.FromEntry {
 			starts += p.Count
 		}
 	}
@@ -906,9 +871,11 @@ func (c *contexts) partialBlocks(t *testing.T, q *cct.Partial, counts map[uint32
 	if q.Block == cct.BlockUnknown {
 		return false, false
 	}
-	n := c.numbering(t, q.Func)
-	steps, err := n.Prefix(int(q.Block), q.Reg)
+	e, err := c.tab.ExpandPartial(q.Func, q.Block, q.Reg)
 	if err != nil {
+		t.Fatalf("%s: %v", c.what, err)
+	}
+	if e == nil {
 		return false, false
 	}
 	cnt := counts[q.Func]
@@ -916,14 +883,10 @@ func (c *contexts) partialBlocks(t *testing.T, q *cct.Partial, counts map[uint32
 		cnt = make([]uint64, len(c.tab.Funcs[q.Func].Blocks))
 		counts[q.Func] = cnt
 	}
-	blocks, fromEntry := pathBlocks(n, steps)
-	for _, bl := range blocks {
+	for _, bl := range e.Blocks {
 		cnt[bl] += q.Count
 	}
-	if len(blocks) == 0 || blocks[len(blocks)-1] != int(q.Block) {
-		cnt[q.Block] += q.Count
-	}
-	return fromEntry, true
+	return e.FromEntry, true
 }
 
 // checkBlockSums expands every record (every context) on its own, sums

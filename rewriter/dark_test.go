@@ -87,7 +87,7 @@ func checkDarkProfile(t *testing.T, what string, c fixture.Config, inst string, 
 		t.Fatal(err)
 	}
 	defer f.Close()
-	doc, err := report.MakePaths(inst, tab, prof, nil)
+	doc, err := report.MakePaths(inst, tab, prof)
 	if err != nil {
 		t.Fatalf("%s: report: %v", what, err)
 	}
@@ -133,7 +133,7 @@ func checkDarkProfile(t *testing.T, what string, c fixture.Config, inst string, 
 	// The calling context tree: dispatch's contexts are under run (its
 	// loop) and main (the call through hop), every visit context under a
 	// dispatch context, and visit's calls add up to callgrind's.
-	tree, err := report.MakeContextTree(inst, tab, prof)
+	tree, err := report.NewModel(inst, tab, prof, nil)
 	if err != nil {
 		t.Fatalf("%s: context tree: %v", what, err)
 	}

@@ -101,7 +101,7 @@ func TestDebianBinaries(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer f.Close()
-				doc, err := report.MakePaths(inst, tab, p, nil)
+				doc, err := report.MakePaths(inst, tab, p)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -44,7 +44,7 @@ func TestDiscoveredExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		doc, err := report.MakePaths(inst, tab, prof, nil)
+		doc, err := report.MakePaths(inst, tab, prof)
 		f.Close()
 		if err != nil {
 			t.Fatalf("%s: report: %v", c, err)

@@ -75,7 +75,7 @@ func checkExact(t *testing.T, src string, c fixture.Config) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	doc, err := report.MakePaths(inst, tab, prof, nil)
+	doc, err := report.MakePaths(inst, tab, prof)
 	if err != nil {
 		t.Fatalf("%s %s: report: %v", src, c, err)
 	}

@@ -197,7 +197,7 @@ func compareCounts(t *testing.T, what, inst string, prof *cct.Profile, cg *callg
 		t.Fatal(err)
 	}
 	defer f.Close()
-	doc, err := report.MakePaths(inst, tab, prof, nil)
+	doc, err := report.MakePaths(inst, tab, prof)
 	if err != nil {
 		t.Fatalf("%s: report: %v", what, err)
 	}

@@ -75,7 +75,7 @@ func CheckExact(orig, inst string, files []string, cg *callgrind.Profile, ignore
 	if err != nil {
 		return Exactness{}, err
 	}
-	doc, err := report.MakePaths(inst, tab, p, nil)
+	doc, err := report.MakePaths(inst, tab, p)
 	if err != nil {
 		return Exactness{}, err
 	}

@@ -104,7 +104,7 @@ func CheckSameRun(inst string, profiles []string, cg *callgrind.Profile) (SameRu
 	if err != nil {
 		return s, err
 	}
-	doc, err := report.MakePaths(inst, tab, p, nil)
+	doc, err := report.MakePaths(inst, tab, p)
 	if err != nil {
 		return s, err
 	}

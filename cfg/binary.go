@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"blpp/cfg/ehframe"
+	"blpp/internal/elfdyn"
 )
 
 // Errors a caller can test for with errors.Is. Each is wrapped with detail.
@@ -216,43 +217,29 @@ func Load(data []byte) (b *Binary, err error) {
 	return b, nil
 }
 
-func (b *Binary) hasDynTag(want elf.DynTag) bool {
+// dynamic returns the bytes of the .dynamic section, nil when there is
+// none or it cannot be read.
+func (b *Binary) dynamic() []byte {
 	ds := b.File.Section(".dynamic")
 	if ds == nil || ds.Type == elf.SHT_NOBITS {
-		return false
+		return nil
 	}
 	d, err := b.sectionData(ds)
 	if err != nil {
-		return false
+		return nil
 	}
-	for i := 0; i+16 <= len(d); i += 16 {
-		tag := elf.DynTag(binary.LittleEndian.Uint64(d[i:]))
-		if tag == elf.DT_NULL {
-			break
-		}
-		if tag == want {
-			return true
-		}
-	}
-	return false
+	return d
+}
+
+func (b *Binary) hasDynTag(want elf.DynTag) bool {
+	_, ok := elfdyn.Lookup(b.dynamic(), want)
+	return ok
 }
 
 func (b *Binary) hasPIEFlag() bool {
-	ds := b.File.Section(".dynamic")
-	if ds == nil || ds.Type == elf.SHT_NOBITS {
-		return false
-	}
-	d, err := b.sectionData(ds)
-	if err != nil {
-		return false
-	}
-	for i := 0; i+16 <= len(d); i += 16 {
-		tag := elf.DynTag(binary.LittleEndian.Uint64(d[i:]))
-		val := binary.LittleEndian.Uint64(d[i+8:])
-		if tag == elf.DT_NULL {
-			break
-		}
-		if tag == elf.DT_FLAGS_1 && val&uint64(elf.DF_1_PIE) != 0 {
+	es, _ := elfdyn.Entries(b.dynamic())
+	for _, e := range es {
+		if e.Tag == elf.DT_FLAGS_1 && e.Val&uint64(elf.DF_1_PIE) != 0 {
 			return true
 		}
 	}

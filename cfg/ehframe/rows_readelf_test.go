@@ -3,7 +3,6 @@ package ehframe
 import (
 	"bufio"
 	"bytes"
-	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -217,24 +216,11 @@ func normalise(rows [][]string, end uint64) [][]string {
 // returns how many FDEs agree and how many there are.
 func compareFrames(t *testing.T, readelf, file string) (agree, total int) {
 	t.Helper()
-	f, err := elf.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s := f.Section(".eh_frame")
-	if s == nil {
+	eh := openEHFrame(t, file)
+	if eh == nil {
 		t.Skip("no .eh_frame")
 	}
-	data, err := s.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var opts Options
-	if got := f.Section(".got"); got != nil {
-		opts.DataBase = got.Addr
-	}
-	fr, err := ParseFrame(data, s.Addr, opts)
+	fr, err := ParseFrame(eh.data, eh.addr, eh.opts)
 	if err != nil {
 		t.Fatalf("ParseFrame: %v", err)
 	}

@@ -51,14 +51,11 @@ const (
 	KindShared             // ET_DYN shared library
 )
 
+var kindNames = [...]string{KindExec: "exec", KindPIE: "pie", KindShared: "shared"}
+
 func (k Kind) String() string {
-	switch k {
-	case KindExec:
-		return "exec"
-	case KindPIE:
-		return "pie"
-	case KindShared:
-		return "shared"
+	if int(k) < len(kindNames) {
+		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }

@@ -60,22 +60,14 @@ const (
 	ValExpression                 // the value is what Expr computes
 )
 
+var ruleKindNames = [...]string{
+	Undefined: "undefined", SameValue: "same-value", Offset: "offset", ValOffset: "val-offset",
+	Register: "register", Expression: "expression", ValExpression: "val-expression",
+}
+
 func (k RuleKind) String() string {
-	switch k {
-	case Undefined:
-		return "undefined"
-	case SameValue:
-		return "same-value"
-	case Offset:
-		return "offset"
-	case ValOffset:
-		return "val-offset"
-	case Register:
-		return "register"
-	case Expression:
-		return "expression"
-	case ValExpression:
-		return "val-expression"
+	if int(k) < len(ruleKindNames) {
+		return ruleKindNames[k]
 	}
 	return fmt.Sprintf("RuleKind(%d)", uint8(k))
 }

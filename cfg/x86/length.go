@@ -368,13 +368,9 @@ func scan(code []byte) (layout, error) {
 		}
 		l.relSize = 4
 	}
-	if imm > 0 {
-		l.immOff = pos
-		l.immSize = imm
-		pos += imm
-	}
-	if pos > len(code) {
-		return l, truncOrLong(code)
+	pos, err := l.immediate(code, pos, imm)
+	if err != nil {
+		return l, err
 	}
 	if class == c3DNow {
 		l.opMap = map3DNow
@@ -495,16 +491,25 @@ func scanVEX(code []byte, pos int, l layout) (layout, error) {
 	if pos, err = scanModRM(code, pos, &l); err != nil {
 		return l, err
 	}
+	if pos, err = l.immediate(code, pos, imm); err != nil {
+		return l, err
+	}
+	l.n = pos
+	return l, nil
+}
+
+// immediate places an immediate of imm bytes (none when 0) at pos and
+// returns the position after it, checking that code holds it.
+func (l *layout) immediate(code []byte, pos, imm int) (int, error) {
 	if imm > 0 {
 		l.immOff = pos
 		l.immSize = imm
 		pos += imm
 	}
 	if pos > len(code) {
-		return l, truncOrLong(code)
+		return pos, truncOrLong(code)
 	}
-	l.n = pos
-	return l, nil
+	return pos, nil
 }
 
 // scanModRM reads ModRM, SIB and displacement at pos [Intel SDM Vol.2

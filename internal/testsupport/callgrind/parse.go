@@ -581,16 +581,11 @@ func (ps *parser) costLine(s string) error {
 		return nil
 	}
 	addr := ps.cur[ps.instrCol]
-	var ok bool
-	switch ps.obKind {
-	case kindMain:
-		ok = addCount(ps.prof.Exec, addr, ir)
-	case kindUnknown:
-		ok = addCount(ps.prof.UnknownExec, addr, ir)
-	default:
+	exec, _ := ps.counts()
+	if exec == nil {
 		return nil
 	}
-	if !ok {
+	if !addCount(exec, addr, ir) {
 		return ps.errf("Ir of %#x overflows 64 bits", addr)
 	}
 	return nil
@@ -707,6 +702,19 @@ func (ps *parser) finishCall() error {
 	return nil
 }
 
+// counts returns where the current object's instruction and jump counts
+// go: the main object's maps, those of code filed under ???, or nil for
+// any other object.
+func (ps *parser) counts() (exec map[uint64]uint64, jumps map[[2]uint64]Jump) {
+	switch ps.obKind {
+	case kindMain:
+		return ps.prof.Exec, ps.prof.Jumps
+	case kindUnknown:
+		return ps.prof.UnknownExec, ps.prof.UnknownJumps
+	}
+	return nil, nil
+}
+
 // finishJump records the jump announced by the pending jump= or jcnd=
 // line; ps.cur holds its source.
 func (ps *parser) finishJump() error {
@@ -720,16 +728,11 @@ func (ps *parser) finishJump() error {
 	}
 	k := [2]uint64{ps.cur[ps.instrCol], pd.target}
 	j := Jump{Count: pd.count, Executed: pd.executed, Conditional: pd.cond}
-	var ok bool
-	switch ps.obKind {
-	case kindMain:
-		ok = addJump(ps.prof.Jumps, k, j)
-	case kindUnknown:
-		ok = addJump(ps.prof.UnknownJumps, k, j)
-	default:
+	_, jumps := ps.counts()
+	if jumps == nil {
 		return nil
 	}
-	if !ok {
+	if !addJump(jumps, k, j) {
 		return ps.errf("jump count overflows 64 bits")
 	}
 	return nil

@@ -396,7 +396,7 @@ func TestRun(t *testing.T) {
 // repeat the parent's work before the fork.
 func TestRunForkIO(t *testing.T) {
 	requireValgrind(t)
-	exe := fixture.Build(t, "../internal/callgrind/testdata/forkio.c", fixture.Config{CC: "gcc", Opt: "-O2", PIE: true})
+	exe := fixture.Build(t, "../internal/testsupport/callgrind/testdata/forkio.c", fixture.Config{CC: "gcc", Opt: "-O2", PIE: true})
 	m := loadSyms(t, exe)
 	dir := t.TempDir()
 	realDir, err := filepath.EvalSymlinks(dir)
@@ -528,7 +528,7 @@ func TestRunErrors(t *testing.T) {
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
-		exe := fixture.Build(t, "../internal/callgrind/testdata/forkio.c", fixture.Config{CC: "gcc", Opt: "-O2", PIE: true})
+		exe := fixture.Build(t, "../internal/testsupport/callgrind/testdata/forkio.c", fixture.Config{CC: "gcc", Opt: "-O2", PIE: true})
 		start := time.Now()
 		_, err := Run(exe, Options{Timeout: 2 * time.Second, Valgrind: sleeper(t)})
 		if time.Since(start) > time.Minute {

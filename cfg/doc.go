@@ -8,9 +8,9 @@
 //     (.symtab and .dynsym), the FDEs of .eh_frame (package ehframe), the
 //     build-id, and the kind of object (executable, PIE, shared).
 //   - functions.go, function.go, discover.go: the procedures, from
-//     symbols, FDE bounds and, in code neither describes (stripped
-//     binaries), from call targets and the gaps between known code; .cold
-//     and other fragments are joined to their parent.
+//     symbols, FDE bounds and, in code neither describes, evidence in
+//     known code (call targets, taken addresses, tail jumps, code after
+//     padding); .cold and other fragments are joined to their parent.
 //   - build.go: basic blocks and edges, decoding with package x86; calls
 //     end blocks, tail calls and no-return calls go to Exit. jumptable.go
 //     and slice.go recover jump tables (regconst.go proves table bases,

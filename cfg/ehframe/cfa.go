@@ -375,25 +375,21 @@ func (m *machine) run(b *buf, initial bool) error {
 			if err := m.advance(b, off, d); err != nil {
 				return err
 			}
-		case CFAOffsetExt, CFAValOffset:
+		case CFAOffsetExt, CFAValOffset, CFAOffsetExtSF, CFAValOffSF:
+			// The _sf forms take a signed factored offset.
 			reg = b.uleb("register")
-			v, err := m.scaled(b, off, int64(b.uleb("offset")))
+			var raw int64
+			if op == CFAOffsetExtSF || op == CFAValOffSF {
+				raw = b.sleb("offset")
+			} else {
+				raw = int64(b.uleb("offset"))
+			}
+			v, err := m.scaled(b, off, raw)
 			if err != nil {
 				return err
 			}
 			kind := Offset
-			if op == CFAValOffset {
-				kind = ValOffset
-			}
-			m.cur.set(reg, Rule{Kind: kind, Off: v})
-		case CFAOffsetExtSF, CFAValOffSF:
-			reg = b.uleb("register")
-			v, err := m.scaled(b, off, b.sleb("offset"))
-			if err != nil {
-				return err
-			}
-			kind := Offset
-			if op == CFAValOffSF {
+			if op == CFAValOffset || op == CFAValOffSF {
 				kind = ValOffset
 			}
 			m.cur.set(reg, Rule{Kind: kind, Off: v})

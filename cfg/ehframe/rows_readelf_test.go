@@ -317,8 +317,8 @@ func TestRowsReadelf(t *testing.T) {
 		path func(t *testing.T) string
 	}
 	var bins []bin
-	for _, cfg := range excConfigs() {
-		bins = append(bins, bin{"exc.cc-" + cfg.String(), func(t *testing.T) string { return buildExc(t, cfg) }})
+	for _, cfg := range fixture.ExcConfigs() {
+		bins = append(bins, bin{"exc.cc-" + cfg.String(), func(t *testing.T) string { return fixture.BuildExc(t, cfg) }})
 	}
 	for _, src := range []string{"cold.c", "setjmp.c", "threads.c", "switch.c"} {
 		for _, cfg := range []fixture.Config{{CC: "gcc", Opt: "-O2", PIE: true}, {CC: "clang", Opt: "-O2"}, {CC: "gcc", Opt: "-O0", Static: true}} {

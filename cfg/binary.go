@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"sort"
 
 	"blpp/cfg/ehframe"
+	"blpp/cfg/x86"
 	"blpp/internal/elfdyn"
 )
 
@@ -334,6 +336,22 @@ func (b *Binary) Code(addr uint64) []byte {
 		return nil
 	}
 	return s.data[addr-s.Addr:]
+}
+
+// Insts yields the instructions of blk in order. It stops early where the
+// code cannot be decoded or is not in the file; the blocks of a graph
+// that Analyze built always decode.
+func (b *Binary) Insts(blk *Block) iter.Seq[x86.Inst] {
+	return func(yield func(x86.Inst) bool) {
+		code := b.Code(blk.Addr)
+		for a := blk.Addr; a < blk.End && code != nil; {
+			in, err := x86.Decode(code[a-blk.Addr:], a)
+			if err != nil || !yield(in) {
+				return
+			}
+			a += uint64(in.Len)
+		}
+	}
 }
 
 // IsCode reports whether addr lies in executable file data.

@@ -1,18 +1,11 @@
-// Package analysis runs the whole static pipeline on a binary: procedure
-// discovery and CFGs (package cfg), then Ball-Larus numbering of each
-// graph (package pathnum). It is the one place that maps a cfg.Graph onto
-// pathnum's abstract graph, so the CLI, the rewriter and reports agree on
-// node and edge indices: node i is block i, node len(Blocks) is EXIT, and
-// pathnum edge i is cfg edge i.
 package analysis
 
 import (
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
 	"blpp/cfg"
+	"blpp/internal/par"
 	"blpp/pathnum"
 )
 
@@ -85,29 +78,13 @@ func Run(b *cfg.Binary, opts Options) *Result {
 		}
 		r.Funcs = append(r.Funcs, &Func{Func: f, Graph: p.Graphs[i]})
 	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	var wg sync.WaitGroup
-	next := make(chan *Func, len(r.Funcs))
-	for _, f := range r.Funcs {
-		next <- f
-	}
-	close(next)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for f := range next {
-				if len(f.Graph.Blocks) == 0 || !f.Graph.Instrumentable() {
-					continue
-				}
-				f.Numbering, f.NumErr = Number(f.Graph, pathnum.Options{MaxPaths: opts.MaxPaths})
-			}
-		}()
-	}
-	wg.Wait()
+	par.Each(len(r.Funcs), opts.Workers, func(i int) {
+		f := r.Funcs[i]
+		if len(f.Graph.Blocks) == 0 || !f.Graph.Instrumentable() {
+			return
+		}
+		f.Numbering, f.NumErr = Number(f.Graph, pathnum.Options{MaxPaths: opts.MaxPaths})
+	})
 	return r
 }
 

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"sort"
 
 	"blpp/cfg/ehframe"
+	"blpp/cfg/x86"
+	"blpp/internal/elfdyn"
 )
 
 // Errors a caller can test for with errors.Is. Each is wrapped with detail.
@@ -50,14 +53,11 @@ const (
 	KindShared             // ET_DYN shared library
 )
 
+var kindNames = [...]string{KindExec: "exec", KindPIE: "pie", KindShared: "shared"}
+
 func (k Kind) String() string {
-	switch k {
-	case KindExec:
-		return "exec"
-	case KindPIE:
-		return "pie"
-	case KindShared:
-		return "shared"
+	if int(k) < len(kindNames) {
+		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -216,43 +216,29 @@ func Load(data []byte) (b *Binary, err error) {
 	return b, nil
 }
 
-func (b *Binary) hasDynTag(want elf.DynTag) bool {
+// dynamic returns the bytes of the .dynamic section, nil when there is
+// none or it cannot be read.
+func (b *Binary) dynamic() []byte {
 	ds := b.File.Section(".dynamic")
 	if ds == nil || ds.Type == elf.SHT_NOBITS {
-		return false
+		return nil
 	}
 	d, err := b.sectionData(ds)
 	if err != nil {
-		return false
+		return nil
 	}
-	for i := 0; i+16 <= len(d); i += 16 {
-		tag := elf.DynTag(binary.LittleEndian.Uint64(d[i:]))
-		if tag == elf.DT_NULL {
-			break
-		}
-		if tag == want {
-			return true
-		}
-	}
-	return false
+	return d
+}
+
+func (b *Binary) hasDynTag(want elf.DynTag) bool {
+	_, ok := elfdyn.Lookup(b.dynamic(), want)
+	return ok
 }
 
 func (b *Binary) hasPIEFlag() bool {
-	ds := b.File.Section(".dynamic")
-	if ds == nil || ds.Type == elf.SHT_NOBITS {
-		return false
-	}
-	d, err := b.sectionData(ds)
-	if err != nil {
-		return false
-	}
-	for i := 0; i+16 <= len(d); i += 16 {
-		tag := elf.DynTag(binary.LittleEndian.Uint64(d[i:]))
-		val := binary.LittleEndian.Uint64(d[i+8:])
-		if tag == elf.DT_NULL {
-			break
-		}
-		if tag == elf.DT_FLAGS_1 && val&uint64(elf.DF_1_PIE) != 0 {
+	es, _ := elfdyn.Entries(b.dynamic())
+	for _, e := range es {
+		if e.Tag == elf.DT_FLAGS_1 && e.Val&uint64(elf.DF_1_PIE) != 0 {
 			return true
 		}
 	}
@@ -350,6 +336,22 @@ func (b *Binary) Code(addr uint64) []byte {
 		return nil
 	}
 	return s.data[addr-s.Addr:]
+}
+
+// Insts yields the instructions of blk in order. It stops early where the
+// code cannot be decoded or is not in the file; the blocks of a graph
+// that Analyze built always decode.
+func (b *Binary) Insts(blk *Block) iter.Seq[x86.Inst] {
+	return func(yield func(x86.Inst) bool) {
+		code := b.Code(blk.Addr)
+		for a := blk.Addr; a < blk.End && code != nil; {
+			in, err := x86.Decode(code[a-blk.Addr:], a)
+			if err != nil || !yield(in) {
+				return
+			}
+			a += uint64(in.Len)
+		}
+	}
 }
 
 // IsCode reports whether addr lies in executable file data.

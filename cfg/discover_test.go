@@ -2,7 +2,6 @@ package cfg_test
 
 import (
 	"debug/elf"
-	"sort"
 	"testing"
 
 	"blpp/cfg"
@@ -31,23 +30,7 @@ func fixtureSyms(t *testing.T, src string, c fixture.Config) []elf.Symbol {
 	t.Helper()
 	twin := c
 	twin.Strip = false
-	f, err := elf.Open(fixture.Build(t, src, twin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []elf.Symbol
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
-			out = append(out, s)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
-	return out
+	return fixture.FuncSymbols(t, fixture.Build(t, src, twin))
 }
 
 // TestDiscoverNoFDE: in a stripped static binary whose own code has no

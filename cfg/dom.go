@@ -35,10 +35,13 @@ func (t *dfsTree) ancestor(a, b BlockID) bool {
 	return t.pre[a] <= t.pre[b] && t.pre[b] <= t.last[a]
 }
 
+// dfs runs an iterative depth-first search of g from Entry.
+func (g *Graph) dfs() *dfsTree { return g.flow().dfs() }
+
 // dfs runs an iterative depth-first search from Entry that visits
 // successors in the same order a recursive one would.
-func (g *Graph) dfs() *dfsTree {
-	n := len(g.Blocks)
+func (f *Flow) dfs() *dfsTree {
+	n := f.Len()
 	t := &dfsTree{
 		pre:   make([]int32, n),
 		last:  make([]int32, n),
@@ -62,10 +65,10 @@ func (g *Graph) dfs() *dfsTree {
 	t.order = append(t.order, Entry)
 	for len(stack) > 0 {
 		top := &stack[len(stack)-1]
-		succs := g.Blocks[top.b].Succs
+		succs := f.succs[top.b]
 		pushed := false
 		for int(top.next) < len(succs) {
-			s := g.Edges[succs[top.next]].To
+			s := f.to[succs[top.next]]
 			top.next++
 			if s < 0 || t.pre[s] >= 0 {
 				continue

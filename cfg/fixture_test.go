@@ -1,7 +1,6 @@
 package cfg_test
 
 import (
-	"debug/elf"
 	"fmt"
 	"sort"
 	"strings"
@@ -16,20 +15,9 @@ import (
 // addresses).
 func symbolAddrs(t *testing.T, path string) map[string]uint64 {
 	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
 	m := map[string]uint64{}
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
-			m[s.Name] = s.Value
-		}
+	for _, s := range fixture.FuncSymbols(t, path) {
+		m[s.Name] = s.Value
 	}
 	return m
 }

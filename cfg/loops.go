@@ -2,6 +2,7 @@ package cfg
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 )
 
@@ -53,9 +54,32 @@ import (
 // Predecessors that cannot be reached are ignored: no execution comes
 // from them.
 
-// FindLoops computes the loop nesting forest into g.Loops and sets every
-// block's LoopDepth. Blocks that cannot be reached from Entry are in no
-// loop. Edges to Exit play no part.
+// FindLoops computes the loop nesting forest into g.Loops (Flow.Loops)
+// and sets every block's LoopDepth. When the forest is too large to
+// describe it leaves g.Loops empty and every LoopDepth 0, and marks the
+// procedure ReasonTooLarge: it is refused rather than half-described.
+func (g *Graph) FindLoops() {
+	g.Loops = nil
+	for i := range g.Blocks {
+		g.Blocks[i].LoopDepth = 0
+	}
+	if len(g.Blocks) == 0 {
+		return
+	}
+	loops, depth, err := g.flow().loops()
+	if err != nil {
+		g.fail(ReasonTooLarge, g.Blocks[Entry].Addr, "%v", err)
+		return
+	}
+	for b, d := range depth {
+		g.Blocks[b].LoopDepth = d
+	}
+	g.Loops = loops
+}
+
+// Loops computes the loop nesting forest of f. Blocks that cannot be
+// reached from Entry are in no loop. Edges out of the procedure play no
+// part.
 //
 // Loops are listed in preorder of the forest, so an enclosing loop always
 // comes before the loops nested in it (Parent < own index) and a loop's
@@ -68,26 +92,21 @@ import (
 // a tangle of gotos can nest as deep as it has blocks, and its description
 // grows with the square of its size (two random successors per block give
 // 300 million entries at 50 000 blocks). When the work passes a budget,
-// FindLoops stops, leaves g.Loops empty and every LoopDepth 0, and marks
-// the procedure ReasonTooLarge: it is refused rather than half-described.
-func (g *Graph) FindLoops() {
-	g.Loops = nil
-	for i := range g.Blocks {
-		g.Blocks[i].LoopDepth = 0
-	}
-	n := len(g.Blocks)
+// Loops stops and returns an error instead.
+func (f *Flow) Loops() ([]Loop, error) {
+	loops, _, err := f.loops()
+	return loops, err
+}
+
+// loops is Loops that also returns each block's loop depth (0 outside
+// loops).
+func (fl *Flow) loops() ([]Loop, []int, error) {
+	n := fl.Len()
 	if n == 0 {
-		return
+		return nil, nil, nil
 	}
-	budget := max(minLoopBudget, loopBudgetPerItem*(n+len(g.Edges)))
-	tooLarge := func(format string, args ...any) {
-		g.Loops = nil
-		for i := range g.Blocks {
-			g.Blocks[i].LoopDepth = 0
-		}
-		g.fail(ReasonTooLarge, g.Blocks[Entry].Addr, format, args...)
-	}
-	t := g.dfs()
+	budget := max(minLoopBudget, loopBudgetPerItem*(n+len(fl.from)))
+	t := fl.dfs()
 
 	// Loops under construction, in order of discovery (inner first).
 	type buildLoop struct {
@@ -126,8 +145,8 @@ func (g *Graph) FindLoops() {
 	for i := len(t.order) - 1; i >= 0; i-- {
 		h := t.order[i]
 		work = work[:0]
-		for _, e := range g.Blocks[h].Preds {
-			if p := g.Edges[e].From; t.reached(p) && t.ancestor(h, p) {
+		for _, e := range fl.preds[h] {
+			if p := fl.from[e]; t.reached(p) && t.ancestor(h, p) {
 				work = append(work, p) // retreating edge p→h
 			}
 		}
@@ -143,10 +162,10 @@ func (g *Graph) FindLoops() {
 		// an entry of the new loop if it has one outside.
 		walkPreds := func(b BlockID) {
 			entry := false
-			preds := g.Blocks[b].Preds
+			preds := fl.preds[b]
 			spent += len(preds) + 1
 			for _, e := range preds {
-				p := g.Edges[e].From
+				p := fl.from[e]
 				switch {
 				case !t.reached(p):
 				case t.ancestor(h, p):
@@ -187,12 +206,11 @@ func (g *Graph) FindLoops() {
 			}
 		}
 		if spent > budget {
-			tooLarge("loop nest too tangled to describe: over %d predecessor visits", budget)
-			return
+			return nil, nil, fmt.Errorf("loop nest too tangled to describe: over %d predecessor visits", budget)
 		}
 	}
 	if len(loops) == 0 {
-		return
+		return nil, make([]int, n), nil
 	}
 
 	// Order the forest: preorder, siblings by header.
@@ -217,7 +235,7 @@ func (g *Graph) FindLoops() {
 			return cmp.Compare(loops[a].header, loops[b].header)
 		})
 	}
-	// final maps discovery order to index in g.Loops, which is the
+	// final maps discovery order to index in the result, which is the
 	// preorder number; parent and last (the last index in each loop's
 	// subtree) are by final index.
 	final := make([]int32, nl)
@@ -262,7 +280,7 @@ func (g *Graph) FindLoops() {
 	// sorted; one backing array serves them all.
 	size := make([]int32, nl)
 	total := 0
-	for b := range g.Blocks {
+	for b := range n {
 		if inner[b] >= 0 {
 			f := final[inner[b]]
 			size[f]++
@@ -270,8 +288,7 @@ func (g *Graph) FindLoops() {
 		}
 	}
 	if total > budget {
-		tooLarge("loop nest too deep to describe: %d block entries", total)
-		return
+		return nil, nil, fmt.Errorf("loop nest too deep to describe: %d block entries", total)
 	}
 	// Turn size into each loop's count including nested loops, children
 	// (later in preorder) first.
@@ -287,12 +304,13 @@ func (g *Graph) FindLoops() {
 		pos[f] = off
 		off += size[f]
 	}
-	for b := range g.Blocks {
+	depth := make([]int, n)
+	for b := range n {
 		if inner[b] < 0 {
 			continue
 		}
 		q := final[inner[b]]
-		g.Blocks[b].LoopDepth = out[q].Depth
+		depth[b] = out[q].Depth
 		for f := q; f >= 0; f = parent[f] {
 			backing[pos[f]] = BlockID(b)
 			pos[f]++
@@ -309,8 +327,8 @@ func (g *Graph) FindLoops() {
 	for f := range out {
 		l := &out[f]
 		for _, en := range l.Entries {
-			for _, e := range g.Blocks[en].Preds {
-				p := g.Edges[e].From
+			for _, e := range fl.preds[en] {
+				p := fl.from[e]
 				if !t.reached(p) || inner[p] < 0 {
 					continue
 				}
@@ -321,7 +339,7 @@ func (g *Graph) FindLoops() {
 		}
 		slices.Sort(l.Backedges)
 	}
-	g.Loops = out
+	return out, depth, nil
 }
 
 // The loop description may take at most max(minLoopBudget,

@@ -1,12 +1,12 @@
 package cfg
 
 import (
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
 
 	"blpp/cfg/x86"
+	"blpp/internal/par"
 )
 
 // Options control whole-binary analysis.
@@ -176,9 +176,6 @@ func Analyze(b *Binary, opts Options) *Program {
 		}
 	}
 	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	build := func(idx []int) {
 		forEach(idx, workers, func(i int) { p.Graphs[i] = buildGraph(b, p, p.Funcs[i]) })
 	}
@@ -244,22 +241,7 @@ func Analyze(b *Binary, opts Options) *Program {
 
 // forEach runs fn on every index with the given number of goroutines.
 func forEach(idx []int, workers int, fn func(int)) {
-	var wg sync.WaitGroup
-	next := make(chan int, len(idx))
-	for _, i := range idx {
-		next <- i
-	}
-	close(next)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
+	par.Each(len(idx), workers, func(k int) { fn(idx[k]) })
 }
 
 // provesNoReturn reports whether every way out of g avoids returning. Only

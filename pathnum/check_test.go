@@ -119,25 +119,22 @@ func (v *dagView) paths() [][]Step {
 	return all
 }
 
-// stepInc is what the instrumentation adds to the register for one step.
-func stepInc(num *Numbering, s Step) int64 {
+// stepVals returns the Ball-Larus value of one step and what the
+// instrumentation adds to the register for it.
+func stepVals(num *Numbering, s Step) (val uint64, inc int64) {
 	switch s.Pseudo {
 	case FromEntry:
-		return num.EntryInc[s.Edge]
+		return num.EntryVal[s.Edge], num.EntryInc[s.Edge]
 	case ToExit:
-		return num.ExitInc[s.Edge]
+		return num.ExitVal[s.Edge], num.ExitInc[s.Edge]
 	}
-	return num.Inc[s.Edge]
+	return num.Val[s.Edge], num.Inc[s.Edge]
 }
 
-func stepVal(num *Numbering, s Step) uint64 {
-	switch s.Pseudo {
-	case FromEntry:
-		return num.EntryVal[s.Edge]
-	case ToExit:
-		return num.ExitVal[s.Edge]
-	}
-	return num.Val[s.Edge]
+// stepInc is what the instrumentation adds to the register for one step.
+func stepInc(num *Numbering, s Step) int64 {
+	_, inc := stepVals(num, s)
+	return inc
 }
 
 func graphString(g *Graph) string {
@@ -290,8 +287,9 @@ func checkNumbering(t *testing.T, g *Graph, num *Numbering, co checkOpts) {
 		var vals uint64
 		var r int64
 		for _, s := range p {
-			vals += stepVal(num, s)
-			r += stepInc(num, s)
+			v, inc := stepVals(num, s)
+			vals += v
+			r += inc
 		}
 		if vals != id || r != int64(id) {
 			fail("path %v: PathID %d, Σ Val %d, Σ Inc %d", p, id, vals, r)

@@ -6,13 +6,9 @@ package report
 // that the context's paths spent in each loop.
 //
 // The metadata stores no loops, only each function's blocks and edges, so
-// the loops are recovered here: dominators on the metadata CFG (the
-// iterative algorithm of Cooper, Harvey and Kennedy), backedges the edges
-// whose target dominates their source, and a natural loop per header, the
-// header and every block that reaches one of its backedges' sources
-// without passing the header [Aho et al., Dragon book §9.6.6]. Natural
-// loops are disjoint or nested, or share a header (those are merged), so
-// containment gives the nest.
+// the loops are recovered here, by the loop finder that analysed the
+// original binary (cfg.Flow.Loops, Havlak's nesting forest): the view
+// shows the loops `blpp cfg` lists, irreducible regions included.
 
 import (
 	"fmt"
@@ -24,210 +20,73 @@ import (
 	"text/tabwriter"
 
 	"blpp/cct"
+	"blpp/cfg"
 	"blpp/meta"
 )
 
-// A Loop is a natural loop of a function of the metadata.
+// A Loop is a loop of a function of the metadata: a natural loop, or an
+// irreducible region (a cycle entered at more than one block), as cfg.Loop.
 type Loop struct {
-	Header   int   // block index
+	Header   int   // block index; for an irreducible region, the entry met first
 	Blocks   []int // sorted, the header among them
 	Parent   int   // index of the innermost enclosing loop, -1 for none
 	Depth    int   // 0 for an outermost loop
 	Children []int // in header-address order
-	in       []bool
+	// Irreducible: entered at more than one block (blpp cfg says
+	// "irreducible region").
+	Irreducible bool
+	in          []bool
 }
 
 // Contains reports whether block b is in the loop.
 func (l *Loop) Contains(b int) bool { return b >= 0 && b < len(l.in) && l.in[b] }
 
-// FindLoops recovers the natural loops of f from its stored edges. Loops
+// FindLoops recovers the loops of f from its stored edges with cfg's loop
+// finder, so they are the loops `blpp cfg` lists for the original. Loops
 // come in preorder of the nest (a loop before those it contains), siblings
-// by header address. Unreachable blocks are in no loop.
+// by header address. Unreachable blocks are in no loop. A nest too large
+// for cfg to describe gives no loops (the rewriter refuses such a
+// function, so its metadata has no blocks).
 func FindLoops(f *meta.Func) []Loop {
 	n := len(f.Blocks)
 	if n == 0 {
 		return nil
 	}
-	succ := make([][]int, n)
-	pred := make([][]int, n)
-	for _, e := range f.Edges {
-		if e.To < 0 || int(e.From) >= n || int(e.To) >= n || e.From < 0 {
-			continue
-		}
-		succ[e.From] = append(succ[e.From], int(e.To))
-		pred[e.To] = append(pred[e.To], int(e.From))
+	edges := make([]cfg.FlowEdge, len(f.Edges))
+	for i, e := range f.Edges {
+		edges[i] = cfg.FlowEdge{From: cfg.BlockID(e.From), To: cfg.BlockID(e.To)}
 	}
-	// Reverse postorder from the entry, iteratively.
-	order := make([]int, n) // block → position in rpo, -1 if unreachable
-	for i := range order {
-		order[i] = -1
-	}
-	var post []int
-	seen := make([]bool, n)
-	type frame struct{ b, next int }
-	stack := []frame{{0, 0}}
-	seen[0] = true
-	for len(stack) > 0 {
-		top := &stack[len(stack)-1]
-		if top.next < len(succ[top.b]) {
-			s := succ[top.b][top.next]
-			top.next++
-			if !seen[s] {
-				seen[s] = true
-				stack = append(stack, frame{s, 0})
-			}
-			continue
-		}
-		post = append(post, top.b)
-		stack = stack[:len(stack)-1]
-	}
-	rpo := make([]int, len(post))
-	for i, b := range post {
-		rpo[len(post)-1-i] = b
-	}
-	for i, b := range rpo {
-		order[b] = i
-	}
-	// Immediate dominators [Cooper-Harvey-Kennedy 01].
-	idom := make([]int, n)
-	for i := range idom {
-		idom[i] = -1
-	}
-	idom[0] = 0
-	intersect := func(a, b int) int {
-		for a != b {
-			for order[a] > order[b] {
-				a = idom[a]
-			}
-			for order[b] > order[a] {
-				b = idom[b]
-			}
-		}
-		return a
-	}
-	for changed := true; changed; {
-		changed = false
-		for _, b := range rpo[1:] {
-			nd := -1
-			for _, p := range pred[b] {
-				if order[p] < 0 || idom[p] < 0 {
-					continue
-				}
-				if nd < 0 {
-					nd = p
-				} else {
-					nd = intersect(p, nd)
-				}
-			}
-			if nd >= 0 && idom[b] != nd {
-				idom[b] = nd
-				changed = true
-			}
-		}
-	}
-	dominates := func(h, b int) bool {
-		for {
-			if b == h {
-				return true
-			}
-			if b == 0 || idom[b] < 0 {
-				return false
-			}
-			b = idom[b]
-		}
-	}
-	// Natural loops, one per header.
-	byHeader := map[int]*Loop{}
-	var headers []int
-	for _, e := range f.Edges {
-		u, h := int(e.From), int(e.To)
-		if e.To < 0 || u < 0 || u >= n || h >= n || order[u] < 0 || !dominates(h, u) {
-			continue
-		}
-		l := byHeader[h]
-		if l == nil {
-			l = &Loop{Header: h, Parent: -1, in: make([]bool, n)}
-			l.in[h] = true
-			byHeader[h] = l
-			headers = append(headers, h)
-		}
-		work := []int{}
-		if !l.in[u] {
-			l.in[u] = true
-			work = append(work, u)
-		}
-		for len(work) > 0 {
-			b := work[len(work)-1]
-			work = work[:len(work)-1]
-			for _, p := range pred[b] {
-				if order[p] >= 0 && !l.in[p] {
-					l.in[p] = true
-					work = append(work, p)
-				}
-			}
-		}
-	}
-	if len(headers) == 0 {
+	cl, err := cfg.NewFlow(n, edges).Loops()
+	if err != nil || len(cl) == 0 {
 		return nil
 	}
-	ls := make([]*Loop, 0, len(headers))
-	for _, h := range headers {
-		l := byHeader[h]
-		for b, in := range l.in {
-			if in {
-				l.Blocks = append(l.Blocks, b)
-			}
-		}
-		ls = append(ls, l)
+	// cfg orders siblings by block index; order them by header address.
+	addr := func(i int) uint64 { return f.Blocks[cl[i].Header].Addr }
+	kids := make([][]int, len(cl)+1) // kids[p+1]: the loops in loop p, -1 for none
+	for i := range cl {
+		kids[cl[i].Parent+1] = append(kids[cl[i].Parent+1], i)
 	}
-	// Parents: the smallest loop that contains a loop's header, other
-	// than itself. Outer loops are larger, so sort by size then address.
-	addr := func(l *Loop) uint64 { return f.Blocks[l.Header].Addr }
-	sort.SliceStable(ls, func(i, j int) bool {
-		if len(ls[i].Blocks) != len(ls[j].Blocks) {
-			return len(ls[i].Blocks) > len(ls[j].Blocks)
-		}
-		return addr(ls[i]) < addr(ls[j])
-	})
-	parent := make([]int, len(ls)) // index in ls
-	for i, l := range ls {
-		parent[i] = -1
-		for j := i - 1; j >= 0; j-- {
-			if j != i && ls[j].in[l.Header] && len(ls[j].Blocks) > len(l.Blocks) {
-				if parent[i] < 0 || len(ls[j].Blocks) < len(ls[parent[i]].Blocks) {
-					parent[i] = j
-				}
-			}
-		}
-	}
-	kids := make([][]int, len(ls))
-	var roots []int
-	for i := range ls {
-		if parent[i] < 0 {
-			roots = append(roots, i)
-		} else {
-			kids[parent[i]] = append(kids[parent[i]], i)
-		}
-	}
-	byAddr := func(s []int) {
-		sort.SliceStable(s, func(a, b int) bool { return addr(ls[s[a]]) < addr(ls[s[b]]) })
-	}
-	var out []Loop
-	var walk func(ids []int, par, depth int)
-	walk = func(ids []int, par, depth int) {
-		byAddr(ids)
+	out := make([]Loop, 0, len(cl))
+	var walk func(ids []int, par int)
+	walk = func(ids []int, par int) {
+		sort.SliceStable(ids, func(a, b int) bool { return addr(ids[a]) < addr(ids[b]) })
 		for _, i := range ids {
+			c := &cl[i]
+			l := Loop{Header: int(c.Header), Parent: par, Depth: c.Depth - 1, Irreducible: c.Irreducible,
+				Blocks: make([]int, len(c.Blocks)), in: make([]bool, n)}
+			for k, b := range c.Blocks {
+				l.Blocks[k] = int(b)
+				l.in[b] = true
+			}
 			k := len(out)
-			l := *ls[i]
-			l.Parent, l.Depth, l.Children = par, depth, nil
 			out = append(out, l)
 			if par >= 0 {
 				out[par].Children = append(out[par].Children, k)
 			}
-			walk(kids[i], k, depth+1)
+			walk(kids[i+1], k)
 		}
 	}
-	walk(roots, -1, 0)
+	walk(kids[0], -1)
 	return out
 }
 
@@ -380,6 +239,9 @@ func LoopsText(w io.Writer, c *Model, o ViewOptions) error {
 				l := &ls[k]
 				a := mf.Blocks[l.Header].Addr
 				label := "loop " + hex(a)
+				if l.Irreducible {
+					label = "irreducible region " + hex(a)
+				}
 				if loc := c.Debug.At(a); loc != "" {
 					label += " at " + loc
 				}

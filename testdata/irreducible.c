@@ -1,5 +1,5 @@
 /*
- * irreducible.c - a cycle with two entries, made with goto.
+ * irreducible.c - cycles with two entries, made with goto.
  *
  * twoentry(): blocks A and B form the cycle A -> B -> A.  Control enters it
  * at A (falling in) or at B (the goto), chosen by a runtime argument, so
@@ -13,6 +13,12 @@
  * the fb call or to the fa call, but both remain entries.
  *
  * reducible_twin(): the same work as a plain loop, for comparison.
+ *
+ * irr_in_loop(): a counted loop whose body holds such a cycle, so an
+ * irreducible region nests inside a natural loop.  loop_in_irr(): such a
+ * cycle whose block B holds a counted inner loop, so a natural loop nests
+ * inside an irreducible region.  The loops view of `blpp report` and
+ * `blpp cfg` must list the same nests (cmd/blpp/loops_agree_test.go).
  */
 #include <stdio.h>
 
@@ -27,6 +33,7 @@ volatile int vol_n = 10;
 
 NOINLINE int fa(int x) { sink = x; return x * 3 + 1; }
 NOINLINE int fb(int x) { sink = x; return x ^ 0x2a; }
+NOINLINE int fc(int x) { sink = x; return x + 7; }
 
 /* loops: 0 natural; one irreducible cycle {A, B}. */
 NOINLINE int twoentry(int n, int start_in_b)
@@ -61,6 +68,51 @@ NOINLINE int reducible_twin(int n)
 	return acc;
 }
 
+/* loops: a natural loop holding an irreducible region {A, B}. */
+NOINLINE int irr_in_loop(int rounds, int n, int start_in_b)
+{
+	int acc = 0;
+	for (int r = 0; r < rounds; r++) {
+		int i = 0;
+		if ((start_in_b ^ r) & 1)
+			goto B;
+A:
+		acc += fa(i + r);
+		i++;
+		if (i >= n)
+			goto next;
+B:
+		acc ^= fb(acc + i);
+		i++;
+		if (i < n)
+			goto A;
+next:
+		acc = fc(acc);
+	}
+	return acc;
+}
+
+/* loops: an irreducible region {A, B, inner loop} holding a natural loop. */
+NOINLINE int loop_in_irr(int n, int m, int start_in_b)
+{
+	int i = 0, acc = 0;
+	if (start_in_b)
+		goto B;
+A:
+	acc += fa(i);
+	i++;
+	if (i >= n)
+		goto out;
+B:
+	for (int j = 0; j < m; j++)
+		acc ^= fb(acc + j);
+	i++;
+	if (i < n)
+		goto A;
+out:
+	return acc;
+}
+
 int main(int argc, char **argv)
 {
 	(void)argv;
@@ -68,5 +120,7 @@ int main(int argc, char **argv)
 
 	printf("twoentry %d %d %d\n", twoentry(n, 0), twoentry(n, 1), twoentry(n - 3, 1));
 	printf("reducible_twin %d\n", reducible_twin(n));
+	printf("irr_in_loop %d %d\n", irr_in_loop(n - 4, n - 4, 0), irr_in_loop(n - 6, n - 3, 1));
+	printf("loop_in_irr %d %d\n", loop_in_irr(n - 4, 3, 0), loop_in_irr(n - 3, 2, 1));
 	return 0;
 }

@@ -60,22 +60,14 @@ const (
 	ValExpression                 // the value is what Expr computes
 )
 
+var ruleKindNames = [...]string{
+	Undefined: "undefined", SameValue: "same-value", Offset: "offset", ValOffset: "val-offset",
+	Register: "register", Expression: "expression", ValExpression: "val-expression",
+}
+
 func (k RuleKind) String() string {
-	switch k {
-	case Undefined:
-		return "undefined"
-	case SameValue:
-		return "same-value"
-	case Offset:
-		return "offset"
-	case ValOffset:
-		return "val-offset"
-	case Register:
-		return "register"
-	case Expression:
-		return "expression"
-	case ValExpression:
-		return "val-expression"
+	if int(k) < len(ruleKindNames) {
+		return ruleKindNames[k]
 	}
 	return fmt.Sprintf("RuleKind(%d)", uint8(k))
 }
@@ -383,25 +375,21 @@ func (m *machine) run(b *buf, initial bool) error {
 			if err := m.advance(b, off, d); err != nil {
 				return err
 			}
-		case CFAOffsetExt, CFAValOffset:
+		case CFAOffsetExt, CFAValOffset, CFAOffsetExtSF, CFAValOffSF:
+			// The _sf forms take a signed factored offset.
 			reg = b.uleb("register")
-			v, err := m.scaled(b, off, int64(b.uleb("offset")))
+			var raw int64
+			if op == CFAOffsetExtSF || op == CFAValOffSF {
+				raw = b.sleb("offset")
+			} else {
+				raw = int64(b.uleb("offset"))
+			}
+			v, err := m.scaled(b, off, raw)
 			if err != nil {
 				return err
 			}
 			kind := Offset
-			if op == CFAValOffset {
-				kind = ValOffset
-			}
-			m.cur.set(reg, Rule{Kind: kind, Off: v})
-		case CFAOffsetExtSF, CFAValOffSF:
-			reg = b.uleb("register")
-			v, err := m.scaled(b, off, b.sleb("offset"))
-			if err != nil {
-				return err
-			}
-			kind := Offset
-			if op == CFAValOffSF {
+			if op == CFAValOffset || op == CFAValOffSF {
 				kind = ValOffset
 			}
 			m.cur.set(reg, Rule{Kind: kind, Off: v})

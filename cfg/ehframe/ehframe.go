@@ -527,20 +527,17 @@ func (p *parser) pointer(b *buf, enc byte, what string) uint64 {
 	switch enc & 0x70 {
 	case PEPcrel:
 		v += fieldAddr
-	case PETextrel:
-		if p.opts.TextBase == 0 {
+	case PETextrel, PEDatarel:
+		base, kind := p.opts.TextBase, "textrel pointer and Options.TextBase"
+		if enc&0x70 == PEDatarel {
+			base, kind = p.opts.DataBase, "datarel pointer and Options.DataBase"
+		}
+		if base == 0 {
 			b.off = off
-			b.fail(ErrNoBase, "%s: textrel pointer and Options.TextBase is not set", what)
+			b.fail(ErrNoBase, "%s: %s is not set", what, kind)
 			return 0
 		}
-		v += p.opts.TextBase
-	case PEDatarel:
-		if p.opts.DataBase == 0 {
-			b.off = off
-			b.fail(ErrNoBase, "%s: datarel pointer and Options.DataBase is not set", what)
-			return 0
-		}
-		v += p.opts.DataBase
+		v += base
 	}
 	return v
 }

@@ -32,14 +32,11 @@ const (
 	Spec                      // filter < 0: an exception specification listing Spec
 )
 
+var actionKindNames = [...]string{Cleanup: "cleanup", Catch: "catch", Spec: "spec"}
+
 func (k ActionKind) String() string {
-	switch k {
-	case Cleanup:
-		return "cleanup"
-	case Catch:
-		return "catch"
-	case Spec:
-		return "spec"
+	if int(k) < len(actionKindNames) {
+		return actionKindNames[k]
 	}
 	return fmt.Sprintf("ActionKind(%d)", uint8(k))
 }

@@ -202,37 +202,15 @@ func TestParseLSDAErrors(t *testing.T) {
 	}
 }
 
-// excConfigs are the builds of testdata/exc.cc the real-binary tests use.
-func excConfigs() []fixture.Config {
-	return []fixture.Config{
-		{CC: "g++", Opt: "-O0", PIE: true},
-		{CC: "g++", Opt: "-O2", PIE: true},
-		{CC: "g++", Opt: "-O2", PIE: false, Extra: []string{"-std=c++03"}},
-		{CC: "clang++", Opt: "-O2", PIE: true},
-		{CC: "clang++", Opt: "-O0", PIE: false, Extra: []string{"-std=c++03"}},
-	}
-}
-
-// buildExc builds testdata/exc.cc (beside this package, not in the
-// module's testdata/) with cfg.
-func buildExc(t *testing.T, cfg fixture.Config) string {
-	t.Helper()
-	if cfg.CC == "clang++" {
-		// fixture names the package after the command; clang++ is in clang.
-		fixture.RequireTool(t, "clang++", "clang")
-	}
-	return fixture.Build(t, "../cfg/ehframe/testdata/exc.cc", cfg)
-}
-
 // TestParseLSDACompiled decodes every LSDA of exc.cc as built by g++ and
 // clang++ and checks it against the symbol table: call sites inside their
 // FDE, landing pads inside an FDE of the function, each catch type a
 // typeinfo (_ZTI*) or the DW.ref slot of one, and the functions' catch
 // clauses and exception specifications as written in the source.
 func TestParseLSDACompiled(t *testing.T) {
-	for _, cfg := range excConfigs() {
+	for _, cfg := range fixture.ExcConfigs() {
 		t.Run(cfg.String(), func(t *testing.T) {
-			exe := buildExc(t, cfg)
+			exe := fixture.BuildExc(t, cfg)
 			f, err := elf.Open(exe)
 			if err != nil {
 				t.Fatal(err)

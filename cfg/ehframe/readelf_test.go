@@ -68,6 +68,39 @@ var ehBinaries = []string{
 	"/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
 }
 
+// ehSection is the .eh_frame of an ELF file, with the Options that read
+// it (.got as the data base).
+type ehSection struct {
+	f    *elf.File
+	data []byte
+	addr uint64
+	opts Options
+}
+
+// openEHFrame opens file for the test (closing it at cleanup) and returns
+// its .eh_frame, nil when it has none.
+func openEHFrame(t *testing.T, file string) *ehSection {
+	t.Helper()
+	f, err := elf.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	s := f.Section(".eh_frame")
+	if s == nil {
+		return nil
+	}
+	data, err := s.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eh := &ehSection{f: f, data: data, addr: s.Addr}
+	if got := f.Section(".got"); got != nil {
+		eh.opts.DataBase = got.Addr
+	}
+	return eh
+}
+
 func TestReadelfRealBinaries(t *testing.T) {
 	readelf := fixture.RequireTool(t, "readelf", "binutils")
 	n := 0
@@ -83,24 +116,12 @@ func TestReadelfRealBinaries(t *testing.T) {
 		n++
 		t.Run(filepath.Base(p), func(t *testing.T) {
 			t.Parallel()
-			f, err := elf.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			s := f.Section(".eh_frame")
-			if s == nil {
+			eh := openEHFrame(t, p)
+			if eh == nil {
 				t.Fatal("no .eh_frame")
 			}
-			data, err := s.Data()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var opts Options
-			if got := f.Section(".got"); got != nil {
-				opts.DataBase = got.Addr
-			}
-			got, err := Parse(data, s.Addr, opts)
+			f := eh.f
+			got, err := Parse(eh.data, eh.addr, eh.opts)
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}

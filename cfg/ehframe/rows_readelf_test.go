@@ -3,7 +3,6 @@ package ehframe
 import (
 	"bufio"
 	"bytes"
-	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -217,24 +216,11 @@ func normalise(rows [][]string, end uint64) [][]string {
 // returns how many FDEs agree and how many there are.
 func compareFrames(t *testing.T, readelf, file string) (agree, total int) {
 	t.Helper()
-	f, err := elf.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s := f.Section(".eh_frame")
-	if s == nil {
+	eh := openEHFrame(t, file)
+	if eh == nil {
 		t.Skip("no .eh_frame")
 	}
-	data, err := s.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var opts Options
-	if got := f.Section(".got"); got != nil {
-		opts.DataBase = got.Addr
-	}
-	fr, err := ParseFrame(data, s.Addr, opts)
+	fr, err := ParseFrame(eh.data, eh.addr, eh.opts)
 	if err != nil {
 		t.Fatalf("ParseFrame: %v", err)
 	}
@@ -331,8 +317,8 @@ func TestRowsReadelf(t *testing.T) {
 		path func(t *testing.T) string
 	}
 	var bins []bin
-	for _, cfg := range excConfigs() {
-		bins = append(bins, bin{"exc.cc-" + cfg.String(), func(t *testing.T) string { return buildExc(t, cfg) }})
+	for _, cfg := range fixture.ExcConfigs() {
+		bins = append(bins, bin{"exc.cc-" + cfg.String(), func(t *testing.T) string { return fixture.BuildExc(t, cfg) }})
 	}
 	for _, src := range []string{"cold.c", "setjmp.c", "threads.c", "switch.c"} {
 		for _, cfg := range []fixture.Config{{CC: "gcc", Opt: "-O2", PIE: true}, {CC: "clang", Opt: "-O2"}, {CC: "gcc", Opt: "-O0", Static: true}} {

@@ -214,7 +214,6 @@ func scan(code []byte) (layout, error) {
 	// another prefix is ignored by the processor [Intel SDM Vol.2 §2.2.1],
 	// x86asm does not decode that, and objdump prints it on a line of its
 	// own. No compiler emits it, so it is refused.
-prefixes:
 	for {
 		if pos >= len(code) {
 			return l, truncOrLong(code)
@@ -223,38 +222,15 @@ prefixes:
 		if l.rex != 0 && (b&0xf0 == 0x40 || isLegacyPrefix(b)) {
 			return l, ErrUnsupported
 		}
-		switch b {
-		case 0xf0:
-			l.pfx |= pfxLock
-		case 0xf2:
-			l.pfx |= pfxRepne
-			l.lastRep = b
-		case 0xf3:
-			l.pfx |= pfxRep
-			l.lastRep = b
-		case 0x66:
-			l.pfx |= pfxOpsize
-		case 0x67:
-			l.pfx |= pfxAddr
-		case 0x26:
-			l.pfx |= pfxES
-		case 0x2e:
-			l.pfx |= pfxCS
-		case 0x36:
-			l.pfx |= pfxSS
-		case 0x3e:
-			l.pfx |= pfxDS
-		case 0x64:
-			l.pfx |= pfxFS
-		case 0x65:
-			l.pfx |= pfxGS
-		default:
-			if b&0xf0 != 0x40 {
-				break prefixes
+		if bit := legacyPrefix[b]; bit != 0 {
+			l.pfx |= bit
+			if b == 0xf2 || b == 0xf3 {
+				l.lastRep = b
 			}
+		} else if b&0xf0 == 0x40 {
 			l.rex = b
-			pos++
-			continue
+		} else {
+			break
 		}
 		pos++
 	}
@@ -392,13 +368,9 @@ prefixes:
 		}
 		l.relSize = 4
 	}
-	if imm > 0 {
-		l.immOff = pos
-		l.immSize = imm
-		pos += imm
-	}
-	if pos > len(code) {
-		return l, truncOrLong(code)
+	pos, err := l.immediate(code, pos, imm)
+	if err != nil {
+		return l, err
 	}
 	if class == c3DNow {
 		l.opMap = map3DNow
@@ -408,13 +380,14 @@ prefixes:
 	return l, nil
 }
 
-func isLegacyPrefix(b byte) bool {
-	switch b {
-	case 0xf0, 0xf2, 0xf3, 0x66, 0x67, 0x26, 0x2e, 0x36, 0x3e, 0x64, 0x65:
-		return true
-	}
-	return false
+// legacyPrefix maps each legacy prefix byte to its pfx* bit, other bytes
+// to 0 [Intel SDM Vol.2 §2.1.1].
+var legacyPrefix = [256]uint16{
+	0xf0: pfxLock, 0xf2: pfxRepne, 0xf3: pfxRep, 0x66: pfxOpsize, 0x67: pfxAddr,
+	0x26: pfxES, 0x2e: pfxCS, 0x36: pfxSS, 0x3e: pfxDS, 0x64: pfxFS, 0x65: pfxGS,
 }
+
+func isLegacyPrefix(b byte) bool { return legacyPrefix[b] != 0 }
 
 // immZ is the size of an "Iz" immediate: 2 with a 66 prefix and no REX.W,
 // else 4 [Intel SDM Vol.2 App. A.2.2].
@@ -518,16 +491,25 @@ func scanVEX(code []byte, pos int, l layout) (layout, error) {
 	if pos, err = scanModRM(code, pos, &l); err != nil {
 		return l, err
 	}
+	if pos, err = l.immediate(code, pos, imm); err != nil {
+		return l, err
+	}
+	l.n = pos
+	return l, nil
+}
+
+// immediate places an immediate of imm bytes (none when 0) at pos and
+// returns the position after it, checking that code holds it.
+func (l *layout) immediate(code []byte, pos, imm int) (int, error) {
 	if imm > 0 {
 		l.immOff = pos
 		l.immSize = imm
 		pos += imm
 	}
 	if pos > len(code) {
-		return l, truncOrLong(code)
+		return pos, truncOrLong(code)
 	}
-	l.n = pos
-	return l, nil
+	return pos, nil
 }
 
 // scanModRM reads ModRM, SIB and displacement at pos [Intel SDM Vol.2

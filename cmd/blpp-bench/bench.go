@@ -118,24 +118,43 @@ func (o outcome) equal(p outcome) bool {
 	return o.code == p.code && bytes.Equal(o.stdout, p.stdout) && bytes.Equal(o.stderr, p.stderr)
 }
 
+// needCC checks that the C compiler is there.
+func (c *config) needCC() error {
+	if _, err := exec.LookPath(c.cc); err != nil {
+		return fmt.Errorf("compiler %s not found (install the Debian package gcc, or pass --cc)", c.cc)
+	}
+	return nil
+}
+
+// workDir makes a temporary directory (name prefix) to build and run in.
+// With --keep it stays and its name goes to stderr ("<what> directory:
+// …"); otherwise done removes it.
+func (c *config) workDir(prefix, what string) (dir string, done func(), err error) {
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	if c.keep {
+		fmt.Fprintf(c.stderr, "%s directory: %s\n", what, dir)
+		return dir, func() {}, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
 // benchWorkloads builds, runs and reports every selected workload.
 func benchWorkloads(c *config) error {
 	srcs, err := findWorkloads(c)
 	if err != nil {
 		return err
 	}
-	if _, err := exec.LookPath(c.cc); err != nil {
-		return fmt.Errorf("compiler %s not found (install the Debian package gcc, or pass --cc)", c.cc)
+	if err := c.needCC(); err != nil {
+		return err
 	}
-	dir, err := os.MkdirTemp("", "blpp-bench-")
+	dir, done, err := c.workDir("blpp-bench-", "build")
 	if err != nil {
 		return err
 	}
-	if c.keep {
-		fmt.Fprintf(c.stderr, "build directory: %s\n", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer done()
 	rep := &report{Runs: c.runs, Layouts: c.layouts, Warmup: c.warmup, Scale: c.scale, CC: c.cc, CCVersion: ccVersion(c.cc), CPUs: cpuCount(), LoadBefore: loadAvg()}
 	for _, v := range c.variants {
 		if v == ctxTSC {

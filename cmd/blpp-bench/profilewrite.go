@@ -72,18 +72,14 @@ type profileWriteReport struct {
 // long the instrumented one took from the end of main to its exit. It
 // fails when that (the median) exceeds profileWriteLimit.
 func benchProfileWrite(c *config) error {
-	if _, err := exec.LookPath(c.cc); err != nil {
-		return fmt.Errorf("compiler %s not found (install the Debian package gcc, or pass --cc)", c.cc)
+	if err := c.needCC(); err != nil {
+		return err
 	}
-	dir, err := os.MkdirTemp("", "blpp-bench-pw-")
+	dir, done, err := c.workDir("blpp-bench-pw-", "build")
 	if err != nil {
 		return err
 	}
-	if c.keep {
-		fmt.Fprintf(c.stderr, "build directory: %s\n", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer done()
 	src := filepath.Join(dir, "profile_write.c")
 	if err := os.WriteFile(src, profileWriteSrc, 0o644); err != nil {
 		return err

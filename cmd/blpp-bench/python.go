@@ -78,15 +78,11 @@ func benchPython(c *config) error {
 		return &usageError{fmt.Sprintf("--python: %v", err)}
 	}
 	rep.SizeBytes = fi.Size()
-	dir, err := os.MkdirTemp("", "blpp-bench-py-")
+	dir, done, err := c.workDir("blpp-bench-py-", "work")
 	if err != nil {
 		return err
 	}
-	if c.keep {
-		fmt.Fprintf(c.stderr, "work directory: %s\n", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer done()
 
 	// The child first, while the harness is small: the kernel folds the
 	// high-water RSS of the address space the child starts from (the

@@ -1,10 +1,3 @@
-// Package outfile writes the files blpp produces (rewritten binaries,
-// profiles, exports) so that no reader ever sees a partial one: the data
-// goes to a temporary file in the same directory, which is renamed into
-// place [DESIGN 11]. A path that names something other than a regular
-// file (/dev/null, a FIFO, /dev/stdout) is written in place instead:
-// renaming over it would replace the device, which as root destroys
-// /dev/null for the whole machine.
 package outfile
 
 import (

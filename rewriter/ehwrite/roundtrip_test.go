@@ -25,29 +25,17 @@ type testBinary struct {
 	lastCodeAddrHi uint64 // end of the highest executable section
 }
 
-// excConfigs are the builds of cfg/ehframe/testdata/exc.cc (C++ with
-// try/catch, cleanups, exception specifications, hot/cold splitting).
-func excConfigs() []fixture.Config {
-	return []fixture.Config{
-		{CC: "g++", Opt: "-O0", PIE: true},
-		{CC: "g++", Opt: "-O2", PIE: true},
-		{CC: "g++", Opt: "-O2", PIE: false, Extra: []string{"-std=c++03"}},
-		{CC: "clang++", Opt: "-O2", PIE: true},
-		{CC: "clang++", Opt: "-O0", PIE: false, Extra: []string{"-std=c++03"}},
-	}
-}
-
 // testBinaries builds the exc.cc fixtures and adds the installed C++
 // runtime and C library, whose tables are large and varied.
 func testBinaries(t *testing.T) []*testBinary {
 	t.Helper()
 	var paths []string
 	var names []string
-	for _, cfg := range excConfigs() {
+	for _, cfg := range fixture.ExcConfigs() {
 		if cfg.CC == "clang++" {
 			fixture.RequireTool(t, "clang++", "clang")
 		}
-		paths = append(paths, fixture.Build(t, "../cfg/ehframe/testdata/exc.cc", cfg))
+		paths = append(paths, fixture.BuildExc(t, cfg))
 		names = append(names, "exc.cc-"+cfg.String())
 	}
 	for _, p := range []string{"/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6"} {

@@ -1,6 +1,10 @@
 package elfw
 
-import "debug/elf"
+import (
+	"debug/elf"
+
+	"blpp/internal/elfdyn"
+)
 
 // dynTable locates the dynamic section through PT_DYNAMIC and returns the
 // file offset of its first entry and the number of entries. The section
@@ -23,10 +27,10 @@ func (im *image) dynTable() (off uint64, n int, err error) {
 	return off, int(p.Filesz / dynSize), nil
 }
 
-// dynEntry returns entry i of the dynamic table at off.
-func (im *image) dynEntry(off uint64, i int) (tag elf.DynTag, val uint64) {
-	b := im.data[off+uint64(i)*dynSize:]
-	return elf.DynTag(le.Uint64(b)), le.Uint64(b[8:])
+// dynEntries returns the entries of the dynamic table at off, of n
+// entries, before its terminator, and whether it has one.
+func (im *image) dynEntries(off uint64, n int) ([]elfdyn.Entry, bool) {
+	return elfdyn.Entries(im.data[off : off+uint64(n)*dynSize])
 }
 
 // finiSlot finds where a new DT_FINI value goes: the existing DT_FINI
@@ -42,19 +46,19 @@ func (im *image) finiSlot() (entryOff uint64, newNull bool, err error) {
 	if n == 0 {
 		return 0, false, ErrNoFiniSlot
 	}
-	for i := 0; i < n; i++ {
-		tag, _ := im.dynEntry(off, i)
-		switch tag {
-		case elf.DT_FINI:
+	es, terminated := im.dynEntries(off, n)
+	for i, e := range es {
+		if e.Tag == elf.DT_FINI {
 			return off + uint64(i)*dynSize, false, nil
-		case elf.DT_NULL:
-			if i+1 >= n {
-				return 0, false, ErrNoFiniSlot
-			}
-			return off + uint64(i)*dynSize, true, nil
 		}
 	}
-	return 0, false, malformed(off, "dynamic section has no DT_NULL terminator")
+	if !terminated {
+		return 0, false, malformed(off, "dynamic section has no DT_NULL terminator")
+	}
+	if len(es)+1 >= n {
+		return 0, false, ErrNoFiniSlot
+	}
+	return off + uint64(len(es))*dynSize, true, nil
 }
 
 // OrigFini returns the DT_FINI value of an executable: the link-time
@@ -77,13 +81,10 @@ func OrigFini(orig []byte) (addr uint64, ok bool) {
 	if err != nil {
 		return 0, false
 	}
-	for i := 0; i < n; i++ {
-		tag, val := im.dynEntry(off, i)
-		switch tag {
-		case elf.DT_FINI:
-			return val, true
-		case elf.DT_NULL:
-			return 0, false
+	es, _ := im.dynEntries(off, n)
+	for _, e := range es {
+		if e.Tag == elf.DT_FINI {
+			return e.Val, true
 		}
 	}
 	return 0, false

@@ -215,11 +215,9 @@ func (im *image) planDynsym(p *symPlan) error {
 	}
 	vals := map[elf.DynTag]uint64{}
 	p.dynamicAt = map[elf.DynTag]uint64{}
-	for i := 0; i < n; i++ {
-		tag, val := im.dynEntry(dynOff, i)
-		if tag == elf.DT_NULL {
-			break
-		}
+	es, _ := im.dynEntries(dynOff, n)
+	for i, e := range es {
+		tag, val := e.Tag, e.Val
 		switch tag {
 		case elf.DT_SYMTAB, elf.DT_STRTAB, elf.DT_STRSZ, elf.DT_SYMENT, elf.DT_VERSYM, elf.DT_GNU_HASH, elf.DT_HASH:
 			if _, dup := vals[tag]; dup {

@@ -332,6 +332,12 @@ func dynFiniAddr(t *testing.T, b []byte) uint64 {
 	return d.Addr + off - d.Off
 }
 
+// slotTag returns the tag in slot i of the dynamic table at off, before
+// its terminator or after it: these tests edit spare slots too.
+func slotTag(b []byte, off uint64, i int) elf.DynTag {
+	return elf.DynTag(le.Uint64(b[off+uint64(i)*dynSize:]))
+}
+
 // fillDynamic returns a copy of b whose DT_FINI is gone and whose only
 // DT_NULL is the last slot, by giving the spare slots a harmless tag.
 func fillDynamic(t *testing.T, b []byte) []byte {
@@ -345,8 +351,7 @@ func fillDynamic(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	for i := 0; i < n-1; i++ {
-		tag, _ := im.dynEntry(off, i)
-		if tag == elf.DT_NULL || tag == elf.DT_FINI {
+		if tag := slotTag(b, off, i); tag == elf.DT_NULL || tag == elf.DT_FINI {
 			le.PutUint64(b[off+uint64(i)*dynSize:], uint64(elf.DT_DEBUG))
 		}
 	}

@@ -5,6 +5,10 @@
 // taken. Tests compare the block counts blpp derives from path counts with
 // these numbers (DESIGN, "Invariants").
 //
+// It is test support, like every package under internal/testsupport: the
+// oracles and fixtures that blpp's tests and cmd/blpp-bench use, never
+// part of the blpp command.
+//
 // Run starts
 //
 //	valgrind --tool=callgrind --dump-instr=yes --collect-jumps=yes

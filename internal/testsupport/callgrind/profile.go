@@ -189,6 +189,16 @@ func addJump(m map[[2]uint64]Jump, k [2]uint64, j Jump) bool {
 	return true
 }
 
+// addAll adds every entry of q to p with add; false when a sum overflows.
+func addAll[K comparable, V any](p, q map[K]V, add func(map[K]V, K, V) bool) bool {
+	for k, v := range q {
+		if !add(p, k, v) {
+			return false
+		}
+	}
+	return true
+}
+
 // merge adds the counts of q to p. Both must describe the same object.
 func (p *Profile) merge(q *Profile) error {
 	overflow := fmt.Errorf("merge: %w: count overflows 64 bits", ErrSyntax)
@@ -197,40 +207,17 @@ func (p *Profile) merge(q *Profile) error {
 	} else if q.Object != p.Object {
 		q = q.renamed(p.Object)
 	}
-	for k, n := range q.Exec {
-		if !addCount(p.Exec, k, n) {
-			return overflow
-		}
-	}
-	for k, n := range q.Calls {
-		if !addCount(p.Calls, k, n) {
-			return overflow
-		}
-	}
-	for k, j := range q.Jumps {
-		if !addJump(p.Jumps, k, j) {
-			return overflow
-		}
-	}
-	for k, n := range q.External {
-		if !addCount(p.External, k, n) {
-			return overflow
-		}
+	if !addAll(p.Exec, q.Exec, addCount) || !addAll(p.Calls, q.Calls, addCount) ||
+		!addAll(p.Jumps, q.Jumps, addJump) || !addAll(p.External, q.External, addCount) {
+		return overflow
 	}
 	for k, s := range q.Names {
 		if _, ok := p.Names[k]; !ok {
 			p.Names[k] = s
 		}
 	}
-	for k, n := range q.UnknownExec {
-		if !addCount(p.UnknownExec, k, n) {
-			return overflow
-		}
-	}
-	for k, j := range q.UnknownJumps {
-		if !addJump(p.UnknownJumps, k, j) {
-			return overflow
-		}
+	if !addAll(p.UnknownExec, q.UnknownExec, addCount) || !addAll(p.UnknownJumps, q.UnknownJumps, addJump) {
+		return overflow
 	}
 	p.PIDs = mergePIDs(p.PIDs, q.PIDs)
 	p.Parts += q.Parts

@@ -36,21 +36,10 @@ type syms map[string]elf.Symbol
 
 func loadSyms(t *testing.T, exe string) syms {
 	t.Helper()
-	f, err := elf.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ss, err := f.Symbols()
-	if err != nil {
-		t.Fatalf("%s: %v", exe, err)
-	}
 	m := syms{}
-	for _, s := range ss {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && s.Size > 0 {
-			if _, ok := m[s.Name]; !ok {
-				m[s.Name] = s
-			}
+	for _, s := range fixture.FuncSymbols(t, exe) {
+		if _, ok := m[s.Name]; !ok && s.Size > 0 {
+			m[s.Name] = s
 		}
 	}
 	return m

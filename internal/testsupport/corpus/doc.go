@@ -6,6 +6,10 @@
 // Invariants]; for corpus programs whose callgrind run is short they also
 // require every instrumented function's block counts to equal callgrind's.
 //
+// It is test support, like every package under internal/testsupport: the
+// oracles and fixtures that blpp's tests and cmd/blpp-bench use, never
+// part of the blpp command.
+//
 // The package's own code is the comparison of a profile's block counts
 // with callgrind's (CheckExact, CompareBlocks, ReadsProcMaps), shared with
 // the rewriter's Debian test.

@@ -7,7 +7,6 @@ import (
 
 	"blpp/cct"
 	"blpp/cfg"
-	"blpp/cfg/x86"
 	"blpp/internal/testsupport/callgrind"
 	"blpp/report"
 )
@@ -138,19 +137,13 @@ func ReadsProcMaps(path string) (map[string]bool, error) {
 	out := map[string]bool{}
 	for i, f := range p.Funcs {
 		g := p.Graphs[i]
-		for _, blk := range g.Blocks {
-			code := b.Code(blk.Addr)
-			for a := blk.Addr; a < blk.End && code != nil; {
-				in, err := x86.Decode(code[a-blk.Addr:], a)
-				if err != nil {
-					break
-				}
+		for k := range g.Blocks {
+			for in := range b.Insts(&g.Blocks[k]) {
 				if in.RIPRel {
 					if s := b.Bytes(in.RIPTarget, 15); s != nil && string(s) == "/proc/self/maps" {
 						out[fmt.Sprintf("%#x", f.Addr)] = true
 					}
 				}
-				a += uint64(in.Len)
 			}
 		}
 	}

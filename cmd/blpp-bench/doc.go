@@ -1,0 +1,61 @@
+// Command blpp-bench measures what blpp costs: how much slower the
+// workloads under testdata/bench run once rewritten, in each of blpp's
+// modes, next to gcc's own edge counting (-fprofile-arcs); how long and
+// how much memory a rewrite takes; and how long an instrumented program
+// takes to write its profile at exit.
+//
+//	go run ./cmd/blpp-bench [--runs N] [--layouts L] [--cc gcc] [--only NAME,...] [--variants V,...] [--scale S] [--json]
+//	go run ./cmd/blpp-bench --profile-write [--calls N] [--runs N] [--json]
+//	go run ./cmd/blpp-bench --rewrite-python [--python /usr/bin/python3.11] [--json]
+//
+// Each workload is built five ways (--variants selects among the last
+// four; native is always built):
+//
+//	native   cc -O2
+//	gcov     cc -O2 -fprofile-arcs
+//	flow     the native binary rewritten with rewriter.Options{NoContext: true}
+//	         (blpp rewrite --no-context: path frequencies, one record per function)
+//	ctx      rewritten with the zero Options (calling context tree + path frequencies)
+//	ctx+tsc  rewritten with a "tsc" metric (blpp rewrite --metrics tsc)
+//
+// The rewrites happen in-process with rewriter.Rewrite. The variants then
+// run in turn (native, gcov, flow, ctx, ctx+tsc, native, ...) so that a
+// change in the machine's load hits all of them alike, each in a fresh
+// directory that is removed afterwards (the gcov run's .gcda file and the
+// blpp runs' profiles go there, so every run does the same work). Every
+// run must print what the native run printed, byte for byte, and exit the
+// same way; a blpp run must leave a valid profile and the gcov run a .gcda
+// file. A ratio is the median over the rounds of the per-round ratio to the
+// native run of the same round.
+//
+// A blpp variant is rewritten --layouts times, with rewriter.Options
+// LayoutSeed 0 (what blpp rewrite writes), 1, 2, ...: the same code with
+// each function moved by a different multiple of 16 bytes. Round i runs
+// layout i mod L, so the median ratio is taken over layouts as well as
+// over runs. Where code lands in cache lines and branch-predictor sets
+// changes a program's speed by itself, and one layout's ratio can be a
+// lucky or an unlucky draw (Mytkowicz et al., "Producing wrong data
+// without doing anything obviously wrong!", ASPLOS 2009; Curtsinger and
+// Berger, "Stabilizer", ASPLOS 2013). The per-layout medians are printed
+// too [decision 53]. Peak memory is taken in the warm-up runs,
+// through GNU time (see runOnce for why not from the child's rusage). The
+// size of the calling context tree (records, the runtime's arena_bytes and
+// record_bytes stats, the profile file's size) is read from the profile of
+// the last ctx+tsc run.
+//
+// --profile-write builds testdata/profile_write.c (4 threads making 10
+// million calls in total through 342 calling contexts each), rewrites it
+// with the zero Options and reports how long the instrumented program
+// takes from the end of main to its exit, which is when the runtime writes
+// the profile; more than a second is a failure (see benchProfileWrite).
+//
+// Progress goes to stderr; stdout gets the table, or with --json one JSON
+// object (fields documented on report, profileWriteReport and
+// pythonReport). Exit status: 0, 1 when a measurement fails (a build
+// error, different output, a missing profile, a profile write over the
+// limit), 2 for a bad command line.
+//
+// What it trusts: the compiler, GNU time and the programs it measures to
+// be what they say; it checks their output and exit status, and the
+// profiles they leave, rather than their timings.
+package main

@@ -41,6 +41,11 @@ var (
 	ErrCorrupt  = errors.New("corrupt metadata")
 )
 
+// header is the section's magic and version, read and written by
+// internal/varint.
+var header = varint.Header{Magic: Magic, MinVersion: MinVersion, Version: Version,
+	ErrBadMagic: ErrBadMagic, ErrVersion: ErrVersion, ErrCorrupt: ErrCorrupt}
+
 // EdgeKind mirrors cfg.EdgeKind (same numbering); it is stored as a byte.
 type EdgeKind uint8
 
@@ -144,8 +149,7 @@ func (t *Table) ComputeInstrID() {
 
 // Encode serialises t.
 func Encode(t *Table) []byte {
-	b := []byte(Magic)
-	b = binary.LittleEndian.AppendUint32(b, Version)
+	b := header.Append(nil)
 	b = appendBytes(b, t.OrigBuildID)
 	b = binary.AppendUvarint(b, t.MaxPaths)
 	b = appendBytes(b, t.InstrID)
@@ -201,14 +205,10 @@ func appendBytes(b, s []byte) []byte {
 
 // Decode parses and validates a metadata section.
 func Decode(data []byte) (*Table, error) {
-	if len(data) < len(Magic)+4 || string(data[:len(Magic)]) != Magic {
-		return nil, ErrBadMagic
+	r, v, err := header.Open(data)
+	if err != nil {
+		return nil, err
 	}
-	v := binary.LittleEndian.Uint32(data[len(Magic):])
-	if v < MinVersion || v > Version {
-		return nil, fmt.Errorf("%w: %d", ErrVersion, v)
-	}
-	r := &varint.Reader{B: data, Off: len(Magic) + 4, Corrupt: ErrCorrupt}
 	t := &Table{OrigBuildID: append([]byte(nil), r.Bytes()...)}
 	t.MaxPaths = r.Uvarint()
 	t.InstrID = append([]byte(nil), r.Bytes()...)
@@ -258,11 +258,8 @@ func Decode(data []byte) (*Table, error) {
 		}
 		t.Funcs = append(t.Funcs, f)
 	}
-	if r.Err == nil && r.Off != len(data) {
-		r.Fail("trailing bytes")
-	}
-	if r.Err != nil {
-		return nil, r.Err
+	if err := r.End(); err != nil {
+		return nil, err
 	}
 	return t, nil
 }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -91,11 +93,7 @@ func Annotate(w io.Writer, m *Model, o AnnotateOptions) error {
 			}
 		}
 	}
-	files := make([]string, 0, len(lines))
-	for f := range lines {
-		files = append(files, f)
-	}
-	sort.Strings(files)
+	files := slices.Sorted(maps.Keys(lines))
 	bw := bufio.NewWriter(w)
 	for i, f := range files {
 		if i > 0 {

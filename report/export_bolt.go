@@ -135,21 +135,10 @@ func ExportBoltFdata(w io.Writer, m *Model, opts ExportOptions) error {
 			entered[e.Callee] = satAdd(entered[e.Callee], e.Count)
 		}
 	} else {
-		for _, fi := range m.FuncIDs() {
-			mf := m.Func(fi)
-			if !mf.Instrumented {
-				continue
-			}
-			for _, site := range mf.CallSites {
-				c := m.blockCountAt(fi, site)
-				t, ok := m.directTarget(site)
-				if c == 0 || !ok {
-					continue
-				}
-				add(loc(site), loc(t), c)
-				if k, ok := entryOf[t]; ok {
-					entered[k] = satAdd(entered[k], c)
-				}
+		for d := range m.directCalls() {
+			add(loc(d.Addr), loc(d.Target), d.Count)
+			if k, ok := entryOf[d.Target]; ok {
+				entered[k] = satAdd(entered[k], d.Count)
 			}
 		}
 	}

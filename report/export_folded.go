@@ -4,7 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -59,11 +60,7 @@ func ExportFolded(w io.Writer, m *Model, opts ExportOptions) error {
 		k := strings.Join(names, ";")
 		sums[k] = satAdd(sums[k], v)
 	}
-	keys := make([]string, 0, len(sums))
-	for k := range sums {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(sums))
 	bw := bufio.NewWriter(w)
 	for _, k := range keys {
 		fmt.Fprintf(bw, "%s %d\n", k, sums[k])

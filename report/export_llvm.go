@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"sort"
 	"strings"
 
@@ -115,6 +116,20 @@ func ExportLLVMSample(w io.Writer, m *Model, opts ExportOptions) error {
 			}
 			return fs, scopes
 		}
+		// lineAt finds the samples node for addr and the place in it of
+		// row, a line of the code at addr; false for a row without a
+		// line or above its function's declaration.
+		lineAt := func(addr uint64, row LineRange) (*funcSamples, sampleLoc, bool) {
+			fs, scopes := at(addr)
+			if fs == nil {
+				return nil, sampleLoc{}, false
+			}
+			off := row.Line - scopes[len(scopes)-1].DeclLine
+			if off < 0 || row.Line == 0 {
+				return nil, sampleLoc{}, false
+			}
+			return fs, sampleLoc{off, row.Discriminator}, true
+		}
 		if len(mf.Blocks) > 0 {
 			if fs, scopes := at(mf.Blocks[0].Addr); fs != nil && len(scopes) == 1 {
 				head := fp.Calls
@@ -130,15 +145,10 @@ func ExportLLVMSample(w io.Writer, m *Model, opts ExportOptions) error {
 				continue
 			}
 			for _, row := range m.Debug.Rows(b.Addr, b.End) {
-				fs, scopes := at(max(row.Addr, b.Addr))
-				if fs == nil {
+				fs, loc, ok := lineAt(max(row.Addr, b.Addr), row)
+				if !ok {
 					continue
 				}
-				off := row.Line - scopes[len(scopes)-1].DeclLine
-				if off < 0 || row.Line == 0 {
-					continue
-				}
-				loc := sampleLoc{off, row.Discriminator}
 				fs.body[loc] = max(fs.body[loc], c)
 			}
 		}
@@ -151,15 +161,10 @@ func ExportLLVMSample(w io.Writer, m *Model, opts ExportOptions) error {
 			if !ok {
 				continue
 			}
-			fs, scopes := at(addr)
-			if fs == nil {
+			fs, loc, ok := lineAt(addr, row)
+			if !ok {
 				continue
 			}
-			off := row.Line - scopes[len(scopes)-1].DeclLine
-			if off < 0 || row.Line == 0 {
-				continue
-			}
-			loc := sampleLoc{off, row.Discriminator}
 			if fs.targets[loc] == nil {
 				fs.targets[loc] = map[string]uint64{}
 			}
@@ -289,24 +294,46 @@ func (m *Model) callTargets() map[callKey]map[string]uint64 {
 		}
 		return out
 	}
-	for _, fi := range m.FuncIDs() {
-		mf := m.Func(fi)
-		if !mf.Instrumented {
-			continue
-		}
-		for ci, addr := range mf.CallSites {
-			c := m.blockCountAt(fi, addr)
-			if c == 0 {
-				continue
-			}
-			target, ok := m.directTarget(addr)
-			if !ok {
-				continue
-			}
-			add(callKey{fi, uint32(ci)}, m.nameAt(target), c)
-		}
+	for d := range m.directCalls() {
+		add(callKey{d.Caller, d.Site}, m.nameAt(d.Target), d.Count)
 	}
 	return out
+}
+
+// directCall is a direct call instruction of an instrumented function
+// that ran: its call site and target, and its block's execution count.
+type directCall struct {
+	Caller       FuncID
+	Site         uint32 // local call-site index (meta.Func.CallSites)
+	Addr, Target uint64
+	Count        uint64
+}
+
+// directCalls yields the direct calls that ran, decoded from the original
+// code, function by function in metadata order: the calls of a profile
+// without a calling context tree (indirect calls are left out).
+func (m *Model) directCalls() iter.Seq[directCall] {
+	return func(yield func(directCall) bool) {
+		for _, fi := range m.FuncIDs() {
+			mf := m.Func(fi)
+			if !mf.Instrumented {
+				continue
+			}
+			for ci, addr := range mf.CallSites {
+				c := m.blockCountAt(fi, addr)
+				if c == 0 {
+					continue
+				}
+				target, ok := m.directTarget(addr)
+				if !ok {
+					continue
+				}
+				if !yield(directCall{fi, uint32(ci), addr, target, c}) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // hasCallers reports whether any stack has more than one frame.

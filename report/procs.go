@@ -99,33 +99,42 @@ func ratioPct(n, d uint64) string {
 	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(d))
 }
 
+// procCountsHeader heads the columns of ProcRow.counts, which both tables
+// of ProcsText start with.
+const procCountsHeader = "insns executed\t%\tcalls\tstatic insns\tnever run\t%\tblocks\tnever entered\t"
+
+// counts is r's count columns, each ended by a tab; total is the
+// program's instructions executed.
+func (r *ProcRow) counts(total uint64) string {
+	return fmt.Sprintf("%d\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t", r.Executed, pct(r.Executed, total), r.Calls, r.Static,
+		r.NeverInsns, ratioPct(r.NeverInsns, r.Static), r.Blocks, r.NeverBlocks)
+}
+
 // ProcsText writes the summary: per procedure, then per source file.
 func ProcsText(w io.Writer, s *Procs) error {
 	fmt.Fprintf(w, "%s: per-procedure summary, %d instructions executed\n", s.Binary, s.Total)
 	fmt.Fprintf(w, "never run: static instructions and blocks of blocks never entered\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "insns executed\t%%\tcalls\tstatic insns\tnever run\t%%\tblocks\tnever entered\t  procedure (file)\n")
+	fmt.Fprintf(tw, "%s  procedure (file)\n", procCountsHeader)
 	for _, r := range s.Funcs {
 		file := r.File
 		if file == "" {
 			file = "?"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t  %s (%s)\n", r.Executed, pct(r.Executed, s.Total), r.Calls, r.Static,
-			r.NeverInsns, ratioPct(r.NeverInsns, r.Static), r.Blocks, r.NeverBlocks, r.Name, shortFile(file))
+		fmt.Fprintf(tw, "%s  %s (%s)\n", r.counts(s.Total), r.Name, shortFile(file))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nper source file (the file of each procedure's entry line)\n\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "insns executed\t%%\tcalls\tstatic insns\tnever run\t%%\tblocks\tnever entered\tprocedures\t  file\n")
+	fmt.Fprintf(tw, "%sprocedures\t  file\n", procCountsHeader)
 	for _, r := range s.Files {
 		file := r.File
 		if file == "" {
 			file = "(no line information)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t  %s\n", r.Executed, pct(r.Executed, s.Total), r.Calls, r.Static,
-			r.NeverInsns, ratioPct(r.NeverInsns, r.Static), r.Blocks, r.NeverBlocks, r.Procs, file)
+		fmt.Fprintf(tw, "%s%d\t  %s\n", r.counts(s.Total), r.Procs, file)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -36,11 +36,10 @@ type mapInst struct {
 }
 
 func runMap(c *ctx, args []string) error {
-	cmd := find("map")
-	fs := c.newFlags(cmd)
+	fs := c.newFlags()
 	format := fs.String("format", "text", "output format: text or json")
 	re := fs.String("func", "", "only functions whose name matches this regular expression")
-	if err := c.parse(cmd, fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	path, err := oneArg(fs.Args(), "PROG.blpp")

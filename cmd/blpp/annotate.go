@@ -12,12 +12,11 @@ func init() {
 }
 
 func runAnnotate(c *ctx, args []string) error {
-	cmd := find("annotate")
-	fs := c.newFlags(cmd)
-	binary := fs.String("binary", "", "the instrumented binary the profiles came from (required)")
+	fs := c.newFlags()
+	binary := binaryFlag(fs)
 	disasm := fs.Bool("disasm", false, "annotate the disassembly even when the binary has line information")
-	out := fs.StringP("output", "o", "", "write to this file (default: standard output)")
-	if err := c.parse(cmd, fs, args); err != nil {
+	out := outputFlag(fs)
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	// The last argument names a file or a function when it is not a

@@ -33,10 +33,9 @@ type counterJSON struct {
 }
 
 func runCounters(c *ctx, args []string) error {
-	cmd := find("counters")
-	fs := c.newFlags(cmd)
+	fs := c.newFlags()
 	asJSON := fs.Bool("json", false, "write JSON: one object per metric")
-	if err := c.parse(cmd, fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {

@@ -13,12 +13,11 @@ func init() {
 }
 
 func runCoverage(c *ctx, args []string) error {
-	cmd := find("coverage")
-	fs := c.newFlags(cmd)
-	binary := fs.String("binary", "", "the instrumented binary the profiles came from (required)")
+	fs := c.newFlags()
+	binary := binaryFlag(fs)
 	format := fs.String("format", "text", "text, or lcov (a tracefile for genhtml)")
-	out := fs.StringP("output", "o", "", "write to this file (default: standard output)")
-	if err := c.parse(cmd, fs, args); err != nil {
+	out := outputFlag(fs)
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	if *format != "text" && *format != "lcov" {

@@ -25,11 +25,10 @@ func init() {
 // per-function statistics and one CFG), rewrites it, runs the instrumented
 // copy and reports its hot paths.
 func runDemo(c *ctx, args []string) error {
-	cmd := find("demo")
-	fs := c.newFlags(cmd)
+	fs := c.newFlags()
 	cc := fs.String("cc", "", "C compiler (default: $CC, else cc, gcc or clang)")
 	keep := fs.String("keep", "", "build in this directory and keep it (default: a temporary directory)")
-	if err := c.parse(cmd, fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	if len(fs.Args()) != 0 {

@@ -12,12 +12,11 @@ func init() {
 }
 
 func runDiff(c *ctx, args []string) error {
-	cmd := find("diff")
-	fs := c.newFlags(cmd)
+	fs := c.newFlags()
 	binary := fs.String("binary", "", "the instrumented binary of OLD (and of NEW unless --new-binary) (required)")
 	newBinary := fs.String("new-binary", "", "the instrumented binary of NEW, when it is another build")
 	top := fs.Int("top", 20, "rows per table (0: all)")
-	if err := c.parse(cmd, fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	if len(fs.Args()) != 2 {

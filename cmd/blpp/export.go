@@ -8,6 +8,8 @@ import (
 
 	"blpp/internal/outfile"
 	"blpp/report"
+
+	"github.com/spf13/pflag"
 )
 
 func init() {
@@ -21,6 +23,17 @@ var exporters = map[string]func(io.Writer, *report.Model, report.ExportOptions) 
 	"folded":      report.ExportFolded,
 	"llvm-sample": report.ExportLLVMSample,
 	"bolt-fdata":  report.ExportBoltFdata,
+}
+
+// binaryFlag is the --binary of the commands that read profiles (loadModel).
+func binaryFlag(fs *pflag.FlagSet) *string {
+	return fs.String("binary", "", "the instrumented binary the profiles came from (required)")
+}
+
+// outputFlag is the -o of the commands whose output goes through
+// writeOutput.
+func outputFlag(fs *pflag.FlagSet) *string {
+	return fs.StringP("output", "o", "", "write to this file (default: standard output)")
 }
 
 // loadModel reads and merges the profiles and lays them over the
@@ -49,13 +62,12 @@ func loadModel(binary string, profiles []string) (*report.Model, error) {
 }
 
 func runExport(c *ctx, args []string) error {
-	cmd := find("export")
-	fs := c.newFlags(cmd)
-	binary := fs.String("binary", "", "the instrumented binary the profiles came from (required)")
+	fs := c.newFlags()
+	binary := binaryFlag(fs)
 	format := fs.String("format", "", "pprof, folded, llvm-sample, bolt-fdata or json (required)")
-	out := fs.StringP("output", "o", "", "write to this file (default: standard output)")
+	out := outputFlag(fs)
 	metric := fs.String("metric", "insns", "folded: the value of each stack (insns, count, calls or a metric of the profile)")
-	if err := c.parse(cmd, fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	var write func(io.Writer, *report.Model) error

@@ -32,6 +32,8 @@ type command struct {
 // in-process.
 type ctx struct {
 	stdout, stderr io.Writer
+	// cmd is the running command.
+	cmd *command
 	// fs is the flag set of the running command.
 	fs *pflag.FlagSet
 }
@@ -77,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 		fmt.Fprintf(stderr, "blpp: unknown command %q (run 'blpp help' for the list)\n", args[0])
 		return 2
 	}
-	x := &ctx{stdout: stdout, stderr: stderr}
+	x := &ctx{stdout: stdout, stderr: stderr, cmd: c}
 	if err := c.run(x, args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -115,9 +117,10 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "\nrun 'blpp COMMAND --help' for a command's flags.")
 }
 
-// newFlags makes a command's flag set; errors are returned, not printed.
-func (c *ctx) newFlags(cmd *command) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(cmd.name, pflag.ContinueOnError)
+// newFlags makes the running command's flag set; errors are returned, not
+// printed.
+func (c *ctx) newFlags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet(c.cmd.name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.SetInterspersed(true)
@@ -126,7 +129,8 @@ func (c *ctx) newFlags(cmd *command) *pflag.FlagSet {
 }
 
 // parse parses flags; --help prints the command's usage to stdout.
-func (c *ctx) parse(cmd *command, fs *pflag.FlagSet, args []string) error {
+func (c *ctx) parse(fs *pflag.FlagSet, args []string) error {
+	cmd := c.cmd
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return &usageError{err.Error()}

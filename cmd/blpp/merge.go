@@ -10,11 +10,10 @@ func init() {
 }
 
 func runMerge(c *ctx, args []string) error {
-	cmd := find("merge")
-	fs := c.newFlags(cmd)
+	fs := c.newFlags()
 	out := fs.StringP("output", "o", "", "the merged profile to write (required)")
 	fold := fs.Bool("fold-threads", false, "fold every thread into one calling-context tree")
-	if err := c.parse(cmd, fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	if *out == "" {

@@ -33,8 +33,7 @@ func readProfiles(paths []string) (*cct.Profile, error) {
 }
 
 func runReport(c *ctx, args []string) error {
-	cmd := find("report")
-	fs := c.newFlags(cmd)
+	fs := c.newFlags()
 	binary := fs.String("binary", "", "the instrumented binary the profile came from (default: from the profile's directory, see docs)")
 	view := fs.String("view", "paths", "text view: paths (hottest paths), tree (top-down calling contexts), callers (bottom-up), flat (per procedure), loops (loop nests in each calling context)")
 	metric := fs.String("metric", "", "metric of the tree, callers, flat and --context views: freq (default), insns, or any metric of the profile")
@@ -45,7 +44,7 @@ func runReport(c *ctx, args []string) error {
 	hotShare := fs.Float64("hot", report.DefaultHotShare, "hot view and --html: the hot paths are the fewest covering this share of the metric")
 	asm := fs.Bool("asm", false, "hot view: list each block's instructions")
 	htmlOut := fs.String("html", "", "write one self-contained HTML page (hot paths, procedures, calling-context tree, CFGs) to this file")
-	if err := c.parse(cmd, fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	if len(fs.Args()) == 0 {

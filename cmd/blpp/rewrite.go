@@ -68,15 +68,14 @@ func (m modeFlags) key() string {
 }
 
 func runRewrite(c *ctx, args []string) error {
-	cmd := find("rewrite")
-	fs := c.newFlags(cmd)
+	fs := c.newFlags()
 	out := fs.StringP("output", "o", "", "the instrumented binary to write (required)")
 	verbose := fs.BoolP("verbose", "v", false, "list every function left uninstrumented, with its reason")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	include := fs.String("include", "", "instrument only functions whose name matches this regular expression")
 	exclude := fs.String("exclude", "", "do not instrument functions whose name matches this regular expression")
 	mode := addModeFlags(fs)
-	if err := c.parse(cmd, fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	in, err := oneArg(fs.Args(), "IN")

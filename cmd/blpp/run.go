@@ -63,14 +63,13 @@ func cachedRewrite(prog string, mode modeFlags) (string, error) {
 }
 
 func runRun(c *ctx, args []string) error {
-	cmd := find("run")
-	fs := c.newFlags(cmd)
+	fs := c.newFlags()
 	reportPath := fs.StringP("output", "o", "", "write the report to this file instead of stderr")
 	top := fs.Int("top", 10, "number of hottest paths to show")
 	profile := fs.String("profile", "", "keep the profile in this file (default: a temporary file, or $BLPP_PROFILE)")
 	mode := addModeFlags(fs)
 	fs.SetInterspersed(false)
-	if err := c.parse(cmd, fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	rest := fs.Args()

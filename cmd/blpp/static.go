@@ -56,14 +56,13 @@ func oneArg(args []string, what string) (string, error) {
 }
 
 func runCFG(c *ctx, args []string) error {
-	cmd := find("cfg")
-	fs := c.newFlags(cmd)
+	fs := c.newFlags()
 	re := fs.String("func", "", "only functions whose name matches this regular expression")
 	format := fs.String("format", "text", "output format: text, dot or json")
 	maxPaths := fs.Uint64("max-paths", 0, "path limit per function before edges are split (0: 2^62)")
 	profile := fs.StringSlice("profile", nil, "profiles of BINARY, an instrumented binary: draw its original CFGs with block and edge counts, hot paths' edges in red (--format dot)")
 	hotShare := fs.Float64("hot", report.DefaultHotShare, "with --profile: a function's hot paths are the fewest covering this share of its instructions executed")
-	if err := c.parse(cmd, fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	path, err := oneArg(fs.Args(), "BINARY")
@@ -96,12 +95,11 @@ func runCFG(c *ctx, args []string) error {
 }
 
 func runStats(c *ctx, args []string) error {
-	cmd := find("stats")
-	fs := c.newFlags(cmd)
+	fs := c.newFlags()
 	re := fs.String("func", "", "only functions whose name matches this regular expression")
 	asJSON := fs.Bool("json", false, "write JSON (schema in docs/formats.md)")
 	maxPaths := fs.Uint64("max-paths", 0, "path limit per function before edges are split (0: 2^62)")
-	if err := c.parse(cmd, fs, args); err != nil {
+	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	path, err := oneArg(fs.Args(), "BINARY")

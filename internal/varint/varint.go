@@ -91,3 +91,42 @@ func (r *Reader) Count(min int) int {
 	}
 	return int(n)
 }
+
+// End fails on input left after the table and returns the first failure:
+// a decoder's last step.
+func (r *Reader) End() error {
+	if r.Err == nil && r.Off != len(r.B) {
+		r.Fail("trailing bytes")
+	}
+	return r.Err
+}
+
+// Header starts every table: its magic string, then its version as a
+// little-endian uint32. Encoders write Version; decoders read MinVersion
+// to Version.
+type Header struct {
+	Magic               string
+	MinVersion, Version uint32
+	// The table's sentinels: for another magic, for a version outside
+	// MinVersion..Version, and for the Reader's failures.
+	ErrBadMagic, ErrVersion, ErrCorrupt error
+}
+
+// Append writes the magic and Version.
+func (h *Header) Append(b []byte) []byte {
+	b = append(b, h.Magic...)
+	return binary.LittleEndian.AppendUint32(b, h.Version)
+}
+
+// Open checks the magic and version that start data and returns the
+// version and a Reader of what follows.
+func (h *Header) Open(data []byte) (*Reader, uint32, error) {
+	if len(data) < len(h.Magic)+4 || string(data[:len(h.Magic)]) != h.Magic {
+		return nil, 0, h.ErrBadMagic
+	}
+	v := binary.LittleEndian.Uint32(data[len(h.Magic):])
+	if v < h.MinVersion || v > h.Version {
+		return nil, 0, fmt.Errorf("%w: %d", h.ErrVersion, v)
+	}
+	return &Reader{B: data, Off: len(h.Magic) + 4, Corrupt: h.ErrCorrupt}, v, nil
+}

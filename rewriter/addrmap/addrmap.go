@@ -25,6 +25,11 @@ var (
 	ErrCorrupt  = errors.New("corrupt address map")
 )
 
+// header is the section's magic and version, read and written by
+// internal/varint.
+var header = varint.Header{Magic: Magic, MinVersion: Version, Version: Version,
+	ErrBadMagic: ErrBadMagic, ErrVersion: ErrVersion, ErrCorrupt: ErrCorrupt}
+
 // Inst is one original instruction and the addresses of its copies, in
 // increasing order.
 type Inst struct {
@@ -164,8 +169,7 @@ func (r *Recorder) Func(entry uint64) Func {
 //
 // Relocated code follows the original order, so both deltas are small.
 func Encode(m *Map) []byte {
-	b := []byte(Magic)
-	b = binary.LittleEndian.AppendUint32(b, Version)
+	b := header.Append(nil)
 	b = binary.AppendUvarint(b, uint64(len(m.Funcs)))
 	var prevCopy uint64
 	for _, f := range m.Funcs {
@@ -194,13 +198,10 @@ func Encode(m *Map) []byte {
 // increasing within a function, every instruction with at least one copy,
 // copies of one instruction strictly increasing, no trailing bytes.
 func Decode(data []byte) (*Map, error) {
-	if len(data) < len(Magic)+4 || string(data[:len(Magic)]) != Magic {
-		return nil, ErrBadMagic
+	r, _, err := header.Open(data)
+	if err != nil {
+		return nil, err
 	}
-	if v := binary.LittleEndian.Uint32(data[len(Magic):]); v != Version {
-		return nil, fmt.Errorf("%w: %d", ErrVersion, v)
-	}
-	r := &varint.Reader{B: data, Off: len(Magic) + 4, Corrupt: ErrCorrupt}
 	m := &Map{}
 	nf := r.Count(2)
 	m.Funcs = make([]Func, 0, nf)
@@ -248,11 +249,8 @@ func Decode(data []byte) (*Map, error) {
 		}
 		m.Funcs = append(m.Funcs, f)
 	}
-	if r.Err == nil && r.Off != len(data) {
-		r.Fail("trailing bytes")
-	}
-	if r.Err != nil {
-		return nil, r.Err
+	if err := r.End(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

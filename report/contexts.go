@@ -16,6 +16,8 @@ import (
 	"blpp/meta"
 )
 
+// A CNode is one calling context: a procedure reached through one chain of
+// call sites, the records of every thread with that chain merged.
 type CNode struct {
 	ID     int // index in Model.Nodes; parents come first
 	Parent int // -1 for a root

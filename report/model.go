@@ -59,8 +59,6 @@ func (c Column) Unit() string {
 	return c.Name
 }
 
-// A CNode is one calling context: a procedure reached through one chain of
-// call sites, the records of every thread with that chain merged.
 // A Module is one instrumented object of the process: today the
 // executable only (Model.Modules[0]); shared libraries will be further
 // modules [DESIGN 13]. A function is identified by (module, function):

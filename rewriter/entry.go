@@ -213,13 +213,10 @@ func (fg *funcGen) enterLean() {
 	cmpOwnerRCX(b)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	gsBusyOrOverflow(b, enc.RCX, slow)
-	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	// The newest frame must be a caller's: its %rsp above this entry's.
 	// Below an empty shadow stack lies a sentinel frame whose %rsp is
 	// above every entry's [decision 65].
-	b.LeaRSP(8)
-	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
-	b.LeaRSP(-8)
+	cmpNewestFrameRSP(b)
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.Bind(first)
 	b.AddRegImm32(enc.RCX, runtime.FrameSize) // flags are dead at an entry

@@ -232,6 +232,18 @@ func gsBusyOrOverflow(b *enc.Buf, reg enc.Reg, slow enc.Label) {
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 }
 
+// cmpNewestFrameRSP emits mov %gs:sp, %rcx and compares the %rsp of the
+// code before it pushed %rcx with the newest frame's saved %rsp, for a
+// jcc to follow. The compare briefly raises %rsp to that value (lea
+// keeps the flags), which leaves the saved %rcx inside the red zone a
+// signal frame skips.
+func cmpNewestFrameRSP(b *enc.Buf) {
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	b.LeaRSP(8)
+	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
+	b.LeaRSP(-8)
+}
+
 // saveFlags keeps the status flags in %rax (OF in %al, the others in
 // %ah), which must be saved already; restoreFlags puts them back from
 // %rax. Four one-uop instructions instead of pushfq/popfq, whose popfq

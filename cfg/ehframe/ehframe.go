@@ -450,6 +450,21 @@ func (p *parser) pointerOrZero(b *buf, enc byte, what string) uint64 {
 	return p.pointer(b, enc, what)
 }
 
+// FixedSize is the size of a value in enc's value format (its low four
+// bits): 8, 4 or 2 bytes, or 0 for the LEB128 formats, whose size
+// depends on the value, and unknown ones.
+func FixedSize(enc byte) int {
+	switch enc & 0x0f {
+	case PEAbsptr, PEUdata8, PESigned, PESdata8:
+		return 8
+	case PEUdata4, PESdata4:
+		return 4
+	case PEUdata2, PESdata2:
+		return 2
+	}
+	return 0
+}
+
 // pointerRaw reads the value of a DW_EH_PE-encoded pointer in its value
 // format (the low four bits of enc), without applying its base.
 func (b *buf) pointerRaw(enc byte, what string) uint64 {

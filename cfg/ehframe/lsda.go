@@ -201,13 +201,8 @@ func checkCallSiteEncoding(enc byte) error {
 // typeSize is the size of one type-table entry: a fixed-size format is
 // needed to index the table.
 func typeSize(enc byte) (int, error) {
-	switch enc & 0x0f {
-	case PEAbsptr, PEUdata8, PESigned, PESdata8:
-		return 8, nil
-	case PEUdata4, PESdata4:
-		return 4, nil
-	case PEUdata2, PESdata2:
-		return 2, nil
+	if n := FixedSize(enc); n > 0 {
+		return n, nil
 	}
 	return 0, fmt.Errorf("ttype encoding %#02x: not a fixed-size format", enc)
 }

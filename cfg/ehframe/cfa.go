@@ -2,6 +2,7 @@ package ehframe
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -119,15 +120,7 @@ type State struct {
 
 // Rule returns the rule of reg, and whether there is one.
 func (s State) Rule(reg uint64) (Rule, bool) {
-	i, ok := slices.BinarySearchFunc(s.Regs, reg, func(r RegRule, reg uint64) int {
-		switch {
-		case r.Reg < reg:
-			return -1
-		case r.Reg > reg:
-			return 1
-		}
-		return 0
-	})
+	i, ok := s.find(reg)
 	if !ok {
 		return Rule{}, false
 	}
@@ -167,15 +160,10 @@ func (s *State) del(reg uint64) {
 	}
 }
 
+// find returns where reg's rule is in Regs, or would be inserted.
 func (s *State) find(reg uint64) (int, bool) {
 	return slices.BinarySearchFunc(s.Regs, reg, func(r RegRule, reg uint64) int {
-		switch {
-		case r.Reg < reg:
-			return -1
-		case r.Reg > reg:
-			return 1
-		}
-		return 0
+		return cmp.Compare(r.Reg, reg)
 	})
 }
 

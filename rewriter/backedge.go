@@ -132,11 +132,7 @@ func (fg *funcGen) leaveBackedgeSaved(e cfg.EdgeID, flagsLive bool, scratch []en
 	restore()
 	b.LeaRSP(redZone)
 	b.Bind(done)
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(slow)
-		fg.mark(at, false)
-		b.SetSP(depth)
+	fg.addColdAt(slow, depth, func() {
 		restore()
 		fg.backedgeStub(e)
 		b.JmpRel32(enc.LabelTarget(done))
@@ -257,11 +253,7 @@ func (fg *funcGen) ownRecord(rec enc.Reg, slow enc.Label) {
 // done.
 func (fg *funcGen) coldBackedge(e cfg.EdgeID, slow, done enc.Label, undo int32) {
 	b := fg.g.buf
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(slow)
-		fg.mark(at, false)
-		b.SetSP(0)
+	fg.addColdAt(slow, 0, func() {
 		if undo != 0 {
 			b.LeaRegSelf(fg.preg, -undo)
 		}
@@ -319,15 +311,11 @@ func (fg *funcGen) regBackedge(e cfg.EdgeID, flagsLive bool) {
 	}
 	restore()
 	b.Bind(done)
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(slow)
-		fg.mark(at, false)
-		if flagsLive {
-			b.SetSP(-redZone - 8)
-		} else {
-			b.SetSP(0)
-		}
+	sp := int32(0)
+	if flagsLive {
+		sp = -redZone - 8
+	}
+	fg.addColdAt(slow, sp, func() {
 		if k != 0 {
 			b.LeaRegSelf(x, -k)
 		}
@@ -393,11 +381,7 @@ func (fg *funcGen) hashCount(rec, tab, x, t enc.Reg, slow enc.Label, sp int32) {
 	b.LeaRegSelf(x, -1)
 	b.IncMemIdx(tab, t, runtime.HTabEntriesOff+8)
 	b.Bind(done)
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(second)
-		fg.mark(at, false)
-		b.SetSP(sp)
+	fg.addColdAt(second, sp, func() {
 		b.CmpMemIdxReg(tab, t, runtime.HTabEntriesOff+16, x)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(undo))
 		b.LeaRegSelf(x, -1)

@@ -103,11 +103,7 @@ func (fg *funcGen) enterInline() {
 		b.Bind(parent)
 		b.TestRegReg(enc.RAX)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		at := fg.cur
-		fg.addCold(func() {
-			b.Bind(tail)
-			fg.mark(at, false)
-			b.SetSP(-redZone - saved)
+		fg.addColdAt(tail, -redZone-saved, func() {
 			b.LeaRegDisp32(enc.RDX, enc.RSP, redZone+saved) // lea entry rsp, %rdx
 			b.CmpRegGS(enc.RDX, offTailRSP)
 			b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
@@ -290,15 +286,13 @@ func (fg *funcGen) enterInternal() {
 // every stub is called (after the red zone), and rejoin at done.
 func (fg *funcGen) leanStub(slow, done enc.Label, pushed, spill bool, stub uint64) {
 	b := fg.g.buf
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(slow)
-		fg.mark(at, false)
+	sp := int32(0)
+	if pushed {
+		sp = -8
+	}
+	fg.addColdAt(slow, sp, func() {
 		if pushed {
-			b.SetSP(-8)
 			b.Pop(enc.RCX)
-		} else {
-			b.SetSP(0)
 		}
 		if spill {
 			fg.spill()
@@ -350,11 +344,7 @@ func (fg *funcGen) callCacheLookup(found, slow enc.Label, saved int32) enc.Label
 		return slow
 	}
 	miss := b.NewLabel()
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(miss)
-		fg.mark(at, false)
-		b.SetSP(-redZone - saved)
+	fg.addColdAt(miss, -redZone-saved, func() {
 		b.LeaRegDisp32(enc.RAX, enc.RDX, fg.fid)
 		b.ImulReg32Imm32(enc.RAX, enc.RAX, runtime.HashMul)
 		b.ShrReg32Imm(enc.RAX, uint8(32-runtime.CallCacheBits-bits.TrailingZeros(runtime.CallCacheEntry)))

@@ -191,11 +191,7 @@ func (fg *funcGen) loadSlots(reg enc.Reg, slow enc.Label) {
 // arguments, and rejoin the inline code at done.
 func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, spill bool, stub uint64, args ...int32) {
 	b := fg.g.buf
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(slow)
-		fg.mark(at, false)
-		b.SetSP(-redZone - int32(8*len(saved)))
+	fg.addColdAt(slow, -redZone-int32(8*len(saved)), func() {
 		for i := len(saved) - 1; i >= 0; i-- {
 			b.Pop(saved[i])
 		}

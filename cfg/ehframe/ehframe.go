@@ -1,9 +1,11 @@
 package ehframe
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -182,15 +184,8 @@ func ParseFrame(data []byte, sectionAddr uint64, opts Options) (*Frame, error) {
 		return nil, err
 	}
 	f := &Frame{Addr: sectionAddr, CIEs: p.cieList, Entries: entries}
-	sort.SliceStable(f.Entries, func(i, j int) bool {
-		a, b := f.Entries[i], f.Entries[j]
-		if a.Begin != b.Begin {
-			return a.Begin < b.Begin
-		}
-		if a.End != b.End {
-			return a.End < b.End
-		}
-		return a.Off < b.Off
+	slices.SortStableFunc(f.Entries, func(a, b *Entry) int {
+		return cmp.Or(cmp.Compare(a.Begin, b.Begin), cmp.Compare(a.End, b.End), cmp.Compare(a.Off, b.Off))
 	})
 	for _, e := range f.Entries {
 		if e.End > e.Begin {

@@ -81,59 +81,59 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 	if len(data) < len(Magic) || string(data[:len(Magic)]) != Magic {
 		return nil, &FormatError{Msg: fmt.Sprintf("magic %q, want %q", data[:min(len(data), len(Magic))], Magic), Err: ErrBadMagic}
 	}
-	b := &buf{data: data[len(Magic):], off: len(Magic), short: ErrTruncated}
-	p := &Profile{Version: b.u32("version")}
-	if b.err != nil {
-		return nil, b.err
+	b := newBuf(data[len(Magic):], len(Magic), ErrTruncated)
+	p := &Profile{Version: b.U32("version")}
+	if b.Err != nil {
+		return nil, b.failure()
 	}
 	if p.Version < MinVersion || p.Version > Version {
 		return nil, &FormatError{Off: len(Magic), Msg: fmt.Sprintf("version %d; this blpp reads versions %d to %d", p.Version, MinVersion, Version), Err: ErrVersion}
 	}
 
 	// Framing: the header's fields, then tag and length of every section.
-	flagsOff := b.off
-	p.Flags = Flags(b.u32("flags"))
-	if id := b.bytes(b.uv("build-id length"), "build id"); len(id) > 0 {
+	flagsOff := b.Off
+	p.Flags = Flags(b.U32("flags"))
+	if id := b.Bytes(b.uv("build-id length"), "build id"); len(id) > 0 {
 		p.BuildID = append([]byte(nil), id...)
 	}
 	p.PID = b.uv("pid")
 	p.TimeNS = b.uv("time")
-	metricsOff := b.off
+	metricsOff := b.Off
 	if n := b.count(2, "metric count"); n > 0 {
 		p.Metrics = make([]Metric, 0, n)
 		for range n {
-			name := b.bytes(b.uv("metric name length"), "metric name")
-			kind := b.u8("metric kind")
+			name := b.Bytes(b.uv("metric name length"), "metric name")
+			kind := b.U8("metric kind")
 			p.Metrics = append(p.Metrics, Metric{Name: string(name), Kind: MetricKind(kind)})
 		}
 	}
 	var secs []section
-	for b.err == nil {
-		off := b.off
-		if len(b.data) == 0 {
-			b.fail(ErrTruncated, "the file ends without a trailer")
+	for b.Err == nil {
+		off := b.Off
+		if len(b.Data) == 0 {
+			b.Fail(ErrTruncated, "the file ends without a trailer")
 			break
 		}
-		tag := b.u8("section tag")
+		tag := b.U8("section tag")
 		if tag == TagTrailer {
-			sumOff := b.off
-			sum := b.u64("checksum")
-			if b.err != nil {
+			sumOff := b.Off
+			sum := b.U64("checksum")
+			if b.Err != nil {
 				break
 			}
 			if want := fnv1a(FNVOffset64, data[:sumOff]); sum != want {
 				return nil, &FormatError{Off: sumOff, Msg: fmt.Sprintf("the file says %#016x, its bytes give %#016x", sum, want), Err: ErrChecksum}
 			}
-			if len(b.data) != 0 {
-				b.fail(ErrCorrupt, "%d bytes after the trailer", len(b.data))
+			if len(b.Data) != 0 {
+				b.Fail(ErrCorrupt, "%d bytes after the trailer", len(b.Data))
 			}
 			break
 		}
 		payload := b.sub(b.uv("section length"), "section")
 		secs = append(secs, section{tag, off, payload})
 	}
-	if b.err != nil {
-		return nil, b.err
+	if b.Err != nil {
+		return nil, b.failure()
 	}
 
 	// Meaning: the file is whole and as written; check what it says.
@@ -165,11 +165,11 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 		default:
 			continue // a later version's section: skip it
 		}
-		if s.payload.err != nil {
-			return nil, s.payload.err
+		if s.payload.Err != nil {
+			return nil, s.payload.failure()
 		}
-		if n := len(s.payload.data); n != 0 {
-			return nil, &FormatError{Off: s.payload.off, Msg: fmt.Sprintf("%d bytes left at the end of the %s", n, name), Err: ErrCorrupt}
+		if n := len(s.payload.Data); n != 0 {
+			return nil, &FormatError{Off: s.payload.Off, Msg: fmt.Sprintf("%d bytes left at the end of the %s", n, name), Err: ErrCorrupt}
 		}
 	}
 	return p, nil
@@ -197,26 +197,26 @@ func (d *decoder) thread(b *buf) {
 		t.Records = make([]Record, 0, nrec)
 	}
 	for i := range nrec {
-		off := b.off
+		off := b.Off
 		r := Record{Func: b.u32v("function"), Parent: -1}
 		parent := b.uv("parent")
 		r.CallSite = b.u32v("call site")
 		r.Calls = b.uv("calls")
-		if b.err != nil {
+		if b.Err != nil {
 			return
 		}
 		if parent > uint64(i) {
-			b.failAt(off, ErrCorrupt, "%s record %d: parent %d (index+1) is not an earlier record", where(), i, parent)
+			b.FailAt(off, ErrCorrupt, "%s record %d: parent %d (index+1) is not an earlier record", where(), i, parent)
 			return
 		}
 		r.Parent = int(parent) - 1
 		t.Records = append(t.Records, r)
 		if msg := v.record(t.Records, i); msg != "" {
-			b.failAt(off, ErrCorrupt, "%s record %d: %s", where(), i, msg)
+			b.FailAt(off, ErrCorrupt, "%s record %d: %s", where(), i, msg)
 			return
 		}
 		d.paths(b, &t.Records[i], where, i)
-		if b.err != nil {
+		if b.Err != nil {
 			return
 		}
 	}
@@ -226,45 +226,45 @@ func (d *decoder) thread(b *buf) {
 	}
 	// Folded calls are optional: absent when there are none, unless
 	// fork prefixes follow them.
-	if b.err == nil && len(b.data) > 0 {
+	if b.Err == nil && len(b.Data) > 0 {
 		nf := b.count(minFoldedSize, "folded call count")
-		if nf == 0 && b.err == nil && len(b.data) == 0 {
-			b.fail(ErrCorrupt, "%s: empty folded-call list (omitted when empty)", where())
+		if nf == 0 && b.Err == nil && len(b.Data) == 0 {
+			b.Fail(ErrCorrupt, "%s: empty folded-call list (omitted when empty)", where())
 			return
 		}
 		for k := range nf {
-			off := b.off
+			off := b.Off
 			from := b.uv("folded from")
 			c := FoldedCall{CallSite: b.u32v("folded call site")}
 			to := b.uv("folded to")
 			c.Count = b.uv("folded count")
-			if b.err != nil {
+			if b.Err != nil {
 				return
 			}
 			if from >= uint64(len(t.Records)) || to >= uint64(len(t.Records)) {
-				b.failAt(off, ErrCorrupt, "%s folded call %d: records %d -> %d out of range (%d records)", where(), k, from, to, len(t.Records))
+				b.FailAt(off, ErrCorrupt, "%s folded call %d: records %d -> %d out of range (%d records)", where(), k, from, to, len(t.Records))
 				return
 			}
 			c.From, c.To = int(from), int(to)
 			t.Folded = append(t.Folded, c)
 			if msg := v.folded(&t, k); msg != "" {
-				b.failAt(off, ErrCorrupt, "%s folded call %d: %s", where(), k, msg)
+				b.FailAt(off, ErrCorrupt, "%s folded call %d: %s", where(), k, msg)
 				return
 			}
 		}
 	}
 	// Fork prefixes are optional: absent when there are none.
-	if b.err == nil && len(b.data) > 0 {
+	if b.Err == nil && len(b.Data) > 0 {
 		nx := b.count(minPartialSize, "fork prefix count")
-		if nx == 0 && b.err == nil {
-			b.fail(ErrCorrupt, "%s: empty fork-prefix list (omitted when empty)", where())
+		if nx == 0 && b.Err == nil {
+			b.Fail(ErrCorrupt, "%s: empty fork-prefix list (omitted when empty)", where())
 			return
 		}
 		if !partialList(b, &t, nx, &t.Prefixes, "fork prefix", v.prefix, where) {
 			return
 		}
 	}
-	if b.err == nil {
+	if b.Err == nil {
 		d.p.Threads = append(d.p.Threads, t)
 	}
 }
@@ -277,24 +277,24 @@ func partialList(b *buf, t *Thread, n int, list *[]Partial, what string, check f
 		*list = make([]Partial, 0, n)
 	}
 	for k := range n {
-		off := b.off
+		off := b.Off
 		rec := b.uv(what + " record")
 		q := Partial{Func: b.u32v(what + " function"), Block: b.u32v(what + " block"), Reg: b.sv(what + " register"), Count: b.uv(what + " count")}
-		if b.err != nil {
+		if b.Err != nil {
 			return false
 		}
 		if rec > uint64(len(t.Records)) {
-			b.failAt(off, ErrCorrupt, "%s %s %d: record %d (index+1) out of range (%d records)", where(), what, k, rec, len(t.Records))
+			b.FailAt(off, ErrCorrupt, "%s %s %d: record %d (index+1) out of range (%d records)", where(), what, k, rec, len(t.Records))
 			return false
 		}
 		q.Record = int(rec) - 1
 		*list = append(*list, q)
 		if msg := check(t, k); msg != "" {
-			b.failAt(off, ErrCorrupt, "%s %s %d: %s", where(), what, k, msg)
+			b.FailAt(off, ErrCorrupt, "%s %s %d: %s", where(), what, k, msg)
 			return false
 		}
 	}
-	return b.err == nil
+	return b.Err == nil
 }
 
 // paths decodes the path list of record ri into r.
@@ -311,7 +311,7 @@ func (d *decoder) paths(b *buf, r *Record, where func() string, ri int) {
 		vals = make([]uint64, n*nm)
 	}
 	for k := range n {
-		off := b.off
+		off := b.Off
 		p := Path{ID: b.uv("path id"), Count: b.uv("count of path")}
 		if nm > 0 {
 			p.Metrics = vals[k*nm : (k+1)*nm : (k+1)*nm]
@@ -319,12 +319,12 @@ func (d *decoder) paths(b *buf, r *Record, where func() string, ri int) {
 				p.Metrics[j] = b.uv("metric value")
 			}
 		}
-		if b.err != nil {
+		if b.Err != nil {
 			return
 		}
 		r.Paths = append(r.Paths, p)
 		if msg := d.v.path(r, k); msg != "" {
-			b.failAt(off, ErrCorrupt, "%s record %d path %d: %s", where(), ri, k, msg)
+			b.FailAt(off, ErrCorrupt, "%s record %d path %d: %s", where(), ri, k, msg)
 			return
 		}
 	}
@@ -338,18 +338,18 @@ func (d *decoder) stats(b *buf) {
 	}
 	m := make(map[string]uint64, n)
 	for range n {
-		off := b.off
-		key := string(b.bytes(b.uv("stats key length"), "stats key"))
+		off := b.Off
+		key := string(b.Bytes(b.uv("stats key length"), "stats key"))
 		val := b.uv("stats value")
-		if b.err != nil {
+		if b.Err != nil {
 			return
 		}
 		if msg := checkName("stats key", key); msg != "" {
-			b.failAt(off, ErrCorrupt, "%s", msg)
+			b.FailAt(off, ErrCorrupt, "%s", msg)
 			return
 		}
 		if _, dup := m[key]; dup {
-			b.failAt(off, ErrCorrupt, "stats key %q repeated", key)
+			b.FailAt(off, ErrCorrupt, "stats key %q repeated", key)
 			return
 		}
 		m[key] = val

@@ -104,12 +104,25 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 			b.IncMemIndexed(enc.RCX, enc.RAX, countsOff+8)
 		}
 	}
-	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
+	scratch := []enc.Reg{enc.RCX}
+	if tsc || hash {
+		scratch = append(scratch, enc.RDX)
+	}
+	fg.leaveBackedgeSaved(e, flagsLive, scratch, slow, done, depth)
+}
+
+// leaveBackedgeSaved ends the inline part of a backedge that pushed %rax,
+// the flags kept in %rax when flagsLive, then scratch, below the red zone
+// (depth, from the activation's %rsp): r = EntryInc, pop them (restore),
+// step back over the red zone to done. It queues the slow path, which
+// pops them, calls the backedge stub and rejoins the inline code at done.
+func (fg *funcGen) leaveBackedgeSaved(e cfg.EdgeID, flagsLive bool, scratch []enc.Reg, slow, done enc.Label, depth int32) {
+	b := fg.g.buf
+	b.MovGS64Imm(fg.g.stubs.OffR, int32(fg.num.EntryInc[e]))
 	restore := func() {
-		if tsc || hash {
-			b.Pop(enc.RDX)
+		for i := len(scratch) - 1; i >= 0; i-- {
+			b.Pop(scratch[i])
 		}
-		b.Pop(enc.RCX)
 		if flagsLive {
 			b.Pop(enc.RAX)
 			restoreFlags(b)
@@ -119,20 +132,7 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 	restore()
 	b.LeaRSP(redZone)
 	b.Bind(done)
-	fg.coldBackedgeSaved(e, slow, done, depth, restore)
-}
-
-// coldBackedgeSaved queues the slow path of a backedge whose inline part
-// pushed registers below the red zone (depth, from the activation's
-// %rsp): pop them (restore), call the backedge stub and rejoin the inline
-// code at done.
-func (fg *funcGen) coldBackedgeSaved(e cfg.EdgeID, slow, done enc.Label, depth int32, restore func()) {
-	b := fg.g.buf
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(slow)
-		fg.mark(at, false)
-		b.SetSP(depth)
+	fg.addColdAt(slow, depth, func() {
 		restore()
 		fg.backedgeStub(e)
 		b.JmpRel32(enc.LabelTarget(done))
@@ -253,11 +253,7 @@ func (fg *funcGen) ownRecord(rec enc.Reg, slow enc.Label) {
 // done.
 func (fg *funcGen) coldBackedge(e cfg.EdgeID, slow, done enc.Label, undo int32) {
 	b := fg.g.buf
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(slow)
-		fg.mark(at, false)
-		b.SetSP(0)
+	fg.addColdAt(slow, 0, func() {
 		if undo != 0 {
 			b.LeaRegSelf(fg.preg, -undo)
 		}
@@ -315,15 +311,11 @@ func (fg *funcGen) regBackedge(e cfg.EdgeID, flagsLive bool) {
 	}
 	restore()
 	b.Bind(done)
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(slow)
-		fg.mark(at, false)
-		if flagsLive {
-			b.SetSP(-redZone - 8)
-		} else {
-			b.SetSP(0)
-		}
+	sp := int32(0)
+	if flagsLive {
+		sp = -redZone - 8
+	}
+	fg.addColdAt(slow, sp, func() {
 		if k != 0 {
 			b.LeaRegSelf(x, -k)
 		}
@@ -389,11 +381,7 @@ func (fg *funcGen) hashCount(rec, tab, x, t enc.Reg, slow enc.Label, sp int32) {
 	b.LeaRegSelf(x, -1)
 	b.IncMemIdx(tab, t, runtime.HTabEntriesOff+8)
 	b.Bind(done)
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(second)
-		fg.mark(at, false)
-		b.SetSP(sp)
+	fg.addColdAt(second, sp, func() {
 		b.CmpMemIdxReg(tab, t, runtime.HTabEntriesOff+16, x)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(undo))
 		b.LeaRegSelf(x, -1)
@@ -417,20 +405,9 @@ func (fg *funcGen) slotBackedge(e cfg.EdgeID, flagsLive bool, slow, done enc.Lab
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	fg.slotCount(enc.RAX, int32(n.ExitInc[e]), slow)
-	b.MovGS64Imm(g.stubs.OffR, int32(n.EntryInc[e]))
-	restore := func() {
-		if flagsLive {
-			b.Pop(enc.RAX)
-			restoreFlags(b)
-		}
-		b.Pop(enc.RAX)
-	}
-	restore()
-	b.LeaRSP(redZone)
-	b.Bind(done)
 	depth := int32(-redZone - 8) // %rax pushed below the red zone
 	if flagsLive {
 		depth -= 8 // and the flags
 	}
-	fg.coldBackedgeSaved(e, slow, done, depth, restore)
+	fg.leaveBackedgeSaved(e, flagsLive, nil, slow, done, depth)
 }

@@ -61,7 +61,6 @@ package rewriter_test
 import (
 	"bufio"
 	"bytes"
-	"debug/elf"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -677,27 +676,14 @@ type insnRef struct {
 
 func loadBinary(t *testing.T, path string) *binaryInfo {
 	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatalf("%s: symbols: %v", path, err)
-	}
 	b := &binaryInfo{path: path, entries: map[uint64]string{}, insns: map[uint64]insnRef{}}
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
-			continue
-		}
+	for _, s := range fixture.FuncSymbols(t, path) { // sorted by address, as funcAt needs
 		name := strings.TrimSuffix(s.Name, ".cold")
 		b.funcs = append(b.funcs, funcSym{name, s.Value, s.Value + s.Size})
 		if !strings.HasSuffix(s.Name, ".cold") {
 			b.entries[s.Value] = name
 		}
 	}
-	sort.Slice(b.funcs, func(i, j int) bool { return b.funcs[i].start < b.funcs[j].start })
 
 	objdump := fixture.RequireTool(t, "objdump", "binutils")
 	out, err := exec.Command(objdump, "-d", "-w", "--no-show-raw-insn", path).Output()

@@ -139,6 +139,19 @@ func (fg *funcGen) addCold(f func()) {
 	})
 }
 
+// addColdAt queues the out-of-line code f at label l, reached from the
+// inline code at the current original instruction (the address map's
+// mark) with the stack sp bytes from the activation's %rsp.
+func (fg *funcGen) addColdAt(l enc.Label, sp int32, f func()) {
+	b, at := fg.g.buf, fg.cur
+	fg.addCold(func() {
+		b.Bind(l)
+		fg.mark(at, false)
+		b.SetSP(sp)
+		f()
+	})
+}
+
 // setLoop makes loop region l (-1: none) the current one: its register
 // becomes the path register.
 func (fg *funcGen) setLoop(l int) {

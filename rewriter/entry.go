@@ -103,11 +103,7 @@ func (fg *funcGen) enterInline() {
 		b.Bind(parent)
 		b.TestRegReg(enc.RAX)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		at := fg.cur
-		fg.addCold(func() {
-			b.Bind(tail)
-			fg.mark(at, false)
-			b.SetSP(-redZone - saved)
+		fg.addColdAt(tail, -redZone-saved, func() {
 			b.LeaRegDisp32(enc.RDX, enc.RSP, redZone+saved) // lea entry rsp, %rdx
 			b.CmpRegGS(enc.RDX, offTailRSP)
 			b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
@@ -213,13 +209,10 @@ func (fg *funcGen) enterLean() {
 	cmpOwnerRCX(b)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	gsBusyOrOverflow(b, enc.RCX, slow)
-	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	// The newest frame must be a caller's: its %rsp above this entry's.
 	// Below an empty shadow stack lies a sentinel frame whose %rsp is
 	// above every entry's [decision 65].
-	b.LeaRSP(8)
-	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
-	b.LeaRSP(-8)
+	cmpNewestFrameRSP(b)
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.Bind(first)
 	b.AddRegImm32(enc.RCX, runtime.FrameSize) // flags are dead at an entry
@@ -293,15 +286,13 @@ func (fg *funcGen) enterInternal() {
 // every stub is called (after the red zone), and rejoin at done.
 func (fg *funcGen) leanStub(slow, done enc.Label, pushed, spill bool, stub uint64) {
 	b := fg.g.buf
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(slow)
-		fg.mark(at, false)
+	sp := int32(0)
+	if pushed {
+		sp = -8
+	}
+	fg.addColdAt(slow, sp, func() {
 		if pushed {
-			b.SetSP(-8)
 			b.Pop(enc.RCX)
-		} else {
-			b.SetSP(0)
 		}
 		if spill {
 			fg.spill()
@@ -353,11 +344,7 @@ func (fg *funcGen) callCacheLookup(found, slow enc.Label, saved int32) enc.Label
 		return slow
 	}
 	miss := b.NewLabel()
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(miss)
-		fg.mark(at, false)
-		b.SetSP(-redZone - saved)
+	fg.addColdAt(miss, -redZone-saved, func() {
 		b.LeaRegDisp32(enc.RAX, enc.RDX, fg.fid)
 		b.ImulReg32Imm32(enc.RAX, enc.RAX, runtime.HashMul)
 		b.ShrReg32Imm(enc.RAX, uint8(32-runtime.CallCacheBits-bits.TrailingZeros(runtime.CallCacheEntry)))

@@ -32,12 +32,9 @@ func (fg *funcGen) exitLean() {
 		// everything the stub works on, as the stub's own pop would.
 		gsBusyOrOverflow(b, enc.RCX, slow)
 	}
-	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	// No frame is this activation's when the stack is empty: the
 	// sentinel below it has an %rsp no entry has [decision 65].
-	b.LeaRSP(8)
-	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
-	b.LeaRSP(-8)
+	cmpNewestFrameRSP(b)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	if fg.closed {
 		// Cur is not this activation's: the frame's function tells.

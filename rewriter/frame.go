@@ -191,11 +191,7 @@ func (fg *funcGen) loadSlots(reg enc.Reg, slow enc.Label) {
 // arguments, and rejoin the inline code at done.
 func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, spill bool, stub uint64, args ...int32) {
 	b := fg.g.buf
-	at := fg.cur
-	fg.addCold(func() {
-		b.Bind(slow)
-		fg.mark(at, false)
-		b.SetSP(-redZone - int32(8*len(saved)))
+	fg.addColdAt(slow, -redZone-int32(8*len(saved)), func() {
 		for i := len(saved) - 1; i >= 0; i-- {
 			b.Pop(saved[i])
 		}
@@ -230,6 +226,18 @@ func gsBusyOrOverflow(b *enc.Buf, reg enc.Reg, slow enc.Label) {
 	b.MovRegFromGS(reg, runtime.OffOverflow)
 	b.OrRegGS(reg, runtime.OffBusy)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+}
+
+// cmpNewestFrameRSP emits mov %gs:sp, %rcx and compares the %rsp of the
+// code before it pushed %rcx with the newest frame's saved %rsp, for a
+// jcc to follow. The compare briefly raises %rsp to that value (lea
+// keeps the flags), which leaves the saved %rcx inside the red zone a
+// signal frame skips.
+func cmpNewestFrameRSP(b *enc.Buf) {
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	b.LeaRSP(8)
+	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
+	b.LeaRSP(-8)
 }
 
 // saveFlags keeps the status flags in %rax (OF in %al, the others in

@@ -163,16 +163,10 @@ func deadAfter(g *cfg.Graph, liveIn []cfg.RegSet, last uint64) cfg.RegSet {
 // addresses memory below %rsp.
 func redZoneFree(b *cfg.Binary, g *cfg.Graph) bool {
 	calls := false
-	for _, blk := range g.Blocks {
-		code := b.Code(blk.Addr)
-		for a := blk.Addr; a < blk.End; {
-			if code == nil || a-blk.Addr >= uint64(len(code)) {
-				return false
-			}
-			in, err := x86.Decode(code[a-blk.Addr:], a)
-			if err != nil {
-				return false
-			}
+	for i := range g.Blocks {
+		blk := &g.Blocks[i]
+		end := blk.Addr // where the decoded instructions end
+		for in := range b.Insts(blk) {
 			if in.Kind == x86.Call || in.Kind == x86.CallIndirect {
 				calls = true
 			}
@@ -181,7 +175,10 @@ func redZoneFree(b *cfg.Binary, g *cfg.Graph) bool {
 					return false
 				}
 			}
-			a += uint64(in.Len)
+			end = in.Addr + uint64(in.Len)
+		}
+		if end < blk.End {
+			return false // code not in the file, or not decodable: assume the worst
 		}
 	}
 	return calls

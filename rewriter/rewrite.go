@@ -249,13 +249,8 @@ func (e *emitError) Error() string {
 }
 
 func usesGS(b *cfg.Binary, g *cfg.Graph) bool {
-	for _, blk := range g.Blocks {
-		code := b.Code(blk.Addr)
-		for a := blk.Addr; a < blk.End && code != nil; {
-			in, err := x86.Decode(code[a-blk.Addr:], a)
-			if err != nil {
-				break
-			}
+	for i := range g.Blocks {
+		for in := range b.Insts(&g.Blocks[i]) {
 			if in.Raw.Op == x86asm.RDGSBASE || in.Raw.Op == x86asm.WRGSBASE {
 				return true
 			}
@@ -264,7 +259,6 @@ func usesGS(b *cfg.Binary, g *cfg.Graph) bool {
 					return true
 				}
 			}
-			a += uint64(in.Len)
 		}
 	}
 	return false

@@ -1,29 +1,19 @@
 package rewriter_test
 
 import (
-	"debug/elf"
 	"fmt"
 	"testing"
+
+	"blpp/internal/testsupport/fixture"
 )
 
 // funcSymbols maps the name of every function symbol of the ELF file at
 // path (an unstripped build) to its address.
 func funcSymbols(t *testing.T, path string) map[string]uint64 {
 	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]uint64{}
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
-			out[s.Name] = s.Value
-		}
+	for _, s := range fixture.FuncSymbols(t, path) {
+		out[s.Name] = s.Value
 	}
 	return out
 }

@@ -52,6 +52,24 @@ static void path_metrics(struct blpp_thread *t, const u64 *now, u64 *d)
 	}
 }
 
+/* path_stub_begin begins a stub that ends the running path: the thread
+ * is busy in a stub from here (it returns the busy count before, not 0
+ * when a stub was interrupted: nested) and, with metrics, now gets their
+ * values and d the ended path's. Always inlined, with now from the
+ * caller: each stub compiles to the code it had with these lines written
+ * out in it (an array of its own here reorders the stub's frame). */
+static inline __attribute__((always_inline)) u64 path_stub_begin(struct blpp_thread *t, u64 *now, u64 *d)
+{
+	u64 nested;
+	nested = t->busy++;
+	BARRIER();
+	if (rt.nmetrics) {
+		metrics_read(t, now);
+		path_metrics(t, now, d);
+	}
+	return nested;
+}
+
 /* saved_reg is where the stubs' register save area (see blpp_stubs.S)
  * keeps function fid's path register (Func.path_reg), or 0 when fid has
  * none or it is not one of the registers there. */
@@ -175,12 +193,7 @@ void blpp_rt_exit(u64 fid, u64 rsp, u64 tail_site, u64 *regs)
 	struct blpp_record *r;
 	if (!t)
 		return;
-	nested = t->busy++;
-	BARRIER();
-	if (rt.nmetrics) {
-		metrics_read(t, now);
-		path_metrics(t, now, d);
-	}
+	nested = path_stub_begin(t, now, d);
 	if (rt.w)
 		ADD(&rt.w->stats[ST_STUB_EXITS], 1);
 	if (rt.w && !nested && t->overflow == 0)
@@ -213,12 +226,7 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
 	u64 now[BLPP_MAX_METRICS], d[BLPP_MAX_METRICS];
 	if (!t)
 		return;
-	t->busy++;
-	BARRIER();
-	if (rt.nmetrics) {
-		metrics_read(t, now);
-		path_metrics(t, now, d);
-	}
+	path_stub_begin(t, now, d);
 	if (rt.w)
 		ADD(&rt.w->stats[ST_STUB_BACKEDGES], 1);
 	/* A closed function swaps its register with Thread.r around this

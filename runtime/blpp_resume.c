@@ -65,12 +65,7 @@ void blpp_rt_setjmp_ret(u64 fid, u64 k, u64 restart, u64 site, u64 rsp)
 	u64 nested, now[BLPP_MAX_METRICS], d[BLPP_MAX_METRICS];
 	if (!t)
 		return;
-	nested = t->busy++;
-	BARRIER();
-	if (rt.nmetrics) {
-		metrics_read(t, now);
-		path_metrics(t, now, d);
-	}
+	nested = path_stub_begin(t, now, d);
 	if (rt.w && !nested && t->overflow == 0)
 		unwind(t, rsp, 0);
 	if (t->call_site == site && site != BLPP_LANDING_SITE)

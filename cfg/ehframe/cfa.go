@@ -2,6 +2,7 @@ package ehframe
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -119,15 +120,7 @@ type State struct {
 
 // Rule returns the rule of reg, and whether there is one.
 func (s State) Rule(reg uint64) (Rule, bool) {
-	i, ok := slices.BinarySearchFunc(s.Regs, reg, func(r RegRule, reg uint64) int {
-		switch {
-		case r.Reg < reg:
-			return -1
-		case r.Reg > reg:
-			return 1
-		}
-		return 0
-	})
+	i, ok := s.find(reg)
 	if !ok {
 		return Rule{}, false
 	}
@@ -167,15 +160,10 @@ func (s *State) del(reg uint64) {
 	}
 }
 
+// find returns where reg's rule is in Regs, or would be inserted.
 func (s *State) find(reg uint64) (int, bool) {
 	return slices.BinarySearchFunc(s.Regs, reg, func(r RegRule, reg uint64) int {
-		switch {
-		case r.Reg < reg:
-			return -1
-		case r.Reg > reg:
-			return 1
-		}
-		return 0
+		return cmp.Compare(r.Reg, reg)
 	})
 }
 
@@ -189,7 +177,7 @@ type Row struct {
 // InitialState runs the CIE's initial instructions [DWARF5 §6.4.1].
 func (c *CIE) InitialState() (State, error) {
 	m := machine{cie: c, p: parser{addr: c.dataAddr, opts: c.opts}}
-	b := buf{data: c.Initial, off: c.Off + len(c.Raw) - len(c.Initial)}
+	b := newBuf(c.Initial, c.Off+len(c.Raw)-len(c.Initial))
 	if err := m.run(&b, true); err != nil {
 		return State{}, err
 	}
@@ -207,7 +195,7 @@ func (e *Entry) Rows() ([]Row, error) {
 	}
 	m := machine{cie: e.CIE, p: parser{addr: e.CIE.dataAddr, opts: e.CIE.opts}, init: init, cur: init.clone(), loc: e.Begin, end: e.End}
 	m.rows = []Row{{Addr: e.Begin, State: init}}
-	b := buf{data: e.Program, off: e.Off + len(e.raw) - len(e.Program)}
+	b := newBuf(e.Program, e.Off+len(e.raw)-len(e.Program))
 	if err := m.run(&b, false); err != nil {
 		return nil, err
 	}
@@ -248,8 +236,8 @@ func (m *machine) flush() {
 }
 
 func (m *machine) fail(b *buf, off int, format string, args ...any) error {
-	if b.err != nil {
-		return b.err
+	if b.Err != nil {
+		return b.Err
 	}
 	return &FormatError{Off: off, Msg: fmt.Sprintf(format, args...), Err: ErrInstruction}
 }
@@ -298,14 +286,14 @@ func absInt(v int64) int64 {
 // block reads a uleb128 length and that many bytes (a DWARF expression).
 func block(b *buf, what string) []byte {
 	n := b.uleb(what + " length")
-	if b.err != nil {
+	if b.Err != nil {
 		return nil
 	}
-	if n > uint64(len(b.data)) {
-		b.fail(ErrTruncated, "%s of %d bytes runs past the end (%d left)", what, n, len(b.data))
+	if n > uint64(len(b.Data)) {
+		b.Fail(ErrTruncated, "%s of %d bytes runs past the end (%d left)", what, n, len(b.Data))
 		return nil
 	}
-	p := b.bytes(int(n), what)
+	p := b.Bytes(n, what)
 	if p == nil {
 		p = []byte{}
 	}
@@ -316,9 +304,9 @@ func block(b *buf, what string) []byte {
 // CIE's initial instructions, where advancing and DW_CFA_restore have no
 // meaning.
 func (m *machine) run(b *buf, initial bool) error {
-	for len(b.data) > 0 && b.err == nil {
-		off := b.off
-		op := b.u8("call frame instruction")
+	for len(b.Data) > 0 && b.Err == nil {
+		off := b.Off
+		op := b.U8("call frame instruction")
 		var reg uint64
 		switch op & 0xc0 {
 		case CFAAdvanceLoc:
@@ -350,8 +338,8 @@ func (m *machine) run(b *buf, initial bool) error {
 				return m.fail(b, off, "DW_CFA_set_loc in a CIE's initial instructions")
 			}
 			to := m.p.pointer(b, m.cie.FDEEnc, "DW_CFA_set_loc")
-			if b.err != nil {
-				return b.err
+			if b.Err != nil {
+				return b.Err
 			}
 			if err := m.moveTo(b, off, to); err != nil {
 				return err
@@ -363,14 +351,14 @@ func (m *machine) run(b *buf, initial bool) error {
 			var d uint64
 			switch op {
 			case CFAAdvanceLoc1:
-				d = uint64(b.u8("advance_loc1"))
+				d = uint64(b.U8("advance_loc1"))
 			case CFAAdvanceLoc2:
-				d = uint64(b.u16("advance_loc2"))
+				d = uint64(b.U16("advance_loc2"))
 			default:
-				d = uint64(b.u32("advance_loc4"))
+				d = uint64(b.U32("advance_loc4"))
 			}
-			if b.err != nil {
-				return b.err
+			if b.Err != nil {
+				return b.Err
 			}
 			if err := m.advance(b, off, d); err != nil {
 				return err
@@ -472,7 +460,7 @@ func (m *machine) run(b *buf, initial bool) error {
 			return m.fail(b, off, "unknown call frame instruction %#02x", op)
 		}
 	}
-	return b.err
+	return b.Err
 }
 
 // restore returns reg to its rule in the CIE's initial state.

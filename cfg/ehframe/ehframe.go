@@ -1,9 +1,11 @@
 package ehframe
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -182,15 +184,8 @@ func ParseFrame(data []byte, sectionAddr uint64, opts Options) (*Frame, error) {
 		return nil, err
 	}
 	f := &Frame{Addr: sectionAddr, CIEs: p.cieList, Entries: entries}
-	sort.SliceStable(f.Entries, func(i, j int) bool {
-		a, b := f.Entries[i], f.Entries[j]
-		if a.Begin != b.Begin {
-			return a.Begin < b.Begin
-		}
-		if a.End != b.End {
-			return a.End < b.End
-		}
-		return a.Off < b.Off
+	slices.SortStableFunc(f.Entries, func(a, b *Entry) int {
+		return cmp.Or(cmp.Compare(a.Begin, b.Begin), cmp.Compare(a.End, b.End), cmp.Compare(a.Off, b.Off))
 	})
 	for _, e := range f.Entries {
 		if e.End > e.Begin {
@@ -226,29 +221,29 @@ type parser struct {
 
 func (p *parser) parse(data []byte) ([]*Entry, error) {
 	var entries []*Entry
-	b := buf{data: data}
-	for len(b.data) > 0 {
-		start := b.off
+	b := newBuf(data, 0)
+	for len(b.Data) > 0 {
+		start := b.Off
 		// Length: 4 bytes, or 0xffffffff and 8 bytes [LSB 5.0 §10.6.1.1].
-		length := uint64(b.u32("length"))
-		if b.err != nil {
-			return nil, b.err
+		length := uint64(b.U32("length"))
+		if b.Err != nil {
+			return nil, b.Err
 		}
 		if length == 0 {
 			break // terminator
 		}
 		if length == 0xffffffff {
-			length = b.u64("extended length")
+			length = b.U64("extended length")
 		}
 		body := b.sub(length, "entry")
-		if b.err != nil {
-			return nil, b.err
+		if b.Err != nil {
+			return nil, b.Err
 		}
-		raw := data[start:b.off]
-		idOff := body.off
-		id := body.u32("CIE id")
-		if body.err != nil {
-			return nil, body.err
+		raw := data[start:b.Off]
+		idOff := body.Off
+		id := body.U32("CIE id")
+		if body.Err != nil {
+			return nil, body.Err
 		}
 		if id == 0 {
 			c, err := p.parseCIE(&body)
@@ -288,35 +283,35 @@ func (p *parser) parse(data []byte) ([]*Entry, error) {
 // parseCIE reads a CIE after its id [LSB 5.0 §10.6.1.1].
 func (p *parser) parseCIE(b *buf) (*CIE, error) {
 	c := &CIE{FDEEnc: PEAbsptr, LSDAEnc: PEOmit, PersonalityEnc: PEOmit, persOff: -1, opts: p.opts, dataAddr: p.addr}
-	verOff := b.off
-	c.Version = b.u8("CIE version")
-	if b.err == nil && c.Version != 1 && c.Version != 3 {
+	verOff := b.Off
+	c.Version = b.U8("CIE version")
+	if b.Err == nil && c.Version != 1 && c.Version != 3 {
 		return nil, &FormatError{Off: verOff, Msg: fmt.Sprintf("CIE version %d (want 1 or 3)", c.Version), Err: ErrVersion}
 	}
-	augOff := b.off
+	augOff := b.Off
 	aug := b.cstring("augmentation string")
-	if b.err != nil {
-		return nil, b.err
+	if b.Err != nil {
+		return nil, b.Err
 	}
 	c.Augmentation = aug
 	rest := aug
 	if len(rest) >= 2 && rest[:2] == "eh" {
 		// Old gcc: a pointer-sized EH data pointer follows.
-		b.skip(ptrSize, "eh data pointer")
+		b.Bytes(ptrSize, "eh data pointer")
 		rest = rest[2:]
 	}
 	c.CodeAlign = b.uleb("code alignment factor")
 	c.DataAlign = b.sleb("data alignment factor")
 	if c.Version == 1 {
-		c.RAReg = uint64(b.u8("return address register"))
+		c.RAReg = uint64(b.U8("return address register"))
 	} else {
 		c.RAReg = b.uleb("return address register")
 	}
-	if b.err != nil {
-		return nil, b.err
+	if b.Err != nil {
+		return nil, b.Err
 	}
 	if rest == "" {
-		c.Initial = b.data
+		c.Initial = b.Data
 		return c, nil
 	}
 	if rest[0] != 'z' {
@@ -325,33 +320,33 @@ func (p *parser) parseCIE(b *buf) (*CIE, error) {
 	c.hasZ = true
 	augLen := b.uleb("augmentation length")
 	ad := b.sub(augLen, "augmentation data")
-	if b.err != nil {
-		return nil, b.err
+	if b.Err != nil {
+		return nil, b.Err
 	}
-	c.Initial = b.data
+	c.Initial = b.Data
 	for i := 1; i < len(rest); i++ {
 		switch rest[i] {
 		case 'R':
-			c.FDEEnc = ad.u8("FDE pointer encoding")
-			if ad.err == nil && c.FDEEnc == PEOmit {
-				return nil, &FormatError{Off: ad.off - 1, Msg: "FDE pointer encoding is DW_EH_PE_omit", Err: ErrEncoding}
+			c.FDEEnc = ad.U8("FDE pointer encoding")
+			if ad.Err == nil && c.FDEEnc == PEOmit {
+				return nil, &FormatError{Off: ad.Off - 1, Msg: "FDE pointer encoding is DW_EH_PE_omit", Err: ErrEncoding}
 			}
-			if ad.err == nil {
+			if ad.Err == nil {
 				if err := checkEncoding(c.FDEEnc, false); err != nil {
-					return nil, &FormatError{Off: ad.off - 1, Msg: err.Error(), Err: ErrEncoding}
+					return nil, &FormatError{Off: ad.Off - 1, Msg: err.Error(), Err: ErrEncoding}
 				}
 			}
 		case 'L':
-			c.LSDAEnc = ad.u8("LSDA encoding")
-			if ad.err == nil && c.LSDAEnc != PEOmit {
+			c.LSDAEnc = ad.U8("LSDA encoding")
+			if ad.Err == nil && c.LSDAEnc != PEOmit {
 				if err := checkEncoding(c.LSDAEnc, true); err != nil {
-					return nil, &FormatError{Off: ad.off - 1, Msg: err.Error(), Err: ErrEncoding}
+					return nil, &FormatError{Off: ad.Off - 1, Msg: err.Error(), Err: ErrEncoding}
 				}
 			}
 		case 'P':
-			encOff := ad.off
-			enc := ad.u8("personality encoding")
-			if ad.err != nil {
+			encOff := ad.Off
+			enc := ad.U8("personality encoding")
+			if ad.Err != nil {
 				break
 			}
 			c.PersonalityEnc = enc
@@ -361,7 +356,7 @@ func (p *parser) parseCIE(b *buf) (*CIE, error) {
 			if err := checkEncoding(enc, true); err != nil {
 				return nil, &FormatError{Off: encOff, Msg: err.Error(), Err: ErrEncoding}
 			}
-			c.persOff = ad.off
+			c.persOff = ad.Off
 			c.Personality = p.pointerOrZero(&ad, enc, "personality")
 		case 'S':
 			c.Signal = true
@@ -378,8 +373,8 @@ func (p *parser) parseCIE(b *buf) (*CIE, error) {
 			}
 			return nil, &FormatError{Off: augOff, Msg: fmt.Sprintf("augmentation %q: unknown %q before R or L", aug, rest[i]), Err: ErrAugmentation}
 		}
-		if ad.err != nil {
-			return nil, ad.err
+		if ad.Err != nil {
+			return nil, ad.Err
 		}
 	}
 	return c, nil
@@ -399,7 +394,7 @@ func hasByte(s string, c byte) bool {
 func (p *parser) parseFDE(b *buf, c *CIE) (*Entry, error) {
 	e := &Entry{CIE: c, lsdaOff: -1}
 	f := &e.FDE
-	beginOff := b.off
+	beginOff := b.Off
 	if c.FDEEnc&0x70 == PEAligned {
 		// The field starts after the padding.
 		beginOff += int((ptrSize - (p.addr+uint64(beginOff))%ptrSize) % ptrSize)
@@ -408,8 +403,8 @@ func (p *parser) parseFDE(b *buf, c *CIE) (*Entry, error) {
 	f.Begin = p.pointer(b, c.FDEEnc, "pc_begin")
 	// pc_range uses the value format of pc_begin, never its application.
 	rng := p.pointer(b, c.FDEEnc&0x0f, "pc_range")
-	if b.err != nil {
-		return nil, b.err
+	if b.Err != nil {
+		return nil, b.Err
 	}
 	end, carry := bits.Add64(f.Begin, rng, 0)
 	if carry != 0 {
@@ -417,20 +412,20 @@ func (p *parser) parseFDE(b *buf, c *CIE) (*Entry, error) {
 	}
 	f.End = end
 	if !c.hasZ {
-		e.Program = b.data
+		e.Program = b.Data
 		return e, nil
 	}
 	augLen := b.uleb("FDE augmentation length")
 	ad := b.sub(augLen, "FDE augmentation data")
-	if b.err != nil {
-		return nil, b.err
+	if b.Err != nil {
+		return nil, b.Err
 	}
-	e.Program = b.data
+	e.Program = b.Data
 	if c.LSDAEnc != PEOmit {
-		e.lsdaOff = ad.off
+		e.lsdaOff = ad.Off
 		f.LSDA = p.pointerOrZero(&ad, c.LSDAEnc, "LSDA")
-		if ad.err != nil {
-			return nil, ad.err
+		if ad.Err != nil {
+			return nil, ad.Err
 		}
 	}
 	return e, nil
@@ -442,7 +437,7 @@ func (p *parser) parseFDE(b *buf, c *CIE) (*Entry, error) {
 func (p *parser) pointerOrZero(b *buf, enc byte, what string) uint64 {
 	if enc&0x70 != PEAligned {
 		probe := *b
-		if probe.pointerRaw(enc, what) == 0 && probe.err == nil {
+		if probe.pointerRaw(enc, what) == 0 && probe.Err == nil {
 			*b = probe
 			return 0
 		}
@@ -450,26 +445,41 @@ func (p *parser) pointerOrZero(b *buf, enc byte, what string) uint64 {
 	return p.pointer(b, enc, what)
 }
 
+// FixedSize is the size of a value in enc's value format (its low four
+// bits): 8, 4 or 2 bytes, or 0 for the LEB128 formats, whose size
+// depends on the value, and unknown ones.
+func FixedSize(enc byte) int {
+	switch enc & 0x0f {
+	case PEAbsptr, PEUdata8, PESigned, PESdata8:
+		return 8
+	case PEUdata4, PESdata4:
+		return 4
+	case PEUdata2, PESdata2:
+		return 2
+	}
+	return 0
+}
+
 // pointerRaw reads the value of a DW_EH_PE-encoded pointer in its value
 // format (the low four bits of enc), without applying its base.
 func (b *buf) pointerRaw(enc byte, what string) uint64 {
 	switch enc & 0x0f {
 	case PEAbsptr, PEUdata8, PESigned, PESdata8:
-		return b.u64(what)
+		return b.U64(what)
 	case PEUleb128:
 		return b.uleb(what)
 	case PEUdata2:
-		return uint64(b.u16(what))
+		return uint64(b.U16(what))
 	case PEUdata4:
-		return uint64(b.u32(what))
+		return uint64(b.U32(what))
 	case PESleb128:
 		return uint64(b.sleb(what))
 	case PESdata2:
-		return uint64(int64(int16(b.u16(what))))
+		return uint64(int64(int16(b.U16(what))))
 	case PESdata4:
-		return uint64(int64(int32(b.u32(what))))
+		return uint64(int64(int32(b.U32(what))))
 	}
-	b.fail(ErrEncoding, "%s: unknown value format %#x", what, enc&0x0f)
+	b.Fail(ErrEncoding, "%s: unknown value format %#x", what, enc&0x0f)
 	return 0
 }
 
@@ -504,12 +514,12 @@ func checkEncoding(enc byte, indirectOK bool) error {
 // indirect flag is ignored: the result is the address of the pointer,
 // not its target.
 func (p *parser) pointer(b *buf, enc byte, what string) uint64 {
-	if b.err != nil {
+	if b.Err != nil {
 		return 0
 	}
-	off := b.off
+	off := b.Off
 	if err := checkEncoding(enc, true); err != nil {
-		b.fail(ErrEncoding, "%s: %v", what, err)
+		b.Fail(ErrEncoding, "%s: %v", what, err)
 		return 0
 	}
 	fieldAddr := p.addr + uint64(off)
@@ -517,11 +527,11 @@ func (p *parser) pointer(b *buf, enc byte, what string) uint64 {
 		// Align the field's address to the pointer size, then read an
 		// absolute pointer.
 		pad := (ptrSize - fieldAddr%ptrSize) % ptrSize
-		b.skip(pad, what+" alignment")
-		return b.u64(what)
+		b.Bytes(pad, what+" alignment")
+		return b.U64(what)
 	}
 	v := b.pointerRaw(enc, what)
-	if b.err != nil {
+	if b.Err != nil {
 		return 0
 	}
 	switch enc & 0x70 {
@@ -533,8 +543,8 @@ func (p *parser) pointer(b *buf, enc byte, what string) uint64 {
 			base, kind = p.opts.DataBase, "datarel pointer and Options.DataBase"
 		}
 		if base == 0 {
-			b.off = off
-			b.fail(ErrNoBase, "%s: %s is not set", what, kind)
+			b.Off = off
+			b.Fail(ErrNoBase, "%s: %s is not set", what, kind)
 			return 0
 		}
 		v += base

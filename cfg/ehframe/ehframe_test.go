@@ -465,15 +465,15 @@ func TestLEB128(t *testing.T) {
 		{in: []byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, uErr: true, sErr: true},
 		{in: []byte{0x80}, uErr: true, sErr: true}, // truncated
 	} {
-		b := buf{data: tc.in}
+		b := newBuf(tc.in, 0)
 		u := b.uleb("x")
-		if (b.err != nil) != tc.uErr || !tc.uErr && u != tc.u {
-			t.Errorf("uleb(% x) = %d, %v; want %d (error %v)", tc.in, u, b.err, tc.u, tc.uErr)
+		if (b.Err != nil) != tc.uErr || !tc.uErr && u != tc.u {
+			t.Errorf("uleb(% x) = %d, %v; want %d (error %v)", tc.in, u, b.Err, tc.u, tc.uErr)
 		}
-		b = buf{data: tc.in}
+		b = newBuf(tc.in, 0)
 		s := b.sleb("x")
-		if (b.err != nil) != tc.sErr || !tc.sErr && s != tc.s {
-			t.Errorf("sleb(% x) = %d, %v; want %d (error %v)", tc.in, s, b.err, tc.s, tc.sErr)
+		if (b.Err != nil) != tc.sErr || !tc.sErr && s != tc.s {
+			t.Errorf("sleb(% x) = %d, %v; want %d (error %v)", tc.in, s, b.Err, tc.s, tc.sErr)
 		}
 	}
 }

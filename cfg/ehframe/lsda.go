@@ -112,17 +112,17 @@ func parseLSDA(sec []byte, secAddr, lsdaAddr, funcStart uint64, opts Options) (*
 	}
 	p := parser{addr: secAddr, opts: opts}
 	start := int(lsdaAddr - secAddr)
-	b := buf{data: sec[start:], off: start}
+	b := newBuf(sec[start:], start)
 	l := &LSDA{LPStart: funcStart, TTypeEnc: PEOmit}
 
 	// Header.
-	if enc := b.u8("lpstart encoding"); b.err == nil && enc != PEOmit {
+	if enc := b.U8("lpstart encoding"); b.Err == nil && enc != PEOmit {
 		l.LPStart = p.pointer(&b, enc, "lpstart")
 	}
 	ttBase := -1 // section offset of the TType base
-	encOff := b.off
-	l.TTypeEnc = b.u8("ttype encoding")
-	if b.err == nil && l.TTypeEnc != PEOmit {
+	encOff := b.Off
+	l.TTypeEnc = b.U8("ttype encoding")
+	if b.Err == nil && l.TTypeEnc != PEOmit {
 		if _, err := typeSize(l.TTypeEnc); err != nil {
 			return nil, &FormatError{Off: encOff, Msg: err.Error(), Err: ErrEncoding}
 		}
@@ -130,36 +130,36 @@ func parseLSDA(sec []byte, secAddr, lsdaAddr, funcStart uint64, opts Options) (*
 			return nil, &FormatError{Off: encOff, Msg: "ttype " + err.Error(), Err: ErrEncoding}
 		}
 		ttOff := b.uleb("ttype offset")
-		if b.err == nil {
-			if ttOff > uint64(len(sec)-b.off) {
+		if b.Err == nil {
+			if ttOff > uint64(len(sec)-b.Off) {
 				return nil, &FormatError{Off: encOff + 1, Msg: fmt.Sprintf("TType base %d bytes on, past the section end", ttOff), Err: ErrTruncated}
 			}
-			ttBase = b.off + int(ttOff)
+			ttBase = b.Off + int(ttOff)
 		}
 	}
-	csEncOff := b.off
-	csEnc := b.u8("call-site encoding")
-	if b.err == nil {
+	csEncOff := b.Off
+	csEnc := b.U8("call-site encoding")
+	if b.Err == nil {
 		if err := checkCallSiteEncoding(csEnc); err != nil {
 			return nil, &FormatError{Off: csEncOff, Msg: err.Error(), Err: ErrEncoding}
 		}
 	}
 	csLen := b.uleb("call-site table length")
 	cs := b.sub(csLen, "call-site table")
-	if b.err != nil {
-		return nil, b.err
+	if b.Err != nil {
+		return nil, b.Err
 	}
-	actionTable := b.off // the action table follows the call sites
+	actionTable := b.Off // the action table follows the call sites
 
 	r := lsdaReader{p: &p, sec: sec, ttEnc: l.TTypeEnc, ttBase: ttBase}
-	for len(cs.data) > 0 {
-		recOff := cs.off
+	for len(cs.Data) > 0 {
+		recOff := cs.Off
 		s := p.pointer(&cs, csEnc, "call-site start")
 		n := p.pointer(&cs, csEnc, "call-site length")
 		lp := p.pointer(&cs, csEnc, "landing pad")
 		act := cs.uleb("call-site action")
-		if cs.err != nil {
-			return nil, cs.err
+		if cs.Err != nil {
+			return nil, cs.Err
 		}
 		var c CallSite
 		var carry1, carry2 uint64
@@ -201,13 +201,8 @@ func checkCallSiteEncoding(enc byte) error {
 // typeSize is the size of one type-table entry: a fixed-size format is
 // needed to index the table.
 func typeSize(enc byte) (int, error) {
-	switch enc & 0x0f {
-	case PEAbsptr, PEUdata8, PESigned, PESdata8:
-		return 8, nil
-	case PEUdata4, PESdata4:
-		return 4, nil
-	case PEUdata2, PESdata2:
-		return 2, nil
+	if n := FixedSize(enc); n > 0 {
+		return n, nil
 	}
 	return 0, fmt.Errorf("ttype encoding %#02x: not a fixed-size format", enc)
 }
@@ -228,12 +223,12 @@ func (r *lsdaReader) chain(off int) ([]Action, error) {
 			return nil, &FormatError{Off: off, Msg: "action chain loops", Err: ErrActionChain}
 		}
 		seen[off] = true
-		b := buf{data: r.sec[off:], off: off}
+		b := newBuf(r.sec[off:], off)
 		filter := b.sleb("action type filter")
-		nextOff := b.off
+		nextOff := b.Off
 		next := b.sleb("next action")
-		if b.err != nil {
-			return nil, b.err
+		if b.Err != nil {
+			return nil, b.Err
 		}
 		a := Action{Filter: filter}
 		switch {
@@ -277,12 +272,12 @@ func (r *lsdaReader) typeEntry(i uint64, at int) (TypeRef, error) {
 		return TypeRef{}, &FormatError{Off: at, Msg: fmt.Sprintf("type index %d before the section start", i), Err: ErrTruncated}
 	}
 	off := r.ttBase - int(i)*size
-	b := buf{data: r.sec[off:], off: off}
+	b := newBuf(r.sec[off:], off)
 	// A raw zero is a null pointer whatever the application (libgcc's
 	// read_encoded_value_with_base): catch(...).
-	raw := b.bytes(size, "type entry")
-	if b.err != nil {
-		return TypeRef{}, b.err
+	raw := b.Bytes(uint64(size), "type entry")
+	if b.Err != nil {
+		return TypeRef{}, b.Err
 	}
 	zero := true
 	for _, c := range raw {
@@ -291,10 +286,10 @@ func (r *lsdaReader) typeEntry(i uint64, at int) (TypeRef, error) {
 	if zero {
 		return TypeRef{Index: i}, nil
 	}
-	b = buf{data: r.sec[off:], off: off}
+	b = newBuf(r.sec[off:], off)
 	v := r.p.pointer(&b, r.ttEnc, "type entry")
-	if b.err != nil {
-		return TypeRef{}, b.err
+	if b.Err != nil {
+		return TypeRef{}, b.Err
 	}
 	return TypeRef{Value: v, Index: i}, nil
 }
@@ -308,13 +303,13 @@ func (r *lsdaReader) spec(filter int64, at int) ([]TypeRef, error) {
 		return nil, &FormatError{Off: at, Msg: fmt.Sprintf("exception specification %d past the section end", filter), Err: ErrTruncated}
 	}
 	off := r.ttBase + int(-filter-1)
-	b := buf{data: r.sec[off:], off: off}
+	b := newBuf(r.sec[off:], off)
 	spec := []TypeRef{}
 	for {
-		idxOff := b.off
+		idxOff := b.Off
 		i := b.uleb("exception specification")
-		if b.err != nil {
-			return nil, b.err
+		if b.Err != nil {
+			return nil, b.Err
 		}
 		if i == 0 {
 			return spec, nil

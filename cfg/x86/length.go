@@ -501,10 +501,17 @@ func scanVEX(code []byte, pos int, l layout) (layout, error) {
 // immediate places an immediate of imm bytes (none when 0) at pos and
 // returns the position after it, checking that code holds it.
 func (l *layout) immediate(code []byte, pos, imm int) (int, error) {
-	if imm > 0 {
-		l.immOff = pos
-		l.immSize = imm
-		pos += imm
+	return placeField(code, pos, imm, &l.immOff, &l.immSize)
+}
+
+// placeField places a field of n bytes (none when 0) at pos, recording
+// its offset and size in off and size, and returns the position after
+// it, checking that code holds it.
+func placeField(code []byte, pos, n int, off, size *int) (int, error) {
+	if n > 0 {
+		*off = pos
+		*size = n
+		pos += n
 	}
 	if pos > len(code) {
 		return pos, truncOrLong(code)
@@ -548,15 +555,7 @@ func scanModRM(code []byte, pos int, l *layout) (int, error) {
 		disp = 4
 		l.ripRel = true
 	}
-	if disp > 0 {
-		l.dispOff = pos
-		l.dispSize = disp
-		pos += disp
-	}
-	if pos > len(code) {
-		return pos, truncOrLong(code)
-	}
-	return pos, nil
+	return placeField(code, pos, disp, &l.dispOff, &l.dispSize)
 }
 
 // truncOrLong tells a cut-off instruction from one that exceeds 15 bytes.

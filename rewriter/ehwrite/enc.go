@@ -1,7 +1,6 @@
 package ehwrite
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -130,24 +129,18 @@ func appendPointer(b []byte, enc byte, v, fieldAddr uint64, bases ehframe.Option
 	}
 	var ok bool
 	switch enc & 0x0f {
-	case ehframe.PEAbsptr, ehframe.PEUdata8, ehframe.PESigned, ehframe.PESdata8:
-		b, ok = binary.LittleEndian.AppendUint64(b, raw), true
-	case ehframe.PEUdata4:
-		ok = fits(32, false)
-		b = binary.LittleEndian.AppendUint32(b, uint32(raw))
-	case ehframe.PESdata4:
-		ok = fits(32, true)
-		b = binary.LittleEndian.AppendUint32(b, uint32(raw))
-	case ehframe.PEUdata2:
-		ok = fits(16, false)
-		b = binary.LittleEndian.AppendUint16(b, uint16(raw))
-	case ehframe.PESdata2:
-		ok = fits(16, true)
-		b = binary.LittleEndian.AppendUint16(b, uint16(raw))
 	case ehframe.PEUleb128:
 		b, ok = appendUleb(b, raw), true
 	case ehframe.PESleb128:
 		b, ok = appendSleb(b, s), true
+	default:
+		if n := ehframe.FixedSize(enc); n > 0 {
+			signed := enc&ehframe.PESigned != 0 // the sdata formats carry the bit
+			ok = n == 8 || fits(uint(8*n), signed)
+			for i := range n { // the low n bytes, little-endian
+				b = append(b, byte(raw>>(8*i)))
+			}
+		}
 	}
 	if !ok {
 		return b, fmt.Errorf("%s: %w: %#x at %#x in encoding %#02x", what, ErrRange, v, fieldAddr, enc)
@@ -159,18 +152,12 @@ func appendPointer(b []byte, enc byte, v, fieldAddr uint64, bases ehframe.Option
 // formats depend on v, and only absolute ones are accepted).
 func pointerSize(enc byte, v uint64) int {
 	switch enc & 0x0f {
-	case ehframe.PEAbsptr, ehframe.PEUdata8, ehframe.PESigned, ehframe.PESdata8:
-		return 8
-	case ehframe.PEUdata4, ehframe.PESdata4:
-		return 4
-	case ehframe.PEUdata2, ehframe.PESdata2:
-		return 2
 	case ehframe.PEUleb128:
 		return ulebLen(v)
 	case ehframe.PESleb128:
 		return len(appendSleb(nil, int64(v)))
 	}
-	return 0
+	return ehframe.FixedSize(enc)
 }
 
 // fitsInt32 reports whether v-base fits a signed 32-bit field.

@@ -36,17 +36,17 @@ func (b *Buf) gsAbs(reg byte, disp int32) {
 
 // AddGS64Imm emits addq $imm, %gs:disp (65 48 81 04 25 disp32 imm32, 13
 // bytes): the per-thread path-register increment of DESIGN decision 4.
-func (b *Buf) AddGS64Imm(disp, imm int32) {
-	b.emit(prefixGS, rex(true, 0, 0, 0), 0x81)
-	b.gsAbs(0, disp)
-	b.emit32(uint32(imm))
-}
+func (b *Buf) AddGS64Imm(disp, imm int32) { b.gsImm32(0x81, 0, disp, imm) }
 
 // CmpGS64Imm emits cmpq $imm, %gs:disp (65 48 81 3c 25 disp32 imm32, 13
 // bytes); imm is sign-extended to 64 bits.
-func (b *Buf) CmpGS64Imm(disp, imm int32) {
-	b.emit(prefixGS, rex(true, 0, 0, 0), 0x81)
-	b.gsAbs(7, disp)
+func (b *Buf) CmpGS64Imm(disp, imm int32) { b.gsImm32(0x81, 7, disp, imm) }
+
+// gsImm32 emits 65 REX.W opcode /ext with an absolute %gs:disp32 operand
+// and a 32-bit immediate.
+func (b *Buf) gsImm32(opcode, ext byte, disp, imm int32) {
+	b.emit(prefixGS, rex(true, 0, 0, 0), opcode)
+	b.gsAbs(ext, disp)
 	b.emit32(uint32(imm))
 }
 
@@ -83,41 +83,19 @@ func (b *Buf) IncGSIndexed(disp int32, index Reg) {
 
 // MovGS64Imm emits movq $imm, %gs:disp (65 48 c7 04 25 disp32 imm32, 13
 // bytes); imm is sign-extended to 64 bits.
-func (b *Buf) MovGS64Imm(disp, imm int32) {
-	b.emit(prefixGS, rex(true, 0, 0, 0), 0xc7)
-	b.gsAbs(0, disp)
-	b.emit32(uint32(imm))
-}
+func (b *Buf) MovGS64Imm(disp, imm int32) { b.gsImm32(0xc7, 0, disp, imm) }
 
 // MovRegFromGS emits mov %gs:disp, %reg (9 bytes).
-func (b *Buf) MovRegFromGS(reg Reg, disp int32) {
-	if !b.checkRegs("MovRegFromGS", reg) {
-		return
-	}
-	b.emit(prefixGS, rex(true, reg.hi(), 0, 0), 0x8b)
-	b.gsAbs(reg.low(), disp)
-}
+func (b *Buf) MovRegFromGS(reg Reg, disp int32) { b.gsRegOp("MovRegFromGS", prefixGS, 0x8b, reg, disp) }
 
 // MovGSFromReg emits mov %reg, %gs:disp (9 bytes).
-func (b *Buf) MovGSFromReg(disp int32, reg Reg) {
-	if !b.checkRegs("MovGSFromReg", reg) {
-		return
-	}
-	b.emit(prefixGS, rex(true, reg.hi(), 0, 0), 0x89)
-	b.gsAbs(reg.low(), disp)
-}
+func (b *Buf) MovGSFromReg(disp int32, reg Reg) { b.gsRegOp("MovGSFromReg", prefixGS, 0x89, reg, disp) }
 
 // XchgGSReg emits xchg %reg, %gs:disp (65 REX.W 87 /r, 9 bytes): one
 // instruction, so no signal lands between the two halves of the swap. It
 // leaves the flags alone; with a memory operand it is locked, so it costs
 // a few nanoseconds.
-func (b *Buf) XchgGSReg(disp int32, reg Reg) {
-	if !b.checkRegs("XchgGSReg", reg) {
-		return
-	}
-	b.emit(prefixGS, rex(true, reg.hi(), 0, 0), 0x87)
-	b.gsAbs(reg.low(), disp)
-}
+func (b *Buf) XchgGSReg(disp int32, reg Reg) { b.gsRegOp("XchgGSReg", prefixGS, 0x87, reg, disp) }
 
 // LeaRSP emits lea disp32(%rsp), %rsp (48 8d a4 24 disp32, 8 bytes). lea
 // leaves the flags alone, which is why it, not sub/add, steps the stack

@@ -19,8 +19,8 @@
 //     name table's header pointing at the copy, then one header per new
 //     segment (SHF_ALLOC, plus SHF_EXECINSTR or SHF_WRITE; a zero-filled
 //     tail gets a SHT_NOBITS header), or one per Segment.Sections entry
-//     when the segment is cut into named parts, and per non-loaded
-//     section.
+//     when the segment is cut into named parts, one (.blpp.phdr) for the
+//     program header table's segment, and one per non-loaded section.
 //
 // The old program header table stays, unused, where it was.
 //
@@ -171,10 +171,10 @@
 // and checks the kernel's AT_PHDR rule on it; on any error it returns no
 // output. A panic is turned into an error at the Write boundary.
 //
-// Limits: strip and objcopy re-lay out a rewritten file from its sections
-// and break the segment holding the program headers, so strip before
-// rewriting, not after. Write does not build unwind tables; the caller
-// passes them as sections of a new segment (see above).
+// strip and objcopy lay a rewritten file out again from its sections, so
+// every new loadable segment has a section header, the program header
+// table's included (.blpp.phdr, decision 80). Write does not build unwind
+// tables; the caller passes them as sections of a new segment (see above).
 //
 // # Verified on this machine
 //

@@ -355,6 +355,15 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		}
 		placed[sp.idx] = p
 	}
+	// A section header covers the new program header table's PT_LOAD.
+	// The loaders do not need it, but objcopy and strip lay a rewritten
+	// file out by its sections: a loadable segment that holds none they
+	// move without keeping p_offset ≡ p_vaddr (mod p_align), and the kernel
+	// then refuses to map the stripped file [gABI ch.5 "Program Loading"].
+	sects = append(sects, sect{
+		Name: addName(phdrSectName), Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC,
+		Addr: lay.PhdrAddr, Off: lay.PhdrOff, Size: tableSize, Align: 8,
+	})
 	secIdx := make([]int, len(opts.Sections))
 	for i, s := range opts.Sections {
 		secIdx[i] = len(sects)
@@ -737,6 +746,9 @@ func naturalAlign(addr uint64) uint64 {
 	return a
 }
 
+// phdrSectName names the section header of the new program header table.
+const phdrSectName = ".blpp.phdr"
+
 // newSectionNames collects the names of the section headers Write adds for
 // new segments and sections. Two new headers may not share a name (a tool
 // looking one up would find either), nor take the section name table's.
@@ -754,6 +766,9 @@ func (im *image) newSectionNames(segs []segPlan, secs []Section) (map[string]boo
 		}
 		names[n] = true
 		return nil
+	}
+	if err := addName("segment", phdrSectName); err != nil {
+		return nil, err
 	}
 	for _, s := range segs {
 		if s.hidden {

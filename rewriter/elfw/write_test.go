@@ -182,7 +182,7 @@ func TestNoSectionHeaders(t *testing.T) {
 	for _, s := range f.Sections {
 		names = append(names, s.Name)
 	}
-	if got := strings.Join(names, ","); got != ",.blpp.text,.blpp.meta,.shstrtab" {
+	if got := strings.Join(names, ","); got != ",.blpp.text,.blpp.phdr,.blpp.meta,.shstrtab" {
 		t.Errorf("sections %s", got)
 	}
 }

@@ -55,6 +55,9 @@ func (ps *parser) costLine(s string) error {
 	if ir == 0 {
 		return nil
 	}
+	if !addCount(ps.prof.ObjectIr, ps.objName(ps.ob, ps.obKind), ir) {
+		return ps.errf("Ir of object %s overflows 64 bits", ps.ob)
+	}
 	addr := ps.cur[ps.instrCol]
 	exec, _ := ps.counts()
 	if exec == nil {

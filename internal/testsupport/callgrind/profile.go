@@ -88,6 +88,13 @@ type Profile struct {
 	// callgrind appends.
 	Names map[Loc]string
 
+	// ObjectIr holds every object's executed instructions (the sum of its
+	// Ir), keyed by the name callgrind prints in ob= lines: the main
+	// object under Object, code callgrind cannot place under
+	// UnknownObject, shared libraries and the dynamic loader by path. It
+	// is the whole process's work, the denominator of issue 25's gauge.
+	ObjectIr map[string]uint64
+
 	// UnknownExec and UnknownJumps are Exec and Jumps of UnknownObject at
 	// run-time addresses, for code FoldUnknown did not (or could not)
 	// attribute to the main object.
@@ -135,6 +142,7 @@ func newProfile(object string) *Profile {
 		Jumps:        map[[2]uint64]Jump{},
 		External:     map[Arc]uint64{},
 		Names:        map[Loc]string{},
+		ObjectIr:     map[string]uint64{},
 		UnknownExec:  map[uint64]uint64{},
 		UnknownJumps: map[[2]uint64]Jump{},
 	}
@@ -216,7 +224,8 @@ func (p *Profile) merge(q *Profile) error {
 			p.Names[k] = s
 		}
 	}
-	if !addAll(p.UnknownExec, q.UnknownExec, addCount) || !addAll(p.UnknownJumps, q.UnknownJumps, addJump) {
+	if !addAll(p.UnknownExec, q.UnknownExec, addCount) || !addAll(p.UnknownJumps, q.UnknownJumps, addJump) ||
+		!addAll(p.ObjectIr, q.ObjectIr, addCount) {
 		return overflow
 	}
 	p.PIDs = mergePIDs(p.PIDs, q.PIDs)
@@ -249,6 +258,13 @@ func (p *Profile) renamed(object string) *Profile {
 	q.Names = make(map[Loc]string, len(p.Names))
 	for l, s := range p.Names {
 		q.Names[fix(l)] = s
+	}
+	q.ObjectIr = make(map[string]uint64, len(p.ObjectIr))
+	for ob, n := range p.ObjectIr {
+		if ob == p.Object {
+			ob = object
+		}
+		q.ObjectIr[ob] += n
 	}
 	q.Object = object
 	return &q

@@ -373,10 +373,43 @@ func TestRun(t *testing.T) {
 			}
 			checkEntryFlow(t, p, m, append(ex.Names(), "main"))
 			checkAddresses(t, exe, p)
+			checkObjectIr(t, p, tc.cfg.Static)
 			for _, c := range tc.checks {
 				c(t, exe, m, p)
 			}
 		})
+	}
+}
+
+// checkObjectIr: the per-object totals hold the main object's
+// instructions (those of Exec that were not filed under ??? before
+// FoldUnknown), and in a dynamic program libc's and the loader's too.
+func checkObjectIr(t *testing.T, p *Profile, static bool) {
+	t.Helper()
+	var exec, all uint64
+	for _, n := range p.Exec {
+		exec += n
+	}
+	for _, n := range p.ObjectIr {
+		all += n
+	}
+	if main := p.ObjectIr[p.Object]; main == 0 || main > exec || exec > main+p.ObjectIr[UnknownObject] {
+		t.Errorf("ObjectIr: main object %d, ??? %d; Exec sums to %d", main, p.ObjectIr[UnknownObject], exec)
+	}
+	var libc, loader uint64
+	for ob, n := range p.ObjectIr {
+		switch base := filepath.Base(ob); {
+		case strings.HasPrefix(base, "libc.so"):
+			libc += n
+		case strings.HasPrefix(base, "ld-linux"):
+			loader += n
+		}
+	}
+	if !static && (libc == 0 || loader == 0) {
+		t.Errorf("ObjectIr: libc %d, loader %d instructions; want both > 0 (objects: %v)", libc, loader, p.ObjectIr)
+	}
+	if static && len(p.ObjectIr) > 2 {
+		t.Errorf("ObjectIr of a static program names %d objects: %v", len(p.ObjectIr), p.ObjectIr)
 	}
 }
 

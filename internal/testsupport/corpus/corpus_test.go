@@ -170,6 +170,7 @@ type result struct {
 	exact               string // same-run oracle: yes, no, not checked
 	origExact           string // original under callgrind: yes, no, not compared, -
 	dynShare            float64
+	procShare           float64 // whole process, the loader aside (issue 25's gauge)
 	rewriteDur          time.Duration
 	nativeDur, instDur  time.Duration
 	cgDur               time.Duration
@@ -195,7 +196,7 @@ func TestCorpus(t *testing.T) {
 		for _, e := range entries {
 			t.Run(e.Name, func(t *testing.T) {
 				t.Parallel()
-				r := &result{e: e, same: "-", exact: "not checked", origExact: "-", dynShare: -1, verdict: "FAIL"}
+				r := &result{e: e, same: "-", exact: "not checked", origExact: "-", dynShare: -1, procShare: -1, verdict: "FAIL"}
 				defer func() {
 					if t.Skipped() && e.Known != nil && r.total > 0 {
 						r.verdict = "known failure (skipped)"
@@ -213,7 +214,7 @@ func TestCorpus(t *testing.T) {
 	sort.Slice(results, func(i, j int) bool { return results[i].e.Name < results[j].e.Name })
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "program\tpackage\tkind\tinstrumented\tstatic share\tdynamic share\tsame behaviour\texact (same run)\texact (original)\trewrite\tnative\trewritten\tcallgrind\tresult")
+	fmt.Fprintln(tw, "program\tpackage\tkind\tinstrumented\tstatic share\tdynamic share\tprocess share\tsame behaviour\texact (same run)\texact (original)\trewrite\tnative\trewritten\tcallgrind\tresult")
 	for _, r := range results {
 		var kind []string
 		for _, k := range []struct {
@@ -241,8 +242,12 @@ func TestCorpus(t *testing.T) {
 		if r.dynShare >= 0 {
 			dyn = fmt.Sprintf("%.3f%%", 100*r.dynShare)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.e.Name, r.e.Package, strings.Join(kind, ","),
-			r.instrumented, r.total, share, dyn, r.same, r.exact, r.origExact, r.rewriteDur.Round(10*time.Millisecond),
+		proc := "-"
+		if r.procShare >= 0 {
+			proc = fmt.Sprintf("%.3f%%", 100*r.procShare)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.e.Name, r.e.Package, strings.Join(kind, ","),
+			r.instrumented, r.total, share, dyn, proc, r.same, r.exact, r.origExact, r.rewriteDur.Round(10*time.Millisecond),
 			r.nativeDur.Round(time.Millisecond), r.instDur.Round(time.Millisecond), cg, r.verdict)
 	}
 	tw.Flush()
@@ -420,6 +425,9 @@ func checkEntry(t *testing.T, e entry, root string, r *result) {
 		r.dynShare = sh.Ratio()
 		var b strings.Builder
 		sh.Write(&b, 5)
+		ps := corpus.ProcessShareOf(sh, cg)
+		r.procShare = ps.Ratio()
+		ps.Write(&b, 4)
 		t.Logf("%s: %s", e.Name, b.String())
 		if r.dynShare < e.MinShare {
 			problems = append(problems, fmt.Sprintf("dynamic share %.3f%%, below the %.1f%% corpus.json asks: %s", 100*r.dynShare, 100*e.MinShare, strings.TrimSpace(b.String())))

@@ -181,3 +181,93 @@ func (s Share) Write(w io.Writer, top int) {
 		fmt.Fprintf(w, "  %7.3f%% %12d  %-40s %s\n", pct, l.Insts, l.Name, l.Reason)
 	}
 }
+
+// ProcessShare is the whole-process gauge of DESIGN decision 13 and issue
+// 25: of the instructions the process executed in every object callgrind
+// saw (the executable, its shared libraries, code it could not place),
+// the dynamic loader aside, how many lie in instrumented functions.
+// Executable-only share (Share) hides a program whose work is in a
+// library; this does not.
+type ProcessShare struct {
+	// Executed is the process's instructions outside the dynamic loader;
+	// PLT the executable's PLT stubs among them (set aside, as in Share);
+	// Counted those blpp counts.
+	Executed, Counted, PLT uint64
+	// Objects lists every object's executed instructions, most first,
+	// the loader included (marked Loader).
+	Objects []ObjectShare
+}
+
+// ObjectShare is one object's part of a process's instructions.
+type ObjectShare struct {
+	Name   string
+	Insts  uint64
+	Loader bool // the dynamic loader: not counted in Executed
+}
+
+// IsLoader tells the dynamic loader's object by its file name
+// (ld-linux-x86-64.so.2 on x86-64 glibc, ld-2.36.so behind it).
+func IsLoader(object string) bool {
+	b := object[strings.LastIndexByte(object, '/')+1:]
+	return strings.HasPrefix(b, "ld-linux") || strings.HasPrefix(b, "ld-2.") || strings.HasPrefix(b, "ld.so")
+}
+
+// ProcessShareOf widens s, the executable's share in the same callgrind
+// run cg, to the whole process. The executable's instructions are s's
+// (its code callgrind filed under "???" included, once FoldUnknown moved
+// it); every other object's come from cg.ObjectIr.
+func ProcessShareOf(s Share, cg *callgrind.Profile) ProcessShare {
+	ps := ProcessShare{Executed: s.Executed, Counted: s.Counted, PLT: s.PLT}
+	ps.Objects = append(ps.Objects, ObjectShare{Name: cg.Object, Insts: s.Executed})
+	var unknown uint64
+	for _, n := range cg.UnknownExec {
+		unknown += n
+	}
+	if unknown > 0 {
+		ps.Executed += unknown
+		ps.Objects = append(ps.Objects, ObjectShare{Name: callgrind.UnknownObject, Insts: unknown})
+	}
+	for ob, n := range cg.ObjectIr {
+		if ob == cg.Object || ob == callgrind.UnknownObject {
+			continue
+		}
+		o := ObjectShare{Name: ob, Insts: n, Loader: IsLoader(ob)}
+		if !o.Loader {
+			ps.Executed += n
+		}
+		ps.Objects = append(ps.Objects, o)
+	}
+	sort.Slice(ps.Objects, func(a, b int) bool {
+		if ps.Objects[a].Insts != ps.Objects[b].Insts {
+			return ps.Objects[a].Insts > ps.Objects[b].Insts
+		}
+		return ps.Objects[a].Name < ps.Objects[b].Name
+	})
+	return ps
+}
+
+// Ratio is Counted/(Executed-PLT): the share of the process's
+// instructions, the loader and the executable's PLT stubs aside, that
+// blpp counts; 1 when nothing ran.
+func (ps ProcessShare) Ratio() float64 {
+	if ps.Executed <= ps.PLT {
+		return 1
+	}
+	return float64(ps.Counted) / float64(ps.Executed-ps.PLT)
+}
+
+// Write prints the process share and its largest objects (at most top).
+func (ps ProcessShare) Write(w io.Writer, top int) {
+	fmt.Fprintf(w, "whole process: %d/%d instructions outside the loader and PLT stubs counted (%.3f%%)\n",
+		ps.Counted, ps.Executed-ps.PLT, 100*ps.Ratio())
+	for i, o := range ps.Objects {
+		if i == top {
+			break
+		}
+		note := ""
+		if o.Loader {
+			note = " (dynamic loader: not in the gauge)"
+		}
+		fmt.Fprintf(w, "  %14d  %s%s\n", o.Insts, o.Name, note)
+	}
+}

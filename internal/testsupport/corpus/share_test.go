@@ -44,3 +44,43 @@ func TestDynamicSharePLT(t *testing.T) {
 		t.Errorf("without PLT ranges: %d left-out entries and PLT %d, want 3 (g, h, outside) and 0", len(s2.Left), s2.PLT)
 	}
 }
+
+// TestProcessShare: the whole-process gauge adds the libraries' and the
+// unplaced code's instructions to the executable's, leaves the dynamic
+// loader out of both sides, and keeps the executable's PLT aside.
+func TestProcessShare(t *testing.T) {
+	s := corpus.Share{Executed: 100, Counted: 90, PLT: 4}
+	cg := &callgrind.Profile{
+		Object:      "/usr/bin/prog",
+		UnknownExec: map[uint64]uint64{0x7000: 6},
+		ObjectIr: map[string]uint64{
+			"/usr/bin/prog":                                  96, // its ??? code was folded into Exec
+			callgrind.UnknownObject:                          10,
+			"/usr/lib/x86_64-linux-gnu/libc.so.6":            200,
+			"/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2": 1000,
+		},
+	}
+	ps := corpus.ProcessShareOf(s, cg)
+	if ps.Executed != 306 || ps.Counted != 90 || ps.PLT != 4 {
+		t.Fatalf("executed %d, counted %d, PLT %d; want 306 (100+6+200), 90, 4", ps.Executed, ps.Counted, ps.PLT)
+	}
+	if r, want := ps.Ratio(), 90.0/302; r != want {
+		t.Errorf("Ratio %v, want %v", r, want)
+	}
+	if len(ps.Objects) != 4 || !ps.Objects[0].Loader || ps.Objects[0].Insts != 1000 {
+		t.Errorf("objects %+v: want 4, the loader first and marked", ps.Objects)
+	}
+	for _, c := range []struct {
+		name string
+		want bool
+	}{
+		{"/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", true},
+		{"/lib64/ld-linux-x86-64.so.2", true},
+		{"/usr/lib/x86_64-linux-gnu/libc.so.6", false},
+		{"/usr/lib/x86_64-linux-gnu/libldap-2.5.so.0", false},
+	} {
+		if got := corpus.IsLoader(c.name); got != c.want {
+			t.Errorf("IsLoader(%s) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

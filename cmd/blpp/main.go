@@ -58,15 +58,18 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 		}
 	}()
 	sort.Slice(commands, func(i, j int) bool { return commands[i].name < commands[j].name })
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "version") {
+		writeVersion(stdout)
+		return 0
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 1 && args[0] == "help" {
-			c := find(args[1])
-			if c == nil {
+			// blpp help CMD is blpp CMD --help: usage, summary and flags.
+			if find(args[1]) == nil {
 				fmt.Fprintf(stderr, "blpp: unknown command %q (run 'blpp help' for the list)\n", args[1])
 				return 2
 			}
-			fmt.Fprintf(stdout, "usage: blpp %s %s\n\n%s\n", c.name, c.usage, c.summary)
-			return 0
+			return run([]string{args[1], "--help"}, stdout, stderr)
 		}
 		printUsage(stdout)
 		if len(args) == 0 {
@@ -114,7 +117,8 @@ func printUsage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nrun 'blpp COMMAND --help' for a command's flags.")
+	fmt.Fprintln(w, "\nrun 'blpp help COMMAND' (or 'blpp COMMAND --help') for a command's flags,")
+	fmt.Fprintln(w, "'blpp --version' for the version.")
 }
 
 // newFlags makes the running command's flag set; errors are returned, not

@@ -49,7 +49,7 @@ type LineCount struct {
 
 // FuncCoverage is one function.
 type FuncCoverage struct {
-	Name              string
+	Name              string // as the model shows it (Model.DisplayName)
 	File              string
 	Line              int    // DW_AT_decl_line, else the first line of its code
 	Calls             uint64 // activations
@@ -89,7 +89,7 @@ func MakeCoverage(m *Model) *Coverage {
 			continue
 		}
 		fp := m.Profile(fi)
-		fc := FuncCoverage{Name: mf.Name, Calls: fp.Calls, Blocks: len(mf.Blocks)}
+		fc := FuncCoverage{Name: m.DisplayName(mf.Name), Calls: fp.Calls, Blocks: len(mf.Blocks)}
 		if fc.Calls == 0 && len(fp.Blocks) > 0 {
 			fc.Calls = fp.Blocks[0]
 		}

@@ -88,7 +88,26 @@ func TestDemangle(t *testing.T) {
 	if !strings.Contains(js, `"name": "_ZN3geo5scaleEli"`) || !strings.Contains(js, `"demangled": "geo::scale(long, int)"`) {
 		t.Errorf("the JSON lacks the raw name or its demangled form")
 	}
-	// A context and an annotate target can be named either way.
+	// cfg, stats and annotate's headers demangle too; annotate takes the
+	// function by either name.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cfg", exe, "--func", "scale"}, "function geo::scale(long, int) at "},
+		{[]string{"stats", exe, "--func", "scale"}, " geo::scale(long, int)\n"},
+		{[]string{"stats", exe, "--func", "scale", "--json"}, `"demangled": "geo::scale(long, int)"`},
+		{[]string{"annotate", prof, "--binary", inst, "--disasm", "geo::scale(long, int)"}, "geo::scale(long, int) at "},
+		{[]string{"annotate", prof, "--binary", inst, "--disasm", "_ZN3geo5scaleEli"}, "geo::scale(long, int) at "},
+	} {
+		if got := mustBlpp(t, c.args...); !strings.Contains(got, c.want) {
+			t.Errorf("blpp %q does not show %q:\n%s", c.args, c.want, got)
+		}
+	}
+	if got := mustBlpp(t, "cfg", exe, "--func", "scale", "--no-demangle"); !strings.Contains(got, "function _ZN3geo5scaleEli at ") {
+		t.Errorf("cfg --no-demangle does not show the symbol:\n%s", got)
+	}
+	// A context can be named either way.
 	for _, chain := range []string{"main/geo::scale(long, int)", "main/_ZN3geo5scaleEli"} {
 		if got := mustBlpp(t, "report", prof, "--binary", inst, "--context", chain); !strings.Contains(got, "geo::scale(long, int)") {
 			t.Errorf("--context %s: %s", chain, got)

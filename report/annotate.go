@@ -116,7 +116,7 @@ func (m *Model) matchFuncs(target string) []FuncID {
 		if !f.Instrumented {
 			continue
 		}
-		if f.Name == target || m.DisplayName(f.Name) == target {
+		if matchesName(f.Name, target) {
 			out = append(out, i)
 			continue
 		}

@@ -137,12 +137,12 @@ func CFGProfileDot(w io.Writer, m *Model, funcs []FuncID, o CFGProfileOptions) e
 }
 
 // MatchFuncs returns the instrumented functions for which match is true
-// of the name as the symbol table has it or as the views show it
-// (DisplayName), in table order.
+// of the symbol or of its demangled form (whatever m.Names say), in
+// table order.
 func (m *Model) MatchFuncs(match func(name string) bool) []FuncID {
 	var out []FuncID
 	for _, i := range m.FuncIDs() {
-		if name := m.Func(i).Name; m.Func(i).Instrumented && (match(name) || match(m.DisplayName(name))) {
+		if name := m.Func(i).Name; m.Func(i).Instrumented && (match(name) || match(DisplayName(name, NameOptions{}))) {
 			out = append(out, i)
 		}
 	}

@@ -272,8 +272,8 @@ func (c *Model) DisplayChain(i int) string {
 // Match returns the nodes whose chain of function names ends with
 // pattern: function names separated by '/', "a/b" matching every context
 // of b called from a. A leading '/' anchors the pattern at a root
-// ("/main/a" is only a called from the root main). A name matches as the
-// symbol table has it or as the views show it (DisplayName).
+// ("/main/a" is only a called from the root main). A name is the symbol
+// or its demangled form (matchesName).
 func (c *Model) Match(pattern string) ([]int, error) {
 	anchored := strings.HasPrefix(pattern, "/")
 	parts := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
@@ -285,7 +285,7 @@ func (c *Model) Match(pattern string) ([]int, error) {
 	var out []int
 	for i := range c.Nodes {
 		j, k := i, len(parts)-1
-		for ; k >= 0 && j >= 0 && (c.Nodes[j].Name == parts[k] || c.DisplayName(c.Nodes[j].Name) == parts[k]); k-- {
+		for ; k >= 0 && j >= 0 && matchesName(c.Nodes[j].Name, parts[k]); k-- {
 			j = c.Nodes[j].Parent
 		}
 		if k < 0 && (!anchored || j < 0) {

@@ -49,5 +49,12 @@ func demangled(raw string) string {
 	return ""
 }
 
+// matchesName reports whether target names the function whose symbol is
+// raw: the symbol itself or its demangled form, whatever NameOptions say
+// (--context, annotate FUNC).
+func matchesName(raw, target string) bool {
+	return raw == target || DisplayName(raw, NameOptions{}) == target
+}
+
 // DisplayName is raw as the model shows names to people (m.Names).
 func (m *Model) DisplayName(raw string) string { return DisplayName(raw, m.Names) }

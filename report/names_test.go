@@ -1,6 +1,11 @@
 package report
 
-import "testing"
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestDisplayName(t *testing.T) {
 	tests := []struct{ raw, want string }{
@@ -64,4 +69,111 @@ func FuzzDisplayName(f *testing.F) {
 		}
 		_ = DisplayName(raw, NameOptions{})
 	})
+}
+
+// cxxModel is exModel with C++ names: work is work(int), and the
+// uninstrumented helper a static function's clone.
+func cxxModel(t *testing.T, scale uint64, o NameOptions) *Model {
+	tab := exTable(t)
+	tab.Funcs[1].Name = "_Z4worki"
+	tab.Funcs[2].Name = "_ZL6helperv.isra.0"
+	p := exProfile(t, tab, false)
+	for ti := range p.Threads {
+		r := &p.Threads[ti].Records[1]
+		for k := range r.Paths {
+			r.Paths[k].Count *= scale
+			r.Paths[k].Metrics[0] *= scale
+		}
+	}
+	m, err := NewModel("demo.blpp", tab, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Debug = exDebug()
+	m.Names = o
+	return m
+}
+
+// TestNamesEveryView renders every view and export of a model with a C++
+// name: the views for people show it demangled (or, under Raw, mangled
+// and only so); the exports for tools keep the symbol either way.
+func TestNamesEveryView(t *testing.T) {
+	const sym, name = "_Z4worki", "work(int)"
+	render := map[string]func(w *bytes.Buffer, m *Model) error{
+		"tree":    func(w *bytes.Buffer, m *Model) error { return TreeText(w, m, ViewOptions{All: true}) },
+		"callers": func(w *bytes.Buffer, m *Model) error { return CallersText(w, m, ViewOptions{All: true}) },
+		"flat":    func(w *bytes.Buffer, m *Model) error { return FlatText(w, m, ViewOptions{}) },
+		"paths":   func(w *bytes.Buffer, m *Model) error { return PathsText(w, m, ViewOptions{}) },
+		"context": func(w *bytes.Buffer, m *Model) error {
+			ids, err := m.Match("main/" + name)
+			if err != nil || len(ids) == 0 {
+				return fmt.Errorf("Match(main/%s) = %v, %v", name, ids, err)
+			}
+			return ContextPathsText(w, m, ids, "PATTERN", ViewOptions{})
+		},
+		"hot": func(w *bytes.Buffer, m *Model) error {
+			h, err := MakeHotPaths(m, "", 1)
+			if err != nil {
+				return err
+			}
+			return HotText(w, h, HotOptions{})
+		},
+		"procs":    func(w *bytes.Buffer, m *Model) error { return ProcsText(w, MakeProcs(m)) },
+		"coverage": func(w *bytes.Buffer, m *Model) error { return CoverageText(w, MakeCoverage(m)) },
+		"folded":   func(w *bytes.Buffer, m *Model) error { return ExportFolded(w, m, ExportOptions{}) },
+		"cfgprof": func(w *bytes.Buffer, m *Model) error {
+			return CFGProfileDot(w, m, m.MatchFuncs(func(n string) bool { return n == name }), CFGProfileOptions{Share: 0.9})
+		},
+		"html": func(w *bytes.Buffer, m *Model) error {
+			h, err := MakeHotPaths(m, "", 1)
+			if err != nil {
+				return err
+			}
+			return HTML(w, m, HTMLOptions{Hot: h})
+		},
+		"diff": func(w *bytes.Buffer, m *Model) error {
+			return DiffText(w, MakeDiff(m, cxxModel(t, 2, m.Names)), 0)
+		},
+	}
+	for view, f := range render {
+		for _, raw := range []bool{false, true} {
+			var out bytes.Buffer
+			if err := f(&out, cxxModel(t, 1, NameOptions{Raw: raw})); err != nil {
+				t.Errorf("%s (raw %v): %v", view, raw, err)
+				continue
+			}
+			shown, hidden := name, sym
+			if raw {
+				shown, hidden = sym, name
+			}
+			if s := out.String(); !strings.Contains(s, shown) || strings.Contains(s, hidden) {
+				t.Errorf("%s (raw %v) shows %q or lacks %q:\n%s", view, raw, hidden, shown, s)
+			}
+		}
+	}
+	// The JSON has both; lcov and BOLT fdata keep the symbol (the LLVM
+	// sample profile names functions by DWARF here: TestDemangle in
+	// cmd/blpp checks it keeps linkage names).
+	m := cxxModel(t, 1, NameOptions{})
+	var js bytes.Buffer
+	if err := PathsJSON(&js, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"name": "_Z4worki"`, `"demangled": "work(int)"`, `"function": "_Z4worki"`, `"demangled": "helper() [clone .isra.0]"`} {
+		if !strings.Contains(js.String(), want) {
+			t.Errorf("the JSON lacks %s", want)
+		}
+	}
+	tools := map[string]func(w *bytes.Buffer) error{
+		"lcov":       func(w *bytes.Buffer) error { return CoverageLcov(w, MakeCoverage(m)) },
+		"bolt-fdata": func(w *bytes.Buffer) error { return ExportBoltFdata(w, m, ExportOptions{}) },
+	}
+	for format, f := range tools {
+		var out bytes.Buffer
+		if err := f(&out); err != nil {
+			t.Errorf("%s: %v", format, err)
+		} else if s := out.String(); !strings.Contains(s, sym) || strings.Contains(s, name) {
+			t.Errorf("%s does not keep the symbol %s:\n%s", format, sym, s)
+		}
+	}
 }

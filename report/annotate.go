@@ -116,7 +116,7 @@ func (m *Model) matchFuncs(target string) []FuncID {
 		if !f.Instrumented {
 			continue
 		}
-		if f.Name == target {
+		if matchesName(f.Name, target) {
 			out = append(out, i)
 			continue
 		}
@@ -230,7 +230,7 @@ func annotateDisasm(w io.Writer, m *Model, funcs []FuncID, all bool) error {
 			hot = max(hot, c)
 		}
 		threshold := uint64(float64(hot) * hotShare)
-		fmt.Fprintf(bw, "%s at %#x: %d calls, %d instructions executed\n", mf.Name, mf.Entry, fp.Calls, fp.Insns)
+		fmt.Fprintf(bw, "%s at %#x: %d calls, %d instructions executed\n", m.DisplayName(mf.Name), mf.Entry, fp.Calls, fp.Insns)
 		order := make([]int, len(mf.Blocks))
 		for i := range order {
 			order[i] = i

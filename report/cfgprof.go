@@ -78,7 +78,7 @@ func CFGProfileDot(w io.Writer, m *Model, funcs []FuncID, o CFGProfileOptions) e
 	for ci, fn := range funcs {
 		mf := m.Func(fn)
 		if !mf.Instrumented {
-			return fmt.Errorf("%s is not instrumented (%s): it has no counts", mf.Name, mf.Reason)
+			return fmt.Errorf("%s is not instrumented (%s): it has no counts", m.DisplayName(mf.Name), mf.Reason)
 		}
 		fp := m.Profile(fn)
 		hot, err := m.funcHotEdges(fn, share)
@@ -91,7 +91,7 @@ func CFGProfileDot(w io.Writer, m *Model, funcs []FuncID, o CFGProfileOptions) e
 		}
 		fmt.Fprintf(w, "  subgraph cluster_%d {\n", ci)
 		fmt.Fprintf(w, "    label=%q;\n", fmt.Sprintf("%s @ %s: %d calls, %d instructions executed; red: hot paths (%.4g%% of its path instructions)",
-			mf.Name, hex(mf.Entry), fp.Calls, fp.Insns, 100*share))
+			m.DisplayName(mf.Name), hex(mf.Entry), fp.Calls, fp.Insns, 100*share))
 		for b, blk := range mf.Blocks {
 			label := fmt.Sprintf("B%d %s\n%d insts", b, hex(blk.Addr), blk.Insts)
 			if loc := m.Debug.Span(blk.Addr, blk.End); loc != "" {
@@ -136,12 +136,13 @@ func CFGProfileDot(w io.Writer, m *Model, funcs []FuncID, o CFGProfileOptions) e
 	return nil
 }
 
-// MatchFuncs returns the instrumented functions for which match is true,
-// in table order.
+// MatchFuncs returns the instrumented functions for which match is true
+// of the symbol or of its demangled form (whatever m.Names say), in
+// table order.
 func (m *Model) MatchFuncs(match func(name string) bool) []FuncID {
 	var out []FuncID
 	for _, i := range m.FuncIDs() {
-		if m.Func(i).Instrumented && match(m.Func(i).Name) {
+		if name := m.Func(i).Name; m.Func(i).Instrumented && (match(name) || match(DisplayName(name, NameOptions{}))) {
 			out = append(out, i)
 		}
 	}

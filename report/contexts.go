@@ -51,13 +51,14 @@ type CNode struct {
 	Reason         string
 }
 
-// Label is the node's name, with why it was left out and how often it
-// was entered when it is uninstrumented.
-func (n *CNode) Label() string {
+// Label is the node's name as o shows it, with why it was left out and
+// how often it was entered when it is uninstrumented.
+func (n *CNode) Label(o NameOptions) string {
+	name := DisplayName(n.Name, o)
 	if !n.Uninstrumented {
-		return n.Name
+		return name
 	}
-	return n.Name + "  [" + darkLabel(n.Reason, n.Calls) + "]"
+	return name + "  [" + darkLabel(n.Reason, n.Calls) + "]"
 }
 
 // FuncID is the node's function.
@@ -258,10 +259,21 @@ func (c *Model) Chain(i int) []string {
 	return rev
 }
 
+// DisplayChain is Chain(i) as the views show it: display names
+// (DisplayName) joined by '/'.
+func (c *Model) DisplayChain(i int) string {
+	names := c.Chain(i)
+	for k, n := range names {
+		names[k] = c.DisplayName(n)
+	}
+	return strings.Join(names, "/")
+}
+
 // Match returns the nodes whose chain of function names ends with
 // pattern: function names separated by '/', "a/b" matching every context
 // of b called from a. A leading '/' anchors the pattern at a root
-// ("/main/a" is only a called from the root main).
+// ("/main/a" is only a called from the root main). A name is the symbol
+// or its demangled form (matchesName).
 func (c *Model) Match(pattern string) ([]int, error) {
 	anchored := strings.HasPrefix(pattern, "/")
 	parts := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
@@ -273,7 +285,7 @@ func (c *Model) Match(pattern string) ([]int, error) {
 	var out []int
 	for i := range c.Nodes {
 		j, k := i, len(parts)-1
-		for ; k >= 0 && j >= 0 && c.Nodes[j].Name == parts[k]; k-- {
+		for ; k >= 0 && j >= 0 && matchesName(c.Nodes[j].Name, parts[k]); k-- {
 			j = c.Nodes[j].Parent
 		}
 		if k < 0 && (!anchored || j < 0) {
@@ -437,12 +449,14 @@ func (c *Model) Callers(col int) []*CallerNode {
 
 // Context is one entry of the JSON "contexts" array (docs/formats.md).
 type Context struct {
-	ID       int               `json:"id"`
-	Parent   *int              `json:"parent"`
-	Function string            `json:"function"`
-	CallSite *string           `json:"callsite"`
-	Calls    uint64            `json:"calls"`
-	Metrics  map[string]uint64 `json:"metrics"`
+	ID       int    `json:"id"`
+	Parent   *int   `json:"parent"`
+	Function string `json:"function"`
+	// Demangled is Function demangled, when it is a C++ or Rust name.
+	Demangled string            `json:"demangled,omitempty"`
+	CallSite  *string           `json:"callsite"`
+	Calls     uint64            `json:"calls"`
+	Metrics   map[string]uint64 `json:"metrics"`
 	// Inclusive adds the subtree's exclusive values.
 	Inclusive map[string]uint64 `json:"inclusive"`
 	Paths     []ContextPath     `json:"paths"`
@@ -474,7 +488,7 @@ func (c *Model) Contexts() []Context {
 	}
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
-		x := Context{ID: i, Function: n.Name, Calls: n.Calls, Metrics: byName(n.Excl), Inclusive: byName(n.Incl),
+		x := Context{ID: i, Function: n.Name, Demangled: demangled(n.Name), Calls: n.Calls, Metrics: byName(n.Excl), Inclusive: byName(n.Incl),
 			Paths: make([]ContextPath, 0, len(n.Paths)), Partial: n.Partial, Uninstrumented: n.Uninstrumented, Reason: n.Reason}
 		if n.Parent >= 0 {
 			parent := n.Parent

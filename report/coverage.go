@@ -49,7 +49,12 @@ type LineCount struct {
 
 // FuncCoverage is one function.
 type FuncCoverage struct {
-	Name              string
+	Name string // as the model shows it (Model.DisplayName)
+	// Symbol is the name as the symbol table has it, which the lcov
+	// tracefile keeps: lcov 1.x's genhtml reads a function name up to
+	// its first comma, so "f(int, int)" and "f(int, char)" would become
+	// one function; genhtml --demangle-cpp shows symbols demangled.
+	Symbol            string
 	File              string
 	Line              int    // DW_AT_decl_line, else the first line of its code
 	Calls             uint64 // activations
@@ -89,7 +94,7 @@ func MakeCoverage(m *Model) *Coverage {
 			continue
 		}
 		fp := m.Profile(fi)
-		fc := FuncCoverage{Name: mf.Name, Calls: fp.Calls, Blocks: len(mf.Blocks)}
+		fc := FuncCoverage{Name: m.DisplayName(mf.Name), Symbol: mf.Name, Calls: fp.Calls, Blocks: len(mf.Blocks)}
 		if fc.Calls == 0 && len(fp.Blocks) > 0 {
 			fc.Calls = fp.Blocks[0]
 		}
@@ -283,10 +288,10 @@ func CoverageLcov(w io.Writer, c *Coverage) error {
 	for _, f := range c.Files {
 		fmt.Fprintf(bw, "SF:%s\n", f.File)
 		for _, fn := range f.Funcs {
-			fmt.Fprintf(bw, "FN:%d,%s\n", fn.Line, fn.Name)
+			fmt.Fprintf(bw, "FN:%d,%s\n", fn.Line, fn.Symbol)
 		}
 		for _, fn := range f.Funcs {
-			fmt.Fprintf(bw, "FNDA:%d,%s\n", fn.Calls, fn.Name)
+			fmt.Fprintf(bw, "FNDA:%d,%s\n", fn.Calls, fn.Symbol)
 		}
 		fmt.Fprintf(bw, "FNF:%d\nFNH:%d\n", f.Counts.Funcs, f.Counts.FuncsHit)
 		hit := 0

@@ -23,11 +23,13 @@ type Diff struct {
 	SameBinary          bool
 	UnchangedFunctions  int
 	UnchangedPathsCount int
+	// Names says how DiffText shows the function names (the old model's).
+	Names NameOptions
 }
 
 // DiffRow is one function or path in both profiles.
 type DiffRow struct {
-	Func     string
+	Func     string // as the symbol table has it
 	Path     uint64 // for path rows
 	Old, New uint64 // instructions (functions) or executions (paths)
 	OldShare float64
@@ -53,7 +55,7 @@ func share(a, t uint64) float64 {
 
 // MakeDiff compares old with new.
 func MakeDiff(old, new *Model) *Diff {
-	d := &Diff{Old: old.Binary, New: new.Binary, OldInsns: old.TotalInsns(), NewInsns: new.TotalInsns()}
+	d := &Diff{Old: old.Binary, New: new.Binary, OldInsns: old.TotalInsns(), NewInsns: new.TotalInsns(), Names: old.Names}
 	d.SameBinary = string(old.Table.InstrID) == string(new.Table.InstrID) && len(old.Table.Funcs) == len(new.Table.Funcs)
 	type counts struct{ insns, execs uint64 }
 	byName := func(m *Model) map[string]counts {
@@ -160,9 +162,9 @@ func DiffText(w io.Writer, d *Diff, top int) error {
 			if top > 0 && i >= top {
 				break
 			}
-			name := r.Func
+			name := DisplayName(r.Func, d.Names)
 			if paths {
-				name = fmt.Sprintf("%s path %d", r.Func, r.Path)
+				name = fmt.Sprintf("%s path %d", name, r.Path)
 			}
 			fmt.Fprintf(tw, "%d\t%d\t%.2f%%\t%.2f%%\t%+.2f pp\t\t%s\n", r.Old, r.New, 100*r.OldShare, 100*r.NewShare, r.Delta(), name)
 		}

@@ -49,6 +49,13 @@
 //	  folded                     ExportFolded
 //	  json                       PathsJSON
 //
+// Function names reach people through one function, DisplayName
+// (names.go; Model.Names, the NameOptions of --no-demangle): C++ and
+// Rust names demangled in every view above, folded stacks included. The
+// JSON documents keep the symbol and add "demangled"; lcov, pprof, LLVM
+// sample profiles and BOLT fdata keep the symbol, which their tools
+// match on.
+//
 // The static views (no profile) read analysis results: StatsText,
 // StatsJSON (blpp stats), CFGText, CFGJSON, CFGDot (blpp cfg).
 //

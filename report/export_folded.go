@@ -55,7 +55,7 @@ func ExportFolded(w io.Writer, m *Model, opts ExportOptions) error {
 		}
 		names := make([]string, len(st.Frames))
 		for j, fr := range st.Frames {
-			names[len(st.Frames)-1-j] = foldedName(m.FuncName(fr.Func))
+			names[len(st.Frames)-1-j] = foldedName(m.DisplayName(m.FuncName(fr.Func)))
 		}
 		k := strings.Join(names, ";")
 		sums[k] = satAdd(sums[k], v)
@@ -68,8 +68,10 @@ func ExportFolded(w io.Writer, m *Model, opts ExportOptions) error {
 	return bw.Flush()
 }
 
-// foldedName keeps a name from breaking the format (';' separates frames,
-// the last space the value).
+// foldedName keeps a name from breaking the format: ';' separates
+// frames, a line is one stack. Spaces stay, as in demangled C++ names
+// ("foo(int, char)"): the value is after the line's last space, which
+// is how flamegraph.pl and stackcollapse-perf.pl's output read.
 func foldedName(s string) string {
-	return strings.NewReplacer(";", ":", " ", "_", "\n", "_").Replace(s)
+	return strings.NewReplacer(";", ":", "\n", "_").Replace(s)
 }

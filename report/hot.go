@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 
 	"blpp/cct"
 	"blpp/meta"
@@ -159,7 +158,7 @@ func HotText(w io.Writer, h *HotPaths, o HotOptions) error {
 		if hp.Dense {
 			dense = "dense"
 		}
-		fmt.Fprintf(w, "\n%3d. %s  path %d", r+1, strings.Join(c.Chain(hp.Context), "/"), hp.ID)
+		fmt.Fprintf(w, "\n%3d. %s  path %d", r+1, c.DisplayChain(hp.Context), hp.ID)
 		if n.CallSite != 0 {
 			fmt.Fprintf(w, "  @ %s", site(n.CallSite, c.Debug))
 		}

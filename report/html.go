@@ -81,7 +81,7 @@ func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 			blocks = append(blocks, e(s))
 		}
 		fmt.Fprintf(bw, "<tr><td>%d</td><td class=\"l\"><code>%s</code></td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%.4g</td><td class=\"l %s\">%s</td><td class=\"l\"><details><summary>%d blocks</summary><code>%s</code></details></td></tr>\n",
-			r+1, e(strings.Join(c.Chain(hp.Context), "/")), hp.ID, hp.Count, hp.Insns, hp.Value, pct(hp.Value, h.Total), pct(cum, h.Total), hp.Rate, class, class, len(hp.Blocks), strings.Join(blocks, "<br/>"))
+			r+1, e(c.DisplayChain(hp.Context)), hp.ID, hp.Count, hp.Insns, hp.Value, pct(hp.Value, h.Total), pct(cum, h.Total), hp.Rate, class, class, len(hp.Blocks), strings.Join(blocks, "<br/>"))
 	}
 	bw.WriteString("</table>\n")
 
@@ -122,7 +122,7 @@ func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 				nHidden++
 				continue
 			}
-			text := fmt.Sprintf("%s  incl %d (%s)  excl %d (%s)  %s", n.Name, n.Incl[h.Col], pct(n.Incl[h.Col], c.Total[h.Col]),
+			text := fmt.Sprintf("%s  incl %d (%s)  excl %d (%s)  %s", c.DisplayName(n.Name), n.Incl[h.Col], pct(n.Incl[h.Col], c.Total[h.Col]),
 				n.Excl[h.Col], pct(n.Excl[h.Col], c.Total[h.Col]), plural(n.Calls, "call", "calls"))
 			if n.CallSite != 0 {
 				text += "  @ " + site(n.CallSite, m.Debug)
@@ -153,7 +153,7 @@ func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 	}
 	for _, fn := range funcs {
 		mf := m.Func(fn)
-		fmt.Fprintf(bw, "<h3>%s</h3>\n", e(mf.Name))
+		fmt.Fprintf(bw, "<h3>%s</h3>\n", e(m.DisplayName(mf.Name)))
 		if o.Render == nil {
 			continue
 		}

@@ -227,7 +227,7 @@ func LoopsText(w io.Writer, c *Model, o ViewOptions) error {
 			case n.Parent >= 0:
 				where = "  (no call site)"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t  %s%s%s\n", n.Excl[col], pct(n.Excl[col], total), strings.Repeat("  ", n.Depth), n.Name, where)
+			fmt.Fprintf(tw, "%d\t%s\t  %s%s%s\n", n.Excl[col], pct(n.Excl[col], total), strings.Repeat("  ", n.Depth), c.DisplayName(n.Name), where)
 			shown++
 			ls := loopsOf[n.FuncID()]
 			vals, err := c.LoopValues(i, col, ls)

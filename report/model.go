@@ -108,6 +108,9 @@ type Model struct {
 	Threads  int          // threads merged
 	FlowOnly bool         // no calling context: every node is a root
 	Stats    map[string]uint64
+	// Names says how the views show function names (names.go); the
+	// zero value demangles.
+	Names NameOptions
 
 	Nodes []CNode
 	Roots []int

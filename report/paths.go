@@ -28,7 +28,9 @@ type PathEntry struct {
 
 // PathFunc is one function of the report.
 type PathFunc struct {
-	Name         string           `json:"name"`
+	Name string `json:"name"`
+	// Demangled is Name demangled, when it is a C++ or Rust name.
+	Demangled    string           `json:"demangled,omitempty"`
 	Entry        string           `json:"entry"`
 	Instrumented bool             `json:"instrumented"`
 	Reason       string           `json:"reason,omitempty"`
@@ -83,7 +85,7 @@ func (m *Model) pathDoc() *PathDoc {
 	for _, fid := range m.FuncIDs() {
 		mf := m.Func(fid)
 		fp := m.Profile(fid)
-		pf := PathFunc{Name: mf.Name, Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
+		pf := PathFunc{Name: mf.Name, Demangled: demangled(mf.Name), Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
 			Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
 		if !mf.Instrumented {
 			pf.EntriesCounted = mf.EntriesCounted
@@ -164,7 +166,7 @@ func PathsText(w io.Writer, m *Model, o ViewOptions) error {
 	}
 	fmt.Fprintf(w, "%s: %d path executions\n\nhottest paths:\n", d.Binary, d.TotalPaths)
 	for i, h := range all {
-		fmt.Fprintf(w, "%3d. %s path %d: %d executions (%.2f%%)\n", i+1, h.f.Name, h.p.ID, h.p.Count, pct(h.p.Count))
+		fmt.Fprintf(w, "%3d. %s path %d: %d executions (%.2f%%)\n", i+1, m.DisplayName(h.f.Name), h.p.ID, h.p.Count, pct(h.p.Count))
 		for _, a := range h.p.addrs {
 			writeBlockLine(w, "       ", a, lines)
 		}
@@ -189,7 +191,7 @@ func PathsText(w io.Writer, m *Model, o ViewOptions) error {
 			continue
 		}
 		shown++
-		fmt.Fprintf(tw, "  %d\t%.2f%%\t%d\t%s\n", f.Executions, pct(f.Executions), len(f.Paths), f.Name)
+		fmt.Fprintf(tw, "  %d\t%.2f%%\t%d\t%s\n", f.Executions, pct(f.Executions), len(f.Paths), m.DisplayName(f.Name))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -197,12 +199,12 @@ func PathsText(w io.Writer, m *Model, o ViewOptions) error {
 	if more > 0 {
 		fmt.Fprintf(w, "  ... and %d more functions (--top 0 lists all)\n", more)
 	}
-	return darkText(w, d, top)
+	return darkText(w, d, top, m.Names)
 }
 
 // darkText lists the uninstrumented functions that were entered, most
 // entered first.
-func darkText(w io.Writer, d *PathDoc, top int) error {
+func darkText(w io.Writer, d *PathDoc, top int, o NameOptions) error {
 	var fs []*PathFunc
 	for i := range d.Functions {
 		if f := &d.Functions[i]; !f.Instrumented && f.Entries > 0 {
@@ -221,7 +223,7 @@ func darkText(w io.Writer, d *PathDoc, top int) error {
 			fmt.Fprintf(tw, "  ... and %d more (--top 0 lists all)\n", len(fs)-k)
 			break
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\n", f.Entries, f.Name, darkLabel(f.Reason, f.Entries))
+		fmt.Fprintf(tw, "  %d\t%s\t%s\n", f.Entries, DisplayName(f.Name, o), darkLabel(f.Reason, f.Entries))
 	}
 	return tw.Flush()
 }

@@ -14,7 +14,7 @@ import (
 
 // A ProcRow is one procedure (or one source file) of the summary.
 type ProcRow struct {
-	Name         string
+	Name         string // as the model shows it (Model.DisplayName)
 	Func         FuncID // procedure rows
 	File         string // DWARF file of the entry's line; "" when unknown
 	Procs        int    // procedures (1 for a procedure row)
@@ -49,7 +49,7 @@ func MakeProcs(m *Model) *Procs {
 			continue
 		}
 		fp := m.Profile(i)
-		r := ProcRow{Name: mf.Name, Func: i, Procs: 1, Executed: fp.Insns, Calls: fp.Calls, Blocks: len(mf.Blocks), Instrumented: true}
+		r := ProcRow{Name: m.DisplayName(mf.Name), Func: i, Procs: 1, Executed: fp.Insns, Calls: fp.Calls, Blocks: len(mf.Blocks), Instrumented: true}
 		if m.Debug != nil {
 			if lr, ok := m.Debug.LineAt(mf.Entry); ok {
 				r.File = lr.File

@@ -22,6 +22,7 @@ func hex(a uint64) string { return fmt.Sprintf("%#x", a) }
 // StatsFunc is one row of `blpp stats --json`.
 type StatsFunc struct {
 	Name           string  `json:"name"`
+	Demangled      string  `json:"demangled,omitempty"` // Name demangled, when it is a C++ or Rust name
 	Entry          string  `json:"entry"`
 	Size           uint64  `json:"size"`
 	Blocks         int     `json:"blocks"`
@@ -59,6 +60,8 @@ type Stats struct {
 	Static    bool         `json:"static"`
 	Functions []StatsFunc  `json:"functions"`
 	Summary   StatsSummary `json:"summary"`
+	// Names says how StatsText shows function names.
+	Names NameOptions `json:"-"`
 }
 
 // MakeStats builds the stats model from an analysis.
@@ -67,7 +70,7 @@ func MakeStats(name string, r *analysis.Result) *Stats {
 	s.Summary.Reasons = map[string]int{}
 	for _, f := range r.Funcs {
 		g := f.Graph
-		row := StatsFunc{Name: f.Func.Name, Entry: hex(f.Func.Addr), Size: f.Func.TotalSize(),
+		row := StatsFunc{Name: f.Func.Name, Demangled: demangled(f.Func.Name), Entry: hex(f.Func.Addr), Size: f.Func.TotalSize(),
 			Blocks: len(g.Blocks), Edges: len(g.Edges), Loops: len(g.Loops),
 			Instrumentable: f.Instrumentable(), Reason: f.Reason(), Fragments: len(f.Func.Parts),
 			Source: f.Func.Source.String()}
@@ -133,7 +136,7 @@ func StatsText(w io.Writer, s *Stats) error {
 		if !f.Instrumentable {
 			status = "no: " + f.Reason
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", f.Entry, f.Size, f.Blocks, f.Edges, f.Loops, paths, status, f.Name)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", f.Entry, f.Size, f.Blocks, f.Edges, f.Loops, paths, status, DisplayName(f.Name, s.Names))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -223,6 +226,7 @@ type CFGCall struct {
 // CFGFunc is one procedure's graph.
 type CFGFunc struct {
 	Name           string     `json:"name"`
+	Demangled      string     `json:"demangled,omitempty"` // Name demangled, when it is a C++ or Rust name
 	Entry          string     `json:"entry"`
 	Size           uint64     `json:"size"`
 	Fragments      []string   `json:"fragments,omitempty"`
@@ -240,6 +244,8 @@ type CFGFunc struct {
 type CFGDoc struct {
 	Binary    string    `json:"binary"`
 	Functions []CFGFunc `json:"functions"`
+	// Names says how CFGText and CFGDot show function names.
+	Names NameOptions `json:"-"`
 }
 
 func ids(bs []cfg.BlockID) []int {
@@ -255,7 +261,7 @@ func MakeCFG(name string, r *analysis.Result, funcs []*analysis.Func) *CFGDoc {
 	d := &CFGDoc{Binary: name, Functions: []CFGFunc{}}
 	for _, f := range funcs {
 		g, n := f.Graph, f.Numbering
-		cf := CFGFunc{Name: f.Func.Name, Entry: hex(f.Func.Addr), Size: f.Func.TotalSize(),
+		cf := CFGFunc{Name: f.Func.Name, Demangled: demangled(f.Func.Name), Entry: hex(f.Func.Addr), Size: f.Func.TotalSize(),
 			Fragments: f.Func.PartNames, Instrumentable: f.Instrumentable(), Reason: f.Detail(),
 			Blocks: []CFGBlock{}, Edges: []CFGEdge{}, Loops: []CFGLoop{}, Tables: []CFGTable{}, Calls: []CFGCall{}}
 		if n != nil && !n.RawOverflow {
@@ -335,7 +341,7 @@ func CFGText(w io.Writer, d *CFGDoc) error {
 			paths = fmt.Sprint(*f.Paths)
 		}
 		fmt.Fprintf(w, "function %s at %s, %d bytes: %d blocks, %d edges, %d loops, %s paths\n",
-			f.Name, f.Entry, f.Size, len(f.Blocks), len(f.Edges), len(f.Loops), paths)
+			DisplayName(f.Name, d.Names), f.Entry, f.Size, len(f.Blocks), len(f.Edges), len(f.Loops), paths)
 		if len(f.Fragments) > 0 {
 			fmt.Fprintf(w, "  fragments: %s\n", strings.Join(f.Fragments, ", "))
 		}
@@ -406,7 +412,7 @@ func CFGDot(w io.Writer, d *CFGDoc) error {
 	fmt.Fprintln(w, "  edge [fontname=\"monospace\", fontsize=9];")
 	for fi, f := range d.Functions {
 		fmt.Fprintf(w, "  subgraph cluster_%d {\n", fi)
-		fmt.Fprintf(w, "    label=%q;\n", f.Name+" @ "+f.Entry)
+		fmt.Fprintf(w, "    label=%q;\n", DisplayName(f.Name, d.Names)+" @ "+f.Entry)
 		for _, b := range f.Blocks {
 			fmt.Fprintf(w, "    f%d_%d [label=%q];\n", fi, b.ID, fmt.Sprintf("%s %s-%s\n%d insts", blockName(b.ID), b.Addr, b.End, b.Insts))
 		}

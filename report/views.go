@@ -160,7 +160,7 @@ func TreeText(w io.Writer, c *Model, o ViewOptions) error {
 				nHidden += subtree(i)
 				continue
 			}
-			writeTreeRow(tw, n.Incl[col], n.Excl[col], total, n.Calls, n.Depth, n.Label(), n.CallSite, n.Parent >= 0, c.Debug)
+			writeTreeRow(tw, n.Incl[col], n.Excl[col], total, n.Calls, n.Depth, n.Label(c.Names), n.CallSite, n.Parent >= 0, c.Debug)
 			walk(n.Children)
 		}
 	}
@@ -194,7 +194,7 @@ func CallersText(w io.Writer, c *Model, o ViewOptions) error {
 				nHidden += rows(n)
 				continue
 			}
-			writeTreeRow(tw, n.Excl, n.Incl, total, n.Calls, depth, n.Name, n.CallSite, depth > 0, c.Debug)
+			writeTreeRow(tw, n.Excl, n.Incl, total, n.Calls, depth, c.DisplayName(n.Name), n.CallSite, depth > 0, c.Debug)
 			walk(n.Children, depth+1)
 		}
 	}
@@ -235,9 +235,9 @@ func FlatText(w io.Writer, c *Model, o ViewOptions) error {
 		rows = rows[:o.Top]
 	}
 	for _, r := range rows {
-		name := r.Name
+		name := c.DisplayName(r.Name)
 		if r.Uninstrumented {
-			name = r.Name + "  [" + darkLabel(r.Reason, r.Calls) + "]"
+			name += "  [" + darkLabel(r.Reason, r.Calls) + "]"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t  %s\n", r.Excl, pct(r.Excl, total), r.Incl, pct(r.Incl, total), r.Calls, r.Contexts, name)
 	}
@@ -278,7 +278,7 @@ func ContextPathsText(w io.Writer, c *Model, ids []int, pattern string, o ViewOp
 		if k > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "context %d: %s", n.ID, strings.Join(c.Chain(i), "/"))
+		fmt.Fprintf(w, "context %d: %s", n.ID, c.DisplayChain(i))
 		if n.CallSite != 0 {
 			fmt.Fprintf(w, "  @ %s", site(n.CallSite, c.Debug))
 		}

@@ -8,12 +8,13 @@ import (
 
 func init() {
 	register(&command{name: "annotate", summary: "source lines (or, without DWARF, instructions) with their execution counts",
-		usage: "PROFILE... --binary B [FILE|FUNC] [--disasm] [-o OUT]", run: runAnnotate})
+		usage: "PROFILE... --binary B [FILE|FUNC] [--disasm] [--no-demangle] [-o OUT]", run: runAnnotate})
 }
 
 func runAnnotate(c *ctx, args []string) error {
 	fs := c.newFlags()
 	binary := binaryFlag(fs)
+	noDemangle := noDemangleFlag(fs)
 	disasm := fs.Bool("disasm", false, "annotate the disassembly even when the binary has line information")
 	out := outputFlag(fs)
 	if err := c.parse(fs, args); err != nil {
@@ -28,7 +29,7 @@ func runAnnotate(c *ctx, args []string) error {
 			profiles, target = profiles[:n-1], profiles[n-1]
 		}
 	}
-	m, err := loadModel(*binary, profiles)
+	m, err := loadModel(*binary, profiles, names(noDemangle))
 	if err != nil {
 		return err
 	}

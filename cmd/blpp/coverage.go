@@ -9,13 +9,14 @@ import (
 
 func init() {
 	register(&command{name: "coverage", summary: "line, block and function coverage per source file (text or an lcov tracefile)",
-		usage: "PROFILE... --binary B [--format text|lcov] [-o OUT]", run: runCoverage})
+		usage: "PROFILE... --binary B [--format text|lcov] [--no-demangle] [-o OUT]", run: runCoverage})
 }
 
 func runCoverage(c *ctx, args []string) error {
 	fs := c.newFlags()
 	binary := binaryFlag(fs)
 	format := fs.String("format", "text", "text, or lcov (a tracefile for genhtml)")
+	noDemangle := noDemangleFlag(fs)
 	out := outputFlag(fs)
 	if err := c.parse(fs, args); err != nil {
 		return err
@@ -23,7 +24,7 @@ func runCoverage(c *ctx, args []string) error {
 	if *format != "text" && *format != "lcov" {
 		return &usageError{fmt.Sprintf("--format %q: want text or lcov", *format)}
 	}
-	m, err := loadModel(*binary, fs.Args())
+	m, err := loadModel(*binary, fs.Args(), names(noDemangle))
 	if err != nil {
 		return err
 	}

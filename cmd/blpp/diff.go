@@ -8,7 +8,7 @@ import (
 
 func init() {
 	register(&command{name: "diff", summary: "functions and paths whose share of the run changed most between two profiles",
-		usage: "OLD NEW --binary B [--new-binary B2] [--top N]", run: runDiff})
+		usage: "OLD NEW --binary B [--new-binary B2] [--top N] [--no-demangle]", run: runDiff})
 }
 
 func runDiff(c *ctx, args []string) error {
@@ -16,6 +16,7 @@ func runDiff(c *ctx, args []string) error {
 	binary := fs.String("binary", "", "the instrumented binary of OLD (and of NEW unless --new-binary) (required)")
 	newBinary := fs.String("new-binary", "", "the instrumented binary of NEW, when it is another build")
 	top := fs.Int("top", 20, "rows per table (0: all)")
+	noDemangle := noDemangleFlag(fs)
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -25,12 +26,12 @@ func runDiff(c *ctx, args []string) error {
 	if *newBinary == "" {
 		*newBinary = *binary
 	}
-	old, err := loadModel(*binary, fs.Args()[:1])
+	old, err := loadModel(*binary, fs.Args()[:1], names(noDemangle))
 	if err != nil {
 		return err
 	}
 	defer old.File.Close()
-	nw, err := loadModel(*newBinary, fs.Args()[1:])
+	nw, err := loadModel(*newBinary, fs.Args()[1:], names(noDemangle))
 	if err != nil {
 		return err
 	}

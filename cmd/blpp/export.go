@@ -14,7 +14,7 @@ import (
 
 func init() {
 	register(&command{name: "export", summary: "convert profiles to pprof, folded stacks, LLVM sample profiles, BOLT fdata or JSON",
-		usage: "PROFILE... --binary B --format pprof|folded|llvm-sample|bolt-fdata|json [-o OUT] [--metric M]", run: runExport})
+		usage: "PROFILE... --binary B --format pprof|folded|llvm-sample|bolt-fdata|json [-o OUT] [--metric M] [--no-demangle]", run: runExport})
 }
 
 // exporters maps --format to the report function writing it.
@@ -30,6 +30,15 @@ func binaryFlag(fs *pflag.FlagSet) *string {
 	return fs.String("binary", "", "the instrumented binary the profiles came from (required)")
 }
 
+// noDemangleFlag is the --no-demangle of the commands that show function
+// names to people; names reads it.
+func noDemangleFlag(fs *pflag.FlagSet) *bool {
+	return fs.Bool("no-demangle", false, "show C++ and Rust function names mangled, as the symbol table has them")
+}
+
+// names are the report.NameOptions of a --no-demangle flag.
+func names(noDemangle *bool) report.NameOptions { return report.NameOptions{Raw: *noDemangle} }
+
 // outputFlag is the -o of the commands whose output goes through
 // writeOutput.
 func outputFlag(fs *pflag.FlagSet) *string {
@@ -37,8 +46,9 @@ func outputFlag(fs *pflag.FlagSet) *string {
 }
 
 // loadModel reads and merges the profiles and lays them over the
-// instrumented binary. The caller closes the returned model's File.
-func loadModel(binary string, profiles []string) (*report.Model, error) {
+// instrumented binary; the model shows names as o says. The caller
+// closes the returned model's File.
+func loadModel(binary string, profiles []string, o report.NameOptions) (*report.Model, error) {
 	if binary == "" {
 		return nil, &usageError{"--binary is required: the instrumented binary that wrote the profile"}
 	}
@@ -58,6 +68,7 @@ func loadModel(binary string, profiles []string) (*report.Model, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", profiles[0], err)
 	}
+	m.Names = o
 	return m, nil
 }
 
@@ -67,6 +78,7 @@ func runExport(c *ctx, args []string) error {
 	format := fs.String("format", "", "pprof, folded, llvm-sample, bolt-fdata or json (required)")
 	out := outputFlag(fs)
 	metric := fs.String("metric", "insns", "folded: the value of each stack (insns, count, calls or a metric of the profile)")
+	noDemangle := noDemangleFlag(fs)
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -92,7 +104,7 @@ func runExport(c *ctx, args []string) error {
 	// The whole output is made before anything is written, so a refusal
 	// never leaves a partial file.
 	var buf bytes.Buffer
-	m, err := loadModel(*binary, fs.Args())
+	m, err := loadModel(*binary, fs.Args(), names(noDemangle))
 	if err != nil {
 		return err
 	}

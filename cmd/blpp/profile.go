@@ -12,7 +12,7 @@ import (
 
 func init() {
 	register(&command{name: "report", summary: "hot paths and calling-context views (tree, callers, flat) from profiles of an instrumented binary",
-		usage: "PROFILE... [--binary B] [--view paths|tree|callers|flat|loops|hot|procs] [--metric M] [--context CHAIN] [--top N] [--all] [--hot SHARE] [--asm] [--format text|json] [--html OUT]", run: runReport})
+		usage: "PROFILE... [--binary B] [--view paths|tree|callers|flat|loops|hot|procs] [--metric M] [--context CHAIN] [--top N] [--all] [--hot SHARE] [--asm] [--format text|json] [--html OUT] [--no-demangle]", run: runReport})
 }
 
 // readProfiles reads and merges the profiles (several runs or processes
@@ -43,6 +43,7 @@ func runReport(c *ctx, args []string) error {
 	format := fs.String("format", "text", "output format: text or json (json holds every view's data: functions, paths and contexts)")
 	hotShare := fs.Float64("hot", report.DefaultHotShare, "hot view and --html: the hot paths are the fewest covering this share of the metric")
 	asm := fs.Bool("asm", false, "hot view: list each block's instructions")
+	noDemangle := noDemangleFlag(fs)
 	htmlOut := fs.String("html", "", "write one self-contained HTML page (hot paths, procedures, calling-context tree, CFGs) to this file")
 	if err := c.parse(fs, args); err != nil {
 		return err
@@ -113,6 +114,7 @@ func runReport(c *ctx, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Args()[0], err)
 	}
+	m.Names = names(noDemangle)
 	if *htmlOut != "" || (*format == "text" && (*view == "hot" || *view == "procs")) {
 		return reportMore(c, m, *view, *metric, *hotShare, *asm, *htmlOut)
 	}

@@ -12,9 +12,9 @@ import (
 
 func init() {
 	register(&command{name: "cfg", summary: "print control-flow graphs with Ball-Larus increments, backedges and loops",
-		usage: "BINARY [--func REGEX] [--format text|dot|json] [--profile P --format dot [--hot SHARE]]", run: runCFG})
+		usage: "BINARY [--func REGEX] [--format text|dot|json] [--profile P --format dot [--hot SHARE]] [--no-demangle]", run: runCFG})
 	register(&command{name: "stats", summary: "per-function blocks, edges, loops, paths and instrumentability",
-		usage: "BINARY [--func REGEX] [--json]", run: runStats})
+		usage: "BINARY [--func REGEX] [--json] [--no-demangle]", run: runStats})
 }
 
 // analyse opens a binary and runs the static pipeline on the procedures
@@ -62,6 +62,7 @@ func runCFG(c *ctx, args []string) error {
 	maxPaths := fs.Uint64("max-paths", 0, "path limit per function before edges are split (0: 2^62)")
 	profile := fs.StringSlice("profile", nil, "profiles of BINARY, an instrumented binary: draw its original CFGs with block and edge counts, hot paths' edges in red (--format dot)")
 	hotShare := fs.Float64("hot", report.DefaultHotShare, "with --profile: a function's hot paths are the fewest covering this share of its instructions executed")
+	noDemangle := noDemangleFlag(fs)
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -75,7 +76,7 @@ func runCFG(c *ctx, args []string) error {
 		return &usageError{fmt.Sprintf("--format %q: want text, dot or json", *format)}
 	}
 	if len(*profile) > 0 || fs.Changed("hot") {
-		return runProfiledCFG(c, path, *profile, *re, *format, *hotShare, fs.Changed("max-paths"))
+		return runProfiledCFG(c, path, *profile, *re, *format, *hotShare, fs.Changed("max-paths"), names(noDemangle))
 	}
 	r, err := analyse(path, *re, *maxPaths)
 	if err != nil {
@@ -85,6 +86,7 @@ func runCFG(c *ctx, args []string) error {
 		return fmt.Errorf("no function matches %q", *re)
 	}
 	d := report.MakeCFG(path, r, r.Funcs)
+	d.Names = names(noDemangle)
 	switch *format {
 	case "dot":
 		return report.CFGDot(c.stdout, d)
@@ -98,6 +100,7 @@ func runStats(c *ctx, args []string) error {
 	fs := c.newFlags()
 	re := fs.String("func", "", "only functions whose name matches this regular expression")
 	asJSON := fs.Bool("json", false, "write JSON (schema in docs/formats.md)")
+	noDemangle := noDemangleFlag(fs)
 	maxPaths := fs.Uint64("max-paths", 0, "path limit per function before edges are split (0: 2^62)")
 	if err := c.parse(fs, args); err != nil {
 		return err
@@ -114,6 +117,7 @@ func runStats(c *ctx, args []string) error {
 		return fmt.Errorf("no function matches %q", *re)
 	}
 	s := report.MakeStats(path, r)
+	s.Names = names(noDemangle)
 	if *asJSON {
 		return report.StatsJSON(c.stdout, s)
 	}
@@ -122,7 +126,7 @@ func runStats(c *ctx, args []string) error {
 
 // runProfiledCFG draws the CFGs of an instrumented binary's functions
 // matching re (all that ran when re is empty) with the profiles' counts.
-func runProfiledCFG(c *ctx, binary string, profiles []string, re, format string, share float64, maxPaths bool) error {
+func runProfiledCFG(c *ctx, binary string, profiles []string, re, format string, share float64, maxPaths bool, o report.NameOptions) error {
 	switch {
 	case len(profiles) == 0:
 		return &usageError{"--hot applies with --profile"}
@@ -141,7 +145,7 @@ func runProfiledCFG(c *ctx, binary string, profiles []string, re, format string,
 		}
 		match = rx.MatchString
 	}
-	m, err := loadModel(binary, profiles)
+	m, err := loadModel(binary, profiles, o)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,60 @@
+package report
+
+// This file is the one place function names are made readable: every
+// view, page and export that shows a name to people calls DisplayName
+// (or Model.DisplayName), and the exports read by tools that match on
+// linkage names (LLVM sample profiles, BOLT fdata, pprof, which
+// demangles by itself) keep the raw name.
+
+import (
+	"strings"
+
+	"github.com/ianlancetaylor/demangle"
+)
+
+// NameOptions say how function names are shown to people.
+type NameOptions struct {
+	// Raw shows names as the symbol table has them (blpp --no-demangle).
+	Raw bool
+}
+
+// DisplayName is raw as people read it: an Itanium C++ name (_Z…, with
+// GCC's clone suffixes .isra.0, .cold, .constprop.0, .part.0) or a Rust
+// name (legacy _ZN…17h<hash>E, v0 _R…) demangled as c++filt does it, with
+// parameter and template argument lists kept so overloads and
+// instantiations stay apart, and clones shown as "[clone .cold]". A
+// "@…" suffix (@plt, a symbol version) is kept after the demangled name.
+// Anything else, and every name under o.Raw, is returned unchanged.
+func DisplayName(raw string, o NameOptions) string {
+	if o.Raw || !(strings.HasPrefix(raw, "_Z") || strings.HasPrefix(raw, "_R")) {
+		return raw
+	}
+	name, at := raw, ""
+	if i := strings.IndexByte(raw, '@'); i > 0 {
+		name, at = raw[:i], raw[i:]
+	}
+	// Filter returns its argument when it does not demangle. Names are
+	// hostile input: the output is bounded at 64 KiB (template
+	// substitutions can otherwise grow it without limit).
+	return demangle.Filter(name, demangle.MaxLength(16)) + at
+}
+
+// demangled is raw demangled, or "" when it does not demangle: the JSON's
+// "demangled" fields, written beside the raw name whatever NameOptions
+// say.
+func demangled(raw string) string {
+	if d := DisplayName(raw, NameOptions{}); d != raw {
+		return d
+	}
+	return ""
+}
+
+// matchesName reports whether target names the function whose symbol is
+// raw: the symbol itself or its demangled form, whatever NameOptions say
+// (--context, annotate FUNC).
+func matchesName(raw, target string) bool {
+	return raw == target || DisplayName(raw, NameOptions{}) == target
+}
+
+// DisplayName is raw as the model shows names to people (m.Names).
+func (m *Model) DisplayName(raw string) string { return DisplayName(raw, m.Names) }

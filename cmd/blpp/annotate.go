@@ -14,6 +14,7 @@ func init() {
 func runAnnotate(c *ctx, args []string) error {
 	fs := c.newFlags()
 	binary := binaryFlag(fs)
+	debugDirFlag(fs)
 	disasm := fs.Bool("disasm", false, "annotate the disassembly even when the binary has line information")
 	out := outputFlag(fs)
 	if err := c.parse(fs, args); err != nil {
@@ -28,7 +29,7 @@ func runAnnotate(c *ctx, args []string) error {
 			profiles, target = profiles[:n-1], profiles[n-1]
 		}
 	}
-	m, err := loadModel(*binary, profiles)
+	m, err := loadModelWith(c, *binary, profiles)
 	if err != nil {
 		return err
 	}

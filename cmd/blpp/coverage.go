@@ -15,6 +15,7 @@ func init() {
 func runCoverage(c *ctx, args []string) error {
 	fs := c.newFlags()
 	binary := binaryFlag(fs)
+	debugDirFlag(fs)
 	format := fs.String("format", "text", "text, or lcov (a tracefile for genhtml)")
 	out := outputFlag(fs)
 	if err := c.parse(fs, args); err != nil {
@@ -23,7 +24,7 @@ func runCoverage(c *ctx, args []string) error {
 	if *format != "text" && *format != "lcov" {
 		return &usageError{fmt.Sprintf("--format %q: want text or lcov", *format)}
 	}
-	m, err := loadModel(*binary, fs.Args())
+	m, err := loadModelWith(c, *binary, fs.Args())
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"blpp/internal/outfile"
 	"blpp/report"
@@ -30,6 +31,31 @@ func binaryFlag(fs *pflag.FlagSet) *string {
 	return fs.String("binary", "", "the instrumented binary the profiles came from (required)")
 }
 
+// debugDirFlag is --debug-dir: more directories searched for separate
+// debug info (report.DebugOptions), read back by modelOptions.
+func debugDirFlag(fs *pflag.FlagSet) {
+	fs.StringArray("debug-dir", nil, "look for separate debug info in DIR too, as in /usr/lib/debug (DIR/.build-id/xx/rest.debug); repeatable or DIR1:DIR2")
+}
+
+// modelOptions are the report.ModelOptions of the running command's
+// --debug-dir and of DEBUGINFOD_URLS (local roots only).
+func modelOptions(c *ctx) report.ModelOptions {
+	var o report.ModelOptions
+	dirs, _ := c.fs.GetStringArray("debug-dir")
+	for _, d := range dirs {
+		o.Debug.Dirs = append(o.Debug.Dirs, filepath.SplitList(d)...)
+	}
+	o.Debug.Debuginfod = os.Getenv("DEBUGINFOD_URLS")
+	return o
+}
+
+// debugNotes prints what the search for separate debug info refused.
+func debugNotes(c *ctx, m *report.Model) {
+	for _, n := range m.Modules[0].DebugSource.Notes {
+		fmt.Fprintf(c.stderr, "blpp: note: %s\n", n)
+	}
+}
+
 // outputFlag is the -o of the commands whose output goes through
 // writeOutput.
 func outputFlag(fs *pflag.FlagSet) *string {
@@ -39,6 +65,12 @@ func outputFlag(fs *pflag.FlagSet) *string {
 // loadModel reads and merges the profiles and lays them over the
 // instrumented binary. The caller closes the returned model's File.
 func loadModel(binary string, profiles []string) (*report.Model, error) {
+	return loadModelWith(nil, binary, profiles)
+}
+
+// loadModelWith is loadModel with the running command's --debug-dir (c
+// nil: none), printing the notes of the debug-info search to c.stderr.
+func loadModelWith(c *ctx, binary string, profiles []string) (*report.Model, error) {
 	if binary == "" {
 		return nil, &usageError{"--binary is required: the instrumented binary that wrote the profile"}
 	}
@@ -53,10 +85,17 @@ func loadModel(binary string, profiles []string) (*report.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := report.NewModel(binary, tab, prof, f)
+	var o report.ModelOptions
+	if c != nil {
+		o = modelOptions(c)
+	}
+	m, err := report.NewModelWith(binary, tab, prof, f, o)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", profiles[0], err)
+	}
+	if c != nil {
+		debugNotes(c, m)
 	}
 	return m, nil
 }
@@ -64,6 +103,7 @@ func loadModel(binary string, profiles []string) (*report.Model, error) {
 func runExport(c *ctx, args []string) error {
 	fs := c.newFlags()
 	binary := binaryFlag(fs)
+	debugDirFlag(fs)
 	format := fs.String("format", "", "pprof, folded, llvm-sample, bolt-fdata or json (required)")
 	out := outputFlag(fs)
 	metric := fs.String("metric", "insns", "folded: the value of each stack (insns, count, calls or a metric of the profile)")
@@ -92,7 +132,7 @@ func runExport(c *ctx, args []string) error {
 	// The whole output is made before anything is written, so a refusal
 	// never leaves a partial file.
 	var buf bytes.Buffer
-	m, err := loadModel(*binary, fs.Args())
+	m, err := loadModelWith(c, *binary, fs.Args())
 	if err != nil {
 		return err
 	}

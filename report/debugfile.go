@@ -170,15 +170,21 @@ func findDebugFile(binary string, f *elf.File, buildID []byte, o DebugOptions, s
 	}
 	if len(buildID) > 0 {
 		h := fmt.Sprintf("%x", buildID)
+		var remote []string
 		for _, u := range strings.Fields(o.Debuginfod) {
 			root, ok := strings.CutPrefix(u, "file://")
 			if !ok && !filepath.IsAbs(u) {
-				src.Notes = append(src.Notes, fmt.Sprintf("DEBUGINFOD_URLS: %s not read: blpp reads only file:// URLs and local directories", u))
+				remote = append(remote, u)
 				continue
 			}
 			if df := try(filepath.Join(root, "buildid", h, "debuginfo"), "debuginfod", nil); df != nil {
 				return df
 			}
+		}
+		if len(remote) > 0 {
+			// Said only when nothing was found: a user whose
+			// DEBUGINFOD_URLS names a server learns why it was not asked.
+			src.Notes = append(src.Notes, fmt.Sprintf("no debug info found for build-id %s; DEBUGINFOD_URLS %s not asked: blpp reads only file:// URLs and local directories", h, strings.Join(remote, " ")))
 		}
 	}
 	return nil

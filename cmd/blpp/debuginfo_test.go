@@ -191,3 +191,44 @@ func TestSeparateDebugInfo(t *testing.T) {
 		t.Errorf("a debug file of another build: want it refused with a note: %s\n%s", o, o.stdout)
 	}
 }
+
+// TestDebianDebugPackage reports on a Debian program whose debug info
+// comes from its -dbg package, found by build-id under /usr/lib/debug:
+// x86_64-linux-gnu-strings of binutils with binutils-x86-64-linux-gnu-dbg
+// (.ci/run installs it; Debian's dbgsym archive is not reachable here, and
+// libc6-dbg covers no program blpp instruments).
+func TestDebianDebugPackage(t *testing.T) {
+	const prog, pkg = "/usr/bin/x86_64-linux-gnu-strings", "binutils-x86-64-linux-gnu-dbg"
+	skip := func(why string) {
+		if os.Getenv(fixture.EnvRequireTools) == "1" {
+			t.Fatalf("%s (install %s)", why, pkg)
+		}
+		t.Skipf("%s (install %s)", why, pkg)
+	}
+	if _, err := os.Stat(prog); err != nil {
+		skip(prog + " missing")
+	}
+	id := buildIDOf(t, prog)
+	if _, err := os.Stat(filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug")); err != nil {
+		skip("no debug file for " + prog)
+	}
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "strings")
+	copyFile(t, prog, exe)
+	input := filepath.Join(dir, "input")
+	if err := os.WriteFile(input, []byte("\x00\x01hello, blpp\x00\x02\x03separate debug info\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inst, prof, out := profiled(t, dir, exe, input)
+	if out != "hello, blpp\nseparate debug info\n" {
+		t.Fatalf("strings printed %q", out)
+	}
+	flat := mustBlpp(t, "report", prof, "--binary", inst, "--view", "flat")
+	if !strings.Contains(flat, " print_strings\n") || strings.Contains(flat, "sub_") {
+		t.Errorf("functions not named from the debug file:\n%s", flat)
+	}
+	cov := mustBlpp(t, "coverage", prof, "--binary", inst)
+	if !strings.Contains(cov, "strings.c: lines ") {
+		t.Errorf("coverage has no lines of strings.c:\n%s", cov)
+	}
+}

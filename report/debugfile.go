@@ -225,23 +225,32 @@ func noteBuildID(f *elf.File) []byte {
 		if err != nil {
 			continue
 		}
-		for len(d) >= 12 {
-			namesz, descsz, typ := f.ByteOrder.Uint32(d), f.ByteOrder.Uint32(d[4:]), f.ByteOrder.Uint32(d[8:])
-			nameEnd := 12 + uint64(namesz)
-			descOff := (nameEnd + 3) &^ 3
-			descEnd := descOff + uint64(descsz)
-			if descEnd > uint64(len(d)) {
-				break
-			}
-			if typ == 3 && namesz == 4 && string(d[12:nameEnd]) == "GNU\x00" {
-				return append([]byte(nil), d[descOff:descEnd]...)
-			}
-			next := (descEnd + 3) &^ 3
-			if next > uint64(len(d)) {
-				break
-			}
-			d = d[next:]
+		if id := parseBuildIDNote(d, f.ByteOrder); id != nil {
+			return id
 		}
+	}
+	return nil
+}
+
+// parseBuildIDNote returns the NT_GNU_BUILD_ID descriptor among the notes
+// in d, or nil.
+func parseBuildIDNote(d []byte, bo binary.ByteOrder) []byte {
+	for len(d) >= 12 {
+		namesz, descsz, typ := bo.Uint32(d), bo.Uint32(d[4:]), bo.Uint32(d[8:])
+		nameEnd := 12 + uint64(namesz)
+		descOff := (nameEnd + 3) &^ 3
+		descEnd := descOff + uint64(descsz)
+		if descEnd > uint64(len(d)) {
+			return nil
+		}
+		if typ == 3 && namesz == 4 && string(d[12:nameEnd]) == "GNU\x00" {
+			return append([]byte(nil), d[descOff:descEnd]...)
+		}
+		next := (descEnd + 3) &^ 3
+		if next > uint64(len(d)) {
+			return nil
+		}
+		d = d[next:]
 	}
 	return nil
 }
@@ -258,6 +267,11 @@ func debugLink(f *elf.File) (name string, crc uint32, ok bool) {
 	if err != nil {
 		return "", 0, false
 	}
+	return parseDebugLink(d, f.ByteOrder)
+}
+
+// parseDebugLink decodes the contents of a .gnu_debuglink section.
+func parseDebugLink(d []byte, bo binary.ByteOrder) (name string, crc uint32, ok bool) {
 	n := bytes.IndexByte(d, 0)
 	off := (n + 4) &^ 3
 	if n <= 0 || off+4 > len(d) {
@@ -269,7 +283,6 @@ func debugLink(f *elf.File) (name string, crc uint32, ok bool) {
 	if strings.ContainsRune(name, '/') || name == "." || name == ".." {
 		return "", 0, false
 	}
-	var bo binary.ByteOrder = f.ByteOrder
 	return name, bo.Uint32(d[off:]), true
 }
 

@@ -156,6 +156,16 @@ func TestSeparateDebugInfo(t *testing.T) {
 	if o := blpp("annotate", bprof, "--binary", binst); strings.Contains(o.stdout, "early.c") {
 		t.Errorf("without --debug-dir the .build-id tree was found anyway: %s", o)
 	}
+	// The debuglink under DIR/<binary's directory>/ of a --debug-dir,
+	// and in the binary's .debug/ subdirectory.
+	dl := filepath.Join(root, "dl")
+	copyFile(t, debugFile, filepath.Join(dl, bidDir, "early.debug"))
+	compare("--debug-dir debuglink", outputsOf(t, binst, bprof, "--debug-dir", dl))
+	copyFile(t, debugFile, filepath.Join(bidDir, ".debug", "early.debug"))
+	compare(".debug/ debuglink", outputsOf(t, binst, bprof))
+	if err := os.RemoveAll(filepath.Join(bidDir, ".debug")); err != nil {
+		t.Fatal(err)
+	}
 
 	// A local debuginfod tree named by DEBUGINFOD_URLS.
 	di := filepath.Join(root, "debuginfod")

@@ -128,7 +128,9 @@ func findDebugFile(binary string, f *elf.File, buildID []byte, o DebugOptions, s
 				return nil
 			}
 		}
-		df, why := openDebugFile(path, buildID)
+		// Found by build-id, the file must say it has that build-id; found
+		// by debuglink, its CRC-32 vouches for it unless it names another.
+		df, why := openDebugFile(path, buildID, via != "debuglink")
 		if df == nil {
 			src.Notes = append(src.Notes, fmt.Sprintf("%s: %s: refused", path, why))
 			return nil
@@ -190,9 +192,9 @@ func findDebugFile(binary string, f *elf.File, buildID []byte, o DebugOptions, s
 	return nil
 }
 
-// openDebugFile opens path as an ELF file whose build-id, when both have
-// one, is buildID; why says why not.
-func openDebugFile(path string, buildID []byte) (df *elf.File, why string) {
+// openDebugFile opens path as an ELF file with DWARF whose build-id is
+// buildID (when it has one, or always with needID); why says why not.
+func openDebugFile(path string, buildID []byte, needID bool) (df *elf.File, why string) {
 	defer func() {
 		// debug/elf is not hardened against every malformed input.
 		if r := recover(); r != nil {
@@ -203,8 +205,11 @@ func openDebugFile(path string, buildID []byte) (df *elf.File, why string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	if id := noteBuildID(df); len(id) > 0 && len(buildID) > 0 && !bytes.Equal(id, buildID) {
+	if id := noteBuildID(df); len(buildID) > 0 && (len(id) > 0 || needID) && !bytes.Equal(id, buildID) {
 		df.Close()
+		if len(id) == 0 {
+			return nil, fmt.Sprintf("no build-id, but the binary's is %x", buildID)
+		}
 		return nil, fmt.Sprintf("build-id %x, but the binary's is %x", id, buildID)
 	}
 	if !hasDWARF(df) {

@@ -63,7 +63,8 @@
 // partial blocks the metadata does not have, and instruction counts that
 // overflow 64 bits. The metadata is trusted as meta.Decode returns it.
 // DWARF is not: unreadable parts are skipped and the reports fall back
-// to addresses. A separate debug file is used only when its build-id (or,
-// found by .gnu_debuglink, its CRC-32) matches the binary's; a
-// .gnu_debuglink name holding a '/' is ignored.
+// to addresses. A separate debug file is used only when its build-id is
+// the binary's (found by .gnu_debuglink: when its CRC-32 is the link's
+// and it names no other build-id); a .gnu_debuglink name holding a '/' is
+// ignored.
 package report

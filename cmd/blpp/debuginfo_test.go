@@ -200,6 +200,13 @@ func TestSeparateDebugInfo(t *testing.T) {
 	if strings.Contains(o.stdout, "early.c") || !strings.Contains(o.stderr, "blpp: note: ") || !strings.Contains(o.stderr, "build-id") || !strings.Contains(o.stderr, id) {
 		t.Errorf("a debug file of another build: want it refused with a note: %s\n%s", o, o.stdout)
 	}
+	// The search goes on past a refused file: the build-id tree comes
+	// first (refused), then the debuglink beside the program (taken).
+	copyFile(t, debugFile, filepath.Join(bidDir, "early.debug"))
+	o = blpp("annotate", bprof, "--binary", binst, "--debug-dir", bad)
+	if o.code != 0 || strings.ReplaceAll(o.stdout, binst, "BINARY") != want[0] || !strings.Contains(o.stderr, "refused") {
+		t.Errorf("a refused .build-id file then a good debuglink: want the debuglink's lines and a note: %s", o)
+	}
 }
 
 // TestDebianDebugPackage reports on a Debian program whose debug info

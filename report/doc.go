@@ -7,7 +7,9 @@
 //
 // NewModel builds a Model from one profile (runs and threads merged by
 // cct.Merge and cct.FoldThreads) and the metadata table (package meta)
-// of the instrumented binary, with the DWARF and symbols of its ELF file.
+// of the instrumented binary, with the DWARF and symbols of its ELF file
+// or, when it has no DWARF, of its separate debug file (debugfile.go:
+// build-id, .gnu_debuglink, --debug-dir, local debuginfod roots).
 // It holds
 //
 //   - Modules: the instrumented objects of the process, each with its
@@ -68,5 +70,8 @@
 // partial blocks the metadata does not have, and instruction counts that
 // overflow 64 bits. The metadata is trusted as meta.Decode returns it.
 // DWARF is not: unreadable parts are skipped and the reports fall back
-// to addresses.
+// to addresses. A separate debug file is used only when its build-id is
+// the binary's (found by .gnu_debuglink: when its CRC-32 is the link's
+// and it names no other build-id); a .gnu_debuglink name holding a '/' is
+// ignored.
 package report

@@ -77,6 +77,9 @@ type Module struct {
 	Debug   *DebugInfo
 	Symbols *Symbols
 	File    *elf.File
+	// DebugSource says where Debug came from when the binary has no DWARF
+	// of its own (a separate debug file), and why candidates were refused.
+	DebugSource DebugSource
 }
 
 // A FuncID names a function of the model: the module (index in
@@ -135,16 +138,33 @@ type Model struct {
 // partial blocks. A profile whose instruction count overflows 64 bits is
 // refused.
 func NewModel(binary string, t *meta.Table, p *cct.Profile, f *elf.File) (*Model, error) {
+	return NewModelWith(binary, t, p, f, ModelOptions{})
+}
+
+// ModelOptions are the choices of NewModelWith.
+type ModelOptions struct {
+	// Debug says where to look for separate debug info when the binary
+	// has no DWARF (debugfile.go); the zero value searches SystemDebugDir.
+	Debug DebugOptions
+}
+
+// NewModelWith is NewModel with options. When f has no DWARF, the DWARF
+// and symbols come from its separate debug file, if one is found
+// (Module.DebugSource), and functions the metadata calls sub_<hex> take
+// that file's symbol names.
+func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o ModelOptions) (*Model, error) {
 	if err := checkMatch(binary, t, p); err != nil {
 		return nil, err
 	}
 	m := &Model{Binary: binary, Table: t, File: f, Metrics: p.Metrics, Threads: len(p.Threads),
 		FlowOnly: p.Flags&cct.FlagFlowOnly != 0, Stats: p.Stats}
+	var src DebugSource
 	if f != nil {
-		m.Debug = NewDebugInfo(f)
-		m.Symbols = NewSymbols(f)
+		d := loadDebug(binary, f, t.OrigBuildID, o.Debug)
+		m.Debug, m.Symbols, src = d.Debug, d.Symbols, d.Source
+		m.nameStripped(d.names)
 	}
-	m.Modules = []Module{{Path: binary, BuildID: t.InstrID, Table: t, Debug: m.Debug, Symbols: m.Symbols, File: f}}
+	m.Modules = []Module{{Path: binary, BuildID: t.InstrID, Table: m.Table, Debug: m.Debug, Symbols: m.Symbols, File: f, DebugSource: src}}
 	folded := p.FoldThreads()
 	if err := m.buildContexts(folded); err != nil {
 		return nil, err

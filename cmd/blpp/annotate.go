@@ -15,6 +15,7 @@ func runAnnotate(c *ctx, args []string) error {
 	fs := c.newFlags()
 	binary := binaryFlag(fs)
 	noDemangle := noDemangleFlag(fs)
+	debugDirFlag(fs)
 	disasm := fs.Bool("disasm", false, "annotate the disassembly even when the binary has line information")
 	out := outputFlag(fs)
 	if err := c.parse(fs, args); err != nil {
@@ -29,7 +30,7 @@ func runAnnotate(c *ctx, args []string) error {
 			profiles, target = profiles[:n-1], profiles[n-1]
 		}
 	}
-	m, err := loadModel(*binary, profiles, names(noDemangle))
+	m, err := loadModel(c, *binary, profiles, names(noDemangle))
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ func init() {
 func runCoverage(c *ctx, args []string) error {
 	fs := c.newFlags()
 	binary := binaryFlag(fs)
+	debugDirFlag(fs)
 	format := fs.String("format", "text", "text, or lcov (a tracefile for genhtml)")
 	noDemangle := noDemangleFlag(fs)
 	out := outputFlag(fs)
@@ -24,7 +25,7 @@ func runCoverage(c *ctx, args []string) error {
 	if *format != "text" && *format != "lcov" {
 		return &usageError{fmt.Sprintf("--format %q: want text or lcov", *format)}
 	}
-	m, err := loadModel(*binary, fs.Args(), names(noDemangle))
+	m, err := loadModel(c, *binary, fs.Args(), names(noDemangle))
 	if err != nil {
 		return err
 	}

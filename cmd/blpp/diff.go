@@ -26,12 +26,12 @@ func runDiff(c *ctx, args []string) error {
 	if *newBinary == "" {
 		*newBinary = *binary
 	}
-	old, err := loadModel(*binary, fs.Args()[:1], names(noDemangle))
+	old, err := loadModel(c, *binary, fs.Args()[:1], names(noDemangle))
 	if err != nil {
 		return err
 	}
 	defer old.File.Close()
-	nw, err := loadModel(*newBinary, fs.Args()[1:], names(noDemangle))
+	nw, err := loadModel(c, *newBinary, fs.Args()[1:], names(noDemangle))
 	if err != nil {
 		return err
 	}

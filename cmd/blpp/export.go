@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"blpp/internal/outfile"
 	"blpp/report"
@@ -39,6 +40,31 @@ func noDemangleFlag(fs *pflag.FlagSet) *bool {
 // names are the report.NameOptions of a --no-demangle flag.
 func names(noDemangle *bool) report.NameOptions { return report.NameOptions{Raw: *noDemangle} }
 
+// debugDirFlag is --debug-dir: more directories searched for separate
+// debug info (report.DebugOptions), read back by modelOptions.
+func debugDirFlag(fs *pflag.FlagSet) {
+	fs.StringArray("debug-dir", nil, "look for separate debug info in DIR too, as in /usr/lib/debug (DIR/.build-id/xx/rest.debug); repeatable or DIR1:DIR2")
+}
+
+// modelOptions are the report.ModelOptions of the running command's
+// --debug-dir and of DEBUGINFOD_URLS (local roots only).
+func modelOptions(c *ctx) report.ModelOptions {
+	var o report.ModelOptions
+	dirs, _ := c.fs.GetStringArray("debug-dir")
+	for _, d := range dirs {
+		o.Debug.Dirs = append(o.Debug.Dirs, filepath.SplitList(d)...)
+	}
+	o.Debug.Debuginfod = os.Getenv("DEBUGINFOD_URLS")
+	return o
+}
+
+// debugNotes prints what the search for separate debug info refused.
+func debugNotes(c *ctx, m *report.Model) {
+	for _, n := range m.Modules[0].DebugSource.Notes {
+		fmt.Fprintf(c.stderr, "blpp: note: %s\n", n)
+	}
+}
+
 // outputFlag is the -o of the commands whose output goes through
 // writeOutput.
 func outputFlag(fs *pflag.FlagSet) *string {
@@ -46,9 +72,10 @@ func outputFlag(fs *pflag.FlagSet) *string {
 }
 
 // loadModel reads and merges the profiles and lays them over the
-// instrumented binary; the model shows names as o says. The caller
-// closes the returned model's File.
-func loadModel(binary string, profiles []string, o report.NameOptions) (*report.Model, error) {
+// instrumented binary, with the running command's --debug-dir (c nil:
+// none; the search's notes go to c.stderr); the model shows names as o
+// says. The caller closes the returned model's File.
+func loadModel(c *ctx, binary string, profiles []string, o report.NameOptions) (*report.Model, error) {
 	if binary == "" {
 		return nil, &usageError{"--binary is required: the instrumented binary that wrote the profile"}
 	}
@@ -63,18 +90,26 @@ func loadModel(binary string, profiles []string, o report.NameOptions) (*report.
 	if err != nil {
 		return nil, err
 	}
-	m, err := report.NewModel(binary, tab, prof, f)
+	var mo report.ModelOptions
+	if c != nil {
+		mo = modelOptions(c)
+	}
+	m, err := report.NewModelWith(binary, tab, prof, f, mo)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", profiles[0], err)
 	}
 	m.Names = o
+	if c != nil {
+		debugNotes(c, m)
+	}
 	return m, nil
 }
 
 func runExport(c *ctx, args []string) error {
 	fs := c.newFlags()
 	binary := binaryFlag(fs)
+	debugDirFlag(fs)
 	format := fs.String("format", "", "pprof, folded, llvm-sample, bolt-fdata or json (required)")
 	out := outputFlag(fs)
 	metric := fs.String("metric", "insns", "folded: the value of each stack (insns, count, calls or a metric of the profile)")
@@ -104,7 +139,7 @@ func runExport(c *ctx, args []string) error {
 	// The whole output is made before anything is written, so a refusal
 	// never leaves a partial file.
 	var buf bytes.Buffer
-	m, err := loadModel(*binary, fs.Args(), names(noDemangle))
+	m, err := loadModel(c, *binary, fs.Args(), names(noDemangle))
 	if err != nil {
 		return err
 	}

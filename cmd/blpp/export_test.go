@@ -166,7 +166,7 @@ func runtimeGOROOT(t *testing.T) string {
 // blpp report --format json.
 func reportInsns(t *testing.T, inst, prof string) uint64 {
 	t.Helper()
-	m, err := loadModel(inst, []string{prof}, report.NameOptions{})
+	m, err := loadModel(nil, inst, []string{prof}, report.NameOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestEdgeCounts(t *testing.T) {
 		t.Run(src, func(t *testing.T) {
 			dir := t.TempDir()
 			inst, prof, _ := profiled(t, dir, fixture.Build(t, src, gccO2PIE))
-			m, err := loadModel(inst, []string{prof}, report.NameOptions{})
+			m, err := loadModel(nil, inst, []string{prof}, report.NameOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

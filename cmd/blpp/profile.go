@@ -35,6 +35,7 @@ func readProfiles(paths []string) (*cct.Profile, error) {
 func runReport(c *ctx, args []string) error {
 	fs := c.newFlags()
 	binary := fs.String("binary", "", "the instrumented binary the profile came from (default: from the profile's directory, see docs)")
+	debugDirFlag(fs)
 	view := fs.String("view", "paths", "text view: paths (hottest paths), tree (top-down calling contexts), callers (bottom-up), flat (per procedure), loops (loop nests in each calling context)")
 	metric := fs.String("metric", "", "metric of the tree, callers, flat and --context views: freq (default), insns, or any metric of the profile")
 	context := fs.String("context", "", "show the hottest paths of the contexts whose chain of functions ends with CHAIN (main/parse/next; a leading / anchors at a root)")
@@ -110,11 +111,12 @@ func runReport(c *ctx, args []string) error {
 	for _, w := range report.RuntimeWarnings(prof.Stats) {
 		fmt.Fprintf(c.stderr, "blpp: warning: %s\n", w)
 	}
-	m, err := report.NewModel(*binary, tab, prof, f)
+	m, err := report.NewModelWith(*binary, tab, prof, f, modelOptions(c))
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Args()[0], err)
 	}
 	m.Names = names(noDemangle)
+	debugNotes(c, m)
 	if *htmlOut != "" || (*format == "text" && (*view == "hot" || *view == "procs")) {
 		return reportMore(c, m, *view, *metric, *hotShare, *asm, *htmlOut)
 	}

@@ -145,7 +145,7 @@ func runProfiledCFG(c *ctx, binary string, profiles []string, re, format string,
 		}
 		match = rx.MatchString
 	}
-	m, err := loadModel(binary, profiles, o)
+	m, err := loadModel(c, binary, profiles, o)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func readProfiles(paths []string) (*cct.Profile, error) {
 
 func runReport(c *ctx, args []string) error {
 	fs := c.newFlags()
-	binary := fs.String("binary", "", "the instrumented binary the profile came from (default: from the profile's directory, see docs)")
+	binary := fs.String("binary", "", "the instrumented binary the profile came from (required)")
 	debugDirFlag(fs)
 	view := fs.String("view", "paths", "text view: paths (hottest paths), tree (top-down calling contexts), callers (bottom-up), flat (per procedure), loops (loop nests in each calling context)")
 	metric := fs.String("metric", "", "metric of the tree, callers, flat and --context views: freq (default), insns, or any metric of the profile")

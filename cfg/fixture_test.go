@@ -10,18 +10,6 @@ import (
 	"blpp/internal/testsupport/fixture"
 )
 
-// symbolAddrs maps function names to entries using the unstripped build's
-// .symtab (strip does not move code, so the stripped twin has the same
-// addresses).
-func symbolAddrs(t *testing.T, path string) map[string]uint64 {
-	t.Helper()
-	m := map[string]uint64{}
-	for _, s := range fixture.FuncSymbols(t, path) {
-		m[s.Name] = s.Value
-	}
-	return m
-}
-
 // TestFixtures analyses every fixture in every configuration of the matrix
 // and checks the facts the fixture package verified independently from
 // objdump: every symbol and FDE is a function, loops and their nesting,
@@ -43,7 +31,7 @@ func checkFixture(t *testing.T, e fixture.Expect, c fixture.Config) {
 	path := fixture.Build(t, e.Source, c)
 	twin := c
 	twin.Strip = false
-	names := symbolAddrs(t, fixture.Build(t, e.Source, twin))
+	names := fixture.FuncAddrs(t, fixture.Build(t, e.Source, twin))
 	b, err := cfg.Open(path)
 	if err != nil {
 		t.Fatalf("%s: %v", e.Source, err)
@@ -205,7 +193,7 @@ func TestFragmentCalledLater(t *testing.T) {
 	c := fixture.Config{CC: "gcc", Opt: "-O2", PIE: true, Strip: true}
 	twin := c
 	twin.Strip = false
-	names := symbolAddrs(t, fixture.Build(t, "fragcall.c", twin))
+	names := fixture.FuncAddrs(t, fixture.Build(t, "fragcall.c", twin))
 	for _, n := range []string{"target", "jumper", "caller", "caller.cold"} {
 		if names[n] == 0 {
 			t.Fatalf("fragcall.c %s: no symbol %s (gcc did not split caller?)", c, n)

@@ -15,7 +15,7 @@ import (
 func TestLockSkipGraph(t *testing.T) {
 	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2"}, {CC: "clang", Opt: "-O2", PIE: true}} {
 		exe := fixture.Build(t, "lockskip.c", c)
-		entry := symbolAddrs(t, exe)["decrement"]
+		entry := fixture.FuncAddrs(t, exe)["decrement"]
 		b, err := cfg.Open(exe)
 		if err != nil {
 			t.Fatal(err)

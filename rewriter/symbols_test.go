@@ -7,22 +7,11 @@ import (
 	"blpp/internal/testsupport/fixture"
 )
 
-// funcSymbols maps the name of every function symbol of the ELF file at
-// path (an unstripped build) to its address.
-func funcSymbols(t *testing.T, path string) map[string]uint64 {
-	t.Helper()
-	out := map[string]uint64{}
-	for _, s := range fixture.FuncSymbols(t, path) {
-		out[s.Name] = s.Value
-	}
-	return out
-}
-
 // funcAddrs returns the addresses of the named functions of the build at
 // path, failing t when one has no symbol.
 func funcAddrs(t *testing.T, path string, names ...string) map[string]uint64 {
 	t.Helper()
-	all := funcSymbols(t, path)
+	all := fixture.FuncAddrs(t, path)
 	out := map[string]uint64{}
 	for _, n := range names {
 		a, ok := all[n]
@@ -39,7 +28,7 @@ func funcAddrs(t *testing.T, path string, names ...string) map[string]uint64 {
 func symbolNames(t *testing.T, path string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for n, a := range funcSymbols(t, path) {
+	for n, a := range fixture.FuncAddrs(t, path) {
 		out[fmt.Sprintf("%#x", a)] = n
 	}
 	return out

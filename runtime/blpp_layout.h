@@ -27,12 +27,16 @@
 #define BLPP_HASH_MUL 0x9e3779b1u
 #define BLPP_CONFIG_FLAG_CALL_CACHE 4ull
 #define BLPP_CONFIG_FLAG_FAULT_SHARED_THREADS 8ull
+#define BLPP_CONFIG_FLAG_LIBRARY 16ull
+#define BLPP_FID_BITS 20
+#define BLPP_FID_LOCAL_MASK 0xfffffull
+#define BLPP_MAX_MODULE_TAG 2047
 #define BLPP_CALL_CACHE_BITS 12
 #define BLPP_CALL_CACHE_OFFSET 4096
 #define BLPP_CALL_CACHE_SIZE 131072
 
 /* struct blpp_config: runtime configuration, patched into the image by the rewriter */
-#define BLPP_CONFIG_SIZE 144
+#define BLPP_CONFIG_SIZE 160
 #define BLPP_CONFIG_OFF_MAGIC 0
 #define BLPP_CONFIG_OFF_SELF_VADDR 8
 #define BLPP_CONFIG_OFF_ORIG_ENTRY 16
@@ -51,6 +55,8 @@
 #define BLPP_CONFIG_OFF_SLOTS_SIZE 120
 #define BLPP_CONFIG_OFF_SHADOW_FRAMES 128
 #define BLPP_CONFIG_OFF_NDARK 136
+#define BLPP_CONFIG_OFF_ORIG_INIT 144
+#define BLPP_CONFIG_OFF_MODULE_TAG 152
 
 /* struct blpp_func: one entry of the function table at funcs_vaddr */
 #define BLPP_FUNC_SIZE 56
@@ -63,7 +69,7 @@
 #define BLPP_FUNC_OFF_CLOSED 48
 
 /* struct blpp_thread: per-thread block; %gs points at it */
-#define BLPP_THREAD_SIZE 296
+#define BLPP_THREAD_SIZE 312
 #define BLPP_THREAD_OFF_SELF 0
 #define BLPP_THREAD_OFF_R 8
 #define BLPP_THREAD_OFF_OWNER 16
@@ -95,6 +101,8 @@
 #define BLPP_THREAD_OFF_DARK_LIST 272
 #define BLPP_THREAD_OFF_DARK_REC 280
 #define BLPP_THREAD_OFF_DARK_RSP 288
+#define BLPP_THREAD_OFF_PROC 296
+#define BLPP_THREAD_OFF_FLAT_MODS 304
 
 /* struct blpp_frame: shadow-stack entry */
 #define BLPP_FRAME_SIZE 72
@@ -165,6 +173,8 @@ struct blpp_config {
 	unsigned long long slots_size;
 	unsigned long long shadow_frames;
 	unsigned long long ndark;
+	unsigned long long orig_init;
+	unsigned long long module_tag;
 };
 
 struct blpp_func {
@@ -209,6 +219,8 @@ struct blpp_thread {
 	unsigned long long dark_list;
 	unsigned long long dark_rec;
 	unsigned long long dark_rsp;
+	unsigned long long proc;
+	unsigned long long flat_mods;
 };
 
 struct blpp_frame {
@@ -278,6 +290,8 @@ _Static_assert(__builtin_offsetof(struct blpp_config, arena_limit) == BLPP_CONFI
 _Static_assert(__builtin_offsetof(struct blpp_config, slots_size) == BLPP_CONFIG_OFF_SLOTS_SIZE, "blpp_config.slots_size");
 _Static_assert(__builtin_offsetof(struct blpp_config, shadow_frames) == BLPP_CONFIG_OFF_SHADOW_FRAMES, "blpp_config.shadow_frames");
 _Static_assert(__builtin_offsetof(struct blpp_config, ndark) == BLPP_CONFIG_OFF_NDARK, "blpp_config.ndark");
+_Static_assert(__builtin_offsetof(struct blpp_config, orig_init) == BLPP_CONFIG_OFF_ORIG_INIT, "blpp_config.orig_init");
+_Static_assert(__builtin_offsetof(struct blpp_config, module_tag) == BLPP_CONFIG_OFF_MODULE_TAG, "blpp_config.module_tag");
 _Static_assert(sizeof(struct blpp_func) == BLPP_FUNC_SIZE, "blpp_func size");
 _Static_assert(__builtin_offsetof(struct blpp_func, num_paths) == BLPP_FUNC_OFF_NUM_PATHS, "blpp_func.num_paths");
 _Static_assert(__builtin_offsetof(struct blpp_func, hashed) == BLPP_FUNC_OFF_HASHED, "blpp_func.hashed");
@@ -318,6 +332,8 @@ _Static_assert(__builtin_offsetof(struct blpp_thread, leaf_r) == BLPP_THREAD_OFF
 _Static_assert(__builtin_offsetof(struct blpp_thread, dark_list) == BLPP_THREAD_OFF_DARK_LIST, "blpp_thread.dark_list");
 _Static_assert(__builtin_offsetof(struct blpp_thread, dark_rec) == BLPP_THREAD_OFF_DARK_REC, "blpp_thread.dark_rec");
 _Static_assert(__builtin_offsetof(struct blpp_thread, dark_rsp) == BLPP_THREAD_OFF_DARK_RSP, "blpp_thread.dark_rsp");
+_Static_assert(__builtin_offsetof(struct blpp_thread, proc) == BLPP_THREAD_OFF_PROC, "blpp_thread.proc");
+_Static_assert(__builtin_offsetof(struct blpp_thread, flat_mods) == BLPP_THREAD_OFF_FLAT_MODS, "blpp_thread.flat_mods");
 _Static_assert(sizeof(struct blpp_frame) == BLPP_FRAME_SIZE, "blpp_frame size");
 _Static_assert(__builtin_offsetof(struct blpp_frame, rsp) == BLPP_FRAME_OFF_RSP, "blpp_frame.rsp");
 _Static_assert(__builtin_offsetof(struct blpp_frame, saved_r) == BLPP_FRAME_OFF_SAVED_R, "blpp_frame.saved_r");

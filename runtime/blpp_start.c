@@ -294,3 +294,15 @@ void blpp_fini(void)
 	if (CAS(&rt.exit_written, EXIT_NONE, EXIT_AT_FINI))
 		write_profile(0, 1);
 }
+
+/*
+ * blpp_module_init is a shared object's DT_INIT hook (glibc passes argc,
+ * argv and envp to DT_INIT functions): it registers the module with the
+ * process's runtime, then runs the module's own DT_INIT.
+ */
+void blpp_module_init(int argc, char **argv, char **envp)
+{
+	const volatile struct blpp_config *c = &blpp_config;
+	if (c->orig_init)
+		((void (*)(int, char **, char **))(c->orig_init + ((u64)&blpp_config - c->self_vaddr)))(argc, argv, envp);
+}

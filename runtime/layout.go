@@ -71,6 +71,17 @@ type Config struct {
 	// and no paths; their Func entries have only Slot (the calls word of
 	// the flat record, in flow-only frequency images), or nothing.
 	NDark uint64 `c:"ndark"`
+	// OrigInit is the module's own DT_INIT (link-time address), which
+	// blpp_module_init calls after it has registered the module; 0 if
+	// none. Only shared objects (ConfigFlagLibrary) have the hook.
+	OrigInit uint64 `c:"orig_init"`
+	// ModuleTag names the module in the process [decision 81]: every
+	// function id its instrumentation uses is ModuleTag<<FidBits | the
+	// function's index in the module (its "local" id). The executable
+	// has tag 0; shared objects 1..MaxModuleTag, unique in a process
+	// (blpp run numbers them; a clash stops the program at load with a
+	// message naming both modules).
+	ModuleTag uint64 `c:"module_tag"`
 }
 
 // Config flags.
@@ -91,6 +102,22 @@ const (
 	// its own, so threads share their creator's counters and updates are
 	// lost between them.
 	ConfigFlagFaultSharedThreads = 1 << 3
+	// ConfigFlagLibrary: the module is a shared object. It has no entry
+	// point of its own: blpp_module_init, its DT_INIT hook, registers
+	// it with the process's one runtime (or makes that runtime, when it
+	// is the first instrumented module to start), then runs OrigInit.
+	ConfigFlagLibrary = 1 << 4
+)
+
+// Function ids across modules [decision 81]: a module's instrumentation
+// names its function i (instrumented ones first, then the left-out ones
+// whose entries it counts) as ModuleTag<<FidBits | i, so that the ids of
+// all the modules of a process differ and every record, node and shadow
+// frame says which module's function it is.
+const (
+	FidBits      = 20
+	FidLocalMask = 1<<FidBits - 1
+	MaxModuleTag = 1<<(31-FidBits) - 1 // ids stay positive imm32s
 )
 
 // The call cache of a context-mode thread block [decision 49]: a
@@ -238,6 +265,15 @@ type Thread struct {
 	DarkList uint64 `c:"dark_list"`
 	DarkRec  uint64 `c:"dark_rec"`
 	DarkRSP  uint64 `c:"dark_rsp"`
+	// Proc is the process's runtime state (the same in every block);
+	// a module that starts finds the runtime through the %gs block of
+	// the thread that loads it [decision 81].
+	Proc uint64 `c:"proc"`
+	// FlatMods, in flow-only images, points at MaxModuleTag+1 pointers:
+	// per module tag other than 0, the thread's root records of that
+	// module's functions by local id (0 until the module's first stub
+	// entry on this thread makes the array). The executable's are Flat.
+	FlatMods uint64 `c:"flat_mods"`
 }
 
 // Frame is blpp_frame, one shadow-stack entry: an activation of an
@@ -311,7 +347,7 @@ type Site struct {
 // Sizes and offsets for code generators; layout_test.go checks each one
 // against the structs above.
 const (
-	ConfigSize = 144
+	ConfigSize = 160
 
 	FuncSize         = 56
 	FuncNumPathsOff  = 0
@@ -324,7 +360,7 @@ const (
 
 	MetricSize = 40
 
-	ThreadSize  = 296
+	ThreadSize  = 312
 	OffSelf     = 0
 	OffR        = 8
 	OffOwner    = 16
@@ -345,6 +381,8 @@ const (
 	OffDarkList = 272
 	OffDarkRec  = 280
 	OffDarkRSP  = 288
+	OffProc     = 296
+	OffFlatMods = 304
 
 	FrameSize        = 72
 	FrameSavedCurOff = 40
@@ -525,6 +563,10 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_HASH_MUL", fmt.Sprintf("%#xu", uint32(HashMul))},
 	{"BLPP_CONFIG_FLAG_CALL_CACHE", fmt.Sprintf("%dull", ConfigFlagCallCache)},
 	{"BLPP_CONFIG_FLAG_FAULT_SHARED_THREADS", fmt.Sprintf("%dull", ConfigFlagFaultSharedThreads)},
+	{"BLPP_CONFIG_FLAG_LIBRARY", fmt.Sprintf("%dull", ConfigFlagLibrary)},
+	{"BLPP_FID_BITS", fmt.Sprint(FidBits)},
+	{"BLPP_FID_LOCAL_MASK", fmt.Sprintf("%#xull", uint64(FidLocalMask))},
+	{"BLPP_MAX_MODULE_TAG", fmt.Sprint(MaxModuleTag)},
 	{"BLPP_CALL_CACHE_BITS", fmt.Sprint(CallCacheBits)},
 	{"BLPP_CALL_CACHE_OFFSET", fmt.Sprint(CallCacheOffset)},
 	{"BLPP_CALL_CACHE_SIZE", fmt.Sprint(CallCacheSize)},

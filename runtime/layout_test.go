@@ -54,6 +54,8 @@ func TestLayoutConstants(t *testing.T) {
 		{"OffDarkList", OffDarkList, unsafe.Offsetof(th.DarkList)},
 		{"OffDarkRec", OffDarkRec, unsafe.Offsetof(th.DarkRec)},
 		{"OffDarkRSP", OffDarkRSP, unsafe.Offsetof(th.DarkRSP)},
+		{"OffProc", OffProc, unsafe.Offsetof(th.Proc)},
+		{"OffFlatMods", OffFlatMods, unsafe.Offsetof(th.FlatMods)},
 		{"FrameSavedCurOff", FrameSavedCurOff, unsafe.Offsetof(fr.SavedAcc)},
 		{"FrameSavedRegOff", FrameSavedRegOff, unsafe.Offsetof(fr.SavedAcc) + 8},
 		{"FrameExtSiteOff", FrameExtSiteOff, unsafe.Offsetof(fr.SavedAcc) + 16},

@@ -19,25 +19,26 @@ func ImageELF() []byte { return bytes.Clone(imageELF) }
 
 // Symbols every image defines (Image.Symbols keys).
 const (
-	SymStart     = "blpp_start"      // new process entry point (e_entry)
-	SymFini      = "blpp_fini"       // SysV function: run orig_fini, write the profile
-	SymConfig    = "blpp_config"     // the Config struct, in Data
-	SymEnter     = "blpp_enter"      // stub: function entry
-	SymExit      = "blpp_exit"       // stub: path end at an exit (return, tail call, no-return call)
-	SymBackedge  = "blpp_backedge"   // stub: path end at a backedge, restart
-	SymTailExit  = "blpp_tail_exit"  // stub: path end before a direct tail jump to an instrumented function
-	SymSetjmpRet = "blpp_setjmp_ret" // stub: the edge after a call that returns twice
-	SymForkChild = "blpp_fork_child" // stub: in a fork child, after fork() returned 0
-	SymLeaf      = "blpp_leaf"       // stub: a one-path flow-only leaf starts (no shadow frame)
-	SymLeave     = "blpp_leave"      // stub: before _exit, exit_group or an exec (decision 59)
-	SymDark      = "blpp_dark"       // stub: an uninstrumented function was entered (decision 70)
+	SymStart     = "blpp_start"       // new process entry point (e_entry)
+	SymFini      = "blpp_fini"        // SysV function: run orig_fini, write the profile
+	SymModInit   = "blpp_module_init" // SysV function (argc, argv, envp): a shared object's DT_INIT hook
+	SymConfig    = "blpp_config"      // the Config struct, in Data
+	SymEnter     = "blpp_enter"       // stub: function entry
+	SymExit      = "blpp_exit"        // stub: path end at an exit (return, tail call, no-return call)
+	SymBackedge  = "blpp_backedge"    // stub: path end at a backedge, restart
+	SymTailExit  = "blpp_tail_exit"   // stub: path end before a direct tail jump to an instrumented function
+	SymSetjmpRet = "blpp_setjmp_ret"  // stub: the edge after a call that returns twice
+	SymForkChild = "blpp_fork_child"  // stub: in a fork child, after fork() returned 0
+	SymLeaf      = "blpp_leaf"        // stub: a one-path flow-only leaf starts (no shadow frame)
+	SymLeave     = "blpp_leave"       // stub: before _exit, exit_group or an exec (decision 59)
+	SymDark      = "blpp_dark"        // stub: an uninstrumented function was entered (decision 70)
 	// SymFastSlots is a data word that is 0 until the runtime is ready
 	// (the main thread's block is set up): inline instrumentation tests it
 	// before it touches %gs and calls a stub while it is 0.
 	SymFastSlots = "blpp_fast_slots"
 )
 
-var requiredSymbols = []string{SymStart, SymFini, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots}
+var requiredSymbols = []string{SymStart, SymFini, SymModInit, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots}
 
 // PageSize is the alignment the image needs: it must be placed at a
 // page-aligned address T, its text at T and its data at T+DataOff.

@@ -24,7 +24,17 @@ const (
 	TagThread   uint8 = 1
 	TagReserved uint8 = 2 // the PARTIAL section of the first draft; partials now live in THREAD
 	TagStats    uint8 = 3
+	// TagModules lists the modules of the process (version 3, decision
+	// 81): uv n, then per module uv tag, uv flags (ModuleFlag*), uv
+	// load bias, uv path_len, path, uv build_id_len, build_id. A
+	// record's func is then tag<<FidBits | the function's index in
+	// that module's metadata.
+	TagModules uint8 = 4
 	TagTrailer  uint8 = 0xff
+
+	// FidBits splits a version-3 function id into the module tag (high
+	// bits) and the function's index in the module (runtime.FidBits).
+	FidBits = 20
 
 	// MaxVarintLen is the longest LEB128 encoding a reader accepts.
 	MaxVarintLen = 10
@@ -44,6 +54,17 @@ const (
 	StatRecords        = "records"         // call records created, all threads
 	StatThreads        = "threads"         // thread blocks created
 	StatDroppedRecords = "dropped_records" // activations left without a record (arena full)
+)
+
+// ModuleFlags are a MODULES entry's flag bits.
+type ModuleFlags uint64
+
+const (
+	// ModuleFlagExecutable: the module is the program (tag 0).
+	ModuleFlagExecutable ModuleFlags = 1 << 0
+	// ModuleFlagUnloaded: dlclose unmapped the module before the write;
+	// its counts are kept.
+	ModuleFlagUnloaded ModuleFlags = 1 << 1
 )
 
 // Flags are the header's flag bits.

@@ -23,6 +23,9 @@
 #define BLPP_TAG_THREAD 1u                          /* uv tid, uv nrecords, record*, uv npartials, partial* */
 #define BLPP_TAG_RESERVED 2u                        /* never written; readers refuse it */
 #define BLPP_TAG_STATS 3u                           /* uv n, (uv key_len, key, uv value)* */
+#define BLPP_TAG_MODULES 4u                         /* uv n, (uv tag, uv flags, uv bias, uv path_len, path, uv build_id_len, build_id)* */
+#define BLPP_MODULE_FLAG_EXECUTABLE 0x1ull          /* the program itself (tag 0) */
+#define BLPP_MODULE_FLAG_UNLOADED 0x2ull            /* unmapped by dlclose before the write */
 #define BLPP_TAG_TRAILER 0xffu                      /* then u64 FNV-1a 64 of every byte before the checksum */
 #define BLPP_FLAG_FLOW_ONLY 0x1u                    /* no calling context: every record is a root */
 #define BLPP_FLAG_FATAL_SIGNAL 0x2u                 /* written by a fatal-signal handler */

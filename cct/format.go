@@ -30,7 +30,7 @@ const (
 	// record's func is then tag<<FidBits | the function's index in
 	// that module's metadata.
 	TagModules uint8 = 4
-	TagTrailer  uint8 = 0xff
+	TagTrailer uint8 = 0xff
 
 	// FidBits splits a version-3 function id into the module tag (high
 	// bits) and the function's index in the module (runtime.FidBits).

@@ -28,17 +28,17 @@ static int over_limit(void) { return LOADR(&rt.arena_bytes) >= rt.arena_limit; }
  * real block (the scratch block of early_gs has no slots). */
 static int slot_of(struct blpp_thread *t, u64 fid)
 {
-	const struct blpp_func *f = &rt.funcs[fid];
-	return rt.slots_size && t->sp_base > (u64)t + BLOCK_HDR && f->slot && !f->hashed &&
+	const struct blpp_func *f = func_of(fid);
+	return f && rt.slots_size && t->sp_base > (u64)t + BLOCK_HDR && f->slot && !f->hashed &&
 	       f->slot >= BLOCK_HDR && f->slot + 8 * (1 + f->num_paths) <= BLOCK_HDR + rt.slots_size;
 }
 
 /* cur_of is Thread.cur for a running activation with record r. */
 static u64 cur_of(struct blpp_thread *t, const struct blpp_record *r)
 {
-	if (!r || !rt.slots_size || r->func >= rt.nfuncs || !r->dense_n)
+	if (!r || !rt.slots_size || !instr(r->func) || !r->dense_n)
 		return 0;
-	return r->counts == (u64)t + rt.funcs[r->func].slot ? r->func + 1 : 0;
+	return r->counts == (u64)t + func_of(r->func)->slot ? r->func + 1 : 0;
 }
 
 /*
@@ -54,16 +54,43 @@ static u64 cur_of(struct blpp_thread *t, const struct blpp_record *r)
  */
 static int lean(u64 cur) { return rt.flow_only && cur != 0; }
 
+/* flat_word is where t keeps its root record of fid: Thread.flat by local
+ * id for the executable's functions, the module's array in Thread.flat_mods
+ * for a shared object's (decision 81). With alloc, missing arrays are
+ * made (in the arena: a fork child starts without them); else 0. */
+static u64 *flat_word(struct blpp_thread *t, u64 fid, int alloc)
+{
+	struct mod *m = mod_of(fid);
+	u64 tag = fid >> BLPP_FID_BITS, n, *arr, **mods;
+	if (!m || local_id(fid) >= (n = m->nfuncs + m->ndark))
+		return 0;
+	if (tag == 0) {
+		arr = (u64 *)t->flat;
+		if (!arr && alloc && rt.w && (arr = arena_alloc(&rt.w->arena, 8 * n)))
+			t->flat = (u64)arr;
+		return arr ? &arr[local_id(fid)] : 0;
+	}
+	mods = (u64 **)t->flat_mods;
+	if (!mods && alloc && rt.w && (mods = arena_alloc(&rt.w->arena, 8 * (BLPP_MAX_MODULE_TAG + 1))))
+		t->flat_mods = (u64)mods;
+	if (!mods)
+		return 0;
+	arr = mods[tag];
+	if (!arr && alloc && rt.w && (arr = arena_alloc(&rt.w->arena, 8 * n)))
+		mods[tag] = arr;
+	return arr ? &arr[local_id(fid)] : 0;
+}
+
 static struct blpp_record *flat_rec(struct blpp_thread *t, u64 fid)
 {
-	u64 *flat = (u64 *)t->flat;
-	return flat && fid < rt.nfuncs ? R(flat[fid]) : 0;
+	u64 *w = instr(fid) ? flat_word(t, fid, 0) : 0;
+	return w ? R(*w) : 0;
 }
 
 /* closed says whether fid is a closed function (decision 57, blpp_partial.c);
  * calls_out, whether it is one that makes outside calls (decision 64). */
-static int closed(u64 fid) { return fid < rt.nfuncs && rt.funcs[fid].closed; }
-static int calls_out(u64 fid) { return fid < rt.nfuncs && rt.funcs[fid].closed == 2; }
+static int closed(u64 fid) { return instr(fid) && func_of(fid)->closed; }
+static int calls_out(u64 fid) { return instr(fid) && func_of(fid)->closed == 2; }
 
 /* running is the record of t's running activation: the newest frame's
  * function's when that is closed (its activations leave cur and record
@@ -117,9 +144,9 @@ static const struct blpp_func dark_func;
 static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_record *parent, u64 site)
 {
 	struct wiped *w = rt.w;
-	const struct blpp_func *f = fid < rt.nfuncs ? &rt.funcs[fid] : &dark_func;
-	if (fid >= rt.nfuncs && fid - rt.nfuncs < rt.ndark && !rt.funcs[fid].num_paths && !rt.funcs[fid].nsites)
-		f = &rt.funcs[fid]; /* its slot, if any */
+	const struct blpp_func *f = instr(fid) ? func_of(fid) : &dark_func;
+	if (dark_fid(fid) && !func_of(fid)->num_paths && !func_of(fid)->nsites)
+		f = func_of(fid); /* its slot, if any */
 	u64 dense = f->hashed ? 0 : f->num_paths;
 	struct blpp_record *r;
 	u64 *counts;
@@ -186,16 +213,14 @@ static void sig_restore(const u64 *old) { sc4(SYS_rt_sigprocmask, 2 /* SIG_SETMA
 
 static struct blpp_record *root(struct blpp_thread *t, u64 fid)
 {
-	u64 *flat = (u64 *)t->flat, old;
+	u64 *w = flat_word(t, fid, 0), old;
 	struct blpp_record *r = 0;
-	if (flat && flat[fid])
-		return R(flat[fid]);
+	if (w && *w)
+		return R(*w);
 	sig_block(&old);
-	flat = (u64 *)t->flat;
-	if (!flat && rt.w && (flat = arena_alloc(&rt.w->arena, 8 * (rt.nfuncs + rt.ndark))))
-		t->flat = (u64)flat;
-	if (flat && !(r = R(flat[fid])) && (r = rec_new(t, fid, 0, 0)))
-		flat[fid] = (u64)r;
+	w = flat_word(t, fid, 1);
+	if (w && !(r = R(*w)) && (r = rec_new(t, fid, 0, 0)))
+		*w = (u64)r;
 	sig_restore(&old);
 	return r;
 }
@@ -318,7 +343,7 @@ static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 pat
 	u64 *v;
 	if (!w)
 		return;
-	if (fid >= rt.nfuncs) {
+	if (!instr(fid)) {
 		ADD(&w->stats[ST_BAD_FUNCS], 1);
 		return;
 	}
@@ -327,7 +352,7 @@ static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 pat
 		if (!(r = root(t, fid)))
 			return;
 	}
-	if (path >= rt.funcs[fid].num_paths) {
+	if (path >= func_of(fid)->num_paths) {
 		ADD(&w->stats[ST_BAD_PATHS], 1);
 		return;
 	}

@@ -99,7 +99,7 @@ void blpp_rt_dark(u64 fid, u64 rsp)
 	nested = t->busy++;
 	BARRIER();
 	ADD(&rt.w->stats[ST_STUB_DARK], 1);
-	if (fid < rt.nfuncs || fid - rt.nfuncs >= rt.ndark) {
+	if (!dark_fid(fid)) {
 		ADD(&rt.w->stats[ST_BAD_FUNCS], 1);
 		goto out;
 	}

@@ -79,9 +79,9 @@ static u64 *saved_reg(u64 *regs, u64 fid)
 	 * rdi 5, rsi 6 (the only ones the rewriter picks) */
 	static const unsigned char word[16] = {[6] = 6, [7] = 5, [8] = 4, [9] = 3, [10] = 2, [11] = 1};
 	u64 pr;
-	if (!regs || rt.nmetrics || fid >= rt.nfuncs)
+	if (!regs || rt.nmetrics || !instr(fid))
 		return 0;
-	pr = rt.funcs[fid].path_reg;
+	pr = func_of(fid)->path_reg;
 	if (pr == 0 || pr > 16 || !word[pr - 1])
 		return 0;
 	return &regs[word[pr - 1]];
@@ -104,7 +104,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		ADD(&rt.w->stats[ST_STUB_ENTRIES], 1);
 	if (rt.w && !nested)
 		unwind(t, rsp, 1);
-	if (rt.w && fid < rt.nfuncs)
+	if (rt.w && instr(fid))
 		r = enter_record(t, fid, rsp);
 	else if (rt.w)
 		ADD(&rt.w->stats[ST_BAD_FUNCS], 1);
@@ -257,7 +257,7 @@ void blpp_rt_leaf(u64 fid)
 	t->busy++;
 	BARRIER();
 	ADD(&rt.w->stats[ST_STUB_ENTRIES], 1);
-	if (fid >= rt.nfuncs)
+	if (!instr(fid))
 		ADD(&rt.w->stats[ST_BAD_FUNCS], 1);
 	else if ((r = root(t, fid))) {
 		ADD((u64 *)r->counts, 1);

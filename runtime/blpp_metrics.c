@@ -66,9 +66,9 @@ static void metrics_read(struct blpp_thread *t, u64 *v)
  * counter, recorded as "tsc" of kind fallback, else nothing (kind
  * unavailable, values 0). What is missing is said once on stderr.
  */
-static void metrics_init(const volatile struct blpp_config *c)
+static void metrics_init(const volatile struct blpp_config *c, u64 bias)
 {
-	const struct blpp_metric *mt = (const struct blpp_metric *)(c->metrics_vaddr + rt.bias);
+	const struct blpp_metric *mt = (const struct blpp_metric *)(c->metrics_vaddr + bias);
 	char missing[256];
 	u64 nmiss = 0;
 	long err = 0;
@@ -129,4 +129,19 @@ static void metrics_init(const volatile struct blpp_config *c)
 		if (nmiss)
 			say("  not measured (recorded as unavailable, values 0): ", missing, "", 0);
 	}
+}
+
+/* metrics_same says whether a module that joins the process's runtime
+ * (decision 81) reads the metrics the first module's configuration named
+ * (metrics_init), in the same order: its instrumentation indexes them. */
+static int metrics_same(const volatile struct blpp_config *c, u64 bias)
+{
+	const struct blpp_metric *mt = (const struct blpp_metric *)(c->metrics_vaddr + bias);
+	u64 n = c->metrics_vaddr && c->nmetrics <= BLPP_MAX_METRICS ? c->nmetrics : 0;
+	if (n != rt.nmetrics)
+		return 0;
+	for (u64 m = 0; m < n; m++)
+		if (mt[m].type != rt.mtype[m] || mt[m].config != rt.mconfig[m])
+			return 0;
+	return 1;
 }

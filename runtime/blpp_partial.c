@@ -48,11 +48,9 @@ static int try_lock(unsigned long long *l)
  */
 static u64 site_block(u64 func, u64 site)
 {
-	const struct blpp_site *s;
-	if (!site || site >= rt.nsites)
-		return BLPP_BLOCK_UNKNOWN;
-	s = &rt.sites[site];
-	return s->func == func ? s->block : BLPP_BLOCK_UNKNOWN;
+	const struct blpp_site *s = site_of(func, site);
+	/* the table holds local ids (decision 81) */
+	return s && s->func == local_id(func) ? s->block : BLPP_BLOCK_UNKNOWN;
 }
 
 /*
@@ -73,11 +71,12 @@ static u64 site_block(u64 func, u64 site)
 static u64 ret_site(u64 fid, u64 ra)
 {
 	const struct blpp_func *p;
-	if (fid >= rt.nfuncs || !rt.sites || !ra)
+	struct mod *m = mod_of(fid);
+	if (!instr(fid) || !m->sites || !ra)
 		return 0;
-	p = &rt.funcs[fid];
-	for (u64 s = p->first_site; s - p->first_site < p->nsites && s < rt.nsites; s++)
-		if (rt.sites[s].ret && rt.sites[s].ret + rt.bias == ra)
+	p = func_of(fid);
+	for (u64 s = p->first_site; s - p->first_site < p->nsites && s < m->nsites; s++)
+		if (m->sites[s].ret && m->sites[s].ret + m->bias == ra)
 			return s;
 	return 0;
 }
@@ -108,10 +107,12 @@ static void stop_start(struct stop_walk *w, struct blpp_thread *t, u64 top)
 	w->leaf = t->leaf_site;
 }
 
-/* site_func is the function call site id belongs to (~0: none). */
-static u64 site_func(u64 site)
+/* site_func is the function call site id of fid's module belongs to
+ * (~0: none). */
+static u64 site_func(u64 fid, u64 site)
 {
-	return site && site < rt.nsites && rt.sites ? rt.sites[site].func : ~(u64)0;
+	const struct blpp_site *s = site_of(fid, site);
+	return s ? (fid & ~(u64)BLPP_FID_LOCAL_MASK) | s->func : ~(u64)0;
 }
 
 /* stop_step steps to the next older activation (w->next - 1, which must
@@ -129,7 +130,7 @@ static void stop_step(struct stop_walk *w)
 		int known = i + 1 < depth(w->t) && closed(f[i + 1].func);
 		w->site = known ? ret_site(fid, f[i + 1].site) : 0;
 		w->reg = known ? (s64)f[i + 1].saved_acc[1] : w->ureg;
-		if (!w->site && w->leaf && site_func(w->leaf) == fid) {
+		if (!w->site && w->leaf && site_func(fid, w->leaf) == fid) {
 			/* the newest activation of fid is in a leaf call
 			 * (decision 64); the site is its only once */
 			w->site = w->leaf;
@@ -266,7 +267,7 @@ static void fork_reset(void)
 			u64 d = depth(me);
 			me->next = 0;
 			me->records = me->last_rec = me->nrecords = 0;
-			me->folded = me->partials = me->plock = me->flat = 0;
+			me->folded = me->partials = me->plock = me->flat = me->flat_mods = 0;
 			me->tail_rec = 0;
 			TPRIV(me)->ndark = 0;
 			dark_sync(me);
@@ -276,7 +277,7 @@ static void fork_reset(void)
 				f[i].record = (u64)kept;
 				if (rt.slots_size)
 					f[i].saved_acc[0] = cur_of(me, prev);
-				if (f[i].func >= rt.nfuncs)
+				if (!instr(f[i].func))
 					r = 0;
 				else if (!prev || rt.flow_only)
 					r = root(me, f[i].func);

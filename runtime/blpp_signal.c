@@ -70,12 +70,55 @@ static void on_dump(int sig)
 		write_profile(BLPP_FLAG_DUMP_SIGNAL, 0);
 }
 
+static const u8 fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
+
+static void set_handlers(u64 dump_signal);
+
 static void install_handlers(u64 dump_signal)
 {
-	static const u8 fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
-	int dump_is_fatal = 0;
 	if (!CAS(&rt.handlers, 0, 1))
 		return; /* early_init did (twice would chain on_fatal to itself) */
+	rt.dump_signal = dump_signal;
+	set_handlers(dump_signal);
+}
+
+/*
+ * handlers_move installs this copy's handlers in place of another
+ * module's copy's, which is being unloaded (decision 81): where the
+ * signal's action is still the runtime's, it becomes the same action of
+ * this copy.
+ */
+static void handlers_move(void)
+{
+	set_handlers(rt.dump_signal);
+}
+
+/* handlers_drop gives back the default action of every signal whose
+ * action is still the runtime's: the last instrumented module is gone,
+ * and its code may be unmapped. */
+static void handlers_drop(void)
+{
+	u64 cfg = LOAD(&rt.handlers_cfg);
+	void (*ours)(int) = (void (*)(int))((u64)&on_fatal + (cfg - (u64)&blpp_config));
+	void (*dump)(int) = (void (*)(int))((u64)&on_dump + (cfg - (u64)&blpp_config));
+	for (u64 i = 0; i < sizeof(fatal) + 1; i++) {
+		struct ksigaction cur;
+		int sig = i < sizeof(fatal) ? fatal[i] : (int)rt.dump_signal;
+		if (!sig || sig > NSIG || failed(sc4(SYS_rt_sigaction, sig, 0, &cur, 8)))
+			continue;
+		if (cur.handler == ours || cur.handler == dump)
+			set_action(sig, 0 /* SIG_DFL */, 0, 0);
+	}
+	STORE(&rt.handlers_cfg, 0);
+}
+
+static void set_handlers(u64 dump_signal)
+{
+	u64 prev = LOAD(&rt.handlers_cfg);
+	void (*prev_fatal)(int) = (void (*)(int))((u64)&on_fatal + (prev - (u64)&blpp_config));
+	void (*prev_dump)(int) = (void (*)(int))((u64)&on_dump + (prev - (u64)&blpp_config));
+	int dump_is_fatal = 0;
+	STORE(&rt.handlers_cfg, (u64)&blpp_config);
 	for (u64 i = 0; i < sizeof(fatal); i++) {
 		struct ksigaction old;
 		/* A dump signal among these stays fatal: carrying on after a
@@ -83,12 +126,19 @@ static void install_handlers(u64 dump_signal)
 		dump_is_fatal |= fatal[i] == dump_signal;
 		if (rt.flags & BLPP_CONFIG_FLAG_NO_FATAL_HANDLERS)
 			continue;
-		/* A signal the program started with ignored stays ignored. */
+		/* A signal the program started with ignored stays ignored;
+		 * moving (prev set), only the runtime's own actions move. */
 		if (failed(sc4(SYS_rt_sigaction, fatal[i], 0, &old, 8)) || old.handler == (void (*)(int))1)
+			continue;
+		if (prev && old.handler != prev_fatal)
 			continue;
 		set_action(fatal[i], on_fatal, SA_ONSTACK, 0);
 	}
-	if (dump_signal && !dump_is_fatal) {
+	if (dump_signal && !dump_is_fatal && prev) {
+		struct ksigaction old;
+		if (dump_signal <= NSIG && !failed(sc4(SYS_rt_sigaction, (int)dump_signal, 0, &old, 8)) && old.handler == prev_dump)
+			set_action((int)dump_signal, on_dump, SA_RESTART, 0);
+	} else if (dump_signal && !dump_is_fatal) {
 		if (dump_signal > NSIG || dump_signal == SIGKILL || dump_signal == SIGSTOP ||
 		    failed(set_action((int)dump_signal, on_dump, SA_RESTART, 0)))
 			say("cannot install the dump signal handler", "", "", 0);

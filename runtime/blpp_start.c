@@ -54,36 +54,61 @@ static void set_template(const char *name)
 	rt.tmpl[n + len] = 0;
 }
 
+/* BLPP_RUNTIME_SIG identifies this runtime's build (internal/build hashes
+ * its inputs): every module's copy must be the same runtime, since they
+ * share struct proc and each other's records (decision 81). */
+#ifndef BLPP_RUNTIME_SIG
+#define BLPP_RUNTIME_SIG 1ull
+#endif
+
+static u64 image_sig(void) { return BLPP_RUNTIME_SIG; }
+
 /*
- * setup makes the runtime ready to count: it reads the configuration,
- * maps the counter state and gives the calling (main) thread its block.
- * rt.quiet and rt.fsgsbase are set before it runs. It runs once, from
- * blpp_init or, when instrumented code runs before the entry point, from
- * early_init.
+ * find_proc returns the process's runtime state when another module's
+ * copy of the runtime made it: %gs then points at a thread block (the
+ * calling thread's, or the one it inherited), whose proc word names the
+ * state (decision 81). 0 when this copy is the first to start.
+ */
+static struct proc *find_proc(void)
+{
+	u64 base = 0;
+	struct blpp_thread *t;
+	struct proc *p;
+	if (failed(sc2(SYS_arch_prctl, ARCH_GET_GS, &base)) || !base)
+		return 0;
+	t = (struct blpp_thread *)base;
+	if (t->self != base || !t->proc)
+		return 0; /* a scratch block (early_gs) */
+	p = (struct proc *)t->proc;
+	return p->magic == PROC_MAGIC ? p : 0;
+}
+
+/*
+ * setup makes the runtime ready to count, as the first module to start
+ * (decision 81): it maps the process state, reads the process-wide
+ * settings from this module's configuration, maps the counter state and
+ * gives the calling (main) thread its block. rt_own's quiet, fsgsbase
+ * and env_known are set before it runs and carried over.
  */
 static void setup(void)
 {
 	const volatile struct blpp_config *c = &blpp_config;
 	struct blpp_thread *t;
+	struct proc *p;
 
 	if (c->magic != BLPP_CONFIG_MAGIC)
 		die("the runtime configuration is missing (bad magic)");
-	rt.bias = (u64)&blpp_config - c->self_vaddr;
-	blpp_entry_target = c->orig_entry + rt.bias;
+	p = map_anon(page_up(sizeof(struct proc)), 0);
+	if (!p)
+		die("cannot map the runtime's state");
+	p->quiet = rt_own.quiet;
+	p->fsgsbase = rt_own.fsgsbase;
+	p->env_known = rt_own.env_known;
+	p->image_sig = image_sig();
+	p->magic = PROC_MAGIC;
+	procp = p;
+
 	rt.flags = c->flags;
-	rt.nfuncs = c->nfuncs;
-	rt.ndark = c->ndark;
-	rt.funcs = (const struct blpp_func *)(c->funcs_vaddr + rt.bias);
-	if (c->sites_vaddr && c->nsites) {
-		rt.nsites = c->nsites;
-		rt.sites = (const struct blpp_site *)(c->sites_vaddr + rt.bias);
-	}
-	if (c->build_id_vaddr && c->build_id_len <= 256) {
-		rt.build_id = (const u8 *)(c->build_id_vaddr + rt.bias);
-		rt.build_id_len = c->build_id_len;
-	}
-	if (!c->orig_entry || (rt.nfuncs && !c->funcs_vaddr) || rt.nfuncs > (1ul << 32) || rt.ndark > (1ul << 32))
-		die("the runtime configuration is invalid");
 	rt.init_pid = getpid();
 	rt.pid = rt.init_pid;
 
@@ -92,7 +117,7 @@ static void setup(void)
 	rt.shadow_frames = c->shadow_frames ? c->shadow_frames : BLPP_SHADOW_FRAMES;
 	if (rt.shadow_frames > (1ul << 30))
 		rt.shadow_frames = 1ul << 30; /* 77 GB of address space */
-	metrics_init(c);
+	metrics_init(c, (u64)&blpp_config - c->self_vaddr);
 	/* Slot counters exist only for frequency-only, flow-only images (the
 	 * rewriter makes none otherwise); a bound keeps a corrupt size from
 	 * reserving absurd blocks. */
@@ -133,9 +158,102 @@ static void setup(void)
 	if (rt.nmetrics)
 		metrics_open(t);
 	STORE(&rt.ready, 1);
+	rt.tsc_init = rdtsc();
+}
+
+/* refuse ends the process: module m cannot join this process's runtime. */
+static void refuse(const char *why)
+{
+	char tag[24], *d = utoa(tag + sizeof(tag) - 1, blpp_config.module_tag);
+	tag[sizeof(tag) - 1] = 0;
+	say("an instrumented module (tag ", d, ") cannot join the process's runtime: ", 0);
+	die(why);
+}
+
+/*
+ * mod_register adds this copy's module to the process's runtime, which
+ * exists (setup or find_proc made procp). The modules of one process must
+ * have been instrumented alike by one blpp: the same runtime, the same
+ * mode (context or flow-only) and metrics, distinct tags; and slot
+ * counters only in a module that started first (they live in thread
+ * blocks that already exist otherwise). Anything else stops the process
+ * with a message, as a bad configuration does: counting on would mix up
+ * counts. A module loaded again after dlclose takes its old entry, so its
+ * counts go on adding up.
+ */
+static void mod_register(void)
+{
+	const volatile struct blpp_config *c = &blpp_config;
+	u64 bias = (u64)&blpp_config - c->self_vaddr, tag = c->module_tag;
+	struct mod *m;
+
+	if (c->magic != BLPP_CONFIG_MAGIC)
+		die("the runtime configuration is missing (bad magic)");
+	if (rt.image_sig != image_sig())
+		refuse("it was instrumented by another version of blpp (rewrite every module with one blpp)");
+	if (tag > BLPP_MAX_MODULE_TAG || c->nfuncs + c->ndark > BLPP_FID_LOCAL_MASK + 1 ||
+	    (c->nfuncs && !c->funcs_vaddr) || (!(c->flags & BLPP_CONFIG_FLAG_LIBRARY) && !c->orig_entry))
+		die("the runtime configuration is invalid");
+	if (((c->flags ^ rt.flags) & (BLPP_CONFIG_FLAG_FLOW_ONLY | BLPP_CONFIG_FLAG_CALL_CACHE)) != 0)
+		refuse("it was instrumented in another mode (--no-context) than the module that started first");
+	if (!metrics_same(c, bias))
+		refuse("it reads other metrics than the module that started first");
+	if (c->slots_size > rt.slots_size && rt.flow_only && !rt.nmetrics)
+		refuse("it has slot counters but started after another module (rewrite it with --no-slots, as blpp run does)");
+	m = LOAD(&rt.mods[tag]);
+	if (m && LOAD(&m->live))
+		refuse("another module with the same tag is loaded (give one another --module-tag)");
+	if (!m && !(m = map_anon(page_up(sizeof(struct mod)), 0)))
+		die("cannot map a module's state");
+	m->tag = tag;
+	m->cfg = (u64)&blpp_config;
+	m->bias = bias;
+	m->nfuncs = c->nfuncs;
+	m->ndark = c->ndark;
+	m->funcs = (const struct blpp_func *)(c->funcs_vaddr + bias);
+	m->sites = 0;
+	m->nsites = 0;
+	if (c->sites_vaddr && c->nsites) {
+		m->nsites = c->nsites;
+		m->sites = (const struct blpp_site *)(c->sites_vaddr + bias);
+	}
+	m->build_id = 0;
+	m->build_id_len = 0;
+	if (c->build_id_vaddr && c->build_id_len <= 256) {
+		m->build_id = (const u8 *)(c->build_id_vaddr + bias);
+		m->build_id_len = c->build_id_len;
+	}
+	m->kept = 0;
+	m->live = 1;
+	ADD(&rt.nlive, 1);
+	BARRIER();
+	STORE(&rt.mods[tag], m);
+	self_mod = m;
 	if (rt.w)
 		STORE(&blpp_fast_slots, 1);
-	rt.tsc_init = rdtsc();
+}
+
+/*
+ * attach starts this copy of the runtime: it joins the process's runtime
+ * if another module's copy made it, else makes it (setup), then registers
+ * its module. 1 when done (now or before); profile is the BLPP_PROFILE
+ * value (0: unset, or the environment is not known: rt.env_known).
+ */
+static int attach(const char *profile)
+{
+	struct proc *p;
+	if (procp)
+		return self_mod != 0;
+	if ((p = find_proc())) {
+		procp = p;
+		mod_register();
+		return 1;
+	}
+	setup();
+	mod_register();
+	set_template(profile);
+	install_handlers(((const volatile struct blpp_config *)&blpp_config)->dump_signal);
+	return 1;
 }
 
 /* env_scan feeds one environment entry to the settings blpp reads:
@@ -174,10 +292,12 @@ static int early_init(void)
 	int kind = 0, quiet = 0, q0 = 0; /* kind: 1 BLPP_PROFILE, 2 BLPP_QUIET */
 	long fd, r;
 
-	if (LOAD(&rt.ready))
+	if (procp && self_mod)
 		return 1;
 	if (!CAS(&once, 0, 1) || read_fs_base() == 0)
-		return (int)LOAD(&rt.ready);
+		return procp && self_mod;
+	if (find_proc())
+		return attach(0); /* another module's runtime has the environment */
 	fd = sc3(SYS_open, "/proc/self/environ", O_RDONLY | O_CLOEXEC, 0);
 	if (!failed(fd)) {
 		/* NUL-terminated entries, read as a stream. */
@@ -207,12 +327,10 @@ static int early_init(void)
 			}
 		}
 		sc1(SYS_close, fd);
-		rt.env_known = 1;
+		rt_own.env_known = 1;
 	}
-	rt.quiet = quiet;
-	setup();
-	set_template(profile);
-	install_handlers(((const volatile struct blpp_config *)&blpp_config)->dump_signal);
+	rt_own.quiet = quiet;
+	attach(profile);
 	rt.early_start = 1;
 	return 1;
 }
@@ -238,18 +356,27 @@ void blpp_init(u64 *sp)
 	for (auxv = (u64 *)(envp + 1); auxv[0]; auxv += 2)
 		if (auxv[0] == AT_HWCAP2)
 			hwcap2 = auxv[1];
+	blpp_entry_target = c->orig_entry + ((u64)&blpp_config - c->self_vaddr);
 	rt.quiet = quiet;
 	rt.fsgsbase = (hwcap2 & HWCAP2_FSGSBASE) != 0;
-	if (LOAD(&rt.ready)) {
+	if (procp && self_mod) {
 		/* early_init set everything up; it may have lacked the
 		 * environment. */
 		if (!rt.env_known)
 			set_template(profile);
 		return;
 	}
-	setup();
-	set_template(profile);
-	install_handlers(c->dump_signal);
+	if (find_proc()) {
+		/* A shared object's runtime started first (its DT_INIT runs
+		 * before this entry point): join it (decision 81). */
+		attach(profile);
+		if (!rt.env_known)
+			set_template(profile);
+		rt.env_known = 1;
+		return;
+	}
+	rt_own.env_known = 1;
+	attach(profile);
 }
 
 /*
@@ -281,28 +408,182 @@ void blpp_rt_leave(u64 kind)
 }
 
 /*
- * blpp_fini is the exit hook (SysV ABI, no arguments): it calls the
- * original finaliser if the configuration names one, then writes the
- * final profile, once per process.
+ * maps_path finds the file mapped at addr in /proc/self/maps and copies
+ * its path to out (cap bytes, NUL-terminated); 0 when none is.
+ */
+static int maps_path(u64 addr, char *out, u64 cap)
+{
+	char buf[4096];
+	u64 have = 0, start = 0, end = 0, field = 0, plen = 0;
+	int in_num = 1, found = 0;
+	long fd = sc3(SYS_open, "/proc/self/maps", O_RDONLY | O_CLOEXEC, 0), r;
+	if (failed(fd))
+		return 0;
+	out[0] = 0;
+	/* One line: "start-end perms offset dev inode   path". */
+	while (!found && !failed(r = sc3(SYS_read, fd, buf, sizeof(buf))) && r > 0) {
+		for (long i = 0; i < r; i++) {
+			char ch = buf[i];
+			if (ch == '\n') {
+				if (start <= addr && addr < end && plen && out[0] == '/') {
+					out[plen < cap ? plen : cap - 1] = 0;
+					found = 1;
+					break;
+				}
+				start = end = field = plen = 0;
+				in_num = 1;
+				have = 0;
+				continue;
+			}
+			if (field == 0) {
+				int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+				if (ch == '-') {
+					in_num = 0;
+				} else if (ch == ' ') {
+					field = 1;
+				} else if (d >= 0) {
+					if (in_num)
+						start = start * 16 + (u64)d;
+					else
+						end = end * 16 + (u64)d;
+				}
+				continue;
+			}
+			if (ch == ' ' && field < 5) {
+				field++;
+				have = 0;
+				continue;
+			}
+			if (field == 5 && ch == ' ' && !have)
+				continue; /* the padding before the path */
+			if (field >= 5) {
+				have = 1;
+				if (plen < cap - 1)
+					out[plen] = ch;
+				plen++;
+			}
+		}
+	}
+	sc1(SYS_close, fd);
+	if (!found)
+		out[0] = 0;
+	return found;
+}
+
+/*
+ * mod_keep copies module m's tables (functions, call sites, build-id)
+ * into the runtime's own memory and notes its file, at its DT_FINI: the
+ * object may be unmapped next (dlclose), and the records made of its
+ * functions still need them when the profile is written.
+ */
+static void mod_keep(struct mod *m)
+{
+	u64 nf = m->nfuncs + m->ndark, fsz = nf * sizeof(struct blpp_func), ssz = m->nsites * sizeof(struct blpp_site);
+	u8 *mem = map_anon(page_up(fsz + ssz + m->build_id_len + 1), 0);
+	maps_path(m->cfg, m->path, sizeof(m->path));
+	if (!mem) {
+		say("cannot keep an unloaded module's tables: ", m->path, "", 0);
+		return;
+	}
+	mem_copy(mem, m->funcs, fsz);
+	if (ssz)
+		mem_copy(mem + fsz, m->sites, ssz);
+	if (m->build_id_len)
+		mem_copy(mem + fsz + ssz, m->build_id, m->build_id_len);
+	m->funcs = (const struct blpp_func *)mem;
+	m->sites = ssz ? (const struct blpp_site *)(mem + fsz) : 0;
+	m->build_id = mem + fsz + ssz;
+	BARRIER();
+	m->kept = 1;
+}
+
+/* another_live is a registered module other than this copy's whose
+ * DT_FINI has not run, 0 if none. */
+static struct mod *another_live(void)
+{
+	for (u64 tag = 0; tag <= BLPP_MAX_MODULE_TAG; tag++) {
+		struct mod *m = LOAD(&rt.mods[tag]);
+		if (m && m != self_mod && LOAD(&m->live))
+			return m;
+	}
+	return 0;
+}
+
+/*
+ * blpp_fini is a module's exit hook (SysV ABI, no arguments), at exit or
+ * when dlclose unloads it: it calls the module's original finaliser if
+ * the configuration names one, then takes the module out of the live
+ * ones (keeping its tables: mod_keep). The last module to go writes the
+ * final profile, once per process, so the destructors of every
+ * instrumented module are counted. Signal handlers that live in this copy
+ * move to another live module's copy (they would point into unmapped
+ * code after a dlclose); with none left they are removed.
  */
 void blpp_fini(void)
 {
 	const volatile struct blpp_config *c = &blpp_config;
+	struct mod *m = self_mod, *o;
 	if (c->orig_fini)
-		((void (*)(void))(c->orig_fini + rt.bias))();
+		((void (*)(void))(c->orig_fini + ((u64)&blpp_config - c->self_vaddr)))();
+	if (!procp || !m)
+		return;
 	fork_check();
-	if (CAS(&rt.exit_written, EXIT_NONE, EXIT_AT_FINI))
-		write_profile(0, 1);
+	if (!CAS(&m->live, 1, 0))
+		return;
+	mod_keep(m);
+	if (ADD(&rt.nlive, -1) == 1) {
+		if (CAS(&rt.exit_written, EXIT_NONE, EXIT_AT_FINI))
+			write_profile(0, 1);
+		handlers_drop();
+		return;
+	}
+	if (LOAD(&rt.handlers_cfg) == (u64)&blpp_config && (o = another_live())) {
+		/* The same runtime at another address: its copy of
+		 * handlers_move is as far from its blpp_config as ours. */
+		void (*move)(void) = (void (*)(void))((u64)&handlers_move + (o->cfg - (u64)&blpp_config));
+		move();
+	}
+}
+
+/* read_hwcap2 reads AT_HWCAP2 from /proc/self/auxv (0 if it cannot). */
+static u64 read_hwcap2(void)
+{
+	u64 aux[64], v = 0;
+	long fd = sc3(SYS_open, "/proc/self/auxv", O_RDONLY | O_CLOEXEC, 0), r;
+	if (failed(fd))
+		return 0;
+	while (!failed(r = sc3(SYS_read, fd, aux, sizeof(aux))) && r > 0) {
+		for (long i = 0; i + 1 < r / 8; i += 2)
+			if (aux[i] == AT_HWCAP2)
+				v = aux[i + 1];
+		if (r < (long)sizeof(aux))
+			break;
+	}
+	sc1(SYS_close, fd);
+	return v;
 }
 
 /*
  * blpp_module_init is a shared object's DT_INIT hook (glibc passes argc,
- * argv and envp to DT_INIT functions): it registers the module with the
- * process's runtime, then runs the module's own DT_INIT.
+ * argv and envp to DT_INIT functions): it starts this copy of the runtime
+ * (joining the process's, or making it when this module is the first
+ * instrumented one to start: decision 81), then runs the module's own
+ * DT_INIT, whose work is then counted.
  */
 void blpp_module_init(int argc, char **argv, char **envp)
 {
 	const volatile struct blpp_config *c = &blpp_config;
+	if (!procp) {
+		const char *profile = 0;
+		int quiet = 0;
+		for (char **e = envp; e && *e; e++)
+			env_scan(*e, &profile, &quiet);
+		rt_own.quiet = quiet;
+		rt_own.env_known = envp != 0;
+		rt_own.fsgsbase = (read_hwcap2() & HWCAP2_FSGSBASE) != 0;
+		if (read_fs_base() != 0)
+			attach(profile);
+	}
 	if (c->orig_init)
 		((void (*)(int, char **, char **))(c->orig_init + ((u64)&blpp_config - c->self_vaddr)))(argc, argv, envp);
 }

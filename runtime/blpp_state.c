@@ -105,22 +105,46 @@ struct tpriv {
 /* Metric sources. */
 enum { MSRC_NONE, MSRC_TSC, MSRC_PMU };
 
-static struct {
-	int ready;      /* blpp_init finished */
+/*
+ * A module (decision 81): one instrumented object of the process, the
+ * executable (tag 0) or a shared object. Every module carries a copy of
+ * this runtime; the copies share one struct proc, and each registers its
+ * module there. Function ids are tag << BLPP_FID_BITS | the local index
+ * into the module's tables; call-site ids are the module's own. Made by
+ * mod_register in memory that is never unmapped or wiped; a module's
+ * DT_FINI (it may be a dlclose) copies its tables here (mod_keep), so the
+ * writer never reads an unmapped object.
+ */
+struct mod {
+	u64 tag;
+	u64 cfg;        /* run-time address of the module's blpp_config */
+	u64 bias;       /* its run-time minus link-time addresses */
+	const struct blpp_func *funcs;
+	u64 nfuncs;
+	u64 ndark;      /* local ids [nfuncs, nfuncs + ndark) are its uninstrumented functions (decision 70) */
+	const struct blpp_site *sites; /* call sites by id (0: none) */
+	u64 nsites;
+	const u8 *build_id;
+	u64 build_id_len;
+	u64 live;       /* registered and its DT_FINI has not run */
+	u64 kept;       /* mod_keep copied its tables: they no longer point into the object */
+	char path[512]; /* the object's file, found at its DT_FINI (mod_keep); "" until then */
+};
+
+/* PROC_MAGIC opens struct proc ("BLPPPROC"): a module that starts checks
+ * it before it trusts Thread.proc. */
+#define PROC_MAGIC 0x434f525050504c42ull
+
+struct proc {
+	u64 magic;
+	u64 image_sig;  /* FNV-1a of the runtime's text: every copy must be the same runtime */
+	int ready;      /* the runtime can count: the main thread has its block */      /* blpp_init finished */
 	int quiet;      /* BLPP_QUIET=1 */
 	int fsgsbase;   /* rd/wr{fs,gs}base usable (AT_HWCAP2) */
 	int nowipe;     /* MADV_WIPEONFORK refused: children keep inherited counts */
 	int warned_thread;
-	u64 bias;       /* run-time minus link-time addresses */
-	const struct blpp_func *funcs;
-	u64 nfuncs;
-	u64 ndark;      /* ids [nfuncs, nfuncs + ndark) are uninstrumented functions (decision 70) */
-	const struct blpp_site *sites; /* call sites by id (0: none) */
-	u64 nsites;
 	u32 writing_why;  /* why the profile being written is written (0: exit) */
-	const u8 *build_id;
-	u64 build_id_len;
-	u64 flags;
+	u64 flags;      /* the first module's (each module's must agree: mod_register) */
 	u64 shadow_frames; /* shadow-stack capacity per thread, in frames */
 	int flow_only;  /* --no-context: one root record per function and thread */
 	u64 nmetrics;   /* metrics besides freq */
@@ -154,7 +178,63 @@ static struct {
 	char tmpl[4096];  /* profile name template, absolute */
 	char name[4096];  /* expanded name, under write_lock */
 	char tmp[4096];   /* temporary file name, under write_lock */
-} rt;
+	u64 nlive;        /* modules registered whose DT_FINI has not run */
+	u64 handlers_cfg; /* blpp_config of the runtime copy whose handlers are installed */
+	u64 dump_signal;  /* the dump signal the handlers were installed for */
+	struct mod *mods[BLPP_MAX_MODULE_TAG + 1]; /* by tag */
+};
+
+/*
+ * rt is the process's runtime state, one for all the modules' copies of
+ * this runtime: this copy's own (rt_own) until it starts (attach), then
+ * the struct proc that the first copy to start mapped and every other
+ * copy found (decision 81). Settings read before the start (quiet,
+ * fsgsbase, env_known) go to rt_own, and a copy that makes the shared
+ * state carries them over.
+ */
+static struct proc rt_own, *procp;
+#define rt (*(procp ? procp : &rt_own))
+
+/* This copy's module, once registered. */
+static struct mod *self_mod;
+
+/* mod_of is the module of function id fid, 0 if none is registered. */
+static struct mod *mod_of(u64 fid)
+{
+	u64 tag = fid >> BLPP_FID_BITS;
+	return tag <= BLPP_MAX_MODULE_TAG ? LOAD(&rt.mods[tag]) : 0;
+}
+
+static u64 local_id(u64 fid) { return fid & BLPP_FID_LOCAL_MASK; }
+
+/* instr says whether fid is an instrumented function of a registered module. */
+static int instr(u64 fid)
+{
+	struct mod *m = mod_of(fid);
+	return m && local_id(fid) < m->nfuncs;
+}
+
+/* dark_fid says whether fid is an uninstrumented function whose entries
+ * its module counts (decision 70). */
+static int dark_fid(u64 fid)
+{
+	struct mod *m = mod_of(fid);
+	return m && local_id(fid) >= m->nfuncs && local_id(fid) - m->nfuncs < m->ndark;
+}
+
+/* func_of is fid's table entry (instrumented or dark); 0 if none. */
+static const struct blpp_func *func_of(u64 fid)
+{
+	struct mod *m = mod_of(fid);
+	return m && local_id(fid) < m->nfuncs + m->ndark ? &m->funcs[local_id(fid)] : 0;
+}
+
+/* site_of is call site `site` of the module of function fid; 0 for none. */
+static const struct blpp_site *site_of(u64 fid, u64 site)
+{
+	struct mod *m = mod_of(fid);
+	return m && m->sites && site && site < m->nsites ? &m->sites[site] : 0;
+}
 
 /* ---- messages ---- */
 

@@ -131,6 +131,7 @@ static struct blpp_thread *block_new(void)
 	}
 	ADD(&rt.arena_bytes, head);
 	t->self = (u64)t;
+	t->proc = (u64)procp; /* how modules that start later find the runtime (find_proc) */
 	/* The first frame's place holds the sentinel (sentinel_at). */
 	t->sp = t->sp_base = t->sp_limit = (u64)(m + head) + sizeof(struct blpp_frame);
 	TPRIV(t)->shadow_rw = (u64)(m + head);
@@ -253,7 +254,8 @@ static struct blpp_thread *scratch_block(void)
 		/* With room for the slot counters: the inline backedges of
 		 * functions with register paths count there without testing
 		 * Thread.cur (decision 44). rt.slots_size may not be set yet. */
-		u64 slots = blpp_config.slots_size <= (1ul << 30) ? page_up(blpp_config.slots_size) : 0;
+		u64 want = rt.ready ? rt.slots_size : blpp_config.slots_size;
+		u64 slots = want <= (1ul << 30) ? page_up(want) : 0;
 		t = (struct blpp_thread *)map_anon(BLOCK_HDR + slots, MAP_NORESERVE);
 		if (!t)
 			die("cannot map a thread block");

@@ -508,6 +508,41 @@ static int special_file(const char *path)
 	return ((u32)st[3] & 0170000) != 0100000;
 }
 
+static int maps_path(u64 addr, char *out, u64 cap); /* blpp_start.c */
+
+/*
+ * write_modules encodes the MODULES section (decision 81): per registered
+ * module its tag, flags, load bias, file and build-id. A module whose
+ * DT_FINI has run and whose file is no longer mapped where it was was
+ * unloaded by dlclose: its file is the one mod_keep noted.
+ */
+static void write_modules(struct obuf *out)
+{
+	u64 n = 0;
+	char path[512];
+	for (u64 tag = 0; tag <= BLPP_MAX_MODULE_TAG; tag++)
+		n += LOAD(&rt.mods[tag]) != 0;
+	ob_uv(out, n);
+	for (u64 tag = 0; tag <= BLPP_MAX_MODULE_TAG; tag++) {
+		struct mod *m = LOAD(&rt.mods[tag]);
+		u64 flags = tag == 0 ? BLPP_MODULE_FLAG_EXECUTABLE : 0;
+		int mapped;
+		if (!m)
+			continue;
+		mapped = maps_path(m->cfg, path, sizeof(path));
+		if (LOAD(&m->kept) && (!mapped || !str_eq(path, m->path))) {
+			flags |= BLPP_MODULE_FLAG_UNLOADED;
+			mem_copy(path, m->path, sizeof(path));
+		}
+		ob_uv(out, tag);
+		ob_uv(out, flags);
+		ob_uv(out, m->bias);
+		ob_str(out, path);
+		ob_uv(out, m->build_id_len);
+		ob_put(out, m->build_id, m->build_id_len);
+	}
+}
+
 static void write_profile(u32 why, int wait)
 {
 	struct obuf out = {0}, sec = {0}, recs = {0}, parts = {0}, paths = {0}, scratch = {0}, folded = {0}, pref = {0};
@@ -530,8 +565,14 @@ static void write_profile(u32 why, int wait)
 	ob_put(&out, BLPP_MAGIC, BLPP_MAGIC_LEN);
 	ob_le(&out, BLPP_VERSION, 4);
 	ob_le(&out, (rt.flow_only ? BLPP_FLAG_FLOW_ONLY : 0) | why, 4);
-	ob_uv(&out, rt.build_id_len);
-	ob_put(&out, rt.build_id, rt.build_id_len);
+	{
+		/* The header names the executable (tag 0), when it is
+		 * instrumented; MODULES names every module. */
+		struct mod *exe = LOAD(&rt.mods[0]);
+		ob_uv(&out, exe ? exe->build_id_len : 0);
+		if (exe)
+			ob_put(&out, exe->build_id, exe->build_id_len);
+	}
 	ob_uv(&out, pid);
 	sc2(SYS_clock_gettime, 0 /* CLOCK_REALTIME */, &now);
 	ob_uv(&out, (u64)now.s * 1000000000ul + (u64)now.ns);
@@ -542,6 +583,10 @@ static void write_profile(u32 why, int wait)
 		ob_str(&out, rt.mname[m]);
 		ob_u8(&out, rt.mkind[m]);
 	}
+
+	sec.len = 0;
+	write_modules(&sec);
+	ob_section(&out, BLPP_TAG_MODULES, &sec);
 
 	/* One THREAD section per thread block (the list is newest first;
 	 * the order carries no meaning). */

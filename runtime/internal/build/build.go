@@ -16,9 +16,11 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"blpp/cct"
@@ -147,13 +149,17 @@ func Build(opts Options) ([]byte, error) {
 			return nil, err
 		}
 	}
+	sig, err := runtimeSig(opts.Dir, headers)
+	if err != nil {
+		return nil, err
+	}
 	var objs []string
 	for _, src := range Sources {
 		if src == LinkerScript {
 			continue
 		}
 		obj := strings.TrimSuffix(src, filepath.Ext(src)) + ".o"
-		args := append(append([]string{}, CFlags...), "-c", "-o", obj, src)
+		args := append(append([]string{}, CFlags...), fmt.Sprintf("-DBLPP_RUNTIME_SIG=%#xull", sig), "-c", "-o", obj, src)
 		if err := run(tmp, cc, args...); err != nil {
 			return nil, fmt.Errorf("compile %s: %w", src, err)
 		}
@@ -287,4 +293,33 @@ func Check(img []byte) error {
 		return fmt.Errorf("image: %w", err)
 	}
 	return nil
+}
+
+// runtimeSig is FNV-1a 64 of every input of the image (sources, includes,
+// generated headers, by name and content). The image carries it as
+// BLPP_RUNTIME_SIG: the copies of the runtime in the modules of one
+// process must be the same runtime to share its state (decision 81), and
+// they check it when a module starts.
+func runtimeSig(dir string, headers map[string][]byte) (uint64, error) {
+	h := fnv.New64a()
+	names := append(append([]string{}, Sources...), Includes...)
+	sort.Strings(names)
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return 0, err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(b))
+		h.Write(b)
+	}
+	hn := make([]string, 0, len(headers))
+	for name := range headers {
+		hn = append(hn, name)
+	}
+	sort.Strings(hn)
+	for _, name := range hn {
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(headers[name]))
+		h.Write(headers[name])
+	}
+	return h.Sum64(), nil
 }

@@ -23,7 +23,9 @@
 //     (functions with many paths) rather than a dense array, and its
 //     call sites' ids; the call-site table (SitesVaddr) and, with
 //     metrics, the metric table (MetricsVaddr);
-//   - makes blpp_start the entry point (e_entry) and OrigEntry the old one;
+//   - makes blpp_start the entry point (e_entry) and OrigEntry the old one
+//     (an executable), or blpp_module_init the DT_INIT function and
+//     OrigInit the old one (a shared object: ConfigFlagLibrary);
 //   - hooks the exit path so that blpp_fini (a SysV function without
 //     arguments) runs at exit: DT_FINI or a .fini_array entry. blpp_fini
 //     calls OrigFini first if it is not 0, so a hook that replaces DT_FINI
@@ -33,6 +35,23 @@
 // A fresh image's Config holds the defaults (magic, DumpSignal SIGUSR2,
 // ConfigFlagFlowOnly): start from Image.Config to keep them. DumpSignal 0
 // means no dump signal.
+//
+// # Modules (decision 81)
+//
+// Every instrumented object of a process (the executable, shared objects,
+// dlopen'ed ones) carries its own copy of this runtime, and the copies
+// share one state: the first to start maps it (struct proc), the others
+// find it through the %gs block of the loading thread (Thread.Proc) and
+// register their module. A module has a tag (Config.ModuleTag: 0 for the
+// executable, unique per process) and its function ids are
+// tag<<FidBits | local id; call-site ids are its own and are read in the
+// module of the record they belong to. A shared object's DT_INIT is
+// blpp_module_init (it starts or joins the runtime, then runs OrigInit);
+// its DT_FINI is blpp_fini, which keeps the module's tables in the
+// runtime's memory (the object may be dlclose'd next) and, for the last
+// live module, writes the final profile. Copies must be the same runtime
+// build (BLPP_RUNTIME_SIG), in the same mode and with the same metrics;
+// only the first module to start may have slot counters.
 //
 // # Calling sequences
 //

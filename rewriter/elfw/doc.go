@@ -1,14 +1,15 @@
 // Package elfw writes the instrumented executable: it adds loadable
 // segments for relocated code and runtime data, non-loaded sections for
 // blpp's metadata, patches bytes of existing code, and changes the entry
-// point and the DT_FINI exit hook (DESIGN decisions 1, 9, 10, 12).
+// point and the DT_INIT and DT_FINI hooks (DESIGN decisions 1, 9, 10, 12).
 //
 // # What Write produces
 //
 // The original file's bytes stay at their offsets, so every existing
 // address, offset, relocation, symbol and DWARF reference stays valid. Only
-// the ELF header, the requested patches and, with Options.Fini, one or two
-// .dynamic entries change inside them. Appended after them, in order:
+// the ELF header, the requested patches and, with Options.Init and Fini,
+// up to three .dynamic entries change inside them. Appended after them,
+// in order:
 //
 //   - a new program header table, in a read-only PT_LOAD of its own;
 //   - the new segments (p_align PageSize, p_offset ≡ p_vaddr mod page);
@@ -146,6 +147,14 @@
 // terminator (GNU ld leaves spare DT_NULL entries). _dl_fini runs after the
 // program's own atexit handlers, which may already have closed stdout and
 // stderr (coreutils' close_stdout does).
+//
+// A shared object's hooks are its DT_INIT (Options.Init) and DT_FINI: the
+// dynamic loader calls DT_INIT when it maps the object, before its
+// DT_INIT_ARRAY (glibc's call_init, with argc, argv and envp), and
+// DT_FINI after its DT_FINI_ARRAY at exit or dlclose. Both are d_ptr
+// values, biased by the loader. Missing entries take spare DT_NULL slots
+// in order (DT_INIT, then DT_FINI), so two new entries need two spare
+// slots besides the terminator (ErrNoInitSlot, ErrNoFiniSlot).
 //
 // Static executables, static-pie included, are refused with ErrStatic:
 // their exit path (csu/libc-start.c call_fini) walks __fini_array_start

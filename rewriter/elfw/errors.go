@@ -35,12 +35,16 @@ var (
 	// ErrNotExecutable: an entry or exit-hook address lies in a segment
 	// without PF_X.
 	ErrNotExecutable = errors.New("address not in an executable segment")
-	// ErrStatic: the binary has no program interpreter, so nobody runs its
-	// DT_FINI at exit; static binaries need a different exit hook.
-	ErrStatic = errors.New("statically linked: the dynamic loader does not run DT_FINI")
+	// ErrStatic: the binary has no program interpreter and is no shared
+	// object, so nobody runs its DT_INIT or DT_FINI; static binaries need
+	// a different exit hook.
+	ErrStatic = errors.New("statically linked: the dynamic loader does not run DT_INIT or DT_FINI")
 	// ErrNoFiniSlot: .dynamic has neither a DT_FINI entry nor a spare
 	// DT_NULL slot to turn into one.
 	ErrNoFiniSlot = errors.New("no DT_FINI entry and no spare DT_NULL slot in the dynamic section")
+	// ErrNoInitSlot: .dynamic has neither a DT_INIT entry nor a spare
+	// DT_NULL slot to turn into one.
+	ErrNoInitSlot = errors.New("no DT_INIT entry and no spare DT_NULL slot in the dynamic section")
 	// ErrBadSection: a new section has an unusable name, or one that
 	// another new section has.
 	ErrBadSection = errors.New("unusable section")
@@ -67,7 +71,7 @@ func (e *FormatError) Unwrap() error { return e.Err }
 
 // Error reports a request in Options that Write cannot honour.
 type Error struct {
-	Op   string // "segment", "patch", "entry", "fini", "section", "eh_frame_hdr", "symbol"
+	Op   string // "segment", "patch", "entry", "init", "fini", "section", "eh_frame_hdr", "symbol"
 	Name string // segment or section name; empty for the others
 	Addr uint64 // virtual address concerned; 0 when there is none
 	Err  error  // one of the sentinel errors

@@ -3,7 +3,6 @@ package elfw
 import (
 	"bytes"
 	"debug/elf"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -66,13 +65,19 @@ type Options struct {
 	// in an executable segment, old or new.
 	Entry uint64
 	// Fini, when not 0, becomes the value of DT_FINI: the dynamic loader
-	// calls it at exit (from _dl_fini, after the executable's
-	// DT_FINI_ARRAY). An existing DT_FINI entry is rewritten, else a spare
-	// DT_NULL slot becomes one. The hook should end by calling or jumping
-	// to OrigFini's address, when there is one. Refused for binaries
-	// without PT_INTERP (static and static-pie): their exit path never
-	// reads .dynamic.
+	// calls it at exit (from _dl_fini, after the object's
+	// DT_FINI_ARRAY) or when dlclose unloads a shared object. An existing
+	// DT_FINI entry is rewritten, else a spare DT_NULL slot becomes one.
+	// The hook should end by calling or jumping to OrigFini's address,
+	// when there is one. Refused for binaries the dynamic loader does not
+	// start (static and static-pie): their exit path never reads .dynamic.
 	Fini uint64
+	// Init, when not 0, becomes the value of DT_INIT, as Fini does for
+	// DT_FINI: the dynamic loader calls it when it loads the object,
+	// before its DT_INIT_ARRAY, with argc, argv and envp. The hook should
+	// call OrigInit's address, when there is one. Meant for shared
+	// objects; refused where Fini is.
+	Init uint64
 	// Sections are appended as non-loaded sections.
 	Sections []Section
 	// Symbols are function symbols added to .symtab (which a file without
@@ -204,28 +209,15 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	}
 	reserved := []span{{0, ehdrSize, "the ELF header"}}
 
-	var finiOff uint64
-	var finiNull bool
-	if opts.Fini != 0 {
-		if !im.interp {
-			return nil, &Error{Op: "fini", Addr: opts.Fini, Err: ErrStatic}
-		}
-		if err := im.checkCode(opts.Fini, segs); err != nil {
-			return nil, &Error{Op: "fini", Addr: opts.Fini, Err: err}
-		}
-		finiOff, finiNull, err = im.finiSlot()
-		if err != nil {
-			var fe *FormatError
-			if errors.As(err, &fe) {
-				return nil, err
-			}
-			return nil, &Error{Op: "fini", Addr: opts.Fini, Err: err}
-		}
-		end := finiOff + dynSize
-		if finiNull {
-			end += dynSize
-		}
-		reserved = append(reserved, span{finiOff, end, "the DT_FINI entry"})
+	hooks, err := im.planHooks(opts, segs)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range hooks.entries {
+		reserved = append(reserved, span{h.off, h.off + dynSize, "the " + h.tag.String() + " entry"})
+	}
+	if hooks.nullOff != 0 {
+		reserved = append(reserved, span{hooks.nullOff, hooks.nullOff + dynSize, "the new DT_NULL entry"})
 	}
 	if dynSeg != nil {
 		for tag, off := range sym.dynamicAt {
@@ -529,12 +521,12 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	le.PutUint16(buf[offShentsize:], shdrSize)
 	le.PutUint16(buf[offShnum:], eShnum)
 	le.PutUint16(buf[offShstrndx:], eStrndx)
-	if opts.Fini != 0 {
-		le.PutUint64(buf[finiOff:], uint64(elf.DT_FINI))
-		le.PutUint64(buf[finiOff+8:], opts.Fini)
-		if finiNull {
-			copy(buf[finiOff+dynSize:finiOff+2*dynSize], make([]byte, dynSize))
-		}
+	for _, h := range hooks.entries {
+		le.PutUint64(buf[h.off:], uint64(h.tag))
+		le.PutUint64(buf[h.off+8:], h.val)
+	}
+	if hooks.nullOff != 0 {
+		copy(buf[hooks.nullOff:hooks.nullOff+dynSize], make([]byte, dynSize))
 	}
 
 	// The result must read back as what was meant.

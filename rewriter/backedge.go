@@ -86,7 +86,7 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.TestRegReg(enc.RCX)
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.CmpMemImm32D8(enc.RCX, runtime.RecordFuncOff, fg.fid)
+	b.CmpMemImm32D8(enc.RCX, runtime.RecordFuncOff, fg.gid)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	if k := int32(n.ExitInc[e]); k != 0 {
 		b.AddRegImm32(enc.RAX, k)
@@ -172,7 +172,7 @@ func (fg *funcGen) backedgeStub(e cfg.EdgeID) {
 	b, n := fg.g.buf, fg.num
 	pushImm32(b, int32(n.EntryInc[e]))
 	pushImm32(b, int32(n.ExitInc[e]))
-	pushImm32(b, fg.fid)
+	pushImm32(b, fg.gid)
 	b.CallRel32(enc.AbsTarget(fg.g.stubs.Backedge))
 	b.LeaRSP(redZone + 24)
 }
@@ -243,7 +243,7 @@ func (fg *funcGen) ownRecord(rec enc.Reg, slow enc.Label) {
 	b := fg.g.buf
 	b.TestRegReg(rec)
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.CmpMemImm32(rec, runtime.RecordFuncOff, fg.fid)
+	b.CmpMemImm32(rec, runtime.RecordFuncOff, fg.gid)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 }
 

@@ -3,6 +3,7 @@ package rewriter
 import (
 	"blpp/cfg"
 	"blpp/rewriter/enc"
+	"blpp/runtime"
 )
 
 // The code generator's shared state: the runtime stubs and the mode it
@@ -115,6 +116,21 @@ type gen struct {
 	// dark maps a left-out function's entry to its counting stub
 	// (darkentry.go).
 	dark map[uint64]enc.Label
+	// tag is the module's tag (Options.ModuleTag): 0 for an executable
+	// [decision 81].
+	tag uint32
+	// noSlots gives no function slot counters (libraries,
+	// Options.NoSlots).
+	noSlots bool
+}
+
+// globalID is the global function id of local id fid: the module's tag
+// above runtime.FidBits bits of local id [decision 81]. Every function id
+// the instrumentation compares or passes to the runtime is global; the
+// module's tables (runtime.Func, the flat records) are indexed by the
+// local one. For tag 0 the two are the same.
+func (g *gen) globalID(fid int32) int32 {
+	return int32(g.tag)<<runtime.FidBits | fid
 }
 
 // layoutPad is how many 16-byte units of padding go before function fid's

@@ -33,7 +33,8 @@ import (
 
 // darkEntry is the counting stub of one left-out function.
 type darkEntry struct {
-	fid   int32  // its function id: NFuncs + its index in Summary.Skipped
+	fid   int32  // its local function id: NFuncs + its index in Summary.Skipped
+	gid   int32  // its global id (gen.globalID)
 	addr  uint64 // its original entry
 	insts []x86.Inst
 	code  []byte // the original bytes of insts
@@ -80,6 +81,7 @@ func (g *gen) planDark(res *analysis.Result, skipped []Skipped, into map[uint64]
 			continue
 		}
 		d.fid = int32(nfuncs + i)
+		d.gid = g.globalID(d.fid)
 		d.label = g.buf.NewLabel()
 		g.dark[d.addr] = d.label
 		s.EntriesCounted = true
@@ -160,7 +162,7 @@ func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into map[uint64][]u
 func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 	b := g.buf
 	for _, d := range ds {
-		if g.mode.FlowOnly && !g.mode.Metrics && g.slotsSize+8 <= SlotsMax {
+		if g.mode.FlowOnly && !g.mode.Metrics && !g.noSlots && g.slotsSize+8 <= SlotsMax {
 			d.slot = int32(runtime.SlotsOffset + g.slotsSize)
 			g.slotsSize += 8
 		}
@@ -183,7 +185,7 @@ func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 		}
 		b.Bind(slow)
 		b.LeaRSP(-redZone)
-		pushImm32(b, d.fid)
+		pushImm32(b, d.gid)
 		b.CallRel32(enc.AbsTarget(stub))
 		b.LeaRSP(redZone + 8)
 		b.Bind(body)
@@ -241,7 +243,7 @@ func (g *gen) darkContextInline(d *darkEntry, slow, body enc.Label) {
 	b.MovRegFromMem(enc.RAX, enc.RDX, 0) // its first node
 	b.TestRegReg(enc.RAX)
 	b.JccRel32(enc.CondE, enc.LabelTarget(pop))
-	b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, d.fid)
+	b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, d.gid)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
 	b.MovRegFromMemD8(enc.RDX, enc.RAX, runtime.NodeRecOff)
 	b.CmpRegGS(enc.RDX, runtime.OffDarkRec)

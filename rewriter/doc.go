@@ -1,8 +1,8 @@
-// Package rewriter turns an x86-64 Linux executable into one that
-// profiles its own acyclic paths (Ball-Larus) in each calling context:
-// Rewrite takes the ELF file's bytes and returns the instrumented
-// program's, with a Summary of what was instrumented and why the rest
-// was not.
+// Package rewriter turns an x86-64 Linux executable or shared library
+// into one that profiles its own acyclic paths (Ball-Larus) in each
+// calling context: Rewrite takes the ELF file's bytes and returns the
+// instrumented object's, with a Summary of what was instrumented and why
+// the rest was not.
 //
 // # What it does
 //
@@ -17,7 +17,17 @@
 // freestanding runtime (package runtime) is linked in its own segments
 // with the tables it reads (functions, call sites, metrics, its
 // configuration), and the metadata a report needs goes into a
-// non-loaded section [DESIGN 12]. docs/codegen.md describes the emitted
+// non-loaded section [DESIGN 12].
+//
+// Each instrumented object is a module of the process [DESIGN 13,
+// decision 81] (module.go): the executable has tag 0, a shared object a
+// tag of its own (Options.ModuleTag), and every function id the code
+// carries is tag<<runtime.FidBits | the local id that indexes the
+// module's tables (gen.globalID), so an executable's code is what it was
+// before modules. A library starts its runtime copy from DT_INIT
+// (blpp_module_init, chaining the old DT_INIT), stops it from DT_FINI,
+// keeps its e_entry and its dynamic symbols, and has no slot counters.
+// docs/codegen.md describes the emitted
 // code; docs/decisions.md records why it is so.
 //
 // # What it trusts
@@ -28,8 +38,9 @@
 // templates are checked byte for byte against GNU as, and relocates
 // original instructions only through enc.Relocate, which checks them
 // against their decoding. It does not trust the input file: a binary it
-// cannot handle whole (a shared library, a program that uses %gs, one
-// with no exit hook) is refused with an error, a function it cannot
+// cannot handle whole (libc.so.6 and the dynamic linker, a program that
+// uses %gs, one with no exit hook, more than 2^20 functions) is refused
+// with an error, a function it cannot
 // handle is left out and listed with its reason, and a function whose
 // code generation fails is left out and the layout redone without it.
 // Nothing is written until the whole output is built.
@@ -52,6 +63,8 @@
 //
 //   - rewrite.go: Rewrite, the choice of functions, layout (segments,
 //     runtime tables as typed records of package runtime, patches).
+//   - module.go: executable or library, the module tag, the start and
+//     exit hooks.
 //   - plan.go, planloops.go: the per-function plan: slot counters, the
 //     path register, closed functions, call sites, table copies, loop
 //     registers, loop copies.

@@ -67,7 +67,7 @@ func (fg *funcGen) edgeInst(e cfg.EdgeID) {
 			pushImm32(b, fg.lastSite)
 			pushImm32(b, int32(n.EntryInc[e]))
 			pushImm32(b, int32(n.ExitInc[e]))
-			pushImm32(b, fg.fid)
+			pushImm32(b, fg.gid)
 			b.CallRel32(enc.AbsTarget(fg.g.stubs.SetjmpRet))
 			b.LeaRSP(redZone + 32)
 			fg.reload()

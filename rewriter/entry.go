@@ -30,7 +30,7 @@ func (fg *funcGen) enterInline() {
 	g, b := fg.g, fg.g.buf
 	if g.mode.Metrics && !g.mode.TSCOnly {
 		b.LeaRSP(-redZone)
-		pushImm32(b, fg.fid)
+		pushImm32(b, fg.gid)
 		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
 		b.LeaRSP(redZone + 8)
 		return
@@ -81,9 +81,7 @@ func (fg *funcGen) enterInline() {
 		b.CmpGS64Imm(fg.slot, 0)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 	} else if g.mode.FlowOnly {
-		b.MovRegFromGS(enc.RAX, runtime.OffFlat)
-		b.TestRegReg(enc.RAX)
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		fg.loadFlat(slow)
 		b.MovRegFromMemD32(enc.RDX, enc.RAX, 8*fg.fid)
 		b.TestRegReg(enc.RDX)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
@@ -118,7 +116,7 @@ func (fg *funcGen) enterInline() {
 		b.MovRegFromMem(enc.RAX, enc.RDX, 0)           // its first node
 		b.TestRegReg(enc.RAX)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, fg.fid)
+		b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, fg.gid)
 		found := b.NewLabel()
 		b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(found, slow, saved)))
 		b.Bind(found)
@@ -140,7 +138,7 @@ func (fg *funcGen) enterInline() {
 	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RAX) // frame.rsp
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.MovMemFromRegD8(enc.RCX, frSavedR+runtime.FrameSize, enc.RAX) // frame.saved_r
-	b.MovMemImm32D8(enc.RCX, frFunc+runtime.FrameSize, fg.fid)      // frame.func
+	b.MovMemImm32D8(enc.RCX, frFunc+runtime.FrameSize, fg.gid)      // frame.func
 	if !lean {
 		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
 		b.MovMemFromRegD8(enc.RCX, frRecord+runtime.FrameSize, enc.RAX) // frame.record
@@ -183,7 +181,7 @@ func (fg *funcGen) enterInline() {
 		// The stub saved the register in the frame too (Func.PathReg).
 		b.MovImm32(fg.preg, 0) // mov, not xor: flags untouched
 	}
-	fg.coldStub(slow, done, regs, false, g.stubs.Enter, fg.fid)
+	fg.coldStub(slow, done, regs, false, g.stubs.Enter, fg.gid)
 }
 
 // enterLean is the inline entry of a lean function with a path register
@@ -226,7 +224,7 @@ func (fg *funcGen) enterLean() {
 	b.MovMemFromReg(enc.RCX, int32(frSavedReg), x)
 	b.LeaRegDisp32(x, enc.RSP, 8)
 	b.MovMemFromReg(enc.RCX, int32(frRSP), x)
-	b.MovMemImm32D8(enc.RCX, frFunc, fg.fid) // frame.func
+	b.MovMemImm32D8(enc.RCX, frFunc, fg.gid) // frame.func
 	if fg.closed {
 		// The return address names the caller's call site when the
 		// caller is closed too [decision 57].
@@ -298,7 +296,7 @@ func (fg *funcGen) leanStub(slow, done enc.Label, pushed, spill bool, stub uint6
 			fg.spill()
 		}
 		b.LeaRSP(-redZone)
-		pushImm32(b, fg.fid)
+		pushImm32(b, fg.gid)
 		b.CallRel32(enc.AbsTarget(stub))
 		b.LeaRSP(redZone + 8)
 		b.JmpRel32(enc.LabelTarget(done))
@@ -345,16 +343,34 @@ func (fg *funcGen) callCacheLookup(found, slow enc.Label, saved int32) enc.Label
 	}
 	miss := b.NewLabel()
 	fg.addColdAt(miss, -redZone-saved, func() {
-		b.LeaRegDisp32(enc.RAX, enc.RDX, fg.fid)
+		b.LeaRegDisp32(enc.RAX, enc.RDX, fg.gid)
 		b.ImulReg32Imm32(enc.RAX, enc.RAX, runtime.HashMul)
 		b.ShrReg32Imm(enc.RAX, uint8(32-runtime.CallCacheBits-bits.TrailingZeros(runtime.CallCacheEntry)))
 		b.AndReg32Imm8(enc.RAX, -runtime.CallCacheEntry)
 		b.CmpGSIdxReg(enc.RAX, runtime.CallCacheOffset, enc.RDX)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		b.CmpGSIdxImm32(enc.RAX, runtime.CallCacheOffset+8, fg.fid)
+		b.CmpGSIdxImm32(enc.RAX, runtime.CallCacheOffset+8, fg.gid)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 		b.MovRegFromGSIdx(enc.RAX, enc.RAX, runtime.CallCacheOffset+16)
 		b.JmpRel32(enc.LabelTarget(found))
 	})
 	return miss
+}
+
+// loadFlat loads into %rax the thread's array of flat records of the
+// module, indexed by local function id, and goes to slow when there is
+// none: the executable's is %gs:Flat; a library's (tag != 0) hangs
+// under %gs:FlatMods, one array per tag [decision 81].
+func (fg *funcGen) loadFlat(slow enc.Label) {
+	g, b := fg.g, fg.g.buf
+	if g.tag == 0 {
+		b.MovRegFromGS(enc.RAX, runtime.OffFlat)
+	} else {
+		b.MovRegFromGS(enc.RAX, runtime.OffFlatMods)
+		b.TestRegReg(enc.RAX)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		b.MovRegFromMemD32(enc.RAX, enc.RAX, 8*int32(g.tag))
+	}
+	b.TestRegReg(enc.RAX)
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 }

@@ -38,7 +38,7 @@ func (fg *funcGen) exitLean() {
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	if fg.closed {
 		// Cur is not this activation's: the frame's function tells.
-		b.CmpMemImm32(enc.RCX, int32(frFunc), fg.fid)
+		b.CmpMemImm32(enc.RCX, int32(frFunc), fg.gid)
 	} else {
 		b.CmpGS64Imm(runtime.OffCur, fg.curValue())
 	}
@@ -69,7 +69,7 @@ func (fg *funcGen) exitStub() {
 	b := fg.g.buf
 	fg.spill() // the stub also puts the register's entry value back
 	b.LeaRSP(-redZone)
-	pushImm32(b, fg.fid)
+	pushImm32(b, fg.gid)
 	b.CallRel32(enc.AbsTarget(fg.g.stubs.Exit))
 	b.LeaRSP(redZone + 8)
 }
@@ -81,7 +81,7 @@ func (fg *funcGen) tailExitStub(site int32) {
 	b := fg.g.buf
 	b.LeaRSP(-redZone)
 	pushImm32(b, site)
-	pushImm32(b, fg.fid)
+	pushImm32(b, fg.gid)
 	b.CallRel32(enc.AbsTarget(fg.g.stubs.TailExit))
 	b.LeaRSP(redZone + 16)
 }
@@ -142,7 +142,7 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	b.LeaRegDisp32(enc.RAX, enc.RSP, int32(entryRSP))
 	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	b.CmpMemImm32D8(enc.RCX, frFunc, fg.fid)
+	b.CmpMemImm32D8(enc.RCX, frFunc, fg.gid)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	idx := enc.RAX
 	switch {
@@ -221,8 +221,8 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	b.LeaRSP(redZone)
 	b.Bind(done)
 	if tailSite != 0 {
-		fg.coldStub(slow, done, saved, true, g.stubs.TailExit, tailSite, fg.fid)
+		fg.coldStub(slow, done, saved, true, g.stubs.TailExit, tailSite, fg.gid)
 		return
 	}
-	fg.coldStub(slow, done, saved, true, g.stubs.Exit, fg.fid)
+	fg.coldStub(slow, done, saved, true, g.stubs.Exit, fg.gid)
 }

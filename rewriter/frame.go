@@ -281,7 +281,7 @@ func (fg *funcGen) forkChild(site int32) {
 	fg.spill()
 	b.LeaRSP(-redZone)
 	pushImm32(b, site)
-	pushImm32(b, fg.fid)
+	pushImm32(b, fg.gid)
 	b.CallRel32(enc.AbsTarget(fg.g.stubs.ForkChild))
 	b.LeaRSP(redZone + 16)
 	b.Bind(parent)

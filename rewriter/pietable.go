@@ -111,7 +111,7 @@ func gpr(r x86asm.Reg) bool { return r >= x86asm.RAX && r <= x86asm.R15 }
 // in a PIE ("" when every one can, and in other binaries, which need no
 // load bias).
 func pieTableBlocker(b *cfg.Binary, g *cfg.Graph) string {
-	if b.Kind != cfg.KindPIE {
+	if b.Kind == cfg.KindExec {
 		return ""
 	}
 	var liveIn []cfg.RegSet

@@ -26,10 +26,13 @@ import (
 // function's code refer to another's (closed calls, direct calls)
 // before that one is emitted.
 type funcPlan struct {
-	g   *gen
-	f   *analysis.Func
-	fid int32
-	num *pathnum.Numbering
+	g *gen
+	f *analysis.Func
+	// fid is the function's local id, its index in the module's tables;
+	// gid the global one that the instrumentation's immediates carry
+	// (gen.globalID) [decision 81].
+	fid, gid int32
+	num      *pathnum.Numbering
 	// entry labels the instrumented copy's entry, blocks each block's
 	// copy.
 	entry  enc.Label
@@ -100,7 +103,7 @@ const SlotsMax = 16 << 20
 // from %gs, without loading a record [decision 42].
 func (g *gen) assignSlot(fp *funcPlan) {
 	np := fp.num.NumPaths
-	if !g.mode.FlowOnly || g.mode.Metrics || np == 0 || np > DenseMax {
+	if !g.mode.FlowOnly || g.mode.Metrics || g.noSlots || np == 0 || np > DenseMax {
 		return
 	}
 	need := 8 * (1 + np)

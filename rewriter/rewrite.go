@@ -22,9 +22,8 @@ import (
 
 // Errors for binaries the rewriter refuses as a whole.
 var (
-	ErrSharedLib = errors.New("shared libraries cannot be rewritten yet (only executables)")
-	ErrUsesGS    = errors.New("the program uses the %gs segment, which blpp's instrumentation needs")
-	ErrNoExit    = errors.New("no exit hook possible: neither .fini_array nor DT_FINI")
+	ErrUsesGS = errors.New("the program uses the %gs segment, which blpp's instrumentation needs")
+	ErrNoExit = errors.New("no exit hook possible: neither .fini_array nor DT_FINI")
 )
 
 // MaxPaths bounds the paths of one function in an instrumented binary so
@@ -63,6 +62,16 @@ type Options struct {
 	// ShadowFrames bounds each thread's shadow stack (runtime.Config);
 	// 0: runtime.DefaultShadowFrames.
 	ShadowFrames uint64
+	// ModuleTag names a shared object among the modules of a process
+	// [decision 81]: 1..runtime.MaxModuleTag, 0 for the default
+	// (DefaultModuleTag of its SONAME). An executable's tag is 0.
+	ModuleTag uint64
+	// NoSlots gives no function slot counters [decision 42], as shared
+	// objects never have: the thread blocks that hold them are made by
+	// the first module to start, and in a process with instrumented
+	// libraries that is a library's DT_INIT, before the executable's
+	// entry [decision 81]. blpp run sets it then.
+	NoSlots bool
 }
 
 // LoopRegPolicy is Options.LoopRegs.
@@ -104,6 +113,12 @@ type Skipped struct {
 
 // Summary reports what Rewrite did.
 type Summary struct {
+	// Module is the kind of object: ModuleExecutable or ModuleLibrary;
+	// ModuleTag its tag in a process, Soname a library's DT_SONAME
+	// [decision 81].
+	Module       string    `json:"module"`
+	ModuleTag    uint64    `json:"module_tag"`
+	Soname       string    `json:"soname,omitempty"`
 	Functions    int       `json:"functions"`
 	Instrumented int       `json:"instrumented"`
 	Skipped      []Skipped `json:"skipped"`
@@ -145,8 +160,9 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if b.Kind == cfg.KindShared {
-		return nil, nil, ErrSharedLib
+	mod, err := moduleOf(b, opts)
+	if err != nil {
+		return nil, nil, err
 	}
 	if len(opts.Metrics) > runtime.MaxMetrics {
 		return nil, nil, fmt.Errorf("%d metrics: at most %d besides freq", len(opts.Metrics), runtime.MaxMetrics)
@@ -157,7 +173,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("runtime image: %w", err)
 	}
-	sum := &Summary{}
+	sum := &Summary{Module: mod.name(), ModuleTag: uint64(mod.tag), Soname: mod.soname}
 	finiSec := b.File.Section(".fini")
 	into := branchTargets(b)
 	var chosen []*analysis.Func
@@ -194,9 +210,9 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 				moved[mf] = at
 				chosen = append(chosen, mf)
 			}
-		case finiSec != nil && f.Func.Addr == finiSec.Addr:
+		case !mod.library && finiSec != nil && f.Func.Addr == finiSec.Addr:
 			// _fini runs after the last .fini_array entry, which is where
-			// the profile is written.
+			// the profile is written. A library's blpp_fini runs it first.
 			skip("runs after the profile is written", ".fini section (_fini)")
 		default:
 			if why := pieTableBlocker(b, f.Graph); why != "" {
@@ -206,12 +222,16 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 			chosen = append(chosen, f)
 		}
 	}
+	// Function ids have runtime.FidBits bits in a module [decision 81].
+	if sum.Functions > 1<<runtime.FidBits {
+		return nil, nil, fmt.Errorf("%w (%d)", ErrTooManyFuncs, sum.Functions)
+	}
 	opts.stage("generating code")
 	// A function the code generator cannot handle is left alone, and the
 	// whole layout is redone without it (other functions' code may call
 	// its instrumented copy).
 	for {
-		out, sum2, err := layout(in, b, res, img, chosen, moved, sum, opts, into)
+		out, sum2, err := layout(in, b, res, img, chosen, moved, sum, opts, into, mod)
 		var ee *emitError
 		if !errors.As(err, &ee) {
 			if err == nil && clearCET(out) {
@@ -268,7 +288,7 @@ func pageUp(a uint64) uint64 { return (a + 0xfff) &^ 0xfff }
 
 // layout places the runtime, the tables and the instrumented code in new
 // segments and writes the output.
-func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, moved map[*analysis.Func]uint64, sum *Summary, opts Options, into map[uint64][]uint64) ([]byte, *Summary, error) {
+func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, moved map[*analysis.Func]uint64, sum *Summary, opts Options, into map[uint64][]uint64, mod module) ([]byte, *Summary, error) {
 	base, err := elfw.NextFreeAddr(in)
 	if err != nil {
 		return nil, nil, err
@@ -322,7 +342,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	codeAddr := pageUp(rwAddr+rwMem) + 0x1000
 
-	g := &gen{b: b, buf: &enc.Buf{}, entries: map[uint64]enc.Label{}, siteRet: map[int32]enc.Label{}, pie: b.Kind == cfg.KindPIE,
+	g := &gen{b: b, buf: &enc.Buf{}, entries: map[uint64]enc.Label{}, siteRet: map[int32]enc.Label{}, pie: b.Kind != cfg.KindExec,
 		stubs: Stubs{Enter: rtText + img.Symbols[runtime.SymEnter], Exit: rtText + img.Symbols[runtime.SymExit],
 			TailExit: rtText + img.Symbols[runtime.SymTailExit],
 			Backedge: rtText + img.Symbols[runtime.SymBackedge], SetjmpRet: rtText + img.Symbols[runtime.SymSetjmpRet], ForkChild: rtText + img.Symbols[runtime.SymForkChild],
@@ -330,12 +350,14 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			FastSlots: rtText + img.Symbols[runtime.SymFastSlots]},
 		layoutSeed: opts.LayoutSeed,
 		loopRegs:   opts.LoopRegs,
+		tag:        mod.tag,
+		noSlots:    opts.NoSlots || mod.library,
 		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0,
 			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC}}
 	dark := g.planDark(res, sum.Skipped, into, len(chosen))
 	// Plan every function (plan.go), then emit each from its plan.
 	for i, f := range chosen {
-		fp := &funcPlan{g: g, f: f, fid: int32(i), num: f.Numbering, entry: g.buf.NewLabel()}
+		fp := &funcPlan{g: g, f: f, fid: int32(i), gid: g.globalID(int32(i)), num: f.Numbering, entry: g.buf.NewLabel()}
 		if at, ok := moved[f]; ok {
 			fp.prefixEnd, fp.afterPrefix = at, g.buf.NewLabel()
 		}
@@ -373,19 +395,13 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		runtime.PutFunc(funcEntry(int(fid)), f)
 	})
 	// The exit hook: blpp_fini takes the place of the first .fini_array
-	// entry; it calls that entry's original function, then writes the
-	// profile.
-	fini, err := findFini(b)
-	if errors.Is(err, ErrNoExit) && !b.Static {
-		// No .fini_array: take DT_FINI's place (elfw makes one from a
-		// spare DT_NULL when there is none); blpp_fini calls the old
-		// DT_FINI, if any.
-		orig, _ := elfw.OrigFini(in)
-		fini, err = &finiHook{orig: orig, dtFini: true}, nil
-	}
+	// entry (or DT_FINI); it calls that entry's original function, then
+	// writes the profile. A library's start hook is DT_INIT (hooks).
+	hk, err := mod.hooks(in, b)
 	if err != nil {
 		return nil, nil, err
 	}
+	fini := hk.fini
 	// New jump tables, filled below.
 	type placed struct {
 		t    newTable
@@ -490,13 +506,19 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// Runtime configuration.
 	cfgOff := img.Symbols[runtime.SymConfig] - img.DataOff
 	conf := runtime.Config{
-		Magic: runtime.ConfigMagic, SelfVaddr: rwAddr + cfgOff, OrigEntry: b.Entry, OrigFini: fini.orig,
+		Magic: runtime.ConfigMagic, SelfVaddr: rwAddr + cfgOff, OrigEntry: b.Entry, OrigFini: fini.orig, OrigInit: hk.origInit, ModuleTag: uint64(mod.tag),
 		FuncsVaddr: funcsAddr, NFuncs: uint64(len(chosen)), DumpSignal: runtime.DefaultDumpSignal,
 		SitesVaddr: sitesAddr, NSites: uint64(len(g.sites)), ShadowFrames: opts.ShadowFrames,
 		NDark: uint64(len(sum.Skipped)),
 	}
 	if opts.NoContext {
 		conf.Flags |= runtime.ConfigFlagFlowOnly
+	}
+	entry, initDT := rtText+img.Symbols[runtime.SymStart], uint64(0)
+	if mod.library {
+		// The loader never jumps to a library's e_entry.
+		conf.OrigEntry, entry, initDT = 0, 0, rtText+img.Symbols[runtime.SymModInit]
+		conf.Flags |= runtime.ConfigFlagLibrary
 	}
 	if g.callCache() {
 		conf.Flags |= runtime.ConfigFlagCallCache
@@ -561,10 +583,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		EHFrameHdr: eh.hdr(),
 		Patches:    patches,
 		Fini:       finiDT,
-		Entry:      rtText + img.Symbols[runtime.SymStart],
+		Init:       initDT,
+		Entry:      entry,
 		Sections: []elfw.Section{{Name: meta.SectionName, Data: meta.Encode(tab)},
 			{Name: addrmap.SectionName, Data: addrmap.Encode(addrMap(g, codeAddr))}},
-		Symbols: append(relocatedSymbols(b, g, codeAddr), runtimeSymbols(rtText, img)...),
+		Symbols: append(relocatedSymbols(b, g, codeAddr, !mod.library), runtimeSymbols(rtText, img)...),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -13,12 +13,15 @@ import (
 // aliases included, gets a symbol of the same name over the copy's whole
 // extent [fg.start, fg.end) of the new code: body, trampolines and slow
 // paths alike, so a return address anywhere in it is named. A name found
-// in .dynsym is added there too (elfw.Symbol.Dynamic).
+// in .dynsym is added there too (elfw.Symbol.Dynamic) when dynamic is
+// set: not in a shared object, where a second definition of an exported
+// name could change what the dynamic linker and dlsym resolve it to, and
+// the versions other objects bound to.
 //
 // GNU IFUNC symbols are left out: their value is the resolver, and a
 // second, ordinary function symbol of that name would tell a debugger the
 // resolver is the function.
-func relocatedSymbols(b *cfg.Binary, g *gen, codeAddr uint64) []elfw.Symbol {
+func relocatedSymbols(b *cfg.Binary, g *gen, codeAddr uint64, dynamic bool) []elfw.Symbol {
 	byAddr := map[uint64][]cfg.Symbol{}
 	for _, s := range b.Symbols() {
 		if !s.IFunc && s.Name != "" {
@@ -30,12 +33,13 @@ func relocatedSymbols(b *cfg.Binary, g *gen, codeAddr uint64) []elfw.Symbol {
 		addr, size := codeAddr+uint64(fg.start), uint64(fg.end-fg.start)
 		at := map[string]int{} // name → index in out
 		for _, s := range byAddr[fg.f.Func.Addr] {
+			dyn := s.Dynamic && dynamic
 			if i, ok := at[s.Name]; ok {
-				out[i].Dynamic = out[i].Dynamic || s.Dynamic
+				out[i].Dynamic = out[i].Dynamic || dyn
 				continue
 			}
 			at[s.Name] = len(out)
-			out = append(out, elfw.Symbol{Name: s.Name, Addr: addr, Size: size, Dynamic: s.Dynamic})
+			out = append(out, elfw.Symbol{Name: s.Name, Addr: addr, Size: size, Dynamic: dyn})
 		}
 	}
 	return out

@@ -72,7 +72,7 @@ func (fg *funcGen) landingPads() {
 			b.PushImm32(-1)
 			b.PushImm32(restart)
 			b.PushImm32(0)
-			b.PushImm32(fg.fid)
+			b.PushImm32(fg.gid)
 			b.CallRel32(enc.AbsTarget(g.stubs.SetjmpRet))
 			b.LeaRSP(redZone + 32)
 			fg.reload() // the runtime restarted the path in Thread.R

@@ -19,8 +19,8 @@ import (
 )
 
 func init() {
-	register(&command{name: "rewrite", summary: "write an instrumented copy of an x86-64 executable",
-		usage: "IN -o OUT [-v] [--json] [--include REGEX] [--exclude REGEX] [--no-context] [--metrics LIST] [--shadow-frames N]", run: runRewrite})
+	register(&command{name: "rewrite", summary: "write an instrumented copy of an x86-64 executable or shared library",
+		usage: "IN -o OUT [-v] [--json] [--include REGEX] [--exclude REGEX] [--no-context] [--metrics LIST] [--shadow-frames N] [--module-tag N] [--no-slots]", run: runRewrite})
 }
 
 // modeFlags are the flags that choose what the instrumented program
@@ -75,8 +75,13 @@ func runRewrite(c *ctx, args []string) error {
 	include := fs.String("include", "", "instrument only functions whose name matches this regular expression")
 	exclude := fs.String("exclude", "", "do not instrument functions whose name matches this regular expression")
 	mode := addModeFlags(fs)
+	moduleTag := fs.Uint64("module-tag", 0, fmt.Sprintf("a shared library's tag among the modules of a process, 1 to %d (0: derived from its SONAME); instrumented libraries loaded together need distinct tags", runtime.MaxModuleTag))
+	noSlots := fs.Bool("no-slots", false, "no per-thread slot counters (as in libraries): needed by a --no-context executable whose process loads instrumented libraries")
 	if err := c.parse(fs, args); err != nil {
 		return err
+	}
+	if *moduleTag > runtime.MaxModuleTag {
+		return &usageError{fmt.Sprintf("--module-tag: %d is above %d", *moduleTag, runtime.MaxModuleTag)}
 	}
 	in, err := oneArg(fs.Args(), "IN")
 	if err != nil {
@@ -85,7 +90,7 @@ func runRewrite(c *ctx, args []string) error {
 	if *out == "" {
 		return &usageError{"-o OUT is required"}
 	}
-	var opts rewriter.Options
+	opts := rewriter.Options{ModuleTag: *moduleTag, NoSlots: *noSlots}
 	if err := mode.apply(&opts); err != nil {
 		return err
 	}
@@ -153,6 +158,15 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 	}
 	fmt.Fprintf(c.stdout, "%s -> %s: %d of %d functions instrumented (%.1f%%), %d bytes of new code\n",
 		in, out, sum.Instrumented, sum.Functions, share, sum.CodeBytes)
+	if sum.Module == rewriter.ModuleLibrary {
+		name := sum.Soname
+		if name == "" {
+			name = "no SONAME"
+		}
+		fmt.Fprintf(c.stdout, "  module: %s %s, tag %d\n", sum.Module, name, sum.ModuleTag)
+	} else {
+		fmt.Fprintf(c.stdout, "  module: %s, tag 0\n", sum.Module)
+	}
 	byReason := map[string]int{}
 	for _, s := range sum.Skipped {
 		byReason[s.Reason]++

@@ -132,14 +132,16 @@ func TestRewriteRefusals(t *testing.T) {
 		{"--shadow-frames above 2^30", func(out string) []string {
 			return []string{"rewrite", bin, "-o", out, "--shadow-frames", "1073741825"}
 		}, []string{"--shadow-frames: 1073741825"}},
+		{"--module-tag above the largest", func(out string) []string { return []string{"rewrite", bin, "-o", out, "--module-tag", "2048"} },
+			[]string{"--module-tag: 2048 is above 2047"}},
+		{"--module-tag on an executable", func(out string) []string { return []string{"rewrite", bin, "-o", out, "--module-tag", "5"} },
+			[]string{"module tag 5: an executable's tag is 0"}},
 	}
-	// Ordinary shared libraries (no PT_INTERP) are refused as such.
-	// libc.so.6 has a PT_INTERP (it runs as a program), is taken for a
-	// PIE and is refused for another reason ("no exit hook possible"), so
-	// only the refusal itself is checked for it.
+	// Shared libraries are rewritten, but not libc.so.6 and the dynamic
+	// linker (decision 81).
 	for _, lib := range []struct{ path, want string }{
-		{"/usr/lib/x86_64-linux-gnu/libm.so.6", "shared libraries cannot be rewritten"},
-		{"/usr/lib/x86_64-linux-gnu/libc.so.6", "libc.so.6"},
+		{"/usr/lib/x86_64-linux-gnu/libc.so.6", "libc is not instrumented yet"},
+		{"/lib64/ld-linux-x86-64.so.2", "the dynamic linker is never instrumented"},
 	} {
 		if _, err := os.Stat(lib.path); err != nil {
 			continue

@@ -1,0 +1,270 @@
+package rewriter_test
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"blpp/cfg"
+	"blpp/internal/testsupport/fixture"
+	"blpp/meta"
+	"blpp/rewriter"
+	"blpp/runtime"
+)
+
+// libCfg builds testdata/modules/rw_lib.c as a shared object, librw.so.
+var libCfg = fixture.Config{CC: "gcc", Opt: "-O2", Extra: []string{"-shared", "-fPIC", "-Wl,-soname,librw.so"}}
+
+// rewriteLib rewrites the shared object at path with opts.
+func rewriteLib(t *testing.T, path string, opts rewriter.Options) (orig, out []byte, sum *rewriter.Summary) {
+	t.Helper()
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, sum, err = rewriter.Rewrite(orig, opts)
+	if err != nil {
+		t.Fatalf("%s: rewrite: %v", path, err)
+	}
+	return orig, out, sum
+}
+
+// TestSharedObject rewrites a small gcc shared library in both modes and
+// checks the module's hooks and tables (decision 81): DT_INIT and
+// DT_FINI lead to the runtime's blpp_module_init and blpp_fini, the
+// configuration names the old DT_INIT and DT_FINI, the library flag and
+// the tag, and has no entry and no slot counters; the dynamic symbols and
+// their versions are the original's byte for byte; every instrumented
+// function's entry jumps into the new code; the output reads back as a
+// binary and its address map checks out.
+func TestSharedObject(t *testing.T) {
+	lib := fixture.Build(t, "modules/rw_lib.c", libCfg)
+	for _, m := range procModes {
+		t.Run(m.name, func(t *testing.T) {
+			orig, out, sum := rewriteLib(t, lib, m.opts)
+			if sum.Module != rewriter.ModuleLibrary || sum.Soname != "librw.so" || sum.ModuleTag != uint64(rewriter.DefaultModuleTag("librw.so")) {
+				t.Errorf("summary: module %q %q tag %d, want %q librw.so tag %d", sum.Module, sum.Soname, sum.ModuleTag,
+					rewriter.ModuleLibrary, rewriter.DefaultModuleTag("librw.so"))
+			}
+			if sum.Instrumented < 8 {
+				t.Errorf("%d of %d functions instrumented", sum.Instrumented, sum.Functions)
+			}
+			checkLibrary(t, orig, out, sum)
+			if n, err := verifyAddrMap(orig, out); err != nil || n == 0 {
+				t.Errorf("address map: %d copies checked, %v", n, err)
+			}
+		})
+	}
+}
+
+// checkLibrary checks a rewritten shared object against its original.
+func checkLibrary(t *testing.T, orig, out []byte, sum *rewriter.Summary) {
+	t.Helper()
+	of, err := elf.NewFile(bytes.NewReader(orig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.Load(out); err != nil {
+		t.Errorf("the output does not load: %v", err)
+	}
+	if f.Entry != of.Entry {
+		t.Errorf("e_entry %#x, was %#x", f.Entry, of.Entry)
+	}
+	// The dynamic symbol tables and versions are untouched: a second
+	// definition of an exported name could change what other objects bind
+	// to.
+	for _, name := range []string{".dynsym", ".dynstr", ".gnu.version", ".gnu.version_d", ".gnu.version_r", ".gnu.hash", ".hash"} {
+		was, s := of.Section(name), f.Section(name)
+		if was == nil && s == nil {
+			continue
+		}
+		if was == nil || s == nil || was.Addr != s.Addr || was.Size != s.Size {
+			t.Errorf("%s: %+v, was %+v", name, s, was)
+			continue
+		}
+		a, _ := was.Data()
+		b, _ := s.Data()
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s changed", name)
+		}
+	}
+	// The hooks and the configuration.
+	img, err := runtime.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, data := f.Section(".blpp.rt"), f.Section(".blpp.data")
+	if rt == nil || data == nil {
+		t.Fatalf("no .blpp.rt or .blpp.data section")
+	}
+	dyn := func(file *elf.File, tag elf.DynTag) uint64 {
+		v, err := file.DynValue(tag)
+		if err != nil || len(v) != 1 {
+			t.Fatalf("%v: %v, %v", tag, v, err)
+		}
+		return v[0]
+	}
+	if got, want := dyn(f, elf.DT_INIT), rt.Addr+img.Symbols[runtime.SymModInit]; got != want {
+		t.Errorf("DT_INIT %#x, want blpp_module_init at %#x", got, want)
+	}
+	if got, want := dyn(f, elf.DT_FINI), rt.Addr+img.Symbols[runtime.SymFini]; got != want {
+		t.Errorf("DT_FINI %#x, want blpp_fini at %#x", got, want)
+	}
+	d, err := data.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := runtime.ParseConfig(d[img.Symbols[runtime.SymConfig]-img.DataOff:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.OrigInit != dyn(of, elf.DT_INIT) || c.OrigFini != dyn(of, elf.DT_FINI) || c.OrigEntry != 0 ||
+		c.Flags&runtime.ConfigFlagLibrary == 0 || c.ModuleTag != sum.ModuleTag || c.SlotsSize != 0 ||
+		c.NFuncs != uint64(sum.Instrumented) {
+		t.Errorf("config %+v: want OrigInit %#x, OrigFini %#x, no entry, the library flag, tag %d, no slots, %d functions",
+			c, dyn(of, elf.DT_INIT), dyn(of, elf.DT_FINI), sum.ModuleTag, sum.Instrumented)
+	}
+	// Every instrumented function's entry jumps into the new code.
+	text := f.Section(".blpp.text")
+	ms := f.Section(meta.SectionName)
+	if text == nil || ms == nil {
+		t.Fatal("no .blpp.text or metadata")
+	}
+	md, _ := ms.Data()
+	tab, err := meta.Decode(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range tab.Funcs {
+		if !fn.Instrumented {
+			continue
+		}
+		b := make([]byte, 5)
+		in := false
+		for _, s := range f.Sections {
+			if s.Flags&elf.SHF_EXECINSTR != 0 && s.Type == elf.SHT_PROGBITS && fn.Entry >= s.Addr && fn.Entry+5 <= s.Addr+s.Size {
+				_, err := s.ReadAt(b, int64(fn.Entry-s.Addr))
+				in = err == nil
+			}
+		}
+		if !in {
+			t.Errorf("%s: entry %#x not in code", fn.Name, fn.Entry)
+			continue
+		}
+		to := fn.Entry + 5 + uint64(int64(int32(binary.LittleEndian.Uint32(b[1:]))))
+		if b[0] != 0xe9 || to < text.Addr || to >= text.Addr+text.Size {
+			t.Errorf("%s: entry %#x holds % x, not a jmp into the new code [%#x,+%#x)", fn.Name, fn.Entry, b, text.Addr, text.Size)
+		}
+	}
+}
+
+// TestSharedObjectRuns runs an uninstrumented program with the original
+// library and with its rewrite (through LD_LIBRARY_PATH), in both modes,
+// and requires the same output and exit status, and a profile.
+func TestSharedObjectRuns(t *testing.T) {
+	lib := fixture.Build(t, "modules/rw_lib.c", libCfg)
+	// Linked against the library's file in the fixture cache, the program
+	// needs librw.so (its SONAME), found through LD_LIBRARY_PATH.
+	prog := fixture.Build(t, "modules/rw_main.c", fixture.Config{CC: "gcc", Opt: "-O2", Extra: []string{"-Wl,--no-as-needed", lib}})
+	dir := t.TempDir()
+	origDir := filepath.Join(dir, "orig")
+	if err := os.MkdirAll(origDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(origDir, "librw.so"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := runProc(t, prog, nil, "LD_LIBRARY_PATH="+origDir)
+	if len(want.stdout) == 0 {
+		t.Fatalf("the program printed nothing: %s", want)
+	}
+	for _, m := range procModes {
+		t.Run(m.name, func(t *testing.T) {
+			_, out, _ := rewriteLib(t, lib, m.opts)
+			instDir := filepath.Join(dir, m.name)
+			if err := os.MkdirAll(instDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(instDir, "librw.so"), out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			prof := filepath.Join(dir, m.name+".out")
+			got := runProc(t, prog, nil, "LD_LIBRARY_PATH="+instDir, "BLPP_PROFILE="+prof)
+			sameBehaviour(t, "rw_main with the rewritten librw.so ("+m.name+")", want, got)
+			if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+				t.Errorf("no profile: %v", err)
+			}
+		})
+	}
+}
+
+// TestDebianLibraries rewrites Debian's shared libraries (those present)
+// and checks each as TestSharedObject does; the test log lists how many
+// functions each has instrumented.
+func TestDebianLibraries(t *testing.T) {
+	libs := []string{"libbz2.so.1.0", "liblzma.so.5", "libz.so.1", "libsqlite3.so.0", "libjq.so.1", "libonig.so.5", "libstdc++.so.6"}
+	if testing.Short() {
+		libs = libs[:3]
+	}
+	for _, name := range libs {
+		t.Run(name, func(t *testing.T) {
+			path, err := filepath.EvalSymlinks(filepath.Join("/usr/lib/x86_64-linux-gnu", name))
+			if err != nil {
+				t.Skipf("%s: not installed", name)
+			}
+			orig, out, sum := rewriteLib(t, path, rewriter.Options{})
+			t.Logf("%s: %d/%d functions instrumented, tag %d, %d bytes of new code", name, sum.Instrumented, sum.Functions, sum.ModuleTag, sum.CodeBytes)
+			if sum.Module != rewriter.ModuleLibrary || sum.Instrumented == 0 {
+				t.Errorf("module %q, %d instrumented", sum.Module, sum.Instrumented)
+			}
+			checkLibrary(t, orig, out, sum)
+		})
+	}
+}
+
+// TestModuleRefusals: libc.so.6 and the dynamic linker are refused with
+// their own errors, and a tag above runtime.MaxModuleTag or on an
+// executable is refused.
+func TestModuleRefusals(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		want error
+	}{
+		{"/usr/lib/x86_64-linux-gnu/libc.so.6", rewriter.ErrLibc},
+		{"/lib64/ld-linux-x86-64.so.2", rewriter.ErrDynamicLinker},
+	} {
+		data, err := os.ReadFile(c.path)
+		if err != nil {
+			continue
+		}
+		if _, _, err := rewriter.Rewrite(data, rewriter.Options{}); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.path, err, c.want)
+		}
+	}
+	lib, err := os.ReadFile(fixture.Build(t, "modules/rw_lib.c", libCfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rewriter.Rewrite(lib, rewriter.Options{ModuleTag: runtime.MaxModuleTag + 1}); err == nil {
+		t.Error("tag above MaxModuleTag accepted")
+	}
+	exe, err := os.ReadFile(fixture.Build(t, "loops.c", fixture.Config{CC: "gcc", Opt: "-O2", PIE: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rewriter.Rewrite(exe, rewriter.Options{ModuleTag: 3}); err == nil {
+		t.Error("tag 3 on an executable accepted")
+	}
+}

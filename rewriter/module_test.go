@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"blpp/cfg"
@@ -168,7 +170,8 @@ func checkLibrary(t *testing.T, orig, out []byte, sum *rewriter.Summary) {
 
 // TestSharedObjectRuns runs an uninstrumented program with the original
 // library and with its rewrite (through LD_LIBRARY_PATH), in both modes,
-// and requires the same output and exit status, and a profile.
+// then the program rewritten as well (Options.NoSlots), and requires the
+// same output and exit status, and a profile.
 func TestSharedObjectRuns(t *testing.T) {
 	lib := fixture.Build(t, "modules/rw_lib.c", libCfg)
 	// Linked against the library's file in the fixture cache, the program
@@ -206,30 +209,103 @@ func TestSharedObjectRuns(t *testing.T) {
 			if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
 				t.Errorf("no profile: %v", err)
 			}
+			// The program instrumented too: two modules, one runtime. The
+			// library starts first (its DT_INIT), so the executable has
+			// no slot counters.
+			opts := m.opts
+			opts.NoSlots = true
+			data, err := os.ReadFile(prog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exe, sum, err := rewriter.Rewrite(data, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Module != rewriter.ModuleExecutable || sum.ModuleTag != 0 || sum.ClosedFunctions != 0 {
+				t.Errorf("executable: module %q tag %d, %d closed functions (NoSlots: none)", sum.Module, sum.ModuleTag, sum.ClosedFunctions)
+			}
+			instProg := filepath.Join(instDir, "rw_main")
+			if err := os.WriteFile(instProg, exe, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			prof = filepath.Join(dir, m.name+".both.out")
+			got = runProc(t, instProg, nil, "LD_LIBRARY_PATH="+instDir, "BLPP_PROFILE="+prof)
+			sameBehaviour(t, "rw_main and librw.so both rewritten ("+m.name+")", want, got)
+			if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+				t.Errorf("no profile: %v", err)
+			}
 		})
 	}
 }
 
+// debianLibs are Debian shared libraries and, for some, a program of
+// their package's users with a workload.
+var debianLibs = []struct {
+	name  string
+	prog  string
+	args  []string
+	stdin string
+}{
+	{"libbz2.so.1.0", "bzip2", []string{"-c"}, strings.Repeat("pack my box with five dozen liquor jugs\n", 100)},
+	{"liblzma.so.5", "xz", []string{"-c"}, strings.Repeat("the quick brown fox jumps over the lazy dog\n", 100)},
+	{"libz.so.1", "python3", []string{"-c", "import zlib; d = b'hello world ' * 1000; c = zlib.compress(d); print(len(c), zlib.crc32(d), zlib.decompress(c) == d)"}, ""},
+	{"libsqlite3.so.0", "sqlite3", []string{":memory:", "create table t(a,b); insert into t values(1,'x'),(2,'y'),(3,'z'); select a*2, upper(b) from t order by a desc;"}, ""},
+	{"libjq.so.1", "jq", []string{"-c", "[.[] | select(.a > 1) | .b]"}, `[{"a":1,"b":"x"},{"a":2,"b":"y"},{"a":3,"b":"z"}]`},
+	{"libonig.so.5", "jq", []string{"-c", `[.[] | test("^[a-c]+$")]`}, `["abc","abd","cab"]`},
+	{"libstdc++.so.6", "ninja", []string{"--version"}, ""},
+}
+
 // TestDebianLibraries rewrites Debian's shared libraries (those present)
-// and checks each as TestSharedObject does; the test log lists how many
+// and checks each as TestSharedObject does, then runs a program that uses
+// it, uninstrumented, with the rewritten library (LD_LIBRARY_PATH) and
+// requires the original's behaviour; the test log lists how many
 // functions each has instrumented.
 func TestDebianLibraries(t *testing.T) {
-	libs := []string{"libbz2.so.1.0", "liblzma.so.5", "libz.so.1", "libsqlite3.so.0", "libjq.so.1", "libonig.so.5", "libstdc++.so.6"}
+	libs := debianLibs
 	if testing.Short() {
 		libs = libs[:3]
 	}
-	for _, name := range libs {
-		t.Run(name, func(t *testing.T) {
-			path, err := filepath.EvalSymlinks(filepath.Join("/usr/lib/x86_64-linux-gnu", name))
+	for _, dl := range libs {
+		t.Run(dl.name, func(t *testing.T) {
+			path, err := filepath.EvalSymlinks(filepath.Join("/usr/lib/x86_64-linux-gnu", dl.name))
 			if err != nil {
-				t.Skipf("%s: not installed", name)
+				t.Skipf("%s: not installed", dl.name)
 			}
 			orig, out, sum := rewriteLib(t, path, rewriter.Options{})
-			t.Logf("%s: %d/%d functions instrumented, tag %d, %d bytes of new code", name, sum.Instrumented, sum.Functions, sum.ModuleTag, sum.CodeBytes)
+			t.Logf("%s: %d/%d functions instrumented, tag %d, %d bytes of new code", dl.name, sum.Instrumented, sum.Functions, sum.ModuleTag, sum.CodeBytes)
 			if sum.Module != rewriter.ModuleLibrary || sum.Instrumented == 0 {
 				t.Errorf("module %q, %d instrumented", sum.Module, sum.Instrumented)
 			}
 			checkLibrary(t, orig, out, sum)
+			if dl.prog == "" {
+				return
+			}
+			prog, err := exec.LookPath(dl.prog)
+			if err != nil {
+				t.Logf("%s: not installed, not run", dl.prog)
+				return
+			}
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, dl.name), out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			run := func(env ...string) procResult {
+				var o, e bytes.Buffer
+				cmd := exec.Command(prog, dl.args...)
+				cmd.Stdin = strings.NewReader(dl.stdin)
+				cmd.Env = append(os.Environ(), env...)
+				cmd.Stdout, cmd.Stderr = &o, &e
+				code, sig := status(t, prog, cmd.Run())
+				return procResult{o.Bytes(), e.Bytes(), code, sig, cmd.Process.Pid}
+			}
+			want := run()
+			prof := filepath.Join(dir, "blpp.out")
+			got := run("LD_LIBRARY_PATH="+dir, "BLPP_PROFILE="+prof)
+			sameBehaviour(t, dl.prog+" with the rewritten "+dl.name, want, got)
+			if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+				t.Errorf("%s: no profile: %v", dl.prog, err)
+			}
 		})
 	}
 }

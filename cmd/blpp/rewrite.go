@@ -161,7 +161,7 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 	if sum.Module == rewriter.ModuleLibrary {
 		name := sum.Soname
 		if name == "" {
-			name = "no SONAME"
+			name = "(no SONAME)"
 		}
 		fmt.Fprintf(c.stdout, "  module: %s %s, tag %d\n", sum.Module, name, sum.ModuleTag)
 	} else {

@@ -25,6 +25,7 @@ import (
 
 	"blpp/cct"
 	"blpp/internal/testsupport/fixture"
+	"blpp/rewriter"
 )
 
 // listDir returns the names in dir, sorted; nil for a missing dir.
@@ -552,4 +553,34 @@ func TestRunCommand(t *testing.T) {
 			t.Errorf("the kept profile's flags are %v, want fatal-signal", p.Flags)
 		}
 	})
+}
+
+// TestRewriteLibrary rewrites a shared object: the summary names the
+// module and its tag, the default tag or --module-tag's, in text and
+// JSON (decision 81).
+func TestRewriteLibrary(t *testing.T) {
+	lib := fixture.Build(t, "modules/rw_lib.c", fixture.Config{CC: "gcc", Opt: "-O2", Extra: []string{"-shared", "-fPIC", "-Wl,-soname,librw.so"}})
+	dir := t.TempDir()
+	out := filepath.Join(dir, "librw.so")
+	o := blpp("rewrite", lib, "-o", out)
+	want := fmt.Sprintf("  module: shared library librw.so, tag %d\n", rewriter.DefaultModuleTag("librw.so"))
+	if o.code != 0 || !strings.Contains(o.stdout, want) {
+		t.Errorf("blpp rewrite of a library: %s\nwant the line %q", o, want)
+	}
+	o = blpp("rewrite", "--json", "--module-tag", "7", "--no-context", lib, "-o", out)
+	var sum struct {
+		Module    string `json:"module"`
+		ModuleTag uint64 `json:"module_tag"`
+		Soname    string `json:"soname"`
+	}
+	if o.code != 0 {
+		t.Fatalf("blpp rewrite --json --module-tag 7: %s", o)
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &sum); err != nil || sum.Module != "shared library" || sum.ModuleTag != 7 || sum.Soname != "librw.so" {
+		t.Errorf("--json: %+v, %v; want shared library librw.so, tag 7", sum, err)
+	}
+	o = blpp("rewrite", "--no-slots", "--no-context", fixture.Build(t, "loops.c", gccO2PIE), "-o", filepath.Join(dir, "loops"))
+	if o.code != 0 || !strings.Contains(o.stdout, "  module: executable, tag 0\n") {
+		t.Errorf("blpp rewrite --no-slots of an executable: %s", o)
+	}
 }

@@ -62,7 +62,7 @@ func TestFlip(t *testing.T) {
 	orig := readHex(t, "testdata/small.hex")
 	// Offsets in small.hex whose bytes are content, not framing.
 	content := map[int]bool{}
-	for _, r := range [][2]int{{12, 16}, {17, 21}, {30, 35}, {36, 40}, {96, 103}} {
+	for _, r := range [][2]int{{12, 16}, {17, 21}, {30, 35}, {36, 40}, {47, 53}, {54, 58}, {68, 82}, {83, 85}, {141, 148}} {
 		for i := r[0]; i < r[1]; i++ {
 			content[i] = true
 		}
@@ -128,7 +128,17 @@ var modelCases = []struct {
 	msg    string
 	parse  error // sentinel from Parse when not ErrCorrupt; nil: do not parse
 }{
-	{"version", func(p *Profile) { p.Version = 3 }, "version 3", ErrVersion},
+	{"version", func(p *Profile) { p.Version = 2 }, "version 2", ErrVersion},
+	{"module tag order", func(p *Profile) { p.Modules[1].Tag = 0 }, "module 1 (tag 0): after tag 0 (tags increase, each once)", ErrCorrupt},
+	{"module tag too big", func(p *Profile) { p.Modules[1].Tag = MaxTag + 1 }, "over 4095", ErrCorrupt},
+	{"module flags", func(p *Profile) { p.Modules[1].Flags = 8 }, "module 1 (tag 5): unknown flag bits 0x8", ErrCorrupt},
+	{"library as executable", func(p *Profile) { p.Modules[1].Flags = ModuleFlagExecutable }, "the executable flag on a tag other than 0", ErrCorrupt},
+	{"module path NUL", func(p *Profile) { p.Modules[1].Path = "a\x00b" }, "a NUL byte in the path", ErrCorrupt},
+	{"header build-id", func(p *Profile) { p.BuildID = []byte{1} }, "the header's build-id 01 is not the executable module's (deadbeef)", ErrCorrupt},
+	{"no executable module", func(p *Profile) { p.Modules = p.Modules[1:]; p.Threads = nil }, "the header's build-id deadbeef is not the executable module's ()", ErrCorrupt},
+	{"unlisted module", func(p *Profile) { p.Threads[0].Records[1].Func = 6<<FidBits | 3 }, "function 0x600003 has module tag 6, which the module list does not hold", ErrCorrupt},
+	{"partial of unlisted module", func(p *Profile) { p.Threads[0].Partials[0].Record = -1; p.Threads[0].Partials[0].Func = 7 << FidBits }, "function 0x700000 has module tag 7", ErrCorrupt},
+	{"no modules, tag not 0", func(p *Profile) { p.Modules = nil; p.Threads[0].Records[1].Func = 5<<FidBits | 3 }, "function 0x500003 has module tag 5, but the profile lists no modules (executable only, tag 0)", ErrCorrupt},
 	{"unknown flag", func(p *Profile) { p.Flags |= 0x10 }, "unknown flag bits 0x10", ErrCorrupt},
 	{"no metrics", func(p *Profile) { p.Metrics = nil; p.Threads = nil }, "no metrics", ErrCorrupt},
 	{"freq not first", func(p *Profile) { p.Metrics[0].Name = "cycles" }, `metric 0 is "cycles"`, ErrCorrupt},
@@ -307,9 +317,9 @@ func TestHugeCountsDoNotAllocate(t *testing.T) {
 	}
 }
 
-// TestVersions: a version-1 file (what blpp wrote before records of
-// uninstrumented functions, decision 70) is still read, and keeps its
-// version; a version past Version is refused with ErrVersion.
+// TestVersions: files of versions 1 and 2 (written before module
+// tables, decision 81) are refused with ErrVersion and a message that
+// says what to do; so is a version past Version.
 func TestVersions(t *testing.T) {
 	withVersion := func(v byte) []byte {
 		b := readHex(t, "testdata/small.hex")
@@ -319,11 +329,13 @@ func TestVersions(t *testing.T) {
 		binary.LittleEndian.PutUint64(b[len(b)-8:], h.Sum64())
 		return b
 	}
-	p, err := Parse(withVersion(1))
-	if err != nil || p.Version != 1 {
-		t.Fatalf("version 1: %v (version %v)", err, p)
+	for _, v := range []byte{1, 2} {
+		p, err := Parse(withVersion(v))
+		if p != nil || !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "written by an older blpp: run the program again instrumented by this one") {
+			t.Fatalf("version %d: %v, want ErrVersion saying to run again", v, err)
+		}
 	}
-	if _, err := Parse(withVersion(byte(Version + 1))); !errors.Is(err, ErrVersion) {
+	if _, err := Parse(withVersion(byte(Version + 1))); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "newer blpp") {
 		t.Fatalf("version %d: %v, want ErrVersion", Version+1, err)
 	}
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	enchex "encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,9 +27,27 @@ type PathEntry struct {
 	addrs []uint64 // the blocks' addresses
 }
 
+// PathModule is one module of the profile in the JSON (decision 81).
+type PathModule struct {
+	// Name is the file's base name, which functions' "module" give.
+	Name string `json:"name"`
+	// Path is the instrumented file the metadata came from.
+	Path    string `json:"path"`
+	BuildID string `json:"build_id"` // of the instrumented file, hex
+	Tag     uint32 `json:"tag"`
+	// Instrumented: blpp rewrote the module (every module a profile
+	// lists is; the field leaves room for modules seen but not counted).
+	Instrumented bool `json:"instrumented"`
+	Executable   bool `json:"executable,omitempty"`
+	Unloaded     bool `json:"unloaded,omitempty"` // dlclose'd before the profile was written
+}
+
 // PathFunc is one function of the report.
 type PathFunc struct {
+	// Name is the symbol's name, without the module.
 	Name string `json:"name"`
+	// Module is the name of the function's module (PathDoc.Modules).
+	Module string `json:"module"`
 	// Demangled is Name demangled, when it is a C++ or Rust name.
 	Demangled    string           `json:"demangled,omitempty"`
 	Entry        string           `json:"entry"`
@@ -53,9 +72,11 @@ type PathFunc struct {
 // PathDoc is the `blpp report --format json` document: block and path
 // counts of every function, addresses in the ORIGINAL binary.
 type PathDoc struct {
-	Binary    string     `json:"binary"`
-	Metrics   []string   `json:"metrics"`
-	Functions []PathFunc `json:"functions"`
+	Binary  string   `json:"binary"`
+	Metrics []string `json:"metrics"`
+	// Modules lists the profile's modules, the executable first.
+	Modules   []PathModule `json:"modules"`
+	Functions []PathFunc   `json:"functions"`
 	// TotalPaths is the number of path executions in the program.
 	TotalPaths uint64 `json:"total_path_executions"`
 	// Contexts is the calling-context tree, threads merged
@@ -82,10 +103,15 @@ func (m *Model) pathDoc() *PathDoc {
 	for _, x := range m.Metrics {
 		d.Metrics = append(d.Metrics, x.Name)
 	}
+	for k := range m.Modules {
+		x := &m.Modules[k]
+		d.Modules = append(d.Modules, PathModule{Name: x.Name, Path: x.Path, BuildID: enchex.EncodeToString(x.BuildID), Tag: x.Tag, Instrumented: true,
+			Executable: x.Flags&cct.ModuleFlagExecutable != 0, Unloaded: x.Flags&cct.ModuleFlagUnloaded != 0})
+	}
 	for _, fid := range m.FuncIDs() {
 		mf := m.Func(fid)
 		fp := m.Profile(fid)
-		pf := PathFunc{Name: mf.Name, Demangled: demangled(mf.Name), Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
+		pf := PathFunc{Name: RawName(mf.Name), Module: m.Modules[fid.Module].Name, Demangled: demangled(mf.Name), Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
 			Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
 		if !mf.Instrumented {
 			pf.EntriesCounted = mf.EntriesCounted

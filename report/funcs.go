@@ -211,8 +211,10 @@ func (m *Model) SymbolAt(addr uint64) (string, uint64, bool) {
 // TotalInsns is the number of instructions the profile counts.
 func (m *Model) TotalInsns() uint64 {
 	var s uint64
-	for _, id := range m.FuncIDs() {
-		s = satAdd(s, m.Profile(id).Insns)
+	for k := range m.Modules { // every module, FilterModules or not
+		for i := range m.Modules[k].Funcs {
+			s = satAdd(s, m.Modules[k].Funcs[i].Insns)
+		}
 	}
 	return s
 }

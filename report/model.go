@@ -150,6 +150,7 @@ type Model struct {
 	Stacks []ProfileStack
 
 	tagIndex map[uint32]uint32 // module tag → index in Modules
+	hidden   map[uint32]bool   // modules FilterModules took out
 }
 
 // NewModel lays profile p over the metadata t of binary (ELF file f, nil
@@ -295,10 +296,13 @@ func (m *Model) ExpandPath(fn FuncID, id uint64) (*meta.Expansion, error) {
 }
 
 // FuncIDs lists every function of the model, module by module, in
-// metadata order.
+// metadata order (of the modules FilterModules kept).
 func (m *Model) FuncIDs() []FuncID {
 	var out []FuncID
 	for k := range m.Modules {
+		if m.hidden[uint32(k)] {
+			continue
+		}
 		for i := range m.Modules[k].Table.Funcs {
 			out = append(out, FuncID{Module: uint32(k), Func: uint32(i)})
 		}
@@ -464,4 +468,61 @@ func checkModule(e *cct.Module, path string, t *meta.Table, p *cct.Profile) erro
 // often it was entered (decision 70), for the text views.
 func darkLabel(reason string, entries uint64) string {
 	return fmt.Sprintf("uninstrumented (%s), entered %s", reason, plural(entries, "time", "times"))
+}
+
+// OpenModules finds the instrumented files of the library modules of p
+// (every module but the executable, tag 0): a file of libs whose
+// build-id is the module's, or else the file at the path the profile
+// recorded (NewModelWith then refuses it if its build-id differs). A
+// module with neither is refused, naming it; a file of libs that is no
+// module of the profile is ignored. The caller closes the files
+// (CloseModules).
+func OpenModules(p *cct.Profile, libs []string) (map[uint32]ModuleFile, error) {
+	out := map[uint32]ModuleFile{}
+	byID := map[string]ModuleFile{}
+	fail := func(err error) (map[uint32]ModuleFile, error) {
+		for _, mf := range byID {
+			mf.File.Close()
+		}
+		CloseModules(out)
+		return nil, err
+	}
+	for _, path := range libs {
+		t, f, err := LoadMeta(path)
+		if err != nil {
+			return fail(fmt.Errorf("--lib %w", err))
+		}
+		byID[string(t.InstrID)] = ModuleFile{Path: path, Table: t, File: f}
+	}
+	for _, e := range p.Modules {
+		if e.Tag == 0 {
+			continue
+		}
+		if mf, ok := byID[string(e.BuildID)]; ok {
+			delete(byID, string(e.BuildID))
+			out[e.Tag] = mf
+			continue
+		}
+		if e.Path == "" {
+			return fail(fmt.Errorf("module %s (tag %d, build-id %x): the profile records no path: give its instrumented file with --lib", e.Name(), e.Tag, e.BuildID))
+		}
+		t, f, err := LoadMeta(e.Path)
+		if err != nil {
+			return fail(fmt.Errorf("module %s (tag %d, build-id %x): %w (give its instrumented file with --lib)", e.Name(), e.Tag, e.BuildID, err))
+		}
+		out[e.Tag] = ModuleFile{Path: e.Path, Table: t, File: f}
+	}
+	for _, mf := range byID { // no module of this profile (blpp diff gives both runs' files)
+		mf.File.Close()
+	}
+	return out, nil
+}
+
+// CloseModules closes the files OpenModules opened.
+func CloseModules(libs map[uint32]ModuleFile) {
+	for _, mf := range libs {
+		if mf.File != nil {
+			mf.File.Close()
+		}
+	}
 }

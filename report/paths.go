@@ -67,6 +67,8 @@ type PathFunc struct {
 	// often it was entered.
 	EntriesCounted bool   `json:"entries_counted,omitempty"`
 	Entries        uint64 `json:"entries,omitempty"`
+
+	shown string // the name the text views show: module!name with several modules
 }
 
 // PathDoc is the `blpp report --format json` document: block and path
@@ -111,7 +113,7 @@ func (m *Model) pathDoc() *PathDoc {
 	for _, fid := range m.FuncIDs() {
 		mf := m.Func(fid)
 		fp := m.Profile(fid)
-		pf := PathFunc{Name: RawName(mf.Name), Module: m.Modules[fid.Module].Name, Demangled: demangled(mf.Name), Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
+		pf := PathFunc{Name: RawName(mf.Name), shown: mf.Name, Module: m.Modules[fid.Module].Name, Demangled: demangled(mf.Name), Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
 			Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
 		if !mf.Instrumented {
 			pf.EntriesCounted = mf.EntriesCounted
@@ -192,7 +194,7 @@ func PathsText(w io.Writer, m *Model, o ViewOptions) error {
 	}
 	fmt.Fprintf(w, "%s: %d path executions\n\nhottest paths:\n", d.Binary, d.TotalPaths)
 	for i, h := range all {
-		fmt.Fprintf(w, "%3d. %s path %d: %d executions (%.2f%%)\n", i+1, m.DisplayName(h.f.Name), h.p.ID, h.p.Count, pct(h.p.Count))
+		fmt.Fprintf(w, "%3d. %s path %d: %d executions (%.2f%%)\n", i+1, m.DisplayName(h.f.shown), h.p.ID, h.p.Count, pct(h.p.Count))
 		for _, a := range h.p.addrs {
 			writeBlockLine(w, "       ", a, lines)
 		}
@@ -217,7 +219,7 @@ func PathsText(w io.Writer, m *Model, o ViewOptions) error {
 			continue
 		}
 		shown++
-		fmt.Fprintf(tw, "  %d\t%.2f%%\t%d\t%s\n", f.Executions, pct(f.Executions), len(f.Paths), m.DisplayName(f.Name))
+		fmt.Fprintf(tw, "  %d\t%.2f%%\t%d\t%s\n", f.Executions, pct(f.Executions), len(f.Paths), m.DisplayName(f.shown))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -249,7 +251,7 @@ func darkText(w io.Writer, d *PathDoc, top int, o NameOptions) error {
 			fmt.Fprintf(tw, "  ... and %d more (--top 0 lists all)\n", len(fs)-k)
 			break
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\n", f.Entries, DisplayName(f.Name, o), darkLabel(f.Reason, f.Entries))
+		fmt.Fprintf(tw, "  %d\t%s\t%s\n", f.Entries, DisplayName(f.shown, o), darkLabel(f.Reason, f.Entries))
 	}
 	return tw.Flush()
 }

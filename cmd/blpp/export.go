@@ -6,6 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+
+	"blpp/cct"
 
 	"blpp/internal/outfile"
 	"blpp/report"
@@ -15,7 +18,7 @@ import (
 
 func init() {
 	register(&command{name: "export", summary: "convert profiles to pprof, folded stacks, LLVM sample profiles, BOLT fdata or JSON",
-		usage: "PROFILE... --binary B --format pprof|folded|llvm-sample|bolt-fdata|json [-o OUT] [--metric M] [--no-demangle]", run: runExport})
+		usage: "PROFILE... --binary B [--lib FILE]... [--module RE] --format pprof|folded|llvm-sample|bolt-fdata|json [-o OUT|DIR] [--metric M] [--no-demangle]", run: runExport})
 }
 
 // exporters maps --format to the report function writing it.
@@ -44,6 +47,14 @@ func names(noDemangle *bool) report.NameOptions { return report.NameOptions{Raw:
 // debug info (report.DebugOptions), read back by modelOptions.
 func debugDirFlag(fs *pflag.FlagSet) {
 	fs.StringArray("debug-dir", nil, "look for separate debug info in DIR too, as in /usr/lib/debug (DIR/.build-id/xx/rest.debug); repeatable or DIR1:DIR2")
+}
+
+// libFlags are --lib and --module of the commands that load a model:
+// the instrumented files of the profile's library modules, and the
+// modules whose functions the views show (read back by loadModel).
+func libFlags(fs *pflag.FlagSet) {
+	fs.StringArray("lib", nil, "the instrumented file of a library module of the profile, matched by build-id (default: the path the profile recorded); repeatable")
+	fs.String("module", "", "show only the functions of the modules whose name (libz.so.1) matches this regular expression")
 }
 
 // modelOptions are the report.ModelOptions of the running command's
@@ -94,10 +105,18 @@ func loadModel(c *ctx, binary string, profiles []string, o report.NameOptions) (
 	if c != nil {
 		mo = modelOptions(c)
 	}
+	if mo.Libs, err = openLibs(c, prof); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", profiles[0], err)
+	}
 	m, err := report.NewModelWith(binary, tab, prof, f, mo)
 	if err != nil {
 		f.Close()
+		report.CloseModules(mo.Libs)
 		return nil, fmt.Errorf("%s: %w", profiles[0], err)
+	}
+	if err := moduleFilter(c, m); err != nil {
+		return nil, err
 	}
 	m.Names = o
 	if c != nil {
@@ -110,6 +129,7 @@ func runExport(c *ctx, args []string) error {
 	fs := c.newFlags()
 	binary := binaryFlag(fs)
 	debugDirFlag(fs)
+	libFlags(fs)
 	format := fs.String("format", "", "pprof, folded, llvm-sample, bolt-fdata or json (required)")
 	out := outputFlag(fs)
 	metric := fs.String("metric", "insns", "folded: the value of each stack (insns, count, calls or a metric of the profile)")
@@ -154,6 +174,32 @@ func runExport(c *ctx, args []string) error {
 		return err
 	}
 	return writeOutput(c, *out, buf.Bytes())
+}
+
+// openLibs opens the library modules' files of prof, by the running
+// command's --lib (c nil: the recorded paths only).
+func openLibs(c *ctx, prof *cct.Profile) (map[uint32]report.ModuleFile, error) {
+	var libs []string
+	if c != nil && c.fs != nil && c.fs.Lookup("lib") != nil {
+		libs, _ = c.fs.GetStringArray("lib")
+	}
+	if len(libs) > 0 && prof.Modules == nil {
+		return nil, &usageError{"--lib: the profile has no library modules (an executable-only profile)"}
+	}
+	return report.OpenModules(prof, libs)
+}
+
+// moduleFilter applies the running command's --module to m.
+func moduleFilter(c *ctx, m *report.Model) error {
+	if c == nil || c.fs == nil || c.fs.Lookup("module") == nil || !c.fs.Changed("module") {
+		return nil
+	}
+	expr, _ := c.fs.GetString("module")
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return &usageError{fmt.Sprintf("--module: %v", err)}
+	}
+	return m.FilterModules(re)
 }
 
 // writeOutput writes data to path (through a temporary file renamed into

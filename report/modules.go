@@ -1,0 +1,102 @@
+package report
+
+// This file narrows a model to some of its modules (blpp --module).
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// FilterModules narrows every view of m to the functions of the modules
+// whose name re matches: FuncIDs lists only theirs; the calling contexts
+// of other modules' functions are taken out of the tree, their children
+// joined to the nearest context kept (entered at the call site through
+// which the kept caller left for the modules taken out), so that a
+// library's callback into the program still hangs under the program's
+// caller; stacks lose the frames of other modules, and stacks whose leaf
+// is of another module are dropped. Totals stay those of the whole
+// process, so shares are of everything the profile counts, and an
+// inclusive value still holds the callees taken out. It is an error when
+// re matches no module.
+func (m *Model) FilterModules(re *regexp.Regexp) error {
+	keep := make([]bool, len(m.Modules))
+	any := false
+	var names []string
+	for k := range m.Modules {
+		keep[k] = re.MatchString(m.Modules[k].Name)
+		any = any || keep[k]
+		names = append(names, m.Modules[k].Name)
+	}
+	if !any {
+		return fmt.Errorf("--module %s matches none of the profile's modules (%s)", re, strings.Join(names, ", "))
+	}
+	m.hidden = make(map[uint32]bool)
+	for k := range keep {
+		if !keep[k] {
+			m.hidden[uint32(k)] = true
+		}
+	}
+	// Contexts: parents come before children, so one pass maps each old
+	// node to its new index, or to its nearest kept ancestor's.
+	newIdx := make([]int, len(m.Nodes))      // -1: taken out
+	anchor := make([]int, len(m.Nodes))      // nearest kept node at or above, -1 none
+	exitSite := make([]uint64, len(m.Nodes)) // for a taken-out node: the call site leaving the kept anchor
+	var nodes []CNode
+	for i := range m.Nodes {
+		n := m.Nodes[i]
+		up := -1
+		if n.Parent >= 0 {
+			up = anchor[n.Parent]
+		}
+		if m.hidden[n.Module] {
+			newIdx[i], anchor[i] = -1, up
+			exitSite[i] = n.CallSite
+			if n.Parent >= 0 && newIdx[n.Parent] < 0 {
+				exitSite[i] = exitSite[n.Parent]
+			}
+			continue
+		}
+		if n.Parent >= 0 && newIdx[n.Parent] < 0 {
+			n.CallSite = exitSite[n.Parent]
+		}
+		n.ID = len(nodes)
+		n.Parent = -1
+		n.Depth = 0
+		n.Children = nil
+		if up >= 0 {
+			n.Parent = newIdx[up]
+		}
+		newIdx[i], anchor[i] = n.ID, i
+		nodes = append(nodes, n)
+	}
+	m.Roots = nil
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Parent < 0 {
+			m.Roots = append(m.Roots, i)
+			continue
+		}
+		p := &nodes[n.Parent]
+		p.Children = append(p.Children, i)
+		n.Depth = p.Depth + 1
+	}
+	m.Nodes = nodes
+	// Stacks: the frames of kept modules.
+	var stacks []ProfileStack
+	for _, st := range m.Stacks {
+		if len(st.Frames) == 0 || m.hidden[st.Frames[0].Func.Module] {
+			continue
+		}
+		var fr []StackFrame
+		for _, f := range st.Frames {
+			if !m.hidden[f.Func.Module] {
+				fr = append(fr, f)
+			}
+		}
+		st.Frames = fr
+		stacks = append(stacks, st)
+	}
+	m.Stacks = stacks
+	return nil
+}

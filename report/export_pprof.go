@@ -102,7 +102,6 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 		l := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: mp, Address: addr}
 		mp.Start = min(mp.Start, addr)
 		mp.Limit = max(mp.Limit, addr+1)
-		mp.Offset = mp.Start - mod.Bias
 		name := RawName(m.FuncName(fr.Func))
 		scopes := mod.Debug.Frames(fr.Addr)
 		row, hasRow := mod.Debug.LineAt(fr.Addr)
@@ -159,7 +158,7 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 	}
 	for _, mp := range p.Mapping {
 		if mp.Start > mp.Limit { // no location in it
-			mp.Start, mp.Offset = 0, 0
+			mp.Start = 0
 		}
 	}
 	if err := p.CheckValid(); err != nil {

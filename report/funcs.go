@@ -202,7 +202,7 @@ func (m *Model) SymbolAt(addr uint64) (string, uint64, bool) {
 	for _, id := range m.FuncIDs() {
 		f := m.Func(id)
 		if addr >= f.Entry && addr-f.Entry < f.Size {
-			return f.Name, addr - f.Entry, true
+			return RawName(f.Name), addr - f.Entry, true
 		}
 	}
 	return "", 0, false

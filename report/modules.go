@@ -31,6 +31,31 @@ func (m *Model) FilterModules(re *regexp.Regexp) error {
 	if !any {
 		return fmt.Errorf("--module %s matches none of the profile's modules (%s)", re, strings.Join(names, ", "))
 	}
+	m.filter(keep, true)
+	return nil
+}
+
+// ModuleView is the model of module k alone, for the exports written per
+// module (BOLT fdata, LLVM sample profiles): its functions, its debug
+// info and symbols as the model's own (Table, Debug, Symbols, File,
+// Binary), the contexts of its functions, those entered from another
+// module made roots (entered from a caller it does not know), and stacks
+// cut where they leave the module. m is not changed.
+func (m *Model) ModuleView(k int) *Model {
+	v := *m
+	keep := make([]bool, len(m.Modules))
+	keep[k] = true
+	v.filter(keep, false)
+	mod := &m.Modules[k]
+	v.Binary, v.Table, v.Debug, v.Symbols, v.File = mod.Path, mod.Table, mod.Debug, mod.Symbols, mod.File
+	return &v
+}
+
+// filter keeps the contexts and stacks of the modules keep says, and the
+// functions FuncIDs lists. With splice, a kept context under contexts
+// taken out hangs under the nearest kept one; without, it becomes a root
+// and a stack ends at its first frame of another module.
+func (m *Model) filter(keep []bool, splice bool) {
 	m.hidden = make(map[uint32]bool)
 	for k := range keep {
 		if !keep[k] {
@@ -57,7 +82,10 @@ func (m *Model) FilterModules(re *regexp.Regexp) error {
 			}
 			continue
 		}
-		if n.Parent >= 0 && newIdx[n.Parent] < 0 {
+		if !splice && n.Parent >= 0 && newIdx[n.Parent] < 0 {
+			up, n.CallSite = -1, 0
+		}
+		if splice && n.Parent >= 0 && newIdx[n.Parent] < 0 {
 			n.CallSite = exitSite[n.Parent]
 		}
 		n.ID = len(nodes)
@@ -90,13 +118,16 @@ func (m *Model) FilterModules(re *regexp.Regexp) error {
 		}
 		var fr []StackFrame
 		for _, f := range st.Frames {
-			if !m.hidden[f.Func.Module] {
-				fr = append(fr, f)
+			if m.hidden[f.Func.Module] {
+				if !splice {
+					break
+				}
+				continue
 			}
+			fr = append(fr, f)
 		}
 		st.Frames = fr
 		stacks = append(stacks, st)
 	}
 	m.Stacks = stacks
-	return nil
 }

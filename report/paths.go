@@ -68,7 +68,8 @@ type PathFunc struct {
 	EntriesCounted bool   `json:"entries_counted,omitempty"`
 	Entries        uint64 `json:"entries,omitempty"`
 
-	shown string // the name the text views show: module!name with several modules
+	shown  string // the name the text views show: module!name with several modules
+	module uint32 // index in Model.Modules
 }
 
 // PathDoc is the `blpp report --format json` document: block and path
@@ -113,7 +114,7 @@ func (m *Model) pathDoc() *PathDoc {
 	for _, fid := range m.FuncIDs() {
 		mf := m.Func(fid)
 		fp := m.Profile(fid)
-		pf := PathFunc{Name: RawName(mf.Name), shown: mf.Name, Module: m.Modules[fid.Module].Name, Demangled: demangled(mf.Name), Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
+		pf := PathFunc{Name: RawName(mf.Name), shown: mf.Name, module: fid.Module, Module: m.Modules[fid.Module].Name, Demangled: demangled(mf.Name), Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
 			Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
 		if !mf.Instrumented {
 			pf.EntriesCounted = mf.EntriesCounted
@@ -170,7 +171,7 @@ func PathsJSON(w io.Writer, m *Model) error {
 // id, count, share of all path executions, blocks with file:line) and the
 // per-function totals.
 func PathsText(w io.Writer, m *Model, o ViewOptions) error {
-	d, top, lines := m.pathDoc(), o.Top, m.Debug
+	d, top := m.pathDoc(), o.Top
 	type hp struct {
 		f *PathFunc
 		p *PathEntry
@@ -196,7 +197,7 @@ func PathsText(w io.Writer, m *Model, o ViewOptions) error {
 	for i, h := range all {
 		fmt.Fprintf(w, "%3d. %s path %d: %d executions (%.2f%%)\n", i+1, m.DisplayName(h.f.shown), h.p.ID, h.p.Count, pct(h.p.Count))
 		for _, a := range h.p.addrs {
-			writeBlockLine(w, "       ", a, lines)
+			writeBlockLine(w, "       ", a, m.Modules[h.f.module].Debug)
 		}
 	}
 	fmt.Fprintln(w, "\nper function:")

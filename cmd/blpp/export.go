@@ -131,7 +131,7 @@ func runExport(c *ctx, args []string) error {
 	debugDirFlag(fs)
 	libFlags(fs)
 	format := fs.String("format", "", "pprof, folded, llvm-sample, bolt-fdata or json (required)")
-	out := outputFlag(fs)
+	out := fs.StringP("output", "o", "", "write to this file (default: standard output); bolt-fdata and llvm-sample: when it is a directory, one file per module in it, named after the module (required for a profile of several modules)")
 	metric := fs.String("metric", "insns", "folded: the value of each stack (insns, count, calls or a metric of the profile)")
 	noDemangle := noDemangleFlag(fs)
 	if err := c.parse(fs, args); err != nil {
@@ -164,6 +164,18 @@ func runExport(c *ctx, args []string) error {
 		return err
 	}
 	defer m.File.Close()
+	if ext, ok := perModule[*format]; ok {
+		isDir := false
+		if fi, err := os.Stat(*out); err == nil && fi.IsDir() {
+			isDir = true
+		}
+		if len(m.Modules) > 1 && !isDir {
+			return &usageError{fmt.Sprintf("--format %s writes one file per module, and this profile has %d modules: give -o DIR (an existing directory)", *format, len(m.Modules))}
+		}
+		if isDir {
+			return exportPerModule(*out, ext, m, write)
+		}
+	}
 	if *format == "json" {
 		// The document of blpp report --format json, contexts included.
 		err = report.PathsJSON(&buf, m)
@@ -200,6 +212,33 @@ func moduleFilter(c *ctx, m *report.Model) error {
 		return &usageError{fmt.Sprintf("--module: %v", err)}
 	}
 	return m.FilterModules(re)
+}
+
+// perModule lists the formats written one file per module (they name
+// functions by symbol and address, which only mean something in one
+// file), with the extension of each file.
+var perModule = map[string]string{
+	"bolt-fdata":  ".fdata",
+	"llvm-sample": ".llvm-sample.txt",
+}
+
+// exportPerModule writes dir/<module><ext> for each module of m, every
+// file made before any is written.
+func exportPerModule(dir, ext string, m *report.Model, write func(io.Writer, *report.Model) error) error {
+	files := make([][]byte, len(m.Modules))
+	for k := range m.Modules {
+		var buf bytes.Buffer
+		if err := write(&buf, m.ModuleView(k)); err != nil {
+			return fmt.Errorf("module %s: %w", m.Modules[k].Name, err)
+		}
+		files[k] = buf.Bytes()
+	}
+	for k, data := range files {
+		if err := outfile.Write(filepath.Join(dir, m.Modules[k].Name+ext), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeOutput writes data to path (through a temporary file renamed into

@@ -281,6 +281,15 @@ func (m *Model) id(fid uint32) FuncID {
 // Module returns the module of function id.
 func (m *Model) Module(id FuncID) *Module { return &m.Modules[id.Module] }
 
+// siteLines is the DWARF of the module of n's caller, where n's call
+// site is (n's own module's for a root).
+func (m *Model) siteLines(n *CNode) *DebugInfo {
+	if n.Parent >= 0 && n.Parent < len(m.Nodes) {
+		return m.Modules[m.Nodes[n.Parent].Module].Debug
+	}
+	return m.Modules[n.Module].Debug
+}
+
 // debugOf is the DWARF of function id's module (nil without).
 func (m *Model) debugOf(id FuncID) *DebugInfo { return m.Modules[id.Module].Debug }
 

@@ -200,9 +200,17 @@ func TestModulesReport(t *testing.T) {
 	if out := mustBlpp(t, "report", s.profA, "--binary", s.instA, "--view", "flat"); strings.Contains(out, nameA+"!") {
 		t.Errorf("executable-only profile shows module names:\n%s", out)
 	}
-	// coverage and annotate read the modules too.
+	// coverage, lcov and annotate read the modules too, each module's
+	// lines from its own DWARF.
 	if out := mustBlpp(t, "coverage", s.joined, "--binary", s.instA); !strings.Contains(out, nameB+"!") {
 		t.Errorf("coverage: no function of %s:\n%s", nameB, out)
+	}
+	lcov := mustBlpp(t, "coverage", s.joined, "--binary", s.instA, "--format", "lcov")
+	if !strings.Contains(lcov, "loops.c\n") || !strings.Contains(lcov, "switch.c\n") {
+		t.Errorf("lcov: want records of loops.c and switch.c:\n%s", lcov)
+	}
+	if out := mustBlpp(t, "annotate", s.joined, "--binary", s.instA, "switch.c"); !strings.Contains(out, "switch") {
+		t.Errorf("annotate switch.c: %s", out)
 	}
 }
 

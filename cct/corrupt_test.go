@@ -217,6 +217,33 @@ func TestModelRules(t *testing.T) {
 	}
 }
 
+// exeModule is a MODULES payload listing the executable of rawHeader.
+var exeModule = rawFile{}.uv(1).uv(0).uv(uint64(ModuleFlagExecutable)).uv(0).str("/p").str("\x01\x02")
+
+// TestModulesAnywhere: the reader takes the MODULES section wherever it
+// stands (the writer puts it first), and a record of a listed library
+// module is read with its global id.
+func TestModulesAnywhere(t *testing.T) {
+	lib := rawFile{}.uv(2).uv(0).uv(1).uv(0).str("/p").str("\x01\x02").uv(5).uv(2).uv(1 << 40).str("/lib/l.so").str("\x07")
+	data := rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(5<<FidBits|3).uv(0).uv(0).uv(1).uv(0).uv(0)).section(TagModules, lib).trailer()
+	p, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Modules) != 2 || p.Modules[1].Tag != 5 || p.Modules[1].Flags != ModuleFlagUnloaded || p.Modules[1].Bias != 1<<40 || p.Modules[1].Name() != "l.so" ||
+		p.Threads[0].Records[0].Func != 5<<FidBits|3 || FidTag(p.Threads[0].Records[0].Func) != 5 || FidLocal(p.Threads[0].Records[0].Func) != 3 {
+		t.Fatalf("parsed %+v", p)
+	}
+	// The writer moves the section right after the header.
+	out, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := len(rawHeader()); out[h] != TagModules {
+		t.Fatalf("tag %d after the header, want MODULES", out[h])
+	}
+}
+
 // emptyThread is a THREAD payload with no records and no partials.
 var emptyThread = rawFile{}.uv(1).uv(0).uv(0)
 
@@ -256,6 +283,17 @@ var rawCases = []struct {
 	{"function 2^32", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(1<<32).uv(0).uv(0).uv(1).uv(0).uv(0)).trailer(), ErrCorrupt, "function 4294967296 does not fit in 32 bits", -1},
 	{"huge parent", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(0).uv(1<<63).uv(0).uv(1).uv(0).uv(0)).trailer(), ErrCorrupt, "parent 9223372036854775808 (index+1) is not an earlier record", -1},
 	{"huge partial record", rawHeader().section(TagThread, rawFile{}.uv(1).uv(0).uv(1).uv(1<<63).uv(0).uv(0).sv(0).uv(1)).trailer(), ErrCorrupt, "record 9223372036854775808 (index+1) out of range (0 records)", -1},
+	{"empty modules", rawHeader().section(TagModules, rawFile{}.uv(0)).trailer(), ErrCorrupt, "an empty MODULES section", -1},
+	{"two modules sections", rawHeader().section(TagModules, exeModule).section(TagModules, exeModule).trailer(), ErrCorrupt, "a second MODULES section", -1},
+	{"module count", rawHeader().section(TagModules, rawFile{}.uv(1<<40).uv(0)).trailer(), ErrCorrupt, "module count 1099511627776", -1},
+	{"module short", rawHeader().section(TagModules, rawFile{}.uv(1).uv(0).uv(1).uv(0).str("/p")).trailer(), ErrCorrupt, "module build-id length: varint runs past the end", -1},
+	{"module path past end", rawHeader().section(TagModules, rawFile{}.uv(1).uv(0).uv(1).uv(0).uv(99).str("/p")).trailer(), ErrCorrupt, "module path", -1},
+	{"modules leftover", rawHeader().section(TagModules, exeModule.raw(7)).trailer(), ErrCorrupt, "1 bytes left at the end of the MODULES section", -1},
+	{"module tag 2^20", rawHeader().section(TagModules, rawFile{}.uv(1).uv(1<<20).uv(0).uv(0).str("/l").str("")).trailer(), ErrCorrupt, "tag 1048576 over 4095", -1},
+	{"module flags", rawHeader().section(TagModules, rawFile{}.uv(1).uv(0).uv(4).uv(0).str("/p").str("\x01\x02")).trailer(), ErrCorrupt, "unknown flag bits 0x4", -1},
+	{"module header build-id", rawHeader().section(TagModules, rawFile{}.uv(1).uv(0).uv(1).uv(0).str("/p").str("\x09")).trailer(), ErrCorrupt, "the header's build-id 0102 is not the executable module's (09)", -1},
+	{"record of an unlisted module", rawHeader().section(TagModules, exeModule).section(TagThread, rawFile{}.uv(1).uv(1).uv(5<<FidBits).uv(0).uv(0).uv(1).uv(0).uv(0)).trailer(), ErrCorrupt, "module tag 5, which the module list does not hold", -1},
+	{"library record without modules", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(5<<FidBits).uv(0).uv(0).uv(1).uv(0).uv(0)).trailer(), ErrCorrupt, "but the profile lists no modules", -1},
 	{"short record", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(0).uv(0).uv(0).uv(1).uv(0)).trailer(), ErrCorrupt, "partial count: varint runs past the end", -1},
 }
 

@@ -251,7 +251,8 @@ type validator struct {
 	siblings map[sibling]struct{}
 	// tags holds the module tags functions may have: the MODULES
 	// section's, or 0 alone in an executable-only profile.
-	tags map[uint32]bool
+	tags      map[uint32]bool
+	noModules bool // no MODULES section: tag 0 alone
 }
 
 type sibling struct {
@@ -289,7 +290,7 @@ func newValidator(p *Profile) (*validator, string) {
 // one).
 func (v *validator) setModules(ms []Module, headerID []byte) string {
 	if ms == nil {
-		v.tags = map[uint32]bool{0: true}
+		v.tags, v.noModules = map[uint32]bool{0: true}, true
 		return ""
 	}
 	v.tags = make(map[uint32]bool, len(ms))
@@ -334,7 +335,7 @@ func checkModule(ms []Module, i int) string {
 // fn checks a function id's module tag.
 func (v *validator) fn(fid uint32) string {
 	if !v.tags[FidTag(fid)] {
-		if len(v.tags) == 1 && v.tags[0] {
+		if v.noModules {
 			return fmt.Sprintf("function %#x has module tag %d, but the profile lists no modules (executable only, tag 0)", fid, FidTag(fid))
 		}
 		return fmt.Sprintf("function %#x has module tag %d, which the module list does not hold", fid, FidTag(fid))

@@ -71,8 +71,14 @@ func modelOptions(c *ctx) report.ModelOptions {
 
 // debugNotes prints what the search for separate debug info refused.
 func debugNotes(c *ctx, m *report.Model) {
-	for _, n := range m.Modules[0].DebugSource.Notes {
-		fmt.Fprintf(c.stderr, "blpp: note: %s\n", n)
+	for k := range m.Modules {
+		prefix := ""
+		if len(m.Modules) > 1 {
+			prefix = "module " + m.Modules[k].Name + ": "
+		}
+		for _, n := range m.Modules[k].DebugSource.Notes {
+			fmt.Fprintf(c.stderr, "blpp: note: %s%s\n", prefix, n)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ package main
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"os"
 	"path/filepath"
@@ -155,8 +156,20 @@ func TestModulesReport(t *testing.T) {
 	if len(d.Modules) != 2 || d.Modules[0].Name != nameA || d.Modules[1].Name != nameB || d.Modules[1].Tag != libTag || !d.Modules[1].Instrumented || d.Modules[1].Path != s.instB {
 		t.Fatalf("modules %+v", d.Modules)
 	}
-	alone := reportJSON(t, s.profA, "--binary", s.instA).executions()[nameA]
-	aloneB := reportJSON(t, s.profB, "--binary", s.instB).executions()[nameB]
+	docA, docB := reportJSON(t, s.profA, "--binary", s.instA), reportJSON(t, s.profB, "--binary", s.instB)
+	alone, aloneB := docA.executions()[nameA], docB.executions()[nameB]
+	// Every block count of every function is its program's own.
+	want := map[string]string{}
+	for _, doc := range []*jsonDoc{docA, docB} {
+		for _, f := range doc.Functions {
+			want[f.Module+"!"+f.Name] = fmt.Sprint(f.Blocks)
+		}
+	}
+	for _, f := range d.Functions {
+		if got := fmt.Sprint(f.Blocks); got != want[f.Module+"!"+f.Name] {
+			t.Errorf("%s!%s: block counts %s, its program alone %s", f.Module, f.Name, got, want[f.Module+"!"+f.Name])
+		}
+	}
 	got := d.executions()
 	if got[nameA] != alone || got[nameB] != aloneB || alone == 0 || aloneB == 0 {
 		t.Fatalf("path executions by module %v, want %s %d and %s %d", got, nameA, alone, nameB, aloneB)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -225,6 +226,21 @@ func TestModulesReport(t *testing.T) {
 	if out := mustBlpp(t, "annotate", s.joined, "--binary", s.instA, "switch.c"); !strings.Contains(out, "switch") {
 		t.Errorf("annotate switch.c: %s", out)
 	}
+	// The HTML page and diff too.
+	page := filepath.Join(s.dir, "p.html")
+	mustBlpp(t, "report", s.joined, "--binary", s.instA, "--html", page)
+	if data, err := os.ReadFile(page); err != nil || !strings.Contains(string(data), nameB+"!") {
+		t.Errorf("HTML page: no %s! names (%v)", nameB, err)
+	}
+	if out := mustBlpp(t, "diff", s.joined, s.joined, "--binary", s.instA); !strings.Contains(out, "no change") {
+		t.Errorf("diff of a profile with itself:\n%s", out)
+	}
+	// --context matches bare and qualified names.
+	for _, chain := range []string{"main/dense", nameB + "!main/" + nameB + "!dense"} {
+		if out := mustBlpp(t, "report", s.joined, "--binary", s.instA, "--context", chain); !strings.Contains(out, nameB+"!dense") {
+			t.Errorf("--context %s: no %s!dense:\n%s", chain, nameB, out)
+		}
+	}
 }
 
 // TestModulesFiles: a library module's file is found by --lib when the
@@ -331,6 +347,11 @@ func TestModulesExport(t *testing.T) {
 			}
 		}
 	}
+	gotool := filepath.Join(runtimeGOROOT(t), "bin", "go")
+	raw, err := exec.Command(gotool, "tool", "pprof", "-raw", out).CombinedOutput()
+	if err != nil || !strings.Contains(string(raw), nameA) || !strings.Contains(string(raw), nameB) {
+		t.Errorf("go tool pprof -raw: %v, want mappings of %s and %s:\n%s", err, nameA, nameB, raw)
+	}
 	folded := mustBlpp(t, "export", s.joined, "--binary", s.instA, "--format", "folded")
 	cross := false
 	for _, l := range strings.Split(folded, "\n") {
@@ -363,6 +384,24 @@ func TestModulesExport(t *testing.T) {
 		}
 		if len(names) != 2 || !strings.HasPrefix(names[0], nameA) && !strings.HasPrefix(names[1], nameA) {
 			t.Errorf("%s: files %v, want one per module", format, names)
+		}
+		// Each module's file is what its program's own profile gives:
+		// the library module was entered with no call site, as a root.
+		for _, own := range [][2]string{{s.profA, s.instA}, {s.profB, s.instB}} {
+			want := mustBlpp(t, "export", own[0], "--binary", own[1], "--format", format)
+			got, err := os.ReadFile(filepath.Join(dir, filepath.Base(own[1])+perModule[format]))
+			if err != nil || string(got) != want {
+				t.Errorf("%s of module %s differs from its program's own export (%v):\n%s\nwant\n%s", format, filepath.Base(own[1]), err, got, want)
+			}
+		}
+		if format == "llvm-sample" {
+			profdata := fixture.RequireTool(t, "llvm-profdata-16", "llvm-16")
+			for _, n := range names {
+				show, err := exec.Command(profdata, "show", "--sample", filepath.Join(dir, n)).CombinedOutput()
+				if err != nil || !strings.Contains(string(show), "main") {
+					t.Errorf("llvm-profdata show --sample %s: %v\n%s", n, err, show)
+				}
+			}
 		}
 		if o := blpp("export", s.joined, "--binary", s.instA, "--format", format); o.code == 0 || !strings.Contains(o.stderr, "-o DIR") {
 			t.Errorf("%s of several modules to standard output: %s", format, o)

@@ -237,33 +237,6 @@ func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o M
 	return m, nil
 }
 
-// qualifyNames copies t with every function named module!name.
-func qualifyNames(t *meta.Table, module string) *meta.Table {
-	c := *t
-	c.Funcs = append([]meta.Func(nil), t.Funcs...)
-	for i := range c.Funcs {
-		c.Funcs[i].Name = module + "!" + c.Funcs[i].Name
-	}
-	return &c
-}
-
-// RawName is a function name without its module qualifier (module!func),
-// as the symbol table has it: the name tools that match on symbols want.
-func RawName(name string) string {
-	if i := strings.IndexByte(name, '!'); i >= 0 {
-		return name[i+1:]
-	}
-	return name
-}
-
-// splitModule splits module!func; module is "" for a bare name.
-func splitModule(name string) (module, fn string) {
-	if i := strings.IndexByte(name, '!'); i >= 0 {
-		return name[:i+1], name[i+1:]
-	}
-	return "", name
-}
-
 // less orders functions by module, then index.
 func (a FuncID) less(b FuncID) bool {
 	if a.Module != b.Module {
@@ -477,61 +450,4 @@ func checkModule(e *cct.Module, path string, t *meta.Table, p *cct.Profile) erro
 // often it was entered (decision 70), for the text views.
 func darkLabel(reason string, entries uint64) string {
 	return fmt.Sprintf("uninstrumented (%s), entered %s", reason, plural(entries, "time", "times"))
-}
-
-// OpenModules finds the instrumented files of the library modules of p
-// (every module but the executable, tag 0): a file of libs whose
-// build-id is the module's, or else the file at the path the profile
-// recorded (NewModelWith then refuses it if its build-id differs). A
-// module with neither is refused, naming it; a file of libs that is no
-// module of the profile is ignored. The caller closes the files
-// (CloseModules).
-func OpenModules(p *cct.Profile, libs []string) (map[uint32]ModuleFile, error) {
-	out := map[uint32]ModuleFile{}
-	byID := map[string]ModuleFile{}
-	fail := func(err error) (map[uint32]ModuleFile, error) {
-		for _, mf := range byID {
-			mf.File.Close()
-		}
-		CloseModules(out)
-		return nil, err
-	}
-	for _, path := range libs {
-		t, f, err := LoadMeta(path)
-		if err != nil {
-			return fail(fmt.Errorf("--lib %w", err))
-		}
-		byID[string(t.InstrID)] = ModuleFile{Path: path, Table: t, File: f}
-	}
-	for _, e := range p.Modules {
-		if e.Tag == 0 {
-			continue
-		}
-		if mf, ok := byID[string(e.BuildID)]; ok {
-			delete(byID, string(e.BuildID))
-			out[e.Tag] = mf
-			continue
-		}
-		if e.Path == "" {
-			return fail(fmt.Errorf("module %s (tag %d, build-id %x): the profile records no path: give its instrumented file with --lib", e.Name(), e.Tag, e.BuildID))
-		}
-		t, f, err := LoadMeta(e.Path)
-		if err != nil {
-			return fail(fmt.Errorf("module %s (tag %d, build-id %x): %w (give its instrumented file with --lib)", e.Name(), e.Tag, e.BuildID, err))
-		}
-		out[e.Tag] = ModuleFile{Path: e.Path, Table: t, File: f}
-	}
-	for _, mf := range byID { // no module of this profile (blpp diff gives both runs' files)
-		mf.File.Close()
-	}
-	return out, nil
-}
-
-// CloseModules closes the files OpenModules opened.
-func CloseModules(libs map[uint32]ModuleFile) {
-	for _, mf := range libs {
-		if mf.File != nil {
-			mf.File.Close()
-		}
-	}
 }

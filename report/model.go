@@ -195,6 +195,8 @@ func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o M
 			if mf, ok = o.Libs[e.Tag]; !ok || mf.Table == nil {
 				return nil, fmt.Errorf("module %s (tag %d): no instrumented file for it (the profile recorded %q; give it with --lib)", e.Name(), e.Tag, e.Path)
 			}
+		} else if t == nil {
+			return nil, fmt.Errorf("module %s (tag 0, the executable): no instrumented file for it (give it with --binary)", e.Name())
 		}
 		if p.Modules != nil {
 			if len(mf.Table.InstrID) > 0 && string(mf.Table.InstrID) != string(e.BuildID) {

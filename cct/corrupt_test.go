@@ -62,7 +62,7 @@ func TestFlip(t *testing.T) {
 	orig := readHex(t, "testdata/small.hex")
 	// Offsets in small.hex whose bytes are content, not framing.
 	content := map[int]bool{}
-	for _, r := range [][2]int{{12, 16}, {17, 21}, {30, 35}, {36, 40}, {96, 103}} {
+	for _, r := range [][2]int{{12, 16}, {17, 21}, {30, 35}, {36, 40}, {47, 53}, {54, 58}, {68, 82}, {83, 85}, {141, 148}} {
 		for i := r[0]; i < r[1]; i++ {
 			content[i] = true
 		}
@@ -128,7 +128,17 @@ var modelCases = []struct {
 	msg    string
 	parse  error // sentinel from Parse when not ErrCorrupt; nil: do not parse
 }{
-	{"version", func(p *Profile) { p.Version = 3 }, "version 3", ErrVersion},
+	{"version", func(p *Profile) { p.Version = 2 }, "version 2", ErrVersion},
+	{"module tag order", func(p *Profile) { p.Modules[1].Tag = 0 }, "module 1 (tag 0): after tag 0 (tags increase, each once)", ErrCorrupt},
+	{"module tag too big", func(p *Profile) { p.Modules[1].Tag = MaxTag + 1 }, "over 4095", ErrCorrupt},
+	{"module flags", func(p *Profile) { p.Modules[1].Flags = 8 }, "module 1 (tag 5): unknown flag bits 0x8", ErrCorrupt},
+	{"library as executable", func(p *Profile) { p.Modules[1].Flags = ModuleFlagExecutable }, "the executable flag on a tag other than 0", ErrCorrupt},
+	{"module path NUL", func(p *Profile) { p.Modules[1].Path = "a\x00b" }, "a NUL byte in the path", ErrCorrupt},
+	{"header build-id", func(p *Profile) { p.BuildID = []byte{1} }, "the header's build-id 01 is not the executable module's (deadbeef)", ErrCorrupt},
+	{"no executable module", func(p *Profile) { p.Modules = p.Modules[1:]; p.Threads = nil }, "the header's build-id deadbeef is not the executable module's ()", ErrCorrupt},
+	{"unlisted module", func(p *Profile) { p.Threads[0].Records[1].Func = 6<<FidBits | 3 }, "function 0x600003 has module tag 6, which the module list does not hold", ErrCorrupt},
+	{"partial of unlisted module", func(p *Profile) { p.Threads[0].Partials[0].Record = -1; p.Threads[0].Partials[0].Func = 7 << FidBits }, "function 0x700000 has module tag 7", ErrCorrupt},
+	{"no modules, tag not 0", func(p *Profile) { p.Modules = nil; p.Threads[0].Records[1].Func = 5<<FidBits | 3 }, "function 0x500003 has module tag 5, but the profile lists no modules (executable only, tag 0)", ErrCorrupt},
 	{"unknown flag", func(p *Profile) { p.Flags |= 0x10 }, "unknown flag bits 0x10", ErrCorrupt},
 	{"no metrics", func(p *Profile) { p.Metrics = nil; p.Threads = nil }, "no metrics", ErrCorrupt},
 	{"freq not first", func(p *Profile) { p.Metrics[0].Name = "cycles" }, `metric 0 is "cycles"`, ErrCorrupt},
@@ -207,6 +217,33 @@ func TestModelRules(t *testing.T) {
 	}
 }
 
+// exeModule is a MODULES payload listing the executable of rawHeader.
+var exeModule = rawFile{}.uv(1).uv(0).uv(uint64(ModuleFlagExecutable)).uv(0).str("/p").str("\x01\x02")
+
+// TestModulesAnywhere: the reader takes the MODULES section wherever it
+// stands (the writer puts it first), and a record of a listed library
+// module is read with its global id.
+func TestModulesAnywhere(t *testing.T) {
+	lib := rawFile{}.uv(2).uv(0).uv(1).uv(0).str("/p").str("\x01\x02").uv(5).uv(2).uv(1 << 40).str("/lib/l.so").str("\x07")
+	data := rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(5<<FidBits|3).uv(0).uv(0).uv(1).uv(0).uv(0)).section(TagModules, lib).trailer()
+	p, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Modules) != 2 || p.Modules[1].Tag != 5 || p.Modules[1].Flags != ModuleFlagUnloaded || p.Modules[1].Bias != 1<<40 || p.Modules[1].Name() != "l.so" ||
+		p.Threads[0].Records[0].Func != 5<<FidBits|3 || FidTag(p.Threads[0].Records[0].Func) != 5 || FidLocal(p.Threads[0].Records[0].Func) != 3 {
+		t.Fatalf("parsed %+v", p)
+	}
+	// The writer moves the section right after the header.
+	out, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := len(rawHeader()); out[h] != TagModules {
+		t.Fatalf("tag %d after the header, want MODULES", out[h])
+	}
+}
+
 // emptyThread is a THREAD payload with no records and no partials.
 var emptyThread = rawFile{}.uv(1).uv(0).uv(0)
 
@@ -246,6 +283,17 @@ var rawCases = []struct {
 	{"function 2^32", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(1<<32).uv(0).uv(0).uv(1).uv(0).uv(0)).trailer(), ErrCorrupt, "function 4294967296 does not fit in 32 bits", -1},
 	{"huge parent", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(0).uv(1<<63).uv(0).uv(1).uv(0).uv(0)).trailer(), ErrCorrupt, "parent 9223372036854775808 (index+1) is not an earlier record", -1},
 	{"huge partial record", rawHeader().section(TagThread, rawFile{}.uv(1).uv(0).uv(1).uv(1<<63).uv(0).uv(0).sv(0).uv(1)).trailer(), ErrCorrupt, "record 9223372036854775808 (index+1) out of range (0 records)", -1},
+	{"empty modules", rawHeader().section(TagModules, rawFile{}.uv(0)).trailer(), ErrCorrupt, "an empty MODULES section", -1},
+	{"two modules sections", rawHeader().section(TagModules, exeModule).section(TagModules, exeModule).trailer(), ErrCorrupt, "a second MODULES section", -1},
+	{"module count", rawHeader().section(TagModules, rawFile{}.uv(1<<40).uv(0)).trailer(), ErrCorrupt, "module count 1099511627776", -1},
+	{"module short", rawHeader().section(TagModules, rawFile{}.uv(1).uv(0).uv(1).uv(0).str("/p")).trailer(), ErrCorrupt, "module build-id length: varint runs past the end", -1},
+	{"module path past end", rawHeader().section(TagModules, rawFile{}.uv(1).uv(0).uv(1).uv(0).uv(99).str("/p")).trailer(), ErrCorrupt, "module path", -1},
+	{"modules leftover", rawHeader().section(TagModules, exeModule.raw(7)).trailer(), ErrCorrupt, "1 bytes left at the end of the MODULES section", -1},
+	{"module tag 2^20", rawHeader().section(TagModules, rawFile{}.uv(1).uv(1<<20).uv(0).uv(0).str("/l").str("")).trailer(), ErrCorrupt, "tag 1048576 over 4095", -1},
+	{"module flags", rawHeader().section(TagModules, rawFile{}.uv(1).uv(0).uv(4).uv(0).str("/p").str("\x01\x02")).trailer(), ErrCorrupt, "unknown flag bits 0x4", -1},
+	{"module header build-id", rawHeader().section(TagModules, rawFile{}.uv(1).uv(0).uv(1).uv(0).str("/p").str("\x09")).trailer(), ErrCorrupt, "the header's build-id 0102 is not the executable module's (09)", -1},
+	{"record of an unlisted module", rawHeader().section(TagModules, exeModule).section(TagThread, rawFile{}.uv(1).uv(1).uv(5<<FidBits).uv(0).uv(0).uv(1).uv(0).uv(0)).trailer(), ErrCorrupt, "module tag 5, which the module list does not hold", -1},
+	{"library record without modules", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(5<<FidBits).uv(0).uv(0).uv(1).uv(0).uv(0)).trailer(), ErrCorrupt, "but the profile lists no modules", -1},
 	{"short record", rawHeader().section(TagThread, rawFile{}.uv(1).uv(1).uv(0).uv(0).uv(0).uv(1).uv(0)).trailer(), ErrCorrupt, "partial count: varint runs past the end", -1},
 }
 
@@ -307,9 +355,9 @@ func TestHugeCountsDoNotAllocate(t *testing.T) {
 	}
 }
 
-// TestVersions: a version-1 file (what blpp wrote before records of
-// uninstrumented functions, decision 70) is still read, and keeps its
-// version; a version past Version is refused with ErrVersion.
+// TestVersions: files of versions 1 and 2 (written before module
+// tables, decision 81) are refused with ErrVersion and a message that
+// says what to do; so is a version past Version.
 func TestVersions(t *testing.T) {
 	withVersion := func(v byte) []byte {
 		b := readHex(t, "testdata/small.hex")
@@ -319,11 +367,13 @@ func TestVersions(t *testing.T) {
 		binary.LittleEndian.PutUint64(b[len(b)-8:], h.Sum64())
 		return b
 	}
-	p, err := Parse(withVersion(1))
-	if err != nil || p.Version != 1 {
-		t.Fatalf("version 1: %v (version %v)", err, p)
+	for _, v := range []byte{1, 2} {
+		p, err := Parse(withVersion(v))
+		if p != nil || !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "written by an older blpp: run the program again instrumented by this one") {
+			t.Fatalf("version %d: %v, want ErrVersion saying to run again", v, err)
+		}
 	}
-	if _, err := Parse(withVersion(byte(Version + 1))); !errors.Is(err, ErrVersion) {
+	if _, err := Parse(withVersion(byte(Version + 1))); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "newer blpp") {
 		t.Fatalf("version %d: %v, want ErrVersion", Version+1, err)
 	}
 }

@@ -9,13 +9,15 @@
 //   - the model: threads of call records (one per procedure and chain of
 //     call sites [Ammons-Ball-Larus 97 §4]), each with its paths sorted by
 //     number, and the partial activations that never reached a path end
-//     [DESIGN 6];
+//     [DESIGN 6]; the modules of the process (decision 81), whose tags
+//     make the records' function ids global (Fid, FidTag, FidLocal);
 //   - Parse and ReadFile, the reader, and Write, WriteFile and
 //     MarshalBinary, the canonical writer, byte-for-byte what the C runtime
 //     writes;
-//   - CheckAgainst, the check of a profile against the binary's metadata
-//     (function, path, block and call-site counts);
-//   - Merge (several runs), FoldThreads (all threads into one tree) and Flat
+//   - CheckModule (CheckAgainst for the executable), the check of a
+//     module's functions against its metadata (function, path, block and
+//     call-site counts);
+//   - Merge (several runs, per module), FoldThreads (all threads into one tree) and Flat
 //     (per function and path, every context summed);
 //   - WriteCHeader, the format's constants for the runtime, generated from
 //     the Go ones so that there is one definition of the format.
@@ -34,8 +36,8 @@
 // ErrCorrupt), never a half-read profile, and never panics (FuzzParse).
 //
 // Function indices, path numbers, blocks and call sites mean something
-// only with the binary's metadata, which the file does not carry: a caller
-// that has the binary runs CheckAgainst, trusting the FuncInfo table it
+// only with each module's metadata, which the file does not carry: a
+// caller that has a module's file runs CheckModule, trusting the FuncInfo table it
 // passes. FoldThreads and Flat assume a valid profile (as Parse and Merge
 // return); Merge and Write check theirs.
 package cct

@@ -11,13 +11,15 @@ import (
 const (
 	// Magic opens every profile file.
 	Magic = "BLPPPRF1"
-	// Version is the format version this package writes. It reads
-	// MinVersion to Version: version 2 added records of uninstrumented
-	// functions (calls, no paths, decision 70), which a version-1 reader
-	// would take for instrumented ones, so they carry a new number;
-	// everything a version-1 file can hold means the same in version 2.
-	Version    uint32 = 2
-	MinVersion uint32 = 1
+	// Version is the format version this package writes and the only
+	// one it reads (MinVersion = Version). Version 3 (decision 81) made a
+	// record's func a global function id (module tag << FidBits | local
+	// index) and added the MODULES section; a version-2 file's ids mean
+	// something else in a process with libraries, so older files are
+	// refused with a message saying to run the program again. Version 2
+	// added records of uninstrumented functions (decision 70).
+	Version    uint32 = 3
+	MinVersion uint32 = 3
 
 	// Section tags. A reader skips tags it does not know (forward
 	// compatibility), except TagReserved, which is refused.
@@ -35,6 +37,11 @@ const (
 	// FidBits splits a version-3 function id into the module tag (high
 	// bits) and the function's index in the module (runtime.FidBits).
 	FidBits = 20
+	// FidLocalMask keeps the local function index of a global id.
+	FidLocalMask = 1<<FidBits - 1
+	// MaxTag is the largest module tag a 32-bit function id can carry.
+	// (The runtime allots fewer: runtime.MaxModuleTag.)
+	MaxTag = 1<<(32-FidBits) - 1
 
 	// MaxVarintLen is the longest LEB128 encoding a reader accepts.
 	MaxVarintLen = 10
@@ -66,6 +73,19 @@ const (
 	// its counts are kept.
 	ModuleFlagUnloaded ModuleFlags = 1 << 1
 )
+
+// KnownModuleFlags holds every defined module flag; a reader refuses the
+// others.
+const KnownModuleFlags = ModuleFlagExecutable | ModuleFlagUnloaded
+
+// FidTag is the module tag of global function id fid.
+func FidTag(fid uint32) uint32 { return fid >> FidBits }
+
+// FidLocal is the function's index in its module's metadata.
+func FidLocal(fid uint32) uint32 { return fid & FidLocalMask }
+
+// Fid makes the global function id of function local of module tag.
+func Fid(tag, local uint32) uint32 { return tag<<FidBits | local&FidLocalMask }
 
 // Flags are the header's flag bits.
 type Flags uint32

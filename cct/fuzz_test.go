@@ -24,6 +24,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(c.data)
 	}
 	f.Add([]byte(rawHeader().section(9, rawFile{}.raw(1)).section(TagThread, emptyThread).trailer()))
+	f.Add(libProfile().encode())
 	f.Fuzz(func(t *testing.T, data []byte) { checkParse(t, data) })
 }
 
@@ -45,9 +46,18 @@ func FuzzParseSealed(f *testing.F) {
 	for _, c := range rawCases {
 		add(c.data)
 	}
+	add(libProfile().encode())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkParse(t, rawFile(slices.Clip(data)).trailer())
 	})
+}
+
+// libProfile is the small profile with a record of its library module:
+// a seed whose MODULES section the mutations have to keep consistent.
+func libProfile() *Profile {
+	p := smallProfile()
+	p.Threads[0].Records[1].Func = Fid(5, 3)
+	return p
 }
 
 func checkParse(t *testing.T, data []byte) {
@@ -89,4 +99,10 @@ func checkParse(t *testing.T, data []byte) {
 	}
 	p.Flat()
 	p.CheckAgainst(smallFuncs())
+	for _, m := range p.Modules {
+		p.CheckModule(m.Tag, smallFuncs())
+	}
+	if _, err := Merge(p, p); err != nil && !errors.Is(err, ErrInvalid) {
+		t.Fatalf("merging a valid profile with itself: %v", err)
+	}
 }

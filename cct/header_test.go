@@ -27,7 +27,7 @@ func TestCHeader(t *testing.T) {
 	want := map[string]string{
 		"BLPP_MAGIC":                  `"BLPPPRF1"`,
 		"BLPP_MAGIC_LEN":              "8",
-		"BLPP_VERSION":                "2u",
+		"BLPP_VERSION":                "3u",
 		"BLPP_TAG_THREAD":             "1u",
 		"BLPP_TAG_RESERVED":           "2u",
 		"BLPP_TAG_STATS":              "3u",
@@ -48,6 +48,7 @@ func TestCHeader(t *testing.T) {
 		"BLPP_STAT_THREADS":           `"threads"`,
 		"BLPP_STAT_DROPPED_RECORDS":   `"dropped_records"`,
 		"BLPP_TAG_MODULES":            "4u",
+		"BLPP_FID_BITS":               "20",
 		"BLPP_MODULE_FLAG_EXECUTABLE": "0x1ull",
 		"BLPP_MODULE_FLAG_UNLOADED":   "0x2ull",
 	}

@@ -10,11 +10,16 @@ import (
 	"testing"
 )
 
-// smallProfile is the profile of testdata/small.hex and small.prof.
+// smallProfile is the profile of testdata/small.hex and small.prof: an
+// executable and a library module, records of the executable's functions.
 func smallProfile() *Profile {
 	return &Profile{
 		Version: Version,
 		BuildID: []byte{0xde, 0xad, 0xbe, 0xef},
+		Modules: []Module{
+			{Tag: 0, Flags: ModuleFlagExecutable, Path: "/bin/p", BuildID: []byte{0xde, 0xad, 0xbe, 0xef}},
+			{Tag: 5, Bias: 0x7f0000000000, Path: "/lib/libz.so.1", BuildID: []byte{0x0b, 0x1d}},
+		},
 		PID:     4242,
 		TimeNS:  1_000_000_000,
 		Metrics: []Metric{{FreqMetric, MetricReal}, {"tsc", MetricFallback}},
@@ -81,6 +86,26 @@ func randProfile(rng *rand.Rand) *Profile {
 	for _, i := range rng.Perm(len(metricPool))[:rng.IntN(4)] {
 		p.Metrics = append(p.Metrics, Metric{metricPool[i], MetricKind(rng.IntN(numMetricKinds))})
 	}
+	if rng.IntN(2) == 0 { // a process with modules (decision 81)
+		exe := rng.IntN(4) > 0
+		tag := uint32(0)
+		for i := range 1 + rng.IntN(4) {
+			if i > 0 || !exe {
+				tag += 1 + uint32(rng.IntN(300))
+			}
+			m := Module{Tag: tag, Bias: mag(rng, 47), Path: fmt.Sprintf("/lib/lib%d.so", tag)}
+			if tag == 0 {
+				m.Flags, m.Path, m.BuildID = ModuleFlagExecutable, "/bin/prog", p.BuildID
+			} else {
+				m.Flags = ModuleFlags(rng.IntN(2)) * ModuleFlagUnloaded
+				m.BuildID = []byte{byte(tag), byte(tag >> 8), 0x5a}
+			}
+			p.Modules = append(p.Modules, m)
+		}
+		if !exe {
+			p.BuildID = nil
+		}
+	}
 	randBody(rng, p)
 	return p
 }
@@ -88,12 +113,19 @@ func randProfile(rng *rand.Rand) *Profile {
 // randBody gives p random threads and stats that fit its header.
 func randBody(rng *rand.Rand, p *Profile) {
 	nm := len(p.Metrics) - 1
+	// fn makes a function id of one of the profile's modules.
+	fn := func(local uint32) uint32 {
+		if len(p.Modules) == 0 {
+			return local
+		}
+		return Fid(p.Modules[rng.IntN(len(p.Modules))].Tag, local)
+	}
 	flowOnly := p.Flags&FlagFlowOnly != 0
 	for range rng.IntN(4) {
 		t := Thread{TID: mag(rng, 64)}
 		seen := map[sibling]bool{}
 		for range rng.IntN(25) {
-			r := Record{Func: uint32(mag(rng, 32)) % 40, Parent: -1, Calls: mag(rng, 40)}
+			r := Record{Func: fn(uint32(mag(rng, 32)) % 40), Parent: -1, Calls: mag(rng, 40)}
 			if !flowOnly && len(t.Records) > 0 && rng.IntN(4) > 0 {
 				r.Parent = rng.IntN(len(t.Records))
 				r.CallSite = uint32(rng.IntN(5))
@@ -123,7 +155,7 @@ func randBody(rng *rand.Rand, p *Profile) {
 			t.Records = append(t.Records, r)
 		}
 		for range rng.IntN(4) {
-			q := Partial{Record: -1, Func: uint32(rng.IntN(40)), Block: uint32(mag(rng, 32)), Reg: int64(mag(rng, 64)), Count: 1 + mag(rng, 40)}
+			q := Partial{Record: -1, Func: fn(uint32(rng.IntN(40))), Block: uint32(mag(rng, 32)), Reg: int64(mag(rng, 64)), Count: 1 + mag(rng, 40)}
 			if len(t.Records) > 0 && rng.IntN(4) > 0 {
 				q.Record = rng.IntN(len(t.Records))
 				q.Func = t.Records[q.Record].Func
@@ -132,7 +164,7 @@ func randBody(rng *rand.Rand, p *Profile) {
 		}
 		if rng.IntN(3) == 0 { // a fork child's prefixes
 			for range 1 + rng.IntN(3) {
-				q := Partial{Record: -1, Func: uint32(rng.IntN(40)), Block: uint32(mag(rng, 32)), Reg: int64(mag(rng, 64)), Count: 1 + mag(rng, 8)}
+				q := Partial{Record: -1, Func: fn(uint32(rng.IntN(40))), Block: uint32(mag(rng, 32)), Reg: int64(mag(rng, 64)), Count: 1 + mag(rng, 8)}
 				if len(t.Records) > 0 && rng.IntN(4) > 0 {
 					q.Record = rng.IntN(len(t.Records))
 					q.Func = t.Records[q.Record].Func

@@ -13,8 +13,10 @@ import (
 // ErrIncompatible: the profiles given to Merge cannot be added up.
 var ErrIncompatible = errors.New("profiles cannot be merged")
 
-// Merge combines the profiles of several runs of one instrumented binary.
-// They must agree on the build-id, on the metrics (names and kinds, in
+// Merge combines the profiles of several runs of one instrumented program.
+// They must agree on the build-id of every module they share (modules
+// are matched by tag; the result lists the union, mergeModules), on the
+// metrics (names and kinds, in
 // order) and on the flow-only flag. The result holds every thread of every
 // input, in input order, each keeping its own tree (FoldThreads folds them
 // into one); Stats are summed key by key; the fatal-signal and dump flags
@@ -32,9 +34,20 @@ func Merge(ps ...*Profile) (*Profile, error) {
 	}
 	first := ps[0]
 	out := first.header()
+	mods, err := mergeModules(ps)
+	if err != nil {
+		return nil, err
+	}
+	out.Modules = mods
+	if mods != nil {
+		out.BuildID = nil
+		if mods[0].Tag == 0 {
+			out.BuildID = bytes.Clone(mods[0].BuildID)
+		}
+	}
 	for i, p := range ps[1:] {
 		i++
-		if !bytes.Equal(p.BuildID, first.BuildID) {
+		if mods == nil && !bytes.Equal(p.BuildID, first.BuildID) {
 			return nil, fmt.Errorf("merge: profile %d has build-id %x, profile 0 has %x; they are runs of different binaries: %w", i, p.BuildID, first.BuildID, ErrIncompatible)
 		}
 		if !slices.Equal(p.Metrics, first.Metrics) {
@@ -71,6 +84,60 @@ func Merge(ps ...*Profile) (*Profile, error) {
 	return out, nil
 }
 
+// mergeModules unites the module tables of ps, nil when none has one
+// (executable-only profiles, compared by the header's build-id). A
+// profile without a table stands for its executable, tag 0. Modules are
+// matched by tag and build-id; the same tag with another build-id is a
+// run of another build of that module, refused. A module keeps the first
+// input's path and load bias; it is unloaded when it was in any input.
+func mergeModules(ps []*Profile) ([]Module, error) {
+	any := false
+	for _, p := range ps {
+		any = any || p.Modules != nil
+	}
+	if !any {
+		return nil, nil
+	}
+	byTag := map[uint32]int{} // tag → index in out
+	var out []Module
+	from := map[uint32]int{} // tag → the input that listed it first
+	for i, p := range ps {
+		ms := p.Modules
+		if ms == nil {
+			ms = []Module{{Tag: 0, Flags: ModuleFlagExecutable, BuildID: p.BuildID}}
+		}
+		for _, m := range ms {
+			j, ok := byTag[m.Tag]
+			if !ok {
+				byTag[m.Tag] = len(out)
+				from[m.Tag] = i
+				m.BuildID = bytes.Clone(m.BuildID)
+				out = append(out, m)
+				continue
+			}
+			o := &out[j]
+			if !bytes.Equal(o.BuildID, m.BuildID) {
+				return nil, fmt.Errorf("merge: module %s (tag %d) has build-id %x in profile %d and %x in profile %d; they are runs of different builds of it: %w",
+					moduleName(o, &m), m.Tag, o.BuildID, from[m.Tag], m.BuildID, i, ErrIncompatible)
+			}
+			o.Flags |= m.Flags
+			if o.Path == "" {
+				o.Path = m.Path
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Module) int { return cmp.Compare(a.Tag, b.Tag) })
+	return out, nil
+}
+
+// moduleName names a module by whichever of two entries has a path.
+func moduleName(a, b *Module) string {
+	if a.Path == "" {
+		return b.Name()
+	}
+	return a.Name()
+}
+
 func metricList(ms []Metric) string {
 	var b bytes.Buffer
 	for i, m := range ms {
@@ -101,6 +168,13 @@ func (p *Profile) header() *Profile {
 	}
 	if len(p.Stats) > 0 {
 		q.Stats = maps.Clone(p.Stats)
+	}
+	if p.Modules != nil {
+		q.Modules = make([]Module, len(p.Modules))
+		for i, m := range p.Modules {
+			m.BuildID = bytes.Clone(m.BuildID)
+			q.Modules[i] = m
+		}
 	}
 	return q
 }

@@ -257,7 +257,9 @@ func TestMergeErrors(t *testing.T) {
 		err    error
 		msg    string
 	}{
-		{"build-id", func(p *Profile) { p.BuildID = []byte{1} }, ErrIncompatible, "build-id 01, profile 0 has deadbeef"},
+		{"build-id", func(p *Profile) { p.BuildID = []byte{1}; p.Modules[0].BuildID = []byte{1} }, ErrIncompatible, "module p (tag 0) has build-id deadbeef in profile 0 and 01 in profile 1"},
+		{"library build-id", func(p *Profile) { p.Modules[1].BuildID = []byte{2} }, ErrIncompatible, "module libz.so.1 (tag 5) has build-id 0b1d in profile 0 and 02 in profile 1"},
+		{"executable-only build-id", func(p *Profile) { p.Modules = nil; p.BuildID = []byte{1} }, ErrIncompatible, "module p (tag 0) has build-id deadbeef in profile 0 and 01 in profile 1"},
 		{"metric name", func(p *Profile) { p.Metrics[1].Name = "cycles" }, ErrIncompatible, "metrics freq(real),cycles(fallback), profile 0 has freq(real),tsc(fallback)"},
 		{"metric kind", func(p *Profile) { p.Metrics[1].Kind = MetricReal }, ErrIncompatible, "has metrics"},
 		{"metric count", func(p *Profile) {
@@ -285,5 +287,48 @@ func TestMergeErrors(t *testing.T) {
 	}
 	if _, err := Merge(); !errors.Is(err, ErrIncompatible) {
 		t.Fatalf("Merge(): %v", err)
+	}
+}
+
+// TestMergeModules: the merged module table is the union of the inputs',
+// by tag; a profile without a table stands for its executable; a module
+// unloaded in any input is unloaded in the result.
+func TestMergeModules(t *testing.T) {
+	a := smallProfile()
+	b := smallProfile()
+	b.Modules = append(b.Modules[:1], Module{Tag: 9, Flags: ModuleFlagUnloaded, Path: "/lib/libm.so.6", BuildID: []byte{9}})
+	b.Modules = append(b.Modules, Module{Tag: 5, Flags: ModuleFlagUnloaded, Path: "/other/libz.so.1", BuildID: []byte{0x0b, 0x1d}})
+	b.Modules[1], b.Modules[2] = b.Modules[2], b.Modules[1]
+	b.Threads[0].Records = append(b.Threads[0].Records, Record{Func: 9<<FidBits | 1, Parent: 1, CallSite: 0, Calls: 2})
+	c := smallProfile()
+	c.Modules = nil
+	m, err := Merge(a, b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Module{
+		{Tag: 0, Flags: ModuleFlagExecutable, Path: "/bin/p", BuildID: []byte{0xde, 0xad, 0xbe, 0xef}},
+		{Tag: 5, Flags: ModuleFlagUnloaded, Bias: 0x7f0000000000, Path: "/lib/libz.so.1", BuildID: []byte{0x0b, 0x1d}},
+		{Tag: 9, Flags: ModuleFlagUnloaded, Path: "/lib/libm.so.6", BuildID: []byte{9}},
+	}
+	if !reflect.DeepEqual(m.Modules, want) {
+		t.Fatalf("modules %+v, want %+v", m.Modules, want)
+	}
+	if string(m.BuildID) != "\xde\xad\xbe\xef" || len(m.Threads) != 3 {
+		t.Fatalf("build-id %x, %d threads", m.BuildID, len(m.Threads))
+	}
+	data, err := m.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(data); err != nil {
+		t.Fatal(err)
+	}
+	// A library-only process (no instrumented executable) merges too.
+	d := smallProfile()
+	d.BuildID, d.Modules = nil, d.Modules[1:]
+	d.Threads = nil
+	if m, err := Merge(d, d); err != nil || len(m.Modules) != 1 || m.BuildID != nil {
+		t.Fatalf("library-only merge: %v %+v", err, m)
 	}
 }

@@ -86,13 +86,45 @@ type Thread struct {
 	Prefixes []Partial
 }
 
+// A Module is one instrumented object of the process (a MODULES entry,
+// decision 81): the executable (tag 0) or a shared object. Records name
+// functions by global id, Tag<<FidBits | the function's index in the
+// module's metadata.
+type Module struct {
+	Tag   uint32
+	Flags ModuleFlags
+	// Bias is the load bias: run-time address minus link-time address.
+	Bias uint64
+	// Path is the file the process loaded (for blpp run, the
+	// instrumented copy in the cache).
+	Path string
+	// BuildID is the GNU build-id of the module's instrumented file.
+	BuildID []byte
+}
+
+// Name is the module's file name without directories (libz.so.1), or
+// "tag N" when the path is empty.
+func (m *Module) Name() string {
+	if m.Path == "" {
+		return fmt.Sprintf("tag %d", m.Tag)
+	}
+	if i := strings.LastIndexByte(m.Path, '/'); i >= 0 && i+1 < len(m.Path) {
+		return m.Path[i+1:]
+	}
+	return m.Path
+}
+
 // A Profile is the validated model of a profile file. Parse returns only
 // profiles that satisfy CheckValid, and Write writes only such profiles.
 // Empty slices and maps are nil in what Parse returns.
 type Profile struct {
-	Version uint32 // MinVersion to Version; Parse keeps the file's, merging gives Version
+	Version uint32 // Version (the only one read and written)
 	Flags   Flags
-	BuildID []byte // GNU build-id of the instrumented binary
+	BuildID []byte // GNU build-id of the instrumented executable (tag 0), empty when none
+	// Modules lists the instrumented objects by increasing tag (the
+	// MODULES section). nil in a profile written without one: an
+	// executable-only profile, whose every function has tag 0.
+	Modules []Module
 	PID     uint64
 	TimeNS  uint64 // CLOCK_REALTIME when written, in nanoseconds
 	Metrics []Metric
@@ -217,6 +249,10 @@ type validator struct {
 	// calls, then partial counts.
 	total    []uint64
 	siblings map[sibling]struct{}
+	// tags holds the module tags functions may have: the MODULES
+	// section's, or 0 alone in an executable-only profile.
+	tags      map[uint32]bool
+	noModules bool // no MODULES section: tag 0 alone
 }
 
 type sibling struct {
@@ -226,7 +262,7 @@ type sibling struct {
 
 func newValidator(p *Profile) (*validator, string) {
 	if p.Version < MinVersion || p.Version > Version {
-		return nil, fmt.Sprintf("version %d, want %d to %d", p.Version, MinVersion, Version)
+		return nil, fmt.Sprintf("version %d, want %d", p.Version, Version)
 	}
 	if msg := checkHeader(p.Flags, p.Metrics); msg != "" {
 		return nil, msg
@@ -241,7 +277,70 @@ func newValidator(p *Profile) (*validator, string) {
 		v.kinds = append(v.kinds, m.Kind)
 		v.names = append(v.names, m.Name)
 	}
+	if msg := v.setModules(p.Modules, p.BuildID); msg != "" {
+		return nil, msg
+	}
 	return v, ""
+}
+
+// setModules checks the module table against the header and notes the
+// tags it allows: tags increase (so each is listed once), fit a function
+// id, carry only defined flags, the executable flag on tag 0 only, paths
+// have no NUL; the header's build-id is the tag-0 module's (empty without
+// one).
+func (v *validator) setModules(ms []Module, headerID []byte) string {
+	if ms == nil {
+		v.tags, v.noModules = map[uint32]bool{0: true}, true
+		return ""
+	}
+	v.tags = make(map[uint32]bool, len(ms))
+	for i := range ms {
+		m := &ms[i]
+		if msg := checkModule(ms, i); msg != "" {
+			return fmt.Sprintf("module %d (tag %d): %s", i, m.Tag, msg)
+		}
+		v.tags[m.Tag] = true
+	}
+	if len(ms) == 0 {
+		return "an empty module list (a profile without modules has none)"
+	}
+	var exeID []byte
+	if ms[0].Tag == 0 {
+		exeID = ms[0].BuildID
+	}
+	if string(exeID) != string(headerID) {
+		return fmt.Sprintf("the header's build-id %x is not the executable module's (%x)", headerID, exeID)
+	}
+	return ""
+}
+
+// checkModule checks ms[i] given ms[:i].
+func checkModule(ms []Module, i int) string {
+	m := &ms[i]
+	switch {
+	case m.Tag > MaxTag:
+		return fmt.Sprintf("tag over %d", MaxTag)
+	case i > 0 && m.Tag <= ms[i-1].Tag:
+		return fmt.Sprintf("after tag %d (tags increase, each once)", ms[i-1].Tag)
+	case m.Flags&^KnownModuleFlags != 0:
+		return fmt.Sprintf("unknown flag bits %#x", uint64(m.Flags&^KnownModuleFlags))
+	case m.Flags&ModuleFlagExecutable != 0 && m.Tag != 0:
+		return "the executable flag on a tag other than 0"
+	case strings.IndexByte(m.Path, 0) >= 0:
+		return "a NUL byte in the path"
+	}
+	return ""
+}
+
+// fn checks a function id's module tag.
+func (v *validator) fn(fid uint32) string {
+	if !v.tags[FidTag(fid)] {
+		if v.noModules {
+			return fmt.Sprintf("function %#x has module tag %d, but the profile lists no modules (executable only, tag 0)", fid, FidTag(fid))
+		}
+		return fmt.Sprintf("function %#x has module tag %d, which the module list does not hold", fid, FidTag(fid))
+	}
+	return ""
 }
 
 // checkHeader checks the flags and the metric list.
@@ -316,6 +415,9 @@ func (v *validator) record(recs []Record, i int) string {
 		return fmt.Sprintf("parent %d is not an earlier record", r.Parent)
 	case v.flowOnly:
 		return "record with a parent in a flow-only profile"
+	}
+	if msg := v.fn(r.Func); msg != "" {
+		return msg
 	}
 	k := sibling{r.Parent, r.Func, r.CallSite}
 	if _, dup := v.siblings[k]; dup {
@@ -397,6 +499,9 @@ func (v *validator) partialLike(t *Thread, q *Partial) string {
 		if f := t.Records[q.Record].Func; f != q.Func {
 			return fmt.Sprintf("function %d, but record %d is of function %d", q.Func, q.Record, f)
 		}
+	}
+	if msg := v.fn(q.Func); msg != "" {
+		return msg
 	}
 	if q.Count == 0 {
 		return "count 0"

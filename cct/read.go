@@ -86,8 +86,8 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 	if b.Err != nil {
 		return nil, b.failure()
 	}
-	if p.Version < MinVersion || p.Version > Version {
-		return nil, &FormatError{Off: len(Magic), Msg: fmt.Sprintf("version %d; this blpp reads versions %d to %d", p.Version, MinVersion, Version), Err: ErrVersion}
+	if msg := versionMsg(p.Version); msg != "" {
+		return nil, &FormatError{Off: len(Magic), Msg: msg, Err: ErrVersion}
 	}
 
 	// Framing: the header's fields, then tag and length of every section.
@@ -140,9 +140,32 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 	if f := p.Flags &^ KnownFlags; f != 0 {
 		return nil, &FormatError{Off: flagsOff, Msg: fmt.Sprintf("unknown flag bits %#x", uint32(f)), Err: ErrCorrupt}
 	}
+	if msg := checkHeader(p.Flags, p.Metrics); msg != "" {
+		return nil, &FormatError{Off: metricsOff, Msg: msg, Err: ErrCorrupt}
+	}
+	// The module table first, wherever it stands: the records' function
+	// ids are checked against it.
+	modsOff := -1
+	for i := range secs {
+		s := &secs[i]
+		if s.tag != TagModules {
+			continue
+		}
+		if modsOff >= 0 {
+			return nil, &FormatError{Off: s.off, Msg: "a second MODULES section", Err: ErrCorrupt}
+		}
+		modsOff = s.off
+		if ferr := d.modules(p, &s.payload); ferr != nil {
+			return nil, ferr
+		}
+	}
 	v, msg := newValidator(p)
 	if msg != "" {
-		return nil, &FormatError{Off: metricsOff, Msg: msg, Err: ErrCorrupt}
+		off := metricsOff
+		if modsOff >= 0 {
+			off = modsOff
+		}
+		return nil, &FormatError{Off: off, Msg: msg, Err: ErrCorrupt}
 	}
 	d.p, d.v = p, v
 	statsSeen := false
@@ -150,6 +173,8 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 		s := &secs[i]
 		name := "section"
 		switch s.tag {
+		case TagModules:
+			continue // decoded above
 		case TagThread:
 			name = "THREAD section"
 			d.thread(&s.payload)
@@ -175,6 +200,61 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 	return p, nil
 }
 
+// versionMsg says why version v is not read, or "".
+func versionMsg(v uint32) string {
+	switch {
+	case v < MinVersion:
+		return fmt.Sprintf("version %d, written by an older blpp: run the program again instrumented by this one (it reads version %d)", v, Version)
+	case v > Version:
+		return fmt.Sprintf("version %d, written by a newer blpp (this one reads version %d)", v, Version)
+	}
+	return ""
+}
+
+// modules decodes a MODULES payload into p.Modules: uv n, then per module
+// uv tag, uv flags, uv bias, uv path_len, path, uv build_id_len, build_id.
+func (d *decoder) modules(p *Profile, b *buf) *FormatError {
+	n := b.count(minModuleSize, "module count")
+	if b.Err == nil && n == 0 {
+		b.Fail(ErrCorrupt, "an empty MODULES section (omitted when there are no modules)")
+	}
+	if n > 0 {
+		p.Modules = make([]Module, 0, n)
+	}
+	for i := range n {
+		if b.Err != nil {
+			break
+		}
+		off := b.Off
+		tag := b.uv("module tag")
+		m := Module{Flags: ModuleFlags(b.uv("module flags")), Bias: b.uv("module load bias")}
+		m.Path = string(b.Bytes(b.uv("module path length"), "module path"))
+		if id := b.Bytes(b.uv("module build-id length"), "module build id"); len(id) > 0 {
+			m.BuildID = append([]byte(nil), id...)
+		}
+		if b.Err != nil {
+			break
+		}
+		if tag > MaxTag {
+			b.FailAt(off, ErrCorrupt, "module %d: tag %d over %d", i, tag, MaxTag)
+			break
+		}
+		m.Tag = uint32(tag)
+		p.Modules = append(p.Modules, m)
+		if msg := checkModule(p.Modules, i); msg != "" {
+			b.FailAt(off, ErrCorrupt, "module %d (tag %d): %s", i, m.Tag, msg)
+			break
+		}
+	}
+	if b.Err != nil {
+		return b.failure()
+	}
+	if n := len(b.Data); n != 0 {
+		return &FormatError{Off: b.Off, Msg: fmt.Sprintf("%d bytes left at the end of the MODULES section", n), Err: ErrCorrupt}
+	}
+	return nil
+}
+
 // Minimum encoded sizes, used to bound counts before allocating.
 const (
 	minRecordSize  = 5 // func, parent, callsite, calls, npaths
@@ -182,6 +262,7 @@ const (
 	minFoldedSize  = 4 // from, callsite, to, count
 	minPathSize    = 2 // id, count; plus one byte per further metric
 	minStatSize    = 2 // key length, value
+	minModuleSize  = 5 // tag, flags, bias, path length, build-id length
 )
 
 // thread decodes a THREAD payload: uv tid, uv nrecords, record*,

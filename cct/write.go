@@ -9,8 +9,9 @@ import (
 )
 
 // MarshalBinary encodes p in the file format, after checking it with
-// CheckValid. The encoding is canonical: the shortest varints, threads in
-// order, the STATS section (when Stats is not empty) after the threads
+// CheckValid. The encoding is canonical: the shortest varints, the
+// MODULES section (when there are modules) right after the header,
+// threads in order, the STATS section (when Stats is not empty) after the threads
 // with its keys sorted. The runtime's writer produces the same bytes.
 func (p *Profile) MarshalBinary() ([]byte, error) {
 	if err := p.CheckValid(); err != nil {
@@ -34,6 +35,17 @@ func (p *Profile) encode() []byte {
 		e = append(e, byte(m.Kind))
 	}
 	var payload []byte
+	if p.Modules != nil {
+		payload = binary.AppendUvarint(payload, uint64(len(p.Modules)))
+		for _, m := range p.Modules {
+			payload = binary.AppendUvarint(payload, uint64(m.Tag))
+			payload = binary.AppendUvarint(payload, uint64(m.Flags))
+			payload = binary.AppendUvarint(payload, m.Bias)
+			payload = appendBytes(payload, []byte(m.Path))
+			payload = appendBytes(payload, m.BuildID)
+		}
+		e = appendSection(e, TagModules, payload)
+	}
 	for i := range p.Threads {
 		payload = appendThread(payload[:0], &p.Threads[i])
 		e = appendSection(e, TagThread, payload)

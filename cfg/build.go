@@ -111,6 +111,9 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	if g.Reason == ReasonOK {
 		g.findSyscallLeaves(bd.insts, bd.instAt)
 	}
+	if g.Reason == ReasonOK && IsSigreturnTrampoline(bd.b.Bytes(f.Addr, len(sigreturnBytes))) {
+		g.fail(ReasonSigreturn, f.Addr, "mov $15,%%rax; syscall (rt_sigreturn): unwinders and debuggers find signal frames by these bytes")
+	}
 	if g.Reason == ReasonOK && f.Size+f.Pad < 5 {
 		g.fail(ReasonTooShort, f.Addr, "%d bytes and %d bytes of padding, shorter than the 5-byte jump that redirects it", f.Size, f.Pad)
 	}
@@ -487,4 +490,17 @@ func (bd *builder) makeBlocks() {
 			}
 		}
 	}
+}
+
+// sigreturnBytes is x86-64 Linux's signal return trampoline, glibc's
+// __restore_rt: mov $__NR_rt_sigreturn (15),%rax; syscall. libgcc's
+// unwinder (x86_64_fallback_frame_state) and gdb (amd64_linux_sigtramp_p)
+// recognise a signal frame by finding exactly these bytes at the return
+// address.
+var sigreturnBytes = []byte{0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05}
+
+// IsSigreturnTrampoline reports whether code starts with the signal return
+// trampoline, which must never be patched (ReasonSigreturn).
+func IsSigreturnTrampoline(code []byte) bool {
+	return len(code) >= len(sigreturnBytes) && string(code[:len(sigreturnBytes)]) == string(sigreturnBytes)
 }

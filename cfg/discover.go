@@ -261,7 +261,7 @@ func hiddenFlow(g *Graph) bool {
 		return true
 	}
 	switch g.Reason {
-	case ReasonOK, ReasonTooShort, ReasonPLT, ReasonPathOverflow:
+	case ReasonOK, ReasonTooShort, ReasonPLT, ReasonPathOverflow, ReasonSigreturn:
 		return false
 	}
 	return true

@@ -316,6 +316,11 @@ const (
 	// ReasonExceptionTable: the exception tables (LSDA) cannot be read,
 	// or name a landing pad outside the procedure.
 	ReasonExceptionTable
+	// ReasonSigreturn: the C library's signal return trampoline
+	// (__restore_rt: mov $15,%rax; syscall). The kernel returns from
+	// every handler into it, and unwinders and debuggers recognise a
+	// signal frame by its exact bytes, so it must stay byte-identical.
+	ReasonSigreturn
 )
 
 var reasonNames = [...]string{
@@ -331,6 +336,7 @@ var reasonNames = [...]string{
 	ReasonTooLarge:               "too large",
 	ReasonPathOverflow:           "path numbering failed",
 	ReasonExceptionTable:         "unusable exception table",
+	ReasonSigreturn:              "signal return trampoline",
 }
 
 func (r Reason) String() string {

@@ -45,7 +45,7 @@ func Annotate(w io.Writer, m *Model, o AnnotateOptions) error {
 		o.ReadFile = os.ReadFile
 	}
 	funcs := m.matchFuncs(o.Target)
-	if o.Disasm || m.Debug == nil || len(m.Debug.rows) == 0 {
+	if o.Disasm || !m.hasLines() {
 		if o.Target != "" && len(funcs) == 0 {
 			return fmt.Errorf("%w: %q", ErrNoTarget, o.Target)
 		}
@@ -68,7 +68,7 @@ func Annotate(w io.Writer, m *Model, o AnnotateOptions) error {
 		}
 		// A function's listing starts at its declaration.
 		for _, fi := range funcs {
-			if s := m.Debug.Subprogram(m.Func(fi).Entry); s != nil {
+			if s := m.debugOf(fi).Subprogram(m.Func(fi).Entry); s != nil {
 				if sp, ok := span[s.DeclFile]; ok && s.DeclLine > 0 && s.DeclLine < sp[0] {
 					span[s.DeclFile] = [2]int{s.DeclLine, sp[1]}
 				}
@@ -120,11 +120,21 @@ func (m *Model) matchFuncs(target string) []FuncID {
 			out = append(out, i)
 			continue
 		}
-		if s := m.Debug.Subprogram(f.Entry); s != nil && (s.Name == target || s.Linkage == target) {
+		if s := m.debugOf(i).Subprogram(f.Entry); s != nil && (s.Name == target || s.Linkage == target) {
 			out = append(out, i)
 		}
 	}
 	return out
+}
+
+// hasLines says whether any module kept has DWARF line tables.
+func (m *Model) hasLines() bool {
+	for k := range m.Modules {
+		if d := m.Modules[k].Debug; !m.hidden[uint32(k)] && d != nil && len(d.rows) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // fileMatches: target is name, or its last path elements.
@@ -141,7 +151,7 @@ func (m *Model) lineCounts(funcs []FuncID) map[string]map[int]uint64 {
 		mf := m.Func(fi)
 		for bi, b := range mf.Blocks {
 			c := m.Profile(fi).Blocks[bi]
-			for _, row := range m.Debug.Rows(b.Addr, b.End) {
+			for _, row := range m.debugOf(fi).Rows(b.Addr, b.End) {
 				if row.Line == 0 {
 					continue
 				}

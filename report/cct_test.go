@@ -166,6 +166,7 @@ func viewNode(t *testing.T, c *Model, chain string) *CNode {
 func TestViewGolden(t *testing.T) {
 	c := viewTree(t)
 	c.Debug = viewLines()
+	c.Modules[0].Debug = c.Debug
 	tests := []struct {
 		args []string // the options, which name the golden file
 		run  func(buf *bytes.Buffer, o ViewOptions) error

@@ -94,7 +94,7 @@ func CFGProfileDot(w io.Writer, m *Model, funcs []FuncID, o CFGProfileOptions) e
 			m.DisplayName(mf.Name), hex(mf.Entry), fp.Calls, fp.Insns, 100*share))
 		for b, blk := range mf.Blocks {
 			label := fmt.Sprintf("B%d %s\n%d insts", b, hex(blk.Addr), blk.Insts)
-			if loc := m.Debug.Span(blk.Addr, blk.End); loc != "" {
+			if loc := m.debugOf(fn).Span(blk.Addr, blk.End); loc != "" {
 				label += "\n" + loc
 			}
 			label += fmt.Sprintf("\ncount %d", fp.Blocks[b])

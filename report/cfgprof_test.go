@@ -14,6 +14,7 @@ import (
 func TestCFGProfileDotGolden(t *testing.T) {
 	m := exModel(t, false)
 	m.Debug = nil // the golden files show CFGs without line information
+	m.Modules[0].Debug = m.Debug
 	for _, tc := range []struct {
 		name  string
 		funcs string

@@ -75,7 +75,6 @@ type CPath struct {
 // buildContexts builds the calling contexts of the folded profile (one
 // thread), their paths and their metric columns.
 func (c *Model) buildContexts(folded *cct.Profile) error {
-	t, binary := c.Table, c.Binary
 	insnsCol := -1
 	for _, m := range folded.Metrics {
 		c.Columns = append(c.Columns, Column{Name: m.Name, Kind: m.Kind})
@@ -91,13 +90,15 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 		return nil
 	}
 	th := &folded.Threads[0]
-	// instrumented checks fn before its paths are expanded (checkMatch
+	// instrumented checks fid before its paths are expanded (checkMatch
 	// has, so this is a second line of defence).
-	instrumented := func(fn uint32) (*meta.Func, error) {
-		if int(fn) >= len(t.Funcs) || !t.Funcs[fn].Instrumented {
-			return nil, fmt.Errorf("the profile names function %d, which %s does not instrument", fn, binary)
+	instrumented := func(fid uint32) (*meta.Func, error) {
+		id := c.id(fid)
+		mod := &c.Modules[id.Module]
+		if t := mod.Table; int(id.Func) >= len(t.Funcs) || !t.Funcs[id.Func].Instrumented {
+			return nil, fmt.Errorf("the profile names function %d, which %s does not instrument", id.Func, mod.Path)
 		}
-		return &t.Funcs[fn], nil
+		return c.Func(id), nil
 	}
 	c.Nodes = make([]CNode, len(th.Records))
 	vals := make([]uint64, 2*nc*len(th.Records))
@@ -105,14 +106,16 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 		r := &th.Records[i]
 		var mf *meta.Func
 		n := &c.Nodes[i]
-		if uf := &t.Funcs[r.Func]; !uf.Instrumented { // checkMatch: it has no paths
-			*n = CNode{ID: i, Parent: r.Parent, Func: r.Func, Name: uf.Name, Calls: r.Calls, Uninstrumented: true, Reason: uf.Reason}
+		id := c.id(r.Func)
+		t := c.Modules[id.Module].Table
+		if uf := c.Func(id); !uf.Instrumented { // checkMatch: it has no paths
+			*n = CNode{ID: i, Parent: r.Parent, Module: id.Module, Func: id.Func, Name: uf.Name, Calls: r.Calls, Uninstrumented: true, Reason: uf.Reason}
 		} else {
 			var err error
 			if mf, err = instrumented(r.Func); err != nil {
 				return err
 			}
-			*n = CNode{ID: i, Parent: r.Parent, Func: r.Func, Name: mf.Name, Calls: r.Calls}
+			*n = CNode{ID: i, Parent: r.Parent, Module: id.Module, Func: id.Func, Name: mf.Name, Calls: r.Calls}
 		}
 		n.Excl, n.Incl = vals[:nc:nc], vals[nc:2*nc:2*nc]
 		vals = vals[2*nc:]
@@ -137,7 +140,7 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 			if path.ID >= mf.NumPaths {
 				return fmt.Errorf("%s: path %d, but the function has %d paths", n.Name, path.ID, mf.NumPaths)
 			}
-			e, err := t.ExpandPath(r.Func, path.ID)
+			e, err := t.ExpandPath(id.Func, path.ID)
 			if err != nil {
 				return err
 			}
@@ -176,10 +179,12 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 		if err != nil {
 			return err
 		}
-		if _, err := t.FuncNumbering(q.Func); err != nil {
+		id := c.id(q.Func)
+		t := c.Modules[id.Module].Table
+		if _, err := t.FuncNumbering(id.Func); err != nil {
 			return err
 		}
-		e, err := expandPartial(t, q)
+		e, err := expandPartial(t, id.Func, q)
 		if err != nil {
 			return err
 		}
@@ -192,15 +197,15 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 		}
 		rec := q.Record
 		if rec < 0 && c.FlowOnly {
-			r, ok := rootOf[exe(q.Func)]
+			r, ok := rootOf[id]
 			if !ok {
 				// Only partial activations (_start, say, which never
 				// returns): the function gets its root all the same.
 				r = len(c.Nodes)
-				c.Nodes = append(c.Nodes, CNode{ID: r, Parent: -1, Func: q.Func, Name: mf.Name,
+				c.Nodes = append(c.Nodes, CNode{ID: r, Parent: -1, Module: id.Module, Func: id.Func, Name: mf.Name,
 					Excl: make([]uint64, nc), Incl: make([]uint64, nc)})
 				c.Roots = append(c.Roots, r)
-				rootOf[exe(q.Func)] = r
+				rootOf[id] = r
 			}
 			rec = r
 		}
@@ -452,6 +457,8 @@ type Context struct {
 	ID       int    `json:"id"`
 	Parent   *int   `json:"parent"`
 	Function string `json:"function"`
+	// Module is the name of the function's module (PathDoc.Modules).
+	Module string `json:"module"`
 	// Demangled is Function demangled, when it is a C++ or Rust name.
 	Demangled string            `json:"demangled,omitempty"`
 	CallSite  *string           `json:"callsite"`
@@ -488,7 +495,7 @@ func (c *Model) Contexts() []Context {
 	}
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
-		x := Context{ID: i, Function: n.Name, Demangled: demangled(n.Name), Calls: n.Calls, Metrics: byName(n.Excl), Inclusive: byName(n.Incl),
+		x := Context{ID: i, Function: RawName(n.Name), Module: c.Modules[n.Module].Name, Demangled: demangled(n.Name), Calls: n.Calls, Metrics: byName(n.Excl), Inclusive: byName(n.Incl),
 			Paths: make([]ContextPath, 0, len(n.Paths)), Partial: n.Partial, Uninstrumented: n.Uninstrumented, Reason: n.Reason}
 		if n.Parent >= 0 {
 			parent := n.Parent

@@ -98,7 +98,7 @@ func MakeCoverage(m *Model) *Coverage {
 		if fc.Calls == 0 && len(fp.Blocks) > 0 {
 			fc.Calls = fp.Blocks[0]
 		}
-		if s := m.Debug.Subprogram(mf.Entry); s != nil {
+		if s := m.debugOf(fi).Subprogram(mf.Entry); s != nil {
 			fc.File, fc.Line = s.DeclFile, s.DeclLine
 		}
 		own := map[string]map[int]uint64{} // this function's lines
@@ -107,7 +107,7 @@ func MakeCoverage(m *Model) *Coverage {
 			if cnt > 0 {
 				fc.BlocksHit++
 			}
-			for _, row := range m.Debug.Rows(b.Addr, b.End) {
+			for _, row := range m.debugOf(fi).Rows(b.Addr, b.End) {
 				if row.Line == 0 {
 					continue
 				}
@@ -161,7 +161,7 @@ func MakeCoverage(m *Model) *Coverage {
 			if len(outs) < 2 {
 				continue
 			}
-			row, ok := m.Debug.LineAt(b.End - 1)
+			row, ok := m.debugOf(fi).LineAt(b.End - 1)
 			if !ok || row.Line == 0 {
 				continue
 			}

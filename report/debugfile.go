@@ -352,25 +352,26 @@ func sortSyms(ss []elfSym) {
 // nameStripped gives the functions the metadata calls sub_<hex> the name
 // the separate debug file's symbol table gives their entry. The table is
 // copied first: the caller's stays as the rewriter wrote it.
-func (m *Model) nameStripped(names map[uint64]string) {
+func nameStripped(tab *meta.Table, names map[uint64]string) *meta.Table {
 	if len(names) == 0 {
-		return
+		return tab
 	}
 	var t *meta.Table
-	for i := range m.Table.Funcs {
-		f := &m.Table.Funcs[i]
+	for i := range tab.Funcs {
+		f := &tab.Funcs[i]
 		name, ok := names[f.Entry]
 		if !ok || f.Name != fmt.Sprintf("sub_%x", f.Entry) {
 			continue
 		}
 		if t == nil {
-			c := *m.Table
-			c.Funcs = append([]meta.Func(nil), m.Table.Funcs...)
+			c := *tab
+			c.Funcs = append([]meta.Func(nil), tab.Funcs...)
 			t = &c
 		}
 		t.Funcs[i].Name = name
 	}
 	if t != nil {
-		m.Table = t
+		return t
 	}
+	return tab
 }

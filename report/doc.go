@@ -12,12 +12,18 @@
 // build-id, .gnu_debuglink, --debug-dir, local debuginfod roots).
 // It holds
 //
-//   - Modules: the instrumented objects of the process, each with its
-//     metadata, per-function counts (FuncProfile: block, edge and path
-//     counts, partial activations, calls, instructions) and DWARF. Today
-//     there is one, the executable; a function is named by FuncID{Module,
-//     Func} everywhere in the model, so shared libraries are further
-//     modules, not a new model [DESIGN 13].
+//   - Modules: the instrumented objects of the process (the profile's
+//     MODULES section, decision 81; the executable alone for a profile
+//     without one), each with its metadata, per-function counts
+//     (FuncProfile: block, edge and path counts, partial activations,
+//     calls, instructions), DWARF and symbols, read from its own
+//     instrumented file (ModelOptions.Libs, found by OpenModules). A
+//     function is named by FuncID{Module, Func} everywhere in the model,
+//     Func being its index in its module's metadata; the profile's global
+//     ids are mapped through the module tags once, when the model is
+//     built. With several modules, names are module!func (DisplayName,
+//     RawName). FilterModules narrows the views (--module), ModuleView
+//     gives one module's model for the exports written per module.
 //   - Nodes: the calling contexts (CNode), threads merged, each with its
 //     paths (CPath), exclusive and inclusive values per metric Column
 //     (the profile's metrics and the derived insns).

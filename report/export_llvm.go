@@ -408,7 +408,7 @@ func (m *Model) sampleName(fn FuncID) string {
 	if s := m.Debug.Subprogram(f.Entry); s != nil && s.SymbolName() != "" {
 		return s.SymbolName()
 	}
-	return strings.TrimSuffix(f.Name, "@plt")
+	return strings.TrimSuffix(RawName(f.Name), "@plt")
 }
 
 // nameAt names the function at a call target.

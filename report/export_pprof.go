@@ -52,15 +52,30 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 	}
 	p.SampleType = append(p.SampleType, &profile.ValueType{Type: "insns", Unit: "count"})
 	p.Comments = append(p.Comments, "blpp path profile of "+m.Binary)
+	for k := range m.Modules[min(1, len(m.Modules)):] {
+		mod := &m.Modules[k+1]
+		p.Comments = append(p.Comments, fmt.Sprintf("module %s (tag %d): %s", mod.Name, mod.Tag, mod.Path))
+	}
 	if m.FlowOnly {
 		p.Comments = append(p.Comments, "flow-only profile: no calling context, stacks are one frame deep")
 	}
-	mp := &profile.Mapping{ID: 1, File: m.Binary, HasFunctions: true,
-		HasFilenames: m.Debug != nil, HasLineNumbers: m.Debug != nil, HasInlineFrames: m.Debug != nil}
-	if len(m.Table.OrigBuildID) > 0 {
-		mp.BuildID = enchex.EncodeToString(m.Table.OrigBuildID)
+	// One mapping per module, with the original build-id (what pprof
+	// matches against symbol files); addresses are run-time ones,
+	// link-time plus the module's load bias, so that modules do not
+	// overlap.
+	maps := make([]*profile.Mapping, len(m.Modules))
+	for k := range m.Modules {
+		mod := &m.Modules[k]
+		mp := &profile.Mapping{ID: uint64(k + 1), File: mod.Path, HasFunctions: true,
+			HasFilenames: mod.Debug != nil, HasLineNumbers: mod.Debug != nil, HasInlineFrames: mod.Debug != nil, Start: math.MaxUint64}
+		if len(mod.Table.OrigBuildID) > 0 {
+			mp.BuildID = enchex.EncodeToString(mod.Table.OrigBuildID)
+		} else if len(mod.BuildID) > 0 {
+			mp.BuildID = enchex.EncodeToString(mod.BuildID)
+		}
+		maps[k] = mp
+		p.Mapping = append(p.Mapping, mp)
 	}
-	p.Mapping = []*profile.Mapping{mp}
 	funcs := map[profile.Function]*profile.Function{}
 	function := func(name, sys, file string, line int) *profile.Function {
 		k := profile.Function{Name: name, SystemName: sys, Filename: file, StartLine: int64(line)}
@@ -77,18 +92,19 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 		addr uint64
 	}
 	locs := map[locKey]*profile.Location{}
-	mp.Start = math.MaxUint64
 	location := func(fr StackFrame) *profile.Location {
 		k := locKey{fr.Func, fr.Addr}
 		if l, ok := locs[k]; ok {
 			return l
 		}
-		l := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: mp, Address: fr.Addr}
-		mp.Start = min(mp.Start, fr.Addr)
-		mp.Limit = max(mp.Limit, fr.Addr+1)
-		name := m.FuncName(fr.Func)
-		scopes := m.Debug.Frames(fr.Addr)
-		row, hasRow := m.Debug.LineAt(fr.Addr)
+		mod, mp := &m.Modules[fr.Func.Module], maps[fr.Func.Module]
+		addr := fr.Addr + mod.Bias
+		l := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: mp, Address: addr}
+		mp.Start = min(mp.Start, addr)
+		mp.Limit = max(mp.Limit, addr+1)
+		name := RawName(m.FuncName(fr.Func))
+		scopes := mod.Debug.Frames(fr.Addr)
+		row, hasRow := mod.Debug.LineAt(fr.Addr)
 		if len(scopes) == 0 {
 			ln := profile.Line{Function: function(name, name, "", 0)}
 			if hasRow {
@@ -140,8 +156,10 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 		}
 		p.Sample = append(p.Sample, s)
 	}
-	if len(p.Location) == 0 {
-		mp.Start = 0
+	for _, mp := range p.Mapping {
+		if mp.Start > mp.Limit { // no location in it
+			mp.Start = 0
+		}
 	}
 	if err := p.CheckValid(); err != nil {
 		return nil, fmt.Errorf("pprof: %w", err)

@@ -130,6 +130,7 @@ func exModel(t *testing.T, flowOnly bool) *Model {
 		t.Fatal(err)
 	}
 	m.Debug = exDebug()
+	m.Modules[0].Debug = m.Debug
 	return m
 }
 
@@ -264,6 +265,7 @@ func TestExportRefusals(t *testing.T) {
 	}
 	m := exModel(t, false)
 	m.Debug = nil
+	m.Modules[0].Debug = m.Debug
 	if err := ExportLLVMSample(&bytes.Buffer{}, m, ExportOptions{}); err != ErrNoDebugInfo {
 		t.Errorf("llvm-sample without DWARF: %v", err)
 	}

@@ -63,17 +63,19 @@ type ExportOptions struct {
 // and no paths: their stacks carry calls only, and their callbacks'
 // stacks pass through them.
 func (m *Model) buildFuncs(folded *cct.Profile) error {
-	t := m.Table
 	nm := len(folded.Metrics) - 1
-	funcs := make([]FuncProfile, len(t.Funcs))
-	m.Modules[0].Funcs = funcs
-	for i := range t.Funcs {
-		mf := &t.Funcs[i]
-		if !mf.Instrumented {
-			continue
+	for k := range m.Modules {
+		t := m.Modules[k].Table
+		funcs := make([]FuncProfile, len(t.Funcs))
+		m.Modules[k].Funcs = funcs
+		for i := range t.Funcs {
+			mf := &t.Funcs[i]
+			if !mf.Instrumented {
+				continue
+			}
+			funcs[i] = FuncProfile{Blocks: make([]uint64, len(mf.Blocks)), Edges: make([]uint64, len(mf.Edges)),
+				Paths: map[uint64]uint64{}, Metrics: make([]uint64, nm)}
 		}
-		funcs[i] = FuncProfile{Blocks: make([]uint64, len(mf.Blocks)), Edges: make([]uint64, len(mf.Edges)),
-			Paths: map[uint64]uint64{}, Metrics: make([]uint64, nm)}
 	}
 	var recs []cct.Record
 	var parts, prefixes []cct.Partial
@@ -84,11 +86,13 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 	}
 	for ri := range recs {
 		r := &recs[ri]
-		fp := &funcs[r.Func]
+		id := m.id(r.Func)
+		t := m.Modules[id.Module].Table
+		fp := m.Profile(id)
 		st := ProfileStack{Frames: m.frames(recs, ri), Calls: r.Calls, Metrics: make([]uint64, nm)}
 		fp.Calls = satAdd(fp.Calls, r.Calls)
 		for _, path := range r.Paths {
-			e, err := t.ExpandPath(r.Func, path.ID)
+			e, err := t.ExpandPath(id.Func, path.ID)
 			if err != nil {
 				return err
 			}
@@ -108,9 +112,11 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 	orphan := map[FuncID]int{} // function → stack of its partials without a record
 	for qi := range parts {
 		q := &parts[qi]
-		fp := &funcs[q.Func]
+		id := m.id(q.Func)
+		t := m.Modules[id.Module].Table
+		fp := m.Profile(id)
 		fp.Partial = satAdd(fp.Partial, q.Count)
-		e, err := expandPartial(t, q)
+		e, err := expandPartial(t, id.Func, q)
 		if err != nil {
 			return err
 		}
@@ -122,33 +128,41 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 		si := -1
 		if q.Record >= 0 && q.Record < len(recs) {
 			si = q.Record
-		} else if k, ok := orphan[exe(q.Func)]; ok {
+		} else if k, ok := orphan[id]; ok {
 			si = k
 		} else {
 			si = len(m.Stacks)
-			orphan[exe(q.Func)] = si
-			m.Stacks = append(m.Stacks, ProfileStack{Frames: []StackFrame{{exe(q.Func), t.Funcs[q.Func].Entry}}, Metrics: make([]uint64, nm)})
+			orphan[id] = si
+			m.Stacks = append(m.Stacks, ProfileStack{Frames: []StackFrame{{id, t.Funcs[id.Func].Entry}}, Metrics: make([]uint64, nm)})
 		}
 		m.Stacks[si].Insns = satAdd(m.Stacks[si].Insns, satMul(e.Insns, q.Count))
 	}
 	// A fork child's prefixes ran in the parent (cct.Thread.Prefixes).
 	for qi := range prefixes {
 		q := &prefixes[qi]
-		if int(q.Func) >= len(funcs) || funcs[q.Func].Blocks == nil {
+		k, ok := m.tagIndex[cct.FidTag(q.Func)]
+		if !ok {
 			continue
 		}
-		e, err := expandPartial(t, q)
+		funcs, t, fn := m.Modules[k].Funcs, m.Modules[k].Table, cct.FidLocal(q.Func)
+		if int(fn) >= len(funcs) || funcs[fn].Blocks == nil {
+			continue
+		}
+		e, err := expandPartial(t, fn, q)
 		if err != nil {
 			return err
 		}
 		if e != nil {
-			subExpansion(&funcs[q.Func], e, q.Count)
+			subExpansion(&funcs[fn], e, q.Count)
 		}
 	}
-	for i := range funcs {
-		fp := &funcs[i]
-		for b, c := range fp.Blocks {
-			fp.Insns = satAdd(fp.Insns, satMul(c, uint64(t.Funcs[i].Blocks[b].Insts)))
+	for k := range m.Modules {
+		funcs, t := m.Modules[k].Funcs, m.Modules[k].Table
+		for i := range funcs {
+			fp := &funcs[i]
+			for b, c := range fp.Blocks {
+				fp.Insns = satAdd(fp.Insns, satMul(c, uint64(t.Funcs[i].Blocks[b].Insts)))
+			}
 		}
 	}
 	return nil
@@ -157,10 +171,10 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 // frames lists the frames of record ri, leaf first.
 func (m *Model) frames(recs []cct.Record, ri int) []StackFrame {
 	r := &recs[ri]
-	out := []StackFrame{{exe(r.Func), m.Table.Funcs[r.Func].Entry}}
+	out := []StackFrame{{m.id(r.Func), m.Func(m.id(r.Func)).Entry}}
 	for depth := 0; r.Parent >= 0 && r.Parent < ri && depth < len(recs); depth++ {
 		parent := &recs[r.Parent]
-		out = append(out, StackFrame{exe(parent.Func), m.CallSiteAddr(exe(parent.Func), r.CallSite)})
+		out = append(out, StackFrame{m.id(parent.Func), m.CallSiteAddr(m.id(parent.Func), r.CallSite)})
 		ri = r.Parent
 		r = parent
 	}
@@ -188,7 +202,7 @@ func (m *Model) SymbolAt(addr uint64) (string, uint64, bool) {
 	for _, id := range m.FuncIDs() {
 		f := m.Func(id)
 		if addr >= f.Entry && addr-f.Entry < f.Size {
-			return f.Name, addr - f.Entry, true
+			return RawName(f.Name), addr - f.Entry, true
 		}
 	}
 	return "", 0, false
@@ -197,8 +211,10 @@ func (m *Model) SymbolAt(addr uint64) (string, uint64, bool) {
 // TotalInsns is the number of instructions the profile counts.
 func (m *Model) TotalInsns() uint64 {
 	var s uint64
-	for _, id := range m.FuncIDs() {
-		s = satAdd(s, m.Profile(id).Insns)
+	for k := range m.Modules { // every module, FilterModules or not
+		for i := range m.Modules[k].Funcs {
+			s = satAdd(s, m.Modules[k].Funcs[i].Insns)
+		}
 	}
 	return s
 }
@@ -227,11 +243,11 @@ func subExpansion(fp *FuncProfile, e *meta.Expansion, c uint64) {
 // expandPartial expands the executed prefix of partial path q
 // (meta.Table.ExpandPartial): nil when the runtime did not know where the
 // activation stopped (cct.BlockUnknown) or the pair names no prefix.
-func expandPartial(t *meta.Table, q *cct.Partial) (*meta.Expansion, error) {
+func expandPartial(t *meta.Table, local uint32, q *cct.Partial) (*meta.Expansion, error) {
 	if q.Block == cct.BlockUnknown {
 		return nil, nil
 	}
-	return t.ExpandPartial(q.Func, q.Block, q.Reg)
+	return t.ExpandPartial(local, q.Block, q.Reg)
 }
 
 // Symbols are the function symbols of an ELF file (.symtab and .dynsym).

@@ -160,7 +160,7 @@ func HotText(w io.Writer, h *HotPaths, o HotOptions) error {
 		}
 		fmt.Fprintf(w, "\n%3d. %s  path %d", r+1, c.DisplayChain(hp.Context), hp.ID)
 		if n.CallSite != 0 {
-			fmt.Fprintf(w, "  @ %s", site(n.CallSite, c.Debug))
+			fmt.Fprintf(w, "  @ %s", site(n.CallSite, c.siteLines(n)))
 		}
 		fmt.Fprintf(w, "\n     %s × %d instructions; %s %d (%s, cumulative %s); %.4g per instruction: %s\n",
 			plural(hp.Count, "execution", "executions"), hp.Insns, col.Name, hp.Value, pct(hp.Value, h.Total), pct(cum, h.Total), hp.Rate, dense)

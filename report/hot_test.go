@@ -24,6 +24,7 @@ func TestHotGolden(t *testing.T) {
 		}
 		m := viewTree(t)
 		m.Debug = viewLines()
+		m.Modules[0].Debug = m.Debug
 		h, err := MakeHotPaths(m, tc.metric, tc.share)
 		if err != nil {
 			t.Fatal(err)

@@ -75,7 +75,7 @@ func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 		for _, b := range hp.Blocks {
 			blk := &mf.Blocks[b]
 			s := fmt.Sprintf("B%d %s (%d)", b, hex(blk.Addr), blk.Insts)
-			if loc := m.Debug.Span(blk.Addr, blk.End); loc != "" {
+			if loc := c.debugOf(hp.Func).Span(blk.Addr, blk.End); loc != "" {
 				s += " " + loc
 			}
 			blocks = append(blocks, e(s))
@@ -125,7 +125,7 @@ func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 			text := fmt.Sprintf("%s  incl %d (%s)  excl %d (%s)  %s", c.DisplayName(n.Name), n.Incl[h.Col], pct(n.Incl[h.Col], c.Total[h.Col]),
 				n.Excl[h.Col], pct(n.Excl[h.Col], c.Total[h.Col]), plural(n.Calls, "call", "calls"))
 			if n.CallSite != 0 {
-				text += "  @ " + site(n.CallSite, m.Debug)
+				text += "  @ " + site(n.CallSite, c.siteLines(n))
 			}
 			if len(n.Children) == 0 {
 				fmt.Fprintf(bw, "<div class=\"leaf\">%s</div>\n", e(text))

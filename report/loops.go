@@ -223,7 +223,7 @@ func LoopsText(w io.Writer, c *Model, o ViewOptions) error {
 			where := ""
 			switch {
 			case n.CallSite != 0:
-				where = "  @ " + site(n.CallSite, c.Debug)
+				where = "  @ " + site(n.CallSite, c.siteLines(n))
 			case n.Parent >= 0:
 				where = "  (no call site)"
 			}

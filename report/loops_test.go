@@ -150,6 +150,7 @@ func TestLoopsFind(t *testing.T) {
 func TestLoopsGolden(t *testing.T) {
 	c := loopsSetup(t)
 	c.Debug = loopsLines()
+	c.Modules[0].Debug = c.Debug
 	for _, metric := range []string{"freq", "insns", "tsc"} {
 		t.Run(metric, func(t *testing.T) {
 			col, err := c.Column(metric)

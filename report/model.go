@@ -59,13 +59,24 @@ func (c Column) Unit() string {
 	return c.Name
 }
 
-// A Module is one instrumented object of the process: today the
-// executable only (Model.Modules[0]); shared libraries will be further
-// modules [DESIGN 13]. A function is identified by (module, function):
-// FuncID.
+// A Module is one instrumented object of the process (decision 81): the
+// executable or a shared object, Model.Modules in the profile's order
+// (by tag, the executable first). A function is identified by (module,
+// function): FuncID.
 type Module struct {
-	// Path is the instrumented binary the metadata was read from.
-	Path string
+	// Tag is the module's tag in the profile (0 for the executable);
+	// the profile's function ids are Tag<<cct.FidBits | local index.
+	Tag uint32
+	// Name is the file's base name (libz.so.1), shown as module!func
+	// when the profile has more than one module.
+	Name string
+	// Path is the instrumented file the metadata was read from; Loaded
+	// the path the profile recorded (empty for an executable-only
+	// profile), Flags its module flags.
+	Path   string
+	Loaded string
+	Flags  cct.ModuleFlags
+	Bias   uint64
 	// BuildID is the instrumentation's id (meta.Table.InstrID), which the
 	// profile names.
 	BuildID []byte
@@ -80,6 +91,14 @@ type Module struct {
 	// DebugSource says where Debug came from when the binary has no DWARF
 	// of its own (a separate debug file), and why candidates were refused.
 	DebugSource DebugSource
+}
+
+// A ModuleFile is the instrumented file of one module of a profile, with
+// its metadata (LoadMeta).
+type ModuleFile struct {
+	Path  string
+	Table *meta.Table
+	File  *elf.File // nil when only the metadata is at hand
 }
 
 // A FuncID names a function of the model: the module (index in
@@ -129,6 +148,9 @@ type Model struct {
 	// (in a flow-only profile, one per function that ran), in record
 	// order, then one per function with partial paths that had no record.
 	Stacks []ProfileStack
+
+	tagIndex map[uint32]uint32 // module tag → index in Modules
+	hidden   map[uint32]bool   // modules FilterModules took out
 }
 
 // NewModel lays profile p over the metadata t of binary (ELF file f, nil
@@ -146,6 +168,9 @@ type ModelOptions struct {
 	// Debug says where to look for separate debug info when the binary
 	// has no DWARF (debugfile.go); the zero value searches SystemDebugDir.
 	Debug DebugOptions
+	// Libs holds, by tag, the files of the profile's modules other than
+	// the executable (OpenModules finds them).
+	Libs map[uint32]ModuleFile
 }
 
 // NewModelWith is NewModel with options. When f has no DWARF, the DWARF
@@ -153,18 +178,57 @@ type ModelOptions struct {
 // (Module.DebugSource), and functions the metadata calls sub_<hex> take
 // that file's symbol names.
 func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o ModelOptions) (*Model, error) {
-	if err := checkMatch(binary, t, p); err != nil {
-		return nil, err
+	m := &Model{Binary: binary, Metrics: p.Metrics, Threads: len(p.Threads),
+		FlowOnly: p.Flags&cct.FlagFlowOnly != 0, Stats: p.Stats, tagIndex: map[uint32]uint32{}}
+	entries := p.Modules
+	if entries == nil { // an executable-only profile
+		if err := checkMatch(binary, t, p); err != nil {
+			return nil, err
+		}
+		entries = []cct.Module{{Tag: 0, Flags: cct.ModuleFlagExecutable, BuildID: p.BuildID}}
 	}
-	m := &Model{Binary: binary, Table: t, File: f, Metrics: p.Metrics, Threads: len(p.Threads),
-		FlowOnly: p.Flags&cct.FlagFlowOnly != 0, Stats: p.Stats}
-	var src DebugSource
-	if f != nil {
-		d := loadDebug(binary, f, t.OrigBuildID, o.Debug)
-		m.Debug, m.Symbols, src = d.Debug, d.Symbols, d.Source
-		m.nameStripped(d.names)
+	for i := range entries {
+		e := &entries[i]
+		mf := ModuleFile{Path: binary, Table: t, File: f}
+		if e.Tag != 0 {
+			var ok bool
+			if mf, ok = o.Libs[e.Tag]; !ok || mf.Table == nil {
+				return nil, fmt.Errorf("module %s (tag %d): no instrumented file for it (the profile recorded %q; give it with --lib)", e.Name(), e.Tag, e.Path)
+			}
+		} else if t == nil {
+			return nil, fmt.Errorf("module %s (tag 0, the executable): no instrumented file for it (give it with --binary)", e.Name())
+		}
+		if p.Modules != nil {
+			if len(mf.Table.InstrID) > 0 && string(mf.Table.InstrID) != string(e.BuildID) {
+				return nil, fmt.Errorf("module %s (tag %d): %s has build-id %x, the profile's module has %x: not the file that ran", e.Name(), e.Tag, mf.Path, mf.Table.InstrID, e.BuildID)
+			}
+			if err := checkModule(e, mf.Path, mf.Table, p); err != nil {
+				return nil, err
+			}
+		}
+		mod := Module{Tag: e.Tag, Name: e.Name(), Path: mf.Path, Loaded: e.Path, Flags: e.Flags, Bias: e.Bias,
+			BuildID: mf.Table.InstrID, Table: mf.Table, File: mf.File}
+		if e.Path == "" {
+			mod.Name = baseName(mf.Path)
+		}
+		if mf.File != nil {
+			d := loadDebug(mf.Path, mf.File, mf.Table.OrigBuildID, o.Debug)
+			mod.Debug, mod.Symbols, mod.DebugSource = d.Debug, d.Symbols, d.Source
+			mod.Table = nameStripped(mod.Table, d.names)
+		}
+		m.tagIndex[e.Tag] = uint32(len(m.Modules))
+		m.Modules = append(m.Modules, mod)
 	}
-	m.Modules = []Module{{Path: binary, BuildID: t.InstrID, Table: m.Table, Debug: m.Debug, Symbols: m.Symbols, File: f, DebugSource: src}}
+	if len(m.Modules) > 1 {
+		// Names are module!func (qualifyNames): every view shows them so.
+		for k := range m.Modules {
+			m.Modules[k].Table = qualifyNames(m.Modules[k].Table, m.Modules[k].Name)
+		}
+	}
+	if len(m.Modules) > 0 {
+		x := &m.Modules[0]
+		m.Table, m.Debug, m.Symbols, m.File = x.Table, x.Debug, x.Symbols, x.File
+	}
 	folded := p.FoldThreads()
 	if err := m.buildContexts(folded); err != nil {
 		return nil, err
@@ -183,9 +247,26 @@ func (a FuncID) less(b FuncID) bool {
 	return a.Func < b.Func
 }
 
-// exe names function fn of a profile: profiles have one module today,
-// the executable, and their function indices are its metadata's.
-func exe(fn uint32) FuncID { return FuncID{Module: 0, Func: fn} }
+// id names the function of global function id fid of the profile (the
+// profile is checked: its tag is a module's).
+func (m *Model) id(fid uint32) FuncID {
+	return FuncID{Module: m.tagIndex[cct.FidTag(fid)], Func: cct.FidLocal(fid)}
+}
+
+// Module returns the module of function id.
+func (m *Model) Module(id FuncID) *Module { return &m.Modules[id.Module] }
+
+// siteLines is the DWARF of the module of n's caller, where n's call
+// site is (n's own module's for a root).
+func (m *Model) siteLines(n *CNode) *DebugInfo {
+	if n.Parent >= 0 && n.Parent < len(m.Nodes) {
+		return m.Modules[m.Nodes[n.Parent].Module].Debug
+	}
+	return m.Modules[n.Module].Debug
+}
+
+// debugOf is the DWARF of function id's module (nil without).
+func (m *Model) debugOf(id FuncID) *DebugInfo { return m.Modules[id.Module].Debug }
 
 // Func returns the metadata of function id.
 func (m *Model) Func(id FuncID) *meta.Func { return &m.Modules[id.Module].Table.Funcs[id.Func] }
@@ -199,10 +280,13 @@ func (m *Model) ExpandPath(fn FuncID, id uint64) (*meta.Expansion, error) {
 }
 
 // FuncIDs lists every function of the model, module by module, in
-// metadata order.
+// metadata order (of the modules FilterModules kept).
 func (m *Model) FuncIDs() []FuncID {
 	var out []FuncID
 	for k := range m.Modules {
+		if m.hidden[uint32(k)] {
+			continue
+		}
 		for i := range m.Modules[k].Table.Funcs {
 			out = append(out, FuncID{Module: uint32(k), Func: uint32(i)})
 		}
@@ -318,6 +402,48 @@ func checkMatch(binary string, t *meta.Table, p *cct.Profile) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// checkModule is checkMatch for the functions of module e of a profile
+// with modules: the records and partials whose function has e's tag.
+func checkModule(e *cct.Module, path string, t *meta.Table, p *cct.Profile) error {
+	n := len(t.Funcs)
+	what := fmt.Sprintf("module %s (tag %d, %s)", e.Name(), e.Tag, path)
+	for _, th := range p.Threads {
+		for _, r := range th.Records {
+			if cct.FidTag(r.Func) != e.Tag {
+				continue
+			}
+			fn := cct.FidLocal(r.Func)
+			switch {
+			case int(fn) >= n:
+				return fmt.Errorf("the profile names function %d of %s, which has %d functions", fn, what, n)
+			case !t.Funcs[fn].Instrumented && !t.Funcs[fn].EntriesCounted:
+				return fmt.Errorf("the profile names function %d (%s) of %s, which it does not instrument and whose entries it does not count", fn, t.Funcs[fn].Name, what)
+			case !t.Funcs[fn].Instrumented && len(r.Paths) > 0:
+				return fmt.Errorf("the profile gives paths to function %d (%s) of %s, which it does not instrument", fn, t.Funcs[fn].Name, what)
+			}
+		}
+		for _, qs := range [][]cct.Partial{th.Partials, th.Prefixes} {
+			for _, q := range qs {
+				if cct.FidTag(q.Func) != e.Tag {
+					continue
+				}
+				if fn := cct.FidLocal(q.Func); int(fn) >= n || !t.Funcs[fn].Instrumented {
+					return fmt.Errorf("the profile has a partial path of function %d of %s, which it does not instrument", fn, what)
+				}
+			}
+		}
+	}
+	funcs := make([]cct.FuncInfo, n)
+	for i := range t.Funcs {
+		f := &t.Funcs[i]
+		funcs[i] = cct.FuncInfo{NumPaths: f.NumPaths, NumBlocks: uint32(len(f.Blocks)), NumCallSites: uint32(len(f.CallSites))}
+	}
+	if err := p.CheckModule(e.Tag, funcs); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

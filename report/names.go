@@ -26,6 +26,10 @@ type NameOptions struct {
 // "@…" suffix (@plt, a symbol version) is kept after the demangled name.
 // Anything else, and every name under o.Raw, is returned unchanged.
 func DisplayName(raw string, o NameOptions) string {
+	// module!name in a profile of several modules: the module as it is.
+	if mod, fn := splitModule(raw); mod != "" {
+		return mod + DisplayName(fn, o)
+	}
 	if o.Raw || !(strings.HasPrefix(raw, "_Z") || strings.HasPrefix(raw, "_R")) {
 		return raw
 	}
@@ -39,10 +43,12 @@ func DisplayName(raw string, o NameOptions) string {
 	return demangle.Filter(name, demangle.MaxLength(16)) + at
 }
 
-// demangled is raw demangled, or "" when it does not demangle: the JSON's
+// demangled is raw demangled, or "" when it does not demangle (the
+// module qualifier dropped): the JSON's
 // "demangled" fields, written beside the raw name whatever NameOptions
 // say.
 func demangled(raw string) string {
+	raw = RawName(raw)
 	if d := DisplayName(raw, NameOptions{}); d != raw {
 		return d
 	}
@@ -53,7 +59,14 @@ func demangled(raw string) string {
 // raw: the symbol itself or its demangled form, whatever NameOptions say
 // (--context, annotate FUNC).
 func matchesName(raw, target string) bool {
-	return raw == target || DisplayName(raw, NameOptions{}) == target
+	if raw == target || DisplayName(raw, NameOptions{}) == target {
+		return true
+	}
+	// A bare name matches the function of any module.
+	if mod, fn := splitModule(raw); mod != "" && !strings.Contains(target, "!") {
+		return matchesName(fn, target)
+	}
+	return false
 }
 
 // DisplayName is raw as the model shows names to people (m.Names).

@@ -90,6 +90,7 @@ func cxxModel(t *testing.T, scale uint64, o NameOptions) *Model {
 		t.Fatal(err)
 	}
 	m.Debug = exDebug()
+	m.Modules[0].Debug = m.Debug
 	m.Names = o
 	return m
 }

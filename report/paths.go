@@ -1,6 +1,7 @@
 package report
 
 import (
+	enchex "encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,9 +27,27 @@ type PathEntry struct {
 	addrs []uint64 // the blocks' addresses
 }
 
+// PathModule is one module of the profile in the JSON (decision 81).
+type PathModule struct {
+	// Name is the file's base name, which functions' "module" give.
+	Name string `json:"name"`
+	// Path is the instrumented file the metadata came from.
+	Path    string `json:"path"`
+	BuildID string `json:"build_id"` // of the instrumented file, hex
+	Tag     uint32 `json:"tag"`
+	// Instrumented: blpp rewrote the module (every module a profile
+	// lists is; the field leaves room for modules seen but not counted).
+	Instrumented bool `json:"instrumented"`
+	Executable   bool `json:"executable,omitempty"`
+	Unloaded     bool `json:"unloaded,omitempty"` // dlclose'd before the profile was written
+}
+
 // PathFunc is one function of the report.
 type PathFunc struct {
+	// Name is the symbol's name, without the module.
 	Name string `json:"name"`
+	// Module is the name of the function's module (PathDoc.Modules).
+	Module string `json:"module"`
 	// Demangled is Name demangled, when it is a C++ or Rust name.
 	Demangled    string           `json:"demangled,omitempty"`
 	Entry        string           `json:"entry"`
@@ -48,14 +67,19 @@ type PathFunc struct {
 	// often it was entered.
 	EntriesCounted bool   `json:"entries_counted,omitempty"`
 	Entries        uint64 `json:"entries,omitempty"`
+
+	shown  string // the name the text views show: module!name with several modules
+	module uint32 // index in Model.Modules
 }
 
 // PathDoc is the `blpp report --format json` document: block and path
 // counts of every function, addresses in the ORIGINAL binary.
 type PathDoc struct {
-	Binary    string     `json:"binary"`
-	Metrics   []string   `json:"metrics"`
-	Functions []PathFunc `json:"functions"`
+	Binary  string   `json:"binary"`
+	Metrics []string `json:"metrics"`
+	// Modules lists the profile's modules, the executable first.
+	Modules   []PathModule `json:"modules"`
+	Functions []PathFunc   `json:"functions"`
 	// TotalPaths is the number of path executions in the program.
 	TotalPaths uint64 `json:"total_path_executions"`
 	// Contexts is the calling-context tree, threads merged
@@ -82,10 +106,15 @@ func (m *Model) pathDoc() *PathDoc {
 	for _, x := range m.Metrics {
 		d.Metrics = append(d.Metrics, x.Name)
 	}
+	for k := range m.Modules {
+		x := &m.Modules[k]
+		d.Modules = append(d.Modules, PathModule{Name: x.Name, Path: x.Path, BuildID: enchex.EncodeToString(x.BuildID), Tag: x.Tag, Instrumented: true,
+			Executable: x.Flags&cct.ModuleFlagExecutable != 0, Unloaded: x.Flags&cct.ModuleFlagUnloaded != 0})
+	}
 	for _, fid := range m.FuncIDs() {
 		mf := m.Func(fid)
 		fp := m.Profile(fid)
-		pf := PathFunc{Name: mf.Name, Demangled: demangled(mf.Name), Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
+		pf := PathFunc{Name: RawName(mf.Name), shown: mf.Name, module: fid.Module, Module: m.Modules[fid.Module].Name, Demangled: demangled(mf.Name), Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
 			Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
 		if !mf.Instrumented {
 			pf.EntriesCounted = mf.EntriesCounted
@@ -142,7 +171,7 @@ func PathsJSON(w io.Writer, m *Model) error {
 // id, count, share of all path executions, blocks with file:line) and the
 // per-function totals.
 func PathsText(w io.Writer, m *Model, o ViewOptions) error {
-	d, top, lines := m.pathDoc(), o.Top, m.Debug
+	d, top := m.pathDoc(), o.Top
 	type hp struct {
 		f *PathFunc
 		p *PathEntry
@@ -166,9 +195,9 @@ func PathsText(w io.Writer, m *Model, o ViewOptions) error {
 	}
 	fmt.Fprintf(w, "%s: %d path executions\n\nhottest paths:\n", d.Binary, d.TotalPaths)
 	for i, h := range all {
-		fmt.Fprintf(w, "%3d. %s path %d: %d executions (%.2f%%)\n", i+1, m.DisplayName(h.f.Name), h.p.ID, h.p.Count, pct(h.p.Count))
+		fmt.Fprintf(w, "%3d. %s path %d: %d executions (%.2f%%)\n", i+1, m.DisplayName(h.f.shown), h.p.ID, h.p.Count, pct(h.p.Count))
 		for _, a := range h.p.addrs {
-			writeBlockLine(w, "       ", a, lines)
+			writeBlockLine(w, "       ", a, m.Modules[h.f.module].Debug)
 		}
 	}
 	fmt.Fprintln(w, "\nper function:")
@@ -191,7 +220,7 @@ func PathsText(w io.Writer, m *Model, o ViewOptions) error {
 			continue
 		}
 		shown++
-		fmt.Fprintf(tw, "  %d\t%.2f%%\t%d\t%s\n", f.Executions, pct(f.Executions), len(f.Paths), m.DisplayName(f.Name))
+		fmt.Fprintf(tw, "  %d\t%.2f%%\t%d\t%s\n", f.Executions, pct(f.Executions), len(f.Paths), m.DisplayName(f.shown))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -223,7 +252,7 @@ func darkText(w io.Writer, d *PathDoc, top int, o NameOptions) error {
 			fmt.Fprintf(tw, "  ... and %d more (--top 0 lists all)\n", len(fs)-k)
 			break
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\n", f.Entries, DisplayName(f.Name, o), darkLabel(f.Reason, f.Entries))
+		fmt.Fprintf(tw, "  %d\t%s\t%s\n", f.Entries, DisplayName(f.shown, o), darkLabel(f.Reason, f.Entries))
 	}
 	return tw.Flush()
 }

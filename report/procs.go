@@ -50,8 +50,8 @@ func MakeProcs(m *Model) *Procs {
 		}
 		fp := m.Profile(i)
 		r := ProcRow{Name: m.DisplayName(mf.Name), Func: i, Procs: 1, Executed: fp.Insns, Calls: fp.Calls, Blocks: len(mf.Blocks), Instrumented: true}
-		if m.Debug != nil {
-			if lr, ok := m.Debug.LineAt(mf.Entry); ok {
+		if d := m.debugOf(i); d != nil {
+			if lr, ok := d.LineAt(mf.Entry); ok {
 				r.File = lr.File
 			}
 		}

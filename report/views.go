@@ -160,7 +160,7 @@ func TreeText(w io.Writer, c *Model, o ViewOptions) error {
 				nHidden += subtree(i)
 				continue
 			}
-			writeTreeRow(tw, n.Incl[col], n.Excl[col], total, n.Calls, n.Depth, n.Label(c.Names), n.CallSite, n.Parent >= 0, c.Debug)
+			writeTreeRow(tw, n.Incl[col], n.Excl[col], total, n.Calls, n.Depth, n.Label(c.Names), n.CallSite, n.Parent >= 0, c.siteLines(n))
 			walk(n.Children)
 		}
 	}
@@ -194,7 +194,7 @@ func CallersText(w io.Writer, c *Model, o ViewOptions) error {
 				nHidden += rows(n)
 				continue
 			}
-			writeTreeRow(tw, n.Excl, n.Incl, total, n.Calls, depth, c.DisplayName(n.Name), n.CallSite, depth > 0, c.Debug)
+			writeTreeRow(tw, n.Excl, n.Incl, total, n.Calls, depth, c.DisplayName(n.Name), n.CallSite, depth > 0, c.debugOf(n.Func))
 			walk(n.Children, depth+1)
 		}
 	}
@@ -280,7 +280,7 @@ func ContextPathsText(w io.Writer, c *Model, ids []int, pattern string, o ViewOp
 		}
 		fmt.Fprintf(w, "context %d: %s", n.ID, c.DisplayChain(i))
 		if n.CallSite != 0 {
-			fmt.Fprintf(w, "  @ %s", site(n.CallSite, c.Debug))
+			fmt.Fprintf(w, "  @ %s", site(n.CallSite, c.siteLines(n)))
 		}
 		fmt.Fprintf(w, "\n  %s; %s %d exclusive (%s), %d inclusive (%s)\n", plural(n.Calls, "call", "calls"),
 			name, n.Excl[col], pct(n.Excl[col], total), n.Incl[col], pct(n.Incl[col], total))
@@ -314,7 +314,7 @@ func ContextPathsText(w io.Writer, c *Model, ids []int, pattern string, o ViewOp
 			}
 			fmt.Fprintf(w, " (%s of the context)\n", pct(p.Metrics[col], n.Excl[col]))
 			for _, b := range p.Blocks {
-				writeBlockLine(w, "       ", mf.Blocks[b].Addr, c.Debug)
+				writeBlockLine(w, "       ", mf.Blocks[b].Addr, c.debugOf(n.FuncID()))
 			}
 		}
 		if morePaths > 0 {

@@ -8,7 +8,7 @@ import (
 
 func init() {
 	register(&command{name: "annotate", summary: "source lines (or, without DWARF, instructions) with their execution counts",
-		usage: "PROFILE... --binary B [FILE|FUNC] [--disasm] [--no-demangle] [-o OUT]", run: runAnnotate})
+		usage: "PROFILE... --binary B [--lib FILE]... [--module RE] [FILE|FUNC] [--disasm] [--no-demangle] [-o OUT]", run: runAnnotate})
 }
 
 func runAnnotate(c *ctx, args []string) error {
@@ -16,6 +16,7 @@ func runAnnotate(c *ctx, args []string) error {
 	binary := binaryFlag(fs)
 	noDemangle := noDemangleFlag(fs)
 	debugDirFlag(fs)
+	libFlags(fs)
 	disasm := fs.Bool("disasm", false, "annotate the disassembly even when the binary has line information")
 	out := outputFlag(fs)
 	if err := c.parse(fs, args); err != nil {

@@ -9,13 +9,14 @@ import (
 
 func init() {
 	register(&command{name: "coverage", summary: "line, block and function coverage per source file (text or an lcov tracefile)",
-		usage: "PROFILE... --binary B [--format text|lcov] [--no-demangle] [-o OUT]", run: runCoverage})
+		usage: "PROFILE... --binary B [--lib FILE]... [--module RE] [--format text|lcov] [--no-demangle] [-o OUT]", run: runCoverage})
 }
 
 func runCoverage(c *ctx, args []string) error {
 	fs := c.newFlags()
 	binary := binaryFlag(fs)
 	debugDirFlag(fs)
+	libFlags(fs)
 	format := fs.String("format", "text", "text, or lcov (a tracefile for genhtml)")
 	noDemangle := noDemangleFlag(fs)
 	out := outputFlag(fs)

@@ -8,7 +8,7 @@ import (
 
 func init() {
 	register(&command{name: "diff", summary: "functions and paths whose share of the run changed most between two profiles",
-		usage: "OLD NEW --binary B [--new-binary B2] [--top N] [--no-demangle]", run: runDiff})
+		usage: "OLD NEW --binary B [--new-binary B2] [--lib FILE]... [--module RE] [--top N] [--no-demangle]", run: runDiff})
 }
 
 func runDiff(c *ctx, args []string) error {
@@ -17,6 +17,7 @@ func runDiff(c *ctx, args []string) error {
 	newBinary := fs.String("new-binary", "", "the instrumented binary of NEW, when it is another build")
 	top := fs.Int("top", 20, "rows per table (0: all)")
 	noDemangle := noDemangleFlag(fs)
+	libFlags(fs)
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}

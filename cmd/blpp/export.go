@@ -6,6 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+
+	"blpp/cct"
 
 	"blpp/internal/outfile"
 	"blpp/report"
@@ -15,7 +18,7 @@ import (
 
 func init() {
 	register(&command{name: "export", summary: "convert profiles to pprof, folded stacks, LLVM sample profiles, BOLT fdata or JSON",
-		usage: "PROFILE... --binary B --format pprof|folded|llvm-sample|bolt-fdata|json [-o OUT] [--metric M] [--no-demangle]", run: runExport})
+		usage: "PROFILE... --binary B [--lib FILE]... [--module RE] --format pprof|folded|llvm-sample|bolt-fdata|json [-o OUT|DIR] [--metric M] [--no-demangle]", run: runExport})
 }
 
 // exporters maps --format to the report function writing it.
@@ -46,6 +49,14 @@ func debugDirFlag(fs *pflag.FlagSet) {
 	fs.StringArray("debug-dir", nil, "look for separate debug info in DIR too, as in /usr/lib/debug (DIR/.build-id/xx/rest.debug); repeatable or DIR1:DIR2")
 }
 
+// libFlags are --lib and --module of the commands that load a model:
+// the instrumented files of the profile's library modules, and the
+// modules whose functions the views show (read back by loadModel).
+func libFlags(fs *pflag.FlagSet) {
+	fs.StringArray("lib", nil, "the instrumented file of a library module of the profile, matched by build-id (default: the path the profile recorded); repeatable")
+	fs.String("module", "", "show only the functions of the modules whose name (libz.so.1) matches this regular expression")
+}
+
 // modelOptions are the report.ModelOptions of the running command's
 // --debug-dir and of DEBUGINFOD_URLS (local roots only).
 func modelOptions(c *ctx) report.ModelOptions {
@@ -60,8 +71,14 @@ func modelOptions(c *ctx) report.ModelOptions {
 
 // debugNotes prints what the search for separate debug info refused.
 func debugNotes(c *ctx, m *report.Model) {
-	for _, n := range m.Modules[0].DebugSource.Notes {
-		fmt.Fprintf(c.stderr, "blpp: note: %s\n", n)
+	for k := range m.Modules {
+		prefix := ""
+		if len(m.Modules) > 1 {
+			prefix = "module " + m.Modules[k].Name + ": "
+		}
+		for _, n := range m.Modules[k].DebugSource.Notes {
+			fmt.Fprintf(c.stderr, "blpp: note: %s%s\n", prefix, n)
+		}
 	}
 }
 
@@ -94,10 +111,18 @@ func loadModel(c *ctx, binary string, profiles []string, o report.NameOptions) (
 	if c != nil {
 		mo = modelOptions(c)
 	}
+	if mo.Libs, err = openLibs(c, prof); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", profiles[0], err)
+	}
 	m, err := report.NewModelWith(binary, tab, prof, f, mo)
 	if err != nil {
 		f.Close()
+		report.CloseModules(mo.Libs)
 		return nil, fmt.Errorf("%s: %w", profiles[0], err)
+	}
+	if err := moduleFilter(c, m); err != nil {
+		return nil, err
 	}
 	m.Names = o
 	if c != nil {
@@ -110,8 +135,9 @@ func runExport(c *ctx, args []string) error {
 	fs := c.newFlags()
 	binary := binaryFlag(fs)
 	debugDirFlag(fs)
+	libFlags(fs)
 	format := fs.String("format", "", "pprof, folded, llvm-sample, bolt-fdata or json (required)")
-	out := outputFlag(fs)
+	out := fs.StringP("output", "o", "", "write to this file (default: standard output); bolt-fdata and llvm-sample: when it is a directory, one file per module in it, named after the module (required for a profile of several modules)")
 	metric := fs.String("metric", "insns", "folded: the value of each stack (insns, count, calls or a metric of the profile)")
 	noDemangle := noDemangleFlag(fs)
 	if err := c.parse(fs, args); err != nil {
@@ -144,6 +170,18 @@ func runExport(c *ctx, args []string) error {
 		return err
 	}
 	defer m.File.Close()
+	if ext, ok := perModule[*format]; ok {
+		isDir := false
+		if fi, err := os.Stat(*out); err == nil && fi.IsDir() {
+			isDir = true
+		}
+		if len(m.Modules) > 1 && !isDir {
+			return &usageError{fmt.Sprintf("--format %s writes one file per module, and this profile has %d modules: give -o DIR (an existing directory)", *format, len(m.Modules))}
+		}
+		if isDir {
+			return exportPerModule(*out, ext, m, write)
+		}
+	}
 	if *format == "json" {
 		// The document of blpp report --format json, contexts included.
 		err = report.PathsJSON(&buf, m)
@@ -154,6 +192,59 @@ func runExport(c *ctx, args []string) error {
 		return err
 	}
 	return writeOutput(c, *out, buf.Bytes())
+}
+
+// openLibs opens the library modules' files of prof, by the running
+// command's --lib (c nil: the recorded paths only).
+func openLibs(c *ctx, prof *cct.Profile) (map[uint32]report.ModuleFile, error) {
+	var libs []string
+	if c != nil && c.fs != nil && c.fs.Lookup("lib") != nil {
+		libs, _ = c.fs.GetStringArray("lib")
+	}
+	if len(libs) > 0 && prof.Modules == nil {
+		return nil, &usageError{"--lib: the profile has no library modules (an executable-only profile)"}
+	}
+	return report.OpenModules(prof, libs)
+}
+
+// moduleFilter applies the running command's --module to m.
+func moduleFilter(c *ctx, m *report.Model) error {
+	if c == nil || c.fs == nil || c.fs.Lookup("module") == nil || !c.fs.Changed("module") {
+		return nil
+	}
+	expr, _ := c.fs.GetString("module")
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return &usageError{fmt.Sprintf("--module: %v", err)}
+	}
+	return m.FilterModules(re)
+}
+
+// perModule lists the formats written one file per module (they name
+// functions by symbol and address, which only mean something in one
+// file), with the extension of each file.
+var perModule = map[string]string{
+	"bolt-fdata":  ".fdata",
+	"llvm-sample": ".llvm-sample.txt",
+}
+
+// exportPerModule writes dir/<module><ext> for each module of m, every
+// file made before any is written.
+func exportPerModule(dir, ext string, m *report.Model, write func(io.Writer, *report.Model) error) error {
+	files := make([][]byte, len(m.Modules))
+	for k := range m.Modules {
+		var buf bytes.Buffer
+		if err := write(&buf, m.ModuleView(k)); err != nil {
+			return fmt.Errorf("module %s: %w", m.Modules[k].Name, err)
+		}
+		files[k] = buf.Bytes()
+	}
+	for k, data := range files {
+		if err := outfile.Write(filepath.Join(dir, m.Modules[k].Name+ext), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeOutput writes data to path (through a temporary file renamed into

@@ -5,7 +5,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "merge", summary: "merge profiles of runs of one instrumented binary into one profile",
+	register(&command{name: "merge", summary: "merge profiles of runs of one instrumented program into one profile (per module, by build-id)",
 		usage: "PROFILE... -o OUT [--fold-threads]", run: runMerge})
 }
 

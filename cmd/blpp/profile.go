@@ -12,7 +12,7 @@ import (
 
 func init() {
 	register(&command{name: "report", summary: "hot paths and calling-context views (tree, callers, flat) from profiles of an instrumented binary",
-		usage: "PROFILE... [--binary B] [--view paths|tree|callers|flat|loops|hot|procs] [--metric M] [--context CHAIN] [--top N] [--all] [--hot SHARE] [--asm] [--format text|json] [--html OUT] [--no-demangle]", run: runReport})
+		usage: "PROFILE... [--binary B] [--lib FILE]... [--module RE] [--view paths|tree|callers|flat|loops|hot|procs] [--metric M] [--context CHAIN] [--top N] [--all] [--hot SHARE] [--asm] [--format text|json] [--html OUT] [--no-demangle]", run: runReport})
 }
 
 // readProfiles reads and merges the profiles (several runs or processes
@@ -36,6 +36,7 @@ func runReport(c *ctx, args []string) error {
 	fs := c.newFlags()
 	binary := fs.String("binary", "", "the instrumented binary the profile came from (required)")
 	debugDirFlag(fs)
+	libFlags(fs)
 	view := fs.String("view", "paths", "text view: paths (hottest paths), tree (top-down calling contexts), callers (bottom-up), flat (per procedure), loops (loop nests in each calling context)")
 	metric := fs.String("metric", "", "metric of the tree, callers, flat and --context views: freq (default), insns, or any metric of the profile")
 	context := fs.String("context", "", "show the hottest paths of the contexts whose chain of functions ends with CHAIN (main/parse/next; a leading / anchors at a root)")
@@ -111,9 +112,17 @@ func runReport(c *ctx, args []string) error {
 	for _, w := range report.RuntimeWarnings(prof.Stats) {
 		fmt.Fprintf(c.stderr, "blpp: warning: %s\n", w)
 	}
-	m, err := report.NewModelWith(*binary, tab, prof, f, modelOptions(c))
+	mo := modelOptions(c)
+	if mo.Libs, err = openLibs(c, prof); err != nil {
+		return fmt.Errorf("%s: %w", fs.Args()[0], err)
+	}
+	defer report.CloseModules(mo.Libs)
+	m, err := report.NewModelWith(*binary, tab, prof, f, mo)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Args()[0], err)
+	}
+	if err := moduleFilter(c, m); err != nil {
+		return err
 	}
 	m.Names = names(noDemangle)
 	debugNotes(c, m)

@@ -1,0 +1,223 @@
+package report
+
+// This file holds what is particular to profiles of several modules
+// (decision 81): finding their files (OpenModules), module!func names,
+// and narrowing a model to some modules (blpp --module, per-module
+// exports).
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"blpp/cct"
+	"blpp/meta"
+)
+
+// FilterModules narrows every view of m to the functions of the modules
+// whose name re matches: FuncIDs lists only theirs; the calling contexts
+// of other modules' functions are taken out of the tree, their children
+// joined to the nearest context kept (entered at the call site through
+// which the kept caller left for the modules taken out), so that a
+// library's callback into the program still hangs under the program's
+// caller; stacks lose the frames of other modules, and stacks whose leaf
+// is of another module are dropped. Totals stay those of the whole
+// process, so shares are of everything the profile counts, and an
+// inclusive value still holds the callees taken out. It is an error when
+// re matches no module.
+func (m *Model) FilterModules(re *regexp.Regexp) error {
+	keep := make([]bool, len(m.Modules))
+	any := false
+	var names []string
+	for k := range m.Modules {
+		keep[k] = re.MatchString(m.Modules[k].Name)
+		any = any || keep[k]
+		names = append(names, m.Modules[k].Name)
+	}
+	if !any {
+		return fmt.Errorf("--module %s matches none of the profile's modules (%s)", re, strings.Join(names, ", "))
+	}
+	m.filter(keep, true)
+	return nil
+}
+
+// ModuleView is the model of module k alone, for the exports written per
+// module (BOLT fdata, LLVM sample profiles): its functions, its debug
+// info and symbols as the model's own (Table, Debug, Symbols, File,
+// Binary), the contexts of its functions, those entered from another
+// module made roots (entered from a caller it does not know), and stacks
+// cut where they leave the module. m is not changed.
+func (m *Model) ModuleView(k int) *Model {
+	v := *m
+	keep := make([]bool, len(m.Modules))
+	keep[k] = true
+	v.filter(keep, false)
+	mod := &m.Modules[k]
+	v.Binary, v.Table, v.Debug, v.Symbols, v.File = mod.Path, mod.Table, mod.Debug, mod.Symbols, mod.File
+	return &v
+}
+
+// filter keeps the contexts and stacks of the modules keep says, and the
+// functions FuncIDs lists. With splice, a kept context under contexts
+// taken out hangs under the nearest kept one; without, it becomes a root
+// and a stack ends at its first frame of another module.
+func (m *Model) filter(keep []bool, splice bool) {
+	m.hidden = make(map[uint32]bool)
+	for k := range keep {
+		if !keep[k] {
+			m.hidden[uint32(k)] = true
+		}
+	}
+	// Contexts: parents come before children, so one pass maps each old
+	// node to its new index, or to its nearest kept ancestor's.
+	newIdx := make([]int, len(m.Nodes))      // -1: taken out
+	anchor := make([]int, len(m.Nodes))      // nearest kept node at or above, -1 none
+	exitSite := make([]uint64, len(m.Nodes)) // for a taken-out node: the call site leaving the kept anchor
+	var nodes []CNode
+	for i := range m.Nodes {
+		n := m.Nodes[i]
+		up := -1
+		if n.Parent >= 0 {
+			up = anchor[n.Parent]
+		}
+		if m.hidden[n.Module] {
+			newIdx[i], anchor[i] = -1, up
+			exitSite[i] = n.CallSite
+			if n.Parent >= 0 && newIdx[n.Parent] < 0 {
+				exitSite[i] = exitSite[n.Parent]
+			}
+			continue
+		}
+		if !splice && n.Parent >= 0 && newIdx[n.Parent] < 0 {
+			up, n.CallSite = -1, 0
+		}
+		if splice && n.Parent >= 0 && newIdx[n.Parent] < 0 {
+			n.CallSite = exitSite[n.Parent]
+		}
+		n.ID = len(nodes)
+		n.Parent = -1
+		n.Depth = 0
+		n.Children = nil
+		if up >= 0 {
+			n.Parent = newIdx[up]
+		}
+		newIdx[i], anchor[i] = n.ID, i
+		nodes = append(nodes, n)
+	}
+	m.Roots = nil
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Parent < 0 {
+			m.Roots = append(m.Roots, i)
+			continue
+		}
+		p := &nodes[n.Parent]
+		p.Children = append(p.Children, i)
+		n.Depth = p.Depth + 1
+	}
+	m.Nodes = nodes
+	// Stacks: the frames of kept modules.
+	var stacks []ProfileStack
+	for _, st := range m.Stacks {
+		if len(st.Frames) == 0 || m.hidden[st.Frames[0].Func.Module] {
+			continue
+		}
+		var fr []StackFrame
+		for _, f := range st.Frames {
+			if m.hidden[f.Func.Module] {
+				if !splice {
+					break
+				}
+				continue
+			}
+			fr = append(fr, f)
+		}
+		st.Frames = fr
+		stacks = append(stacks, st)
+	}
+	m.Stacks = stacks
+}
+
+// qualifyNames copies t with every function named module!name.
+func qualifyNames(t *meta.Table, module string) *meta.Table {
+	c := *t
+	c.Funcs = append([]meta.Func(nil), t.Funcs...)
+	for i := range c.Funcs {
+		c.Funcs[i].Name = module + "!" + c.Funcs[i].Name
+	}
+	return &c
+}
+
+// RawName is a function name without its module qualifier (module!func),
+// as the symbol table has it: the name tools that match on symbols want.
+func RawName(name string) string {
+	if i := strings.IndexByte(name, '!'); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+// splitModule splits module!func; module is "" for a bare name.
+func splitModule(name string) (module, fn string) {
+	if i := strings.IndexByte(name, '!'); i >= 0 {
+		return name[:i+1], name[i+1:]
+	}
+	return "", name
+}
+
+// OpenModules finds the instrumented files of the library modules of p
+// (every module but the executable, tag 0): a file of libs whose
+// build-id is the module's, or else the file at the path the profile
+// recorded (NewModelWith then refuses it if its build-id differs). A
+// module with neither is refused, naming it; a file of libs that is no
+// module of the profile is ignored. The caller closes the files
+// (CloseModules).
+func OpenModules(p *cct.Profile, libs []string) (map[uint32]ModuleFile, error) {
+	out := map[uint32]ModuleFile{}
+	byID := map[string]ModuleFile{}
+	fail := func(err error) (map[uint32]ModuleFile, error) {
+		for _, mf := range byID {
+			mf.File.Close()
+		}
+		CloseModules(out)
+		return nil, err
+	}
+	for _, path := range libs {
+		t, f, err := LoadMeta(path)
+		if err != nil {
+			return fail(fmt.Errorf("--lib %w", err))
+		}
+		byID[string(t.InstrID)] = ModuleFile{Path: path, Table: t, File: f}
+	}
+	for _, e := range p.Modules {
+		if e.Tag == 0 {
+			continue
+		}
+		if mf, ok := byID[string(e.BuildID)]; ok {
+			delete(byID, string(e.BuildID))
+			out[e.Tag] = mf
+			continue
+		}
+		if e.Path == "" {
+			return fail(fmt.Errorf("module %s (tag %d, build-id %x): the profile records no path: give its instrumented file with --lib", e.Name(), e.Tag, e.BuildID))
+		}
+		t, f, err := LoadMeta(e.Path)
+		if err != nil {
+			return fail(fmt.Errorf("module %s (tag %d, build-id %x): %w (give its instrumented file with --lib)", e.Name(), e.Tag, e.BuildID, err))
+		}
+		out[e.Tag] = ModuleFile{Path: e.Path, Table: t, File: f}
+	}
+	for _, mf := range byID { // no module of this profile (blpp diff gives both runs' files)
+		mf.File.Close()
+	}
+	return out, nil
+}
+
+// CloseModules closes the files OpenModules opened.
+func CloseModules(libs map[uint32]ModuleFile) {
+	for _, mf := range libs {
+		if mf.File != nil {
+			mf.File.Close()
+		}
+	}
+}

@@ -1,0 +1,273 @@
+//go:build ignore
+
+/*
+ * blpp_audit.c: the rtld auditor that `blpp run` hands the dynamic loader
+ * (ld.so --audit, rtld-audit(7)), so that a program loads the instrumented
+ * copy of every shared object it opens, DT_NEEDED or dlopen'ed, by name or
+ * by absolute path (decision 82). The loader calls la_objsearch with each
+ * name it is about to try; for a file path that the run's map lists, the
+ * auditor answers the instrumented copy's path instead. A path the map does
+ * not list (a module dlopen'ed by an absolute path, Python's extension
+ * modules) is rewritten there and then: the auditor runs blpp, which
+ * prints the copy's path, and remembers it.
+ *
+ * The map is the file "map" in the auditor's own directory:
+ *
+ *   blpp\t/path/to/blpp\targ\targ...      (how to rewrite an object: blpp ARGS --module-tag N ORIG)
+ *   tag\tN                                 (the next free module tag)
+ *   /original/path\t/instrumented/copy     (one line per object)
+ *
+ * Freestanding: no libc (the auditor runs in its own link namespace, before
+ * the program's libc exists), raw system calls, static buffers. Anything
+ * that fails leaves the name as the loader gave it: the object then runs
+ * uninstrumented.
+ */
+
+typedef unsigned long u64;
+typedef long s64;
+typedef unsigned int u32;
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum { SYS_read = 0, SYS_write = 1, SYS_open = 2, SYS_close = 3, SYS_pipe = 22, SYS_dup2 = 33, SYS_fork = 57,
+       SYS_execve = 59, SYS_exit = 60, SYS_wait4 = 61 };
+
+static s64 sc(s64 n, s64 a, s64 b, s64 c, s64 d)
+{
+	s64 r;
+	register s64 r10 __asm__("r10") = d;
+	__asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+	return r;
+}
+
+static u64 slen(const char *s)
+{
+	u64 n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+static int seq(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+enum { MAP_MAX = 1 << 20, ENT_MAX = 8192, ARG_MAX = 64 };
+
+static char text[MAP_MAX];  /* the map file, lines split in place */
+static u64 ntext;
+static char extra[MAP_MAX]; /* paths learnt from blpp during the run */
+static u64 nextra;
+static struct {
+	const char *orig, *copy;
+} ents[ENT_MAX];
+static u64 nents;
+static char *blpp_argv[ARG_MAX + 4];
+static u64 nargs;
+static u64 next_tag;
+static char dir[4096];
+static int loaded;
+
+/* own_dir finds this file's directory from /proc/self/maps: the mapping
+ * that holds la_version. */
+unsigned int la_version(unsigned int v);
+static int own_dir(void)
+{
+	static char buf[1 << 16];
+	u64 at = (u64)&la_version, n = 0;
+	s64 fd = sc(SYS_open, (s64) "/proc/self/maps", 0, 0, 0), r;
+	if (fd < 0)
+		return 0;
+	while (n < sizeof(buf) - 1 && (r = sc(SYS_read, fd, (s64)(buf + n), (s64)(sizeof(buf) - 1 - n), 0)) > 0)
+		n += (u64)r;
+	sc(SYS_close, fd, 0, 0, 0);
+	buf[n] = 0;
+	for (char *l = buf; *l;) {
+		char *e = l, *p;
+		u64 lo = 0, hi = 0;
+		while (*e && *e != '\n')
+			e++;
+		for (p = l; *p && *p != '-'; p++)
+			lo = lo * 16 + (u64)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+		for (p++; *p && *p != ' '; p++)
+			hi = hi * 16 + (u64)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+		if (lo <= at && at < hi) {
+			char *path = 0, *slash = 0;
+			for (p = l; p < e; p++)
+				if (*p == '/' && !path)
+					path = p;
+			if (!path)
+				return 0;
+			for (p = path; p < e; p++)
+				if (*p == '/')
+					slash = p;
+			if ((u64)(slash - path) + 1 >= sizeof(dir))
+				return 0;
+			for (p = path; p < slash; p++)
+				dir[p - path] = *p;
+			dir[slash - path] = 0;
+			return 1;
+		}
+		l = *e ? e + 1 : e;
+	}
+	return 0;
+}
+
+static void load(void)
+{
+	char name[4200];
+	u64 n = slen(dir);
+	s64 fd, r;
+	loaded = 1;
+	if (!own_dir())
+		return;
+	n = slen(dir);
+	for (u64 i = 0; i < n; i++)
+		name[i] = dir[i];
+	const char *m = "/map";
+	for (u64 i = 0; m[i]; i++)
+		name[n + i] = m[i];
+	name[n + 4] = 0;
+	if ((fd = sc(SYS_open, (s64)name, 0, 0, 0)) < 0)
+		return;
+	while (ntext < sizeof(text) - 1 && (r = sc(SYS_read, fd, (s64)(text + ntext), (s64)(sizeof(text) - 1 - ntext), 0)) > 0)
+		ntext += (u64)r;
+	sc(SYS_close, fd, 0, 0, 0);
+	text[ntext] = 0;
+	for (char *l = text; *l;) {
+		char *e = l, *f[ARG_MAX + 2];
+		u64 nf = 0;
+		while (*e && *e != '\n')
+			e++;
+		if (*e)
+			*e++ = 0;
+		f[nf++] = l;
+		for (char *p = l; *p; p++)
+			if (*p == '\t') {
+				*p = 0;
+				if (nf < ARG_MAX + 2)
+					f[nf++] = p + 1;
+			}
+		if (seq(f[0], "blpp") && nf >= 2) {
+			for (u64 i = 1; i < nf && nargs < ARG_MAX; i++)
+				blpp_argv[nargs++] = f[i];
+		} else if (seq(f[0], "tag") && nf == 2) {
+			for (const char *p = f[1]; *p >= '0' && *p <= '9'; p++)
+				next_tag = next_tag * 10 + (u64)(*p - '0');
+		} else if (f[0][0] == '/' && nf == 2 && nents < ENT_MAX) {
+			ents[nents].orig = f[0];
+			ents[nents].copy = f[1];
+			nents++;
+		}
+		l = e;
+	}
+}
+
+static char *utoa(char *end, u64 v)
+{
+	*--end = 0;
+	do
+		*--end = (char)('0' + v % 10);
+	while (v /= 10);
+	return end;
+}
+
+/* rewrite runs `blpp ARGS --module-tag N orig` and returns the path it
+ * prints (the instrumented copy), or 0. */
+static const char *rewrite(const char *orig)
+{
+	static char tagbuf[24];
+	char out[4096];
+	char *argv[ARG_MAX + 8], *envp[1] = {0};
+	s64 p[2] = {0}, pid, r;
+	int fds[2];
+	u64 n = 0, a = 0;
+	if (!nargs || next_tag == 0 || next_tag > 2047 || nents >= ENT_MAX)
+		return 0;
+	for (u64 i = 0; i < nargs; i++)
+		argv[a++] = blpp_argv[i];
+	argv[a++] = "--module-tag";
+	argv[a++] = utoa(tagbuf + sizeof(tagbuf), next_tag);
+	argv[a++] = (char *)orig;
+	argv[a] = 0;
+	if (sc(SYS_pipe, (s64)fds, 0, 0, 0) < 0)
+		return 0;
+	p[0] = fds[0], p[1] = fds[1];
+	pid = sc(SYS_fork, 0, 0, 0, 0);
+	if (pid == 0) {
+		sc(SYS_dup2, p[1], 1, 0, 0);
+		sc(SYS_close, p[0], 0, 0, 0);
+		sc(SYS_execve, (s64)argv[0], (s64)argv, (s64)envp, 0);
+		sc(SYS_exit, 127, 0, 0, 0);
+	}
+	sc(SYS_close, p[1], 0, 0, 0);
+	if (pid < 0) {
+		sc(SYS_close, p[0], 0, 0, 0);
+		return 0;
+	}
+	while (n < sizeof(out) - 1 && (r = sc(SYS_read, p[0], (s64)(out + n), (s64)(sizeof(out) - 1 - n), 0)) != 0) {
+		if (r == -4) /* EINTR */
+			continue;
+		if (r < 0)
+			break;
+		n += (u64)r;
+	}
+	sc(SYS_close, p[0], 0, 0, 0);
+	int status = 0;
+	while ((r = sc(SYS_wait4, pid, (s64)&status, 0, 0)) == -4)
+		;
+	if (r < 0 || status != 0)
+		return 0;
+	while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+		n--;
+	if (!n || out[0] != '/' || nextra + n + 1 > sizeof(extra))
+		return 0;
+	char *copy = extra + nextra;
+	for (u64 i = 0; i < n; i++)
+		copy[i] = out[i];
+	copy[n] = 0;
+	nextra += n + 1;
+	next_tag++;
+	return copy;
+}
+
+EXPORT unsigned int la_version(unsigned int v)
+{
+	return v >= 1 ? 1 : 0;
+}
+
+/* LA_SER_ORIG is the name as the program gave it; later calls give the
+ * paths the search tries. Only file paths are mapped. */
+EXPORT char *la_objsearch(const char *name, unsigned long *cookie, unsigned int flag)
+{
+	const char *copy;
+	(void)cookie;
+	(void)flag;
+	if (!loaded)
+		load();
+	if (!name || name[0] != '/')
+		return (char *)name;
+	for (u64 i = 0; i < nents; i++)
+		if (seq(ents[i].orig, name))
+			return (char *)ents[i].copy;
+	for (u64 i = 0; i < nents; i++)
+		if (seq(ents[i].copy, name))
+			return (char *)name; /* already a copy */
+	{
+		s64 fd = sc(SYS_open, (s64)name, 0, 0, 0);
+		if (fd < 0)
+			return (char *)name; /* the search goes on elsewhere */
+		sc(SYS_close, fd, 0, 0, 0);
+	}
+	if (!(copy = rewrite(name)))
+		copy = name; /* blpp refused it: it runs as it is */
+	if (nents < ENT_MAX) {
+		ents[nents].orig = name; /* the loader keeps its name strings */
+		ents[nents].copy = copy;
+		nents++;
+	}
+	return (char *)copy;
+}

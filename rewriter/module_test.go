@@ -8,9 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"blpp/cct"
 	"blpp/cfg"
 	"blpp/internal/testsupport/fixture"
 	"blpp/meta"
@@ -206,9 +208,7 @@ func TestSharedObjectRuns(t *testing.T) {
 			prof := filepath.Join(dir, m.name+".out")
 			got := runProc(t, prog, nil, "LD_LIBRARY_PATH="+instDir, "BLPP_PROFILE="+prof)
 			sameBehaviour(t, "rw_main with the rewritten librw.so ("+m.name+")", want, got)
-			if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
-				t.Errorf("no profile: %v", err)
-			}
+			checkModuleProfile(t, prof, out, nil)
 			// The program instrumented too: two modules, one runtime. The
 			// library starts first (its DT_INIT), so the executable has
 			// no slot counters.
@@ -232,9 +232,7 @@ func TestSharedObjectRuns(t *testing.T) {
 			prof = filepath.Join(dir, m.name+".both.out")
 			got = runProc(t, instProg, nil, "LD_LIBRARY_PATH="+instDir, "BLPP_PROFILE="+prof)
 			sameBehaviour(t, "rw_main and librw.so both rewritten ("+m.name+")", want, got)
-			if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
-				t.Errorf("no profile: %v", err)
-			}
+			checkModuleProfile(t, prof, out, exe)
 		})
 	}
 }
@@ -254,6 +252,86 @@ var debianLibs = []struct {
 	{"libjq.so.1", "jq", []string{"-c", "[.[] | select(.a > 1) | .b]"}, `[{"a":1,"b":"x"},{"a":2,"b":"y"},{"a":3,"b":"z"}]`},
 	{"libonig.so.5", "jq", []string{"-c", `[.[] | test("^[a-c]+$")]`}, `["abc","abd","cab"]`},
 	{"libstdc++.so.6", "ninja", []string{"--version"}, ""},
+}
+
+// checkModuleProfile reads the profile of a run of rw_main with the
+// rewritten librw.so (lib) and, when exe is not nil, rw_main rewritten
+// too: the modules are listed with their tags, the library's functions
+// have the calls rw_main makes, and with both instrumented the callback
+// square has its record under rw_apply's, across the module boundary.
+func checkModuleProfile(t *testing.T, path string, lib, exe []byte) {
+	t.Helper()
+	p, err := cct.ReadFile(path)
+	if err != nil {
+		t.Fatalf("profile: %v", err)
+	}
+	tag := rewriter.DefaultModuleTag("librw.so")
+	wantTags := []uint32{tag}
+	if exe != nil {
+		wantTags = []uint32{0, tag}
+	}
+	var tags []uint32
+	for _, m := range p.Modules {
+		tags = append(tags, m.Tag)
+	}
+	if !slices.Equal(tags, wantTags) {
+		t.Fatalf("modules %+v, want tags %v", p.Modules, wantTags)
+	}
+	// Global function ids by name.
+	ids := map[string]uint32{}
+	for _, mod := range []struct {
+		data []byte
+		tag  uint32
+	}{{lib, tag}, {exe, 0}} {
+		if mod.data == nil {
+			continue
+		}
+		f, err := elf.NewFile(bytes.NewReader(mod.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, err := f.Section(meta.SectionName).Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab, err := meta.Decode(md)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, fn := range tab.Funcs {
+			ids[fn.Name] = mod.tag<<runtime.FidBits | uint32(i)
+		}
+	}
+	calls := map[uint32]uint64{}
+	for _, th := range p.Threads {
+		for _, r := range th.Records {
+			calls[r.Func] += r.Calls
+		}
+	}
+	want := map[string]uint64{"rw_inits": 1, "rw_sum": 1, "rw_kind": 12, "rw_apply": 1, "rw_sort": 1, "rw_hash": 1}
+	if exe != nil {
+		want["square"] = 100
+		want["main"] = 1
+	}
+	for name, n := range want {
+		if got := calls[ids[name]]; got != n {
+			t.Errorf("%s (id %#x): %d calls, want %d", name, ids[name], got, n)
+		}
+	}
+	if exe == nil || p.Flags&cct.FlagFlowOnly != 0 {
+		return
+	}
+	under := false
+	for _, th := range p.Threads {
+		for _, r := range th.Records {
+			if r.Func == ids["square"] && r.Parent >= 0 && th.Records[r.Parent].Func == ids["rw_apply"] {
+				under = true
+			}
+		}
+	}
+	if !under {
+		t.Error("no record of square (rw_main) under rw_apply (librw.so)")
+	}
 }
 
 // TestDebianLibraries rewrites Debian's shared libraries (those present)

@@ -97,7 +97,9 @@ type gen struct {
 	// differences resolved after Finish.
 	tables  []newTable
 	patches []patch
-	pie     bool
+	// pie: the binary is position-independent (a PIE or a shared
+	// object), so absolute jump table entries need the load bias.
+	pie bool
 	// sites lists (function id, block) per call-site id; id 0 is none.
 	sites [][2]uint64
 	// siteRet labels the return address of each closed call, by site id

@@ -108,8 +108,8 @@ func biasLoads(b *cfg.Binary, jt *cfg.JumpTable) (map[uint64]biasedLoad, uint64,
 func gpr(r x86asm.Reg) bool { return r >= x86asm.RAX && r <= x86asm.R15 }
 
 // pieTableBlocker says why an absolute jump table of g cannot be copied
-// in a PIE ("" when every one can, and in other binaries, which need no
-// load bias).
+// in a PIE or shared object ("" when every one can, and in
+// position-dependent executables, which need no load bias).
 func pieTableBlocker(b *cfg.Binary, g *cfg.Graph) string {
 	if b.Kind == cfg.KindExec {
 		return ""

@@ -122,14 +122,7 @@ func checkLibrary(t *testing.T, orig, out []byte, sum *rewriter.Summary) {
 	if got, want := dyn(f, elf.DT_FINI), rt.Addr+img.Symbols[runtime.SymFini]; got != want {
 		t.Errorf("DT_FINI %#x, want blpp_fini at %#x", got, want)
 	}
-	d, err := data.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := runtime.ParseConfig(d[img.Symbols[runtime.SymConfig]-img.DataOff:])
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := configOf(t, f)
 	if c.OrigInit != dyn(of, elf.DT_INIT) || c.OrigFini != dyn(of, elf.DT_FINI) || c.OrigEntry != 0 ||
 		c.Flags&runtime.ConfigFlagLibrary == 0 || c.ModuleTag != sum.ModuleTag || c.SlotsSize != 0 ||
 		c.NFuncs != uint64(sum.Instrumented) {
@@ -168,6 +161,28 @@ func checkLibrary(t *testing.T, orig, out []byte, sum *rewriter.Summary) {
 			t.Errorf("%s: entry %#x holds % x, not a jmp into the new code [%#x,+%#x)", fn.Name, fn.Entry, b, text.Addr, text.Size)
 		}
 	}
+}
+
+// configOf reads the runtime configuration of an instrumented binary.
+func configOf(t *testing.T, f *elf.File) runtime.Config {
+	t.Helper()
+	img, err := runtime.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := f.Section(".blpp.data")
+	if data == nil {
+		t.Fatal("no .blpp.data section")
+	}
+	d, err := data.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := runtime.ParseConfig(d[img.Symbols[runtime.SymConfig]-img.DataOff:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestSharedObjectRuns runs an uninstrumented program with the original
@@ -224,6 +239,11 @@ func TestSharedObjectRuns(t *testing.T) {
 			}
 			if sum.Module != rewriter.ModuleExecutable || sum.ModuleTag != 0 || sum.ClosedFunctions != 0 {
 				t.Errorf("executable: module %q tag %d, %d closed functions (NoSlots: none)", sum.Module, sum.ModuleTag, sum.ClosedFunctions)
+			}
+			if f, err := elf.NewFile(bytes.NewReader(exe)); err != nil {
+				t.Fatal(err)
+			} else if c := configOf(t, f); c.SlotsSize != 0 || c.ModuleTag != 0 || c.Flags&runtime.ConfigFlagLibrary != 0 || c.OrigEntry == 0 {
+				t.Errorf("executable's config %+v: want no slots, tag 0, no library flag, an entry", c)
 			}
 			instProg := filepath.Join(instDir, "rw_main")
 			if err := os.WriteFile(instProg, exe, 0o755); err != nil {

@@ -16,7 +16,7 @@ import (
 
 func init() {
 	register(&command{name: "run", summary: "rewrite a program (cached), run it with the same arguments and I/O, report its hot paths",
-		usage: "[-o REPORT] [--top N] [--profile FILE] [--no-context] [--metrics LIST] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] -- PROG [ARGS...]", run: runRun})
+		usage: "[-o REPORT] [--top N] [--profile FILE] [--no-context] [--metrics LIST] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] [--lib FILE] -- PROG [ARGS...]", run: runRun})
 }
 
 // exitError carries the program's exit status out of runRun.
@@ -43,6 +43,7 @@ func runRun(c *ctx, args []string) error {
 	profile := fs.String("profile", "", "keep the profile in this file (default: a temporary file, or $BLPP_PROFILE)")
 	mode := addModeFlags(fs)
 	sel := addLibFlags(fs)
+	extraLibs := fs.StringArray("lib", nil, "instrument this shared object too, one the program dlopen's by name: the loader finds it by its base name (repeatable)")
 	fs.SetInterspersed(false)
 	if err := c.parse(fs, args); err != nil {
 		return err
@@ -63,6 +64,9 @@ func runRun(c *ctx, args []string) error {
 	if err != nil {
 		return err
 	}
+	if noLibs && len(*extraLibs) > 0 {
+		return &usageError{"--lib with --libs none"}
+	}
 	whole := loader != "" && !noLibs
 	inst, err := cachedRewrite(prog, mode, whole)
 	if err != nil {
@@ -70,13 +74,10 @@ func runRun(c *ctx, args []string) error {
 	}
 	var wp *wholeProcess
 	if whole {
-		if wp, err = prepareLibs(c.stderr, loader, prog, mode, sel, pick); err != nil {
+		if wp, err = prepareLibs(c.stderr, loader, prog, mode, sel, pick, *extraLibs); err != nil {
 			return err
 		}
 		defer os.RemoveAll(wp.dir)
-		for _, s := range wp.skipped {
-			fmt.Fprintf(c.stderr, "blpp run: not instrumented: %s\n", s)
-		}
 	}
 	profPath := *profile
 	if profPath == "" {
@@ -113,7 +114,11 @@ func runRun(c *ctx, args []string) error {
 	} else if runErr != nil {
 		return runErr
 	}
-	if err := writeRunReport(c, inst, profPath, *reportPath, *top); err != nil {
+	var skipped []string
+	if wp != nil {
+		skipped = wp.skipped
+	}
+	if err := writeRunReport(c, inst, skipped, profPath, *reportPath, *top); err != nil {
 		fmt.Fprintf(c.stderr, "blpp run: %v\n", err)
 	}
 	if code != 0 {
@@ -122,7 +127,10 @@ func runRun(c *ctx, args []string) error {
 	return nil
 }
 
-func writeRunReport(c *ctx, inst, profPath, out string, top int) error {
+// writeRunReport writes the libraries left uninstrumented, with their
+// reasons, and the report: to stderr after the program's own output, or
+// to the file out.
+func writeRunReport(c *ctx, inst string, skipped []string, profPath, out string, top int) error {
 	var w io.Writer = c.stderr
 	if out != "" {
 		fh, err := os.Create(out)
@@ -131,6 +139,9 @@ func writeRunReport(c *ctx, inst, profPath, out string, top int) error {
 		}
 		defer fh.Close()
 		w = fh
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(w, "blpp run: not instrumented: %s\n", s)
 	}
 	return writeRunReportTo(w, inst, profPath, top)
 }

@@ -28,6 +28,16 @@ import (
 // with blpp's rtld auditor (package runtime/audit), which hands the loader
 // the instrumented copy of each of them and has blpp rewrite, there and
 // then, any other object the program dlopen's.
+//
+// The loader is also given --library-path DIR, a directory of links named
+// as the program asks for its libraries (DT_NEEDED names, and --lib files
+// by base name) to the copies, or to the originals of those that run as
+// they are, followed by the user's LD_LIBRARY_PATH. The executable the
+// loader starts is the copy in the cache, so an $ORIGIN in its run path
+// names the cache: without DIR, a program that finds its libraries
+// through $ORIGIN would not start. --library-path rather than
+// LD_LIBRARY_PATH keeps the program's environment its own (its children
+// inherit nothing new). In the program, /proc/self/exe is the loader.
 
 func init() {
 	register(&command{name: "rewrite-module", hidden: true,
@@ -159,6 +169,7 @@ type wholeProcess struct {
 	loader  string
 	auditor string // ld.so --audit object
 	dir     string // the auditor's directory, removed after the run
+	libDir  string // the links to the libraries (--library-path)
 	skipped []string
 }
 
@@ -166,22 +177,56 @@ type wholeProcess struct {
 // installs the auditor; progress goes to w when it takes more than a
 // second. A library that cannot be rewritten runs as it is and is listed
 // in skipped.
-func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect, pick func(string) bool) (*wholeProcess, error) {
+func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect, pick func(string) bool, extra []string) (*wholeProcess, error) {
 	libs, err := startLibs(loader, prog)
 	if err != nil {
 		return nil, err
+	}
+	// --lib files (objects the program dlopen's by name) come after the
+	// start libraries, found in DIR by their base names.
+	for _, x := range extra {
+		p, err := filepath.Abs(x)
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("--lib: %w", err)
+		} else if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("--lib: %s is not a file", x)
+		}
+		libs = append(libs, neededLib{Name: filepath.Base(p), Path: p})
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	wp := &wholeProcess{loader: loader}
+	if wp.dir, err = os.MkdirTemp("", "blpp-audit-"); err != nil {
+		return nil, err
+	}
+	wp.libDir = filepath.Join(wp.dir, "lib")
+	if err := os.Mkdir(wp.libDir, 0o755); err != nil {
+		os.RemoveAll(wp.dir)
+		return nil, err
+	}
 	m := audit.Map{Objects: map[string]string{}}
+	// link puts the library the program asks for by name into DIR, and
+	// tells the auditor that DIR's entry is to (not an object to rewrite).
+	link := func(l neededLib, to string) {
+		if l.Name == "" || strings.ContainsRune(l.Name, '/') {
+			return
+		}
+		at := filepath.Join(wp.libDir, l.Name)
+		if os.Symlink(to, at) == nil {
+			m.Objects[at] = to
+		}
+	}
 	start := time.Now()
 	said := false
 	for i, l := range libs {
 		if !pick(l.Path) {
 			m.Objects[l.Path] = l.Path
+			link(l, l.Path)
 			continue
 		}
 		if !said && time.Since(start) > time.Second {
@@ -190,6 +235,7 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 		}
 		var opts rewriter.Options
 		if err := mode.apply(&opts); err != nil {
+			os.RemoveAll(wp.dir)
 			return nil, err
 		}
 		opts.ModuleTag = uint64(i + 1)
@@ -197,16 +243,15 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 		if err != nil {
 			wp.skipped = append(wp.skipped, fmt.Sprintf("%s: %v", l.Name, trimPathErr(err, l.Path)))
 			m.Objects[l.Path] = l.Path
+			link(l, l.Path)
 			continue
 		}
 		m.Objects[l.Path] = cp
+		link(l, cp)
 	}
 	m.NextTag = len(libs) + 1
 	m.Blpp = append([]string{self, "rewrite-module"}, mode.args()...)
 	m.Blpp = append(m.Blpp, sel.args()...)
-	if wp.dir, err = os.MkdirTemp("", "blpp-audit-"); err != nil {
-		return nil, err
-	}
 	if wp.auditor, err = audit.Install(wp.dir, m); err != nil {
 		os.RemoveAll(wp.dir)
 		return nil, err
@@ -219,9 +264,14 @@ func trimPathErr(err error, path string) string {
 }
 
 // command runs inst (prog's instrumented copy) under the loader with the
-// auditor, argv[0] as given.
+// auditor, DIR then the user's LD_LIBRARY_PATH as the library path, and
+// argv[0] as given.
 func (wp *wholeProcess) command(inst, argv0 string, args []string) *exec.Cmd {
-	a := append([]string{"--audit", wp.auditor, "--argv0", argv0, inst}, args...)
+	lp := wp.libDir
+	if v := os.Getenv("LD_LIBRARY_PATH"); v != "" {
+		lp += ":" + v
+	}
+	a := append([]string{"--audit", wp.auditor, "--library-path", lp, "--argv0", argv0, inst}, args...)
 	return exec.Command(wp.loader, a...)
 }
 

@@ -33,7 +33,7 @@ func cachedRewrite(prog string, mode modeFlags, noSlots bool) (string, error) {
 		return "", err
 	}
 	opts.NoSlots = noSlots
-	return cachedModule(prog, opts, mode)
+	return cachedModule(prog, opts, mode, moduleCache())
 }
 
 func runRun(c *ctx, args []string) error {
@@ -67,14 +67,15 @@ func runRun(c *ctx, args []string) error {
 	if noLibs && len(*extraLibs) > 0 {
 		return &usageError{"--lib with --libs none"}
 	}
-	whole := loader != "" && !noLibs
-	inst, err := cachedRewrite(prog, mode, whole)
+	// A dynamic program runs under its loader even with --libs none, with
+	// the links to its libraries (prepareLibs).
+	inst, err := cachedRewrite(prog, mode, loader != "" && !noLibs)
 	if err != nil {
 		return err
 	}
 	var wp *wholeProcess
-	if whole {
-		if wp, err = prepareLibs(c.stderr, loader, prog, mode, sel, pick, *extraLibs); err != nil {
+	if loader != "" {
+		if wp, err = prepareLibs(c.stderr, loader, prog, mode, sel, pick, noLibs, *extraLibs); err != nil {
 			return err
 		}
 		defer os.RemoveAll(wp.dir)

@@ -42,7 +42,7 @@ import (
 func init() {
 	register(&command{name: "rewrite-module", hidden: true,
 		summary: "rewrite a shared object for a running blpp run (called by its rtld auditor): print the copy's path",
-		usage:   "[--no-context] [--metrics LIST] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] --module-tag N LIB",
+		usage:   "[--no-context] [--metrics LIST] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] [--cache DIR] --module-tag N LIB",
 		run:     runRewriteModule})
 }
 
@@ -133,11 +133,21 @@ func startLibs(loader, prog string) ([]neededLib, error) {
 	return libs, nil
 }
 
-// cachedModule rewrites the object at path with opts into the cache (key:
+// moduleCache is the directory of the instrumented copies: blpp/modules
+// under the user's cache directory.
+func moduleCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "blpp", "modules")
+}
+
+// cachedModule rewrites the object at path with opts into cache (key:
 // its bytes, the runtime image, the options) and returns the copy's path:
 // <cache>/<key>/<base name>, so that the copy keeps its file name, which
 // reports call the module by.
-func cachedModule(path string, opts rewriter.Options, mode modeFlags) (string, error) {
+func cachedModule(path string, opts rewriter.Options, mode modeFlags, cache string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
@@ -146,11 +156,7 @@ func cachedModule(path string, opts rewriter.Options, mode modeFlags) (string, e
 	h.Write(data)
 	h.Write(runtime.ImageBytes())
 	fmt.Fprintf(h, "%s tag=%d noslots=%v", mode.key(), opts.ModuleTag, opts.NoSlots)
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		dir = os.TempDir()
-	}
-	dir = filepath.Join(dir, "blpp", "modules", hex.EncodeToString(h.Sum(nil)[:12]))
+	dir := filepath.Join(cache, hex.EncodeToString(h.Sum(nil)[:12]))
 	out := filepath.Join(dir, filepath.Base(path))
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
@@ -177,7 +183,11 @@ type wholeProcess struct {
 // installs the auditor; progress goes to w when it takes more than a
 // second. A library that cannot be rewritten runs as it is and is listed
 // in skipped.
-func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect, pick func(string) bool, extra []string) (*wholeProcess, error) {
+//
+// With noLibs (--libs none) nothing is rewritten and there is no auditor:
+// the links lead to the originals, so that the executable's $ORIGIN run
+// path still finds them.
+func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect, pick func(string) bool, noLibs bool, extra []string) (*wholeProcess, error) {
 	libs, err := startLibs(loader, prog)
 	if err != nil {
 		return nil, err
@@ -221,6 +231,7 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 			m.Objects[at] = to
 		}
 	}
+	cache := moduleCache()
 	start := time.Now()
 	said := false
 	for i, l := range libs {
@@ -239,7 +250,7 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 			return nil, err
 		}
 		opts.ModuleTag = uint64(i + 1)
-		cp, err := cachedModule(l.Path, opts, mode)
+		cp, err := cachedModule(l.Path, opts, mode, cache)
 		if err != nil {
 			wp.skipped = append(wp.skipped, fmt.Sprintf("%s: %v", l.Name, trimPathErr(err, l.Path)))
 			m.Objects[l.Path] = l.Path
@@ -250,8 +261,13 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 		link(l, cp)
 	}
 	m.NextTag = len(libs) + 1
-	m.Blpp = append([]string{self, "rewrite-module"}, mode.args()...)
+	// The auditor runs blpp with an empty environment: the cache is
+	// named, not found again from $HOME.
+	m.Blpp = append([]string{self, "rewrite-module", "--cache", cache}, mode.args()...)
 	m.Blpp = append(m.Blpp, sel.args()...)
+	if noLibs {
+		return wp, nil
+	}
 	if wp.auditor, err = audit.Install(wp.dir, m); err != nil {
 		os.RemoveAll(wp.dir)
 		return nil, err
@@ -271,7 +287,11 @@ func (wp *wholeProcess) command(inst, argv0 string, args []string) *exec.Cmd {
 	if v := os.Getenv("LD_LIBRARY_PATH"); v != "" {
 		lp += ":" + v
 	}
-	a := append([]string{"--audit", wp.auditor, "--library-path", lp, "--argv0", argv0, inst}, args...)
+	a := []string{"--library-path", lp, "--argv0", argv0}
+	if wp.auditor != "" {
+		a = append(a, "--audit", wp.auditor)
+	}
+	a = append(append(a, inst), args...)
 	return exec.Command(wp.loader, a...)
 }
 
@@ -284,6 +304,7 @@ func runRewriteModule(c *ctx, args []string) error {
 	mode := addModeFlags(fs)
 	sel := addLibFlags(fs)
 	tag := fs.Uint64("module-tag", 0, "the module's tag")
+	cache := fs.String("cache", moduleCache(), "the directory of instrumented copies")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
@@ -304,7 +325,7 @@ func runRewriteModule(c *ctx, args []string) error {
 		return err
 	}
 	opts.ModuleTag = *tag
-	cp, err := cachedModule(lib, opts, mode)
+	cp, err := cachedModule(lib, opts, mode, *cache)
 	if err != nil {
 		fmt.Fprintln(c.stdout, lib)
 		return nil

@@ -123,7 +123,7 @@ func TestWholeProcessSameRun(t *testing.T) {
 				cgDir := filepath.Join(dir, "cg")
 				args := append([]string{"--audit", wp.auditor, "--argv0", p.prog, inst}, p.args...)
 				cg, err := callgrind.Run(loader, callgrind.Options{Args: args, Stdin: p.stdin, Env: append([]string{"BLPP_PROFILE=" + prof}, p.env...),
-					OutDir: cgDir, SplitAfter: corpus.WriteDone, Timeout: 5 * time.Minute})
+					OutDir: cgDir, SplitAfter: corpus.WriteDone, Timeout: 5 * time.Minute, Launcher: true})
 				if err != nil {
 					t.Fatal(err)
 				}

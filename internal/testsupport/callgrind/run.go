@@ -47,6 +47,12 @@ type Options struct {
 	// (blpp_fini, and blpp_rt_leave, which writes the final one again
 	// before exit_group).
 	SplitAfter []string
+
+	// Launcher says that prog only starts the program that matters (the
+	// dynamic loader running an instrumented copy, as blpp run does): its
+	// own unknown code is not folded, and the objects of interest are
+	// read afterwards with CollectObject from OutDir.
+	Launcher bool
 }
 
 // forkFuncs are the C library functions before which Run makes callgrind
@@ -192,8 +198,10 @@ func Run(prog string, opts Options) (*Profile, error) {
 	if p == nil {
 		return nil, fmt.Errorf("%w: %s (exit status %d)%s", ErrNoProfile, prog, exitCode, diagnostics(dir, stderr.Bytes()))
 	}
-	if err := p.FoldUnknown(abs); err != nil {
-		return nil, err
+	if !opts.Launcher {
+		if err := p.FoldUnknown(abs); err != nil {
+			return nil, err
+		}
 	}
 	p.ExitCode, p.Signal = exitCode, sig
 	p.Stdout, p.Stderr = stdout.Bytes(), stderr.Bytes()

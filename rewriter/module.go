@@ -14,7 +14,6 @@ import (
 
 // Errors for shared objects the rewriter refuses [decision 81].
 var (
-	ErrLibc          = errors.New("libc is not instrumented yet (libc.so.6 runs before any module's DT_INIT)")
 	ErrDynamicLinker = errors.New("the dynamic linker is never instrumented")
 	ErrTooManyFuncs  = fmt.Errorf("more than %d functions: function ids have %d bits in a module", 1<<runtime.FidBits, runtime.FidBits)
 )
@@ -36,9 +35,11 @@ type module struct {
 
 // moduleOf classifies b and checks opts.ModuleTag. A library's tag 0
 // means the default, DefaultModuleTag of its SONAME (of its build-id when
-// it has none: a dlopen'ed plugin). libc.so.6 and the dynamic linker are
-// refused: libc's start-up and IRELATIVE resolvers run before any DT_INIT
-// and before %gs has a thread block, and ld.so runs before everything.
+// it has none: a dlopen'ed plugin). The dynamic linker is refused: it
+// runs before everything, the runtime's start included. libc.so.6 is
+// instrumented like any library: its code that runs before any DT_INIT
+// (IRELATIVE resolvers, called by ld.so while it relocates) starts the
+// runtime from its first stub, as an executable's always did.
 func moduleOf(b *cfg.Binary, opts Options) (module, error) {
 	if opts.ModuleTag > runtime.MaxModuleTag {
 		return module{}, fmt.Errorf("module tag %d: at most %d", opts.ModuleTag, runtime.MaxModuleTag)
@@ -51,8 +52,6 @@ func moduleOf(b *cfg.Binary, opts Options) (module, error) {
 	}
 	// Both can run as programs, so check them whatever their kind.
 	switch {
-	case m.soname == "libc.so.6":
-		return module{}, ErrLibc
 	case strings.HasPrefix(m.soname, "ld-linux"):
 		return module{}, fmt.Errorf("%w (%s)", ErrDynamicLinker, m.soname)
 	}

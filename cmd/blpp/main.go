@@ -26,6 +26,9 @@ type command struct {
 	summary string
 	usage   string
 	run     func(c *ctx, args []string) error
+	// hidden commands are for blpp's own use (the run auditor's
+	// rewrite-module) and left out of the usage text.
+	hidden bool
 }
 
 // ctx carries the streams a command writes to, so tests can run main
@@ -115,6 +118,9 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "\nblpp is a Ball-Larus path profiler for x86-64 Linux executables.")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range commands {
+		if c.hidden {
+			continue
+		}
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nrun 'blpp help COMMAND' (or 'blpp COMMAND --help') for a command's flags,")

@@ -146,8 +146,8 @@ func TestUsage(t *testing.T) {
 	// names every flag its usage line promises.
 	o := blpp("--help")
 	for _, c := range commands {
-		if !strings.Contains(o.stdout, "  "+c.name+" ") {
-			t.Errorf("blpp --help does not list %s", c.name)
+		if listed := strings.Contains(o.stdout, "  "+c.name+" "); listed == c.hidden {
+			t.Errorf("blpp --help lists %s: %v, want %v (hidden: %v)", c.name, listed, !c.hidden, c.hidden)
 		}
 		h := blpp(c.name, "--help")
 		for _, fl := range regexp.MustCompile(`--[a-z-]+`).FindAllString(c.usage, -1) {

@@ -62,6 +62,15 @@ func (m modeFlags) apply(opts *rewriter.Options) error {
 	return nil
 }
 
+// args are the flags that give this mode again (for blpp rewrite-module).
+func (m modeFlags) args() []string {
+	a := []string{"--metrics", *m.metrics, "--shadow-frames", fmt.Sprint(*m.shadowFrames)}
+	if *m.noContext {
+		a = append(a, "--no-context")
+	}
+	return a
+}
+
 // key is a string naming the mode, for cache keys.
 func (m modeFlags) key() string {
 	return fmt.Sprintf("ctx=%v metrics=%s shadow=%d", !*m.noContext, *m.metrics, *m.shadowFrames)

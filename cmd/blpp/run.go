@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,12 +12,11 @@ import (
 
 	"blpp/report"
 	"blpp/rewriter"
-	"blpp/runtime"
 )
 
 func init() {
 	register(&command{name: "run", summary: "rewrite a program (cached), run it with the same arguments and I/O, report its hot paths",
-		usage: "[-o REPORT] [--top N] [--profile FILE] [--no-context] [--metrics LIST] [--shadow-frames N] -- PROG [ARGS...]", run: runRun})
+		usage: "[-o REPORT] [--top N] [--profile FILE] [--no-context] [--metrics LIST] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] -- PROG [ARGS...]", run: runRun})
 }
 
 // exitError carries the program's exit status out of runRun.
@@ -27,39 +24,16 @@ type exitError struct{ code int }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-// cachedRewrite rewrites prog into the user cache, keyed by the SHA-256 of
-// its bytes, the runtime image and the mode, and returns the instrumented
-// binary's path.
-func cachedRewrite(prog string, mode modeFlags) (string, error) {
-	data, err := os.ReadFile(prog)
-	if err != nil {
-		return "", err
-	}
+// cachedRewrite rewrites the executable prog into the user cache
+// (cachedModule) and returns the instrumented binary's path. noSlots is
+// for a process whose libraries are instrumented too (decision 81).
+func cachedRewrite(prog string, mode modeFlags, noSlots bool) (string, error) {
 	var opts rewriter.Options
 	if err := mode.apply(&opts); err != nil {
 		return "", err
 	}
-	h := sha256.New()
-	h.Write(data)
-	h.Write(runtime.ImageBytes())
-	h.Write([]byte(mode.key()))
-	sum := h.Sum(nil)[:12]
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		dir = os.TempDir()
-	}
-	dir = filepath.Join(dir, "blpp", "rewrite")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, hex.EncodeToString(sum)+"-"+filepath.Base(prog))
-	if _, err := os.Stat(out); err == nil {
-		return out, nil
-	}
-	if _, err := rewriteFile(prog, out, opts); err != nil {
-		return "", err
-	}
-	return out, nil
+	opts.NoSlots = noSlots
+	return cachedModule(prog, opts, mode)
 }
 
 func runRun(c *ctx, args []string) error {
@@ -68,6 +42,7 @@ func runRun(c *ctx, args []string) error {
 	top := fs.Int("top", 10, "number of hottest paths to show")
 	profile := fs.String("profile", "", "keep the profile in this file (default: a temporary file, or $BLPP_PROFILE)")
 	mode := addModeFlags(fs)
+	sel := addLibFlags(fs)
 	fs.SetInterspersed(false)
 	if err := c.parse(fs, args); err != nil {
 		return err
@@ -80,9 +55,28 @@ func runRun(c *ctx, args []string) error {
 	if err != nil {
 		return err
 	}
-	inst, err := cachedRewrite(prog, mode)
+	pick, noLibs, err := sel.compile()
 	if err != nil {
 		return err
+	}
+	loader, err := interpreter(prog)
+	if err != nil {
+		return err
+	}
+	whole := loader != "" && !noLibs
+	inst, err := cachedRewrite(prog, mode, whole)
+	if err != nil {
+		return err
+	}
+	var wp *wholeProcess
+	if whole {
+		if wp, err = prepareLibs(c.stderr, loader, prog, mode, sel, pick); err != nil {
+			return err
+		}
+		defer os.RemoveAll(wp.dir)
+		for _, s := range wp.skipped {
+			fmt.Fprintf(c.stderr, "blpp run: not instrumented: %s\n", s)
+		}
 	}
 	profPath := *profile
 	if profPath == "" {
@@ -99,6 +93,9 @@ func runRun(c *ctx, args []string) error {
 	}
 	p := exec.Command(inst, rest[1:]...)
 	p.Args[0] = rest[0]
+	if wp != nil {
+		p = wp.command(inst, rest[0], rest[1:])
+	}
 	p.Stdin, p.Stdout, p.Stderr = os.Stdin, c.stdout, c.stderr
 	p.Env = append(os.Environ(), "BLPP_PROFILE="+profPath)
 	// Signals meant for the program (^C) reach it through the process
@@ -151,7 +148,14 @@ func writeRunReportTo(w io.Writer, inst, profPath string, top int) error {
 	for _, m := range report.RuntimeWarnings(prof.Stats) {
 		fmt.Fprintf(w, "blpp: warning: %s\n", m)
 	}
-	m, err := report.NewModel(inst, tab, prof, f)
+	// The libraries' copies are where the profile says the process
+	// loaded them (the cache).
+	libs, err := report.OpenModules(prof, nil)
+	if err != nil {
+		return err
+	}
+	defer report.CloseModules(libs)
+	m, err := report.NewModelWith(inst, tab, prof, f, report.ModelOptions{Libs: libs})
 	if err != nil {
 		return err
 	}

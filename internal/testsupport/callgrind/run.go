@@ -331,3 +331,28 @@ func tail(data []byte) string {
 	}
 	return s
 }
+
+// CollectObject sums the counts of object (a file path: the file callgrind
+// names in ob= lines is compared by identity) over every callgrind file of
+// a run whose output Options.OutDir kept, split after splitAfter as Run
+// does, with the object's .init/.plt/.fini code folded to ELF addresses.
+// It is how a run of several instrumented modules (a program and its
+// shared objects) is read one module at a time. nil, nil when no file
+// mentions object.
+func CollectObject(dir, object string, splitAfter []string) (*Profile, error) {
+	info, err := os.Stat(object)
+	if err != nil {
+		return nil, fmt.Errorf("callgrind: %w", err)
+	}
+	p, err := collect(dir, func(ob string) bool {
+		fi, err := os.Stat(ob)
+		return err == nil && os.SameFile(fi, info)
+	}, splitAfter)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	if err := p.FoldUnknown(object); err != nil {
+		return nil, err
+	}
+	return p, nil
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"blpp/rewriter"
+	"blpp/runtime"
+	"blpp/runtime/audit"
+)
+
+// Whole-process runs (decision 82): `blpp run` instruments the program and
+// every shared object it loads. The objects it needs at start are listed
+// by the system loader itself (ld.so --list), rewritten into the cache and
+// numbered 1, 2, ... as modules; the program then runs under the loader
+// with blpp's rtld auditor (package runtime/audit), which hands the loader
+// the instrumented copy of each of them and has blpp rewrite, there and
+// then, any other object the program dlopen's.
+
+func init() {
+	register(&command{name: "rewrite-module", hidden: true,
+		summary: "rewrite a shared object for a running blpp run (called by its rtld auditor): print the copy's path",
+		usage:   "[--no-context] [--metrics LIST] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] --module-tag N LIB",
+		run:     runRewriteModule})
+}
+
+// libSelect is --libs and --exclude-lib.
+type libSelect struct {
+	libs, exclude *string
+}
+
+func addLibFlags(fs interface {
+	String(name, value, usage string) *string
+}) libSelect {
+	return libSelect{
+		libs:    fs.String("libs", "all", "shared objects to instrument: all, none, or those whose path matches this regular expression"),
+		exclude: fs.String("exclude-lib", "", "do not instrument shared objects whose path matches this regular expression"),
+	}
+}
+
+// compile checks the flags; none says no library is instrumented.
+func (s libSelect) compile() (pick func(path string) bool, none bool, err error) {
+	var inc, exc *regexp.Regexp
+	switch *s.libs {
+	case "all", "":
+	case "none":
+		return func(string) bool { return false }, true, nil
+	default:
+		if inc, err = regexp.Compile(*s.libs); err != nil {
+			return nil, false, &usageError{fmt.Sprintf("--libs: %v", err)}
+		}
+	}
+	if *s.exclude != "" {
+		if exc, err = regexp.Compile(*s.exclude); err != nil {
+			return nil, false, &usageError{fmt.Sprintf("--exclude-lib: %v", err)}
+		}
+	}
+	return func(path string) bool {
+		return (inc == nil || inc.MatchString(path)) && (exc == nil || !exc.MatchString(path))
+	}, false, nil
+}
+
+// args are the flags that give the same selection again.
+func (s libSelect) args() []string { return []string{"--libs", *s.libs, "--exclude-lib", *s.exclude} }
+
+// neededLib is one shared object of a program's start, as the loader
+// resolves it.
+type neededLib struct{ Name, Path string }
+
+// interpreter is prog's PT_INTERP, "" for a static program.
+func interpreter(prog string) (string, error) {
+	f, err := elf.Open(prog)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			b, err := io.ReadAll(p.Open())
+			if err != nil {
+				return "", err
+			}
+			return string(bytes.TrimRight(b, "\x00")), nil
+		}
+	}
+	return "", nil
+}
+
+// startLibs lists the shared objects prog loads at start, in the loader's
+// order, from the loader's own list mode (it maps them without running
+// the program). The loader itself and the vDSO are left out.
+func startLibs(loader, prog string) ([]neededLib, error) {
+	out, err := exec.Command(loader, "--list", prog).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+			return nil, fmt.Errorf("%s --list %s: %s", loader, prog, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return nil, fmt.Errorf("%s --list %s: %w", loader, prog, err)
+	}
+	var libs []neededLib
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		// "\tlibz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x...)"
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 || f[1] != "=>" || !filepath.IsAbs(f[2]) {
+			continue
+		}
+		libs = append(libs, neededLib{Name: f[0], Path: f[2]})
+	}
+	return libs, nil
+}
+
+// cachedModule rewrites the object at path with opts into the cache (key:
+// its bytes, the runtime image, the options) and returns the copy's path:
+// <cache>/<key>/<base name>, so that the copy keeps its file name, which
+// reports call the module by.
+func cachedModule(path string, opts rewriter.Options, mode modeFlags) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write(data)
+	h.Write(runtime.ImageBytes())
+	fmt.Fprintf(h, "%s tag=%d noslots=%v", mode.key(), opts.ModuleTag, opts.NoSlots)
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "blpp", "modules", hex.EncodeToString(h.Sum(nil)[:12]))
+	out := filepath.Join(dir, filepath.Base(path))
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if _, err := rewriteFile(path, out, opts); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// wholeProcess is what run sets up for a dynamic program with libraries.
+type wholeProcess struct {
+	loader  string
+	auditor string // ld.so --audit object
+	dir     string // the auditor's directory, removed after the run
+	skipped []string
+}
+
+// prepareLibs rewrites prog's start libraries that pick selects and
+// installs the auditor; progress goes to w when it takes more than a
+// second. A library that cannot be rewritten runs as it is and is listed
+// in skipped.
+func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect, pick func(string) bool) (*wholeProcess, error) {
+	libs, err := startLibs(loader, prog)
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	wp := &wholeProcess{loader: loader}
+	m := audit.Map{Objects: map[string]string{}}
+	start := time.Now()
+	said := false
+	for i, l := range libs {
+		if !pick(l.Path) {
+			m.Objects[l.Path] = l.Path
+			continue
+		}
+		if !said && time.Since(start) > time.Second {
+			fmt.Fprintf(w, "blpp run: instrumenting %d shared objects (cached for later runs)\n", len(libs))
+			said = true
+		}
+		var opts rewriter.Options
+		if err := mode.apply(&opts); err != nil {
+			return nil, err
+		}
+		opts.ModuleTag = uint64(i + 1)
+		cp, err := cachedModule(l.Path, opts, mode)
+		if err != nil {
+			wp.skipped = append(wp.skipped, fmt.Sprintf("%s: %v", l.Name, trimPathErr(err, l.Path)))
+			m.Objects[l.Path] = l.Path
+			continue
+		}
+		m.Objects[l.Path] = cp
+	}
+	m.NextTag = len(libs) + 1
+	m.Blpp = append([]string{self, "rewrite-module"}, mode.args()...)
+	m.Blpp = append(m.Blpp, sel.args()...)
+	if wp.dir, err = os.MkdirTemp("", "blpp-audit-"); err != nil {
+		return nil, err
+	}
+	if wp.auditor, err = audit.Install(wp.dir, m); err != nil {
+		os.RemoveAll(wp.dir)
+		return nil, err
+	}
+	return wp, nil
+}
+
+func trimPathErr(err error, path string) string {
+	return strings.TrimPrefix(err.Error(), path+": ")
+}
+
+// command runs inst (prog's instrumented copy) under the loader with the
+// auditor, argv[0] as given.
+func (wp *wholeProcess) command(inst, argv0 string, args []string) *exec.Cmd {
+	a := append([]string{"--audit", wp.auditor, "--argv0", argv0, inst}, args...)
+	return exec.Command(wp.loader, a...)
+}
+
+// runRewriteModule is the auditor's call back into blpp: it rewrites LIB
+// as module --module-tag into the cache and prints the copy's path, or
+// LIB itself when the selection leaves it out or it cannot be rewritten
+// (the program then loads it as it is).
+func runRewriteModule(c *ctx, args []string) error {
+	fs := c.newFlags()
+	mode := addModeFlags(fs)
+	sel := addLibFlags(fs)
+	tag := fs.Uint64("module-tag", 0, "the module's tag")
+	if err := c.parse(fs, args); err != nil {
+		return err
+	}
+	lib, err := oneArg(fs.Args(), "LIB")
+	if err != nil {
+		return err
+	}
+	pick, _, err := sel.compile()
+	if err != nil {
+		return err
+	}
+	if !pick(lib) || *tag == 0 || *tag > runtime.MaxModuleTag {
+		fmt.Fprintln(c.stdout, lib)
+		return nil
+	}
+	var opts rewriter.Options
+	if err := mode.apply(&opts); err != nil {
+		return err
+	}
+	opts.ModuleTag = *tag
+	cp, err := cachedModule(lib, opts, mode)
+	if err != nil {
+		fmt.Fprintln(c.stdout, lib)
+		return nil
+	}
+	fmt.Fprintln(c.stdout, cp)
+	return nil
+}

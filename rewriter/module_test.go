@@ -441,3 +441,17 @@ func TestModuleRefusals(t *testing.T) {
 		t.Error("tag 3 on an executable accepted")
 	}
 }
+
+// TestDefaultModuleTag pins the default tag's formula, 1 + FNV-1a 32 of
+// the SONAME modulo MaxModuleTag (decision 81), which other tools may
+// compute too (values from an independent implementation).
+func TestDefaultModuleTag(t *testing.T) {
+	for _, c := range []struct {
+		soname string
+		tag    uint32
+	}{{"libz.so.1", 880}, {"librw.so", 831}, {"", 862}} {
+		if got := rewriter.DefaultModuleTag(c.soname); got != c.tag {
+			t.Errorf("DefaultModuleTag(%q) = %d, want %d", c.soname, got, c.tag)
+		}
+	}
+}

@@ -225,10 +225,18 @@ static void mod_register(void)
 	}
 	m->kept = 0;
 	m->live = 1;
-	ADD(&rt.nlive, 1);
 	BARRIER();
 	STORE(&rt.mods[tag], m);
 	self_mod = m;
+	if (ADD(&rt.nlive, 1) == 0 && rt.ready) {
+		/* Every module had gone (dlclose of the last one wrote the
+		 * profile and gave the signals back): this one starts the
+		 * process's counting again, so the next last DT_FINI writes the
+		 * profile once more, with everything so far in it. */
+		CAS(&rt.exit_written, EXIT_AT_FINI, EXIT_NONE);
+		if (LOAD(&rt.handlers) && !LOAD(&rt.handlers_cfg))
+			set_handlers(rt.dump_signal);
+	}
 	if (rt.w)
 		STORE(&blpp_fast_slots, 1);
 }

@@ -33,7 +33,7 @@ func cachedRewrite(prog string, mode modeFlags, noSlots bool) (string, error) {
 		return "", err
 	}
 	opts.NoSlots = noSlots
-	return cachedModule(prog, opts, mode, moduleCache())
+	return cachedModule(prog, opts, mode)
 }
 
 func runRun(c *ctx, args []string) error {

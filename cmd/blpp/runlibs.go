@@ -42,7 +42,7 @@ import (
 func init() {
 	register(&command{name: "rewrite-module", hidden: true,
 		summary: "rewrite a shared object for a running blpp run (called by its rtld auditor): print the copy's path",
-		usage:   "[--no-context] [--metrics LIST] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] [--cache DIR] --module-tag N LIB",
+		usage:   "[--cache-dir DIR] [--no-context] [--metrics LIST] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] --module-tag N LIB",
 		run:     runRewriteModule})
 }
 
@@ -133,21 +133,32 @@ func startLibs(loader, prog string) ([]neededLib, error) {
 	return libs, nil
 }
 
-// moduleCache is the directory of the instrumented copies: blpp/modules
-// under the user's cache directory.
-func moduleCache() string {
+// cacheOverride is the cache root `blpp rewrite-module --cache-dir`
+// names: the auditor runs it with an empty environment.
+var cacheOverride string
+
+// cacheRoot is blpp's cache directory: $XDG_CACHE_HOME/blpp or
+// ~/.cache/blpp (the temporary directory's blpp without either).
+func cacheRoot() string {
+	if cacheOverride != "" {
+		return cacheOverride
+	}
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()
 	}
-	return filepath.Join(dir, "blpp", "modules")
+	return filepath.Join(dir, "blpp")
 }
 
-// cachedModule rewrites the object at path with opts into cache (key:
+// selfPath is the blpp executable the auditor runs (a test binary
+// replaces it: TestMain answers rewrite-module).
+var selfPath = os.Executable
+
+// cachedModule rewrites the object at path with opts into the cache (key:
 // its bytes, the runtime image, the options) and returns the copy's path:
 // <cache>/<key>/<base name>, so that the copy keeps its file name, which
 // reports call the module by.
-func cachedModule(path string, opts rewriter.Options, mode modeFlags, cache string) (string, error) {
+func cachedModule(path string, opts rewriter.Options, mode modeFlags) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
@@ -156,9 +167,12 @@ func cachedModule(path string, opts rewriter.Options, mode modeFlags, cache stri
 	h.Write(data)
 	h.Write(runtime.ImageBytes())
 	fmt.Fprintf(h, "%s tag=%d noslots=%v", mode.key(), opts.ModuleTag, opts.NoSlots)
-	dir := filepath.Join(cache, hex.EncodeToString(h.Sum(nil)[:12]))
+	dir := filepath.Join(cacheRoot(), "modules", hex.EncodeToString(h.Sum(nil)[:12]))
 	out := filepath.Join(dir, filepath.Base(path))
 	if _, err := os.Stat(out); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, originName)); err != nil {
+			writeOrigin(dir, path)
+		}
 		return out, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -167,7 +181,29 @@ func cachedModule(path string, opts rewriter.Options, mode modeFlags, cache stri
 	if _, err := rewriteFile(path, out, opts); err != nil {
 		return "", err
 	}
+	writeOrigin(dir, path)
 	return out, nil
+}
+
+// writeOrigin notes beside a cached copy which file it was made from, for
+// tools and tests that put a profile's modules next to their originals.
+// Best effort: the copy is usable without it.
+func writeOrigin(dir, path string) {
+	if abs, err := filepath.Abs(path); err == nil {
+		os.WriteFile(filepath.Join(dir, originName), []byte(abs+"\n"), 0o644)
+	}
+}
+
+// originName is the file beside a cached copy that names its original.
+const originName = "origin"
+
+// cachedOrigin returns the original of a cached copy ("" if unknown).
+func cachedOrigin(copyPath string) string {
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(copyPath), originName))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // wholeProcess is what run sets up for a dynamic program with libraries.
@@ -206,7 +242,7 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 		}
 		libs = append(libs, neededLib{Name: filepath.Base(p), Path: p})
 	}
-	self, err := os.Executable()
+	self, err := selfPath()
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +267,6 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 			m.Objects[at] = to
 		}
 	}
-	cache := moduleCache()
 	start := time.Now()
 	said := false
 	for i, l := range libs {
@@ -250,7 +285,7 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 			return nil, err
 		}
 		opts.ModuleTag = uint64(i + 1)
-		cp, err := cachedModule(l.Path, opts, mode, cache)
+		cp, err := cachedModule(l.Path, opts, mode)
 		if err != nil {
 			wp.skipped = append(wp.skipped, fmt.Sprintf("%s: %v", l.Name, trimPathErr(err, l.Path)))
 			m.Objects[l.Path] = l.Path
@@ -261,9 +296,7 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 		link(l, cp)
 	}
 	m.NextTag = len(libs) + 1
-	// The auditor runs blpp with an empty environment: the cache is
-	// named, not found again from $HOME.
-	m.Blpp = append([]string{self, "rewrite-module", "--cache", cache}, mode.args()...)
+	m.Blpp = append([]string{self, "rewrite-module", "--cache-dir", cacheRoot()}, mode.args()...)
 	m.Blpp = append(m.Blpp, sel.args()...)
 	if noLibs {
 		return wp, nil
@@ -304,13 +337,16 @@ func runRewriteModule(c *ctx, args []string) error {
 	mode := addModeFlags(fs)
 	sel := addLibFlags(fs)
 	tag := fs.Uint64("module-tag", 0, "the module's tag")
-	cache := fs.String("cache", moduleCache(), "the directory of instrumented copies")
+	cache := fs.String("cache-dir", "", "blpp's cache directory (the auditor runs blpp without an environment)")
 	if err := c.parse(fs, args); err != nil {
 		return err
 	}
 	lib, err := oneArg(fs.Args(), "LIB")
 	if err != nil {
 		return err
+	}
+	if *cache != "" {
+		cacheOverride = *cache
 	}
 	pick, _, err := sel.compile()
 	if err != nil {
@@ -325,7 +361,7 @@ func runRewriteModule(c *ctx, args []string) error {
 		return err
 	}
 	opts.ModuleTag = *tag
-	cp, err := cachedModule(lib, opts, mode, *cache)
+	cp, err := cachedModule(lib, opts, mode)
 	if err != nil {
 		fmt.Fprintln(c.stdout, lib)
 		return nil

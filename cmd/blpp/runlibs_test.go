@@ -18,19 +18,6 @@ import (
 	"blpp/report"
 )
 
-// TestMain makes the test binary blpp itself when its first argument is a
-// command: blpp run's rtld auditor calls back `blpp rewrite-module` by
-// the path of the running blpp (this binary, when a test runs blpp run in
-// process), and the whole-process tests start `blpp run` as a process of
-// its own, so that the program has real standard streams and exit status.
-// go test's own arguments all start with -test.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && find(os.Args[1]) != nil {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
-
 // procResult is what a process did.
 type procResult struct {
 	stdout, stderr string
@@ -193,6 +180,11 @@ func TestRunModulesBehaviour(t *testing.T) {
 			for _, n := range []string{"mod_main", "libmoda.so", "libmodb.so"} {
 				if !strings.Contains(" "+names+" ", " "+n+" ") {
 					t.Errorf("module %s missing: %s", n, names)
+				}
+			}
+			for _, md := range d.Modules {
+				if md.Name == "libmodb.so" && !md.Unloaded {
+					t.Errorf("libmodb.so is not flagged unloaded (the fixture dlclose's it)")
 				}
 			}
 			checkContexts(t, d)

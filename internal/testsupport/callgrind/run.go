@@ -47,6 +47,12 @@ type Options struct {
 	// (blpp_fini, and blpp_rt_leave, which writes the final one again
 	// before exit_group).
 	SplitAfter []string
+
+	// Launcher says that prog only starts the program that matters (the
+	// dynamic loader running an instrumented copy, as blpp run does): its
+	// own unknown code is not folded, and the objects of interest are
+	// read afterwards with CollectObject from OutDir.
+	Launcher bool
 }
 
 // forkFuncs are the C library functions before which Run makes callgrind
@@ -192,8 +198,10 @@ func Run(prog string, opts Options) (*Profile, error) {
 	if p == nil {
 		return nil, fmt.Errorf("%w: %s (exit status %d)%s", ErrNoProfile, prog, exitCode, diagnostics(dir, stderr.Bytes()))
 	}
-	if err := p.FoldUnknown(abs); err != nil {
-		return nil, err
+	if !opts.Launcher {
+		if err := p.FoldUnknown(abs); err != nil {
+			return nil, err
+		}
 	}
 	p.ExitCode, p.Signal = exitCode, sig
 	p.Stdout, p.Stderr = stdout.Bytes(), stderr.Bytes()
@@ -330,4 +338,29 @@ func tail(data []byte) string {
 		s = "..." + s[len(s)-n:]
 	}
 	return s
+}
+
+// CollectObject sums the counts of object (a file path: the file callgrind
+// names in ob= lines is compared by identity) over every callgrind file of
+// a run whose output Options.OutDir kept, split after splitAfter as Run
+// does, with the object's .init/.plt/.fini code folded to ELF addresses.
+// It is how a run of several instrumented modules (a program and its
+// shared objects) is read one module at a time. nil, nil when no file
+// mentions object.
+func CollectObject(dir, object string, splitAfter []string) (*Profile, error) {
+	info, err := os.Stat(object)
+	if err != nil {
+		return nil, fmt.Errorf("callgrind: %w", err)
+	}
+	p, err := collect(dir, func(ob string) bool {
+		fi, err := os.Stat(ob)
+		return err == nil && os.SameFile(fi, info)
+	}, splitAfter)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	if err := p.FoldUnknown(object); err != nil {
+		return nil, err
+	}
+	return p, nil
 }

@@ -74,6 +74,32 @@ func (s SameRun) Exact() bool { return len(s.Diffs) == 0 }
 // left out for varying between runs.
 func CheckSameRun(inst string, profiles []string, cg *callgrind.Profile) (SameRun, error) {
 	var s SameRun
+	var ps []*cct.Profile
+	for _, name := range profiles {
+		// A profile flagged exec is the snapshot the leave hook wrote
+		// before an exec: callgrind dumped that process's counts right
+		// there too (SplitAfter includes blpp_rt_leave), so it is
+		// compared like the rest.
+		p, err := cct.ReadFile(name)
+		if err != nil {
+			return s, err
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return s, fmt.Errorf("no profile")
+	}
+	return checkSameRun(inst, ps, cg)
+}
+
+// checkSameRun is CheckSameRun on profiles already read.
+func checkSameRun(inst string, ps []*cct.Profile, cg *callgrind.Profile) (SameRun, error) {
+	var s SameRun
+	for _, p := range ps {
+		if p.Flags&cct.FlagExec != 0 {
+			s.Execs++
+		}
+	}
 	tab, f, err := report.LoadMeta(inst)
 	if err != nil {
 		return s, err
@@ -82,23 +108,6 @@ func CheckSameRun(inst string, profiles []string, cg *callgrind.Profile) (SameRu
 	am, err := addrmap.FromELF(f)
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", inst, err)
-	}
-	var ps []*cct.Profile
-	for _, name := range profiles {
-		p, err := cct.ReadFile(name)
-		if err != nil {
-			return s, err
-		}
-		if p.Flags&cct.FlagExec != 0 {
-			// The snapshot the leave hook wrote before an exec: callgrind
-			// dumped that process's counts right there too (SplitAfter
-			// includes blpp_rt_leave), so it is compared like the rest.
-			s.Execs++
-		}
-		ps = append(ps, p)
-	}
-	if len(ps) == 0 {
-		return s, fmt.Errorf("no profile")
 	}
 	p, err := cct.Merge(ps...)
 	if err != nil {

@@ -4,11 +4,13 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 
 	"blpp/internal/testsupport/callgrind"
 	"blpp/meta"
+	"blpp/report"
 )
 
 // Share is the dynamic gauge of DESIGN decision 14: of the instructions a
@@ -196,6 +198,9 @@ type ProcessShare struct {
 	// Objects lists every object's executed instructions, most first,
 	// the loader included (marked Loader).
 	Objects []ObjectShare
+	// Left lists, for WholeShareOf, the instrumented modules' code that
+	// ran uncounted (names module!function), most first.
+	Left []LeftOut
 }
 
 // ObjectShare is one object's part of a process's instructions.
@@ -210,6 +215,12 @@ type ObjectShare struct {
 func IsLoader(object string) bool {
 	b := object[strings.LastIndexByte(object, '/')+1:]
 	return strings.HasPrefix(b, "ld-linux") || strings.HasPrefix(b, "ld-2.") || strings.HasPrefix(b, "ld.so")
+}
+
+// isValgrind tells valgrind's own objects (its preloaded core), which are
+// no part of the program.
+func isValgrind(object string) bool {
+	return strings.Contains(object[strings.LastIndexByte(object, '/')+1:], "vgpreload")
 }
 
 // ProcessShareOf widens s, the executable's share in the same callgrind
@@ -270,4 +281,73 @@ func (ps ProcessShare) Write(w io.Writer, top int) {
 		}
 		fmt.Fprintf(w, "  %14d  %s%s\n", o.Insts, o.Name, note)
 	}
+}
+
+// ModuleFile pairs an instrumented module with its original file.
+type ModuleFile struct {
+	Orig, Copy string
+}
+
+// WholeShareOf is the gauge of DESIGN decision 14 over a whole process
+// whose shared objects are instrumented too (decision 81): cg is
+// callgrind's run of the original program, made with OutDir kept as
+// cgDir, whose main object is modules[0]; every module's counted
+// instructions come from its own object's counts and the metadata of its
+// instrumented copy (DynamicShareOf); every other object's instructions,
+// the loader's aside, count as not counted.
+func WholeShareOf(cg *callgrind.Profile, cgDir string, modules []ModuleFile) (ProcessShare, error) {
+	var ps ProcessShare
+	mine := map[string]bool{}
+	for k, m := range modules {
+		tab, f, err := report.LoadMeta(m.Copy)
+		if err != nil {
+			return ps, err
+		}
+		f.Close()
+		plt, err := PLTRanges(m.Orig)
+		if err != nil {
+			return ps, err
+		}
+		ob := cg
+		if k > 0 {
+			if ob, err = callgrind.CollectObject(cgDir, m.Orig, nil); err != nil {
+				return ps, err
+			}
+		}
+		if real, err := filepath.EvalSymlinks(m.Orig); err == nil {
+			mine[real] = true
+		}
+		mine[m.Orig] = true
+		if ob == nil {
+			continue // never ran
+		}
+		s := DynamicShareOf(tab, ob, plt)
+		for _, l := range s.Left {
+			l.Name = filepath.Base(m.Orig) + "!" + l.Name
+			ps.Left = append(ps.Left, l)
+		}
+		ps.Counted += s.Counted
+		ps.PLT += s.PLT
+		ps.Objects = append(ps.Objects, ObjectShare{Name: m.Orig, Insts: s.Executed})
+	}
+	// The process's instructions are every object's once: a module's
+	// .plt and .init code, which callgrind files under "???" and the
+	// fold gave back to the module above, is in UnknownObject's total.
+	for ob, n := range cg.ObjectIr {
+		o := ObjectShare{Name: ob, Insts: n, Loader: IsLoader(ob) || isValgrind(ob)}
+		if !o.Loader {
+			ps.Executed += n
+		}
+		if !mine[ob] && ob != cg.Object {
+			ps.Objects = append(ps.Objects, o)
+		}
+	}
+	sort.Slice(ps.Objects, func(a, b int) bool {
+		if ps.Objects[a].Insts != ps.Objects[b].Insts {
+			return ps.Objects[a].Insts > ps.Objects[b].Insts
+		}
+		return ps.Objects[a].Name < ps.Objects[b].Name
+	})
+	sort.Slice(ps.Left, func(a, b int) bool { return ps.Left[a].Insts > ps.Left[b].Insts })
+	return ps, nil
 }

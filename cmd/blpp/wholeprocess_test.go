@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"blpp/cct"
+	"blpp/internal/testsupport/callgrind"
+	"blpp/internal/testsupport/corpus"
+	"blpp/internal/testsupport/fixture"
+
+	"github.com/spf13/pflag"
+)
+
+// wholeProgram is a dynamic program run with every shared object it loads
+// instrumented (decision 82).
+type wholeProgram struct {
+	name  string
+	prog  string   // path
+	args  []string // without argv[0]
+	env   []string
+	stdin []byte
+}
+
+// wholePrograms are the programs of the whole-process tests: the module
+// fixture (its library is a DT_NEEDED of its own, librw.so, with callbacks
+// into the program) and Debian programs whose work is in libraries
+// (libbz2, libc's regex); libc.so.6 is instrumented in all of them.
+func wholePrograms(t *testing.T) []wholeProgram {
+	lib := fixture.Build(t, "modules/rw_lib.c", fixture.Config{CC: "gcc", Opt: "-O2", Extra: []string{"-shared", "-fPIC", "-Wl,-soname,librw.so"}})
+	prog := fixture.Build(t, "modules/rw_main.c", fixture.Config{CC: "gcc", Opt: "-O2", Extra: []string{"-Wl,--no-as-needed", lib}})
+	libDir := t.TempDir()
+	data, err := os.ReadFile(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(libDir, "librw.so"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	for i := 0; i < 400; i++ {
+		text.WriteString(strings.Repeat("abc", i%7) + " line 42 of the input, 7 times " + string(rune('a'+i%26)) + "\n")
+	}
+	ps := []wholeProgram{{name: "rw_main", prog: prog, env: []string{"LD_LIBRARY_PATH=" + libDir}}}
+	for _, p := range []wholeProgram{
+		{name: "bzip2", prog: "/usr/bin/bzip2", args: []string{"-c"}, stdin: text.Bytes()},
+		{name: "sed", prog: "/bin/sed", args: []string{"-E", `s/([a-c]+) line ([0-9]+)/\2:\1/; /7 times q/d`}, stdin: text.Bytes()},
+	} {
+		if _, err := os.Stat(p.prog); err == nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// TestWholeProcessSameRun runs each program with its shared objects
+// instrumented (libc.so.6 included) under callgrind, through the same
+// loader and auditor blpp run uses, and checks every block of every
+// instrumented function of every module against callgrind's count of
+// that very run (the same-run oracle: callgrind's CPU picks other string
+// functions than the machine's, so only the same run compares), in
+// context and flow-only mode; the output is the original's.
+func TestWholeProcessSameRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs programs under callgrind")
+	}
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	for _, p := range wholePrograms(t) {
+		for _, flow := range []bool{false, true} {
+			name := p.name + "/context"
+			if flow {
+				name = p.name + "/flow"
+			}
+			t.Run(name, func(t *testing.T) {
+				native := exec.Command(p.prog, p.args...)
+				native.Env = append(os.Environ(), p.env...)
+				native.Stdin = bytes.NewReader(p.stdin)
+				want, err := native.Output()
+				wantCode := 0
+				if ee, ok := err.(*exec.ExitError); ok {
+					wantCode = ee.ExitCode()
+				} else if err != nil {
+					t.Fatalf("%s: %v", p.prog, err)
+				}
+				fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+				mode := addModeFlags(fs)
+				sel := addLibFlags(fs)
+				if flow {
+					fs.Parse([]string{"--no-context"})
+				}
+				pick, _, err := sel.compile()
+				if err != nil {
+					t.Fatal(err)
+				}
+				loader, err := interpreter(p.prog)
+				if err != nil || loader == "" {
+					t.Fatalf("%s: no interpreter (%v)", p.prog, err)
+				}
+				for _, e := range p.env {
+					k, v, _ := strings.Cut(e, "=")
+					t.Setenv(k, v) // the loader's --list sees it too
+				}
+				inst, err := cachedRewrite(p.prog, mode, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wp, err := prepareLibs(io.Discard, loader, p.prog, mode, sel, pick, false, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer os.RemoveAll(wp.dir)
+				if len(wp.skipped) > 0 {
+					t.Errorf("libraries not instrumented: %v", wp.skipped)
+				}
+				dir := t.TempDir()
+				prof := filepath.Join(dir, "blpp.out")
+				cgDir := filepath.Join(dir, "cg")
+				args := wp.command(inst, p.prog, p.args).Args[1:] // blpp run's loader command line
+				cg, err := callgrind.Run(loader, callgrind.Options{Args: args, Stdin: p.stdin, Env: append([]string{"BLPP_PROFILE=" + prof}, p.env...),
+					OutDir: cgDir, SplitAfter: corpus.WriteDone, Timeout: 5 * time.Minute, Launcher: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cg.ExitCode != wantCode || !bytes.Equal(cg.Stdout, want) {
+					t.Fatalf("instrumented run under callgrind: exit %d (want %d), output %d bytes (want %d, same: %v)\n%s",
+						cg.ExitCode, wantCode, len(cg.Stdout), len(want), bytes.Equal(cg.Stdout, want), cg.Stderr)
+				}
+				pr, err := cct.ReadFile(prof)
+				if err != nil {
+					t.Fatal(err)
+				}
+				files := map[uint32]string{}
+				var libc bool
+				for _, m := range pr.Modules {
+					files[m.Tag] = m.Path
+					libc = libc || filepath.Base(m.Path) == "libc.so.6"
+				}
+				if len(pr.Modules) < 2 || !libc {
+					t.Errorf("profile modules %v: want the program, its libraries and libc.so.6", pr.Modules)
+				}
+				runs, err := corpus.CheckSameRunModules(pr, files, cgDir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range runs {
+					t.Logf("%s: %d functions, %d blocks compared, %d differ", r.Module.Name(), r.Funcs, r.Blocks, len(r.Diffs))
+					for i, d := range r.Diffs {
+						if i == 10 {
+							t.Errorf("%s: ... %d differences in all", r.Module.Name(), len(r.Diffs))
+							break
+						}
+						t.Errorf("%s: %s block %s: blpp %d, callgrind %d %s", r.Module.Name(), d.Func, d.Addr, d.Blpp, d.Callgrind, d.Note)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"blpp/cct"
+	"blpp/internal/testsupport/callgrind"
+	"blpp/internal/testsupport/corpus"
+	"blpp/internal/testsupport/fixture"
+	"blpp/report"
+
+	"github.com/spf13/pflag"
+)
+
+// shareProgram is a real program whose work is mostly in shared objects,
+// with a workload (issue 25, acceptance 2).
+type shareProgram struct {
+	name  string
+	argv  []string // argv[0] is the program's path
+	stdin []byte
+}
+
+func sharePrograms(t *testing.T) []shareProgram {
+	var text bytes.Buffer
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&text, "line %d: the quick brown fox %s jumps over the lazy dog %d\n", i, strings.Repeat("ab", i%9), i*i%977)
+	}
+	var js bytes.Buffer
+	js.WriteString("[")
+	for i := 0; i < 1500; i++ {
+		if i > 0 {
+			js.WriteString(",")
+		}
+		fmt.Fprintf(&js, `{"x":%d,"y":"s%d","z":[%d,%d]}`, i, i%37, i%5, i%11)
+	}
+	js.WriteString("]")
+	ps := []shareProgram{
+		{"bzip2", []string{"/usr/bin/bzip2", "-c"}, text.Bytes()},
+		{"xz -T2", []string{"/usr/bin/xz", "-T2", "-c"}, text.Bytes()},
+		// -n: no modification time in the header, which for a pipe is
+		// the time the pipe was made (runs a second apart differ).
+		{"pigz", []string{"/usr/bin/pigz", "-n", "-p", "2", "-c"}, text.Bytes()},
+		{"sed", []string{"/bin/sed", "-E", `s/(quick|lazy) ([a-z]+)/\2-\1/g; /9 /d`}, text.Bytes()},
+		{"grep -o", []string{"/bin/grep", "-o", "-E", "(ab)+ jumps|dog [0-9]*7"}, text.Bytes()},
+		{"sqlite3", []string{"/usr/bin/sqlite3", ":memory:"}, []byte(`create table t(a integer, b text);
+with recursive c(x) as (select 1 union all select x+1 from c where x < 3000) insert into t select x, 'v' || (x % 97) from c;
+create index tb on t(b);
+select b, count(*), sum(a) from t group by b order by 2 desc, 1 limit 5;
+select count(*) from t where b like 'v1%';
+`)},
+		{"jq", []string{"/usr/bin/jq", "-c", `[.[] | select(.x % 3 == 0) | {k: .y, v: (.z | add)}] | group_by(.k) | map({k: .[0].k, n: length}) | .[:3]`}, js.Bytes()},
+		{"python3 decimal", []string{"/usr/bin/python3", "-c", `import decimal, json
+d = decimal.Context(prec=30)
+s = sum((d.divide(decimal.Decimal(i), decimal.Decimal(7)) for i in range(1, 3000)), decimal.Decimal(0))
+print(s, len(json.dumps({str(i): [i, i * 0.5] for i in range(2000)})))`}, nil},
+	}
+	var out []shareProgram
+	for _, p := range ps {
+		if _, err := os.Stat(p.argv[0]); err == nil {
+			out = append(out, p)
+		} else if os.Getenv(fixture.EnvRequireTools) == "1" {
+			t.Errorf("%s is missing (.ci/run installs it)", p.argv[0])
+		}
+	}
+	if gxx, err := exec.LookPath("g++"); err == nil {
+		dir := t.TempDir()
+		src := filepath.Join(dir, "throw.cc")
+		os.WriteFile(src, []byte(`#include <map>
+#include <string>
+#include <stdexcept>
+#include <iostream>
+#include <algorithm>
+#include <vector>
+static int f(int i) { if (i % 97 == 0) throw std::runtime_error("x" + std::to_string(i)); return i * 2; }
+int main() {
+	std::map<std::string, int> m; long s = 0; int caught = 0;
+	for (int i = 1; i < 6000; i++) {
+		try { s += f(i); m[std::to_string(i % 500)] += i; } catch (const std::exception &e) { caught++; }
+	}
+	std::vector<std::string> v; for (int i = 0; i < 3000; i++) v.push_back(std::to_string((i * 7919) % 10007));
+	std::sort(v.begin(), v.end());
+	std::cout << s << " " << caught << " " << m.size() << " " << v[1500] << std::endl;
+}
+`), 0o644)
+		exe := filepath.Join(dir, "throw")
+		if b, err := exec.Command(gxx, "-O2", "-o", exe, src).CombinedOutput(); err != nil {
+			t.Fatalf("g++: %v\n%s", err, b)
+		}
+		out = append(out, shareProgram{"C++ throw", []string{exe}, nil})
+	}
+	return out
+}
+
+// TestWholeProcessShare measures the gauge of DESIGN 14 over the whole
+// process (issue 25, acceptance 2): for real programs whose work is in
+// their libraries, the share of the process's executed instructions
+// (callgrind on the original; the loader and the vDSO aside) that blpp
+// counts, with the executable alone instrumented (before) and with
+// blpp run's whole process (now); the programs behave identically under
+// blpp run. It prints the table.
+func TestWholeProcessShare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs programs under callgrind")
+	}
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-16s %12s %12s %14s  %s\n", "program", "share before", "share now", "instructions", "largest left-out objects")
+	for _, p := range sharePrograms(t) {
+		t.Run(p.name, func(t *testing.T) {
+			native := exec.Command(p.argv[0], p.argv[1:]...)
+			native.Stdin = bytes.NewReader(p.stdin)
+			want, err := native.Output()
+			if err != nil {
+				t.Fatalf("%s: %v", p.argv[0], err)
+			}
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			mode := addModeFlags(fs)
+			sel := addLibFlags(fs)
+			pick, _, _ := sel.compile()
+			loader, err := interpreter(p.argv[0])
+			if err != nil || loader == "" {
+				t.Fatalf("no interpreter: %v", err)
+			}
+			inst, err := cachedRewrite(p.argv[0], mode, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wp, err := prepareLibs(io.Discard, loader, p.argv[0], mode, sel, pick, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(wp.dir)
+			prof := filepath.Join(t.TempDir(), "blpp.out")
+			run := wp.command(inst, p.argv[0], p.argv[1:])
+			run.Env = append(os.Environ(), "BLPP_PROFILE="+prof)
+			run.Stdin = bytes.NewReader(p.stdin)
+			var stderr bytes.Buffer
+			run.Stderr = &stderr
+			got, err := run.Output()
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("blpp run: %v, output same as the original's: %v\n%s", err, bytes.Equal(got, want), stderr.Bytes())
+			}
+			pr, err := cct.ReadFile(prof)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The modules of the run, with the files they were made from.
+			mods := []corpus.ModuleFile{{Orig: p.argv[0], Copy: inst}}
+			for _, m := range pr.Modules {
+				if m.Tag == 0 {
+					continue
+				}
+				orig := cachedOrigin(m.Path)
+				if orig == "" {
+					t.Fatalf("module %s: no origin beside %s", m.Name(), m.Path)
+				}
+				mods = append(mods, corpus.ModuleFile{Orig: orig, Copy: m.Path})
+			}
+			cgDir := t.TempDir()
+			cg, err := callgrind.Run(p.argv[0], callgrind.Options{Args: p.argv[1:], Stdin: p.stdin, OutDir: cgDir, Timeout: 5 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tab, f, err := report.LoadMeta(inst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			plt, err := corpus.PLTRanges(p.argv[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := corpus.ProcessShareOf(corpus.DynamicShareOf(tab, cg, plt), cg)
+			now, err := corpus.WholeShareOf(cg, cgDir, mods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			for _, o := range now.Objects {
+				if !o.Loader && len(left) < 2 && !isModule(o.Name, mods) && o.Name != callgrind.UnknownObject {
+					left = append(left, fmt.Sprintf("%s %d", filepath.Base(o.Name), o.Insts))
+				}
+			}
+			fmt.Fprintf(&table, "%-16s %11.2f%% %11.3f%% %14d  %s\n", p.name, 100*before.Ratio(), 100*now.Ratio(), now.Executed, strings.Join(left, ", "))
+			if now.Ratio() < before.Ratio() {
+				t.Errorf("whole-process share %.3f%% below the executable's alone (%.3f%%)", 100*now.Ratio(), 100*before.Ratio())
+			}
+			if now.Ratio() < 0.99 {
+				t.Errorf("whole-process share %.3f%%, want at least 99%%", 100*now.Ratio())
+				for i, l := range now.Left {
+					if i == 8 {
+						break
+					}
+					t.Logf("  left out: %12d  %s (%s)", l.Insts, l.Name, l.Reason)
+				}
+			}
+		})
+	}
+	t.Logf("whole-process share (callgrind on the original; ld.so and the vDSO aside):\n%s", table.String())
+}
+
+func isModule(name string, mods []corpus.ModuleFile) bool {
+	for _, m := range mods {
+		if m.Orig == name {
+			return true
+		}
+		if r, err := filepath.EvalSymlinks(m.Orig); err == nil && r == name {
+			return true
+		}
+	}
+	return false
+}

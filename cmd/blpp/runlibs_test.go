@@ -452,3 +452,24 @@ func systemObject(name string, cg *callgrind.Profile) string {
 	}
 	return ""
 }
+
+// TestRunModulesLib: a library the program dlopen's by its bare name,
+// found natively through the executable's $ORIGIN run path, is found and
+// instrumented under blpp run when --lib names it (the loader starts the
+// copy in the cache, whose $ORIGIN is the cache).
+func TestRunModulesLib(t *testing.T) {
+	fx := fixture.BuildModules(t)
+	want := runProc(t, "", nil, nil, fx.Exe, "libmodb.so")
+	if want.code != 3 {
+		t.Fatalf("the fixture with libmodb.so by name: status %d: %s", want.code, want.stderr)
+	}
+	dir := t.TempDir()
+	got, prof := blppRun(t, dir, nil, []string{"--lib", fx.LibB}, fx.Exe, "libmodb.so")
+	sameBehaviour(t, "blpp run --lib", want, got)
+	if t.Failed() {
+		return
+	}
+	if names := " " + strings.Join(moduleNames(processModel(t, prof).PathDoc()), " ") + " "; !strings.Contains(names, " libmodb.so ") {
+		t.Errorf("libmodb.so is not a module:%s", names)
+	}
+}

@@ -221,7 +221,11 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 	m := audit.Map{Objects: map[string]string{}}
 	start := time.Now()
 	said := false
-	for i, l := range libs {
+	// Each library's tag follows from its name (rewriter.DefaultModuleTag,
+	// the next free one on a clash), so that a library keeps its tag, and
+	// its cached copy, from one program to the next.
+	taken := map[uint32]bool{0: true}
+	for _, l := range libs {
 		if !pick(l.Path) {
 			m.Objects[l.Path] = l.Path
 			continue
@@ -234,7 +238,13 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 		if err := mode.apply(&opts); err != nil {
 			return nil, err
 		}
-		opts.ModuleTag = uint64(i + 1)
+		tag := rewriter.DefaultModuleTag(l.Name)
+		for taken[tag] {
+			tag = tag%runtime.MaxModuleTag + 1
+		}
+		taken[tag] = true
+		m.Used = append(m.Used, int(tag))
+		opts.ModuleTag = uint64(tag)
 		cp, err := cachedModule(l.Path, opts, mode)
 		if err != nil {
 			wp.skipped = append(wp.skipped, fmt.Sprintf("%s: %v", l.Name, trimPathErr(err, l.Path)))
@@ -243,7 +253,6 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 		}
 		m.Objects[l.Path] = cp
 	}
-	m.NextTag = len(libs) + 1
 	m.Blpp = append([]string{self, "rewrite-module", "--cache-dir", cacheRoot()}, mode.args()...)
 	m.Blpp = append(m.Blpp, sel.args()...)
 	if wp.dir, err = os.MkdirTemp("", "blpp-audit-"); err != nil {

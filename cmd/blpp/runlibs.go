@@ -269,7 +269,11 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 	}
 	start := time.Now()
 	said := false
-	for i, l := range libs {
+	// Each library's tag follows from its name (rewriter.DefaultModuleTag,
+	// the next free one on a clash), so that a library keeps its tag, and
+	// its cached copy, from one program to the next.
+	taken := map[uint32]bool{0: true}
+	for _, l := range libs {
 		if !pick(l.Path) {
 			m.Objects[l.Path] = l.Path
 			link(l, l.Path)
@@ -284,7 +288,13 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 			os.RemoveAll(wp.dir)
 			return nil, err
 		}
-		opts.ModuleTag = uint64(i + 1)
+		tag := rewriter.DefaultModuleTag(l.Name)
+		for taken[tag] {
+			tag = tag%runtime.MaxModuleTag + 1
+		}
+		taken[tag] = true
+		m.Used = append(m.Used, int(tag))
+		opts.ModuleTag = uint64(tag)
 		cp, err := cachedModule(l.Path, opts, mode)
 		if err != nil {
 			wp.skipped = append(wp.skipped, fmt.Sprintf("%s: %v", l.Name, trimPathErr(err, l.Path)))
@@ -295,7 +305,6 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 		m.Objects[l.Path] = cp
 		link(l, cp)
 	}
-	m.NextTag = len(libs) + 1
 	m.Blpp = append([]string{self, "rewrite-module", "--cache-dir", cacheRoot()}, mode.args()...)
 	m.Blpp = append(m.Blpp, sel.args()...)
 	if noLibs {

@@ -9,7 +9,8 @@
 // The auditor reads the file MapName in its own directory (Map): the
 // objects already rewritten, original path → copy; for any other object
 // the loader finds by path, it runs Map.Blpp with `--module-tag N PATH`
-// (N counting up from Map.NextTag), which must print the copy's path.
+// (N: the tag the file's base name hashes to, or the next free one),
+// which must print the copy's path.
 package audit
 
 import (
@@ -37,8 +38,10 @@ type Map struct {
 	// Blpp is the command (absolute path first) that rewrites an object
 	// the map does not list; empty: such objects run as they are.
 	Blpp []string
-	// NextTag is the first module tag Blpp may give (1..2047).
-	NextTag int
+	// Used are the module tags taken. The auditor gives an object it
+	// has rewritten the tag its file name hashes to (as
+	// rewriter.DefaultModuleTag does), or the next one not used.
+	Used []int
 	// Objects maps an original file path to its instrumented copy.
 	Objects map[string]string
 }
@@ -60,7 +63,16 @@ func Install(dir string, m Map) (string, error) {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "tag\t%d\n", m.NextTag)
+	if len(m.Used) > 0 {
+		b.WriteString("used\t")
+		for i, u := range m.Used {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprint(&b, u)
+		}
+		b.WriteString("\n")
+	}
 	for orig, cp := range m.Objects {
 		if !filepath.IsAbs(orig) || !filepath.IsAbs(cp) || strings.ContainsAny(orig+cp, "\t\n") {
 			return "", fmt.Errorf("audit map: bad entry %q -> %q", orig, cp)

@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"blpp/internal/testsupport/fixture"
+	"blpp/rewriter"
 	"blpp/runtime/audit"
 	"blpp/runtime/internal/build"
 )
@@ -33,8 +35,9 @@ func TestObjectCurrent(t *testing.T) {
 // TestRedirect: a program that dlopen's a library by its absolute path
 // loads the copy the map names, and a library the map does not name is
 // handed to the map's blpp command, which is given the next module tag
-// and whose printed path is loaded instead.
+// skipping the tags in use, and whose printed path is loaded instead.
 func TestRedirect(t *testing.T) {
+	libbTag := int(rewriter.DefaultModuleTag("libb.so"))
 	gcc := fixture.RequireTool(t, "gcc", "gcc")
 	loader := "/lib64/ld-linux-x86-64.so.2"
 	if _, err := os.Stat(loader); err != nil {
@@ -73,7 +76,7 @@ int main(int argc, char **argv) {
 }`), "-ldl")
 	// The blpp stand-in: checks its arguments, prints libb's copy.
 	script := src("fake-blpp", `#!/bin/sh
-[ "$1" = rewrite-module ] && [ "$2" = --module-tag ] && [ "$3" = 7 ] && [ "$4" = "`+filepath.Join(dir, "libb.so")+`" ] || exit 3
+[ "$1" = rewrite-module ] && [ "$2" = --module-tag ] && [ "$3" = `+strconv.Itoa(libbTag%2047+2)+` ] && [ "$4" = "`+filepath.Join(dir, "libb.so")+`" ] || exit 3
 echo "`+filepath.Join(dir, "libb-copy.so")+`"
 `)
 	if err := os.Chmod(script, 0o755); err != nil {
@@ -81,7 +84,7 @@ echo "`+filepath.Join(dir, "libb-copy.so")+`"
 	}
 	obj, err := audit.Install(filepath.Join(dir, "aud"), audit.Map{
 		Blpp:    []string{script, "rewrite-module"},
-		NextTag: 7,
+		Used:    []int{libbTag, libbTag%2047 + 1},
 		Objects: map[string]string{filepath.Join(dir, "liba.so"): filepath.Join(dir, "liba-copy.so")},
 	})
 	if err != nil {

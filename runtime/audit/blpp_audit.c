@@ -14,7 +14,7 @@
  * The map is the file "map" in the auditor's own directory:
  *
  *   blpp\t/path/to/blpp\targ\targ...      (how to rewrite an object: blpp ARGS --module-tag N ORIG)
- *   tag\tN                                 (the next free module tag)
+ *   used\tN,N,...                          (module tags taken)
  *   /original/path\t/instrumented/copy     (one line per object)
  *
  * Freestanding: no libc (the auditor runs in its own link namespace, before
@@ -68,6 +68,7 @@ static u64 nents;
 static char *blpp_argv[ARG_MAX + 4];
 static u64 nargs;
 static u64 next_tag;
+static unsigned char used[2048]; /* module tags taken */
 static char dir[4096];
 static int loaded;
 
@@ -154,9 +155,19 @@ static void load(void)
 		if (seq(f[0], "blpp") && nf >= 2) {
 			for (u64 i = 1; i < nf && nargs < ARG_MAX; i++)
 				blpp_argv[nargs++] = f[i];
-		} else if (seq(f[0], "tag") && nf == 2) {
-			for (const char *p = f[1]; *p >= '0' && *p <= '9'; p++)
-				next_tag = next_tag * 10 + (u64)(*p - '0');
+		} else if (seq(f[0], "used") && nf == 2) {
+			u64 v = 0;
+			for (const char *p = f[1];; p++) {
+				if (*p >= '0' && *p <= '9') {
+					v = v * 10 + (u64)(*p - '0');
+					continue;
+				}
+				if (v < sizeof(used))
+					used[v] = 1;
+				v = 0;
+				if (!*p)
+					break;
+			}
 		} else if (f[0][0] == '/' && nf == 2 && nents < ENT_MAX) {
 			ents[nents].orig = f[0];
 			ents[nents].copy = f[1];
@@ -185,7 +196,22 @@ static const char *rewrite(const char *orig)
 	s64 p[2] = {0}, pid, r;
 	int fds[2];
 	u64 n = 0, a = 0;
-	if (!nargs || next_tag == 0 || next_tag > 2047 || nents >= ENT_MAX)
+	/* The tag follows from the file's name, as blpp run's own choice for
+	 * the start libraries does (FNV-1a 32, 1 + h % 2047, the next free one
+	 * on a clash), so the copy in the cache serves the next run too. */
+	{
+		const char *b = orig;
+		u32 h = 2166136261u;
+		for (const char *p = orig; *p; p++)
+			if (*p == '/')
+				b = p + 1;
+		for (; *b; b++)
+			h = (h ^ (unsigned char)*b) * 16777619u;
+		next_tag = 1 + h % 2047;
+		for (u64 i = 0; i < 2047 && used[next_tag]; i++)
+			next_tag = next_tag % 2047 + 1;
+	}
+	if (!nargs || used[next_tag] || nents >= ENT_MAX)
 		return 0;
 	for (u64 i = 0; i < nargs; i++)
 		argv[a++] = blpp_argv[i];
@@ -230,7 +256,7 @@ static const char *rewrite(const char *orig)
 		copy[i] = out[i];
 	copy[n] = 0;
 	nextra += n + 1;
-	next_tag++;
+	used[next_tag++] = 1;
 	return copy;
 }
 

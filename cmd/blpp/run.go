@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"blpp/report"
@@ -16,7 +17,7 @@ import (
 
 func init() {
 	register(&command{name: "run", summary: "rewrite a program (cached), run it with the same arguments and I/O, report its hot paths",
-		usage: "[-o REPORT] [--top N] [--profile FILE] [--no-context] [--metrics LIST] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] [--lib FILE] -- PROG [ARGS...]", run: runRun})
+		usage: "[-o REPORT] [--top N] [--profile FILE] [--print-command] [--no-context] [--metrics LIST] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] [--lib FILE] -- PROG [ARGS...]", run: runRun})
 }
 
 // exitError carries the program's exit status out of runRun.
@@ -43,6 +44,7 @@ func runRun(c *ctx, args []string) error {
 	profile := fs.String("profile", "", "keep the profile in this file (default: a temporary file, or $BLPP_PROFILE)")
 	mode := addModeFlags(fs)
 	sel := addLibFlags(fs)
+	printCmd := fs.Bool("print-command", false, "set the program up as run does and print the command that runs it (to time it, or run it under gdb or perf), without running it; the set-up directory it names stays")
 	extraLibs := fs.StringArray("lib", nil, "instrument this shared object too, one the program dlopen's by name: the loader finds it by its base name (repeatable)")
 	fs.SetInterspersed(false)
 	if err := c.parse(fs, args); err != nil {
@@ -78,7 +80,23 @@ func runRun(c *ctx, args []string) error {
 		if wp, err = prepareLibs(c.stderr, loader, prog, mode, sel, pick, noLibs, *extraLibs); err != nil {
 			return err
 		}
-		defer os.RemoveAll(wp.dir)
+		if !*printCmd {
+			defer os.RemoveAll(wp.dir)
+		}
+	}
+	if *printCmd {
+		argv := append([]string{inst}, rest[1:]...)
+		if wp != nil {
+			argv = wp.command(inst, rest[0], rest[1:]).Args
+		}
+		for i, a := range argv {
+			if i > 0 {
+				fmt.Fprint(c.stdout, " ")
+			}
+			fmt.Fprint(c.stdout, shellQuote(a))
+		}
+		fmt.Fprintln(c.stdout)
+		return nil
 	}
 	profPath := *profile
 	if profPath == "" {
@@ -172,4 +190,12 @@ func writeRunReportTo(w io.Writer, inst, profPath string, top int) error {
 		return err
 	}
 	return report.PathsText(w, m, report.ViewOptions{Top: top})
+}
+
+// shellQuote quotes s for a POSIX shell where it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

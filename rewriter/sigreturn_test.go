@@ -18,30 +18,25 @@ func TestSigreturnKept(t *testing.T) {
 	dir := t.TempDir()
 	orig, inst := rewriteTo(t, "loops.c", fixture.Config{CC: "gcc", Opt: "-O2", Static: true}, dir)
 	restore := func(path string) []byte {
+		addr, ok := fixture.FuncAddrs(t, path)["__restore_rt"]
+		if !ok {
+			t.Fatalf("%s: no __restore_rt", path)
+		}
 		f, err := elf.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		syms, err := f.Symbols()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range syms {
-			if s.Name != "__restore_rt" {
-				continue
-			}
-			for _, p := range f.Progs {
-				if p.Type == elf.PT_LOAD && s.Value >= p.Vaddr && s.Value+9 <= p.Vaddr+p.Filesz {
-					b := make([]byte, 9)
-					if _, err := p.ReadAt(b, int64(s.Value-p.Vaddr)); err != nil {
-						t.Fatal(err)
-					}
-					return b
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && addr >= p.Vaddr && addr+9 <= p.Vaddr+p.Filesz {
+				b := make([]byte, 9)
+				if _, err := p.ReadAt(b, int64(addr-p.Vaddr)); err != nil {
+					t.Fatal(err)
 				}
+				return b
 			}
 		}
-		t.Fatalf("%s: no __restore_rt", path)
+		t.Fatalf("%s: __restore_rt at %#x is in no loaded segment", path, addr)
 		return nil
 	}
 	want, got := restore(orig), restore(inst)

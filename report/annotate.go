@@ -130,7 +130,7 @@ func (m *Model) matchFuncs(target string) []FuncID {
 // hasLines says whether any module kept has DWARF line tables.
 func (m *Model) hasLines() bool {
 	for k := range m.Modules {
-		if d := m.Modules[k].Debug; !m.hidden[uint32(k)] && d != nil && len(d.rows) > 0 {
+		if d := m.Modules[k].Debug; !m.hidden[uint32(k)] && d.HasLines() {
 			return true
 		}
 	}

@@ -93,9 +93,19 @@ func loadDebug(binary string, f *elf.File, buildID []byte, o DebugOptions) debug
 		return debugLoad{Symbols: own, Source: src}
 	}
 	defer df.Close()
-	di := NewDebugInfo(df)
 	ds := NewSymbols(df)
 	names := symtabNames(df)
+	// The DWARF is read when a view first needs a line (LazyDebugInfo),
+	// from the file opened again then.
+	path := src.Path
+	di := LazyDebugInfo(func() *DebugInfo {
+		f, err := elf.Open(path)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		return NewDebugInfo(f)
+	})
 	return debugLoad{Debug: di, Symbols: own.merge(ds), names: names, Source: src}
 }
 

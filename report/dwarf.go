@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // DebugInfo is the one reader of the DWARF of the original binary, which
@@ -21,6 +22,34 @@ type DebugInfo struct {
 	// index: (low, high, scope) of every range of every concrete
 	// subprogram, sorted by low.
 	index []scopeRange
+
+	// A lazy DebugInfo (LazyDebugInfo) reads its DWARF when first asked:
+	// a whole-process profile has a module for every library, and
+	// reading all their DWARF (libc's separate debug file alone takes
+	// a third of a second) is wasted on a report that shows a few of
+	// them.
+	lazy func() *DebugInfo
+	once sync.Once
+	real *DebugInfo
+}
+
+// LazyDebugInfo returns a DebugInfo that calls load (NewDebugInfo of some
+// file) the first time it is asked anything.
+func LazyDebugInfo(load func() *DebugInfo) *DebugInfo { return &DebugInfo{lazy: load} }
+
+// get is di itself, or for a lazy one what its loader read (nil: no DWARF).
+func (di *DebugInfo) get() *DebugInfo {
+	if di == nil || di.lazy == nil {
+		return di
+	}
+	di.once.Do(func() { di.real = di.lazy() })
+	return di.real
+}
+
+// HasLines reports whether the DWARF has a line table.
+func (di *DebugInfo) HasLines() bool {
+	d := di.get()
+	return d != nil && len(d.rows) > 0
 }
 
 // A LineRange is one row of the line table, from its address to the next
@@ -310,7 +339,7 @@ func intAttr(e *dwarf.Entry, a dwarf.Attr) int64 {
 
 // Rows returns the line rows overlapping [lo, hi), in address order.
 func (di *DebugInfo) Rows(lo, hi uint64) []LineRange {
-	if di == nil {
+	if di = di.get(); di == nil {
 		return nil
 	}
 	i := sort.Search(len(di.rows), func(i int) bool { return di.rows[i].End > lo })
@@ -334,7 +363,7 @@ func (di *DebugInfo) LineAt(addr uint64) (LineRange, bool) {
 // first, innermost inlined subroutine last; nil when no subprogram holds
 // it.
 func (di *DebugInfo) Frames(addr uint64) []*Scope {
-	if di == nil {
+	if di = di.get(); di == nil {
 		return nil
 	}
 	i := sort.Search(len(di.index), func(i int) bool { return di.index[i].lo > addr }) - 1

@@ -82,7 +82,7 @@ func (fs *funcSamples) child(loc sampleLoc, callee string) *funcSamples {
 // activations; call targets come from the calling context tree when
 // the profile has one, else from direct call instructions.
 func ExportLLVMSample(w io.Writer, m *Model, opts ExportOptions) error {
-	if m.Debug == nil || len(m.Debug.rows) == 0 {
+	if !m.Debug.HasLines() {
 		return ErrNoDebugInfo
 	}
 	top := map[string]*funcSamples{}

@@ -67,7 +67,7 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 	for k := range m.Modules {
 		mod := &m.Modules[k]
 		mp := &profile.Mapping{ID: uint64(k + 1), File: mod.Path, HasFunctions: true,
-			HasFilenames: mod.Debug != nil, HasLineNumbers: mod.Debug != nil, HasInlineFrames: mod.Debug != nil, Start: math.MaxUint64}
+			HasFilenames: mod.Debug.HasLines(), HasLineNumbers: mod.Debug.HasLines(), HasInlineFrames: mod.Debug.HasLines(), Start: math.MaxUint64}
 		if len(mod.Table.OrigBuildID) > 0 {
 			mp.BuildID = enchex.EncodeToString(mod.Table.OrigBuildID)
 		} else if len(mod.BuildID) > 0 {

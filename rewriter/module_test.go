@@ -455,3 +455,48 @@ func TestDefaultModuleTag(t *testing.T) {
 		}
 	}
 }
+
+// TestModulesRefusedTogether: modules that cannot share one runtime stop
+// the process at load with a message naming the module and why, rather
+// than mix up counts (decision 81): a library instrumented flow-only in a
+// context-mode program, one reading other metrics, an executable with
+// slot counters after a library started the runtime.
+func TestModulesRefusedTogether(t *testing.T) {
+	lib := fixture.Build(t, "modules/rw_lib.c", libCfg)
+	prog := fixture.Build(t, "modules/rw_main.c", fixture.Config{CC: "gcc", Opt: "-O2", Extra: []string{"-Wl,--no-as-needed", lib}})
+	data, err := os.ReadFile(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tsc := []rewriter.Metric{{Name: "tsc", Type: runtime.MetricTypeTSC}}
+	for _, c := range []struct {
+		name          string
+		libOpts, exeO rewriter.Options
+		want          string
+	}{
+		{"flow-only library", rewriter.Options{NoContext: true}, rewriter.Options{NoSlots: true}, "another mode"},
+		{"other metrics", rewriter.Options{Metrics: tsc}, rewriter.Options{NoSlots: true}, "other metrics"},
+		{"slots after a library", rewriter.Options{NoContext: true}, rewriter.Options{NoContext: true}, "slot counters"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			_, out, _ := rewriteLib(t, lib, c.libOpts)
+			if err := os.WriteFile(filepath.Join(dir, "librw.so"), out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			exe, _, err := rewriter.Rewrite(data, c.exeO)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, "rw_main")
+			if err := os.WriteFile(p, exe, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			got := runProc(t, p, nil, "LD_LIBRARY_PATH="+dir, "BLPP_PROFILE="+filepath.Join(dir, "p.out"))
+			if got.code != 127 || !strings.Contains(string(got.stderr), "instrumented module tag 0 cannot join the process's runtime") ||
+				!strings.Contains(string(got.stderr), c.want) {
+				t.Errorf("exit %d, stderr %q: want 127 and a message with %q", got.code, got.stderr, c.want)
+			}
+		})
+	}
+}

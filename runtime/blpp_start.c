@@ -164,10 +164,15 @@ static void setup(void)
 /* refuse ends the process: module m cannot join this process's runtime. */
 static void refuse(const char *why)
 {
-	char tag[24], *d = utoa(tag + sizeof(tag) - 1, blpp_config.module_tag);
+	char msg[320], tag[24], *d = utoa(tag + sizeof(tag) - 1, blpp_config.module_tag);
+	const char *parts[] = {"instrumented module tag ", d, " cannot join the process's runtime: ", why};
+	u64 n = 0;
 	tag[sizeof(tag) - 1] = 0;
-	say("an instrumented module (tag ", d, ") cannot join the process's runtime: ", 0);
-	die(why);
+	for (u64 i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		for (const char *p = parts[i]; *p && n < sizeof(msg) - 1; p++)
+			msg[n++] = *p;
+	msg[n] = 0;
+	die(msg);
 }
 
 /*

@@ -227,6 +227,14 @@
 //     process image.
 //   - _exit and exit_group skip the exit hook: no profile (as with the
 //     original program's atexit work).
+//   - Modules (decision 81): a thread that existed before the first
+//     instrumented module started (a dlopen from a thread, with nothing
+//     instrumented before) has %gs 0; its first stub makes it a block
+//     through the copy it entered, but a copy that has not started by
+//     then makes a second runtime state. Modules that cannot share the
+//     runtime (another blpp build, another mode or metrics, a tag in use,
+//     slot counters after another module started) stop the process with
+//     status 127 and a message naming the tag and the reason.
 //
 // # Cost
 //

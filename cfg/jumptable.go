@@ -206,6 +206,10 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 			limit = max(limit, r)
 		}
 		jt.Entries = bd.extent(s, table, entSize, relative, base, limit)
+		if jt.Entries < 0 {
+			bd.g.fail(ReasonUnresolvedIndirectJump, in.Addr, "jump table at %#x has no bounds check and an entry outside the function before entries inside it: its size is unknown", table)
+			return
+		}
 		if jt.Entries == 0 {
 			bd.g.fail(ReasonUnresolvedIndirectJump, in.Addr, "jump table at %#x has no bounds check and no entry into the function", table)
 			return
@@ -450,8 +454,33 @@ func (bd *builder) extent(s *slicer, table uint64, entSize int, relative bool, b
 		}
 		t, ok := bd.tableTarget(table, n, entSize, relative, base)
 		if !ok || bd.rangeOf(t) < 0 {
+			// An entry outside the function ends the table, unless the
+			// table plainly goes on after it: clang points the entries
+			// of __builtin_unreachable cases at the padding after the
+			// function. Copying only the entries before it would send
+			// the later cases to the original code (or past the copy):
+			// the function cannot be instrumented (-1).
+			if n+1 < limit && bd.tableGoesOn(s, table, entSize, relative, base, n+1) {
+				return -1
+			}
 			break
 		}
 	}
 	return n
+}
+
+// tableGoesOn says whether entry k of an unguarded table looks like one
+// more entry of it: not the start of other referenced data, covered by a
+// relocation where the table's entries need one, and targeting the
+// function.
+func (bd *builder) tableGoesOn(s *slicer, table uint64, entSize int, relative bool, base uint64, k int) bool {
+	at := table + uint64(k*entSize)
+	if s.refs[at] || bd.b.referenced(at) {
+		return false
+	}
+	if !relative && bd.b.Kind != KindExec && !bd.b.IsRelocated(at) {
+		return false
+	}
+	t, ok := bd.tableTarget(table, k, entSize, relative, base)
+	return ok && bd.rangeOf(t) >= 0
 }

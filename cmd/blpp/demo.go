@@ -109,7 +109,7 @@ func runDemo(c *ctx, args []string) error {
 		return fmt.Errorf("running the instrumented demo: %w", err)
 	}
 	fmt.Fprintf(c.stdout, "\n$ blpp report %s --binary %s --top 5\n", prof, inst)
-	if err := writeRunReportTo(c.stdout, inst, prof, 5); err != nil {
+	if err := writeRunReportTo(c.stdout, inst, "", prof, 5); err != nil {
 		return err
 	}
 	// The calling context tree: the same command line the user would type.

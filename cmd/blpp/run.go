@@ -137,7 +137,7 @@ func runRun(c *ctx, args []string) error {
 	if wp != nil {
 		skipped = wp.skipped
 	}
-	if err := writeRunReport(c, inst, skipped, profPath, *reportPath, *top); err != nil {
+	if err := writeRunReport(c, inst, rest[0], skipped, profPath, *reportPath, *top); err != nil {
 		fmt.Fprintf(c.stderr, "blpp run: %v\n", err)
 	}
 	if code != 0 {
@@ -149,7 +149,7 @@ func runRun(c *ctx, args []string) error {
 // writeRunReport writes the libraries left uninstrumented, with their
 // reasons, and the report: to stderr after the program's own output, or
 // to the file out.
-func writeRunReport(c *ctx, inst string, skipped []string, profPath, out string, top int) error {
+func writeRunReport(c *ctx, inst, title string, skipped []string, profPath, out string, top int) error {
 	var w io.Writer = c.stderr
 	if out != "" {
 		fh, err := os.Create(out)
@@ -162,10 +162,14 @@ func writeRunReport(c *ctx, inst string, skipped []string, profPath, out string,
 	for _, s := range skipped {
 		fmt.Fprintf(w, "blpp run: not instrumented: %s\n", s)
 	}
-	return writeRunReportTo(w, inst, profPath, top)
+	return writeRunReportTo(w, inst, title, profPath, top)
 }
 
-func writeRunReportTo(w io.Writer, inst, profPath string, top int) error {
+// writeRunReportTo writes the hot paths of the profile at profPath of
+// the instrumented program inst, titled with the program as the user
+// named it (title; "" for inst's path): the cached copy's path means
+// nothing to the user.
+func writeRunReportTo(w io.Writer, inst, title, profPath string, top int) error {
 	prof, err := readProfiles([]string{profPath})
 	if err != nil {
 		return err
@@ -188,6 +192,9 @@ func writeRunReportTo(w io.Writer, inst, profPath string, top int) error {
 	m, err := report.NewModelWith(inst, tab, prof, f, report.ModelOptions{Libs: libs})
 	if err != nil {
 		return err
+	}
+	if title != "" {
+		m.Binary = title
 	}
 	return report.PathsText(w, m, report.ViewOptions{Top: top})
 }

@@ -222,6 +222,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 			chosen = append(chosen, f)
 		}
 	}
+	chosen = leaveBranchedInto(chosen, moved, into, sum)
 	// Function ids have runtime.FidBits bits in a module [decision 81].
 	if sum.Functions > 1<<runtime.FidBits {
 		return nil, nil, fmt.Errorf("%w (%d)", ErrTooManyFuncs, sum.Functions)
@@ -726,4 +727,66 @@ func b2u(v bool) uint64 {
 		return 1
 	}
 	return 0
+}
+
+// leaveBranchedInto takes out of chosen, and lists in sum, every function
+// that code outside all the chosen functions branches into past its entry
+// (a function left uninstrumented jumping into its middle: glibc's string
+// functions share their tails between entry points). That code would run
+// the function's original blocks, which count nothing, and its copy's
+// counts would no longer be the function's [DESIGN 2]. The branches come
+// from a linear sweep of the executable sections (into), so data decoded
+// as code can only leave more out. Leaving a function out adds no branch
+// into another, so one pass is enough.
+func leaveBranchedInto(chosen []*analysis.Func, moved map[*analysis.Func]uint64, into map[uint64][]uint64, sum *Summary) []*analysis.Func {
+	type span struct {
+		lo, hi uint64
+		f      *analysis.Func
+	}
+	var spans []span
+	for _, f := range chosen {
+		for _, r := range f.Func.Ranges() {
+			spans = append(spans, span{r.Addr, r.End(), f})
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
+	owner := func(a uint64) *analysis.Func {
+		k := sort.Search(len(spans), func(k int) bool { return spans[k].lo > a }) - 1
+		if k >= 0 && a < spans[k].hi {
+			return spans[k].f
+		}
+		return nil
+	}
+	bad := map[*analysis.Func]uint64{}
+	for t, froms := range into {
+		f := owner(t)
+		// Branches up to a moved entry jump run the instructions before it
+		// in place and then the copy (decision 67).
+		if f == nil || t == f.Func.Addr || (moved[f] != 0 && t <= moved[f]) {
+			continue
+		}
+		for _, from := range froms {
+			if owner(from) == nil {
+				if _, seen := bad[f]; !seen || from < bad[f] {
+					bad[f] = from
+				}
+				break
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return chosen
+	}
+	kept := chosen[:0]
+	for _, f := range chosen {
+		from, ok := bad[f]
+		if !ok {
+			kept = append(kept, f)
+			continue
+		}
+		sum.Skipped = append(sum.Skipped, Skipped{Name: f.Func.Name, Entry: fmt.Sprintf("%#x", f.Func.Addr),
+			Reason: "branched into by uninstrumented code", Detail: fmt.Sprintf("the code at %#x, in no instrumented function, jumps into its body", from),
+			Size: f.Func.TotalSize()})
+	}
+	return kept
 }

@@ -317,11 +317,11 @@ static u64 encode_pents(struct obuf *scratch, u64 nrec, struct obuf *out)
 	return np;
 }
 
-static u64 write_partials(struct blpp_thread *t, int self, u64 nrec, struct obuf *parts, struct obuf *scratch)
+static u64 write_partials(struct blpp_thread *t, int self, int dead, u64 nrec, struct obuf *parts, struct obuf *scratch)
 {
 	scratch->len = 0;
 	collect_pents((struct ptab *)t->partials, scratch);
-	if (self) {
+	if (self || dead) {
 		struct blpp_frame *f = frames(t);
 		struct stop_walk w;
 		/* Where each activation stopped: the newest at its last call
@@ -331,7 +331,9 @@ static u64 write_partials(struct blpp_thread *t, int self, u64 nrec, struct obuf
 		 * decision 57). When busy, the newest frame may be half made:
 		 * it is left out and its caller's stop is unknown. */
 		int half = t->busy && depth(t) > 0;
-		stop_start(&w, t, (rt.writing_why & ~BLPP_FLAG_EXEC) == 0 && !t->busy ? t->call_site : 0);
+		/* A thread that has ended (its own exit system call, which
+		 * no hook sees) stopped somewhere in its newest activation. */
+		stop_start(&w, t, self && (rt.writing_why & ~BLPP_FLAG_EXEC) == 0 && !t->busy ? t->call_site : 0);
 		while (w.next > 0) {
 			stop_step(&w);
 			u64 i = w.next;
@@ -510,6 +512,30 @@ static int special_file(const char *path)
 
 static int maps_path(u64 addr, char *out, u64 cap); /* blpp_start.c */
 
+/* thread_waits says whether thread tid of this process sleeps in the
+ * kernel (state S or D in /proc/self/task/TID/stat [proc(5)]), so that its
+ * shadow frames stay as they are while the writer reads them. */
+static int thread_waits(u64 tid)
+{
+	char path[64] = "/proc/self/task/", num[24], buf[512], *d = utoa(num + sizeof(num), tid);
+	u64 n = str_len(path);
+	long fd, r;
+	while (d < num + sizeof(num) && n < sizeof(path) - 8)
+		path[n++] = *d++;
+	mem_copy(path + n, "/stat", 6);
+	if (failed(fd = sc3(SYS_open, path, O_RDONLY | O_CLOEXEC, 0)))
+		return 0;
+	r = sc3(SYS_read, fd, buf, sizeof(buf) - 1);
+	sc1(SYS_close, fd);
+	if (failed(r) || r <= 0)
+		return 0;
+	/* "tid (comm) S ...": the state follows the last ')'. */
+	for (long i = r - 1; i > 0; i--)
+		if (buf[i] == ')')
+			return i + 2 < r && (buf[i + 2] == 'S' || buf[i + 2] == 'D');
+	return 0;
+}
+
 /*
  * write_modules encodes the MODULES section (decision 81): per registered
  * module its tag, flags, load bias, file and build-id. A module whose
@@ -594,8 +620,17 @@ static void write_profile(u32 why, int wait)
 	self = thread_peek();
 	for (struct blpp_thread *t = LOAD(&rt.threads); t; t = (struct blpp_thread *)t->next) {
 		u64 n = write_records(t, &recs, &paths, &scratch), nf;
+		/* A thread that has ended without its block being taken over
+		 * (blocks are reused only by threads with the same thread
+		 * pointer) still holds its last activations, which ended
+		 * nowhere: record them as partials, as for the writing thread;
+		 * so does one that waits in the kernel (a worker blocked on a
+		 * condition variable when the program exits). A thread that
+		 * runs is left alone: its frames change under the writer. */
+		int dead = t != self && t->tid && rt.pid == pid && !t->busy &&
+			   (sc3(SYS_tgkill, (long)pid, (long)t->tid, 0) == -3 /* ESRCH */ || thread_waits(t->tid));
 		nrec += n;
-		npart = write_partials(t, t == self, n, &parts, &scratch);
+		npart = write_partials(t, t == self, dead, n, &parts, &scratch);
 		folded.len = 0;
 		nf = write_folded(t, n, &folded);
 		pref.len = 0;

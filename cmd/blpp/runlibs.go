@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"blpp/rewriter"
@@ -133,6 +134,27 @@ func startLibs(loader, prog string) ([]neededLib, error) {
 	return libs, nil
 }
 
+// toolID identifies this blpp build for cache keys: the SHA-256 of its
+// own executable (read once, about 20 ms), so that a rewriter that
+// changed never serves copies an older one made. Empty when the
+// executable cannot be read (the key then rests on the inputs alone).
+var toolID = sync.OnceValue(func() []byte {
+	self, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	f, err := os.Open(self)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil
+	}
+	return h.Sum(nil)
+})
+
 // cacheOverride is the cache root `blpp rewrite-module --cache-dir`
 // names: the auditor runs it with an empty environment.
 var cacheOverride string
@@ -166,6 +188,7 @@ func cachedModule(path string, opts rewriter.Options, mode modeFlags) (string, e
 	h := sha256.New()
 	h.Write(data)
 	h.Write(runtime.ImageBytes())
+	h.Write(toolID())
 	fmt.Fprintf(h, "%s tag=%d noslots=%v", mode.key(), opts.ModuleTag, opts.NoSlots)
 	dir := filepath.Join(cacheRoot(), "modules", hex.EncodeToString(h.Sum(nil)[:12]))
 	out := filepath.Join(dir, filepath.Base(path))

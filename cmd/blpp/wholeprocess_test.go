@@ -26,12 +26,18 @@ type wholeProgram struct {
 	args  []string // without argv[0]
 	env   []string
 	stdin []byte
+	// contextOnly leaves the flow-only run out (the programs of
+	// TestWholeProcessShare: context is the default and the costlier).
+	contextOnly bool
 }
 
 // wholePrograms are the programs of the whole-process tests: the module
-// fixture (its library is a DT_NEEDED of its own, librw.so, with callbacks
-// into the program) and Debian programs whose work is in libraries
-// (libbz2, libc's regex); libc.so.6 is instrumented in all of them.
+// fixtures (rw_main, whose library librw.so calls back into it, and the
+// modules fixture of acceptance 1) and Debian programs whose work is in
+// libraries (libbz2, libc's regex, and TestWholeProcessShare's: liblzma
+// with threads, zlib, libsqlite3, libjq and libonig, python3 with
+// extension modules, libstdc++ and libgcc_s unwinding); libc.so.6 is
+// instrumented in all of them.
 func wholePrograms(t *testing.T) []wholeProgram {
 	lib := fixture.Build(t, "modules/rw_lib.c", fixture.Config{CC: "gcc", Opt: "-O2", Extra: []string{"-shared", "-fPIC", "-Wl,-soname,librw.so"}})
 	prog := fixture.Build(t, "modules/rw_main.c", fixture.Config{CC: "gcc", Opt: "-O2", Extra: []string{"-Wl,--no-as-needed", lib}})
@@ -47,7 +53,14 @@ func wholePrograms(t *testing.T) []wholeProgram {
 	for i := 0; i < 400; i++ {
 		text.WriteString(strings.Repeat("abc", i%7) + " line 42 of the input, 7 times " + string(rune('a'+i%26)) + "\n")
 	}
-	ps := []wholeProgram{{name: "rw_main", prog: prog, env: []string{"LD_LIBRARY_PATH=" + libDir}}}
+	fx := fixture.BuildModules(t)
+	ps := []wholeProgram{
+		{name: "rw_main", prog: prog, env: []string{"LD_LIBRARY_PATH=" + libDir}},
+		// The modules fixture: a library found through $ORIGIN with
+		// callbacks and threads, a C++ library dlopen'ed twice by path
+		// that throws to the executable (issue 25, acceptance 1).
+		{name: "mod_main", prog: fx.Exe, args: fx.Args()},
+	}
 	for _, p := range []wholeProgram{
 		{name: "bzip2", prog: "/usr/bin/bzip2", args: []string{"-c"}, stdin: text.Bytes()},
 		{name: "sed", prog: "/bin/sed", args: []string{"-E", `s/([a-c]+) line ([0-9]+)/\2:\1/; /7 times q/d`}, stdin: text.Bytes()},
@@ -55,6 +68,12 @@ func wholePrograms(t *testing.T) []wholeProgram {
 		if _, err := os.Stat(p.prog); err == nil {
 			ps = append(ps, p)
 		}
+	}
+	for _, p := range sharePrograms(t) {
+		if p.name == "bzip2" || p.name == "sed" {
+			continue // above, in both modes
+		}
+		ps = append(ps, wholeProgram{name: strings.ReplaceAll(p.name, " ", "_"), prog: p.argv[0], args: p.argv[1:], stdin: p.stdin, contextOnly: true})
 	}
 	return ps
 }
@@ -73,6 +92,9 @@ func TestWholeProcessSameRun(t *testing.T) {
 	fixture.RequireTool(t, "valgrind", "valgrind")
 	for _, p := range wholePrograms(t) {
 		for _, flow := range []bool{false, true} {
+			if flow && p.contextOnly {
+				continue
+			}
 			name := p.name + "/context"
 			if flow {
 				name = p.name + "/flow"

@@ -217,8 +217,11 @@
 //     or makecontext/swapcontext stacks, look like unwinding and pop live
 //     frames. Threads made with clone without a new TLS share their
 //     creator's block.
-//   - At exit only the exiting thread's live frames are recorded; a dead
-//     thread's are recorded when its block is reused.
+//   - A write records the live frames of the writing thread, of threads
+//     that have ended (their block not yet reused) and of threads that
+//     wait in the kernel (/proc/self/task/TID/stat says S or D); a thread
+//     that is running at that moment keeps its in-flight paths out of the
+//     profile.
 //   - 2^20 shadow frames per thread (virtual memory, touched as used);
 //     deeper activations are counted in root records and their callers'
 //     registers are lost (STATS shadow_overflow).

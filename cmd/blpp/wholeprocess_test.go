@@ -110,33 +110,11 @@ func TestWholeProcessSameRun(t *testing.T) {
 				} else if err != nil {
 					t.Fatalf("%s: %v", p.prog, err)
 				}
-				fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-				mode := addModeFlags(fs)
-				sel := addLibFlags(fs)
-				if flow {
-					fs.Parse([]string{"--no-context"})
-				}
-				pick, _, err := sel.compile()
-				if err != nil {
-					t.Fatal(err)
-				}
-				loader, err := interpreter(p.prog)
-				if err != nil || loader == "" {
-					t.Fatalf("%s: no interpreter (%v)", p.prog, err)
-				}
 				for _, e := range p.env {
 					k, v, _ := strings.Cut(e, "=")
 					t.Setenv(k, v) // the loader's --list sees it too
 				}
-				inst, err := cachedRewrite(p.prog, mode, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				wp, err := prepareLibs(io.Discard, loader, p.prog, mode, sel, pick, false, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer os.RemoveAll(wp.dir)
+				inst, wp := setUpWhole(t, p.prog, flow)
 				if len(wp.skipped) > 0 {
 					t.Errorf("libraries not instrumented: %v", wp.skipped)
 				}
@@ -144,7 +122,7 @@ func TestWholeProcessSameRun(t *testing.T) {
 				prof := filepath.Join(dir, "blpp.out")
 				cgDir := filepath.Join(dir, "cg")
 				args := wp.command(inst, p.prog, p.args).Args[1:] // blpp run's loader command line
-				cg, err := callgrind.Run(loader, callgrind.Options{Args: args, Stdin: p.stdin, Env: append([]string{"BLPP_PROFILE=" + prof}, p.env...),
+				cg, err := callgrind.Run(wp.loader, callgrind.Options{Args: args, Stdin: p.stdin, Env: append([]string{"BLPP_PROFILE=" + prof}, p.env...),
 					OutDir: cgDir, SplitAfter: corpus.WriteDone, Timeout: 5 * time.Minute, Launcher: true})
 				if err != nil {
 					t.Fatal(err)
@@ -183,4 +161,37 @@ func TestWholeProcessSameRun(t *testing.T) {
 			})
 		}
 	}
+}
+
+// setUpWhole does what blpp run does before it starts prog with every
+// library instrumented (flow: --no-context): it returns the executable's
+// copy and the loader's set-up, whose directory the test removes.
+func setUpWhole(t *testing.T, prog string, flow bool) (string, *wholeProcess) {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	mode := addModeFlags(fs)
+	sel := addLibFlags(fs)
+	if flow {
+		if err := fs.Parse([]string{"--no-context"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pick, _, err := sel.compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loader, err := interpreter(prog)
+	if err != nil || loader == "" {
+		t.Fatalf("%s: no interpreter (%v)", prog, err)
+	}
+	inst, err := cachedRewrite(prog, mode, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wp, err := prepareLibs(io.Discard, loader, prog, mode, sel, pick, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(wp.dir) })
+	return inst, wp
 }

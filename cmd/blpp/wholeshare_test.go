@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +15,6 @@ import (
 	"blpp/internal/testsupport/corpus"
 	"blpp/internal/testsupport/fixture"
 	"blpp/report"
-
-	"github.com/spf13/pflag"
 )
 
 // shareProgram is a real program whose work is mostly in shared objects,
@@ -122,23 +119,7 @@ func TestWholeProcessShare(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", p.argv[0], err)
 			}
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			mode := addModeFlags(fs)
-			sel := addLibFlags(fs)
-			pick, _, _ := sel.compile()
-			loader, err := interpreter(p.argv[0])
-			if err != nil || loader == "" {
-				t.Fatalf("no interpreter: %v", err)
-			}
-			inst, err := cachedRewrite(p.argv[0], mode, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wp, err := prepareLibs(io.Discard, loader, p.argv[0], mode, sel, pick, false, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer os.RemoveAll(wp.dir)
+			inst, wp := setUpWhole(t, p.argv[0], false)
 			prof := filepath.Join(t.TempDir(), "blpp.out")
 			run := wp.command(inst, p.argv[0], p.argv[1:])
 			run.Env = append(os.Environ(), "BLPP_PROFILE="+prof)

@@ -217,6 +217,17 @@ func IsLoader(object string) bool {
 	return strings.HasPrefix(b, "ld-linux") || strings.HasPrefix(b, "ld-2.") || strings.HasPrefix(b, "ld.so")
 }
 
+// sortObjects orders objects by executed instructions, most first, then
+// by name.
+func sortObjects(objs []ObjectShare) {
+	sort.Slice(objs, func(a, b int) bool {
+		if objs[a].Insts != objs[b].Insts {
+			return objs[a].Insts > objs[b].Insts
+		}
+		return objs[a].Name < objs[b].Name
+	})
+}
+
 // isValgrind tells valgrind's own objects (its preloaded core), which are
 // no part of the program.
 func isValgrind(object string) bool {
@@ -248,12 +259,7 @@ func ProcessShareOf(s Share, cg *callgrind.Profile) ProcessShare {
 		}
 		ps.Objects = append(ps.Objects, o)
 	}
-	sort.Slice(ps.Objects, func(a, b int) bool {
-		if ps.Objects[a].Insts != ps.Objects[b].Insts {
-			return ps.Objects[a].Insts > ps.Objects[b].Insts
-		}
-		return ps.Objects[a].Name < ps.Objects[b].Name
-	})
+	sortObjects(ps.Objects)
 	return ps
 }
 
@@ -342,12 +348,12 @@ func WholeShareOf(cg *callgrind.Profile, cgDir string, modules []ModuleFile) (Pr
 			ps.Objects = append(ps.Objects, o)
 		}
 	}
-	sort.Slice(ps.Objects, func(a, b int) bool {
-		if ps.Objects[a].Insts != ps.Objects[b].Insts {
-			return ps.Objects[a].Insts > ps.Objects[b].Insts
+	sortObjects(ps.Objects)
+	sort.Slice(ps.Left, func(a, b int) bool {
+		if ps.Left[a].Insts != ps.Left[b].Insts {
+			return ps.Left[a].Insts > ps.Left[b].Insts
 		}
-		return ps.Objects[a].Name < ps.Objects[b].Name
+		return ps.Left[a].Name < ps.Left[b].Name
 	})
-	sort.Slice(ps.Left, func(a, b int) bool { return ps.Left[a].Insts > ps.Left[b].Insts })
 	return ps, nil
 }

@@ -72,6 +72,11 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	for i, r := range bd.ranges {
 		bd.cover[i] = make([]int32, r.Size)
 	}
+	// Other entries first on the work stack: the entry is decoded first.
+	for i := len(f.Entries) - 1; i >= 0; i-- {
+		bd.leaders[f.Entries[i]] = true
+		bd.work = append(bd.work, f.Entries[i])
+	}
 	bd.work = append(bd.work, f.Addr)
 	eh, err := b.ehRanges(f)
 	if err != nil {
@@ -318,9 +323,12 @@ func (bd *builder) decodeAll() {
 				break
 			}
 			if bd.rangeOf(next) < 0 {
-				if bd.env.funcAt(next) != nil {
-					bd.fallOut[a] = next
+				if to := bd.fallsInto(next); to != 0 {
+					bd.fallOut[a] = to
 				} else {
+					if g.Reason == ReasonOK {
+						bd.g.escape = next
+					}
 					g.fail(ReasonFallsOff, a, "execution continues past the end of the function")
 				}
 				break
@@ -328,6 +336,32 @@ func (bd *builder) decodeAll() {
 			a = next
 		}
 	}
+}
+
+// fallsInto returns the procedure entry that control running off the
+// end of a range at next reaches: next itself, or the entry just after
+// nops that align it (glibc's __memcpy_chk runs through a nopl into
+// __memcpy). The nops then run in no block. 0: none.
+func (bd *builder) fallsInto(next uint64) uint64 {
+	if bd.env.funcAt(next) != nil {
+		return next
+	}
+	code := bd.b.Code(next)
+	if len(code) > 64 {
+		code = code[:64] // alignment to 64 bytes at most
+	}
+	off := 0
+	for off < len(code) {
+		in, err := x86.Decode(code[off:], next+uint64(off))
+		if err != nil || !isNop(&in, code[off:]) {
+			break
+		}
+		off += in.Len
+		if t := next + uint64(off); bd.env.funcAt(t) != nil {
+			return t
+		}
+	}
+	return 0
 }
 
 // makeBlocks splits the decoded instructions into blocks and adds edges.
@@ -477,6 +511,14 @@ func (bd *builder) makeBlocks() {
 		}
 	}
 	bd.landingEdges(blockOf)
+	for _, e := range bd.f.Entries {
+		to, ok := blockOf(e)
+		if !ok {
+			g.fail(ReasonBadDecode, e, "the entry was not decoded")
+			return
+		}
+		g.addEdge(Edge{From: Entry, To: to, Kind: EdgeEntry})
+	}
 	for _, jt := range bd.tables {
 		g.Tables = append(g.Tables, *jt)
 	}

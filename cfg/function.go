@@ -63,6 +63,12 @@ type Function struct {
 	PartNames []string
 	Source    Source
 	PLT       bool
+	// Entries are the other entries of a procedure joined from several
+	// that share code (Program.joinEntries): each was the entry of one of
+	// them, is entered from outside as Addr is, and starts a path of its
+	// own (EdgeEntry). EntryNames are those procedures' names.
+	Entries    []uint64
+	EntryNames []string
 	// MidFrame: the function's FDE starts inside a call frame (its first
 	// unwind row is not the CIE's initial state), as a split-off
 	// fragment's does; a real entry starts with the caller's frame.
@@ -81,6 +87,20 @@ type Function struct {
 // no symbol, FDE, PLT entry or the entry point gives it.
 func (f *Function) Discovered() bool {
 	return f.Source != 0 && f.Source&(FromSymtab|FromDynsym|FromFDE|FromPLT|FromEntry) == 0
+}
+
+// IsEntry reports whether control may enter the procedure at addr from
+// outside: its entry or one of its Entries.
+func (f *Function) IsEntry(addr uint64) bool {
+	if addr == f.Addr {
+		return true
+	}
+	for _, e := range f.Entries {
+		if e == addr {
+			return true
+		}
+	}
+	return false
 }
 
 // Ranges returns the main body followed by the fragments.

@@ -50,6 +50,13 @@ const (
 	// stands for every call covered by the pad; it breaks paths (like a
 	// backedge), so the pad starts a path of its own.
 	EdgeLanding
+	// EdgeEntry: from the entry block to the block at another entry of
+	// a procedure joined from several that share code (Function.Entries).
+	// No instruction takes it: calls and jumps to that entry do. It
+	// breaks paths, so a path of its own starts at that entry (the pseudo
+	// edge ENTRY→w of Ball-Larus 96 §3.3), and its ToExit half is a
+	// path no run takes.
+	EdgeEntry
 )
 
 var edgeKindNames = [...]string{
@@ -62,6 +69,7 @@ var edgeKindNames = [...]string{
 	EdgeNoReturn:    "noreturn",
 	EdgeHalt:        "halt",
 	EdgeLanding:     "landing",
+	EdgeEntry:       "entry",
 }
 
 func (k EdgeKind) String() string {
@@ -145,7 +153,7 @@ type CallSite struct {
 // wherever the exception was raised.
 func (g *Graph) BreaksPath(e EdgeID) bool {
 	ed := &g.Edges[e]
-	if ed.Kind == EdgeLanding {
+	if ed.Kind == EdgeLanding || ed.Kind == EdgeEntry {
 		return true
 	}
 	if ed.Kind != EdgeCallReturn {

@@ -223,7 +223,7 @@ func (g *Graph) findSyscallLeaves(insts []x86.Inst, instAt func(uint64) int) {
 				continue
 			}
 			st := out
-			if ed.Kind == EdgeCallReturn || ed.Kind == EdgeLanding {
+			if ed.Kind == EdgeCallReturn || ed.Kind == EdgeLanding || ed.Kind == EdgeEntry {
 				st.known = 0
 			}
 			changed := false

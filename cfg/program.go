@@ -199,6 +199,7 @@ func Analyze(b *Binary, opts Options) *Program {
 		build(todo)
 	}
 	todo = p.joinFragments(todo, build)
+	todo = p.joinEntries(todo)
 	// No-return inference to a fixed point (bounded: each round adds at
 	// least one procedure).
 	for round := 0; round < 32; round++ {

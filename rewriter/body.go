@@ -52,6 +52,7 @@ func (fg *funcGen) emit() error {
 	}
 	fg.enterInline()
 	fg.landingPads()
+	fg.otherEntries()
 	// Loop headers and blocks reached only by jumps (an interpreter's
 	// dispatch targets, the code after a loop) start a 64-byte line
 	// [decision 53]. Instrumented blocks are longer than the original
@@ -278,7 +279,13 @@ func (fg *funcGen) biasedJump(t int, bl biasedLoad) error {
 // terminator emits a block's last instruction with its out-edges.
 func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cfg.BlockID) error {
 	b, gr := fg.g.buf, fg.f.Graph
-	succs := gr.Blocks[id].Succs
+	// The entry block's EdgeEntry edges are taken by no instruction.
+	var succs []cfg.EdgeID
+	for _, e := range gr.Blocks[id].Succs {
+		if gr.Edges[e].Kind != cfg.EdgeEntry {
+			succs = append(succs, e)
+		}
+	}
 	switch in.Kind {
 	case x86.Call, x86.CallIndirect:
 		// The call site, for the runtime to tell where this activation
@@ -329,8 +336,15 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 		}
 		return nil
 	case x86.Jcc:
-		taken, okT := fg.succ(id, cfg.EdgeBranch, cfg.EdgeTailCall)
-		fall, okF := fg.succ(id, cfg.EdgeFallThrough)
+		// The taken edge comes first (cfg's makeBlocks). The not-taken
+		// side is a fall-through, or a tail call into the procedure that
+		// follows (glibc's __memcpy_chk falls into __memcpy).
+		var taken, fall cfg.EdgeID
+		okT := len(succs) == 2 && (gr.Edges[succs[0]].Kind == cfg.EdgeBranch || gr.Edges[succs[0]].Kind == cfg.EdgeTailCall)
+		okF := len(succs) == 2 && (gr.Edges[succs[1]].Kind == cfg.EdgeFallThrough || gr.Edges[succs[1]].Kind == cfg.EdgeTailCall)
+		if okT && okF {
+			taken, fall = succs[0], succs[1]
+		}
 		if !okT || !okF {
 			return fmt.Errorf("%#x: conditional branch without both edges", in.Addr)
 		}

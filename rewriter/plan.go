@@ -42,6 +42,8 @@ type funcPlan struct {
 	// afterPrefix; entry leads to a copy of the instructions before it.
 	prefixEnd   uint64
 	afterPrefix enc.Label
+	// others are the function's other entries (entries.go).
+	others []otherEntry
 	// tabOf gives each indirect jump through a table (by the jump's
 	// address) its own copy of the table, loadOf the same copy by the
 	// address of each instruction that reads the entry [decision 66].
@@ -208,7 +210,7 @@ func (fp *funcPlan) closedCandidate() bool {
 	gr := fp.f.Graph
 	// A closed function's internal entry would skip a moved entry's
 	// prefix [decision 67].
-	if !fp.lean() || !fp.fnHasPreg || fp.trivial() || len(gr.EH) > 0 || len(gr.Leaves) > 0 || fp.prefixEnd != 0 {
+	if !fp.lean() || !fp.fnHasPreg || fp.trivial() || len(gr.EH) > 0 || len(gr.Leaves) > 0 || fp.prefixEnd != 0 || len(gr.Func.Entries) > 0 {
 		return false
 	}
 	for _, ed := range gr.Edges {
@@ -293,7 +295,7 @@ func (fp *funcPlan) lean() bool { return fp.g.mode.FlowOnly && fp.slot != 0 }
 // shadow frame and nothing at its exit [decision 55].
 func (fp *funcPlan) trivial() bool {
 	gr := fp.f.Graph
-	if !fp.lean() || fp.num.NumPaths != 1 || len(gr.Calls) != 0 || fp.hasSyscallLeave() {
+	if !fp.lean() || fp.num.NumPaths != 1 || len(gr.Calls) != 0 || fp.hasSyscallLeave() || len(gr.Func.Entries) > 0 {
 		return false
 	}
 	for _, ed := range gr.Edges {

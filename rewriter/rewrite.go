@@ -200,6 +200,8 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 		case patchedInto(f.Func, into):
 			mf, at, err := movedEntry(b, res.Program, f, into)
 			switch {
+			case len(f.Func.Entries) > 0:
+				skip("jump into its first 5 bytes", "other code branches into the bytes an entry jump overwrites, and the entry jumps of a procedure with several entries do not move")
 			case err != nil:
 				skip("jump into its first 5 bytes", "other code branches into the bytes the entry jump overwrites, and the jump cannot move: "+err.Error())
 			default:
@@ -368,6 +370,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		}
 		fp.planTables()
 		g.entries[f.Func.Addr] = fp.entry
+		fp.planEntries()
 		g.funcs = append(g.funcs, &funcGen{funcPlan: fp, inLoop: -1})
 		g.assignSlot(fp)
 		g.assignPathReg(fp)
@@ -492,6 +495,13 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			return nil, nil, fmt.Errorf("entry of %s: %w", fg.f.Func.Name, err)
 		}
 		patches = append(patches, elfw.Patch{Addr: from, Bytes: jmp})
+		for _, x := range fg.others {
+			jmp, err := enc.JmpRel32At(x.addr, addrOf(x.label))
+			if err != nil {
+				return nil, nil, fmt.Errorf("entry %#x of %s: %w", x.addr, fg.f.Func.Name, err)
+			}
+			patches = append(patches, elfw.Patch{Addr: x.addr, Bytes: jmp})
+		}
 	}
 	dp, err := darkPatches(dark, addrOf)
 	if err != nil {
@@ -692,23 +702,25 @@ func branchTargets(b *cfg.Binary) map[uint64][]uint64 {
 // relocated block. Such self-branches are allowed; any other is not.
 func patchedInto(f *cfg.Function, targets map[uint64][]uint64) bool {
 	self := false
-	for a := f.Addr + 1; a < f.Addr+5; a++ {
-		for _, src := range targets[a] {
-			if !f.Contains(src) {
-				return true
+	for _, e := range append([]uint64{f.Addr}, f.Entries...) {
+		for a := e + 1; a < e+5; a++ {
+			for _, src := range targets[a] {
+				if !f.Contains(src) {
+					return true
+				}
+				self = true
 			}
-			self = true
 		}
 	}
 	return self && enteredInside(f, targets)
 }
 
 // enteredInside reports whether code outside f branches into f anywhere
-// but at its entry.
+// but at its entries.
 func enteredInside(f *cfg.Function, targets map[uint64][]uint64) bool {
 	for _, r := range f.Ranges() {
 		for a := r.Addr; a < r.End(); a++ {
-			if a == f.Addr {
+			if f.IsEntry(a) {
 				continue
 			}
 			for _, src := range targets[a] {
@@ -762,7 +774,7 @@ func leaveBranchedInto(chosen []*analysis.Func, moved map[*analysis.Func]uint64,
 		f := owner(t)
 		// Branches up to a moved entry jump run the instructions before it
 		// in place and then the copy (decision 67).
-		if f == nil || t == f.Func.Addr || (moved[f] != 0 && t <= moved[f]) {
+		if f == nil || f.Func.IsEntry(t) || (moved[f] != 0 && t <= moved[f]) {
 			continue
 		}
 		for _, from := range froms {

@@ -1,0 +1,55 @@
+package rewriter
+
+import (
+	"blpp/cfg"
+	"blpp/rewriter/enc"
+)
+
+// The other entries of a procedure joined from several that share code
+// (cfg.Function.Entries, decision 85). Each is redirected like the
+// entry: a 5-byte jump at its original address to code that starts an
+// activation exactly as the entry does (enterInline), then sets the path
+// register to the value of the pseudo edge ENTRY→w of its EdgeEntry and
+// jumps to its block's copy. Calls from instrumented code go straight
+// to that code (gen.entries).
+
+// otherEntry is one such entry of a function's copy.
+type otherEntry struct {
+	addr  uint64
+	edge  cfg.EdgeID
+	label enc.Label
+}
+
+// planEntries labels the function's other entries and makes them
+// targets of calls and jumps.
+func (fp *funcPlan) planEntries() {
+	gr := fp.f.Graph
+	for i, ed := range gr.Edges {
+		if ed.Kind != cfg.EdgeEntry {
+			continue
+		}
+		x := otherEntry{addr: gr.Blocks[ed.To].Addr, edge: cfg.EdgeID(i), label: fp.g.buf.NewLabel()}
+		fp.others = append(fp.others, x)
+		fp.g.entries[x.addr] = x.label
+	}
+}
+
+// otherEntries queues the code of the other entries, out of line.
+func (fg *funcGen) otherEntries() {
+	b := fg.g.buf
+	for _, x := range fg.others {
+		fg.addCold(func() {
+			b.Bind(x.label)
+			fg.mark(x.addr, false)
+			b.SetSP(0)
+			fg.enterInline()
+			v := int32(fg.num.EntryInc[x.edge])
+			if fg.hasPreg {
+				b.MovRegImm(fg.preg, v) // sign-extended; flags untouched
+			} else {
+				b.MovGS64Imm(fg.g.stubs.OffR, v)
+			}
+			b.JmpRel32(enc.LabelTarget(fg.blocks[fg.f.Graph.Edges[x.edge].To]))
+		})
+	}
+}

@@ -23,18 +23,28 @@ var ErrIncompatible = errors.New("profiles cannot be merged")
 // say whether any input had them; PID is kept when all inputs agree and 0
 // otherwise; TimeNS is the latest. The inputs are not modified and share
 // no memory with the result.
-func Merge(ps ...*Profile) (*Profile, error) {
+func Merge(ps ...*Profile) (*Profile, error) { return MergeNamed(nil, ps) }
+
+// MergeNamed is Merge with the inputs' names (their files, usually),
+// which its errors use; nil (or a missing name) says "profile N".
+func MergeNamed(names []string, ps []*Profile) (*Profile, error) {
+	name := func(i int) string {
+		if i < len(names) && names[i] != "" {
+			return names[i]
+		}
+		return fmt.Sprintf("profile %d", i)
+	}
 	if len(ps) == 0 {
 		return nil, fmt.Errorf("merge: no profiles: %w", ErrIncompatible)
 	}
 	for i, p := range ps {
 		if err := p.CheckValid(); err != nil {
-			return nil, fmt.Errorf("merge: profile %d: %w", i, err)
+			return nil, fmt.Errorf("merge: %s: %w", name(i), err)
 		}
 	}
 	first := ps[0]
 	out := first.header()
-	mods, err := mergeModules(ps)
+	mods, err := mergeModules(ps, name)
 	if err != nil {
 		return nil, err
 	}
@@ -48,13 +58,13 @@ func Merge(ps ...*Profile) (*Profile, error) {
 	for i, p := range ps[1:] {
 		i++
 		if mods == nil && !bytes.Equal(p.BuildID, first.BuildID) {
-			return nil, fmt.Errorf("merge: profile %d has build-id %x, profile 0 has %x; they are runs of different binaries: %w", i, p.BuildID, first.BuildID, ErrIncompatible)
+			return nil, fmt.Errorf("merge: %s has build-id %x, %s has %x; they are runs of different binaries: %w", name(i), p.BuildID, name(0), first.BuildID, ErrIncompatible)
 		}
 		if !slices.Equal(p.Metrics, first.Metrics) {
-			return nil, fmt.Errorf("merge: profile %d has metrics %s, profile 0 has %s: %w", i, metricList(p.Metrics), metricList(first.Metrics), ErrIncompatible)
+			return nil, fmt.Errorf("merge: %s has metrics %s, %s has %s: %w", name(i), metricList(p.Metrics), name(0), metricList(first.Metrics), ErrIncompatible)
 		}
 		if (p.Flags^first.Flags)&FlagFlowOnly != 0 {
-			return nil, fmt.Errorf("merge: profile %d is %s, profile 0 is %s: %w", i, contextWord(p.Flags), contextWord(first.Flags), ErrIncompatible)
+			return nil, fmt.Errorf("merge: %s is %s, %s is %s: %w", name(i), contextWord(p.Flags), name(0), contextWord(first.Flags), ErrIncompatible)
 		}
 		out.Flags |= p.Flags
 		if p.PID != out.PID {
@@ -90,7 +100,7 @@ func Merge(ps ...*Profile) (*Profile, error) {
 // matched by tag and build-id; the same tag with another build-id is a
 // run of another build of that module, refused. A module keeps the first
 // input's path and load bias; it is unloaded when it was in any input.
-func mergeModules(ps []*Profile) ([]Module, error) {
+func mergeModules(ps []*Profile, name func(int) string) ([]Module, error) {
 	any := false
 	for _, p := range ps {
 		any = any || p.Modules != nil
@@ -117,8 +127,8 @@ func mergeModules(ps []*Profile) ([]Module, error) {
 			}
 			o := &out[j]
 			if !bytes.Equal(o.BuildID, m.BuildID) {
-				return nil, fmt.Errorf("merge: module %s (tag %d) has build-id %x in profile %d and %x in profile %d; they are runs of different builds of it: %w",
-					moduleName(o, &m), m.Tag, o.BuildID, from[m.Tag], m.BuildID, i, ErrIncompatible)
+				return nil, fmt.Errorf("merge: module %s (tag %d) has build-id %x in %s and %x in %s; they are runs of different builds of it: %w",
+					moduleName(o, &m), m.Tag, o.BuildID, name(from[m.Tag]), m.BuildID, name(i), ErrIncompatible)
 			}
 			o.Flags |= m.Flags
 			if o.Path == "" {

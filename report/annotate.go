@@ -29,17 +29,13 @@ type AnnotateOptions struct {
 // ErrNoTarget: Annotate found no function or file named so.
 var ErrNoTarget = errors.New("no function or source file of that name")
 
-// hotShare: a line (or instruction) is marked hot when it ran at least
-// this share of the most-run line's count in the same listing.
-const hotShare = 0.5
-
 // Annotate writes source files with each line's execution count, in the
 // manner of gcov: "-" for a line without code, "#####" for a line whose
-// code never ran, a '*' after the count of hot lines (at least half the
-// largest count shown). Counts are the largest execution count of the
-// blocks holding the line's code. Without DWARF (or with Disasm) it
-// writes the disassembly of each function, every instruction with its
-// block's count.
+// code never ran, a '*' after the count of a line that ran while some
+// block holding its code never did (gcov's mark of unexecuted blocks).
+// Counts are the largest execution count of the blocks holding the
+// line's code. Without DWARF (or with Disasm) it writes the disassembly
+// of each function, every instruction with its block's count.
 func Annotate(w io.Writer, m *Model, o AnnotateOptions) error {
 	if o.ReadFile == nil {
 		o.ReadFile = os.ReadFile
@@ -52,9 +48,10 @@ func Annotate(w io.Writer, m *Model, o AnnotateOptions) error {
 		return annotateDisasm(w, m, funcs, o.Target == "")
 	}
 	var lines map[string]map[int]uint64
+	var missed map[string]map[int]bool
 	var span map[string][2]int // per file, the lines to show (0,0: all)
 	if len(funcs) > 0 {
-		lines = m.lineCounts(funcs)
+		lines, missed = m.lineCounts(funcs), m.linesMissed(funcs)
 		span = map[string][2]int{}
 		for f, ls := range lines {
 			lo, hi := 0, 0
@@ -81,7 +78,7 @@ func Annotate(w io.Writer, m *Model, o AnnotateOptions) error {
 				all = append(all, i)
 			}
 		}
-		lines = m.lineCounts(all)
+		lines, missed = m.lineCounts(all), m.linesMissed(all)
 		if o.Target != "" {
 			for f := range lines {
 				if !fileMatches(f, o.Target) {
@@ -99,7 +96,7 @@ func Annotate(w io.Writer, m *Model, o AnnotateOptions) error {
 		if i > 0 {
 			bw.WriteByte('\n')
 		}
-		annotateFile(bw, f, lines[f], span[f], o.ReadFile)
+		annotateFile(bw, f, lines[f], missed[f], span[f], o.ReadFile)
 	}
 	return bw.Flush()
 }
@@ -165,16 +162,37 @@ func (m *Model) lineCounts(funcs []FuncID) map[string]map[int]uint64 {
 	return out
 }
 
-func annotateFile(w *bufio.Writer, file string, counts map[int]uint64, span [2]int, read func(string) ([]byte, error)) {
-	var hot uint64
+// linesMissed marks, per file and line, the lines with code in a block of
+// funcs that never ran.
+func (m *Model) linesMissed(funcs []FuncID) map[string]map[int]bool {
+	out := map[string]map[int]bool{}
+	for _, fi := range funcs {
+		mf := m.Func(fi)
+		for bi, b := range mf.Blocks {
+			if m.Profile(fi).Blocks[bi] != 0 {
+				continue
+			}
+			for _, row := range m.debugOf(fi).Rows(b.Addr, b.End) {
+				if row.Line == 0 {
+					continue
+				}
+				if out[row.File] == nil {
+					out[row.File] = map[int]bool{}
+				}
+				out[row.File][row.Line] = true
+			}
+		}
+	}
+	return out
+}
+
+func annotateFile(w *bufio.Writer, file string, counts map[int]uint64, missed map[int]bool, span [2]int, read func(string) ([]byte, error)) {
 	executed := 0
 	for _, c := range counts {
-		hot = max(hot, c)
 		if c > 0 {
 			executed++
 		}
 	}
-	threshold := uint64(float64(hot) * hotShare)
 	fmt.Fprintf(w, "%s: %d lines with code, %d executed\n", file, len(counts), executed)
 	src, err := read(file)
 	var text []string
@@ -204,7 +222,7 @@ func annotateFile(w *bufio.Writer, file string, counts map[int]uint64, span [2]i
 			col = "#####"
 		case code:
 			col = fmt.Sprint(c)
-			if c >= threshold && threshold > 0 {
+			if missed[l] {
 				col += "*"
 			} else {
 				col += " "
@@ -235,11 +253,6 @@ func annotateDisasm(w io.Writer, m *Model, funcs []FuncID, all bool) error {
 		if k > 0 {
 			bw.WriteByte('\n')
 		}
-		var hot uint64
-		for _, c := range fp.Blocks {
-			hot = max(hot, c)
-		}
-		threshold := uint64(float64(hot) * hotShare)
 		fmt.Fprintf(bw, "%s at %#x: %d calls, %d instructions executed\n", m.DisplayName(mf.Name), mf.Entry, fp.Calls, fp.Insns)
 		order := make([]int, len(mf.Blocks))
 		for i := range order {
@@ -249,16 +262,9 @@ func annotateDisasm(w io.Writer, m *Model, funcs []FuncID, all bool) error {
 		for _, bi := range order {
 			b := &mf.Blocks[bi]
 			c := fp.Blocks[bi]
-			col := "#####"
+			col := "##### "
 			if c > 0 {
-				col = fmt.Sprint(c)
-				if c >= threshold {
-					col += "*"
-				} else {
-					col += " "
-				}
-			} else {
-				col += " "
+				col = fmt.Sprint(c) + " "
 			}
 			insts := m.BlockInsts(mf, b)
 			if len(insts) == 0 {

@@ -19,8 +19,11 @@ type Coverage struct {
 	Binary string
 	Files  []FileCoverage // by path
 	// NoLines are the instrumented functions without line information.
-	NoLines        []FuncCoverage
+	NoLines []FuncCoverage
+	// Uninstrumented counts the functions blpp left out; Left names
+	// them (display names, in table order).
 	Uninstrumented int
+	Left           []string
 	Total          CoverageCounts
 }
 
@@ -91,6 +94,7 @@ func MakeCoverage(m *Model) *Coverage {
 		mf := m.Func(fi)
 		if !mf.Instrumented {
 			c.Uninstrumented++
+			c.Left = append(c.Left, m.DisplayName(mf.Name))
 			continue
 		}
 		fp := m.Profile(fi)
@@ -219,7 +223,16 @@ func CoverageText(w io.Writer, c *Coverage) error {
 	fmt.Fprintf(bw, "%s: lines %s, blocks %s, functions %s\n", c.Binary,
 		ratio(c.Total.LinesHit, c.Total.Lines), ratio(c.Total.BlocksHit, c.Total.Blocks), ratio(c.Total.FuncsHit, c.Total.Funcs))
 	if c.Uninstrumented > 0 {
-		fmt.Fprintf(bw, "(%d functions were not instrumented: not counted)\n", c.Uninstrumented)
+		names := c.Left
+		more := ""
+		if len(names) > 5 {
+			names, more = names[:5], fmt.Sprintf(" and %d more", len(c.Left)-5)
+		}
+		verb := "were"
+		if c.Uninstrumented == 1 {
+			verb = "was"
+		}
+		fmt.Fprintf(bw, "(%s %s not instrumented and not counted: %s%s)\n", plural(uint64(c.Uninstrumented), "function", "functions"), verb, strings.Join(names, ", "), more)
 	}
 	writeFuncs := func(fs []FuncCoverage, withLines bool) {
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)

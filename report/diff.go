@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"sort"
 	"text/tabwriter"
@@ -44,6 +45,19 @@ func sameShare(a, ta, b, tb uint64) bool {
 	x := new(big.Int).Mul(new(big.Int).SetUint64(a), new(big.Int).SetUint64(tb))
 	y := new(big.Int).Mul(new(big.Int).SetUint64(b), new(big.Int).SetUint64(ta))
 	return x.Cmp(y) == 0
+}
+
+// ppText prints a change in percentage points with two decimals, or
+// with as many as show its first two digits when it is smaller than
+// that (a change is never shown as +0.00).
+func ppText(d float64) string {
+	dec, a := 2, math.Abs(d)
+	if a > 0 && a < 0.005 {
+		for a*math.Pow(10, float64(dec)) < 10 && dec < 8 {
+			dec++
+		}
+	}
+	return fmt.Sprintf("%+.*f", dec, d)
 }
 
 func share(a, t uint64) float64 {
@@ -166,7 +180,7 @@ func DiffText(w io.Writer, d *Diff, top int) error {
 			if paths {
 				name = fmt.Sprintf("%s path %d", name, r.Path)
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%.2f%%\t%.2f%%\t%+.2f pp\t\t%s\n", r.Old, r.New, 100*r.OldShare, 100*r.NewShare, r.Delta(), name)
+			fmt.Fprintf(tw, "%d\t%d\t%.2f%%\t%.2f%%\t%s pp\t\t%s\n", r.Old, r.New, 100*r.OldShare, 100*r.NewShare, ppText(r.Delta()), name)
 		}
 		tw.Flush()
 		if top > 0 && len(rs) > top {

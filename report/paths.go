@@ -195,7 +195,7 @@ func PathsText(w io.Writer, m *Model, o ViewOptions) error {
 	}
 	fmt.Fprintf(w, "%s: %d path executions\n\nhottest paths:\n", d.Binary, d.TotalPaths)
 	for i, h := range all {
-		fmt.Fprintf(w, "%3d. %s path %d: %d executions (%.2f%%)\n", i+1, m.DisplayName(h.f.shown), h.p.ID, h.p.Count, pct(h.p.Count))
+		fmt.Fprintf(w, "%3d. %s path %d: %s (%.2f%%)\n", i+1, m.DisplayName(h.f.shown), h.p.ID, plural(h.p.Count, "execution", "executions"), pct(h.p.Count))
 		for _, a := range h.p.addrs {
 			writeBlockLine(w, "       ", a, m.Modules[h.f.module].Debug)
 		}

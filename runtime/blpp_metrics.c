@@ -120,10 +120,10 @@ static void metrics_init(const volatile struct blpp_config *c, u64 bias)
 	}
 	missing[nmiss] = 0;
 	if (fell_back || nmiss) {
-		char num[24], *e = utoa(num + sizeof(num) - 1, (u64)(err < 0 ? -err : err));
-		num[sizeof(num) - 1] = 0;
-		say(err ? "no hardware performance counters (perf_event_open error " : "hardware counters cannot be read in user space (rdpmc)",
-		    err ? e : "", err ? ")" : "", 0);
+		if (err)
+			say("no hardware performance counters (perf_event_open)", "", "", err);
+		else
+			say("hardware counters cannot be read in user space (rdpmc)", "", "", 0);
 		if (fell_back)
 			say("  cycles are measured with rdtsc: the profile calls them tsc (fallback)", "", "", 0);
 		if (nmiss)

@@ -238,7 +238,41 @@ static const struct blpp_site *site_of(u64 fid, u64 site)
 
 /* ---- messages ---- */
 
-/* say writes "blpp: a b c[: error N]" to stderr unless BLPP_QUIET=1. */
+/* errtext is the text of the Linux error number e (positive) as strerror
+ * gives it, with its name, for the errors the runtime's system calls
+ * meet; 0 for others. */
+static const char *errtext(long e)
+{
+	switch (e) {
+	case 1: return "Operation not permitted (EPERM)";
+	case 2: return "No such file or directory (ENOENT)";
+	case 4: return "Interrupted system call (EINTR)";
+	case 5: return "Input/output error (EIO)";
+	case 9: return "Bad file descriptor (EBADF)";
+	case 12: return "Cannot allocate memory (ENOMEM)";
+	case 13: return "Permission denied (EACCES)";
+	case 14: return "Bad address (EFAULT)";
+	case 16: return "Device or resource busy (EBUSY)";
+	case 17: return "File exists (EEXIST)";
+	case 19: return "No such device (ENODEV)";
+	case 20: return "Not a directory (ENOTDIR)";
+	case 21: return "Is a directory (EISDIR)";
+	case 22: return "Invalid argument (EINVAL)";
+	case 23: return "Too many open files in system (ENFILE)";
+	case 24: return "Too many open files (EMFILE)";
+	case 27: return "File too large (EFBIG)";
+	case 28: return "No space left on device (ENOSPC)";
+	case 30: return "Read-only file system (EROFS)";
+	case 36: return "File name too long (ENAMETOOLONG)";
+	case 38: return "Function not implemented (ENOSYS)";
+	case 95: return "Operation not supported (EOPNOTSUPP)";
+	case 122: return "Disk quota exceeded (EDQUOT)";
+	}
+	return 0;
+}
+
+/* say writes "blpp: a b c[: error text]" to stderr unless BLPP_QUIET=1;
+ * err is a system call's result (negative errno) or 0. */
 static void say(const char *a, const char *b, const char *c, long err)
 {
 	char buf[512], num[24];
@@ -248,16 +282,22 @@ static void say(const char *a, const char *b, const char *c, long err)
 		return;
 	for (int i = 0; i < 4; i++) {
 		const char *s = parts[i];
-		for (; s && *s && n < sizeof(buf) - 40; s++)
+		for (; s && *s && n < sizeof(buf) - 80; s++)
 			buf[n++] = *s;
 	}
 	if (err) {
-		const char *e = ": error ";
-		char *d = utoa(num + sizeof(num), (u64)(err < 0 ? -err : err));
-		while (*e)
-			buf[n++] = *e++;
-		while (d < num + sizeof(num))
-			buf[n++] = *d++;
+		long e = err < 0 ? -err : err;
+		const char *t = errtext(e), *sep = t ? ": " : ": error ";
+		while (*sep)
+			buf[n++] = *sep++;
+		if (t) {
+			while (*t)
+				buf[n++] = *t++;
+		} else {
+			char *d = utoa(num + sizeof(num), (u64)e);
+			while (d < num + sizeof(num))
+				buf[n++] = *d++;
+		}
 	}
 	buf[n++] = '\n';
 	sc3(SYS_write, 2, buf, n);

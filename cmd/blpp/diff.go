@@ -8,12 +8,12 @@ import (
 
 func init() {
 	register(&command{name: "diff", summary: "functions and paths whose share of the run changed most between two profiles",
-		usage: "OLD NEW --binary B [--new-binary B2] [--lib FILE]... [--module RE] [--top N] [--no-demangle]", run: runDiff})
+		usage: "OLD NEW [--binary B] [--new-binary B2] [--lib FILE]... [--module RE] [--top N] [--no-demangle]", run: runDiff})
 }
 
 func runDiff(c *ctx, args []string) error {
 	fs := c.newFlags()
-	binary := fs.String("binary", "", "the instrumented binary of OLD (and of NEW unless --new-binary) (required)")
+	binary := fs.String("binary", "", "the instrumented binary of OLD (and of NEW unless --new-binary) (default: the one each profile names, when it is still there and the same build)")
 	newBinary := fs.String("new-binary", "", "the instrumented binary of NEW, when it is another build")
 	top := fs.Int("top", 20, "rows per table (0: all)")
 	noDemangle := noDemangleFlag(fs)

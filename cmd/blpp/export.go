@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"blpp/cct"
 
 	"blpp/internal/outfile"
+	"blpp/meta"
 	"blpp/report"
 
 	"github.com/spf13/pflag"
@@ -18,7 +20,7 @@ import (
 
 func init() {
 	register(&command{name: "export", summary: "convert profiles to pprof, folded stacks, LLVM sample profiles, BOLT fdata or JSON",
-		usage: "PROFILE... --binary B [--lib FILE]... [--module RE] --format pprof|folded|llvm-sample|bolt-fdata|json [-o OUT|DIR] [--metric M] [--no-demangle]", run: runExport})
+		usage: "PROFILE... [--binary B] [--lib FILE]... [--module RE] --format pprof|folded|llvm-sample|bolt-fdata|json [-o OUT|DIR] [--metric M] [--no-demangle]", run: runExport})
 }
 
 // exporters maps --format to the report function writing it.
@@ -31,7 +33,7 @@ var exporters = map[string]func(io.Writer, *report.Model, report.ExportOptions) 
 
 // binaryFlag is the --binary of the commands that read profiles (loadModel).
 func binaryFlag(fs *pflag.FlagSet) *string {
-	return fs.String("binary", "", "the instrumented binary the profiles came from (required)")
+	return fs.String("binary", "", "the instrumented binary the profiles came from (default: the one the profile names, when it is still there and the same build)")
 }
 
 // noDemangleFlag is the --no-demangle of the commands that show function
@@ -93,9 +95,6 @@ func outputFlag(fs *pflag.FlagSet) *string {
 // none; the search's notes go to c.stderr); the model shows names as o
 // says. The caller closes the returned model's File.
 func loadModel(c *ctx, binary string, profiles []string, o report.NameOptions) (*report.Model, error) {
-	if binary == "" {
-		return nil, &usageError{"--binary is required: the instrumented binary that wrote the profile"}
-	}
 	if len(profiles) == 0 {
 		return nil, &usageError{"want at least one PROFILE argument"}
 	}
@@ -103,7 +102,7 @@ func loadModel(c *ctx, binary string, profiles []string, o report.NameOptions) (
 	if err != nil {
 		return nil, err
 	}
-	tab, f, err := report.LoadMeta(binary)
+	binary, tab, f, err := openBinary(binary, prof, profiles[0])
 	if err != nil {
 		return nil, err
 	}
@@ -255,4 +254,37 @@ func writeOutput(c *ctx, path string, data []byte) error {
 		return err
 	}
 	return outfile.Write(path, data, 0o644)
+}
+
+// openBinary opens the instrumented binary whose metadata explains prof
+// (read from the file named profName): binary when given, else the file
+// the profile's executable module names, provided it is still there and
+// still the build that wrote the profile (its instrumentation id is the
+// profile's build-id).
+func openBinary(binary string, prof *cct.Profile, profName string) (string, *meta.Table, *elf.File, error) {
+	if binary != "" {
+		tab, f, err := report.LoadMeta(binary)
+		return binary, tab, f, err
+	}
+	need := func(why string) error {
+		return &usageError{fmt.Sprintf("--binary is required: %s; give the instrumented binary that wrote %s", why, profName)}
+	}
+	for _, m := range prof.Modules {
+		if m.Tag != 0 {
+			continue
+		}
+		if m.Path == "" {
+			break
+		}
+		tab, f, err := report.LoadMeta(m.Path)
+		if err != nil {
+			return "", nil, nil, need(fmt.Sprintf("the profile names %s, which cannot be read (%v)", m.Path, err))
+		}
+		if len(tab.InstrID) > 0 && string(tab.InstrID) != string(prof.BuildID) {
+			f.Close()
+			return "", nil, nil, need(fmt.Sprintf("the profile names %s, which is now another build (build-id %x, the profile's %x)", m.Path, tab.InstrID, prof.BuildID))
+		}
+		return m.Path, tab, f, nil
+	}
+	return "", nil, nil, need("the profile does not name the binary that wrote it")
 }

@@ -330,13 +330,23 @@ func TestExportJSON(t *testing.T) {
 	for _, args := range [][]string{
 		{"export", prof, "--binary", inst},
 		{"export", prof, "--binary", inst, "--format", "gif"},
-		{"export", prof, "--format", "folded"},
 		{"export", prof, "--binary", inst, "--format", "folded", "--metric", "nope"},
 		{"coverage", prof, "--binary", inst, "--format", "xml"},
 	} {
 		if o := blpp(args...); refusalProblem(o) != "" {
 			t.Errorf("blpp %q: %s", args, refusalProblem(o))
 		}
+	}
+	// Without --binary, the binary the profile names, while it is there.
+	if got, want := mustBlpp(t, "export", prof, "--format", "folded"), mustBlpp(t, "export", prof, "--binary", inst, "--format", "folded"); got != want {
+		t.Errorf("export without --binary differs from export --binary %s", inst)
+	}
+	if err := os.Rename(inst, inst+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	o := blpp("export", prof, "--format", "folded")
+	if p := refusalProblem(o); p != "" || !strings.Contains(o.stderr, inst) {
+		t.Errorf("export without --binary, the binary moved: %s (stderr %q should name %s)", p, o.stderr, inst)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"blpp/cct"
+	"strings"
 )
 
 func init() {
@@ -30,12 +31,22 @@ func runMerge(c *ctx, args []string) error {
 		}
 		ps = append(ps, p)
 	}
-	p, err := cct.Merge(ps...)
+	p, err := cct.MergeNamed(fs.Args(), ps)
 	if err != nil {
-		return err
+		// The command already says "merge".
+		return retold{strings.TrimPrefix(err.Error(), "merge: "), err}
 	}
 	if *fold {
 		p = p.FoldThreads()
 	}
 	return p.WriteFile(*out)
 }
+
+// retold is an error told in other words, which still wraps it.
+type retold struct {
+	msg string
+	err error
+}
+
+func (r retold) Error() string { return r.msg }
+func (r retold) Unwrap() error { return r.err }

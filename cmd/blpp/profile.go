@@ -29,12 +29,12 @@ func readProfiles(paths []string) (*cct.Profile, error) {
 	if len(ps) == 1 {
 		return ps[0], nil
 	}
-	return cct.Merge(ps...)
+	return cct.MergeNamed(paths, ps)
 }
 
 func runReport(c *ctx, args []string) error {
 	fs := c.newFlags()
-	binary := fs.String("binary", "", "the instrumented binary the profile came from (required)")
+	binary := binaryFlag(fs)
 	debugDirFlag(fs)
 	libFlags(fs)
 	view := fs.String("view", "paths", "text view: paths (hottest paths), tree (top-down calling contexts), callers (bottom-up), flat (per procedure), loops (loop nests in each calling context)")
@@ -97,17 +97,15 @@ func runReport(c *ctx, args []string) error {
 	if *top < 0 {
 		return &usageError{fmt.Sprintf("--top %d: want 0 (all) or more", *top)}
 	}
-	if *binary == "" {
-		return &usageError{"--binary is required: the instrumented binary that wrote the profile"}
-	}
 	prof, err := readProfiles(fs.Args())
 	if err != nil {
 		return err
 	}
-	tab, f, err := report.LoadMeta(*binary)
+	bin, tab, f, err := openBinary(*binary, prof, fs.Args()[0])
 	if err != nil {
 		return err
 	}
+	*binary = bin
 	defer f.Close()
 	for _, w := range report.RuntimeWarnings(prof.Stats) {
 		fmt.Fprintf(c.stderr, "blpp: warning: %s\n", w)

@@ -8,7 +8,7 @@ import (
 
 func init() {
 	register(&command{name: "annotate", summary: "source lines (or, without DWARF, instructions) with their execution counts",
-		usage: "PROFILE... [--binary B] [--lib FILE]... [--module RE] [FILE|FUNC] [--disasm] [--no-demangle] [-o OUT]", run: runAnnotate})
+		usage: "PROFILE... [--binary B] [--debug-dir DIR] [--lib FILE]... [--module RE] [FILE|FUNC] [--disasm] [--no-demangle] [-o OUT]", run: runAnnotate})
 }
 
 func runAnnotate(c *ctx, args []string) error {

@@ -9,7 +9,7 @@ import (
 
 func init() {
 	register(&command{name: "coverage", summary: "line, block and function coverage per source file (text or an lcov tracefile)",
-		usage: "PROFILE... [--binary B] [--lib FILE]... [--module RE] [--format text|lcov] [--no-demangle] [-o OUT]", run: runCoverage})
+		usage: "PROFILE... [--binary B] [--debug-dir DIR] [--lib FILE]... [--module RE] [--format text|lcov] [--no-demangle] [-o OUT]", run: runCoverage})
 }
 
 func runCoverage(c *ctx, args []string) error {

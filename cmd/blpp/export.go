@@ -20,7 +20,7 @@ import (
 
 func init() {
 	register(&command{name: "export", summary: "convert profiles to pprof, folded stacks, LLVM sample profiles, BOLT fdata or JSON",
-		usage: "PROFILE... [--binary B] [--lib FILE]... [--module RE] --format pprof|folded|llvm-sample|bolt-fdata|json [-o OUT|DIR] [--metric M] [--no-demangle]", run: runExport})
+		usage: "PROFILE... [--binary B] [--debug-dir DIR] [--lib FILE]... [--module RE] --format pprof|folded|llvm-sample|bolt-fdata|json [-o OUT|DIR] [--metric M] [--no-demangle]", run: runExport})
 }
 
 // exporters maps --format to the report function writing it.

@@ -12,7 +12,7 @@ import (
 
 func init() {
 	register(&command{name: "report", summary: "hot paths and calling-context views (tree, callers, flat) from profiles of an instrumented binary",
-		usage: "PROFILE... [--binary B] [--lib FILE]... [--module RE] [--view paths|tree|callers|flat|loops|hot|procs] [--metric M] [--context CHAIN] [--top N] [--all] [--hot SHARE] [--asm] [--format text|json] [--html OUT] [--no-demangle]", run: runReport})
+		usage: "PROFILE... [--binary B] [--debug-dir DIR] [--lib FILE]... [--module RE] [--view paths|tree|callers|flat|loops|hot|procs] [--metric M] [--context CHAIN] [--top N] [--all] [--hot SHARE] [--asm] [--format text|json] [--html OUT] [--no-demangle]", run: runReport})
 }
 
 // readProfiles reads and merges the profiles (several runs or processes

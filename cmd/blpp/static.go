@@ -12,9 +12,9 @@ import (
 
 func init() {
 	register(&command{name: "cfg", summary: "print control-flow graphs with Ball-Larus increments, backedges and loops",
-		usage: "BINARY [--func REGEX] [--format text|dot|json] [--profile P --format dot [--hot SHARE]] [--no-demangle]", run: runCFG})
+		usage: "BINARY [--func REGEX] [--max-paths N] [--format text|dot|json] [--profile P --format dot [--hot SHARE]] [--no-demangle]", run: runCFG})
 	register(&command{name: "stats", summary: "per-function blocks, edges, loops, paths and instrumentability",
-		usage: "BINARY [--func REGEX] [--json] [--no-demangle]", run: runStats})
+		usage: "BINARY [--func REGEX] [--max-paths N] [--json] [--no-demangle]", run: runStats})
 }
 
 // analyse opens a binary and runs the static pipeline on the procedures

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"debug/elf"
 	enchex "encoding/hex"
 	"fmt"
 	"io"
@@ -98,6 +99,7 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 	// link-time plus the module's load bias, so that modules do not
 	// overlap.
 	maps := make([]*profile.Mapping, len(m.Modules))
+	fixed := make([]bool, len(m.Modules)) // bounds from the file's code segment
 	for k := range m.Modules {
 		mod := &m.Modules[k]
 		mp := &profile.Mapping{ID: uint64(k + 1), File: mod.Path, HasFunctions: true,
@@ -106,6 +108,16 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 			mp.BuildID = enchex.EncodeToString(mod.Table.OrigBuildID)
 		} else if len(mod.BuildID) > 0 {
 			mp.BuildID = enchex.EncodeToString(mod.BuildID)
+		}
+		if seg := firstCodeSegment(mod.File); seg != nil {
+			// The mapping a loader makes of the original code, so that
+			// pprof finds the file's bytes for an address: from the
+			// segment's page, at the page's file offset (-disasm needs
+			// it: go tool pprof takes Start minus the segment's page as
+			// the load bias).
+			skew := seg.Vaddr % max(seg.Align, 1)
+			mp.Start, mp.Limit, mp.Offset = seg.Vaddr-skew+mod.Bias, seg.Vaddr+seg.Memsz+mod.Bias, seg.Off-skew
+			fixed[k] = true
 		}
 		maps[k] = mp
 		p.Mapping = append(p.Mapping, mp)
@@ -134,7 +146,9 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 		mod, mp := &m.Modules[fr.Func.Module], maps[fr.Func.Module]
 		addr := fr.Addr + mod.Bias
 		l := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: mp, Address: addr}
-		mp.Start = min(mp.Start, addr)
+		if !fixed[fr.Func.Module] {
+			mp.Start = min(mp.Start, addr)
+		}
 		mp.Limit = max(mp.Limit, addr+1)
 		name := RawName(m.FuncName(fr.Func))
 		scopes := mod.Debug.Frames(fr.Addr)
@@ -247,6 +261,20 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 		return nil, fmt.Errorf("pprof: %w", err)
 	}
 	return p, nil
+}
+
+// firstCodeSegment is f's first executable PT_LOAD segment, which holds
+// the original code (the rewriter's segments come after it); nil without.
+func firstCodeSegment(f *elf.File) *elf.Prog {
+	if f == nil {
+		return nil
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			return p
+		}
+	}
+	return nil
 }
 
 // A pprofRun is one location of a block: a LineRun inside it.

@@ -350,6 +350,61 @@ func (di *DebugInfo) Rows(lo, hi uint64) []LineRange {
 	return di.rows[i:j]
 }
 
+// A LineRun is a stretch of code of one source line in one frame: rows
+// of the line table that follow each other with the same file and line
+// (discriminators and statement flags aside) and the same innermost
+// inline scope, clipped to the range asked for.
+type LineRun struct {
+	Addr, End uint64
+	File      string
+	Line      int
+	Scope     *Scope // innermost scope at Addr; nil without one
+}
+
+// LineRuns splits [lo, hi) into LineRuns, in address order. Code the line
+// table does not cover (before its first row, or in a gap) gets a run of
+// line 0, so that the runs cover [lo, hi) whole; nil when the table knows
+// nothing of [lo, hi).
+func (di *DebugInfo) LineRuns(lo, hi uint64) []LineRun {
+	rows := di.Rows(lo, hi)
+	if len(rows) == 0 {
+		return nil
+	}
+	var out []LineRun
+	add := func(r LineRun) {
+		if r.End <= r.Addr {
+			return
+		}
+		if n := len(out); n > 0 {
+			p := &out[n-1]
+			if p.End == r.Addr && p.File == r.File && p.Line == r.Line && p.Scope == r.Scope {
+				p.End = r.End
+				return
+			}
+		}
+		out = append(out, r)
+	}
+	innermost := func(a uint64) *Scope {
+		if fs := di.Frames(a); len(fs) > 0 {
+			return fs[len(fs)-1]
+		}
+		return nil
+	}
+	at := lo
+	for _, r := range rows {
+		start, end := max(r.Addr, lo), min(r.End, hi)
+		if start > at {
+			add(LineRun{Addr: at, End: start, Scope: innermost(at)})
+		}
+		add(LineRun{Addr: start, End: end, File: r.File, Line: r.Line, Scope: innermost(start)})
+		at = end
+	}
+	if at < hi {
+		add(LineRun{Addr: at, End: hi, Scope: innermost(at)})
+	}
+	return out
+}
+
 // LineAt returns the row holding addr.
 func (di *DebugInfo) LineAt(addr uint64) (LineRange, bool) {
 	rs := di.Rows(addr, addr+1)

@@ -1,15 +1,19 @@
 package report
 
 import (
+	"debug/elf"
 	enchex "encoding/hex"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
+	"sort"
 
 	"github.com/google/pprof/profile"
 
 	"blpp/cct"
+	"blpp/cfg/x86"
+	"blpp/meta"
 )
 
 // pprofUnit is the unit pprof shows for a metric.
@@ -22,12 +26,7 @@ func pprofUnit(name string) string {
 }
 
 // ExportPprof writes m as a gzipped profile.proto [github.com/google/pprof
-// proto/profile.proto]: one sample per calling context, its stack leaf
-// first (the leaf at its function's entry, each caller at the call
-// instruction), with values "count" (completed paths), one per further
-// metric of the profile (tsc, cycles, ...: exclusive of callees), and
-// "insns" (instructions executed in the context), the default. Locations
-// carry function names and file:line from DWARF, inlined frames included.
+// proto/profile.proto] (MakePprof).
 func ExportPprof(w io.Writer, m *Model, opts ExportOptions) error {
 	p, err := MakePprof(m)
 	if err != nil {
@@ -36,12 +35,44 @@ func ExportPprof(w io.Writer, m *Model, opts ExportOptions) error {
 	return p.Write(w)
 }
 
-// MakePprof builds the pprof model of m.
+// The pprof sample types after the profile's further metrics; see
+// MakePprof.
+const (
+	pprofLines = "lines"
+	pprofCount = "count"
+)
+
+// MakePprof builds the pprof model of m (docs/formats.md, decision 87).
+// Each calling context gives one sample per location of the code that
+// ran in it: a location is a stretch of one block whose instructions
+// share a source line and inline frame (DebugInfo.LineRuns; the whole
+// block without line tables), at its first instruction's address, and
+// the sample's stack is that location, then the call instructions of the
+// context's callers up to its root. Values, in order:
+//
+//   - count: completed paths of the context, and after it one value per
+//     further metric of the profile (tsc, cycles, ...: exclusive of
+//     callees). Paths are not split by line, so these sit at the
+//     location of the function's entry alone.
+//   - lines: executions of source lines as blpp annotate counts them.
+//     Per function, each line's count is that of its most executed block
+//     (ties: the first), so the block's first location of the line
+//     carries the block's count in each context and the line's other
+//     locations 0; summed over the contexts, `pprof -list` shows
+//     annotate's count on every line.
+//   - insns (the default): instructions executed at the location, its
+//     block's count times the location's instructions. Additive
+//     everywhere: per line, per instruction (-disasm), per function and
+//     per stack it is exact.
+//
+// Locations carry function names and file:line from DWARF, inline frames
+// included (innermost first, each outer frame at the line of the call
+// inlined into it), with each Function's start line its declaration's.
 func MakePprof(m *Model) (*profile.Profile, error) {
 	p := &profile.Profile{
-		SampleType:        []*profile.ValueType{{Type: "count", Unit: "count"}},
-		DefaultSampleType: "insns",
-		PeriodType:        &profile.ValueType{Type: "insns", Unit: "count"},
+		SampleType:        []*profile.ValueType{{Type: pprofCount, Unit: "count"}},
+		DefaultSampleType: MetricInsns,
+		PeriodType:        &profile.ValueType{Type: MetricInsns, Unit: "count"},
 		Period:            1,
 	}
 	for _, mt := range m.Metrics[1:] {
@@ -50,8 +81,12 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 			p.Comments = append(p.Comments, fmt.Sprintf("metric %s is %v", mt.Name, mt.Kind))
 		}
 	}
-	p.SampleType = append(p.SampleType, &profile.ValueType{Type: "insns", Unit: "count"})
-	p.Comments = append(p.Comments, "blpp path profile of "+m.Binary)
+	iLines := len(p.SampleType)
+	p.SampleType = append(p.SampleType, &profile.ValueType{Type: pprofLines, Unit: "count"},
+		&profile.ValueType{Type: MetricInsns, Unit: "count"})
+	iInsns := iLines + 1
+	p.Comments = append(p.Comments, "blpp path profile of "+m.Binary,
+		"count: completed paths, at the function's entry; lines: executions of each source line (as blpp annotate counts them); insns: instructions executed")
 	for k := range m.Modules[min(1, len(m.Modules)):] {
 		mod := &m.Modules[k+1]
 		p.Comments = append(p.Comments, fmt.Sprintf("module %s (tag %d): %s", mod.Name, mod.Tag, mod.Path))
@@ -64,6 +99,7 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 	// link-time plus the module's load bias, so that modules do not
 	// overlap.
 	maps := make([]*profile.Mapping, len(m.Modules))
+	fixed := make([]bool, len(m.Modules)) // bounds from the file's code segment
 	for k := range m.Modules {
 		mod := &m.Modules[k]
 		mp := &profile.Mapping{ID: uint64(k + 1), File: mod.Path, HasFunctions: true,
@@ -72,6 +108,16 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 			mp.BuildID = enchex.EncodeToString(mod.Table.OrigBuildID)
 		} else if len(mod.BuildID) > 0 {
 			mp.BuildID = enchex.EncodeToString(mod.BuildID)
+		}
+		if seg := firstCodeSegment(mod.File); seg != nil {
+			// The mapping a loader makes of the original code, so that
+			// pprof finds the file's bytes for an address: from the
+			// segment's page, at the page's file offset (-disasm needs
+			// it: go tool pprof takes Start minus the segment's page as
+			// the load bias).
+			skew := seg.Vaddr % max(seg.Align, 1)
+			mp.Start, mp.Limit, mp.Offset = seg.Vaddr-skew+mod.Bias, seg.Vaddr+seg.Memsz+mod.Bias, seg.Off-skew
+			fixed[k] = true
 		}
 		maps[k] = mp
 		p.Mapping = append(p.Mapping, mp)
@@ -100,7 +146,9 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 		mod, mp := &m.Modules[fr.Func.Module], maps[fr.Func.Module]
 		addr := fr.Addr + mod.Bias
 		l := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: mp, Address: addr}
-		mp.Start = min(mp.Start, addr)
+		if !fixed[fr.Func.Module] {
+			mp.Start = min(mp.Start, addr)
+		}
 		mp.Limit = max(mp.Limit, addr+1)
 		name := RawName(m.FuncName(fr.Func))
 		scopes := mod.Debug.Frames(fr.Addr)
@@ -140,21 +188,69 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 		}
 		return int64(x)
 	}
+	runs := map[FuncID][][]pprofRun{}
 	for i := range m.Stacks {
 		st := &m.Stacks[i]
-		if st.Count == 0 && st.Insns == 0 && st.Calls == 0 {
+		if len(st.Frames) == 0 {
 			continue
 		}
-		s := &profile.Sample{}
-		s.Value = append(s.Value, clamp(st.Count))
+		leaf := st.Frames[0]
+		var callers []*profile.Location
+		for _, fr := range st.Frames[1:] {
+			callers = append(callers, location(fr))
+		}
+		sample := func(at uint64) *profile.Sample {
+			s := &profile.Sample{Value: make([]int64, len(p.SampleType)),
+				Location: append([]*profile.Location{location(StackFrame{leaf.Func, at})}, callers...)}
+			p.Sample = append(p.Sample, s)
+			return s
+		}
+		var entry *profile.Sample // the sample at the leaf's entry, if any
+		emitted := false
+		if st.Blocks != nil {
+			rs, ok := runs[leaf.Func]
+			if !ok {
+				rs = m.pprofRuns(leaf.Func)
+				runs[leaf.Func] = rs
+			}
+			for bi, c := range st.Blocks {
+				if c == 0 || bi >= len(rs) {
+					continue
+				}
+				for _, r := range rs[bi] {
+					insns := satMul(c, r.insns)
+					if insns == 0 && !r.lines {
+						continue
+					}
+					s := sample(r.addr)
+					s.Value[iInsns] = clamp(insns)
+					if r.lines {
+						s.Value[iLines] = clamp(c)
+					}
+					if r.addr == leaf.Addr && entry == nil {
+						entry = s
+					}
+					emitted = true
+				}
+			}
+		}
+		head := st.Count > 0
 		for _, v := range st.Metrics {
-			s.Value = append(s.Value, clamp(v))
+			head = head || v > 0
 		}
-		s.Value = append(s.Value, clamp(st.Insns))
-		for _, fr := range st.Frames {
-			s.Location = append(s.Location, location(fr))
+		if !head && (emitted || st.Calls == 0) {
+			continue
 		}
-		p.Sample = append(p.Sample, s)
+		// Paths and their metrics belong to the function, not to a line:
+		// they go to its entry (and a context that only called keeps its
+		// stack, with zero values).
+		if entry == nil {
+			entry = sample(leaf.Addr)
+		}
+		entry.Value[0] = clamp(st.Count)
+		for j, v := range st.Metrics {
+			entry.Value[1+j] = clamp(v)
+		}
 	}
 	for _, mp := range p.Mapping {
 		if mp.Start > mp.Limit { // no location in it
@@ -165,6 +261,93 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 		return nil, fmt.Errorf("pprof: %w", err)
 	}
 	return p, nil
+}
+
+// firstCodeSegment is f's first executable PT_LOAD segment, which holds
+// the original code (the rewriter's segments come after it); nil without.
+func firstCodeSegment(f *elf.File) *elf.Prog {
+	if f == nil {
+		return nil
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			return p
+		}
+	}
+	return nil
+}
+
+// A pprofRun is one location of a block: a LineRun inside it.
+type pprofRun struct {
+	addr  uint64 // its first address
+	insns uint64 // instructions in it
+	// lines: the block is its line's most executed one (MakePprof) and
+	// this is the block's first run of the line, so it carries the
+	// block's count as the line's executions.
+	lines bool
+}
+
+// pprofRuns splits each block of function id into its runs, by index in
+// meta.Func.Blocks. The runs of a block hold its instructions: those
+// that decode are counted where they are, and the rest (code whose bytes
+// cannot be read or decoded here, such as the entry jump's bytes) go to
+// its first run, so that a block's runs add up to its instruction count.
+func (m *Model) pprofRuns(id FuncID) [][]pprofRun {
+	mf, fp, di := m.Func(id), m.Profile(id), m.debugOf(id)
+	out := make([][]pprofRun, len(mf.Blocks))
+	type fileLine struct {
+		file string
+		line int
+	}
+	type runID struct{ block, run int }
+	best := map[fileLine]runID{}
+	for bi := range mf.Blocks {
+		b := &mf.Blocks[bi]
+		lr := di.LineRuns(b.Addr, b.End)
+		if len(lr) == 0 {
+			out[bi] = []pprofRun{{addr: b.Addr, insns: uint64(b.Insts)}}
+			continue
+		}
+		rs := make([]pprofRun, len(lr))
+		for i := range lr {
+			rs[i].addr = lr[i].Addr
+		}
+		var n uint64
+		for _, in := range m.pprofInsts(id, b) {
+			i := sort.Search(len(lr), func(i int) bool { return lr[i].End > in.Addr })
+			if i < len(lr) && in.Addr >= lr[i].Addr && n < uint64(b.Insts) {
+				rs[i].insns++
+				n++
+			}
+		}
+		rs[0].insns += uint64(b.Insts) - n
+		out[bi] = rs
+		// The line's count is its most executed block's, as in
+		// Model.lineCounts.
+		for i, r := range lr {
+			if r.Line == 0 {
+				continue
+			}
+			k := fileLine{r.File, r.Line}
+			if cur, ok := best[k]; !ok || fp.Blocks[bi] > fp.Blocks[cur.block] {
+				best[k] = runID{bi, i}
+			}
+		}
+	}
+	for _, r := range best {
+		out[r.block][r.run].lines = true
+	}
+	return out
+}
+
+// pprofInsts decodes block b of function id; nil where BlockInsts cannot
+// (it reads the executable's bytes: other modules' blocks are not
+// decoded here).
+func (m *Model) pprofInsts(id FuncID, b *meta.Block) []x86.Inst {
+	if m.Modules[id.Module].File != m.File || m.File == nil {
+		return nil
+	}
+	return m.BlockInsts(m.Func(id), b)
 }
 
 // baseName is the last element of a path.

@@ -43,6 +43,11 @@ type ProfileStack struct {
 	Calls   uint64   // activations
 	Insns   uint64   // instructions executed in this context (callees excluded)
 	Metrics []uint64 // sums of Metrics[1:], callees excluded
+	// Blocks counts the executions of each block of the leaf's function
+	// (meta.Func.Blocks) in this context; nil when the leaf is not
+	// instrumented. Summed over the stacks of a function they are its
+	// FuncProfile.Blocks, and Insns is Σ Blocks × block instructions.
+	Blocks []uint64
 }
 
 // StackFrame is one frame of a ProfileStack.
@@ -90,6 +95,9 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 		t := m.Modules[id.Module].Table
 		fp := m.Profile(id)
 		st := ProfileStack{Frames: m.frames(recs, ri), Calls: r.Calls, Metrics: make([]uint64, nm)}
+		if fp.Blocks != nil {
+			st.Blocks = make([]uint64, len(fp.Blocks))
+		}
 		fp.Calls = satAdd(fp.Calls, r.Calls)
 		for _, path := range r.Paths {
 			e, err := t.ExpandPath(id.Func, path.ID)
@@ -98,6 +106,7 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 			}
 			c := path.Count
 			addExpansion(fp, e, c)
+			addBlocks(st.Blocks, e, c)
 			fp.Paths[path.ID] = satAdd(fp.Paths[path.ID], c)
 			fp.Executions = satAdd(fp.Executions, c)
 			st.Count = satAdd(st.Count, c)
@@ -133,9 +142,11 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 		} else {
 			si = len(m.Stacks)
 			orphan[id] = si
-			m.Stacks = append(m.Stacks, ProfileStack{Frames: []StackFrame{{id, t.Funcs[id.Func].Entry}}, Metrics: make([]uint64, nm)})
+			m.Stacks = append(m.Stacks, ProfileStack{Frames: []StackFrame{{id, t.Funcs[id.Func].Entry}}, Metrics: make([]uint64, nm),
+				Blocks: make([]uint64, len(fp.Blocks))})
 		}
 		m.Stacks[si].Insns = satAdd(m.Stacks[si].Insns, satMul(e.Insns, q.Count))
+		addBlocks(m.Stacks[si].Blocks, e, q.Count)
 	}
 	// A fork child's prefixes ran in the parent (cct.Thread.Prefixes).
 	for qi := range prefixes {
@@ -154,6 +165,20 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 		}
 		if e != nil {
 			subExpansion(&funcs[fn], e, q.Count)
+			// The context the prefix ran in loses it too, so that the
+			// stacks of a function still add up to its counts.
+			if q.Record >= 0 && q.Record < len(recs) {
+				st := &m.Stacks[q.Record]
+				var insns uint64
+				for _, b := range e.Blocks {
+					if int(b) < len(st.Blocks) {
+						d := min(st.Blocks[b], q.Count)
+						st.Blocks[b] -= d
+						insns = satAdd(insns, satMul(d, uint64(t.Funcs[fn].Blocks[b].Insts)))
+					}
+				}
+				st.Insns -= min(st.Insns, insns)
+			}
 		}
 	}
 	for k := range m.Modules {
@@ -226,6 +251,16 @@ func addExpansion(fp *FuncProfile, e *meta.Expansion, c uint64) {
 	}
 	for _, k := range e.Edges {
 		fp.Edges[k] = satAdd(fp.Edges[k], c)
+	}
+}
+
+// addBlocks adds c runs of e to the block counts of a stack (nil: an
+// uninstrumented leaf, nothing to add).
+func addBlocks(blocks []uint64, e *meta.Expansion, c uint64) {
+	for _, b := range e.Blocks {
+		if int(b) < len(blocks) {
+			blocks[b] = satAdd(blocks[b], c)
+		}
 	}
 }
 

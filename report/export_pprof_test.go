@@ -1,0 +1,81 @@
+package report
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestPprofAddsUp: the pprof model's values, summed the way pprof sums
+// them, are the model's counts. Per function and source line the "lines"
+// values add up to annotate's count (lineCounts), per function the
+// "insns" values to its instructions, and the "count" values to its
+// completed paths; every sample's leaf is a location inside a block of
+// the function.
+func TestPprofAddsUp(t *testing.T) {
+	for _, flowOnly := range []bool{false, true} {
+		t.Run(fmt.Sprint("flow-only=", flowOnly), func(t *testing.T) {
+			m := exModel(t, flowOnly)
+			p, err := MakePprof(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			idx := map[string]int{}
+			for i, st := range p.SampleType {
+				idx[st.Type] = i
+			}
+			type fileLine struct {
+				file string
+				line int
+			}
+			lines := map[FuncID]map[fileLine]uint64{}
+			insns := map[FuncID]uint64{}
+			count := map[FuncID]uint64{}
+			for _, s := range p.Sample {
+				leaf := s.Location[0]
+				var owner *FuncID
+				for _, id := range m.FuncIDs() {
+					for _, b := range m.Func(id).Blocks {
+						if leaf.Address >= b.Addr && leaf.Address < b.End {
+							owner = &id
+						}
+					}
+				}
+				if owner == nil {
+					t.Fatalf("sample at %#x: in no block", leaf.Address)
+				}
+				id := *owner
+				if lines[id] == nil {
+					lines[id] = map[fileLine]uint64{}
+				}
+				ln := leaf.Line[0]
+				if v := s.Value[idx["lines"]]; v != 0 {
+					lines[id][fileLine{ln.Function.Filename, int(ln.Line)}] += uint64(v)
+				}
+				insns[id] += uint64(s.Value[idx["insns"]])
+				count[id] += uint64(s.Value[idx["count"]])
+			}
+			for _, id := range m.FuncIDs() {
+				if !m.Func(id).Instrumented {
+					continue
+				}
+				name := m.FuncName(id)
+				want := m.lineCounts([]FuncID{id})
+				for file, ls := range want {
+					for l, c := range ls {
+						if got := lines[id][fileLine{file, l}]; got != c {
+							t.Errorf("%s %s:%d: pprof lines %d, annotate %d", name, file, l, got, c)
+						}
+					}
+				}
+				for k, v := range lines[id] {
+					if _, ok := want[k.file][k.line]; !ok {
+						t.Errorf("%s %s:%d: pprof lines %d, annotate has no such line", name, k.file, k.line, v)
+					}
+				}
+				if fp := m.Profile(id); insns[id] != fp.Insns || count[id] != fp.Executions {
+					t.Errorf("%s: pprof insns %d, count %d; model %d, %d", name, insns[id], count[id], fp.Insns, fp.Executions)
+				}
+			}
+		})
+	}
+}

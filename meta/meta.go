@@ -25,10 +25,11 @@ import (
 )
 
 // Magic starts the section; Version is the encoding's version. Decode
-// reads MinVersion to Version: version 2 added EntriesCounted.
+// reads MinVersion to Version: version 2 added EntriesCounted, version 3
+// the original bytes under the rewriter's patches (Table.Patched).
 const (
 	Magic      = "BLPPMETA"
-	Version    = 2
+	Version    = 3
 	MinVersion = 1
 	// SectionName is the section's name in the instrumented binary.
 	SectionName = ".blpp.meta"
@@ -100,10 +101,26 @@ type Table struct {
 	// cannot tell them apart.
 	InstrID []byte
 	Funcs   []Func
+	// Patched holds, for every patch the rewriter wrote over the
+	// original code (the 5-byte jumps at instrumented functions' entries
+	// and their other entries, and at the entries of left-out functions
+	// whose entries are counted), its address and the original bytes it
+	// covers, in address order, so that reports decode the original
+	// instructions (OrigCode). PatchedKnown is false for tables of
+	// versions before 3, which did not record them.
+	Patched      []Patch
+	PatchedKnown bool
 
 	// cache holds each function's numbering and expanded paths
 	// (expand.go); it is filled on first use.
 	cache map[uint32]*funcCache
+}
+
+// A Patch is a range of original code that the rewriter overwrote: its
+// address and the bytes that were there.
+type Patch struct {
+	Addr uint64
+	Orig []byte
 }
 
 // Weight is the edge weight used when numbering: the same function of
@@ -188,6 +205,11 @@ func Encode(t *Table) []byte {
 			b = binary.AppendUvarint(b, c)
 		}
 	}
+	b = binary.AppendUvarint(b, uint64(len(t.Patched)))
+	for _, p := range t.Patched {
+		b = binary.AppendUvarint(b, p.Addr)
+		b = appendBytes(b, p.Orig)
+	}
 	return b
 }
 
@@ -257,6 +279,23 @@ func Decode(data []byte) (*Table, error) {
 			f.CallSites[j] = r.Uvarint()
 		}
 		t.Funcs = append(t.Funcs, f)
+	}
+	if v >= 3 {
+		t.PatchedKnown = true
+		np := r.Count(3)
+		t.Patched = make([]Patch, 0, np)
+		var end uint64
+		for i := 0; i < np && r.Err == nil; i++ {
+			p := Patch{Addr: r.Uvarint(), Orig: append([]byte(nil), r.Bytes()...)}
+			switch {
+			case len(p.Orig) == 0 || p.Addr+uint64(len(p.Orig)) < p.Addr:
+				r.Fail("bad patch range")
+			case i > 0 && p.Addr < end:
+				r.Fail("patches out of order or overlapping")
+			}
+			end = p.Addr + uint64(len(p.Orig))
+			t.Patched = append(t.Patched, p)
+		}
 	}
 	if err := r.End(); err != nil {
 		return nil, err

@@ -14,7 +14,7 @@ func sample() *Table {
 			NumPaths:  4,
 			CallSites: []uint64{0x1004}},
 		{Name: "g", Entry: 0x2000, Size: 3, Reason: "too short"},
-	}}
+	}, Patched: []Patch{{0x1000, []byte{0x55, 0x48, 0x89, 0xe5, 0x90}}}, PatchedKnown: true}
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -63,4 +63,62 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoding a decoded table fails: %v", err)
 		}
 	})
+}
+
+// TestOrigCode: the patched bytes are restored wherever a read range
+// overlaps them, and a version 2 table (no patched bytes recorded) says
+// it cannot restore a range over an entry.
+func TestOrigCode(t *testing.T) {
+	tab := sample()
+	tab.Patched = append(tab.Patched, Patch{0x1010, []byte{1, 2, 3, 4, 5}})
+	file := func() []byte { // the instrumented file's bytes at 0x0ffe..0x1016
+		b := make([]byte, 0x18)
+		for i := range b {
+			b[i] = 0xee
+		}
+		return b
+	}
+	got, ok := tab.OrigCode(0x0ffe, file())
+	want := []byte{0xee, 0xee, 0x55, 0x48, 0x89, 0xe5, 0x90, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 1, 2, 3, 4, 5, 0xee}
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("OrigCode(0x0ffe) = %x, %v; want %x, true", got, ok, want)
+	}
+	if got, ok := tab.OrigCode(0x1003, file()[:3]); !ok || !reflect.DeepEqual(got, []byte{0xe5, 0x90, 0xee}) {
+		t.Errorf("OrigCode(0x1003, 3 bytes) = %x, %v", got, ok)
+	}
+
+	// Version 2: the same table without the patch list.
+	old := sample()
+	old.Patched, old.PatchedKnown = nil, false
+	data := Encode(old)
+	data = data[:len(data)-1] // the empty patch list
+	data[len(Magic)] = 2
+	dec, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(dec, old) {
+		t.Fatalf("version 2:\n got %+v\nwant %+v", dec, old)
+	}
+	if _, ok := dec.OrigCode(0x1003, file()[:2]); ok {
+		t.Error("a version 2 table restores bytes inside an entry jump")
+	}
+	if _, ok := dec.OrigCode(0x1005, file()[:4]); !ok {
+		t.Error("a version 2 table refuses bytes after the entry jump")
+	}
+}
+
+// TestDecodeRefusesBadPatches: overlapping or empty patches are corrupt.
+func TestDecodeRefusesBadPatches(t *testing.T) {
+	for _, ps := range [][]Patch{
+		{{0x1000, []byte{1, 2}}, {0x1001, []byte{3}}},
+		{{0x1000, nil}},
+		{{^uint64(0), []byte{1, 2}}},
+	} {
+		tab := sample()
+		tab.Patched = ps
+		if _, err := Decode(Encode(tab)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("patches %v: got %v, want ErrCorrupt", ps, err)
+		}
+	}
 }

@@ -266,13 +266,10 @@ func annotateDisasm(w io.Writer, m *Model, funcs []FuncID, all bool) error {
 			if c > 0 {
 				col = fmt.Sprint(c) + " "
 			}
-			insts := m.BlockInsts(mf, b)
-			if len(insts) == 0 {
-				fmt.Fprintf(bw, "%11s  %#x  (B%d: %d instructions, not decodable here)\n", col, b.Addr, bi, b.Insts)
+			insts, err := m.BlockInsts(fi, bi)
+			if err != nil {
+				fmt.Fprintf(bw, "%11s  %#x  (B%d: %d instructions, not decodable: %v)\n", col, b.Addr, bi, b.Insts, err)
 				continue
-			}
-			if insts[0].Addr > b.Addr {
-				fmt.Fprintf(bw, "%11s  %#x  (%#x-%#x hold blpp's jump to the instrumented copy: the instructions there are not shown)\n", col, b.Addr, mf.Entry, mf.Entry+5)
 			}
 			for _, in := range insts {
 				fmt.Fprintf(bw, "%11s  %#x  %s\n", col, in.Addr, in.String())

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"sort"
 	"strings"
-
-	"blpp/cfg/x86"
 )
 
 // ErrNoDebugInfo: the binary has no DWARF line information, which a
@@ -273,130 +270,45 @@ type callKey struct {
 }
 
 // callTargets counts, per call site, the calls to each callee (by the
-// name a sample profile uses). With a calling context tree the callee
-// and the count of each call come from the records; otherwise direct
-// calls are decoded and counted by their block's executions, and
-// indirect calls are left out.
+// name a sample profile uses), as siteCalls gives them: direct calls by
+// their block's executions, indirect calls by the records under the site
+// (left out without a calling context tree).
 func (m *Model) callTargets() map[callKey]map[string]uint64 {
 	out := map[callKey]map[string]uint64{}
-	add := func(k callKey, name string, c uint64) {
-		if name == "" || c == 0 {
-			return
+	var plt []map[uint64]string
+	for _, sc := range m.siteCalls() {
+		if sc.Site < 0 || sc.Count == 0 {
+			continue
 		}
+		var name string
+		switch {
+		case sc.HasCallee:
+			name = m.sampleName(sc.Callee)
+		case sc.External != "":
+			name = sc.External
+		default:
+			name = m.nameAt(sc.Target)
+			if name == "" {
+				if plt == nil {
+					plt = make([]map[uint64]string, len(m.Modules))
+					for k := range m.Modules {
+						if f := m.Modules[k].File; f != nil {
+							plt[k] = pltNames(f)
+						}
+					}
+				}
+				name = strings.TrimSuffix(plt[sc.Caller.Module][sc.Target], "@PLT")
+			}
+		}
+		if name == "" {
+			continue
+		}
+		k := callKey{sc.Caller, uint32(sc.Site)}
 		if out[k] == nil {
 			out[k] = map[string]uint64{}
 		}
-		out[k][name] = satAdd(out[k][name], c)
+		out[k][name] = satAdd(out[k][name], sc.Count)
 	}
-	if !m.FlowOnly && m.hasCallers() {
-		for _, e := range m.CallEdges() {
-			add(callKey{e.Caller, e.Site}, m.sampleName(e.Callee), e.Count)
-		}
-		return out
-	}
-	for d := range m.directCalls() {
-		add(callKey{d.Caller, d.Site}, m.nameAt(d.Target), d.Count)
-	}
-	return out
-}
-
-// directCall is a direct call instruction of an instrumented function
-// that ran: its call site and target, and its block's execution count.
-type directCall struct {
-	Caller       FuncID
-	Site         uint32 // local call-site index (meta.Func.CallSites)
-	Addr, Target uint64
-	Count        uint64
-}
-
-// directCalls yields the direct calls that ran, decoded from the original
-// code, function by function in metadata order: the calls of a profile
-// without a calling context tree (indirect calls are left out).
-func (m *Model) directCalls() iter.Seq[directCall] {
-	return func(yield func(directCall) bool) {
-		for _, fi := range m.FuncIDs() {
-			mf := m.Func(fi)
-			if !mf.Instrumented {
-				continue
-			}
-			for ci, addr := range mf.CallSites {
-				c := m.blockCountAt(fi, addr)
-				if c == 0 {
-					continue
-				}
-				target, ok := m.directTarget(addr)
-				if !ok {
-					continue
-				}
-				if !yield(directCall{fi, uint32(ci), addr, target, c}) {
-					return
-				}
-			}
-		}
-	}
-}
-
-// hasCallers reports whether any stack has more than one frame.
-func (m *Model) hasCallers() bool {
-	for i := range m.Stacks {
-		if len(m.Stacks[i].Frames) > 1 {
-			return true
-		}
-	}
-	return false
-}
-
-// CallEdge is the number of calls from one call site to one callee, over
-// every context.
-type CallEdge struct {
-	Caller FuncID
-	Site   uint32 // local call-site index (meta.Func.CallSites)
-	Callee FuncID
-	Count  uint64
-}
-
-// CallEdges sums the records' activations by (caller, call site, callee).
-func (m *Model) CallEdges() []CallEdge {
-	type key struct {
-		caller FuncID
-		site   uint32
-		callee FuncID
-	}
-	sums := map[key]uint64{}
-	for i := range m.Stacks {
-		st := &m.Stacks[i]
-		if len(st.Frames) < 2 || st.Calls == 0 {
-			continue
-		}
-		caller := st.Frames[1]
-		f := m.Func(caller.Func)
-		site := -1
-		for k, a := range f.CallSites {
-			if a == caller.Addr {
-				site = k
-				break
-			}
-		}
-		if site < 0 {
-			continue
-		}
-		k := key{caller.Func, uint32(site), st.Frames[0].Func}
-		sums[k] = satAdd(sums[k], st.Calls)
-	}
-	out := make([]CallEdge, 0, len(sums))
-	for k, c := range sums {
-		out = append(out, CallEdge{k.caller, k.site, k.callee, c})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Caller != b.Caller {
-			return a.Caller.less(b.Caller)
-		}
-		if a.Site != b.Site {
-			return a.Site < b.Site
-		}
-		return a.Callee.less(b.Callee)
-	})
 	return out
 }
 
@@ -437,38 +349,4 @@ func (m *Model) blockCountAt(fn FuncID, addr uint64) uint64 {
 		}
 	}
 	return 0
-}
-
-// directTarget decodes the instruction at addr in the original code and
-// returns its target if it is a direct call or jump.
-func (m *Model) directTarget(addr uint64) (uint64, bool) {
-	b := m.ReadCode(addr, 15)
-	if len(b) == 0 {
-		return 0, false
-	}
-	in, err := x86.Decode(b, addr)
-	if err != nil || !in.Kind.HasTarget() {
-		return 0, false
-	}
-	return in.Target, true
-}
-
-// ReadCode returns up to n bytes of the file's image at addr (fewer at the
-// end of a segment, none outside the file's loaded segments).
-func (m *Model) ReadCode(addr uint64, n int) []byte {
-	if m.File == nil {
-		return nil
-	}
-	for _, p := range m.File.Progs {
-		if p.Type != 1 /* PT_LOAD */ || addr < p.Vaddr || addr-p.Vaddr >= p.Filesz {
-			continue
-		}
-		k := min(uint64(n), p.Filesz-(addr-p.Vaddr))
-		buf := make([]byte, k)
-		if _, err := p.ReadAt(buf, int64(addr-p.Vaddr)); err != nil {
-			return nil
-		}
-		return buf
-	}
-	return nil
 }

@@ -12,8 +12,6 @@ import (
 	"github.com/google/pprof/profile"
 
 	"blpp/cct"
-	"blpp/cfg/x86"
-	"blpp/meta"
 )
 
 // pprofUnit is the unit pprof shows for a metric.
@@ -313,7 +311,8 @@ func (m *Model) pprofRuns(id FuncID) [][]pprofRun {
 			rs[i].addr = lr[i].Addr
 		}
 		var n uint64
-		for _, in := range m.pprofInsts(id, b) {
+		insts, _ := m.BlockInsts(id, bi) // none where the code cannot be read
+		for _, in := range insts {
 			i := sort.Search(len(lr), func(i int) bool { return lr[i].End > in.Addr })
 			if i < len(lr) && in.Addr >= lr[i].Addr && n < uint64(b.Insts) {
 				rs[i].insns++
@@ -338,16 +337,6 @@ func (m *Model) pprofRuns(id FuncID) [][]pprofRun {
 		out[r.block][r.run].lines = true
 	}
 	return out
-}
-
-// pprofInsts decodes block b of function id; nil where BlockInsts cannot
-// (it reads the executable's bytes: other modules' blocks are not
-// decoded here).
-func (m *Model) pprofInsts(id FuncID, b *meta.Block) []x86.Inst {
-	if m.Modules[id.Module].File != m.File || m.File == nil {
-		return nil
-	}
-	return m.BlockInsts(m.Func(id), b)
 }
 
 // baseName is the last element of a path.

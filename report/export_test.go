@@ -174,7 +174,6 @@ func TestExportGolden(t *testing.T) {
 		{"folded", func(b *bytes.Buffer, m *Model) error { return ExportFolded(b, m, ExportOptions{}) }},
 		{"folded-metric-tsc", func(b *bytes.Buffer, m *Model) error { return ExportFolded(b, m, ExportOptions{Metric: "tsc"}) }},
 		{"llvm-sample", func(b *bytes.Buffer, m *Model) error { return ExportLLVMSample(b, m, ExportOptions{}) }},
-		{"bolt-fdata", func(b *bytes.Buffer, m *Model) error { return ExportBoltFdata(b, m, ExportOptions{}) }},
 		{"pprof", func(b *bytes.Buffer, m *Model) error {
 			p, err := MakePprof(m)
 			if err != nil {

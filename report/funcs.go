@@ -217,22 +217,6 @@ func (m *Model) CallSiteAddr(fn FuncID, cs uint32) uint64 {
 	return f.CallSites[cs-1]
 }
 
-// SymbolAt names the function holding addr as the ELF symbol tables do,
-// with addr's offset from the symbol: foo.cold fragments keep their own
-// symbol. Code without a symbol falls back to the metadata's function.
-func (m *Model) SymbolAt(addr uint64) (string, uint64, bool) {
-	if name, off, ok := m.Symbols.Lookup(addr); ok {
-		return name, off, true
-	}
-	for _, id := range m.FuncIDs() {
-		f := m.Func(id)
-		if addr >= f.Entry && addr-f.Entry < f.Size {
-			return RawName(f.Name), addr - f.Entry, true
-		}
-	}
-	return "", 0, false
-}
-
 // TotalInsns is the number of instructions the profile counts.
 func (m *Model) TotalInsns() uint64 {
 	var s uint64

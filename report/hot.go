@@ -12,7 +12,6 @@ import (
 	"sort"
 
 	"blpp/cct"
-	"blpp/meta"
 )
 
 // DefaultHotShare is the share of the metric the hot paths cover.
@@ -172,7 +171,7 @@ func HotText(w io.Writer, h *HotPaths, o HotOptions) error {
 			}
 			fmt.Fprintf(w, "  %s\n", plural(uint64(blk.Insts), "instruction", "instructions"))
 			if o.Asm {
-				writeBlockAsm(w, "           ", code, mf, blk)
+				writeBlockAsm(w, "           ", code, hp.Func, b)
 			}
 		}
 	}
@@ -182,34 +181,17 @@ func HotText(w io.Writer, h *HotPaths, o HotOptions) error {
 	return nil
 }
 
-// writeBlockAsm lists a block's instructions, decoded from the original
-// code the instrumented binary keeps. The first five bytes of an
-// instrumented function hold blpp's jump to the relocated copy and the
-// metadata does not keep the bytes they replaced: those instructions are
-// marked as not shown.
-func writeBlockAsm(w io.Writer, indent string, m *Model, mf *meta.Func, b *meta.Block) {
+// writeBlockAsm lists the instructions of block bi of function fn,
+// decoded from the original code (BlockInsts).
+func writeBlockAsm(w io.Writer, indent string, m *Model, fn FuncID, bi int) {
 	if m == nil {
-		fmt.Fprintf(w, "%s(no binary to decode from)\n", indent)
+		fmt.Fprintf(w, "%s(%v)\n", indent, errNoFile)
 		return
 	}
-	insts := m.BlockInsts(mf, b)
-	if len(insts) == 0 {
-		fmt.Fprintf(w, "%s(not decodable here)\n", indent)
+	insts, err := m.BlockInsts(fn, bi)
+	if err != nil {
+		fmt.Fprintf(w, "%s(not decodable: %v)\n", indent, err)
 		return
-	}
-	if insts[0].Addr > b.Addr {
-		// At least one instruction started in the overwritten bytes, so
-		// at most Insts-1 of the block's instructions follow them: a
-		// resynchronised decoding that finds more began inside an
-		// instruction, and its first ones are not the original's.
-		if keep := int(b.Insts) - 1; keep >= 0 && len(insts) > keep {
-			insts = insts[len(insts)-keep:]
-		}
-		end := b.End
-		if len(insts) > 0 {
-			end = insts[0].Addr
-		}
-		fmt.Fprintf(w, "%s%s-%s  (blpp's jump to the instrumented copy overwrote the first bytes: the instructions here are not shown)\n", indent, hex(b.Addr), hex(end))
 	}
 	for _, in := range insts {
 		fmt.Fprintf(w, "%s%s  %s\n", indent, hex(in.Addr), in.String())

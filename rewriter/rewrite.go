@@ -508,6 +508,12 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		return nil, nil, err
 	}
 	patches = append(patches, dp...)
+	// Reports decode the original instructions: the metadata keeps the
+	// bytes these patches cover.
+	patched, err := patchedCode(b, patches)
+	if err != nil {
+		return nil, nil, err
+	}
 	var finiDT uint64
 	if fini.dtFini {
 		finiDT = rtText + img.Symbols[runtime.SymFini]
@@ -543,7 +549,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	// Metadata; its instrumentation id is what profiles carry as their
 	// build-id (stored at the end of the RW data).
-	tab := &meta.Table{OrigBuildID: b.BuildID, MaxPaths: MaxPaths}
+	tab := &meta.Table{OrigBuildID: b.BuildID, MaxPaths: MaxPaths, Patched: patched, PatchedKnown: true}
 	for _, fg := range g.funcs {
 		tab.Funcs = append(tab.Funcs, metaFunc(fg.f, fg.siteAddrs))
 	}
@@ -604,6 +610,21 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		return nil, nil, err
 	}
 	return out.File, sum, nil
+}
+
+// patchedCode returns the original bytes under each patch of the code,
+// in address order, for the metadata (meta.Table.Patched).
+func patchedCode(b *cfg.Binary, ps []elfw.Patch) ([]meta.Patch, error) {
+	out := make([]meta.Patch, 0, len(ps))
+	for _, p := range ps {
+		orig := b.Bytes(p.Addr, len(p.Bytes))
+		if orig == nil {
+			return nil, fmt.Errorf("patch at %#x: not in the file's sections", p.Addr)
+		}
+		out = append(out, meta.Patch{Addr: p.Addr, Orig: append([]byte(nil), orig...)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
+	return out, nil
 }
 
 func metaFunc(f *analysis.Func, sites []uint64) meta.Func {

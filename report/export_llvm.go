@@ -127,8 +127,13 @@ func ExportLLVMSample(w io.Writer, m *Model, opts ExportOptions) error {
 			}
 			return fs, sampleLoc{off, row.Discriminator}, true
 		}
+		// Head samples belong to the function itself even when its first
+		// instruction is code inlined into it (a type check at the top of
+		// a function often is): LLVM takes the function's entry count
+		// from them.
 		if len(mf.Blocks) > 0 {
-			if fs, scopes := at(mf.Blocks[0].Addr); fs != nil && len(scopes) == 1 {
+			if _, scopes := at(mf.Blocks[0].Addr); len(scopes) > 0 {
+				fs := top[scopes[0].SymbolName()]
 				head := fp.Calls
 				if head == 0 {
 					head = fp.Blocks[0]

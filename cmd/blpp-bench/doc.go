@@ -7,6 +7,7 @@
 //	go run ./cmd/blpp-bench [--runs N] [--layouts L] [--cc gcc] [--only NAME,...] [--variants V,...] [--scale S] [--json]
 //	go run ./cmd/blpp-bench --profile-write [--calls N] [--runs N] [--json]
 //	go run ./cmd/blpp-bench --rewrite-python [--python /usr/bin/python3.11] [--json]
+//	go run ./cmd/blpp-bench --pgo [--runs N] [--pgo-scale S] [--train-scale S] [--clang clang-16] [--json]
 //
 // Each workload is built five ways (--variants selects among the last
 // four; native is always built):
@@ -48,6 +49,20 @@
 // with the zero Options and reports how long the instrumented program
 // takes from the end of main to its exit, which is when the runtime writes
 // the profile; more than a second is a failure (see benchProfileWrite).
+//
+// --pgo measures what blpp's profile is worth to a compiler. It builds
+// testdata/pgo/tinyvm.c (a bytecode interpreter of a few thousand lines,
+// compiled as one translation unit) with clang three ways: plain -O2 -g;
+// blpp sample-PGO (a -fdebug-info-for-profiling build rewritten, run on
+// testdata/pgo/workload.tl, its profile exported as by blpp export
+// --format llvm-sample and fed back with -fprofile-sample-use); and
+// clang's IR-PGO (-fprofile-instr-generate, llvm-profdata merge,
+// -fprofile-instr-use). The three then run the script in alternating
+// rounds; each must print what plain printed. Speedups are medians of
+// per-round ratios to plain, on CPU time (the machine is shared: wall
+// times wander more) and wall time, and blpp's share of IR-PGO's gain is
+// (blpp speedup - 1) / (IR-PGO speedup - 1). clang's warnings about either
+// profile are listed; llvm-profdata must read blpp's file.
 //
 // Progress goes to stderr; stdout gets the table, or with --json one JSON
 // object (fields documented on report, profileWriteReport and

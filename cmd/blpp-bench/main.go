@@ -32,6 +32,10 @@ type config struct {
 	profileWrite bool
 	calls        int64
 
+	pgo                  bool
+	pgoScale, trainScale int
+	clang, profdata      string
+
 	// shareScale is the workload size of the callgrind run that measures
 	// the dynamic share (0: not measured).
 	shareScale int
@@ -59,6 +63,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.python, "python", "/usr/bin/python3.11", "the binary --rewrite-python rewrites")
 	fs.BoolVar(&c.profileWrite, "profile-write", false, "measure how long an instrumented program takes to write its profile at exit instead of running the workloads")
 	fs.Int64Var(&c.calls, "calls", 10_000_000, "calls the --profile-write program makes in total")
+	fs.BoolVar(&c.pgo, "pgo", false, "measure what a profile feed is worth instead of running the workloads: testdata/pgo/tinyvm.c built plain, with blpp's LLVM sample profile and with clang's IR-PGO, timed alternately")
+	fs.IntVar(&c.pgoScale, "pgo-scale", 40, "--pgo: SCALE of the timed runs of the workload script (40: ~1 s plainly built)")
+	fs.IntVar(&c.trainScale, "train-scale", 0, "--pgo: SCALE of the training runs (0: the same as --pgo-scale)")
+	fs.StringVar(&c.clang, "clang", "clang-16", "--pgo: the clang command")
+	fs.StringVar(&c.profdata, "llvm-profdata", "llvm-profdata-16", "--pgo: the llvm-profdata command")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(stderr, "blpp-bench: %v (run with --help for the flags)\n", err)
@@ -76,9 +85,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "blpp-bench: --runs, --layouts and --scale must be at least 1, --warmup and --calls at least 0")
 		return 2
 	}
-	if c.profileWrite && c.rewritePython {
-		fmt.Fprintln(stderr, "blpp-bench: --profile-write and --rewrite-python exclude each other")
+	if btoi(c.profileWrite)+btoi(c.rewritePython)+btoi(c.pgo) > 1 {
+		fmt.Fprintln(stderr, "blpp-bench: --profile-write, --rewrite-python and --pgo exclude each other")
 		return 2
+	}
+	if c.pgoScale < 1 || c.trainScale < 0 {
+		fmt.Fprintln(stderr, "blpp-bench: --pgo-scale must be at least 1, --train-scale at least 0")
+		return 2
+	}
+	if c.trainScale == 0 {
+		c.trainScale = c.pgoScale
 	}
 	var err error
 	if c.variants, err = parseVariants(*variants); err != nil {
@@ -96,6 +112,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = benchPython(c)
 	case c.profileWrite:
 		err = benchProfileWrite(c)
+	case c.pgo:
+		err = benchPGO(c)
 	default:
 		err = benchWorkloads(c)
 	}
@@ -105,6 +123,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &ue) {
 			return 2
 		}
+		return 1
+	}
+	return 0
+}
+
+func btoi(b bool) int {
+	if b {
 		return 1
 	}
 	return 0

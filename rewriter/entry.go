@@ -39,6 +39,10 @@ func (fg *funcGen) enterInline() {
 		fg.enterTrivial()
 		return
 	}
+	if fg.frameless() {
+		fg.enterFrameless()
+		return
+	}
 	if fg.lean() && fg.hasPreg {
 		fg.enterLean()
 		return
@@ -63,14 +67,12 @@ func (fg *funcGen) enterInline() {
 	cmpOwnerRCX(b)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	gsBusyOrOverflow(b, enc.RCX, slow)
+	// The newest frame must be a caller's; below an empty shadow stack
+	// the sentinel's %rsp is above every entry's [decision 65].
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	first := b.NewLabel()
-	b.CmpRegGS(enc.RCX, runtime.OffSPBase)
-	b.JccRel32(enc.CondE, enc.LabelTarget(first))
 	b.LeaRegDisp32(enc.RAX, enc.RSP, redZone+saved) // lea entry rsp, %rax
 	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)
 	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
-	b.Bind(first)
 	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
 	b.CmpRegGS(enc.RAX, runtime.OffSPLimit)
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
@@ -326,6 +328,81 @@ func (fg *funcGen) enterTrivial() {
 	b.AddGS64Imm(fg.slot+8, 1) // its path
 	b.Bind(done)
 	fg.leanStub(slow, done, false, false, g.stubs.Leaf)
+}
+
+// enterFrameless is the whole instrumentation of a frameless function
+// (decision 88): decision 55's trivial function where there are no slot
+// counters, in context mode and in flow-only libraries. Its record is
+// found as enterInline finds it (the caller's record and call site, or
+// the thread's flat table), its call, its node's count and its one path
+// are counted there at once, and nothing else of the thread changes: no
+// shadow frame, no path register, nothing at its exit, and Thread.Record
+// and CallSite stay the caller's, as its exit would have restored them.
+// Anything unusual takes the leaf stub, which does the same in C: a
+// thread without its own block yet, a busy stub, a newest frame that is
+// not a caller's (a longjmp left it), a pending tail call, a context
+// seen for the first time, a record without its counters.
+func (fg *funcGen) enterFrameless() {
+	g, b := fg.g, fg.g.buf
+	slow, done := b.NewLabel(), b.NewLabel()
+	regs := []enc.Reg{enc.RAX, enc.RCX, enc.RDX}
+	saved := int32(8 * len(regs))
+	b.LeaRSP(-redZone)
+	for _, r := range regs {
+		b.Push(r)
+	}
+	fg.loadSlots(enc.RAX, slow)
+	cmpOwnerRCX(b)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	gsBusyOrOverflow(b, enc.RCX, slow)
+	if g.mode.FlowOnly {
+		fg.loadFlat(slow)
+		b.MovRegFromMemD32(enc.RDX, enc.RAX, 8*fg.fid)
+		b.TestRegReg(enc.RDX)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	} else {
+		// The newest frame must be a caller's, so that Thread.Record
+		// is the caller's record (the sentinel below an empty shadow
+		// stack passes).
+		b.MovRegFromGS(enc.RCX, runtime.OffSP)
+		b.LeaRegDisp32(enc.RAX, enc.RSP, redZone+saved) // lea entry rsp, %rax
+		b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)
+		b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
+		b.MovRegFromGS(enc.RAX, runtime.OffTailRec)
+		b.TestRegReg(enc.RAX)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
+		b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
+		b.TestRegReg(enc.RAX)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		b.SubRegMemD8(enc.RDX, enc.RAX, runtime.RecordFirstSiteOff)
+		b.CmpRegMemD8(enc.RDX, enc.RAX, runtime.RecordNSitesOff)
+		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		b.MovRegFromMemD8(enc.RAX, enc.RAX, runtime.RecordKidsOff)
+		b.LeaRegIdxD8(enc.RDX, enc.RAX, enc.RDX, 8, 8) // the list's head word
+		b.MovRegFromMem(enc.RAX, enc.RDX, 0)           // its first node
+		b.TestRegReg(enc.RAX)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, fg.gid)
+		found := b.NewLabel()
+		b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(found, slow, saved)))
+		b.Bind(found)
+		b.MovRegFromMemD8(enc.RDX, enc.RAX, runtime.NodeRecOff)
+	}
+	// The one path's counter: dense, unless the record lacks counters.
+	b.CmpMemImm32D8(enc.RDX, runtime.RecordDenseNOff, 0)
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	if !g.mode.FlowOnly {
+		b.IncMemD8(enc.RAX, runtime.NodeCountOff)
+	}
+	b.IncMemD32(enc.RDX, countsOff)   // the record's calls
+	b.IncMemD32(enc.RDX, countsOff+8) // its path 0
+	for i := len(regs) - 1; i >= 0; i-- {
+		b.Pop(regs[i])
+	}
+	b.LeaRSP(redZone)
+	b.Bind(done)
+	fg.coldStub(slow, done, regs, false, g.stubs.Leaf, fg.gid)
 }
 
 // callCacheLookup queues, for a context-mode entry whose call-site list

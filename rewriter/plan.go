@@ -306,6 +306,24 @@ func (fp *funcPlan) trivial() bool {
 	return true
 }
 
+// frameless reports whether fg is a function of one path that calls
+// nothing and leaves only by returning, in an image that counts
+// frequencies only without slot counters (context mode, flow-only
+// libraries): its whole instrumentation is an inline entry that counts
+// its call and its path in its record (enterFrameless, decision 88).
+func (fp *funcPlan) frameless() bool {
+	gr := fp.f.Graph
+	if fp.g.mode.Metrics || fp.slot != 0 || fp.num.NumPaths != 1 || len(gr.Calls) != 0 || fp.hasSyscallLeave() || len(gr.Func.Entries) > 0 || fp.prefixEnd != 0 {
+		return false
+	}
+	for _, ed := range gr.Edges {
+		if ed.To == cfg.Exit && ed.Kind != cfg.EdgeReturn || ed.Kind == cfg.EdgeTailCall || ed.Kind == cfg.EdgeNoReturn {
+			return false
+		}
+	}
+	return true
+}
+
 // curValue is what Thread.Cur holds while fg's activation runs.
 func (fp *funcPlan) curValue() int32 {
 	if fp.slot == 0 {

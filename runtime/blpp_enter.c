@@ -238,30 +238,40 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
 }
 
 /*
- * blpp_rt_leaf: an activation of fid starts, a flow-only function of one
- * path that calls nothing, whose instrumentation is only its inline entry
- * counting its call and its path [decision 55]: no shadow frame, no path
- * register, nothing at its exit. The entry comes here when it cannot
- * count inline: before the runtime is ready, on a thread whose %gs is not
- * its own block yet, or before the thread has fid's record. This does the
- * same counts in the record, made if need be. The activation takes no
- * part in the thread's state (frames, r, cur, call site).
+ * blpp_rt_leaf: an activation of fid starts, a function of one path that
+ * calls nothing, whose instrumentation is only its inline entry counting
+ * its call and its path: a flow-only function with slot counters
+ * [decision 55], or one without them in context mode or in a flow-only
+ * library [decision 88]. No shadow frame, no path register, nothing at
+ * its exit. The entry comes here when it cannot count inline: before the
+ * runtime is ready, on a thread whose %gs is not its own block yet,
+ * before the thread has fid's record (in context mode: the record of
+ * this calling context; frames a longjmp left are unwound first, and a
+ * pending tail call makes it a child of the jumping activation's). This
+ * does the same counts in the record, made if need be. The activation
+ * takes no part in the thread's state (frames, r, cur, record, call
+ * site).
  */
-void blpp_rt_leaf(u64 fid)
+void blpp_rt_leaf(u64 fid, u64 rsp)
 {
 	struct blpp_thread *t = stub_thread();
 	struct blpp_record *r;
-	u64 d[BLPP_MAX_METRICS] = {0};
+	u64 nested, d[BLPP_MAX_METRICS] = {0};
 	if (!t || !rt.w)
 		return;
-	t->busy++;
+	nested = t->busy++;
 	BARRIER();
 	ADD(&rt.w->stats[ST_STUB_ENTRIES], 1);
 	if (!instr(fid))
 		ADD(&rt.w->stats[ST_BAD_FUNCS], 1);
-	else if ((r = root(t, fid))) {
-		ADD((u64 *)r->counts, 1);
-		count(t, r, fid, 0, d);
+	else {
+		if (!rt.flow_only && !nested)
+			unwind(t, rsp, 1);
+		r = rt.flow_only ? root(t, fid) : enter_record(t, fid, rsp);
+		if (r) {
+			ADD((u64 *)r->counts, 1);
+			count(t, r, fid, 0, d);
+		}
 	}
 	BARRIER();
 	t->busy--;

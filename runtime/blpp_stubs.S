@@ -181,13 +181,13 @@
 	ENDSTUB	blpp_leave, blpp_rt_leave
 
 /*
- * blpp_leaf: an activation of a flow-only function of one path that calls
- * nothing starts, and the inline entry could not count it (see
- * blpp_rt_leaf):
+ * blpp_leaf: an activation of a function of one path that calls nothing
+ * and has no shadow frame starts, and the inline entry could not count
+ * it; %rsp was the entry %rsp (see blpp_rt_leaf):
  *	lea -128(%rsp),%rsp ; push $fid ; call blpp_leaf ; lea 136(%rsp),%rsp
  */
 	STUB	blpp_leaf
-	mov	ARG(0), %rdi
+	FID_RSP	1
 	ENDSTUB	blpp_leaf, blpp_rt_leaf
 
 /*

@@ -39,6 +39,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"blpp/internal/outfile"
@@ -112,6 +113,15 @@ type Cache struct {
 
 	mu      sync.Mutex
 	pending map[string]*sync.Mutex // copies being made, by path
+	sums    map[fileID][]byte      // content hashes of files already read
+}
+
+// fileID tells whether a file is the one hashed before: a sweep asks for
+// libc (and for the 100 MB of libLLVM) hundreds of times.
+type fileID struct {
+	path        string
+	dev, ino    uint64
+	size, mtime int64
 }
 
 // OriginName is the file beside a cached copy that names its original.
@@ -122,13 +132,12 @@ const OriginName = "origin"
 // that are not in the key otherwise (metrics, context, shadow frames), as
 // the caller spells them.
 func (c *Cache) Module(path string, opts rewriter.Options, mode string) (string, error) {
-	data, err := os.ReadFile(path)
+	sum, err := c.contentSum(path)
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
-	h.Write(data)
-	data = nil
+	h.Write(sum)
 	h.Write(runtime.ImageBytes())
 	h.Write(c.Tool)
 	fmt.Fprintf(h, "%s tag=%d noslots=%v", mode, opts.ModuleTag, opts.NoSlots)
@@ -157,6 +166,44 @@ func (c *Cache) Module(path string, opts rewriter.Options, mode string) (string,
 	}
 	writeOrigin(dir, path)
 	return out, nil
+}
+
+// contentSum is the SHA-256 of the file at path, remembered while the
+// file stays the same (device, inode, size, modification time).
+func (c *Cache) contentSum(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	var id fileID
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id = fileID{path: path, dev: uint64(st.Dev), ino: st.Ino, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+		c.mu.Lock()
+		sum, ok := c.sums[id]
+		c.mu.Unlock()
+		if ok {
+			return sum, nil
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, err
+	}
+	sum := h.Sum(nil)
+	if id.path != "" {
+		c.mu.Lock()
+		if c.sums == nil {
+			c.sums = map[fileID][]byte{}
+		}
+		c.sums[id] = sum
+		c.mu.Unlock()
+	}
+	return sum, nil
 }
 
 // lock serialises the making of one copy: two programs of a sweep that

@@ -19,6 +19,7 @@ import (
 
 	"blpp/cfg"
 	"blpp/internal/testsupport/fixture"
+	"blpp/internal/wholerun"
 	"blpp/rewriter"
 )
 
@@ -351,15 +352,25 @@ func hasInterp(f *elf.File) bool {
 
 // sweepOne runs one binary in the modes asked for: exe (its rewritten copy
 // alone) and libs (as blpp run runs it, every library instrumented too;
-// nil: not run).
-func sweepOne(t *testing.T, path string, exe bool, libs *sweepLibs) sweepResult {
-	r := sweepResult{name: filepath.Base(path), path: path, kind: "FAIL", libsKind: "FAIL"}
-	if !exe {
-		r.kind = "-"
-	}
+// nil: not run). blpp run runs a static program's copy alone, so for one
+// the libraries mode is the exe mode's run.
+func sweepOne(t *testing.T, path string, exe bool, libs *sweepLibs) (r sweepResult) {
+	r = sweepResult{name: filepath.Base(path), path: path, kind: "FAIL", libsKind: "FAIL"}
 	if libs == nil {
 		r.libsKind = "-"
 	}
+	defer func() {
+		if !exe {
+			r.kind, r.detail = "-", ""
+		}
+	}()
+	loader, err := wholerun.Interpreter(path)
+	if err != nil {
+		r.detail = "interpreter: " + err.Error()
+		r.libsKind, r.libsDetail = r.kind, r.detail
+		return r
+	}
+	runExe := exe || libs != nil && loader == ""
 	tmp, err := os.MkdirTemp("", "blpp-sweep-")
 	if err != nil {
 		r.detail = err.Error()
@@ -367,7 +378,7 @@ func sweepOne(t *testing.T, path string, exe bool, libs *sweepLibs) sweepResult 
 	}
 	defer os.RemoveAll(tmp)
 	inst := filepath.Join(tmp, r.name)
-	if exe {
+	if runExe {
 		if originDirs(path) != "" {
 			// The program finds its libraries and its installation through
 			// $ORIGIN or /proc/self/exe: run the copy from a mirror of the
@@ -430,7 +441,7 @@ func sweepOne(t *testing.T, path string, exe bool, libs *sweepLibs) sweepResult 
 	// More runs of the original, made when a copy's output differs and
 	// shared by both modes.
 	j := sweepJudge{arg: arg, origs: []outcome{want}, again: func() outcome { return once(path, arg) }}
-	if exe {
+	if runExe {
 		got := once(inst, arg)
 		if got.TimedOut && !want.TimedOut {
 			// A loaded CI machine can slow the copy past the timeout: it
@@ -440,9 +451,12 @@ func sweepOne(t *testing.T, path string, exe bool, libs *sweepLibs) sweepResult 
 		}
 		r.kind, r.detail = j.verdict(got)
 	}
-	if libs != nil {
+	switch {
+	case libs != nil && loader == "":
+		r.libsKind, r.libsDetail = r.kind, "static, run alone: "+r.detail
+	case libs != nil:
 		t0 := time.Now()
-		r.libsKind, r.libsDetail = libs.sweepOne(path, tmp, &j, onceSpec)
+		r.libsKind, r.libsDetail = libs.sweepOne(path, loader, tmp, &j, onceSpec)
 		r.libsDur = time.Since(t0)
 	}
 	return r

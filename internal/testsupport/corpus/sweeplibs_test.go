@@ -146,17 +146,10 @@ func newSweepLibs(root string, exclude *regexp.Regexp) *sweepLibs {
 	return s
 }
 
-// sweepOne runs path as blpp run does, with j's argument, and judges it
+// sweepOne runs the dynamic program at path (loader: its interpreter) as
+// blpp run does, with j's argument, and judges it
 // as the exe mode does; the profile must be written and readable too.
-func (s *sweepLibs) sweepOne(path, tmp string, j *sweepJudge, once func(spec runSpec, timeout time.Duration) outcome) (kind, detail string) {
-	loader, err := wholerun.Interpreter(path)
-	if err != nil {
-		return "FAIL", "interpreter: " + err.Error()
-	}
-	if loader == "" {
-		// blpp run runs a static program's copy alone: the exe mode.
-		return "static", "no libraries: the exe mode's run is blpp run's"
-	}
+func (s *sweepLibs) sweepOne(path, loader, tmp string, j *sweepJudge, once func(spec runSpec, timeout time.Duration) outcome) (kind, detail string) {
 	inst, err := s.cache.Module(path, rewriter.Options{NoSlots: true}, sweepMode)
 	if err != nil {
 		return "FAIL", "rewrite: " + firstLine(err.Error())

@@ -64,9 +64,17 @@ func sweepCache(root string, libErrs *libErrors) *wholerun.Cache {
 		if err != nil && libErrs != nil && opts.ModuleTag != 0 {
 			libErrs.note(in, refused, err)
 		}
+		if refused {
+			return refusal{err}
+		}
 		return err
 	}}
 }
+
+// refusal is a rewrite error that is one of refusals.
+type refusal struct{ error }
+
+func (r refusal) Unwrap() error { return r.error }
 
 // rewriteModule answers the auditor: `rewrite-module --cache-dir DIR
 // [--exclude-lib REGEX] --module-tag N LIB` prints the path of LIB's copy (LIB itself when it
@@ -151,7 +159,11 @@ func newSweepLibs(root string, exclude *regexp.Regexp) *sweepLibs {
 // as the exe mode does; the profile must be written and readable too.
 func (s *sweepLibs) sweepOne(path, loader, tmp string, j *sweepJudge, once func(spec runSpec, timeout time.Duration) outcome) (kind, detail string) {
 	inst, err := s.cache.Module(path, rewriter.Options{NoSlots: true}, sweepMode)
-	if err != nil {
+	var ref refusal
+	switch {
+	case errors.As(err, &ref):
+		return "refused", err.Error()
+	case err != nil:
 		return "FAIL", "rewrite: " + firstLine(err.Error())
 	}
 	pick := func(lib string) bool {

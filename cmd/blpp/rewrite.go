@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"blpp/counters"
-	"blpp/internal/outfile"
+	"blpp/internal/wholerun"
 	"blpp/rewriter"
 	"blpp/runtime"
 
@@ -126,21 +126,9 @@ func runRewrite(c *ctx, args []string) error {
 	return nil
 }
 
-// rewriteFile rewrites in into out with in's mode. The output is written
-// to a temporary file beside out and renamed, so a failure never leaves a
-// partial OUT.
+// rewriteFile rewrites in into out (wholerun.RewriteFile), with progress
+// on a terminal.
 func rewriteFile(in, out string, opts rewriter.Options) (*rewriter.Summary, error) {
-	fi, err := os.Stat(in)
-	if err != nil {
-		return nil, err
-	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("%s is a directory, not a binary", in)
-	}
-	data, err := os.ReadFile(in)
-	if err != nil {
-		return nil, err
-	}
 	// Progress on a terminal, for rewrites that take more than a second.
 	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 && opts.Progress == nil {
 		start := time.Now()
@@ -150,14 +138,7 @@ func rewriteFile(in, out string, opts rewriter.Options) (*rewriter.Summary, erro
 			}
 		}
 	}
-	res, sum, err := rewriter.Rewrite(data, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", in, err)
-	}
-	if err := outfile.Write(out, res, fi.Mode().Perm()); err != nil {
-		return nil, fmt.Errorf("cannot write %s: %w", out, err)
-	}
-	return sum, nil
+	return wholerun.RewriteFile(in, out, opts)
 }
 
 func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {

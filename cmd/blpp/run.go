@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"blpp/internal/wholerun"
 	"blpp/report"
 	"blpp/rewriter"
 )
@@ -62,7 +63,7 @@ func runRun(c *ctx, args []string) error {
 	if err != nil {
 		return err
 	}
-	loader, err := interpreter(prog)
+	loader, err := wholerun.Interpreter(prog)
 	if err != nil {
 		return err
 	}
@@ -75,19 +76,19 @@ func runRun(c *ctx, args []string) error {
 	if err != nil {
 		return err
 	}
-	var wp *wholeProcess
+	var wp *wholerun.Process
 	if loader != "" {
 		if wp, err = prepareLibs(c.stderr, loader, prog, mode, sel, pick, noLibs, *extraLibs); err != nil {
 			return err
 		}
 		if !*printCmd {
-			defer os.RemoveAll(wp.dir)
+			defer wp.Close()
 		}
 	}
 	if *printCmd {
 		argv := append([]string{inst}, rest[1:]...)
 		if wp != nil {
-			argv = wp.command(inst, rest[0], rest[1:]).Args
+			argv = wp.Command(inst, rest[0], rest[1:]).Args
 		}
 		for i, a := range argv {
 			if i > 0 {
@@ -114,7 +115,7 @@ func runRun(c *ctx, args []string) error {
 	p := exec.Command(inst, rest[1:]...)
 	p.Args[0] = rest[0]
 	if wp != nil {
-		p = wp.command(inst, rest[0], rest[1:])
+		p = wp.Command(inst, rest[0], rest[1:])
 	}
 	p.Stdin, p.Stdout, p.Stderr = os.Stdin, c.stdout, c.stderr
 	p.Env = append(os.Environ(), "BLPP_PROFILE="+profPath)
@@ -135,7 +136,7 @@ func runRun(c *ctx, args []string) error {
 	}
 	var skipped []string
 	if wp != nil {
-		skipped = wp.skipped
+		skipped = wp.Skipped
 	}
 	if err := writeRunReport(c, inst, rest[0], skipped, profPath, *reportPath, *top); err != nil {
 		fmt.Fprintf(c.stderr, "blpp run: %v\n", err)

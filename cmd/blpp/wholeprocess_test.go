@@ -14,6 +14,7 @@ import (
 	"blpp/internal/testsupport/callgrind"
 	"blpp/internal/testsupport/corpus"
 	"blpp/internal/testsupport/fixture"
+	"blpp/internal/wholerun"
 
 	"github.com/spf13/pflag"
 )
@@ -115,14 +116,14 @@ func TestWholeProcessSameRun(t *testing.T) {
 					t.Setenv(k, v) // the loader's --list sees it too
 				}
 				inst, wp := setUpWhole(t, p.prog, flow)
-				if len(wp.skipped) > 0 {
-					t.Errorf("libraries not instrumented: %v", wp.skipped)
+				if len(wp.Skipped) > 0 {
+					t.Errorf("libraries not instrumented: %v", wp.Skipped)
 				}
 				dir := t.TempDir()
 				prof := filepath.Join(dir, "blpp.out")
 				cgDir := filepath.Join(dir, "cg")
-				args := wp.command(inst, p.prog, p.args).Args[1:] // blpp run's loader command line
-				cg, err := callgrind.Run(wp.loader, callgrind.Options{Args: args, Stdin: p.stdin, Env: append([]string{"BLPP_PROFILE=" + prof}, p.env...),
+				args := wp.Command(inst, p.prog, p.args).Args[1:] // blpp run's loader command line
+				cg, err := callgrind.Run(wp.Loader, callgrind.Options{Args: args, Stdin: p.stdin, Env: append([]string{"BLPP_PROFILE=" + prof}, p.env...),
 					OutDir: cgDir, SplitAfter: corpus.WriteDone, Timeout: 5 * time.Minute, Launcher: true})
 				if err != nil {
 					t.Fatal(err)
@@ -166,7 +167,7 @@ func TestWholeProcessSameRun(t *testing.T) {
 // setUpWhole does what blpp run does before it starts prog with every
 // library instrumented (flow: --no-context): it returns the executable's
 // copy and the loader's set-up, whose directory the test removes.
-func setUpWhole(t *testing.T, prog string, flow bool) (string, *wholeProcess) {
+func setUpWhole(t *testing.T, prog string, flow bool) (string, *wholerun.Process) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	mode := addModeFlags(fs)
@@ -180,7 +181,7 @@ func setUpWhole(t *testing.T, prog string, flow bool) (string, *wholeProcess) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loader, err := interpreter(prog)
+	loader, err := wholerun.Interpreter(prog)
 	if err != nil || loader == "" {
 		t.Fatalf("%s: no interpreter (%v)", prog, err)
 	}
@@ -192,6 +193,6 @@ func setUpWhole(t *testing.T, prog string, flow bool) (string, *wholeProcess) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(wp.dir) })
+	t.Cleanup(func() { wp.Close() })
 	return inst, wp
 }

@@ -14,6 +14,7 @@ import (
 	"blpp/internal/testsupport/callgrind"
 	"blpp/internal/testsupport/corpus"
 	"blpp/internal/testsupport/fixture"
+	"blpp/internal/wholerun"
 	"blpp/report"
 )
 
@@ -121,7 +122,7 @@ func TestWholeProcessShare(t *testing.T) {
 			}
 			inst, wp := setUpWhole(t, p.argv[0], false)
 			prof := filepath.Join(t.TempDir(), "blpp.out")
-			run := wp.command(inst, p.argv[0], p.argv[1:])
+			run := wp.Command(inst, p.argv[0], p.argv[1:])
 			run.Env = append(os.Environ(), "BLPP_PROFILE="+prof)
 			run.Stdin = bytes.NewReader(p.stdin)
 			var stderr bytes.Buffer
@@ -140,7 +141,7 @@ func TestWholeProcessShare(t *testing.T) {
 				if m.Tag == 0 {
 					continue
 				}
-				orig := cachedOrigin(m.Path)
+				orig := wholerun.Origin(m.Path)
 				if orig == "" {
 					t.Fatalf("module %s: no origin beside %s", m.Name(), m.Path)
 				}

@@ -35,7 +35,9 @@ func TestObjectCurrent(t *testing.T) {
 // TestRedirect: a program that dlopen's a library by its absolute path
 // loads the copy the map names, and a library the map does not name is
 // handed to the map's blpp command, which is given the next module tag
-// skipping the tags in use, and whose printed path is loaded instead.
+// skipping the tags in use, and whose printed path is loaded instead. The
+// program handles SIGCHLD, as ps does (it aborts on any signal it did not
+// expect): the blpp command's process must not signal it.
 func TestRedirect(t *testing.T) {
 	libbTag := int(rewriter.DefaultModuleTag("libb.so"))
 	gcc := fixture.RequireTool(t, "gcc", "gcc")
@@ -65,8 +67,12 @@ func TestRedirect(t *testing.T) {
 	cc("libb.so", "-shared", "-fPIC", lib("b"))
 	cc("libb-copy.so", "-shared", "-fPIC", lib("bcopy"))
 	cc("main", src("main.c", `#include <dlfcn.h>
+#include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
+static void chld(int sig) { (void)sig; write(1, "SIGCHLD\n", 8); _exit(9); }
 int main(int argc, char **argv) {
+	signal(SIGCHLD, chld);
 	for (int i = 1; i < argc; i++) {
 		void *h = dlopen(argv[i], RTLD_NOW);
 		if (!h) { printf("%s\n", dlerror()); return 1; }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"blpp/internal/outfile"
 	"blpp/rewriter"
 )
 
@@ -17,9 +18,17 @@ import (
 // by the environment): a panic in one of its worker goroutines would end
 // the whole test binary, and with it every other program's result.
 const (
-	envRewriteIn  = "BLPP_CORPUS_REWRITE_IN"
-	envRewriteOut = "BLPP_CORPUS_REWRITE_OUT"
+	envRewriteIn   = "BLPP_CORPUS_REWRITE_IN"
+	envRewriteOut  = "BLPP_CORPUS_REWRITE_OUT"
+	envRewriteOpts = "BLPP_CORPUS_REWRITE_OPTS"
 )
+
+// rewriteOpts are the rewriter options a child process is given: those
+// a whole-process run sets (decision 81).
+type rewriteOpts struct {
+	ModuleTag uint64 `json:"module_tag"`
+	NoSlots   bool   `json:"no_slots"`
+}
 
 // rewriteReply is what the child process reports on stdout.
 type rewriteReply struct {
@@ -30,19 +39,31 @@ type rewriteReply struct {
 
 func TestMain(m *testing.M) {
 	if in := os.Getenv(envRewriteIn); in != "" {
-		os.Exit(rewriteChild(in, os.Getenv(envRewriteOut)))
+		os.Exit(rewriteChild(in, os.Getenv(envRewriteOut), os.Getenv(envRewriteOpts)))
+	}
+	if len(os.Args) > 1 && os.Args[1] == rewriteModuleCmd {
+		// The sweep's rtld auditor asks for an object a program dlopen's
+		// (go test's own arguments all start with -test.).
+		os.Exit(rewriteModule(os.Args[2:]))
 	}
 	os.Exit(m.Run())
 }
 
-func rewriteChild(in, out string) int {
+func rewriteChild(in, out, optsJSON string) int {
 	var rep rewriteReply
+	var ro rewriteOpts
+	if optsJSON != "" {
+		if err := json.Unmarshal([]byte(optsJSON), &ro); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", envRewriteOpts, err)
+			return 2
+		}
+	}
 	data, err := os.ReadFile(in)
 	if err == nil {
 		var bin []byte
-		bin, rep.Summary, err = rewriter.Rewrite(data, rewriter.Options{})
+		bin, rep.Summary, err = rewriter.Rewrite(data, rewriter.Options{ModuleTag: ro.ModuleTag, NoSlots: ro.NoSlots})
 		if err == nil {
-			err = os.WriteFile(out, bin, 0o755)
+			err = outfile.Write(out, bin, 0o755) // whole or not at all: the module cache keeps it
 		}
 	}
 	if err != nil {
@@ -61,11 +82,20 @@ func rewriteChild(in, out string) int {
 // A crash of the rewriter (a panic, in any goroutine) is an error naming
 // the panic; refused reports a clear refusal (refusals).
 func rewriteFile(in, out string) (sum *rewriter.Summary, refused bool, err error) {
+	return rewriteFileWith(in, out, rewriteOpts{})
+}
+
+// rewriteFileWith is rewriteFile with options.
+func rewriteFileWith(in, out string, ro rewriteOpts) (sum *rewriter.Summary, refused bool, err error) {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return nil, false, err
 	}
+	optsJSON, err := json.Marshal(ro)
+	if err != nil {
+		return nil, false, err
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envRewriteIn+"="+in, envRewriteOut+"="+out)
+	cmd.Env = append(os.Environ(), envRewriteIn+"="+in, envRewriteOut+"="+out, envRewriteOpts+"="+string(optsJSON))
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()

@@ -110,18 +110,7 @@ func (fg *funcGen) enterInline() {
 			b.MovRegFromGS(enc.RDX, offTailSite)
 			b.JmpRel32(enc.LabelTarget(parent))
 		})
-		b.SubRegMemD8(enc.RDX, enc.RAX, runtime.RecordFirstSiteOff)
-		b.CmpRegMemD8(enc.RDX, enc.RAX, runtime.RecordNSitesOff)
-		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-		b.MovRegFromMemD8(enc.RAX, enc.RAX, runtime.RecordKidsOff)
-		b.LeaRegIdxD8(enc.RDX, enc.RAX, enc.RDX, 8, 8) // the list's head word
-		b.MovRegFromMem(enc.RAX, enc.RDX, 0)           // its first node
-		b.TestRegReg(enc.RAX)
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, fg.gid)
-		found := b.NewLabel()
-		b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(found, slow, saved)))
-		b.Bind(found)
+		fg.childNode(slow, saved)
 		// A node is linked only with its record, and a record only
 		// with its counters (child, rec_new); in a fork child the
 		// parent record is wiped too (nsites 0 took the slow path).
@@ -375,23 +364,11 @@ func (fg *funcGen) enterFrameless() {
 		b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
 		b.TestRegReg(enc.RAX)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		b.SubRegMemD8(enc.RDX, enc.RAX, runtime.RecordFirstSiteOff)
-		b.CmpRegMemD8(enc.RDX, enc.RAX, runtime.RecordNSitesOff)
-		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-		b.MovRegFromMemD8(enc.RAX, enc.RAX, runtime.RecordKidsOff)
-		b.LeaRegIdxD8(enc.RDX, enc.RAX, enc.RDX, 8, 8) // the list's head word
-		b.MovRegFromMem(enc.RAX, enc.RDX, 0)           // its first node
-		b.TestRegReg(enc.RAX)
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, fg.gid)
-		found := b.NewLabel()
-		b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(found, slow, saved)))
-		b.Bind(found)
+		fg.childNode(slow, saved)
 		b.MovRegFromMemD8(enc.RDX, enc.RAX, runtime.NodeRecOff)
 	}
-	// The one path's counter: dense, unless the record lacks counters.
-	b.CmpMemImm32D8(enc.RDX, runtime.RecordDenseNOff, 0)
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	// A node is linked only with its record, and a record only with its
+	// counters (child, rec_new): its one path's counter is dense.
 	if !g.mode.FlowOnly {
 		b.IncMemD8(enc.RAX, runtime.NodeCountOff)
 	}
@@ -403,6 +380,27 @@ func (fg *funcGen) enterFrameless() {
 	b.LeaRSP(redZone)
 	b.Bind(done)
 	fg.coldStub(slow, done, regs, false, g.stubs.Leaf, fg.gid)
+}
+
+// childNode finds this function's node in the call-site list of the
+// parent record in %rax for the call site in %rdx, and leaves it in
+// %rax: the list's first node, or the call cache's (callCacheLookup);
+// anything else goes to slow. saved is the bytes pushed below the red
+// zone.
+func (fg *funcGen) childNode(slow enc.Label, saved int32) {
+	b := fg.g.buf
+	b.SubRegMemD8(enc.RDX, enc.RAX, runtime.RecordFirstSiteOff)
+	b.CmpRegMemD8(enc.RDX, enc.RAX, runtime.RecordNSitesOff)
+	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.MovRegFromMemD8(enc.RAX, enc.RAX, runtime.RecordKidsOff)
+	b.LeaRegIdxD8(enc.RDX, enc.RAX, enc.RDX, 8, 8) // the list's head word
+	b.MovRegFromMem(enc.RAX, enc.RDX, 0)           // its first node
+	b.TestRegReg(enc.RAX)
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, fg.gid)
+	found := b.NewLabel()
+	b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(found, slow, saved)))
+	b.Bind(found)
 }
 
 // callCacheLookup queues, for a context-mode entry whose call-site list

@@ -29,7 +29,7 @@ typedef unsigned int u32;
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { SYS_read = 0, SYS_write = 1, SYS_open = 2, SYS_close = 3, SYS_rt_sigaction = 13, SYS_pipe = 22, SYS_dup2 = 33, SYS_clone = 56, SYS_fork = 57,
+enum { SYS_read = 0, SYS_write = 1, SYS_open = 2, SYS_close = 3, SYS_rt_sigaction = 13, SYS_pipe = 22, SYS_dup2 = 33, SYS_fork = 57,
        SYS_execve = 59, SYS_exit = 60, SYS_wait4 = 61 };
 
 static s64 sc(s64 n, s64 a, s64 b, s64 c, s64 d)
@@ -224,34 +224,27 @@ static const char *rewrite(const char *orig)
 	p[0] = fds[0], p[1] = fds[1];
 	/* The program must not see a child it never made: one that handles
 	 * SIGCHLD (ps aborts on any signal it did not expect) would take
-	 * blpp's exit for its own. So the auditor's child is a clone with no
-	 * exit signal (0 in clone's flags), and it forks the process that
-	 * runs blpp and waits for it: the kernel gives a process that
-	 * execve's the exit signal SIGCHLD again, which goes to the
-	 * intermediate child and never reaches the program, once the child
-	 * has put SIGCHLD back to its default action (it inherited the
-	 * program's handler). wait4 needs __WALL for a child that signals
-	 * nothing. */
-	pid = sc(SYS_clone, 0, 0, 0, 0);
+	 * blpp's exit for its own. So SIGCHLD has its default action, which
+	 * discards it, from before the fork until the child is reaped, and
+	 * then the program's action back. (A child that exits unforked, as a
+	 * clone with no exit signal would, is no better: under valgrind such
+	 * a copy of the process dumps the counts it inherited.) A child of
+	 * the program's own that ends in that window is reaped as usual; only
+	 * its signal is lost. */
+	u64 dfl[4] = {0}, old[4] = {0}; /* struct kernel_sigaction: handler, flags, restorer, mask */
+	int restore = sc(SYS_rt_sigaction, 17 /* SIGCHLD */, (s64)dfl, (s64)old, 8) == 0;
+	pid = sc(SYS_fork, 0, 0, 0, 0);
 	if (pid == 0) {
-		u64 dfl[4] = {0}; /* struct kernel_sigaction: SIG_DFL, no flags, no mask */
-		sc(SYS_rt_sigaction, 17 /* SIGCHLD */, (s64)dfl, 0, 8);
-		s64 gc = sc(SYS_fork, 0, 0, 0, 0);
-		if (gc == 0) {
-			sc(SYS_dup2, p[1], 1, 0, 0);
-			sc(SYS_close, p[0], 0, 0, 0);
-			sc(SYS_execve, (s64)argv[0], (s64)argv, (s64)envp, 0);
-			sc(SYS_exit, 127, 0, 0, 0);
-		}
-		int st = 1;
-		if (gc > 0)
-			while (sc(SYS_wait4, gc, (s64)&st, 0, 0) == -4)
-				;
-		sc(SYS_exit, st == 0 ? 0 : 1, 0, 0, 0);
+		sc(SYS_dup2, p[1], 1, 0, 0);
+		sc(SYS_close, p[0], 0, 0, 0);
+		sc(SYS_execve, (s64)argv[0], (s64)argv, (s64)envp, 0);
+		sc(SYS_exit, 127, 0, 0, 0);
 	}
 	sc(SYS_close, p[1], 0, 0, 0);
 	if (pid < 0) {
 		sc(SYS_close, p[0], 0, 0, 0);
+		if (restore)
+			sc(SYS_rt_sigaction, 17, (s64)old, 0, 8);
 		return 0;
 	}
 	while (n < sizeof(out) - 1 && (r = sc(SYS_read, p[0], (s64)(out + n), (s64)(sizeof(out) - 1 - n), 0)) != 0) {
@@ -263,8 +256,10 @@ static const char *rewrite(const char *orig)
 	}
 	sc(SYS_close, p[0], 0, 0, 0);
 	int status = 0;
-	while ((r = sc(SYS_wait4, pid, (s64)&status, 0x40000000 /* __WALL */, 0)) == -4)
+	while ((r = sc(SYS_wait4, pid, (s64)&status, 0, 0)) == -4)
 		;
+	if (restore)
+		sc(SYS_rt_sigaction, 17, (s64)old, 0, 8);
 	if (r < 0 || status != 0)
 		return 0;
 	while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))

@@ -1,8 +1,10 @@
 package cfg
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 
 	"blpp/cfg/x86"
@@ -369,6 +371,11 @@ func (p *Program) discover(build func([]int)) {
 	evOf := map[uint64]evidence{} // what each discovered entry rests on
 	pointers := b.codePointers()
 	labels := b.tablePointers()
+	type span struct {
+		inst  scanInst
+		owner *Function
+	}
+	var spans []span
 	for round := 0; round < maxDiscoverRounds; round++ {
 		// Scan what changed.
 		for i, f := range p.Funcs {
@@ -382,18 +389,22 @@ func (p *Program) discover(build func([]int)) {
 			}
 			scans[f] = p.scanFunction(f, g)
 		}
-		// The flow of every procedure, for the cover tests.
-		type span struct {
-			inst  scanInst
-			owner *Function
+		// The flow of every procedure, for the cover tests. Both tests
+		// below look at every span near an address, whatever the order
+		// among spans of one address, so any sort by address will do.
+		// The buffer is reused from round to round: it holds every
+		// instruction of the binary.
+		n := 0
+		for _, f := range p.Funcs {
+			n += len(scans[f].insts)
 		}
-		var spans []span
+		spans = slices.Grow(spans[:0], n)
 		for _, f := range p.Funcs {
 			for _, in := range scans[f].insts {
 				spans = append(spans, span{in, f})
 			}
 		}
-		sort.Slice(spans, func(i, j int) bool { return spans[i].inst.addr < spans[j].inst.addr })
+		slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.inst.addr, b.inst.addr) })
 		// sized lists the bodies with firm bounds and every fragment.
 		var sized []Range
 		for _, f := range p.Funcs {

@@ -19,6 +19,20 @@ type refIndex struct {
 	// calls are the targets of direct calls the same sweep found,
 	// branches those of direct jumps and calls.
 	calls, branches map[uint64]bool
+	// from maps the target of every instruction with a direct target
+	// (x86.Kind.HasTarget) to the addresses of those instructions, in
+	// address order.
+	from map[uint64][]uint64
+}
+
+// BranchSources maps the destination of every direct branch, call and
+// other instruction with a target that a linear sweep of the executable
+// sections finds to the addresses of the instructions, in address
+// order. The sweep may decode data as code, so a target may be bogus;
+// the rewriter only uses it to stay away from code something may branch
+// into. The map is shared: callers must not change it.
+func (b *Binary) BranchSources() map[uint64][]uint64 {
+	return b.sweepRefs().from
 }
 
 // referenced reports whether some instruction of the program refers to
@@ -41,6 +55,7 @@ func (b *Binary) sweepRefs() *refIndex {
 		ri.set = make(map[uint64]bool)
 		ri.calls = make(map[uint64]bool)
 		ri.branches = make(map[uint64]bool)
+		ri.from = make(map[uint64][]uint64)
 		for _, s := range b.sections {
 			if !s.Exec {
 				continue
@@ -60,6 +75,9 @@ func (b *Binary) sweepRefs() *refIndex {
 				}
 				if in.Kind == x86.Call || in.Kind == x86.Jmp || in.Kind == x86.Jcc {
 					ri.branches[in.Target] = true
+				}
+				if in.Kind.HasTarget() {
+					ri.from[in.Target] = append(ri.from[in.Target], s.Addr+uint64(off))
 				}
 				for _, a := range in.Raw.Args {
 					if m, ok := a.(x86asm.Mem); ok && m.Base == 0 && m.Segment == 0 && m.Disp > 0 {

@@ -10,7 +10,7 @@ import (
 
 	"blpp/analysis"
 	"blpp/cfg"
-	"blpp/cfg/x86"
+	"blpp/internal/par"
 	"blpp/meta"
 	"blpp/rewriter/addrmap"
 	"blpp/rewriter/elfw"
@@ -179,12 +179,20 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	var chosen []*analysis.Func
 	// moved maps a function whose entry jump goes further in to where.
 	moved := map[*analysis.Func]uint64{}
-	for _, f := range res.Funcs {
+	// Whether each function names %gs, decoded on every worker: it reads
+	// every instruction of the binary.
+	gs := make([]bool, len(res.Funcs))
+	par.Each(len(res.Funcs), opts.Workers, func(i int) {
+		if f := res.Funcs[i]; !f.Func.PLT {
+			gs[i] = usesGS(b, f.Graph)
+		}
+	})
+	for i, f := range res.Funcs {
 		if f.Func.PLT {
 			continue
 		}
 		sum.Functions++
-		if usesGS(b, f.Graph) {
+		if gs[i] {
 			return nil, nil, fmt.Errorf("%w (in %s)", ErrUsesGS, f.Func.Name)
 		}
 		skip := func(reason, detail string) {
@@ -661,26 +669,9 @@ func (h *finiHook) patches(thunk uint64) []elfw.Patch {
 // that way: __mempcpy_* jumps to __memmove_*+5). The sweep may decode
 // data as code; a bogus target only makes the check more cautious.
 func branchTargets(b *cfg.Binary) map[uint64][]uint64 {
-	out := map[uint64][]uint64{}
-	for _, s := range b.Sections() {
-		if !s.Exec {
-			continue
-		}
-		code := b.Code(s.Addr)
-		for off := 0; off < len(code); {
-			a := s.Addr + uint64(off)
-			in, err := x86.Decode(code[off:], a)
-			if err != nil {
-				off++
-				continue
-			}
-			if in.Kind.HasTarget() {
-				out[in.Target] = append(out[in.Target], a)
-			}
-			off += in.Len
-		}
-	}
-	return out
+	// The analysis sweeps the code the same way for its reference index;
+	// one sweep serves both.
+	return b.BranchSources()
 }
 
 // patchedInto reports whether some branch that may run lands inside the

@@ -1,6 +1,9 @@
 package rewriter
 
-import "blpp/rewriter/addrmap"
+import (
+	"blpp/internal/par"
+	"blpp/rewriter/addrmap"
+)
 
 // copyMark is an original instruction and where one of its copies starts
 // in the code buffer.
@@ -29,8 +32,9 @@ func (fg *funcGen) joined(orig uint64) {
 // addrMap turns the recorded copies into the address map of code placed
 // at codeAddr, one function per instrumented function in table order.
 func addrMap(g *gen, codeAddr uint64) *addrmap.Map {
-	m := &addrmap.Map{Funcs: make([]addrmap.Func, 0, len(g.funcs))}
-	for _, fg := range g.funcs {
+	m := &addrmap.Map{Funcs: make([]addrmap.Func, len(g.funcs))}
+	par.Each(len(g.funcs), g.workers, func(i int) {
+		fg := g.funcs[i]
 		var r addrmap.Recorder
 		for _, c := range fg.copies {
 			if c.join {
@@ -39,7 +43,7 @@ func addrMap(g *gen, codeAddr uint64) *addrmap.Map {
 				r.Add(c.orig, codeAddr+uint64(c.off))
 			}
 		}
-		m.Funcs = append(m.Funcs, r.Func(fg.f.Func.Addr))
-	}
+		m.Funcs[i] = r.Func(fg.f.Func.Addr)
+	})
 	return m
 }

@@ -124,6 +124,9 @@ type gen struct {
 	// noSlots gives no function slot counters (libraries,
 	// Options.NoSlots).
 	noSlots bool
+	// workers bounds the goroutines of the per-function passes after
+	// emission (Options.Workers).
+	workers int
 }
 
 // globalID is the global function id of local id fid: the module's tag

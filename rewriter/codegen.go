@@ -78,6 +78,14 @@ type funcGen struct {
 	copies []copyMark
 }
 
+// emitted drops what only the function's emission needed: the queued
+// out-of-line code (closures holding its state) and the trampolines. A
+// large library's functions would otherwise keep them all until the
+// output is written.
+func (fg *funcGen) emitted() {
+	fg.tramps, fg.cold, fg.entered = nil, nil, nil
+}
+
 type tramp struct {
 	label enc.Label
 	edge  cfg.EdgeID

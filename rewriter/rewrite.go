@@ -391,6 +391,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		if err == nil {
 			err = fg.tablesDone()
 		}
+		fg.emitted()
 		if err != nil {
 			failed = append(failed, emitFailure{fg.f, err})
 		}
@@ -398,6 +399,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	if len(failed) > 0 {
 		return nil, nil, &emitError{failed}
 	}
+	// The address map now, which frees the recorded copies before the
+	// code is laid out.
+	amap := addrMap(g, codeAddr)
 	if err := g.emitDark(dark, rtText+img.Symbols[runtime.SymDark]); err != nil {
 		return nil, nil, err
 	}
@@ -596,7 +600,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		Init:       initDT,
 		Entry:      entry,
 		Sections: []elfw.Section{{Name: meta.SectionName, Data: meta.Encode(tab)},
-			{Name: addrmap.SectionName, Data: addrmap.Encode(addrMap(g, codeAddr))}},
+			{Name: addrmap.SectionName, Data: amap}},
 		Symbols: append(relocatedSymbols(b, g, codeAddr, !mod.library), runtimeSymbols(rtText, img)...),
 	})
 	if err != nil {

@@ -412,6 +412,7 @@ func unwindTables(b *cfg.Binary, g *gen, codeAddr, size uint64) (*ehSection, err
 	par.Each(len(g.funcs), g.workers, func(i int) {
 		ef, ok, err := unwindInfo(b, frame, opts, cache, g.funcs[i], g.buf.SPLog(), codeAddr)
 		infos[i] = info{ef, ok, err}
+		g.funcs[i].marks = nil // the rows hold what was needed
 	})
 	var efs []*ehFunc
 	var failed []emitFailure

@@ -169,30 +169,54 @@ func (r *Recorder) Func(entry uint64) Func {
 //
 // Relocated code follows the original order, so both deltas are small.
 func Encode(m *Map) []byte {
+	e := NewEncoder(len(m.Funcs))
+	for i := range m.Funcs {
+		e.Add(&m.Funcs[i])
+	}
+	return e.Bytes()
+}
+
+// Encoder writes the encoding of a map one function at a time, so that a
+// large binary's map need not be held whole (Func's per-instruction slices
+// take several times the encoding's size). Encode(m) is NewEncoder with
+// len(m.Funcs) and Add of each function in order.
+type Encoder struct {
+	b        []byte
+	prevCopy uint64
+}
+
+// NewEncoder starts the encoding of a map of nfuncs functions.
+func NewEncoder(nfuncs int) *Encoder {
 	b := header.Append(nil)
-	b = binary.AppendUvarint(b, uint64(len(m.Funcs)))
-	var prevCopy uint64
-	for _, f := range m.Funcs {
-		b = binary.AppendUvarint(b, f.Entry)
-		b = binary.AppendUvarint(b, uint64(len(f.Insts)))
-		prev := f.Entry
-		for _, in := range f.Insts {
-			b = binary.AppendVarint(b, int64(in.Addr-prev))
-			prev = in.Addr
-			b = binary.AppendUvarint(b, uint64(len(in.Copies)))
-			for _, c := range in.Copies {
-				b = binary.AppendVarint(b, int64(c-prevCopy))
-				prevCopy = c
-			}
-			b = binary.AppendUvarint(b, uint64(len(in.Joins)))
-			for _, c := range in.Joins {
-				b = binary.AppendVarint(b, int64(c-prevCopy))
-				prevCopy = c
-			}
+	return &Encoder{b: binary.AppendUvarint(b, uint64(nfuncs))}
+}
+
+// Add appends the next function.
+func (e *Encoder) Add(f *Func) {
+	b, prevCopy := e.b, e.prevCopy
+	b = binary.AppendUvarint(b, f.Entry)
+	b = binary.AppendUvarint(b, uint64(len(f.Insts)))
+	prev := f.Entry
+	for _, in := range f.Insts {
+		b = binary.AppendVarint(b, int64(in.Addr-prev))
+		prev = in.Addr
+		b = binary.AppendUvarint(b, uint64(len(in.Copies)))
+		for _, c := range in.Copies {
+			b = binary.AppendVarint(b, int64(c-prevCopy))
+			prevCopy = c
+		}
+		b = binary.AppendUvarint(b, uint64(len(in.Joins)))
+		for _, c := range in.Joins {
+			b = binary.AppendVarint(b, int64(c-prevCopy))
+			prevCopy = c
 		}
 	}
-	return b
+	e.b, e.prevCopy = b, prevCopy
 }
+
+// Bytes returns the encoding so far; it is complete once every function
+// announced to NewEncoder has been added.
+func (e *Encoder) Bytes() []byte { return e.b }
 
 // Decode parses and validates an address map: instructions strictly
 // increasing within a function, every instruction with at least one copy,

@@ -1,6 +1,7 @@
 package rewriter
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -279,6 +280,14 @@ func (e *emitError) Error() string {
 
 func usesGS(b *cfg.Binary, g *cfg.Graph) bool {
 	for i := range g.Blocks {
+		// An instruction names %gs through the 65 segment prefix, and
+		// rdgsbase/wrgsbase are f3 (REX) 0f ae /1, /3 [Intel SDM Vol.2
+		// §2.1.1, RDFSBASE/RDGSBASE]: a block without those bytes needs
+		// no decoding.
+		if code := b.Bytes(g.Blocks[i].Addr, int(g.Blocks[i].End-g.Blocks[i].Addr)); code != nil &&
+			bytes.IndexByte(code, 0x65) < 0 && !bytes.Contains(code, []byte{0x0f, 0xae}) {
+			continue
+		}
 		for in := range b.Insts(&g.Blocks[i]) {
 			if in.Raw.Op == x86asm.RDGSBASE || in.Raw.Op == x86asm.WRGSBASE {
 				return true

@@ -394,6 +394,13 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for _, fg := range g.funcs {
 		fg.planBody()
 	}
+	// Instrumented code runs to about five to nine times the original's
+	// size; room for six spares most of the copies of a growing buffer.
+	var origSize uint64
+	for _, fg := range g.funcs {
+		origSize += fg.f.Func.TotalSize()
+	}
+	g.buf.Grow(int(min(6*origSize, 1<<30)))
 	var failed []emitFailure
 	for _, fg := range g.funcs {
 		err := fg.emit()
@@ -453,7 +460,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		runtime.PutFunc(funcEntry(i), runtime.Func{
 			NumPaths: np, Hashed: b2u(fg.hashed()), FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot), PathReg: fg.pathRegField(), Closed: fg.closedField()})
 	}
-	code, err := g.buf.Finish(codeAddr)
+	code, err := g.buf.Take(codeAddr)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,10 +1,12 @@
 package addrmap
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"blpp/internal/varint"
@@ -112,12 +114,12 @@ func (r *Recorder) Add(orig, addr uint64) { r.pairs = append(r.pairs, [2]uint64{
 func (r *Recorder) AddJoin(orig, addr uint64) { r.joins = append(r.joins, [2]uint64{orig, addr}) }
 
 func sortPairs(p [][2]uint64) [][2]uint64 {
-	p = append([][2]uint64(nil), p...)
-	sort.Slice(p, func(i, j int) bool {
-		if p[i][0] != p[j][0] {
-			return p[i][0] < p[j][0]
+	p = slices.Clone(p)
+	slices.SortFunc(p, func(a, b [2]uint64) int {
+		if c := cmp.Compare(a[0], b[0]); c != 0 {
+			return c
 		}
-		return p[i][1] < p[j][1]
+		return cmp.Compare(a[1], b[1])
 	})
 	return p
 }
@@ -125,16 +127,30 @@ func sortPairs(p [][2]uint64) [][2]uint64 {
 // Func returns the function entered at entry with the recorded copies.
 func (r *Recorder) Func(entry uint64) Func {
 	p := sortPairs(r.pairs)
-	f := Func{Entry: entry}
+	// Every instruction's copies are consecutive in p: they share one
+	// array, sized first, rather than one allocation each.
+	ninst, ncopy := 0, 0
+	for i, x := range p {
+		if i == 0 || x != p[i-1] {
+			ncopy++
+		}
+		if i == 0 || x[0] != p[i-1][0] {
+			ninst++
+		}
+	}
+	f := Func{Entry: entry, Insts: make([]Inst, 0, ninst)}
+	copies := make([]uint64, 0, ncopy)
 	for i, x := range p {
 		if i > 0 && x == p[i-1] {
 			continue
 		}
+		copies = append(copies, x[1])
+		end := len(copies)
 		if n := len(f.Insts); n > 0 && f.Insts[n-1].Addr == x[0] {
-			f.Insts[n-1].Copies = append(f.Insts[n-1].Copies, x[1])
+			f.Insts[n-1].Copies = copies[end-len(f.Insts[n-1].Copies)-1 : end : end]
 			continue
 		}
-		f.Insts = append(f.Insts, Inst{Addr: x[0], Copies: []uint64{x[1]}})
+		f.Insts = append(f.Insts, Inst{Addr: x[0], Copies: copies[end-1 : end : end]})
 	}
 	joins := sortPairs(r.joins)
 	for i, x := range joins {

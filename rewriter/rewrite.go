@@ -573,7 +573,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		fmt.Sscanf(s.Entry, "0x%x", &entry)
 		tab.Funcs = append(tab.Funcs, meta.Func{Name: s.Name, Entry: entry, Size: s.Size, Reason: s.Reason, EntriesCounted: s.EntriesCounted})
 	}
-	tab.ComputeInstrID()
+	metaData := tab.EncodeWithID()
 	conf.BuildIDVaddr, conf.BuildIDLen = idAddr, uint64(len(tab.InstrID))
 	copy(at(idAddr), tab.InstrID)
 	runtime.PutConfig(at(rwAddr+cfgOff), conf)
@@ -615,7 +615,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		Fini:       finiDT,
 		Init:       initDT,
 		Entry:      entry,
-		Sections: []elfw.Section{{Name: meta.SectionName, Data: meta.Encode(tab)},
+		Sections: []elfw.Section{{Name: meta.SectionName, Data: metaData},
 			{Name: addrmap.SectionName, Data: amap}},
 		Symbols: append(relocatedSymbols(b, g, codeAddr, !mod.library), runtimeSymbols(rtText, img)...),
 	})

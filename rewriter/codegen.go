@@ -2,6 +2,7 @@ package rewriter
 
 import (
 	"blpp/cfg"
+	"blpp/cfg/x86"
 	"blpp/rewriter/enc"
 	"blpp/runtime"
 )
@@ -76,6 +77,9 @@ type funcGen struct {
 	// copies records where each original instruction's copies start in
 	// the code buffer, for the address map (addrmap.go).
 	copies []copyMark
+	// pre holds the instructions of the blocks not emitted yet, decoded
+	// ahead (predecode.go); nil: decode while emitting.
+	pre []x86.Inst
 }
 
 // emitted drops what only the function's emission needed: the queued
@@ -83,7 +87,7 @@ type funcGen struct {
 // large library's functions would otherwise keep them all until the
 // output is written.
 func (fg *funcGen) emitted() {
-	fg.tramps, fg.cold, fg.entered = nil, nil, nil
+	fg.tramps, fg.cold, fg.entered, fg.pre = nil, nil, nil, nil
 }
 
 type tramp struct {

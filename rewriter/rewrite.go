@@ -402,7 +402,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	g.buf.Grow(int(min(6*origSize, 1<<30)))
 	var failed []emitFailure
-	for _, fg := range g.funcs {
+	ready, decoded := g.predecode(), 0
+	for i, fg := range g.funcs {
+		for decoded <= i {
+			decoded = <-ready
+		}
 		err := fg.emit()
 		if err == nil {
 			err = fg.tablesDone()

@@ -9,8 +9,8 @@ import (
 // in the code buffer.
 type copyMark struct {
 	orig uint64
-	off  int
-	join bool // a jmp left out here (addrmap.Inst.Joins)
+	off  int32 // the code buffer stays under 2 GiB (enc.Buf's fields)
+	join bool  // a jmp left out here (addrmap.Inst.Joins)
 }
 
 // copied records that a copy of the original instruction at orig starts
@@ -18,7 +18,7 @@ type copyMark struct {
 // before it emits the instruction's bytes (relocated or re-encoded), after
 // any instrumentation that precedes it.
 func (fg *funcGen) copied(orig uint64) {
-	fg.copies = append(fg.copies, copyMark{orig: orig, off: fg.g.buf.Len()})
+	fg.copies = append(fg.copies, copyMark{orig: orig, off: int32(fg.g.buf.Len())})
 }
 
 // joined records that a copy of the unconditional jmp at orig was left
@@ -26,7 +26,7 @@ func (fg *funcGen) copied(orig uint64) {
 // next instruction emitted: in a loop copy, a block's jmp to the block
 // laid out after it (emitLoopCopy).
 func (fg *funcGen) joined(orig uint64) {
-	fg.copies = append(fg.copies, copyMark{orig: orig, off: fg.g.buf.Len(), join: true})
+	fg.copies = append(fg.copies, copyMark{orig: orig, off: int32(fg.g.buf.Len()), join: true})
 }
 
 // addrMap turns the recorded copies into the encoded address map of code

@@ -1,6 +1,8 @@
 package rewriter
 
 import (
+	"slices"
+
 	"blpp/cfg"
 	"blpp/cfg/x86"
 	"blpp/rewriter/enc"
@@ -88,6 +90,9 @@ type funcGen struct {
 // output is written.
 func (fg *funcGen) emitted() {
 	fg.tramps, fg.cold, fg.entered, fg.pre = nil, nil, nil, nil
+	// The marks and copies, kept until the unwind tables and the address
+	// map are built, in arrays of their size (emit reserves more).
+	fg.marks, fg.copies = slices.Clone(fg.marks), slices.Clone(fg.copies)
 }
 
 type tramp struct {

@@ -13,7 +13,7 @@ import (
 // hundred bytes.
 
 // predecodeBatch is how many functions are decoded ahead together.
-const predecodeBatch = 256
+const predecodeBatch = 64
 
 // predecode decodes g.funcs ahead of emission, batch by batch, and sends
 // on the channel returned the number of functions decoded so far after

@@ -23,8 +23,8 @@ import (
 // original instruction's, with the CFA moved by whatever the
 // instrumentation pushed (enc.Buf's SP log).
 type unwindMark struct {
-	off  int
 	addr uint64
+	off  int32 // the code buffer stays under 2 GiB (enc.Buf's fields)
 	body bool
 }
 
@@ -34,7 +34,7 @@ func (fg *funcGen) mark(addr uint64, body bool) {
 	if body {
 		b.SetSP(0)
 	}
-	m := unwindMark{off: b.Len(), addr: addr, body: body}
+	m := unwindMark{off: int32(b.Len()), addr: addr, body: body}
 	if n := len(fg.marks); n > 0 && fg.marks[n-1].off == m.off {
 		fg.marks[n-1] = m
 		return
@@ -190,7 +190,7 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, cache
 	mi := 0
 	off := fg.start
 	for off < fg.end {
-		for mi+1 < len(fg.marks) && fg.marks[mi+1].off <= off {
+		for mi+1 < len(fg.marks) && int(fg.marks[mi+1].off) <= off {
 			mi++
 		}
 		for si < len(spLog) && spLog[si].Off <= off {
@@ -205,8 +205,8 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, cache
 			ef.rows = append(ef.rows, ehframe.Row{Addr: codeAddr + uint64(off), State: st})
 		}
 		next := fg.end
-		if mi+1 < len(fg.marks) && fg.marks[mi+1].off < next {
-			next = fg.marks[mi+1].off
+		if mi+1 < len(fg.marks) && int(fg.marks[mi+1].off) < next {
+			next = int(fg.marks[mi+1].off)
 		}
 		if si < len(spLog) && spLog[si].Off < next {
 			next = spLog[si].Off
@@ -253,7 +253,7 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, cache
 				}
 				end := fg.end
 				if i+1 < len(fg.marks) {
-					end = fg.marks[i+1].off
+					end = int(fg.marks[i+1].off)
 				}
 				n := ehframe.CallSite{Start: codeAddr + uint64(m.off), End: codeAddr + uint64(end), LandingPad: lp, Actions: cs.Actions}
 				ef.lsda.CallSites = append(ef.lsda.CallSites, n)
@@ -273,7 +273,7 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, cache
 			}
 			end := fg.end
 			if i+1 < len(fg.marks) {
-				end = fg.marks[i+1].off
+				end = int(fg.marks[i+1].off)
 			}
 			ef.lsda.CallSites = append(ef.lsda.CallSites, ehframe.CallSite{Start: codeAddr + uint64(m.off), End: codeAddr + uint64(end)})
 		}

@@ -1,7 +1,6 @@
 package rewriter
 
 import (
-	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -11,6 +10,7 @@ import (
 
 	"blpp/analysis"
 	"blpp/cfg"
+	"blpp/cfg/x86"
 	"blpp/internal/par"
 	"blpp/meta"
 	"blpp/rewriter/addrmap"
@@ -280,12 +280,8 @@ func (e *emitError) Error() string {
 
 func usesGS(b *cfg.Binary, g *cfg.Graph) bool {
 	for i := range g.Blocks {
-		// An instruction names %gs through the 65 segment prefix, and
-		// rdgsbase/wrgsbase are f3 (REX) 0f ae /1, /3 [Intel SDM Vol.2
-		// §2.1.1, RDFSBASE/RDGSBASE]: a block without those bytes needs
-		// no decoding.
-		if code := b.Bytes(g.Blocks[i].Addr, int(g.Blocks[i].End-g.Blocks[i].Addr)); code != nil &&
-			bytes.IndexByte(code, 0x65) < 0 && !bytes.Contains(code, []byte{0x0f, 0xae}) {
+		// Most blocks' bytes rule %gs out without decoding.
+		if code := b.Bytes(g.Blocks[i].Addr, int(g.Blocks[i].End-g.Blocks[i].Addr)); code != nil && !x86.MayNameGS(code) {
 			continue
 		}
 		for in := range b.Insts(&g.Blocks[i]) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sort"
+	"sync"
 
 	"blpp/cfg/x86"
 )
@@ -50,6 +51,13 @@ type builder struct {
 	unlocked map[uint64]int32
 }
 
+// instsPool keeps the builders' instruction buffers between procedures:
+// an x86.Inst is a few hundred bytes, and a large binary's procedures are
+// built more than once (discovery, fragments, no-return rounds), so
+// growing a fresh slice for each build made most of the analysis's
+// garbage. Nothing a builder returns points into its buffer.
+var instsPool sync.Pool
+
 // buildGraph analyses one procedure. It never panics on any input: every
 // problem becomes a Reason.
 func buildGraph(b *Binary, e env, f *Function) *Graph {
@@ -68,6 +76,13 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		leaders: map[uint64]bool{f.Addr: true}, fallOut: map[uint64]uint64{},
 		callNoRet: map[uint64]bool{}, tables: map[uint64]*JumpTable{},
 		indTail: map[uint64]bool{}, tailCalls: map[uint64]uint64{}, unlocked: map[uint64]int32{}}
+	if buf, ok := instsPool.Get().(*[]x86.Inst); ok {
+		bd.insts = (*buf)[:0]
+	}
+	defer func() {
+		buf := bd.insts[:0]
+		instsPool.Put(&buf)
+	}()
 	bd.cover = make([][]int32, len(bd.ranges))
 	for i, r := range bd.ranges {
 		bd.cover[i] = make([]int32, r.Size)

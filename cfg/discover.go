@@ -1,11 +1,14 @@
 package cfg
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 
 	"blpp/cfg/x86"
+	"blpp/internal/par"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -154,10 +157,21 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 			}
 		}
 	}
-	seen := map[uint64]bool{}
+	// seen holds a bit per byte of the ranges, in range order.
 	var total uint64
 	for _, r := range ranges {
 		total += r.Size
+	}
+	seen := make([]uint64, (total+63)/64)
+	bitOf := func(a uint64) uint64 {
+		var base uint64
+		for _, r := range ranges {
+			if r.Contains(a) {
+				return base + a - r.Addr
+			}
+			base += r.Size
+		}
+		return 0 // unreachable: a is in a range
 	}
 	for len(work) > 0 {
 		a := work[len(work)-1]
@@ -165,10 +179,14 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 		afterCall := false // the run so far ends in a call and padding
 		for {
 			r, ok := inRange(a)
-			if !ok || seen[a] || uint64(len(s.insts)) >= total {
+			if !ok || uint64(len(s.insts)) >= total {
 				break
 			}
-			seen[a] = true
+			bit := bitOf(a)
+			if seen[bit/64]&(1<<(bit%64)) != 0 {
+				break
+			}
+			seen[bit/64] |= 1 << (bit % 64)
 			// Decoded past the body's end, so that an instruction
 			// running over the next start shows as one.
 			code := b.Code(a)
@@ -213,7 +231,7 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 			a = next
 		}
 	}
-	sort.Slice(s.insts, func(i, j int) bool { return s.insts[i].addr < s.insts[j].addr })
+	slices.SortFunc(s.insts, func(x, y scanInst) int { return cmp.Compare(x.addr, y.addr) })
 	return s
 }
 
@@ -362,15 +380,21 @@ func (b *Binary) tablePointers() map[uint64]bool {
 // discover adds the procedures that evidence in known code reveals, to a
 // fixed point, building their graphs with build (which takes indices
 // into p.Funcs). Every procedure must have been built.
-func (p *Program) discover(build func([]int)) {
+func (p *Program) discover(build func([]int), workers int) {
 	b := p.Binary
 	scans := map[*Function]*funcScan{}
 	rejected := map[uint64]bool{}
 	evOf := map[uint64]evidence{} // what each discovered entry rests on
 	pointers := b.codePointers()
 	labels := b.tablePointers()
+	type span struct {
+		inst  scanInst
+		owner *Function
+	}
+	var spans []span
 	for round := 0; round < maxDiscoverRounds; round++ {
-		// Scan what changed.
+		// Scan what changed, on all workers.
+		var rescan []int
 		for i, f := range p.Funcs {
 			g := p.Graphs[i]
 			if s := scans[f]; s != nil && s.size == f.Size && s.nparts == len(f.Parts) && s.graph == g {
@@ -380,20 +404,32 @@ func (p *Program) discover(build func([]int)) {
 				scans[f] = &funcScan{size: f.Size, nparts: len(f.Parts), graph: g}
 				continue
 			}
-			scans[f] = p.scanFunction(f, g)
+			rescan = append(rescan, i)
 		}
-		// The flow of every procedure, for the cover tests.
-		type span struct {
-			inst  scanInst
-			owner *Function
+		scanned := make([]*funcScan, len(rescan))
+		par.Each(len(rescan), workers, func(k int) {
+			i := rescan[k]
+			scanned[k] = p.scanFunction(p.Funcs[i], p.Graphs[i])
+		})
+		for k, i := range rescan {
+			scans[p.Funcs[i]] = scanned[k]
 		}
-		var spans []span
+		// The flow of every procedure, for the cover tests. Both tests
+		// below look at every span near an address, whatever the order
+		// among spans of one address, so any sort by address will do.
+		// The buffer is reused from round to round: it holds every
+		// instruction of the binary.
+		n := 0
+		for _, f := range p.Funcs {
+			n += len(scans[f].insts)
+		}
+		spans = slices.Grow(spans[:0], n)
 		for _, f := range p.Funcs {
 			for _, in := range scans[f].insts {
 				spans = append(spans, span{in, f})
 			}
 		}
-		sort.Slice(spans, func(i, j int) bool { return spans[i].inst.addr < spans[j].inst.addr })
+		slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.inst.addr, b.inst.addr) })
 		// sized lists the bodies with firm bounds and every fragment.
 		var sized []Range
 		for _, f := range p.Funcs {

@@ -186,7 +186,7 @@ func Analyze(b *Binary, opts Options) *Program {
 			all[i] = i
 		}
 		build(all)
-		p.discover(build)
+		p.discover(build, workers)
 		todo = todo[:0]
 		for i, f := range p.Funcs {
 			if opts.Match == nil || opts.Match(f) {

@@ -158,10 +158,24 @@ func (f *Func) Numbering(maxPaths uint64) (*pathnum.Numbering, error) {
 
 // ComputeInstrID derives t's InstrID from everything else in the table.
 func (t *Table) ComputeInstrID() {
+	t.EncodeWithID()
+}
+
+// EncodeWithID sets t's InstrID (ComputeInstrID) and returns Encode(t),
+// encoding the table once: the ID is the hash of the encoding with an
+// empty ID, which differs from the final one only in that field.
+func (t *Table) EncodeWithID() []byte {
 	c := *t
 	c.InstrID = nil
-	sum := sha256.Sum256(Encode(&c))
+	b := Encode(&c)
+	sum := sha256.Sum256(b)
 	t.InstrID = sum[:20]
+	// The empty ID is one zero byte (its length) after the build-id and
+	// MaxPaths (Encode).
+	at := len(binary.AppendUvarint(appendBytes(header.Append(nil), t.OrigBuildID), t.MaxPaths))
+	out := make([]byte, 0, len(b)+len(t.InstrID))
+	out = appendBytes(append(out, b[:at]...), t.InstrID)
+	return append(out, b[at+1:]...)
 }
 
 // Encode serialises t.

@@ -35,6 +35,32 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestEncodeWithID checks that splicing the ID into the encoding made
+// with an empty one gives what encoding the identified table gives, with
+// build-ids and MaxPaths of every length class.
+func TestEncodeWithID(t *testing.T) {
+	for _, tc := range []struct {
+		id  []byte
+		max uint64
+	}{{nil, 0}, {[]byte{1, 2, 3}, 1 << 40}, {make([]byte, 200), 127}, {make([]byte, 20), 128}} {
+		tab := sample()
+		tab.OrigBuildID, tab.MaxPaths = tc.id, tc.max
+		got := tab.EncodeWithID()
+		if len(tab.InstrID) != 20 {
+			t.Fatalf("InstrID has %d bytes", len(tab.InstrID))
+		}
+		if want := Encode(tab); !reflect.DeepEqual(got, want) {
+			t.Fatalf("build-id %d bytes, MaxPaths %d: EncodeWithID differs from Encode", len(tc.id), tc.max)
+		}
+		id := tab.InstrID
+		tab.InstrID = []byte("stale")
+		tab.ComputeInstrID()
+		if !reflect.DeepEqual(tab.InstrID, id) {
+			t.Fatalf("ComputeInstrID depends on the old ID")
+		}
+	}
+}
+
 func TestDecodeRefusesEveryTruncation(t *testing.T) {
 	data := Encode(sample())
 	for i := 0; i < len(data); i++ {

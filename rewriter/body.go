@@ -31,6 +31,14 @@ func (fg *funcGen) emit() error {
 	g, b, gr := fg.g, fg.g.buf, fg.f.Graph
 	fg.entered = map[*loopCopy]bool{}
 	fg.setLoop(-1)
+	// Room for the unwind marks and copy records: about 1.2-1.35 and
+	// 1.01 per original instruction.
+	n := 0
+	for i := range gr.Blocks {
+		n += gr.Blocks[i].Insts
+	}
+	fg.marks = make([]unwindMark, 0, n+n/2+4)
+	fg.copies = make([]copyMark, 0, n+n/16+4)
 	// Functions start at 16-byte boundaries. With a layout seed (blpp-bench
 	// only), a pseudo-random multiple of 16 bytes comes first, so that
 	// measurements can be taken over several layouts [decision 53].
@@ -94,9 +102,14 @@ func (fg *funcGen) emit() error {
 		}
 		var last x86.Inst
 		for a := blk.Addr; a < blk.End; {
-			in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
-			if err != nil {
-				return err
+			var in x86.Inst
+			if fg.pre != nil {
+				in, fg.pre = fg.pre[0], fg.pre[1:] // decoded ahead (predecode.go)
+			} else {
+				var err error
+				if in, err = x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a); err != nil {
+					return err
+				}
 			}
 			last = in
 			fg.mark(a, true)

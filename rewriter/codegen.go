@@ -1,7 +1,10 @@
 package rewriter
 
 import (
+	"slices"
+
 	"blpp/cfg"
+	"blpp/cfg/x86"
 	"blpp/rewriter/enc"
 	"blpp/runtime"
 )
@@ -76,6 +79,20 @@ type funcGen struct {
 	// copies records where each original instruction's copies start in
 	// the code buffer, for the address map (addrmap.go).
 	copies []copyMark
+	// pre holds the instructions of the blocks not emitted yet, decoded
+	// ahead (predecode.go); nil: decode while emitting.
+	pre []x86.Inst
+}
+
+// emitted drops what only the function's emission needed: the queued
+// out-of-line code (closures holding its state) and the trampolines. A
+// large library's functions would otherwise keep them all until the
+// output is written.
+func (fg *funcGen) emitted() {
+	fg.tramps, fg.cold, fg.entered, fg.pre = nil, nil, nil, nil
+	// The marks and copies, kept until the unwind tables and the address
+	// map are built, in arrays of their size (emit reserves more).
+	fg.marks, fg.copies = slices.Clone(fg.marks), slices.Clone(fg.copies)
 }
 
 type tramp struct {
@@ -124,6 +141,9 @@ type gen struct {
 	// noSlots gives no function slot counters (libraries,
 	// Options.NoSlots).
 	noSlots bool
+	// workers bounds the goroutines of the per-function passes after
+	// emission (Options.Workers).
+	workers int
 }
 
 // globalID is the global function id of local id fid: the module's tag

@@ -11,6 +11,7 @@ import (
 	"blpp/analysis"
 	"blpp/cfg"
 	"blpp/cfg/x86"
+	"blpp/internal/par"
 	"blpp/meta"
 	"blpp/rewriter/addrmap"
 	"blpp/rewriter/elfw"
@@ -179,12 +180,20 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	var chosen []*analysis.Func
 	// moved maps a function whose entry jump goes further in to where.
 	moved := map[*analysis.Func]uint64{}
-	for _, f := range res.Funcs {
+	// Whether each function names %gs, decoded on every worker: it reads
+	// every instruction of the binary.
+	gs := make([]bool, len(res.Funcs))
+	par.Each(len(res.Funcs), opts.Workers, func(i int) {
+		if f := res.Funcs[i]; !f.Func.PLT {
+			gs[i] = usesGS(b, f.Graph)
+		}
+	})
+	for i, f := range res.Funcs {
 		if f.Func.PLT {
 			continue
 		}
 		sum.Functions++
-		if usesGS(b, f.Graph) {
+		if gs[i] {
 			return nil, nil, fmt.Errorf("%w (in %s)", ErrUsesGS, f.Func.Name)
 		}
 		skip := func(reason, detail string) {
@@ -273,6 +282,10 @@ func (e *emitError) Error() string {
 
 func usesGS(b *cfg.Binary, g *cfg.Graph) bool {
 	for i := range g.Blocks {
+		// Most blocks' bytes rule %gs out without decoding.
+		if code := b.Bytes(g.Blocks[i].Addr, int(g.Blocks[i].End-g.Blocks[i].Addr)); code != nil && !x86.MayNameGS(code) {
+			continue
+		}
 		for in := range b.Insts(&g.Blocks[i]) {
 			if in.Raw.Op == x86asm.RDGSBASE || in.Raw.Op == x86asm.WRGSBASE {
 				return true
@@ -352,6 +365,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			Leaf: rtText + img.Symbols[runtime.SymLeaf], Leave: rtText + img.Symbols[runtime.SymLeave], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite,
 			FastSlots: rtText + img.Symbols[runtime.SymFastSlots]},
 		layoutSeed: opts.LayoutSeed,
+		workers:    opts.Workers,
 		loopRegs:   opts.LoopRegs,
 		tag:        mod.tag,
 		noSlots:    opts.NoSlots || mod.library,
@@ -379,12 +393,24 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for _, fg := range g.funcs {
 		fg.planBody()
 	}
-	var failed []emitFailure
+	// Instrumented code runs to about five to nine times the original's
+	// size; room for six spares most of the copies of a growing buffer.
+	var origSize uint64
 	for _, fg := range g.funcs {
+		origSize += fg.f.Func.TotalSize()
+	}
+	g.buf.Grow(int(min(6*origSize, 1<<30)))
+	var failed []emitFailure
+	ready, decoded := g.predecode(), 0
+	for i, fg := range g.funcs {
+		for decoded <= i {
+			decoded = <-ready
+		}
 		err := fg.emit()
 		if err == nil {
 			err = fg.tablesDone()
 		}
+		fg.emitted()
 		if err != nil {
 			failed = append(failed, emitFailure{fg.f, err})
 		}
@@ -392,6 +418,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	if len(failed) > 0 {
 		return nil, nil, &emitError{failed}
 	}
+	// The address map now, which frees the recorded copies before the
+	// code is laid out.
+	amap := addrMap(g, codeAddr)
 	if err := g.emitDark(dark, rtText+img.Symbols[runtime.SymDark]); err != nil {
 		return nil, nil, err
 	}
@@ -434,7 +463,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		runtime.PutFunc(funcEntry(i), runtime.Func{
 			NumPaths: np, Hashed: b2u(fg.hashed()), FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot), PathReg: fg.pathRegField(), Closed: fg.closedField()})
 	}
-	code, err := g.buf.Finish(codeAddr)
+	code, err := g.buf.Take(codeAddr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -560,7 +589,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		fmt.Sscanf(s.Entry, "0x%x", &entry)
 		tab.Funcs = append(tab.Funcs, meta.Func{Name: s.Name, Entry: entry, Size: s.Size, Reason: s.Reason, EntriesCounted: s.EntriesCounted})
 	}
-	tab.ComputeInstrID()
+	metaData := tab.EncodeWithID()
 	conf.BuildIDVaddr, conf.BuildIDLen = idAddr, uint64(len(tab.InstrID))
 	copy(at(idAddr), tab.InstrID)
 	runtime.PutConfig(at(rwAddr+cfgOff), conf)
@@ -602,8 +631,8 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		Fini:       finiDT,
 		Init:       initDT,
 		Entry:      entry,
-		Sections: []elfw.Section{{Name: meta.SectionName, Data: meta.Encode(tab)},
-			{Name: addrmap.SectionName, Data: addrmap.Encode(addrMap(g, codeAddr))}},
+		Sections: []elfw.Section{{Name: meta.SectionName, Data: metaData},
+			{Name: addrmap.SectionName, Data: amap}},
 		Symbols: append(relocatedSymbols(b, g, codeAddr, !mod.library), runtimeSymbols(rtText, img)...),
 	})
 	if err != nil {
@@ -692,26 +721,9 @@ func (h *finiHook) patches(thunk uint64) []elfw.Patch {
 // that way: __mempcpy_* jumps to __memmove_*+5). The sweep may decode
 // data as code; a bogus target only makes the check more cautious.
 func branchTargets(b *cfg.Binary) map[uint64][]uint64 {
-	out := map[uint64][]uint64{}
-	for _, s := range b.Sections() {
-		if !s.Exec {
-			continue
-		}
-		code := b.Code(s.Addr)
-		for off := 0; off < len(code); {
-			a := s.Addr + uint64(off)
-			in, err := x86.Decode(code[off:], a)
-			if err != nil {
-				off++
-				continue
-			}
-			if in.Kind.HasTarget() {
-				out[in.Target] = append(out[in.Target], a)
-			}
-			off += in.Len
-		}
-	}
-	return out
+	// The analysis sweeps the code the same way for its reference index;
+	// one sweep serves both.
+	return b.BranchSources()
 }
 
 // patchedInto reports whether some branch that may run lands inside the

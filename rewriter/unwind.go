@@ -6,9 +6,11 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"sync"
 
 	"blpp/cfg"
 	"blpp/cfg/ehframe"
+	"blpp/internal/par"
 	"blpp/rewriter/ehwrite"
 	"blpp/rewriter/elfw"
 	"blpp/rewriter/enc"
@@ -21,8 +23,8 @@ import (
 // original instruction's, with the CFA moved by whatever the
 // instrumentation pushed (enc.Buf's SP log).
 type unwindMark struct {
-	off  int
 	addr uint64
+	off  int32 // the code buffer stays under 2 GiB (enc.Buf's fields)
 	body bool
 }
 
@@ -32,7 +34,7 @@ func (fg *funcGen) mark(addr uint64, body bool) {
 	if body {
 		b.SetSP(0)
 	}
-	m := unwindMark{off: b.Len(), addr: addr, body: body}
+	m := unwindMark{off: int32(b.Len()), addr: addr, body: body}
 	if n := len(fg.marks); n > 0 && fg.marks[n-1].off == m.off {
 		fg.marks[n-1] = m
 		return
@@ -101,24 +103,35 @@ type ehFunc struct {
 	lsda *ehframe.LSDA // nil: none
 }
 
+// rowCache keeps the rows of the original entries that unwindInfo has
+// read, for the functions that share an entry; workers share it.
+type rowCache struct {
+	mu   *sync.Mutex
+	rows map[*ehframe.Entry][]ehframe.Row
+}
+
 // unwindInfo works out the unwind rows and exception table of fg's new
 // code at codeAddr. ok is false when the original has no unwind
 // information for it (then neither does the copy: unwinding through it
 // fails as it did before). An error means the copy would unwind or catch
 // differently from the original: the function must stay uninstrumented.
-func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, rowCache map[*ehframe.Entry][]ehframe.Row, fg *funcGen, spLog []enc.SPMark, codeAddr uint64) (ef *ehFunc, ok bool, err error) {
+func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, cache rowCache, fg *funcGen, spLog []enc.SPMark, codeAddr uint64) (ef *ehFunc, ok bool, err error) {
 	stateAt := func(addr uint64) (*ehframe.Entry, ehframe.State, bool, error) {
 		e := frame.Find(addr)
 		if e == nil {
 			return nil, ehframe.State{}, false, nil
 		}
-		rows, done := rowCache[e]
+		cache.mu.Lock()
+		rows, done := cache.rows[e]
+		cache.mu.Unlock()
 		if !done {
 			rows, err = e.Rows()
 			if err != nil {
 				return nil, ehframe.State{}, false, fmt.Errorf("unwind rules of %#x: %w", e.Begin, err)
 			}
-			rowCache[e] = rows
+			cache.mu.Lock()
+			cache.rows[e] = rows
+			cache.mu.Unlock()
 		}
 		i := sort.Search(len(rows), func(i int) bool { return rows[i].Addr > addr })
 		if i == 0 {
@@ -177,7 +190,7 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, rowCa
 	mi := 0
 	off := fg.start
 	for off < fg.end {
-		for mi+1 < len(fg.marks) && fg.marks[mi+1].off <= off {
+		for mi+1 < len(fg.marks) && int(fg.marks[mi+1].off) <= off {
 			mi++
 		}
 		for si < len(spLog) && spLog[si].Off <= off {
@@ -192,8 +205,8 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, rowCa
 			ef.rows = append(ef.rows, ehframe.Row{Addr: codeAddr + uint64(off), State: st})
 		}
 		next := fg.end
-		if mi+1 < len(fg.marks) && fg.marks[mi+1].off < next {
-			next = fg.marks[mi+1].off
+		if mi+1 < len(fg.marks) && int(fg.marks[mi+1].off) < next {
+			next = int(fg.marks[mi+1].off)
 		}
 		if si < len(spLog) && spLog[si].Off < next {
 			next = spLog[si].Off
@@ -240,7 +253,7 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, rowCa
 				}
 				end := fg.end
 				if i+1 < len(fg.marks) {
-					end = fg.marks[i+1].off
+					end = int(fg.marks[i+1].off)
 				}
 				n := ehframe.CallSite{Start: codeAddr + uint64(m.off), End: codeAddr + uint64(end), LandingPad: lp, Actions: cs.Actions}
 				ef.lsda.CallSites = append(ef.lsda.CallSites, n)
@@ -260,7 +273,7 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, rowCa
 			}
 			end := fg.end
 			if i+1 < len(fg.marks) {
-				end = fg.marks[i+1].off
+				end = int(fg.marks[i+1].off)
 			}
 			ef.lsda.CallSites = append(ef.lsda.CallSites, ehframe.CallSite{Start: codeAddr + uint64(m.off), End: codeAddr + uint64(end)})
 		}
@@ -386,17 +399,30 @@ func unwindTables(b *cfg.Binary, g *gen, codeAddr, size uint64) (*ehSection, err
 	if err != nil {
 		return nil, fmt.Errorf(".eh_frame: %w", err)
 	}
-	cache := map[*ehframe.Entry][]ehframe.Row{}
+	// Each function's rows on any worker (they read only the original
+	// tables and the function's own marks), gathered in table order.
+	type info struct {
+		ef  *ehFunc
+		ok  bool
+		err error
+	}
+	infos := make([]info, len(g.funcs))
+	var mu sync.Mutex
+	cache := rowCache{mu: &mu, rows: map[*ehframe.Entry][]ehframe.Row{}}
+	par.Each(len(g.funcs), g.workers, func(i int) {
+		ef, ok, err := unwindInfo(b, frame, opts, cache, g.funcs[i], g.buf.SPLog(), codeAddr)
+		infos[i] = info{ef, ok, err}
+		g.funcs[i].marks = nil // the rows hold what was needed
+	})
 	var efs []*ehFunc
 	var failed []emitFailure
-	for _, fg := range g.funcs {
-		ef, ok, err := unwindInfo(b, frame, opts, cache, fg, g.buf.SPLog(), codeAddr)
-		if err != nil {
-			failed = append(failed, emitFailure{fg.f, fmt.Errorf("unwind tables: %w", err)})
+	for i, in := range infos {
+		if in.err != nil {
+			failed = append(failed, emitFailure{g.funcs[i].f, fmt.Errorf("unwind tables: %w", in.err)})
 			continue
 		}
-		if ok {
-			efs = append(efs, ef)
+		if in.ok {
+			efs = append(efs, in.ef)
 		}
 	}
 	if len(failed) > 0 {

@@ -1,6 +1,7 @@
 package x86
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -542,4 +543,13 @@ func (i *Inst) String() string {
 		s += fmt.Sprintf(" # %#x", i.RIPTarget)
 	}
 	return fmt.Sprintf("%s [%d bytes]", s, i.Len)
+}
+
+// MayNameGS reports whether code may hold an instruction that uses the
+// %gs segment or its base: every %gs operand carries the 65 segment
+// prefix, and rdgsbase/wrgsbase are f3 (REX) 0f ae /1, /3 [Intel SDM
+// Vol.2 §2.1.1, RDFSBASE/RDGSBASE]. False is certain; true only says
+// that decoding must tell.
+func MayNameGS(code []byte) bool {
+	return bytes.IndexByte(code, 0x65) >= 0 || bytes.Contains(code, []byte{0x0f, 0xae})
 }

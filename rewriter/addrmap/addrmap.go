@@ -1,10 +1,12 @@
 package addrmap
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"blpp/internal/varint"
@@ -112,12 +114,12 @@ func (r *Recorder) Add(orig, addr uint64) { r.pairs = append(r.pairs, [2]uint64{
 func (r *Recorder) AddJoin(orig, addr uint64) { r.joins = append(r.joins, [2]uint64{orig, addr}) }
 
 func sortPairs(p [][2]uint64) [][2]uint64 {
-	p = append([][2]uint64(nil), p...)
-	sort.Slice(p, func(i, j int) bool {
-		if p[i][0] != p[j][0] {
-			return p[i][0] < p[j][0]
+	p = slices.Clone(p)
+	slices.SortFunc(p, func(a, b [2]uint64) int {
+		if c := cmp.Compare(a[0], b[0]); c != 0 {
+			return c
 		}
-		return p[i][1] < p[j][1]
+		return cmp.Compare(a[1], b[1])
 	})
 	return p
 }
@@ -125,16 +127,30 @@ func sortPairs(p [][2]uint64) [][2]uint64 {
 // Func returns the function entered at entry with the recorded copies.
 func (r *Recorder) Func(entry uint64) Func {
 	p := sortPairs(r.pairs)
-	f := Func{Entry: entry}
+	// Every instruction's copies are consecutive in p: they share one
+	// array, sized first, rather than one allocation each.
+	ninst, ncopy := 0, 0
+	for i, x := range p {
+		if i == 0 || x != p[i-1] {
+			ncopy++
+		}
+		if i == 0 || x[0] != p[i-1][0] {
+			ninst++
+		}
+	}
+	f := Func{Entry: entry, Insts: make([]Inst, 0, ninst)}
+	copies := make([]uint64, 0, ncopy)
 	for i, x := range p {
 		if i > 0 && x == p[i-1] {
 			continue
 		}
+		copies = append(copies, x[1])
+		end := len(copies)
 		if n := len(f.Insts); n > 0 && f.Insts[n-1].Addr == x[0] {
-			f.Insts[n-1].Copies = append(f.Insts[n-1].Copies, x[1])
+			f.Insts[n-1].Copies = copies[end-len(f.Insts[n-1].Copies)-1 : end : end]
 			continue
 		}
-		f.Insts = append(f.Insts, Inst{Addr: x[0], Copies: []uint64{x[1]}})
+		f.Insts = append(f.Insts, Inst{Addr: x[0], Copies: copies[end-1 : end : end]})
 	}
 	joins := sortPairs(r.joins)
 	for i, x := range joins {
@@ -169,30 +185,54 @@ func (r *Recorder) Func(entry uint64) Func {
 //
 // Relocated code follows the original order, so both deltas are small.
 func Encode(m *Map) []byte {
+	e := NewEncoder(len(m.Funcs))
+	for i := range m.Funcs {
+		e.Add(&m.Funcs[i])
+	}
+	return e.Bytes()
+}
+
+// Encoder writes the encoding of a map one function at a time, so that a
+// large binary's map need not be held whole (Func's per-instruction slices
+// take several times the encoding's size). Encode(m) is NewEncoder with
+// len(m.Funcs) and Add of each function in order.
+type Encoder struct {
+	b        []byte
+	prevCopy uint64
+}
+
+// NewEncoder starts the encoding of a map of nfuncs functions.
+func NewEncoder(nfuncs int) *Encoder {
 	b := header.Append(nil)
-	b = binary.AppendUvarint(b, uint64(len(m.Funcs)))
-	var prevCopy uint64
-	for _, f := range m.Funcs {
-		b = binary.AppendUvarint(b, f.Entry)
-		b = binary.AppendUvarint(b, uint64(len(f.Insts)))
-		prev := f.Entry
-		for _, in := range f.Insts {
-			b = binary.AppendVarint(b, int64(in.Addr-prev))
-			prev = in.Addr
-			b = binary.AppendUvarint(b, uint64(len(in.Copies)))
-			for _, c := range in.Copies {
-				b = binary.AppendVarint(b, int64(c-prevCopy))
-				prevCopy = c
-			}
-			b = binary.AppendUvarint(b, uint64(len(in.Joins)))
-			for _, c := range in.Joins {
-				b = binary.AppendVarint(b, int64(c-prevCopy))
-				prevCopy = c
-			}
+	return &Encoder{b: binary.AppendUvarint(b, uint64(nfuncs))}
+}
+
+// Add appends the next function.
+func (e *Encoder) Add(f *Func) {
+	b, prevCopy := e.b, e.prevCopy
+	b = binary.AppendUvarint(b, f.Entry)
+	b = binary.AppendUvarint(b, uint64(len(f.Insts)))
+	prev := f.Entry
+	for _, in := range f.Insts {
+		b = binary.AppendVarint(b, int64(in.Addr-prev))
+		prev = in.Addr
+		b = binary.AppendUvarint(b, uint64(len(in.Copies)))
+		for _, c := range in.Copies {
+			b = binary.AppendVarint(b, int64(c-prevCopy))
+			prevCopy = c
+		}
+		b = binary.AppendUvarint(b, uint64(len(in.Joins)))
+		for _, c := range in.Joins {
+			b = binary.AppendVarint(b, int64(c-prevCopy))
+			prevCopy = c
 		}
 	}
-	return b
+	e.b, e.prevCopy = b, prevCopy
 }
+
+// Bytes returns the encoding so far; it is complete once every function
+// announced to NewEncoder has been added.
+func (e *Encoder) Bytes() []byte { return e.b }
 
 // Decode parses and validates an address map: instructions strictly
 // increasing within a function, every instruction with at least one copy,

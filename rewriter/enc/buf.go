@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -103,7 +104,7 @@ func (e *OperandError) Unwrap() error { return ErrOperand }
 // displacements count from the next instruction, immediates included
 // [Intel SDM Vol.2 §2.2.1.6].
 type fixup struct {
-	off, end int
+	off, end int32 // a buffer past 2 GiB has no rel32 fields to fill
 	t        Target
 }
 
@@ -217,7 +218,7 @@ func (b *Buf) Truncate(n int) {
 	}
 	keep := b.fixups[:0]
 	for _, f := range b.fixups {
-		if f.end <= n {
+		if int(f.end) <= n {
 			keep = append(keep, f)
 		}
 	}
@@ -240,16 +241,52 @@ func (b *Buf) Finish(base uint64) ([]byte, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
+	return b.resolve(base, append([]byte(nil), b.code...))
+}
+
+// Take is Finish for a caller done with the buffer: the fields are
+// resolved in the buffer's own bytes, which it returns, and the Buf keeps
+// only its labels and %rsp log (Offset and SPLog still work; emitting
+// more code or finishing again does not). A large program's code is then
+// held once, not twice. After an error the bytes are not to be used.
+func (b *Buf) Take(base uint64) ([]byte, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	out, err := b.resolve(base, b.code)
+	if err != nil {
+		return nil, err
+	}
+	b.code, b.fixups = nil, nil
+	b.err = errTaken
+	return out, nil
+}
+
+// errTaken is the sticky error of a Buf after Take.
+var errTaken = errors.New("enc: buffer already taken")
+
+// Grow reserves room for n more bytes of code, and for the fields and
+// %rsp marks such code usually holds (instrumented code has about one
+// field per 28 bytes and one mark per 36), so that a caller that knows about
+// how much it will emit spares the copies of growing the buffer.
+func (b *Buf) Grow(n int) {
+	b.code = slices.Grow(b.code, n)
+	b.fixups = slices.Grow(b.fixups, n/28)
+	b.spLog = slices.Grow(b.spLog, n/36)
+}
+
+// resolve fills the rel32/disp32 fields in out, a copy of the buffer's
+// bytes (or the bytes themselves), for code laid out at base.
+func (b *Buf) resolve(base uint64, out []byte) ([]byte, error) {
 	if base+uint64(len(b.code)) < base {
 		return nil, fmt.Errorf("enc: %d bytes at %#x pass the end of the address space: %w", len(b.code), base, ErrRange)
 	}
-	out := append([]byte(nil), b.code...)
 	for _, f := range b.fixups {
 		var dest uint64
 		if l, ok := f.t.Label(); ok {
 			off := b.labels[l] // ownership was checked when the field was emitted
 			if off < 0 {
-				return nil, &FixupError{Off: f.off, Target: f.t, Err: ErrUnbound}
+				return nil, &FixupError{Off: int(f.off), Target: f.t, Err: ErrUnbound}
 			}
 			dest = base + uint64(off)
 		} else {
@@ -259,7 +296,7 @@ func (b *Buf) Finish(base uint64) ([]byte, error) {
 		// difference read as signed is the displacement.
 		d := int64(dest - (base + uint64(f.end)))
 		if d < math.MinInt32 || d > math.MaxInt32 {
-			return nil, &FixupError{Off: f.off, Target: f.t, Err: ErrRange}
+			return nil, &FixupError{Off: int(f.off), Target: f.t, Err: ErrRange}
 		}
 		binary.LittleEndian.PutUint32(out[f.off:], uint32(int32(d)))
 	}
@@ -310,7 +347,10 @@ func (b *Buf) emit64(v uint64) { b.code = binary.LittleEndian.AppendUint64(b.cod
 // the end of the instruction, end bytes from the buffer start. The
 // caller has checked t.
 func (b *Buf) field(t Target, end int) {
-	b.fixups = append(b.fixups, fixup{off: len(b.code), end: end, t: t})
+	if end > math.MaxInt32 {
+		b.fail("field", "code buffer past 2 GiB")
+	}
+	b.fixups = append(b.fixups, fixup{off: int32(len(b.code)), end: int32(end), t: t})
 	b.emit32(0)
 }
 

@@ -61,7 +61,7 @@ var realSuite = []realProgram{
 	{name: "cppcheck", path: "/usr/bin/cppcheck", pkg: "cppcheck",
 		command: func(scale int, _, inputs string) (command, error) {
 			src := filepath.Join(inputs, "gen.c")
-			if err := os.WriteFile(src, []byte(cppcheckInput(12*scale)), 0o644); err != nil {
+			if err := os.WriteFile(src, []byte(cppcheckInput(8*scale)), 0o644); err != nil {
 				return command{}, err
 			}
 			return command{args: []string{"-q", "--enable=warning", src}}, nil

@@ -14,9 +14,15 @@ const ctxMemoryLimitKB = 20 << 10
 // peak memory per variant against the context-mode target, and the cost
 // of starting and exiting.
 func (r *report) writeReal(w io.Writer, others []variant) {
-	fmt.Fprintln(w, "\ncommands (scripts in cmd/blpp-bench/testdata/real, generated inputs by real.go):")
+	// Native CPU times beside the commands: on a loaded machine wall
+	// times overstate how long a workload is.
+	fmt.Fprintln(w, "\ncommands (scripts in cmd/blpp-bench/testdata/real, generated inputs by real.go), native CPU time:")
+	width := 0
 	for _, wl := range r.Workloads {
-		fmt.Fprintf(w, "  %s\n", wl.Command)
+		width = max(width, len(wl.Command))
+	}
+	for _, wl := range r.Workloads {
+		fmt.Fprintf(w, "  %-*s  %5.0f ms\n", width, wl.Command, wl.variant(native).MedianCPUMS)
 	}
 
 	if r.Workloads[0].variant(native).MaxRSSKB > 0 {

@@ -88,10 +88,16 @@ func parseVariants(list string) ([]variant, error) {
 	return vs, nil
 }
 
-// workload is one program of testdata/bench, built every way.
+// workload is one program measured every way: a program of
+// testdata/bench, or one of the real suite (real.go).
 type workload struct {
 	name string
-	src  string
+	src  string // C source built natively and with gcov counters; "" for an installed program
+	// cmd is how the timed runs run it, shareCmd how the callgrind run of
+	// the dynamic share does (at --share-scale).
+	cmd, shareCmd command
+	// bins holds the binary of each variant, "" for one not built (gcov
+	// of an installed program).
 	bins [numVariants]string
 	// layouts holds a blpp variant's binaries by layout seed (bins[v] is
 	// layouts[v][0]).
@@ -100,6 +106,17 @@ type workload struct {
 	rewrite [numVariants]time.Duration
 	summary [numVariants]*rewriter.Summary
 }
+
+// command is a workload's command line, less the program.
+type command struct {
+	args  []string
+	stdin string   // file for standard input ("": none)
+	env   []string // added to the environment
+}
+
+// sizeCommand is the command line of a testdata/bench workload: its
+// size, the only argument.
+func sizeCommand(scale int) command { return command{args: []string{strconv.Itoa(scale)}} }
 
 // sample is what one run of one variant cost.
 type sample struct {
@@ -252,7 +269,7 @@ func moduleRoot() (string, error) {
 // counters, and rewrites the native binary once per selected blpp variant.
 func buildWorkload(c *config, src, dir string) (*workload, error) {
 	name := strings.TrimSuffix(filepath.Base(src), ".c")
-	w := &workload{name: name, src: src}
+	w := &workload{name: name, src: src, cmd: sizeCommand(c.scale), shareCmd: sizeCommand(c.shareScale)}
 	fmt.Fprintf(c.stderr, "%s: building\n", name)
 	bdir := filepath.Join(dir, name)
 	if err := os.MkdirAll(bdir, 0o755); err != nil {
@@ -262,21 +279,33 @@ func buildWorkload(c *config, src, dir string) (*workload, error) {
 	if err := compile(c.cc, src, w.bins[native]); err != nil {
 		return nil, err
 	}
+	if err := buildVariants(c, w, bdir); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// buildVariants makes the selected variants of w from its native binary,
+// in bdir: the gcov build when w has a source, and each blpp variant's
+// rewrites, one per layout.
+func buildVariants(c *config, w *workload, bdir string) error {
+	name := w.name
 	var data []byte
 	for _, v := range c.variants {
 		switch {
-		case v == gcov:
+		case v == gcov && w.src != "":
 			w.bins[gcov] = filepath.Join(bdir, name+".gcov")
-			if err := compile(c.cc, src, w.bins[gcov], "-fprofile-arcs"); err != nil {
-				return nil, err
+			if err := compile(c.cc, w.src, w.bins[gcov], "-fprofile-arcs"); err != nil {
+				return err
 			}
 		case v.isBlpp():
 			if data == nil {
 				var err error
 				if data, err = os.ReadFile(w.bins[native]); err != nil {
-					return nil, err
+					return err
 				}
 			}
+			fmt.Fprintf(c.stderr, "%s: rewriting (%s)\n", name, v)
 			for seed := 0; seed < c.layouts; seed++ {
 				opts := v.options()
 				opts.LayoutSeed = uint64(seed)
@@ -284,14 +313,14 @@ func buildWorkload(c *config, src, dir string) (*workload, error) {
 				out, sum, err := rewriter.Rewrite(data, opts)
 				took := time.Since(start)
 				if err != nil {
-					return nil, fmt.Errorf("%s: rewrite (%s, layout %d): %w", name, v, seed, err)
+					return fmt.Errorf("%s: rewrite (%s, layout %d): %w", name, v, seed, err)
 				}
 				if sum.Instrumented == 0 {
-					return nil, fmt.Errorf("%s: rewrite (%s) instrumented no function", name, v)
+					return fmt.Errorf("%s: rewrite (%s) instrumented no function", name, v)
 				}
 				bin := filepath.Join(bdir, fmt.Sprintf("%s.%s.%d", name, strings.ReplaceAll(v.String(), "+", "-"), seed))
 				if err := os.WriteFile(bin, out, 0o755); err != nil {
-					return nil, err
+					return err
 				}
 				w.layouts[v] = append(w.layouts[v], bin)
 				if seed == 0 {
@@ -300,7 +329,7 @@ func buildWorkload(c *config, src, dir string) (*workload, error) {
 			}
 		}
 	}
-	return w, nil
+	return nil
 }
 
 // compile builds one executable at -O2 with the compiler's defaults
@@ -317,11 +346,17 @@ func compile(cc, src, out string, extra ...string) error {
 	return nil
 }
 
-// measure runs the selected variants of w in turn, warm-up runs first, and
+// measure runs the built variants of w in turn, warm-up runs first, and
 // checks every run against the native output.
 func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 	res := &workloadResult{Name: w.name}
+	var vs []variant
 	for _, v := range c.variants {
+		if w.bins[v] != "" {
+			vs = append(vs, v)
+		}
+	}
+	for _, v := range vs {
 		vr := &variantResult{Name: v.String(), v: v}
 		if sum := w.summary[v]; sum != nil {
 			vr.RewriteMS = ms(w.rewrite[v])
@@ -331,7 +366,6 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 		}
 		res.Variants = append(res.Variants, vr)
 	}
-	args := []string{strconv.Itoa(c.scale)}
 	timeTool := gnuTime()
 	var want *outcome
 	total := c.warmup + c.runs
@@ -342,7 +376,7 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 		} else {
 			fmt.Fprintf(c.stderr, "%s: warm-up %d/%d\n", w.name, round+1, c.warmup)
 		}
-		for i, v := range c.variants {
+		for i, v := range vs {
 			wrap := ""
 			if !measured {
 				wrap = timeTool
@@ -352,7 +386,7 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 				layout = (round - c.warmup) % len(w.layouts[v])
 				bin = w.layouts[v][layout]
 			}
-			s, out, prof, err := runOnce(bin, args, v, dir, wrap)
+			s, out, prof, err := runOnce(bin, w.cmd, v, dir, wrap)
 			if err != nil {
 				return nil, fmt.Errorf("%s (%s): %w", w.name, v, err)
 			}
@@ -385,7 +419,7 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 	return res, nil
 }
 
-// runOnce runs bin with args in a new directory under dir, which it then
+// runOnce runs bin with cmd in a new directory under dir, which it then
 // removes. A blpp variant must leave a readable profile there (returned
 // summed up) and the gcov variant a .gcda file: a run that skipped writing
 // them would look cheaper than it is.
@@ -396,7 +430,7 @@ func measure(c *config, w *workload, dir string) (*workloadResult, error) {
 // RSS of the pre-exec address space, the harness's, into the child's
 // maxrss. GNU time forks from its own small address space. Wrapping adds a
 // process to the run, so only unmeasured (warm-up) runs are wrapped.
-func runOnce(bin string, args []string, v variant, dir, timeTool string) (sample, outcome, *profileInfo, error) {
+func runOnce(bin string, cmd command, v variant, dir, timeTool string) (sample, outcome, *profileInfo, error) {
 	rundir, err := os.MkdirTemp(dir, "run-")
 	if err != nil {
 		return sample{}, outcome{}, nil, err
@@ -410,22 +444,33 @@ func runOnce(bin string, args []string, v variant, dir, timeTool string) (sample
 		"GCOV_PREFIX="+rundir,
 		"GCOV_PREFIX_STRIP=1000",
 	)
+	env = append(env, cmd.env...)
 	var s sample
 	var out outcome
 	rssFile := rundir + ".rss"
-	argv := append([]string{bin}, args...)
+	argv := append([]string{bin}, cmd.args...)
 	if timeTool != "" {
 		argv = append([]string{timeTool, "-f", "%M", "-o", rssFile}, argv...)
 		defer os.Remove(rssFile)
 	}
 	for try := 0; ; try++ {
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir = rundir
-		cmd.Env = env
+		run := exec.Command(argv[0], argv[1:]...)
+		run.Dir = rundir
+		run.Env = env
 		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		run.Stdout, run.Stderr = &stdout, &stderr
+		var in *os.File
+		if cmd.stdin != "" {
+			if in, err = os.Open(cmd.stdin); err != nil {
+				return s, out, nil, err
+			}
+			run.Stdin = in
+		}
 		start := time.Now()
-		err = cmd.Run()
+		err = run.Run()
+		if in != nil {
+			in.Close()
+		}
 		s.wall = time.Since(start)
 		// Text file busy: a just-written executable may still be open in a
 		// child forked meanwhile; the go command retries the same way.
@@ -437,7 +482,7 @@ func runOnce(bin string, args []string, v variant, dir, timeTool string) (sample
 		if err != nil && !errors.As(err, &ee) {
 			return s, out, nil, err
 		}
-		ps := cmd.ProcessState
+		ps := run.ProcessState
 		s.cpu = ps.UserTime() + ps.SystemTime()
 		out = outcome{stdout.Bytes(), stderr.Bytes(), ps.ExitCode()}
 		break

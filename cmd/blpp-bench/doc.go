@@ -5,6 +5,7 @@
 // takes to write its profile at exit.
 //
 //	go run ./cmd/blpp-bench [--runs N] [--layouts L] [--cc gcc] [--only NAME,...] [--variants V,...] [--scale S] [--json]
+//	go run ./cmd/blpp-bench --suite real [--only PROGRAM,...] [--runs N] [--scale S] [--json]
 //	go run ./cmd/blpp-bench --profile-write [--calls N] [--runs N] [--json]
 //	go run ./cmd/blpp-bench --rewrite-python [--python /usr/bin/python3.11] [--json]
 //	go run ./cmd/blpp-bench --pgo [--runs N] [--pgo-scale S] [--train-scale S] [--clang clang-16] [--json]
@@ -43,6 +44,22 @@
 // size of the calling context tree (records, the runtime's arena_bytes and
 // record_bytes stats, the profile file's size) is read from the profile of
 // the last ctx+tsc run.
+//
+// --suite real measures real programs instead of the loop kernels
+// (real.go, issue 27): installed Debian programs that are call-heavy and
+// spend their time in the executable (lua5.4, gawk, python3, bc, troff,
+// cppcheck, re2c, m4), each with a workload of about a second at scale 100
+// (scripts under testdata/real, other inputs generated deterministically),
+// and calls.c, a call-heavy C program of ours built from source so that
+// gcov can be put beside blpp. An installed program is copied into the
+// build directory and rewritten from there, executable only, as blpp
+// rewrite does; one that is not installed is skipped, naming its Debian
+// package (testdata/corpus/install.sh installs them). The variants run
+// alternately as above. Besides the ratios the table gives each program's
+// dynamic share, peak resident set per variant against issue 27's target
+// for context mode (1.5 × native + 20 MB), and the start-up and exit cost
+// of commands that do nothing (lua5.4 -e "", python3 -c ""), run 20 times
+// or more per variant.
 //
 // --profile-write builds testdata/profile_write.c (4 threads making 10
 // million calls in total through 342 calling contexts each), rewrites it

@@ -39,6 +39,7 @@ type config struct {
 	// shareScale is the workload size of the callgrind run that measures
 	// the dynamic share (0: not measured).
 	shareScale int
+	suite      string // "bench" or "real"
 
 	stdout, stderr io.Writer
 }
@@ -54,6 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.scale, "scale", 100, "workload size passed to every workload (100: ~0.5 s natively)")
 	fs.StringVar(&c.cc, "cc", "gcc", "C compiler (must accept -fprofile-arcs)")
 	fs.IntVar(&c.shareScale, "share-scale", 5, "workload size of the callgrind run that measures each workload's dynamic share, the executed instructions in instrumented functions (0: not measured; needs valgrind)")
+	fs.StringVar(&c.suite, "suite", "bench", "workloads to measure: bench (the loop kernels of testdata/bench) or real (installed call-heavy programs: lua5.4, gawk, python3, bc, troff, cppcheck, re2c, m4, and calls.c built with gcov)")
 	only := fs.String("only", "", "comma-separated workloads to run (default: all)")
 	variants := fs.String("variants", "all", "comma-separated variants to measure besides native: gcov, flow, ctx, ctx+tsc, or all")
 	fs.BoolVar(&c.asJSON, "json", false, "print one JSON object instead of the table")
@@ -107,7 +109,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	if c.suite != "bench" && c.suite != "real" {
+		fmt.Fprintf(stderr, "blpp-bench: --suite: no suite %q (have bench, real)\n", c.suite)
+		return 2
+	}
 	switch {
+	case c.suite == "real" && !c.rewritePython && !c.profileWrite:
+		err = benchReal(c)
 	case c.rewritePython:
 		err = benchPython(c)
 	case c.profileWrite:

@@ -190,6 +190,8 @@ func TestBadFlags(t *testing.T) {
 		{"--no-such-flag"},
 		{"extra"},
 		{"--only", "no-such-workload"},
+		{"--suite", "no-such-suite"},
+		{"--suite", "real", "--only", "no-such-program"},
 		{"--variants", "gcov,blpp"},
 		{"--calls", "-1", "--profile-write"},
 		{"--profile-write", "--rewrite-python"},

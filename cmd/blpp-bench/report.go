@@ -14,6 +14,9 @@ import (
 // Times are milliseconds, memory kilobytes; a ratio is relative to the
 // native build (1.0 = no overhead).
 type report struct {
+	// Suite is "bench" (the loop kernels of testdata/bench) or "real"
+	// (installed programs, real.go).
+	Suite      string   `json:"suite"`
 	Runs       int      `json:"runs"`        // measured runs per variant and workload
 	Layouts    int      `json:"layouts"`     // code layouts per blpp variant, taken in turn by the rounds
 	Warmup     int      `json:"warmup"`      // unmeasured runs before them
@@ -37,15 +40,26 @@ type report struct {
 	// CounterOnlyGeomean is the geometric mean of the ctx+tsc
 	// variant's CounterOnly values (0: not measured).
 	CounterOnlyGeomean float64 `json:"counter_only_geomean,omitempty"`
+
+	// The real suite only (real.go). Startup holds the runs of programs
+	// that start and exit doing nothing (what the runtime costs a short
+	// run); they are not in the geometric means. Skipped names the
+	// programs left out because they are not installed, with the Debian
+	// package that installs them.
+	Startup []*workloadResult `json:"startup,omitempty"`
+	Skipped []string          `json:"skipped,omitempty"`
 }
 
 // workloadResult is one workload's measurements.
 type workloadResult struct {
-	Name         string `json:"name"`         // file name without .c
+	Name         string `json:"name"`         // file name without .c; in the real suite the program's name
 	Output       string `json:"output"`       // what every variant printed
 	Matched      bool   `json:"matched"`      // every run printed the native output (always true in a report: a mismatch is an error)
 	Functions    int    `json:"functions"`    // functions the rewriter saw
 	Instrumented int    `json:"instrumented"` // and instrumented (by the ctx rewrite, else the first blpp one)
+	// Command is, in the real suite, the command line measured (inputs
+	// without their directories).
+	Command string `json:"command,omitempty"`
 	// DynamicShare is the share of the native binary's executed
 	// instructions (callgrind, PLT stubs aside) that lie in functions
 	// that rewrite instrumented; -1 when not measured (--share-scale 0,
@@ -118,18 +132,15 @@ type ratios struct {
 // summarise fills in medians, ratios and the geometric means.
 func (r *report) summarise() {
 	logs := map[string]*ratios{}
+	counts := map[string]float64{} // workloads that measured each variant (gcov needs a source)
 	estLog, ests := 0.0, 0
+	for _, w := range r.Startup {
+		w.summarise()
+	}
 	for _, w := range r.Workloads {
+		w.summarise()
 		base := w.variant(native)
 		for _, v := range w.Variants {
-			v.MedianWallMS = median(v.WallMS)
-			v.MedianCPUMS = median(v.CPUMS)
-			v.Wall = pairedRatio(v.WallMS, base.WallMS)
-			v.CPU = pairedRatio(v.CPUMS, base.CPUMS)
-			v.LayoutRatios = layoutRatios(v, base)
-			if base.MaxRSSKB > 0 {
-				v.RSS = float64(v.MaxRSSKB) / float64(base.MaxRSSKB)
-			}
 			if v.v == native {
 				continue
 			}
@@ -144,18 +155,34 @@ func (r *report) summarise() {
 				l = &ratios{}
 				logs[v.Name] = l
 			}
+			counts[v.Name]++
 			l.Wall += math.Log(v.Wall)
 			l.CPU += math.Log(v.CPU)
 			l.RSS += math.Log(v.RSS) // -Inf when not measured: exp gives 0, "not measured"
 		}
 	}
 	r.Geomean = map[string]ratios{}
-	n := float64(len(r.Workloads))
 	for name, l := range logs {
+		n := counts[name]
 		r.Geomean[name] = ratios{Wall: math.Exp(l.Wall / n), CPU: math.Exp(l.CPU / n), RSS: math.Exp(l.RSS / n)}
 	}
 	if ests > 0 && ests == len(r.Workloads) {
 		r.CounterOnlyGeomean = math.Exp(estLog / float64(ests))
+	}
+}
+
+// summarise fills in the medians and ratios of w's variants.
+func (w *workloadResult) summarise() {
+	base := w.variant(native)
+	for _, v := range w.Variants {
+		v.MedianWallMS = median(v.WallMS)
+		v.MedianCPUMS = median(v.CPUMS)
+		v.Wall = pairedRatio(v.WallMS, base.WallMS)
+		v.CPU = pairedRatio(v.CPUMS, base.CPUMS)
+		v.LayoutRatios = layoutRatios(v, base)
+		if base.MaxRSSKB > 0 {
+			v.RSS = float64(v.MaxRSSKB) / float64(base.MaxRSSKB)
+		}
 	}
 }
 
@@ -220,29 +247,37 @@ func writeJSON(w io.Writer, v any) error {
 // workload and a geometric-mean row each), the calling context trees the
 // richest blpp variant built, and the conditions of the measurement.
 func (r *report) writeTable(w io.Writer) {
-	var others []variant // the variants compared with native
-	for _, vr := range r.Workloads[0].Variants {
-		if vr.v != native {
-			others = append(others, vr.v)
-		}
-	}
+	measured := r.measuredVariants()
+	others := measured[1:]   // the variants compared with native
 	rewritten := variant(-1) // the blpp variant whose rewrite the second table shows
 	for _, v := range []variant{ctx, ctxTSC, flow} {
 		if rewritten < 0 && r.Workloads[0].variant(v) != nil {
 			rewritten = v
 		}
 	}
+	// The real suite shows the dynamic share beside the times: an
+	// uninstrumented hot loop makes an overhead look small.
+	shareFirst := r.Suite == "real" && rewritten >= 0
 
 	head := []string{"workload", "native"}
 	for _, v := range others {
 		head = append(head, v.String(), v.String()+"/native")
 	}
+	if shareFirst {
+		head = append(head, "share")
+	}
 	rows := [][]string{head}
 	for _, wl := range r.Workloads {
 		row := []string{wl.Name, fmtMS(wl.variant(native).MedianWallMS)}
 		for _, v := range others {
-			vr := wl.variant(v)
-			row = append(row, fmtMS(vr.MedianWallMS), fmtRatio(vr.Wall))
+			if vr := wl.variant(v); vr != nil {
+				row = append(row, fmtMS(vr.MedianWallMS), fmtRatio(vr.Wall))
+			} else {
+				row = append(row, "-", "-")
+			}
+		}
+		if shareFirst {
+			row = append(row, fmtShare(wl.DynamicShare))
 		}
 		rows = append(rows, row)
 	}
@@ -266,17 +301,13 @@ func (r *report) writeTable(w io.Writer) {
 	for _, wl := range r.Workloads {
 		row := []string{wl.Name}
 		for _, v := range others {
-			row = append(row, fmtRatio(wl.variant(v).CPU))
+			row = append(row, fmtRatio(wl.variant(v).cpu()))
 		}
 		for _, v := range others {
-			row = append(row, fmtRatio(wl.variant(v).RSS))
+			row = append(row, fmtRatio(wl.variant(v).rss()))
 		}
 		if rewritten >= 0 {
-			share := "-"
-			if wl.DynamicShare >= 0 {
-				share = fmt.Sprintf("%.3f%%", 100*wl.DynamicShare)
-			}
-			row = append(row, fmt.Sprintf("%.1f ms", wl.variant(rewritten).RewriteMS), fmt.Sprintf("%d/%d fns", wl.Instrumented, wl.Functions), share)
+			row = append(row, fmt.Sprintf("%.1f ms", wl.variant(rewritten).RewriteMS), fmt.Sprintf("%d/%d fns", wl.Instrumented, wl.Functions), fmtShare(wl.DynamicShare))
 		}
 		rows = append(rows, row)
 	}
@@ -324,6 +355,10 @@ func (r *report) writeTable(w io.Writer) {
 		break
 	}
 
+	if r.Suite == "real" {
+		r.writeReal(w, others)
+	}
+
 	runs := 0
 	for _, wl := range r.Workloads {
 		for _, v := range wl.Variants {
@@ -334,7 +369,7 @@ func (r *report) writeTable(w io.Writer) {
 	if r.Layouts > 1 {
 		fmt.Fprintf(w, "layouts: each blpp variant rewritten with %d layout seeds (0 = blpp rewrite's own), taken in turn by the rounds; \"by layout\" gives each seed's median ratio\n", r.Layouts)
 	}
-	fmt.Fprintf(w, "variants, run in this order each round:\n%s", variantLegend(r.Workloads[0].Variants))
+	fmt.Fprintf(w, "variants, run in this order each round:\n%s", variantLegend(measured))
 	fmt.Fprintf(w, "cpu: user+system time ratio; rss: peak resident set ratio (warm-up runs, GNU time)")
 	if rewritten >= 0 {
 		fmt.Fprintf(w, "; rewrite: rewriter.Rewrite in-process (%s)", rewritten)
@@ -342,6 +377,35 @@ func (r *report) writeTable(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "outputs: all %d measured runs (and warm-ups) printed exactly the native output\n", runs)
 	fmt.Fprintf(w, "machine: %d CPUs, load average %s at start, %s at end; %s\n", r.CPUs, fmtLoad(r.LoadBefore), fmtLoad(r.LoadAfter), r.CCVersion)
+}
+
+// measuredVariants are the variants some workload measured, native first.
+func (r *report) measuredVariants() []variant {
+	var vs []variant
+	for v := native; v < numVariants; v++ {
+		for _, wl := range r.Workloads {
+			if wl.variant(v) != nil {
+				vs = append(vs, v)
+				break
+			}
+		}
+	}
+	return vs
+}
+
+// cpu and rss are v's ratios, 0 (printed "-") for a variant not measured.
+func (v *variantResult) cpu() float64 {
+	if v == nil {
+		return 0
+	}
+	return v.CPU
+}
+
+func (v *variantResult) rss() float64 {
+	if v == nil {
+		return 0
+	}
+	return v.RSS
 }
 
 // writeLayouts prints each blpp variant's ratio per code layout, when
@@ -377,7 +441,7 @@ func (r *report) writeLayouts(w io.Writer, others []variant) {
 }
 
 // variantLegend says what each measured variant is, one line each.
-func variantLegend(vs []*variantResult) string {
+func variantLegend(vs []variant) string {
 	what := [numVariants]string{
 		native: "cc -O2",
 		gcov:   "cc -O2 -fprofile-arcs",
@@ -386,8 +450,8 @@ func variantLegend(vs []*variantResult) string {
 		ctxTSC: "blpp rewrite --metrics tsc: calling context tree + path frequencies + time-stamp counter",
 	}
 	var b strings.Builder
-	for _, vr := range vs {
-		fmt.Fprintf(&b, "  %-8s %s\n", vr.Name, what[vr.v])
+	for _, v := range vs {
+		fmt.Fprintf(&b, "  %-8s %s\n", v, what[v])
 	}
 	return b.String()
 }
@@ -443,6 +507,14 @@ func fmtRatio(x float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f×", x)
+}
+
+// fmtShare prints a dynamic share, "-" when not measured.
+func fmtShare(x float64) string {
+	if x < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f%%", 100*x)
 }
 
 func fmtLoad(x float64) string {

@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
-	"strconv"
 
 	"blpp/internal/testsupport/callgrind"
 	"blpp/internal/testsupport/corpus"
@@ -34,7 +34,22 @@ func dynamicShare(c *config, w *workload) (float64, error) {
 		return -1, nil
 	}
 	fmt.Fprintf(c.stderr, "%s: dynamic share (callgrind, scale %d)\n", w.name, c.shareScale)
-	cg, err := callgrind.Run(w.bins[native], callgrind.Options{Args: []string{strconv.Itoa(c.shareScale)}})
+	opts := callgrind.Options{Args: w.shareCmd.args, Env: w.shareCmd.env}
+	if w.shareCmd.stdin != "" {
+		var err error
+		if opts.Stdin, err = os.ReadFile(w.shareCmd.stdin); err != nil {
+			return 0, err
+		}
+	}
+	// A directory of its own, as the timed runs have: some workloads write
+	// files where they run.
+	dir, err := os.MkdirTemp("", "blpp-bench-share-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	opts.Dir = dir
+	cg, err := callgrind.Run(w.bins[native], opts)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", w.name, err)
 	}

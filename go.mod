@@ -1,4 +1,4 @@
-module blpp
+module github.com/blpp/blpp
 
 go 1.26.8
 

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 
-	"blpp/cfg"
-	"blpp/internal/par"
-	"blpp/pathnum"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/internal/par"
+	"github.com/blpp/blpp/pathnum"
 )
 
 // Options control Run.

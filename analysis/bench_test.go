@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"blpp/analysis"
-	"blpp/cfg"
+	"github.com/blpp/blpp/analysis"
+	"github.com/blpp/blpp/cfg"
 )
 
 // BenchmarkAnalyzePython analyses the largest common binary on these

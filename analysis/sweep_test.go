@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"blpp/analysis"
-	"blpp/cfg"
+	"github.com/blpp/blpp/analysis"
+	"github.com/blpp/blpp/cfg"
 )
 
 // sweepDirs are searched for ELF files by TestSweep.

@@ -1,6 +1,6 @@
 package cct
 
-import "blpp/internal/cursor"
+import "github.com/blpp/blpp/internal/cursor"
 
 // buf is a cursor over part of a profile file whose failures are
 // *FormatError. Short is ErrTruncated for the file itself, ErrCorrupt

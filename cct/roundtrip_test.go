@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"testing"
 
-	"blpp/internal/testsupport/golden"
+	"github.com/blpp/blpp/internal/testsupport/golden"
 )
 
 // TestRoundTrip: Parse inverts Write on random valid profiles, and Write

@@ -5,7 +5,7 @@ import (
 	"io"
 	"slices"
 
-	"blpp/internal/outfile"
+	"github.com/blpp/blpp/internal/outfile"
 )
 
 // MarshalBinary encodes p in the file format, after checking it with

@@ -11,9 +11,9 @@ import (
 	"os"
 	"sort"
 
-	"blpp/cfg/ehframe"
-	"blpp/cfg/x86"
-	"blpp/internal/elfdyn"
+	"github.com/blpp/blpp/cfg/ehframe"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/internal/elfdyn"
 )
 
 // Errors a caller can test for with errors.Is. Each is wrapped with detail.

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"sync"
 
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 )
 
 // env is what building one procedure's graph needs to know about the rest

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"sync"
 
-	"blpp/cfg/ehframe"
+	"github.com/blpp/blpp/cfg/ehframe"
 )
 
 // Frame state from .eh_frame at a given instruction, for telling an

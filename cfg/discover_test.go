@@ -4,8 +4,8 @@ import (
 	"debug/elf"
 	"testing"
 
-	"blpp/cfg"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // nofdeConfigs build nofde.c the way Debian builds busybox: static,

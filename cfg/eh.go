@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"blpp/cfg/ehframe"
+	"github.com/blpp/blpp/cfg/ehframe"
 )
 
 // ehRanges reads the call-site tables of the LSDAs of f's body and

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cfg"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestFixtures analyses every fixture in every configuration of the matrix

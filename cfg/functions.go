@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"blpp/cfg/ehframe"
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/ehframe"
+	"github.com/blpp/blpp/cfg/x86"
 
 	"golang.org/x/arch/x86/x86asm"
 )

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strconv"
 
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 )
 
 // BlockID indexes Graph.Blocks. Exit is the virtual block that joins every

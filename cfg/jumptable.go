@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"slices"
 
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 
 	"golang.org/x/arch/x86/x86asm"
 )

@@ -3,7 +3,7 @@ package cfg
 import (
 	"strings"
 
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 
 	"golang.org/x/arch/x86/x86asm"
 )

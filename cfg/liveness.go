@@ -1,6 +1,6 @@
 package cfg
 
-import "blpp/cfg/x86"
+import "github.com/blpp/blpp/cfg/x86"
 
 // Flags liveness (DESIGN decision 5). A counter increment on an edge
 // clobbers the status flags, so the rewriter must know, edge by edge,

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 )
 
 // anUseDef is a block's flag summary in a hand-made test.

@@ -3,8 +3,8 @@ package cfg_test
 import (
 	"testing"
 
-	"blpp/cfg"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestLockSkipGraph checks the graph of testdata/lockskip.c's

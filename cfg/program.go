@@ -5,8 +5,8 @@ import (
 	"strings"
 	"sync"
 
-	"blpp/cfg/x86"
-	"blpp/internal/par"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/internal/par"
 )
 
 // Options control whole-binary analysis.

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"sync"
 
-	"blpp/cfg/x86"
-	"blpp/internal/par"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/internal/par"
 
 	"golang.org/x/arch/x86/x86asm"
 )

@@ -1,7 +1,7 @@
 package cfg
 
 import (
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 
 	"golang.org/x/arch/x86/x86asm"
 )

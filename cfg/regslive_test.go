@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 )
 
 func regs(names ...string) RegSet {

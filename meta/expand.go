@@ -8,7 +8,7 @@ package meta
 import (
 	"fmt"
 
-	"blpp/pathnum"
+	"github.com/blpp/blpp/pathnum"
 )
 
 // An Expansion is a path, or the executed prefix of a partial path, as

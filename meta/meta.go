@@ -20,8 +20,8 @@ import (
 	"fmt"
 	"math"
 
-	"blpp/internal/varint"
-	"blpp/pathnum"
+	"github.com/blpp/blpp/internal/varint"
+	"github.com/blpp/blpp/pathnum"
 )
 
 // Magic starts the section; Version is the encoding's version. Decode

@@ -27,7 +27,7 @@ import (
 	"sort"
 	"strings"
 
-	"blpp/cfg/ehframe"
+	"github.com/blpp/blpp/cfg/ehframe"
 )
 
 // boltFunc is one function of the original binary as BOLT names it.

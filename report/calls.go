@@ -20,7 +20,7 @@ package report
 import (
 	"sort"
 
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 )
 
 // A siteCall is the transfers of one call or tail-jump instruction of an

@@ -11,7 +11,7 @@ import (
 	"io"
 	"sort"
 
-	"blpp/meta"
+	"github.com/blpp/blpp/meta"
 )
 
 // CFGProfileOptions are the options of CFGProfileDot.

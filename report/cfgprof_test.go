@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/golden"
+	"github.com/blpp/blpp/internal/testsupport/golden"
 )
 
 func TestCFGProfileDotGolden(t *testing.T) {

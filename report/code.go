@@ -10,7 +10,7 @@ import (
 	"errors"
 	"fmt"
 
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 )
 
 // Why original code cannot be read.

@@ -12,8 +12,8 @@ import (
 	"sort"
 	"strings"
 
-	"blpp/cct"
-	"blpp/meta"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/meta"
 )
 
 // A CNode is one calling context: a procedure reached through one chain of

@@ -19,7 +19,7 @@ import (
 	"sort"
 	"strings"
 
-	"blpp/meta"
+	"github.com/blpp/blpp/meta"
 )
 
 // SystemDebugDir is the global debug directory gdb searches by default.

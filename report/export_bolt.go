@@ -6,7 +6,7 @@ import (
 	"io"
 	"sort"
 
-	"blpp/meta"
+	"github.com/blpp/blpp/meta"
 )
 
 // Edge kinds of meta.Edge (the numbering of cfg.EdgeKind).

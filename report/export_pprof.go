@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"blpp/cct"
+	"github.com/blpp/blpp/cct"
 )
 
 // pprofUnit is the unit pprof shows for a metric.

@@ -10,8 +10,8 @@ import (
 	"debug/elf"
 	"sort"
 
-	"blpp/cct"
-	"blpp/meta"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/meta"
 )
 
 // FuncProfile holds the counts of one function over every context.

@@ -11,7 +11,7 @@ import (
 	"io"
 	"sort"
 
-	"blpp/cct"
+	"github.com/blpp/blpp/cct"
 )
 
 // DefaultHotShare is the share of the metric the hot paths cover.

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"testing"
 
-	"blpp/internal/testsupport/golden"
+	"github.com/blpp/blpp/internal/testsupport/golden"
 )
 
 func TestHotGolden(t *testing.T) {

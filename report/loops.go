@@ -19,9 +19,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"blpp/cct"
-	"blpp/cfg"
-	"blpp/meta"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/meta"
 )
 
 // A Loop is a loop of a function of the metadata: a natural loop, or an

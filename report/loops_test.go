@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/golden"
-	"blpp/meta"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/golden"
+	"github.com/blpp/blpp/meta"
 )
 
 const (

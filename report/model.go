@@ -10,8 +10,8 @@ import (
 	"math/bits"
 	"strings"
 
-	"blpp/cct"
-	"blpp/meta"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/meta"
 )
 
 // MetricInsns is the derived metric: instructions executed, from block

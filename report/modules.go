@@ -10,8 +10,8 @@ import (
 	"regexp"
 	"strings"
 
-	"blpp/cct"
-	"blpp/meta"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/meta"
 )
 
 // FilterModules narrows every view of m to the functions of the modules

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"text/tabwriter"
 
-	"blpp/cct"
-	"blpp/meta"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/meta"
 )
 
 // PathBlockCount is a block and how often it executed.

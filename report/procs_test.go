@@ -7,7 +7,7 @@ import (
 	"bytes"
 	"testing"
 
-	"blpp/internal/testsupport/golden"
+	"github.com/blpp/blpp/internal/testsupport/golden"
 )
 
 func TestProcsGolden(t *testing.T) {

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"blpp/analysis"
-	"blpp/cfg"
-	"blpp/pathnum"
+	"github.com/blpp/blpp/analysis"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/pathnum"
 )
 
 func hex(a uint64) string { return fmt.Sprintf("%#x", a) }

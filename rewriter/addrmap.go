@@ -1,8 +1,8 @@
 package rewriter
 
 import (
-	"blpp/internal/par"
-	"blpp/rewriter/addrmap"
+	"github.com/blpp/blpp/internal/par"
+	"github.com/blpp/blpp/rewriter/addrmap"
 )
 
 // copyMark is an original instruction and where one of its copies starts

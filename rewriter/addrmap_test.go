@@ -9,12 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cfg"
-	"blpp/cfg/x86"
-	"blpp/internal/testsupport/fixture"
-	"blpp/meta"
-	"blpp/rewriter"
-	"blpp/rewriter/addrmap"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/meta"
+	"github.com/blpp/blpp/rewriter"
+	"github.com/blpp/blpp/rewriter/addrmap"
 
 	"golang.org/x/arch/x86/x86asm"
 )

@@ -1,9 +1,9 @@
 package rewriter
 
 import (
-	"blpp/cfg"
-	"blpp/rewriter/enc"
-	"blpp/runtime"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/rewriter/enc"
+	"github.com/blpp/blpp/runtime"
 )
 
 // Backedges: the path end and restart at a loop's backedge, count[r +

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"blpp/rewriter"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // BenchmarkRewrite rewrites large binaries present on Debian machines

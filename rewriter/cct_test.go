@@ -71,12 +71,12 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/fixture"
-	"blpp/meta"
-	"blpp/report"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/meta"
+	"github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // cctConfigs: gcc and clang, unoptimised and -O2, PIE and not.

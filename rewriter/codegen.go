@@ -3,10 +3,10 @@ package rewriter
 import (
 	"slices"
 
-	"blpp/cfg"
-	"blpp/cfg/x86"
-	"blpp/rewriter/enc"
-	"blpp/runtime"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/rewriter/enc"
+	"github.com/blpp/blpp/runtime"
 )
 
 // The code generator's shared state: the runtime stubs and the mode it

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestLibraryConstructorCallsBack: a shared library's constructor calls an

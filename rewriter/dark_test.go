@@ -5,11 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/fixture"
-	"blpp/report"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // TestDarkEntries: dark.c's dispatch, which no analysis can resolve, is

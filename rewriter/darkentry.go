@@ -23,12 +23,12 @@ package rewriter
 import (
 	"fmt"
 
-	"blpp/analysis"
-	"blpp/cfg"
-	"blpp/cfg/x86"
-	"blpp/rewriter/elfw"
-	"blpp/rewriter/enc"
-	"blpp/runtime"
+	"github.com/blpp/blpp/analysis"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/rewriter/elfw"
+	"github.com/blpp/blpp/rewriter/enc"
+	"github.com/blpp/blpp/runtime"
 )
 
 // darkEntry is the counting stub of one left-out function.

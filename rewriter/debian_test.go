@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/corpus"
-	"blpp/internal/testsupport/fixture"
-	"blpp/report"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/corpus"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // debianCase is a real, stripped Debian program and a small workload.

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"blpp/rewriter"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // TestDeterministic rewrites the same binary several times: the outputs

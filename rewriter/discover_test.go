@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/fixture"
-	"blpp/report"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
 )
 
 // TestDiscoveredExact rewrites nofde.c built like Debian's busybox

@@ -1,9 +1,9 @@
 package rewriter
 
 import (
-	"blpp/cfg"
-	"blpp/pathnum"
-	"blpp/rewriter/enc"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/pathnum"
+	"github.com/blpp/blpp/rewriter/enc"
 )
 
 // Edges: where each edge of the original graph leads in the new code,

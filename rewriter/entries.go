@@ -1,8 +1,8 @@
 package rewriter
 
 import (
-	"blpp/cfg"
-	"blpp/rewriter/enc"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/rewriter/enc"
 )
 
 // The other entries of a procedure joined from several that share code

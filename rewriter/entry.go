@@ -3,8 +3,8 @@ package rewriter
 import (
 	"math/bits"
 
-	"blpp/rewriter/enc"
-	"blpp/runtime"
+	"github.com/blpp/blpp/rewriter/enc"
+	"github.com/blpp/blpp/runtime"
 )
 
 // Function entries: the inline entry that finds the callee's record and

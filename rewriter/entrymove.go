@@ -3,11 +3,11 @@ package rewriter
 import (
 	"fmt"
 
-	"blpp/analysis"
-	"blpp/cfg"
-	"blpp/cfg/x86"
-	"blpp/pathnum"
-	"blpp/rewriter/enc"
+	"github.com/blpp/blpp/analysis"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/pathnum"
+	"github.com/blpp/blpp/rewriter/enc"
 
 	"golang.org/x/arch/x86/x86asm"
 )

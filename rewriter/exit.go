@@ -1,8 +1,8 @@
 package rewriter
 
 import (
-	"blpp/rewriter/enc"
-	"blpp/runtime"
+	"github.com/blpp/blpp/rewriter/enc"
+	"github.com/blpp/blpp/runtime"
 )
 
 // Function exits: the path end at a return or tail jump, which counts

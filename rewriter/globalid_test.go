@@ -5,10 +5,10 @@ import (
 	"debug/elf"
 	"testing"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/fixture"
-	"blpp/rewriter"
-	"blpp/runtime"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/rewriter"
+	"github.com/blpp/blpp/runtime"
 
 	"golang.org/x/arch/x86/x86asm"
 )

@@ -3,8 +3,8 @@ package rewriter_test
 import (
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
-	"blpp/report"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
 )
 
 // dispatchFixtures are the jump-table fixtures of issue 23 and the

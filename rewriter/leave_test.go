@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestLeave runs testdata/leave.c every way it leaves, in each process

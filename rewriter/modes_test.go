@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cct"
-	"blpp/counters"
-	"blpp/internal/testsupport/fixture"
-	"blpp/report"
-	"blpp/rewriter"
-	"blpp/runtime"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/counters"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter"
+	"github.com/blpp/blpp/runtime"
 )
 
 // tscMetric is the time-stamp counter as a metric.

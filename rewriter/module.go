@@ -7,9 +7,9 @@ import (
 	"hash/fnv"
 	"strings"
 
-	"blpp/cfg"
-	"blpp/rewriter/elfw"
-	"blpp/runtime"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/rewriter/elfw"
+	"github.com/blpp/blpp/runtime"
 )
 
 // Errors for shared objects the rewriter refuses [decision 81].

@@ -12,12 +12,12 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cct"
-	"blpp/cfg"
-	"blpp/internal/testsupport/fixture"
-	"blpp/meta"
-	"blpp/rewriter"
-	"blpp/runtime"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/meta"
+	"github.com/blpp/blpp/rewriter"
+	"github.com/blpp/blpp/runtime"
 )
 
 // libCfg builds testdata/modules/rw_lib.c as a shared object, librw.so.

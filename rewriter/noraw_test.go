@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cfg/x86"
-	"blpp/rewriter/enc"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/rewriter/enc"
 )
 
 // Every byte the code generator emits comes from an enc template that

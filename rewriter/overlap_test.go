@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // overlapConfigs build the overlap fixtures: PIE and not, both

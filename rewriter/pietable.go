@@ -3,9 +3,9 @@ package rewriter
 import (
 	"fmt"
 
-	"blpp/cfg"
-	"blpp/cfg/x86"
-	"blpp/rewriter/enc"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/rewriter/enc"
 
 	"golang.org/x/arch/x86/x86asm"
 )

@@ -3,12 +3,12 @@ package rewriter
 import (
 	"sort"
 
-	"blpp/analysis"
-	"blpp/cfg"
-	"blpp/cfg/x86"
-	"blpp/pathnum"
-	"blpp/rewriter/enc"
-	"blpp/runtime"
+	"github.com/blpp/blpp/analysis"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/pathnum"
+	"github.com/blpp/blpp/rewriter/enc"
+	"github.com/blpp/blpp/runtime"
 )
 
 // Planning: what goes where in each function's instrumented copy,

@@ -4,10 +4,10 @@ import (
 	"math/bits"
 	"sort"
 
-	"blpp/cfg"
-	"blpp/cfg/x86"
-	"blpp/pathnum"
-	"blpp/rewriter/enc"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/pathnum"
+	"github.com/blpp/blpp/rewriter/enc"
 )
 
 // Planning of loops: the loop regions that keep the path register in a

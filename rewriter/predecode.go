@@ -1,8 +1,8 @@
 package rewriter
 
 import (
-	"blpp/cfg/x86"
-	"blpp/internal/par"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/internal/par"
 )
 
 // Emission is serial (one code buffer, labels in order), and decoding

@@ -24,11 +24,11 @@ import (
 	"testing"
 	"time"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/fixture"
-	"blpp/report"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // Configurations of the process tests: the issue asks for gcc -O2 PIE and

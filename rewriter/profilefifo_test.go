@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestProfileIntoFIFO: a profile whose name is not a regular file (a

@@ -5,8 +5,8 @@ import (
 	"debug/elf"
 	"strings"
 
-	"blpp/rewriter/elfw"
-	"blpp/runtime"
+	"github.com/blpp/blpp/rewriter/elfw"
+	"github.com/blpp/blpp/runtime"
 )
 
 // runtimeSymbols names the runtime's functions in the rewritten binary,

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
-	"blpp/report"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // deepDepth is DEPTH in testdata/deep.c: its thread runs down(deepDepth)

@@ -5,8 +5,8 @@ import (
 	"debug/elf"
 	"testing"
 
-	"blpp/cfg"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestSigreturnKept: the C library's signal return trampoline

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestStripRewritten: strip(1) on an instrumented binary leaves a program

@@ -1,8 +1,8 @@
 package rewriter
 
 import (
-	"blpp/cfg"
-	"blpp/rewriter/elfw"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/rewriter/elfw"
 )
 
 // relocatedSymbols names the instrumented copies, so that debuggers and

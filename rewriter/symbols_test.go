@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // funcAddrs returns the addresses of the named functions of the build at

@@ -8,12 +8,12 @@ import (
 	"sort"
 	"sync"
 
-	"blpp/cfg"
-	"blpp/cfg/ehframe"
-	"blpp/internal/par"
-	"blpp/rewriter/ehwrite"
-	"blpp/rewriter/elfw"
-	"blpp/rewriter/enc"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/cfg/ehframe"
+	"github.com/blpp/blpp/internal/par"
+	"github.com/blpp/blpp/rewriter/ehwrite"
+	"github.com/blpp/blpp/rewriter/elfw"
+	"github.com/blpp/blpp/rewriter/enc"
 )
 
 // unwindMark says that the new code from buffer offset off on (up to the

@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/fixture"
-	"blpp/runtime"
-	"blpp/runtime/internal/build"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/runtime"
+	"github.com/blpp/blpp/runtime/internal/build"
 )
 
 // The harness (testdata/harness.c) is linked with the runtime's sources

@@ -8,9 +8,9 @@ import (
 	"regexp"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
-	"blpp/runtime"
-	"blpp/runtime/internal/build"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/runtime"
+	"github.com/blpp/blpp/runtime/internal/build"
 )
 
 func TestLoad(t *testing.T) {

@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"blpp/counters"
-	"blpp/internal/testsupport/fixture"
-	"blpp/runtime/internal/build"
+	"github.com/blpp/blpp/counters"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/runtime/internal/build"
 )
 
 // pmuCompile runs gcc on testdata/pmu_test.c with the runtime directory on

@@ -1,6 +1,6 @@
 package ehframe
 
-import "blpp/internal/cursor"
+import "github.com/blpp/blpp/internal/cursor"
 
 // buf is a cursor over part of the section whose failures are
 // *FormatError; reading past its end is ErrTruncated.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // lsdaSecAddr is where the synthetic .gcc_except_table sections live.

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // This file checks Parse against GNU readelf on real binaries: every FDE

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // This file checks Entry.Rows and CIE.InitialState against GNU readelf's

@@ -3,7 +3,7 @@ package x86
 import (
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestObjdumpFixtures checks instruction boundaries, kinds, branch and

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 
 	"golang.org/x/arch/x86/x86asm"
 )

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"blpp/cct"
-	"blpp/rewriter"
-	blppruntime "blpp/runtime"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/rewriter"
+	blppruntime "github.com/blpp/blpp/runtime"
 )
 
 // variant is one way of building a workload.

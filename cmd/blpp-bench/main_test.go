@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestOneWorkload runs the harness on one workload at a tiny size, once per

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"blpp/cct"
-	blppreport "blpp/report"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/cct"
+	blppreport "github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // The three builds of the --pgo measurement, in the order each round runs

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestPGOPipeline runs --pgo end to end at the smallest size: tinyvm built

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unsafe"
 
-	"blpp/rewriter"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // profileWriteSrc is the program --profile-write measures.

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"blpp/rewriter"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // pythonReport is the result of --rewrite-python; --json prints it as is.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestRealSuite runs --suite real on two of its programs at a tiny size,

@@ -5,9 +5,9 @@ import (
 	"os"
 	"os/exec"
 
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/corpus"
-	blppreport "blpp/report"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/corpus"
+	blppreport "github.com/blpp/blpp/report"
 )
 
 // dynamicShare measures, for the workload's first blpp rewrite (context

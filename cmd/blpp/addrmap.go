@@ -8,8 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"blpp/report"
-	"blpp/rewriter/addrmap"
+	"github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter/addrmap"
 )
 
 func init() {

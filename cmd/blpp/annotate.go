@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 
-	"blpp/report"
+	"github.com/blpp/blpp/report"
 )
 
 func init() {

@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"blpp/cfg/x86"
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // boltTool finds llvm-bolt in LLVM 16's bindir: Debian's llvm-bolt-16

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"blpp/counters"
+	"github.com/blpp/blpp/counters"
 )
 
 func init() {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/counters"
+	"github.com/blpp/blpp/counters"
 )
 
 // TestCounters runs `blpp counters` on this machine: whatever its PMU,

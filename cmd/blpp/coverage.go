@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"blpp/report"
+	"github.com/blpp/blpp/report"
 )
 
 func init() {

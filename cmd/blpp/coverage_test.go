@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestCoverage checks blpp coverage on a real fixture: the text and lcov

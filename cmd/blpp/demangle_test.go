@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
-	"blpp/internal/testsupport/golden"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/golden"
 )
 
 // gxxO0 builds the C++ name fixture: at -O0 g++ keeps every function

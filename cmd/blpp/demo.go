@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"blpp/report"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter"
 )
 
 //go:embed demo/demo.c

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestMergeDiff: a profile against itself and against a merge of itself

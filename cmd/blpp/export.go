@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"blpp/cct"
+	"github.com/blpp/blpp/cct"
 
-	"blpp/internal/outfile"
-	"blpp/meta"
-	"blpp/report"
+	"github.com/blpp/blpp/internal/outfile"
+	"github.com/blpp/blpp/meta"
+	"github.com/blpp/blpp/report"
 
 	"github.com/spf13/pflag"
 )

@@ -18,8 +18,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"blpp/internal/testsupport/fixture"
-	"blpp/report"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
 )
 
 // profiled rewrites exe into dir, runs the copy with args and returns the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestReportHot checks the hot and procs views and the profiled CFG on a

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestReportHTML writes the page of a real fixture's profile and checks

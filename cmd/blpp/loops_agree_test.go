@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
-	"blpp/report"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
 )
 
 // agreeLoop is one loop as the tools print it: kind, header address,

@@ -27,9 +27,9 @@ import (
 	"testing"
 	"time"
 
-	"blpp/internal/testsupport/fixture"
-	"blpp/internal/testsupport/golden"
-	"blpp/report"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/golden"
+	"github.com/blpp/blpp/report"
 )
 
 // outcome is what one in-process blpp invocation produced.

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"blpp/cct"
+	"github.com/blpp/blpp/cct"
 	"strings"
 )
 

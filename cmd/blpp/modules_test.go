@@ -21,9 +21,9 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/fixture"
-	"blpp/report"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
 )
 
 const libTag = 5

@@ -21,7 +21,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // goTool finds the go command, whose `go tool pprof` the tests run.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestRunPrintCommand: blpp run --print-command prints, instead of running

@@ -6,8 +6,8 @@ import (
 	"os"
 	"os/exec"
 
-	"blpp/cct"
-	"blpp/report"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/report"
 )
 
 func init() {

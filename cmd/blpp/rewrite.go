@@ -10,10 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"blpp/counters"
-	"blpp/internal/wholerun"
-	"blpp/rewriter"
-	"blpp/runtime"
+	"github.com/blpp/blpp/counters"
+	"github.com/blpp/blpp/internal/wholerun"
+	"github.com/blpp/blpp/rewriter"
+	"github.com/blpp/blpp/runtime"
 
 	"github.com/spf13/pflag"
 )

@@ -23,9 +23,9 @@ import (
 	"testing"
 	"time"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/fixture"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // listDir returns the names in dir, sorted; nil for a missing dir.

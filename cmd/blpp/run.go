@@ -11,9 +11,9 @@ import (
 	"strings"
 	"syscall"
 
-	"blpp/internal/wholerun"
-	"blpp/report"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/internal/wholerun"
+	"github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter"
 )
 
 func init() {

@@ -9,9 +9,9 @@ import (
 	"regexp"
 	"sync"
 
-	"blpp/internal/wholerun"
-	"blpp/rewriter"
-	"blpp/runtime"
+	"github.com/blpp/blpp/internal/wholerun"
+	"github.com/blpp/blpp/rewriter"
+	"github.com/blpp/blpp/runtime"
 )
 
 // Whole-process runs (decision 82): `blpp run` instruments the program and

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/fixture"
-	"blpp/report"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
 )
 
 // procResult is what a process did.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestReportRuntimeWarnings: a profile the runtime counted exactly is

@@ -5,9 +5,9 @@ import (
 	"os"
 	"regexp"
 
-	"blpp/analysis"
-	"blpp/cfg"
-	"blpp/report"
+	"github.com/blpp/blpp/analysis"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/report"
 )
 
 func init() {

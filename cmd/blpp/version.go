@@ -9,8 +9,8 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"blpp/cct"
-	"blpp/meta"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/meta"
 )
 
 // writeVersion prints blpp's version line and the format versions.

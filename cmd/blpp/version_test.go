@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cct"
-	"blpp/meta"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/meta"
 )
 
 // TestVersion: --version and the version verb name the Go toolchain and

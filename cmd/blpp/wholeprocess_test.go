@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/corpus"
-	"blpp/internal/testsupport/fixture"
-	"blpp/internal/wholerun"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/corpus"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/wholerun"
 
 	"github.com/spf13/pflag"
 )

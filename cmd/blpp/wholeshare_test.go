@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/corpus"
-	"blpp/internal/testsupport/fixture"
-	"blpp/internal/wholerun"
-	"blpp/report"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/corpus"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/wholerun"
+	"github.com/blpp/blpp/report"
 )
 
 // shareProgram is a real program whose work is mostly in shared objects,

@@ -42,10 +42,10 @@ import (
 	"syscall"
 	"time"
 
-	"blpp/internal/outfile"
-	"blpp/rewriter"
-	"blpp/runtime"
-	"blpp/runtime/audit"
+	"github.com/blpp/blpp/internal/outfile"
+	"github.com/blpp/blpp/rewriter"
+	"github.com/blpp/blpp/runtime"
+	"github.com/blpp/blpp/runtime/audit"
 )
 
 // Lib is one shared object of a program's start, as the loader resolves

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"blpp/rewriter"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // TestCacheModule: a copy is made once however many goroutines ask for

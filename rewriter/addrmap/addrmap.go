@@ -9,7 +9,7 @@ import (
 	"slices"
 	"sort"
 
-	"blpp/internal/varint"
+	"github.com/blpp/blpp/internal/varint"
 )
 
 // Magic starts the section; Version is the encoding's version.

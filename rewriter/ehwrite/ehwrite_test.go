@@ -10,7 +10,7 @@ import (
 	"slices"
 	"testing"
 
-	"blpp/cfg/ehframe"
+	"github.com/blpp/blpp/cfg/ehframe"
 )
 
 // testCIE returns the CIE gcc emits for C++ on x86-64 ("zPLR", code 1,

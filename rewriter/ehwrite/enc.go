@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"blpp/cfg/ehframe"
+	"github.com/blpp/blpp/cfg/ehframe"
 )
 
 // Sentinel errors.

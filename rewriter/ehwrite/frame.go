@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"blpp/cfg/ehframe"
+	"github.com/blpp/blpp/cfg/ehframe"
 )
 
 // HdrEntry is one line of the .eh_frame_hdr search table: an FDE's

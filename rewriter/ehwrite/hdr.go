@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"blpp/cfg/ehframe"
+	"github.com/blpp/blpp/cfg/ehframe"
 )
 
 // BuildHdr returns an .eh_frame_hdr to be loaded at addr for the

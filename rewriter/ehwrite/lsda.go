@@ -3,7 +3,7 @@ package ehwrite
 import (
 	"fmt"
 
-	"blpp/cfg/ehframe"
+	"github.com/blpp/blpp/cfg/ehframe"
 )
 
 // EncodeLSDA lays l out as a fresh LSDA to be loaded at addr, for a

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"blpp/cfg/ehframe"
+	"github.com/blpp/blpp/cfg/ehframe"
 )
 
 // Program returns the call frame instructions that, run after cie's

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"blpp/cfg/ehframe"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cfg/ehframe"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // A testBinary the round-trip tests read: its .eh_frame and

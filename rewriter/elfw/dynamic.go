@@ -4,7 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 
-	"blpp/internal/elfdyn"
+	"github.com/blpp/blpp/internal/elfdyn"
 )
 
 // dynTable locates the dynamic section through PT_DYNAMIC and returns the

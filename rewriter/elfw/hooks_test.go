@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // libCfg builds testdata/modules/rw_lib.c as a shared object.

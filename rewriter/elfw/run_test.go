@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // The end-to-end tests rewrite real executables the way the rewriter will:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // dladdrConfigs build testdata/dladdr.c with every hash table style.

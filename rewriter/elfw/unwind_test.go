@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // namesCfg builds testdata/names.c so that backtrace_symbols can name its

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 func readFixture(t testing.TB, src string, cfg fixture.Config) []byte {

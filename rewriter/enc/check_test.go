@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 )
 
 // checkRelocated decodes the relocated form of orig (whose bytes are

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 )
 
 // CopyDisp32 appends to b a copy of the original instruction in (whose

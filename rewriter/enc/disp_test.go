@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cfg/x86"
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestCopyDisp32AgainstGNUAs assembles each table load as a compiler

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 )
 
 // FuzzRelocate decodes arbitrary bytes at orig and relocates the

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"blpp/cfg"
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/cfg/x86"
 )
 
 // TestRelocateRealFunctions moves every function of three large Debian

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 
 	"golang.org/x/arch/x86/x86asm"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/cfg/x86"
+	"github.com/blpp/blpp/cfg/x86"
 )
 
 func mustHex(t testing.TB, s string) []byte {

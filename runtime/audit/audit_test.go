@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
-	"blpp/rewriter"
-	"blpp/runtime/audit"
-	"blpp/runtime/internal/build"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/rewriter"
+	"github.com/blpp/blpp/runtime/audit"
+	"github.com/blpp/blpp/runtime/internal/build"
 )
 
 // TestObjectCurrent rebuilds the auditor and compares it with the

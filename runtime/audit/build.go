@@ -6,7 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"blpp/runtime/internal/build"
+	"github.com/blpp/blpp/runtime/internal/build"
 )
 
 // CFlags build the auditor: freestanding, position-independent, no build

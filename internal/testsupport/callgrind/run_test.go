@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // The tests in this file run valgrind on fixture programs and check the

@@ -14,10 +14,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/corpus"
-	"blpp/internal/testsupport/fixture"
-	"blpp/report"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/corpus"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
 )
 
 // entry is one program of testdata/corpus/corpus.json; the file's header

@@ -5,10 +5,10 @@ import (
 	"strconv"
 	"strings"
 
-	"blpp/cct"
-	"blpp/cfg"
-	"blpp/internal/testsupport/callgrind"
-	"blpp/report"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/report"
 )
 
 // BlockDiff is a block whose count from the path profile differs from

@@ -5,7 +5,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
 // TestFaults builds this package's tests with the blppfault tag, in which

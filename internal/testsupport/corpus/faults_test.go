@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/corpus"
-	"blpp/internal/testsupport/fixture"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/corpus"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // TestFaultsDetected needs a blpp built with the blppfault tag (TestFaults

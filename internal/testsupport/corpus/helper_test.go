@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/outfile"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/internal/outfile"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // The rewriter runs in a child process (this test binary again, told so

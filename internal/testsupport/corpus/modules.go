@@ -3,8 +3,8 @@ package corpus
 import (
 	"fmt"
 
-	"blpp/cct"
-	"blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
 )
 
 // ModuleProfile is p's part of module tag as a profile of that module

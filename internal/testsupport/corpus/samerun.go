@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"strings"
 
-	"blpp/cct"
-	"blpp/cfg"
-	"blpp/internal/testsupport/callgrind"
-	"blpp/meta"
-	"blpp/report"
-	"blpp/rewriter/addrmap"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/meta"
+	"github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter/addrmap"
 )
 
 // WriteDone are the runtime functions that return once an exit profile

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/corpus"
-	"blpp/internal/testsupport/fixture"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/corpus"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // sameRunConfigs are the fixture configurations of TestSameRunFixtures:

@@ -8,9 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	"blpp/internal/testsupport/callgrind"
-	"blpp/meta"
-	"blpp/report"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/meta"
+	"github.com/blpp/blpp/report"
 )
 
 // Share is the dynamic gauge of DESIGN decision 14: of the instructions a

@@ -3,9 +3,9 @@ package corpus_test
 import (
 	"testing"
 
-	"blpp/internal/testsupport/callgrind"
-	"blpp/internal/testsupport/corpus"
-	"blpp/meta"
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/corpus"
+	"github.com/blpp/blpp/meta"
 )
 
 // TestDynamicSharePLT: instructions in the PLT ranges are charged to the

@@ -17,10 +17,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"blpp/cfg"
-	"blpp/internal/testsupport/fixture"
-	"blpp/internal/wholerun"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/internal/wholerun"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // Rewrite errors that are refusals: the binary is outside what blpp

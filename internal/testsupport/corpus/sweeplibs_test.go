@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"blpp/cct"
-	"blpp/internal/wholerun"
-	"blpp/rewriter"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/wholerun"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // The sweep's libraries mode runs each program as `blpp run` does

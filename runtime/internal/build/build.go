@@ -23,8 +23,8 @@ import (
 	"sort"
 	"strings"
 
-	"blpp/cct"
-	"blpp/runtime"
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/runtime"
 )
 
 // GCCVersion is the `gcc -dumpfullversion` of the compiler that builds

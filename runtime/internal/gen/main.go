@@ -12,7 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"blpp/runtime/internal/build"
+	"github.com/blpp/blpp/runtime/internal/build"
 )
 
 func main() {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"blpp/runtime/audit"
+	"github.com/blpp/blpp/runtime/audit"
 )
 
 func main() {

@@ -54,19 +54,7 @@ func (fg *funcGen) enterInline() {
 	if lean {
 		regs = regs[:2]
 	}
-	saved := int32(8 * len(regs))
-	b.LeaRSP(-redZone)
-	for _, r := range regs {
-		b.Push(r)
-	}
-	// Before the runtime is ready %gs may not point at a block at all:
-	// code a library constructor calls back into runs before the entry
-	// point. The ready word is 0 until then, so test it before any %gs
-	// access.
-	fg.loadSlots(enc.RAX, slow)
-	cmpOwnerRCX(b)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	gsBusyOrOverflow(b, enc.RCX, slow)
+	saved := fg.entryChecks(regs, slow)
 	// The newest frame must be a caller's; below an empty shadow stack
 	// the sentinel's %rsp is above every entry's [decision 65].
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
@@ -330,20 +318,12 @@ func (fg *funcGen) enterTrivial() {
 // Anything unusual takes the leaf stub, which does the same in C: a
 // thread without its own block yet, a busy stub, a newest frame that is
 // not a caller's (a longjmp left it), a pending tail call, a context
-// seen for the first time, a record without its counters.
+// seen for the first time.
 func (fg *funcGen) enterFrameless() {
 	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
 	regs := []enc.Reg{enc.RAX, enc.RCX, enc.RDX}
-	saved := int32(8 * len(regs))
-	b.LeaRSP(-redZone)
-	for _, r := range regs {
-		b.Push(r)
-	}
-	fg.loadSlots(enc.RAX, slow)
-	cmpOwnerRCX(b)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	gsBusyOrOverflow(b, enc.RCX, slow)
+	saved := fg.entryChecks(regs, slow)
 	if g.mode.FlowOnly {
 		fg.loadFlat(slow)
 		b.MovRegFromMemD32(enc.RDX, enc.RAX, 8*fg.fid)
@@ -380,6 +360,26 @@ func (fg *funcGen) enterFrameless() {
 	b.LeaRSP(redZone)
 	b.Bind(done)
 	fg.coldStub(slow, done, regs, false, g.stubs.Leaf, fg.gid)
+}
+
+// entryChecks starts an inline entry: it steps over the red zone, pushes
+// regs (%rax and %rcx first) and goes to slow unless the runtime is
+// ready, %gs is this thread's own block, and no stub is busy on it and
+// its shadow stack has not overflowed. It returns the bytes pushed.
+// Before the runtime is ready %gs may not point at a block at all: code
+// a library constructor calls back into runs before the entry point.
+// The ready word is 0 until then, so it is tested before any %gs access.
+func (fg *funcGen) entryChecks(regs []enc.Reg, slow enc.Label) int32 {
+	b := fg.g.buf
+	b.LeaRSP(-redZone)
+	for _, r := range regs {
+		b.Push(r)
+	}
+	fg.loadSlots(enc.RAX, slow)
+	cmpOwnerRCX(b)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	gsBusyOrOverflow(b, enc.RCX, slow)
+	return int32(8 * len(regs))
 }
 
 // childNode finds this function's node in the call-site list of the

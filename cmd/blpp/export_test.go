@@ -261,17 +261,7 @@ func TestExportPGO(t *testing.T) {
 	})
 
 	t.Run("bolt-fdata", func(t *testing.T) {
-		llvmConfig := fixture.RequireTool(t, "llvm-config-16", "llvm-16")
-		bindir, err := exec.Command(llvmConfig, "--bindir").Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Debian's llvm-bolt-16 symlink cannot find its runtime library;
-		// the one in LLVM's bindir can (DESIGN, facts measured).
-		bolt := filepath.Join(strings.TrimSpace(string(bindir)), "llvm-bolt")
-		if _, err := os.Stat(bolt); err != nil {
-			fixture.RequireTool(t, "llvm-bolt-16", "bolt-16")
-		}
+		bolt := boltTool(t)
 		fdata := filepath.Join(dir, "pgo.fdata")
 		mustBlpp(t, "export", prof, "--binary", inst, "--format", "bolt-fdata", "-o", fdata)
 		text, _ := os.ReadFile(fdata)

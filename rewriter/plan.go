@@ -293,18 +293,7 @@ func (fp *funcPlan) lean() bool { return fp.g.mode.FlowOnly && fp.slot != 0 }
 // nothing and leaves only by returning: its whole instrumentation is an
 // inline entry that counts its call and its path (enterTrivial), with no
 // shadow frame and nothing at its exit [decision 55].
-func (fp *funcPlan) trivial() bool {
-	gr := fp.f.Graph
-	if !fp.lean() || fp.num.NumPaths != 1 || len(gr.Calls) != 0 || fp.hasSyscallLeave() || len(gr.Func.Entries) > 0 {
-		return false
-	}
-	for _, ed := range gr.Edges {
-		if ed.To == cfg.Exit && ed.Kind != cfg.EdgeReturn || ed.Kind == cfg.EdgeTailCall || ed.Kind == cfg.EdgeNoReturn {
-			return false
-		}
-	}
-	return true
-}
+func (fp *funcPlan) trivial() bool { return fp.lean() && fp.onePathLeaf() }
 
 // frameless reports whether fg is a function of one path that calls
 // nothing and leaves only by returning, in an image that counts
@@ -312,8 +301,15 @@ func (fp *funcPlan) trivial() bool {
 // libraries): its whole instrumentation is an inline entry that counts
 // its call and its path in its record (enterFrameless, decision 88).
 func (fp *funcPlan) frameless() bool {
+	return !fp.g.mode.Metrics && fp.slot == 0 && fp.prefixEnd == 0 && fp.onePathLeaf()
+}
+
+// onePathLeaf reports whether fg has one path, calls nothing, makes no
+// system call that may end the process, has one entry and leaves only
+// by returning: what trivial and frameless functions share.
+func (fp *funcPlan) onePathLeaf() bool {
 	gr := fp.f.Graph
-	if fp.g.mode.Metrics || fp.slot != 0 || fp.num.NumPaths != 1 || len(gr.Calls) != 0 || fp.hasSyscallLeave() || len(gr.Func.Entries) > 0 || fp.prefixEnd != 0 {
+	if fp.num.NumPaths != 1 || len(gr.Calls) != 0 || fp.hasSyscallLeave() || len(gr.Func.Entries) > 0 {
 		return false
 	}
 	for _, ed := range gr.Edges {

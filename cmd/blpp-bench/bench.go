@@ -172,7 +172,7 @@ func benchWorkloads(c *config) error {
 		return err
 	}
 	defer done()
-	rep := &report{Runs: c.runs, Layouts: c.layouts, Warmup: c.warmup, Scale: c.scale, CC: c.cc, CCVersion: ccVersion(c.cc), CPUs: cpuCount(), LoadBefore: loadAvg()}
+	rep := c.newReport("")
 	for _, v := range c.variants {
 		if v == ctxTSC {
 			rep.RdtscNS = rdtscNS()
@@ -195,13 +195,7 @@ func benchWorkloads(c *config) error {
 		}
 		rep.Workloads = append(rep.Workloads, res)
 	}
-	rep.LoadAfter = loadAvg()
-	rep.summarise()
-	if c.asJSON {
-		return writeJSON(c.stdout, rep)
-	}
-	rep.writeTable(c.stdout)
-	return nil
+	return c.finishReport(rep)
 }
 
 // findWorkloads returns the workload sources, restricted to --only.
@@ -594,4 +588,22 @@ func loadAvg() float64 {
 		return -1
 	}
 	return x
+}
+
+// newReport starts the report of a timing suite ("": the loop kernels)
+// with the run's settings and the load before it.
+func (c *config) newReport(suite string) *report {
+	return &report{Suite: suite, Runs: c.runs, Layouts: c.layouts, Warmup: c.warmup, Scale: c.scale, CC: c.cc, CCVersion: ccVersion(c.cc), CPUs: cpuCount(), LoadBefore: loadAvg()}
+}
+
+// finishReport records the load after a suite, sums it up and prints it
+// as --json asks.
+func (c *config) finishReport(rep *report) error {
+	rep.LoadAfter = loadAvg()
+	rep.summarise()
+	if c.asJSON {
+		return writeJSON(c.stdout, rep)
+	}
+	rep.writeTable(c.stdout)
+	return nil
 }

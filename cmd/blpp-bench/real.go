@@ -103,7 +103,7 @@ func benchReal(c *config) error {
 		return err
 	}
 	defer done()
-	rep := &report{Suite: "real", Runs: c.runs, Layouts: c.layouts, Warmup: c.warmup, Scale: c.scale, CC: c.cc, CCVersion: ccVersion(c.cc), CPUs: cpuCount(), LoadBefore: loadAvg()}
+	rep := c.newReport("real")
 	for _, v := range c.variants {
 		rep.Variants = append(rep.Variants, v.String())
 		if v == ctxTSC {
@@ -139,13 +139,7 @@ func benchReal(c *config) error {
 	if len(rep.Workloads) == 0 {
 		return fmt.Errorf("no program of the real suite is installed: %s", strings.Join(rep.Skipped, ", "))
 	}
-	rep.LoadAfter = loadAvg()
-	rep.summarise()
-	if c.asJSON {
-		return writeJSON(c.stdout, rep)
-	}
-	rep.writeTable(c.stdout)
-	return nil
+	return c.finishReport(rep)
 }
 
 // pickReal returns the programs of the real suite that --only names (all

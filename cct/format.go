@@ -32,7 +32,22 @@ const (
 	// record's func is then tag<<FidBits | the function's index in
 	// that module's metadata.
 	TagModules uint8 = 4
+	// TagLatency holds the latency distributions of one thread's paths
+	// (decision 93), after that thread's THREAD section: uv thread (the
+	// index of that THREAD section among the file's), uv metric (the
+	// index in the header's metric list of the metric measured, ≥ 1),
+	// uv n, then per path uv record (index in the thread), uv path id,
+	// uv nbuckets, (uv bucket, uv count)*, uv nslowest, uv value*. Tag 5
+	// is left to the sampled-attribution section.
+	TagLatency uint8 = 6
 	TagTrailer uint8 = 0xff
+
+	// LatencyBuckets is the number of log2 buckets of a latency
+	// histogram: bucket b counts the executions whose value v has
+	// floor(log2(max(v, 1))) = b.
+	LatencyBuckets = 64
+	// MaxSlowest bounds the slowest values a latency entry lists.
+	MaxSlowest = 16
 
 	// FidBits splits a version-3 function id into the module tag (high
 	// bits) and the function's index in the module (runtime.FidBits).

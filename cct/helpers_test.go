@@ -107,7 +107,68 @@ func randProfile(rng *rand.Rand) *Profile {
 		}
 	}
 	randBody(rng, p)
+	randLatency(rng, p)
 	return p
+}
+
+// randLatency gives, half of the time, most paths of p latency
+// distributions (decision 93) of its first measured metric (p's
+// LatencyMetric when it has one), with bucket counts that add up to the
+// path's count as the runtime's do. p keeps no latency metric when no
+// path got one.
+func randLatency(rng *rand.Rand, p *Profile) {
+	m := p.LatencyMetric
+	if m == 0 {
+		var measured []int
+		for i := 1; i < len(p.Metrics); i++ {
+			if p.Metrics[i].Kind != MetricUnavailable {
+				measured = append(measured, i)
+			}
+		}
+		if len(measured) == 0 || rng.IntN(2) == 0 {
+			return
+		}
+		m = measured[0] // the runtime's choice; profiles of one header agree
+	}
+	p.LatencyMetric = 0
+	for ti := range p.Threads {
+		for ri := range p.Threads[ti].Records {
+			for pi := range p.Threads[ti].Records[ri].Paths {
+				x := &p.Threads[ti].Records[ri].Paths[pi]
+				if rng.IntN(4) == 0 {
+					continue
+				}
+				x.Latency = randDist(rng, x.Count)
+				p.LatencyMetric = m
+			}
+		}
+	}
+}
+
+// randDist is a random distribution of n ≥ 1 executions.
+func randDist(rng *rand.Rand, n uint64) *Latency {
+	l := &Latency{}
+	b := uint8(rng.IntN(LatencyBuckets))
+	for left := n; left > 0; {
+		c := left
+		if b+1 < LatencyBuckets && rng.IntN(2) == 0 {
+			c = 1 + rng.Uint64N(left)
+		}
+		l.Buckets = append(l.Buckets, Bucket{b, c})
+		left -= c
+		if left > 0 {
+			b += 1 + uint8(rng.IntN(int(LatencyBuckets-1-b)))
+		}
+	}
+	top := l.Buckets[len(l.Buckets)-1].Log2
+	for range rng.IntN(MaxSlowest + 1) {
+		v := uint64(1)<<top | rng.Uint64()&(uint64(1)<<top-1)
+		if len(l.Slowest) > 0 {
+			v = min(v, l.Slowest[len(l.Slowest)-1])
+		}
+		l.Slowest = append(l.Slowest, v)
+	}
+	return l
 }
 
 // randBody gives p random threads and stats that fit its header.
@@ -190,6 +251,7 @@ func randLike(rng *rand.Rand, p *Profile) *Profile {
 	q.Flags = q.Flags&FlagFlowOnly | Flags(rng.IntN(4))<<1
 	q.PID, q.TimeNS = mag(rng, 64), mag(rng, 64)
 	randBody(rng, q)
+	randLatency(rng, q)
 	return q
 }
 

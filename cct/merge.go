@@ -66,6 +66,14 @@ func MergeNamed(names []string, ps []*Profile) (*Profile, error) {
 		if (p.Flags^first.Flags)&FlagFlowOnly != 0 {
 			return nil, fmt.Errorf("merge: %s is %s, %s is %s: %w", name(i), contextWord(p.Flags), name(0), contextWord(first.Flags), ErrIncompatible)
 		}
+		// Latency distributions (decision 93) of one metric: a profile
+		// without any adds its counts, not its distributions.
+		switch {
+		case out.LatencyMetric == 0:
+			out.LatencyMetric = p.LatencyMetric
+		case p.LatencyMetric != 0 && p.LatencyMetric != out.LatencyMetric:
+			return nil, fmt.Errorf("merge: %s has latency distributions of metric %d, %s of metric %d: %w", name(i), p.LatencyMetric, name(0), out.LatencyMetric, ErrIncompatible)
+		}
 		out.Flags |= p.Flags
 		if p.PID != out.PID {
 			out.PID = 0
@@ -175,6 +183,8 @@ func (p *Profile) header() *Profile {
 		PID:     p.PID,
 		TimeNS:  p.TimeNS,
 		Metrics: slices.Clone(p.Metrics),
+
+		LatencyMetric: p.LatencyMetric,
 	}
 	if len(p.Stats) > 0 {
 		q.Stats = maps.Clone(p.Stats)
@@ -208,6 +218,7 @@ func clonePaths(ps []Path) []Path {
 	out := make([]Path, len(ps))
 	for i, p := range ps {
 		p.Metrics = slices.Clone(p.Metrics)
+		p.Latency = MergeLatency(p.Latency, nil)
 		out[i] = p
 	}
 	return out
@@ -216,7 +227,8 @@ func clonePaths(ps []Path) []Path {
 // FoldThreads returns a profile with the threads of p folded into one
 // tree (no thread when p has none). Records reached through the same
 // chain of (function, call site) from a root become one record: calls are
-// summed, path lists are united by ID with counts and metrics summed.
+// summed, path lists are united by ID with counts and metrics summed and
+// latency distributions merged (MergeLatency).
 // Partials are summed by (record, function, block, register). Records
 // appear in the order they are first met, threads in order, so parents
 // still precede children. The folded thread's TID is the threads' common
@@ -341,9 +353,10 @@ func sumPaths(ps []Path, nm int) []Path {
 			for j, x := range p.Metrics {
 				q.Metrics[j] += x
 			}
+			q.Latency = MergeLatency(q.Latency, p.Latency)
 			continue
 		}
-		q := Path{ID: p.ID, Count: p.Count}
+		q := Path{ID: p.ID, Count: p.Count, Latency: MergeLatency(p.Latency, nil)}
 		if nm > 0 {
 			q.Metrics = vals[:nm:nm]
 			vals = vals[nm:]

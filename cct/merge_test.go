@@ -16,6 +16,10 @@ type contextTotals struct {
 	calls    map[string]uint64
 	paths    map[string]map[uint64][]uint64 // [count, metrics...]
 	partials map[string]uint64
+	// Per context and path (key "chain|id"): the latency buckets summed
+	// and the largest value seen (decision 93).
+	hist map[string][LatencyBuckets]uint64
+	max  map[string]uint64
 }
 
 func chain(t *Thread, i int) string {
@@ -28,7 +32,7 @@ func chain(t *Thread, i int) string {
 }
 
 func totalsOf(p *Profile) contextTotals {
-	c := contextTotals{map[string]uint64{}, map[string]map[uint64][]uint64{}, map[string]uint64{}}
+	c := contextTotals{map[string]uint64{}, map[string]map[uint64][]uint64{}, map[string]uint64{}, map[string][LatencyBuckets]uint64{}, map[string]uint64{}}
 	for ti := range p.Threads {
 		t := &p.Threads[ti]
 		for ri, r := range t.Records {
@@ -46,6 +50,15 @@ func totalsOf(p *Profile) contextTotals {
 				v[0] += path.Count
 				for j, x := range path.Metrics {
 					v[1+j] += x
+				}
+				if l := path.Latency; l != nil {
+					lk := fmt.Sprintf("%s|%d", k, path.ID)
+					h := c.hist[lk]
+					for _, b := range l.Buckets {
+						h[b.Log2] += b.Count
+					}
+					c.hist[lk] = h
+					c.max[lk] = max(c.max[lk], l.Max())
 				}
 			}
 		}

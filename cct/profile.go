@@ -22,6 +22,9 @@ type Path struct {
 	// Metrics holds the sums of Profile.Metrics[1:] over the runs of
 	// the path, exclusive of callees. nil when "freq" is the only metric.
 	Metrics []uint64
+	// Latency is the distribution of the path's per-execution values of
+	// Profile.LatencyMetric (decision 93); nil when not recorded.
+	Latency *Latency
 }
 
 // A Record is a node of a thread's calling context tree: one procedure
@@ -128,8 +131,13 @@ type Profile struct {
 	PID     uint64
 	TimeNS  uint64 // CLOCK_REALTIME when written, in nanoseconds
 	Metrics []Metric
-	Threads []Thread
-	Stats   map[string]uint64 // runtime facts (Stat* keys and others)
+	// LatencyMetric is the index in Metrics of the metric whose
+	// per-execution values the paths' Latency distributions count
+	// (decision 93; the first after freq when the runtime writes them),
+	// 0 when no path has one.
+	LatencyMetric int
+	Threads       []Thread
+	Stats         map[string]uint64 // runtime facts (Stat* keys and others)
 }
 
 // Sentinels for errors.Is. Errors from Parse are *FormatError; errors
@@ -216,6 +224,9 @@ func (p *Profile) CheckValid() error {
 				if msg := v.path(r, pi); msg != "" {
 					return bad(ti, ri, pi, -1, msg)
 				}
+				if msg := v.latency(&r.Paths[pi]); msg != "" {
+					return bad(ti, ri, pi, -1, msg)
+				}
 			}
 		}
 		for ki := range t.Partials {
@@ -233,6 +244,9 @@ func (p *Profile) CheckValid() error {
 				return bad(ti, -1, -1, -1, fmt.Sprintf("fork prefix %d: %s", xi, msg))
 			}
 		}
+	}
+	if msg := v.finishLatency(); msg != "" {
+		return bad(-1, -1, -1, -1, msg)
 	}
 	return nil
 }
@@ -253,6 +267,13 @@ type validator struct {
 	// section's, or 0 alone in an executable-only profile.
 	tags      map[uint32]bool
 	noModules bool // no MODULES section: tag 0 alone
+	// latencyMetric is the profile's LatencyMetric (set by the first
+	// LATENCY section while parsing); hasLatency says a path had a
+	// distribution; latencyTotal is the index in total of the bucket
+	// counts.
+	latencyMetric int
+	hasLatency    bool
+	latencyTotal  int
 }
 
 type sibling struct {
@@ -270,8 +291,14 @@ func newValidator(p *Profile) (*validator, string) {
 	v := &validator{
 		nm:       len(p.Metrics) - 1,
 		flowOnly: p.Flags&FlagFlowOnly != 0,
-		total:    make([]uint64, len(p.Metrics)+3),
+		total:    make([]uint64, len(p.Metrics)+4),
 		siblings: make(map[sibling]struct{}),
+
+		latencyMetric: p.LatencyMetric,
+		latencyTotal:  len(p.Metrics) + 3,
+	}
+	if msg := checkLatencyMetric(p.LatencyMetric, p.Metrics); msg != "" {
+		return nil, msg
 	}
 	for _, m := range p.Metrics[1:] {
 		v.kinds = append(v.kinds, m.Kind)

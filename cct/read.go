@@ -169,6 +169,7 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 	}
 	d.p, d.v = p, v
 	statsSeen := false
+	latencySeen := map[int]bool{} // threads with a LATENCY section
 	for i := range secs {
 		s := &secs[i]
 		name := "section"
@@ -185,6 +186,9 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 			}
 			statsSeen = true
 			d.stats(&s.payload)
+		case TagLatency:
+			name = "LATENCY section"
+			d.latencySection(&s.payload, latencySeen)
 		case TagReserved:
 			return nil, &FormatError{Off: s.off, Msg: fmt.Sprintf("section tag %d is reserved (partials belong in THREAD sections)", s.tag), Err: ErrCorrupt}
 		default:

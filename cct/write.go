@@ -49,6 +49,10 @@ func (p *Profile) encode() []byte {
 	for i := range p.Threads {
 		payload = appendThread(payload[:0], &p.Threads[i])
 		e = appendSection(e, TagThread, payload)
+		// Its latency distributions, when it has any (decision 93).
+		if payload = appendLatency(payload[:0], i, &p.Threads[i], p.LatencyMetric); payload != nil {
+			e = appendSection(e, TagLatency, payload)
+		}
 	}
 	if len(p.Stats) > 0 {
 		keys := make([]string, 0, len(p.Stats))

@@ -70,6 +70,10 @@ type CPath struct {
 	Metrics []uint64 // per column; Metrics[0] is the count
 	Blocks  []int    // blocks of the function it passes through, in order
 	Insns   uint64   // instructions of one execution
+	// Latency is the distribution of the per-execution values of the
+	// model's latency metric (Model.LatencyCol), nil when the profile
+	// has none (decision 93).
+	Latency *cct.Latency
 }
 
 // buildContexts builds the calling contexts of the folded profile (one
@@ -144,7 +148,7 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 			if err != nil {
 				return err
 			}
-			cp := CPath{ID: path.ID, Metrics: pvals[:nc:nc], Blocks: e.Blocks, Insns: e.Insns}
+			cp := CPath{ID: path.ID, Metrics: pvals[:nc:nc], Blocks: e.Blocks, Insns: e.Insns, Latency: path.Latency}
 			pvals = pvals[nc:]
 			cp.Metrics[0] = path.Count
 			copy(cp.Metrics[1:], path.Metrics)
@@ -480,6 +484,10 @@ type ContextPath struct {
 	ID      uint64            `json:"id"`
 	Count   uint64            `json:"count"`
 	Metrics map[string]uint64 `json:"metrics"`
+	// Latency is the distribution of the path's values of
+	// PathDoc.LatencyMetric per execution (decision 93), omitted when
+	// the profile has none.
+	Latency *LatencyJSON `json:"latency,omitempty"`
 }
 
 // Contexts renders the tree for the JSON document: ids are node indices,
@@ -506,7 +514,7 @@ func (c *Model) Contexts() []Context {
 			x.CallSite = &s
 		}
 		for _, p := range n.Paths {
-			x.Paths = append(x.Paths, ContextPath{ID: p.ID, Count: p.Metrics[0], Metrics: byName(p.Metrics)})
+			x.Paths = append(x.Paths, ContextPath{ID: p.ID, Count: p.Metrics[0], Metrics: byName(p.Metrics), Latency: latencyJSON(p.Latency)})
 		}
 		out[i] = x
 	}

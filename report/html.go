@@ -26,6 +26,10 @@ type HTMLOptions struct {
 	// CFGs is how many functions get a CFG picture: those of the hot
 	// paths first, then by instructions executed; 0 means 4.
 	CFGs int
+	// Latency, when the profile has latency distributions (decision
+	// 93), adds their section: the latency view with each hot path's
+	// histogram drawn.
+	Latency *LatencyView
 }
 
 const htmlStyle = `body{font-family:sans-serif;margin:1.5em;max-width:80em}
@@ -57,7 +61,11 @@ func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 		shape += "; flow-only profile: no calling context"
 	}
 	fmt.Fprintf(bw, "<p>%s; metric %s, total %d %s; %d instructions executed.</p>\n", e(shape), e(col.Label()), h.Total, e(col.Unit()), m.TotalInsns())
-	bw.WriteString("<ul><li><a href=\"#hot\">Hot paths</a></li><li><a href=\"#procs\">Procedures</a></li><li><a href=\"#cct\">Calling-context tree</a></li><li><a href=\"#cfg\">Control-flow graphs</a></li></ul>\n")
+	bw.WriteString("<ul><li><a href=\"#hot\">Hot paths</a></li>")
+	if o.Latency != nil {
+		bw.WriteString("<li><a href=\"#latency\">Latency</a></li>")
+	}
+	bw.WriteString("<li><a href=\"#procs\">Procedures</a></li><li><a href=\"#cct\">Calling-context tree</a></li><li><a href=\"#cfg\">Control-flow graphs</a></li></ul>\n")
 
 	// Hot paths.
 	fmt.Fprintf(bw, "<h2 id=\"hot\">Hot paths</h2>\n<p>The %s covering %s of %s (threshold %.4g%%) out of %s executed. Density: %s.</p>\n",
@@ -84,6 +92,7 @@ func HTML(w io.Writer, m *Model, o HTMLOptions) error {
 			r+1, e(c.DisplayChain(hp.Context)), hp.ID, hp.Count, hp.Insns, hp.Value, pct(hp.Value, h.Total), pct(cum, h.Total), hp.Rate, class, class, len(hp.Blocks), strings.Join(blocks, "<br/>"))
 	}
 	bw.WriteString("</table>\n")
+	writeLatencyHTML(bw, o.Latency)
 
 	// Procedures.
 	s := MakeProcs(m)

@@ -133,6 +133,10 @@ type Model struct {
 	// Names says how the views show function names (names.go); the
 	// zero value demangles.
 	Names NameOptions
+	// LatencyCol is the column of the metric the paths' latency
+	// distributions count (CPath.Latency, decision 93), 0 when the
+	// profile has none.
+	LatencyCol int
 
 	Nodes []CNode
 	Roots []int
@@ -178,7 +182,7 @@ type ModelOptions struct {
 // (Module.DebugSource), and functions the metadata calls sub_<hex> take
 // that file's symbol names.
 func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o ModelOptions) (*Model, error) {
-	m := &Model{Binary: binary, Metrics: p.Metrics, Threads: len(p.Threads),
+	m := &Model{Binary: binary, Metrics: p.Metrics, Threads: len(p.Threads), LatencyCol: p.LatencyMetric,
 		FlowOnly: p.Flags&cct.FlagFlowOnly != 0, Stats: p.Stats, tagIndex: map[uint32]uint32{}}
 	entries := p.Modules
 	if entries == nil { // an executable-only profile

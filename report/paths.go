@@ -88,6 +88,12 @@ type PathDoc struct {
 	// Runtime is the runtime's statistics from the profile (what took
 	// the slow paths, memory, and any loss: see RuntimeWarnings).
 	Runtime map[string]uint64 `json:"runtime_stats,omitempty"`
+	// LatencyMetric names the metric whose per-execution distributions
+	// the contexts' paths carry (decision 93); omitted when none.
+	LatencyMetric string `json:"latency_metric,omitempty"`
+	// TSCTicksPerNS is the time-stamp counter's rate in the run
+	// (TicksPerNS), omitted when unknown.
+	TSCTicksPerNS float64 `json:"tsc_ticks_per_ns,omitempty"`
 }
 
 // PathDoc makes the JSON document of the model: per function its block
@@ -106,6 +112,10 @@ func (m *Model) pathDoc() *PathDoc {
 	for _, x := range m.Metrics {
 		d.Metrics = append(d.Metrics, x.Name)
 	}
+	if m.LatencyCol > 0 {
+		d.LatencyMetric = m.Columns[m.LatencyCol].Name
+	}
+	d.TSCTicksPerNS = TicksPerNS(m.Stats)
 	for k := range m.Modules {
 		x := &m.Modules[k]
 		d.Modules = append(d.Modules, PathModule{Name: x.Name, Path: x.Path, BuildID: enchex.EncodeToString(x.BuildID), Tag: x.Tag, Instrumented: true,

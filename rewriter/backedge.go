@@ -139,19 +139,76 @@ func (fg *funcGen) leaveBackedgeSaved(e cfg.EdgeID, flagsLive bool, scratch []en
 	})
 }
 
-// countTSC counts path %rax of the stride-2 counters at counts (the
-// record's: %rcx or %rsi) with its time: the pair {count, tsc sum} after
-// the calls word gets 1 and macc + (now - mstart), and mstart = now, as
-// path_metrics does [DESIGN 8]. It leaves now in %rax (%rdx and counts
-// clobbered); the caller sets macc.
+// countTSC counts path %rax of the counters at counts (the record's:
+// %rcx or %rsi) with its time: after the calls word, the path's words
+// {count, tsc sum} get 1 and macc + (now - mstart), and mstart = now, as
+// path_metrics does [DESIGN 8]. With latency the path's words are
+// runtime.LatencyWords more (imul by the stride instead of a shift) and
+// the value goes into them too (tscLatency). It clobbers %rax, %rdx,
+// counts and the flags; the caller sets macc.
 func (fg *funcGen) countTSC(counts enc.Reg) {
 	b := fg.g.buf
-	b.ShlRegImm(enc.RAX, 4)
+	if fg.g.mode.Latency {
+		b.ImulRegImm32(enc.RAX, enc.RAX, 8*tscLatencyStride)
+	} else {
+		b.ShlRegImm(enc.RAX, 4)
+	}
 	b.LeaRegIdxD8(counts, counts, enc.RAX, 1, 8)
 	b.IncMem(counts, 0)
 	fg.tscProgress()
 	b.AddMemRegD8(counts, 8, enc.RDX)
 	b.MovGSFromReg(offMStart, enc.RAX)
+	if fg.g.mode.Latency {
+		fg.tscLatency(counts)
+	}
+}
+
+// tscLatencyStride is the words per path of a tsc image with latency:
+// count, tsc sum, then the latency words [decision 93].
+const tscLatencyStride = 2 + runtime.LatencyWords
+
+// tscLatency adds the value of the path that ends, in %rdx, to the
+// latency words of the path's words at v, as the runtime's lat_add does
+// [decision 93]: one compare with the smallest of the slowest values
+// kept (ascending, after count and sum), taken only by a value to keep;
+// then the log2 bucket, bsr of value|1 (bsr of 0 is undefined), counted:
+//
+//	cmp 16(v),%rdx; ja keep; back: or $1,%rdx; bsr %rdx,%rax;
+//	incq hist(v,%rax,8)
+//
+// keep, out of line, moves the kept values smaller than the new one
+// down a place, the smallest dropping out, and puts the new one in the
+// gap. It clobbers %rax and %rdx and the flags.
+func (fg *funcGen) tscLatency(v enc.Reg) {
+	b := fg.g.buf
+	keep, back := b.NewLabel(), b.NewLabel()
+	slow := func(k int) int8 { return int8(8 * (2 + k)) }
+	b.CmpRegMemD8(enc.RDX, v, slow(0))
+	b.JccRel32(enc.CondA, enc.LabelTarget(keep))
+	b.Bind(back)
+	b.OrRegImm8(enc.RDX, 1)
+	b.BsrRegReg(enc.RAX, enc.RDX)
+	b.IncMemIndexed(v, enc.RAX, 8*(2+runtime.LatencySlowest))
+	fg.addColdAt(keep, b.SP(), func() {
+		n := runtime.LatencySlowest
+		put := make([]enc.Label, n-1)
+		for k := 0; k+1 < n; k++ {
+			// The next kept value is at least the new one: the gap
+			// is here.
+			put[k] = b.NewLabel()
+			b.MovRegFromMemD8(enc.RAX, v, slow(k+1))
+			b.CmpRegReg(enc.RAX, enc.RDX)
+			b.JccRel32(enc.CondAE, enc.LabelTarget(put[k]))
+			b.MovMemFromRegD8(v, slow(k), enc.RAX)
+		}
+		b.MovMemFromRegD8(v, slow(n-1), enc.RDX)
+		b.JmpRel32(enc.LabelTarget(back))
+		for k, l := range put {
+			b.Bind(l)
+			b.MovMemFromRegD8(v, slow(k), enc.RDX)
+			b.JmpRel32(enc.LabelTarget(back))
+		}
+	})
 }
 
 // tscProgress emits the read of the time-stamp counter and the running

@@ -44,6 +44,10 @@ type Mode struct {
 	// TSCOnly says the one metric is the time-stamp counter, which the
 	// runtime always reads with rdtsc: backedges then read it inline.
 	TSCOnly bool
+	// Latency says that with metrics each path also keeps the latency
+	// words of its first metric (runtime.LatencyWords, decision 93):
+	// the inline tsc path ends fill them.
+	Latency bool
 }
 
 // funcGen emits the instrumented copy of one function from its plan: the

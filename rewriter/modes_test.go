@@ -37,6 +37,7 @@ func runProfiled(t *testing.T, what, inst string, want procResult) *cct.Profile 
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
+	checkLatency(t, what, p)
 	return p
 }
 

@@ -92,6 +92,7 @@ func runProfiledArgs(t *testing.T, what, inst string, args []string, want procRe
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
+	checkLatency(t, what, p)
 	return p
 }
 

@@ -73,6 +73,11 @@ type Options struct {
 	// libraries that is a library's DT_INIT, before the executable's
 	// entry [decision 81]. blpp run sets it then.
 	NoSlots bool
+	// NoLatency keeps, with metrics, only each path's count and metric
+	// sums: no latency distribution of its first metric (decision 93),
+	// whose words take the path's counters from 2 to 70 words with
+	// --metrics tsc. Every module of a process must agree.
+	NoLatency bool
 }
 
 // LoopRegPolicy is Options.LoopRegs.
@@ -370,7 +375,8 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		tag:        mod.tag,
 		noSlots:    opts.NoSlots || mod.library,
 		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0,
-			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC}}
+			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC,
+			Latency: len(opts.Metrics) > 0 && !opts.NoLatency}}
 	dark := g.planDark(res, sum.Skipped, into, len(chosen))
 	// Plan every function (plan.go), then emit each from its plan.
 	for i, f := range chosen {
@@ -559,6 +565,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	if opts.NoContext {
 		conf.Flags |= runtime.ConfigFlagFlowOnly
+	}
+	if g.mode.Metrics && !g.mode.Latency {
+		conf.Flags |= runtime.ConfigFlagNoLatency
 	}
 	entry, initDT := rtText+img.Symbols[runtime.SymStart], uint64(0)
 	if mod.library {

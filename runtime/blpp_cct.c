@@ -330,6 +330,31 @@ static struct blpp_record *enter_record(struct blpp_thread *t, u64 fid, u64 rsp)
 	return child(t, p, site, fid, 1, rsp);
 }
 
+/* lat_bucket is the log2 bucket of value x: floor(log2(x|1)), what the
+ * inline code's bsr of x|1 gives [decision 93]. */
+static u64 lat_bucket(u64 x) { return 63 - (u64)__builtin_clzll(x | 1); }
+
+/*
+ * lat_add adds value x of one execution to a path's latency words l
+ * (BLPP_LATENCY_SLOWEST largest values in ascending order, then the
+ * histogram), as the inline path ends do (rewriter countTSC): a value
+ * above the smallest kept one goes into its place in the order, the
+ * smaller ones shifting down and the smallest dropping out; then its
+ * bucket counts it. A signal handler that counts on the same thread in
+ * the middle of an insertion may leave the kept values slightly out of
+ * order or one short; the histogram stays exact.
+ */
+static void lat_add(u64 *l, u64 x)
+{
+	if (x > LOADR(&l[0])) {
+		u64 i = 0;
+		for (; i + 1 < BLPP_LATENCY_SLOWEST && LOADR(&l[i + 1]) < x; i++)
+			l[i] = LOADR(&l[i + 1]);
+		l[i] = x;
+	}
+	ADD(&l[BLPP_LATENCY_SLOWEST + lat_bucket(x)], 1);
+}
+
 /*
  * count adds one run of path `path` of record r (function fid) with the
  * metric deltas d [Ball-Larus 96 §3.3; DESIGN 8]. An activation without
@@ -365,4 +390,6 @@ static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 pat
 	ADD(&v[0], 1);
 	for (u64 m = 0; m < rt.nmetrics; m++)
 		ADD(&v[1 + m], d[m]);
+	if (rt.latency)
+		lat_add(v + 1 + rt.nmetrics, d[0]);
 }

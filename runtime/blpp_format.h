@@ -30,6 +30,9 @@
 #define BLPP_MODULE_FLAG_EXECUTABLE 0x1ull          /* the program itself (tag 0) */
 #define BLPP_MODULE_FLAG_UNLOADED 0x2ull            /* unmapped by dlclose before the write */
 #define BLPP_FID_BITS 20                            /* a function id is module tag << BLPP_FID_BITS | local index */
+#define BLPP_TAG_LATENCY 6u                         /* uv thread, uv metric, uv n, (uv record, uv path, uv nbuckets, (uv bucket, uv count)*, uv nslowest, uv value*)* */
+#define BLPP_LATENCY_FORMAT_BUCKETS 64              /* log2 buckets: bucket b holds values v with floor(log2(max(v,1))) = b */
+#define BLPP_LATENCY_MAX_SLOWEST 16                 /* most slowest values an entry lists (descending) */
 #define BLPP_TAG_TRAILER 0xffu                      /* then u64 FNV-1a 64 of every byte before the checksum */
 #define BLPP_FLAG_FLOW_ONLY 0x1u                    /* no calling context: every record is a root */
 #define BLPP_FLAG_FATAL_SIGNAL 0x2u                 /* written by a fatal-signal handler */

@@ -74,7 +74,11 @@ static void metrics_init(const volatile struct blpp_config *c, u64 bias)
 	long err = 0;
 	int fell_back = 0;
 	rt.nmetrics = c->metrics_vaddr && c->nmetrics <= BLPP_MAX_METRICS ? c->nmetrics : 0;
-	rt.stride = 1 + rt.nmetrics;
+	/* With metrics, each path also keeps the distribution of its first
+	 * metric's per-execution values (decision 93), unless the image says
+	 * not to (--no-latency). */
+	rt.latency = rt.nmetrics && !(rt.flags & BLPP_CONFIG_FLAG_NO_LATENCY);
+	rt.stride = 1 + rt.nmetrics + (rt.latency ? BLPP_LATENCY_WORDS : 0);
 	for (u64 m = 0; m < rt.nmetrics; m++) {
 		mem_copy(rt.mname[m], (const void *)mt[m].name, sizeof(mt[m].name));
 		rt.mname[m][sizeof(rt.mname[m]) - 1] = 0;

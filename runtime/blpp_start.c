@@ -158,6 +158,7 @@ static void setup(void)
 	if (rt.nmetrics)
 		metrics_open(t);
 	STORE(&rt.ready, 1);
+	rt.ns_init = mono_ns();
 	rt.tsc_init = rdtsc();
 }
 
@@ -201,6 +202,8 @@ static void mod_register(void)
 		die("the runtime configuration is invalid");
 	if (((c->flags ^ rt.flags) & (BLPP_CONFIG_FLAG_FLOW_ONLY | BLPP_CONFIG_FLAG_CALL_CACHE)) != 0)
 		refuse("it was instrumented in another mode (--no-context) than the module that started first");
+	if (((c->flags ^ rt.flags) & BLPP_CONFIG_FLAG_NO_LATENCY) != 0)
+		refuse("it was instrumented in another mode (--no-latency) than the module that started first");
 	if (!metrics_same(c, bias))
 		refuse("it reads other metrics than the module that started first");
 	if (c->slots_size > rt.slots_size && rt.flow_only && !rt.nmetrics)

@@ -148,13 +148,15 @@ struct proc {
 	u64 shadow_frames; /* shadow-stack capacity per thread, in frames */
 	int flow_only;  /* --no-context: one root record per function and thread */
 	u64 nmetrics;   /* metrics besides freq */
-	u64 stride;     /* words per path in a dense counter array: 1 + nmetrics */
+	u64 stride;     /* words per path in a dense counter array: 1 + nmetrics (+ BLPP_LATENCY_WORDS) */
+	int latency;    /* each path keeps its slowest values and a histogram of metric 0 (decision 93) */
 	int msrc[BLPP_MAX_METRICS];   /* where each metric comes from */
 	u8 mkind[BLPP_MAX_METRICS];   /* BLPP_METRIC_REAL, _FALLBACK or _UNAVAILABLE */
 	char mname[BLPP_MAX_METRICS][24];
 	u32 mtype[BLPP_MAX_METRICS];
 	u64 mconfig[BLPP_MAX_METRICS];
 	u64 tsc_init;   /* rdtsc at blpp_init */
+	u64 ns_init;    /* CLOCK_MONOTONIC at blpp_init, ns: with tsc_init, the counter's rate */
 	u64 arena_limit;
 	u64 slots_size; /* bytes of slot counters per thread block (decision 42) */
 	u64 cache_size; /* bytes of call cache per thread block (decision 49), or 0 */

@@ -103,6 +103,17 @@ enum {
 static inline int failed(long r) { return (unsigned long)r > -4096ul; }
 
 static u64 getpid(void) { return (u64)sc0(SYS_getpid); }
+
+/* mono_ns is CLOCK_MONOTONIC in nanoseconds (0 if the call fails). */
+static u64 mono_ns(void)
+{
+	struct {
+		long s, ns;
+	} ts = {0, 0};
+	if (failed(sc2(SYS_clock_gettime, 1 /* CLOCK_MONOTONIC */, &ts)))
+		return 0;
+	return (u64)ts.s * 1000000000ul + (u64)ts.ns;
+}
 static u64 gettid(void) { return (u64)sc0(SYS_gettid); }
 
 /* ---- memory and strings (no libc) ---- */
@@ -110,6 +121,11 @@ static u64 gettid(void) { return (u64)sc0(SYS_gettid); }
 static void mem_copy(void *d, const void *s, u64 n)
 {
 	__asm__ volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory");
+}
+
+static void mem_zero(void *d, u64 n)
+{
+	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(0) : "memory");
 }
 
 static int mem_eq(const void *a, const void *b, u64 n)

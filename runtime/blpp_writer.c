@@ -116,10 +116,11 @@ static int pent_less(const struct pent *a, const struct pent *b)
 	return a->reg < b->reg;
 }
 
-/* hent: a hash entry copied out for sorting; values beyond stride unused. */
+/* hent: a hash entry found for sorting: its key and its values in the
+ * table (rt.stride words). */
 struct hent {
 	u64 key;
-	u64 v[1 + BLPP_MAX_METRICS];
+	u64 *v;
 };
 
 static int hent_less(const struct hent *a, const struct hent *b) { return a->key < b->key; }
@@ -169,9 +170,87 @@ static void put_path(struct obuf *out, u64 id, const u64 *v)
 		ob_uv(out, rt.mkind[m] == BLPP_METRIC_UNAVAILABLE ? 0 : v[1 + m]);
 }
 
+_Static_assert(BLPP_LATENCY_BUCKETS == BLPP_LATENCY_FORMAT_BUCKETS, "latency buckets");
+_Static_assert(BLPP_LATENCY_SLOWEST <= BLPP_LATENCY_MAX_SLOWEST, "slowest values");
+
+/* lat is one path's latency words summed over hash tables: the slowest
+ * values in ascending order (0: none), and the histogram. */
+struct lat {
+	u64 slow[BLPP_LATENCY_SLOWEST];
+	u64 hist[BLPP_LATENCY_BUCKETS];
+};
+
+/* lat_merge adds the latency words l (lat_add's layout) to a: buckets are
+ * summed, and a keeps the largest of both sets of slowest values. */
+static void lat_merge(struct lat *a, const u64 *l)
+{
+	for (u64 b = 0; b < BLPP_LATENCY_BUCKETS; b++)
+		a->hist[b] += LOADR(&l[BLPP_LATENCY_SLOWEST + b]);
+	for (u64 k = 0; k < BLPP_LATENCY_SLOWEST; k++) {
+		u64 x = LOADR(&l[k]), i = 0;
+		if (x <= a->slow[0])
+			continue;
+		for (; i + 1 < BLPP_LATENCY_SLOWEST && a->slow[i + 1] < x; i++)
+			a->slow[i] = a->slow[i + 1];
+		a->slow[i] = x;
+	}
+}
+
+/* put_latency encodes the LATENCY entry of path id of record rec (its
+ * index in the thread) from a: the non-empty buckets in order, the
+ * slowest values from the largest down. It writes nothing for a path
+ * without executions in its histogram (a count racing the writer) and
+ * returns whether it wrote. */
+static int put_latency(struct obuf *out, u64 rec, u64 id, const struct lat *a)
+{
+	u64 nb = 0, ns = 0;
+	for (u64 b = 0; b < BLPP_LATENCY_BUCKETS; b++)
+		nb += a->hist[b] != 0;
+	if (!nb)
+		return 0;
+	for (u64 k = 0; k < BLPP_LATENCY_SLOWEST; k++)
+		ns += a->slow[k] != 0;
+	ob_uv(out, rec);
+	ob_uv(out, id);
+	ob_uv(out, nb);
+	for (u64 b = 0; b < BLPP_LATENCY_BUCKETS; b++)
+		if (a->hist[b]) {
+			ob_uv(out, b);
+			ob_uv(out, a->hist[b]);
+		}
+	ob_uv(out, ns);
+	for (u64 k = BLPP_LATENCY_SLOWEST; k-- > 0;) {
+		/* A slot an interrupted insertion left out of order is
+		 * written in order all the same: the format wants them
+		 * descending. */
+		u64 x = a->slow[k];
+		if (!x)
+			continue;
+		for (u64 j = k + 1; j < BLPP_LATENCY_SLOWEST; j++)
+			if (a->slow[j] < x)
+				x = a->slow[j];
+		ob_uv(out, x);
+	}
+	return 1;
+}
+
+/* lat_of copies the latency words of a path's values v (rt.stride
+ * words) into a fresh lat. */
+static void lat_of(struct lat *a, const u64 *v)
+{
+	mem_zero(a, sizeof(*a));
+	lat_merge(a, v + 1 + rt.nmetrics);
+}
+
+/* writes_latency says whether the profile has LATENCY sections: the
+ * image keeps latencies, and of a metric that is measured. */
+static int writes_latency(void) { return rt.latency && rt.mkind[0] != BLPP_METRIC_UNAVAILABLE; }
+
 /* hash_paths encodes the paths of a hashed record into out, summing a
- * path found in several tables; returns their number. */
-static u64 hash_paths(struct htab *h, struct obuf *out, struct obuf *scratch)
+ * path found in several tables, and their latency entries into lat (rec:
+ * the record's index in the thread; *nlat counts them); returns the
+ * number of paths. */
+static u64 hash_paths(struct htab *h, struct obuf *out, struct obuf *scratch, u64 rec, struct obuf *lat, u64 *nlat)
 {
 	struct hent *e;
 	u64 n = 0, np = 0, hw = hent_words();
@@ -181,11 +260,8 @@ static u64 hash_paths(struct htab *h, struct obuf *out, struct obuf *scratch)
 			u64 *src = &h->e[i * hw], key = LOAD(&src[0]);
 			if (!key)
 				continue; /* most entries: tables stay at most half full */
-			struct hent x = {key, {0}};
-			for (u64 j = 0; j < rt.stride; j++)
-				x.v[j] = LOADR(&src[1 + j]);
-			if (x.key && x.v[0])
-				ob_put(scratch, &x, sizeof(x));
+			struct hent x = {key, src + 1};
+			ob_put(scratch, &x, sizeof(x));
 		}
 	}
 	if (scratch->err)
@@ -194,12 +270,21 @@ static u64 hash_paths(struct htab *h, struct obuf *out, struct obuf *scratch)
 	n = scratch->len / sizeof(*e);
 	sort_hents(e, n);
 	for (u64 i = 0; i < n;) {
-		struct hent sum = {e[i].key, {0}};
-		for (; i < n && e[i].key == sum.key; i++)
-			for (u64 j = 0; j < rt.stride; j++)
-				sum.v[j] += e[i].v[j];
-		put_path(out, sum.key - 1, sum.v);
+		u64 key = e[i].key, sum[1 + BLPP_MAX_METRICS] = {0};
+		struct lat a;
+		mem_zero(&a, sizeof(a));
+		for (; i < n && e[i].key == key; i++) {
+			for (u64 j = 0; j < 1 + rt.nmetrics; j++)
+				sum[j] += LOADR(&e[i].v[j]);
+			if (rt.latency)
+				lat_merge(&a, e[i].v + 1 + rt.nmetrics);
+		}
+		if (!sum[0])
+			continue;
+		put_path(out, key - 1, sum);
 		np++;
+		if (writes_latency())
+			*nlat += (u64)put_latency(lat, rec, key - 1, &a);
 	}
 	return np;
 }
@@ -214,10 +299,12 @@ static u64 local_site(struct blpp_record *p, u64 site)
 }
 
 /* write_records encodes the records of thread t, parents first (the
- * list order), numbering them in rec->index. */
-static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *paths, struct obuf *scratch)
+ * list order), numbering them in rec->index, and the latency entries of
+ * their paths into lat (*nlat counts them). */
+static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *paths, struct obuf *scratch, struct obuf *lat, u64 *nlat)
 {
 	u64 nrec = 0, limit = LOAD(&t->nrecords);
+	int wl = writes_latency();
 	for (struct blpp_record *r = R(LOAD(&t->records)); r && nrec < limit; r = R(LOAD(&r->next))) {
 		u64 *c = (u64 *)r->counts, np = 0;
 		struct blpp_record *p = R(r->parent);
@@ -227,10 +314,15 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 			if (LOADR(&v[0])) {
 				put_path(paths, id, v);
 				np++;
+				if (wl) {
+					struct lat a;
+					lat_of(&a, v);
+					*nlat += (u64)put_latency(lat, nrec, id, &a);
+				}
 			}
 		}
 		if (r->hash)
-			np += hash_paths((struct htab *)r->hash, paths, scratch);
+			np += hash_paths((struct htab *)r->hash, paths, scratch, nrec, lat, nlat);
 		nrec++;
 		ob_uv(recs, r->func);
 		if (r->via) { /* called back from an uninstrumented function (decision 70) */
@@ -381,7 +473,7 @@ static void write_stats(struct obuf *b, u64 nrec)
 	int tsc = 0;
 	for (u64 m = 0; m < rt.nmetrics; m++)
 		tsc |= rt.msrc[m] == MSRC_TSC;
-	ob_uv(b, 21 + (u64)tsc);
+	ob_uv(b, 21 + 2 * (u64)tsc);
 	write_stat(b, BLPP_STAT_ARENA_BYTES, LOADR(&rt.arena_bytes));
 	write_stat(b, "bad_funcs", LOADR(&s[ST_BAD_FUNCS]));
 	write_stat(b, "bad_paths", LOADR(&s[ST_BAD_PATHS]));
@@ -402,8 +494,14 @@ static void write_stats(struct obuf *b, u64 nrec)
 	write_stat(b, "stub_entries", LOADR(&s[ST_STUB_ENTRIES]));
 	write_stat(b, "stub_exits", LOADR(&s[ST_STUB_EXITS]));
 	write_stat(b, BLPP_STAT_THREADS, LOADR(&rt.nthreads));
-	if (tsc)
-		write_stat(b, "tsc_total", rdtsc() - rt.tsc_init);
+	if (tsc) {
+		/* The counter's ticks and the nanoseconds over the same span:
+		 * their ratio is its rate, by which reports show times
+		 * (decision 93). */
+		u64 ns = mono_ns(), ticks = rdtsc() - rt.tsc_init;
+		write_stat(b, "tsc_ns", ns > rt.ns_init ? ns - rt.ns_init : 0);
+		write_stat(b, "tsc_total", ticks);
+	}
 	write_stat(b, "unwound_frames", LOADR(&s[ST_UNWOUND]));
 }
 
@@ -571,9 +669,9 @@ static void write_modules(struct obuf *out)
 
 static void write_profile(u32 why, int wait)
 {
-	struct obuf out = {0}, sec = {0}, recs = {0}, parts = {0}, paths = {0}, scratch = {0}, folded = {0}, pref = {0};
+	struct obuf out = {0}, sec = {0}, recs = {0}, parts = {0}, paths = {0}, scratch = {0}, folded = {0}, pref = {0}, lat = {0};
 	struct blpp_thread *self;
-	u64 pid, tid, nrec, npart, npref, sum;
+	u64 pid, tid, nrec, npart, npref, sum, nthr = 0;
 	struct {
 		long s, ns;
 	} now = {0, 0};
@@ -619,7 +717,9 @@ static void write_profile(u32 why, int wait)
 	nrec = 0;
 	self = thread_peek();
 	for (struct blpp_thread *t = LOAD(&rt.threads); t; t = (struct blpp_thread *)t->next) {
-		u64 n = write_records(t, &recs, &paths, &scratch), nf;
+		u64 nlat = 0;
+		lat.len = 0;
+		u64 n = write_records(t, &recs, &paths, &scratch, &lat, &nlat), nf;
 		/* A thread that has ended without its block being taken over
 		 * (blocks are reused only by threads with the same thread
 		 * pointer) still holds its last activations, which ended
@@ -653,6 +753,20 @@ static void write_profile(u32 why, int wait)
 			sec.err = 1;
 		ob_section(&out, BLPP_TAG_THREAD, &sec);
 		recs.len = parts.len = 0;
+		/* The thread's latency entries, when it has any (decision 93):
+		 * the thread's index among the THREAD sections, the metric
+		 * (the first after freq), the entries. */
+		if (nlat) {
+			sec.len = 0;
+			ob_uv(&sec, nthr);
+			ob_uv(&sec, 1);
+			ob_uv(&sec, nlat);
+			ob_put(&sec, lat.p, lat.len);
+			if (lat.err)
+				sec.err = 1;
+			ob_section(&out, BLPP_TAG_LATENCY, &sec);
+		}
+		nthr++;
 	}
 	sec.len = 0;
 	write_stats(&sec, nrec);
@@ -703,5 +817,6 @@ static void write_profile(u32 why, int wait)
 	ob_free(&scratch);
 	ob_free(&folded);
 	ob_free(&pref);
+	ob_free(&lat);
 	STORE(&rt.write_lock, 0);
 }

@@ -107,6 +107,30 @@ const (
 	// it with the process's one runtime (or makes that runtime, when it
 	// is the first instrumented module to start), then runs OrigInit.
 	ConfigFlagLibrary = 1 << 4
+	// ConfigFlagNoLatency: with metrics, keep only each path's count and
+	// metric sums, not its latency distribution (--no-latency; decision
+	// 93). Every module of a process must agree.
+	ConfigFlagNoLatency = 1 << 5
+)
+
+// Latency distributions [decision 93]. In an image with metrics and
+// without ConfigFlagNoLatency, each path's words in a record's counters
+// (and in a hash-table entry) are its count, its metric sums, then
+// LatencyWords more about the first metric's value of each execution
+// (the time-stamp counter's ticks with --metrics tsc):
+//
+//   - LatencySlowest words: the largest values seen, in ascending
+//     order (0: not filled yet), so the first is the one a new value
+//     must exceed to be kept;
+//   - LatencyBuckets words: a log2 histogram, bucket b counting the
+//     executions whose value v has floor(log2(v|1)) = b (bsr of v|1).
+//
+// The words per path (the runtime's stride) are then 1 + metrics +
+// LatencyWords.
+const (
+	LatencySlowest = 4
+	LatencyBuckets = 64
+	LatencyWords   = LatencySlowest + LatencyBuckets
 )
 
 // Function ids across modules [decision 81]: a module's instrumentation
@@ -302,7 +326,8 @@ type Record struct {
 	// hashed function: a path id at or above it takes the slow path.
 	DenseN uint64 `c:"dense_n"`
 	// Counts points at the counters: the record's calls at word 0, then
-	// Stride words per path id: its count and its metric sums.
+	// Stride words per path id: its count, its metric sums and, with
+	// latency, its LatencyWords (decision 93).
 	Counts    uint64 `c:"counts"`
 	Hash      uint64 `c:"hash"` // the hash table of a hashed function
 	Parent    uint64 `c:"parent"`
@@ -564,6 +589,10 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_CONFIG_FLAG_CALL_CACHE", fmt.Sprintf("%dull", ConfigFlagCallCache)},
 	{"BLPP_CONFIG_FLAG_FAULT_SHARED_THREADS", fmt.Sprintf("%dull", ConfigFlagFaultSharedThreads)},
 	{"BLPP_CONFIG_FLAG_LIBRARY", fmt.Sprintf("%dull", ConfigFlagLibrary)},
+	{"BLPP_CONFIG_FLAG_NO_LATENCY", fmt.Sprintf("%dull", ConfigFlagNoLatency)},
+	{"BLPP_LATENCY_SLOWEST", fmt.Sprint(LatencySlowest)},
+	{"BLPP_LATENCY_BUCKETS", fmt.Sprint(LatencyBuckets)},
+	{"BLPP_LATENCY_WORDS", fmt.Sprint(LatencyWords)},
 	{"BLPP_FID_BITS", fmt.Sprint(FidBits)},
 	{"BLPP_FID_LOCAL_MASK", fmt.Sprintf("%#xull", uint64(FidLocalMask))},
 	{"BLPP_MAX_MODULE_TAG", fmt.Sprint(MaxModuleTag)},

@@ -12,7 +12,7 @@ import (
 
 func init() {
 	register(&command{name: "report", summary: "hot paths and calling-context views (tree, callers, flat) from profiles of an instrumented binary",
-		usage: "PROFILE... [--binary B] [--debug-dir DIR] [--lib FILE]... [--module RE] [--view paths|tree|callers|flat|loops|hot|procs] [--metric M] [--context CHAIN] [--top N] [--all] [--hot SHARE] [--asm] [--format text|json] [--html OUT] [--no-demangle]", run: runReport})
+		usage: "PROFILE... [--binary B] [--debug-dir DIR] [--lib FILE]... [--module RE] [--view paths|tree|callers|flat|loops|hot|procs|latency] [--metric M] [--context CHAIN] [--top N] [--all] [--hot SHARE] [--asm] [--format text|json] [--html OUT] [--no-demangle]", run: runReport})
 }
 
 // readProfiles reads and merges the profiles (several runs or processes
@@ -37,13 +37,13 @@ func runReport(c *ctx, args []string) error {
 	binary := binaryFlag(fs)
 	debugDirFlag(fs)
 	libFlags(fs)
-	view := fs.String("view", "paths", "text view: paths (hottest paths), tree (top-down calling contexts), callers (bottom-up), flat (per procedure), loops (loop nests in each calling context)")
+	view := fs.String("view", "paths", "text view: paths (hottest paths), tree (top-down calling contexts), callers (bottom-up), flat (per procedure), loops (loop nests in each calling context), hot (hot paths), procs (per procedure), latency (per hot path: mean, p50, p90, p99, max and histogram of its time per execution)")
 	metric := fs.String("metric", "", "metric of the tree, callers, flat and --context views: freq (default), insns, or any metric of the profile")
 	context := fs.String("context", "", "show the hottest paths of the contexts whose chain of functions ends with CHAIN (main/parse/next; a leading / anchors at a root)")
-	top := fs.Int("top", 20, "number of hottest paths (paths, --context), procedures (flat, callers) or contexts (--context) to show; 0 shows all")
+	top := fs.Int("top", 20, "number of hottest paths (paths, --context, latency), procedures (flat, callers) or contexts (--context) to show; 0 shows all")
 	all := fs.Bool("all", false, "tree and callers: also show rows under 0.1% of the total")
 	format := fs.String("format", "text", "output format: text or json (json holds every view's data: functions, paths and contexts)")
-	hotShare := fs.Float64("hot", report.DefaultHotShare, "hot view and --html: the hot paths are the fewest covering this share of the metric")
+	hotShare := fs.Float64("hot", report.DefaultHotShare, "hot and latency views and --html: the hot paths are the fewest covering this share of the metric")
 	asm := fs.Bool("asm", false, "hot view: list each block's instructions")
 	noDemangle := noDemangleFlag(fs)
 	htmlOut := fs.String("html", "", "write one self-contained HTML page (hot paths, procedures, calling-context tree, CFGs) to this file")
@@ -59,15 +59,15 @@ func runReport(c *ctx, args []string) error {
 		return &usageError{fmt.Sprintf("--format %q: want text or json", *format)}
 	}
 	switch *view {
-	case "paths", "tree", "callers", "flat", "loops", "hot", "procs":
+	case "paths", "tree", "callers", "flat", "loops", "hot", "procs", "latency":
 	default:
-		return &usageError{fmt.Sprintf("--view %q: want paths, tree, callers, flat, loops, hot or procs", *view)}
+		return &usageError{fmt.Sprintf("--view %q: want paths, tree, callers, flat, loops, hot, procs or latency", *view)}
 	}
 	if *htmlOut != "" && (fs.Changed("view") || fs.Changed("format") || fs.Changed("context")) {
 		return &usageError{"--html writes its own page: it does not combine with --view, --format or --context"}
 	}
-	if fs.Changed("hot") && *view != "hot" && *htmlOut == "" {
-		return &usageError{"--hot applies to --view hot and --html"}
+	if fs.Changed("hot") && *view != "hot" && *view != "latency" && *htmlOut == "" {
+		return &usageError{"--hot applies to --view hot, --view latency and --html"}
 	}
 	if fs.Changed("hot") && !(*hotShare > 0 && *hotShare <= 1) {
 		return &usageError{fmt.Sprintf("--hot %g: want a share in (0, 1], like 0.9", *hotShare)}
@@ -77,6 +77,9 @@ func runReport(c *ctx, args []string) error {
 	}
 	if *view == "procs" && fs.Changed("metric") {
 		return &usageError{"--metric does not apply to --view procs (it counts instructions)"}
+	}
+	if *view == "latency" && fs.Changed("metric") {
+		return &usageError{"--metric does not apply to --view latency (it shows the metric the profile keeps distributions of)"}
 	}
 	if *format == "json" {
 		for _, name := range []string{"view", "metric", "context", "all"} {
@@ -124,6 +127,13 @@ func runReport(c *ctx, args []string) error {
 	}
 	m.Names = names(noDemangle)
 	debugNotes(c, m)
+	if *format == "text" && *view == "latency" && *htmlOut == "" {
+		v, err := report.MakeLatency(m, *hotShare)
+		if err != nil {
+			return fmt.Errorf("--view latency: %s: %w", fs.Args()[0], err)
+		}
+		return report.LatencyText(c.stdout, v, report.LatencyOptions{Top: *top})
+	}
 	if *htmlOut != "" || (*format == "text" && (*view == "hot" || *view == "procs")) {
 		return reportMore(c, m, *view, *metric, *hotShare, *asm, *htmlOut)
 	}
@@ -172,6 +182,11 @@ func reportMore(c *ctx, m *report.Model, view, metric string, share float64, asm
 		return report.HotText(c.stdout, h, report.HotOptions{Asm: asm})
 	}
 	o := report.HTMLOptions{Hot: h}
+	if m.LatencyCol > 0 {
+		if o.Latency, err = report.MakeLatency(m, share); err != nil {
+			return err
+		}
+	}
 	if dot, err := exec.LookPath("dot"); err == nil {
 		o.Render = func(in []byte) ([]byte, error) {
 			cmd := exec.Command(dot, "-Tsvg")

@@ -20,7 +20,7 @@ import (
 
 func init() {
 	register(&command{name: "rewrite", summary: "write an instrumented copy of an x86-64 executable or shared library",
-		usage: "IN -o OUT [-v] [--json] [--include REGEX] [--exclude REGEX] [--no-context] [--metrics LIST] [--shadow-frames N] [--module-tag N] [--no-slots]", run: runRewrite})
+		usage: "IN -o OUT [-v] [--json] [--include REGEX] [--exclude REGEX] [--no-context] [--metrics LIST] [--no-latency] [--shadow-frames N] [--module-tag N] [--no-slots]", run: runRewrite})
 }
 
 // modeFlags are the flags that choose what the instrumented program
@@ -29,6 +29,7 @@ type modeFlags struct {
 	noContext    *bool
 	metrics      *string
 	shadowFrames *uint64
+	noLatency    *bool
 }
 
 func addModeFlags(fs *pflag.FlagSet) modeFlags {
@@ -37,6 +38,8 @@ func addModeFlags(fs *pflag.FlagSet) modeFlags {
 		metrics: fs.String("metrics", "freq", "metrics to record per path, comma separated: freq plus up to 4 of "+
 			strings.Join(counters.Names(), ", ")+" (see blpp counters)"),
 		shadowFrames: fs.Uint64("shadow-frames", 0, fmt.Sprintf("most activations per thread the profile tracks exactly, from 64 up to 2^30 (0: %d); each takes 72 bytes as the stack deepens", runtime.DefaultShadowFrames)),
+		noLatency: fs.Bool("no-latency", false, fmt.Sprintf("with --metrics, keep only each path's sums: no distribution of its first metric per execution (a %d-bucket histogram and the %d largest values, %d words per path and context; blpp report --view latency shows them)",
+			runtime.LatencyBuckets, runtime.LatencySlowest, runtime.LatencyWords)),
 	}
 }
 
@@ -49,7 +52,11 @@ func (m modeFlags) apply(opts *rewriter.Options) error {
 	if n := *m.shadowFrames; n != 0 && (n < 64 || n > 1<<30) {
 		return &usageError{fmt.Sprintf("--shadow-frames: %d is not between 64 and 2^30", n)}
 	}
+	if *m.noLatency && len(specs) == 0 {
+		return &usageError{"--no-latency applies with --metrics (freq alone keeps no latency)"}
+	}
 	opts.NoContext = *m.noContext
+	opts.NoLatency = *m.noLatency
 	opts.ShadowFrames = *m.shadowFrames
 	opts.Metrics = nil
 	for _, s := range specs {
@@ -68,12 +75,19 @@ func (m modeFlags) args() []string {
 	if *m.noContext {
 		a = append(a, "--no-context")
 	}
+	if *m.noLatency {
+		a = append(a, "--no-latency")
+	}
 	return a
 }
 
 // key is a string naming the mode, for cache keys.
 func (m modeFlags) key() string {
-	return fmt.Sprintf("ctx=%v metrics=%s shadow=%d", !*m.noContext, *m.metrics, *m.shadowFrames)
+	k := fmt.Sprintf("ctx=%v metrics=%s shadow=%d", !*m.noContext, *m.metrics, *m.shadowFrames)
+	if *m.noLatency {
+		k += " nolatency" // only then: the keys of earlier caches stay valid
+	}
+	return k
 }
 
 func runRewrite(c *ctx, args []string) error {

@@ -23,7 +23,7 @@ import (
 func init() {
 	register(&command{name: "rewrite-module", hidden: true,
 		summary: "rewrite a shared object for a running blpp run (called by its rtld auditor): print the copy's path",
-		usage:   "[--cache-dir DIR] [--no-context] [--metrics LIST] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] --module-tag N LIB",
+		usage:   "[--cache-dir DIR] [--no-context] [--metrics LIST] [--no-latency] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] --module-tag N LIB",
 		run:     runRewriteModule})
 }
 

@@ -51,6 +51,14 @@ func asCasesRT(targets []asTarget) []asCase {
 		for _, n := range []uint8{2, 4, 32, 63} {
 			add(fmt.Sprintf("shl $%d, %%%s", n, r), func(b *Buf) { b.ShlRegImm(r, n) })
 		}
+		for i, src := range allRegs {
+			add(fmt.Sprintf("bsr %%%s, %%%s", src, r), func(b *Buf) { b.BsrRegReg(r, src) })
+			v := []int32{128, -129, 560, 0x7fffffff, -0x80000000}[(int(r)+i)%5]
+			add(fmt.Sprintf("imul $%d, %%%s, %%%s", v, src, r), func(b *Buf) { b.ImulRegImm32(r, src, v) })
+		}
+		for _, v := range []int8{0, 1, -1, 127, -128} {
+			add(fmt.Sprintf("or $%d, %%%s", v, r), func(b *Buf) { b.OrRegImm8(r, v) })
+		}
 		for _, tg := range targets {
 			add(fmt.Sprintf("mov (%s)(%%rip), %%%s", tg.asm, r), func(b *Buf) { b.MovRegFromRIP(r, tg.t) })
 		}

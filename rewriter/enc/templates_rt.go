@@ -227,6 +227,39 @@ func (b *Buf) ShlRegImm(reg Reg, n uint8) {
 // Rdtsc emits rdtsc (0f 31): the time-stamp counter in %edx:%eax.
 func (b *Buf) Rdtsc() { b.emit(0x0f, 0x31) }
 
+// ImulRegImm32 emits imul $imm, %src, %dst (REX.W 69 /r id): src times
+// imm, the low 64 bits into dst. GNU as writes an immediate that fits 8
+// bits as 6b /r ib, so such immediates are refused here.
+func (b *Buf) ImulRegImm32(dst, src Reg, imm int32) {
+	if !b.checkRegs("ImulRegImm32", dst, src) {
+		return
+	}
+	if imm == int32(int8(imm)) {
+		b.fail("ImulRegImm32", "immediate %d fits 8 bits (GNU as would write 6b /r ib)", imm)
+		return
+	}
+	b.emit(rex(true, dst.hi(), 0, src.hi()), 0x69, modrm(3, dst.low(), src.low()))
+	b.emit32(uint32(imm))
+}
+
+// BsrRegReg emits bsr %src, %dst (REX.W 0f bd /r): the index of src's
+// highest set bit into dst. dst is undefined when src is 0
+// [Intel SDM Vol.2 BSR], so the caller makes sure it is not.
+func (b *Buf) BsrRegReg(dst, src Reg) {
+	if !b.checkRegs("BsrRegReg", dst, src) {
+		return
+	}
+	b.emit(rex(true, dst.hi(), 0, src.hi()), 0x0f, 0xbd, modrm(3, dst.low(), src.low()))
+}
+
+// OrRegImm8 emits or $imm, %reg (REX.W 83 /1 ib, imm sign-extended).
+func (b *Buf) OrRegImm8(reg Reg, imm int8) {
+	if !b.checkRegs("OrRegImm8", reg) {
+		return
+	}
+	b.emit(rex(true, 0, 0, reg.hi()), 0x83, modrm(3, 1, reg.low()), byte(imm))
+}
+
 // CmpRIPImm8 emits cmpq $imm8, t(%rip) (REX.W 83 /7 with mod=00 rm=101,
 // 8 bytes): the displacement is counted from the end of the instruction,
 // after the immediate.

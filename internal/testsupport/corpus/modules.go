@@ -22,7 +22,7 @@ func ModuleProfile(p *cct.Profile, tag uint32) *cct.Profile {
 	if mod == nil && !(tag == 0 && p.Modules == nil) {
 		return nil
 	}
-	q := &cct.Profile{Version: p.Version, Flags: p.Flags, PID: p.PID, TimeNS: p.TimeNS, Metrics: p.Metrics, Stats: p.Stats}
+	q := &cct.Profile{Version: p.Version, Flags: p.Flags, PID: p.PID, TimeNS: p.TimeNS, Metrics: p.Metrics, LatencyMetric: p.LatencyMetric, Stats: p.Stats}
 	if mod != nil {
 		q.BuildID = mod.BuildID
 		q.Modules = []cct.Module{{Tag: 0, Flags: cct.ModuleFlagExecutable, Bias: mod.Bias, Path: mod.Path, BuildID: mod.BuildID}}
@@ -129,6 +129,7 @@ func addPaths(a, b []cct.Path) []cct.Path {
 					x.Metrics[m] += b[j].Metrics[m]
 				}
 			}
+			x.Latency = cct.MergeLatency(x.Latency, b[j].Latency)
 			out = append(out, x)
 			i++
 			j++

@@ -25,6 +25,10 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(rawHeader().section(9, rawFile{}.raw(1)).section(TagThread, emptyThread).trailer()))
 	f.Add(libProfile().encode())
+	f.Add(latencyProfile().encode())
+	for _, c := range latencyRawCases {
+		f.Add(c.data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkParse(t, data) })
 }
 
@@ -47,6 +51,10 @@ func FuzzParseSealed(f *testing.F) {
 		add(c.data)
 	}
 	add(libProfile().encode())
+	add(latencyProfile().encode())
+	for _, c := range latencyRawCases {
+		add(c.data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkParse(t, rawFile(slices.Clip(data)).trailer())
 	})

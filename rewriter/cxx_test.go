@@ -105,6 +105,7 @@ func TestCxxModes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
+		checkLatency(t, what, p)
 		compareCounts(t, what, inst, p, cg, countCheck{own: []string{"main"}})
 	}
 }

@@ -46,7 +46,9 @@
 //	blpp report --view loops     LoopsText (FindLoops per function)
 //	blpp report --view hot       HotText (MakeHotPaths)
 //	blpp report --view procs     ProcsText (MakeProcs)
-//	blpp report --html           HTML (hot paths, procedures, tree, CFGs)
+//	blpp report --view latency   LatencyText (MakeLatency: per hot path the
+//	                             distribution of its time per execution)
+//	blpp report --html           HTML (hot paths, latency, procedures, tree, CFGs)
 //	blpp annotate                Annotate
 //	blpp coverage                CoverageText, CoverageLcov (MakeCoverage)
 //	blpp cfg --profile           CFGProfileDot

@@ -171,24 +171,36 @@ const tscLatencyStride = 2 + runtime.LatencyWords
 // latency words of the path's words at v, as the runtime's lat_add does
 // [decision 93]: one compare with the smallest of the slowest values
 // kept (ascending, after count and sum), taken only by a value to keep;
-// then the log2 bucket, bsr of value|1 (bsr of 0 is undefined), counted:
+// then the log2 histogram. An increment at hist + 8 × bsr(value|1)
+// would make a store whose address waits for the rdtsc just read, which
+// stalls every later access to memory until the read completes (the
+// whole cost of tsc mode again, measured). So each path's pending word
+// holds 1 + the bucket of its latest execution, and an execution counts
+// its predecessor's bucket, whose address is known by then:
 //
-//	cmp 16(v),%rdx; ja keep; back: or $1,%rdx; bsr %rdx,%rax;
-//	incq hist(v,%rax,8)
+//	cmp 16(v),%rdx; ja keep; back: mov P(v),%rax; incq P(v,%rax,8);
+//	or $1,%rdx; bsr %rdx,%rdx; lea 1(%rdx),%rdx; mov %rdx,P(v)
 //
-// keep, out of line, moves the kept values smaller than the new one
-// down a place, the smallest dropping out, and puts the new one in the
-// gap. It clobbers %rax and %rdx and the flags.
+// where P is the pending word's offset, and the histogram's words follow
+// it, so that pending 0 (none yet) increments the pending word itself,
+// which the last mov overwrites; the runtime's writer counts what is
+// left pending. keep, out of line, moves the kept values smaller than
+// the new one down a place, the smallest dropping out, and puts the new
+// one in the gap. It clobbers %rax and %rdx and the flags.
 func (fg *funcGen) tscLatency(v enc.Reg) {
 	b := fg.g.buf
 	keep, back := b.NewLabel(), b.NewLabel()
 	slow := func(k int) int8 { return int8(8 * (2 + k)) }
+	pend := int8(8 * (2 + runtime.LatencyPending))
 	b.CmpRegMemD8(enc.RDX, v, slow(0))
 	b.JccRel32(enc.CondA, enc.LabelTarget(keep))
 	b.Bind(back)
+	b.MovRegFromMemD8(enc.RAX, v, pend)
+	b.IncMemIndexed(v, enc.RAX, int32(pend))
 	b.OrRegImm8(enc.RDX, 1)
-	b.BsrRegReg(enc.RAX, enc.RDX)
-	b.IncMemIndexed(v, enc.RAX, 8*(2+runtime.LatencySlowest))
+	b.BsrRegReg(enc.RDX, enc.RDX)
+	b.LeaRegSelf(enc.RDX, 1)
+	b.MovMemFromRegD8(v, pend, enc.RDX)
 	fg.addColdAt(keep, b.SP(), func() {
 		n := runtime.LatencySlowest
 		put := make([]enc.Label, n-1)

@@ -336,13 +336,15 @@ static u64 lat_bucket(u64 x) { return 63 - (u64)__builtin_clzll(x | 1); }
 
 /*
  * lat_add adds value x of one execution to a path's latency words l
- * (BLPP_LATENCY_SLOWEST largest values in ascending order, then the
- * histogram), as the inline path ends do (rewriter countTSC): a value
- * above the smallest kept one goes into its place in the order, the
- * smaller ones shifting down and the smallest dropping out; then its
- * bucket counts it. A signal handler that counts on the same thread in
- * the middle of an insertion may leave the kept values slightly out of
- * order or one short; the histogram stays exact.
+ * (BLPP_LATENCY_SLOWEST largest values in ascending order, the pending
+ * word, then the histogram), as the inline path ends do (rewriter
+ * tscLatency): a value above the smallest kept one goes into its place
+ * in the order, the smaller ones shifting down and the smallest dropping
+ * out; then its bucket counts it, at once (the inline code's pending
+ * bucket, if any, stays for its next execution or the writer). A signal
+ * handler that counts on the same thread in the middle of an insertion
+ * may leave the kept values slightly out of order or one short; the
+ * histogram's total stays exact.
  */
 static void lat_add(u64 *l, u64 x)
 {
@@ -352,7 +354,7 @@ static void lat_add(u64 *l, u64 x)
 			l[i] = LOADR(&l[i + 1]);
 		l[i] = x;
 	}
-	ADD(&l[BLPP_LATENCY_SLOWEST + lat_bucket(x)], 1);
+	ADD(&l[BLPP_LATENCY_HIST + lat_bucket(x)], 1);
 }
 
 /*

@@ -181,11 +181,15 @@ struct lat {
 };
 
 /* lat_merge adds the latency words l (lat_add's layout) to a: buckets are
- * summed, and a keeps the largest of both sets of slowest values. */
+ * summed, the pending bucket of the inline code's last execution counted
+ * in its bucket, and a keeps the largest of both sets of slowest values. */
 static void lat_merge(struct lat *a, const u64 *l)
 {
+	u64 pend = LOADR(&l[BLPP_LATENCY_PENDING]);
 	for (u64 b = 0; b < BLPP_LATENCY_BUCKETS; b++)
-		a->hist[b] += LOADR(&l[BLPP_LATENCY_SLOWEST + b]);
+		a->hist[b] += LOADR(&l[BLPP_LATENCY_HIST + b]);
+	if (pend >= 1 && pend <= BLPP_LATENCY_BUCKETS)
+		a->hist[pend - 1]++;
 	for (u64 k = 0; k < BLPP_LATENCY_SLOWEST; k++) {
 		u64 x = LOADR(&l[k]), i = 0;
 		if (x <= a->slow[0])

@@ -103,7 +103,10 @@
 // (Thread.Flat), one per function.
 //
 // A record's counters are the activation count and, per dense path id,
-// Stride = 1 + NMetrics words (count, metric sums). Records belong to
+// Stride = 1 + NMetrics words (count, metric sums), and with metrics,
+// unless ConfigFlagNoLatency, LatencyWords more: the path's largest
+// values of the first metric per execution and their log2 histogram
+// (decision 93; lat_add, and the inline tsc path ends). Records belong to
 // one thread, so counts need no lock prefix. Functions over DenseMax
 // paths count in a per-record hash table. Memory comes from one
 // MADV_WIPEONFORK arena bounded by Config.ArenaLimit (STATS arena_bytes,
@@ -141,7 +144,9 @@
 // last resumed and MAcc what it accumulated before; a call saves the
 // caller's progress in the callee's frame, so a path's metrics exclude
 // its callees. STATS tsc_total is the runtime's own rdtsc delta from init
-// to the write.
+// to the write, tsc_ns the CLOCK_MONOTONIC nanoseconds over the same
+// span (the counter's rate, for reports). The profile's LATENCY sections
+// hold each thread's distributions.
 //
 // # Threads [DESIGN 4]
 //

@@ -122,15 +122,24 @@ const (
 //   - LatencySlowest words: the largest values seen, in ascending
 //     order (0: not filled yet), so the first is the one a new value
 //     must exceed to be kept;
-//   - LatencyBuckets words: a log2 histogram, bucket b counting the
-//     executions whose value v has floor(log2(v|1)) = b (bsr of v|1).
+//   - one word at LatencyPending: 0, or 1 + the bucket of the path's
+//     latest execution counted inline, which the histogram does not
+//     hold yet: the inline tsc path end counts the bucket of the
+//     path's previous execution and leaves its own here, because an
+//     increment at an address computed from the counter just read
+//     stalls the pipeline until the read completes. The writer adds it;
+//   - LatencyBuckets words from LatencyHist: a log2 histogram, bucket b
+//     counting the executions whose value v has floor(log2(v|1)) = b
+//     (bsr of v|1).
 //
 // The words per path (the runtime's stride) are then 1 + metrics +
 // LatencyWords.
 const (
 	LatencySlowest = 4
 	LatencyBuckets = 64
-	LatencyWords   = LatencySlowest + LatencyBuckets
+	LatencyPending = LatencySlowest
+	LatencyHist    = LatencyPending + 1
+	LatencyWords   = LatencyHist + LatencyBuckets
 )
 
 // Function ids across modules [decision 81]: a module's instrumentation
@@ -592,6 +601,8 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_CONFIG_FLAG_NO_LATENCY", fmt.Sprintf("%dull", ConfigFlagNoLatency)},
 	{"BLPP_LATENCY_SLOWEST", fmt.Sprint(LatencySlowest)},
 	{"BLPP_LATENCY_BUCKETS", fmt.Sprint(LatencyBuckets)},
+	{"BLPP_LATENCY_PENDING", fmt.Sprint(LatencyPending)},
+	{"BLPP_LATENCY_HIST", fmt.Sprint(LatencyHist)},
 	{"BLPP_LATENCY_WORDS", fmt.Sprint(LatencyWords)},
 	{"BLPP_FID_BITS", fmt.Sprint(FidBits)},
 	{"BLPP_FID_LOCAL_MASK", fmt.Sprintf("%#xull", uint64(FidLocalMask))},

@@ -27,10 +27,14 @@ const (
 	flow                  // the native binary rewritten by blpp --no-context: path frequencies, one record per function
 	ctx                   // rewritten by blpp with its defaults: calling context tree and path frequencies
 	ctxTSC                // rewritten by blpp --metrics tsc: calling context tree, frequencies and time-stamp counter sums
+	// ctxTSCNoLat is ctx+tsc without latency distributions (--no-latency,
+	// decision 93): the tsc mode before them, to measure what they cost.
+	// Only measured when --variants names it ("all" leaves it out).
+	ctxTSCNoLat
 	numVariants
 )
 
-var variantNames = [numVariants]string{"native", "gcov", "flow", "ctx", "ctx+tsc"}
+var variantNames = [numVariants]string{"native", "gcov", "flow", "ctx", "ctx+tsc", "ctx+tsc-nolat"}
 
 func (v variant) String() string {
 	if v >= 0 && v < numVariants {
@@ -40,7 +44,7 @@ func (v variant) String() string {
 }
 
 // isBlpp says whether the variant is a binary rewritten by blpp.
-func (v variant) isBlpp() bool { return v == flow || v == ctx || v == ctxTSC }
+func (v variant) isBlpp() bool { return v == flow || v == ctx || v == ctxTSC || v == ctxTSCNoLat }
 
 // options are the rewriter options of a blpp variant (what `blpp rewrite`
 // does with --no-context, with no flag, and with --metrics tsc).
@@ -50,6 +54,8 @@ func (v variant) options() rewriter.Options {
 		return rewriter.Options{NoContext: true}
 	case ctxTSC:
 		return rewriter.Options{Metrics: []rewriter.Metric{{Name: "tsc", Type: blppruntime.MetricTypeTSC}}}
+	case ctxTSCNoLat:
+		return rewriter.Options{Metrics: []rewriter.Metric{{Name: "tsc", Type: blppruntime.MetricTypeTSC}}, NoLatency: true}
 	}
 	return rewriter.Options{}
 }
@@ -64,7 +70,7 @@ func parseVariants(list string) ([]variant, error) {
 			continue
 		}
 		if name == "all" {
-			for v := native; v < numVariants; v++ {
+			for v := native; v < ctxTSCNoLat; v++ {
 				want[v] = true
 			}
 			continue

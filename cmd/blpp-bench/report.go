@@ -448,6 +448,8 @@ func variantLegend(vs []variant) string {
 		flow:   "blpp rewrite --no-context: path frequencies, one record per function",
 		ctx:    "blpp rewrite: calling context tree + path frequencies",
 		ctxTSC: "blpp rewrite --metrics tsc: calling context tree + path frequencies + time-stamp counter",
+
+		ctxTSCNoLat: "blpp rewrite --metrics tsc --no-latency: ctx+tsc without latency distributions (decision 93)",
 	}
 	var b strings.Builder
 	for _, v := range vs {

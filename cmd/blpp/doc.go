@@ -22,7 +22,7 @@
 //	map       where each original instruction of an instrumented binary was copied to
 //	run       rewrite (cached), run with the same arguments and I/O, report hot paths
 //	merge     merge profiles of runs of one instrumented binary
-//	report    hot paths and the views: paths, tree, callers, flat, loops, hot, procs, --context, --html
+//	report    hot paths and the views: paths, tree, callers, flat, loops, hot, procs, latency, --context, --html
 //	coverage  line, block and function coverage (text or lcov)
 //	annotate  source lines, or instructions, with their execution counts
 //	diff      functions and paths whose share changed most between two profiles

@@ -142,18 +142,19 @@ func (fg *funcGen) leaveBackedgeSaved(e cfg.EdgeID, flagsLive bool, scratch []en
 // countTSC counts path %rax of the counters at counts (the record's:
 // %rcx or %rsi) with its time: after the calls word, the path's words
 // {count, tsc sum} get 1 and macc + (now - mstart), and mstart = now, as
-// path_metrics does [DESIGN 8]. With latency the path's words are
-// runtime.LatencyWords more (imul by the stride instead of a shift) and
-// the value goes into them too (tscLatency). It clobbers %rax, %rdx,
-// counts and the flags; the caller sets macc.
+// path_metrics does [DESIGN 8]. With latency each path has a third word,
+// its latency entry, (3 × path: lea instead of a shift) and the value
+// goes there too (tscLatency). It clobbers %rax, %rdx, counts and the
+// flags; the caller sets macc.
 func (fg *funcGen) countTSC(counts enc.Reg) {
 	b := fg.g.buf
 	if fg.g.mode.Latency {
-		b.ImulRegImm32(enc.RAX, enc.RAX, 8*tscLatencyStride)
+		b.LeaRegIdxD8(enc.RAX, enc.RAX, enc.RAX, 2, 0)
+		b.LeaRegIdxD8(counts, counts, enc.RAX, 8, 8)
 	} else {
 		b.ShlRegImm(enc.RAX, 4)
+		b.LeaRegIdxD8(counts, counts, enc.RAX, 1, 8)
 	}
-	b.LeaRegIdxD8(counts, counts, enc.RAX, 1, 8)
 	b.IncMem(counts, 0)
 	fg.tscProgress()
 	b.AddMemRegD8(counts, 8, enc.RDX)
@@ -163,61 +164,82 @@ func (fg *funcGen) countTSC(counts enc.Reg) {
 	}
 }
 
-// tscLatencyStride is the words per path of a tsc image with latency:
-// count, tsc sum, then the latency words [decision 93].
-const tscLatencyStride = 2 + runtime.LatencyWords
-
 // tscLatency adds the value of the path that ends, in %rdx, to the
-// latency words of the path's words at v, as the runtime's lat_add does
-// [decision 93]: one compare with the smallest of the slowest values
-// kept (ascending, after count and sum), taken only by a value to keep;
-// then the log2 histogram. An increment at hist + 8 × bsr(value|1)
-// would make a store whose address waits for the rdtsc just read, which
-// stalls every later access to memory until the read completes (the
-// whole cost of tsc mode again, measured). So each path's pending word
-// holds 1 + the bucket of its latest execution, and an execution counts
-// its predecessor's bucket, whose address is known by then:
+// path's latency entry, whose address is the third of the path's words
+// at v, as the runtime's count does [decision 93]. A path's first
+// execution in its record takes an entry from the thread's region
+// (xadd on Thread.LatNext; a full region counts the execution in
+// LatDropped instead). Then one compare with the smallest of the
+// slowest values kept (ascending, at the entry's start), taken only by a
+// value to keep, and the log2 histogram. An increment at hist + 8 ×
+// bsr(value|1) would make a store whose address waits for the rdtsc
+// just read, which holds back later memory accesses until the read
+// completes (it made the loop kernels' tsc mode 1.36 times slower). So
+// the entry's pending word holds 1 + the bucket of the path's latest
+// execution, and an execution counts its predecessor's, whose address
+// is known by then:
 //
-//	cmp 16(v),%rdx; ja keep; back: mov P(v),%rax; incq P(v,%rax,8);
-//	or $1,%rdx; bsr %rdx,%rdx; lea 1(%rdx),%rdx; mov %rdx,P(v)
+//	mov 16(v),%rax; test %rax,%rax; je take; have: cmp (%rax),%rdx;
+//	ja keep; back: mov P(%rax),v; incq P(%rax,v,8); or $1,%rdx;
+//	bsr %rdx,%rdx; lea 1(%rdx),%rdx; mov %rdx,P(%rax)
 //
 // where P is the pending word's offset, and the histogram's words follow
 // it, so that pending 0 (none yet) increments the pending word itself,
 // which the last mov overwrites; the runtime's writer counts what is
 // left pending. keep, out of line, moves the kept values smaller than
 // the new one down a place, the smallest dropping out, and puts the new
-// one in the gap. It clobbers %rax and %rdx and the flags.
+// one in the gap. It clobbers %rax, %rdx, v and the flags.
 func (fg *funcGen) tscLatency(v enc.Reg) {
 	b := fg.g.buf
-	keep, back := b.NewLabel(), b.NewLabel()
-	slow := func(k int) int8 { return int8(8 * (2 + k)) }
-	pend := int8(8 * (2 + runtime.LatencyPending))
-	b.CmpRegMemD8(enc.RDX, v, slow(0))
+	take, have, keep, back, done := b.NewLabel(), b.NewLabel(), b.NewLabel(), b.NewLabel(), b.NewLabel()
+	slow := func(k int) int8 { return int8(8 * k) }
+	pend := int8(8 * runtime.LatencyPending)
+	b.MovRegFromMemD8(enc.RAX, v, 16)
+	b.TestRegReg(enc.RAX)
+	b.JccRel32(enc.CondE, enc.LabelTarget(take))
+	b.Bind(have)
+	b.CmpRegMemD8(enc.RDX, enc.RAX, slow(0))
 	b.JccRel32(enc.CondA, enc.LabelTarget(keep))
 	b.Bind(back)
-	b.MovRegFromMemD8(enc.RAX, v, pend)
-	b.IncMemIndexed(v, enc.RAX, int32(pend))
+	b.MovRegFromMemD8(v, enc.RAX, pend)
+	b.IncMemIndexed(enc.RAX, v, int32(pend))
 	b.OrRegImm8(enc.RDX, 1)
 	b.BsrRegReg(enc.RDX, enc.RDX)
 	b.LeaRegSelf(enc.RDX, 1)
-	b.MovMemFromRegD8(v, pend, enc.RDX)
-	fg.addColdAt(keep, b.SP(), func() {
+	b.MovMemFromRegD8(enc.RAX, pend, enc.RDX)
+	b.Bind(done)
+	sp := b.SP()
+	fg.addColdAt(take, sp, func() {
+		// One instruction takes the entry: a signal handler's path
+		// end cannot take the same one.
+		full := b.NewLabel()
+		b.MovImm32(enc.RAX, runtime.LatencyEntrySize)
+		b.XaddGSReg(runtime.OffLatNext, enc.RAX)
+		b.CmpRegGS(enc.RAX, runtime.OffLatLimit)
+		b.JccRel32(enc.CondAE, enc.LabelTarget(full))
+		b.MovMemFromRegD8(v, 16, enc.RAX)
+		b.JmpRel32(enc.LabelTarget(have))
+		b.Bind(full)
+		b.AddGS64Imm(runtime.OffLatDrop, 1)
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+	fg.addColdAt(keep, sp, func() {
 		n := runtime.LatencySlowest
 		put := make([]enc.Label, n-1)
 		for k := 0; k+1 < n; k++ {
 			// The next kept value is at least the new one: the gap
 			// is here.
 			put[k] = b.NewLabel()
-			b.MovRegFromMemD8(enc.RAX, v, slow(k+1))
-			b.CmpRegReg(enc.RAX, enc.RDX)
+			b.MovRegFromMemD8(v, enc.RAX, slow(k+1))
+			b.CmpRegReg(v, enc.RDX)
 			b.JccRel32(enc.CondAE, enc.LabelTarget(put[k]))
-			b.MovMemFromRegD8(v, slow(k), enc.RAX)
+			b.MovMemFromRegD8(enc.RAX, slow(k), v)
 		}
-		b.MovMemFromRegD8(v, slow(n-1), enc.RDX)
+		b.MovMemFromRegD8(enc.RAX, slow(n-1), enc.RDX)
 		b.JmpRel32(enc.LabelTarget(back))
 		for k, l := range put {
 			b.Bind(l)
-			b.MovMemFromRegD8(v, slow(k), enc.RDX)
+			b.MovMemFromRegD8(enc.RAX, slow(k), enc.RDX)
 			b.JmpRel32(enc.LabelTarget(back))
 		}
 	})

@@ -186,8 +186,9 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedCur)
 		b.MovGSFromReg(runtime.OffCur, enc.RAX)
 	} else if tsc {
-		// Stride 2, as at backedges: the path's {count, tsc sum}; then
-		// mstart = now and the caller gets its macc back from the frame.
+		// As at backedges: the path's {count, tsc sum} (and latency
+		// words); then mstart = now and the caller gets its macc back
+		// from the frame.
 		b.LeaRegDisp32(enc.RSI, enc.RDX, countsOff)
 		fg.countTSC(enc.RSI)
 		b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedAcc) // frame.saved_acc[0]

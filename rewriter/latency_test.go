@@ -152,3 +152,43 @@ func stepPath(t *testing.T, inst string, p *cct.Profile) cct.Path {
 	}
 	return *out
 }
+
+// TestLatencyRegionFull bounds each thread's latency entries to 2
+// (Options.LatencyEntries): the first two paths (per record) to run get
+// one, and count every execution in it; every execution of the others
+// is dropped, and STATS latency_dropped counts exactly those.
+func TestLatencyRegionFull(t *testing.T) {
+	c := fixture.Config{CC: "gcc", Opt: "-O2", PIE: true}
+	orig := fixture.Build(t, "latency.c", c)
+	want := runProc(t, orig, nil)
+	for _, flow := range []bool{false, true} {
+		dir := t.TempDir()
+		inst := rewriteWith(t, orig, filepath.Join(dir, "latency.blpp"), rewriter.Options{NoContext: flow, Metrics: []rewriter.Metric{tscMetric}, LatencyEntries: 2})
+		prof := filepath.Join(dir, "blpp.out")
+		sameBehaviour(t, "latency.c, 2 entries", want, runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1"))
+		p, err := cct.ReadFile(prof)
+		if err != nil {
+			t.Fatal(err)
+		}
+		with, without, dropped := 0, 0, uint64(0)
+		for _, th := range p.Threads {
+			for _, r := range th.Records {
+				for _, x := range r.Paths {
+					if x.Latency == nil {
+						without++
+						dropped += x.Count
+						continue
+					}
+					with++
+				}
+			}
+		}
+		if err := p.CheckLatencyCounts(); err != nil {
+			t.Error(err)
+		}
+		if with != 2 || without == 0 || p.Stats["latency_dropped"] != dropped || p.Stats["latency_bytes"] != 2*runtime.LatencyEntrySize {
+			t.Errorf("flow-only %v: %d paths with a distribution (want 2), %d without, %d executions of them; stats latency_dropped %d, latency_bytes %d",
+				flow, with, without, dropped, p.Stats["latency_dropped"], p.Stats["latency_bytes"])
+		}
+	}
+}

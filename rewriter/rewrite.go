@@ -75,9 +75,14 @@ type Options struct {
 	NoSlots bool
 	// NoLatency keeps, with metrics, only each path's count and metric
 	// sums: no latency distribution of its first metric (decision 93),
-	// whose words take the path's counters from 2 to 70 words with
-	// --metrics tsc. Every module of a process must agree.
+	// which takes a word per path and record, and an entry of
+	// runtime.LatencyEntrySize bytes for each that runs. Every module of
+	// a process must agree.
 	NoLatency bool
+	// LatencyEntries bounds the paths (per record) of each thread that
+	// keep a distribution (runtime.Config); 0: runtime.LatencyEntries.
+	// For tests of a full region.
+	LatencyEntries uint64
 }
 
 // LoopRegPolicy is Options.LoopRegs.
@@ -561,7 +566,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		Magic: runtime.ConfigMagic, SelfVaddr: rwAddr + cfgOff, OrigEntry: b.Entry, OrigFini: fini.orig, OrigInit: hk.origInit, ModuleTag: uint64(mod.tag),
 		FuncsVaddr: funcsAddr, NFuncs: uint64(len(chosen)), DumpSignal: runtime.DefaultDumpSignal,
 		SitesVaddr: sitesAddr, NSites: uint64(len(g.sites)), ShadowFrames: opts.ShadowFrames,
-		NDark: uint64(len(sum.Skipped)),
+		NDark: uint64(len(sum.Skipped)), LatencyEntries: opts.LatencyEntries,
 	}
 	if opts.NoContext {
 		conf.Flags |= runtime.ConfigFlagFlowOnly

@@ -357,6 +357,23 @@ static void lat_add(u64 *l, u64 x)
 	ADD(&l[BLPP_LATENCY_HIST + lat_bucket(x)], 1);
 }
 
+/* lat_entry returns the latency entry whose address the path word *slot
+ * holds, taking one from t's region for a path's first execution in its
+ * record as the inline code does (rewriter tscLatency: an atomic add to
+ * lat_next); 0 when the region is full or missing. */
+static u64 *lat_entry(struct blpp_thread *t, u64 *slot)
+{
+	u64 e = LOAD(slot), s;
+	if (e)
+		return (u64 *)e;
+	s = ADD(&t->lat_next, BLPP_LATENCY_ENTRY_SIZE);
+	if (s >= t->lat_limit)
+		return 0;
+	if (!CAS(slot, 0, s))
+		return (u64 *)LOAD(slot); /* a signal handler's count took one first; s stays unused */
+	return (u64 *)s;
+}
+
 /*
  * count adds one run of path `path` of record r (function fid) with the
  * metric deltas d [Ball-Larus 96 §3.3; DESIGN 8]. An activation without
@@ -392,6 +409,11 @@ static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 pat
 	ADD(&v[0], 1);
 	for (u64 m = 0; m < rt.nmetrics; m++)
 		ADD(&v[1 + m], d[m]);
-	if (rt.latency)
-		lat_add(v + 1 + rt.nmetrics, d[0]);
+	if (rt.latency) {
+		u64 *e = lat_entry(t, &v[1 + rt.nmetrics]);
+		if (e)
+			lat_add(e, d[0]);
+		else
+			ADD(&t->lat_dropped, 1);
+	}
 }

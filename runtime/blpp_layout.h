@@ -34,6 +34,8 @@
 #define BLPP_LATENCY_PENDING 4
 #define BLPP_LATENCY_HIST 5
 #define BLPP_LATENCY_WORDS 69
+#define BLPP_LATENCY_ENTRY_SIZE 552
+#define BLPP_LATENCY_ENTRIES 262144
 #define BLPP_FID_BITS 20
 #define BLPP_FID_LOCAL_MASK 0xfffffull
 #define BLPP_MAX_MODULE_TAG 2047
@@ -42,7 +44,7 @@
 #define BLPP_CALL_CACHE_SIZE 131072
 
 /* struct blpp_config: runtime configuration, patched into the image by the rewriter */
-#define BLPP_CONFIG_SIZE 160
+#define BLPP_CONFIG_SIZE 168
 #define BLPP_CONFIG_OFF_MAGIC 0
 #define BLPP_CONFIG_OFF_SELF_VADDR 8
 #define BLPP_CONFIG_OFF_ORIG_ENTRY 16
@@ -63,6 +65,7 @@
 #define BLPP_CONFIG_OFF_NDARK 136
 #define BLPP_CONFIG_OFF_ORIG_INIT 144
 #define BLPP_CONFIG_OFF_MODULE_TAG 152
+#define BLPP_CONFIG_OFF_LATENCY_ENTRIES 160
 
 /* struct blpp_func: one entry of the function table at funcs_vaddr */
 #define BLPP_FUNC_SIZE 56
@@ -75,7 +78,7 @@
 #define BLPP_FUNC_OFF_CLOSED 48
 
 /* struct blpp_thread: per-thread block; %gs points at it */
-#define BLPP_THREAD_SIZE 312
+#define BLPP_THREAD_SIZE 336
 #define BLPP_THREAD_OFF_SELF 0
 #define BLPP_THREAD_OFF_R 8
 #define BLPP_THREAD_OFF_OWNER 16
@@ -109,6 +112,9 @@
 #define BLPP_THREAD_OFF_DARK_RSP 288
 #define BLPP_THREAD_OFF_PROC 296
 #define BLPP_THREAD_OFF_FLAT_MODS 304
+#define BLPP_THREAD_OFF_LAT_NEXT 312
+#define BLPP_THREAD_OFF_LAT_LIMIT 320
+#define BLPP_THREAD_OFF_LAT_DROPPED 328
 
 /* struct blpp_frame: shadow-stack entry */
 #define BLPP_FRAME_SIZE 72
@@ -181,6 +187,7 @@ struct blpp_config {
 	unsigned long long ndark;
 	unsigned long long orig_init;
 	unsigned long long module_tag;
+	unsigned long long latency_entries;
 };
 
 struct blpp_func {
@@ -227,6 +234,9 @@ struct blpp_thread {
 	unsigned long long dark_rsp;
 	unsigned long long proc;
 	unsigned long long flat_mods;
+	unsigned long long lat_next;
+	unsigned long long lat_limit;
+	unsigned long long lat_dropped;
 };
 
 struct blpp_frame {
@@ -298,6 +308,7 @@ _Static_assert(__builtin_offsetof(struct blpp_config, shadow_frames) == BLPP_CON
 _Static_assert(__builtin_offsetof(struct blpp_config, ndark) == BLPP_CONFIG_OFF_NDARK, "blpp_config.ndark");
 _Static_assert(__builtin_offsetof(struct blpp_config, orig_init) == BLPP_CONFIG_OFF_ORIG_INIT, "blpp_config.orig_init");
 _Static_assert(__builtin_offsetof(struct blpp_config, module_tag) == BLPP_CONFIG_OFF_MODULE_TAG, "blpp_config.module_tag");
+_Static_assert(__builtin_offsetof(struct blpp_config, latency_entries) == BLPP_CONFIG_OFF_LATENCY_ENTRIES, "blpp_config.latency_entries");
 _Static_assert(sizeof(struct blpp_func) == BLPP_FUNC_SIZE, "blpp_func size");
 _Static_assert(__builtin_offsetof(struct blpp_func, num_paths) == BLPP_FUNC_OFF_NUM_PATHS, "blpp_func.num_paths");
 _Static_assert(__builtin_offsetof(struct blpp_func, hashed) == BLPP_FUNC_OFF_HASHED, "blpp_func.hashed");
@@ -340,6 +351,9 @@ _Static_assert(__builtin_offsetof(struct blpp_thread, dark_rec) == BLPP_THREAD_O
 _Static_assert(__builtin_offsetof(struct blpp_thread, dark_rsp) == BLPP_THREAD_OFF_DARK_RSP, "blpp_thread.dark_rsp");
 _Static_assert(__builtin_offsetof(struct blpp_thread, proc) == BLPP_THREAD_OFF_PROC, "blpp_thread.proc");
 _Static_assert(__builtin_offsetof(struct blpp_thread, flat_mods) == BLPP_THREAD_OFF_FLAT_MODS, "blpp_thread.flat_mods");
+_Static_assert(__builtin_offsetof(struct blpp_thread, lat_next) == BLPP_THREAD_OFF_LAT_NEXT, "blpp_thread.lat_next");
+_Static_assert(__builtin_offsetof(struct blpp_thread, lat_limit) == BLPP_THREAD_OFF_LAT_LIMIT, "blpp_thread.lat_limit");
+_Static_assert(__builtin_offsetof(struct blpp_thread, lat_dropped) == BLPP_THREAD_OFF_LAT_DROPPED, "blpp_thread.lat_dropped");
 _Static_assert(sizeof(struct blpp_frame) == BLPP_FRAME_SIZE, "blpp_frame size");
 _Static_assert(__builtin_offsetof(struct blpp_frame, rsp) == BLPP_FRAME_OFF_RSP, "blpp_frame.rsp");
 _Static_assert(__builtin_offsetof(struct blpp_frame, saved_r) == BLPP_FRAME_OFF_SAVED_R, "blpp_frame.saved_r");

@@ -78,7 +78,8 @@ static void metrics_init(const volatile struct blpp_config *c, u64 bias)
 	 * metric's per-execution values (decision 93), unless the image says
 	 * not to (--no-latency). */
 	rt.latency = rt.nmetrics && !(rt.flags & BLPP_CONFIG_FLAG_NO_LATENCY);
-	rt.stride = 1 + rt.nmetrics + (rt.latency ? BLPP_LATENCY_WORDS : 0);
+	rt.stride = 1 + rt.nmetrics + (rt.latency ? 1 : 0);
+	rt.lat_entries = c->latency_entries && c->latency_entries <= (1ul << 30) ? c->latency_entries : BLPP_LATENCY_ENTRIES;
 	for (u64 m = 0; m < rt.nmetrics; m++) {
 		mem_copy(rt.mname[m], (const void *)mt[m].name, sizeof(mt[m].name));
 		rt.mname[m][sizeof(rt.mname[m]) - 1] = 0;

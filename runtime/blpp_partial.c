@@ -269,6 +269,10 @@ static void fork_reset(void)
 			me->records = me->last_rec = me->nrecords = 0;
 			me->folded = me->partials = me->plock = me->flat = me->flat_mods = 0;
 			me->tail_rec = 0;
+			/* The latency region reads as zero, like the records
+			 * whose entries it held (decision 93). */
+			me->lat_next = TPRIV(me)->lat_base;
+			me->lat_dropped = 0;
 			TPRIV(me)->ndark = 0;
 			dark_sync(me);
 			me->tid = gettid();

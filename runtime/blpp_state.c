@@ -99,6 +99,9 @@ struct tpriv {
 		u64 epoch; /* rt.epoch when pushed: older ones are a fork parent's */
 	} dark[8];
 	u64 ndark;
+	/* The thread's latency region (decision 93): entries from lat_base
+	 * up to Thread.lat_next are taken; 0 when it has none. */
+	u64 lat_base;
 };
 #define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
 
@@ -148,8 +151,9 @@ struct proc {
 	u64 shadow_frames; /* shadow-stack capacity per thread, in frames */
 	int flow_only;  /* --no-context: one root record per function and thread */
 	u64 nmetrics;   /* metrics besides freq */
-	u64 stride;     /* words per path in a dense counter array: 1 + nmetrics (+ BLPP_LATENCY_WORDS) */
+	u64 stride;     /* words per path in a dense counter array: 1 + nmetrics (+ 1: the latency entry) */
 	int latency;    /* each path keeps its slowest values and a histogram of metric 0 (decision 93) */
+	u64 lat_entries; /* latency entries per thread (Config.latency_entries, else the default) */
 	int msrc[BLPP_MAX_METRICS];   /* where each metric comes from */
 	u8 mkind[BLPP_MAX_METRICS];   /* BLPP_METRIC_REAL, _FALLBACK or _UNAVAILABLE */
 	char mname[BLPP_MAX_METRICS][24];

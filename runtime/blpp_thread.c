@@ -103,6 +103,26 @@ static void sentinel_at(struct blpp_thread *t)
 	s->func = ~(u64)0;
 }
 
+/* lat_region gives a new block its latency region (decision 93), when
+ * the image keeps latencies: address space for rt.lat_entries entries, taken one per path and record as paths first run and
+ * touched only then, zero again in a fork child. Without one the
+ * thread's executions go to no histogram (Thread.lat_dropped). */
+static void lat_region(struct blpp_thread *t)
+{
+	u64 size = rt.lat_entries * BLPP_LATENCY_ENTRY_SIZE;
+	long r;
+	if (!rt.latency)
+		return;
+	r = sc6(SYS_mmap, 0, (long)size, PROT_RW, MAP_PRIVATE_ANON | MAP_NORESERVE, -1, 0);
+	if (failed(r))
+		return;
+	if (!rt.nowipe)
+		sc3(SYS_madvise, r, size, MADV_WIPEONFORK);
+	TPRIV(t)->lat_base = (u64)r;
+	t->lat_next = (u64)r;
+	t->lat_limit = (u64)r + size - BLPP_LATENCY_ENTRY_SIZE + 1;
+}
+
 /* block_new maps a thread block: the header, the slot counters (fork
  * children see them as zero, like the arena) and the shadow stack, of
  * which only the first SHADOW_CHUNK frames are usable to begin with. */
@@ -142,6 +162,7 @@ static struct blpp_thread *block_new(void)
 		return 0;
 	}
 	sentinel_at(t);
+	lat_region(t);
 	t->tid = gettid();
 	ADD(&rt.nthreads, 1);
 	return t;

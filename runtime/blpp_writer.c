@@ -238,12 +238,17 @@ static int put_latency(struct obuf *out, u64 rec, u64 id, const struct lat *a)
 	return 1;
 }
 
-/* lat_of copies the latency words of a path's values v (rt.stride
- * words) into a fresh lat. */
-static void lat_of(struct lat *a, const u64 *v)
+/* lat_of reads the latency entry of a path's values v (rt.stride
+ * words) into a fresh lat; 0 when the path has none (all its executions
+ * were dropped, or it ran only before the count was made). */
+static int lat_of(struct lat *a, const u64 *v)
 {
+	u64 e = LOADR(&v[1 + rt.nmetrics]);
 	mem_zero(a, sizeof(*a));
-	lat_merge(a, v + 1 + rt.nmetrics);
+	if (!e)
+		return 0;
+	lat_merge(a, (const u64 *)e);
+	return 1;
 }
 
 /* writes_latency says whether the profile has LATENCY sections: the
@@ -280,8 +285,9 @@ static u64 hash_paths(struct htab *h, struct obuf *out, struct obuf *scratch, u6
 		for (; i < n && e[i].key == key; i++) {
 			for (u64 j = 0; j < 1 + rt.nmetrics; j++)
 				sum[j] += LOADR(&e[i].v[j]);
-			if (rt.latency)
-				lat_merge(&a, e[i].v + 1 + rt.nmetrics);
+			u64 le = rt.latency ? LOADR(&e[i].v[1 + rt.nmetrics]) : 0;
+			if (le)
+				lat_merge(&a, (const u64 *)le);
 		}
 		if (!sum[0])
 			continue;
@@ -318,11 +324,9 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 			if (LOADR(&v[0])) {
 				put_path(paths, id, v);
 				np++;
-				if (wl) {
-					struct lat a;
-					lat_of(&a, v);
+				struct lat a;
+				if (wl && lat_of(&a, v))
 					*nlat += (u64)put_latency(lat, nrec, id, &a);
-				}
 			}
 		}
 		if (r->hash)
@@ -477,7 +481,14 @@ static void write_stats(struct obuf *b, u64 nrec)
 	int tsc = 0;
 	for (u64 m = 0; m < rt.nmetrics; m++)
 		tsc |= rt.msrc[m] == MSRC_TSC;
-	ob_uv(b, 21 + 2 * (u64)tsc);
+	u64 lat_bytes = 0, lat_dropped = 0;
+	for (struct blpp_thread *t = LOAD(&rt.threads); t && rt.latency; t = (struct blpp_thread *)t->next) {
+		u64 base = TPRIV(t)->lat_base, next = LOADR(&t->lat_next);
+		if (base)
+			lat_bytes += next < t->lat_limit ? next - base : t->lat_limit - 1 + BLPP_LATENCY_ENTRY_SIZE - base;
+		lat_dropped += LOADR(&t->lat_dropped);
+	}
+	ob_uv(b, 21 + 2 * (u64)tsc + 2 * (u64)rt.latency);
 	write_stat(b, BLPP_STAT_ARENA_BYTES, LOADR(&rt.arena_bytes));
 	write_stat(b, "bad_funcs", LOADR(&s[ST_BAD_FUNCS]));
 	write_stat(b, "bad_paths", LOADR(&s[ST_BAD_PATHS]));
@@ -489,6 +500,12 @@ static void write_stats(struct obuf *b, u64 nrec)
 	write_stat(b, "early_uncounted", LOADR(&rt.early_uncounted));
 	write_stat(b, "exit_mismatch", LOADR(&s[ST_EXIT_MISMATCH]));
 	write_stat(b, "fork_child", rt.forked);
+	if (rt.latency) {
+		/* The latency entries taken, and the executions that found no
+		 * room for one (decision 93). */
+		write_stat(b, "latency_bytes", lat_bytes);
+		write_stat(b, "latency_dropped", lat_dropped);
+	}
 	write_stat(b, "no_record", LOADR(&s[ST_NO_RECORD]));
 	write_stat(b, "record_bytes", BLPP_RECORD_INLINE_COUNTS); /* the record and the gap before its counters */
 	write_stat(b, BLPP_STAT_RECORDS, nrec);

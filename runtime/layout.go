@@ -82,6 +82,10 @@ type Config struct {
 	// (blpp run numbers them; a clash stops the program at load with a
 	// message naming both modules).
 	ModuleTag uint64 `c:"module_tag"`
+	// LatencyEntries is how many paths (per record) of each thread keep
+	// a latency distribution, at most (decision 93); 0: LatencyEntries.
+	// The first module's value holds for the process.
+	LatencyEntries uint64 `c:"latency_entries"`
 }
 
 // Config flags.
@@ -115,9 +119,12 @@ const (
 
 // Latency distributions [decision 93]. In an image with metrics and
 // without ConfigFlagNoLatency, each path's words in a record's counters
-// (and in a hash-table entry) are its count, its metric sums, then
-// LatencyWords more about the first metric's value of each execution
-// (the time-stamp counter's ticks with --metrics tsc):
+// (and in a hash-table entry) are its count, its metric sums, then one
+// more: the address of the path's latency entry, 0 until the path's
+// first execution in that record takes one from its thread's latency
+// region (Thread.LatNext). An entry is LatencyWords words about the
+// first metric's value of each execution (the time-stamp counter's
+// ticks with --metrics tsc):
 //
 //   - LatencySlowest words: the largest values seen, in ascending
 //     order (0: not filled yet), so the first is the one a new value
@@ -132,14 +139,19 @@ const (
 //     counting the executions whose value v has floor(log2(v|1)) = b
 //     (bsr of v|1).
 //
-// The words per path (the runtime's stride) are then 1 + metrics +
-// LatencyWords.
+// Entries exist only for the paths that ran, LatencyEntries per thread
+// at most (Config.LatencyEntries: a reservation of that many times
+// LatencyEntrySize bytes of address space, used as they are taken); an
+// execution that finds the region full is counted in Thread.LatDropped
+// and in no histogram.
 const (
-	LatencySlowest = 4
-	LatencyBuckets = 64
-	LatencyPending = LatencySlowest
-	LatencyHist    = LatencyPending + 1
-	LatencyWords   = LatencyHist + LatencyBuckets
+	LatencySlowest   = 4
+	LatencyBuckets   = 64
+	LatencyPending   = LatencySlowest
+	LatencyHist      = LatencyPending + 1
+	LatencyWords     = LatencyHist + LatencyBuckets
+	LatencyEntrySize = 8 * LatencyWords
+	LatencyEntries   = 1 << 18
 )
 
 // Function ids across modules [decision 81]: a module's instrumentation
@@ -307,6 +319,15 @@ type Thread struct {
 	// module's functions by local id (0 until the module's first stub
 	// entry on this thread makes the array). The executable's are Flat.
 	FlatMods uint64 `c:"flat_mods"`
+	// LatNext is where the thread's next latency entry starts, and
+	// LatLimit the first address where one does not fit (both 0 without
+	// a region: every execution is then dropped); LatDropped counts the
+	// executions that found no room (decision 93). The inline code takes
+	// an entry with xadd on LatNext, one instruction, so a signal
+	// handler's own path ends cannot take the same one.
+	LatNext    uint64 `c:"lat_next"`
+	LatLimit   uint64 `c:"lat_limit"`
+	LatDropped uint64 `c:"lat_dropped"`
 }
 
 // Frame is blpp_frame, one shadow-stack entry: an activation of an
@@ -336,7 +357,7 @@ type Record struct {
 	DenseN uint64 `c:"dense_n"`
 	// Counts points at the counters: the record's calls at word 0, then
 	// Stride words per path id: its count, its metric sums and, with
-	// latency, its LatencyWords (decision 93).
+	// latency, its latency entry's address (decision 93).
 	Counts    uint64 `c:"counts"`
 	Hash      uint64 `c:"hash"` // the hash table of a hashed function
 	Parent    uint64 `c:"parent"`
@@ -381,7 +402,7 @@ type Site struct {
 // Sizes and offsets for code generators; layout_test.go checks each one
 // against the structs above.
 const (
-	ConfigSize = 160
+	ConfigSize = 168
 
 	FuncSize         = 56
 	FuncNumPathsOff  = 0
@@ -394,7 +415,7 @@ const (
 
 	MetricSize = 40
 
-	ThreadSize  = 312
+	ThreadSize  = 336
 	OffSelf     = 0
 	OffR        = 8
 	OffOwner    = 16
@@ -417,6 +438,9 @@ const (
 	OffDarkRSP  = 288
 	OffProc     = 296
 	OffFlatMods = 304
+	OffLatNext  = 312
+	OffLatLimit = 320
+	OffLatDrop  = 328
 
 	FrameSize        = 72
 	FrameSavedCurOff = 40
@@ -604,6 +628,8 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_LATENCY_PENDING", fmt.Sprint(LatencyPending)},
 	{"BLPP_LATENCY_HIST", fmt.Sprint(LatencyHist)},
 	{"BLPP_LATENCY_WORDS", fmt.Sprint(LatencyWords)},
+	{"BLPP_LATENCY_ENTRY_SIZE", fmt.Sprint(LatencyEntrySize)},
+	{"BLPP_LATENCY_ENTRIES", fmt.Sprint(LatencyEntries)},
 	{"BLPP_FID_BITS", fmt.Sprint(FidBits)},
 	{"BLPP_FID_LOCAL_MASK", fmt.Sprintf("%#xull", uint64(FidLocalMask))},
 	{"BLPP_MAX_MODULE_TAG", fmt.Sprint(MaxModuleTag)},

@@ -165,6 +165,18 @@ func (b *Buf) gsRegOp(op string, prefix, opcode byte, reg Reg, disp int32) {
 	b.gsAbs(reg.low(), disp)
 }
 
+// XaddGSReg emits xadd %reg, %gs:disp (65 REX.W 0f c1 /r, 10 bytes):
+// mem += reg, reg = mem's old value, in one instruction, so that no
+// signal handler on the thread lands between the read and the write (no
+// lock prefix: other threads do not touch a thread block's fields).
+func (b *Buf) XaddGSReg(disp int32, reg Reg) {
+	if !b.checkRegs("XaddGSReg", reg) {
+		return
+	}
+	b.emit(prefixGS, rex(true, reg.hi(), 0, 0), 0x0f, 0xc1)
+	b.gsAbs(reg.low(), disp)
+}
+
 // CmpRegGS emits cmp %gs:disp, %reg (65 REX.W 3b /r, 9 bytes): the flags
 // of reg - mem.
 func (b *Buf) CmpRegGS(reg Reg, disp int32) { b.gsRegOp("CmpRegGS", prefixGS, 0x3b, reg, disp) }
@@ -226,21 +238,6 @@ func (b *Buf) ShlRegImm(reg Reg, n uint8) {
 
 // Rdtsc emits rdtsc (0f 31): the time-stamp counter in %edx:%eax.
 func (b *Buf) Rdtsc() { b.emit(0x0f, 0x31) }
-
-// ImulRegImm32 emits imul $imm, %src, %dst (REX.W 69 /r id): src times
-// imm, the low 64 bits into dst. GNU as writes an immediate that fits 8
-// bits as 6b /r ib, so such immediates are refused here.
-func (b *Buf) ImulRegImm32(dst, src Reg, imm int32) {
-	if !b.checkRegs("ImulRegImm32", dst, src) {
-		return
-	}
-	if imm == int32(int8(imm)) {
-		b.fail("ImulRegImm32", "immediate %d fits 8 bits (GNU as would write 6b /r ib)", imm)
-		return
-	}
-	b.emit(rex(true, dst.hi(), 0, src.hi()), 0x69, modrm(3, dst.low(), src.low()))
-	b.emit32(uint32(imm))
-}
 
 // BsrRegReg emits bsr %src, %dst (REX.W 0f bd /r): the index of src's
 // highest set bit into dst. dst is undefined when src is 0

@@ -2,6 +2,7 @@ package rewriter_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/blpp/blpp/cct"
@@ -189,6 +190,9 @@ func TestLatencyRegionFull(t *testing.T) {
 		if with != 2 || without == 0 || p.Stats["latency_dropped"] != dropped || p.Stats["latency_bytes"] != 2*runtime.LatencyEntrySize {
 			t.Errorf("flow-only %v: %d paths with a distribution (want 2), %d without, %d executions of them; stats latency_dropped %d, latency_bytes %d",
 				flow, with, without, dropped, p.Stats["latency_dropped"], p.Stats["latency_bytes"])
+		}
+		if w := report.RuntimeWarnings(p.Stats); len(w) != 1 || !strings.Contains(w[0], "(latency_dropped)") {
+			t.Errorf("flow-only %v: runtime warnings %q, want one about latency_dropped", flow, w)
 		}
 	}
 }

@@ -334,27 +334,39 @@ static struct blpp_record *enter_record(struct blpp_thread *t, u64 fid, u64 rsp)
  * inline code's bsr of x|1 gives [decision 93]. */
 static u64 lat_bucket(u64 x) { return 63 - (u64)__builtin_clzll(x | 1); }
 
+/* inc1 adds 1 to *p in one instruction: a signal handler on the thread
+ * (the only other writer of its records) lands before or after it, and
+ * no lock prefix is needed [decision 28]. */
+static inline void inc1(u64 *p) { __asm__ volatile("incq %0" : "+m"(*p) : : "memory"); }
+
 /*
- * lat_add adds value x of one execution to a path's latency words l
+ * lat_add adds value x of one execution to a path's latency entry l
  * (BLPP_LATENCY_SLOWEST largest values in ascending order, the pending
  * word, then the histogram), as the inline path ends do (rewriter
  * tscLatency): a value above the smallest kept one goes into its place
  * in the order, the smaller ones shifting down and the smallest dropping
- * out; then its bucket counts it, at once (the inline code's pending
- * bucket, if any, stays for its next execution or the writer). A signal
- * handler that counts on the same thread in the middle of an insertion
- * may leave the kept values slightly out of order or one short; the
- * histogram's total stays exact.
+ * out; then the bucket the path's previous execution left pending is
+ * counted, and this one's left pending (an increment at an address
+ * computed from the counter just read would wait for the read; the
+ * writer counts what is left). A signal handler that counts the same
+ * path of the same record in the middle of this may leave the kept
+ * values out of order or one short, or move one execution to another
+ * bucket; the histogram's total stays exact.
  */
 static void lat_add(u64 *l, u64 x)
 {
+	u64 p;
 	if (x > LOADR(&l[0])) {
 		u64 i = 0;
 		for (; i + 1 < BLPP_LATENCY_SLOWEST && LOADR(&l[i + 1]) < x; i++)
 			l[i] = LOADR(&l[i + 1]);
 		l[i] = x;
 	}
-	ADD(&l[BLPP_LATENCY_HIST + lat_bucket(x)], 1);
+	p = LOADR(&l[BLPP_LATENCY_PENDING]);
+	if (p > BLPP_LATENCY_BUCKETS)
+		p = 0; /* never: only this code and the inline code write it */
+	inc1(&l[BLPP_LATENCY_PENDING + p]); /* p = 0: the pending word, overwritten next */
+	__atomic_store_n(&l[BLPP_LATENCY_PENDING], lat_bucket(x) + 1, __ATOMIC_RELAXED);
 }
 
 /* lat_entry returns the latency entry whose address the path word *slot

@@ -58,7 +58,17 @@ func (fg *funcGen) emit() error {
 		}
 		b.Bind(fg.afterPrefix)
 	}
-	fg.enterInline()
+	fg.enterInline(false)
+	if l, ok := g.tailEntries[fg.f.Func.Addr]; ok {
+		// The tail variant, out of line, joins at block 0.
+		fg.addCold(func() {
+			b.Bind(l)
+			fg.mark(fg.f.Func.Addr, false)
+			b.SetSP(0)
+			fg.enterInline(true)
+			b.JmpRel32(enc.LabelTarget(fg.blocks[cfg.Entry]))
+		})
+	}
 	fg.landingPads()
 	fg.otherEntries()
 	// Loop headers and blocks reached only by jumps (an interpreter's

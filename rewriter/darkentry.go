@@ -224,9 +224,7 @@ func (g *gen) darkContextInline(d *darkEntry, slow, body enc.Label) {
 	b.Push(enc.RCX)
 	b.Push(enc.RDX)
 	const saved = 24
-	cmpOwnerRCX(b)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
-	gsBusyOrOverflow(b, enc.RCX, pop)
+	gateRCX(b, pop)
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	b.LeaRegDisp32(enc.RAX, enc.RSP, int32(saved)) // entry rsp
 	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)         // the newest frame

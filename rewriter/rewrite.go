@@ -377,6 +377,10 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		fp := &funcPlan{g: g, f: f, fid: int32(i), gid: g.globalID(int32(i)), num: f.Numbering, entry: g.buf.NewLabel()}
 		if at, ok := moved[f]; ok {
 			fp.prefixEnd, fp.afterPrefix = at, g.buf.NewLabel()
+			if g.movedEntries == nil {
+				g.movedEntries = map[uint64]bool{}
+			}
+			g.movedEntries[f.Func.Addr] = true
 		}
 		fp.blocks = make([]enc.Label, len(f.Graph.Blocks))
 		for j := range fp.blocks {

@@ -42,6 +42,7 @@ func (fg *funcGen) otherEntries() {
 			b.Bind(x.label)
 			fg.mark(x.addr, false)
 			b.SetSP(0)
+			fg.g.endbrAt(x.addr) // decision 95
 			fg.enterInline()
 			v := int32(fg.num.EntryInc[x.edge])
 			if fg.hasPreg {

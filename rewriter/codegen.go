@@ -102,6 +102,8 @@ type tramp struct {
 	label enc.Label
 	edge  cfg.EdgeID
 	to    enc.Target
+	// endbr: a jump table's entry leads here (decision 95).
+	endbr bool
 }
 
 // gen emits all instrumented functions into one buffer.
@@ -154,6 +156,9 @@ type gen struct {
 	// workers bounds the goroutines of the per-function passes after
 	// emission (Options.Workers).
 	workers int
+	// cet says whether the code keeps IBT: endbr64 at every new
+	// indirect-branch target (cet.go, decision 95).
+	cet cetMode
 }
 
 // globalID is the global function id of local id fid: the module's tag

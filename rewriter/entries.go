@@ -52,6 +52,9 @@ func (fg *funcGen) otherEntry(x otherEntry, l enc.Label, tail bool) {
 	b.Bind(l)
 	fg.mark(x.addr, false)
 	b.SetSP(0)
+	if !tail {
+		fg.g.endbrAt(x.addr) // decision 95; a tail variant is reached by direct jumps only
+	}
 	fg.entryBlock = fg.f.Graph.Edges[x.edge].To
 	fg.enterInline(tail)
 	fg.entryBlock = 0

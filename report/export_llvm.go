@@ -82,7 +82,25 @@ func (fs *funcSamples) child(loc sampleLoc, callee string) *funcSamples {
 // lineOwners), which is not always the innermost. Head samples are the
 // function's activations; call targets come from the calling context tree
 // when the profile has one, else from direct call instructions.
+//
+// A binary built with clang -fpseudo-probe-for-profiling gets a
+// probe-based profile instead (exportProbeSample), which the compiler
+// reads when the build that uses it has the flag too.
 func ExportLLVMSample(w io.Writer, m *Model, opts ExportOptions) error {
+	if len(m.Modules) == 1 && m.Modules[0].File != nil {
+		starts := map[uint64]uint64{}
+		for _, fi := range m.FuncIDs() {
+			mf := m.Func(fi)
+			starts[ProbeGUID(RawName(mf.Name))] = mf.Entry
+		}
+		pp, err := ReadPseudoProbes(m.Modules[0].File, starts)
+		if err != nil {
+			return fmt.Errorf("pseudo probes: %w", err)
+		}
+		if pp != nil {
+			return exportProbeSample(w, m, pp)
+		}
+	}
 	if !m.Debug.HasLines() {
 		return ErrNoDebugInfo
 	}
@@ -230,21 +248,46 @@ func sortLocs[V any](m map[sampleLoc]V) []sampleLoc {
 }
 
 func writeSampleBody(w *bufio.Writer, fs *funcSamples, depth int) {
-	ind := strings.Repeat(" ", depth)
-	// A location with call targets but no body sample of its own still
-	// needs a body line to carry them.
-	for loc := range fs.targets {
-		if _, ok := fs.body[loc]; !ok {
-			var s uint64
-			for _, c := range fs.targets[loc] {
-				s = satAdd(s, c)
+	writeBodyLines(w, fs.body, fs.targets, depth)
+	ind := indent(depth)
+	for _, loc := range sortLocs(fs.inlined) {
+		m := fs.inlined[loc]
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			c := m[n]
+			if c.total() == 0 {
+				continue
 			}
-			fs.body[loc] = s
+			fmt.Fprintf(w, "%s%s: %s:%d\n", ind, loc, n, c.total())
+			writeSampleBody(w, c, depth+1)
 		}
 	}
-	for _, loc := range sortLocs(fs.body) {
-		fmt.Fprintf(w, "%s%s: %d", ind, loc, fs.body[loc])
-		ts := fs.targets[loc]
+}
+
+func indent(depth int) string { return strings.Repeat(" ", depth) }
+
+// writeBodyLines writes the body samples of a function, each location with
+// its call targets, hottest target first.
+func writeBodyLines(w *bufio.Writer, body map[sampleLoc]uint64, targets map[sampleLoc]map[string]uint64, depth int) {
+	ind := indent(depth)
+	// A location with call targets but no body sample of its own still
+	// needs a body line to carry them.
+	for loc := range targets {
+		if _, ok := body[loc]; !ok {
+			var s uint64
+			for _, c := range targets[loc] {
+				s = satAdd(s, c)
+			}
+			body[loc] = s
+		}
+	}
+	for _, loc := range sortLocs(body) {
+		fmt.Fprintf(w, "%s%s: %d", ind, loc, body[loc])
+		ts := targets[loc]
 		names := make([]string, 0, len(ts))
 		for n := range ts {
 			names = append(names, n)
@@ -261,22 +304,6 @@ func writeSampleBody(w *bufio.Writer, fs *funcSamples, depth int) {
 			}
 		}
 		w.WriteByte('\n')
-	}
-	for _, loc := range sortLocs(fs.inlined) {
-		m := fs.inlined[loc]
-		names := make([]string, 0, len(m))
-		for n := range m {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			c := m[n]
-			if c.total() == 0 {
-				continue
-			}
-			fmt.Fprintf(w, "%s%s: %s:%d\n", ind, loc, n, c.total())
-			writeSampleBody(w, c, depth+1)
-		}
 	}
 }
 

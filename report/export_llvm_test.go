@@ -126,3 +126,64 @@ func TestLLVMDiscriminators(t *testing.T) {
 		}
 	}
 }
+
+// TestExportProbeSample: the probe-based profile of exModel's counts
+// (main 9, 30, 12, 12, 18 at 0x1000, 0x1008, 0x1010, 0x1015, 0x101a; work
+// 9, 3, 9 at 0x1100, 0x1108, 0x1110; helper not instrumented). A probe
+// gets the count of the instruction it marks, copies of one probe add up,
+// probes that never ran are left out, a call probe carries the call's
+// targets, an inlined function nests under its call probe with its own
+// checksum (helper's copy inlined into main included: it ran, counted),
+// and a function blpp did not instrument gets no top-level profile, not
+// even from the trees clang gives inlined copies of it on their own.
+func TestExportProbeSample(t *testing.T) {
+	m := exModel(t, false)
+	g := ProbeGUID
+	pp := &PseudoProbes{Desc: map[uint64]ProbeDesc{}}
+	for i, name := range []string{"main", "work", "helper", "inl"} {
+		pp.Desc[g(name)] = ProbeDesc{GUID: g(name), Hash: uint64(100 + i), Name: name}
+	}
+	pp.Roots = []*ProbeNode{
+		{GUID: g("main"), Probes: []Probe{
+			{Addr: 0x1000, Index: 1}, {Addr: 0x1008, Index: 2}, {Addr: 0x1015, Index: 2}, // a copy of 2
+			{Addr: 0x1010, Index: 3, Kind: ProbeDirectCall}, {Addr: 0x101a, Index: 5, Disc: 3}},
+			Children: []*ProbeNode{
+				{GUID: g("inl"), Site: 4, Probes: []Probe{{Addr: 0x1004, Index: 1}}},
+				{GUID: g("helper"), Site: 6, Probes: []Probe{{Addr: 0x1016, Index: 1}}},
+			}},
+		{GUID: g("work"), Probes: []Probe{{Addr: 0x1100, Index: 1}, {Addr: 0x1108, Index: 2}, {Addr: 0x1200, Index: 3}}},
+		// inl's probe whose inline context clang lost: a tree of its own
+		// inside work.
+		{GUID: g("inl"), Probes: []Probe{{Addr: 0x1110, Index: 2}}},
+		{GUID: g("helper"), Probes: []Probe{{Addr: 0x1200, Index: 1}}},
+		// helper's copy in work does not make helper's profile.
+		{GUID: g("helper"), Probes: []Probe{{Addr: 0x1104, Index: 2}}},
+	}
+	var b bytes.Buffer
+	if err := exportProbeSample(&b, m, pp); err != nil {
+		t.Fatal(err)
+	}
+	const want = `main:102:2
+ 1: 9
+ 2: 42
+ 3: 12 work:12
+ 5.3: 18
+ 4: inl:9
+  1: 9
+  !CFGChecksum: 103
+ 6: helper:12
+  1: 12
+  !CFGChecksum: 102
+ !CFGChecksum: 100
+work:12:12
+ 1: 9
+ 2: 3
+ !CFGChecksum: 101
+inl:9:0
+ 2: 9
+ !CFGChecksum: 103
+`
+	if got := b.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

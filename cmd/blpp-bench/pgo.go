@@ -16,7 +16,8 @@ import (
 // them.
 const (
 	pgoPlain   = "plain"
-	pgoSample  = "blpp sample-PGO"
+	pgoLines   = "blpp sample-PGO, lines"
+	pgoProbes  = "blpp sample-PGO, probes"
 	pgoIR      = "clang IR-PGO"
 	pgoBolt    = "blpp + BOLT"
 	pgoBoltOwn = "BOLT's own + BOLT"
@@ -43,16 +44,9 @@ type pgoReport struct {
 	// those blpp rewrite instrumented.
 	Functions    int `json:"functions"`
 	Instrumented int `json:"instrumented"`
-	// SampleProfile sums up blpp's LLVM sample profile: its size, the
-	// top-level functions llvm-profdata reads in it, clang's diagnostics
-	// when it used it (profile mismatches, functions not found), and its
-	// entry counts against clang's instrumentation's.
-	SampleProfile struct {
-		Bytes     int        `json:"bytes"`
-		Functions int        `json:"functions"`
-		Warnings  []string   `json:"warnings"`
-		Entries   pgoEntries `json:"entries"`
-	} `json:"sample_profile"`
+	// Lines and Probes sum up blpp's two LLVM sample profiles.
+	Lines  pgoSampleProfile `json:"lines"`
+	Probes pgoSampleProfile `json:"probes"`
 	// IRWarnings are clang's diagnostics when it used its own profile.
 	IRWarnings []string `json:"ir_warnings"`
 	// Bolt and BoltOwn are what llvm-bolt said of blpp's profile and of
@@ -62,6 +56,19 @@ type pgoReport struct {
 
 	Output string      `json:"output"` // what every build printed (its last line)
 	Builds []*pgoTimes `json:"builds"` // plain first
+}
+
+// pgoSampleProfile sums up one of blpp's LLVM sample profiles: its size,
+// the top-level functions llvm-profdata reads in it and whether it read it
+// as probe-based, clang's diagnostics when it used it (profile mismatches,
+// functions not found), and its entry counts against clang's
+// instrumentation's.
+type pgoSampleProfile struct {
+	Bytes      int        `json:"bytes"`
+	Functions  int        `json:"functions"`
+	ProbeBased bool       `json:"probe_based"`
+	Warnings   []string   `json:"warnings"`
+	Entries    pgoEntries `json:"entries"`
 }
 
 // pgoTimes are the runs of one build.
@@ -264,12 +271,16 @@ func (r *pgoReport) writeTable(c *config) {
 	printRows(w, rows, false)
 	fmt.Fprintf(w, "%s, %s of each build alternating; every run printed the plain build's output\n",
 		plural(r.Runs, "measured round"), plural(r.Warmup, "warm-up round"))
-	sp := r.SampleProfile
-	fmt.Fprintf(w, "blpp: %d of %d functions instrumented; sample profile %d KB, %s, entry counts equal to clang's instrumentation's for %d of %d functions compared; clang warnings with it: %d (IR-PGO: %d)\n",
-		r.Instrumented, r.Functions, sp.Bytes/1024, plural(sp.Functions, "function"), sp.Entries.Equal, sp.Entries.Compared,
-		len(sp.Warnings), len(r.IRWarnings))
-	for _, l := range sp.Warnings {
-		fmt.Fprintf(w, "  %s\n", l)
+	fmt.Fprintf(w, "blpp: %d of %d functions instrumented; clang warnings with IR-PGO's profile: %d\n", r.Instrumented, r.Functions, len(r.IRWarnings))
+	for _, k := range []struct {
+		name string
+		sp   pgoSampleProfile
+	}{{"lines", r.Lines}, {"probes", r.Probes}} {
+		fmt.Fprintf(w, "sample profile, %s: %d KB, %s, entry counts equal to clang's instrumentation's for %d of %d functions compared; clang warnings with it: %d\n",
+			k.name, k.sp.Bytes/1024, plural(k.sp.Functions, "function"), k.sp.Entries.Equal, k.sp.Entries.Compared, len(k.sp.Warnings))
+		for _, l := range k.sp.Warnings {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 	}
 	for _, b := range []struct {
 		name string

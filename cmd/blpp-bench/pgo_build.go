@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -16,16 +17,22 @@ import (
 	"github.com/blpp/blpp/rewriter"
 )
 
-// pgoFlags are the clang flags of each step. The sample-PGO builds add
-// -fdebug-info-for-profiling (discriminators, and linkage names in the
-// line tables a sample profile is matched against) to the training build
-// and to the build that uses the profile alike, as AutoFDO documents; the
-// BOLT builds keep their relocations (-Wl,--emit-relocs) so that BOLT can
-// move functions [BOLT README, "Input Binary Requirements"]. Neither flag
-// changes the code clang generates.
+// pgoFlags are the clang flags of each step. blpp's sample profiles come
+// in two kinds, each with the flags its training build and the build that
+// uses it share [clang's user manual, "Using Sampling Profilers"]:
+// line-based, -fdebug-info-for-profiling (discriminators that tell apart
+// blocks of one source line); and probe-based, -fpseudo-probe-for-profiling
+// (each block and call numbered before optimization, wherever its code
+// ends up). Both add -funique-internal-linkage-names, which gives static
+// functions of different files names of their own (a sample profile
+// matches functions by name). The BOLT builds keep their relocations
+// (-Wl,--emit-relocs) so that BOLT can move functions [BOLT's README,
+// "Input Binary Requirements"]. Only the probes change the code clang
+// generates (a little: a probe keeps its block apart).
 var (
 	pgoBase       = []string{"-O2", "-g"}
-	pgoSampleBase = []string{"-O2", "-g", "-fdebug-info-for-profiling"}
+	pgoLinesBase  = []string{"-O2", "-g", "-fdebug-info-for-profiling", "-funique-internal-linkage-names"}
+	pgoProbesBase = []string{"-O2", "-g", "-fpseudo-probe-for-profiling", "-funique-internal-linkage-names"}
 	pgoBoltBase   = []string{"-O2", "-g", "-Wl,--emit-relocs"}
 	// pgoBoltOpts are the optimizations of BOLT's README's example run.
 	pgoBoltOpts = []string{"-reorder-blocks=ext-tsp", "-reorder-functions=hfsort", "-split-functions", "-split-all-cold",
@@ -37,28 +44,6 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 	bin := func(name string) string { return filepath.Join(dir, name) }
 	fmt.Fprintln(c.stderr, "pgo: building plain")
 	if _, err := clang(c, prog, bin("plain"), pgoBase); err != nil {
-		return nil, err
-	}
-
-	// blpp's sample profile: rewrite the training build, run the script,
-	// export, rebuild with it.
-	fmt.Fprintln(c.stderr, "pgo: training with blpp for clang -fprofile-sample-use")
-	if _, err := clang(c, prog, bin("train"), pgoSampleBase); err != nil {
-		return nil, err
-	}
-	prof, err := blppTrain(c, rep, bin("train"), prog, dir, blppreport.ExportLLVMSample)
-	if err != nil {
-		return nil, err
-	}
-	rep.SampleProfile.Bytes = len(prof)
-	profFile := bin("blpp.sample.txt")
-	if err := os.WriteFile(profFile, prof, 0o644); err != nil {
-		return nil, err
-	}
-	if rep.SampleProfile.Functions, err = sampleFunctions(c, profFile); err != nil {
-		return nil, err
-	}
-	if rep.SampleProfile.Warnings, err = clang(c, prog, bin("sample"), append(pgoSampleBase, "-fprofile-sample-use="+profFile)); err != nil {
 		return nil, err
 	}
 
@@ -75,11 +60,44 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 	if msg, err := exec.Command(c.profdata, "merge", "-o", data, raw).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("%s merge: %v\n%s", c.profdata, err, msg)
 	}
+	var err error
 	if rep.IRWarnings, err = clang(c, prog, bin("irpgo"), append(pgoBase, "-fprofile-instr-use="+data)); err != nil {
 		return nil, err
 	}
-	if rep.SampleProfile.Entries, err = compareEntries(c, prof, data); err != nil {
-		return nil, err
+	irShow, err := exec.Command(c.profdata, "show", "--all-functions", data).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("%s show --all-functions: %v\n%s", c.profdata, err, trim(irShow))
+	}
+	irCounts := irFunctionCounts(string(irShow))
+
+	// blpp's sample profiles: rewrite the training build, run the script,
+	// export, rebuild with the profile.
+	for _, k := range []struct {
+		name  string
+		flags []string
+		sp    *pgoSampleProfile
+	}{{"lines", pgoLinesBase, &rep.Lines}, {"probes", pgoProbesBase, &rep.Probes}} {
+		fmt.Fprintf(c.stderr, "pgo: training with blpp for clang -fprofile-sample-use (%s)\n", k.name)
+		train := bin("train." + k.name)
+		if _, err := clang(c, prog, train, k.flags); err != nil {
+			return nil, err
+		}
+		prof, err := blppTrain(c, rep, train, prog, dir, blppreport.ExportLLVMSample)
+		if err != nil {
+			return nil, err
+		}
+		profFile := bin("blpp." + k.name + ".txt")
+		if err := os.WriteFile(profFile, prof, 0o644); err != nil {
+			return nil, err
+		}
+		k.sp.Bytes = len(prof)
+		if k.sp.Functions, k.sp.ProbeBased, err = sampleFunctions(c, profFile); err != nil {
+			return nil, err
+		}
+		if k.sp.Warnings, err = clang(c, prog, bin("sample."+k.name), append(k.flags, "-fprofile-sample-use="+profFile)); err != nil {
+			return nil, err
+		}
+		k.sp.Entries = compareEntries(prof, irCounts)
 	}
 
 	// BOLT, fed by blpp and, for reference, by its own instrumentation.
@@ -110,7 +128,8 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 	}
 	return []*pgoTimes{
 		{Name: pgoPlain, bin: bin("plain")},
-		{Name: pgoSample, bin: bin("sample")},
+		{Name: pgoLines, bin: bin("sample.lines")},
+		{Name: pgoProbes, bin: bin("sample.probes")},
 		{Name: pgoIR, bin: bin("irpgo")},
 		{Name: pgoBolt, bin: bin("bolt")},
 		{Name: pgoBoltOwn, bin: bin("boltown")},
@@ -167,19 +186,20 @@ func blppTrain(c *config, rep *pgoReport, train string, prog *pgoProgram, dir st
 }
 
 // sampleFunctions reads a sample profile with llvm-profdata show, as
-// clang's reader does, and counts its top-level functions.
-func sampleFunctions(c *config, file string) (int, error) {
+// clang's reader does, counts its top-level functions, and tells whether
+// it read the profile as probe-based (with CFG checksums).
+func sampleFunctions(c *config, file string) (n int, probes bool, err error) {
 	out, err := exec.Command(c.profdata, "show", "--sample", file).CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("%s show --sample %s: %v\n%s", c.profdata, file, err, trim(out))
+		return 0, false, fmt.Errorf("%s show --sample %s: %v\n%s", c.profdata, file, err, trim(out))
 	}
-	n := 0
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(l, "Function: ") {
 			n++
+			probes = probes || strings.Contains(l, "CFG checksum")
 		}
 	}
-	return n, nil
+	return n, probes, nil
 }
 
 // pgoEntries compares the entry counts of blpp's sample profile (head
@@ -193,29 +213,50 @@ type pgoEntries struct {
 	Differ   []string `json:"differ"` // "name: blpp N, clang M", the first few
 }
 
-// compareEntries reads the head samples of blpp's text sample profile and
-// the function counts of clang's indexed profile.
-func compareEntries(c *config, sample []byte, irData string) (pgoEntries, error) {
+// compareEntries compares the head samples of blpp's text sample profile
+// with the function counts of clang's instrumentation.
+func compareEntries(sample []byte, ir map[string]uint64) pgoEntries {
 	var e pgoEntries
 	heads, inlined := sampleHeads(sample)
-	out, err := exec.Command(c.profdata, "show", "--all-functions", irData).CombinedOutput()
-	if err != nil {
-		return e, fmt.Errorf("%s show --all-functions: %v\n%s", c.profdata, err, trim(out))
+	names := make([]string, 0, len(heads))
+	for name := range heads {
+		names = append(names, name)
 	}
-	ir := irFunctionCounts(string(out))
-	for name, head := range heads {
-		n, ok := ir[name]
+	sort.Strings(names)
+	for _, name := range names {
+		n, ok := ir[plainName(name)]
 		if !ok || inlined[name] {
 			continue
 		}
 		e.Compared++
-		if n == head {
+		if n == heads[name] {
 			e.Equal++
 		} else if len(e.Differ) < 10 {
-			e.Differ = append(e.Differ, fmt.Sprintf("%s: blpp %d, clang %d", name, head, n))
+			e.Differ = append(e.Differ, fmt.Sprintf("%s: blpp %d, clang %d", name, heads[name], n))
 		}
 	}
-	return e, nil
+	return e
+}
+
+// plainName is the source name of a function a sample profile names by
+// its -funique-internal-linkage-names name: _ZL7l_allocPvS_mm.__uniq.123
+// (a static function, mangled the C++ way to carry the suffix) is l_alloc.
+func plainName(name string) string {
+	base, _, uniq := strings.Cut(name, ".__uniq.")
+	if !uniq || !strings.HasPrefix(base, "_ZL") {
+		return name
+	}
+	// _ZL<length><name><parameter types>
+	rest := base[3:]
+	i := 0
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	n, err := strconv.Atoi(rest[:i])
+	if err != nil || i+n > len(rest) {
+		return name
+	}
+	return rest[i : i+n]
 }
 
 // sampleHeads reads an LLVM text sample profile: the head samples of each
@@ -249,9 +290,11 @@ func sampleHeads(text []byte) (heads map[string]uint64, inlined map[string]bool)
 // irFunctionCounts reads llvm-profdata show --all-functions of a profile
 // of clang's front-end instrumentation: each function's count (its first
 // counter, the entries of its body). Local functions are named
-// "file.c:name" there; they go by name, as in a sample profile.
+// "file.c:name" there; they go by name, as in a sample profile, and a name
+// two functions have is left out.
 func irFunctionCounts(show string) map[string]uint64 {
 	out := map[string]uint64{}
+	twice := map[string]bool{}
 	name := ""
 	for _, l := range strings.Split(show, "\n") {
 		t := strings.TrimSpace(l)
@@ -263,7 +306,12 @@ func irFunctionCounts(show string) map[string]uint64 {
 			}
 		case strings.HasPrefix(t, "Function count: ") && name != "":
 			if n, err := strconv.ParseUint(strings.TrimPrefix(t, "Function count: "), 10, 64); err == nil {
-				out[name] = n
+				if _, ok := out[name]; ok || twice[name] {
+					twice[name] = true
+					delete(out, name)
+				} else {
+					out[name] = n
+				}
 			}
 			name = ""
 		}
@@ -315,7 +363,8 @@ func runBolt(c *config, in, out, fdata string) (boltResult, error) {
 // clang compiles the program into out with flags and returns its
 // diagnostics, one per line that says "warning:".
 func clang(c *config, prog *pgoProgram, out string, flags []string) ([]string, error) {
-	args := append(append(append([]string(nil), flags...), prog.CFlags...), "-o", out, prog.Source)
+	args := append(append(append([]string(nil), flags...), prog.CFlags...), "-o", out)
+	args = append(args, prog.Sources...)
 	args = append(args, prog.LDFlags...)
 	cmd := exec.Command(c.clang, args...)
 	var stderr bytes.Buffer

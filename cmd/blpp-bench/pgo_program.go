@@ -13,21 +13,21 @@ import (
 	"strings"
 )
 
-// A pgoProgram is what --pgo builds and times: one C translation unit, the
-// flags it needs, and the script every build runs as `PROGRAM SCRIPT
-// SCALE`.
+// A pgoProgram is what --pgo builds and times: its C files, the flags they
+// need, and the script every build runs as `PROGRAM SCRIPT SCALE`.
 type pgoProgram struct {
-	Name    string   // lua5.4 or tinyvm
+	Name    string   // lua5.4, lua5.4 (one unit) or tinyvm
 	Version string   // the release built ("" for tinyvm, which has none)
-	Source  string   // the translation unit clang compiles
-	CFlags  []string // before the source
-	LDFlags []string // after it
+	Sources []string // the files clang compiles (and links) in one command
+	CFlags  []string // before the sources
+	LDFlags []string // after them
 	Script  string
 }
 
 // The programs --pgo-program names.
 const (
-	pgoLua    = "lua"
+	pgoLua    = "lua"     // Lua's files compiled one by one, as its makefile does
+	pgoLuaOne = "lua-one" // Lua as one translation unit
 	pgoTinyVM = "tinyvm"
 )
 
@@ -46,22 +46,31 @@ func pgoProgramFor(c *config, dir string) (*pgoProgram, error) {
 	var p *pgoProgram
 	switch c.pgoProgram {
 	case pgoTinyVM:
-		p = &pgoProgram{Name: pgoTinyVM, Source: filepath.Join(data, "tinyvm.c"), Script: filepath.Join(data, "workload.tl")}
-		if _, err := os.Stat(p.Source); err != nil {
+		p = &pgoProgram{Name: pgoTinyVM, Sources: []string{filepath.Join(data, "tinyvm.c")}, Script: filepath.Join(data, "workload.tl")}
+		if _, err := os.Stat(p.Sources[0]); err != nil {
 			return nil, &usageError{fmt.Sprintf("--pgo: %v", err)}
 		}
-	case pgoLua:
+	case pgoLua, pgoLuaOne:
 		src, err := luaSource(c)
 		if err != nil {
 			return nil, err
 		}
-		p = &pgoProgram{Name: "lua5.4", Source: filepath.Join(dir, "onelua.c"), Script: filepath.Join(data, "workload.lua"),
+		p = &pgoProgram{Name: "lua5.4", Script: filepath.Join(data, "workload.lua"),
 			CFlags: []string{"-I" + src, "-DLUA_USE_LINUX"}, LDFlags: []string{"-lm", "-ldl"}}
-		if p.Version, err = writeOneLua(src, p.Source); err != nil {
+		one := filepath.Join(dir, "onelua.c")
+		if p.Version, err = writeOneLua(src, one); err != nil {
 			return nil, err
 		}
+		if c.pgoProgram == pgoLuaOne {
+			p.Name += " (one unit)"
+			p.Sources = []string{one}
+		} else {
+			for _, f := range luaFiles {
+				p.Sources = append(p.Sources, filepath.Join(src, f+".c"))
+			}
+		}
 	default:
-		return nil, &usageError{fmt.Sprintf("--pgo-program: no program %q (have %s, %s)", c.pgoProgram, pgoLua, pgoTinyVM)}
+		return nil, &usageError{fmt.Sprintf("--pgo-program: no program %q (have %s, %s, %s)", c.pgoProgram, pgoLua, pgoLuaOne, pgoTinyVM)}
 	}
 	if _, err := os.Stat(p.Script); err != nil {
 		return nil, &usageError{fmt.Sprintf("--pgo: %v", err)}
@@ -80,7 +89,8 @@ var luaFiles = []string{
 }
 
 // writeOneLua writes the single translation unit that includes Lua's
-// sources in src, and returns the release (5.4.4) lua.h names.
+// sources in src, and returns the release (5.4.4) lua.h names; it checks
+// that src is Lua 5.4's whichever way the program is built.
 func writeOneLua(src, out string) (string, error) {
 	var b strings.Builder
 	b.WriteString("/* Written by blpp-bench --pgo: the lua interpreter as one translation unit. */\n")

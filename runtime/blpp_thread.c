@@ -220,6 +220,7 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 			b->busy = 0;
 			b->tid = gettid();
 			set_gs(b);
+			sample_thread(b);
 			return b;
 		}
 	}
@@ -238,6 +239,7 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 	b->owner = tp;
 	block_link(b);
 	set_gs(b);
+	sample_thread(b);
 	return b;
 }
 

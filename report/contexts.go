@@ -49,6 +49,9 @@ type CNode struct {
 	// left out.
 	Uninstrumented bool
 	Reason         string
+	// Sampled holds the context's samples by block and pseudo-block
+	// (decision 92); nil without any.
+	Sampled *NodeSamples
 }
 
 // Label is the node's name as o shows it, with why it was left out and
@@ -70,6 +73,9 @@ type CPath struct {
 	Metrics []uint64 // per column; Metrics[0] is the count
 	Blocks  []int    // blocks of the function it passes through, in order
 	Insns   uint64   // instructions of one execution
+	// Samples is the path's estimated share of its context's samples
+	// (attributeSamples).
+	Samples float64
 }
 
 // buildContexts builds the calling contexts of the folded profile (one
@@ -83,6 +89,13 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 	if _, dup := c.column(MetricInsns); !dup {
 		insnsCol = len(c.Columns)
 		c.Columns = append(c.Columns, Column{Name: MetricInsns, Derived: true})
+	}
+	sampleCol := -1
+	if s := folded.Sampling; s != nil {
+		if _, dup := c.column(s.Event); !dup {
+			sampleCol = len(c.Columns)
+			c.Columns = append(c.Columns, Column{Name: s.Event, Kind: s.Kind})
+		}
 	}
 	nc := len(c.Columns)
 	c.Total = make([]uint64, nc)
@@ -226,6 +239,12 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 				return err
 			}
 		}
+	}
+	if sampleCol >= 0 {
+		if err := c.attributeSamples(folded.Sampling, th, sampleCol); err != nil {
+			return err
+		}
+		c.Columns[sampleCol].Sampled = c.Samples
 	}
 	// Totals first: every inclusive value is at most its column's total,
 	// so once the totals fit, no sum below overflows.

@@ -25,12 +25,17 @@ type Column struct {
 	Name    string
 	Kind    cct.MetricKind
 	Derived bool // computed by the report from block counts (insns)
+	// Sampled, for the sampled metric (decision 92), says how it was
+	// sampled; its values are samples times the period.
+	Sampled *SampleInfo
 }
 
 // Label names the column for a header line, saying what its values are
 // when they are not what the name suggests.
 func (c Column) Label() string {
 	switch {
+	case c.Sampled != nil:
+		return c.Name + " (" + c.Sampled.Describe() + ")"
 	case c.Derived:
 		return c.Name + " (derived: instructions of the executed blocks)"
 	case c.Name == cct.FreqMetric:
@@ -49,6 +54,8 @@ func (c Column) Label() string {
 // Unit is what the column counts, for totals.
 func (c Column) Unit() string {
 	switch {
+	case c.Sampled != nil:
+		return c.Sampled.Unit
 	case c.Derived:
 		return "instructions"
 	case c.Name == cct.FreqMetric:
@@ -143,6 +150,9 @@ type Model struct {
 	// full) belong to no context: their count and their instructions. In
 	// a flow-only profile they go to their function's root.
 	UnattributedPartials, UnattributedInsns uint64
+	// Samples says what the profile sampled (decision 92); nil when it
+	// did not.
+	Samples *SampleInfo
 
 	// Stacks has one entry per record of the folded calling-context tree
 	// (in a flow-only profile, one per function that ran), in record

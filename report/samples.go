@@ -1,0 +1,419 @@
+package report
+
+// Sampled attribution (decision 92): the samples of a profile laid over
+// the calling contexts, blocks and paths of the model. The runtime
+// recorded, per thread, the running record, the interrupted pc (as an
+// object and file offset) and the path register; here each pc becomes a
+// function and block through the instrumented binary's address map
+// (rewriter/addrmap: the rewritten code's copies of each original
+// instruction), or a pseudo-block that says where it was (a library,
+// blpp's runtime, uninstrumented code), and each sample is charged to a
+// context, then shared among that context's paths by the estimator of
+// share below.
+
+import (
+	"debug/elf"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/meta"
+	"github.com/blpp/blpp/rewriter/addrmap"
+)
+
+// Pseudo-blocks: where a sample was when it was not in instrumented code
+// of the running context's function.
+const (
+	PseudoRuntime = "[blpp runtime]"
+	PseudoUnknown = "[unknown code]"
+)
+
+// SampleInfo is what the model knows of the profile's samples.
+type SampleInfo struct {
+	cct.Sampling
+	Column int // the sampled column in Model.Columns
+	// Recorded is the samples the threads kept; Unattributed those of
+	// them that ran under no record (a thread before its first
+	// instrumented activation).
+	Recorded, Unattributed uint64
+	// Prefixed counts the samples whose path register named a prefix
+	// (shared among the paths extending it), BlockLevel those shared
+	// among every path through their block, Kept those no complete path
+	// of their context passes (kept at block level), Pseudo those in a
+	// pseudo-block.
+	Prefixed, BlockLevel, Kept, Pseudo uint64
+}
+
+// NodeSamples are the samples of one context (CNode.Sampled).
+type NodeSamples struct {
+	Total  uint64            // samples charged to the context (exclusive of callees)
+	Blocks map[int]uint64    // by block of its function
+	Pseudo map[string]uint64 // by pseudo-block label
+}
+
+// codeIndex maps the rewritten code of one module back to its original
+// instructions: every copy of an instruction, sorted by address.
+type codeIndex struct {
+	copies []codeCopy
+	rt     [2]uint64 // the runtime's text [start, end), link-time
+	orig   []origFunc
+}
+
+type codeCopy struct {
+	addr  uint64
+	fn    int    // index in the module's metadata (instrumented functions come first)
+	inst  uint64 // the original instruction
+	first bool   // its first copy (the second is a loop copy, decision 58)
+}
+
+type origFunc struct {
+	lo, hi uint64
+	fn     int
+}
+
+// newCodeIndex indexes module mod's address map; nil when it has none.
+func newCodeIndex(mod *Module) *codeIndex {
+	if mod.File == nil {
+		return nil
+	}
+	am, err := addrmap.FromELF(mod.File)
+	if err != nil {
+		return nil
+	}
+	x := &codeIndex{}
+	for fi := range am.Funcs {
+		for _, in := range am.Funcs[fi].Insts {
+			for k, c := range in.Copies {
+				x.copies = append(x.copies, codeCopy{addr: c, fn: fi, inst: in.Addr, first: k == 0})
+			}
+		}
+	}
+	sort.Slice(x.copies, func(i, j int) bool { return x.copies[i].addr < x.copies[j].addr })
+	if s := mod.File.Section(".blpp.rt"); s != nil {
+		x.rt = [2]uint64{s.Addr, s.Addr + s.Size}
+	}
+	for i := range mod.Table.Funcs {
+		f := &mod.Table.Funcs[i]
+		if f.Size > 0 {
+			x.orig = append(x.orig, origFunc{f.Entry, f.Entry + f.Size, i})
+		}
+	}
+	sort.Slice(x.orig, func(i, j int) bool { return x.orig[i].lo < x.orig[j].lo })
+	return x
+}
+
+// fileToAddr turns a file offset of f into a link-time address through
+// its loaded segments.
+func fileToAddr(f *elf.File, off uint64) (uint64, bool) {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && off >= p.Off && off-p.Off < p.Filesz {
+			return p.Vaddr + off - p.Off, true
+		}
+	}
+	return 0, false
+}
+
+// place is where a sampled pc was: an instrumented function's block (fn
+// ≥ 0), or a pseudo-block.
+type place struct {
+	fn     int // index in the module's metadata, -1 for a pseudo-block
+	block  int
+	trusty bool // the pc is in the function's first copy: its path register is live
+	pseudo string
+}
+
+// locate finds the place of link-time address a of module mod.
+func (x *codeIndex) locate(mod *Module, a uint64) place {
+	if a >= x.rt[0] && a < x.rt[1] {
+		return place{fn: -1, pseudo: PseudoRuntime}
+	}
+	// The instruction about to run: the first copy at or after a
+	// (instrumentation precedes the copy of the instruction it serves:
+	// an entry, a block's incoming increments, an exit before its ret).
+	// Between the copies of two functions, a pc close to the second's
+	// first copy is in its entry, else in the first's out-of-line code.
+	k := sort.Search(len(x.copies), func(i int) bool { return x.copies[i].addr >= a })
+	ok := k < len(x.copies)
+	if n := len(x.copies); !ok && n > 0 && a-x.copies[n-1].addr < entryReach {
+		k, ok = n-1, true
+	}
+	switch {
+	case !ok || k == 0 || x.copies[k].addr == a || x.copies[k-1].fn == x.copies[k].fn:
+	case x.copies[k].addr-a < entryReach:
+	default:
+		k--
+	}
+	if ok && (k > 0 || a >= x.copies[0].addr-entryReach) {
+		c := x.copies[k]
+		if b := blockOf(&mod.Table.Funcs[c.fn], c.inst); b >= 0 {
+			// The register is the block's only at a copied
+			// instruction's start: instrumentation before it may be
+			// mid-update.
+			return place{fn: c.fn, block: b, trusty: c.first && c.addr == a}
+		}
+	}
+	i := sort.Search(len(x.orig), func(i int) bool { return x.orig[i].lo > a }) - 1
+	if i >= 0 && a < x.orig[i].hi {
+		f := &mod.Table.Funcs[x.orig[i].fn]
+		what := "uninstrumented "
+		if f.Instrumented {
+			what = "original code of "
+		}
+		return place{fn: -1, pseudo: "[" + what + RawName(f.Name) + "]"}
+	}
+	return place{fn: -1, pseudo: "[" + mod.Name + " other code]"}
+}
+
+// entryReach bounds the instrumentation before a function's first
+// copied instruction (its entry sequence and padding, decision 53).
+const entryReach = 512
+
+// blockOf is the block of f holding the instruction at a, -1 if none.
+func blockOf(f *meta.Func, a uint64) int {
+	for b := range f.Blocks {
+		if a >= f.Blocks[b].Addr && a < f.Blocks[b].End {
+			return b
+		}
+	}
+	return -1
+}
+
+// attributeSamples charges the samples of thread th (the folded
+// profile's one thread) to the contexts and their paths, filling the
+// sampled column of every node and path. It runs before the totals and
+// inclusive values are summed.
+//
+// The estimator [decision 92]. A sample in block B of function F under
+// record r, with F the record's function, is a sample of context r at B.
+// When the pc lies in F's first copy and (B, register) names a path
+// prefix of F (meta.Table.ExpandPartial, as for partial paths), the
+// sample is shared among r's complete paths that extend that prefix, in
+// proportion to their exact counts in r; otherwise among r's paths
+// through B, in proportion to their counts. Where no complete path of r
+// fits (an activation that never finished, such as main's at exit), the
+// sample stays with the context at block B. A pc in an instrumented
+// function other than the record's (a callee's entry before it made its
+// record, a one-path leaf that keeps no frame) goes to the record's
+// child (or ancestor, for folded recursion) of that function, at block
+// level; a pc anywhere else goes to a pseudo-block of the record. Each
+// path's share is a fractional sample count; the column holds it times
+// the period, rounded.
+func (c *Model) attributeSamples(s *cct.Sampling, th *cct.Thread, col int) error {
+	info := &SampleInfo{Sampling: *s, Column: col}
+	c.Samples = info
+	byName := map[string]int{}
+	for k := range c.Modules {
+		if c.Modules[k].Loaded != "" {
+			byName[c.Modules[k].Loaded] = k
+		}
+		if _, dup := byName[c.Modules[k].Path]; !dup {
+			byName[c.Modules[k].Path] = k
+		}
+	}
+	index := map[int]*codeIndex{}
+	shares := make([][]float64, len(c.Nodes)) // per node, per path: samples
+	period := float64(s.Period)
+	nodeOf := func(r int, fn FuncID) int { // r's context of function fn, -1 if none
+		n := &c.Nodes[r]
+		if n.FuncID() == fn {
+			return r
+		}
+		for _, ch := range n.Children {
+			if c.Nodes[ch].FuncID() == fn {
+				return ch
+			}
+		}
+		for a := n.Parent; a >= 0; a = c.Nodes[a].Parent {
+			if c.Nodes[a].FuncID() == fn {
+				return a
+			}
+		}
+		return -1
+	}
+	for _, q := range th.Samples {
+		info.Recorded += q.Count
+		var pl place
+		mod := -1
+		switch {
+		case q.Object < 0:
+			pl = place{fn: -1, pseudo: PseudoUnknown}
+		default:
+			obj := s.Objects[q.Object]
+			k, ok := byName[obj]
+			if !ok {
+				pl = place{fn: -1, pseudo: "[" + filepath.Base(obj) + "]"}
+				break
+			}
+			mod = k
+			x, seen := index[k]
+			if !seen {
+				x = newCodeIndex(&c.Modules[k])
+				index[k] = x
+			}
+			a, inFile := uint64(0), false
+			if f := c.Modules[k].File; f != nil {
+				a, inFile = fileToAddr(f, q.Offset)
+			}
+			if x == nil || !inFile {
+				pl = place{fn: -1, pseudo: "[" + c.Modules[k].Name + "]"}
+				break
+			}
+			pl = x.locate(&c.Modules[k], a)
+		}
+		r := q.Record
+		if r < 0 || r >= len(c.Nodes) {
+			info.Unattributed += q.Count
+			continue
+		}
+		if pl.fn < 0 {
+			c.Nodes[r].addSamples(-1, pl.pseudo, q.Count)
+			info.Pseudo += q.Count
+			continue
+		}
+		fn := FuncID{Module: uint32(mod), Func: uint32(pl.fn)}
+		at := nodeOf(r, fn)
+		if at < 0 {
+			c.Nodes[r].addSamples(-1, "["+RawName(c.Func(fn).Name)+", no context]", q.Count)
+			info.Pseudo += q.Count
+			continue
+		}
+		n := &c.Nodes[at]
+		n.addSamples(pl.block, "", q.Count)
+		var prefix *meta.Expansion
+		if at == r && pl.trusty {
+			var err error
+			if prefix, err = c.Modules[mod].Table.ExpandPartial(uint32(pl.fn), uint32(pl.block), q.Reg); err != nil {
+				return err
+			}
+		}
+		w := c.pathWeights(n, pl.block, prefix)
+		if w == nil && prefix != nil {
+			w = c.pathWeights(n, pl.block, nil)
+			prefix = nil
+		}
+		if w == nil {
+			info.Kept += q.Count
+			continue
+		}
+		if prefix != nil {
+			info.Prefixed += q.Count
+		} else {
+			info.BlockLevel += q.Count
+		}
+		if shares[at] == nil {
+			shares[at] = make([]float64, len(n.Paths))
+		}
+		for i, x := range w {
+			shares[at][i] += x * float64(q.Count)
+		}
+	}
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		if n.Sampled == nil {
+			continue
+		}
+		n.Excl[col] = uint64(math.Round(float64(n.Sampled.Total) * period))
+		for k := range shares[i] {
+			n.Paths[k].Samples = shares[i][k]
+			n.Paths[k].Metrics[col] = uint64(math.Round(shares[i][k] * period))
+		}
+	}
+	return nil
+}
+
+func (n *CNode) addSamples(block int, pseudo string, count uint64) {
+	if n.Sampled == nil {
+		n.Sampled = &NodeSamples{Blocks: map[int]uint64{}, Pseudo: map[string]uint64{}}
+	}
+	n.Sampled.Total += count
+	if pseudo != "" {
+		n.Sampled.Pseudo[pseudo] += count
+	} else {
+		n.Sampled.Blocks[block] += count
+	}
+}
+
+// pathWeights are the shares of n's paths in a sample at block b: each
+// path through b (extending prefix, when not nil) in proportion to its
+// count; nil when no path fits.
+func (c *Model) pathWeights(n *CNode, b int, prefix *meta.Expansion) []float64 {
+	var w []float64
+	var sum float64
+	for i := range n.Paths {
+		p := &n.Paths[i]
+		if !fits(p.Blocks, b, prefix) {
+			continue
+		}
+		if prefix != nil {
+			e, err := c.ExpandPath(n.FuncID(), p.ID)
+			if err != nil || e.FromEntry != prefix.FromEntry {
+				continue
+			}
+		}
+		if w == nil {
+			w = make([]float64, len(n.Paths))
+		}
+		w[i] = float64(p.Metrics[0])
+		sum += w[i]
+	}
+	if sum == 0 {
+		return nil
+	}
+	for i := range w {
+		w[i] /= sum
+	}
+	return w
+}
+
+// fits says whether a path with blocks passes b and, with a prefix,
+// begins with the prefix's blocks (which end at b).
+func fits(blocks []int, b int, prefix *meta.Expansion) bool {
+	if prefix != nil {
+		if len(prefix.Blocks) > len(blocks) {
+			return false
+		}
+		for i, x := range prefix.Blocks {
+			if blocks[i] != x {
+				return false
+			}
+		}
+		return true
+	}
+	for _, x := range blocks {
+		if x == b {
+			return true
+		}
+	}
+	return false
+}
+
+// FormatSampled writes value v of a sampled column with the samples it
+// stands for (one decimal: a path's share is an estimate).
+func (s *SampleInfo) FormatSampled(v uint64) string {
+	n := float64(v) / float64(s.Period)
+	if n == math.Trunc(n) {
+		return fmt.Sprintf("%d (%d samples)", v, uint64(n))
+	}
+	return fmt.Sprintf("%d (%.1f samples)", v, n)
+}
+
+// Describe says what the sampled column is, for a view's header.
+func (s *SampleInfo) Describe() string {
+	var b strings.Builder
+	unit := s.Unit
+	if unit == cct.UnitNanoseconds {
+		unit = "ns of thread CPU time (user space)"
+	}
+	fmt.Fprintf(&b, "sampled: 1 sample per %d %s by %s, %d samples", s.Period, unit, s.Source, s.Recorded)
+	if s.Kind == cct.MetricFallback {
+		fmt.Fprintf(&b, "; fallback: %s could not be sampled here", s.Requested)
+	}
+	if s.Dropped+s.Missed > 0 {
+		fmt.Fprintf(&b, "; %d lost", s.Dropped+s.Missed)
+	}
+	b.WriteString("; a path's value is its estimated share")
+	return b.String()
+}

@@ -8,6 +8,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"math/bits"
+	"strconv"
 	"strings"
 
 	"github.com/blpp/blpp/cct"
@@ -49,6 +50,15 @@ func (c Column) Label() string {
 		return c.Name + " (unavailable: not measured, all 0)"
 	}
 	return c.Name
+}
+
+// Format writes value v of the column: the number, and for a sampled
+// column the samples it stands for.
+func (c Column) Format(v uint64) string {
+	if c.Sampled != nil {
+		return c.Sampled.FormatSampled(v)
+	}
+	return strconv.FormatUint(v, 10)
 }
 
 // Unit is what the column counts, for totals.

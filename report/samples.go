@@ -12,16 +12,23 @@ package report
 // share below.
 
 import (
+	"cmp"
 	"debug/elf"
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/blpp/blpp/cct"
 	"github.com/blpp/blpp/meta"
 	"github.com/blpp/blpp/rewriter/addrmap"
+
+	"golang.org/x/arch/x86/x86asm"
 )
 
 // Pseudo-blocks: where a sample was when it was not in instrumented code
@@ -60,7 +67,18 @@ type codeIndex struct {
 	copies []codeCopy
 	rt     [2]uint64 // the runtime's text [start, end), link-time
 	orig   []origFunc
+	// text is the rewritten code (.blpp.text) at textAddr; starts are
+	// the functions' first copies in address order, jumps each
+	// function's direct jumps (decoded when first needed).
+	text     []byte
+	textAddr uint64
+	starts   []uint64
+	jumps    map[uint64][]jumpEdge
 }
+
+// A jumpEdge is a direct jump of the rewritten code: where it goes and
+// where it is.
+type jumpEdge struct{ target, source uint64 }
 
 type codeCopy struct {
 	addr  uint64
@@ -92,6 +110,19 @@ func newCodeIndex(mod *Module) *codeIndex {
 		}
 	}
 	sort.Slice(x.copies, func(i, j int) bool { return x.copies[i].addr < x.copies[j].addr })
+	seen := map[int]bool{}
+	for _, c := range x.copies {
+		if !seen[c.fn] {
+			seen[c.fn] = true
+			x.starts = append(x.starts, c.addr)
+		}
+	}
+	if s := mod.File.Section(".blpp.text"); s != nil {
+		if d, err := s.Data(); err == nil {
+			x.text, x.textAddr = d, s.Addr
+		}
+	}
+	x.jumps = map[uint64][]jumpEdge{}
 	if s := mod.File.Section(".blpp.rt"); s != nil {
 		x.rt = [2]uint64{s.Addr, s.Addr + s.Size}
 	}
@@ -141,10 +172,18 @@ func (x *codeIndex) locate(mod *Module, a uint64) place {
 		k, ok = n-1, true
 	}
 	switch {
-	case !ok || k == 0 || x.copies[k].addr == a || x.copies[k-1].fn == x.copies[k].fn:
-	case x.copies[k].addr-a < entryReach:
-	default:
-		k--
+	case ok && k > 0 && x.copies[k].addr != a:
+		// Between two copies: code a jump leads to, out of line after
+		// an instruction that does not fall through (a backedge's
+		// counting code after the function's ret), belongs to the
+		// jump's block; code reached by falling through is the next
+		// instruction's leading instrumentation.
+		if j, found := x.jumpInto(x.copies[k-1].addr, a); found {
+			k = sort.Search(len(x.copies), func(i int) bool { return x.copies[i].addr > j }) - 1
+		} else if x.copies[k-1].fn != x.copies[k].fn && x.copies[k].addr-a >= entryReach {
+			k--
+		}
+	case !ok || k == 0 || x.copies[k].addr == a:
 	}
 	if ok && (k > 0 || a >= x.copies[0].addr-entryReach) {
 		c := x.copies[k]
@@ -165,6 +204,63 @@ func (x *codeIndex) locate(mod *Module, a uint64) place {
 		return place{fn: -1, pseudo: "[" + what + RawName(f.Name) + "]"}
 	}
 	return place{fn: -1, pseudo: "[" + mod.Name + " other code]"}
+}
+
+// jumpInto finds the direct jump that leads into the code at a when
+// the instruction copied at prev (the last copy before a) does not fall
+// through: the jump to the greatest target in (prev, a]; it returns the
+// jump's address.
+func (x *codeIndex) jumpInto(prev, a uint64) (uint64, bool) {
+	in, ok := x.decode(prev)
+	if !ok || (in.Op != x86asm.RET && in.Op != x86asm.JMP && in.Op != x86asm.UD2) {
+		return 0, false
+	}
+	i := sort.Search(len(x.starts), func(i int) bool { return x.starts[i] > prev }) - 1
+	if i < 0 {
+		return 0, false
+	}
+	js := x.fnJumps(i)
+	k := sort.Search(len(js), func(k int) bool { return js[k].target > a }) - 1
+	if k < 0 || js[k].target <= prev {
+		return 0, false
+	}
+	return js[k].source, true
+}
+
+func (x *codeIndex) decode(a uint64) (x86asm.Inst, bool) {
+	if a < x.textAddr || a-x.textAddr >= uint64(len(x.text)) {
+		return x86asm.Inst{}, false
+	}
+	in, err := x86asm.Decode(x.text[a-x.textAddr:], 64)
+	return in, err == nil && in.Op != 0
+}
+
+// fnJumps decodes the code of the i-th function in address order (from
+// its first copy to the next function's) and lists its direct jumps by
+// target.
+func (x *codeIndex) fnJumps(i int) []jumpEdge {
+	lo := x.starts[i]
+	if js, ok := x.jumps[lo]; ok {
+		return js
+	}
+	hi := x.textAddr + uint64(len(x.text))
+	if i+1 < len(x.starts) {
+		hi = min(hi, x.starts[i+1])
+	}
+	var js []jumpEdge
+	for a := lo; a < hi; {
+		in, ok := x.decode(a)
+		if !ok {
+			break
+		}
+		if r, isRel := in.Args[0].(x86asm.Rel); isRel && (in.Op == x86asm.JMP || (in.Op >= x86asm.JA && in.Op <= x86asm.JS)) {
+			js = append(js, jumpEdge{target: uint64(int64(a) + int64(in.Len) + int64(r)), source: a})
+		}
+		a += uint64(in.Len)
+	}
+	sort.Slice(js, func(i, j int) bool { return js[i].target < js[j].target })
+	x.jumps[lo] = js
+	return js
 }
 
 // entryReach bounds the instrumentation before a function's first
@@ -416,4 +512,95 @@ func (s *SampleInfo) Describe() string {
 	}
 	b.WriteString("; a path's value is its estimated share")
 	return b.String()
+}
+
+// writeSampledBlocks lists where a context's samples were: its blocks
+// (file:line) and its pseudo-blocks, most samples first.
+func writeSampledBlocks(w io.Writer, c *Model, n *CNode) {
+	type row struct {
+		label string
+		n     uint64
+	}
+	var rows []row
+	mf := c.Func(n.FuncID())
+	for b, k := range n.Sampled.Blocks {
+		label := fmt.Sprintf("block %d", b)
+		if b >= 0 && b < len(mf.Blocks) {
+			label = hex(mf.Blocks[b].Addr)
+			if loc := c.debugOf(n.FuncID()).At(mf.Blocks[b].Addr); loc != "" {
+				label += "  " + loc
+			}
+		}
+		rows = append(rows, row{label, k})
+	}
+	for p, k := range n.Sampled.Pseudo {
+		rows = append(rows, row{p, k})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].n != rows[j].n {
+			return rows[i].n > rows[j].n
+		}
+		return rows[i].label < rows[j].label
+	})
+	fmt.Fprintf(w, "  %s in the context itself, where they were:\n", plural(n.Sampled.Total, "sample", "samples"))
+	for _, r := range rows {
+		fmt.Fprintf(w, "%8d  %s\n", r.n, r.label)
+	}
+}
+
+// pprofSamples adds the sampled metric to p at value index vi: per
+// context, one sample per block that was sampled, at the block's first
+// address (a block's samples are not split by line), and one per
+// pseudo-block, a location of its own (a function named by its label)
+// above the context's stack.
+func (m *Model) pprofSamples(p *profile.Profile, vi int, location func(StackFrame) *profile.Location,
+	function func(name, sys, file string, line int) *profile.Function) {
+	period := m.Samples.Period
+	pseudo := map[string]*profile.Location{}
+	for i := range m.Nodes {
+		n := &m.Nodes[i]
+		if n.Sampled == nil || i >= len(m.Stacks) || len(m.Stacks[i].Frames) == 0 {
+			continue
+		}
+		var callers []*profile.Location
+		for _, fr := range m.Stacks[i].Frames[1:] {
+			callers = append(callers, location(fr))
+		}
+		leaf := m.Stacks[i].Frames[0]
+		mf := m.Func(leaf.Func)
+		add := func(at *profile.Location, k uint64, withLeaf bool) {
+			s := &profile.Sample{Value: make([]int64, len(p.SampleType)), Location: []*profile.Location{at}}
+			if withLeaf {
+				s.Location = append(s.Location, location(leaf))
+			}
+			s.Location = append(s.Location, callers...)
+			s.Value[vi] = int64(min(satMul(k, period), math.MaxInt64))
+			p.Sample = append(p.Sample, s)
+		}
+		for _, b := range sortedKeys(n.Sampled.Blocks) {
+			at := leaf.Addr
+			if b >= 0 && b < len(mf.Blocks) {
+				at = mf.Blocks[b].Addr
+			}
+			add(location(StackFrame{leaf.Func, at}), n.Sampled.Blocks[b], false)
+		}
+		for _, label := range sortedKeys(n.Sampled.Pseudo) {
+			l, ok := pseudo[label]
+			if !ok {
+				l = &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: function(label, label, "", 0)}}}
+				p.Location = append(p.Location, l)
+				pseudo[label] = l
+			}
+			add(l, n.Sampled.Pseudo[label], true)
+		}
+	}
+}
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

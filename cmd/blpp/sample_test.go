@@ -1,0 +1,174 @@
+package main
+
+// Sampled attribution (issue 28 acceptance 2, 3 and 5; decision 92):
+// testdata/sample/sample.c run with --metrics sample:cpu-clock@10000,
+// its samples laid over the exact counts by package report.
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
+)
+
+var gccO2PIEThreads = fixture.Config{CC: "gcc", Opt: "-O2", PIE: true, Extra: []string{"-pthread"}}
+
+// sampled rewrites sample.c with sampling at 10 kHz, runs it in mode at
+// scale and returns the instrumented binary, the profile and the model.
+func sampled(t *testing.T, dir, mode, scale string) (inst, prof string, m *report.Model) {
+	t.Helper()
+	exe := fixture.Build(t, "sample/sample.c", gccO2PIEThreads)
+	inst = filepath.Join(dir, "sample.blpp")
+	if _, err := os.Stat(inst); err != nil {
+		mustBlpp(t, "rewrite", exe, "-o", inst, "--metrics", "sample:cpu-clock@10000")
+	}
+	prof = filepath.Join(dir, mode+".prof")
+	want, _, _ := runBinary(t, exe, []string{mode, scale})
+	out, stderr, code := runBinary(t, inst, []string{mode, scale}, "BLPP_PROFILE="+prof)
+	if code != 0 || string(out) != string(want) {
+		t.Fatalf("%s %s: exit %d, stdout %q, want %q\n%s", inst, mode, code, out, want, stderr)
+	}
+	p, err := cct.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, f, err := report.LoadMeta(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err = report.NewModel(inst, tab, p, f); err != nil {
+		t.Fatal(err)
+	}
+	if m.Samples == nil || m.Samples.Event != "cpu-clock" || m.Samples.Period != 100000 || m.Samples.Unit != cct.UnitNanoseconds {
+		t.Fatalf("sampling %+v, want cpu-clock every 100000 ns", m.Samples)
+	}
+	return inst, prof, m
+}
+
+// node finds the one context whose chain ends with the given names.
+func node(t *testing.T, m *report.Model, chain ...string) *report.CNode {
+	t.Helper()
+	var found *report.CNode
+	for i := range m.Nodes {
+		c := m.Chain(i)
+		if len(c) >= len(chain) && slices.Equal(c[len(c)-len(chain):], chain) {
+			if found != nil {
+				t.Fatalf("two contexts end with %v", chain)
+			}
+			found = &m.Nodes[i]
+		}
+	}
+	if found == nil {
+		t.Fatalf("no context ends with %v", chain)
+	}
+	return found
+}
+
+// within checks a sampled share against the truth, to 5 percentage
+// points, with at least min samples behind it.
+func within(t *testing.T, what string, sampled, truth float64, samples, min uint64) {
+	t.Helper()
+	t.Logf("%s: sampled %.1f%%, truth %.1f%% (%d samples)", what, 100*sampled, 100*truth, samples)
+	if samples < min {
+		t.Errorf("%s: %d samples, want at least %d", what, samples, min)
+	}
+	if math.Abs(sampled-truth) > 0.05 {
+		t.Errorf("%s: sampled share %.1f%%, truth %.1f%%: more than 5 points apart", what, 100*sampled, 100*truth)
+	}
+}
+
+// TestSampledShares: a loop whose paths do 3:1 work and a function
+// called from two contexts with 1:4 work. The truth is the exact
+// instructions (insns) of each; the sampled shares, from about 2000
+// samples each, are within 5 points; the reports show sample counts; go
+// tool pprof -top -sample_index=cpu names the hottest function first.
+func TestSampledShares(t *testing.T) {
+	dir := t.TempDir()
+	inst, prof, m := sampled(t, dir, "split", "700")
+	col := m.Samples.Column
+	insns, err := m.Column(report.MetricInsns)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The loop: its paths through the 96-round block against those
+	// through the 32-round one (the one path with neither is entry).
+	loop := node(t, m, "main", "loop")
+	var heavy, all, heavyTruth, allTruth float64
+	mf := m.Func(loop.FuncID())
+	for _, p := range loop.Paths {
+		var n uint32
+		for _, b := range p.Blocks {
+			n = max(n, mf.Blocks[b].Insts)
+		}
+		all += p.Samples
+		allTruth += float64(p.Metrics[insns])
+		if n > 200 { // the 96-round block (the 32-round one has about 130 instructions)
+			heavy += p.Samples
+			heavyTruth += float64(p.Metrics[insns])
+		}
+	}
+	if loop.Sampled == nil {
+		t.Fatal("no samples in loop")
+	}
+	within(t, "loop, the heavy path", heavy/all, heavyTruth/allTruth, loop.Sampled.Total, 1500)
+
+	a, b := node(t, m, "ctx_a", "work"), node(t, m, "ctx_b", "work")
+	within(t, "work from ctx_a", float64(a.Incl[col])/float64(a.Incl[col]+b.Incl[col]),
+		float64(a.Incl[insns])/float64(a.Incl[insns]+b.Incl[insns]), (a.Incl[col]+b.Incl[col])/m.Samples.Period, 1500)
+
+	// Every reported time carries its sample count.
+	out := mustBlpp(t, "report", prof, "--binary", inst, "--context", "loop", "--metric", "cpu-clock")
+	if !strings.Contains(out, "samples)") || !strings.Contains(out, "samples in the context itself") {
+		t.Errorf("--context loop --metric cpu-clock shows no sample counts:\n%s", out)
+	}
+	for _, view := range []string{"tree", "flat", "callers", "hot", "loops"} {
+		out := mustBlpp(t, "report", prof, "--binary", inst, "--view", view, "--metric", "cpu-clock")
+		if !strings.Contains(out, "metric: cpu-clock (sampled: 1 sample per 100000 ns") {
+			t.Errorf("--view %s --metric cpu-clock: no sampled header:\n%s", view, out)
+		}
+	}
+
+	// pprof: cpu/nanoseconds, and -top names the hot function first.
+	gotool := goTool(t)
+	pb, p := exportPprof(t, dir, inst, prof)
+	i := slices.IndexFunc(p.SampleType, func(v *profile.ValueType) bool { return v.Type == "cpu" })
+	if i < 0 || p.SampleType[i].Unit != "nanoseconds" {
+		t.Fatalf("pprof sample types %v: no cpu/nanoseconds", p.SampleType)
+	}
+	var hot string
+	var hotv uint64
+	for _, r := range m.Flat(col) {
+		if r.Excl > hotv {
+			hot, hotv = r.Name, r.Excl
+		}
+	}
+	top := pprofCmd(t, gotool, nil, "-top", "-sample_index=cpu", pb)
+	if first := pprofTopFirst(top); first != hot {
+		t.Errorf("go tool pprof -top -sample_index=cpu names %q first, the hot function is %s:\n%s", first, hot, top)
+	}
+}
+
+// pprofTopFirst is the function of -top's first row.
+func pprofTopFirst(top string) string {
+	rows := false
+	for _, l := range strings.Split(top, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 0 && f[0] == "flat" {
+			rows = true
+			continue
+		}
+		if rows && len(f) >= 6 {
+			return f[5]
+		}
+	}
+	return ""
+}

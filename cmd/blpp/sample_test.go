@@ -172,3 +172,74 @@ func pprofTopFirst(top string) string {
 	}
 	return ""
 }
+
+// TestSampledPlaces: with two threads each thread's samples are in its
+// own tree (the profile keeps threads apart; only spin_a's thread has
+// samples in spin_a); samples during the program's own SIGPROF handler
+// (its setitimer keeps working) land in the handler's context, under
+// the interrupted one; samples in libc's memset (not instrumented) are
+// a pseudo-block of the calling context; samples in blpp's runtime, if
+// any, are a pseudo-block of a context too.
+func TestSampledPlaces(t *testing.T) {
+	dir := t.TempDir()
+	_, prof, m := sampled(t, dir, "threads", "200")
+	p, err := cct.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, _, err := report.LoadMeta(filepath.Join(dir, "sample.blpp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spinners := 0
+	for ti, th := range p.Threads {
+		in := map[string]uint64{}
+		for _, q := range th.Samples {
+			if q.Record >= 0 {
+				in[tab.Funcs[th.Records[q.Record].Func].Name] += q.Count
+			}
+		}
+		t.Logf("thread %d (tid %d): samples by function %v", ti, th.TID, in)
+		switch {
+		case in["spin_a"] > 0 && in["spin_b"] > 0:
+			t.Errorf("thread %d has samples in spin_a and spin_b: %v", ti, in)
+		case in["spin_a"] > 100 || in["spin_b"] > 100:
+			spinners++
+		}
+	}
+	if spinners != 2 {
+		t.Errorf("%d threads with over 100 samples in their spinner, want 2", spinners)
+	}
+	if a, b := node(t, m, "spin_a"), node(t, m, "spin_b"); a.Sampled == nil || b.Sampled == nil ||
+		a.Sampled.Total*3/2 > b.Sampled.Total || b.Sampled.Total > a.Sampled.Total*5/2 {
+		t.Errorf("spin_b does twice spin_a's work; samples %+v, %+v", a.Sampled, b.Sampled)
+	}
+
+	_, _, m = sampled(t, dir, "places", "200")
+	// The handler's contexts: one under each context it interrupted.
+	var inHandler uint64
+	for i := range m.Nodes {
+		if n := &m.Nodes[i]; n.Name == "in_handler" && n.Sampled != nil {
+			inHandler += n.Sampled.Total
+			if n.Parent < 0 {
+				t.Errorf("in_handler is a root: the handler should run under the interrupted context")
+			}
+			t.Logf("%s: %d samples", strings.Join(m.Chain(i), "/"), n.Sampled.Total)
+		}
+	}
+	if inHandler < 20 {
+		t.Errorf("in_handler (the SIGPROF handler's work): %d samples, want at least 20", inHandler)
+	}
+	lib := node(t, m, "main", "use_lib")
+	if lib.Sampled == nil || lib.Sampled.Pseudo["[libc.so.6]"] < 20 {
+		t.Errorf("use_lib: samples %+v, want at least 20 in [libc.so.6]", lib.Sampled)
+	}
+	for i := range m.Nodes {
+		if s := m.Nodes[i].Sampled; s != nil && s.Pseudo[report.PseudoRuntime] > 0 {
+			t.Logf("%s: %d samples in the runtime", strings.Join(m.Chain(i), "/"), s.Pseudo[report.PseudoRuntime])
+		}
+	}
+	if m.Samples.Unattributed > m.Samples.Recorded/100 {
+		t.Errorf("%d of %d samples ran under no record", m.Samples.Unattributed, m.Samples.Recorded)
+	}
+}

@@ -95,7 +95,7 @@ static volatile unsigned long ticks;
 __attribute__((noinline)) void in_handler(void)
 {
 	unsigned long x = ticks;
-	for (int i = 0; i < 4000; i++)
+	for (int i = 0; i < 12000; i++)
 		R8(x);
 	sink += x;
 }

@@ -243,3 +243,48 @@ func TestSampledPlaces(t *testing.T) {
 		t.Errorf("%d of %d samples ran under no record", m.Samples.Unattributed, m.Samples.Recorded)
 	}
 }
+
+// TestSampledFallback: sample:cycles on a machine whose PMU cannot sample
+// (none here) falls back to cpu-clock once, says so once on stderr, and
+// the profile records it (kind fallback, the event asked for); with a
+// PMU, cycles are sampled as asked.
+func TestSampledFallback(t *testing.T) {
+	dir := t.TempDir()
+	exe := fixture.Build(t, "sample/sample.c", gccO2PIEThreads)
+	inst := filepath.Join(dir, "cycles.blpp")
+	mustBlpp(t, "rewrite", exe, "-o", inst, "--metrics", "sample:cycles@100000")
+	prof := filepath.Join(dir, "cycles.prof")
+	_, stderr, code := runBinary(t, inst, []string{"threads", "20"}, "BLPP_PROFILE="+prof)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	p, err := cct.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.Sampling
+	if s == nil || s.Requested != "cycles" {
+		t.Fatalf("sampling %+v, want cycles asked for", s)
+	}
+	switch s.Kind {
+	case cct.MetricFallback:
+		if s.Event != "cpu-clock" || s.Unit != cct.UnitNanoseconds || s.Period != 1000000 {
+			t.Errorf("fallback %+v, want cpu-clock every 1000000 ns", s)
+		}
+		if n := strings.Count(string(stderr), "blpp: cannot sample cycles"); n != 1 {
+			t.Errorf("%d warnings, want 1:\n%s", n, stderr)
+		}
+	case cct.MetricReal:
+		if s.Event != "cycles" || s.Unit != cct.UnitEvents || s.Period != 100000 {
+			t.Errorf("sampling %+v, want cycles every 100000 events", s)
+		}
+	default:
+		t.Errorf("kind %v", s.Kind)
+	}
+	if o := blpp("rewrite", exe, "-o", inst, "--metrics", "sample:tsc"); o.code == 0 || !strings.Contains(o.stderr, "tsc is read, not sampled") {
+		t.Errorf("sample:tsc: %s", o)
+	}
+	if o := blpp("rewrite", exe, "-o", inst, "--metrics", "sample:cpu-clock@200000"); o.code == 0 || !strings.Contains(o.stderr, "Hz is over") {
+		t.Errorf("sample:cpu-clock@200000: %s", o)
+	}
+}

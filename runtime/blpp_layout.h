@@ -36,6 +36,7 @@
 #define BLPP_CALL_CACHE_SIZE 131072
 #define BLPP_DEFAULT_SAMPLE_SIGNAL 63
 #define BLPP_FALLBACK_SAMPLE_PERIOD 1000000ull
+#define BLPP_SAMPLER_FLAG_TIMER 1ull
 
 /* struct blpp_config: runtime configuration, patched into the image by the rewriter */
 #define BLPP_CONFIG_SIZE 168
@@ -129,12 +130,13 @@
 #define BLPP_METRIC_OFF_NAME 16
 
 /* struct blpp_sampler: what each thread samples, at sampler_vaddr (decision 92) */
-#define BLPP_SAMPLER_SIZE 56
+#define BLPP_SAMPLER_SIZE 64
 #define BLPP_SAMPLER_OFF_TYPE 0
 #define BLPP_SAMPLER_OFF_CONFIG 8
 #define BLPP_SAMPLER_OFF_PERIOD 16
 #define BLPP_SAMPLER_OFF_SIGNAL 24
 #define BLPP_SAMPLER_OFF_NAME 32
+#define BLPP_SAMPLER_OFF_FLAGS 56
 
 /* struct blpp_record: a calling-context record */
 #define BLPP_RECORD_SIZE 96
@@ -262,6 +264,7 @@ struct blpp_sampler {
 	unsigned long long period;
 	unsigned long long signal;
 	unsigned long long name[3];
+	unsigned long long flags;
 };
 
 struct blpp_record {
@@ -376,6 +379,7 @@ _Static_assert(__builtin_offsetof(struct blpp_sampler, config) == BLPP_SAMPLER_O
 _Static_assert(__builtin_offsetof(struct blpp_sampler, period) == BLPP_SAMPLER_OFF_PERIOD, "blpp_sampler.period");
 _Static_assert(__builtin_offsetof(struct blpp_sampler, signal) == BLPP_SAMPLER_OFF_SIGNAL, "blpp_sampler.signal");
 _Static_assert(__builtin_offsetof(struct blpp_sampler, name) == BLPP_SAMPLER_OFF_NAME, "blpp_sampler.name");
+_Static_assert(__builtin_offsetof(struct blpp_sampler, flags) == BLPP_SAMPLER_OFF_FLAGS, "blpp_sampler.flags");
 _Static_assert(sizeof(struct blpp_record) == BLPP_RECORD_SIZE, "blpp_record size");
 _Static_assert(__builtin_offsetof(struct blpp_record, func) == BLPP_RECORD_OFF_FUNC, "blpp_record.func");
 _Static_assert(__builtin_offsetof(struct blpp_record, dense_n) == BLPP_RECORD_OFF_DENSE_N, "blpp_record.dense_n");

@@ -150,10 +150,9 @@ static void on_sample(int sig, void *si, void *ucv)
 	struct blpp_thread *t;
 	struct blpp_record *r = 0;
 	struct sent *tab;
-	u64 h, pc = g[G_RIP];
+	u64 h, pc = g[G_RIP], w = 1;
 	s64 reg;
 	(void)sig;
-	(void)si;
 	if (!s)
 		return;
 	t = sample_self();
@@ -161,7 +160,14 @@ static void on_sample(int sig, void *si, void *ucv)
 		ADD(&s->lost, 1);
 		return;
 	}
-	ADD(&s->taken, 1);
+	/* A CPU-clock timer fires at the scheduler's tick, however short
+	 * its period: one signal then stands for its expirations, 1 +
+	 * si_overrun (siginfo's int at byte 20 for timers). */
+	if (TPRIV(t)->samp_src == SSRC_TIMER && si) {
+		int ov = ((const int *)si)[5];
+		w += ov > 0 ? (u64)ov : 0;
+	}
+	ADD(&s->taken, w);
 	if (rt.w && LOAD(&rt.w->live) && TPRIV(t)->samp_epoch == rt.epoch + 1)
 		r = running(t);
 	reg = t->r;
@@ -178,15 +184,15 @@ static void on_sample(int sig, void *si, void *ucv)
 			e->rec = (u64)r;
 			e->pc = pc;
 			e->reg = reg;
-			STORE(&e->count, 1);
+			STORE(&e->count, w);
 			return;
 		}
 		if (e->rec == (u64)r && e->pc == pc && e->reg == reg) {
-			STORE(&e->count, c + 1);
+			STORE(&e->count, c + w);
 			return;
 		}
 	}
-	TPRIV(t)->samp_dropped++;
+	TPRIV(t)->samp_dropped += w;
 }
 
 /* sample_perf opens the sampling event on the calling thread, its
@@ -336,7 +342,7 @@ static void sample_init(const volatile struct blpp_config *c, u64 bias)
 	s->config = cs->config;
 	s->period = cs->period;
 	s->kind = BLPP_METRIC_REAL;
-	r = sample_perf(s->type, s->config, s->period, sig);
+	r = cs->flags & BLPP_SAMPLER_FLAG_TIMER ? -95 /* EOPNOTSUPP */ : sample_perf(s->type, s->config, s->period, sig);
 	if (!failed(r)) {
 		sc1(SYS_close, r);
 		s->src = SSRC_PERF;

@@ -206,7 +206,13 @@ type Sampler struct {
 	Period uint64    `c:"period"` // events per sample (nanoseconds for the clocks)
 	Signal uint64    `c:"signal"` // the real-time signal to use (0: DefaultSampleSignal)
 	Name   [3]uint64 `c:"name"`   // the event's name, NUL-padded (MetricName)
+	Flags  uint64    `c:"flags"`  // SamplerFlag* bits
 }
+
+// SamplerFlagTimer makes a clock event use the thread CPU-clock timer
+// even where perf could sample it (tests of the fallback; machines whose
+// perf signals cost too much).
+const SamplerFlagTimer = 1
 
 // DefaultSampleSignal is the signal the sampler uses unless
 // Sampler.Signal names another: SIGRTMAX-1 (63). glibc keeps the first
@@ -382,7 +388,7 @@ type Site struct {
 const (
 	ConfigSize = 168
 
-	SamplerSize = 56
+	SamplerSize = 64
 
 	FuncSize         = 56
 	FuncNumPathsOff  = 0
@@ -608,6 +614,7 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_CALL_CACHE_SIZE", fmt.Sprint(CallCacheSize)},
 	{"BLPP_DEFAULT_SAMPLE_SIGNAL", fmt.Sprint(DefaultSampleSignal)},
 	{"BLPP_FALLBACK_SAMPLE_PERIOD", fmt.Sprintf("%dull", FallbackSamplePeriod)},
+	{"BLPP_SAMPLER_FLAG_TIMER", fmt.Sprintf("%dull", SamplerFlagTimer)},
 }
 
 // WriteLayoutHeader writes blpp_layout.h, the C view of Config, Func,

@@ -17,6 +17,8 @@ import (
 	"github.com/blpp/blpp/cct"
 	"github.com/blpp/blpp/internal/testsupport/fixture"
 	"github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter"
+	blppruntime "github.com/blpp/blpp/runtime"
 )
 
 var gccO2PIEThreads = fixture.Config{CC: "gcc", Opt: "-O2", PIE: true, Extra: []string{"-pthread"}}
@@ -286,5 +288,55 @@ func TestSampledFallback(t *testing.T) {
 	}
 	if o := blpp("rewrite", exe, "-o", inst, "--metrics", "sample:cpu-clock@200000"); o.code == 0 || !strings.Contains(o.stderr, "Hz is over") {
 		t.Errorf("sample:cpu-clock@200000: %s", o)
+	}
+}
+
+// TestSampledTimer: the CPU-clock timer that stands in where perf
+// refuses a software clock (forced here with SamplerFlagTimer) fires at
+// the scheduler's tick; each signal counts its expirations (1 +
+// si_overrun), so the samples still add up to the threads' CPU time and
+// split it as the work is split.
+func TestSampledTimer(t *testing.T) {
+	dir := t.TempDir()
+	exe := fixture.Build(t, "sample/sample.c", gccO2PIEThreads)
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := rewriter.Rewrite(data, rewriter.Options{Sample: &blppruntime.Sampler{Type: 1, Period: 1000000,
+		Name: blppruntime.MetricName("cpu-clock"), Flags: blppruntime.SamplerFlagTimer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := filepath.Join(dir, "timer.blpp")
+	if err := os.WriteFile(inst, out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prof := filepath.Join(dir, "timer.prof")
+	if _, stderr, code := runBinary(t, inst, []string{"threads", "300"}, "BLPP_PROFILE="+prof); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	p, err := cct.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Sampling; s == nil || s.Source != cct.SourceTimer || s.Kind != cct.MetricReal || s.Event != "cpu-clock" {
+		t.Fatalf("sampling %+v, want cpu-clock by the timer", s)
+	}
+	tab, _, err := report.LoadMeta(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]uint64{}
+	for _, th := range p.Threads {
+		for _, q := range th.Samples {
+			if q.Record >= 0 {
+				by[tab.Funcs[th.Records[q.Record].Func].Name] += q.Count
+			}
+		}
+	}
+	t.Logf("samples by function: %v (taken %d)", by, p.Sampling.Taken)
+	if a, b := by["spin_a"], by["spin_b"]; a < 50 || b*10 < a*13 || b*10 > a*30 {
+		t.Errorf("spin_a %d, spin_b %d samples: want spin_b about twice spin_a, 50 or more each", a, b)
 	}
 }

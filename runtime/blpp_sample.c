@@ -311,6 +311,26 @@ static int sample_signal(int want)
 	return 0;
 }
 
+/* sample_handlers makes this copy's on_sample the sampling signal's
+ * handler (set_handlers: the copy that installs the runtime's handlers,
+ * or takes them over from a copy being unloaded, decision 81). */
+static void sample_handlers(void)
+{
+	struct samp_sigaction sa = {on_sample, SA_SIGINFO | SA_RESTART | SA_RESTORER, blpp_sigreturn, ~0ul};
+	if (rt.samp)
+		sc4(SYS_rt_sigaction, rt.samp->sig, &sa, 0, 8);
+}
+
+/* sample_ignore ignores the sampling signal (handlers_drop: the last
+ * instrumented module is gone, and its code with the handler); the
+ * samplers of live threads may still fire. */
+static void sample_ignore(void)
+{
+	struct samp_sigaction sa = {(void (*)(int, void *, void *))1 /* SIG_IGN */, SA_RESTORER, blpp_sigreturn, 0};
+	if (rt.samp)
+		sc4(SYS_rt_sigaction, rt.samp->sig, &sa, 0, 8);
+}
+
 /*
  * sample_init reads the configuration's sampler (setup, the first module
  * to start) and decides where samples come from, by opening the event

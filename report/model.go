@@ -256,6 +256,12 @@ func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o M
 	if err := m.buildFuncs(folded); err != nil {
 		return nil, err
 	}
+	if s := m.Samples; s != nil && len(folded.Threads) > 0 {
+		// Stacks follow the folded records, as the contexts do.
+		for i := range min(len(m.Stacks), len(folded.Threads[0].Records)) {
+			m.Stacks[i].Sampled = m.Nodes[i].Excl[s.Column]
+		}
+	}
 	return m, nil
 }
 

@@ -5,6 +5,7 @@ package main
 // its samples laid over the exact counts by package report.
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -137,6 +138,13 @@ func TestSampledShares(t *testing.T) {
 		if !strings.Contains(out, "metric: cpu-clock (sampled: 1 sample per 100000 ns") {
 			t.Errorf("--view %s --metric cpu-clock: no sampled header:\n%s", view, out)
 		}
+	}
+
+	// Folded stacks carry the sampled time: ctx_b's work, 4/5 of the
+	// two contexts' samples, is ctx_b's stack's value.
+	folded := mustBlpp(t, "export", prof, "--binary", inst, "--format", "folded", "--metric", "cpu-clock")
+	if want := fmt.Sprintf("_start;main;ctx_b;work %d\n", b.Excl[col]); !strings.Contains(folded, want) {
+		t.Errorf("folded stacks of cpu-clock lack %q:\n%s", want, folded)
 	}
 
 	// pprof: cpu/nanoseconds, and -top names the hot function first.

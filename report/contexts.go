@@ -492,6 +492,9 @@ type Context struct {
 	// counted (calls) without paths; Reason says why (decision 70).
 	Uninstrumented bool   `json:"uninstrumented,omitempty"`
 	Reason         string `json:"reason,omitempty"`
+	// Samples are the context's samples (decision 92), exclusive; the
+	// sampled metric is samples × period. Absent without samples.
+	Samples uint64 `json:"samples,omitempty"`
 }
 
 // ContextPath is one path of a context in the JSON.
@@ -499,6 +502,8 @@ type ContextPath struct {
 	ID      uint64            `json:"id"`
 	Count   uint64            `json:"count"`
 	Metrics map[string]uint64 `json:"metrics"`
+	// Samples is the path's estimated share of its context's samples.
+	Samples float64 `json:"samples,omitempty"`
 }
 
 // Contexts renders the tree for the JSON document: ids are node indices,
@@ -525,7 +530,10 @@ func (c *Model) Contexts() []Context {
 			x.CallSite = &s
 		}
 		for _, p := range n.Paths {
-			x.Paths = append(x.Paths, ContextPath{ID: p.ID, Count: p.Metrics[0], Metrics: byName(p.Metrics)})
+			x.Paths = append(x.Paths, ContextPath{ID: p.ID, Count: p.Metrics[0], Metrics: byName(p.Metrics), Samples: p.Samples})
+		}
+		if n.Sampled != nil {
+			x.Samples = n.Sampled.Total
 		}
 		out[i] = x
 	}

@@ -5,6 +5,7 @@ package main
 // its samples laid over the exact counts by package report.
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -138,6 +139,24 @@ func TestSampledShares(t *testing.T) {
 		if !strings.Contains(out, "metric: cpu-clock (sampled: 1 sample per 100000 ns") {
 			t.Errorf("--view %s --metric cpu-clock: no sampled header:\n%s", view, out)
 		}
+	}
+
+	// JSON: every context's own samples, and cpu-clock among its metrics.
+	var doc struct {
+		Contexts []report.Context `json:"contexts"`
+	}
+	if err := json.Unmarshal([]byte(mustBlpp(t, "report", prof, "--binary", inst, "--format", "json")), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var jsonSamples uint64
+	for _, c := range doc.Contexts {
+		jsonSamples += c.Samples
+		if c.Metrics["cpu-clock"] != c.Samples*m.Samples.Period {
+			t.Errorf("JSON context %d: cpu-clock %d, %d samples", c.ID, c.Metrics["cpu-clock"], c.Samples)
+		}
+	}
+	if want := m.Samples.Recorded - m.Samples.Unattributed; jsonSamples != want {
+		t.Errorf("JSON contexts hold %d samples, want %d", jsonSamples, want)
 	}
 
 	// Folded stacks carry the sampled time: ctx_b's work, 4/5 of the

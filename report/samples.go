@@ -312,20 +312,37 @@ func (c *Model) attributeSamples(s *cct.Sampling, th *cct.Thread, col int) error
 	index := map[int]*codeIndex{}
 	shares := make([][]float64, len(c.Nodes)) // per node, per path: samples
 	period := float64(s.Period)
-	nodeOf := func(r int, fn FuncID) int { // r's context of function fn, -1 if none
+	roots := map[FuncID]int{} // flow-only: each function's one context
+	if c.FlowOnly {
+		for i := range c.Nodes {
+			roots[c.Nodes[i].FuncID()] = i
+		}
+	}
+	// nodeOf is r's context of function fn: r itself, the child of fn
+	// with the most calls (the call site is not known), an ancestor
+	// (folded recursion), or in a flow-only profile fn's root; -1 if
+	// none.
+	nodeOf := func(r int, fn FuncID) int {
 		n := &c.Nodes[r]
 		if n.FuncID() == fn {
 			return r
 		}
+		best := -1
 		for _, ch := range n.Children {
-			if c.Nodes[ch].FuncID() == fn {
-				return ch
+			if c.Nodes[ch].FuncID() == fn && (best < 0 || c.Nodes[ch].Calls > c.Nodes[best].Calls) {
+				best = ch
 			}
+		}
+		if best >= 0 {
+			return best
 		}
 		for a := n.Parent; a >= 0; a = c.Nodes[a].Parent {
 			if c.Nodes[a].FuncID() == fn {
 				return a
 			}
+		}
+		if k, ok := roots[fn]; ok {
+			return k
 		}
 		return -1
 	}
@@ -360,6 +377,9 @@ func (c *Model) attributeSamples(s *cct.Sampling, th *cct.Thread, col int) error
 			pl = x.locate(&c.Modules[k], a)
 		}
 		r := q.Record
+		if k, ok := roots[FuncID{Module: uint32(mod), Func: uint32(pl.fn)}]; r < 0 && pl.fn >= 0 && ok {
+			r = k // flow-only: the function's one context
+		}
 		if r < 0 || r >= len(c.Nodes) {
 			info.Unattributed += q.Count
 			continue

@@ -27,12 +27,12 @@ var gccO2PIEThreads = fixture.Config{CC: "gcc", Opt: "-O2", PIE: true, Extra: []
 
 // sampled rewrites sample.c with sampling at 10 kHz, runs it in mode at
 // scale and returns the instrumented binary, the profile and the model.
-func sampled(t *testing.T, dir, mode, scale string) (inst, prof string, m *report.Model) {
+func sampled(t *testing.T, dir, mode, scale string, rewriteArgs ...string) (inst, prof string, m *report.Model) {
 	t.Helper()
 	exe := fixture.Build(t, "sample/sample.c", gccO2PIEThreads)
 	inst = filepath.Join(dir, "sample.blpp")
 	if _, err := os.Stat(inst); err != nil {
-		mustBlpp(t, "rewrite", exe, "-o", inst, "--metrics", "sample:cpu-clock@10000")
+		mustBlpp(t, append([]string{"rewrite", exe, "-o", inst, "--metrics", "sample:cpu-clock@10000"}, rewriteArgs...)...)
 	}
 	prof = filepath.Join(dir, mode+".prof")
 	want, _, _ := runBinary(t, exe, []string{mode, scale})
@@ -103,27 +103,7 @@ func TestSampledShares(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The loop: its paths through the 96-round block against those
-	// through the 32-round one (the one path with neither is entry).
-	loop := node(t, m, "main", "loop")
-	var heavy, all, heavyTruth, allTruth float64
-	mf := m.Func(loop.FuncID())
-	for _, p := range loop.Paths {
-		var n uint32
-		for _, b := range p.Blocks {
-			n = max(n, mf.Blocks[b].Insts)
-		}
-		all += p.Samples
-		allTruth += float64(p.Metrics[insns])
-		if n > 200 { // the 96-round block (the 32-round one has about 130 instructions)
-			heavy += p.Samples
-			heavyTruth += float64(p.Metrics[insns])
-		}
-	}
-	if loop.Sampled == nil {
-		t.Fatal("no samples in loop")
-	}
-	within(t, "loop, the heavy path", heavy/all, heavyTruth/allTruth, loop.Sampled.Total, 1500)
+	loopShares(t, m, node(t, m, "main", "loop"), insns)
 
 	a, b := node(t, m, "ctx_a", "work"), node(t, m, "ctx_b", "work")
 	within(t, "work from ctx_a", float64(a.Incl[col])/float64(a.Incl[col]+b.Incl[col]),
@@ -200,6 +180,48 @@ func pprofTopFirst(top string) string {
 		}
 	}
 	return ""
+}
+
+// loopShares checks the loop's sampled split: its paths through the
+// 96-round block against those through the 32-round one (the one path
+// with neither is the entry).
+func loopShares(t *testing.T, m *report.Model, loop *report.CNode, insns int) {
+	t.Helper()
+	var heavy, all, heavyTruth, allTruth float64
+	mf := m.Func(loop.FuncID())
+	for _, p := range loop.Paths {
+		var n uint32
+		for _, b := range p.Blocks {
+			n = max(n, mf.Blocks[b].Insts)
+		}
+		all += p.Samples
+		allTruth += float64(p.Metrics[insns])
+		if n > 200 { // the 96-round block (the 32-round one has about 130 instructions)
+			heavy += p.Samples
+			heavyTruth += float64(p.Metrics[insns])
+		}
+	}
+	if loop.Sampled == nil {
+		t.Fatal("no samples in loop")
+	}
+	within(t, "loop, the heavy path", heavy/all, heavyTruth/allTruth, loop.Sampled.Total, 1500)
+}
+
+// TestSampledFlowOnly: the same split in a flow-only image, whose
+// functions keep their path registers in general registers (read from
+// the signal's ucontext) and count in slot counters.
+func TestSampledFlowOnly(t *testing.T) {
+	_, _, m := sampled(t, t.TempDir(), "split", "700", "--no-context")
+	insns, err := m.Column(report.MetricInsns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loopShares(t, m, node(t, m, "loop"), insns)
+	t.Logf("samples: %d shared by prefix, %d by block, %d kept at a block, %d in pseudo-blocks, %d with no context",
+		m.Samples.Prefixed, m.Samples.BlockLevel, m.Samples.Kept, m.Samples.Pseudo, m.Samples.Unattributed)
+	if m.Samples.Unattributed > m.Samples.Recorded/100 {
+		t.Errorf("%d of %d samples with no context", m.Samples.Unattributed, m.Samples.Recorded)
+	}
 }
 
 // TestSampledPlaces: with two threads each thread's samples are in its

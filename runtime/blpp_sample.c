@@ -277,8 +277,14 @@ static void sample_thread(struct blpp_thread *t)
 		return;
 	sample_stop(t);
 	p->samp_epoch = rt.epoch + 1;
-	if (!p->samp_tab)
-		p->samp_tab = (u64)map_wiped(SAMPLE_CAP * sizeof(struct sent));
+	if (!p->samp_tab) {
+		/* Reserved, touched as used, empty in a fork child; not the
+		 * arena's (its bound is for the trees). */
+		void *m = map_anon(SAMPLE_CAP * sizeof(struct sent), MAP_NORESERVE);
+		if (m && !rt.nowipe)
+			sc3(SYS_madvise, m, SAMPLE_CAP * sizeof(struct sent), MADV_WIPEONFORK);
+		p->samp_tab = (u64)m;
+	}
 	if (!p->samp_tab) {
 		ADD(&s->fails, 1);
 		return;

@@ -300,13 +300,24 @@ func blockOf(f *meta.Func, a uint64) int {
 func (c *Model) attributeSamples(s *cct.Sampling, th *cct.Thread, col int) error {
 	info := &SampleInfo{Sampling: *s, Column: col}
 	c.Samples = info
-	byName := map[string]int{}
+	// Objects are modules by the path the process loaded, else the
+	// file the report read, else (a profile read elsewhere) the base
+	// name when only one module has it.
+	byName, byBase := map[string]int{}, map[string]int{}
 	for k := range c.Modules {
-		if c.Modules[k].Loaded != "" {
-			byName[c.Modules[k].Loaded] = k
+		for _, p := range []string{c.Modules[k].Loaded, c.Modules[k].Path} {
+			if _, dup := byName[p]; p != "" && !dup {
+				byName[p] = k
+			}
 		}
-		if _, dup := byName[c.Modules[k].Path]; !dup {
-			byName[c.Modules[k].Path] = k
+		b := filepath.Base(c.Modules[k].Loaded)
+		if c.Modules[k].Loaded == "" {
+			b = filepath.Base(c.Modules[k].Path)
+		}
+		if _, dup := byBase[b]; dup {
+			byBase[b] = -1
+		} else {
+			byBase[b] = k
 		}
 	}
 	index := map[int]*codeIndex{}
@@ -356,6 +367,10 @@ func (c *Model) attributeSamples(s *cct.Sampling, th *cct.Thread, col int) error
 		default:
 			obj := s.Objects[q.Object]
 			k, ok := byName[obj]
+			if !ok {
+				k, ok = byBase[filepath.Base(obj)]
+				ok = ok && k >= 0
+			}
 			if !ok {
 				pl = place{fn: -1, pseudo: "[" + filepath.Base(obj) + "]"}
 				break

@@ -128,10 +128,18 @@ static struct blpp_thread *sample_self(void)
 	return t->self == base && t->owner == thread_pointer() ? t : 0;
 }
 
+/* sample_hash places a key in the table: the page by the pc's 4 KiB page
+ * of code, the entry in it by the whole key. The samples of a hot loop
+ * then touch a page or two of the table, not one page per key (each
+ * first touch is a page fault, which costs several microseconds in a
+ * virtual machine). */
 static u64 sample_hash(u64 rec, u64 pc, s64 reg)
 {
+	enum { PER_PAGE = 4096 / sizeof(struct sent) };
+	u64 page = ((pc >> 12) * 0x9e3779b97f4a7c15ull) >> (64 - SAMPLE_BITS + 7);
 	u64 h = rec * 0x9e3779b97f4a7c15ull ^ pc * 0xc2b2ae3d27d4eb4full ^ (u64)reg * 0x165667b19e3779f9ull;
-	return (h ^ (h >> 31)) & (SAMPLE_CAP - 1);
+	_Static_assert(PER_PAGE == 128, "entries per page");
+	return (page * PER_PAGE + ((h ^ (h >> 31)) & (PER_PAGE - 1))) & (SAMPLE_CAP - 1);
 }
 
 /*

@@ -78,6 +78,11 @@ type Options struct {
 	// libraries that is a library's DT_INIT, before the executable's
 	// entry [decision 81]. blpp run sets it then.
 	NoSlots bool
+	// forceIBT, for tests only (export_test.go), emits the code that
+	// keeps IBT [decision 95] as if the input's note said IBT: Debian's
+	// binaries are compiled with -fcf-protection but linked without the
+	// note (its crt files lack the property).
+	forceIBT bool
 }
 
 // LoopRegPolicy is Options.LoopRegs.
@@ -170,6 +175,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	mod.cet = cetOf(in, opts)
 	if len(opts.Metrics) > runtime.MaxMetrics {
 		return nil, nil, fmt.Errorf("%d metrics: at most %d besides freq", len(opts.Metrics), runtime.MaxMetrics)
 	}
@@ -230,6 +236,8 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 			// _fini runs after the last .fini_array entry, which is where
 			// the profile is written. A library's blpp_fini runs it first.
 			skip("runs after the profile is written", ".fini section (_fini)")
+		case mod.cet.ibt && cetBlocker(b, f, into) != "":
+			skip(skipCET, cetBlocker(b, f, into))
 		default:
 			if why := pieTableBlocker(b, f.Graph); why != "" {
 				skip("absolute jump table in PIE", why)
@@ -251,8 +259,8 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 		out, sum2, err := layout(in, b, res, img, chosen, moved, sum, opts, into, mod)
 		var ee *emitError
 		if !errors.As(err, &ee) {
-			if err == nil && clearCET(out) {
-				sum2.Warnings = append(sum2.Warnings, cetWarning)
+			if err == nil {
+				sum2.Warnings = append(sum2.Warnings, keepCET(out, img, mod.cet)...)
 			}
 			return out, sum2, err
 		}
@@ -380,6 +388,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		workers:    opts.Workers,
 		loopRegs:   opts.LoopRegs,
 		tag:        mod.tag,
+		cet:        mod.cet,
 		noSlots:    opts.NoSlots || mod.library,
 		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0,
 			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC}}
@@ -389,6 +398,10 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		fp := &funcPlan{g: g, f: f, fid: int32(i), gid: g.globalID(int32(i)), num: f.Numbering, entry: g.buf.NewLabel()}
 		if at, ok := moved[f]; ok {
 			fp.prefixEnd, fp.afterPrefix = at, g.buf.NewLabel()
+			if g.movedEntries == nil {
+				g.movedEntries = map[uint64]bool{}
+			}
+			g.movedEntries[f.Func.Addr] = true
 		}
 		fp.blocks = make([]enc.Label, len(f.Graph.Blocks))
 		for j := range fp.blocks {
@@ -526,7 +539,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// Redirect every instrumented function's original entry.
 	var patches []elfw.Patch
 	for _, fg := range g.funcs {
-		from := fg.f.Func.Addr
+		from := g.entryJumpAt(fg.f.Func.Addr)
 		to := addrOf(fg.entry)
 		if fg.prefixEnd != 0 {
 			from, to = fg.prefixEnd, addrOf(fg.afterPrefix)
@@ -537,11 +550,12 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		}
 		patches = append(patches, elfw.Patch{Addr: from, Bytes: jmp})
 		for _, x := range fg.others {
-			jmp, err := enc.JmpRel32At(x.addr, addrOf(x.label))
+			at := g.entryJumpAt(x.addr)
+			jmp, err := enc.JmpRel32At(at, addrOf(x.label))
 			if err != nil {
 				return nil, nil, fmt.Errorf("entry %#x of %s: %w", x.addr, fg.f.Func.Name, err)
 			}
-			patches = append(patches, elfw.Patch{Addr: x.addr, Bytes: jmp})
+			patches = append(patches, elfw.Patch{Addr: at, Bytes: jmp})
 		}
 	}
 	dp, err := darkPatches(dark, addrOf)

@@ -34,6 +34,7 @@
 #define BLPP_CALL_CACHE_BITS 12
 #define BLPP_CALL_CACHE_OFFSET 4096
 #define BLPP_CALL_CACHE_SIZE 131072
+#define BLPP_GATE_SHUT 1ull
 #define BLPP_DEFAULT_SAMPLE_SIGNAL 63
 #define BLPP_FALLBACK_SAMPLE_PERIOD 1000000ull
 #define BLPP_SAMPLER_FLAG_TIMER 1ull
@@ -73,7 +74,7 @@
 #define BLPP_FUNC_OFF_CLOSED 48
 
 /* struct blpp_thread: per-thread block; %gs points at it */
-#define BLPP_THREAD_SIZE 312
+#define BLPP_THREAD_SIZE 320
 #define BLPP_THREAD_OFF_SELF 0
 #define BLPP_THREAD_OFF_R 8
 #define BLPP_THREAD_OFF_OWNER 16
@@ -107,6 +108,7 @@
 #define BLPP_THREAD_OFF_DARK_RSP 288
 #define BLPP_THREAD_OFF_PROC 296
 #define BLPP_THREAD_OFF_FLAT_MODS 304
+#define BLPP_THREAD_OFF_GATE 312
 
 /* struct blpp_frame: shadow-stack entry */
 #define BLPP_FRAME_SIZE 72
@@ -235,6 +237,7 @@ struct blpp_thread {
 	unsigned long long dark_rsp;
 	unsigned long long proc;
 	unsigned long long flat_mods;
+	unsigned long long gate;
 };
 
 struct blpp_frame {
@@ -358,6 +361,7 @@ _Static_assert(__builtin_offsetof(struct blpp_thread, dark_rec) == BLPP_THREAD_O
 _Static_assert(__builtin_offsetof(struct blpp_thread, dark_rsp) == BLPP_THREAD_OFF_DARK_RSP, "blpp_thread.dark_rsp");
 _Static_assert(__builtin_offsetof(struct blpp_thread, proc) == BLPP_THREAD_OFF_PROC, "blpp_thread.proc");
 _Static_assert(__builtin_offsetof(struct blpp_thread, flat_mods) == BLPP_THREAD_OFF_FLAT_MODS, "blpp_thread.flat_mods");
+_Static_assert(__builtin_offsetof(struct blpp_thread, gate) == BLPP_THREAD_OFF_GATE, "blpp_thread.gate");
 _Static_assert(sizeof(struct blpp_frame) == BLPP_FRAME_SIZE, "blpp_frame size");
 _Static_assert(__builtin_offsetof(struct blpp_frame, rsp) == BLPP_FRAME_OFF_RSP, "blpp_frame.rsp");
 _Static_assert(__builtin_offsetof(struct blpp_frame, saved_r) == BLPP_FRAME_OFF_SAVED_R, "blpp_frame.saved_r");

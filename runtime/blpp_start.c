@@ -152,6 +152,7 @@ static void setup(void)
 	if (!t)
 		die("cannot map the main thread block");
 	t->owner = thread_pointer();
+	gate_set(t);
 	block_link(t);
 	set_gs(t);
 

@@ -112,6 +112,10 @@ const (
 	ConfigFlagLibrary = 1 << 4
 )
 
+// GateShut is Thread.Gate while a stub is busy on the thread or its
+// shadow stack has overflowed: no thread pointer is 1 (decision 90).
+const GateShut = 1
+
 // Function ids across modules [decision 81]: a module's instrumentation
 // names its function i (instrumented ones first, then the left-out ones
 // whose entries it counts) as ModuleTag<<FidBits | i, so that the ids of
@@ -313,6 +317,13 @@ type Thread struct {
 	// module's functions by local id (0 until the module's first stub
 	// entry on this thread makes the array). The executable's are Flat.
 	FlatMods uint64 `c:"flat_mods"`
+	// Gate is what inline entries compare with the thread pointer
+	// (decision 90): Owner while no stub is busy on the thread and its
+	// shadow stack has not overflowed, else GateShut, which no thread
+	// pointer equals. One compare thus tells a thread that still has
+	// its creator's block, a busy stub and an overflow apart from the
+	// common case; the runtime shuts the gate before it raises Busy.
+	Gate uint64 `c:"gate"`
 }
 
 // Frame is blpp_frame, one shadow-stack entry: an activation of an
@@ -401,7 +412,7 @@ const (
 
 	MetricSize = 40
 
-	ThreadSize  = 312
+	ThreadSize  = 320
 	OffSelf     = 0
 	OffR        = 8
 	OffOwner    = 16
@@ -424,6 +435,7 @@ const (
 	OffDarkRSP  = 288
 	OffProc     = 296
 	OffFlatMods = 304
+	OffGate     = 312
 
 	FrameSize        = 72
 	FrameSavedCurOff = 40
@@ -612,6 +624,7 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_CALL_CACHE_BITS", fmt.Sprint(CallCacheBits)},
 	{"BLPP_CALL_CACHE_OFFSET", fmt.Sprint(CallCacheOffset)},
 	{"BLPP_CALL_CACHE_SIZE", fmt.Sprint(CallCacheSize)},
+	{"BLPP_GATE_SHUT", fmt.Sprintf("%dull", GateShut)},
 	{"BLPP_DEFAULT_SAMPLE_SIGNAL", fmt.Sprint(DefaultSampleSignal)},
 	{"BLPP_FALLBACK_SAMPLE_PERIOD", fmt.Sprintf("%dull", FallbackSamplePeriod)},
 	{"BLPP_SAMPLER_FLAG_TIMER", fmt.Sprintf("%dull", SamplerFlagTimer)},

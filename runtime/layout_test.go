@@ -58,6 +58,7 @@ func TestLayoutConstants(t *testing.T) {
 		{"OffDarkRSP", OffDarkRSP, unsafe.Offsetof(th.DarkRSP)},
 		{"OffProc", OffProc, unsafe.Offsetof(th.Proc)},
 		{"OffFlatMods", OffFlatMods, unsafe.Offsetof(th.FlatMods)},
+		{"OffGate", OffGate, unsafe.Offsetof(th.Gate)},
 		{"FrameSavedCurOff", FrameSavedCurOff, unsafe.Offsetof(fr.SavedAcc)},
 		{"FrameSavedRegOff", FrameSavedRegOff, unsafe.Offsetof(fr.SavedAcc) + 8},
 		{"FrameExtSiteOff", FrameExtSiteOff, unsafe.Offsetof(fr.SavedAcc) + 16},

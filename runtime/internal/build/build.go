@@ -38,7 +38,7 @@ var CFlags = []string{
 	"-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
 	"-ffreestanding", "-fno-builtin", "-nostdlib",
 	"-fno-stack-protector", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-fno-exceptions",
-	"-mgeneral-regs-only", "-fPIC", "-fvisibility=hidden", "-fcf-protection=none",
+	"-mgeneral-regs-only", "-fPIC", "-fvisibility=hidden", "-fcf-protection=full",
 	"-fno-jump-tables", "-fno-plt",
 }
 

@@ -49,6 +49,11 @@ type Options struct {
 	// Metrics are the counters read at path boundaries besides "freq"
 	// (at most runtime.MaxMetrics) [DESIGN 8].
 	Metrics []Metric
+	// Sample, when not nil, makes every thread of the program sample
+	// its execution (--metrics sample:EVENT[@N], decision 92). It
+	// changes no instrumentation: the binary is the one Metrics would
+	// make, plus the sampler's table entry the runtime reads.
+	Sample *runtime.Sampler
 	// LayoutSeed, when not 0, moves every instrumented function by a
 	// pseudo-random multiple of 16 bytes (0 to 240), the same for the
 	// same seed. Only for measuring: a benchmark can then report
@@ -355,11 +360,18 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	metricsAddr := rwAddr + uint64(len(rw))
 	rw = append(rw, make([]byte, len(opts.Metrics)*runtime.MetricSize)...)
+	samplerAddr := rwAddr + uint64(len(rw))
+	if opts.Sample != nil {
+		rw = append(rw, make([]byte, runtime.SamplerSize)...)
+	}
 	rwMem := uint64(len(rw))
 	// The runtime's tables in rw, from here on written as typed records
 	// (runtime/layout.go) at their addresses.
 	at := func(addr uint64) []byte { return rw[addr-rwAddr:] }
 	funcEntry := func(fid int) []byte { return at(funcsAddr + uint64(fid)*runtime.FuncSize) }
+	if opts.Sample != nil {
+		runtime.PutSampler(at(samplerAddr), *opts.Sample)
+	}
 	for i, m := range opts.Metrics {
 		runtime.PutMetric(at(metricsAddr+uint64(i)*runtime.MetricSize),
 			runtime.Metric{Type: m.Type, Config: m.Config, Name: runtime.MetricName(m.Name)})
@@ -589,6 +601,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	conf.SlotsSize = g.slotsSize
 	if len(opts.Metrics) > 0 {
 		conf.MetricsVaddr, conf.NMetrics = metricsAddr, uint64(len(opts.Metrics))
+	}
+	if opts.Sample != nil {
+		conf.SamplerVaddr = samplerAddr
 	}
 	// Metadata; its instrumentation id is what profiles carry as their
 	// build-id (stored at the end of the RW data).

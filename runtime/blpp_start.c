@@ -158,6 +158,8 @@ static void setup(void)
 
 	if (rt.nmetrics)
 		metrics_open(t);
+	sample_init(c, (u64)&blpp_config - c->self_vaddr);
+	sample_thread(t);
 	STORE(&rt.ready, 1);
 	rt.tsc_init = rdtsc();
 }

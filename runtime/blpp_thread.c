@@ -252,6 +252,7 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 			gate_set(b);
 			b->tid = gettid();
 			set_gs(b);
+			sample_thread(b);
 			return b;
 		}
 	}
@@ -271,6 +272,7 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 	gate_set(b);
 	block_link(b);
 	set_gs(b);
+	sample_thread(b);
 	return b;
 }
 

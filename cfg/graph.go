@@ -219,6 +219,11 @@ type Graph struct {
 	// process image without its exit handlers (leaves.go) to how; nil
 	// when there is none.
 	Leaves map[uint64]Leave
+	// SigActions holds the addresses of the syscall instructions that
+	// make rt_sigaction (their %rax is known to be 13, leaves.go), which
+	// the rewriter hands to the runtime (decision 94); nil when there is
+	// none.
+	SigActions map[uint64]bool
 	// Reason is ReasonOK when the procedure may be instrumented; otherwise
 	// why not, with Detail naming the address and the problem.
 	Reason Reason

@@ -115,7 +115,7 @@ func (fg *funcGen) emit() error {
 			fg.mark(a, true)
 			if a+uint64(in.Len) < blk.End {
 				fg.syscallLeave(&in)
-				if err := fg.copyInst(&in, code[a-blk.Addr:]); err != nil {
+				if err := fg.copyOrSigaction(&in, code[a-blk.Addr:]); err != nil {
 					return err
 				}
 			}
@@ -389,7 +389,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 		return fg.copyInst(in, code)
 	default: // Other, Syscall
 		fg.syscallLeave(in)
-		if err := fg.copyInst(in, code); err != nil {
+		if err := fg.copyOrSigaction(in, code); err != nil {
 			return err
 		}
 		if len(succs) == 1 {

@@ -297,6 +297,7 @@ static void fork_reset(void)
 		STORE(&rt.threads, me);
 		rt.nthreads = me ? 1 : 0;
 		rt.write_lock = 0;
+		rt.sig_lock = 0; /* a thread of the parent's may have held it */
 		rt.exit_written = 0;
 		rt.dumps = 0;
 		rt.forked = 1;

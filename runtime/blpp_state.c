@@ -181,6 +181,12 @@ struct proc {
 	u64 nlive;        /* modules registered whose DT_FINI has not run */
 	u64 handlers_cfg; /* blpp_config of the runtime copy whose handlers are installed */
 	u64 dump_signal;  /* the dump signal the handlers were installed for */
+	/* The signals whose actions the runtime keeps (bit s: signal s), the
+	 * program's view of their actions, and the lock of changes to them
+	 * (blpp_signal.c, decision 94). */
+	u64 sig_managed;
+	u64 sig_lock;
+	struct ksigaction sigv[NSIG + 1];
 	struct mod *mods[BLPP_MAX_MODULE_TAG + 1]; /* by tag */
 };
 

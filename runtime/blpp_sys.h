@@ -76,9 +76,13 @@ enum {
 	O_CLOEXEC = 02000000,
 	AT_HWCAP2 = 26,
 	HWCAP2_FSGSBASE = 1 << 1,
+	SA_SIGINFO = 0x4,
 	SA_RESTART = 0x10000000,
 	SA_ONSTACK = 0x08000000,
 	SA_RESTORER = 0x04000000,
+	SA_RESETHAND = (int)0x80000000u,
+	SIG_BLOCK = 0,
+	SIG_SETMASK = 2,
 	SIGINT = 2,
 	SIGILL = 4,
 	SIGABRT = 6,
@@ -89,6 +93,15 @@ enum {
 	SIGTERM = 15,
 	SIGSTOP = 19,
 	NSIG = 64,
+};
+
+/* The kernel's struct sigaction on x86-64 [arch/x86/include/uapi/asm/signal.h]:
+ * what rt_sigaction reads and writes, 8-byte signal set. */
+struct ksigaction {
+	u64 handler; /* SIG_DFL 0, SIG_IGN 1, or a function */
+	u64 flags;
+	u64 restorer;
+	u64 mask;
 };
 
 /* The raw system call is blpp_pmu.h's (one copy of the asm). */

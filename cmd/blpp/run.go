@@ -120,9 +120,12 @@ func runRun(c *ctx, args []string) error {
 	p.Stdin, p.Stdout, p.Stderr = os.Stdin, c.stdout, c.stderr
 	p.Env = append(os.Environ(), "BLPP_PROFILE="+profPath)
 	// Signals meant for the program (^C) reach it through the process
-	// group; blpp waits for it rather than dying first.
-	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
-	defer signal.Reset(syscall.SIGINT, syscall.SIGQUIT)
+	// group; blpp waits for it rather than dying first. They are caught,
+	// not ignored: an ignored signal stays ignored across exec, and the
+	// program would start with SIGINT ignored (decision 94).
+	caught := make(chan os.Signal, 1)
+	signal.Notify(caught, syscall.SIGINT, syscall.SIGQUIT)
+	defer signal.Stop(caught)
 	runErr := p.Run()
 	code := 0
 	var ee *exec.ExitError

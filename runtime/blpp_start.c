@@ -27,13 +27,34 @@ static u64 read_fs_base(void)
 }
 
 /* set_template makes the profile name template absolute, so that a chdir
- * of the program does not move the profile. */
+ * of the program does not move the profile. %c in it asks for continuous
+ * mode (decision 94) and is taken out, as clang's %c is. */
 static void set_template(const char *name)
 {
-	u64 n = 0, len;
-	if (!name || !*name)
+	char own[4096];
+	u64 n = 0, len = 0;
+	const char *s = name ? name : "";
+	for (; *s && len < sizeof(own) - 2; s++) {
+		if (s[0] == '%' && s[1] == 'c') {
+			rt.cont_want = 1;
+			s++;
+		} else if (s[0] == '%' && s[1] == '%') {
+			own[len++] = *s++;
+			own[len++] = *s;
+		} else {
+			own[len++] = *s;
+		}
+	}
+	own[len] = 0;
+	name = own;
+	if (*s) {
+		say("profile name too long: ", own, "...", 0);
+		len = 0;
+	}
+	if (!len) {
 		name = "blpp.out";
-	len = str_len(name);
+		len = str_len(name);
+	}
 	if (name[0] != '/') {
 		long r = sc2(SYS_getcwd, rt.tmpl, sizeof(rt.tmpl));
 		if (!failed(r) && r > 0 && rt.tmpl[0] == '/') {
@@ -90,7 +111,7 @@ static struct proc *find_proc(void)
  * gives the calling (main) thread its block. rt_own's quiet, fsgsbase
  * and env_known are set before it runs and carried over.
  */
-static void setup(void)
+static void setup(const char *profile)
 {
 	const volatile struct blpp_config *c = &blpp_config;
 	struct blpp_thread *t;
@@ -126,6 +147,13 @@ static void setup(void)
 	/* The call cache takes the slots' place: context images only. */
 	if ((rt.flags & BLPP_CONFIG_FLAG_CALL_CACHE) && !rt.flow_only && !rt.slots_size)
 		rt.cache_size = BLPP_CALL_CACHE_SIZE;
+	/* The profile's name, and in continuous mode its file, which the
+	 * counter state goes in from the start (blpp_live.c). Without the
+	 * environment (early_init without /proc) it is named later, and
+	 * continuous mode cannot start. */
+	set_template(profile);
+	if (rt.cont_want && rt.env_known)
+		cont_open();
 	rt.w = map_wiped(page_up(sizeof(struct wiped)));
 	if (rt.w)
 		rt.w->live = 1;
@@ -244,6 +272,7 @@ static void mod_register(void)
 	}
 	if (rt.w)
 		STORE(&blpp_fast_slots, 1);
+	live_mod(m); /* continuous mode: the module's entry in the file */
 }
 
 /*
@@ -262,9 +291,8 @@ static int attach(const char *profile)
 		mod_register();
 		return 1;
 	}
-	setup();
+	setup(profile);
 	mod_register();
-	set_template(profile);
 	install_handlers(((const volatile struct blpp_config *)&blpp_config)->dump_signal);
 	return 1;
 }

@@ -147,6 +147,8 @@ static struct blpp_thread *block_new(void)
 	return t;
 }
 
+static void live_sync(struct blpp_thread *t);
+
 static void block_link(struct blpp_thread *t)
 {
 	struct blpp_thread *h;
@@ -154,6 +156,7 @@ static void block_link(struct blpp_thread *t)
 		h = LOAD(&rt.threads);
 		t->next = (u64)h;
 	} while (!CAS(&rt.threads, h, t));
+	live_sync(t);
 }
 
 /* owns: t is the calling thread's block. Under the planted fault
@@ -219,6 +222,7 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 			b->overflow = 0;
 			b->busy = 0;
 			b->tid = gettid();
+			live_sync(b);
 			set_gs(b);
 			return b;
 		}

@@ -197,6 +197,9 @@ func writeRunReportTo(w io.Writer, inst, title, profPath string, top int) error 
 	if err != nil {
 		return err
 	}
+	if err := liveNote(w, m, prof); err != nil {
+		return err
+	}
 	if title != "" {
 		m.Binary = title
 	}

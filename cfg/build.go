@@ -131,6 +131,9 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	if g.Reason == ReasonOK {
 		g.findSyscallLeaves(bd.insts, bd.instAt)
 	}
+	if g.Reason == ReasonOK && isVfork(f) {
+		g.fail(ReasonVfork, f.Addr, "its child returns from it in its parent's memory")
+	}
 	if g.Reason == ReasonOK && HoldsSigreturn(bd.b.Code(f.Addr)) {
 		g.fail(ReasonSigreturn, f.Addr, "mov $15,%%rax; syscall (rt_sigreturn): unwinders and debuggers find signal frames by these bytes")
 	}
@@ -488,6 +491,7 @@ func (bd *builder) makeBlocks() {
 				cs.Target = in.Target
 				if callee := bd.env.funcAt(in.Target); callee != nil {
 					cs.Forks = IsForkName(callee.Name)
+					cs.Vforks = IsVforkName(callee.Name)
 					cs.ReturnsTwice = IsReturnsTwiceName(callee.Name)
 					g.addLeave(in.Addr, from, callee.Name)
 				}

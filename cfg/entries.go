@@ -151,7 +151,7 @@ func joinable(g *Graph) bool {
 // it keeps its own entry.
 func specialName(f *Function) bool {
 	for _, n := range append([]string{f.Name}, f.Aliases...) {
-		if IsNoReturnName(n) || IsForkName(n) || IsReturnsTwiceName(n) || LeaveName(n) != 0 {
+		if IsNoReturnName(n) || IsForkName(n) || IsVforkName(n) || IsReturnsTwiceName(n) || LeaveName(n) != 0 {
 			return true
 		}
 	}

@@ -144,6 +144,9 @@ type CallSite struct {
 	// Forks is set for calls to fork and its kin (POSIX fork, glibc's
 	// _Fork and internal names): the call returns in two processes.
 	Forks bool
+	// Vforks is set for calls to vfork (and __vfork), whose child
+	// borrows the caller's memory until it execs or exits (decision 94).
+	Vforks bool
 }
 
 // BreaksPath reports whether edge e must end a Ball-Larus path and start
@@ -334,6 +337,11 @@ const (
 	// every handler into it, and unwinders and debuggers recognise a
 	// signal frame by its exact bytes, so it must stay byte-identical.
 	ReasonSigreturn
+	// ReasonVfork: vfork itself. Its child returns from it in its
+	// parent's memory, and so would leave its activation in the parent's
+	// thread block: the caller's code after the call gives the child a
+	// block of its own first (decision 94).
+	ReasonVfork
 )
 
 var reasonNames = [...]string{
@@ -350,6 +358,7 @@ var reasonNames = [...]string{
 	ReasonPathOverflow:           "path numbering failed",
 	ReasonExceptionTable:         "unusable exception table",
 	ReasonSigreturn:              "signal return trampoline",
+	ReasonVfork:                  "vfork",
 }
 
 func (r Reason) String() string {

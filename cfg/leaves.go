@@ -23,6 +23,10 @@ const (
 	// LeaveExec: the image is replaced if the call succeeds (execve and
 	// its kin); it returns when it fails.
 	LeaveExec
+	// LeaveDaemon: the process may end inside the call (daemon(): its
+	// parent leaves through _exit, its child returns, as from fork);
+	// it returns when it fails (decision 94).
+	LeaveDaemon
 )
 
 // Leave is an instruction that may end the process image without its
@@ -61,6 +65,8 @@ func LeaveName(name string) LeaveKind {
 		return LeaveExit
 	case "execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve", "execveat":
 		return LeaveExec
+	case "daemon":
+		return LeaveDaemon
 	}
 	return 0
 }

@@ -344,6 +344,9 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok && fg.forkSites[in.Addr] && !gr.Edges[e].FlagsLive {
 			fg.forkChild(site)
 		}
+		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok && fg.vforkSites[in.Addr] && !gr.Edges[e].FlagsLive {
+			fg.vforkChild(site)
+		}
 		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
 			fg.follow(e, next)
 		}

@@ -29,6 +29,8 @@ type Stubs struct {
 	// LibcSigaction and LibcSignal that of an uninstrumented sigaction
 	// and signal (sigaction.go, decision 94). 0: none.
 	SysSigaction, LibcSigaction, LibcSignal uint64
+	// VforkChild is called in a vfork child (spawn.go).
+	VforkChild uint64
 	// OffR is the %gs offset of the path register; OffCallSite that of
 	// the last call site passed.
 	OffR, OffCallSite int32

@@ -428,7 +428,9 @@ void blpp_init(u64 *sp)
  * call site the code stored). kind 1 is an exit: the profile is final.
  * kind 2 is an exec, which returns when it fails: the profile is a
  * snapshot (flagged exec), and the exit hook or the next exec writes a
- * newer one under the same name. A vfork child (or any process sharing
+ * newer one under the same name. kind 3 is a call of daemon(), whose
+ * parent leaves inside through _exit: its profile, as at an exit (a
+ * later exit, if the call fails, writes it again). A vfork child (or any process sharing
  * this memory without a fork reset: its pid is not the owner's) leaves
  * everything alone, since whatever it wrote or changed would be the
  * parent's.
@@ -437,6 +439,7 @@ void blpp_rt_leave(u64 kind)
 {
 	if (!rt.ready)
 		return;
+	cont_check();
 	fork_check();
 	if (getpid() != rt.pid)
 		return;
@@ -444,7 +447,7 @@ void blpp_rt_leave(u64 kind)
 		if (final_write())
 			write_profile(0, 1);
 	} else if (!LOAD(&rt.exit_written)) {
-		write_profile(BLPP_FLAG_EXEC, 1);
+		write_profile(kind == 3 ? 0 : BLPP_FLAG_EXEC, 1);
 	}
 }
 

@@ -171,6 +171,17 @@
 	ENDSTUB	blpp_fork_child, blpp_rt_fork_child
 
 /*
+ * blpp_vfork_child: in a vfork child, right after vfork() returned 0 to
+ * function fid at its call site site (see blpp_rt_vfork_child):
+ *	lea -128(%rsp),%rsp ; push $site ; push $fid ; call blpp_vfork_child ;
+ *	lea 144(%rsp),%rsp
+ */
+	STUB	blpp_vfork_child
+	mov	ARG(0), %rdi
+	mov	ARG(1), %rsi
+	ENDSTUB	blpp_vfork_child, blpp_rt_vfork_child
+
+/*
  * blpp_leave: the process image may end right after this without running
  * its exit handlers (kind 1: _exit or exit_group; 2: an exec), so the
  * profile is written now (see blpp_rt_leave):

@@ -206,6 +206,13 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 		return t;
 	}
 	for (b = LOAD(&rt.threads); b; b = (struct blpp_thread *)b->next) {
+		if (b->owner == tp && getpid() != rt.pid) {
+			/* A vfork child (or a clone with this memory and thread
+			 * pointer): the block is its parent's thread's, which is
+			 * alive. Nothing is counted (blpp_rt_vfork_child). */
+			set_gs(scratch_block());
+			return 0;
+		}
 		if (b->owner == tp) {
 			record_live(b);
 			b->sp = b->sp_base;

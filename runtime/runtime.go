@@ -39,13 +39,16 @@ const (
 	SymSysSigaction  = "blpp_sys_sigaction"
 	SymLibcSigaction = "blpp_libc_sigaction"
 	SymLibcSignal    = "blpp_libc_signal"
+	// SymVforkChild is the stub called in a vfork child, after vfork()
+	// returned 0, with the arguments of SymForkChild (decision 94).
+	SymVforkChild = "blpp_vfork_child"
 	// SymFastSlots is a data word that is 0 until the runtime is ready
 	// (the main thread's block is set up): inline instrumentation tests it
 	// before it touches %gs and calls a stub while it is 0.
 	SymFastSlots = "blpp_fast_slots"
 )
 
-var requiredSymbols = []string{SymStart, SymFini, SymModInit, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots, SymSysSigaction, SymLibcSigaction, SymLibcSignal}
+var requiredSymbols = []string{SymStart, SymFini, SymModInit, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots, SymSysSigaction, SymLibcSigaction, SymLibcSignal, SymVforkChild}
 
 // PageSize is the alignment the image needs: it must be placed at a
 // page-aligned address T, its text at T and its data at T+DataOff.

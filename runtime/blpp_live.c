@@ -43,6 +43,7 @@ static int maps_path(u64 addr, char *out, u64 cap);  /* blpp_start.c */
 
 enum {
 	SYS_fcntl = 72,
+	SYS_mincore = 27,
 	SYS_ftruncate = 77,
 	SYS_fstat = 5,
 	F_DUPFD_CLOEXEC = 1030,
@@ -219,12 +220,17 @@ static void cont_open(void)
 static int cont_fault(u64 addr)
 {
 	u64 pid, base = rt.cont_base;
+	u8 vec;
 	long fd;
 	if (!procp || !rt.cont || addr < base || addr - base >= rt.cont_cap)
 		return 0;
 	pid = getpid();
-	if (pid == rt.cont_pid)
-		return 0; /* a fault in our own mapping is a real one */
+	/* A fault in our own mapping is a real one; a process that shares
+	 * the memory (a vfork child, a clone) has the mapping, which is its
+	 * parent's too: mapping over it would take the parent's file away.
+	 * Only a fork child lacks it (mincore: ENOMEM). */
+	if (pid == rt.cont_pid || sc3(SYS_mincore, base, 4096, &vec) != -12 /* ENOMEM */)
+		return 0;
 	sc1(SYS_close, rt.cont_fd); /* the parent's */
 	fd = cont_file(pid);
 	if (failed(fd) || failed(sc2(SYS_ftruncate, fd, rt.cont_top)) || !cont_map(fd, base, rt.cont_cap)) {
@@ -246,7 +252,7 @@ static int cont_fault(u64 addr)
 }
 
 /* cont_check makes a fork child's file before code that must not fault
- * (signals blocked) touches the arena. */
+ * (signals blocked) touches the arena; nothing in any other process. */
 static void cont_check(void)
 {
 	if (procp && rt.cont && getpid() != rt.cont_pid)

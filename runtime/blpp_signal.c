@@ -63,12 +63,16 @@ static int final_write(void)
  * may have run with a narrower mask); the frame's mask comes back at the
  * return.
  */
+static int not_owner(void);
+
 static void on_fatal(int sig)
 {
 	u64 all = ~0ul;
 	cont_check(); /* with signals blocked, a fork child's first touch of the live file could not fault */
 	sc4(SYS_rt_sigprocmask, SIG_BLOCK, &all, 0, 8);
-	if (final_write())
+	/* A vfork child's state is its parent's: it writes nothing, and
+	 * leaves the exit profile to the parent. */
+	if (!not_owner() && final_write())
 		write_profile(BLPP_FLAG_FATAL_SIGNAL, 1);
 	set_action(sig, 0 /* SIG_DFL */, 0, 0);
 	sc3(SYS_tgkill, getpid(), gettid(), sig);

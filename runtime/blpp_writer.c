@@ -597,6 +597,8 @@ static void write_profile(u32 why, int wait)
 	fork_check();
 	pid = getpid();
 	tid = gettid();
+	if (pid != rt.pid)
+		return; /* a vfork child: the state is its parent's */
 	if (!lock_writer(tid, wait))
 		return;
 	rt.writing_why = why;

@@ -313,8 +313,12 @@ func (lr *liveReader) dense(rec *Record, counts, n uint64) {
 	if n == 0 {
 		return
 	}
+	if n > uint64(len(lr.m.data))/(8*lr.stride) {
+		lr.m.fail(0, "record of %d dense paths: more than the file holds", n)
+		return
+	}
 	o := lr.m.off(counts, 8*(1+n*lr.stride), "counters")
-	if o < 0 || n > uint64(len(lr.m.data)) {
+	if o < 0 {
 		return
 	}
 	for id := uint64(0); id < n; id++ {

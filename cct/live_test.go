@@ -299,6 +299,10 @@ func TestParseLiveRefuses(t *testing.T) {
 			put(d, rec(d), unsafe.Offsetof(lr.DenseN), 1<<40)
 			return d
 		}, ErrCorrupt},
+		{"dense count whose size overflows", func(d []byte) []byte {
+			put(d, rec(d), unsafe.Offsetof(lr.DenseN), 1<<61)
+			return d
+		}, ErrCorrupt},
 		{"too many metrics", func(d []byte) []byte {
 			binary.LittleEndian.PutUint64(d[unsafe.Offsetof(lh.NMetrics):], rt.MaxMetrics+1)
 			return d

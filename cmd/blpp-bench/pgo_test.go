@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -109,7 +110,7 @@ func TestPGOTable(t *testing.T) {
 	rep := &pgoReport{Program: "lua5.4", Version: "5.4.4", Script: "x/workload.lua", Scale: 40, TrainScale: 40, CCVersion: "clang 16", Runs: 9, Warmup: 1, CPUs: 2,
 		Builds: []*pgoTimes{
 			{Name: pgoPlain, MedianCPUMS: 1000, SpeedupCPU: 1, SpeedupWall: 1},
-			{Name: pgoLines, MedianCPUMS: 950, SpeedupCPU: 1.05, SpeedupWall: 1.04, Share: gainShare(1.05, 1.1)},
+			{Name: pgoLines, MedianCPUMS: 950, SpeedupCPU: 1.05, SpeedupQ1: 1.04, SpeedupQ3: 1.062, SpeedupWall: 1.04, Share: gainShare(1.05, 1.1)},
 			{Name: pgoIR, MedianCPUMS: 900, SpeedupCPU: 1.1, SpeedupWall: 1.08, Share: 1},
 			{Name: pgoBolt, MedianCPUMS: 980, SpeedupCPU: 1.02, SpeedupWall: 1.02, Share: gainShare(1.02, 1.1)},
 		}}
@@ -118,13 +119,18 @@ func TestPGOTable(t *testing.T) {
 	rep.Bolt = boltResult{Profiled: 42, Functions: 101}
 	var out bytes.Buffer
 	rep.writeTable(&config{stdout: &out})
-	for _, want := range []string{"lua5.4 (5.4.4)", "blpp sample-PGO, lines        950 ms         1.050×          1.040×                           50%",
-		"clang IR-PGO", "1.100×", "blpp + BOLT", "20%", "9 measured rounds",
+	for _, want := range []string{"lua5.4 (5.4.4)", "clang IR-PGO", "1.100×", "blpp + BOLT", "20%", "9 measured rounds",
 		"sample profile, lines: 0 KB, 0 functions, entry counts equal to clang's instrumentation's for 36 of 37 functions",
 		"sample profile, probes: 0 KB, 12 functions", "llvm-bolt with blpp's profile: 42 of 101 functions profiled"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
+	}
+	if row := `(?m)^blpp sample-PGO, lines +950 ms +1\.050× +1\.040\.\.1\.062 +1\.040× +50%$`; !regexp.MustCompile(row).MatchString(out.String()) {
+		t.Errorf("table lacks a row matching %s:\n%s", row, out.String())
+	}
+	if q1, q3 := speedupQuartiles([]float64{10, 10, 10, 10, 10}, []float64{10, 5, 8, 20, 4}); q1 != 1 || q3 != 2 {
+		t.Errorf("quartiles of 1, 2, 1.25, 0.5, 2.5: %v, %v; want 1, 2", q1, q3)
 	}
 	if g := gainShare(1.2, 1); g != 0 {
 		t.Errorf("gainShare with no reference gain = %v, want 0", g)

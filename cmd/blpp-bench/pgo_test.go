@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -38,8 +40,17 @@ func TestPGOPipeline(t *testing.T) {
 		requireMissing(t, "llvm-bolt is missing (install the Debian package bolt-16)")
 	}
 	var stdout, stderr bytes.Buffer
-	args := []string{"--pgo", "--pgo-program", "tinyvm", "--runs", "1", "--warmup", "0", "--pgo-scale", "1", "--json"}
-	if code := run(args, &stdout, &stderr); code != 0 {
+	args := []string{"--pgo", "--pgo-program", "tinyvm", "--runs", "1", "--warmup", "0", "--pgo-scale", "1", "--json", "--keep"}
+	code := run(args, &stdout, &stderr)
+	if m := regexp.MustCompile(`build directory: (\S+)`).FindStringSubmatch(stderr.String()); m != nil {
+		t.Cleanup(func() { os.RemoveAll(m[1]) })
+		defer func() {
+			if !t.Failed() {
+				checkDispatchWeights(t, clang, m[1])
+			}
+		}()
+	}
+	if code != 0 {
 		t.Fatalf("exit status %d\nstderr:\n%s", code, stderr.String())
 	}
 	var rep pgoReport
@@ -92,6 +103,74 @@ func TestPGOPipeline(t *testing.T) {
 	}
 	if rep.Output == "" {
 		t.Error("the workload printed nothing")
+	}
+}
+
+// checkDispatchWeights compiles tinyvm with blpp's probe-based profile and
+// with clang's own (both left in dir by --keep) and compares the weights
+// clang gives the targets of the interpreter's dispatch switch, the first
+// switch of vm_run: exact counts both, so equal but for the 1 or 2 clang's
+// instrumentation adds to each case. Cases that share a target compare as
+// one (from a block count, clang splits the target's count evenly among
+// them). The line-based profile cannot match them: the default case's
+// code shares the switch's line, and clang gives it the switch's count.
+func checkDispatchWeights(t *testing.T, clang, dir string) {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(root, "testdata", "pgo", "tinyvm.c")
+	// weights returns the switch's weight per target, the target named by
+	// its case values ("default" for the default).
+	weights := func(flags ...string) map[string]uint64 {
+		ll := filepath.Join(dir, "check.ll")
+		args := append(append([]string(nil), flags...), "-S", "-emit-llvm", "-o", ll, src)
+		if out, err := exec.Command(clang, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", clang, strings.Join(args, " "), err, out)
+		}
+		ir, _ := os.ReadFile(ll)
+		fn := regexp.MustCompile(`(?s)\ndefine [^\n]*@vm_run\(.*?\n}\n`).Find(ir)
+		sw := regexp.MustCompile(`(?s)\n  switch i8 %[0-9]+, label (%[0-9]+) \[(.*?)\n  \][^\n]*!prof (![0-9]+)`).FindSubmatch(fn)
+		if sw == nil {
+			t.Fatalf("no switch with branch weights in vm_run (%v)", flags)
+		}
+		md := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(string(sw[3])) + ` = !\{!"branch_weights"((?:, i32 [0-9]+)+)\}`).FindSubmatch(ir)
+		if md == nil {
+			t.Fatalf("no branch_weights %s", sw[3])
+		}
+		var w []uint64
+		for _, f := range regexp.MustCompile(`i32 ([0-9]+)`).FindAllSubmatch(md[1], -1) {
+			n, _ := strconv.ParseUint(string(f[1]), 10, 32)
+			w = append(w, n)
+		}
+		cases := regexp.MustCompile(`i8 (-?[0-9]+), label (%[0-9]+)`).FindAllSubmatch(sw[2], -1)
+		if len(w) != len(cases)+1 {
+			t.Fatalf("%d weights for %d cases", len(w), len(cases))
+		}
+		values := map[string][]string{string(sw[1]): {"default"}}
+		sum := map[string]uint64{string(sw[1]): w[0]}
+		for i, c := range cases {
+			values[string(c[2])] = append(values[string(c[2])], string(c[1]))
+			sum[string(c[2])] += w[i+1]
+		}
+		out := map[string]uint64{}
+		for label, vs := range values {
+			sort.Strings(vs)
+			out[strings.Join(vs, ",")] = sum[label]
+		}
+		return out
+	}
+	probes := weights(append(pgoProbesBase, "-fprofile-sample-use="+filepath.Join(dir, "blpp.probes.txt"))...)
+	ir := weights(append(pgoBase, "-fprofile-instr-use="+filepath.Join(dir, "ir.profdata"))...)
+	if len(ir) < 20 || len(probes) != len(ir) {
+		t.Fatalf("dispatch switch: %d targets with blpp's probes, %d with IR-PGO", len(probes), len(ir))
+	}
+	for k, n := range ir {
+		p, ok := probes[k]
+		if d := int64(n) - int64(p); !ok || d < 0 || d > 2*int64(strings.Count(k, ",")+1) {
+			t.Errorf("dispatch switch, case %s: weight %d with blpp's probes, %d with IR-PGO", k, p, n)
+		}
 	}
 }
 

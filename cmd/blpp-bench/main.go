@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.shareScale, "share-scale", 5, "workload size of the callgrind run that measures each workload's dynamic share, the executed instructions in instrumented functions (0: not measured; needs valgrind)")
 	fs.StringVar(&c.suite, "suite", "bench", "workloads to measure: bench (the loop kernels of testdata/bench) or real (installed call-heavy programs: lua5.4, gawk, python3, bc, troff, cppcheck, re2c, m4, and calls.c built with gcov)")
 	only := fs.String("only", "", "comma-separated workloads to run (default: all)")
-	variants := fs.String("variants", "all", "comma-separated variants to measure besides native: gcov, flow, ctx, ctx+tsc, or all")
+	variants := fs.String("variants", "all", "comma-separated variants to measure besides native: gcov, flow, ctx, ctx+tsc, ctx+s1k, ctx+s10k; all (the first five), sampled (the last two)")
 	fs.BoolVar(&c.asJSON, "json", false, "print one JSON object instead of the table")
 	fs.StringVar(&c.srcDir, "src", "", "directory of the workload sources (default: testdata/bench of the module)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the build directory and print its name")

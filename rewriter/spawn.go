@@ -1,7 +1,5 @@
 package rewriter
 
-import "github.com/blpp/blpp/rewriter/enc"
-
 // vforkChild emits, after a call to vfork at call site site: when it
 // returned 0 (the child), call the runtime (blpp_rt_vfork_child), which
 // points the child's %gs away from its parent's thread block before the
@@ -13,15 +11,5 @@ import "github.com/blpp/blpp/rewriter/enc"
 // undefined [SysV x86-64 ABI 3.2.1]; the caller checks that the code
 // after it does not read them.
 func (fg *funcGen) vforkChild(site int32) {
-	b := fg.g.buf
-	parent := b.NewLabel()
-	b.TestReg32(enc.RAX)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(parent))
-	fg.spill()
-	b.LeaRSP(-redZone)
-	pushImm32(b, site)
-	pushImm32(b, fg.gid)
-	b.CallRel32(enc.AbsTarget(fg.g.stubs.VforkChild))
-	b.LeaRSP(redZone + 16)
-	b.Bind(parent)
+	fg.childCall(site, fg.g.stubs.VforkChild)
 }

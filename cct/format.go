@@ -40,6 +40,12 @@ const (
 	// uv nbuckets, (uv bucket, uv count)*, uv nslowest, uv value*. Tag 5
 	// is left to the sampled-attribution section.
 	TagLatency uint8 = 6
+	// TagSamples holds the sampled attribution (decision 92): what was
+	// sampled, the objects the sampled pcs lie in, and per thread its
+	// samples (record, object, offset, path register, count). At most
+	// one, after the THREAD sections it refers to by number. Readers
+	// that do not know it skip it: the exact counts stand alone.
+	TagSamples uint8 = 5
 	TagTrailer uint8 = 0xff
 
 	// LatencyBuckets is the number of log2 buckets of a latency

@@ -25,17 +25,31 @@ func (e *FormatError) Unwrap() error { return e.Err }
 // package, never a property of the input. FuzzParse fails on it.
 var errInternal = errors.New("internal error in the profile reader")
 
-// ReadFile reads and parses the profile file name.
+// ReadFile reads and parses the profile file name: a profile, or the
+// live file of a process that died in continuous mode (ParseLive).
 func ReadFile(name string) (*Profile, error) {
+	p, _, err := ReadFileLive(name)
+	return p, err
+}
+
+// ReadFileLive is ReadFile that also says, for a live file, what it
+// holds beyond the profile (nil for a profile).
+func ReadFileLive(name string) (*Profile, *Live, error) {
 	data, err := os.ReadFile(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p, err := Parse(data)
+	var p *Profile
+	var l *Live
+	if IsLive(data) {
+		p, l, err = ParseLive(data)
+	} else {
+		p, err = Parse(data)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return p, nil
+	return p, l, nil
 }
 
 // Parse decodes and validates a profile file. On failure it returns a nil
@@ -170,6 +184,7 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 	d.p, d.v = p, v
 	statsSeen := false
 	latencySeen := map[int]bool{} // threads with a LATENCY section
+	var samples *section          // decoded last: it names threads by number
 	for i := range secs {
 		s := &secs[i]
 		name := "section"
@@ -189,6 +204,12 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 		case TagLatency:
 			name = "LATENCY section"
 			d.latencySection(&s.payload, latencySeen)
+		case TagSamples:
+			if samples != nil {
+				return nil, &FormatError{Off: s.off, Msg: "a second SAMPLES section", Err: ErrCorrupt}
+			}
+			samples = s
+			continue
 		case TagReserved:
 			return nil, &FormatError{Off: s.off, Msg: fmt.Sprintf("section tag %d is reserved (partials belong in THREAD sections)", s.tag), Err: ErrCorrupt}
 		default:
@@ -199,6 +220,15 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 		}
 		if n := len(s.payload.Data); n != 0 {
 			return nil, &FormatError{Off: s.payload.Off, Msg: fmt.Sprintf("%d bytes left at the end of the %s", n, name), Err: ErrCorrupt}
+		}
+	}
+	if samples != nil {
+		d.samples(&samples.payload)
+		if samples.payload.Err != nil {
+			return nil, samples.payload.failure()
+		}
+		if n := len(samples.payload.Data); n != 0 {
+			return nil, &FormatError{Off: samples.payload.Off, Msg: fmt.Sprintf("%d bytes left at the end of the SAMPLES section", n), Err: ErrCorrupt}
 		}
 	}
 	return p, nil

@@ -49,6 +49,9 @@ type CNode struct {
 	// left out.
 	Uninstrumented bool
 	Reason         string
+	// Sampled holds the context's samples by block and pseudo-block
+	// (decision 92); nil without any.
+	Sampled *NodeSamples
 }
 
 // Label is the node's name as o shows it, with why it was left out and
@@ -74,6 +77,9 @@ type CPath struct {
 	// model's latency metric (Model.LatencyCol), nil when the profile
 	// has none (decision 93).
 	Latency *cct.Latency
+	// Samples is the path's estimated share of its context's samples
+	// (attributeSamples).
+	Samples float64
 }
 
 // buildContexts builds the calling contexts of the folded profile (one
@@ -87,6 +93,13 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 	if _, dup := c.column(MetricInsns); !dup {
 		insnsCol = len(c.Columns)
 		c.Columns = append(c.Columns, Column{Name: MetricInsns, Derived: true})
+	}
+	sampleCol := -1
+	if s := folded.Sampling; s != nil {
+		if _, dup := c.column(s.Event); !dup {
+			sampleCol = len(c.Columns)
+			c.Columns = append(c.Columns, Column{Name: s.Event, Kind: s.Kind})
+		}
 	}
 	nc := len(c.Columns)
 	c.Total = make([]uint64, nc)
@@ -230,6 +243,12 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 				return err
 			}
 		}
+	}
+	if sampleCol >= 0 {
+		if err := c.attributeSamples(folded.Sampling, th, sampleCol); err != nil {
+			return err
+		}
+		c.Columns[sampleCol].Sampled = c.Samples
 	}
 	// Totals first: every inclusive value is at most its column's total,
 	// so once the totals fit, no sum below overflows.
@@ -477,6 +496,9 @@ type Context struct {
 	// counted (calls) without paths; Reason says why (decision 70).
 	Uninstrumented bool   `json:"uninstrumented,omitempty"`
 	Reason         string `json:"reason,omitempty"`
+	// Samples are the context's samples (decision 92), exclusive; the
+	// sampled metric is samples × period. Absent without samples.
+	Samples uint64 `json:"samples,omitempty"`
 }
 
 // ContextPath is one path of a context in the JSON.
@@ -488,6 +510,8 @@ type ContextPath struct {
 	// PathDoc.LatencyMetric per execution (decision 93), omitted when
 	// the profile has none.
 	Latency *LatencyJSON `json:"latency,omitempty"`
+	// Samples is the path's estimated share of its context's samples.
+	Samples float64 `json:"samples,omitempty"`
 }
 
 // Contexts renders the tree for the JSON document: ids are node indices,
@@ -514,7 +538,10 @@ func (c *Model) Contexts() []Context {
 			x.CallSite = &s
 		}
 		for _, p := range n.Paths {
-			x.Paths = append(x.Paths, ContextPath{ID: p.ID, Count: p.Metrics[0], Metrics: byName(p.Metrics), Latency: latencyJSON(p.Latency)})
+			x.Paths = append(x.Paths, ContextPath{ID: p.ID, Count: p.Metrics[0], Metrics: byName(p.Metrics), Samples: p.Samples, Latency: latencyJSON(p.Latency)})
+		}
+		if n.Sampled != nil {
+			x.Samples = n.Sampled.Total
 		}
 		out[i] = x
 	}

@@ -25,6 +25,12 @@ import (
 // offset of the path register.
 type Stubs struct {
 	Enter, Exit, TailExit, Backedge, SetjmpRet, ForkChild, Leaf, Leave uint64
+	// SysSigaction takes the place of an rt_sigaction system call;
+	// LibcSigaction and LibcSignal that of an uninstrumented sigaction
+	// and signal (sigaction.go, decision 94). 0: none.
+	SysSigaction, LibcSigaction, LibcSignal uint64
+	// VforkChild is called in a vfork child (spawn.go).
+	VforkChild uint64
 	// OffR is the %gs offset of the path register; OffCallSite that of
 	// the last call site passed.
 	OffR, OffCallSite int32
@@ -74,6 +80,9 @@ type funcGen struct {
 	inLoop  int
 	preg    enc.Reg
 	hasPreg bool
+	// entryBlock is the block the entry being emitted leads to: 0, or
+	// another entry's (entries.go). pushedAtEntry uses its liveness.
+	entryBlock cfg.BlockID
 	// entered holds the loop copies whose first copy's backedge has been
 	// emitted as a jump to the header's copy; a copy nothing jumps to
 	// is a bug.
@@ -103,6 +112,8 @@ type tramp struct {
 	label enc.Label
 	edge  cfg.EdgeID
 	to    enc.Target
+	// endbr: a jump table's entry leads here (decision 95).
+	endbr bool
 }
 
 // gen emits all instrumented functions into one buffer.
@@ -113,7 +124,14 @@ type gen struct {
 	// entries maps an instrumented function's original entry to the label
 	// of its instrumented copy.
 	entries map[uint64]enc.Label
-	funcs   []*funcGen
+	// tailEntries maps the entries that direct tail jumps with a tail
+	// site reach (context images) to the label of their tail variant,
+	// the only entry code that reads TailRec (decision 90); movedEntries
+	// holds the entries with a moved prefix (decision 67), which get
+	// none.
+	tailEntries  map[uint64]enc.Label
+	movedEntries map[uint64]bool
+	funcs        []*funcGen
 	// tables are emitted after all code: their entries are label
 	// differences resolved after Finish.
 	tables  []newTable
@@ -139,6 +157,9 @@ type gen struct {
 	// dark maps a left-out function's entry to its counting stub
 	// (darkentry.go).
 	dark map[uint64]enc.Label
+	// sigThunks maps an uninstrumented function that sets signal actions
+	// to its thunk (sigaction.go).
+	sigThunks map[uint64]*sigThunk
 	// tag is the module's tag (Options.ModuleTag): 0 for an executable
 	// [decision 81].
 	tag uint32
@@ -148,6 +169,9 @@ type gen struct {
 	// workers bounds the goroutines of the per-function passes after
 	// emission (Options.Workers).
 	workers int
+	// cet says whether the code keeps IBT: endbr64 at every new
+	// indirect-branch target (cet.go, decision 95).
+	cet cetMode
 }
 
 // globalID is the global function id of local id fid: the module's tag
@@ -211,10 +235,32 @@ func (g *gen) target(a uint64) enc.Target {
 	if l, ok := g.entries[a]; ok {
 		return enc.LabelTarget(l)
 	}
+	if t, ok := g.sigThunkTarget(a); ok {
+		return t // a C library function that sets signal actions (sigaction.go)
+	}
 	if t, ok := g.darkTarget(a); ok {
 		return t // a left-out function's counting stub (darkentry.go)
 	}
 	return enc.AbsTarget(a)
+}
+
+// tailEntry returns the label of the tail variant of the instrumented
+// entry at a, making it on first use, or false where a has none: flow-only
+// images leave no tail marks [decision 31], and a moved entry's prefix
+// runs before its entry code.
+func (g *gen) tailEntry(a uint64) (enc.Label, bool) {
+	if _, ok := g.entries[a]; !ok || g.mode.FlowOnly || g.movedEntries[a] {
+		return 0, false
+	}
+	if l, ok := g.tailEntries[a]; ok {
+		return l, true
+	}
+	if g.tailEntries == nil {
+		g.tailEntries = map[uint64]enc.Label{}
+	}
+	l := g.buf.NewLabel()
+	g.tailEntries[a] = l
+	return l, true
 }
 
 // callCache reports whether the image's thread blocks have a call cache

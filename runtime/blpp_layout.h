@@ -42,9 +42,23 @@
 #define BLPP_CALL_CACHE_BITS 12
 #define BLPP_CALL_CACHE_OFFSET 4096
 #define BLPP_CALL_CACHE_SIZE 131072
+#define BLPP_GATE_SHUT 1ull
+#define BLPP_DEFAULT_SAMPLE_SIGNAL 63
+#define BLPP_FALLBACK_SAMPLE_PERIOD 1000000ull
+#define BLPP_SAMPLER_FLAG_TIMER 1ull
+#define BLPP_LIVE_MAGIC 0x3156494c50504c42ull
+#define BLPP_LIVE_VERSION 1
+#define BLPP_LIVE_HEADER_SIZE 4096
+#define BLPP_LIVE_PTAB_CAP 4096
+#define BLPP_LIVE_NSTATS 13
+#define BLPP_LIVE_WIPED_STATS_OFF 16
+#define BLPP_LIVE_WIPED_PREFIXES_OFF 120
+#define BLPP_LIVE_WIPED_PREFIX_OWNER_OFF 136
+#define BLPP_HTAB_CAP_OFF 0
+#define BLPP_HTAB_NEXT_OFF 16
 
 /* struct blpp_config: runtime configuration, patched into the image by the rewriter */
-#define BLPP_CONFIG_SIZE 168
+#define BLPP_CONFIG_SIZE 176
 #define BLPP_CONFIG_OFF_MAGIC 0
 #define BLPP_CONFIG_OFF_SELF_VADDR 8
 #define BLPP_CONFIG_OFF_ORIG_ENTRY 16
@@ -65,7 +79,8 @@
 #define BLPP_CONFIG_OFF_NDARK 136
 #define BLPP_CONFIG_OFF_ORIG_INIT 144
 #define BLPP_CONFIG_OFF_MODULE_TAG 152
-#define BLPP_CONFIG_OFF_LATENCY_ENTRIES 160
+#define BLPP_CONFIG_OFF_SAMPLER_VADDR 160
+#define BLPP_CONFIG_OFF_LATENCY_ENTRIES 168
 
 /* struct blpp_func: one entry of the function table at funcs_vaddr */
 #define BLPP_FUNC_SIZE 56
@@ -78,7 +93,7 @@
 #define BLPP_FUNC_OFF_CLOSED 48
 
 /* struct blpp_thread: per-thread block; %gs points at it */
-#define BLPP_THREAD_SIZE 336
+#define BLPP_THREAD_SIZE 344
 #define BLPP_THREAD_OFF_SELF 0
 #define BLPP_THREAD_OFF_R 8
 #define BLPP_THREAD_OFF_OWNER 16
@@ -112,9 +127,10 @@
 #define BLPP_THREAD_OFF_DARK_RSP 288
 #define BLPP_THREAD_OFF_PROC 296
 #define BLPP_THREAD_OFF_FLAT_MODS 304
-#define BLPP_THREAD_OFF_LAT_NEXT 312
-#define BLPP_THREAD_OFF_LAT_LIMIT 320
-#define BLPP_THREAD_OFF_LAT_DROPPED 328
+#define BLPP_THREAD_OFF_GATE 312
+#define BLPP_THREAD_OFF_LAT_NEXT 320
+#define BLPP_THREAD_OFF_LAT_LIMIT 328
+#define BLPP_THREAD_OFF_LAT_DROPPED 336
 
 /* struct blpp_frame: shadow-stack entry */
 #define BLPP_FRAME_SIZE 72
@@ -136,6 +152,15 @@
 #define BLPP_METRIC_OFF_TYPE 0
 #define BLPP_METRIC_OFF_CONFIG 8
 #define BLPP_METRIC_OFF_NAME 16
+
+/* struct blpp_sampler: what each thread samples, at sampler_vaddr (decision 92) */
+#define BLPP_SAMPLER_SIZE 64
+#define BLPP_SAMPLER_OFF_TYPE 0
+#define BLPP_SAMPLER_OFF_CONFIG 8
+#define BLPP_SAMPLER_OFF_PERIOD 16
+#define BLPP_SAMPLER_OFF_SIGNAL 24
+#define BLPP_SAMPLER_OFF_NAME 32
+#define BLPP_SAMPLER_OFF_FLAGS 56
 
 /* struct blpp_record: a calling-context record */
 #define BLPP_RECORD_SIZE 96
@@ -164,6 +189,53 @@
 #define BLPP_NODE_OFF_FNEXT 56
 #define BLPP_NODE_OFF_VIA 64
 
+/* struct blpp_live: the header of a continuous-mode (live) profile file */
+#define BLPP_LIVE_SIZE 280
+#define BLPP_LIVE_OFF_MAGIC 0
+#define BLPP_LIVE_OFF_VERSION 8
+#define BLPP_LIVE_OFF_BASE 16
+#define BLPP_LIVE_OFF_SIZE 24
+#define BLPP_LIVE_OFF_PID 32
+#define BLPP_LIVE_OFF_FLAGS 40
+#define BLPP_LIVE_OFF_TIME_NS 48
+#define BLPP_LIVE_OFF_NMETRICS 56
+#define BLPP_LIVE_OFF_MKIND 64
+#define BLPP_LIVE_OFF_MNAME 96
+#define BLPP_LIVE_OFF_THREADS 192
+#define BLPP_LIVE_OFF_MODS 200
+#define BLPP_LIVE_OFF_WIPED 208
+#define BLPP_LIVE_OFF_STRIDE 216
+#define BLPP_LIVE_OFF_RESERVED 224
+
+/* struct blpp_live_thread: a thread block's part of a live file */
+#define BLPP_LIVE_THREAD_SIZE 56
+#define BLPP_LIVE_THREAD_OFF_NEXT 0
+#define BLPP_LIVE_THREAD_OFF_TID 8
+#define BLPP_LIVE_THREAD_OFF_RECORDS 16
+#define BLPP_LIVE_THREAD_OFF_NRECORDS 24
+#define BLPP_LIVE_THREAD_OFF_FOLDED 32
+#define BLPP_LIVE_THREAD_OFF_PARTIALS 40
+#define BLPP_LIVE_THREAD_OFF_BLOCK 48
+
+/* struct blpp_live_mod: a module's entry in a live file */
+#define BLPP_LIVE_MOD_SIZE 816
+#define BLPP_LIVE_MOD_OFF_NEXT 0
+#define BLPP_LIVE_MOD_OFF_TAG 8
+#define BLPP_LIVE_MOD_OFF_FLAGS 16
+#define BLPP_LIVE_MOD_OFF_BIAS 24
+#define BLPP_LIVE_MOD_OFF_BUILD_ID_LEN 32
+#define BLPP_LIVE_MOD_OFF_BUILD_ID 40
+#define BLPP_LIVE_MOD_OFF_PATH_LEN 296
+#define BLPP_LIVE_MOD_OFF_PATH 304
+
+/* struct blpp_pent: a partials table entry */
+#define BLPP_PENT_SIZE 40
+#define BLPP_PENT_OFF_REC 0
+#define BLPP_PENT_OFF_FUNC 8
+#define BLPP_PENT_OFF_BLOCK 16
+#define BLPP_PENT_OFF_REG 24
+#define BLPP_PENT_OFF_COUNT 32
+
 #ifndef __ASSEMBLER__
 
 struct blpp_config {
@@ -187,6 +259,7 @@ struct blpp_config {
 	unsigned long long ndark;
 	unsigned long long orig_init;
 	unsigned long long module_tag;
+	unsigned long long sampler_vaddr;
 	unsigned long long latency_entries;
 };
 
@@ -234,6 +307,7 @@ struct blpp_thread {
 	unsigned long long dark_rsp;
 	unsigned long long proc;
 	unsigned long long flat_mods;
+	unsigned long long gate;
 	unsigned long long lat_next;
 	unsigned long long lat_limit;
 	unsigned long long lat_dropped;
@@ -258,6 +332,15 @@ struct blpp_metric {
 	unsigned long long type;
 	unsigned long long config;
 	unsigned long long name[3];
+};
+
+struct blpp_sampler {
+	unsigned long long type;
+	unsigned long long config;
+	unsigned long long period;
+	unsigned long long signal;
+	unsigned long long name[3];
+	unsigned long long flags;
 };
 
 struct blpp_record {
@@ -287,6 +370,53 @@ struct blpp_node {
 	unsigned long long via;
 };
 
+struct blpp_live {
+	unsigned long long magic;
+	unsigned long long version;
+	unsigned long long base;
+	unsigned long long size;
+	unsigned long long pid;
+	unsigned long long flags;
+	unsigned long long time_ns;
+	unsigned long long nmetrics;
+	unsigned long long mkind[4];
+	unsigned long long mname[12];
+	unsigned long long threads;
+	unsigned long long mods;
+	unsigned long long wiped;
+	unsigned long long stride;
+	unsigned long long reserved[7];
+};
+
+struct blpp_live_thread {
+	unsigned long long next;
+	unsigned long long tid;
+	unsigned long long records;
+	unsigned long long nrecords;
+	unsigned long long folded;
+	unsigned long long partials;
+	unsigned long long block;
+};
+
+struct blpp_live_mod {
+	unsigned long long next;
+	unsigned long long tag;
+	unsigned long long flags;
+	unsigned long long bias;
+	unsigned long long build_id_len;
+	unsigned long long build_id[32];
+	unsigned long long path_len;
+	unsigned long long path[64];
+};
+
+struct blpp_pent {
+	unsigned long long rec;
+	unsigned long long func;
+	unsigned long long block;
+	long long reg;
+	unsigned long long count;
+};
+
 _Static_assert(sizeof(struct blpp_config) == BLPP_CONFIG_SIZE, "blpp_config size");
 _Static_assert(__builtin_offsetof(struct blpp_config, magic) == BLPP_CONFIG_OFF_MAGIC, "blpp_config.magic");
 _Static_assert(__builtin_offsetof(struct blpp_config, self_vaddr) == BLPP_CONFIG_OFF_SELF_VADDR, "blpp_config.self_vaddr");
@@ -308,6 +438,7 @@ _Static_assert(__builtin_offsetof(struct blpp_config, shadow_frames) == BLPP_CON
 _Static_assert(__builtin_offsetof(struct blpp_config, ndark) == BLPP_CONFIG_OFF_NDARK, "blpp_config.ndark");
 _Static_assert(__builtin_offsetof(struct blpp_config, orig_init) == BLPP_CONFIG_OFF_ORIG_INIT, "blpp_config.orig_init");
 _Static_assert(__builtin_offsetof(struct blpp_config, module_tag) == BLPP_CONFIG_OFF_MODULE_TAG, "blpp_config.module_tag");
+_Static_assert(__builtin_offsetof(struct blpp_config, sampler_vaddr) == BLPP_CONFIG_OFF_SAMPLER_VADDR, "blpp_config.sampler_vaddr");
 _Static_assert(__builtin_offsetof(struct blpp_config, latency_entries) == BLPP_CONFIG_OFF_LATENCY_ENTRIES, "blpp_config.latency_entries");
 _Static_assert(sizeof(struct blpp_func) == BLPP_FUNC_SIZE, "blpp_func size");
 _Static_assert(__builtin_offsetof(struct blpp_func, num_paths) == BLPP_FUNC_OFF_NUM_PATHS, "blpp_func.num_paths");
@@ -351,6 +482,7 @@ _Static_assert(__builtin_offsetof(struct blpp_thread, dark_rec) == BLPP_THREAD_O
 _Static_assert(__builtin_offsetof(struct blpp_thread, dark_rsp) == BLPP_THREAD_OFF_DARK_RSP, "blpp_thread.dark_rsp");
 _Static_assert(__builtin_offsetof(struct blpp_thread, proc) == BLPP_THREAD_OFF_PROC, "blpp_thread.proc");
 _Static_assert(__builtin_offsetof(struct blpp_thread, flat_mods) == BLPP_THREAD_OFF_FLAT_MODS, "blpp_thread.flat_mods");
+_Static_assert(__builtin_offsetof(struct blpp_thread, gate) == BLPP_THREAD_OFF_GATE, "blpp_thread.gate");
 _Static_assert(__builtin_offsetof(struct blpp_thread, lat_next) == BLPP_THREAD_OFF_LAT_NEXT, "blpp_thread.lat_next");
 _Static_assert(__builtin_offsetof(struct blpp_thread, lat_limit) == BLPP_THREAD_OFF_LAT_LIMIT, "blpp_thread.lat_limit");
 _Static_assert(__builtin_offsetof(struct blpp_thread, lat_dropped) == BLPP_THREAD_OFF_LAT_DROPPED, "blpp_thread.lat_dropped");
@@ -369,6 +501,13 @@ _Static_assert(sizeof(struct blpp_metric) == BLPP_METRIC_SIZE, "blpp_metric size
 _Static_assert(__builtin_offsetof(struct blpp_metric, type) == BLPP_METRIC_OFF_TYPE, "blpp_metric.type");
 _Static_assert(__builtin_offsetof(struct blpp_metric, config) == BLPP_METRIC_OFF_CONFIG, "blpp_metric.config");
 _Static_assert(__builtin_offsetof(struct blpp_metric, name) == BLPP_METRIC_OFF_NAME, "blpp_metric.name");
+_Static_assert(sizeof(struct blpp_sampler) == BLPP_SAMPLER_SIZE, "blpp_sampler size");
+_Static_assert(__builtin_offsetof(struct blpp_sampler, type) == BLPP_SAMPLER_OFF_TYPE, "blpp_sampler.type");
+_Static_assert(__builtin_offsetof(struct blpp_sampler, config) == BLPP_SAMPLER_OFF_CONFIG, "blpp_sampler.config");
+_Static_assert(__builtin_offsetof(struct blpp_sampler, period) == BLPP_SAMPLER_OFF_PERIOD, "blpp_sampler.period");
+_Static_assert(__builtin_offsetof(struct blpp_sampler, signal) == BLPP_SAMPLER_OFF_SIGNAL, "blpp_sampler.signal");
+_Static_assert(__builtin_offsetof(struct blpp_sampler, name) == BLPP_SAMPLER_OFF_NAME, "blpp_sampler.name");
+_Static_assert(__builtin_offsetof(struct blpp_sampler, flags) == BLPP_SAMPLER_OFF_FLAGS, "blpp_sampler.flags");
 _Static_assert(sizeof(struct blpp_record) == BLPP_RECORD_SIZE, "blpp_record size");
 _Static_assert(__builtin_offsetof(struct blpp_record, func) == BLPP_RECORD_OFF_FUNC, "blpp_record.func");
 _Static_assert(__builtin_offsetof(struct blpp_record, dense_n) == BLPP_RECORD_OFF_DENSE_N, "blpp_record.dense_n");
@@ -392,6 +531,45 @@ _Static_assert(__builtin_offsetof(struct blpp_node, site) == BLPP_NODE_OFF_SITE,
 _Static_assert(__builtin_offsetof(struct blpp_node, folded) == BLPP_NODE_OFF_FOLDED, "blpp_node.folded");
 _Static_assert(__builtin_offsetof(struct blpp_node, fnext) == BLPP_NODE_OFF_FNEXT, "blpp_node.fnext");
 _Static_assert(__builtin_offsetof(struct blpp_node, via) == BLPP_NODE_OFF_VIA, "blpp_node.via");
+_Static_assert(sizeof(struct blpp_live) == BLPP_LIVE_SIZE, "blpp_live size");
+_Static_assert(__builtin_offsetof(struct blpp_live, magic) == BLPP_LIVE_OFF_MAGIC, "blpp_live.magic");
+_Static_assert(__builtin_offsetof(struct blpp_live, version) == BLPP_LIVE_OFF_VERSION, "blpp_live.version");
+_Static_assert(__builtin_offsetof(struct blpp_live, base) == BLPP_LIVE_OFF_BASE, "blpp_live.base");
+_Static_assert(__builtin_offsetof(struct blpp_live, size) == BLPP_LIVE_OFF_SIZE, "blpp_live.size");
+_Static_assert(__builtin_offsetof(struct blpp_live, pid) == BLPP_LIVE_OFF_PID, "blpp_live.pid");
+_Static_assert(__builtin_offsetof(struct blpp_live, flags) == BLPP_LIVE_OFF_FLAGS, "blpp_live.flags");
+_Static_assert(__builtin_offsetof(struct blpp_live, time_ns) == BLPP_LIVE_OFF_TIME_NS, "blpp_live.time_ns");
+_Static_assert(__builtin_offsetof(struct blpp_live, nmetrics) == BLPP_LIVE_OFF_NMETRICS, "blpp_live.nmetrics");
+_Static_assert(__builtin_offsetof(struct blpp_live, mkind) == BLPP_LIVE_OFF_MKIND, "blpp_live.mkind");
+_Static_assert(__builtin_offsetof(struct blpp_live, mname) == BLPP_LIVE_OFF_MNAME, "blpp_live.mname");
+_Static_assert(__builtin_offsetof(struct blpp_live, threads) == BLPP_LIVE_OFF_THREADS, "blpp_live.threads");
+_Static_assert(__builtin_offsetof(struct blpp_live, mods) == BLPP_LIVE_OFF_MODS, "blpp_live.mods");
+_Static_assert(__builtin_offsetof(struct blpp_live, wiped) == BLPP_LIVE_OFF_WIPED, "blpp_live.wiped");
+_Static_assert(__builtin_offsetof(struct blpp_live, stride) == BLPP_LIVE_OFF_STRIDE, "blpp_live.stride");
+_Static_assert(__builtin_offsetof(struct blpp_live, reserved) == BLPP_LIVE_OFF_RESERVED, "blpp_live.reserved");
+_Static_assert(sizeof(struct blpp_live_thread) == BLPP_LIVE_THREAD_SIZE, "blpp_live_thread size");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, next) == BLPP_LIVE_THREAD_OFF_NEXT, "blpp_live_thread.next");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, tid) == BLPP_LIVE_THREAD_OFF_TID, "blpp_live_thread.tid");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, records) == BLPP_LIVE_THREAD_OFF_RECORDS, "blpp_live_thread.records");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, nrecords) == BLPP_LIVE_THREAD_OFF_NRECORDS, "blpp_live_thread.nrecords");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, folded) == BLPP_LIVE_THREAD_OFF_FOLDED, "blpp_live_thread.folded");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, partials) == BLPP_LIVE_THREAD_OFF_PARTIALS, "blpp_live_thread.partials");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, block) == BLPP_LIVE_THREAD_OFF_BLOCK, "blpp_live_thread.block");
+_Static_assert(sizeof(struct blpp_live_mod) == BLPP_LIVE_MOD_SIZE, "blpp_live_mod size");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, next) == BLPP_LIVE_MOD_OFF_NEXT, "blpp_live_mod.next");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, tag) == BLPP_LIVE_MOD_OFF_TAG, "blpp_live_mod.tag");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, flags) == BLPP_LIVE_MOD_OFF_FLAGS, "blpp_live_mod.flags");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, bias) == BLPP_LIVE_MOD_OFF_BIAS, "blpp_live_mod.bias");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, build_id_len) == BLPP_LIVE_MOD_OFF_BUILD_ID_LEN, "blpp_live_mod.build_id_len");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, build_id) == BLPP_LIVE_MOD_OFF_BUILD_ID, "blpp_live_mod.build_id");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, path_len) == BLPP_LIVE_MOD_OFF_PATH_LEN, "blpp_live_mod.path_len");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, path) == BLPP_LIVE_MOD_OFF_PATH, "blpp_live_mod.path");
+_Static_assert(sizeof(struct blpp_pent) == BLPP_PENT_SIZE, "blpp_pent size");
+_Static_assert(__builtin_offsetof(struct blpp_pent, rec) == BLPP_PENT_OFF_REC, "blpp_pent.rec");
+_Static_assert(__builtin_offsetof(struct blpp_pent, func) == BLPP_PENT_OFF_FUNC, "blpp_pent.func");
+_Static_assert(__builtin_offsetof(struct blpp_pent, block) == BLPP_PENT_OFF_BLOCK, "blpp_pent.block");
+_Static_assert(__builtin_offsetof(struct blpp_pent, reg) == BLPP_PENT_OFF_REG, "blpp_pent.reg");
+_Static_assert(__builtin_offsetof(struct blpp_pent, count) == BLPP_PENT_OFF_COUNT, "blpp_pent.count");
 #endif /* __ASSEMBLER__ */
 
 #endif /* BLPP_LAYOUT_H */

@@ -47,11 +47,15 @@
  *   blpp_htab.c     hash tables of path counts
  *   blpp_cct.c      records, calling context trees, counting a path
  *   blpp_partial.c  partial activations, stop walks, fork reset, unwinding
+ *   blpp_live.c     continuous mode: the live file, its arena, thread and
+ *                   module entries, fork children's files
  *   blpp_enter.c    the stubs' C halves: entry, exit, backedge, leaf
  *   blpp_dark.c     entries of uninstrumented functions, dark-entry
  *                   stubs' C half (decision 70)
  *   blpp_resume.c   fork children and setjmp/landing-pad returns
  *   blpp_writer.c   the profile writer
+ *   blpp_sample.c   sampled attribution: per-thread samplers, the
+ *                   signal handler, the SAMPLES section (decision 92)
  *   blpp_signal.c   fatal and dump signal handlers, exit-profile states
  *   blpp_start.c    start-up (blpp_init, early_init), exit hooks
  *
@@ -93,10 +97,12 @@
 #include "blpp_htab.c"
 #include "blpp_cct.c"
 #include "blpp_partial.c"
+#include "blpp_live.c"
 #include "blpp_enter.c"
 #include "blpp_dark.c"
 #include "blpp_resume.c"
 #include "blpp_writer.c"
+#include "blpp_sample.c"
 #include "blpp_signal.c"
 #include "blpp_start.c"
 #pragma GCC visibility pop

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 
@@ -13,6 +14,16 @@ import (
 func init() {
 	register(&command{name: "report", summary: "hot paths and calling-context views (tree, callers, flat) from profiles of an instrumented binary",
 		usage: "PROFILE... [--binary B] [--debug-dir DIR] [--lib FILE]... [--module RE] [--view paths|tree|callers|flat|loops|hot|procs|latency] [--metric M] [--context CHAIN] [--top N] [--all] [--hot SHARE] [--asm] [--format text|json] [--html OUT] [--no-demangle]", run: runReport})
+}
+
+// liveNote writes report.LiveNote's lines for a profile read from a live
+// file, "blpp: note: " first.
+func liveNote(w io.Writer, m *report.Model, prof *cct.Profile) error {
+	lines, err := report.LiveNote(m, prof)
+	for _, l := range lines {
+		fmt.Fprintf(w, "blpp: note: %s\n", l)
+	}
+	return err
 }
 
 // readProfiles reads and merges the profiles (several runs or processes
@@ -38,7 +49,7 @@ func runReport(c *ctx, args []string) error {
 	debugDirFlag(fs)
 	libFlags(fs)
 	view := fs.String("view", "paths", "text view: paths (hottest paths), tree (top-down calling contexts), callers (bottom-up), flat (per procedure), loops (loop nests in each calling context), hot (hot paths), procs (per procedure), latency (per hot path: mean, p50, p90, p99, max and histogram of its time per execution)")
-	metric := fs.String("metric", "", "metric of the tree, callers, flat and --context views: freq (default), insns, or any metric of the profile")
+	metric := fs.String("metric", "", "metric of the tree, callers, flat, loops, hot and --context views: freq (default), insns, any metric of the profile, or its sampled event (cpu-clock: sampled time, shown with its samples)")
 	context := fs.String("context", "", "show the hottest paths of the contexts whose chain of functions ends with CHAIN (main/parse/next; a leading / anchors at a root)")
 	top := fs.Int("top", 20, "number of hottest paths (paths, --context, latency), procedures (flat, callers) or contexts (--context) to show; 0 shows all")
 	all := fs.Bool("all", false, "tree and callers: also show rows under 0.1% of the total")
@@ -120,6 +131,9 @@ func runReport(c *ctx, args []string) error {
 	defer report.CloseModules(mo.Libs)
 	m, err := report.NewModelWith(*binary, tab, prof, f, mo)
 	if err != nil {
+		return fmt.Errorf("%s: %w", fs.Args()[0], err)
+	}
+	if err := liveNote(c.stderr, m, prof); err != nil {
 		return fmt.Errorf("%s: %w", fs.Args()[0], err)
 	}
 	if err := moduleFilter(c, m); err != nil {

@@ -36,7 +36,7 @@ func addModeFlags(fs *pflag.FlagSet) modeFlags {
 	return modeFlags{
 		noContext: fs.Bool("no-context", false, "flow-only profiles: one record per function, no calling context tree (cheaper)"),
 		metrics: fs.String("metrics", "freq", "metrics to record per path, comma separated: freq plus up to 4 of "+
-			strings.Join(counters.Names(), ", ")+" (see blpp counters)"),
+			strings.Join(counters.Names(), ", ")+" (see blpp counters); and sample:cpu-clock[@HZ] (or task-clock, or sample:EVENT[@PERIOD]) samples time per context, block and path instead of reading counters"),
 		shadowFrames: fs.Uint64("shadow-frames", 0, fmt.Sprintf("most activations per thread the profile tracks exactly, from 64 up to 2^30 (0: %d); each takes 72 bytes as the stack deepens", runtime.DefaultShadowFrames)),
 		noLatency: fs.Bool("no-latency", false, fmt.Sprintf("with --metrics, keep only each path's sums: no distribution of its first metric per execution (a %d-bucket histogram and the %d largest values, %d words per path and context; blpp report --view latency shows them)",
 			runtime.LatencyBuckets, runtime.LatencySlowest, runtime.LatencyWords)),
@@ -45,7 +45,7 @@ func addModeFlags(fs *pflag.FlagSet) modeFlags {
 
 // apply sets the mode in opts.
 func (m modeFlags) apply(opts *rewriter.Options) error {
-	specs, err := counters.Parse(*m.metrics)
+	specs, sampling, err := counters.ParseWithSampling(*m.metrics)
 	if err != nil {
 		return &usageError{fmt.Sprintf("--metrics: %v", err)}
 	}
@@ -65,6 +65,11 @@ func (m modeFlags) apply(opts *rewriter.Options) error {
 			mt.Type = runtime.MetricTypeTSC
 		}
 		opts.Metrics = append(opts.Metrics, mt)
+	}
+	opts.Sample = nil
+	if sampling != nil {
+		opts.Sample = &runtime.Sampler{Type: uint64(sampling.Type), Config: sampling.Config, Period: sampling.Period,
+			Name: runtime.MetricName(sampling.Event)}
 	}
 	return nil
 }

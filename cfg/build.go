@@ -464,19 +464,19 @@ func (bd *builder) makeBlocks() {
 		next := blk.End
 		fall := func(kind EdgeKind) {
 			if t, ok := blockOf(next); ok {
-				g.addEdge(Edge{From: from, To: t, Kind: kind})
+				g.appendEdge(Edge{From: from, To: t, Kind: kind})
 			} else if fo := bd.fallOut[in.Addr]; fo != 0 {
-				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall, Target: fo})
+				g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall, Target: fo})
 			}
 		}
 		branch := func(t uint64) {
 			if callee, ok := bd.tailCalls[in.Addr]; ok {
-				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall, Target: callee})
+				g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall, Target: callee})
 				if f := bd.env.funcAt(callee); f != nil {
 					g.addLeave(in.Addr, from, f.Name)
 				}
 			} else if b, ok := blockOf(t); ok {
-				g.addEdge(Edge{From: from, To: b, Kind: EdgeBranch})
+				g.appendEdge(Edge{From: from, To: b, Kind: EdgeBranch})
 			}
 		}
 		switch in.Kind {
@@ -494,7 +494,7 @@ func (bd *builder) makeBlocks() {
 			}
 			g.Calls = append(g.Calls, cs)
 			if cs.NoReturn {
-				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeNoReturn, Target: cs.Target})
+				g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeNoReturn, Target: cs.Target})
 			} else {
 				fall(EdgeCallReturn)
 			}
@@ -504,9 +504,9 @@ func (bd *builder) makeBlocks() {
 		case x86.Jmp:
 			branch(in.Target)
 		case x86.Ret:
-			g.addEdge(Edge{From: from, To: Exit, Kind: EdgeReturn})
+			g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeReturn})
 		case x86.Halt:
-			g.addEdge(Edge{From: from, To: Exit, Kind: EdgeHalt})
+			g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeHalt})
 		case x86.JmpIndirect:
 			if jt := bd.tables[in.Addr]; jt != nil {
 				jt.Block = from
@@ -517,11 +517,11 @@ func (bd *builder) makeBlocks() {
 					}
 					seen[t] = true
 					if b, ok := blockOf(t); ok {
-						g.addEdge(Edge{From: from, To: b, Kind: EdgeJumpTable})
+						g.appendEdge(Edge{From: from, To: b, Kind: EdgeJumpTable})
 					}
 				}
 			} else if bd.indTail[in.Addr] {
-				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall})
+				g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall})
 			}
 		}
 	}
@@ -530,9 +530,10 @@ func (bd *builder) makeBlocks() {
 		to, ok := blockOf(e)
 		if !ok {
 			g.fail(ReasonBadDecode, e, "the entry was not decoded")
+			g.link()
 			return
 		}
-		g.addEdge(Edge{From: Entry, To: to, Kind: EdgeEntry})
+		g.appendEdge(Edge{From: Entry, To: to, Kind: EdgeEntry})
 	}
 	for _, jt := range bd.tables {
 		g.Tables = append(g.Tables, *jt)
@@ -540,6 +541,7 @@ func (bd *builder) makeBlocks() {
 	sort.Slice(g.Tables, func(i, j int) bool { return g.Tables[i].Jump < g.Tables[j].Jump })
 	// A block left without successors can only come from an analysis that
 	// stopped early; such graphs are not instrumentable anyway.
+	g.link()
 	if g.Reason == ReasonOK {
 		for id := range g.Blocks {
 			if len(g.Blocks[id].Succs) == 0 {

@@ -169,7 +169,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 		return nil, nil, fmt.Errorf("%d metrics: at most %d besides freq", len(opts.Metrics), runtime.MaxMetrics)
 	}
 	opts.stage("analysing")
-	res := analysis.Run(b, analysis.Options{Workers: opts.Workers, MaxPaths: MaxPaths})
+	res := analysis.Run(b, analysis.Options{Workers: opts.Workers, MaxPaths: MaxPaths, Lean: true})
 	img, err := runtime.Load()
 	if err != nil {
 		return nil, nil, fmt.Errorf("runtime image: %w", err)

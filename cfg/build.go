@@ -49,6 +49,9 @@ type builder struct {
 	// skips (glibc's `je 1f; lock; 1: cmpxchg`) to the index of the
 	// instruction decoded there; the cover arrays keep the prefixed one.
 	unlocked map[uint64]int32
+	// regs is the scratch array of the slicers' register states
+	// (regScratch).
+	regs []regState
 }
 
 // instsPool keeps the builders' instruction buffers between procedures:
@@ -57,6 +60,11 @@ type builder struct {
 // growing a fresh slice for each build made most of the analysis's
 // garbage. Nothing a builder returns points into its buffer.
 var instsPool sync.Pool
+
+// blocksPool and coverPool keep the builders' other scratch arrays: the
+// blocks as they are found (the graph gets a copy of their final
+// number) and the per-byte cover of the ranges.
+var blocksPool, coverPool sync.Pool
 
 // buildGraph analyses one procedure. It never panics on any input: every
 // problem becomes a Reason.
@@ -82,10 +90,27 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	defer func() {
 		buf := bd.insts[:0]
 		instsPool.Put(&buf)
+		if bd.regs != nil {
+			regs := bd.regs[:0]
+			regsPool.Put(&regs)
+		}
 	}()
+	var total uint64
+	for _, r := range bd.ranges {
+		total += r.Size
+	}
+	var all []int32
+	if buf, ok := coverPool.Get().(*[]int32); ok && uint64(cap(*buf)) >= total {
+		all = (*buf)[:total]
+		clear(all)
+	} else {
+		all = make([]int32, total)
+	}
+	defer coverPool.Put(&all)
 	bd.cover = make([][]int32, len(bd.ranges))
+	rest := all
 	for i, r := range bd.ranges {
-		bd.cover[i] = make([]int32, r.Size)
+		bd.cover[i], rest = rest[:r.Size:r.Size], rest[r.Size:]
 	}
 	// Other entries first on the work stack: the entry is decoded first.
 	for i := len(f.Entries) - 1; i >= 0; i-- {
@@ -402,6 +427,11 @@ func (bd *builder) makeBlocks() {
 	// startOf[i] is the block starting at instruction i, or -1.
 	startOf := make([]BlockID, len(insts))
 	lastOf := make([]int32, 0, len(insts)/4+1) // per block: index of its last instruction
+	// The blocks go to a scratch array, and the graph gets a copy of
+	// their final number.
+	if buf, ok := blocksPool.Get().(*[]Block); ok {
+		g.Blocks = (*buf)[:0]
+	}
 	var cur *Block
 	for _, i := range order {
 		in := &insts[i]
@@ -428,6 +458,10 @@ func (bd *builder) makeBlocks() {
 			cur = nil
 		}
 	}
+	scratch := g.Blocks
+	g.Blocks = make([]Block, len(scratch))
+	copy(g.Blocks, scratch)
+	blocksPool.Put(&scratch)
 	// Blocks are in address order; move the entry block to index 0 and
 	// keep the rest sorted, as BlockAt expects.
 	ei := bd.instAt(bd.f.Addr)

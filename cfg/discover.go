@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/blpp/blpp/cfg/x86"
 	"github.com/blpp/blpp/internal/par"
@@ -163,6 +164,11 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 		total += r.Size
 	}
 	seen := make([]uint64, (total+63)/64)
+	// The instructions go to a scratch array; s keeps a copy of their
+	// final number.
+	if buf, ok := scanPool.Get().(*[]scanInst); ok {
+		s.insts = (*buf)[:0]
+	}
 	bitOf := func(a uint64) uint64 {
 		var base uint64
 		for _, r := range ranges {
@@ -232,8 +238,15 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 		}
 	}
 	slices.SortFunc(s.insts, func(x, y scanInst) int { return cmp.Compare(x.addr, y.addr) })
+	scratch := s.insts
+	s.insts = make([]scanInst, len(scratch))
+	copy(s.insts, scratch)
+	scanPool.Put(&scratch)
 	return s
 }
+
+// scanPool keeps scanFunction's scratch arrays.
+var scanPool sync.Pool
 
 // operands records the code addresses an instruction takes (immediates,
 // lea of a rip-relative address) and the executable bytes it reads or
@@ -630,7 +643,11 @@ func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*fu
 	// 0x7fff, the last byte of the nopl that pads register_tm_clones up
 	// to __do_global_dtors_aux at 0x8000, made a procedure whose entry
 	// jump overwrote 0x8000's first bytes).
-	var ends []uint64
+	n := 0
+	for _, f := range p.Funcs {
+		n += len(scans[f].insts)
+	}
+	ends := make([]uint64, 0, n)
 	for _, f := range p.Funcs {
 		for _, in := range scans[f].insts {
 			ends = append(ends, in.end())

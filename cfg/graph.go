@@ -439,5 +439,7 @@ func trim[S ~[]E, E any](s S) S {
 	if len(s) == 0 {
 		return nil
 	}
-	return append(S(nil), s...)
+	t := make(S, len(s))
+	copy(t, s)
+	return t
 }

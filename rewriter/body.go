@@ -102,14 +102,9 @@ func (fg *funcGen) emit() error {
 		}
 		var last x86.Inst
 		for a := blk.Addr; a < blk.End; {
-			var in x86.Inst
-			if fg.pre != nil {
-				in, fg.pre = fg.pre[0], fg.pre[1:] // decoded ahead (predecode.go)
-			} else {
-				var err error
-				if in, err = x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a); err != nil {
-					return err
-				}
+			in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
+			if err != nil {
+				return err
 			}
 			last = in
 			fg.mark(a, true)

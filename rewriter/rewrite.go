@@ -385,7 +385,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		fp.planTables()
 		g.entries[f.Func.Addr] = fp.entry
 		fp.planEntries()
-		g.funcs = append(g.funcs, &funcGen{funcPlan: fp, inLoop: -1})
+		g.funcs = append(g.funcs, &funcGen{funcPlan: fp, g: g, inLoop: -1})
 		g.assignSlot(fp)
 		g.assignPathReg(fp)
 	}
@@ -399,28 +399,14 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for _, fg := range g.funcs {
 		origSize += fg.f.Func.TotalSize()
 	}
+	g.buf.Place(codeAddr)
 	g.buf.Grow(int(min(6*origSize, 1<<30)))
-	var failed []emitFailure
-	ready, decoded := g.predecode(), 0
-	for i, fg := range g.funcs {
-		for decoded <= i {
-			decoded = <-ready
-		}
-		err := fg.emit()
-		if err == nil {
-			err = fg.tablesDone()
-		}
-		fg.emitted()
-		if err != nil {
-			failed = append(failed, emitFailure{fg.f, err})
-		}
+	uw := newUnwinder(b)
+	em := g.emitAll(uw, codeAddr)
+	if len(em.failed) > 0 {
+		return nil, nil, &emitError{em.failed}
 	}
-	if len(failed) > 0 {
-		return nil, nil, &emitError{failed}
-	}
-	// The address map now, which frees the recorded copies before the
-	// code is laid out.
-	amap := addrMap(g, codeAddr)
+	amap := em.amap
 	if err := g.emitDark(dark, rtText+img.Symbols[runtime.SymDark]); err != nil {
 		return nil, nil, err
 	}
@@ -507,7 +493,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	// Unwind and exception tables for the new code, so that C++
 	// exceptions, backtrace(3) and debuggers get through relocated frames.
-	eh, err := unwindTables(b, g, codeAddr, uint64(len(code)))
+	eh, err := unwindTables(uw, g, em.unwind, codeAddr, uint64(len(code)))
 	if err != nil {
 		return nil, nil, err
 	}

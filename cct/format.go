@@ -32,6 +32,12 @@ const (
 	// record's func is then tag<<FidBits | the function's index in
 	// that module's metadata.
 	TagModules uint8 = 4
+	// TagSamples holds the sampled attribution (decision 92): what was
+	// sampled, the objects the sampled pcs lie in, and per thread its
+	// samples (record, object, offset, path register, count). At most
+	// one, after the THREAD sections it refers to by number. Readers
+	// that do not know it skip it: the exact counts stand alone.
+	TagSamples uint8 = 5
 	TagTrailer uint8 = 0xff
 
 	// FidBits splits a version-3 function id into the module tag (high

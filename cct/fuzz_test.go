@@ -25,6 +25,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(rawHeader().section(9, rawFile{}.raw(1)).section(TagThread, emptyThread).trailer()))
 	f.Add(libProfile().encode())
+	f.Add(sampledProfile().encode())
 	f.Fuzz(func(t *testing.T, data []byte) { checkParse(t, data) })
 }
 
@@ -47,9 +48,21 @@ func FuzzParseSealed(f *testing.F) {
 		add(c.data)
 	}
 	add(libProfile().encode())
+	add(sampledProfile().encode())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkParse(t, rawFile(slices.Clip(data)).trailer())
 	})
+}
+
+// sampledProfile is the small profile with a SAMPLES section (decision
+// 92): a seed for the new parser.
+func sampledProfile() *Profile {
+	p := smallProfile()
+	p.Sampling = &Sampling{Requested: "cycles", Event: "cpu-clock", Kind: MetricFallback, Source: SourcePerf,
+		Unit: UnitNanoseconds, Period: 1000000, Signal: 63, Taken: 9, Dropped: 1, Missed: 2, Objects: []string{"/bin/prog", "[vdso]"}}
+	p.Threads[0].Samples = []Sample{{Record: -1, Object: -1, Offset: 0x401000, Count: 1}, {Record: 0, Object: 0, Offset: 0x1234, Reg: 3, Count: 5},
+		{Record: 0, Object: 1, Offset: 0x10, Reg: -1, Count: 2}}
+	return p
 }
 
 // libProfile is the small profile with a record of its library module:

@@ -26,6 +26,7 @@ func cDefines() []cDefine {
 		{"BLPP_TAG_RESERVED", cU32(uint32(TagReserved)), "never written; readers refuse it"},
 		{"BLPP_TAG_STATS", cU32(uint32(TagStats)), "uv n, (uv key_len, key, uv value)*"},
 		{"BLPP_TAG_MODULES", cU32(uint32(TagModules)), "uv n, (uv tag, uv flags, uv bias, uv path_len, path, uv build_id_len, build_id)*"},
+		{"BLPP_TAG_SAMPLES", cU32(uint32(TagSamples)), "the sampler, uv nobjects, object*, uv nthreads, (uv thread, uv n, sample*)*"},
 		{"BLPP_MODULE_FLAG_EXECUTABLE", fmt.Sprintf("%#xull", uint64(ModuleFlagExecutable)), "the program itself (tag 0)"},
 		{"BLPP_MODULE_FLAG_UNLOADED", fmt.Sprintf("%#xull", uint64(ModuleFlagUnloaded)), "unmapped by dlclose before the write"},
 		{"BLPP_FID_BITS", strconv.Itoa(FidBits), "a function id is module tag << BLPP_FID_BITS | local index"},

@@ -106,6 +106,17 @@ func randProfile(rng *rand.Rand) *Profile {
 			p.BuildID = nil
 		}
 	}
+	if rng.IntN(2) == 0 { // a sampled run (decision 92)
+		p.Sampling = &Sampling{Requested: "cycles", Event: "cycles", Kind: MetricReal, Source: SourcePerf, Unit: UnitEvents,
+			Period: 1 + mag(rng, 30), Signal: 63, Taken: mag(rng, 40)}
+		if rng.IntN(2) == 0 {
+			p.Sampling.Event, p.Sampling.Kind, p.Sampling.Unit, p.Sampling.Source = "cpu-clock", MetricFallback, UnitNanoseconds, SourceTimer
+		}
+		p.Sampling.Dropped = p.Sampling.Taken / 2
+		for i := range rng.IntN(4) {
+			p.Sampling.Objects = append(p.Sampling.Objects, fmt.Sprintf("/lib/obj%d.so", i))
+		}
+	}
 	randBody(rng, p)
 	return p
 }
@@ -171,6 +182,14 @@ func randBody(rng *rand.Rand, p *Profile) {
 				}
 				t.Prefixes = append(t.Prefixes, q)
 			}
+		}
+		if p.Sampling != nil {
+			for range rng.IntN(6) {
+				q := Sample{Record: rng.IntN(len(t.Records)+1) - 1, Object: rng.IntN(len(p.Sampling.Objects)+1) - 1,
+					Offset: mag(rng, 48), Reg: int64(mag(rng, 64)), Count: 1 + mag(rng, 40)}
+				t.Samples = append(t.Samples, q)
+			}
+			t.Samples = sortSamples(t.Samples)
 		}
 		p.Threads = append(p.Threads, t)
 	}

@@ -82,9 +82,21 @@ func MergeNamed(names []string, ps []*Profile) (*Profile, error) {
 			out.Stats[k] = s
 		}
 	}
-	for _, p := range ps {
+	sampling, objIndex, err := mergeSampling(ps, name)
+	if err != nil {
+		return nil, err
+	}
+	out.Sampling = sampling
+	for pi, p := range ps {
 		for i := range p.Threads {
-			out.Threads = append(out.Threads, p.Threads[i].clone())
+			t := p.Threads[i].clone()
+			for k := range t.Samples { // objects renumbered: the order may change
+				if q := &t.Samples[k]; q.Object >= 0 {
+					q.Object = objIndex[pi][q.Object]
+				}
+			}
+			t.Samples = sortSamples(t.Samples)
+			out.Threads = append(out.Threads, t)
 		}
 	}
 	// The totals of the result must still fit in 64 bits.
@@ -179,6 +191,11 @@ func (p *Profile) header() *Profile {
 	if len(p.Stats) > 0 {
 		q.Stats = maps.Clone(p.Stats)
 	}
+	if p.Sampling != nil {
+		s := *p.Sampling
+		s.Objects = slices.Clone(s.Objects)
+		q.Sampling = &s
+	}
 	if p.Modules != nil {
 		q.Modules = make([]Module, len(p.Modules))
 		for i, m := range p.Modules {
@@ -190,7 +207,8 @@ func (p *Profile) header() *Profile {
 }
 
 func (t *Thread) clone() Thread {
-	c := Thread{TID: t.TID, Partials: slices.Clone(t.Partials), Folded: slices.Clone(t.Folded), Prefixes: slices.Clone(t.Prefixes)}
+	c := Thread{TID: t.TID, Partials: slices.Clone(t.Partials), Folded: slices.Clone(t.Folded), Prefixes: slices.Clone(t.Prefixes),
+		Samples: slices.Clone(t.Samples)}
 	if t.Records != nil {
 		c.Records = make([]Record, len(t.Records))
 		for i, r := range t.Records {
@@ -294,6 +312,12 @@ func (p *Profile) FoldThreads() *Profile {
 				*l.dst = append(*l.dst, q)
 			}
 		}
+		for _, q := range t.Samples {
+			if q.Record >= 0 {
+				q.Record = m[q.Record]
+			}
+			ft.Samples = append(ft.Samples, q)
+		}
 		for _, c := range t.Folded {
 			c.From, c.To = m[c.From], m[c.To]
 			k := foldKey{c.From, c.CallSite, c.To}
@@ -308,6 +332,7 @@ func (p *Profile) FoldThreads() *Profile {
 	for j := range ft.Records {
 		ft.Records[j].Paths = sumPaths(sources[j], nm)
 	}
+	ft.Samples = sortSamples(ft.Samples)
 	out.Threads = []Thread{ft}
 	return out
 }

@@ -84,6 +84,9 @@ type Thread struct {
 	// partial's do; readers subtract the blocks of those path prefixes,
 	// so that each process's block counts hold its own work only.
 	Prefixes []Partial
+	// Samples are the thread's samples (the SAMPLES section, decision
+	// 92), sorted by (record, object, offset, register), each key once.
+	Samples []Sample
 }
 
 // A Module is one instrumented object of the process (a MODULES entry,
@@ -130,6 +133,9 @@ type Profile struct {
 	Metrics []Metric
 	Threads []Thread
 	Stats   map[string]uint64 // runtime facts (Stat* keys and others)
+	// Sampling says what the program sampled (the SAMPLES section,
+	// decision 92); nil when it did not, and then no thread has samples.
+	Sampling *Sampling
 }
 
 // Sentinels for errors.Is. Errors from Parse are *FormatError; errors
@@ -233,6 +239,14 @@ func (p *Profile) CheckValid() error {
 				return bad(ti, -1, -1, -1, fmt.Sprintf("fork prefix %d: %s", xi, msg))
 			}
 		}
+		if len(t.Samples) > 0 && p.Sampling == nil {
+			return bad(ti, -1, -1, -1, "samples without a sampler (Profile.Sampling)")
+		}
+		for si := range t.Samples {
+			if msg := v.sample(t, si); msg != "" {
+				return bad(ti, -1, -1, -1, fmt.Sprintf("sample %d: %s", si, msg))
+			}
+		}
 	}
 	return nil
 }
@@ -253,6 +267,17 @@ type validator struct {
 	// section's, or 0 alone in an executable-only profile.
 	tags      map[uint32]bool
 	noModules bool // no MODULES section: tag 0 alone
+	// nobjects is the number of Sampling.Objects; samples the total of
+	// sample counts so far.
+	nobjects int
+	samples  uint64
+}
+
+func (p *Profile) samplingObjects() int {
+	if p.Sampling == nil {
+		return 0
+	}
+	return len(p.Sampling.Objects)
 }
 
 type sibling struct {
@@ -267,7 +292,13 @@ func newValidator(p *Profile) (*validator, string) {
 	if msg := checkHeader(p.Flags, p.Metrics); msg != "" {
 		return nil, msg
 	}
+	if p.Sampling != nil {
+		if msg := checkSampling(p.Sampling); msg != "" {
+			return nil, msg
+		}
+	}
 	v := &validator{
+		nobjects: p.samplingObjects(),
 		nm:       len(p.Metrics) - 1,
 		flowOnly: p.Flags&FlagFlowOnly != 0,
 		total:    make([]uint64, len(p.Metrics)+3),

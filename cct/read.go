@@ -169,6 +169,7 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 	}
 	d.p, d.v = p, v
 	statsSeen := false
+	var samples *section // decoded last: it names threads by number
 	for i := range secs {
 		s := &secs[i]
 		name := "section"
@@ -185,6 +186,12 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 			}
 			statsSeen = true
 			d.stats(&s.payload)
+		case TagSamples:
+			if samples != nil {
+				return nil, &FormatError{Off: s.off, Msg: "a second SAMPLES section", Err: ErrCorrupt}
+			}
+			samples = s
+			continue
 		case TagReserved:
 			return nil, &FormatError{Off: s.off, Msg: fmt.Sprintf("section tag %d is reserved (partials belong in THREAD sections)", s.tag), Err: ErrCorrupt}
 		default:
@@ -195,6 +202,15 @@ func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
 		}
 		if n := len(s.payload.Data); n != 0 {
 			return nil, &FormatError{Off: s.payload.Off, Msg: fmt.Sprintf("%d bytes left at the end of the %s", n, name), Err: ErrCorrupt}
+		}
+	}
+	if samples != nil {
+		d.samples(&samples.payload)
+		if samples.payload.Err != nil {
+			return nil, samples.payload.failure()
+		}
+		if n := len(samples.payload.Data); n != 0 {
+			return nil, &FormatError{Off: samples.payload.Off, Msg: fmt.Sprintf("%d bytes left at the end of the SAMPLES section", n), Err: ErrCorrupt}
 		}
 	}
 	return p, nil

@@ -11,7 +11,7 @@ import (
 // MarshalBinary encodes p in the file format, after checking it with
 // CheckValid. The encoding is canonical: the shortest varints, the
 // MODULES section (when there are modules) right after the header,
-// threads in order, the STATS section (when Stats is not empty) after the threads
+// threads in order, the SAMPLES section when the program sampled, the STATS section (when Stats is not empty) after the threads
 // with its keys sorted. The runtime's writer produces the same bytes.
 func (p *Profile) MarshalBinary() ([]byte, error) {
 	if err := p.CheckValid(); err != nil {
@@ -49,6 +49,9 @@ func (p *Profile) encode() []byte {
 	for i := range p.Threads {
 		payload = appendThread(payload[:0], &p.Threads[i])
 		e = appendSection(e, TagThread, payload)
+	}
+	if p.Sampling != nil {
+		e = appendSection(e, TagSamples, appendSamples(payload[:0], p))
 	}
 	if len(p.Stats) > 0 {
 		keys := make([]string, 0, len(p.Stats))

@@ -75,7 +75,8 @@ type Function struct {
 	MidFrame bool
 	// Pad is the number of padding bytes (nops, int3, zeros) that follow
 	// the main body before the next code: room the entry patch may use
-	// when the body is shorter than the 5-byte jump.
+	// when the body is shorter than the 5-byte jump, or than endbr64 and
+	// the jump after it (decision 95); measured for bodies under 9 bytes.
 	Pad uint64
 	// sized: the body's end came from a symbol's or an FDE's size (or a
 	// PLT entry's); otherwise it is a guess (the next procedure's start)

@@ -257,7 +257,7 @@ func (b *Binary) Functions() []*Function {
 			end = n
 		}
 		f.Size = end - f.Addr
-		if f.Size < 5 {
+		if f.Size < 9 { // room for endbr64 and the entry jump (decision 95)
 			gap := secEnd - end
 			if n := nextStart(a); n < secEnd {
 				gap = n - end

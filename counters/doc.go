@@ -16,6 +16,15 @@
 // path boundary. They are probe-only (Spec.ProbeOnly): Probe reports them
 // and Parse refuses them.
 //
+// # Sampling
+//
+// A --metrics item sample:EVENT[@N] (ParseSampling, ParseWithSampling)
+// asks for sampling instead of counting (decision 92): cpu-clock or
+// task-clock at N Hz of thread CPU time (default 1000, at most 100000),
+// or a perf event of the table every N events. Whether the machine can
+// sample it is the runtime's to find out; a hardware event it cannot
+// open falls back to cpu-clock.
+//
 // # How the runtime reads a counter
 //
 // The runtime (runtime/blpp_pmu.h) opens each event on the calling thread

@@ -49,6 +49,9 @@ type CNode struct {
 	// left out.
 	Uninstrumented bool
 	Reason         string
+	// Sampled holds the context's samples by block and pseudo-block
+	// (decision 92); nil without any.
+	Sampled *NodeSamples
 }
 
 // Label is the node's name as o shows it, with why it was left out and
@@ -70,6 +73,9 @@ type CPath struct {
 	Metrics []uint64 // per column; Metrics[0] is the count
 	Blocks  []int    // blocks of the function it passes through, in order
 	Insns   uint64   // instructions of one execution
+	// Samples is the path's estimated share of its context's samples
+	// (attributeSamples).
+	Samples float64
 }
 
 // buildContexts builds the calling contexts of the folded profile (one
@@ -83,6 +89,13 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 	if _, dup := c.column(MetricInsns); !dup {
 		insnsCol = len(c.Columns)
 		c.Columns = append(c.Columns, Column{Name: MetricInsns, Derived: true})
+	}
+	sampleCol := -1
+	if s := folded.Sampling; s != nil {
+		if _, dup := c.column(s.Event); !dup {
+			sampleCol = len(c.Columns)
+			c.Columns = append(c.Columns, Column{Name: s.Event, Kind: s.Kind})
+		}
 	}
 	nc := len(c.Columns)
 	c.Total = make([]uint64, nc)
@@ -226,6 +239,12 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 				return err
 			}
 		}
+	}
+	if sampleCol >= 0 {
+		if err := c.attributeSamples(folded.Sampling, th, sampleCol); err != nil {
+			return err
+		}
+		c.Columns[sampleCol].Sampled = c.Samples
 	}
 	// Totals first: every inclusive value is at most its column's total,
 	// so once the totals fit, no sum below overflows.
@@ -473,6 +492,9 @@ type Context struct {
 	// counted (calls) without paths; Reason says why (decision 70).
 	Uninstrumented bool   `json:"uninstrumented,omitempty"`
 	Reason         string `json:"reason,omitempty"`
+	// Samples are the context's samples (decision 92), exclusive; the
+	// sampled metric is samples × period. Absent without samples.
+	Samples uint64 `json:"samples,omitempty"`
 }
 
 // ContextPath is one path of a context in the JSON.
@@ -480,6 +502,8 @@ type ContextPath struct {
 	ID      uint64            `json:"id"`
 	Count   uint64            `json:"count"`
 	Metrics map[string]uint64 `json:"metrics"`
+	// Samples is the path's estimated share of its context's samples.
+	Samples float64 `json:"samples,omitempty"`
 }
 
 // Contexts renders the tree for the JSON document: ids are node indices,
@@ -506,7 +530,10 @@ func (c *Model) Contexts() []Context {
 			x.CallSite = &s
 		}
 		for _, p := range n.Paths {
-			x.Paths = append(x.Paths, ContextPath{ID: p.ID, Count: p.Metrics[0], Metrics: byName(p.Metrics)})
+			x.Paths = append(x.Paths, ContextPath{ID: p.ID, Count: p.Metrics[0], Metrics: byName(p.Metrics), Samples: p.Samples})
+		}
+		if n.Sampled != nil {
+			x.Samples = n.Sampled.Total
 		}
 		out[i] = x
 	}

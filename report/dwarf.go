@@ -59,6 +59,10 @@ type LineRange struct {
 	File          string // as the line table names it (a path)
 	Line          int
 	Discriminator int // the base discriminator (LLVM's encoding decoded)
+	// Dup is LLVM's duplication factor: the code is one of Dup copies of
+	// the source (loop unrolling, vectorization), so it ran 1/Dup of the
+	// times the source did; 0 where the encoding has none.
+	Dup int
 }
 
 // A Scope is a concrete subprogram or an inlined subroutine.
@@ -243,11 +247,11 @@ func (di *DebugInfo) readLines(lr *dwarf.LineReader, llvmDisc bool) {
 		if le.EndSequence || le.File == nil {
 			continue
 		}
-		disc := le.Discriminator
+		disc, dup := le.Discriminator, 0
 		if llvmDisc {
-			disc = llvmBaseDiscriminator(disc)
+			disc, dup = llvmBaseDiscriminator(le.Discriminator), llvmDupFactor(le.Discriminator)
 		}
-		prev = &LineRange{Addr: le.Address, File: le.File.Name, Line: le.Line, Discriminator: disc}
+		prev = &LineRange{Addr: le.Address, File: le.File.Name, Line: le.Line, Discriminator: disc, Dup: dup}
 	}
 }
 
@@ -265,6 +269,23 @@ func llvmBaseDiscriminator(d int) int {
 		return int((u>>1)&0xfe0 | u&0x1f)
 	}
 	return int(u & 0x1f)
+}
+
+// llvmDupFactor decodes the duplication factor, the component after the
+// base discriminator (getDuplicationFactorFromDiscriminator): 0 when there
+// is none.
+func llvmDupFactor(d int) int {
+	u := uint32(d)
+	// getNextComponentInDiscriminator: skip the base's 1, 7 or 14 bits.
+	switch {
+	case u&1 != 0:
+		u >>= 1
+	case u&0x40 != 0:
+		u >>= 14
+	default:
+		u >>= 7
+	}
+	return llvmBaseDiscriminator(int(u))
 }
 
 // origin is what an abstract origin or specification says about a scope.

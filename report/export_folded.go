@@ -25,6 +25,9 @@ func (m *Model) StackValue(st *ProfileStack, metric string) (uint64, error) {
 			return st.Metrics[i], nil
 		}
 	}
+	if m.Samples != nil && metric == m.Samples.Event {
+		return st.Sampled, nil
+	}
 	return 0, fmt.Errorf("no metric %q in the profile (have %s)", metric, strings.Join(m.MetricNames(), ", "))
 }
 
@@ -33,6 +36,9 @@ func (m *Model) MetricNames() []string {
 	out := []string{"insns", "count", "calls"}
 	for _, mt := range m.Metrics[1:] {
 		out = append(out, mt.Name)
+	}
+	if m.Samples != nil {
+		out = append(out, m.Samples.Event)
 	}
 	return out
 }

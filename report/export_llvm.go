@@ -73,67 +73,70 @@ func (fs *funcSamples) child(loc sampleLoc, callee string) *funcSamples {
 //
 // Offsets are source lines minus the function's DW_AT_decl_line; the
 // samples of a line (and discriminator) are the largest execution count of
-// the blocks holding its code, so they are exact execution counts, not
-// estimates. Code inlined from other functions (DW_TAG_inlined_subroutine)
-// is nested under its call site. Head samples are the function's
-// activations; call targets come from the calling context tree when
-// the profile has one, else from direct call instructions.
+// the blocks holding its code, times LLVM's duplication factor of that
+// code (an unrolled loop's copies each run a fraction of the source's
+// iterations), as llvm-profgen counts them; so they are exact execution
+// counts, not estimates. Code inlined from other functions
+// (DW_TAG_inlined_subroutine) is nested under its call site; a row of the
+// line table goes to the frame whose source holds its line (see
+// lineOwners), which is not always the innermost. Head samples are the
+// function's activations; call targets come from the calling context tree
+// when the profile has one, else from direct call instructions.
+//
+// A binary built with clang -fpseudo-probe-for-profiling gets a
+// probe-based profile instead (exportProbeSample), which the compiler
+// reads when the build that uses it has the flag too.
 func ExportLLVMSample(w io.Writer, m *Model, opts ExportOptions) error {
+	if len(m.Modules) == 1 && m.Modules[0].File != nil {
+		starts := map[uint64]uint64{}
+		for _, fi := range m.FuncIDs() {
+			mf := m.Func(fi)
+			starts[ProbeGUID(RawName(mf.Name))] = mf.Entry
+		}
+		pp, err := ReadPseudoProbes(m.Modules[0].File, starts)
+		if err != nil {
+			return fmt.Errorf("pseudo probes: %w", err)
+		}
+		if pp != nil {
+			return exportProbeSample(w, m, pp)
+		}
+	}
 	if !m.Debug.HasLines() {
 		return ErrNoDebugInfo
 	}
 	top := map[string]*funcSamples{}
+	owners := newLineOwners(m.Debug)
 	targets := m.callTargets()
+	// place finds the samples node of row, a line of the code at addr,
+	// and the row's place in it; false for a row no frame can take.
+	place := func(addr uint64, row LineRange) (*funcSamples, sampleLoc, bool) {
+		if row.Line == 0 {
+			return nil, sampleLoc{}, false
+		}
+		frames := m.Debug.Frames(addr)
+		k := owners.owner(frames, row.File, row.Line)
+		if k < 0 {
+			return nil, sampleLoc{}, false
+		}
+		fs := samplesNode(top, frames[:k+1])
+		if fs == nil {
+			return nil, sampleLoc{}, false
+		}
+		return fs, sampleLoc{row.Line - frames[k].DeclLine, row.Discriminator}, true
+	}
 	for _, fi := range m.FuncIDs() {
 		fp := m.Profile(fi)
 		mf := m.Func(fi)
 		if !mf.Instrumented || (fp.Calls == 0 && fp.Executions == 0 && fp.Partial == 0) {
 			continue
 		}
-		// at finds the samples node for the scopes holding addr, creating
-		// the chain of inlined call sites.
-		at := func(addr uint64) (*funcSamples, []*Scope) {
-			scopes := m.Debug.Frames(addr)
-			if len(scopes) == 0 {
-				return nil, nil
-			}
-			name := scopes[0].SymbolName()
-			fs := top[name]
-			if fs == nil {
-				fs = newFuncSamples(name)
-				top[name] = fs
-			}
-			for i := 1; i < len(scopes); i++ {
-				s := scopes[i]
-				off := s.CallLine - scopes[i-1].DeclLine
-				if off < 0 || s.CallLine == 0 {
-					return fs, scopes[:i]
-				}
-				fs = fs.child(sampleLoc{off, s.CallDiscriminator}, s.SymbolName())
-			}
-			return fs, scopes
-		}
-		// lineAt finds the samples node for addr and the place in it of
-		// row, a line of the code at addr; false for a row without a
-		// line or above its function's declaration.
-		lineAt := func(addr uint64, row LineRange) (*funcSamples, sampleLoc, bool) {
-			fs, scopes := at(addr)
-			if fs == nil {
-				return nil, sampleLoc{}, false
-			}
-			off := row.Line - scopes[len(scopes)-1].DeclLine
-			if off < 0 || row.Line == 0 {
-				return nil, sampleLoc{}, false
-			}
-			return fs, sampleLoc{off, row.Discriminator}, true
-		}
 		// Head samples belong to the function itself even when its first
 		// instruction is code inlined into it (a type check at the top of
 		// a function often is): LLVM takes the function's entry count
 		// from them.
 		if len(mf.Blocks) > 0 {
-			if _, scopes := at(mf.Blocks[0].Addr); len(scopes) > 0 {
-				fs := top[scopes[0].SymbolName()]
+			if frames := m.Debug.Frames(mf.Blocks[0].Addr); len(frames) > 0 {
+				fs := samplesNode(top, frames[:1])
 				head := fp.Calls
 				if head == 0 {
 					head = fp.Blocks[0]
@@ -147,11 +150,15 @@ func ExportLLVMSample(w io.Writer, m *Model, opts ExportOptions) error {
 				continue
 			}
 			for _, row := range m.Debug.Rows(b.Addr, b.End) {
-				fs, loc, ok := lineAt(max(row.Addr, b.Addr), row)
+				fs, loc, ok := place(max(row.Addr, b.Addr), row)
 				if !ok {
 					continue
 				}
-				fs.body[loc] = max(fs.body[loc], c)
+				n := c
+				if row.Dup > 1 {
+					n = satMul(c, uint64(row.Dup))
+				}
+				fs.body[loc] = max(fs.body[loc], n)
 			}
 		}
 		for ci, addr := range mf.CallSites {
@@ -163,7 +170,7 @@ func ExportLLVMSample(w io.Writer, m *Model, opts ExportOptions) error {
 			if !ok {
 				continue
 			}
-			fs, loc, ok := lineAt(addr, row)
+			fs, loc, ok := place(addr, row)
 			if !ok {
 				continue
 			}
@@ -196,6 +203,29 @@ func ExportLLVMSample(w io.Writer, m *Model, opts ExportOptions) error {
 	return bw.Flush()
 }
 
+// samplesNode returns the samples node of the innermost of frames
+// (outermost first), creating it and the chain of inlined call sites that
+// leads to it; nil when a call site of the chain has no line a sample
+// profile can name: line 0, a line above its caller's declaration, or a
+// line of another file than its caller's.
+func samplesNode(top map[string]*funcSamples, frames []*Scope) *funcSamples {
+	name := frames[0].SymbolName()
+	fs := top[name]
+	if fs == nil {
+		fs = newFuncSamples(name)
+		top[name] = fs
+	}
+	for i := 1; i < len(frames); i++ {
+		s, caller := frames[i], frames[i-1]
+		off := s.CallLine - caller.DeclLine
+		if s.CallLine == 0 || off < 0 || (s.CallFile != "" && caller.DeclFile != "" && s.CallFile != caller.DeclFile) {
+			return nil
+		}
+		fs = fs.child(sampleLoc{off, s.CallDiscriminator}, s.SymbolName())
+	}
+	return fs
+}
+
 func (l sampleLoc) String() string {
 	if l.disc != 0 {
 		return fmt.Sprintf("%d.%d", l.off, l.disc)
@@ -218,21 +248,46 @@ func sortLocs[V any](m map[sampleLoc]V) []sampleLoc {
 }
 
 func writeSampleBody(w *bufio.Writer, fs *funcSamples, depth int) {
-	ind := strings.Repeat(" ", depth)
-	// A location with call targets but no body sample of its own still
-	// needs a body line to carry them.
-	for loc := range fs.targets {
-		if _, ok := fs.body[loc]; !ok {
-			var s uint64
-			for _, c := range fs.targets[loc] {
-				s = satAdd(s, c)
+	writeBodyLines(w, fs.body, fs.targets, depth)
+	ind := indent(depth)
+	for _, loc := range sortLocs(fs.inlined) {
+		m := fs.inlined[loc]
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			c := m[n]
+			if c.total() == 0 {
+				continue
 			}
-			fs.body[loc] = s
+			fmt.Fprintf(w, "%s%s: %s:%d\n", ind, loc, n, c.total())
+			writeSampleBody(w, c, depth+1)
 		}
 	}
-	for _, loc := range sortLocs(fs.body) {
-		fmt.Fprintf(w, "%s%s: %d", ind, loc, fs.body[loc])
-		ts := fs.targets[loc]
+}
+
+func indent(depth int) string { return strings.Repeat(" ", depth) }
+
+// writeBodyLines writes the body samples of a function, each location with
+// its call targets, hottest target first.
+func writeBodyLines(w *bufio.Writer, body map[sampleLoc]uint64, targets map[sampleLoc]map[string]uint64, depth int) {
+	ind := indent(depth)
+	// A location with call targets but no body sample of its own still
+	// needs a body line to carry them.
+	for loc := range targets {
+		if _, ok := body[loc]; !ok {
+			var s uint64
+			for _, c := range targets[loc] {
+				s = satAdd(s, c)
+			}
+			body[loc] = s
+		}
+	}
+	for _, loc := range sortLocs(body) {
+		fmt.Fprintf(w, "%s%s: %d", ind, loc, body[loc])
+		ts := targets[loc]
 		names := make([]string, 0, len(ts))
 		for n := range ts {
 			names = append(names, n)
@@ -249,22 +304,6 @@ func writeSampleBody(w *bufio.Writer, fs *funcSamples, depth int) {
 			}
 		}
 		w.WriteByte('\n')
-	}
-	for _, loc := range sortLocs(fs.inlined) {
-		m := fs.inlined[loc]
-		names := make([]string, 0, len(m))
-		for n := range m {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			c := m[n]
-			if c.total() == 0 {
-				continue
-			}
-			fmt.Fprintf(w, "%s%s: %s:%d\n", ind, loc, n, c.total())
-			writeSampleBody(w, c, depth+1)
-		}
 	}
 }
 

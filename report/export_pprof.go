@@ -83,6 +83,18 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 	p.SampleType = append(p.SampleType, &profile.ValueType{Type: pprofLines, Unit: "count"},
 		&profile.ValueType{Type: MetricInsns, Unit: "count"})
 	iInsns := iLines + 1
+	iSampled := -1
+	if s := m.Samples; s != nil {
+		// The sampled metric (decision 92): cpu/nanoseconds for the
+		// clocks, as pprof names CPU profiles, so -sample_index=cpu.
+		iSampled = len(p.SampleType)
+		vt := &profile.ValueType{Type: s.Event, Unit: "count"}
+		if s.Unit == cct.UnitNanoseconds {
+			vt = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
+		}
+		p.SampleType = append(p.SampleType, vt)
+		p.Comments = append(p.Comments, fmt.Sprintf("%s: %s", vt.Type, s.Describe()))
+	}
 	p.Comments = append(p.Comments, "blpp path profile of "+m.Binary,
 		"count: completed paths, at the function's entry; lines: executions of each source line (as blpp annotate counts them); insns: instructions executed")
 	for k := range m.Modules[min(1, len(m.Modules)):] {
@@ -249,6 +261,9 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 		for j, v := range st.Metrics {
 			entry.Value[1+j] = clamp(v)
 		}
+	}
+	if iSampled >= 0 {
+		m.pprofSamples(p, iSampled, location, function)
 	}
 	for _, mp := range p.Mapping {
 		if mp.Start > mp.Limit { // no location in it

@@ -103,15 +103,15 @@ func exProfile(t *testing.T, tab *meta.Table, flowOnly bool) *cct.Profile {
 func exDebug() *DebugInfo {
 	const file = "/src/demo.c"
 	di := &DebugInfo{rows: []LineRange{
-		{0x1000, 0x1008, file, 10, 0},
-		{0x1008, 0x1010, file, 11, 0},
-		{0x1010, 0x1015, file, 12, 0},
-		{0x1015, 0x101a, file, 11, 2},
-		{0x101a, 0x1020, file, 14, 0},
-		{0x1100, 0x1104, file, 20, 0},
-		{0x1104, 0x1108, file, 31, 0},
-		{0x1108, 0x1110, file, 21, 0},
-		{0x1110, 0x1118, file, 23, 0},
+		{0x1000, 0x1008, file, 10, 0, 0},
+		{0x1008, 0x1010, file, 11, 0, 0},
+		{0x1010, 0x1015, file, 12, 0, 0},
+		{0x1015, 0x101a, file, 11, 2, 0},
+		{0x101a, 0x1020, file, 14, 0, 0},
+		{0x1100, 0x1104, file, 20, 0, 0},
+		{0x1104, 0x1108, file, 31, 0, 0},
+		{0x1108, 0x1110, file, 21, 0, 0},
+		{0x1110, 0x1118, file, 23, 0, 0},
 	}}
 	work := &Scope{Name: "work", DeclFile: file, DeclLine: 19, Ranges: [][2]uint64{{0x1100, 0x1118}}}
 	work.Inlined = []*Scope{{Name: "helper", DeclFile: file, DeclLine: 30, Ranges: [][2]uint64{{0x1104, 0x1108}},

@@ -43,6 +43,9 @@ type ProfileStack struct {
 	Calls   uint64   // activations
 	Insns   uint64   // instructions executed in this context (callees excluded)
 	Metrics []uint64 // sums of Metrics[1:], callees excluded
+	// Sampled is the sampled metric of the context, callees excluded
+	// (decision 92): its column's value, 0 without samples.
+	Sampled uint64
 	// Blocks counts the executions of each block of the leaf's function
 	// (meta.Func.Blocks) in this context; nil when the leaf is not
 	// instrumented. Summed over the stacks of a function they are its

@@ -8,6 +8,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"math/bits"
+	"strconv"
 	"strings"
 
 	"github.com/blpp/blpp/cct"
@@ -25,12 +26,17 @@ type Column struct {
 	Name    string
 	Kind    cct.MetricKind
 	Derived bool // computed by the report from block counts (insns)
+	// Sampled, for the sampled metric (decision 92), says how it was
+	// sampled; its values are samples times the period.
+	Sampled *SampleInfo
 }
 
 // Label names the column for a header line, saying what its values are
 // when they are not what the name suggests.
 func (c Column) Label() string {
 	switch {
+	case c.Sampled != nil:
+		return c.Name + " (" + c.Sampled.Describe() + ")"
 	case c.Derived:
 		return c.Name + " (derived: instructions of the executed blocks)"
 	case c.Name == cct.FreqMetric:
@@ -46,9 +52,20 @@ func (c Column) Label() string {
 	return c.Name
 }
 
+// Format writes value v of the column: the number, and for a sampled
+// column the samples it stands for.
+func (c Column) Format(v uint64) string {
+	if c.Sampled != nil {
+		return c.Sampled.FormatSampled(v)
+	}
+	return strconv.FormatUint(v, 10)
+}
+
 // Unit is what the column counts, for totals.
 func (c Column) Unit() string {
 	switch {
+	case c.Sampled != nil:
+		return c.Sampled.Unit
 	case c.Derived:
 		return "instructions"
 	case c.Name == cct.FreqMetric:
@@ -143,6 +160,9 @@ type Model struct {
 	// full) belong to no context: their count and their instructions. In
 	// a flow-only profile they go to their function's root.
 	UnattributedPartials, UnattributedInsns uint64
+	// Samples says what the profile sampled (decision 92); nil when it
+	// did not.
+	Samples *SampleInfo
 
 	// Stacks has one entry per record of the folded calling-context tree
 	// (in a flow-only profile, one per function that ran), in record
@@ -235,6 +255,12 @@ func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o M
 	}
 	if err := m.buildFuncs(folded); err != nil {
 		return nil, err
+	}
+	if s := m.Samples; s != nil && len(folded.Threads) > 0 {
+		// Stacks follow the folded records, as the contexts do.
+		for i := range min(len(m.Stacks), len(folded.Threads[0].Records)) {
+			m.Stacks[i].Sampled = m.Nodes[i].Excl[s.Column]
+		}
 	}
 	return m, nil
 }

@@ -193,7 +193,12 @@ func PathsText(w io.Writer, m *Model, o ViewOptions) error {
 		}
 		return 100 * float64(c) / float64(d.TotalPaths)
 	}
-	fmt.Fprintf(w, "%s: %d path executions\n\nhottest paths:\n", d.Binary, d.TotalPaths)
+	fmt.Fprintf(w, "%s: %d path executions\n", d.Binary, d.TotalPaths)
+	if s := m.Samples; s != nil {
+		// Decision 92: where the time went is another view's.
+		fmt.Fprintf(w, "%d samples of %s: --view hot --metric %s gives the hottest paths by sampled time\n", s.Recorded, s.Event, s.Event)
+	}
+	fmt.Fprintf(w, "\nhottest paths:\n")
 	for i, h := range all {
 		fmt.Fprintf(w, "%3d. %s path %d: %s (%.2f%%)\n", i+1, m.DisplayName(h.f.shown), h.p.ID, plural(h.p.Count, "execution", "executions"), pct(h.p.Count))
 		for _, a := range h.p.addrs {

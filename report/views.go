@@ -65,7 +65,7 @@ func plural(n uint64, one, many string) string {
 // writeTreeRow writes one row of the tree and callers views: two values
 // with their shares of total, calls, and the label indented by depth
 // with where it was called from (for a row below the top).
-func writeTreeRow(tw io.Writer, a, b, total, calls uint64, depth int, label string, callSite uint64, below bool, lines *DebugInfo) {
+func writeTreeRow(tw io.Writer, col Column, a, b, total, calls uint64, depth int, label string, callSite uint64, below bool, lines *DebugInfo) {
 	where := ""
 	switch {
 	case callSite != 0:
@@ -73,7 +73,7 @@ func writeTreeRow(tw io.Writer, a, b, total, calls uint64, depth int, label stri
 	case below:
 		where = "  (no call site)"
 	}
-	fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t  %s%s%s\n", a, pct(a, total), b, pct(b, total), calls, strings.Repeat("  ", depth), label, where)
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t  %s%s%s\n", col.Format(a), pct(a, total), col.Format(b), pct(b, total), calls, strings.Repeat("  ", depth), label, where)
 }
 
 // writeMore says how many rows a --top limit left out.
@@ -160,7 +160,7 @@ func TreeText(w io.Writer, c *Model, o ViewOptions) error {
 				nHidden += subtree(i)
 				continue
 			}
-			writeTreeRow(tw, n.Incl[col], n.Excl[col], total, n.Calls, n.Depth, n.Label(c.Names), n.CallSite, n.Parent >= 0, c.siteLines(n))
+			writeTreeRow(tw, c.Columns[col], n.Incl[col], n.Excl[col], total, n.Calls, n.Depth, n.Label(c.Names), n.CallSite, n.Parent >= 0, c.siteLines(n))
 			walk(n.Children)
 		}
 	}
@@ -194,7 +194,7 @@ func CallersText(w io.Writer, c *Model, o ViewOptions) error {
 				nHidden += rows(n)
 				continue
 			}
-			writeTreeRow(tw, n.Excl, n.Incl, total, n.Calls, depth, c.DisplayName(n.Name), n.CallSite, depth > 0, c.debugOf(n.Func))
+			writeTreeRow(tw, c.Columns[col], n.Excl, n.Incl, total, n.Calls, depth, c.DisplayName(n.Name), n.CallSite, depth > 0, c.debugOf(n.Func))
 			walk(n.Children, depth+1)
 		}
 	}
@@ -239,7 +239,8 @@ func FlatText(w io.Writer, c *Model, o ViewOptions) error {
 		if r.Uninstrumented {
 			name += "  [" + darkLabel(r.Reason, r.Calls) + "]"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t  %s\n", r.Excl, pct(r.Excl, total), r.Incl, pct(r.Incl, total), r.Calls, r.Contexts, name)
+		col := c.Columns[col]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t  %s\n", col.Format(r.Excl), pct(r.Excl, total), col.Format(r.Incl), pct(r.Incl, total), r.Calls, r.Contexts, name)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -282,8 +283,11 @@ func ContextPathsText(w io.Writer, c *Model, ids []int, pattern string, o ViewOp
 		if n.CallSite != 0 {
 			fmt.Fprintf(w, "  @ %s", site(n.CallSite, c.siteLines(n)))
 		}
-		fmt.Fprintf(w, "\n  %s; %s %d exclusive (%s), %d inclusive (%s)\n", plural(n.Calls, "call", "calls"),
-			name, n.Excl[col], pct(n.Excl[col], total), n.Incl[col], pct(n.Incl[col], total))
+		fmt.Fprintf(w, "\n  %s; %s %s exclusive (%s), %s inclusive (%s)\n", plural(n.Calls, "call", "calls"),
+			name, c.Columns[col].Format(n.Excl[col]), pct(n.Excl[col], total), c.Columns[col].Format(n.Incl[col]), pct(n.Incl[col], total))
+		if s := n.Sampled; s != nil && c.Columns[col].Sampled != nil {
+			writeSampledBlocks(w, c, n)
+		}
 		if n.Uninstrumented {
 			fmt.Fprintf(w, "  %s: no paths\n", darkLabel(n.Reason, n.Calls))
 		}
@@ -310,7 +314,7 @@ func ContextPathsText(w io.Writer, c *Model, ids []int, pattern string, o ViewOp
 		for r, p := range paths {
 			fmt.Fprintf(w, "%3d. path %d: %s", r+1, p.ID, plural(p.Metrics[0], "execution", "executions"))
 			if col != 0 {
-				fmt.Fprintf(w, ", %s %d", name, p.Metrics[col])
+				fmt.Fprintf(w, ", %s %s", name, c.Columns[col].Format(p.Metrics[col]))
 			}
 			fmt.Fprintf(w, " (%s of the context)\n", pct(p.Metrics[col], n.Excl[col]))
 			for _, b := range p.Blocks {

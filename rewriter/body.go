@@ -52,13 +52,32 @@ func (fg *funcGen) emit() error {
 		fg.enterInternal()
 	}
 	b.Bind(fg.entry)
+	lead := fg.leadingEndbr()
+	if lead {
+		fg.mark(fg.f.Func.Addr, true)
+		fg.copied(fg.f.Func.Addr)
+		b.Endbr64() // the copy of the entry's own, moved here (decision 95)
+		fg.mark(fg.f.Func.Addr, false)
+	} else if fg.prefixEnd == 0 {
+		g.endbrAt(fg.f.Func.Addr) // a moved entry's prefix copies it (decision 95)
+	}
 	if fg.prefixEnd != 0 {
 		if err := fg.prefix(); err != nil {
 			return err
 		}
 		b.Bind(fg.afterPrefix)
 	}
-	fg.enterInline()
+	fg.enterInline(false)
+	if l, ok := g.tailEntries[fg.f.Func.Addr]; ok {
+		// The tail variant, out of line, joins at block 0.
+		fg.addCold(func() {
+			b.Bind(l)
+			fg.mark(fg.f.Func.Addr, false)
+			b.SetSP(0)
+			fg.enterInline(true)
+			b.JmpRel32(enc.LabelTarget(fg.blocks[cfg.Entry]))
+		})
+	}
 	fg.landingPads()
 	fg.otherEntries()
 	// Loop headers and blocks reached only by jumps (an interpreter's
@@ -88,6 +107,7 @@ func (fg *funcGen) emit() error {
 			align[id] = true
 		}
 	}
+	endbr := fg.tableBlocks()
 	for id := range gr.Blocks {
 		blk := &gr.Blocks[id]
 		if align[id] {
@@ -100,8 +120,18 @@ func (fg *funcGen) emit() error {
 		if uint64(len(code)) < blk.End-blk.Addr {
 			return fmt.Errorf("block %#x: code not in file", blk.Addr)
 		}
+		if len(endbr) > 0 && endbr[id] && !enc.IsEndbr64(code) {
+			// A jump table's entry leads here; where the block starts
+			// with endbr64 its copy does (decision 95).
+			fg.mark(blk.Addr, true)
+			b.Endbr64()
+		}
 		var last x86.Inst
-		for a := blk.Addr; a < blk.End; {
+		a := blk.Addr
+		if id == 0 && lead {
+			a += 4 // the endbr64, copied at the entry
+		}
+		for a < blk.End {
 			in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
 			if err != nil {
 				return err
@@ -131,6 +161,9 @@ func (fg *funcGen) emit() error {
 		b.Bind(t.label)
 		fg.mark(gr.Blocks[gr.Edges[t.edge].From].Last, false)
 		b.SetSP(0)
+		if t.endbr {
+			b.Endbr64() // a jump table's entry (decision 95)
+		}
 		fg.edgeCode(t.edge)
 		b.JmpRel32(t.to)
 	}
@@ -399,7 +432,16 @@ func (fg *funcGen) reloc(in *x86.Inst, code []byte, t enc.Target) error {
 		return fg.copyInst(in, code)
 	}
 	fg.copied(in.Addr)
-	return enc.Relocate(fg.g.buf, in, code, t)
+	if err := enc.Relocate(fg.g.buf, in, code, t); err != nil {
+		return err
+	}
+	if in.Kind == x86.Call || in.Kind == x86.CallIndirect {
+		// The compiler put endbr64 after a call to setjmp, vfork and
+		// other functions that return twice: longjmp comes back by an
+		// indirect jump (decision 95).
+		fg.g.endbrAt(in.Addr + uint64(in.Len))
+	}
+	return nil
 }
 
 // jumpTable fills the copy of the table the indirect jump ending block
@@ -426,6 +468,9 @@ func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
 			continue
 		}
 		t := fg.via(e)
+		if fg.needsCode(e) && fg.g.cet.ibt {
+			fg.tramps[len(fg.tramps)-1].endbr = true // via made it
+		}
 		tl, isLabel := t.Label()
 		if !isLabel {
 			return fmt.Errorf("%#x: table target outside the function", in.Addr)

@@ -73,6 +73,9 @@ type funcGen struct {
 	inLoop  int
 	preg    enc.Reg
 	hasPreg bool
+	// entryBlock is the block the entry being emitted leads to: 0, or
+	// another entry's (entries.go). pushedAtEntry uses its liveness.
+	entryBlock cfg.BlockID
 	// entered holds the loop copies whose first copy's backedge has been
 	// emitted as a jump to the header's copy; a copy nothing jumps to
 	// is a bug.
@@ -97,6 +100,8 @@ type tramp struct {
 	label enc.Label
 	edge  cfg.EdgeID
 	to    enc.Target
+	// endbr: a jump table's entry leads here (decision 95).
+	endbr bool
 }
 
 // gen emits all instrumented functions into one buffer.
@@ -109,7 +114,14 @@ type gen struct {
 	// entries maps an instrumented function's original entry to the label
 	// of its instrumented copy.
 	entries map[uint64]enc.Label
-	funcs   []*funcGen
+	// tailEntries maps the entries that direct tail jumps with a tail
+	// site reach (context images) to the label of their tail variant,
+	// the only entry code that reads TailRec (decision 90); movedEntries
+	// holds the entries with a moved prefix (decision 67), which get
+	// none.
+	tailEntries  map[uint64]enc.Label
+	movedEntries map[uint64]bool
+	funcs        []*funcGen
 	// tables are emitted after all code: their entries are label
 	// differences resolved after Finish.
 	tables  []newTable
@@ -144,6 +156,9 @@ type gen struct {
 	// workers bounds the goroutines of the per-function passes after
 	// emission (Options.Workers).
 	workers int
+	// cet says whether the code keeps IBT: endbr64 at every new
+	// indirect-branch target (cet.go, decision 95).
+	cet cetMode
 }
 
 // globalID is the global function id of local id fid: the module's tag
@@ -211,6 +226,25 @@ func (g *gen) target(a uint64) enc.Target {
 		return t // a left-out function's counting stub (darkentry.go)
 	}
 	return enc.AbsTarget(a)
+}
+
+// tailEntry returns the label of the tail variant of the instrumented
+// entry at a, making it on first use, or false where a has none: flow-only
+// images leave no tail marks [decision 31], and a moved entry's prefix
+// runs before its entry code.
+func (g *gen) tailEntry(a uint64) (enc.Label, bool) {
+	if _, ok := g.entries[a]; !ok || g.mode.FlowOnly || g.movedEntries[a] {
+		return 0, false
+	}
+	if l, ok := g.tailEntries[a]; ok {
+		return l, true
+	}
+	if g.tailEntries == nil {
+		g.tailEntries = map[uint64]enc.Label{}
+	}
+	l := g.buf.NewLabel()
+	g.tailEntries[a] = l
+	return l, true
 }
 
 // callCache reports whether the image's thread blocks have a call cache

@@ -33,11 +33,14 @@ import (
 
 // darkEntry is the counting stub of one left-out function.
 type darkEntry struct {
-	fid   int32  // its local function id: NFuncs + its index in Summary.Skipped
-	gid   int32  // its global id (gen.globalID)
-	addr  uint64 // its original entry
+	fid  int32  // its local function id: NFuncs + its index in Summary.Skipped
+	gid  int32  // its global id (gen.globalID)
+	addr uint64 // its original entry
+	// at is where the jump to the stub goes: addr, or the instruction
+	// after the endbr64 there where IBT is kept (decision 95).
+	at    uint64
 	insts []x86.Inst
-	code  []byte // the original bytes of insts
+	code  []byte // the original bytes of insts, from at
 	label enc.Label
 	// slot is the %gs offset of the function's calls word in the slot
 	// counters of a flow-only, frequency-only image (0: none).
@@ -71,7 +74,7 @@ func (g *gen) planDark(res *analysis.Result, skipped []Skipped, into map[uint64]
 			s.NotCounted = "not found in the analysis"
 			continue
 		}
-		d, why := darkPlan(g.b, f.Func, s.Reason, into)
+		d, why := darkPlan(g.b, f.Func, s.Reason, into, g.entryJumpAt(f.Func.Addr))
 		if d == nil {
 			s.NotCounted = why
 			continue
@@ -91,23 +94,29 @@ func (g *gen) planDark(res *analysis.Result, skipped []Skipped, into map[uint64]
 }
 
 // darkPlan checks that the entry of f can be redirected to a counting
-// stub, with the conditions of an instrumented function's entry jump, and
+// stub by a jump at at (f's entry, or after the endbr64 there: decision
+// 95), with the conditions of an instrumented function's entry jump, and
 // returns the instructions to relocate, or why not.
-func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into map[uint64][]uint64) (*darkEntry, string) {
+func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into map[uint64][]uint64, at uint64) (*darkEntry, string) {
 	if reason == skipAfterProfile {
 		return nil, "it runs after the profile is written"
 	}
-	if f.Size < 5 {
+	skip := at - f.Addr // the endbr64 the jump leaves, or nothing
+	if f.Size < skip+5 {
+		if skip > 0 {
+			return nil, "shorter than endbr64 and the 5-byte entry jump"
+		}
 		return nil, "shorter than the 5-byte entry jump"
 	}
 	if cfg.IsSigreturnTrampoline(b.Code(f.Addr)) {
 		return nil, "the signal return trampoline must keep its bytes"
 	}
 	// Its original body runs, so no branch at all, its own included,
-	// may land in the bytes the entry jump overwrites.
-	for a := f.Addr + 1; a < f.Addr+5; a++ {
+	// may land in the bytes the entry jump overwrites, nor on the jump
+	// after an endbr64.
+	for a := f.Addr + 1; a < at+5; a++ {
 		if len(into[a]) > 0 {
-			return nil, "code branches into its first 5 bytes"
+			return nil, fmt.Sprintf("code branches into its first %d bytes", skip+5)
 		}
 	}
 	code := b.Code(f.Addr)
@@ -115,8 +124,8 @@ func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into map[uint64][]u
 		return nil, "its bytes are not in the file"
 	}
 	code = code[:f.Size]
-	d := &darkEntry{addr: f.Addr}
-	for off := 0; off < 5; {
+	d := &darkEntry{addr: f.Addr, at: at}
+	for off := int(skip); off < int(skip)+5; {
 		in, err := x86.Decode(code[off:], f.Addr+uint64(off))
 		if err != nil {
 			return nil, fmt.Sprintf("its first instructions do not decode at %#x", f.Addr+uint64(off))
@@ -132,7 +141,7 @@ func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into map[uint64][]u
 		d.insts = append(d.insts, in)
 		off += in.Len
 	}
-	d.code = code[:d.end()-f.Addr]
+	d.code = code[skip : d.end()-f.Addr]
 	// A jump to the entry from the function's own body would run the
 	// stub again and count a second entry for one call.
 	for off := 0; off < len(code); {
@@ -141,7 +150,7 @@ func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into map[uint64][]u
 			off++
 			continue
 		}
-		if (in.Kind == x86.Jmp || in.Kind == x86.Jcc) && in.Target == f.Addr {
+		if (in.Kind == x86.Jmp || in.Kind == x86.Jcc) && (in.Target == f.Addr || in.Target == at) {
 			return nil, fmt.Sprintf("the jump at %#x inside it leads to its entry", in.Addr)
 		}
 		off += in.Len
@@ -194,7 +203,7 @@ func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 		b.Bind(body)
 		for i := range d.insts {
 			in := &d.insts[i]
-			off := in.Addr - d.addr
+			off := in.Addr - d.at
 			if err := enc.Relocate(b, in, d.code[off:], g.target(in.Target)); err != nil {
 				return fmt.Errorf("counting stub of the function at %#x: %w", d.addr, err)
 			}
@@ -224,9 +233,7 @@ func (g *gen) darkContextInline(d *darkEntry, slow, body enc.Label) {
 	b.Push(enc.RCX)
 	b.Push(enc.RDX)
 	const saved = 24
-	cmpOwnerRCX(b)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
-	gsBusyOrOverflow(b, enc.RCX, pop)
+	gateRCX(b, pop)
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	b.LeaRegDisp32(enc.RAX, enc.RSP, int32(saved)) // entry rsp
 	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)         // the newest frame
@@ -279,11 +286,11 @@ func darkFuncs(ds []*darkEntry, put func(fid int32, f runtime.Func)) {
 func darkPatches(ds []*darkEntry, addrOf func(enc.Label) uint64) ([]elfw.Patch, error) {
 	var ps []elfw.Patch
 	for _, d := range ds {
-		jmp, err := enc.JmpRel32At(d.addr, addrOf(d.label))
+		jmp, err := enc.JmpRel32At(d.at, addrOf(d.label))
 		if err != nil {
 			return nil, fmt.Errorf("dark entry at %#x: %w", d.addr, err)
 		}
-		ps = append(ps, elfw.Patch{Addr: d.addr, Bytes: jmp})
+		ps = append(ps, elfw.Patch{Addr: d.at, Bytes: jmp})
 	}
 	return ps, nil
 }

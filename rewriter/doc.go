@@ -80,8 +80,11 @@
 //   - pietable.go: absolute jump tables in PIE.
 //   - unwind.go, addrmap.go: .eh_frame for the new code, and the map from
 //     new code back to original instructions.
-//   - cet.go, rtsyms.go, symbols.go: the CET note, the runtime's symbols,
-//     symbols for the new code.
+//   - cet.go: keeping CET IBT and SHSTK (decision 95): the entry jump after
+//     an entry's endbr64, endbr64 at every new indirect-branch target,
+//     the note.
+//   - rtsyms.go, symbols.go: the runtime's symbols, symbols for the new
+//     code.
 //
 // Subpackages: enc (the encoder and relocator), elfw (ELF writing),
 // ehwrite (.eh_frame and .gcc_except_table), addrmap (the address map's

@@ -121,6 +121,11 @@ func (fg *funcGen) dest(e cfg.EdgeID) enc.Target {
 	}
 	ed := fg.f.Graph.Edges[e]
 	if ed.To == cfg.Exit {
+		if _, ok := fg.tailSite[e]; ok {
+			if l, ok := fg.g.tailEntries[ed.Target]; ok {
+				return enc.LabelTarget(l) // its TailRec waits for it
+			}
+		}
 		return fg.g.target(ed.Target)
 	}
 	return enc.LabelTarget(fg.blocks[ed.To])

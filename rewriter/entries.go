@@ -36,20 +36,33 @@ func (fp *funcPlan) planEntries() {
 
 // otherEntries queues the code of the other entries, out of line.
 func (fg *funcGen) otherEntries() {
-	b := fg.g.buf
 	for _, x := range fg.others {
-		fg.addCold(func() {
-			b.Bind(x.label)
-			fg.mark(x.addr, false)
-			b.SetSP(0)
-			fg.enterInline()
-			v := int32(fg.num.EntryInc[x.edge])
-			if fg.hasPreg {
-				b.MovRegImm(fg.preg, v) // sign-extended; flags untouched
-			} else {
-				b.MovGS64Imm(fg.g.stubs.OffR, v)
-			}
-			b.JmpRel32(enc.LabelTarget(fg.blocks[fg.f.Graph.Edges[x.edge].To]))
-		})
+		fg.addCold(func() { fg.otherEntry(x, x.label, false) })
+		if l, ok := fg.g.tailEntries[x.addr]; ok {
+			fg.addCold(func() { fg.otherEntry(x, l, true) })
+		}
 	}
+}
+
+// otherEntry emits other entry x at label l: the entry code (its tail
+// variant with tail), the path register's start value, and a jump to the
+// entry's block.
+func (fg *funcGen) otherEntry(x otherEntry, l enc.Label, tail bool) {
+	b := fg.g.buf
+	b.Bind(l)
+	fg.mark(x.addr, false)
+	b.SetSP(0)
+	if !tail {
+		fg.g.endbrAt(x.addr) // decision 95; a tail variant is reached by direct jumps only
+	}
+	fg.entryBlock = fg.f.Graph.Edges[x.edge].To
+	fg.enterInline(tail)
+	fg.entryBlock = 0
+	v := int32(fg.num.EntryInc[x.edge])
+	if fg.hasPreg {
+		b.MovRegImm(fg.preg, v) // sign-extended; flags untouched
+	} else {
+		b.MovGS64Imm(fg.g.stubs.OffR, v)
+	}
+	b.JmpRel32(enc.LabelTarget(fg.blocks[fg.f.Graph.Edges[x.edge].To]))
 }

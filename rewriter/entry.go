@@ -21,12 +21,14 @@ import (
 // a thread without its own block yet (%gs still points at its creator's:
 // the owner is another thread pointer), a busy or overflowing shadow
 // stack, a newest frame that is not a caller's (left by a longjmp: it
-// must be unwound first), a pending tail call, a context seen for the
-// first time, a record a fork child has not remade. The frame is reserved
-// before it is filled, so a signal handler that runs instrumented code in
-// between pushes above it. Flags are dead at a function's entry
-// [SysV x86-64 ABI 3.2.1].
-func (fg *funcGen) enterInline() {
+// must be unwound first), a tail mark not at this entry's %rsp (tail
+// variant only: loadParent), a context seen for the first time, a record
+// a fork child has not remade. The frame is reserved before it is filled,
+// so a signal handler that runs instrumented code in between pushes above
+// it. Flags are dead at a function's entry [SysV x86-64 ABI 3.2.1]. With
+// tail, it emits the tail variant that direct tail jumps reach; scratch
+// registers dead at the entry are used without saving (pushedAtEntry).
+func (fg *funcGen) enterInline(tail bool) {
 	g, b := fg.g, fg.g.buf
 	if g.mode.Metrics && !g.mode.TSCOnly {
 		b.LeaRSP(-redZone)
@@ -40,7 +42,7 @@ func (fg *funcGen) enterInline() {
 		return
 	}
 	if fg.frameless() {
-		fg.enterFrameless()
+		fg.enterFrameless(tail)
 		return
 	}
 	if fg.lean() && fg.hasPreg {
@@ -54,11 +56,12 @@ func (fg *funcGen) enterInline() {
 	if lean {
 		regs = regs[:2]
 	}
+	regs = fg.pushedAtEntry(regs)
 	saved := fg.entryChecks(regs, slow)
 	// The newest frame must be a caller's; below an empty shadow stack
 	// the sentinel's %rsp is above every entry's [decision 65].
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.LeaRegDisp32(enc.RAX, enc.RSP, redZone+saved) // lea entry rsp, %rax
+	b.LeaRegDisp32(enc.RAX, enc.RSP, saved) // lea entry rsp, %rax
 	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)
 	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
 	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
@@ -77,27 +80,7 @@ func (fg *funcGen) enterInline() {
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 		// A linked record always has its counters (rec_new).
 	} else {
-		// The parent record into %rax and the call site into %rdx:
-		// the caller's, or after a direct tail jump the jumping
-		// activation's (TailRec, TailSite), when this entry is at the
-		// jump's %rsp (TailRSP) [decision 31]. TailRec is cleared once
-		// the entry commits; the stub handles every other case.
-		tail, parent := b.NewLabel(), b.NewLabel()
-		b.MovRegFromGS(enc.RAX, runtime.OffTailRec)
-		b.TestRegReg(enc.RAX)
-		b.JccRel32(enc.CondNE, enc.LabelTarget(tail))
-		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
-		b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
-		b.Bind(parent)
-		b.TestRegReg(enc.RAX)
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		fg.addColdAt(tail, -redZone-saved, func() {
-			b.LeaRegDisp32(enc.RDX, enc.RSP, redZone+saved) // lea entry rsp, %rdx
-			b.CmpRegGS(enc.RDX, offTailRSP)
-			b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-			b.MovRegFromGS(enc.RDX, offTailSite)
-			b.JmpRel32(enc.LabelTarget(parent))
-		})
+		fg.loadParent(tail, slow, saved)
 		fg.childNode(slow, saved)
 		// A node is linked only with its record, and a record only
 		// with its counters (child, rec_new); in a fork child the
@@ -113,7 +96,7 @@ func (fg *funcGen) enterInline() {
 	// Reserve the frame at %rcx, then fill it.
 	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RAX)
-	b.LeaRegDisp32(enc.RAX, enc.RSP, redZone+saved)
+	b.LeaRegDisp32(enc.RAX, enc.RSP, saved)
 	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RAX) // frame.rsp
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.MovMemFromRegD8(enc.RCX, frSavedR+runtime.FrameSize, enc.RAX) // frame.saved_r
@@ -139,8 +122,8 @@ func (fg *funcGen) enterInline() {
 	if !lean {
 		b.MovGSFromReg(runtime.OffRecord, enc.RDX)
 	}
-	if !g.mode.FlowOnly {
-		b.MovGS64Imm(runtime.OffTailRec, 0) // consumed (or stale: see blpp_rt_enter)
+	if tail {
+		b.MovGS64Imm(runtime.OffTailRec, 0) // consumed
 	}
 	if g.mode.TSCOnly {
 		// The caller's path so far, macc + (now - mstart), waits in the
@@ -154,7 +137,6 @@ func (fg *funcGen) enterInline() {
 	for i := len(regs) - 1; i >= 0; i-- {
 		b.Pop(regs[i])
 	}
-	b.LeaRSP(redZone)
 	b.Bind(done)
 	if fg.hasPreg {
 		// The stub saved the register in the frame too (Func.PathReg).
@@ -183,9 +165,7 @@ func (fg *funcGen) enterLean() {
 	}
 	b.Push(enc.RCX)
 	fg.g.testReady(slow)
-	cmpOwnerRCX(b)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	gsBusyOrOverflow(b, enc.RCX, slow)
+	gateRCX(b, slow)
 	// The newest frame must be a caller's: its %rsp above this entry's.
 	// Below an empty shadow stack lies a sentinel frame whose %rsp is
 	// above every entry's [decision 65].
@@ -317,12 +297,12 @@ func (fg *funcGen) enterTrivial() {
 // and CallSite stay the caller's, as its exit would have restored them.
 // Anything unusual takes the leaf stub, which does the same in C: a
 // thread without its own block yet, a busy stub, a newest frame that is
-// not a caller's (a longjmp left it), a pending tail call, a context
-// seen for the first time.
-func (fg *funcGen) enterFrameless() {
+// not a caller's (a longjmp left it), a tail mark not at this entry's
+// %rsp (tail variant), a context seen for the first time.
+func (fg *funcGen) enterFrameless(tail bool) {
 	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
-	regs := []enc.Reg{enc.RAX, enc.RCX, enc.RDX}
+	regs := fg.pushedAtEntry([]enc.Reg{enc.RAX, enc.RCX, enc.RDX})
 	saved := fg.entryChecks(regs, slow)
 	if g.mode.FlowOnly {
 		fg.loadFlat(slow)
@@ -334,16 +314,10 @@ func (fg *funcGen) enterFrameless() {
 		// is the caller's record (the sentinel below an empty shadow
 		// stack passes).
 		b.MovRegFromGS(enc.RCX, runtime.OffSP)
-		b.LeaRegDisp32(enc.RAX, enc.RSP, redZone+saved) // lea entry rsp, %rax
+		b.LeaRegDisp32(enc.RAX, enc.RSP, saved) // lea entry rsp, %rax
 		b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)
 		b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
-		b.MovRegFromGS(enc.RAX, runtime.OffTailRec)
-		b.TestRegReg(enc.RAX)
-		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
-		b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
-		b.TestRegReg(enc.RAX)
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+		fg.loadParent(tail, slow, saved)
 		fg.childNode(slow, saved)
 		b.MovRegFromMemD8(enc.RDX, enc.RAX, runtime.NodeRecOff)
 	}
@@ -354,16 +328,19 @@ func (fg *funcGen) enterFrameless() {
 	}
 	b.IncMemD32(enc.RDX, countsOff)   // the record's calls
 	b.IncMemD32(enc.RDX, countsOff+8) // its path 0
+	if tail {
+		b.MovGS64Imm(runtime.OffTailRec, 0) // consumed
+	}
 	for i := len(regs) - 1; i >= 0; i-- {
 		b.Pop(regs[i])
 	}
-	b.LeaRSP(redZone)
 	b.Bind(done)
 	fg.coldStub(slow, done, regs, false, g.stubs.Leaf, fg.gid)
 }
 
-// entryChecks starts an inline entry: it steps over the red zone, pushes
-// regs (%rax and %rcx first) and goes to slow unless the runtime is
+// entryChecks starts an inline entry: it pushes regs (%rax and %rcx
+// first; nothing below %rsp is live at an entry, so there is no red zone
+// to step over [decision 90]) and goes to slow unless the runtime is
 // ready, %gs is this thread's own block, and no stub is busy on it and
 // its shadow stack has not overflowed. It returns the bytes pushed.
 // Before the runtime is ready %gs may not point at a block at all: code
@@ -371,15 +348,58 @@ func (fg *funcGen) enterFrameless() {
 // The ready word is 0 until then, so it is tested before any %gs access.
 func (fg *funcGen) entryChecks(regs []enc.Reg, slow enc.Label) int32 {
 	b := fg.g.buf
-	b.LeaRSP(-redZone)
 	for _, r := range regs {
 		b.Push(r)
 	}
-	fg.loadSlots(enc.RAX, slow)
-	cmpOwnerRCX(b)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	gsBusyOrOverflow(b, enc.RCX, slow)
+	fg.g.testReady(slow)
+	gateRCX(b, slow)
 	return int32(8 * len(regs))
+}
+
+// loadParent loads the parent record into %rax and the call site into
+// %rdx, and goes to slow without a parent. An ordinary entry takes the
+// caller's (Thread.Record, CallSite). A tail variant, which only direct
+// tail jumps with a tail site reach, takes the jumping activation's
+// (TailRec, TailSite) when it is at the jump's %rsp (TailRSP) [decision
+// 31]; the entry clears TailRec once it commits, and the stub handles
+// every other case. So no ordinary entry tests TailRec (decision 90).
+// saved is the bytes pushed since the entry.
+func (fg *funcGen) loadParent(tail bool, slow enc.Label, saved int32) {
+	b := fg.g.buf
+	if tail {
+		b.LeaRegDisp32(enc.RDX, enc.RSP, saved) // lea entry rsp, %rdx
+		b.CmpRegGS(enc.RDX, offTailRSP)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+		b.MovRegFromGS(enc.RAX, runtime.OffTailRec)
+		b.MovRegFromGS(enc.RDX, offTailSite)
+	} else {
+		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
+		b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
+	}
+	b.TestRegReg(enc.RAX)
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+}
+
+// pushedAtEntry returns the registers of regs that an inline entry must
+// save before using them: those live where the entry leads (decision
+// 90). A register that every path from the entry block overwrites
+// before reading it (cfg.RegsLiveIn, which takes calls and returns to
+// read every register) holds nothing the function or its caller can
+// still see, so the entry may use it unsaved. The liveness at block 0
+// is not the liveness after a moved entry's prefix (decision 67), which
+// runs first, so such an entry saves all of them.
+func (fg *funcGen) pushedAtEntry(regs []enc.Reg) []enc.Reg {
+	if fg.liveIn == nil || (fg.entryBlock == 0 && fg.prefixEnd != 0) {
+		return regs
+	}
+	live := fg.liveIn[fg.entryBlock]
+	var out []enc.Reg
+	for _, r := range regs {
+		if live.Has(int(r)) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // childNode finds this function's node in the call-site list of the
@@ -417,7 +437,7 @@ func (fg *funcGen) callCacheLookup(found, slow enc.Label, saved int32) enc.Label
 		return slow
 	}
 	miss := b.NewLabel()
-	fg.addColdAt(miss, -redZone-saved, func() {
+	fg.addColdAt(miss, -saved, func() {
 		b.LeaRegDisp32(enc.RAX, enc.RDX, fg.gid)
 		b.ImulReg32Imm32(enc.RAX, enc.RAX, runtime.HashMul)
 		b.ShrReg32Imm(enc.RAX, uint8(32-runtime.CallCacheBits-bits.TrailingZeros(runtime.CallCacheEntry)))

@@ -128,8 +128,7 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	case fg.hashInline():
 		saved = append(saved, enc.RSI, enc.RDI) // the table and the entry (hashCount)
 	}
-	entryRSP := uint32(redZone + 8*len(saved)) // this activation's %rsp at entry, from %rsp
-	b.LeaRSP(-redZone)
+	entryRSP := uint32(8 * len(saved)) // this activation's %rsp at entry, from %rsp
 	for _, r := range saved {
 		b.Push(r)
 	}
@@ -165,7 +164,7 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 		if fg.hashInline() {
 			// Counted here when found; nothing below can fail.
-			fg.hashCount(enc.RDX, enc.RSI, enc.RAX, enc.RDI, slow, -redZone-int32(8*len(saved)))
+			fg.hashCount(enc.RDX, enc.RSI, enc.RAX, enc.RDI, slow, -int32(8*len(saved)))
 		} else {
 			b.CmpRegMemD8(enc.RAX, enc.RDX, runtime.RecordDenseNOff)
 			b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
@@ -217,7 +216,6 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	for i := len(saved) - 1; i >= 0; i-- {
 		b.Pop(saved[i])
 	}
-	b.LeaRSP(redZone)
 	b.Bind(done)
 	if tailSite != 0 {
 		fg.coldStub(slow, done, saved, true, g.stubs.TailExit, tailSite, fg.gid)

@@ -123,8 +123,8 @@ func (fg *funcGen) syscallLeave(in *x86.Inst) {
 	fg.reload()
 }
 
-// testReady emits cmpq $0, blpp_fast_slots(%rip); je slow: loadSlots
-// without a register.
+// testReady emits cmpq $0, blpp_fast_slots(%rip); je slow: the runtime is
+// not ready while the word is 0.
 func (g *gen) testReady(slow enc.Label) {
 	b := g.buf
 	b.CmpRIPImm8(enc.AbsTarget(g.stubs.FastSlots), 0)
@@ -143,6 +143,24 @@ func cmpOwnerRCX(b *enc.Buf) {
 		return
 	}
 	b.CmpRegGS(enc.RCX, runtime.OffOwner)
+}
+
+// gateRCX emits mov %fs:0, %rcx; cmp %gs:gate, %rcx; jne slow: the
+// thread's gate is its owner's thread pointer only while %gs is this
+// thread's own block, no stub is busy on it and its shadow stack has not
+// overflowed, so one compare does what cmpOwnerRCX and gsBusyOrOverflow
+// do together (decision 90). The threads fault compares the owner as
+// cmpOwnerRCX plants it, and the other two words as before.
+func gateRCX(b *enc.Buf, slow enc.Label) {
+	if faultInjection && fault("threads") {
+		cmpOwnerRCX(b)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+		gsBusyOrOverflow(b, enc.RCX, slow)
+		return
+	}
+	b.MovRegFromFS(enc.RCX, 0)
+	b.CmpRegGS(enc.RCX, runtime.OffGate)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 }
 
 // Shadow-frame field offsets, relative to the end of the newest frame
@@ -176,28 +194,24 @@ var (
 // reached from %gs instead) [decision 47].
 const countsOff = int32(runtime.RecordInlineCounts)
 
-// loadSlots emits mov blpp_fast_slots(%rip), reg (rax, rcx or rdx) and
-// jumps to slow when it is 0 (the runtime is not ready).
-func (fg *funcGen) loadSlots(reg enc.Reg, slow enc.Label) {
-	g, b := fg.g, fg.g.buf
-	b.MovRegFromRIP(reg, enc.AbsTarget(g.stubs.FastSlots))
-	b.TestRegReg(reg)
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-}
-
 // coldStub queues the slow path of an inline sequence: pop the saved
-// registers, spill the path register when spill says so, call the stub
+// registers, spill the path register when spill says so, step over the
+// red zone (the stubs find the activation's %rsp above it), call the stub
 // with the pushed arguments, step back over the red zone and the
-// arguments, and rejoin the inline code at done.
+// arguments, and rejoin the inline code at done. The inline entries and
+// exits themselves push without stepping over the red zone: nothing
+// below %rsp is live when a function is entered, returns or jumps away
+// (decision 90).
 func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, spill bool, stub uint64, args ...int32) {
 	b := fg.g.buf
-	fg.addColdAt(slow, -redZone-int32(8*len(saved)), func() {
+	fg.addColdAt(slow, -int32(8*len(saved)), func() {
 		for i := len(saved) - 1; i >= 0; i-- {
 			b.Pop(saved[i])
 		}
 		if spill {
 			fg.spill()
 		}
+		b.LeaRSP(-redZone)
 		for _, a := range args {
 			pushImm32(b, a)
 		}

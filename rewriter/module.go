@@ -31,6 +31,7 @@ type module struct {
 	library bool
 	soname  string
 	tag     uint32
+	cet     cetMode // what of CET the code keeps (cet.go)
 }
 
 // moduleOf classifies b and checks opts.ModuleTag. A library's tag 0

@@ -393,7 +393,7 @@ func (fp *funcPlan) planSites() {
 			if ed.Kind != cfg.EdgeTailCall || ed.Target == 0 {
 				continue
 			}
-			if _, ok := fp.g.entries[ed.Target]; ok {
+			if _, ok := fp.g.tailEntry(ed.Target); ok {
 				fp.tailSite[e] = fp.site(cfg.BlockID(id), in.Addr)
 			}
 		}

@@ -49,6 +49,11 @@ type Options struct {
 	// Metrics are the counters read at path boundaries besides "freq"
 	// (at most runtime.MaxMetrics) [DESIGN 8].
 	Metrics []Metric
+	// Sample, when not nil, makes every thread of the program sample
+	// its execution (--metrics sample:EVENT[@N], decision 92). It
+	// changes no instrumentation: the binary is the one Metrics would
+	// make, plus the sampler's table entry the runtime reads.
+	Sample *runtime.Sampler
 	// LayoutSeed, when not 0, moves every instrumented function by a
 	// pseudo-random multiple of 16 bytes (0 to 240), the same for the
 	// same seed. Only for measuring: a benchmark can then report
@@ -73,6 +78,11 @@ type Options struct {
 	// libraries that is a library's DT_INIT, before the executable's
 	// entry [decision 81]. blpp run sets it then.
 	NoSlots bool
+	// forceIBT, for tests only (export_test.go), emits the code that
+	// keeps IBT [decision 95] as if the input's note said IBT: Debian's
+	// binaries are compiled with -fcf-protection but linked without the
+	// note (its crt files lack the property).
+	forceIBT bool
 }
 
 // LoopRegPolicy is Options.LoopRegs.
@@ -165,6 +175,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	mod.cet = cetOf(in, opts)
 	if len(opts.Metrics) > runtime.MaxMetrics {
 		return nil, nil, fmt.Errorf("%d metrics: at most %d besides freq", len(opts.Metrics), runtime.MaxMetrics)
 	}
@@ -225,6 +236,8 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 			// _fini runs after the last .fini_array entry, which is where
 			// the profile is written. A library's blpp_fini runs it first.
 			skip("runs after the profile is written", ".fini section (_fini)")
+		case mod.cet.ibt && cetBlocker(b, f, into) != "":
+			skip(skipCET, cetBlocker(b, f, into))
 		default:
 			if why := pieTableBlocker(b, f.Graph); why != "" {
 				skip("absolute jump table in PIE", why)
@@ -246,8 +259,8 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 		out, sum2, err := layout(in, b, res, img, chosen, moved, sum, opts, into, mod)
 		var ee *emitError
 		if !errors.As(err, &ee) {
-			if err == nil && clearCET(out) {
-				sum2.Warnings = append(sum2.Warnings, cetWarning)
+			if err == nil {
+				sum2.Warnings = append(sum2.Warnings, keepCET(out, img, mod.cet)...)
 			}
 			return out, sum2, err
 		}
@@ -347,11 +360,18 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	metricsAddr := rwAddr + uint64(len(rw))
 	rw = append(rw, make([]byte, len(opts.Metrics)*runtime.MetricSize)...)
+	samplerAddr := rwAddr + uint64(len(rw))
+	if opts.Sample != nil {
+		rw = append(rw, make([]byte, runtime.SamplerSize)...)
+	}
 	rwMem := uint64(len(rw))
 	// The runtime's tables in rw, from here on written as typed records
 	// (runtime/layout.go) at their addresses.
 	at := func(addr uint64) []byte { return rw[addr-rwAddr:] }
 	funcEntry := func(fid int) []byte { return at(funcsAddr + uint64(fid)*runtime.FuncSize) }
+	if opts.Sample != nil {
+		runtime.PutSampler(at(samplerAddr), *opts.Sample)
+	}
 	for i, m := range opts.Metrics {
 		runtime.PutMetric(at(metricsAddr+uint64(i)*runtime.MetricSize),
 			runtime.Metric{Type: m.Type, Config: m.Config, Name: runtime.MetricName(m.Name)})
@@ -368,6 +388,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		workers:    opts.Workers,
 		loopRegs:   opts.LoopRegs,
 		tag:        mod.tag,
+		cet:        mod.cet,
 		noSlots:    opts.NoSlots || mod.library,
 		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0,
 			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC}}
@@ -377,6 +398,10 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		fp := &funcPlan{g: g, f: f, fid: int32(i), gid: g.globalID(int32(i)), num: f.Numbering, entry: g.buf.NewLabel()}
 		if at, ok := moved[f]; ok {
 			fp.prefixEnd, fp.afterPrefix = at, g.buf.NewLabel()
+			if g.movedEntries == nil {
+				g.movedEntries = map[uint64]bool{}
+			}
+			g.movedEntries[f.Func.Addr] = true
 		}
 		fp.blocks = make([]enc.Label, len(f.Graph.Blocks))
 		for j := range fp.blocks {
@@ -500,7 +525,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// Redirect every instrumented function's original entry.
 	var patches []elfw.Patch
 	for _, fg := range g.funcs {
-		from := fg.f.Func.Addr
+		from := g.entryJumpAt(fg.f.Func.Addr)
 		to := addrOf(fg.entry)
 		if fg.prefixEnd != 0 {
 			from, to = fg.prefixEnd, addrOf(fg.afterPrefix)
@@ -511,11 +536,12 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		}
 		patches = append(patches, elfw.Patch{Addr: from, Bytes: jmp})
 		for _, x := range fg.others {
-			jmp, err := enc.JmpRel32At(x.addr, addrOf(x.label))
+			at := g.entryJumpAt(x.addr)
+			jmp, err := enc.JmpRel32At(at, addrOf(x.label))
 			if err != nil {
 				return nil, nil, fmt.Errorf("entry %#x of %s: %w", x.addr, fg.f.Func.Name, err)
 			}
-			patches = append(patches, elfw.Patch{Addr: x.addr, Bytes: jmp})
+			patches = append(patches, elfw.Patch{Addr: at, Bytes: jmp})
 		}
 	}
 	dp, err := darkPatches(dark, addrOf)
@@ -561,6 +587,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	conf.SlotsSize = g.slotsSize
 	if len(opts.Metrics) > 0 {
 		conf.MetricsVaddr, conf.NMetrics = metricsAddr, uint64(len(opts.Metrics))
+	}
+	if opts.Sample != nil {
+		conf.SamplerVaddr = samplerAddr
 	}
 	// Metadata; its instrumentation id is what profiles carry as their
 	// build-id (stored at the end of the RW data).

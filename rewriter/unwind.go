@@ -69,6 +69,7 @@ func (fg *funcGen) landingPads() {
 			b.Bind(l)
 			fg.mark(lp, false)
 			b.SetSP(0)
+			g.endbr() // the unwinder jumps here (decision 95)
 			b.LeaRSP(-redZone)
 			b.PushImm32(-1)
 			b.PushImm32(restart)

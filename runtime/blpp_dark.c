@@ -96,7 +96,7 @@ void blpp_rt_dark(u64 fid, u64 rsp)
 	u64 nested;
 	if (!t || !rt.w)
 		return;
-	nested = t->busy++;
+	nested = busy_up(t);
 	BARRIER();
 	ADD(&rt.w->stats[ST_STUB_DARK], 1);
 	if (!dark_fid(fid)) {
@@ -160,5 +160,5 @@ counted:
 		ADD((u64 *)r->counts, 1);
 out:
 	BARRIER();
-	t->busy--;
+	busy_down(t);
 }

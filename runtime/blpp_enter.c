@@ -61,7 +61,7 @@ static void path_metrics(struct blpp_thread *t, const u64 *now, u64 *d)
 static inline __attribute__((always_inline)) u64 path_stub_begin(struct blpp_thread *t, u64 *now, u64 *d)
 {
 	u64 nested;
-	nested = t->busy++;
+	nested = busy_up(t);
 	BARRIER();
 	if (rt.nmetrics) {
 		metrics_read(t, now);
@@ -96,7 +96,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 	u64 nested, now[BLPP_MAX_METRICS];
 	if (!t)
 		return;
-	nested = t->busy++;
+	nested = busy_up(t);
 	BARRIER();
 	if (rt.nmetrics)
 		metrics_read(t, now);
@@ -149,7 +149,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 	if (r)
 		ADD((u64 *)r->counts, 1);
 	BARRIER();
-	t->busy--;
+	busy_down(t);
 }
 
 /* pop ends the activation of fid on top of t's shadow stack; regs (the
@@ -216,7 +216,7 @@ void blpp_rt_exit(u64 fid, u64 rsp, u64 tail_site, u64 *regs)
 		t->tail_rsp = rsp;
 	}
 	BARRIER();
-	t->busy--;
+	busy_down(t);
 }
 
 /* blpp_rt_backedge: count[fid][r + k]++, r = restart [Ball-Larus 96 §3.4]. */
@@ -234,7 +234,7 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
 	count(t, closed(fid) ? flat_rec(t, fid) : running(t), fid, (u64)t->r + k, d);
 	t->r = (s64)restart;
 	BARRIER();
-	t->busy--;
+	busy_down(t);
 }
 
 /*
@@ -259,7 +259,7 @@ void blpp_rt_leaf(u64 fid, u64 rsp)
 	u64 nested, d[BLPP_MAX_METRICS] = {0};
 	if (!t || !rt.w)
 		return;
-	nested = t->busy++;
+	nested = busy_up(t);
 	BARRIER();
 	ADD(&rt.w->stats[ST_STUB_ENTRIES], 1);
 	if (!instr(fid))
@@ -274,5 +274,5 @@ void blpp_rt_leaf(u64 fid, u64 rsp)
 		}
 	}
 	BARRIER();
-	t->busy--;
+	busy_down(t);
 }

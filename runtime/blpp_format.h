@@ -27,6 +27,7 @@
 #define BLPP_TAG_RESERVED 2u                        /* never written; readers refuse it */
 #define BLPP_TAG_STATS 3u                           /* uv n, (uv key_len, key, uv value)* */
 #define BLPP_TAG_MODULES 4u                         /* uv n, (uv tag, uv flags, uv bias, uv path_len, path, uv build_id_len, build_id)* */
+#define BLPP_TAG_SAMPLES 5u                         /* the sampler, uv nobjects, object*, uv nthreads, (uv thread, uv n, sample*)* */
 #define BLPP_MODULE_FLAG_EXECUTABLE 0x1ull          /* the program itself (tag 0) */
 #define BLPP_MODULE_FLAG_UNLOADED 0x2ull            /* unmapped by dlclose before the write */
 #define BLPP_FID_BITS 20                            /* a function id is module tag << BLPP_FID_BITS | local index */

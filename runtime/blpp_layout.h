@@ -34,9 +34,13 @@
 #define BLPP_CALL_CACHE_BITS 12
 #define BLPP_CALL_CACHE_OFFSET 4096
 #define BLPP_CALL_CACHE_SIZE 131072
+#define BLPP_GATE_SHUT 1ull
+#define BLPP_DEFAULT_SAMPLE_SIGNAL 63
+#define BLPP_FALLBACK_SAMPLE_PERIOD 1000000ull
+#define BLPP_SAMPLER_FLAG_TIMER 1ull
 
 /* struct blpp_config: runtime configuration, patched into the image by the rewriter */
-#define BLPP_CONFIG_SIZE 160
+#define BLPP_CONFIG_SIZE 168
 #define BLPP_CONFIG_OFF_MAGIC 0
 #define BLPP_CONFIG_OFF_SELF_VADDR 8
 #define BLPP_CONFIG_OFF_ORIG_ENTRY 16
@@ -57,6 +61,7 @@
 #define BLPP_CONFIG_OFF_NDARK 136
 #define BLPP_CONFIG_OFF_ORIG_INIT 144
 #define BLPP_CONFIG_OFF_MODULE_TAG 152
+#define BLPP_CONFIG_OFF_SAMPLER_VADDR 160
 
 /* struct blpp_func: one entry of the function table at funcs_vaddr */
 #define BLPP_FUNC_SIZE 56
@@ -69,7 +74,7 @@
 #define BLPP_FUNC_OFF_CLOSED 48
 
 /* struct blpp_thread: per-thread block; %gs points at it */
-#define BLPP_THREAD_SIZE 312
+#define BLPP_THREAD_SIZE 320
 #define BLPP_THREAD_OFF_SELF 0
 #define BLPP_THREAD_OFF_R 8
 #define BLPP_THREAD_OFF_OWNER 16
@@ -103,6 +108,7 @@
 #define BLPP_THREAD_OFF_DARK_RSP 288
 #define BLPP_THREAD_OFF_PROC 296
 #define BLPP_THREAD_OFF_FLAT_MODS 304
+#define BLPP_THREAD_OFF_GATE 312
 
 /* struct blpp_frame: shadow-stack entry */
 #define BLPP_FRAME_SIZE 72
@@ -124,6 +130,15 @@
 #define BLPP_METRIC_OFF_TYPE 0
 #define BLPP_METRIC_OFF_CONFIG 8
 #define BLPP_METRIC_OFF_NAME 16
+
+/* struct blpp_sampler: what each thread samples, at sampler_vaddr (decision 92) */
+#define BLPP_SAMPLER_SIZE 64
+#define BLPP_SAMPLER_OFF_TYPE 0
+#define BLPP_SAMPLER_OFF_CONFIG 8
+#define BLPP_SAMPLER_OFF_PERIOD 16
+#define BLPP_SAMPLER_OFF_SIGNAL 24
+#define BLPP_SAMPLER_OFF_NAME 32
+#define BLPP_SAMPLER_OFF_FLAGS 56
 
 /* struct blpp_record: a calling-context record */
 #define BLPP_RECORD_SIZE 96
@@ -175,6 +190,7 @@ struct blpp_config {
 	unsigned long long ndark;
 	unsigned long long orig_init;
 	unsigned long long module_tag;
+	unsigned long long sampler_vaddr;
 };
 
 struct blpp_func {
@@ -221,6 +237,7 @@ struct blpp_thread {
 	unsigned long long dark_rsp;
 	unsigned long long proc;
 	unsigned long long flat_mods;
+	unsigned long long gate;
 };
 
 struct blpp_frame {
@@ -242,6 +259,15 @@ struct blpp_metric {
 	unsigned long long type;
 	unsigned long long config;
 	unsigned long long name[3];
+};
+
+struct blpp_sampler {
+	unsigned long long type;
+	unsigned long long config;
+	unsigned long long period;
+	unsigned long long signal;
+	unsigned long long name[3];
+	unsigned long long flags;
 };
 
 struct blpp_record {
@@ -292,6 +318,7 @@ _Static_assert(__builtin_offsetof(struct blpp_config, shadow_frames) == BLPP_CON
 _Static_assert(__builtin_offsetof(struct blpp_config, ndark) == BLPP_CONFIG_OFF_NDARK, "blpp_config.ndark");
 _Static_assert(__builtin_offsetof(struct blpp_config, orig_init) == BLPP_CONFIG_OFF_ORIG_INIT, "blpp_config.orig_init");
 _Static_assert(__builtin_offsetof(struct blpp_config, module_tag) == BLPP_CONFIG_OFF_MODULE_TAG, "blpp_config.module_tag");
+_Static_assert(__builtin_offsetof(struct blpp_config, sampler_vaddr) == BLPP_CONFIG_OFF_SAMPLER_VADDR, "blpp_config.sampler_vaddr");
 _Static_assert(sizeof(struct blpp_func) == BLPP_FUNC_SIZE, "blpp_func size");
 _Static_assert(__builtin_offsetof(struct blpp_func, num_paths) == BLPP_FUNC_OFF_NUM_PATHS, "blpp_func.num_paths");
 _Static_assert(__builtin_offsetof(struct blpp_func, hashed) == BLPP_FUNC_OFF_HASHED, "blpp_func.hashed");
@@ -334,6 +361,7 @@ _Static_assert(__builtin_offsetof(struct blpp_thread, dark_rec) == BLPP_THREAD_O
 _Static_assert(__builtin_offsetof(struct blpp_thread, dark_rsp) == BLPP_THREAD_OFF_DARK_RSP, "blpp_thread.dark_rsp");
 _Static_assert(__builtin_offsetof(struct blpp_thread, proc) == BLPP_THREAD_OFF_PROC, "blpp_thread.proc");
 _Static_assert(__builtin_offsetof(struct blpp_thread, flat_mods) == BLPP_THREAD_OFF_FLAT_MODS, "blpp_thread.flat_mods");
+_Static_assert(__builtin_offsetof(struct blpp_thread, gate) == BLPP_THREAD_OFF_GATE, "blpp_thread.gate");
 _Static_assert(sizeof(struct blpp_frame) == BLPP_FRAME_SIZE, "blpp_frame size");
 _Static_assert(__builtin_offsetof(struct blpp_frame, rsp) == BLPP_FRAME_OFF_RSP, "blpp_frame.rsp");
 _Static_assert(__builtin_offsetof(struct blpp_frame, saved_r) == BLPP_FRAME_OFF_SAVED_R, "blpp_frame.saved_r");
@@ -349,6 +377,13 @@ _Static_assert(sizeof(struct blpp_metric) == BLPP_METRIC_SIZE, "blpp_metric size
 _Static_assert(__builtin_offsetof(struct blpp_metric, type) == BLPP_METRIC_OFF_TYPE, "blpp_metric.type");
 _Static_assert(__builtin_offsetof(struct blpp_metric, config) == BLPP_METRIC_OFF_CONFIG, "blpp_metric.config");
 _Static_assert(__builtin_offsetof(struct blpp_metric, name) == BLPP_METRIC_OFF_NAME, "blpp_metric.name");
+_Static_assert(sizeof(struct blpp_sampler) == BLPP_SAMPLER_SIZE, "blpp_sampler size");
+_Static_assert(__builtin_offsetof(struct blpp_sampler, type) == BLPP_SAMPLER_OFF_TYPE, "blpp_sampler.type");
+_Static_assert(__builtin_offsetof(struct blpp_sampler, config) == BLPP_SAMPLER_OFF_CONFIG, "blpp_sampler.config");
+_Static_assert(__builtin_offsetof(struct blpp_sampler, period) == BLPP_SAMPLER_OFF_PERIOD, "blpp_sampler.period");
+_Static_assert(__builtin_offsetof(struct blpp_sampler, signal) == BLPP_SAMPLER_OFF_SIGNAL, "blpp_sampler.signal");
+_Static_assert(__builtin_offsetof(struct blpp_sampler, name) == BLPP_SAMPLER_OFF_NAME, "blpp_sampler.name");
+_Static_assert(__builtin_offsetof(struct blpp_sampler, flags) == BLPP_SAMPLER_OFF_FLAGS, "blpp_sampler.flags");
 _Static_assert(sizeof(struct blpp_record) == BLPP_RECORD_SIZE, "blpp_record size");
 _Static_assert(__builtin_offsetof(struct blpp_record, func) == BLPP_RECORD_OFF_FUNC, "blpp_record.func");
 _Static_assert(__builtin_offsetof(struct blpp_record, dense_n) == BLPP_RECORD_OFF_DENSE_N, "blpp_record.dense_n");

@@ -301,6 +301,9 @@ static void fork_reset(void)
 		rt.dumps = 0;
 		rt.forked = 1;
 		rt.pid = getpid();
+		sample_fork();
+		if (me)
+			sample_thread(me);
 	}
 	STORE(&rt.resetting, 0);
 }

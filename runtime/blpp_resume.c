@@ -29,7 +29,7 @@ void blpp_rt_fork_child(u64 fid, u64 site)
 	struct stop_walk sw;
 	if (!t || !w || t->busy)
 		return;
-	t->busy++;
+	busy_up(t);
 	BARRIER();
 	STORE(&w->prefix_owner, (u64)t);
 	f = frames(t);
@@ -40,7 +40,7 @@ void blpp_rt_fork_child(u64 fid, u64 site)
 		pent_add(&w->prefixes, &w->prefix_lock, frame_record(t, sw.next), f[sw.next].func, site_block(f[sw.next].func, sw.site), sw.reg);
 	}
 	BARRIER();
-	t->busy--;
+	busy_down(t);
 }
 
 /*
@@ -75,5 +75,5 @@ void blpp_rt_setjmp_ret(u64 fid, u64 k, u64 restart, u64 site, u64 rsp)
 	t->r = (s64)restart;
 	t->call_site = site == BLPP_LANDING_SITE ? 0 : site;
 	BARRIER();
-	t->busy--;
+	busy_down(t);
 }

@@ -52,6 +52,8 @@
  *                   stubs' C half (decision 70)
  *   blpp_resume.c   fork children and setjmp/landing-pad returns
  *   blpp_writer.c   the profile writer
+ *   blpp_sample.c   sampled attribution: per-thread samplers, the
+ *                   signal handler, the SAMPLES section (decision 92)
  *   blpp_signal.c   fatal and dump signal handlers, exit-profile states
  *   blpp_start.c    start-up (blpp_init, early_init), exit hooks
  *
@@ -97,6 +99,7 @@
 #include "blpp_dark.c"
 #include "blpp_resume.c"
 #include "blpp_writer.c"
+#include "blpp_sample.c"
 #include "blpp_signal.c"
 #include "blpp_start.c"
 #pragma GCC visibility pop

@@ -109,6 +109,7 @@ static void handlers_drop(void)
 		if (cur.handler == ours || cur.handler == dump)
 			set_action(sig, 0 /* SIG_DFL */, 0, 0);
 	}
+	sample_ignore(); /* blpp_sample.c */
 	STORE(&rt.handlers_cfg, 0);
 }
 
@@ -119,6 +120,7 @@ static void set_handlers(u64 dump_signal)
 	void (*prev_dump)(int) = (void (*)(int))((u64)&on_dump + (prev - (u64)&blpp_config));
 	int dump_is_fatal = 0;
 	STORE(&rt.handlers_cfg, (u64)&blpp_config);
+	sample_handlers(); /* blpp_sample.c */
 	for (u64 i = 0; i < sizeof(fatal); i++) {
 		struct ksigaction old;
 		/* A dump signal among these stays fatal: carrying on after a

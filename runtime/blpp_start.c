@@ -152,11 +152,14 @@ static void setup(void)
 	if (!t)
 		die("cannot map the main thread block");
 	t->owner = thread_pointer();
+	gate_set(t);
 	block_link(t);
 	set_gs(t);
 
 	if (rt.nmetrics)
 		metrics_open(t);
+	sample_init(c, (u64)&blpp_config - c->self_vaddr);
+	sample_thread(t);
 	STORE(&rt.ready, 1);
 	rt.tsc_init = rdtsc();
 }

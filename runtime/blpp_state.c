@@ -99,6 +99,11 @@ struct tpriv {
 		u64 epoch; /* rt.epoch when pushed: older ones are a fork parent's */
 	} dark[8];
 	u64 ndark;
+	/* The thread's sampler (blpp_sample.c, decision 92): its sample
+	 * table, where its samples come from and the perf descriptor or
+	 * timer id, the epoch it was started in, samples the full table
+	 * dropped. */
+	u64 samp_tab, samp_src, samp_id, samp_epoch, samp_dropped;
 };
 #define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
 
@@ -182,7 +187,14 @@ struct proc {
 	u64 handlers_cfg; /* blpp_config of the runtime copy whose handlers are installed */
 	u64 dump_signal;  /* the dump signal the handlers were installed for */
 	struct mod *mods[BLPP_MAX_MODULE_TAG + 1]; /* by tag */
+	struct samp *samp; /* sampling (blpp_sample.c), 0: none */
 };
+
+/* Sampling (blpp_sample.c, decision 92): a thread's sampler starts with
+ * its block. */
+struct samp;
+static void sample_thread(struct blpp_thread *t);
+static void sample_fork(void);
 
 /*
  * rt is the process's runtime state, one for all the modules' copies of

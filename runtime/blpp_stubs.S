@@ -210,9 +210,13 @@
  * finaliser for the program to register with atexit: both, and every
  * other register, reach the original entry unchanged. blpp_init gets a
  * pointer to the initial stack (argc, argv, envp, auxv) and sets
- * blpp_entry_target.
+ * blpp_entry_target. ld.so reaches it by an indirect jump, so it starts
+ * with endbr64 for programs that keep CET IBT (rewriter/cet.go); the
+ * stubs above are only ever called directly. The jump to the original
+ * entry is not a return, so the shadow stack stays paired.
  */
 	FUNC	blpp_start
+	endbr64
 	SAVE
 	lea	88(%rbx), %rdi
 	call	blpp_init

@@ -61,6 +61,36 @@ static void set_gs(struct blpp_thread *t)
 		sc2(SYS_arch_prctl, ARCH_SET_GS, t);
 }
 
+/*
+ * Thread.gate (decision 90) is what the inline entries compare with the
+ * thread pointer: t->owner while no stub is busy on t and its shadow stack
+ * has not overflowed, else BLPP_GATE_SHUT, which no thread pointer equals
+ * (a block never yet owned holds 0, which none equals either). busy_up
+ * shuts it before it raises busy, so that a signal handler's entry in
+ * between takes the stub; busy_down opens it again when nothing else
+ * keeps it shut. The C halves run with busy raised, so an overflow they
+ * count or clear is seen by their busy_down.
+ */
+static void gate_set(struct blpp_thread *t)
+{
+	BARRIER();
+	STORE(&t->gate, t->busy || t->overflow ? BLPP_GATE_SHUT : t->owner);
+}
+
+static inline u64 busy_up(struct blpp_thread *t)
+{
+	STORE(&t->gate, BLPP_GATE_SHUT);
+	BARRIER();
+	return t->busy++;
+}
+
+static inline void busy_down(struct blpp_thread *t)
+{
+	BARRIER();
+	t->busy--;
+	gate_set(t);
+}
+
 static struct blpp_frame *frames(struct blpp_thread *t) { return (struct blpp_frame *)t->sp_base; }
 
 static u64 depth(struct blpp_thread *t) { return (t->sp - t->sp_base) / sizeof(struct blpp_frame); }
@@ -200,6 +230,7 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 	fork_check();
 	if (t && rt.dummy_tp && t->owner == rt.dummy_tp) {
 		t->owner = tp;
+		gate_set(t);
 		return t;
 	}
 	for (b = LOAD(&rt.threads); b; b = (struct blpp_thread *)b->next) {
@@ -218,8 +249,10 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 				metrics_open(b); /* the dead thread's events counted it */
 			b->overflow = 0;
 			b->busy = 0;
+			gate_set(b);
 			b->tid = gettid();
 			set_gs(b);
+			sample_thread(b);
 			return b;
 		}
 	}
@@ -236,8 +269,10 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 		return 0;
 	}
 	b->owner = tp;
+	gate_set(b);
 	block_link(b);
 	set_gs(b);
+	sample_thread(b);
 	return b;
 }
 

@@ -569,9 +569,17 @@ static void write_modules(struct obuf *out)
 	}
 }
 
+/* The SAMPLES section's parts (blpp_sample.c, decision 92). */
+static u64 sample_maps(struct obuf *maps, struct obuf *names);
+static void sample_thread_write(struct blpp_thread *t, u64 ti, u64 nrec, const struct obuf *maps, struct obuf *out,
+				struct obuf *scratch);
+static void sample_section(struct obuf *sec, const struct obuf *names, u64 nnames, const struct obuf *body, u64 nthreads);
+
 static void write_profile(u32 why, int wait)
 {
 	struct obuf out = {0}, sec = {0}, recs = {0}, parts = {0}, paths = {0}, scratch = {0}, folded = {0}, pref = {0};
+	struct obuf smaps = {0}, snames = {0}, sbody = {0}; /* samples (blpp_sample.c) */
+	u64 nsnames = 0, ti = 0, nsthreads = 0;
 	struct blpp_thread *self;
 	u64 pid, tid, nrec, npart, npref, sum;
 	struct {
@@ -618,6 +626,8 @@ static void write_profile(u32 why, int wait)
 	 * the order carries no meaning). */
 	nrec = 0;
 	self = thread_peek();
+	if (rt.samp)
+		nsnames = sample_maps(&smaps, &snames);
 	for (struct blpp_thread *t = LOAD(&rt.threads); t; t = (struct blpp_thread *)t->next) {
 		u64 n = write_records(t, &recs, &paths, &scratch), nf;
 		/* A thread that has ended without its block being taken over
@@ -653,6 +663,17 @@ static void write_profile(u32 why, int wait)
 			sec.err = 1;
 		ob_section(&out, BLPP_TAG_THREAD, &sec);
 		recs.len = parts.len = 0;
+		if (rt.samp) {
+			u64 before = sbody.len;
+			sample_thread_write(t, ti, n, &smaps, &sbody, &scratch);
+			nsthreads += sbody.len != before;
+		}
+		ti++;
+	}
+	if (rt.samp) {
+		sec.len = 0;
+		sample_section(&sec, &snames, nsnames, &sbody, nsthreads);
+		ob_section(&out, BLPP_TAG_SAMPLES, &sec);
 	}
 	sec.len = 0;
 	write_stats(&sec, nrec);
@@ -703,5 +724,8 @@ static void write_profile(u32 why, int wait)
 	ob_free(&scratch);
 	ob_free(&folded);
 	ob_free(&pref);
+	ob_free(&smaps);
+	ob_free(&snames);
+	ob_free(&sbody);
 	STORE(&rt.write_lock, 0);
 }

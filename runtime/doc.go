@@ -143,6 +143,21 @@
 // its callees. STATS tsc_total is the runtime's own rdtsc delta from init
 // to the write.
 //
+// # Sampling (decision 92)
+//
+// With Config.SamplerVaddr set (--metrics sample:cpu-clock[@HZ]), every
+// thread block starts a sampler for its thread: a perf event with a
+// signal per overflow (F_SETOWN_EX, F_SETSIG; user space only), or a
+// timer on the thread's CPU clock where perf refuses a software clock; a
+// hardware event that cannot be opened falls back to cpu-clock at 1 kHz
+// (one message, kind fallback in the profile). The signal is
+// Sampler.Signal or DefaultSampleSignal (63), the next lower free one
+// when a handler holds it; the program's own signals and timers are left
+// alone. The handler adds one to (running record, pc, path register) in
+// the thread's preallocated sample table, with no lock, allocation or
+// (with FSGSBASE) system call; the writer turns pcs into (object, file
+// offset) with /proc/self/maps and writes the SAMPLES section.
+//
 // # Threads [DESIGN 4]
 //
 // %gs points at the calling thread's block (Thread: R is the path
@@ -273,6 +288,8 @@
 //	blpp_dark.c     entries of uninstrumented functions (decision 70)
 //	blpp_resume.c   stubs' C halves: fork child, setjmp return, landing pad
 //	blpp_writer.c   the profile writer and its file names
+//	blpp_sample.c   sampled attribution: per-thread samplers, the signal
+//	                handler, the SAMPLES section (decision 92)
 //	blpp_signal.c   fatal and dump signal handlers, exit-profile states
 //	blpp_start.c    blpp_init, early_init, setup; blpp_rt_leave, blpp_fini
 //	blpp_pmu.h      perf events and rdpmc (also built alone by pmu_test.go)

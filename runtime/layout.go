@@ -82,6 +82,9 @@ type Config struct {
 	// (blpp run numbers them; a clash stops the program at load with a
 	// message naming both modules).
 	ModuleTag uint64 `c:"module_tag"`
+	// SamplerVaddr points at one Sampler entry when the binary samples
+	// (--metrics sample:EVENT[@N], decision 92); 0: no sampling.
+	SamplerVaddr uint64 `c:"sampler_vaddr"`
 }
 
 // Config flags.
@@ -108,6 +111,10 @@ const (
 	// is the first instrumented module to start), then runs OrigInit.
 	ConfigFlagLibrary = 1 << 4
 )
+
+// GateShut is Thread.Gate while a stub is busy on the thread or its
+// shadow stack has overflowed: no thread pointer is 1 (decision 90).
+const GateShut = 1
 
 // Function ids across modules [decision 81]: a module's instrumentation
 // names its function i (instrumented ones first, then the left-out ones
@@ -189,6 +196,42 @@ type Metric struct {
 	Config uint64    `c:"config"` // perf_event_attr.config
 	Name   [3]uint64 `c:"name"`   // NUL-padded name as the profile calls it ("cycles")
 }
+
+// Sampler is blpp_sampler, the entry at Config.SamplerVaddr [decision
+// 92]: the event each thread samples and how often. The runtime opens it
+// per thread with perf_event_open (a signal per overflow, sent to the
+// thread: F_SETOWN_EX, F_SETSIG) and, for the software clocks, falls back
+// to a timer on the thread's CPU clock (timer_create with
+// CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID); a hardware event that
+// cannot be opened falls back to cpu-clock at FallbackPeriod.
+type Sampler struct {
+	Type   uint64    `c:"type"`   // perf_event_attr.type
+	Config uint64    `c:"config"` // perf_event_attr.config
+	Period uint64    `c:"period"` // events per sample (nanoseconds for the clocks)
+	Signal uint64    `c:"signal"` // the real-time signal to use (0: DefaultSampleSignal)
+	Name   [3]uint64 `c:"name"`   // the event's name, NUL-padded (MetricName)
+	Flags  uint64    `c:"flags"`  // SamplerFlag* bits
+}
+
+// SamplerFlagTimer makes a clock event use the thread CPU-clock timer
+// even where perf could sample it (tests of the fallback; machines whose
+// perf signals cost too much).
+const SamplerFlagTimer = 1
+
+// DefaultSampleSignal is the signal the sampler uses unless
+// Sampler.Signal names another: SIGRTMAX-1 (63). glibc keeps the first
+// real-time signals (32, 33) for itself and programs count theirs up from
+// SIGRTMIN (34); the runtime takes the next lower free one when a handler
+// is already installed for it.
+const DefaultSampleSignal = 63
+
+// FallbackSamplePeriod is the period (nanoseconds of thread CPU time)
+// of cpu-clock when it stands in for a hardware event the machine cannot
+// sample: 1 kHz.
+const FallbackSamplePeriod = 1000000
+
+// PutSampler encodes s into b (at least SamplerSize bytes).
+func PutSampler(b []byte, s Sampler) { putStruct(b[:SamplerSize], reflect.ValueOf(s)) }
 
 // MetricTypeTSC is Metric.Type for the time-stamp counter (rdtsc).
 const MetricTypeTSC = 0xffffffff
@@ -274,6 +317,13 @@ type Thread struct {
 	// module's functions by local id (0 until the module's first stub
 	// entry on this thread makes the array). The executable's are Flat.
 	FlatMods uint64 `c:"flat_mods"`
+	// Gate is what inline entries compare with the thread pointer
+	// (decision 90): Owner while no stub is busy on the thread and its
+	// shadow stack has not overflowed, else GateShut, which no thread
+	// pointer equals. One compare thus tells a thread that still has
+	// its creator's block, a busy stub and an overflow apart from the
+	// common case; the runtime shuts the gate before it raises Busy.
+	Gate uint64 `c:"gate"`
 }
 
 // Frame is blpp_frame, one shadow-stack entry: an activation of an
@@ -347,7 +397,9 @@ type Site struct {
 // Sizes and offsets for code generators; layout_test.go checks each one
 // against the structs above.
 const (
-	ConfigSize = 160
+	ConfigSize = 168
+
+	SamplerSize = 64
 
 	FuncSize         = 56
 	FuncNumPathsOff  = 0
@@ -360,7 +412,7 @@ const (
 
 	MetricSize = 40
 
-	ThreadSize  = 312
+	ThreadSize  = 320
 	OffSelf     = 0
 	OffR        = 8
 	OffOwner    = 16
@@ -383,6 +435,7 @@ const (
 	OffDarkRSP  = 288
 	OffProc     = 296
 	OffFlatMods = 304
+	OffGate     = 312
 
 	FrameSize        = 72
 	FrameSavedCurOff = 40
@@ -539,6 +592,7 @@ var layoutStructs = []struct {
 	{"blpp_frame", reflect.TypeOf(Frame{}), "shadow-stack entry"},
 	{"blpp_site", reflect.TypeOf(Site{}), "one entry of the call-site table at sites_vaddr"},
 	{"blpp_metric", reflect.TypeOf(Metric{}), "one entry of the metric table at metrics_vaddr"},
+	{"blpp_sampler", reflect.TypeOf(Sampler{}), "what each thread samples, at sampler_vaddr (decision 92)"},
 	{"blpp_record", reflect.TypeOf(Record{}), "a calling-context record"},
 	{"blpp_node", reflect.TypeOf(Node{}), "a callee of a call site in a record's kids list"},
 }
@@ -570,6 +624,10 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_CALL_CACHE_BITS", fmt.Sprint(CallCacheBits)},
 	{"BLPP_CALL_CACHE_OFFSET", fmt.Sprint(CallCacheOffset)},
 	{"BLPP_CALL_CACHE_SIZE", fmt.Sprint(CallCacheSize)},
+	{"BLPP_GATE_SHUT", fmt.Sprintf("%dull", GateShut)},
+	{"BLPP_DEFAULT_SAMPLE_SIGNAL", fmt.Sprint(DefaultSampleSignal)},
+	{"BLPP_FALLBACK_SAMPLE_PERIOD", fmt.Sprintf("%dull", FallbackSamplePeriod)},
+	{"BLPP_SAMPLER_FLAG_TIMER", fmt.Sprintf("%dull", SamplerFlagTimer)},
 }
 
 // WriteLayoutHeader writes blpp_layout.h, the C view of Config, Func,

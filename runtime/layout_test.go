@@ -19,6 +19,7 @@ func TestLayoutConstants(t *testing.T) {
 	var rec Record
 	var nd Node
 	var m Metric
+	var sm Sampler
 	checks := []struct {
 		name      string
 		got, want uintptr
@@ -33,6 +34,7 @@ func TestLayoutConstants(t *testing.T) {
 		{"FuncPathRegOff", FuncPathRegOff, unsafe.Offsetof(f.PathReg)},
 		{"FuncClosedOff", FuncClosedOff, unsafe.Offsetof(f.Closed)},
 		{"MetricSize", MetricSize, unsafe.Sizeof(m)},
+		{"SamplerSize", SamplerSize, unsafe.Sizeof(sm)},
 		{"ThreadSize", ThreadSize, unsafe.Sizeof(th)},
 		{"OffSelf", OffSelf, unsafe.Offsetof(th.Self)},
 		{"OffR", OffR, unsafe.Offsetof(th.R)},
@@ -56,6 +58,7 @@ func TestLayoutConstants(t *testing.T) {
 		{"OffDarkRSP", OffDarkRSP, unsafe.Offsetof(th.DarkRSP)},
 		{"OffProc", OffProc, unsafe.Offsetof(th.Proc)},
 		{"OffFlatMods", OffFlatMods, unsafe.Offsetof(th.FlatMods)},
+		{"OffGate", OffGate, unsafe.Offsetof(th.Gate)},
 		{"FrameSavedCurOff", FrameSavedCurOff, unsafe.Offsetof(fr.SavedAcc)},
 		{"FrameSavedRegOff", FrameSavedRegOff, unsafe.Offsetof(fr.SavedAcc) + 8},
 		{"FrameExtSiteOff", FrameExtSiteOff, unsafe.Offsetof(fr.SavedAcc) + 16},

@@ -22,15 +22,21 @@ import (
 type variant int
 
 const (
-	native variant = iota // cc -O2
-	gcov                  // cc -O2 -fprofile-arcs
-	flow                  // the native binary rewritten by blpp --no-context: path frequencies, one record per function
-	ctx                   // rewritten by blpp with its defaults: calling context tree and path frequencies
-	ctxTSC                // rewritten by blpp --metrics tsc: calling context tree, frequencies and time-stamp counter sums
+	native  variant = iota // cc -O2
+	gcov                   // cc -O2 -fprofile-arcs
+	flow                   // the native binary rewritten by blpp --no-context: path frequencies, one record per function
+	ctx                    // rewritten by blpp with its defaults: calling context tree and path frequencies
+	ctxTSC                 // rewritten by blpp --metrics tsc: calling context tree, frequencies and time-stamp counter sums
+	ctxS1k                 // --metrics sample:cpu-clock@1000: ctx, and each thread sampled at 1 kHz of its CPU time (decision 92)
+	ctxS10k                // --metrics sample:cpu-clock@10000: the same at 10 kHz
 	numVariants
 )
 
-var variantNames = [numVariants]string{"native", "gcov", "flow", "ctx", "ctx+tsc"}
+// firstSampled is the first sampled variant: "all" stops before them
+// (they take as long again), "sampled" names them.
+const firstSampled = ctxS1k
+
+var variantNames = [numVariants]string{"native", "gcov", "flow", "ctx", "ctx+tsc", "ctx+s1k", "ctx+s10k"}
 
 func (v variant) String() string {
 	if v >= 0 && v < numVariants {
@@ -40,7 +46,7 @@ func (v variant) String() string {
 }
 
 // isBlpp says whether the variant is a binary rewritten by blpp.
-func (v variant) isBlpp() bool { return v == flow || v == ctx || v == ctxTSC }
+func (v variant) isBlpp() bool { return v >= flow && v < numVariants }
 
 // options are the rewriter options of a blpp variant (what `blpp rewrite`
 // does with --no-context, with no flag, and with --metrics tsc).
@@ -50,6 +56,12 @@ func (v variant) options() rewriter.Options {
 		return rewriter.Options{NoContext: true}
 	case ctxTSC:
 		return rewriter.Options{Metrics: []rewriter.Metric{{Name: "tsc", Type: blppruntime.MetricTypeTSC}}}
+	case ctxS1k, ctxS10k:
+		period := uint64(1000000) // ns of thread CPU time per sample
+		if v == ctxS10k {
+			period = 100000
+		}
+		return rewriter.Options{Sample: &blppruntime.Sampler{Type: 1, Config: 0, Period: period, Name: blppruntime.MetricName("cpu-clock")}}
 	}
 	return rewriter.Options{}
 }
@@ -64,7 +76,13 @@ func parseVariants(list string) ([]variant, error) {
 			continue
 		}
 		if name == "all" {
-			for v := native; v < numVariants; v++ {
+			for v := native; v < firstSampled; v++ {
+				want[v] = true
+			}
+			continue
+		}
+		if name == "sampled" {
+			for v := firstSampled; v < numVariants; v++ {
 				want[v] = true
 			}
 			continue

@@ -8,7 +8,7 @@
 //	go run ./cmd/blpp-bench --suite real [--only PROGRAM,...] [--runs N] [--scale S] [--json]
 //	go run ./cmd/blpp-bench --profile-write [--calls N] [--runs N] [--json]
 //	go run ./cmd/blpp-bench --rewrite-python [--python /usr/bin/python3.11] [--json]
-//	go run ./cmd/blpp-bench --pgo [--runs N] [--pgo-scale S] [--train-scale S] [--clang clang-16] [--json]
+//	go run ./cmd/blpp-bench --pgo [--pgo-program lua|lua-one|tinyvm] [--lua-src DIR] [--runs N] [--pgo-scale S] [--train-scale S] [--clang clang-16] [--llvm-bolt PATH] [--json]
 //
 // Each workload is built five ways (--variants selects among the last
 // four; native is always built):
@@ -67,19 +67,43 @@
 // takes from the end of main to its exit, which is when the runtime writes
 // the profile; more than a second is a failure (see benchProfileWrite).
 //
-// --pgo measures what blpp's profile is worth to a compiler. It builds
-// testdata/pgo/tinyvm.c (a bytecode interpreter of a few thousand lines,
-// compiled as one translation unit) with clang three ways: plain -O2 -g;
-// blpp sample-PGO (a -fdebug-info-for-profiling build rewritten, run on
-// testdata/pgo/workload.tl, its profile exported as by blpp export
-// --format llvm-sample and fed back with -fprofile-sample-use); and
-// clang's IR-PGO (-fprofile-instr-generate, llvm-profdata merge,
-// -fprofile-instr-use). The three then run the script in alternating
-// rounds; each must print what plain printed. Speedups are medians of
+// --pgo measures what blpp's profile is worth to a compiler and to BOLT.
+// The program (--pgo-program) is Lua 5.4, its source fetched once with
+// apt-get source lua5.4 from Debian's archive into the user's cache
+// directory (or --lua-src), built as its makefile builds it (each file a
+// translation unit; lua-one: all of them as one) and running
+// testdata/pgo/workload.lua; or testdata/pgo/tinyvm.c (a bytecode
+// interpreter of a few thousand lines, one translation unit) running
+// testdata/pgo/workload.tl. It is built six ways with clang -O2 -g:
+//
+//	plain                    nothing more
+//	blpp sample-PGO, lines   a -fdebug-info-for-profiling build rewritten, run on
+//	                         the script, its profile exported as by blpp export
+//	                         --format llvm-sample and fed back with
+//	                         -fprofile-sample-use
+//	blpp sample-PGO, probes  the same with -fpseudo-probe-for-profiling: the
+//	                         export is probe-based
+//	clang IR-PGO             -fprofile-instr-generate, llvm-profdata merge,
+//	                         -fprofile-instr-use
+//	blpp + BOLT              a -Wl,--emit-relocs build rewritten, run, exported
+//	                         as bolt-fdata and optimized by llvm-bolt with it
+//	BOLT's own + BOLT        the same build instrumented by llvm-bolt -instrument,
+//	                         run, and optimized with that profile (the reference
+//	                         for blpp's BOLT profile, as IR-PGO is for its sample
+//	                         profiles)
+//
+// Both sample-PGO builds add -funique-internal-linkage-names (static
+// functions of different files get names of their own). The builds then
+// run the script in alternating rounds, each round starting with another
+// build; each must print what plain printed. Speedups are medians of
 // per-round ratios to plain, on CPU time (the machine is shared: wall
-// times wander more) and wall time, and blpp's share of IR-PGO's gain is
-// (blpp speedup - 1) / (IR-PGO speedup - 1). clang's warnings about either
-// profile are listed; llvm-profdata must read blpp's file.
+// times wander more) and wall time, and a build's share of IR-PGO's gain
+// is (speedup - 1) / (IR-PGO speedup - 1). clang's warnings about each
+// profile are listed; llvm-profdata must read blpp's files. The entry
+// counts of blpp's sample profiles are compared with those of clang's
+// instrumentation (equal on a deterministic program such as tinyvm; Lua
+// seeds its string hashes from the clock), and what llvm-bolt says of both
+// BOLT profiles (functions profiled, stale, ignored) is printed.
 //
 // Progress goes to stderr; stdout gets the table, or with --json one JSON
 // object (fields documented on report, profileWriteReport and

@@ -35,6 +35,8 @@ type config struct {
 	pgo                  bool
 	pgoScale, trainScale int
 	clang, profdata      string
+	pgoProgram, luaSrc   string
+	bolt                 string
 
 	// shareScale is the workload size of the callgrind run that measures
 	// the dynamic share (0: not measured).
@@ -57,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.shareScale, "share-scale", 5, "workload size of the callgrind run that measures each workload's dynamic share, the executed instructions in instrumented functions (0: not measured; needs valgrind)")
 	fs.StringVar(&c.suite, "suite", "bench", "workloads to measure: bench (the loop kernels of testdata/bench) or real (installed call-heavy programs: lua5.4, gawk, python3, bc, troff, cppcheck, re2c, m4, and calls.c built with gcov)")
 	only := fs.String("only", "", "comma-separated workloads to run (default: all)")
-	variants := fs.String("variants", "all", "comma-separated variants to measure besides native: gcov, flow, ctx, ctx+tsc, or all")
+	variants := fs.String("variants", "all", "comma-separated variants to measure besides native: gcov, flow, ctx, ctx+tsc, ctx+s1k, ctx+s10k; all (the first five), sampled (the last two)")
 	fs.BoolVar(&c.asJSON, "json", false, "print one JSON object instead of the table")
 	fs.StringVar(&c.srcDir, "src", "", "directory of the workload sources (default: testdata/bench of the module)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the build directory and print its name")
@@ -65,7 +67,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.python, "python", "/usr/bin/python3.11", "the binary --rewrite-python rewrites")
 	fs.BoolVar(&c.profileWrite, "profile-write", false, "measure how long an instrumented program takes to write its profile at exit instead of running the workloads")
 	fs.Int64Var(&c.calls, "calls", 10_000_000, "calls the --profile-write program makes in total")
-	fs.BoolVar(&c.pgo, "pgo", false, "measure what a profile feed is worth instead of running the workloads: testdata/pgo/tinyvm.c built plain, with blpp's LLVM sample profile and with clang's IR-PGO, timed alternately")
+	fs.BoolVar(&c.pgo, "pgo", false, "measure what a profile feed is worth instead of running the workloads: a program built plain, with blpp's LLVM sample profiles (line- and probe-based), with clang's IR-PGO, and optimized by llvm-bolt with blpp's profile and with BOLT's own, timed alternately")
+	fs.StringVar(&c.pgoProgram, "pgo-program", pgoLua, "--pgo: the program: lua (Lua 5.4 from Debian's source, its files compiled one by one as its makefile does, running testdata/pgo/workload.lua), lua-one (the same as one translation unit) or tinyvm (testdata/pgo/tinyvm.c, workload.tl)")
+	fs.StringVar(&c.luaSrc, "lua-src", "", "--pgo: Lua 5.4's source directory (default: fetched with apt-get source lua5.4 into the user's cache directory)")
+	fs.StringVar(&c.bolt, "llvm-bolt", "", "--pgo: the llvm-bolt command (default: llvm-bolt in llvm-config-16 --bindir)")
 	fs.IntVar(&c.pgoScale, "pgo-scale", 40, "--pgo: SCALE of the timed runs of the workload script (40: ~1 s plainly built)")
 	fs.IntVar(&c.trainScale, "train-scale", 0, "--pgo: SCALE of the training runs (0: the same as --pgo-scale)")
 	fs.StringVar(&c.clang, "clang", "clang-16", "--pgo: the clang command")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,7 +77,7 @@ func TestOneWorkload(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, stdout.String())
 	}
-	if len(rep.Workloads) != 1 || !rep.Workloads[0].Matched || len(rep.Workloads[0].Variants) != int(numVariants) {
+	if len(rep.Workloads) != 1 || !rep.Workloads[0].Matched || len(rep.Workloads[0].Variants) != int(firstSampled) {
 		t.Fatalf("unexpected report: %s", stdout.String())
 	}
 	for i, v := range rep.Workloads[0].Variants {
@@ -199,6 +200,31 @@ func TestBadFlags(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 2 {
 			t.Errorf("%v: exit status %d, want 2 (stderr %q)", args, code, stderr.String())
+		}
+	}
+}
+
+// TestSampledVariants: "all" is the variants before the sampled ones,
+// "sampled" those, and each sampled variant rewrites with a sampler at
+// its rate and no counted metric (decision 92).
+func TestSampledVariants(t *testing.T) {
+	for _, c := range []struct {
+		list string
+		want []variant
+	}{
+		{"all", []variant{native, gcov, flow, ctx, ctxTSC}},
+		{"sampled", []variant{native, ctxS1k, ctxS10k}},
+		{"ctx,ctx+s10k", []variant{native, ctx, ctxS10k}},
+	} {
+		got, err := parseVariants(c.list)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("--variants %s: %v, %v; want %v", c.list, got, err, c.want)
+		}
+	}
+	for v, period := range map[variant]uint64{ctxS1k: 1000000, ctxS10k: 100000} {
+		o := v.options()
+		if o.Sample == nil || o.Sample.Period != period || o.Sample.Type != 1 || o.Sample.Config != 0 || len(o.Metrics) != 0 || o.NoContext {
+			t.Errorf("%s: options %+v, sampler %+v", v, o, o.Sample)
 		}
 	}
 }

@@ -12,13 +12,17 @@ import (
 	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
-// TestPGOPipeline runs --pgo end to end at the smallest size: tinyvm built
-// plain, through blpp's sample profile and through clang's IR-PGO. The
-// harness itself refuses a build whose output differs from plain's and a
-// sample profile llvm-profdata cannot read; the test adds that clang used
-// blpp's profile without a diagnostic and that the profile covers the
-// interpreter's hot functions. Timings are not checked: they belong to the
-// benchmark, not to tests.
+// TestPGOPipeline runs --pgo end to end on tinyvm at the smallest size:
+// built plain, through blpp's sample profile, through clang's IR-PGO, and
+// through llvm-bolt with blpp's profile and with BOLT's own. blpp's
+// sample profiles are both kinds: line-based and probe-based. The harness
+// itself refuses a build whose output differs from plain's and a sample
+// profile llvm-profdata cannot read; the test adds what holds whatever the
+// machine's load: clang used blpp's profile without a diagnostic, the
+// profile covers the interpreter, its entry counts equal those of clang's
+// own instrumentation (both exact, and tinyvm is deterministic), and BOLT
+// matched every function blpp profiled. Timings are not checked: they
+// belong to the benchmark, not to tests.
 func TestPGOPipeline(t *testing.T) {
 	clang := fixture.RequireTool(t, "clang-16", "clang-16")
 	fixture.RequireTool(t, "llvm-profdata-16", "llvm-16")
@@ -27,14 +31,13 @@ func TestPGOPipeline(t *testing.T) {
 		_, err = os.Stat(filepath.Join(strings.TrimSpace(string(rtDir)), "libclang_rt.profile-x86_64.a"))
 	}
 	if err != nil {
-		msg := "clang-16's profile runtime is missing (install the Debian package libclang-rt-16-dev)"
-		if os.Getenv(fixture.EnvRequireTools) == "1" {
-			t.Fatalf("%s; %s=1 makes this an error", msg, fixture.EnvRequireTools)
-		}
-		t.Skip(msg)
+		requireMissing(t, "clang-16's profile runtime is missing (install the Debian package libclang-rt-16-dev)")
+	}
+	if _, err := os.Stat(defaultBolt()); err != nil {
+		requireMissing(t, "llvm-bolt is missing (install the Debian package bolt-16)")
 	}
 	var stdout, stderr bytes.Buffer
-	args := []string{"--pgo", "--runs", "1", "--warmup", "0", "--pgo-scale", "1", "--json"}
+	args := []string{"--pgo", "--pgo-program", "tinyvm", "--runs", "1", "--warmup", "0", "--pgo-scale", "1", "--json"}
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit status %d\nstderr:\n%s", code, stderr.String())
 	}
@@ -42,8 +45,23 @@ func TestPGOPipeline(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, stdout.String())
 	}
-	if len(rep.SampleProfile.Warnings) > 0 {
-		t.Errorf("clang warned about blpp's sample profile:\n%s", strings.Join(rep.SampleProfile.Warnings, "\n"))
+	for _, k := range []struct {
+		name   string
+		sp     pgoSampleProfile
+		probes bool
+	}{{"lines", rep.Lines, false}, {"probes", rep.Probes, true}} {
+		sp := k.sp
+		if len(sp.Warnings) > 0 {
+			t.Errorf("%s: clang warned about blpp's sample profile:\n%s", k.name, strings.Join(sp.Warnings, "\n"))
+		}
+		if sp.Functions < 10 || sp.ProbeBased != k.probes {
+			t.Errorf("%s: llvm-profdata reads %d functions in blpp's profile, probe-based %v; want the interpreter's (10 or more), probe-based %v",
+				k.name, sp.Functions, sp.ProbeBased, k.probes)
+		}
+		if e := sp.Entries; e.Compared < 10 || e.Equal != e.Compared {
+			t.Errorf("%s: entry counts of blpp's sample profile equal clang's instrumentation's for %d of %d functions, want all of 10 or more: %s",
+				k.name, e.Equal, e.Compared, strings.Join(e.Differ, "; "))
+		}
 	}
 	if len(rep.IRWarnings) > 0 {
 		t.Errorf("clang warned about its own profile:\n%s", strings.Join(rep.IRWarnings, "\n"))
@@ -51,13 +69,22 @@ func TestPGOPipeline(t *testing.T) {
 	if rep.Instrumented == 0 || rep.Instrumented*10 < rep.Functions*9 {
 		t.Errorf("blpp instrumented %d of %d functions, want nearly all", rep.Instrumented, rep.Functions)
 	}
-	if rep.SampleProfile.Functions < 10 {
-		t.Errorf("llvm-profdata reads %d functions in blpp's profile, want the interpreter's (10 or more)", rep.SampleProfile.Functions)
+	// BOLT reads blpp's profile as well as its own: nothing stale or
+	// ignored, and as many functions profiled give or take the few that
+	// run outside what either instruments (BOLT's instrumentation sees
+	// _init and its own exit code; blpp's runtime writes its profile from
+	// the program's finalizers).
+	if b := rep.Bolt; b.Profiled < 10 || b.Stale != 0 || b.Ignored != 0 || b.Profiled+3 < rep.BoltOwn.Profiled {
+		t.Errorf("llvm-bolt with blpp's profile: %+v; with its own: %+v", b, rep.BoltOwn)
 	}
-	if len(rep.Builds) != 3 || rep.Builds[1].Name != pgoSample || rep.Builds[2].Name != pgoIR {
-		t.Fatalf("builds %+v, want plain, %s, %s", rep.Builds, pgoSample, pgoIR)
+	want := []string{pgoPlain, pgoLines, pgoProbes, pgoIR, pgoBolt, pgoBoltOwn}
+	if len(rep.Builds) != len(want) {
+		t.Fatalf("%d builds, want %d: %v", len(rep.Builds), len(want), want)
 	}
-	for _, b := range rep.Builds {
+	for i, b := range rep.Builds {
+		if b.Name != want[i] {
+			t.Errorf("build %d is %q, want %q", i, b.Name, want[i])
+		}
 		if len(b.CPUMS) != 1 || b.SpeedupCPU <= 0 {
 			t.Errorf("%s: %d runs, speedup %v; want one run and a speedup", b.Name, len(b.CPUMS), b.SpeedupCPU)
 		}
@@ -67,23 +94,93 @@ func TestPGOPipeline(t *testing.T) {
 	}
 }
 
+// requireMissing skips a test for a missing tool, or fails it when
+// BLPP_REQUIRE_TOOLS=1.
+func requireMissing(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv(fixture.EnvRequireTools) == "1" {
+		t.Fatalf("%s; %s=1 makes this an error", msg, fixture.EnvRequireTools)
+	}
+	t.Skip(msg)
+}
+
 // TestPGOTable checks the table --pgo prints for people.
 func TestPGOTable(t *testing.T) {
-	rep := &pgoReport{Program: "x/tinyvm.c", Script: "x/workload.tl", Scale: 40, TrainScale: 40, CCVersion: "clang 16", Runs: 9, Warmup: 1, CPUs: 2,
+	rep := &pgoReport{Program: "lua5.4", Version: "5.4.4", Script: "x/workload.lua", Scale: 40, TrainScale: 40, CCVersion: "clang 16", Runs: 9, Warmup: 1, CPUs: 2,
 		Builds: []*pgoTimes{
 			{Name: pgoPlain, MedianCPUMS: 1000, SpeedupCPU: 1, SpeedupWall: 1},
-			{Name: pgoSample, MedianCPUMS: 950, SpeedupCPU: 1.05, SpeedupWall: 1.04},
-			{Name: pgoIR, MedianCPUMS: 900, SpeedupCPU: 1.1, SpeedupWall: 1.08},
+			{Name: pgoLines, MedianCPUMS: 950, SpeedupCPU: 1.05, SpeedupWall: 1.04, Share: gainShare(1.05, 1.1)},
+			{Name: pgoIR, MedianCPUMS: 900, SpeedupCPU: 1.1, SpeedupWall: 1.08, Share: 1},
+			{Name: pgoBolt, MedianCPUMS: 980, SpeedupCPU: 1.02, SpeedupWall: 1.02, Share: gainShare(1.02, 1.1)},
 		}}
-	rep.Share, rep.ShareWall = gainShare(1.05, 1.1), gainShare(1.04, 1.08)
+	rep.Lines.Entries = pgoEntries{Compared: 37, Equal: 36}
+	rep.Probes.Functions = 12
+	rep.Bolt = boltResult{Profiled: 42, Functions: 101}
 	var out bytes.Buffer
 	rep.writeTable(&config{stdout: &out})
-	for _, want := range []string{"blpp sample-PGO", "1.050×", "clang IR-PGO", "1.100×", "share of IR-PGO's gain: 50% on cpu time, 50% on wall time", "9 measured rounds"} {
+	for _, want := range []string{"lua5.4 (5.4.4)", "blpp sample-PGO, lines        950 ms         1.050×          1.040×                           50%",
+		"clang IR-PGO", "1.100×", "blpp + BOLT", "20%", "9 measured rounds",
+		"sample profile, lines: 0 KB, 0 functions, entry counts equal to clang's instrumentation's for 36 of 37 functions",
+		"sample profile, probes: 0 KB, 12 functions", "llvm-bolt with blpp's profile: 42 of 101 functions profiled"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
 	}
 	if g := gainShare(1.2, 1); g != 0 {
 		t.Errorf("gainShare with no reference gain = %v, want 0", g)
+	}
+}
+
+// TestSampleHeads reads the head samples of a text sample profile and the
+// functions inlined in it, as compareEntries does.
+func TestSampleHeads(t *testing.T) {
+	heads, inlined := sampleHeads([]byte(`run:100:1
+ 1: 10
+ 2.1: 5 callee:5
+ 3: helper:20
+  1: 20
+  2: deep:4
+   1: 4
+_ZN1a1bEv:7:3
+ 0: 3
+`))
+	if len(heads) != 2 || heads["run"] != 1 || heads["_ZN1a1bEv"] != 3 {
+		t.Errorf("heads %v", heads)
+	}
+	if len(inlined) != 2 || !inlined["helper"] || !inlined["deep"] {
+		t.Errorf("inlined %v", inlined)
+	}
+	ir := irFunctionCounts(`Counters:
+  run:
+    Hash: 0x1
+    Counters: 3
+    Function count: 1
+  tinyvm.c:helper:
+    Hash: 0x2
+    Counters: 1
+    Function count: 20
+Instrumentation level: Front-end
+`)
+	if len(ir) != 2 || ir["run"] != 1 || ir["helper"] != 20 {
+		t.Errorf("IR function counts %v", ir)
+	}
+	// Two static functions of one name are no name to compare by.
+	ir = irFunctionCounts("  a.c:save:\n    Function count: 3\n  b.c:save:\n    Function count: 4\n  main:\n    Function count: 1\n")
+	if len(ir) != 1 || ir["main"] != 1 {
+		t.Errorf("IR function counts with a name twice: %v", ir)
+	}
+	for name, want := range map[string]string{
+		"_ZL7l_allocPvS_mm.__uniq.173548247106061022791662205755080913192": "l_alloc",
+		"_ZL14mainpositionTVPK5TablePK6TValue.__uniq.2729":                 "mainpositionTV",
+		"luaV_execute":           "luaV_execute",
+		"_ZL99short.__uniq.1":    "_ZL99short.__uniq.1",
+		"_ZN1a1bEv":              "_ZN1a1bEv",
+		"_ZL3fooi.__uniq.1.cold": "foo",
+		"_ZLxfoo.__uniq.1":       "_ZLxfoo.__uniq.1",
+		"_ZL30tooshort.__uniq.1": "_ZL30tooshort.__uniq.1",
+	} {
+		if got := plainName(name); got != want {
+			t.Errorf("plainName(%s) = %s, want %s", name, got, want)
+		}
 	}
 }

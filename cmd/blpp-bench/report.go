@@ -443,11 +443,13 @@ func (r *report) writeLayouts(w io.Writer, others []variant) {
 // variantLegend says what each measured variant is, one line each.
 func variantLegend(vs []variant) string {
 	what := [numVariants]string{
-		native: "cc -O2",
-		gcov:   "cc -O2 -fprofile-arcs",
-		flow:   "blpp rewrite --no-context: path frequencies, one record per function",
-		ctx:    "blpp rewrite: calling context tree + path frequencies",
-		ctxTSC: "blpp rewrite --metrics tsc: calling context tree + path frequencies + time-stamp counter",
+		native:  "cc -O2",
+		gcov:    "cc -O2 -fprofile-arcs",
+		flow:    "blpp rewrite --no-context: path frequencies, one record per function",
+		ctx:     "blpp rewrite: calling context tree + path frequencies",
+		ctxTSC:  "blpp rewrite --metrics tsc: calling context tree + path frequencies + time-stamp counter",
+		ctxS1k:  "blpp rewrite --metrics sample:cpu-clock@1000: calling context tree + path frequencies + samples at 1 kHz",
+		ctxS10k: "blpp rewrite --metrics sample:cpu-clock@10000: the same, samples at 10 kHz",
 	}
 	var b strings.Builder
 	for _, v := range vs {

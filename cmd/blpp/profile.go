@@ -38,7 +38,7 @@ func runReport(c *ctx, args []string) error {
 	debugDirFlag(fs)
 	libFlags(fs)
 	view := fs.String("view", "paths", "text view: paths (hottest paths), tree (top-down calling contexts), callers (bottom-up), flat (per procedure), loops (loop nests in each calling context)")
-	metric := fs.String("metric", "", "metric of the tree, callers, flat and --context views: freq (default), insns, or any metric of the profile")
+	metric := fs.String("metric", "", "metric of the tree, callers, flat, loops, hot and --context views: freq (default), insns, any metric of the profile, or its sampled event (cpu-clock: sampled time, shown with its samples)")
 	context := fs.String("context", "", "show the hottest paths of the contexts whose chain of functions ends with CHAIN (main/parse/next; a leading / anchors at a root)")
 	top := fs.Int("top", 20, "number of hottest paths (paths, --context), procedures (flat, callers) or contexts (--context) to show; 0 shows all")
 	all := fs.Bool("all", false, "tree and callers: also show rows under 0.1% of the total")

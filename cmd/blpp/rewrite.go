@@ -35,14 +35,14 @@ func addModeFlags(fs *pflag.FlagSet) modeFlags {
 	return modeFlags{
 		noContext: fs.Bool("no-context", false, "flow-only profiles: one record per function, no calling context tree (cheaper)"),
 		metrics: fs.String("metrics", "freq", "metrics to record per path, comma separated: freq plus up to 4 of "+
-			strings.Join(counters.Names(), ", ")+" (see blpp counters)"),
+			strings.Join(counters.Names(), ", ")+" (see blpp counters); and sample:cpu-clock[@HZ] (or task-clock, or sample:EVENT[@PERIOD]) samples time per context, block and path instead of reading counters"),
 		shadowFrames: fs.Uint64("shadow-frames", 0, fmt.Sprintf("most activations per thread the profile tracks exactly, from 64 up to 2^30 (0: %d); each takes 72 bytes as the stack deepens", runtime.DefaultShadowFrames)),
 	}
 }
 
 // apply sets the mode in opts.
 func (m modeFlags) apply(opts *rewriter.Options) error {
-	specs, err := counters.Parse(*m.metrics)
+	specs, sampling, err := counters.ParseWithSampling(*m.metrics)
 	if err != nil {
 		return &usageError{fmt.Sprintf("--metrics: %v", err)}
 	}
@@ -58,6 +58,11 @@ func (m modeFlags) apply(opts *rewriter.Options) error {
 			mt.Type = runtime.MetricTypeTSC
 		}
 		opts.Metrics = append(opts.Metrics, mt)
+	}
+	opts.Sample = nil
+	if sampling != nil {
+		opts.Sample = &runtime.Sampler{Type: uint64(sampling.Type), Config: sampling.Config, Period: sampling.Period,
+			Name: runtime.MetricName(sampling.Event)}
 	}
 	return nil
 }

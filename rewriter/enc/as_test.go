@@ -166,6 +166,7 @@ func asCases(targets []asTarget) []asCase {
 	add("seto %al", (*Buf).SetoAL)
 	add("ret", (*Buf).Ret)
 	add("int3", (*Buf).Int3)
+	add("endbr64", (*Buf).Endbr64)
 	for _, v := range []int8{0, 1, 0x7f, -1, -128} {
 		add(fmt.Sprintf("add $%d, %%al", v), func(b *Buf) { b.AddALImm8(v) })
 	}

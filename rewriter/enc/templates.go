@@ -346,6 +346,17 @@ func (b *Buf) Ret() { b.emit(0xc3) }
 // Int3 emits int3 (cc).
 func (b *Buf) Int3() { b.emit(0xcc) }
 
+// Endbr64 emits endbr64 (f3 0f 1e fa): the instruction an indirect jump
+// or call must land on where indirect branch tracking (CET IBT) is on,
+// and a no-op everywhere else [Intel SDM Vol.1 18.3 "Indirect Branch
+// Tracking"].
+func (b *Buf) Endbr64() { b.emit(0xf3, 0x0f, 0x1e, 0xfa) }
+
+// IsEndbr64 reports whether code starts with the bytes Endbr64 emits.
+func IsEndbr64(code []byte) bool {
+	return len(code) >= 4 && code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && code[3] == 0xfa
+}
+
 // nops are the recommended multi-byte NOPs of 1 to 9 bytes [Intel SDM
 // Vol.2 NOP, Table 4-12], which are also GNU as's for .nops.
 var nops = [10][]byte{

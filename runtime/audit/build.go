@@ -11,8 +11,11 @@ import (
 
 // CFlags build the auditor: freestanding, position-independent, no build
 // note (the object must be reproducible), nothing exported but la_*.
+// It is built for CET (endbr64 at the la_* functions ld.so calls through
+// pointers, the IBT and SHSTK bits in its property note), so that loading
+// it does not turn CET off in a program that keeps it (decision 95).
 var CFlags = []string{"-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-shared", "-nostdlib", "-fPIC",
-	"-ffreestanding", "-fno-builtin", "-fvisibility=hidden", "-fno-stack-protector", "-fcf-protection=none",
+	"-ffreestanding", "-fno-builtin", "-fvisibility=hidden", "-fno-stack-protector", "-fcf-protection=full",
 	"-fno-asynchronous-unwind-tables", "-Wl,--build-id=none", "-Wl,-z,norelro", "-Wl,--hash-style=gnu"}
 
 // Build compiles dir/blpp_audit.c with cc (gcc when empty), which must be

@@ -38,7 +38,7 @@ var CFlags = []string{
 	"-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
 	"-ffreestanding", "-fno-builtin", "-nostdlib",
 	"-fno-stack-protector", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-fno-exceptions",
-	"-mgeneral-regs-only", "-fPIC", "-fvisibility=hidden", "-fcf-protection=none",
+	"-mgeneral-regs-only", "-fPIC", "-fvisibility=hidden", "-fcf-protection=full",
 	"-fno-jump-tables", "-fno-plt",
 }
 
@@ -61,7 +61,7 @@ var (
 	Sources  = []string{"blpp_rt.c", "blpp_stubs.S", LinkerScript}
 	Includes = []string{
 		"blpp_pmu.h", "blpp_sys.h", "blpp_state.c", "blpp_thread.c", "blpp_metrics.c", "blpp_htab.c", "blpp_cct.c",
-		"blpp_partial.c", "blpp_enter.c", "blpp_dark.c", "blpp_resume.c", "blpp_writer.c", "blpp_signal.c", "blpp_start.c",
+		"blpp_partial.c", "blpp_enter.c", "blpp_dark.c", "blpp_resume.c", "blpp_writer.c", "blpp_sample.c", "blpp_signal.c", "blpp_start.c",
 	}
 	LinkerScript = "blpp_rt.ld"
 )

@@ -1,0 +1,9 @@
+package rewriter
+
+// ForceIBT returns opts with the code that keeps IBT emitted whatever the
+// input's note says (decision 95): tests check its invariant on Debian's
+// binaries, whose code is CET-ready but whose notes do not say so.
+func ForceIBT(opts Options) Options {
+	opts.forceIBT = true
+	return opts
+}

@@ -27,10 +27,10 @@ func (fg *funcGen) joined(orig uint64) {
 }
 
 // addrMapCode turns fg's recorded copies into its part of the address
-// map, for code placed at codeAddr, at the offsets where fg was emitted
+// map (recorded in r, a scratch), for code placed at codeAddr, at the offsets where fg was emitted
 // (addrmap.Code.Shift moves it).
-func (fg *funcGen) addrMapCode(codeAddr uint64) addrmap.Code {
-	var r addrmap.Recorder
+func (fg *funcGen) addrMapCode(codeAddr uint64, r *addrmap.Recorder) addrmap.Code {
+	r.Reset()
 	r.Grow(len(fg.copies))
 	for _, c := range fg.copies {
 		if c.join {

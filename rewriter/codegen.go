@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/meta"
 	"github.com/blpp/blpp/rewriter/enc"
 	"github.com/blpp/blpp/runtime"
 )
@@ -85,6 +86,12 @@ type funcGen struct {
 	// copies records where each original instruction's copies start in
 	// the code buffer, for the address map (addrmap.go).
 	copies []copyMark
+	// table and meta are the function's entries in the runtime's
+	// function table and in the metadata, made where its analysis is at
+	// hand (pipeline.go).
+	table runtime.Func
+	meta  meta.EncodedFunc
+	stats funcStats
 }
 
 // emitted drops what only the function's emission needed: the queued
@@ -156,6 +163,9 @@ type gen struct {
 	// workers bounds the goroutines of the per-function passes after
 	// emission (Options.Workers).
 	workers int
+	// release: each function's graph, numbering and the plan's parts
+	// made from them are dropped once its code is appended (releaseSize).
+	release bool
 	// cet says whether the code keeps IBT: endbr64 at every new
 	// indirect-branch target (cet.go, decision 95).
 	cet cetMode

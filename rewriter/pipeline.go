@@ -2,9 +2,12 @@ package rewriter
 
 import (
 	goruntime "runtime"
+	"sync"
 
+	"github.com/blpp/blpp/meta"
 	"github.com/blpp/blpp/rewriter/addrmap"
 	"github.com/blpp/blpp/rewriter/enc"
+	"github.com/blpp/blpp/runtime"
 )
 
 // Emission runs on every worker. Each function's code goes into a child
@@ -52,6 +55,7 @@ type funcCode struct {
 	patches []patch
 	unwind  funcUnwind
 	amap    addrmap.Code
+	meta    meta.EncodedFunc
 }
 
 // emitOne emits fp's function into a new child of g.buf meant to start
@@ -63,6 +67,12 @@ func (g *gen) emitOne(fp *funcPlan, at int, sp int32, uw *unwinder, codeAddr uin
 	view.siteRet = map[int32]enc.Label{}
 	view.patches = nil
 	fg := &funcGen{funcPlan: fp, g: &view, inLoop: -1}
+	sc, _ := scratchPool.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	defer scratchPool.Put(sc)
+	fg.marks, fg.copies = sc.marks, sc.copies
 	// A function emitted again fills its table copies again.
 	for _, t := range fp.tabOf {
 		g.tables[t].done, g.tables[t].targets = false, nil
@@ -74,12 +84,26 @@ func (g *gen) emitOne(fp *funcPlan, at int, sp int32, uw *unwinder, codeAddr uin
 	}
 	if fc.err == nil {
 		fc.unwind = uw.info(g.b, fg, view.buf.SPLog(), sp, codeAddr)
-		fc.amap = fg.addrMapCode(codeAddr)
+		fc.amap = fg.addrMapCode(codeAddr, &sc.rec)
+		metaFunc(fp.f, fp.siteAddrs, &sc.meta)
+		fc.meta = meta.EncodeFunc(&sc.meta)
 	}
 	fc.siteRet, fc.patches = view.siteRet, view.patches
+	sc.marks, sc.copies = fg.marks, fg.copies
 	fg.emitted()
 	return fc
 }
+
+// scratch holds arrays a function's emission fills and its worker is
+// done with when emitOne returns, for the next function.
+type scratch struct {
+	marks  []unwindMark
+	copies []copyMark
+	meta   meta.Func
+	rec    addrmap.Recorder
+}
+
+var scratchPool sync.Pool
 
 // emission is what emitAll leaves for the layout.
 type emission struct {
@@ -142,6 +166,15 @@ func (g *gen) emitAll(uw *unwinder, codeAddr uint64) *emission {
 			}
 		}()
 	}
+	// The functions whose plans others read while they are emitted
+	// (closed and trivial callees: plan.go) keep their analysis.
+	keep := map[*funcPlan]bool{}
+	for _, fp := range g.closedAt {
+		keep[fp] = true
+	}
+	for _, fp := range g.trivialAt {
+		keep[fp] = true
+	}
 	amap := addrmap.NewEncoder(n)
 	// The workers copy g (emitOne's view): what the join collects for g
 	// waits until they are done.
@@ -170,6 +203,13 @@ func (g *gen) emitAll(uw *unwinder, codeAddr uint64) *emission {
 			}
 			fg.start += shift
 			fg.end += shift
+			fg.table = runtime.Func{NumPaths: fg.num.NumPaths, Hashed: b2u(fg.hashed()), FirstSite: uint64(fg.firstSite),
+				NSites: uint64(fg.nsites()), Slot: uint64(fg.slot), PathReg: fg.pathRegField(), Closed: fg.closedField()}
+			fg.meta = fc.meta
+			fg.stats = fg.funcPlan.stats()
+			if g.release && !keep[fg.funcPlan] {
+				fg.dropAnalysis()
+			}
 			for site, l := range fc.siteRet {
 				siteRet[site] = l
 			}

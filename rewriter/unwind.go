@@ -506,7 +506,7 @@ func unwindTables(u *unwinder, g *gen, infos []funcUnwind, codeAddr, size uint64
 		}
 	}
 	if len(failed) > 0 {
-		return nil, &emitError{failed}
+		return nil, &emitError{failed: failed, released: g.release}
 	}
 	addr := pageUp(codeAddr + size)
 	eh, err := buildEH(u.frame, efs, codeAddr, addr)

@@ -113,6 +113,9 @@ func (r *Recorder) Add(orig, addr uint64) { r.pairs = append(r.pairs, [2]uint64{
 // AddJoin records a join of the jmp at orig at addr (Inst.Joins).
 func (r *Recorder) AddJoin(orig, addr uint64) { r.joins = append(r.joins, [2]uint64{orig, addr}) }
 
+// Reset empties r, keeping its arrays for the next function.
+func (r *Recorder) Reset() { r.pairs, r.joins = r.pairs[:0], r.joins[:0] }
+
 // Grow makes room for n more copies.
 func (r *Recorder) Grow(n int) { r.pairs = slices.Grow(r.pairs, n) }
 

@@ -146,6 +146,10 @@ type Buf struct {
 	next   Label // the next id of the last range in own
 	// spare holds the arrays of appended children, for the next ones.
 	spare []childArrays
+	// done holds the parent's earlier code, doneLen bytes, in arrays
+	// Append filled (child.go): its offsets count from the first.
+	done    [][]byte
+	doneLen int
 }
 
 // SPMark says that from code offset Off on, %rsp is SP bytes away from
@@ -190,7 +194,7 @@ func (b *Buf) logSP() {
 
 // Len is the number of bytes emitted so far; for a child, the offset in
 // its parent at which it would end (Child).
-func (b *Buf) Len() int { return b.at + len(b.code) }
+func (b *Buf) Len() int { return b.at + b.doneLen + len(b.code) }
 
 // Err returns the first template error, or nil.
 func (b *Buf) Err() error { return b.err }
@@ -220,7 +224,7 @@ func (b *Buf) Bind(l Label) {
 	case b.labels[l] >= 0:
 		b.fail("Bind", "label %d already bound at offset %#x", l, b.labels[l])
 	default:
-		b.labels[l] = int32(len(b.code))
+		b.labels[l] = int32(b.Len())
 	}
 }
 
@@ -244,8 +248,8 @@ func (b *Buf) Offset(l Label) (int, bool) {
 // relocatable. n must lie on an instruction boundary; the buffer cannot
 // check that, but it does refuse an n outside [0, Len()].
 func (b *Buf) Truncate(n int) {
-	if b.parent != nil {
-		b.fail("Truncate", "a child buffer is not truncated")
+	if b.parent != nil || b.doneLen > 0 {
+		b.fail("Truncate", "a buffer with children is not truncated")
 		return
 	}
 	if n < 0 || n > len(b.code) {
@@ -283,7 +287,7 @@ func (b *Buf) Finish(base uint64) ([]byte, error) {
 	if err := b.finishable(base); err != nil {
 		return nil, err
 	}
-	return b.resolve(base, append([]byte(nil), b.code...))
+	return b.resolve(base, b.joinCode(true))
 }
 
 // Take is Finish for a caller done with the buffer: the fields are
@@ -295,11 +299,11 @@ func (b *Buf) Take(base uint64) ([]byte, error) {
 	if err := b.finishable(base); err != nil {
 		return nil, err
 	}
-	out, err := b.resolve(base, b.code)
+	out, err := b.resolve(base, b.joinCode(false))
 	if err != nil {
 		return nil, err
 	}
-	b.code, b.fixups = nil, nil
+	b.code, b.fixups, b.done, b.doneLen = nil, nil, nil, 0
 	b.err = errTaken
 	return out, nil
 }
@@ -315,6 +319,23 @@ func (b *Buf) finishable(base uint64) error {
 		return fmt.Errorf("enc: finishing at %#x code placed at %#x", base, b.base)
 	}
 	return nil
+}
+
+// joinCode returns all of b's code in one array: its own, when it has
+// no earlier arrays (done) and need not be copied.
+func (b *Buf) joinCode(copied bool) []byte {
+	if b.doneLen == 0 && !copied {
+		return b.code
+	}
+	out := make([]byte, 0, b.doneLen+len(b.code))
+	for _, d := range b.done {
+		out = append(out, d...)
+	}
+	out = append(out, b.code...)
+	if !copied {
+		b.done, b.doneLen = nil, 0
+	}
+	return out
 }
 
 // errTaken is the sticky error of a Buf after Take.
@@ -337,8 +358,8 @@ func (b *Buf) Grow(n int) {
 // resolve fills the rel32/disp32 fields in out, a copy of the buffer's
 // bytes (or the bytes themselves), for code laid out at base.
 func (b *Buf) resolve(base uint64, out []byte) ([]byte, error) {
-	if base+uint64(len(b.code)) < base {
-		return nil, fmt.Errorf("enc: %d bytes at %#x pass the end of the address space: %w", len(b.code), base, ErrRange)
+	if base+uint64(len(out)) < base {
+		return nil, fmt.Errorf("enc: %d bytes at %#x pass the end of the address space: %w", len(out), base, ErrRange)
 	}
 	for _, f := range b.fixups {
 		var dest uint64
@@ -415,7 +436,7 @@ func (b *Buf) emit64(v uint64) { b.code = binary.LittleEndian.AppendUint64(b.cod
 // the end of the instruction, end bytes from the start of the buffer's
 // own bytes (len(b.code) counts them). The caller has checked t.
 func (b *Buf) field(t Target, end int) {
-	end += b.at // a child's offsets count from where it starts in its parent
+	end += b.at + b.doneLen // from where a child starts in its parent, past a parent's earlier arrays
 	if end > math.MaxInt32 {
 		b.fail("field", "code buffer past 2 GiB")
 	}

@@ -30,6 +30,10 @@ type labelBind struct {
 // handed out those below next.
 type labelRange struct{ lo, hi Label }
 
+// maxCodeArray bounds the arrays a parent's code grows by as children
+// are appended (Buf.done).
+const maxCodeArray = 32 << 20
+
 // childLabels is how many label ids a child reserves at first; it
 // reserves twice as many each time, up to maxChildLabels.
 const (
@@ -112,6 +116,14 @@ func (b *Buf) Append(c *Buf) (int, error) {
 	for _, lb := range c.binds {
 		b.labels[lb.l] = lb.off + int32(shift)
 	}
+	if len(b.code)+len(c.code) > cap(b.code) && len(b.code) > 0 {
+		// A new array rather than a copy of the whole code: the parent's
+		// code grows while what emitted it (the children's functions'
+		// analysis) goes.
+		b.done = append(b.done, b.code)
+		b.doneLen += len(b.code)
+		b.code = make([]byte, 0, max(min(2*cap(b.code), maxCodeArray), len(c.code)))
+	}
 	b.code = append(b.code, c.code...)
 	for _, f := range c.fixups {
 		f.off += int32(shift)
@@ -150,7 +162,7 @@ func (b *Buf) fillEarly(f fixup) bool {
 	if d < math.MinInt32 || d > math.MaxInt32 {
 		return false
 	}
-	binary.LittleEndian.PutUint32(b.code[f.off:], uint32(int32(d)))
+	binary.LittleEndian.PutUint32(b.code[int(f.off)-b.doneLen:], uint32(int32(d)))
 	return true
 }
 

@@ -68,8 +68,7 @@ func memoKey(code []byte, l *layout) (key [16]byte, rel int64, disp uint32) {
 
 func memoHash(k *[16]byte) uint64 {
 	h := binary.LittleEndian.Uint64(k[:8])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(k[8:])
-	h *= 0xbf58476d1ce4e5b9
-	return h >> (64 - memoBits)
+	return h * 0xbf58476d1ce4e5b9
 }
 
 // memoDecode is decode through the table.
@@ -78,11 +77,17 @@ func memoDecode(code []byte, addr uint64, l *layout) (Inst, error) {
 		return decode(code, addr, l)
 	}
 	key, rel, disp := memoKey(code, l)
-	slot := &memoTable[memoHash(&key)]
-	if e := slot.Load(); e != nil && e.key == key {
-		in := e.inst
-		retarget(&in, l, addr, rel, disp, e.signExt)
-		return in, nil
+	// Two slots per key (the table is two-way associative): a key that
+	// collides with a frequent one does not evict it.
+	h := memoHash(&key)
+	at := h >> (64 - memoBits) &^ 1
+	slots := memoTable[at : at+2]
+	for i := range slots {
+		if e := slots[i].Load(); e != nil && e.key == key {
+			in := e.inst
+			retarget(&in, l, addr, rel, disp, e.signExt)
+			return in, nil
+		}
 	}
 	in, err := decode(code, addr, l)
 	if err != nil {
@@ -94,6 +99,13 @@ func memoDecode(code []byte, addr uint64, l *layout) (Inst, error) {
 		if signExt, ok = retargets(code, addr, l, &in); !ok {
 			return in, nil
 		}
+	}
+	// An empty slot, else the one the hash's next bit picks.
+	slot := &slots[h>>32&1]
+	if slots[0].Load() == nil {
+		slot = &slots[0]
+	} else if slots[1].Load() == nil {
+		slot = &slots[1]
 	}
 	slot.Store(&memoEntry{key: key, inst: in, signExt: signExt})
 	return in, nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -132,21 +131,10 @@ func runRewrite(c *ctx, args []string) error {
 	return nil
 }
 
-// rewriteMemory is the memory the Go runtime keeps blpp under while it
-// rewrites (runtime/debug.SetMemoryLimit), unless GOMEMLIMIT says
-// otherwise: without it the heap grows to twice the live data between
-// collections, which for the largest library (libLLVM, 120 MB, about a
-// gigabyte live) passed 5 GiB; with it the process stays under 2 GiB,
-// at the price of more collections while the most is live [decision
-// 91].
-const rewriteMemory = 1850 << 20
-
 // rewriteFile rewrites in into out (wholerun.RewriteFile), with progress
 // on a terminal.
 func rewriteFile(in, out string, opts rewriter.Options) (*rewriter.Summary, error) {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(rewriteMemory)
-	}
+	rewriter.LimitMemory()
 	// Progress on a terminal, for rewrites that take more than a second.
 	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 && opts.Progress == nil {
 		start := time.Now()

@@ -127,6 +127,10 @@ func (g *gen) emitAll(uw *unwinder, codeAddr uint64) *emission {
 	type chunk struct {
 		lo, hi int
 		done   chan struct{}
+		// panicked holds what a worker's emission panicked with: the
+		// join panics with it, on the caller's goroutine, whose recover
+		// (cmd/blpp) reports an internal error as it did before.
+		panicked any
 	}
 	var chunks []chunk
 	for lo := 0; lo < n; {
@@ -135,7 +139,7 @@ func (g *gen) emitAll(uw *unwinder, codeAddr uint64) *emission {
 			size += plans[hi].f.Func.TotalSize()
 			hi++
 		}
-		chunks = append(chunks, chunk{lo, hi, make(chan struct{})})
+		chunks = append(chunks, chunk{lo: lo, hi: hi, done: make(chan struct{})})
 		lo = hi
 	}
 	workers := g.workers
@@ -156,13 +160,18 @@ func (g *gen) emitAll(uw *unwinder, codeAddr uint64) *emission {
 	for range workers {
 		go func() {
 			for c := range next {
-				at, sp := 0, int32(0)
-				for i := chunks[c].lo; i < chunks[c].hi; i++ {
-					fc := g.emitOne(plans[i], at, sp, uw, codeAddr)
-					codes[i] = fc
-					at, sp = (fc.buf.Len()+15)&^15, fc.buf.SP()
-				}
-				close(chunks[c].done)
+				func() {
+					defer func() {
+						chunks[c].panicked = recover()
+						close(chunks[c].done)
+					}()
+					at, sp := 0, int32(0)
+					for i := chunks[c].lo; i < chunks[c].hi; i++ {
+						fc := g.emitOne(plans[i], at, sp, uw, codeAddr)
+						codes[i] = fc
+						at, sp = (fc.buf.Len()+15)&^15, fc.buf.SP()
+					}
+				}()
 			}
 		}()
 	}
@@ -182,6 +191,9 @@ func (g *gen) emitAll(uw *unwinder, codeAddr uint64) *emission {
 	var patches []patch
 	for c := range chunks {
 		<-chunks[c].done
+		if p := chunks[c].panicked; p != nil {
+			panic(p)
+		}
 		for i := chunks[c].lo; i < chunks[c].hi; i++ {
 			fc := codes[i]
 			codes[i] = nil

@@ -25,17 +25,31 @@ func (e *FormatError) Unwrap() error { return e.Err }
 // package, never a property of the input. FuzzParse fails on it.
 var errInternal = errors.New("internal error in the profile reader")
 
-// ReadFile reads and parses the profile file name.
+// ReadFile reads and parses the profile file name: a profile, or the
+// live file of a process that died in continuous mode (ParseLive).
 func ReadFile(name string) (*Profile, error) {
+	p, _, err := ReadFileLive(name)
+	return p, err
+}
+
+// ReadFileLive is ReadFile that also says, for a live file, what it
+// holds beyond the profile (nil for a profile).
+func ReadFileLive(name string) (*Profile, *Live, error) {
 	data, err := os.ReadFile(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p, err := Parse(data)
+	var p *Profile
+	var l *Live
+	if IsLive(data) {
+		p, l, err = ParseLive(data)
+	} else {
+		p, err = Parse(data)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return p, nil
+	return p, l, nil
 }
 
 // Parse decodes and validates a profile file. On failure it returns a nil

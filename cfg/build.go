@@ -156,7 +156,10 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	if g.Reason == ReasonOK {
 		g.findSyscallLeaves(bd.insts, bd.instAt)
 	}
-	if g.Reason == ReasonOK && IsSigreturnTrampoline(bd.b.Bytes(f.Addr, len(sigreturnBytes))) {
+	if g.Reason == ReasonOK && isVfork(f) {
+		g.fail(ReasonVfork, f.Addr, "its child returns from it in its parent's memory")
+	}
+	if g.Reason == ReasonOK && HoldsSigreturn(bd.b.Code(f.Addr)) {
 		g.fail(ReasonSigreturn, f.Addr, "mov $15,%%rax; syscall (rt_sigreturn): unwinders and debuggers find signal frames by these bytes")
 	}
 	if g.Reason == ReasonOK && f.Size+f.Pad < 5 {
@@ -522,6 +525,7 @@ func (bd *builder) makeBlocks() {
 				cs.Target = in.Target
 				if callee := bd.env.funcAt(in.Target); callee != nil {
 					cs.Forks = IsForkName(callee.Name)
+					cs.Vforks = IsVforkName(callee.Name)
 					cs.ReturnsTwice = IsReturnsTwiceName(callee.Name)
 					g.addLeave(in.Addr, from, callee.Name)
 				}
@@ -596,4 +600,19 @@ var sigreturnBytes = []byte{0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05
 // trampoline, which must never be patched (ReasonSigreturn).
 func IsSigreturnTrampoline(code []byte) bool {
 	return len(code) >= len(sigreturnBytes) && string(code[:len(sigreturnBytes)]) == string(sigreturnBytes)
+}
+
+// HoldsSigreturn reports whether the signal return trampoline starts in
+// the first five bytes of code, those a jump to a procedure's new copy
+// (or to a counting stub) overwrites. glibc starts __restore_rt's FDE one
+// byte early, on a nop, so that unwinders looking up the return address
+// minus one find it: in a stripped libc.so.6 the procedure that FDE
+// bounds starts there.
+func HoldsSigreturn(code []byte) bool {
+	for off := 0; off < 5 && off < len(code); off++ {
+		if IsSigreturnTrampoline(code[off:]) {
+			return true
+		}
+	}
+	return false
 }

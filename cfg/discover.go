@@ -296,7 +296,7 @@ func hiddenFlow(g *Graph) bool {
 		return true
 	}
 	switch g.Reason {
-	case ReasonOK, ReasonTooShort, ReasonPLT, ReasonPathOverflow, ReasonSigreturn:
+	case ReasonOK, ReasonTooShort, ReasonPLT, ReasonPathOverflow, ReasonSigreturn, ReasonVfork:
 		return false
 	}
 	return true

@@ -59,7 +59,7 @@ func (p *Program) joinEntries(todo []int) []int {
 	eligible := func(i int) bool {
 		f := p.Funcs[i]
 		return selected[i] && !f.PLT && !f.MidFrame && f.Size+f.Pad >= 5 && !specialName(f) &&
-			!IsSigreturnTrampoline(p.Binary.Bytes(f.Addr, len(sigreturnBytes)))
+			!HoldsSigreturn(p.Binary.Code(f.Addr))
 	}
 	// joined[i] is the joined procedure member i belongs to.
 	joined := map[int]*joinedFunc{}
@@ -151,7 +151,7 @@ func joinable(g *Graph) bool {
 // it keeps its own entry.
 func specialName(f *Function) bool {
 	for _, n := range append([]string{f.Name}, f.Aliases...) {
-		if IsNoReturnName(n) || IsForkName(n) || IsReturnsTwiceName(n) || LeaveName(n) != 0 {
+		if IsNoReturnName(n) || IsForkName(n) || IsVforkName(n) || IsReturnsTwiceName(n) || LeaveName(n) != 0 {
 			return true
 		}
 	}

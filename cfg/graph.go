@@ -144,6 +144,9 @@ type CallSite struct {
 	// Forks is set for calls to fork and its kin (POSIX fork, glibc's
 	// _Fork and internal names): the call returns in two processes.
 	Forks bool
+	// Vforks is set for calls to vfork (and __vfork), whose child
+	// borrows the caller's memory until it execs or exits (decision 94).
+	Vforks bool
 }
 
 // BreaksPath reports whether edge e must end a Ball-Larus path and start
@@ -219,6 +222,11 @@ type Graph struct {
 	// process image without its exit handlers (leaves.go) to how; nil
 	// when there is none.
 	Leaves map[uint64]Leave
+	// SigActions holds the addresses of the syscall instructions that
+	// make rt_sigaction (their %rax is known to be 13, leaves.go), which
+	// the rewriter hands to the runtime (decision 94); nil when there is
+	// none.
+	SigActions map[uint64]bool
 	// Reason is ReasonOK when the procedure may be instrumented; otherwise
 	// why not, with Detail naming the address and the problem.
 	Reason Reason
@@ -329,6 +337,11 @@ const (
 	// every handler into it, and unwinders and debuggers recognise a
 	// signal frame by its exact bytes, so it must stay byte-identical.
 	ReasonSigreturn
+	// ReasonVfork: vfork itself. Its child returns from it in its
+	// parent's memory, and so would leave its activation in the parent's
+	// thread block: the caller's code after the call gives the child a
+	// block of its own first (decision 94).
+	ReasonVfork
 )
 
 var reasonNames = [...]string{
@@ -345,6 +358,7 @@ var reasonNames = [...]string{
 	ReasonPathOverflow:           "path numbering failed",
 	ReasonExceptionTable:         "unusable exception table",
 	ReasonSigreturn:              "signal return trampoline",
+	ReasonVfork:                  "vfork",
 }
 
 func (r Reason) String() string {

@@ -23,6 +23,10 @@ const (
 	// LeaveExec: the image is replaced if the call succeeds (execve and
 	// its kin); it returns when it fails.
 	LeaveExec
+	// LeaveDaemon: the process may end inside the call (daemon(): its
+	// parent leaves through _exit, its child returns, as from fork);
+	// it returns when it fails (decision 94).
+	LeaveDaemon
 )
 
 // Leave is an instruction that may end the process image without its
@@ -40,6 +44,10 @@ const (
 	sysExecve    = 59
 	sysExitGroup = 231
 	sysExecveat  = 322
+	// rt_sigaction is not a way out: the rewriter sends it to the
+	// runtime, which keeps the signal actions the program sets
+	// (decision 94).
+	sysRtSigaction = 13
 )
 
 // LeaveName returns how a call to a procedure of this name (PLT suffix
@@ -57,6 +65,8 @@ func LeaveName(name string) LeaveKind {
 		return LeaveExit
 	case "execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve", "execveat":
 		return LeaveExec
+	case "daemon":
+		return LeaveDaemon
 	}
 	return 0
 }
@@ -173,7 +183,8 @@ func (s *regConsts) step(in *x86.Inst) {
 }
 
 // findSyscallLeaves records in g.Leaves the system calls of the
-// procedure whose number (%rax) is known and leaves the image, by a
+// procedure whose number (%rax) is known and leaves the image, and in
+// g.SigActions those that are rt_sigaction, by a
 // forward constant propagation over its blocks. insts are the decoded
 // instructions, in any order, and instAt finds one by address.
 func (g *Graph) findSyscallLeaves(insts []x86.Inst, instAt func(uint64) int) {
@@ -247,6 +258,13 @@ func (g *Graph) findSyscallLeaves(insts []x86.Inst, instAt func(uint64) int) {
 			}
 			nr, ok := s.get(0)
 			if !ok {
+				return
+			}
+			if nr == sysRtSigaction {
+				if g.SigActions == nil {
+					g.SigActions = map[uint64]bool{}
+				}
+				g.SigActions[inst.Addr] = true
 				return
 			}
 			if k := syscallLeave(nr); k != 0 {

@@ -74,9 +74,10 @@ func IsNoReturnName(name string) bool {
 }
 
 // IsForkName reports fork and its kin (POSIX fork, glibc's _Fork,
-// __fork and __libc_fork), whose calls return in a parent and a child
-// process that share the memory image of the call. vfork is not one: its
-// child borrows the parent's memory until it execs.
+// __fork and __libc_fork, and daemon, whose child returns from it),
+// whose calls return in a child process that has a copy of the memory
+// image of the call. vfork is not one: its child borrows the parent's
+// memory until it execs.
 func IsForkName(name string) bool {
 	name = strings.TrimSuffix(name, "@plt")
 	if i := strings.IndexByte(name, '@'); i > 0 {
@@ -85,6 +86,29 @@ func IsForkName(name string) bool {
 	switch name {
 	case "fork", "_Fork", "__fork", "__libc_fork":
 		return true
+	case "daemon":
+		// It forks, and returns 0 in the child alone (decision 94).
+		return true
+	}
+	return false
+}
+
+// IsVforkName reports vfork and glibc's __vfork, whose child runs in its
+// parent's memory, on its stack, until it execs or exits.
+func IsVforkName(name string) bool {
+	name = strings.TrimSuffix(name, "@plt")
+	if i := strings.IndexByte(name, '@'); i > 0 {
+		name = name[:i]
+	}
+	return name == "vfork" || name == "__vfork"
+}
+
+// isVfork reports a procedure named vfork or __vfork (an alias counts).
+func isVfork(f *Function) bool {
+	for _, n := range append([]string{f.Name}, f.Aliases...) {
+		if IsVforkName(n) {
+			return true
+		}
 	}
 	return false
 }

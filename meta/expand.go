@@ -31,6 +31,10 @@ type Expansion struct {
 	// FromEntry says the path begins at the function's entry (one run of
 	// it is one activation) rather than at a loop head after a backedge.
 	FromEntry bool
+	// Ends says the path ends the activation: it reaches the exit by a
+	// real exit (a return, a tail call, a call that does not return),
+	// not by a backedge or a path-breaking edge.
+	Ends bool
 }
 
 // funcCache holds one function's numbering and the expansions made so
@@ -133,6 +137,7 @@ func (f *Func) expand(n *pathnum.Numbering, steps []pathnum.Step) *Expansion {
 	e := &Expansion{
 		Blocks:    make([]int, 0, len(nodes)),
 		FromEntry: len(steps) == 0 || steps[0].Pseudo != pathnum.FromEntry,
+		Ends:      len(steps) > 0 && len(nodes) > 0 && nodes[len(nodes)-1] == n.Exit && steps[len(steps)-1].Pseudo != pathnum.ToExit,
 	}
 	for i, v := range nodes {
 		if v == n.Exit || i == 0 && !e.FromEntry {

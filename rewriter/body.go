@@ -141,7 +141,7 @@ func (fg *funcGen) emit() error {
 			fg.mark(a, true)
 			if a+uint64(in.Len) < blk.End {
 				fg.syscallLeave(&in)
-				if err := fg.copyInst(&in, code[a-blk.Addr:]); err != nil {
+				if err := fg.copyOrSigaction(&in, code[a-blk.Addr:]); err != nil {
 					return err
 				}
 			}
@@ -373,6 +373,9 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok && fg.forkSites[in.Addr] && !gr.Edges[e].FlagsLive {
 			fg.forkChild(site)
 		}
+		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok && fg.vforkSites[in.Addr] && !gr.Edges[e].FlagsLive {
+			fg.vforkChild(site)
+		}
 		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
 			fg.follow(e, next)
 		}
@@ -418,7 +421,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 		return fg.copyInst(in, code)
 	default: // Other, Syscall
 		fg.syscallLeave(in)
-		if err := fg.copyInst(in, code); err != nil {
+		if err := fg.copyOrSigaction(in, code); err != nil {
 			return err
 		}
 		if len(succs) == 1 {

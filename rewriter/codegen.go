@@ -25,6 +25,12 @@ import (
 // offset of the path register.
 type Stubs struct {
 	Enter, Exit, TailExit, Backedge, SetjmpRet, ForkChild, Leaf, Leave uint64
+	// SysSigaction takes the place of an rt_sigaction system call;
+	// LibcSigaction and LibcSignal that of an uninstrumented sigaction
+	// and signal (sigaction.go, decision 94). 0: none.
+	SysSigaction, LibcSigaction, LibcSignal uint64
+	// VforkChild is called in a vfork child (spawn.go).
+	VforkChild uint64
 	// OffR is the %gs offset of the path register; OffCallSite that of
 	// the last call site passed.
 	OffR, OffCallSite int32
@@ -154,6 +160,9 @@ type gen struct {
 	// dark maps a left-out function's entry to its counting stub
 	// (darkentry.go).
 	dark map[uint64]enc.Label
+	// sigThunks maps an uninstrumented function that sets signal actions
+	// to its thunk (sigaction.go).
+	sigThunks map[uint64]*sigThunk
 	// tag is the module's tag (Options.ModuleTag): 0 for an executable
 	// [decision 81].
 	tag uint32
@@ -231,6 +240,9 @@ func (g *gen) slots() bool { return g.slotsSize > 0 }
 func (g *gen) target(a uint64) enc.Target {
 	if l, ok := g.entries[a]; ok {
 		return enc.LabelTarget(l)
+	}
+	if t, ok := g.sigThunkTarget(a); ok {
+		return t // a C library function that sets signal actions (sigaction.go)
 	}
 	if t, ok := g.darkTarget(a); ok {
 		return t // a left-out function's counting stub (darkentry.go)

@@ -108,7 +108,7 @@ func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into map[uint64][]u
 		}
 		return nil, "shorter than the 5-byte entry jump"
 	}
-	if cfg.IsSigreturnTrampoline(b.Code(f.Addr)) {
+	if cfg.HoldsSigreturn(b.Code(f.Addr)) {
 		return nil, "the signal return trampoline must keep its bytes"
 	}
 	// Its original body runs, so no branch at all, its own included,

@@ -288,6 +288,13 @@ func (fg *funcGen) deadRegs(e cfg.EdgeID, n int) []enc.Reg {
 // after a call are undefined [SysV x86-64 ABI 3.2.1]; the caller checks
 // that the code after it does not read them.
 func (fg *funcGen) forkChild(site int32) {
+	fg.childCall(site, fg.g.stubs.ForkChild)
+}
+
+// childCall emits what forkChild and vforkChild share: when %eax is 0
+// (the child's side of the call at site), call stub with the site and
+// the function's id, the path register spilled for it.
+func (fg *funcGen) childCall(site int32, stub uint64) {
 	b := fg.g.buf
 	parent := b.NewLabel()
 	b.TestReg32(enc.RAX)
@@ -296,7 +303,7 @@ func (fg *funcGen) forkChild(site int32) {
 	b.LeaRSP(-redZone)
 	pushImm32(b, site)
 	pushImm32(b, fg.gid)
-	b.CallRel32(enc.AbsTarget(fg.g.stubs.ForkChild))
+	b.CallRel32(enc.AbsTarget(stub))
 	b.LeaRSP(redZone + 16)
 	b.Bind(parent)
 }

@@ -56,6 +56,9 @@ type funcPlan struct {
 	callSite  map[uint64]int32
 	tailSite  map[cfg.EdgeID]int32
 	forkSites map[uint64]bool // calls to fork and its kin (cfg.CallSite.Forks)
+	// vforkSites are the calls to vfork (cfg.CallSite.Vforks), after
+	// which a vfork child leaves its parent's thread block (spawn.go).
+	vforkSites map[uint64]bool
 	// leaveSite holds the call-site ids of the system calls that may end
 	// the process image (cfg.Leave), by address [decision 59].
 	leaveSite map[uint64]int32
@@ -350,6 +353,7 @@ func (fp *funcPlan) planSites() {
 	fp.callSite = map[uint64]int32{}
 	fp.tailSite = map[cfg.EdgeID]int32{}
 	fp.forkSites = map[uint64]bool{}
+	fp.vforkSites = map[uint64]bool{}
 	fp.siteAddrs = nil
 	calls := append([]cfg.CallSite(nil), fp.f.Graph.Calls...)
 	sort.Slice(calls, func(i, j int) bool { return calls[i].Addr < calls[j].Addr })
@@ -357,6 +361,9 @@ func (fp *funcPlan) planSites() {
 		fp.callSite[c.Addr] = fp.site(c.Block, c.Addr)
 		if c.Forks {
 			fp.forkSites[c.Addr] = true
+		}
+		if c.Vforks {
+			fp.vforkSites[c.Addr] = true
 		}
 	}
 	// Then the system calls that may end the image: the runtime finds

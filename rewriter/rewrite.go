@@ -442,7 +442,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			TailExit: rtText + img.Symbols[runtime.SymTailExit],
 			Backedge: rtText + img.Symbols[runtime.SymBackedge], SetjmpRet: rtText + img.Symbols[runtime.SymSetjmpRet], ForkChild: rtText + img.Symbols[runtime.SymForkChild],
 			Leaf: rtText + img.Symbols[runtime.SymLeaf], Leave: rtText + img.Symbols[runtime.SymLeave], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite,
-			FastSlots: rtText + img.Symbols[runtime.SymFastSlots]},
+			FastSlots:    rtText + img.Symbols[runtime.SymFastSlots],
+			SysSigaction: rtText + img.Symbols[runtime.SymSysSigaction], LibcSigaction: rtText + img.Symbols[runtime.SymLibcSigaction],
+			LibcSignal: rtText + img.Symbols[runtime.SymLibcSignal], VforkChild: rtText + img.Symbols[runtime.SymVforkChild]},
 		layoutSeed: opts.LayoutSeed,
 		workers:    opts.Workers,
 		loopRegs:   opts.LoopRegs,
@@ -487,6 +489,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		g.assignPathReg(fp)
 	}
 	g.planClosed()
+	g.planSigThunks(res.Program)
 	for _, fg := range g.funcs {
 		fg.planBody()
 	}
@@ -500,6 +503,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	amap := em.amap
 	if err := g.emitDark(dark, rtText+img.Symbols[runtime.SymDark]); err != nil {
+		return nil, nil, err
+	}
+	if err := g.emitSigThunks(); err != nil {
 		return nil, nil, err
 	}
 	darkFuncs(dark, func(fid int32, f runtime.Func) {

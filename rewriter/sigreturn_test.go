@@ -3,6 +3,7 @@ package rewriter_test
 import (
 	"bytes"
 	"debug/elf"
+	"os"
 	"testing"
 
 	"github.com/blpp/blpp/cfg"
@@ -45,5 +46,36 @@ func TestSigreturnKept(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("instrumented __restore_rt is % x, want % x", got, want)
+	}
+}
+
+// TestSigreturnKeptStripped: in a stripped C library (Debian's
+// libc.so.6) the procedure that holds __restore_rt is the one its FDE
+// bounds, which glibc starts one byte early, on a nop, for unwinders that
+// look up the return address minus one. Its entry jump would overwrite
+// the trampoline's first four bytes, and every signal handler of a
+// whole-process run would return into them: it must stay out.
+func TestSigreturnKeptStripped(t *testing.T) {
+	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
+	if _, err := os.Stat(libc); err != nil {
+		t.Skipf("%s: %v", libc, err)
+	}
+	b, err := cfg.Open(libc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Analyze(b, cfg.Options{})
+	held := 0
+	for i, f := range p.Funcs {
+		if !cfg.HoldsSigreturn(b.Code(f.Addr)) {
+			continue
+		}
+		held++
+		if g := p.Graphs[i]; g != nil && g.Reason != cfg.ReasonSigreturn {
+			t.Errorf("%s at %#x holds the signal return trampoline but is %v", f.Name, f.Addr, g.Reason)
+		}
+	}
+	if held == 0 {
+		t.Fatalf("%s: no procedure holds the signal return trampoline", libc)
 	}
 }

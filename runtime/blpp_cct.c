@@ -186,6 +186,7 @@ static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_r
 		STORE(&t->records, (u64)r);
 	t->last_rec = (u64)r;
 	STORE(&t->nrecords, t->nrecords + 1);
+	live_sync(t); /* continuous mode: the file's part of t */
 	return r;
 drop:
 	if (w)
@@ -263,6 +264,7 @@ static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *
 		n->fnext = t->folded;
 		BARRIER();
 		STORE(&t->folded, (u64)n);
+		live_sync(t);
 	}
 	n->next = (u64)*head;
 	*head = n;

@@ -38,6 +38,16 @@
 #define BLPP_DEFAULT_SAMPLE_SIGNAL 63
 #define BLPP_FALLBACK_SAMPLE_PERIOD 1000000ull
 #define BLPP_SAMPLER_FLAG_TIMER 1ull
+#define BLPP_LIVE_MAGIC 0x3156494c50504c42ull
+#define BLPP_LIVE_VERSION 1
+#define BLPP_LIVE_HEADER_SIZE 4096
+#define BLPP_LIVE_PTAB_CAP 4096
+#define BLPP_LIVE_NSTATS 13
+#define BLPP_LIVE_WIPED_STATS_OFF 16
+#define BLPP_LIVE_WIPED_PREFIXES_OFF 120
+#define BLPP_LIVE_WIPED_PREFIX_OWNER_OFF 136
+#define BLPP_HTAB_CAP_OFF 0
+#define BLPP_HTAB_NEXT_OFF 16
 
 /* struct blpp_config: runtime configuration, patched into the image by the rewriter */
 #define BLPP_CONFIG_SIZE 168
@@ -166,6 +176,52 @@
 #define BLPP_NODE_OFF_FOLDED 48
 #define BLPP_NODE_OFF_FNEXT 56
 #define BLPP_NODE_OFF_VIA 64
+
+/* struct blpp_live: the header of a continuous-mode (live) profile file */
+#define BLPP_LIVE_SIZE 280
+#define BLPP_LIVE_OFF_MAGIC 0
+#define BLPP_LIVE_OFF_VERSION 8
+#define BLPP_LIVE_OFF_BASE 16
+#define BLPP_LIVE_OFF_SIZE 24
+#define BLPP_LIVE_OFF_PID 32
+#define BLPP_LIVE_OFF_FLAGS 40
+#define BLPP_LIVE_OFF_TIME_NS 48
+#define BLPP_LIVE_OFF_NMETRICS 56
+#define BLPP_LIVE_OFF_MKIND 64
+#define BLPP_LIVE_OFF_MNAME 96
+#define BLPP_LIVE_OFF_THREADS 192
+#define BLPP_LIVE_OFF_MODS 200
+#define BLPP_LIVE_OFF_WIPED 208
+#define BLPP_LIVE_OFF_RESERVED 216
+
+/* struct blpp_live_thread: a thread block's part of a live file */
+#define BLPP_LIVE_THREAD_SIZE 56
+#define BLPP_LIVE_THREAD_OFF_NEXT 0
+#define BLPP_LIVE_THREAD_OFF_TID 8
+#define BLPP_LIVE_THREAD_OFF_RECORDS 16
+#define BLPP_LIVE_THREAD_OFF_NRECORDS 24
+#define BLPP_LIVE_THREAD_OFF_FOLDED 32
+#define BLPP_LIVE_THREAD_OFF_PARTIALS 40
+#define BLPP_LIVE_THREAD_OFF_BLOCK 48
+
+/* struct blpp_live_mod: a module's entry in a live file */
+#define BLPP_LIVE_MOD_SIZE 816
+#define BLPP_LIVE_MOD_OFF_NEXT 0
+#define BLPP_LIVE_MOD_OFF_TAG 8
+#define BLPP_LIVE_MOD_OFF_FLAGS 16
+#define BLPP_LIVE_MOD_OFF_BIAS 24
+#define BLPP_LIVE_MOD_OFF_BUILD_ID_LEN 32
+#define BLPP_LIVE_MOD_OFF_BUILD_ID 40
+#define BLPP_LIVE_MOD_OFF_PATH_LEN 296
+#define BLPP_LIVE_MOD_OFF_PATH 304
+
+/* struct blpp_pent: a partials table entry */
+#define BLPP_PENT_SIZE 40
+#define BLPP_PENT_OFF_REC 0
+#define BLPP_PENT_OFF_FUNC 8
+#define BLPP_PENT_OFF_BLOCK 16
+#define BLPP_PENT_OFF_REG 24
+#define BLPP_PENT_OFF_COUNT 32
 
 #ifndef __ASSEMBLER__
 
@@ -297,6 +353,52 @@ struct blpp_node {
 	unsigned long long via;
 };
 
+struct blpp_live {
+	unsigned long long magic;
+	unsigned long long version;
+	unsigned long long base;
+	unsigned long long size;
+	unsigned long long pid;
+	unsigned long long flags;
+	unsigned long long time_ns;
+	unsigned long long nmetrics;
+	unsigned long long mkind[4];
+	unsigned long long mname[12];
+	unsigned long long threads;
+	unsigned long long mods;
+	unsigned long long wiped;
+	unsigned long long reserved[8];
+};
+
+struct blpp_live_thread {
+	unsigned long long next;
+	unsigned long long tid;
+	unsigned long long records;
+	unsigned long long nrecords;
+	unsigned long long folded;
+	unsigned long long partials;
+	unsigned long long block;
+};
+
+struct blpp_live_mod {
+	unsigned long long next;
+	unsigned long long tag;
+	unsigned long long flags;
+	unsigned long long bias;
+	unsigned long long build_id_len;
+	unsigned long long build_id[32];
+	unsigned long long path_len;
+	unsigned long long path[64];
+};
+
+struct blpp_pent {
+	unsigned long long rec;
+	unsigned long long func;
+	unsigned long long block;
+	long long reg;
+	unsigned long long count;
+};
+
 _Static_assert(sizeof(struct blpp_config) == BLPP_CONFIG_SIZE, "blpp_config size");
 _Static_assert(__builtin_offsetof(struct blpp_config, magic) == BLPP_CONFIG_OFF_MAGIC, "blpp_config.magic");
 _Static_assert(__builtin_offsetof(struct blpp_config, self_vaddr) == BLPP_CONFIG_OFF_SELF_VADDR, "blpp_config.self_vaddr");
@@ -407,6 +509,44 @@ _Static_assert(__builtin_offsetof(struct blpp_node, site) == BLPP_NODE_OFF_SITE,
 _Static_assert(__builtin_offsetof(struct blpp_node, folded) == BLPP_NODE_OFF_FOLDED, "blpp_node.folded");
 _Static_assert(__builtin_offsetof(struct blpp_node, fnext) == BLPP_NODE_OFF_FNEXT, "blpp_node.fnext");
 _Static_assert(__builtin_offsetof(struct blpp_node, via) == BLPP_NODE_OFF_VIA, "blpp_node.via");
+_Static_assert(sizeof(struct blpp_live) == BLPP_LIVE_SIZE, "blpp_live size");
+_Static_assert(__builtin_offsetof(struct blpp_live, magic) == BLPP_LIVE_OFF_MAGIC, "blpp_live.magic");
+_Static_assert(__builtin_offsetof(struct blpp_live, version) == BLPP_LIVE_OFF_VERSION, "blpp_live.version");
+_Static_assert(__builtin_offsetof(struct blpp_live, base) == BLPP_LIVE_OFF_BASE, "blpp_live.base");
+_Static_assert(__builtin_offsetof(struct blpp_live, size) == BLPP_LIVE_OFF_SIZE, "blpp_live.size");
+_Static_assert(__builtin_offsetof(struct blpp_live, pid) == BLPP_LIVE_OFF_PID, "blpp_live.pid");
+_Static_assert(__builtin_offsetof(struct blpp_live, flags) == BLPP_LIVE_OFF_FLAGS, "blpp_live.flags");
+_Static_assert(__builtin_offsetof(struct blpp_live, time_ns) == BLPP_LIVE_OFF_TIME_NS, "blpp_live.time_ns");
+_Static_assert(__builtin_offsetof(struct blpp_live, nmetrics) == BLPP_LIVE_OFF_NMETRICS, "blpp_live.nmetrics");
+_Static_assert(__builtin_offsetof(struct blpp_live, mkind) == BLPP_LIVE_OFF_MKIND, "blpp_live.mkind");
+_Static_assert(__builtin_offsetof(struct blpp_live, mname) == BLPP_LIVE_OFF_MNAME, "blpp_live.mname");
+_Static_assert(__builtin_offsetof(struct blpp_live, threads) == BLPP_LIVE_OFF_THREADS, "blpp_live.threads");
+_Static_assert(__builtin_offsetof(struct blpp_live, mods) == BLPP_LIVE_OFF_MODS, "blpp_live.mods");
+_Static_assert(__builtin_offsetof(struct blpp_live, wiped) == BLPP_LIVE_OFF_WIPED, "blpp_live.wiped");
+_Static_assert(__builtin_offsetof(struct blpp_live, reserved) == BLPP_LIVE_OFF_RESERVED, "blpp_live.reserved");
+_Static_assert(sizeof(struct blpp_live_thread) == BLPP_LIVE_THREAD_SIZE, "blpp_live_thread size");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, next) == BLPP_LIVE_THREAD_OFF_NEXT, "blpp_live_thread.next");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, tid) == BLPP_LIVE_THREAD_OFF_TID, "blpp_live_thread.tid");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, records) == BLPP_LIVE_THREAD_OFF_RECORDS, "blpp_live_thread.records");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, nrecords) == BLPP_LIVE_THREAD_OFF_NRECORDS, "blpp_live_thread.nrecords");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, folded) == BLPP_LIVE_THREAD_OFF_FOLDED, "blpp_live_thread.folded");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, partials) == BLPP_LIVE_THREAD_OFF_PARTIALS, "blpp_live_thread.partials");
+_Static_assert(__builtin_offsetof(struct blpp_live_thread, block) == BLPP_LIVE_THREAD_OFF_BLOCK, "blpp_live_thread.block");
+_Static_assert(sizeof(struct blpp_live_mod) == BLPP_LIVE_MOD_SIZE, "blpp_live_mod size");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, next) == BLPP_LIVE_MOD_OFF_NEXT, "blpp_live_mod.next");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, tag) == BLPP_LIVE_MOD_OFF_TAG, "blpp_live_mod.tag");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, flags) == BLPP_LIVE_MOD_OFF_FLAGS, "blpp_live_mod.flags");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, bias) == BLPP_LIVE_MOD_OFF_BIAS, "blpp_live_mod.bias");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, build_id_len) == BLPP_LIVE_MOD_OFF_BUILD_ID_LEN, "blpp_live_mod.build_id_len");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, build_id) == BLPP_LIVE_MOD_OFF_BUILD_ID, "blpp_live_mod.build_id");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, path_len) == BLPP_LIVE_MOD_OFF_PATH_LEN, "blpp_live_mod.path_len");
+_Static_assert(__builtin_offsetof(struct blpp_live_mod, path) == BLPP_LIVE_MOD_OFF_PATH, "blpp_live_mod.path");
+_Static_assert(sizeof(struct blpp_pent) == BLPP_PENT_SIZE, "blpp_pent size");
+_Static_assert(__builtin_offsetof(struct blpp_pent, rec) == BLPP_PENT_OFF_REC, "blpp_pent.rec");
+_Static_assert(__builtin_offsetof(struct blpp_pent, func) == BLPP_PENT_OFF_FUNC, "blpp_pent.func");
+_Static_assert(__builtin_offsetof(struct blpp_pent, block) == BLPP_PENT_OFF_BLOCK, "blpp_pent.block");
+_Static_assert(__builtin_offsetof(struct blpp_pent, reg) == BLPP_PENT_OFF_REG, "blpp_pent.reg");
+_Static_assert(__builtin_offsetof(struct blpp_pent, count) == BLPP_PENT_OFF_COUNT, "blpp_pent.count");
 #endif /* __ASSEMBLER__ */
 
 #endif /* BLPP_LAYOUT_H */

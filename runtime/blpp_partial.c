@@ -192,7 +192,10 @@ out:
 
 static void partial_add(struct blpp_thread *t, struct blpp_record *rec, u64 func, u64 block, s64 reg)
 {
+	u64 had = t->partials;
 	pent_add(&t->partials, &t->plock, rec, func, block, reg);
+	if (!had && t->partials)
+		live_sync(t); /* continuous mode: the table is new */
 }
 
 /* act_record is the record of the activation that pushed frame i of t,
@@ -249,6 +252,8 @@ static void record_live(struct blpp_thread *t)
  * are the parent's). A profile write the parent had in progress is
  * forgotten.
  */
+static void live_fork(struct blpp_thread *me); /* blpp_live.c */
+
 static void fork_reset(void)
 {
 	struct wiped *w = rt.w;
@@ -296,7 +301,10 @@ static void fork_reset(void)
 		}
 		STORE(&rt.threads, me);
 		rt.nthreads = me ? 1 : 0;
+		if (me)
+			live_fork(me); /* continuous mode: the child's file */
 		rt.write_lock = 0;
+		rt.sig_lock = 0; /* a thread of the parent's may have held it */
 		rt.exit_written = 0;
 		rt.dumps = 0;
 		rt.forked = 1;

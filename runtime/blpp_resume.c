@@ -27,7 +27,10 @@ void blpp_rt_fork_child(u64 fid, u64 site)
 	struct wiped *w = rt.w;
 	struct blpp_frame *f;
 	struct stop_walk sw;
-	if (!t || !w || t->busy)
+	/* Once per process: a fork made inside a fork-like call that is
+	 * instrumented too (daemon's) recorded every live activation's
+	 * prefix already, the caller's included. */
+	if (!t || !w || t->busy || LOAD(&w->prefix_owner))
 		return;
 	busy_up(t);
 	BARRIER();
@@ -41,6 +44,32 @@ void blpp_rt_fork_child(u64 fid, u64 site)
 	}
 	BARRIER();
 	busy_down(t);
+}
+
+/*
+ * blpp_rt_vfork_child runs in a vfork child right after vfork() returned
+ * 0 to function fid, whose call site id is site (decision 94). The child
+ * borrows its parent's memory, and its thread pointer, until it execs or
+ * exits: the instrumented code it runs meanwhile (its caller's, a set-up
+ * function) would count in the parent's records and move the parent's
+ * shadow stack, whose owner test it passes. It gets the scratch block
+ * instead, where nothing is counted (thread_slow keeps it there), as the
+ * child process that execs leaves no profile of that code (callgrind
+ * neither: its dump of a process that execs is empty). Where vfork made
+ * a copy of the memory (valgrind turns it into fork) the child is a fork
+ * child, and records its prefixes.
+ */
+void blpp_rt_vfork_child(u64 fid, u64 site)
+{
+	if (!rt.ready)
+		return;
+	cont_check();
+	fork_check();
+	if (getpid() == rt.pid) {
+		blpp_rt_fork_child(fid, site);
+		return;
+	}
+	set_gs(scratch_block());
 }
 
 /*

@@ -47,6 +47,8 @@
  *   blpp_htab.c     hash tables of path counts
  *   blpp_cct.c      records, calling context trees, counting a path
  *   blpp_partial.c  partial activations, stop walks, fork reset, unwinding
+ *   blpp_live.c     continuous mode: the live file, its arena, thread and
+ *                   module entries, fork children's files
  *   blpp_enter.c    the stubs' C halves: entry, exit, backedge, leaf
  *   blpp_dark.c     entries of uninstrumented functions, dark-entry
  *                   stubs' C half (decision 70)
@@ -95,6 +97,7 @@
 #include "blpp_htab.c"
 #include "blpp_cct.c"
 #include "blpp_partial.c"
+#include "blpp_live.c"
 #include "blpp_enter.c"
 #include "blpp_dark.c"
 #include "blpp_resume.c"

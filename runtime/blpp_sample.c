@@ -32,7 +32,6 @@
  */
 
 enum {
-	SYS_fcntl = 72,
 	SYS_timer_create = 222,
 	SYS_timer_settime = 223,
 	SYS_timer_delete = 226,
@@ -43,7 +42,6 @@ enum {
 	O_ASYNC = 020000,
 	SIGEV_THREAD_ID = 4,
 	CLOCK_THREAD_CPUTIME_ID = 3,
-	SA_SIGINFO = 4,
 	SAMPLE_MIN_SIGNAL = 40,
 	/* A thread's sample table: open addressing, SAMPLE_PROBES tries. */
 	SAMPLE_BITS = 16,

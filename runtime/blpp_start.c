@@ -27,13 +27,34 @@ static u64 read_fs_base(void)
 }
 
 /* set_template makes the profile name template absolute, so that a chdir
- * of the program does not move the profile. */
+ * of the program does not move the profile. %c in it asks for continuous
+ * mode (decision 94) and is taken out, as clang's %c is. */
 static void set_template(const char *name)
 {
-	u64 n = 0, len;
-	if (!name || !*name)
+	char own[4096];
+	u64 n = 0, len = 0;
+	const char *s = name ? name : "";
+	for (; *s && len < sizeof(own) - 2; s++) {
+		if (s[0] == '%' && s[1] == 'c') {
+			rt.cont_want = 1;
+			s++;
+		} else if (s[0] == '%' && s[1] == '%') {
+			own[len++] = *s++;
+			own[len++] = *s;
+		} else {
+			own[len++] = *s;
+		}
+	}
+	own[len] = 0;
+	name = own;
+	if (*s) {
+		say("profile name too long: ", own, "...", 0);
+		len = 0;
+	}
+	if (!len) {
 		name = "blpp.out";
-	len = str_len(name);
+		len = str_len(name);
+	}
 	if (name[0] != '/') {
 		long r = sc2(SYS_getcwd, rt.tmpl, sizeof(rt.tmpl));
 		if (!failed(r) && r > 0 && rt.tmpl[0] == '/') {
@@ -90,7 +111,7 @@ static struct proc *find_proc(void)
  * gives the calling (main) thread its block. rt_own's quiet, fsgsbase
  * and env_known are set before it runs and carried over.
  */
-static void setup(void)
+static void setup(const char *profile)
 {
 	const volatile struct blpp_config *c = &blpp_config;
 	struct blpp_thread *t;
@@ -126,6 +147,13 @@ static void setup(void)
 	/* The call cache takes the slots' place: context images only. */
 	if ((rt.flags & BLPP_CONFIG_FLAG_CALL_CACHE) && !rt.flow_only && !rt.slots_size)
 		rt.cache_size = BLPP_CALL_CACHE_SIZE;
+	/* The profile's name, and in continuous mode its file, which the
+	 * counter state goes in from the start (blpp_live.c). Without the
+	 * environment (early_init without /proc) it is named later, and
+	 * continuous mode cannot start. */
+	set_template(profile);
+	if (rt.cont_want && rt.env_known)
+		cont_open();
 	rt.w = map_wiped(page_up(sizeof(struct wiped)));
 	if (rt.w)
 		rt.w->live = 1;
@@ -247,6 +275,7 @@ static void mod_register(void)
 	}
 	if (rt.w)
 		STORE(&blpp_fast_slots, 1);
+	live_mod(m); /* continuous mode: the module's entry in the file */
 }
 
 /*
@@ -265,9 +294,8 @@ static int attach(const char *profile)
 		mod_register();
 		return 1;
 	}
-	setup();
+	setup(profile);
 	mod_register();
-	set_template(profile);
 	install_handlers(((const volatile struct blpp_config *)&blpp_config)->dump_signal);
 	return 1;
 }
@@ -403,7 +431,9 @@ void blpp_init(u64 *sp)
  * call site the code stored). kind 1 is an exit: the profile is final.
  * kind 2 is an exec, which returns when it fails: the profile is a
  * snapshot (flagged exec), and the exit hook or the next exec writes a
- * newer one under the same name. A vfork child (or any process sharing
+ * newer one under the same name. kind 3 is a call of daemon(), whose
+ * parent leaves inside through _exit: its profile, as at an exit (a
+ * later exit, if the call fails, writes it again). A vfork child (or any process sharing
  * this memory without a fork reset: its pid is not the owner's) leaves
  * everything alone, since whatever it wrote or changed would be the
  * parent's.
@@ -412,6 +442,7 @@ void blpp_rt_leave(u64 kind)
 {
 	if (!rt.ready)
 		return;
+	cont_check();
 	fork_check();
 	if (getpid() != rt.pid)
 		return;
@@ -419,7 +450,7 @@ void blpp_rt_leave(u64 kind)
 		if (final_write())
 			write_profile(0, 1);
 	} else if (!LOAD(&rt.exit_written)) {
-		write_profile(BLPP_FLAG_EXEC, 1);
+		write_profile(kind == 3 ? 0 : BLPP_FLAG_EXEC, 1);
 	}
 }
 

@@ -104,6 +104,10 @@ struct tpriv {
 	 * timer id, the epoch it was started in, samples the full table
 	 * dropped. */
 	u64 samp_tab, samp_src, samp_id, samp_epoch, samp_dropped;
+	/* Continuous mode: the block's part of the live file (struct
+	 * blpp_live_thread), made in fork generation live_epoch - 1
+	 * (blpp_live.c). */
+	u64 live, live_epoch;
 };
 #define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
 
@@ -186,6 +190,22 @@ struct proc {
 	u64 nlive;        /* modules registered whose DT_FINI has not run */
 	u64 handlers_cfg; /* blpp_config of the runtime copy whose handlers are installed */
 	u64 dump_signal;  /* the dump signal the handlers were installed for */
+	/* The signals whose actions the runtime keeps (bit s: signal s), the
+	 * program's view of their actions, and the lock of changes to them
+	 * (blpp_signal.c, decision 94). */
+	u64 sig_managed;
+	u64 sig_lock;
+	struct ksigaction sigv[NSIG + 1];
+	/* Continuous mode (blpp_live.c, decision 94): wanted (%c in the
+	 * name), on; the live file's mapping (address, reserved size), the
+	 * bytes of it in use and its size; the growing thread; its
+	 * descriptor, name and inode; the process it belongs to. */
+	int cont_want;
+	int cont;
+	u64 cont_base, cont_cap, cont_top, cont_fsize, cont_lock;
+	long cont_fd;
+	u64 cont_ino, cont_pid;
+	char cont_name[4096];
 	struct mod *mods[BLPP_MAX_MODULE_TAG + 1]; /* by tag */
 	struct samp *samp; /* sampling (blpp_sample.c), 0: none */
 };
@@ -327,10 +347,19 @@ static void die(const char *m)
 
 enum { CHUNK_SIZE = 1 << 20, CHUNK_HDR = sizeof(struct chunk) };
 
-/* map_wiped maps zeroed memory that a fork child sees as zero again. */
+static void *cont_chunk(u64 size); /* blpp_live.c */
+
+/* map_wiped maps zeroed memory that a fork child sees as zero again: in
+ * continuous mode, part of the live file's mapping (blpp_live.c). */
 static void *map_wiped(u64 size)
 {
-	void *p = map_anon(size, 0);
+	void *p;
+	if (rt.cont) {
+		if ((p = cont_chunk(size)))
+			ADD(&rt.arena_bytes, size);
+		return p;
+	}
+	p = map_anon(size, 0);
 	if (p && !rt.nowipe && failed(sc3(SYS_madvise, p, size, MADV_WIPEONFORK))) {
 		rt.nowipe = 1;
 		say("MADV_WIPEONFORK is not supported: ", "a fork child's profile includes its parent's counts", "", 0);

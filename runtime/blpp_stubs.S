@@ -171,6 +171,17 @@
 	ENDSTUB	blpp_fork_child, blpp_rt_fork_child
 
 /*
+ * blpp_vfork_child: in a vfork child, right after vfork() returned 0 to
+ * function fid at its call site site (see blpp_rt_vfork_child):
+ *	lea -128(%rsp),%rsp ; push $site ; push $fid ; call blpp_vfork_child ;
+ *	lea 144(%rsp),%rsp
+ */
+	STUB	blpp_vfork_child
+	mov	ARG(0), %rdi
+	mov	ARG(1), %rsi
+	ENDSTUB	blpp_vfork_child, blpp_rt_vfork_child
+
+/*
  * blpp_leave: the process image may end right after this without running
  * its exit handlers (kind 1: _exit or exit_group; 2: an exec), so the
  * profile is written now (see blpp_rt_leave):
@@ -224,10 +235,71 @@
 	jmp	*blpp_entry_target(%rip)
 	ENDFUNC	blpp_start
 
-/* blpp_sigreturn is the sa_restorer of the runtime's signal handlers. */
+/* blpp_sigreturn is the sa_restorer of the runtime's signal actions. Its
+ * bytes are glibc's __restore_rt's (48 c7 c0 0f 00 00 00 0f 05), which
+ * unwinders (libgcc's MD_FALLBACK_FRAME_STATE_FOR) and debuggers take
+ * for a signal frame: a backtrace goes through it. */
 	FUNC	blpp_sigreturn
-	mov	$15, %eax	/* rt_sigreturn */
+	.byte	0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00	/* mov $15,%rax (rt_sigreturn) */
 	syscall
 	ENDFUNC	blpp_sigreturn
+
+/*
+ * blpp_sig_entry is the kernel's handler of every signal whose action the
+ * runtime keeps (blpp_signal.c, decision 94), installed with SA_SIGINFO:
+ * %rdi, %rsi and %rdx are the signal, its siginfo and its ucontext.
+ * blpp_rt_signal returns the program's handler, which the entry jumps
+ * to with those arguments, %rax 0 and %rsp as the kernel left them, so
+ * that the handler runs in the kernel's frame and returns to its
+ * restorer; or 0, when the runtime handled the signal itself.
+ */
+	FUNC	blpp_sig_entry
+	endbr64			/* the kernel enters it as a handler (decision 95) */
+	push	%rdi
+	push	%rsi
+	push	%rdx
+	call	blpp_rt_signal
+	pop	%rdx
+	pop	%rsi
+	pop	%rdi
+	test	%rax, %rax
+	jz	1f
+	mov	%rax, %r11
+	xor	%eax, %eax
+	jmp	*%r11
+1:	ret
+	ENDFUNC	blpp_sig_entry
+
+/*
+ * blpp_sys_sigaction takes the place of a syscall instruction that makes
+ * rt_sigaction (13), whose arguments are in %rdi, %rsi, %rdx and %r10:
+ *	lea -128(%rsp),%rsp ; call blpp_sys_sigaction ; lea 128(%rsp),%rsp
+ * The result is in %rax; every other register and the flags are kept.
+ */
+	STUB	blpp_sys_sigaction
+	mov	%r10, %rcx
+	call	blpp_rt_sigaction
+	mov	%rax, 72(%rbx)
+	RESTORE
+	ret
+	ENDFUNC	blpp_sys_sigaction
+
+/*
+ * blpp_libc_sigaction and blpp_libc_signal take the place of an
+ * uninstrumented sigaction (and __sigaction), and of signal and its kin
+ * (bsd_signal, ssignal, sysv_signal, __sysv_signal, sigset): instrumented
+ * code calls them with the function's own arguments, and the function
+ * in %r11 (the rewriter's thunk loads it, as a PLT stub may clobber
+ * %r11 anyway). They are C functions with one more argument.
+ */
+	FUNC	blpp_libc_sigaction
+	mov	%r11, %rcx
+	jmp	blpp_rt_libc_sigaction
+	ENDFUNC	blpp_libc_sigaction
+
+	FUNC	blpp_libc_signal
+	mov	%r11, %rdx
+	jmp	blpp_rt_libc_signal
+	ENDFUNC	blpp_libc_signal
 
 	.section .note.GNU-stack,"",@progbits

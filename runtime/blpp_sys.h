@@ -59,6 +59,7 @@ enum {
 };
 
 enum {
+	SYS_fcntl = 72, /* blpp_live.c, blpp_sample.c */
 	ARCH_SET_GS = 0x1001,
 	ARCH_SET_FS = 0x1002,
 	ARCH_GET_GS = 0x1004,
@@ -76,9 +77,13 @@ enum {
 	O_CLOEXEC = 02000000,
 	AT_HWCAP2 = 26,
 	HWCAP2_FSGSBASE = 1 << 1,
+	SA_SIGINFO = 0x4,
 	SA_RESTART = 0x10000000,
 	SA_ONSTACK = 0x08000000,
 	SA_RESTORER = 0x04000000,
+	SA_RESETHAND = (int)0x80000000u,
+	SIG_BLOCK = 0,
+	SIG_SETMASK = 2,
 	SIGINT = 2,
 	SIGILL = 4,
 	SIGABRT = 6,
@@ -89,6 +94,15 @@ enum {
 	SIGTERM = 15,
 	SIGSTOP = 19,
 	NSIG = 64,
+};
+
+/* The kernel's struct sigaction on x86-64 [arch/x86/include/uapi/asm/signal.h]:
+ * what rt_sigaction reads and writes, 8-byte signal set. */
+struct ksigaction {
+	u64 handler; /* SIG_DFL 0, SIG_IGN 1, or a function */
+	u64 flags;
+	u64 restorer;
+	u64 mask;
 };
 
 /* The raw system call is blpp_pmu.h's (one copy of the asm). */

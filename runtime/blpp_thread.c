@@ -177,6 +177,8 @@ static struct blpp_thread *block_new(void)
 	return t;
 }
 
+static void live_sync(struct blpp_thread *t);
+
 static void block_link(struct blpp_thread *t)
 {
 	struct blpp_thread *h;
@@ -184,6 +186,7 @@ static void block_link(struct blpp_thread *t)
 		h = LOAD(&rt.threads);
 		t->next = (u64)h;
 	} while (!CAS(&rt.threads, h, t));
+	live_sync(t);
 }
 
 /* owns: t is the calling thread's block. Under the planted fault
@@ -234,6 +237,13 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 		return t;
 	}
 	for (b = LOAD(&rt.threads); b; b = (struct blpp_thread *)b->next) {
+		if (b->owner == tp && getpid() != rt.pid) {
+			/* A vfork child (or a clone with this memory and thread
+			 * pointer): the block is its parent's thread's, which is
+			 * alive. Nothing is counted (blpp_rt_vfork_child). */
+			set_gs(scratch_block());
+			return 0;
+		}
 		if (b->owner == tp) {
 			record_live(b);
 			b->sp = b->sp_base;
@@ -251,6 +261,7 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 			b->busy = 0;
 			gate_set(b);
 			b->tid = gettid();
+			live_sync(b);
 			set_gs(b);
 			sample_thread(b);
 			return b;

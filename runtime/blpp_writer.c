@@ -407,32 +407,34 @@ static void write_stats(struct obuf *b, u64 nrec)
 	write_stat(b, "unwound_frames", LOADR(&s[ST_UNWOUND]));
 }
 
-/* put appends s to the name being built in rt.name; 0 when it does not fit. */
-static int put(u64 *n, const char *s, u64 len)
+/* put appends s (len bytes) to the name being built in out (cap bytes);
+ * 0 when it does not fit. */
+static int put(char *out, u64 cap, u64 *n, const char *s, u64 len)
 {
-	if (*n + len + 1 > sizeof(rt.name))
+	if (*n + len + 1 > cap)
 		return 0;
-	mem_copy(rt.name + *n, s, len);
+	mem_copy(out + *n, s, len);
 	*n += len;
-	rt.name[*n] = 0;
+	out[*n] = 0;
 	return 1;
 }
 
 /*
- * profile_names expands the template into rt.name and rt.tmp: %p is the
- * pid, %h the host name, %% a percent sign. A fork child (pid differs from
- * the one blpp_init saw) whose template has no %p appends ".<pid>", so it
- * never overwrites its parent's profile.
+ * profile_name expands the template into out (cap bytes): %p is the pid,
+ * %h the host name, %% a percent sign (set_template took %c out). A fork
+ * child (pid differs from the one blpp_init saw) whose template has no %p
+ * appends ".<pid>", so it never overwrites its parent's profile.
  */
-static int profile_names(u64 pid)
+static int profile_name(u64 pid, char *out, u64 cap)
 {
 	char num[24], *p = utoa(num + sizeof(num), pid);
 	u64 plen = (u64)(num + sizeof(num) - p), n = 0;
 	int has_pid = 0;
+	out[0] = 0;
 	for (const char *s = rt.tmpl; *s; s++) {
 		int ok;
 		if (s[0] == '%' && s[1] == 'p') {
-			ok = put(&n, p, plen);
+			ok = put(out, cap, &n, p, plen);
 			has_pid = 1;
 			s++;
 		} else if (s[0] == '%' && s[1] == 'h') {
@@ -442,19 +444,29 @@ static int profile_names(u64 pid)
 				uts[2 * 65 - 1] = 0;
 				host = uts + 65; /* struct utsname.nodename */
 			}
-			ok = put(&n, host, str_len(host));
+			ok = put(out, cap, &n, host, str_len(host));
 			s++;
 		} else if (s[0] == '%' && s[1] == '%') {
-			ok = put(&n, "%", 1);
+			ok = put(out, cap, &n, "%", 1);
 			s++;
 		} else {
-			ok = put(&n, s, 1);
+			ok = put(out, cap, &n, s, 1);
 		}
 		if (!ok)
 			return 0;
 	}
-	if (pid != rt.init_pid && !has_pid && !(put(&n, ".", 1) && put(&n, p, plen)))
+	return pid == rt.init_pid || has_pid || (put(out, cap, &n, ".", 1) && put(out, cap, &n, p, plen));
+}
+
+/* profile_names expands the template into rt.name and the temporary
+ * file's name, "<name>.tmp.<pid>", into rt.tmp. */
+static int profile_names(u64 pid)
+{
+	char num[24], *p = utoa(num + sizeof(num), pid);
+	u64 plen = (u64)(num + sizeof(num) - p), n;
+	if (!profile_name(pid, rt.name, sizeof(rt.name)))
 		return 0;
+	n = str_len(rt.name);
 	if (n + 5 + plen + 1 > sizeof(rt.tmp))
 		return 0;
 	mem_copy(rt.tmp, rt.name, n);
@@ -589,9 +601,12 @@ static void write_profile(u32 why, int wait)
 	int direct = 0;
 	if (!rt.ready)
 		return;
+	cont_check(); /* a fork child's live file first, without a fault */
 	fork_check();
 	pid = getpid();
 	tid = gettid();
+	if (pid != rt.pid)
+		return; /* a vfork child: the state is its parent's */
 	if (!lock_writer(tid, wait))
 		return;
 	rt.writing_why = why;

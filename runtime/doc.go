@@ -195,9 +195,16 @@
 // (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT) writes it
 // if the exit has not, then restores the default action and raises the
 // signal again, so the process ends with the status it would have had; the
-// dump signal writes it and the program goes on (many times). A fatal
-// signal the program started with ignored stays ignored; a dump signal
-// that is one of the fatal ones is treated as fatal. The file has one
+// dump signal writes it and the program goes on (many times). The runtime
+// keeps these signals' actions without the program seeing it (decision
+// 94, blpp_signal.c): the kernel holds blpp_sig_entry, which jumps to
+// the program's handler where it set one (in the kernel's frame) and does
+// the above only where the program left SIG_DFL; the program's
+// rt_sigaction system calls (blpp_sys_sigaction, where the rewriter saw
+// them) and its calls to an uninstrumented sigaction or signal
+// (blpp_libc_sigaction, blpp_libc_signal) read and set its own view. An
+// ignored signal stays ignored; a dump signal that is one of the fatal
+// ones is treated as fatal. The file has one
 // THREAD section per thread block (its records parents first, partials,
 // folded calls) and STATS.
 // It is built in memory and written to "<name>.tmp.<pid>", then renamed.
@@ -212,7 +219,19 @@
 // child counts only its own work (STATS fork_child = 1); parent and child
 // profiles add up to the whole.
 // The child writes its own profile at its exit; when the name has no %p it
-// appends ".<pid>", so it never overwrites the parent's file.
+// appends ".<pid>", so it never overwrites the parent's file. After
+// vfork the child calls blpp_vfork_child, which moves its %gs to the
+// scratch block: until it execs it counts nowhere and leaves its
+// parent's block alone. daemon() is a way out for its parent and a fork
+// for its child (decision 94).
+//
+// Continuous mode (%c in BLPP_PROFILE, decision 94, blpp_live.c): the
+// arena is a shared mapping of the profile file, a live file that holds
+// every count as it is made, readable after SIGKILL (cct.ParseLive);
+// each thread block and module has an entry in it. The mapping is
+// MADV_DONTFORK: a fork child faults at its first touch and gets a file
+// of its own, zero where its parent's counts were. The dump signal
+// writes nothing in this mode.
 //
 // Everything that writes is async-signal-safe: raw syscalls, memory from
 // mmap, no lock that interrupted code could hold. The partials table and
@@ -240,9 +259,10 @@
 //   - 2^20 shadow frames per thread (virtual memory, touched as used);
 //     deeper activations are counted in root records and their callers'
 //     registers are lost (STATS shadow_overflow).
-//   - A program that installs its own handler for one of the fatal signals
-//     replaces the runtime's; exec loses the profile of the exec'ing
-//     process image.
+//   - A program that sets a fatal signal's action through a function
+//     pointer to sigaction, or syscall(2) with a number only known at run
+//     time, is not seen: it reads the runtime's entry where it set
+//     SIG_DFL, and a handler it set replaces the runtime's.
 //   - _exit and exit_group skip the exit hook: no profile (as with the
 //     original program's atexit work).
 //   - Modules (decision 81): a thread that existed before the first
@@ -284,9 +304,11 @@
 //	blpp_cct.c      records and calling context trees, the call cache, flat
 //	                records, counting a path
 //	blpp_partial.c  partial activations, stop walks, fork reset, unwinding
+//	blpp_live.c     continuous mode: the live file, its arena, thread and
+//	                module entries, fork children's files
 //	blpp_enter.c    stubs' C halves: entry, exit, backedge, leaf
 //	blpp_dark.c     entries of uninstrumented functions (decision 70)
-//	blpp_resume.c   stubs' C halves: fork child, setjmp return, landing pad
+//	blpp_resume.c   stubs' C halves: fork child, vfork child, setjmp return, landing pad
 //	blpp_writer.c   the profile writer and its file names
 //	blpp_sample.c   sampled attribution: per-thread samplers, the signal
 //	                handler, the SAMPLES section (decision 92)

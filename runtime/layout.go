@@ -580,12 +580,17 @@ func eachWord(v reflect.Value, f func(reflect.Value)) {
 	}
 }
 
-// layoutStructs are the structs of blpp_layout.h, in header order.
-var layoutStructs = []struct {
+// layoutStruct is a struct of blpp_layout.h: its C name, its Go type
+// and what it is.
+type layoutStruct struct {
 	cname string
 	typ   reflect.Type
 	doc   string
-}{
+}
+
+// layoutStructs are the structs of blpp_layout.h, in header order (the
+// live file's, live.go, follow).
+var layoutStructs = []layoutStruct{
 	{"blpp_config", reflect.TypeOf(Config{}), "runtime configuration, patched into the image by the rewriter"},
 	{"blpp_func", reflect.TypeOf(Func{}), "one entry of the function table at funcs_vaddr"},
 	{"blpp_thread", reflect.TypeOf(Thread{}), "per-thread block; %gs points at it"},
@@ -648,10 +653,11 @@ func WriteLayoutHeader(w io.Writer) error {
 #define BLPP_LAYOUT_H
 
 `)
-	for _, d := range layoutDefines {
+	for _, d := range append(layoutDefines, liveDefines...) {
 		fmt.Fprintf(bw, "#define %s %s\n", d.name, d.value)
 	}
-	for _, s := range layoutStructs {
+	structs := append(append([]layoutStruct(nil), layoutStructs...), liveStructs...)
+	for _, s := range structs {
 		prefix := "BLPP_" + strings.ToUpper(strings.TrimPrefix(s.cname, "blpp_"))
 		fmt.Fprintf(bw, "\n/* struct %s: %s */\n", s.cname, s.doc)
 		fmt.Fprintf(bw, "#define %s_SIZE %d\n", prefix, s.typ.Size())
@@ -661,7 +667,7 @@ func WriteLayoutHeader(w io.Writer) error {
 		}
 	}
 	fmt.Fprint(bw, "\n#ifndef __ASSEMBLER__\n")
-	for _, s := range layoutStructs {
+	for _, s := range structs {
 		fmt.Fprintf(bw, "\nstruct %s {\n", s.cname)
 		for i := 0; i < s.typ.NumField(); i++ {
 			f := s.typ.Field(i)
@@ -674,7 +680,7 @@ func WriteLayoutHeader(w io.Writer) error {
 		fmt.Fprint(bw, "};\n")
 	}
 	fmt.Fprint(bw, "\n")
-	for _, s := range layoutStructs {
+	for _, s := range structs {
 		prefix := "BLPP_" + strings.ToUpper(strings.TrimPrefix(s.cname, "blpp_"))
 		fmt.Fprintf(bw, "_Static_assert(sizeof(struct %s) == %s_SIZE, \"%s size\");\n", s.cname, prefix, s.cname)
 		for i := 0; i < s.typ.NumField(); i++ {

@@ -32,13 +32,23 @@ const (
 	SymLeaf      = "blpp_leaf"        // stub: a one-path flow-only leaf starts (no shadow frame)
 	SymLeave     = "blpp_leave"       // stub: before _exit, exit_group or an exec (decision 59)
 	SymDark      = "blpp_dark"        // stub: an uninstrumented function was entered (decision 70)
+	// Signal actions the program sets (decision 94): the stub that takes
+	// the place of an rt_sigaction system call, and the functions that
+	// take the place of an uninstrumented C library's sigaction and of
+	// signal and its kin (the library's function in %r11).
+	SymSysSigaction  = "blpp_sys_sigaction"
+	SymLibcSigaction = "blpp_libc_sigaction"
+	SymLibcSignal    = "blpp_libc_signal"
+	// SymVforkChild is the stub called in a vfork child, after vfork()
+	// returned 0, with the arguments of SymForkChild (decision 94).
+	SymVforkChild = "blpp_vfork_child"
 	// SymFastSlots is a data word that is 0 until the runtime is ready
 	// (the main thread's block is set up): inline instrumentation tests it
 	// before it touches %gs and calls a stub while it is 0.
 	SymFastSlots = "blpp_fast_slots"
 )
 
-var requiredSymbols = []string{SymStart, SymFini, SymModInit, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots}
+var requiredSymbols = []string{SymStart, SymFini, SymModInit, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots, SymSysSigaction, SymLibcSigaction, SymLibcSignal, SymVforkChild}
 
 // PageSize is the alignment the image needs: it must be placed at a
 // page-aligned address T, its text at T and its data at T+DataOff.

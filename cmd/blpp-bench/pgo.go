@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -79,7 +80,11 @@ type pgoTimes struct {
 	WallMS      []float64 `json:"wall_ms"` // wall time of each
 	MedianCPUMS float64   `json:"median_cpu_ms"`
 	SpeedupCPU  float64   `json:"speedup_cpu"`
-	SpeedupWall float64   `json:"speedup_wall"`
+	// SpeedupQ1 and SpeedupQ3 are the quartiles of the per-round ratios
+	// on CPU time: how much the rounds agree.
+	SpeedupQ1   float64 `json:"speedup_q1"`
+	SpeedupQ3   float64 `json:"speedup_q3"`
+	SpeedupWall float64 `json:"speedup_wall"`
 	// Share is the build's share of IR-PGO's gain: (speedup - 1) / (IR
 	// speedup - 1), on CPU time; 0 when IR-PGO gained nothing.
 	Share     float64 `json:"share"`
@@ -220,6 +225,7 @@ func timePGO(c *config, rep *pgoReport, script, dir string) error {
 		if r := pairedRatio(b.WallMS, plain.WallMS); r > 0 {
 			b.SpeedupWall = 1 / r
 		}
+		b.SpeedupQ1, b.SpeedupQ3 = speedupQuartiles(plain.CPUMS, b.CPUMS)
 	}
 	var ir *pgoTimes
 	for _, b := range rep.Builds {
@@ -233,6 +239,22 @@ func timePGO(c *config, rep *pgoReport, script, dir string) error {
 		}
 	}
 	return nil
+}
+
+// speedupQuartiles are the first and third quartiles of base[i]/xs[i]
+// (nearest rank), 0 when there is no pair.
+func speedupQuartiles(base, xs []float64) (q1, q3 float64) {
+	var rs []float64
+	for i := range xs {
+		if i < len(base) && xs[i] > 0 {
+			rs = append(rs, base[i]/xs[i])
+		}
+	}
+	if len(rs) == 0 {
+		return 0, 0
+	}
+	sort.Float64s(rs)
+	return rs[(len(rs)-1)/4], rs[(3*(len(rs)-1)+3)/4]
 }
 
 // gainShare is (s-1)/(ref-1): how much of ref's gain s has; 0 when ref
@@ -260,13 +282,16 @@ func (r *pgoReport) writeTable(c *config) {
 	}
 	fmt.Fprintf(w, "PGO on %s running %s (SCALE %d; trained at SCALE %d), %s\n",
 		name, filepath.Base(r.Script), r.Scale, r.TrainScale, r.CCVersion)
-	rows := [][]string{{"build", "cpu (median)", "speedup (cpu)", "speedup (wall)", "share of IR-PGO's gain (cpu)"}}
+	rows := [][]string{{"build", "cpu (median)", "speedup (cpu)", "rounds' quartiles", "speedup (wall)", "share of IR-PGO's gain (cpu)"}}
 	for _, b := range r.Builds {
-		share := "-"
+		share, quart := "-", "-"
 		if b.Name != pgoPlain && b.Name != pgoIR {
 			share = fmt.Sprintf("%.0f%%", 100*b.Share)
 		}
-		rows = append(rows, []string{b.Name, fmtMS(b.MedianCPUMS), fmtSpeedup(b.SpeedupCPU), fmtSpeedup(b.SpeedupWall), share})
+		if b.Name != pgoPlain && b.SpeedupQ1 > 0 {
+			quart = fmt.Sprintf("%.3f..%.3f", b.SpeedupQ1, b.SpeedupQ3)
+		}
+		rows = append(rows, []string{b.Name, fmtMS(b.MedianCPUMS), fmtSpeedup(b.SpeedupCPU), quart, fmtSpeedup(b.SpeedupWall), share})
 	}
 	printRows(w, rows, false)
 	fmt.Fprintf(w, "%s, %s of each build alternating; every run printed the plain build's output\n",

@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,8 +40,17 @@ func TestPGOPipeline(t *testing.T) {
 		requireMissing(t, "llvm-bolt is missing (install the Debian package bolt-16)")
 	}
 	var stdout, stderr bytes.Buffer
-	args := []string{"--pgo", "--pgo-program", "tinyvm", "--runs", "1", "--warmup", "0", "--pgo-scale", "1", "--json"}
-	if code := run(args, &stdout, &stderr); code != 0 {
+	args := []string{"--pgo", "--pgo-program", "tinyvm", "--runs", "1", "--warmup", "0", "--pgo-scale", "1", "--json", "--keep"}
+	code := run(args, &stdout, &stderr)
+	if m := regexp.MustCompile(`build directory: (\S+)`).FindStringSubmatch(stderr.String()); m != nil {
+		t.Cleanup(func() { os.RemoveAll(m[1]) })
+		defer func() {
+			if !t.Failed() {
+				checkDispatchWeights(t, clang, m[1])
+			}
+		}()
+	}
+	if code != 0 {
 		t.Fatalf("exit status %d\nstderr:\n%s", code, stderr.String())
 	}
 	var rep pgoReport
@@ -94,6 +106,74 @@ func TestPGOPipeline(t *testing.T) {
 	}
 }
 
+// checkDispatchWeights compiles tinyvm with blpp's probe-based profile and
+// with clang's own (both left in dir by --keep) and compares the weights
+// clang gives the targets of the interpreter's dispatch switch, the first
+// switch of vm_run: exact counts both, so equal but for the 1 or 2 clang's
+// instrumentation adds to each case. Cases that share a target compare as
+// one (from a block count, clang splits the target's count evenly among
+// them). The line-based profile cannot match them: the default case's
+// code shares the switch's line, and clang gives it the switch's count.
+func checkDispatchWeights(t *testing.T, clang, dir string) {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(root, "testdata", "pgo", "tinyvm.c")
+	// weights returns the switch's weight per target, the target named by
+	// its case values ("default" for the default).
+	weights := func(flags ...string) map[string]uint64 {
+		ll := filepath.Join(dir, "check.ll")
+		args := append(append([]string(nil), flags...), "-S", "-emit-llvm", "-o", ll, src)
+		if out, err := exec.Command(clang, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", clang, strings.Join(args, " "), err, out)
+		}
+		ir, _ := os.ReadFile(ll)
+		fn := regexp.MustCompile(`(?s)\ndefine [^\n]*@vm_run\(.*?\n}\n`).Find(ir)
+		sw := regexp.MustCompile(`(?s)\n  switch i8 %[0-9]+, label (%[0-9]+) \[(.*?)\n  \][^\n]*!prof (![0-9]+)`).FindSubmatch(fn)
+		if sw == nil {
+			t.Fatalf("no switch with branch weights in vm_run (%v)", flags)
+		}
+		md := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(string(sw[3])) + ` = !\{!"branch_weights"((?:, i32 [0-9]+)+)\}`).FindSubmatch(ir)
+		if md == nil {
+			t.Fatalf("no branch_weights %s", sw[3])
+		}
+		var w []uint64
+		for _, f := range regexp.MustCompile(`i32 ([0-9]+)`).FindAllSubmatch(md[1], -1) {
+			n, _ := strconv.ParseUint(string(f[1]), 10, 32)
+			w = append(w, n)
+		}
+		cases := regexp.MustCompile(`i8 (-?[0-9]+), label (%[0-9]+)`).FindAllSubmatch(sw[2], -1)
+		if len(w) != len(cases)+1 {
+			t.Fatalf("%d weights for %d cases", len(w), len(cases))
+		}
+		values := map[string][]string{string(sw[1]): {"default"}}
+		sum := map[string]uint64{string(sw[1]): w[0]}
+		for i, c := range cases {
+			values[string(c[2])] = append(values[string(c[2])], string(c[1]))
+			sum[string(c[2])] += w[i+1]
+		}
+		out := map[string]uint64{}
+		for label, vs := range values {
+			sort.Strings(vs)
+			out[strings.Join(vs, ",")] = sum[label]
+		}
+		return out
+	}
+	probes := weights(append(pgoProbesBase, "-fprofile-sample-use="+filepath.Join(dir, "blpp.probes.txt"))...)
+	ir := weights(append(pgoBase, "-fprofile-instr-use="+filepath.Join(dir, "ir.profdata"))...)
+	if len(ir) < 20 || len(probes) != len(ir) {
+		t.Fatalf("dispatch switch: %d targets with blpp's probes, %d with IR-PGO", len(probes), len(ir))
+	}
+	for k, n := range ir {
+		p, ok := probes[k]
+		if d := int64(n) - int64(p); !ok || d < 0 || d > 2*int64(strings.Count(k, ",")+1) {
+			t.Errorf("dispatch switch, case %s: weight %d with blpp's probes, %d with IR-PGO", k, p, n)
+		}
+	}
+}
+
 // requireMissing skips a test for a missing tool, or fails it when
 // BLPP_REQUIRE_TOOLS=1.
 func requireMissing(t *testing.T, msg string) {
@@ -109,7 +189,7 @@ func TestPGOTable(t *testing.T) {
 	rep := &pgoReport{Program: "lua5.4", Version: "5.4.4", Script: "x/workload.lua", Scale: 40, TrainScale: 40, CCVersion: "clang 16", Runs: 9, Warmup: 1, CPUs: 2,
 		Builds: []*pgoTimes{
 			{Name: pgoPlain, MedianCPUMS: 1000, SpeedupCPU: 1, SpeedupWall: 1},
-			{Name: pgoLines, MedianCPUMS: 950, SpeedupCPU: 1.05, SpeedupWall: 1.04, Share: gainShare(1.05, 1.1)},
+			{Name: pgoLines, MedianCPUMS: 950, SpeedupCPU: 1.05, SpeedupQ1: 1.04, SpeedupQ3: 1.062, SpeedupWall: 1.04, Share: gainShare(1.05, 1.1)},
 			{Name: pgoIR, MedianCPUMS: 900, SpeedupCPU: 1.1, SpeedupWall: 1.08, Share: 1},
 			{Name: pgoBolt, MedianCPUMS: 980, SpeedupCPU: 1.02, SpeedupWall: 1.02, Share: gainShare(1.02, 1.1)},
 		}}
@@ -118,13 +198,18 @@ func TestPGOTable(t *testing.T) {
 	rep.Bolt = boltResult{Profiled: 42, Functions: 101}
 	var out bytes.Buffer
 	rep.writeTable(&config{stdout: &out})
-	for _, want := range []string{"lua5.4 (5.4.4)", "blpp sample-PGO, lines        950 ms         1.050×          1.040×                           50%",
-		"clang IR-PGO", "1.100×", "blpp + BOLT", "20%", "9 measured rounds",
+	for _, want := range []string{"lua5.4 (5.4.4)", "clang IR-PGO", "1.100×", "blpp + BOLT", "20%", "9 measured rounds",
 		"sample profile, lines: 0 KB, 0 functions, entry counts equal to clang's instrumentation's for 36 of 37 functions",
 		"sample profile, probes: 0 KB, 12 functions", "llvm-bolt with blpp's profile: 42 of 101 functions profiled"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
+	}
+	if row := `(?m)^blpp sample-PGO, lines +950 ms +1\.050× +1\.040\.\.1\.062 +1\.040× +50%$`; !regexp.MustCompile(row).MatchString(out.String()) {
+		t.Errorf("table lacks a row matching %s:\n%s", row, out.String())
+	}
+	if q1, q3 := speedupQuartiles([]float64{10, 10, 10, 10, 10}, []float64{10, 5, 8, 20, 4}); q1 != 1 || q3 != 2 {
+		t.Errorf("quartiles of 1, 2, 1.25, 0.5, 2.5: %v, %v; want 1, 2", q1, q3)
 	}
 	if g := gainShare(1.2, 1); g != 0 {
 		t.Errorf("gainShare with no reference gain = %v, want 0", g)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 
@@ -13,6 +14,16 @@ import (
 func init() {
 	register(&command{name: "report", summary: "hot paths and calling-context views (tree, callers, flat) from profiles of an instrumented binary",
 		usage: "PROFILE... [--binary B] [--debug-dir DIR] [--lib FILE]... [--module RE] [--view paths|tree|callers|flat|loops|hot|procs] [--metric M] [--context CHAIN] [--top N] [--all] [--hot SHARE] [--asm] [--format text|json] [--html OUT] [--no-demangle]", run: runReport})
+}
+
+// liveNote writes report.LiveNote's lines for a profile read from a live
+// file, "blpp: note: " first.
+func liveNote(w io.Writer, m *report.Model, prof *cct.Profile) error {
+	lines, err := report.LiveNote(m, prof)
+	for _, l := range lines {
+		fmt.Fprintf(w, "blpp: note: %s\n", l)
+	}
+	return err
 }
 
 // readProfiles reads and merges the profiles (several runs or processes
@@ -117,6 +128,9 @@ func runReport(c *ctx, args []string) error {
 	defer report.CloseModules(mo.Libs)
 	m, err := report.NewModelWith(*binary, tab, prof, f, mo)
 	if err != nil {
+		return fmt.Errorf("%s: %w", fs.Args()[0], err)
+	}
+	if err := liveNote(c.stderr, m, prof); err != nil {
 		return fmt.Errorf("%s: %w", fs.Args()[0], err)
 	}
 	if err := moduleFilter(c, m); err != nil {

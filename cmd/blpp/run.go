@@ -18,7 +18,7 @@ import (
 
 func init() {
 	register(&command{name: "run", summary: "rewrite a program (cached), run it with the same arguments and I/O, report its hot paths",
-		usage: "[-o REPORT] [--top N] [--profile FILE] [--print-command] [--no-context] [--metrics LIST] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] [--lib FILE] -- PROG [ARGS...]", run: runRun})
+		usage: "[-o REPORT] [--top N] [--profile FILE] [--continuous] [--print-command] [--no-context] [--metrics LIST] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] [--lib FILE] -- PROG [ARGS...]", run: runRun})
 }
 
 // exitError carries the program's exit status out of runRun.
@@ -43,6 +43,7 @@ func runRun(c *ctx, args []string) error {
 	reportPath := fs.StringP("output", "o", "", "write the report to this file instead of stderr")
 	top := fs.Int("top", 10, "number of hottest paths to show")
 	profile := fs.String("profile", "", "keep the profile in this file (default: a temporary file, or $BLPP_PROFILE)")
+	continuous := fs.Bool("continuous", false, "continuous mode: the profile file holds every count from the start (BLPP_PROFILE with %c), so that a program killed by SIGKILL leaves its profile")
 	mode := addModeFlags(fs)
 	sel := addLibFlags(fs)
 	printCmd := fs.Bool("print-command", false, "set the program up as run does and print the command that runs it (to time it, or run it under gdb or perf), without running it; the set-up directory it names stays")
@@ -72,7 +73,8 @@ func runRun(c *ctx, args []string) error {
 	}
 	// A dynamic program runs under its loader even with --libs none, with
 	// the links to its libraries (prepareLibs).
-	inst, err := cachedRewrite(prog, mode, loader != "" && !noLibs)
+	// Continuous mode keeps no counts in thread blocks: no slot counters.
+	inst, err := cachedRewrite(prog, mode, loader != "" && !noLibs || *continuous)
 	if err != nil {
 		return err
 	}
@@ -118,11 +120,18 @@ func runRun(c *ctx, args []string) error {
 		p = wp.Command(inst, rest[0], rest[1:])
 	}
 	p.Stdin, p.Stdout, p.Stderr = os.Stdin, c.stdout, c.stderr
-	p.Env = append(os.Environ(), "BLPP_PROFILE="+profPath)
+	env := "BLPP_PROFILE=" + profPath
+	if *continuous {
+		env += "%c" // decision 94: the runtime takes it out of the name
+	}
+	p.Env = append(os.Environ(), env)
 	// Signals meant for the program (^C) reach it through the process
-	// group; blpp waits for it rather than dying first.
-	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
-	defer signal.Reset(syscall.SIGINT, syscall.SIGQUIT)
+	// group; blpp waits for it rather than dying first. They are caught,
+	// not ignored: an ignored signal stays ignored across exec, and the
+	// program would start with SIGINT ignored (decision 94).
+	caught := make(chan os.Signal, 1)
+	signal.Notify(caught, syscall.SIGINT, syscall.SIGQUIT)
+	defer signal.Stop(caught)
 	runErr := p.Run()
 	code := 0
 	var ee *exec.ExitError
@@ -192,6 +201,9 @@ func writeRunReportTo(w io.Writer, inst, title, profPath string, top int) error 
 	defer report.CloseModules(libs)
 	m, err := report.NewModelWith(inst, tab, prof, f, report.ModelOptions{Libs: libs})
 	if err != nil {
+		return err
+	}
+	if err := liveNote(w, m, prof); err != nil {
 		return err
 	}
 	if title != "" {

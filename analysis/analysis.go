@@ -16,6 +16,10 @@ type Options struct {
 	Match func(*cfg.Function) bool
 	// MaxPaths is pathnum's limit (0: pathnum.DefaultMaxPaths).
 	MaxPaths uint64
+	// Lean keeps of each numbering only the path count and the
+	// per-edge kinds and increments (Lean): what code generation reads.
+	// A large library's full numberings took hundreds of megabytes.
+	Lean bool
 }
 
 // Func is one analysed procedure.
@@ -84,8 +88,21 @@ func Run(b *cfg.Binary, opts Options) *Result {
 			return
 		}
 		f.Numbering, f.NumErr = Number(f.Graph, pathnum.Options{MaxPaths: opts.MaxPaths})
+		if opts.Lean && f.Numbering != nil {
+			f.Numbering = Lean(f.Numbering)
+		}
 	})
 	return r
+}
+
+// Lean returns the part of n that instruments a procedure: NumPaths,
+// RawPaths, RawOverflow and Split, the node counts, and per edge Kind,
+// Inc, EntryInc and ExitInc. Its methods (Regenerate, PathID, Prefix)
+// do not work; reports number the procedure again from the metadata.
+func Lean(n *pathnum.Numbering) *pathnum.Numbering {
+	return &pathnum.Numbering{NumNodes: n.NumNodes, Entry: n.Entry, Exit: n.Exit,
+		NumPaths: n.NumPaths, RawPaths: n.RawPaths, RawOverflow: n.RawOverflow, Split: n.Split,
+		Kind: n.Kind, Inc: n.Inc, EntryInc: n.EntryInc, ExitInc: n.ExitInc}
 }
 
 // ExitNode is the pathnum node standing for cfg.Exit in g's numbering.

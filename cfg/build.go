@@ -49,6 +49,9 @@ type builder struct {
 	// skips (glibc's `je 1f; lock; 1: cmpxchg`) to the index of the
 	// instruction decoded there; the cover arrays keep the prefixed one.
 	unlocked map[uint64]int32
+	// regs is the scratch array of the slicers' register states
+	// (regScratch).
+	regs []regState
 }
 
 // instsPool keeps the builders' instruction buffers between procedures:
@@ -57,6 +60,11 @@ type builder struct {
 // growing a fresh slice for each build made most of the analysis's
 // garbage. Nothing a builder returns points into its buffer.
 var instsPool sync.Pool
+
+// blocksPool and coverPool keep the builders' other scratch arrays: the
+// blocks as they are found (the graph gets a copy of their final
+// number) and the per-byte cover of the ranges.
+var blocksPool, coverPool sync.Pool
 
 // buildGraph analyses one procedure. It never panics on any input: every
 // problem becomes a Reason.
@@ -82,10 +90,27 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	defer func() {
 		buf := bd.insts[:0]
 		instsPool.Put(&buf)
+		if bd.regs != nil {
+			regs := bd.regs[:0]
+			regsPool.Put(&regs)
+		}
 	}()
+	var total uint64
+	for _, r := range bd.ranges {
+		total += r.Size
+	}
+	var all []int32
+	if buf, ok := coverPool.Get().(*[]int32); ok && uint64(cap(*buf)) >= total {
+		all = (*buf)[:total]
+		clear(all)
+	} else {
+		all = make([]int32, total)
+	}
+	defer coverPool.Put(&all)
 	bd.cover = make([][]int32, len(bd.ranges))
+	rest := all
 	for i, r := range bd.ranges {
-		bd.cover[i] = make([]int32, r.Size)
+		bd.cover[i], rest = rest[:r.Size:r.Size], rest[r.Size:]
 	}
 	// Other entries first on the work stack: the entry is decoded first.
 	for i := len(f.Entries) - 1; i >= 0; i-- {
@@ -405,6 +430,11 @@ func (bd *builder) makeBlocks() {
 	// startOf[i] is the block starting at instruction i, or -1.
 	startOf := make([]BlockID, len(insts))
 	lastOf := make([]int32, 0, len(insts)/4+1) // per block: index of its last instruction
+	// The blocks go to a scratch array, and the graph gets a copy of
+	// their final number.
+	if buf, ok := blocksPool.Get().(*[]Block); ok {
+		g.Blocks = (*buf)[:0]
+	}
 	var cur *Block
 	for _, i := range order {
 		in := &insts[i]
@@ -431,6 +461,10 @@ func (bd *builder) makeBlocks() {
 			cur = nil
 		}
 	}
+	scratch := g.Blocks
+	g.Blocks = make([]Block, len(scratch))
+	copy(g.Blocks, scratch)
+	blocksPool.Put(&scratch)
 	// Blocks are in address order; move the entry block to index 0 and
 	// keep the rest sorted, as BlockAt expects.
 	ei := bd.instAt(bd.f.Addr)
@@ -467,19 +501,19 @@ func (bd *builder) makeBlocks() {
 		next := blk.End
 		fall := func(kind EdgeKind) {
 			if t, ok := blockOf(next); ok {
-				g.addEdge(Edge{From: from, To: t, Kind: kind})
+				g.appendEdge(Edge{From: from, To: t, Kind: kind})
 			} else if fo := bd.fallOut[in.Addr]; fo != 0 {
-				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall, Target: fo})
+				g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall, Target: fo})
 			}
 		}
 		branch := func(t uint64) {
 			if callee, ok := bd.tailCalls[in.Addr]; ok {
-				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall, Target: callee})
+				g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall, Target: callee})
 				if f := bd.env.funcAt(callee); f != nil {
 					g.addLeave(in.Addr, from, f.Name)
 				}
 			} else if b, ok := blockOf(t); ok {
-				g.addEdge(Edge{From: from, To: b, Kind: EdgeBranch})
+				g.appendEdge(Edge{From: from, To: b, Kind: EdgeBranch})
 			}
 		}
 		switch in.Kind {
@@ -498,7 +532,7 @@ func (bd *builder) makeBlocks() {
 			}
 			g.Calls = append(g.Calls, cs)
 			if cs.NoReturn {
-				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeNoReturn, Target: cs.Target})
+				g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeNoReturn, Target: cs.Target})
 			} else {
 				fall(EdgeCallReturn)
 			}
@@ -508,9 +542,9 @@ func (bd *builder) makeBlocks() {
 		case x86.Jmp:
 			branch(in.Target)
 		case x86.Ret:
-			g.addEdge(Edge{From: from, To: Exit, Kind: EdgeReturn})
+			g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeReturn})
 		case x86.Halt:
-			g.addEdge(Edge{From: from, To: Exit, Kind: EdgeHalt})
+			g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeHalt})
 		case x86.JmpIndirect:
 			if jt := bd.tables[in.Addr]; jt != nil {
 				jt.Block = from
@@ -521,11 +555,11 @@ func (bd *builder) makeBlocks() {
 					}
 					seen[t] = true
 					if b, ok := blockOf(t); ok {
-						g.addEdge(Edge{From: from, To: b, Kind: EdgeJumpTable})
+						g.appendEdge(Edge{From: from, To: b, Kind: EdgeJumpTable})
 					}
 				}
 			} else if bd.indTail[in.Addr] {
-				g.addEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall})
+				g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall})
 			}
 		}
 	}
@@ -534,9 +568,10 @@ func (bd *builder) makeBlocks() {
 		to, ok := blockOf(e)
 		if !ok {
 			g.fail(ReasonBadDecode, e, "the entry was not decoded")
+			g.link()
 			return
 		}
-		g.addEdge(Edge{From: Entry, To: to, Kind: EdgeEntry})
+		g.appendEdge(Edge{From: Entry, To: to, Kind: EdgeEntry})
 	}
 	for _, jt := range bd.tables {
 		g.Tables = append(g.Tables, *jt)
@@ -544,6 +579,7 @@ func (bd *builder) makeBlocks() {
 	sort.Slice(g.Tables, func(i, j int) bool { return g.Tables[i].Jump < g.Tables[j].Jump })
 	// A block left without successors can only come from an analysis that
 	// stopped early; such graphs are not instrumentable anyway.
+	g.link()
 	if g.Reason == ReasonOK {
 		for id := range g.Blocks {
 			if len(g.Blocks[id].Succs) == 0 {

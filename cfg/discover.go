@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/blpp/blpp/cfg/x86"
 	"github.com/blpp/blpp/internal/par"
@@ -93,6 +94,9 @@ type funcScan struct {
 	size   uint64 // the procedure's Size when scanned
 	nparts int
 	graph  *Graph
+	// ranges are the procedure's ranges when scanned: every instruction
+	// starts in one of them.
+	ranges []Range
 	insts  []scanInst // sorted by address
 	calls  []uint64   // direct call targets
 	jumps  []uint64   // direct jump targets outside the procedure
@@ -138,6 +142,7 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 	b := p.Binary
 	s := &funcScan{size: f.Size, nparts: len(f.Parts), graph: g}
 	ranges := f.Ranges()
+	s.ranges = ranges
 	inRange := func(a uint64) (Range, bool) {
 		for _, r := range ranges {
 			if r.Contains(a) {
@@ -163,6 +168,11 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 		total += r.Size
 	}
 	seen := make([]uint64, (total+63)/64)
+	// The instructions go to a scratch array; s keeps a copy of their
+	// final number.
+	if buf, ok := scanPool.Get().(*[]scanInst); ok {
+		s.insts = (*buf)[:0]
+	}
 	bitOf := func(a uint64) uint64 {
 		var base uint64
 		for _, r := range ranges {
@@ -232,8 +242,15 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 		}
 	}
 	slices.SortFunc(s.insts, func(x, y scanInst) int { return cmp.Compare(x.addr, y.addr) })
+	scratch := s.insts
+	s.insts = make([]scanInst, len(scratch))
+	copy(s.insts, scratch)
+	scanPool.Put(&scratch)
 	return s
 }
+
+// scanPool keeps scanFunction's scratch arrays.
+var scanPool sync.Pool
 
 // operands records the code addresses an instruction takes (immediates,
 // lea of a rip-relative address) and the executable bytes it reads or
@@ -387,11 +404,7 @@ func (p *Program) discover(build func([]int), workers int) {
 	evOf := map[uint64]evidence{} // what each discovered entry rests on
 	pointers := b.codePointers()
 	labels := b.tablePointers()
-	type span struct {
-		inst  scanInst
-		owner *Function
-	}
-	var spans []span
+	var flows flowIndex
 	for round := 0; round < maxDiscoverRounds; round++ {
 		// Scan what changed, on all workers.
 		var rescan []int
@@ -414,22 +427,8 @@ func (p *Program) discover(build func([]int), workers int) {
 		for k, i := range rescan {
 			scans[p.Funcs[i]] = scanned[k]
 		}
-		// The flow of every procedure, for the cover tests. Both tests
-		// below look at every span near an address, whatever the order
-		// among spans of one address, so any sort by address will do.
-		// The buffer is reused from round to round: it holds every
-		// instruction of the binary.
-		n := 0
-		for _, f := range p.Funcs {
-			n += len(scans[f].insts)
-		}
-		spans = slices.Grow(spans[:0], n)
-		for _, f := range p.Funcs {
-			for _, in := range scans[f].insts {
-				spans = append(spans, span{in, f})
-			}
-		}
-		slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.inst.addr, b.inst.addr) })
+		// The flow of every procedure, for the cover tests.
+		flows.build(p.Funcs, scans)
 		// sized lists the bodies with firm bounds and every fragment.
 		var sized []Range
 		for _, f := range p.Funcs {
@@ -483,15 +482,11 @@ func (p *Program) discover(build func([]int), workers int) {
 			if ev&evCall == 0 && (tables[t] || labels[t] && ev&evCodeRef == 0) {
 				return false
 			}
-			k := sort.Search(len(spans), func(i int) bool { return spans[i].inst.addr > t }) - 1
-			for ; k >= 0 && t-spans[k].inst.addr < 16; k-- {
-				sp := spans[k]
-				if sp.inst.end() <= t {
-					continue
-				}
-				if sp.inst.addr != t || sp.owner.sized || !ev.strong() || !scans[sp.owner].callBefore(t) {
-					return false // inside another procedure's flow
-				}
+			inside := flows.any(t-15, t, func(in scanInst, owner *Function) bool {
+				return in.end() > t && (in.addr != t || owner.sized || !ev.strong() || !scans[owner].callBefore(t))
+			})
+			if inside {
+				return false // inside another procedure's flow
 			}
 			if i := p.containing(t); i >= 0 {
 				if g := p.Graphs[i]; ev&evCall == 0 && hiddenFlow(g) {
@@ -528,13 +523,9 @@ func (p *Program) discover(build func([]int), workers int) {
 			// procedure does not analyse completely (until now a tail
 			// jump of theirs might still find its callee).
 			drop = p.contradicted(evOf, scans, func(a uint64) bool {
-				k := sort.Search(len(spans), func(i int) bool { return spans[i].inst.addr >= a }) - 1
-				for ; k >= 0 && a-spans[k].inst.addr < 16; k-- {
-					if spans[k].inst.end() > a && spans[k].owner.Addr != a {
-						return true
-					}
-				}
-				return false
+				return flows.any(a-15, a-1, func(in scanInst, owner *Function) bool {
+					return in.end() > a && owner.Addr != a
+				})
 			})
 			if len(drop) == 0 {
 				jumpers := map[uint64]map[*Function]bool{}
@@ -612,6 +603,67 @@ func (p *Program) discover(build func([]int), workers int) {
 	}
 }
 
+// flowIndex finds the instructions of every procedure's flow (funcScan)
+// near an address: each starts in one of its procedure's ranges as
+// scanned, so the ranges, sorted, lead to the flows to search. (A sorted
+// array of every instruction of the binary took hundreds of megabytes
+// and a sort per round.)
+type flowIndex struct {
+	rs []flowRange
+	// maxEnd[i] is the largest End of rs[:i+1]: ranges seldom overlap,
+	// so a search back from an address stops soon.
+	maxEnd []uint64
+}
+
+type flowRange struct {
+	r Range
+	f *Function
+	s *funcScan
+}
+
+// build indexes the scans of funcs.
+func (x *flowIndex) build(funcs []*Function, scans map[*Function]*funcScan) {
+	x.rs = x.rs[:0]
+	for _, f := range funcs {
+		s := scans[f]
+		for _, r := range s.ranges {
+			x.rs = append(x.rs, flowRange{r, f, s})
+		}
+	}
+	slices.SortFunc(x.rs, func(a, b flowRange) int { return cmp.Compare(a.r.Addr, b.r.Addr) })
+	x.maxEnd = slices.Grow(x.maxEnd[:0], len(x.rs))[:len(x.rs)]
+	var m uint64
+	for i, fr := range x.rs {
+		m = max(m, fr.r.End())
+		x.maxEnd[i] = m
+	}
+}
+
+// any reports whether some instruction of some flow that starts in
+// [lo, hi] (lo may wrap below zero: none does) satisfies fn, which gets
+// the instruction and its procedure. A procedure with several ranges
+// there may have its instructions looked at more than once.
+func (x *flowIndex) any(lo, hi uint64, fn func(in scanInst, owner *Function) bool) bool {
+	if lo > hi {
+		lo = 0
+	}
+	k := sort.Search(len(x.rs), func(i int) bool { return x.rs[i].r.Addr > hi }) - 1
+	for ; k >= 0 && x.maxEnd[k] > lo; k-- {
+		fr := x.rs[k]
+		if fr.r.End() <= lo {
+			continue
+		}
+		ins := fr.s.insts
+		i := sort.Search(len(ins), func(i int) bool { return ins[i].addr >= lo })
+		for ; i < len(ins) && ins[i].addr <= hi; i++ {
+			if fn(ins[i], fr.f) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // contradicted returns the discovered entries without a call that the
 // flow of other procedures contradicts: an instruction of theirs covers
 // the entry's first byte (inside reports it), their flow runs on into it
@@ -630,7 +682,11 @@ func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*fu
 	// 0x7fff, the last byte of the nopl that pads register_tm_clones up
 	// to __do_global_dtors_aux at 0x8000, made a procedure whose entry
 	// jump overwrote 0x8000's first bytes).
-	var ends []uint64
+	n := 0
+	for _, f := range p.Funcs {
+		n += len(scans[f].insts)
+	}
+	ends := make([]uint64, 0, n)
 	for _, f := range p.Funcs {
 		for _, in := range scans[f].insts {
 			ends = append(ends, in.end())

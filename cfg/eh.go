@@ -70,7 +70,7 @@ func (bd *builder) landingEdges(blockOf func(uint64) (BlockID, bool)) {
 			g.fail(ReasonExceptionTable, lp, "landing pad in a function without calls")
 			return
 		}
-		g.addEdge(Edge{From: from, To: to, Kind: EdgeLanding})
+		g.appendEdge(Edge{From: from, To: to, Kind: EdgeLanding})
 	}
 }
 

@@ -119,14 +119,14 @@ type Block struct {
 type Edge struct {
 	From, To BlockID
 	Kind     EdgeKind
-	// Target is the callee address of EdgeTailCall and EdgeNoReturn edges,
-	// and 0 elsewhere (the destination block gives the address).
-	Target uint64
 	// FlagsLive reports whether any status flag (CF PF AF ZF SF OF) or DF
 	// may be read before being written along some path starting on this
 	// edge. Instrumentation on the edge must preserve the flags if so
 	// (DESIGN decision 5). Conservatively true where unknown.
 	FlagsLive bool
+	// Target is the callee address of EdgeTailCall and EdgeNoReturn edges,
+	// and 0 elsewhere (the destination block gives the address).
+	Target uint64
 }
 
 // CallSite is a call instruction inside a procedure.
@@ -398,4 +398,62 @@ func (g *Graph) addEdge(e Edge) EdgeID {
 		g.Blocks[e.To].Preds = append(g.Blocks[e.To].Preds, id)
 	}
 	return id
+}
+
+// appendEdge appends an edge without linking it: the builder adds all
+// its edges so, then links them at once (link).
+func (g *Graph) appendEdge(e Edge) { g.Edges = append(g.Edges, e) }
+
+// link sets every block's Succs and Preds from the edges, in edge order,
+// and trims the graph's slices to their length. A large binary has
+// millions of blocks: their lists share one array per graph instead of
+// taking two allocations each (each list's capacity is its length, so
+// appending to one copies it rather than overwrite its neighbour's).
+func (g *Graph) link() {
+	g.Blocks, g.Edges, g.Calls = trim(g.Blocks), trim(g.Edges), trim(g.Calls)
+	n := len(g.Edges)
+	deg := make([]int32, 2*len(g.Blocks))
+	for _, e := range g.Edges {
+		deg[2*e.From]++
+		if e.To != Exit {
+			deg[2*e.To+1]++
+			n++
+		}
+	}
+	all := make([]EdgeID, n)
+	at := 0
+	for i := range g.Blocks {
+		b := &g.Blocks[i]
+		ns, np := int(deg[2*i]), int(deg[2*i+1])
+		b.Succs, b.Preds = nil, nil
+		if ns > 0 {
+			b.Succs = all[at : at : at+ns]
+			at += ns
+		}
+		if np > 0 {
+			b.Preds = all[at : at : at+np]
+			at += np
+		}
+	}
+	for i, e := range g.Edges {
+		b := &g.Blocks[e.From]
+		b.Succs = append(b.Succs, EdgeID(i))
+		if e.To != Exit {
+			b := &g.Blocks[e.To]
+			b.Preds = append(b.Preds, EdgeID(i))
+		}
+	}
+}
+
+// trim returns s in an array of its length (nil when empty).
+func trim[S ~[]E, E any](s S) S {
+	if cap(s) == len(s) {
+		return s
+	}
+	if len(s) == 0 {
+		return nil
+	}
+	t := make(S, len(s))
+	copy(t, s)
+	return t
 }

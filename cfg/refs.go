@@ -38,6 +38,14 @@ func (b *Binary) BranchSources() map[uint64][]uint64 {
 	return b.sweepRefs().from
 }
 
+// DropRefs forgets the linear sweep's findings (BranchSources, and
+// what the analysis read of them) for a caller done with analysing b:
+// their maps take a large binary's hundred megabytes. Analysis of b
+// after it sweeps again.
+func (b *Binary) DropRefs() {
+	b.refs = refIndex{}
+}
+
 // referenced reports whether some instruction of the program refers to
 // addr as data. The sweep may decode data as code; a bogus reference only
 // ends a table earlier.

@@ -1,6 +1,8 @@
 package cfg
 
 import (
+	"sync"
+
 	"github.com/blpp/blpp/cfg/x86"
 
 	"golang.org/x/arch/x86/x86asm"
@@ -27,10 +29,25 @@ type regVal struct {
 }
 
 // regState is the value of the 16 general registers before an
-// instruction; reached is false until some path arrives.
+// instruction; reached is false until some path arrives. Register f is
+// a constant, c[f], when bit f of known is set (one state per decoded
+// instruction: kept small).
 type regState struct {
 	reached bool
-	r       [16]regVal
+	known   uint16
+	c       [16]uint64
+}
+
+func (s *regState) get(f int) regVal { return regVal{known: s.known&(1<<f) != 0, c: s.c[f]} }
+
+func (s *regState) set(f int, v regVal) {
+	if v.known {
+		s.known |= 1 << f
+		s.c[f] = v.c
+	} else {
+		s.known &^= 1 << f
+		s.c[f] = 0
+	}
 }
 
 func (s *regState) meet(o *regState) bool {
@@ -42,14 +59,34 @@ func (s *regState) meet(o *regState) bool {
 		return true
 	}
 	changed := false
-	for f := range s.r {
-		if s.r[f].known && (!o.r[f].known || o.r[f].c != s.r[f].c) {
-			s.r[f] = regVal{}
+	for f := range s.c {
+		if s.known&(1<<f) != 0 && (o.known&(1<<f) == 0 || o.c[f] != s.c[f]) {
+			s.set(f, regVal{})
 			changed = true
 		}
 	}
 	return changed
 }
+
+// regScratch returns n zero register states, in the builder's scratch
+// array (taken from regsPool and given back when the build ends): a
+// slicer's states live only while the builder resolves jumps, and
+// large procedures have hundreds of thousands of instructions.
+func (bd *builder) regScratch(n int) []regState {
+	if cap(bd.regs) < n {
+		if buf, ok := regsPool.Get().(*[]regState); ok && cap(*buf) >= n {
+			bd.regs = *buf
+		} else {
+			bd.regs = make([]regState, n)
+		}
+	}
+	st := bd.regs[:n]
+	clear(st)
+	return st
+}
+
+// regsPool keeps the builders' register state arrays between builds.
+var regsPool sync.Pool
 
 // callerSaved marks the registers a call may change: all but rbx, rbp,
 // rsp and r12-r15 [SysV x86-64 ABI 3.2.1].
@@ -61,7 +98,7 @@ func (s *slicer) constRegs() []regState {
 		return s.regs
 	}
 	bd := s.bd
-	st := make([]regState, len(bd.insts))
+	st := bd.regScratch(len(bd.insts))
 	var work []int
 	enter := func(i int, from *regState) {
 		if i >= 0 && st[i].meet(from) {
@@ -113,14 +150,14 @@ func transfer(in *x86.Inst, st *regState) {
 	if in.Kind == x86.Call || in.Kind == x86.CallIndirect {
 		for f, c := range callerSaved {
 			if c {
-				st.r[f] = regVal{}
+				st.set(f, regVal{})
 			}
 		}
 		return
 	}
 	raw := &in.Raw
 	implicit := implicitWrites(in)
-	for f := range st.r {
+	for f := range st.c {
 		if !writesReg(raw, f) && !implicit.Has(f) {
 			continue
 		}
@@ -133,8 +170,8 @@ func transfer(in *x86.Inst, st *regState) {
 			case x86asm.Imm:
 				v = regVal{known: true, c: uint64(uint32(src))}
 			case x86asm.Reg:
-				if sf := regFamily(src); sf >= 0 && st.r[sf].known {
-					v = regVal{known: true, c: uint64(uint32(st.r[sf].c))}
+				if sf := regFamily(src); sf >= 0 && st.get(sf).known {
+					v = regVal{known: true, c: uint64(uint32(st.c[sf]))}
 				}
 			}
 		}
@@ -150,12 +187,12 @@ func transfer(in *x86.Inst, st *regState) {
 					v = regVal{known: true, c: uint64(int64(src))}
 				case x86asm.Reg:
 					if sf := regFamily(src); sf >= 0 && src >= x86asm.RAX && src <= x86asm.R15 {
-						v = st.r[sf]
+						v = st.get(sf)
 					}
 				}
 			}
 		}
-		st.r[f] = v
+		st.set(f, v)
 	}
 }
 
@@ -166,10 +203,10 @@ func (s *slicer) constAt(i, fam int) (uint64, bool) {
 		return 0, false
 	}
 	st := s.constRegs()
-	if i < 0 || i >= len(st) || !st[i].reached || !st[i].r[fam].known {
+	if i < 0 || i >= len(st) || !st[i].reached || !st[i].get(fam).known {
 		return 0, false
 	}
-	return st[i].r[fam].c, true
+	return st[i].c[fam], true
 }
 
 // implicitWrites returns the general registers an instruction may write

@@ -101,6 +101,10 @@ type Table struct {
 	// cannot tell them apart.
 	InstrID []byte
 	Funcs   []Func
+	// Encoded holds functions already encoded (EncodeFunc), by a writer
+	// that drops each function's graph once it is written: they come
+	// before Funcs in the table. Decode leaves it empty.
+	Encoded []EncodedFunc
 	// Patched holds, for every patch the rewriter wrote over the
 	// original code (the 5-byte jumps at instrumented functions' entries
 	// and their other entries, and at the entries of left-out functions
@@ -184,45 +188,64 @@ func Encode(t *Table) []byte {
 	b = appendBytes(b, t.OrigBuildID)
 	b = binary.AppendUvarint(b, t.MaxPaths)
 	b = appendBytes(b, t.InstrID)
-	b = binary.AppendUvarint(b, uint64(len(t.Funcs)))
+	b = binary.AppendUvarint(b, uint64(len(t.Encoded)+len(t.Funcs)))
+	for _, e := range t.Encoded {
+		b = append(b, e...)
+	}
 	for i := range t.Funcs {
-		f := &t.Funcs[i]
-		b = appendBytes(b, []byte(f.Name))
-		b = binary.AppendUvarint(b, f.Entry)
-		b = binary.AppendUvarint(b, f.Size)
-		if !f.Instrumented {
-			b = append(b, byte(b2i(f.EntriesCounted)<<1))
-			b = appendBytes(b, []byte(f.Reason))
-			continue
-		}
-		b = append(b, 1)
-		b = binary.AppendUvarint(b, uint64(len(f.Blocks)))
-		for _, bl := range f.Blocks {
-			b = binary.AppendUvarint(b, bl.Addr)
-			b = binary.AppendUvarint(b, bl.End-bl.Addr)
-			b = binary.AppendUvarint(b, uint64(bl.Insts))
-			b = binary.AppendUvarint(b, uint64(bl.LoopDepth))
-		}
-		b = binary.AppendUvarint(b, uint64(len(f.Edges)))
-		for _, e := range f.Edges {
-			b = binary.AppendUvarint(b, uint64(e.From))
-			b = binary.AppendVarint(b, int64(e.To))
-			k := byte(e.Kind) &^ breakBit
-			if e.Break {
-				k |= breakBit
-			}
-			b = append(b, k)
-		}
-		b = binary.AppendUvarint(b, f.NumPaths)
-		b = binary.AppendUvarint(b, uint64(len(f.CallSites)))
-		for _, c := range f.CallSites {
-			b = binary.AppendUvarint(b, c)
-		}
+		b = appendFunc(b, &t.Funcs[i])
 	}
 	b = binary.AppendUvarint(b, uint64(len(t.Patched)))
 	for _, p := range t.Patched {
 		b = binary.AppendUvarint(b, p.Addr)
 		b = appendBytes(b, p.Orig)
+	}
+	return b
+}
+
+// EncodedFunc is the encoding of one function (EncodeFunc), as Encode
+// writes it in the table (Table.Encoded).
+type EncodedFunc []byte
+
+// EncodeFunc encodes f as Encode does in a table.
+func EncodeFunc(f *Func) EncodedFunc {
+	// Room for typical varints, so that it is not copied while it grows.
+	n := 24 + len(f.Name) + 8*len(f.Blocks) + 4*len(f.Edges) + 4*len(f.CallSites)
+	return appendFunc(make([]byte, 0, n), f)
+}
+
+// appendFunc appends the encoding of f.
+func appendFunc(b []byte, f *Func) []byte {
+	b = appendBytes(b, []byte(f.Name))
+	b = binary.AppendUvarint(b, f.Entry)
+	b = binary.AppendUvarint(b, f.Size)
+	if !f.Instrumented {
+		b = append(b, byte(b2i(f.EntriesCounted)<<1))
+		b = appendBytes(b, []byte(f.Reason))
+		return b
+	}
+	b = append(b, 1)
+	b = binary.AppendUvarint(b, uint64(len(f.Blocks)))
+	for _, bl := range f.Blocks {
+		b = binary.AppendUvarint(b, bl.Addr)
+		b = binary.AppendUvarint(b, bl.End-bl.Addr)
+		b = binary.AppendUvarint(b, uint64(bl.Insts))
+		b = binary.AppendUvarint(b, uint64(bl.LoopDepth))
+	}
+	b = binary.AppendUvarint(b, uint64(len(f.Edges)))
+	for _, e := range f.Edges {
+		b = binary.AppendUvarint(b, uint64(e.From))
+		b = binary.AppendVarint(b, int64(e.To))
+		k := byte(e.Kind) &^ breakBit
+		if e.Break {
+			k |= breakBit
+		}
+		b = append(b, k)
+	}
+	b = binary.AppendUvarint(b, f.NumPaths)
+	b = binary.AppendUvarint(b, uint64(len(f.CallSites)))
+	for _, c := range f.CallSites {
+		b = binary.AppendUvarint(b, c)
 	}
 	return b
 }

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -146,5 +147,23 @@ func TestDecodeRefusesBadPatches(t *testing.T) {
 		if _, err := Decode(Encode(tab)); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("patches %v: got %v, want ErrCorrupt", ps, err)
 		}
+	}
+}
+
+// TestEncodedFuncs: functions encoded apart (EncodeFunc, Table.Encoded)
+// make the same table as the same functions given whole.
+func TestEncodedFuncs(t *testing.T) {
+	whole := sample()
+	apart := *whole
+	apart.Funcs = nil
+	for i := range whole.Funcs {
+		if i < len(whole.Funcs)-1 {
+			apart.Encoded = append(apart.Encoded, EncodeFunc(&whole.Funcs[i]))
+		} else {
+			apart.Funcs = whole.Funcs[i:]
+		}
+	}
+	if a, w := apart.EncodeWithID(), whole.EncodeWithID(); !bytes.Equal(a, w) || !bytes.Equal(apart.InstrID, whole.InstrID) {
+		t.Fatal("functions encoded apart make another table")
 	}
 }

@@ -1,9 +1,6 @@
 package rewriter
 
-import (
-	"github.com/blpp/blpp/internal/par"
-	"github.com/blpp/blpp/rewriter/addrmap"
-)
+import "github.com/blpp/blpp/rewriter/addrmap"
 
 // copyMark is an original instruction and where one of its copies starts
 // in the code buffer.
@@ -29,34 +26,18 @@ func (fg *funcGen) joined(orig uint64) {
 	fg.copies = append(fg.copies, copyMark{orig: orig, off: int32(fg.g.buf.Len()), join: true})
 }
 
-// addrMap turns the recorded copies into the encoded address map of code
-// placed at codeAddr, one function per instrumented function in table
-// order. It builds the functions' maps a batch at a time on all workers
-// and encodes each batch before the next, dropping the recorded copies:
-// a whole addrmap.Map of a large library takes gigabytes.
-func addrMap(g *gen, codeAddr uint64) []byte {
-	e := addrmap.NewEncoder(len(g.funcs))
-	const batch = 512
-	funcs := make([]addrmap.Func, batch)
-	for lo := 0; lo < len(g.funcs); lo += batch {
-		n := min(batch, len(g.funcs)-lo)
-		par.Each(n, g.workers, func(i int) {
-			fg := g.funcs[lo+i]
-			var r addrmap.Recorder
-			for _, c := range fg.copies {
-				if c.join {
-					r.AddJoin(c.orig, codeAddr+uint64(c.off))
-				} else {
-					r.Add(c.orig, codeAddr+uint64(c.off))
-				}
-			}
-			fg.copies = nil
-			funcs[i] = r.Func(fg.f.Func.Addr)
-		})
-		for i := range n {
-			e.Add(&funcs[i])
-			funcs[i] = addrmap.Func{}
+// addrMapCode turns fg's recorded copies into its part of the address
+// map (recorded in r, a scratch), for code placed at codeAddr, at the offsets where fg was emitted
+// (addrmap.Code.Shift moves it).
+func (fg *funcGen) addrMapCode(codeAddr uint64, r *addrmap.Recorder) addrmap.Code {
+	r.Reset()
+	r.Grow(len(fg.copies))
+	for _, c := range fg.copies {
+		if c.join {
+			r.AddJoin(c.orig, codeAddr+uint64(c.off))
+		} else {
+			r.Add(c.orig, codeAddr+uint64(c.off))
 		}
 	}
-	return e.Bytes()
+	return r.Code(fg.f.Func.Addr)
 }

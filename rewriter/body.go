@@ -2,6 +2,7 @@ package rewriter
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/blpp/blpp/cfg"
 	"github.com/blpp/blpp/cfg/x86"
@@ -37,8 +38,8 @@ func (fg *funcGen) emit() error {
 	for i := range gr.Blocks {
 		n += gr.Blocks[i].Insts
 	}
-	fg.marks = make([]unwindMark, 0, n+n/2+4)
-	fg.copies = make([]copyMark, 0, n+n/16+4)
+	fg.marks = slices.Grow(fg.marks[:0], n+n/2+4)
+	fg.copies = slices.Grow(fg.copies[:0], n+n/16+4)
 	// Functions start at 16-byte boundaries. With a layout seed (blpp-bench
 	// only), a pseudo-random multiple of 16 bytes comes first, so that
 	// measurements can be taken over several layouts [decision 53].
@@ -130,19 +131,11 @@ func (fg *funcGen) emit() error {
 		a := blk.Addr
 		if id == 0 && lead {
 			a += 4 // the endbr64, copied at the entry
-			if fg.pre != nil {
-				fg.pre = fg.pre[1:]
-			}
 		}
 		for a < blk.End {
-			var in x86.Inst
-			if fg.pre != nil {
-				in, fg.pre = fg.pre[0], fg.pre[1:] // decoded ahead (predecode.go)
-			} else {
-				var err error
-				if in, err = x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a); err != nil {
-					return err
-				}
+			in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
+			if err != nil {
+				return err
 			}
 			last = in
 			fg.mark(a, true)

@@ -1,10 +1,10 @@
 package rewriter
 
 import (
-	"slices"
+	"fmt"
 
 	"github.com/blpp/blpp/cfg"
-	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/meta"
 	"github.com/blpp/blpp/rewriter/enc"
 	"github.com/blpp/blpp/runtime"
 )
@@ -60,6 +60,10 @@ type Mode struct {
 // state of the emission, which changes as the code is written.
 type funcGen struct {
 	*funcPlan
+	// g is the generator the function is emitted by: while it is being
+	// emitted, a view of the image's with a code buffer of its own
+	// (pipeline.go); it hides the plan's g.
+	g *gen
 	// tramps holds out-of-line edge code: emitted after the body.
 	tramps []tramp
 	// cold holds out-of-line slow paths, emitted after the trampolines.
@@ -92,20 +96,21 @@ type funcGen struct {
 	// copies records where each original instruction's copies start in
 	// the code buffer, for the address map (addrmap.go).
 	copies []copyMark
-	// pre holds the instructions of the blocks not emitted yet, decoded
-	// ahead (predecode.go); nil: decode while emitting.
-	pre []x86.Inst
+	// table and meta are the function's entries in the runtime's
+	// function table and in the metadata, made where its analysis is at
+	// hand (pipeline.go).
+	table runtime.Func
+	meta  meta.EncodedFunc
+	stats funcStats
 }
 
 // emitted drops what only the function's emission needed: the queued
-// out-of-line code (closures holding its state) and the trampolines. A
-// large library's functions would otherwise keep them all until the
-// output is written.
+// out-of-line code (closures holding its state), the trampolines, and
+// the unwind marks and copies, which pipeline.go has turned into the
+// function's unwind rows and address map.
 func (fg *funcGen) emitted() {
-	fg.tramps, fg.cold, fg.entered, fg.pre = nil, nil, nil, nil
-	// The marks and copies, kept until the unwind tables and the address
-	// map are built, in arrays of their size (emit reserves more).
-	fg.marks, fg.copies = slices.Clone(fg.marks), slices.Clone(fg.copies)
+	fg.tramps, fg.cold, fg.entered = nil, nil, nil
+	fg.marks, fg.copies, fg.lpLabel = nil, nil, nil
 }
 
 type tramp struct {
@@ -118,7 +123,9 @@ type tramp struct {
 
 // gen emits all instrumented functions into one buffer.
 type gen struct {
-	b     *cfg.Binary
+	b *cfg.Binary
+	// buf is the image's code buffer, or in a view of gen that emits
+	// one function (pipeline.go), that function's child of it.
 	buf   *enc.Buf
 	stubs Stubs
 	// entries maps an instrumented function's original entry to the label
@@ -169,6 +176,9 @@ type gen struct {
 	// workers bounds the goroutines of the per-function passes after
 	// emission (Options.Workers).
 	workers int
+	// release: each function's graph, numbering and the plan's parts
+	// made from them are dropped once its code is appended (releaseSize).
+	release bool
 	// cet says whether the code keeps IBT: endbr64 at every new
 	// indirect-branch target (cet.go, decision 95).
 	cet cetMode
@@ -270,9 +280,13 @@ func (g *gen) callCache() bool { return !g.mode.FlowOnly && (!g.mode.Metrics || 
 // pushImm32 emits push $imm (sign-extended to 64 bits).
 func pushImm32(b *enc.Buf, v int32) { b.PushImm32(v) }
 
-// alignTo pads the buffer with NOPs to a multiple of n (a power of two)
-// when that takes at most max bytes. The code buffer starts on a page.
+// alignTo pads the buffer with NOPs to a multiple of n (a power of two,
+// at most maxAlign) when that takes at most max bytes. The code buffer
+// starts on a page.
 func alignTo(b *enc.Buf, n, max int) {
+	if n > maxAlign {
+		panic(fmt.Sprintf("alignTo %d: functions are emitted apart for offsets modulo %d (pipeline.go)", n, maxAlign))
+	}
 	if pad := -b.Len() & (n - 1); pad > 0 && pad <= max {
 		b.Nop(pad)
 	}

@@ -7,3 +7,10 @@ func ForceIBT(opts Options) Options {
 	opts.forceIBT = true
 	return opts
 }
+
+// ForceRelease returns opts with the layout dropping each function's
+// analysis as it goes (releaseSize), as for the largest libraries.
+func ForceRelease(opts Options) Options {
+	opts.forceRelease = true
+	return opts
+}

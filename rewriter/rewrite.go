@@ -72,6 +72,10 @@ type Options struct {
 	// [decision 81]: 1..runtime.MaxModuleTag, 0 for the default
 	// (DefaultModuleTag of its SONAME). An executable's tag is 0.
 	ModuleTag uint64
+	// forceRelease, for tests only (export_test.go), makes the layout
+	// drop each function's analysis as it goes whatever the binary's
+	// size (releaseSize).
+	forceRelease bool
 	// NoSlots gives no function slot counters [decision 42], as shared
 	// objects never have: the thread blocks that hold them are made by
 	// the first module to start, and in a process with instrumented
@@ -177,6 +181,42 @@ type Summary struct {
 
 // Rewrite instruments the executable in, returning the new file's bytes.
 func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
+	// A layout that dropped each function's analysis as it went and then
+	// failed on some functions is redone from the analysis, leaving out
+	// what every earlier round failed on, in the same order (rewrite).
+	var rounds []failedRound
+	for {
+		out, sum, err := rewrite(in, opts, rounds)
+		var re *redoError
+		if !errors.As(err, &re) {
+			return out, sum, err
+		}
+		rounds = re.rounds
+	}
+}
+
+// failedRound is what one layout round left out: the functions the
+// code generator could not handle (by entry and name, the same in a
+// fresh analysis) and their summary lines.
+type failedRound struct {
+	bad     map[funcKey]bool
+	skipped []Skipped
+}
+
+type funcKey struct {
+	addr uint64
+	name string
+}
+
+func keyOf(f *analysis.Func) funcKey { return funcKey{f.Func.Addr, f.Func.Name} }
+
+// redoError asks Rewrite to start again without the functions of rounds.
+type redoError struct{ rounds []failedRound }
+
+func (e *redoError) Error() string { return "layout to be redone from the analysis" }
+
+// rewrite is Rewrite after the given rounds of failed layouts.
+func rewrite(in []byte, opts Options, prior []failedRound) ([]byte, *Summary, error) {
 	b, err := cfg.Load(in)
 	if err != nil {
 		return nil, nil, err
@@ -190,7 +230,7 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 		return nil, nil, fmt.Errorf("%d metrics: at most %d besides freq", len(opts.Metrics), runtime.MaxMetrics)
 	}
 	opts.stage("analysing")
-	res := analysis.Run(b, analysis.Options{Workers: opts.Workers, MaxPaths: MaxPaths})
+	res := analysis.Run(b, analysis.Options{Workers: opts.Workers, MaxPaths: MaxPaths, Lean: true})
 	img, err := runtime.Load()
 	if err != nil {
 		return nil, nil, fmt.Errorf("runtime image: %w", err)
@@ -265,8 +305,22 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 	// A function the code generator cannot handle is left alone, and the
 	// whole layout is redone without it (other functions' code may call
 	// its instrumented copy).
+	leaveOut := func(r failedRound) {
+		sum.Skipped = append(sum.Skipped, r.skipped...)
+		kept := chosen[:0]
+		for _, f := range chosen {
+			if !r.bad[keyOf(f)] {
+				kept = append(kept, f)
+			}
+		}
+		chosen = kept
+	}
+	for _, r := range prior {
+		leaveOut(r)
+	}
+	rounds := prior
 	for {
-		out, sum2, err := layout(in, b, res, img, chosen, moved, sum, opts, into, mod)
+		out, sum2, err := layout(in, b, res, img, chosen, moved, sum, opts, &into, mod)
 		var ee *emitError
 		if !errors.As(err, &ee) {
 			if err == nil {
@@ -274,19 +328,17 @@ func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
 			}
 			return out, sum2, err
 		}
-		bad := map[*analysis.Func]bool{}
+		r := failedRound{bad: map[funcKey]bool{}}
 		for _, f := range ee.failed {
-			bad[f.f] = true
-			sum.Skipped = append(sum.Skipped, Skipped{Name: f.f.Func.Name, Entry: fmt.Sprintf("%#x", f.f.Func.Addr),
+			r.bad[keyOf(f.f)] = true
+			r.skipped = append(r.skipped, Skipped{Name: f.f.Func.Name, Entry: fmt.Sprintf("%#x", f.f.Func.Addr),
 				Reason: "code generation", Detail: f.err.Error(), Size: f.f.Func.TotalSize()})
 		}
-		kept := chosen[:0]
-		for _, f := range chosen {
-			if !bad[f] {
-				kept = append(kept, f)
-			}
+		rounds = append(rounds[:len(rounds):len(rounds)], r)
+		if ee.released {
+			return nil, nil, &redoError{rounds}
 		}
-		chosen = kept
+		leaveOut(r)
 	}
 }
 
@@ -296,8 +348,12 @@ type emitFailure struct {
 }
 
 // emitError lists the functions whose instrumented copy could not be
-// generated.
-type emitError struct{ failed []emitFailure }
+// generated. released says that the analysis of others was dropped on
+// the way (gen.release): a new layout needs a new analysis.
+type emitError struct {
+	failed   []emitFailure
+	released bool
+}
 
 func (e *emitError) Error() string {
 	return fmt.Sprintf("%d functions could not be generated (first: %s: %v)", len(e.failed), e.failed[0].f.Func.Name, e.failed[0].err)
@@ -327,7 +383,10 @@ func pageUp(a uint64) uint64 { return (a + 0xfff) &^ 0xfff }
 
 // layout places the runtime, the tables and the instrumented code in new
 // segments and writes the output.
-func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, moved map[*analysis.Func]uint64, sum *Summary, opts Options, into map[uint64][]uint64, mod module) ([]byte, *Summary, error) {
+//
+// into holds the branch sources (branchTargets); a layout that drops
+// the analysis as it goes (gen.release) drops them too.
+func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, moved map[*analysis.Func]uint64, sum *Summary, opts Options, into *map[uint64][]uint64, mod module) ([]byte, *Summary, error) {
 	base, err := elfw.NextFreeAddr(in)
 	if err != nil {
 		return nil, nil, err
@@ -405,7 +464,20 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		mode: Mode{FlowOnly: opts.NoContext, Metrics: len(opts.Metrics) > 0,
 			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC,
 			Latency: len(opts.Metrics) > 0 && !opts.NoLatency}}
-	dark := g.planDark(res, sum.Skipped, into, len(chosen))
+	dark := g.planDark(res, sum.Skipped, *into, len(chosen))
+	// A large binary's functions drop their analysis once their code is
+	// appended; if the layout then fails, the next starts from a new
+	// analysis (Rewrite). The branch sources are done with.
+	var origSize uint64
+	for _, f := range chosen {
+		origSize += f.Func.TotalSize()
+	}
+	g.release = origSize >= releaseSize || opts.forceRelease
+	if g.release {
+		clear(res.Program.Graphs)
+		*into = nil
+		b.DropRefs()
+	}
 	// Plan every function (plan.go), then emit each from its plan.
 	for i, f := range chosen {
 		fp := &funcPlan{g: g, f: f, fid: int32(i), gid: g.globalID(int32(i)), num: f.Numbering, entry: g.buf.NewLabel()}
@@ -423,7 +495,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		fp.planTables()
 		g.entries[f.Func.Addr] = fp.entry
 		fp.planEntries()
-		g.funcs = append(g.funcs, &funcGen{funcPlan: fp, inLoop: -1})
+		g.funcs = append(g.funcs, &funcGen{funcPlan: fp, g: g, inLoop: -1})
 		g.assignSlot(fp)
 		g.assignPathReg(fp)
 	}
@@ -432,34 +504,15 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for _, fg := range g.funcs {
 		fg.planBody()
 	}
-	// Instrumented code runs to about five to nine times the original's
-	// size; room for six spares most of the copies of a growing buffer.
-	var origSize uint64
-	for _, fg := range g.funcs {
-		origSize += fg.f.Func.TotalSize()
+	// The code grows by arrays of its own as functions are appended
+	// (enc.Buf.Append), while their analysis goes.
+	g.buf.Place(codeAddr)
+	uw := newUnwinder(b)
+	em := g.emitAll(uw, codeAddr)
+	if len(em.failed) > 0 {
+		return nil, nil, &emitError{failed: em.failed, released: g.release}
 	}
-	g.buf.Grow(int(min(6*origSize, 1<<30)))
-	var failed []emitFailure
-	ready, decoded := g.predecode(), 0
-	for i, fg := range g.funcs {
-		for decoded <= i {
-			decoded = <-ready
-		}
-		err := fg.emit()
-		if err == nil {
-			err = fg.tablesDone()
-		}
-		fg.emitted()
-		if err != nil {
-			failed = append(failed, emitFailure{fg.f, err})
-		}
-	}
-	if len(failed) > 0 {
-		return nil, nil, &emitError{failed}
-	}
-	// The address map now, which frees the recorded copies before the
-	// code is laid out.
-	amap := addrMap(g, codeAddr)
+	amap := em.amap
 	if err := g.emitDark(dark, rtText+img.Symbols[runtime.SymDark]); err != nil {
 		return nil, nil, err
 	}
@@ -499,11 +552,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	if len(g.sites) > nsites {
 		return nil, nil, fmt.Errorf("internal error: %d call sites, %d reserved", len(g.sites), nsites)
 	}
-	// The function table.
+	// The function table (made at the join: funcGen.table).
 	for i, fg := range g.funcs {
-		np := fg.f.Numbering.NumPaths
-		runtime.PutFunc(funcEntry(i), runtime.Func{
-			NumPaths: np, Hashed: b2u(fg.hashed()), FirstSite: uint64(fg.firstSite), NSites: uint64(fg.nsites()), Slot: uint64(fg.slot), PathReg: fg.pathRegField(), Closed: fg.closedField()})
+		runtime.PutFunc(funcEntry(i), fg.table)
 	}
 	code, err := g.buf.Take(codeAddr)
 	if err != nil {
@@ -549,10 +600,14 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	// Unwind and exception tables for the new code, so that C++
 	// exceptions, backtrace(3) and debuggers get through relocated frames.
-	eh, err := unwindTables(b, g, codeAddr, uint64(len(code)))
+	eh, err := unwindTables(uw, g, em.unwind, codeAddr, uint64(len(code)))
 	if err != nil {
 		return nil, nil, err
 	}
+	// No function can fail any more, so the layout will not be redone:
+	// what is left of the analysis goes (a large library's graphs take
+	// hundreds of megabytes, and its output as much again).
+	releaseAnalysis(res, g)
 	// Redirect every instrumented function's original entry.
 	var patches []elfw.Patch
 	for _, fg := range g.funcs {
@@ -629,7 +684,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// build-id (stored at the end of the RW data).
 	tab := &meta.Table{OrigBuildID: b.BuildID, MaxPaths: MaxPaths, Patched: patched, PatchedKnown: true}
 	for _, fg := range g.funcs {
-		tab.Funcs = append(tab.Funcs, metaFunc(fg.f, fg.siteAddrs))
+		tab.Encoded = append(tab.Encoded, fg.meta)
 	}
 	// Functions left alone follow, so reports can list them; profile
 	// function indices only refer to the instrumented ones before them.
@@ -656,18 +711,10 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		if fg.callsOut {
 			sum.ClosedCallingOut++
 		}
-		sum.LoopCopies += len(fg.loopCopies)
-		for _, lc := range fg.loopCopies {
-			if lc.partial {
-				sum.LoopCopiesPartial++
-			}
-		}
-		sum.LoopRegisters += len(fg.loops)
-		for _, l := range fg.loops {
-			if l.swap {
-				sum.LoopSwaps++
-			}
-		}
+		sum.LoopCopies += fg.stats.loopCopies
+		sum.LoopCopiesPartial += fg.stats.partialCopies
+		sum.LoopRegisters += fg.stats.loopRegs
+		sum.LoopSwaps += fg.stats.loopSwaps
 	}
 	out, err := elfw.Write(in, elfw.Options{
 		Segments: append([]elfw.Segment{
@@ -690,6 +737,57 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	return out.File, sum, nil
 }
 
+// releaseSize is how much original code the instrumented functions of a
+// binary hold at least for the layout to drop each function's analysis
+// once its code is appended (gen.release): libLLVM's graphs and
+// numberings took half a gigabyte, the largest part of what the
+// rewriter holds while it emits code [decision 91].
+const releaseSize = 16 << 20
+
+// releaseAnalysis drops the graphs and numberings of every procedure,
+// and what the instrumented functions' plans derived from them, once
+// the code, its tables and the metadata's functions are made.
+func releaseAnalysis(res *analysis.Result, g *gen) {
+	for _, f := range res.Funcs {
+		f.Graph, f.Numbering = nil, nil
+	}
+	clear(res.Program.Graphs)
+	for _, fg := range g.funcs {
+		fg.dropAnalysis()
+	}
+}
+
+// dropAnalysis drops the function's graph and numbering and the parts of its
+// plan made from them, all but what the layout reads once the code is
+// emitted: the entries, and the counts the summary takes (funcStats).
+func (fp *funcPlan) dropAnalysis() {
+	fp.f.Graph, fp.f.Numbering = nil, nil
+	fp.num, fp.liveIn, fp.blocks, fp.loopOf = nil, nil, nil, nil
+	fp.tabOf, fp.loadOf, fp.callSite, fp.tailSite, fp.forkSites, fp.leaveSite, fp.siteAddrs = nil, nil, nil, nil, nil, nil, nil
+	fp.loops, fp.loopCopies, fp.copyBack = nil, nil, nil
+}
+
+// funcStats are the counts of a function's plan that the summary adds
+// up (Summary.LoopCopies and the next three).
+type funcStats struct {
+	loopCopies, partialCopies, loopRegs, loopSwaps int
+}
+
+func (fp *funcPlan) stats() funcStats {
+	st := funcStats{loopCopies: len(fp.loopCopies), loopRegs: len(fp.loops)}
+	for _, lc := range fp.loopCopies {
+		if lc.partial {
+			st.partialCopies++
+		}
+	}
+	for _, l := range fp.loops {
+		if l.swap {
+			st.loopSwaps++
+		}
+	}
+	return st
+}
+
 // patchedCode returns the original bytes under each patch of the code,
 // in address order, for the metadata (meta.Table.Patched).
 func patchedCode(b *cfg.Binary, ps []elfw.Patch) ([]meta.Patch, error) {
@@ -705,17 +803,19 @@ func patchedCode(b *cfg.Binary, ps []elfw.Patch) ([]meta.Patch, error) {
 	return out, nil
 }
 
-func metaFunc(f *analysis.Func, sites []uint64) meta.Func {
+// metaFunc returns f's entry in the metadata. Its blocks and edges go
+// into mf's arrays (a scratch the caller reuses), its call sites are
+// sites.
+func metaFunc(f *analysis.Func, sites []uint64, mf *meta.Func) {
 	g := f.Graph
-	mf := meta.Func{Name: f.Func.Name, Entry: f.Func.Addr, Size: f.Func.TotalSize(), Instrumented: true, NumPaths: f.Numbering.NumPaths}
+	*mf = meta.Func{Name: f.Func.Name, Entry: f.Func.Addr, Size: f.Func.TotalSize(), Instrumented: true, NumPaths: f.Numbering.NumPaths,
+		Blocks: mf.Blocks[:0], Edges: mf.Edges[:0], CallSites: sites}
 	for _, blk := range g.Blocks {
 		mf.Blocks = append(mf.Blocks, meta.Block{Addr: blk.Addr, End: blk.End, Insts: uint32(blk.Insts), LoopDepth: uint32(blk.LoopDepth)})
 	}
 	for i, e := range g.Edges {
 		mf.Edges = append(mf.Edges, meta.Edge{From: int32(e.From), To: int32(e.To), Kind: meta.EdgeKind(e.Kind), Break: g.BreaksPath(cfg.EdgeID(i))})
 	}
-	mf.CallSites = append([]uint64(nil), sites...)
-	return mf
 }
 
 // finiHook is how the exit hook is installed: by replacing the first

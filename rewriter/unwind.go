@@ -10,7 +10,6 @@ import (
 
 	"github.com/blpp/blpp/cfg"
 	"github.com/blpp/blpp/cfg/ehframe"
-	"github.com/blpp/blpp/internal/par"
 	"github.com/blpp/blpp/rewriter/ehwrite"
 	"github.com/blpp/blpp/rewriter/elfw"
 	"github.com/blpp/blpp/rewriter/enc"
@@ -96,19 +95,58 @@ type ehSection struct {
 	withFDE, withLSDA, withoutFDE int
 }
 
-// ehState is what the FDE of one relocated function needs.
+// ehFunc is what the FDE of one relocated function needs: the CIE, the
+// call frame program (prog, or progErr, from rows) and the exception
+// table. The function's worker makes it where the code was emitted
+// (pipeline.go); shift moves it to where the code landed.
 type ehFunc struct {
-	fg   *funcGen
-	cie  *ehframe.CIE
-	rows []ehframe.Row
-	lsda *ehframe.LSDA // nil: none
+	fg      *funcGen
+	cie     *ehframe.CIE
+	rows    []ehframe.Row // kept only when progErr says what is wrong with them
+	prog    []byte
+	progErr error
+	lsda    *ehframe.LSDA // nil: none
 }
 
-// rowCache keeps the rows of the original entries that unwindInfo has
-// read, for the functions that share an entry; workers share it.
-type rowCache struct {
-	mu   *sync.Mutex
-	rows map[*ehframe.Entry][]ehframe.Row
+// program makes ef's call frame program from its rows, and drops them
+// (into rowsPool, whence unwindInfo takes its array).
+func (ef *ehFunc) program(codeAddr uint64) {
+	ef.prog, ef.progErr = ehwrite.Program(ef.cie, codeAddr+uint64(ef.fg.start), codeAddr+uint64(ef.fg.end), ef.rows)
+	if ef.progErr == nil {
+		rows := ef.rows[:0]
+		rowsPool.Put(&rows)
+		ef.rows = nil
+	}
+}
+
+// rowsPool keeps the arrays of unwind rows between functions.
+var rowsPool sync.Pool
+
+// shift moves ef's addresses by d bytes (its function's code moved so
+// far); fg has moved already.
+func (ef *ehFunc) shift(d int, codeAddr uint64) {
+	if d == 0 {
+		return
+	}
+	if ef.lsda != nil {
+		ef.lsda.LPStart += uint64(d)
+		for i := range ef.lsda.CallSites {
+			cs := &ef.lsda.CallSites[i]
+			cs.Start += uint64(d)
+			cs.End += uint64(d)
+			if cs.LandingPad != 0 {
+				cs.LandingPad += uint64(d)
+			}
+		}
+	}
+	if ef.progErr != nil {
+		// The program does not depend on where the code is; its error
+		// names addresses.
+		for i := range ef.rows {
+			ef.rows[i].Addr += uint64(d)
+		}
+		ef.program(codeAddr)
+	}
 }
 
 // unwindInfo works out the unwind rows and exception table of fg's new
@@ -116,34 +154,44 @@ type rowCache struct {
 // information for it (then neither does the copy: unwinding through it
 // fails as it did before). An error means the copy would unwind or catch
 // differently from the original: the function must stay uninstrumented.
-func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, cache rowCache, fg *funcGen, spLog []enc.SPMark, codeAddr uint64) (ef *ehFunc, ok bool, err error) {
-	stateAt := func(addr uint64) (*ehframe.Entry, ehframe.State, bool, error) {
+//
+// spLog is the %rsp log of the buffer the function was emitted into and
+// sp0 the displacement in force where it began (where the log has no
+// entry before the function's start).
+func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *funcGen, spLog []enc.SPMark, sp0 int32, codeAddr uint64) (ef *ehFunc, ok bool, err error) {
+	// The rows of the original entries the function's code comes from
+	// (an entry and its fragments'), read once each.
+	var entryRows []ehframe.Row
+	var rowsOf *ehframe.Entry
+	rowCache := map[*ehframe.Entry][]ehframe.Row{}
+	// stateAt points into the rows, which no one changes.
+	stateAt := func(addr uint64) (*ehframe.Entry, *ehframe.State, bool, error) {
 		e := frame.Find(addr)
 		if e == nil {
-			return nil, ehframe.State{}, false, nil
+			return nil, nil, false, nil
 		}
-		cache.mu.Lock()
-		rows, done := cache.rows[e]
-		cache.mu.Unlock()
+		rows, done := entryRows, e == rowsOf
+		if !done {
+			rows, done = rowCache[e]
+		}
 		if !done {
 			rows, err = e.Rows()
 			if err != nil {
-				return nil, ehframe.State{}, false, fmt.Errorf("unwind rules of %#x: %w", e.Begin, err)
+				return nil, nil, false, fmt.Errorf("unwind rules of %#x: %w", e.Begin, err)
 			}
-			cache.mu.Lock()
-			cache.rows[e] = rows
-			cache.mu.Unlock()
+			rowCache[e] = rows
 		}
+		entryRows, rowsOf = rows, e
 		i := sort.Search(len(rows), func(i int) bool { return rows[i].Addr > addr })
 		if i == 0 {
-			return nil, ehframe.State{}, false, fmt.Errorf("no unwind row for %#x", addr)
+			return nil, nil, false, fmt.Errorf("no unwind row for %#x", addr)
 		}
-		return e, rows[i-1].State, true, nil
+		return e, &rows[i-1].State, true, nil
 	}
 	// Which original entries the function's code comes from; they must
 	// agree on the CIE, and all of it must be covered or none.
 	var entries []*ehframe.Entry
-	states := make([]ehframe.State, len(fg.marks))
+	states := make([]*ehframe.State, len(fg.marks))
 	covered := 0
 	for i, m := range fg.marks {
 		e, st, found, err := stateAt(m.addr)
@@ -171,6 +219,9 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, cache
 	// and that fragment's instructions get call-site entries without a
 	// landing pad below, so exceptions pass through them as before.
 	ef = &ehFunc{fg: fg, cie: entries[0].CIE}
+	if buf, ok := rowsPool.Get().(*[]ehframe.Row); ok {
+		ef.rows = (*buf)[:0]
+	}
 	for _, e := range entries[1:] {
 		if e.CIE.PersonalityEnc != 0xff && ef.cie.PersonalityEnc == 0xff || e.CIE.LSDAEnc != 0xff && ef.cie.LSDAEnc == 0xff {
 			ef.cie = e.CIE
@@ -184,7 +235,7 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, cache
 	// Rows: the mark's state, with the CFA moved by the instrumentation's
 	// pushes where the CFA is %rsp-based [DWARF5 §6.4.1].
 	si := sort.Search(len(spLog), func(i int) bool { return spLog[i].Off > fg.start })
-	sp := int32(0)
+	sp := sp0
 	if si > 0 {
 		sp = spLog[si-1].SP
 	}
@@ -198,7 +249,7 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, cache
 			sp = spLog[si].SP
 			si++
 		}
-		st := states[mi]
+		st := *states[mi]
 		if sp != 0 && st.CFA.Expr == nil && st.CFA.Reg == dwarfRSP {
 			st.CFA.Off -= int64(sp)
 		}
@@ -358,7 +409,7 @@ func buildEH(frame *ehframe.Frame, funcs []*ehFunc, codeAddr, addr uint64) (*ehS
 	for _, ef := range funcs {
 		begin := codeAddr + uint64(ef.fg.start)
 		end := codeAddr + uint64(ef.fg.end)
-		if err := bld.AddFDE(ef.cie, begin, end, ef.rows, lsdaAddr[ef]); err != nil {
+		if err := bld.AddFDEProgram(ef.cie, begin, end, ef.prog, ef.progErr, lsdaAddr[ef]); err != nil {
 			return nil, fmt.Errorf("%s: unwind table: %w", ef.fg.f.Func.Name, err)
 		}
 		out.withFDE++
@@ -379,42 +430,70 @@ func buildEH(frame *ehframe.Frame, funcs []*ehFunc, codeAddr, addr uint64) (*ehS
 	return out, nil
 }
 
-// unwindTables builds the exception-handling segment for the code
-// generated by g, laid out at codeAddr (size bytes), after it. It is nil
-// when the input has no .eh_frame. A function whose tables cannot be
-// made is reported as an emitError, so the layout is redone without it.
-func unwindTables(b *cfg.Binary, g *gen, codeAddr, size uint64) (*ehSection, error) {
+// unwinder holds what the unwind information of every function comes
+// from: the original .eh_frame, parsed once before any code is emitted
+// (frame nil: the input has none, and the output gets no tables), or
+// the error that refuses it, which unwindTables returns.
+type unwinder struct {
+	frame *ehframe.Frame
+	opts  ehframe.Options
+	err   error
+}
+
+func newUnwinder(b *cfg.Binary) *unwinder {
+	u := &unwinder{}
 	s := b.File.Section(".eh_frame")
 	if s == nil || s.Type == elf.SHT_NOBITS || s.Size == 0 {
-		return nil, nil
+		return u
 	}
 	data := b.Bytes(s.Addr, int(s.Size))
 	if data == nil {
+		return u
+	}
+	if got := b.File.Section(".got"); got != nil {
+		u.opts.DataBase = got.Addr
+	}
+	frame, err := ehframe.ParseFrame(data, s.Addr, u.opts)
+	if err != nil {
+		u.err = fmt.Errorf(".eh_frame: %w", err)
+		return u
+	}
+	u.frame = frame
+	return u
+}
+
+// funcUnwind is the outcome of unwindInfo for one function.
+type funcUnwind struct {
+	ef  *ehFunc
+	ok  bool
+	err error
+}
+
+// info works out fg's unwind information where it was emitted (its
+// buffer's %rsp log, starting at sp0), for code placed at codeAddr.
+func (u *unwinder) info(b *cfg.Binary, fg *funcGen, spLog []enc.SPMark, sp0 int32, codeAddr uint64) funcUnwind {
+	if u.frame == nil {
+		return funcUnwind{}
+	}
+	ef, ok, err := unwindInfo(b, u.frame, u.opts, fg, spLog, sp0, codeAddr)
+	if err == nil && ok {
+		ef.program(codeAddr)
+	}
+	return funcUnwind{ef, ok, err}
+}
+
+// unwindTables builds the exception-handling segment for the code
+// generated by g, laid out at codeAddr (size bytes), after it, from
+// each function's unwind information (infos, in g.funcs order). It is
+// nil when the input has no .eh_frame. A function whose tables cannot be
+// made is reported as an emitError, so the layout is redone without it.
+func unwindTables(u *unwinder, g *gen, infos []funcUnwind, codeAddr, size uint64) (*ehSection, error) {
+	if u.err != nil {
+		return nil, u.err
+	}
+	if u.frame == nil {
 		return nil, nil
 	}
-	var opts ehframe.Options
-	if got := b.File.Section(".got"); got != nil {
-		opts.DataBase = got.Addr
-	}
-	frame, err := ehframe.ParseFrame(data, s.Addr, opts)
-	if err != nil {
-		return nil, fmt.Errorf(".eh_frame: %w", err)
-	}
-	// Each function's rows on any worker (they read only the original
-	// tables and the function's own marks), gathered in table order.
-	type info struct {
-		ef  *ehFunc
-		ok  bool
-		err error
-	}
-	infos := make([]info, len(g.funcs))
-	var mu sync.Mutex
-	cache := rowCache{mu: &mu, rows: map[*ehframe.Entry][]ehframe.Row{}}
-	par.Each(len(g.funcs), g.workers, func(i int) {
-		ef, ok, err := unwindInfo(b, frame, opts, cache, g.funcs[i], g.buf.SPLog(), codeAddr)
-		infos[i] = info{ef, ok, err}
-		g.funcs[i].marks = nil // the rows hold what was needed
-	})
 	var efs []*ehFunc
 	var failed []emitFailure
 	for i, in := range infos {
@@ -427,10 +506,10 @@ func unwindTables(b *cfg.Binary, g *gen, codeAddr, size uint64) (*ehSection, err
 		}
 	}
 	if len(failed) > 0 {
-		return nil, &emitError{failed}
+		return nil, &emitError{failed: failed, released: g.release}
 	}
 	addr := pageUp(codeAddr + size)
-	eh, err := buildEH(frame, efs, codeAddr, addr)
+	eh, err := buildEH(u.frame, efs, codeAddr, addr)
 	if err != nil {
 		return nil, err
 	}

@@ -224,15 +224,21 @@ func Decode(code []byte, addr uint64) (Inst, error) {
 	if len(code) > maxLen {
 		code = code[:maxLen]
 	}
+	l, err := scan(code)
+	if err != nil {
+		return Inst{}, &DecodeError{Addr: addr, Bytes: append([]byte(nil), code...), Err: err}
+	}
+	return memoDecode(code[:l.n], addr, &l)
+}
+
+// decode decodes the instruction code (exactly its bytes), whose layout
+// scan found, loaded at addr.
+func decode(code []byte, addr uint64, lp *layout) (Inst, error) {
 	fail := func(err error) (Inst, error) {
 		return Inst{}, &DecodeError{Addr: addr, Bytes: append([]byte(nil), code...), Err: err}
 	}
-	l, err := scan(code)
-	if err != nil {
-		return fail(err)
-	}
+	l := *lp
 	n := l.n
-	code = code[:n]
 	inst := Inst{
 		Addr:      addr,
 		Len:       n,

@@ -46,7 +46,10 @@ var commands []*command
 func register(c *command) { commands = append(commands, c) }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	stop := startProfiling()
+	status := run(os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(status)
 }
 
 // run executes one blpp command line and returns the exit status: 0 on

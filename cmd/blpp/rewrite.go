@@ -148,6 +148,7 @@ func runRewrite(c *ctx, args []string) error {
 // rewriteFile rewrites in into out (wholerun.RewriteFile), with progress
 // on a terminal.
 func rewriteFile(in, out string, opts rewriter.Options) (*rewriter.Summary, error) {
+	rewriter.LimitMemory()
 	// Progress on a terminal, for rewrites that take more than a second.
 	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 && opts.Progress == nil {
 		start := time.Now()

@@ -113,8 +113,15 @@ func (r *Recorder) Add(orig, addr uint64) { r.pairs = append(r.pairs, [2]uint64{
 // AddJoin records a join of the jmp at orig at addr (Inst.Joins).
 func (r *Recorder) AddJoin(orig, addr uint64) { r.joins = append(r.joins, [2]uint64{orig, addr}) }
 
+// Reset empties r, keeping its arrays for the next function.
+func (r *Recorder) Reset() { r.pairs, r.joins = r.pairs[:0], r.joins[:0] }
+
+// Grow makes room for n more copies.
+func (r *Recorder) Grow(n int) { r.pairs = slices.Grow(r.pairs, n) }
+
+// sortPairs sorts p in place (the recorder's order is no one else's
+// business) and returns it.
 func sortPairs(p [][2]uint64) [][2]uint64 {
-	p = slices.Clone(p)
 	slices.SortFunc(p, func(a, b [2]uint64) int {
 		if c := cmp.Compare(a[0], b[0]); c != 0 {
 			return c
@@ -228,6 +235,106 @@ func (e *Encoder) Add(f *Func) {
 		}
 	}
 	e.b, e.prevCopy = b, prevCopy
+}
+
+// Code is one function's part of the encoding, made apart from the
+// others (Recorder.Code, on any goroutine) and added in order by
+// AddCode: the same bytes as Add of the function. Every copy but the
+// function's first is written as a delta from one of its own, so only
+// that one depends on what came before; Code keeps it as an address.
+type Code struct {
+	head, tail  []byte
+	first, last uint64 // the first and the last copy or join written
+	n           int    // instructions
+}
+
+// Shift moves every copy and join of the function by d bytes.
+func (c *Code) Shift(d int) {
+	c.first += uint64(d)
+	c.last += uint64(d)
+}
+
+// AddCode appends the next function, as Add would.
+func (e *Encoder) AddCode(c *Code) {
+	e.b = append(e.b, c.head...)
+	if c.n == 0 {
+		return
+	}
+	e.b = binary.AppendVarint(e.b, int64(c.first-e.prevCopy))
+	e.b = append(e.b, c.tail...)
+	e.prevCopy = c.last
+}
+
+// Code returns the encoding of the function Func(entry) returns,
+// without making it.
+func (r *Recorder) Code(entry uint64) Code {
+	p, js := sortPairs(r.pairs), sortPairs(r.joins)
+	n := 0
+	for i, x := range p {
+		if i == 0 || x[0] != p[i-1][0] {
+			n++
+		}
+	}
+	c := Code{n: n}
+	b := binary.AppendUvarint(nil, entry)
+	b = binary.AppendUvarint(b, uint64(n))
+	prev, prevCopy := entry, uint64(0)
+	put := func(v uint64) {
+		if c.head == nil {
+			c.head, b, c.first = b, nil, v // the first copy: AddCode writes it
+		} else {
+			b = binary.AppendVarint(b, int64(v-prevCopy))
+		}
+		prevCopy = v
+	}
+	k := 0 // next join
+	for i := 0; i < len(p); {
+		a := p[i][0]
+		m := i + 1
+		for m < len(p) && p[m][0] == a {
+			m++
+		}
+		b = binary.AppendVarint(b, int64(a-prev))
+		prev = a
+		ncopy := 0
+		for q := i; q < m; q++ {
+			if q == i || p[q] != p[q-1] {
+				ncopy++
+			}
+		}
+		b = binary.AppendUvarint(b, uint64(ncopy))
+		for q := i; q < m; q++ {
+			if q == i || p[q] != p[q-1] {
+				put(p[q][1])
+			}
+		}
+		// The joins of this instruction, distinct; those of addresses
+		// without a copy are dropped, as Func drops them.
+		for k < len(js) && js[k][0] < a {
+			k++
+		}
+		nj, k0 := 0, k
+		for q := k; q < len(js) && js[q][0] == a; q++ {
+			if q == k0 || js[q] != js[q-1] {
+				nj++
+			}
+			k = q + 1
+		}
+		b = binary.AppendUvarint(b, uint64(nj))
+		for q := k0; q < k; q++ {
+			if q == k0 || js[q] != js[q-1] {
+				put(js[q][1])
+			}
+		}
+		i = m
+	}
+	if c.head == nil {
+		c.head = b
+	} else {
+		c.tail = b
+	}
+	c.last = prevCopy
+	return c
 }
 
 // Bytes returns the encoding so far; it is complete once every function

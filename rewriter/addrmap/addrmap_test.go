@@ -1,7 +1,9 @@
 package addrmap
 
 import (
+	"bytes"
 	"errors"
+	"math/rand"
 	"reflect"
 	"testing"
 )
@@ -97,4 +99,51 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoding changes the map")
 		}
 	})
+}
+
+// TestCodeIsAdd: the encoding of functions made apart (Recorder.Code),
+// moved (Code.Shift) and added in order (AddCode) is byte for byte the
+// encoding of the same functions recorded where they end up and added
+// whole (Recorder.Func, Add): random copies, duplicates, joins with and
+// without an instruction, functions without copies.
+func TestCodeIsAdd(t *testing.T) {
+	rnd := rand.New(rand.NewSource(1))
+	for round := 0; round < 200; round++ {
+		nf := 1 + rnd.Intn(6)
+		whole, apart := NewEncoder(nf), NewEncoder(nf)
+		for f := 0; f < nf; f++ {
+			entry := uint64(0x1000 + rnd.Intn(0x100))
+			shift := rnd.Intn(1<<20) - 1<<19
+			var at, moved Recorder // copies where emitted, and where they land
+			for i := rnd.Intn(12); i > 0; i-- {
+				orig := entry + uint64(rnd.Intn(24)) - 4
+				cp := uint64(0x800000 + rnd.Intn(1<<16))
+				at.Add(orig, cp)
+				moved.Add(orig, cp+uint64(shift))
+				if rnd.Intn(4) == 0 {
+					at.Add(orig, cp) // a duplicate
+					moved.Add(orig, cp+uint64(shift))
+				}
+				if rnd.Intn(3) == 0 {
+					j := orig
+					if rnd.Intn(3) == 0 {
+						j += 100 // no such instruction
+					}
+					jc := uint64(0x800000 + rnd.Intn(1<<16))
+					for k := 1 + rnd.Intn(2); k > 0; k-- { // sometimes twice
+						at.AddJoin(j, jc)
+						moved.AddJoin(j, jc+uint64(shift))
+					}
+				}
+			}
+			fn := moved.Func(entry)
+			whole.Add(&fn)
+			c := at.Code(entry)
+			c.Shift(shift)
+			apart.AddCode(&c)
+		}
+		if !bytes.Equal(whole.Bytes(), apart.Bytes()) {
+			t.Fatalf("round %d: apart\n% x\nwhole\n% x", round, apart.Bytes(), whole.Bytes())
+		}
+	}
 }

@@ -78,15 +78,23 @@ func (b *Builder) CopyFrame(f *ehframe.Frame) error {
 // lsda is the address of the function's LSDA, or 0; a non-zero lsda
 // needs a CIE with an L augmentation.
 func (b *Builder) AddFDE(cie *ehframe.CIE, begin, end uint64, rows []ehframe.Row, lsda uint64) error {
+	prog, err := Program(cie, begin, end, rows)
+	return b.AddFDEProgram(cie, begin, end, prog, err, lsda)
+}
+
+// AddFDEProgram is AddFDE with the program made beforehand: prog and
+// progErr are what Program returned for the FDE's rows. The program
+// does not depend on where the code is, only on its rows' distances
+// from begin, so it can be made before the code has its final address.
+func (b *Builder) AddFDEProgram(cie *ehframe.CIE, begin, end uint64, prog []byte, progErr error, lsda uint64) error {
 	if end < begin {
 		return fmt.Errorf("FDE [%#x,%#x): %w: end before begin", begin, end, ErrRows)
 	}
 	if lsda != 0 && cie.LSDAEnc == ehframe.PEOmit {
 		return fmt.Errorf("FDE [%#x,%#x): %w: an LSDA needs a CIE with L (augmentation %q)", begin, end, ErrAugmentation, cie.Augmentation)
 	}
-	prog, err := Program(cie, begin, end, rows)
-	if err != nil {
-		return fmt.Errorf("FDE [%#x,%#x): %w", begin, end, err)
+	if progErr != nil {
+		return fmt.Errorf("FDE [%#x,%#x): %w", begin, end, progErr)
 	}
 	if err := b.addFDE(cie, begin, end, lsda, prog); err != nil {
 		return fmt.Errorf("FDE [%#x,%#x): %w", begin, end, err)

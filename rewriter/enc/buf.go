@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // Sentinel errors; the located error types below wrap them.
@@ -119,13 +120,36 @@ type fixup struct {
 // by Finish.
 type Buf struct {
 	code   []byte
-	labels []int // offset of each label, -1 while unbound
+	labels []int32 // offset of each label, -1 while unbound (a child's are its parent's)
 	fixups []fixup
 	err    error
 	// sp is how far the templates have moved %rsp (negative: down)
 	// since the caller last set it; spLog records each change.
 	sp    int32
 	spLog []SPMark
+	// mu guards labels once the Buf has children (child.go), which make
+	// labels from other goroutines.
+	mu sync.Mutex
+	// placed says that Place fixed the address the code will be laid
+	// out at (base).
+	placed bool
+	base   uint64
+	// A child's own state (child.go): its parent, the offset in the
+	// parent its code is to start at (at: its offsets count from there),
+	// the labels it bound, the labels it may name besides those that
+	// existed when it was made (known), and the ids it reserved.
+	parent *Buf
+	at     int
+	binds  []labelBind
+	known  Label
+	own    []labelRange
+	next   Label // the next id of the last range in own
+	// spare holds the arrays of appended children, for the next ones.
+	spare []childArrays
+	// done holds the parent's earlier code, doneLen bytes, in arrays
+	// Append filled (child.go): its offsets count from the first.
+	done    [][]byte
+	doneLen int
 }
 
 // SPMark says that from code offset Off on, %rsp is SP bytes away from
@@ -161,43 +185,61 @@ func (b *Buf) moveSP(d int32) {
 }
 
 func (b *Buf) logSP() {
-	if n := len(b.spLog); n > 0 && b.spLog[n-1].Off == len(b.code) {
+	if n := len(b.spLog); n > 0 && b.spLog[n-1].Off == b.Len() {
 		b.spLog[n-1].SP = b.sp
 		return
 	}
-	b.spLog = append(b.spLog, SPMark{Off: len(b.code), SP: b.sp})
+	b.spLog = append(b.spLog, SPMark{Off: b.Len(), SP: b.sp})
 }
 
-// Len is the number of bytes emitted so far.
-func (b *Buf) Len() int { return len(b.code) }
+// Len is the number of bytes emitted so far; for a child, the offset in
+// its parent at which it would end (Child).
+func (b *Buf) Len() int { return b.at + b.doneLen + len(b.code) }
 
 // Err returns the first template error, or nil.
 func (b *Buf) Err() error { return b.err }
 
 // NewLabel returns a fresh, unbound label.
 func (b *Buf) NewLabel() Label {
+	if b.parent != nil {
+		return b.childLabel()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.labels = append(b.labels, -1)
 	return Label(len(b.labels) - 1)
 }
 
 // Bind places l at the current end of the buffer. A label is bound once.
 func (b *Buf) Bind(l Label) {
+	if b.parent != nil {
+		b.childBind(l)
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	switch {
-	case !b.ownsLabel(l):
+	case !b.ownsLabelLocked(l):
 		b.fail("Bind", "label %d was not made by this Buf", l)
 	case b.labels[l] >= 0:
 		b.fail("Bind", "label %d already bound at offset %#x", l, b.labels[l])
 	default:
-		b.labels[l] = len(b.code)
+		b.labels[l] = int32(b.Len())
 	}
 }
 
-// Offset returns the buffer offset of a bound label.
+// Offset returns the buffer offset of a bound label: for a child, of one
+// it bound itself.
 func (b *Buf) Offset(l Label) (int, bool) {
-	if !b.ownsLabel(l) || b.labels[l] < 0 {
+	if b.parent != nil {
+		return b.childOffset(l)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.ownsLabelLocked(l) || b.labels[l] < 0 {
 		return 0, false
 	}
-	return b.labels[l], true
+	return int(b.labels[l]), true
 }
 
 // Truncate discards everything emitted from offset n on: bytes, fields
@@ -206,13 +248,17 @@ func (b *Buf) Offset(l Label) (int, bool) {
 // relocatable. n must lie on an instruction boundary; the buffer cannot
 // check that, but it does refuse an n outside [0, Len()].
 func (b *Buf) Truncate(n int) {
+	if b.parent != nil || b.doneLen > 0 {
+		b.fail("Truncate", "a buffer with children is not truncated")
+		return
+	}
 	if n < 0 || n > len(b.code) {
 		b.fail("Truncate", "offset %d outside [0, %d]", n, len(b.code))
 		return
 	}
 	b.code = b.code[:n]
 	for i, off := range b.labels {
-		if off > n {
+		if int(off) > n {
 			b.labels[i] = -1
 		}
 	}
@@ -238,10 +284,10 @@ func (b *Buf) Truncate(n int) {
 // destination is out of reach. The Buf is not changed, so Finish may be
 // called again, with another base or after more code.
 func (b *Buf) Finish(base uint64) ([]byte, error) {
-	if b.err != nil {
-		return nil, b.err
+	if err := b.finishable(base); err != nil {
+		return nil, err
 	}
-	return b.resolve(base, append([]byte(nil), b.code...))
+	return b.resolve(base, b.joinCode(true))
 }
 
 // Take is Finish for a caller done with the buffer: the fields are
@@ -250,16 +296,46 @@ func (b *Buf) Finish(base uint64) ([]byte, error) {
 // more code or finishing again does not). A large program's code is then
 // held once, not twice. After an error the bytes are not to be used.
 func (b *Buf) Take(base uint64) ([]byte, error) {
-	if b.err != nil {
-		return nil, b.err
+	if err := b.finishable(base); err != nil {
+		return nil, err
 	}
-	out, err := b.resolve(base, b.code)
+	out, err := b.resolve(base, b.joinCode(false))
 	if err != nil {
 		return nil, err
 	}
-	b.code, b.fixups = nil, nil
+	b.code, b.fixups, b.done, b.doneLen = nil, nil, nil, 0
 	b.err = errTaken
 	return out, nil
+}
+
+// finishable reports why the buffer cannot be finished at base.
+func (b *Buf) finishable(base uint64) error {
+	switch {
+	case b.err != nil:
+		return b.err
+	case b.parent != nil:
+		return fmt.Errorf("enc: a child buffer is finished through its parent (Append)")
+	case b.placed && base != b.base:
+		return fmt.Errorf("enc: finishing at %#x code placed at %#x", base, b.base)
+	}
+	return nil
+}
+
+// joinCode returns all of b's code in one array: its own, when it has
+// no earlier arrays (done) and need not be copied.
+func (b *Buf) joinCode(copied bool) []byte {
+	if b.doneLen == 0 && !copied {
+		return b.code
+	}
+	out := make([]byte, 0, b.doneLen+len(b.code))
+	for _, d := range b.done {
+		out = append(out, d...)
+	}
+	out = append(out, b.code...)
+	if !copied {
+		b.done, b.doneLen = nil, 0
+	}
+	return out
 }
 
 // errTaken is the sticky error of a Buf after Take.
@@ -271,20 +347,24 @@ var errTaken = errors.New("enc: buffer already taken")
 // how much it will emit spares the copies of growing the buffer.
 func (b *Buf) Grow(n int) {
 	b.code = slices.Grow(b.code, n)
-	b.fixups = slices.Grow(b.fixups, n/28)
-	b.spLog = slices.Grow(b.spLog, n/36)
+	if !b.placed {
+		// A placed buffer's children fill most of their fields as they
+		// are appended, and keep their %rsp marks (child.go).
+		b.fixups = slices.Grow(b.fixups, n/28)
+		b.spLog = slices.Grow(b.spLog, n/36)
+	}
 }
 
 // resolve fills the rel32/disp32 fields in out, a copy of the buffer's
 // bytes (or the bytes themselves), for code laid out at base.
 func (b *Buf) resolve(base uint64, out []byte) ([]byte, error) {
-	if base+uint64(len(b.code)) < base {
-		return nil, fmt.Errorf("enc: %d bytes at %#x pass the end of the address space: %w", len(b.code), base, ErrRange)
+	if base+uint64(len(out)) < base {
+		return nil, fmt.Errorf("enc: %d bytes at %#x pass the end of the address space: %w", len(out), base, ErrRange)
 	}
 	for _, f := range b.fixups {
 		var dest uint64
 		if l, ok := f.t.Label(); ok {
-			off := b.labels[l] // ownership was checked when the field was emitted
+			off := int(b.labels[l]) // ownership was checked when the field was emitted
 			if off < 0 {
 				return nil, &FixupError{Off: int(f.off), Target: f.t, Err: ErrUnbound}
 			}
@@ -303,11 +383,20 @@ func (b *Buf) resolve(base uint64, out []byte) ([]byte, error) {
 	return out, nil
 }
 
-func (b *Buf) ownsLabel(l Label) bool { return l >= 0 && int(l) < len(b.labels) }
+func (b *Buf) ownsLabel(l Label) bool {
+	if b.parent != nil {
+		return b.childOwns(l)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ownsLabelLocked(l)
+}
+
+func (b *Buf) ownsLabelLocked(l Label) bool { return l >= 0 && int(l) < len(b.labels) }
 
 func (b *Buf) fail(op, format string, args ...any) {
 	if b.err == nil {
-		b.err = &OperandError{Off: len(b.code), Op: op, Msg: fmt.Sprintf(format, args...)}
+		b.err = &OperandError{Off: b.Len(), Op: op, Msg: fmt.Sprintf(format, args...)}
 	}
 }
 
@@ -344,13 +433,14 @@ func (b *Buf) emit32(v uint32) { b.code = binary.LittleEndian.AppendUint32(b.cod
 func (b *Buf) emit64(v uint64) { b.code = binary.LittleEndian.AppendUint64(b.code, v) }
 
 // field appends a zero 4-byte field that Finish fills with t relative to
-// the end of the instruction, end bytes from the buffer start. The
-// caller has checked t.
+// the end of the instruction, end bytes from the start of the buffer's
+// own bytes (len(b.code) counts them). The caller has checked t.
 func (b *Buf) field(t Target, end int) {
+	end += b.at + b.doneLen // from where a child starts in its parent, past a parent's earlier arrays
 	if end > math.MaxInt32 {
 		b.fail("field", "code buffer past 2 GiB")
 	}
-	b.fixups = append(b.fixups, fixup{off: int32(len(b.code)), end: int32(end), t: t})
+	b.fixups = append(b.fixups, fixup{off: int32(b.Len()), end: int32(end), t: t})
 	b.emit32(0)
 }
 

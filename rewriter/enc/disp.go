@@ -79,7 +79,7 @@ func (b *Buf) CopyDisp32(in *x86.Inst, code []byte) (at int, disp int32, err err
 		b.emit(2<<6 | modrm&0x3f)
 	}
 	b.emit(raw[m+1 : rest]...)
-	at = len(b.code)
+	at = b.Len()
 	b.emit32(uint32(disp))
 	b.emit(raw[rest+dispLen:]...)
 	return at, disp, nil

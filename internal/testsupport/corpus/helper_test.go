@@ -58,6 +58,7 @@ func rewriteChild(in, out, optsJSON string) int {
 			return 2
 		}
 	}
+	rewriter.LimitMemory()
 	data, err := os.ReadFile(in)
 	if err == nil {
 		var bin []byte

@@ -28,6 +28,7 @@ func newLiveFile(nmetrics int) *liveFile {
 	l.hdr(unsafe.Offsetof(h.PID), 4242)
 	l.hdr(unsafe.Offsetof(h.TimeNS), 1e18)
 	l.hdr(unsafe.Offsetof(h.NMetrics), uint64(nmetrics))
+	l.hdr(unsafe.Offsetof(h.Stride), uint64(1+nmetrics))
 	if nmetrics > 0 {
 		copy(l.data[unsafe.Offsetof(h.MName):], "tsc")
 		l.hdr(unsafe.Offsetof(h.MKind), uint64(MetricFallback))

@@ -197,6 +197,12 @@ type JumpTable struct {
 	// Targets holds the target of every entry, in table order (duplicates
 	// kept, so Targets[i] is the code run for index i).
 	Targets []uint64
+	// Dead lists, in increasing order, the indices whose entries lead to
+	// the end of the function's body: cases the compiler proved
+	// impossible (clang aims __builtin_unreachable cases there). Their
+	// Targets are those original addresses; the graph has no edge for
+	// them, and a copy of the table keeps them aimed there (decision 98).
+	Dead []int
 }
 
 // Graph is the control-flow graph of one procedure.

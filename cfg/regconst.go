@@ -217,6 +217,9 @@ func implicitWrites(in *x86.Inst) RegSet {
 	const rax, rcx, rdx, rbx, rbp, rsi, rdi = 1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 5, 1 << 6, 1 << 7
 	switch in.Raw.Op {
 	case 0:
+		if in.Endbr {
+			return 0 // x86asm has no op for endbr64; it writes nothing
+		}
 		return AllRegs
 	case x86asm.LEAVE, x86asm.ENTER:
 		return rbp

@@ -481,12 +481,18 @@ func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
 		}
 		via[gr.Blocks[ed.To].Addr] = tl
 	}
-	for _, a := range nt.jt.Targets {
+	for k, a := range nt.jt.Targets {
+		if nt.jt.IsDead(k) {
+			// A case the compiler proved impossible: it stays aimed
+			// at the end of the original body (decision 98).
+			nt.targets = append(nt.targets, enc.AbsTarget(a))
+			continue
+		}
 		tl, ok := via[a]
 		if !ok {
 			return fmt.Errorf("%#x: table entry %#x has no edge", in.Addr, a)
 		}
-		nt.targets = append(nt.targets, tl)
+		nt.targets = append(nt.targets, enc.LabelTarget(tl))
 	}
 	return nil
 }

@@ -71,6 +71,9 @@ func (bd *builder) resolveIndirect(s *slicer, i int) {
 		bd.resolveTable(s, i, []sym{v})
 		return
 	}
+	if bd.constJump(s, i) {
+		return
+	}
 	// Not a table. The unwind rules tell a jump that leaves (the frame
 	// torn down: the return address at the top of the stack, as at a
 	// function's entry) from one that stays [DWARF5 6.4]; python's
@@ -444,7 +447,7 @@ func (bd *builder) extent(s *slicer, table uint64, entSize int, relative bool, b
 				s.refs[in.RIPTarget] = true
 			}
 			for _, a := range in.Raw.Args {
-				if m, ok := a.(x86asm.Mem); ok && m.Base == 0 && m.Disp > 0 {
+				if m, ok := a.(x86asm.Mem); ok && m.Base == 0 && m.Index == 0 && m.Disp > 0 {
 					s.refs[uint64(m.Disp)] = true
 				}
 			}

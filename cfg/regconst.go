@@ -179,7 +179,7 @@ func transfer(in *x86.Inst, st *regState) {
 			switch raw.Op {
 			case x86asm.LEA:
 				if m, ok := raw.Args[1].(x86asm.Mem); ok && m.Base == x86asm.RIP && m.Index == 0 && m.Segment == 0 {
-					v = regVal{known: true, c: in.Addr + uint64(in.Len) + uint64(m.Disp)}
+					v = regVal{known: true, c: in.Addr + uint64(in.Len) + uint64(dispOf(m))}
 				}
 			case x86asm.MOV:
 				switch src := raw.Args[1].(type) {

@@ -415,6 +415,14 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 			fg.edgeCode(e)
 			return fg.copyInst(in, code)
 		}
+		if e, ok := fg.succ(id, cfg.EdgeJumpTable); ok && len(succs) == 1 && fg.constJump(in.Addr) {
+			// The register holds one address on every path: jump to
+			// its new code directly (decision 98).
+			fg.edgeCode(e)
+			fg.copied(in.Addr)
+			fg.g.buf.JmpRel32(fg.dest(e))
+			return nil
+		}
 		if err := fg.jumpTable(id, in); err != nil {
 			return err
 		}
@@ -495,6 +503,17 @@ func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
 		nt.targets = append(nt.targets, enc.LabelTarget(tl))
 	}
 	return nil
+}
+
+// constJump reports whether the indirect jump at a is a constant one
+// (cfg.JumpTable.Const).
+func (fg *funcGen) constJump(a uint64) bool {
+	for i := range fg.f.Graph.Tables {
+		if jt := &fg.f.Graph.Tables[i]; jt.Jump == a {
+			return jt.Const
+		}
+	}
+	return false
 }
 
 // tablesDone checks that every table copy of fg was filled: a copy its

@@ -521,6 +521,9 @@ func (fp *funcPlan) planTables() {
 	gr := fp.f.Graph
 	for i := range gr.Tables {
 		jt := &gr.Tables[i]
+		if jt.Const {
+			continue // a direct jump in the copy: no table (decision 98)
+		}
 		t := len(g.tables)
 		nt := newTable{label: g.buf.NewLabel(), jt: jt, relative: jt.Relative, base: jt.Base}
 		if g.pie && !jt.Relative {

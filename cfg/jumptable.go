@@ -138,8 +138,11 @@ func (bd *builder) recheckTables() {
 		if same && old != nil {
 			// An unguarded table may end earlier now that more of the
 			// code's references are known; its extra entries led into
-			// the procedure and cost only unused edges. Keep it.
-			same = old.Table == now.Table && old.Entries >= now.Entries && old.Guarded == now.Guarded &&
+			// the procedure and cost only unused edges. Keep it. So
+			// may a guarded one whose guard no longer dominates the
+			// jump (code found later joins in between): the table is
+			// now bounded as every unguarded one is (decision 98).
+			same = old.Table == now.Table && old.Entries >= now.Entries && (old.Guarded == now.Guarded || !now.Guarded) &&
 				slices.Equal(old.Targets[:now.Entries], now.Targets) && slices.Equal(old.Loads, now.Loads)
 			bd.tables[in.Addr] = old
 		}

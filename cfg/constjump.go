@@ -18,8 +18,8 @@ func (bd *builder) constJump(s *slicer, i int) bool {
 		return false
 	}
 	t, ok := s.constAt(i, regFamily(r))
-	if !ok || bd.rangeOf(t) < 0 {
-		return false
+	if !ok || bd.rangeOf(t) < 0 || bd.f.IsEntry(t) {
+		return false // an entry is entered by a tail call, not a branch
 	}
 	bd.tables[in.Addr] = &JumpTable{Jump: in.Addr, Entries: 1, Const: true, Targets: []uint64{t}}
 	bd.leaders[t] = true

@@ -42,6 +42,9 @@ func (s RegSet) Has(r int) bool { return s&(1<<r) != 0 }
 // full. Unknown instructions read every register and write none.
 func instRegs(in *x86.Inst) (use, def RegSet) {
 	raw := &in.Raw
+	if in.Endbr {
+		return 0, 0 // x86asm has no op for it (Op 0); it touches no register
+	}
 	if raw.Op == 0 {
 		return AllRegs, 0
 	}
@@ -277,6 +280,9 @@ const implicitRegs RegSet = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<4 | 1<<5
 // (the rewriter keeps to the calling convention's registers for that).
 func namedRegs(in *x86.Inst) RegSet {
 	raw := &in.Raw
+	if in.Endbr {
+		return 0
+	}
 	if raw.Op == 0 || in.Kind == x86.Syscall {
 		return AllRegs
 	}

@@ -415,6 +415,14 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 			fg.edgeCode(e)
 			return fg.copyInst(in, code)
 		}
+		if e, ok := fg.succ(id, cfg.EdgeJumpTable); ok && len(succs) == 1 && fg.constJump(in.Addr) {
+			// The register holds one address on every path: jump to
+			// its new code directly (decision 98).
+			fg.edgeCode(e)
+			fg.copied(in.Addr)
+			fg.g.buf.JmpRel32(fg.dest(e))
+			return nil
+		}
 		if err := fg.jumpTable(id, in); err != nil {
 			return err
 		}
@@ -481,14 +489,31 @@ func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
 		}
 		via[gr.Blocks[ed.To].Addr] = tl
 	}
-	for _, a := range nt.jt.Targets {
+	for k, a := range nt.jt.Targets {
+		if nt.jt.IsDead(k) {
+			// A case the compiler proved impossible: it stays aimed
+			// at the end of the original body (decision 98).
+			nt.targets = append(nt.targets, enc.AbsTarget(a))
+			continue
+		}
 		tl, ok := via[a]
 		if !ok {
 			return fmt.Errorf("%#x: table entry %#x has no edge", in.Addr, a)
 		}
-		nt.targets = append(nt.targets, tl)
+		nt.targets = append(nt.targets, enc.LabelTarget(tl))
 	}
 	return nil
+}
+
+// constJump reports whether the indirect jump at a is a constant one
+// (cfg.JumpTable.Const).
+func (fg *funcGen) constJump(a uint64) bool {
+	for i := range fg.f.Graph.Tables {
+		if jt := &fg.f.Graph.Tables[i]; jt.Jump == a {
+			return jt.Const
+		}
+	}
+	return false
 }
 
 // tablesDone checks that every table copy of fg was filled: a copy its

@@ -460,9 +460,11 @@ type newTable struct {
 	// biased: an absolute table in a PIE, whose 8-byte entries are
 	// counted from base too, the address the loads' base register holds
 	// (decision 72: no relocations); biasOf has its loads.
-	biased  bool
-	biasOf  map[uint64]biasedLoad
-	targets []enc.Label
+	biased bool
+	biasOf map[uint64]biasedLoad
+	// targets are the copy's entries: labels of new code, or the
+	// original address of a dead entry (decision 98).
+	targets []enc.Target
 	done    bool
 }
 
@@ -519,6 +521,9 @@ func (fp *funcPlan) planTables() {
 	gr := fp.f.Graph
 	for i := range gr.Tables {
 		jt := &gr.Tables[i]
+		if jt.Const {
+			continue // a direct jump in the copy: no table (decision 98)
+		}
 		t := len(g.tables)
 		nt := newTable{label: g.buf.NewLabel(), jt: jt, relative: jt.Relative, base: jt.Base}
 		if g.pie && !jt.Relative {

@@ -583,18 +583,24 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for _, t := range tabs {
 		ta := addrOf(t.t.label)
 		off := ta - codeAddr
-		for i, l := range t.t.targets {
+		for i, tg := range t.t.targets {
+			to, abs := tg.Addr() // a dead entry's original address (decision 98)
+			if l, ok := tg.Label(); ok {
+				to = addrOf(l)
+			} else if !abs {
+				return nil, nil, fmt.Errorf("jump table copy at %#x: entry %d has no target", ta, i)
+			}
 			if t.t.biased {
 				// Counted from the base register's value [decision 72].
-				binary.LittleEndian.PutUint64(code[off+uint64(8*i):], addrOf(l)-t.t.base)
+				binary.LittleEndian.PutUint64(code[off+uint64(8*i):], to-t.t.base)
 			} else if t.t.relative {
-				d := addrOf(l) - t.t.base
+				d := to - t.t.base
 				if int64(d) != int64(int32(d)) {
 					return nil, nil, fmt.Errorf("jump table copy at %#x: entry %d out of reach of base %#x", ta, i, t.t.base)
 				}
 				binary.LittleEndian.PutUint32(code[off+uint64(4*i):], uint32(d))
 			} else {
-				binary.LittleEndian.PutUint64(code[off+uint64(8*i):], addrOf(l))
+				binary.LittleEndian.PutUint64(code[off+uint64(8*i):], to)
 			}
 		}
 	}

@@ -186,6 +186,12 @@ struct proc {
 	u64 nthreads;
 	u64 arena_bytes;
 	u64 forked;       /* counts restarted at a fork */
+	/* Processes that ran in this memory on this thread pointer without
+	 * owning it (a vfork child, a clone with CLONE_VM and no
+	 * CLONE_SETTLS: posix_spawn's), each moved to the scratch block, so
+	 * that what it ran before its exec or exit counted nowhere (blpp_resume.c,
+	 * decision 101). The child adds to its parent's count. */
+	u64 vm_children;
 	u64 resetting;    /* fork_reset running */
 	u64 write_lock;   /* tid of the thread writing a profile, 0 if none */
 	u64 exit_written; /* EXIT_NONE, EXIT_AT_FINI or EXIT_FINAL */

@@ -25,6 +25,7 @@ import (
 	"github.com/blpp/blpp/internal/testsupport/corpus"
 	"github.com/blpp/blpp/internal/wholerun"
 	"github.com/blpp/blpp/rewriter"
+	"github.com/blpp/blpp/runtime"
 )
 
 // spawnSetup is one way of running an instrumented program: prog with
@@ -130,7 +131,7 @@ func sameRunEach(t *testing.T, what string, s spawnSetup, args []string, want pr
 		t.Fatal(err)
 	}
 	cg, err := callgrind.Run(s.prog, callgrind.Options{Args: s.args(args), Env: []string{"BLPP_PROFILE=" + filepath.Join(profDir, "prof.%p")},
-		OutDir: cgDir, SplitAfter: corpus.WriteDone, Timeout: 3 * time.Minute, Launcher: s.launcher})
+		OutDir: cgDir, SplitAfter: corpus.WriteDone, DumpBefore: []string{runtime.SymDark}, Timeout: 3 * time.Minute, Launcher: s.launcher})
 	if err != nil {
 		t.Fatalf("%s: callgrind: %v", what, err)
 	}
@@ -144,28 +145,29 @@ func sameRunEach(t *testing.T, what string, s spawnSetup, args []string, want pr
 			t.Fatalf("%s: %v", what, err)
 		}
 		pidDir := cgOfPID(t, cgDir, pid)
-		var runs []corpus.ModuleRun
-		if len(p.Modules) <= 1 {
-			// The executable alone (a child that runs the copy
-			// through the system's loader, or a static binary).
-			c, err := callgrind.CollectObject(pidDir, s.inst, corpus.WriteDone)
-			if err != nil || c == nil {
-				t.Fatalf("%s: pid %d: callgrind's counts of %s: %v", what, pid, s.inst, err)
-			}
-			sr, err := corpus.CheckSameRun(s.inst, []string{filepath.Join(profDir, name)}, c)
-			if err != nil {
-				t.Fatalf("%s: pid %d: %v", what, pid, err)
-			}
-			runs = []corpus.ModuleRun{{File: s.inst, SameRun: sr}}
-		} else {
-			files := map[uint32]string{}
+		type part struct {
+			file string
+			prof *cct.Profile
+		}
+		parts := []part{{s.inst, p}}
+		if len(p.Modules) > 1 {
+			parts = parts[:0]
 			for _, m := range p.Modules {
-				files[m.Tag] = m.Path
+				file := m.Path
+				if m.Tag == 0 {
+					file = s.inst
+				}
+				parts = append(parts, part{file, corpus.ModuleProfile(p, m.Tag)})
 			}
-			files[0] = s.inst
-			if runs, err = corpus.CheckSameRunModules(p, files, pidDir); err != nil {
-				t.Fatalf("%s: pid %d: %v", what, pid, err)
+		}
+		var runs []corpus.ModuleRun
+		for _, pt := range parts {
+			c := collectOf(t, what, cgDir, pidDir, pt.file)
+			sr, err := corpus.CheckSameRunProfile(pt.file, pt.prof, c)
+			if err != nil {
+				t.Fatalf("%s: pid %d: %s: %v", what, pid, pt.file, err)
 			}
+			runs = append(runs, corpus.ModuleRun{File: pt.file, SameRun: sr})
 		}
 		role := "parent"
 		if p.Stats["fork_child"] != 0 {
@@ -257,6 +259,35 @@ func straight(code []byte, addr uint64) bool {
 		a += in.Len
 	}
 	return true
+}
+
+// collectOf is callgrind's count of the object file in the files of one
+// process (pidDir), its code in the new segments folded in: with the load
+// bias measured in all of the run's files (cgDir) where the process's
+// own show none (a fork child that made no call into them).
+func collectOf(t *testing.T, what, cgDir, pidDir, file string) *callgrind.Profile {
+	t.Helper()
+	c, err := callgrind.CollectObject(pidDir, file, corpus.WriteDone)
+	if err != nil || c == nil {
+		t.Fatalf("%s: callgrind's counts of %s in %s: %v", what, file, pidDir, err)
+	}
+	f, err := elf.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pie := f.Type == elf.ET_DYN
+	f.Close()
+	if c.Folded || !pie {
+		return c
+	}
+	all, err := callgrind.CollectObject(cgDir, file, corpus.WriteDone)
+	if err != nil || all == nil || !all.Folded {
+		t.Fatalf("%s: the load bias of %s: not in the run's counts (%v)", what, file, err)
+	}
+	if err := c.FoldUnknownAt(file, all.Bias); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // cgOfPID links callgrind's files of process pid in cgDir into a

@@ -450,7 +450,7 @@ void blpp_rt_leave(u64 kind)
 	if (getpid() != rt.pid)
 		return;
 	if (kind == 1) {
-		if (final_write())
+		if (leave_write())
 			write_profile(0, 1);
 	} else if (!LOAD(&rt.exit_written)) {
 		write_profile(kind == 3 ? 0 : BLPP_FLAG_EXEC, 1);

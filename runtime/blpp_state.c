@@ -194,7 +194,7 @@ struct proc {
 	u64 vm_children;
 	u64 resetting;    /* fork_reset running */
 	u64 write_lock;   /* tid of the thread writing a profile, 0 if none */
-	u64 exit_written; /* EXIT_NONE, EXIT_AT_FINI or EXIT_FINAL */
+	u64 exit_written; /* EXIT_NONE, EXIT_AT_FINI, EXIT_FINAL or EXIT_LEFT */
 	u64 dumps;        /* dump-signal profiles written */
 	char tmpl[4096];  /* profile name template, absolute */
 	char name[4096];  /* expanded name, under write_lock */

@@ -172,6 +172,9 @@ type gen struct {
 	// thunks maps an uninstrumented function the runtime must see called
 	// to its thunk (thunk.go).
 	thunks map[uint64]*callThunk
+	// slotThunks maps a GOT slot the loader fills with such a function's
+	// address to its thunk (thunk.go).
+	slotThunks map[uint64]*callThunk
 	// tag is the module's tag (Options.ModuleTag): 0 for an executable
 	// [decision 81].
 	tag uint32

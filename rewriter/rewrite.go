@@ -641,6 +641,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		return nil, nil, err
 	}
 	patches = append(patches, dp...)
+	tp, err := g.thunkPatches(addrOf)
+	if err != nil {
+		return nil, nil, err
+	}
+	patches = append(patches, tp...)
 	// Reports decode the original instructions: the metadata keeps the
 	// bytes these patches cover.
 	patched, err := patchedCode(b, patches)

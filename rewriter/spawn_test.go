@@ -128,6 +128,10 @@ func spawnChecks(t *testing.T, config, orig string, setups map[string]spawnSetup
 				if p.Stats["vm_children"] != wantVM {
 					t.Errorf("%s: %s: stats vm_children = %d, want %d", what, n, p.Stats["vm_children"], wantVM)
 				}
+				// The one that exits without exec says so too.
+				if wantExits := map[bool]uint64{true: wantVM}[how.arg == "vfork_exit"]; p.Stats["vm_exits"] != wantExits {
+					t.Errorf("%s: %s: stats vm_exits = %d, want %d", what, n, p.Stats["vm_exits"], wantExits)
+				}
 				profs = append(profs, p)
 			}
 			merged, err := cct.Merge(profs...)

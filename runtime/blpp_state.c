@@ -192,6 +192,9 @@ struct proc {
 	 * that what it ran before its exec or exit counted nowhere (blpp_resume.c,
 	 * decision 101). The child adds to its parent's count. */
 	u64 vm_children;
+	/* Those that exited without exec (STATS vm_exits), and the last one's
+	 * thread id: what they ran is counted nowhere. */
+	u64 vm_exits, vm_exit_tid;
 	u64 resetting;    /* fork_reset running */
 	u64 write_lock;   /* tid of the thread writing a profile, 0 if none */
 	u64 exit_written; /* EXIT_NONE, EXIT_AT_FINI, EXIT_FINAL or EXIT_LEFT */

@@ -238,6 +238,12 @@ type Graph struct {
 	// the rewriter hands to the runtime (decision 94); nil when there is
 	// none.
 	SigActions map[uint64]bool
+	// Forks maps the address of each syscall instruction that makes a
+	// process or a thread (clone, fork, vfork or clone3: its %rax is
+	// known, leaves.go) to its number and block; the rewriter has the
+	// child call the runtime right after it (decision 101). nil when
+	// there is none.
+	Forks map[uint64]ForkSyscall
 	// Reason is ReasonOK when the procedure may be instrumented; otherwise
 	// why not, with Detail naming the address and the problem.
 	Reason Reason

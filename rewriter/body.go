@@ -237,6 +237,9 @@ func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 // jump table's entry reads its jump's copy of the table instead.
 func (fg *funcGen) copyInst(in *x86.Inst, code []byte) error {
 	fg.copied(in.Addr)
+	if fg.copyThunkUse(in) {
+		return nil // a use of a GOT slot that holds sigaction or its kin (thunk.go)
+	}
 	if t, ok := fg.loadOf[in.Addr]; ok {
 		if t < 0 {
 			return fmt.Errorf("%#x: one load of a jump table entry feeds several indirect jumps", in.Addr)

@@ -29,8 +29,13 @@ type Stubs struct {
 	// LibcSigaction and LibcSignal that of an uninstrumented sigaction
 	// and signal (sigaction.go, decision 94). 0: none.
 	SysSigaction, LibcSigaction, LibcSignal uint64
-	// VforkChild is called in a vfork child (spawn.go).
-	VforkChild uint64
+	// VforkChild is called in a vfork child (spawn.go); LibcClone and
+	// LibcClone3 take the place of the C library's clone wrappers. 0:
+	// none.
+	VforkChild, LibcClone, LibcClone3 uint64
+	// ForkSys is called right after a system call that makes a process
+	// or thread (spawn.go). 0: none.
+	ForkSys uint64
 	// OffR is the %gs offset of the path register; OffCallSite that of
 	// the last call site passed.
 	OffR, OffCallSite int32
@@ -164,9 +169,12 @@ type gen struct {
 	// dark maps a left-out function's entry to its counting stub
 	// (darkentry.go).
 	dark map[uint64]enc.Label
-	// sigThunks maps an uninstrumented function that sets signal actions
-	// to its thunk (sigaction.go).
-	sigThunks map[uint64]*sigThunk
+	// thunks maps an uninstrumented function the runtime must see called
+	// to its thunk (thunk.go).
+	thunks map[uint64]*callThunk
+	// slotThunks maps a GOT slot the loader fills with such a function's
+	// address to its thunk (thunk.go).
+	slotThunks map[uint64]*callThunk
 	// tag is the module's tag (Options.ModuleTag): 0 for an executable
 	// [decision 81].
 	tag uint32
@@ -245,8 +253,8 @@ func (g *gen) target(a uint64) enc.Target {
 	if l, ok := g.entries[a]; ok {
 		return enc.LabelTarget(l)
 	}
-	if t, ok := g.sigThunkTarget(a); ok {
-		return t // a C library function that sets signal actions (sigaction.go)
+	if t, ok := g.thunkTarget(a); ok {
+		return t // a C library function the runtime must see called (thunk.go)
 	}
 	if t, ok := g.darkTarget(a); ok {
 		return t // a left-out function's counting stub (darkentry.go)

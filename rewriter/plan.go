@@ -62,6 +62,10 @@ type funcPlan struct {
 	// leaveSite holds the call-site ids of the system calls that may end
 	// the process image (cfg.Leave), by address [decision 59].
 	leaveSite map[uint64]int32
+	// forkSite holds the call-site ids of the system calls that make a
+	// process or thread (cfg.Graph.Forks), by address: the child tells
+	// the runtime where the activation stood (spawn.go, decision 101).
+	forkSite  map[uint64]int32
 	siteAddrs []uint64
 	// slot is the offset from the thread block of the function's slot
 	// counters ({calls, paths...}), 0 if it has none (assignSlot).
@@ -308,11 +312,11 @@ func (fp *funcPlan) frameless() bool {
 }
 
 // onePathLeaf reports whether fg has one path, calls nothing, makes no
-// system call that may end the process, has one entry and leaves only
-// by returning: what trivial and frameless functions share.
+// system call that may end the process or make one, has one entry and
+// leaves only by returning: what trivial and frameless functions share.
 func (fp *funcPlan) onePathLeaf() bool {
 	gr := fp.f.Graph
-	if fp.num.NumPaths != 1 || len(gr.Calls) != 0 || fp.hasSyscallLeave() || len(gr.Func.Entries) > 0 {
+	if fp.num.NumPaths != 1 || len(gr.Calls) != 0 || fp.hasSyscallLeave() || len(gr.Forks) > 0 || len(gr.Func.Entries) > 0 {
 		return false
 	}
 	for _, ed := range gr.Edges {
@@ -378,6 +382,16 @@ func (fp *funcPlan) planSites() {
 	sort.Slice(sys, func(i, j int) bool { return sys[i] < sys[j] })
 	for _, a := range sys {
 		fp.leaveSite[a] = fp.site(fp.f.Graph.Leaves[a].Block, a)
+	}
+	// Then those that make a process or thread (decision 101).
+	fp.forkSite = map[uint64]int32{}
+	sys = sys[:0]
+	for a := range fp.f.Graph.Forks {
+		sys = append(sys, a)
+	}
+	sort.Slice(sys, func(i, j int) bool { return sys[i] < sys[j] })
+	for _, a := range sys {
+		fp.forkSite[a] = fp.site(fp.f.Graph.Forks[a].Block, a)
 	}
 	// Then, block by block, the direct tail jumps to instrumented
 	// functions: call sites too, the callee's activation is made a child

@@ -186,9 +186,18 @@ struct proc {
 	u64 nthreads;
 	u64 arena_bytes;
 	u64 forked;       /* counts restarted at a fork */
+	/* Processes that ran in this memory on this thread pointer without
+	 * owning it (a vfork child, a clone with CLONE_VM and no
+	 * CLONE_SETTLS: posix_spawn's), each moved to the scratch block, so
+	 * that what it ran before its exec or exit counted nowhere (blpp_resume.c,
+	 * decision 101). The child adds to its parent's count. */
+	u64 vm_children;
+	/* Those that exited without exec (STATS vm_exits), and the last one's
+	 * thread id: what they ran is counted nowhere. */
+	u64 vm_exits, vm_exit_tid;
 	u64 resetting;    /* fork_reset running */
 	u64 write_lock;   /* tid of the thread writing a profile, 0 if none */
-	u64 exit_written; /* EXIT_NONE, EXIT_AT_FINI or EXIT_FINAL */
+	u64 exit_written; /* EXIT_NONE, EXIT_AT_FINI, EXIT_FINAL or EXIT_LEFT */
 	u64 dumps;        /* dump-signal profiles written */
 	char tmpl[4096];  /* profile name template, absolute */
 	char name[4096];  /* expanded name, under write_lock */

@@ -488,7 +488,7 @@ static void write_stats(struct obuf *b, u64 nrec)
 			lat_bytes += next < t->lat_limit ? next - base : t->lat_limit - 1 + BLPP_LATENCY_ENTRY_SIZE - base;
 		lat_dropped += LOADR(&t->lat_dropped);
 	}
-	ob_uv(b, 21 + 2 * (u64)tsc + 2 * (u64)rt.latency);
+	ob_uv(b, 23 + 2 * (u64)tsc + 2 * (u64)rt.latency);
 	write_stat(b, BLPP_STAT_ARENA_BYTES, LOADR(&rt.arena_bytes));
 	write_stat(b, "bad_funcs", LOADR(&s[ST_BAD_FUNCS]));
 	write_stat(b, "bad_paths", LOADR(&s[ST_BAD_PATHS]));
@@ -524,6 +524,8 @@ static void write_stats(struct obuf *b, u64 nrec)
 		write_stat(b, "tsc_total", ticks);
 	}
 	write_stat(b, "unwound_frames", LOADR(&s[ST_UNWOUND]));
+	write_stat(b, "vm_children", LOADR(&rt.vm_children));
+	write_stat(b, "vm_exits", LOADR(&rt.vm_exits));
 }
 
 /* put appends s (len bytes) to the name being built in out (cap bytes);

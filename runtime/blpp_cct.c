@@ -213,7 +213,7 @@ _Static_assert(BLPP_RECORD_INLINE_COUNTS >= sizeof(struct blpp_record), "inline 
  * its dense array inline (promote), which the inline code reaches from
  * then on.
  */
-enum { COLD_PATHS = 16 };
+enum { COLD_PATHS = 64 };
 
 /* kids0 returns the read-only zeros that stand for a record's node lists
  * until it makes its first call (kids_of): most records make none. */

@@ -38,7 +38,14 @@ struct htab {
  * flow-only image; in context mode a record starts cold, with a table
  * of COLD_CAP entries (blpp_cct.c, decision 99). PROMOTE_ENDS: see
  * Record.cold. */
-enum { HTAB_INIT = BLPP_HTAB_INIT_CAP, COLD_CAP = 2, PROMOTE_ENDS = 64 };
+enum { HTAB_INIT = BLPP_HTAB_INIT_CAP, COLD_CAP = 2, PROMOTE_ENDS = 32 };
+
+/* A path that lies beyond the inline probes of a record's newest
+ * table and has been counted there FAR_HITS times by the runtime moves
+ * to a new table in front, where it most likely lies within them: else
+ * every run of it takes the stub (decision 99). Not above FAR_CAP, and
+ * not with metrics, whose path ends all take the stub. */
+enum { FAR_HITS = 256, FAR_CAP = 1 << 20 };
 _Static_assert(__builtin_offsetof(struct htab, e) == BLPP_HTAB_ENTRIES_OFF, "htab header");
 _Static_assert(__builtin_offsetof(struct htab, bytes) == BLPP_HTAB_BYTES_OFF, "htab bytes");
 _Static_assert((BLPP_HTAB_INIT_CAP & (BLPP_HTAB_INIT_CAP - 1)) == 0, "htab capacity");
@@ -98,13 +105,16 @@ static struct htab *htab_new(struct wiped *w, u64 cap)
 static u64 htab_room(const struct htab *h) { return h->cap < HTAB_INIT ? h->cap : h->cap / 2; }
 
 /* htab_slot returns the values of key in h, inserting it if insert says
- * so and h has room (htab_room), else 0. */
-static u64 *htab_slot(struct htab *h, u64 key, int insert)
+ * so and h has room (htab_room), else 0; *far says whether the key lies
+ * beyond the inline code's two probes (home and the entry after it, not
+ * wrapping). */
+static u64 *htab_slot(struct htab *h, u64 key, int insert, int *far)
 {
 	u64 mask = h->cap - 1, i = home(key, h->cap), hw = hent_words();
 	for (u64 n = 0; n < h->cap; n++, i = (i + 1) & mask) {
 		u64 *e = &h->e[i * hw];
 		u64 k = LOAD(&e[0]);
+		*far = n > 1 || (n == 1 && i == 0);
 		if (k == 0) {
 			if (!insert || LOADR(&h->used) >= htab_room(h))
 				return 0;
@@ -145,13 +155,15 @@ static u64 *hash_slot(struct wiped *w, struct blpp_record *r, u64 path)
 		struct htab *h = (struct htab *)LOAD(&r->hash), *n;
 		/* A hot record's small table is full, or nearly: its paths
 		 * move to a table of HTAB_INIT entries, where the inline
-		 * code's two probes find them. */
-		u64 *v = h->cap < HTAB_INIT && hot_record(r) ? 0 : htab_slot(h, key, 1);
-		if (v)
+		 * code's two probes find them. So does a path the runtime
+		 * keeps counting because it lies beyond them (FAR_HITS). */
+		int far = 0;
+		u64 *v = h->cap < HTAB_INIT && hot_record(r) ? 0 : htab_slot(h, key, 1, &far);
+		if (v && !(far && LOADR(&v[0]) >= FAR_HITS && h->cap < FAR_CAP && !rt.nmetrics))
 			return v;
 		if (!(n = htab_new(w, grown(r, h)))) {
 			for (; h; h = (struct htab *)LOAD(&h->next))
-				if ((v = htab_slot(h, key, 0)))
+				if ((v = htab_slot(h, key, 0, &far)))
 					return v;
 			return 0;
 		}

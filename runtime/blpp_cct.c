@@ -654,6 +654,7 @@ static u64 *lat_entry(struct blpp_thread *t, u64 *slot)
 static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 path, const u64 *d)
 {
 	struct wiped *w = rt.w;
+	const struct blpp_func *f;
 	u64 *v;
 	if (!w)
 		return;
@@ -661,12 +662,13 @@ static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 pat
 		ADD(&w->stats[ST_BAD_FUNCS], 1);
 		return;
 	}
+	f = func_of(fid);
 	if (!r || r->func != fid || (!r->dense_n && !r->hash)) {
 		ADD(&w->stats[ST_NO_RECORD], 1);
 		if (!(r = root(t, fid)))
 			return;
 	}
-	if (path >= func_of(fid)->num_paths) {
+	if (path >= f->num_paths) {
 		ADD(&w->stats[ST_BAD_PATHS], 1);
 		return;
 	}
@@ -676,7 +678,7 @@ static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 pat
 	else if (!(v = hash_slot(w, r, path))) {
 		ADD(&w->stats[ST_DROPPED_COUNTS], 1);
 		return;
-	} else if (!rt.flow_only && ++r->cold >= PROMOTE_ENDS && !func_of(fid)->hashed && !nested(t)) {
+	} else if (!rt.flow_only && ++r->cold >= PROMOTE_ENDS && !f->hashed && !nested(t)) {
 		/* A cold record gets hot: its twin counts from the next path
 		 * end on (a hashed one's next table is larger: grown). */
 		promote(t, r);

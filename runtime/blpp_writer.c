@@ -290,7 +290,8 @@ static u64 hash_paths(struct htab *h, struct blpp_record *tw, struct obuf *out, 
 	for (u64 i = 0; i < n;) {
 		u64 key = e[i].key, sum[1 + BLPP_MAX_METRICS] = {0};
 		struct lat a;
-		mem_zero(&a, sizeof(a));
+		if (rt.latency) /* 544 bytes: most images keep no latencies */
+			mem_zero(&a, sizeof(a));
 		for (; i < n && e[i].key == key; i++) {
 			for (u64 j = 0; j < 1 + rt.nmetrics; j++)
 				sum[j] += LOADR(&e[i].v[j]);

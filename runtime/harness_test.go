@@ -48,7 +48,7 @@ var harnessFuncs = []struct {
 	{"regs", 2, false},
 	{"ifunc", 2, false},
 	{"g_exit", 2, false},
-	{"wide", 64, false},
+	{"wide", 128, false},
 	{"P", 4, false},
 }
 

@@ -62,14 +62,14 @@ func TestNestedStubs(t *testing.T) {
 			m.f(i)
 		case 1:
 			m.enter(fWide)
-			m.count(fWide, uint64(i%64))
+			m.count(fWide, uint64(i%128))
 		default:
 			m.big(uint64(i % 100))
 		}
 	}
 	for i := 0; i < 200; i++ {
 		m.enter(fWide)
-		m.count(fWide, uint64(i%64))
+		m.count(fWide, uint64(i%128))
 	}
 	_ = exe
 	data, err := os.ReadFile(prof)

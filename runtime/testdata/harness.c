@@ -43,7 +43,7 @@ enum {
 	F_REGS = 11, /* 2 paths, regs.S */
 	F_IFUNC = 12,
 	F_G = 13,
-	F_WIDE = 14, /* 64 paths: cold records that get hot (decision 99) */
+	F_WIDE = 14, /* 128 paths: cold records that get hot (decision 99) */
 	F_P = 15,    /* 4 paths: calls f, wide and big in turn */
 	NFUNCS_USED = 16,
 };
@@ -134,11 +134,11 @@ __attribute__((noinline)) void big(unsigned long long id)
 	EXIT(F_BIG);
 }
 
-/* wide: path x % 64 of a 64-path function. */
+/* wide: path x % 128 of a 128-path function. */
 __attribute__((noinline)) void wide(unsigned long long x)
 {
 	ENTER(F_WIDE);
-	ADD_R_REG(x % 64);
+	ADD_R_REG(x % 128);
 	EXIT(F_WIDE);
 }
 

@@ -199,12 +199,12 @@ static void partial_add(struct blpp_thread *t, struct blpp_record *rec, u64 func
 }
 
 /* act_record is the record of the activation that pushed frame i of t,
- * given next, the record its callee's frame saved: in a flow-only image
- * its function's flat record, which its callee need not have saved
- * [decision 51]. */
+ * given next, the record its callee's frame saved (the one in t's list,
+ * not its hot twin: decision 99): in a flow-only image its function's
+ * flat record, which its callee need not have saved [decision 51]. */
 static struct blpp_record *act_record(struct blpp_thread *t, u64 i, u64 next)
 {
-	return rt.flow_only ? flat_rec(t, frames(t)[i].func) : R(next);
+	return rt.flow_only ? flat_rec(t, frames(t)[i].func) : canon(R(next));
 }
 
 /* frame_record is the record of activation i of t: the one its callee

@@ -79,6 +79,7 @@ func TestLayoutConstants(t *testing.T) {
 		{"NodeFuncOff", NodeFuncOff, unsafe.Offsetof(nd.Func)},
 		{"NodeRecOff", NodeRecOff, unsafe.Offsetof(nd.Rec)},
 		{"NodeCountOff", NodeCountOff, unsafe.Offsetof(nd.Count)},
+		{"NodeShortSize", NodeShortSize, unsafe.Offsetof(nd.Owner)},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

@@ -12,51 +12,50 @@ import (
 // lean, trivial and closed functions (enterLean, enterTrivial,
 // enterInternal), and their slow paths through the runtime's stub.
 
-// enterInline starts an activation without calling the runtime: it finds
-// the callee's record (context mode: the head of the caller's node list
-// for the call site in %gs:CallSite; flow-only: the thread's flat table),
-// counts the call, pushes the shadow frame {entry %rsp, the caller's r,
-// fid, the caller's record, the caller's call site}, and starts a path
-// (r = 0, no call site yet) [DESIGN 7]. Anything unusual takes the stub:
-// a thread without its own block yet (%gs still points at its creator's:
+// enterInline starts an activation without calling the runtime, in the
+// form the function's plan calls for: a frameless one-path leaf counts
+// and leaves (enterTrivial, enterFrameless); a lean function (flow-only,
+// with slot counters) pushes a frame without a record (enterLean,
+// enterSlotMem); every other function finds its record and pushes its
+// frame (enterFramed) [DESIGN 7]. Anything unusual takes the stub: a
+// thread without its own block yet (%gs still points at its creator's:
 // the owner is another thread pointer), a busy or overflowing shadow
 // stack, a newest frame that is not a caller's (left by a longjmp: it
 // must be unwound first), a tail mark not at this entry's %rsp (tail
-// variant only: loadParent), a context seen for the first time, a record
-// a fork child has not remade. The frame is reserved before it is filled,
-// so a signal handler that runs instrumented code in between pushes above
-// it. Flags are dead at a function's entry [SysV x86-64 ABI 3.2.1]. With
-// tail, it emits the tail variant that direct tail jumps reach; scratch
-// registers dead at the entry are used without saving (pushedAtEntry).
+// variant only), a context seen for the first time, a record a fork
+// child has not remade. Flags are dead at a function's entry [SysV x86-64
+// ABI 3.2.1]. With tail, it emits the tail variant that direct tail
+// jumps reach; scratch registers dead at the entry are used without
+// saving (pushedAtEntry).
 func (fg *funcGen) enterInline(tail bool) {
 	g, b := fg.g, fg.g.buf
-	if g.mode.Metrics && !g.mode.TSCOnly {
+	switch {
+	case g.mode.Metrics && !g.mode.TSCOnly:
 		b.LeaRSP(-redZone)
 		pushImm32(b, fg.gid)
 		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
 		b.LeaRSP(redZone + 8)
-		return
-	}
-	if fg.trivial() {
+	case fg.trivial():
 		fg.enterTrivial()
-		return
-	}
-	if fg.frameless() {
+	case fg.frameless():
 		fg.enterFrameless(tail)
-		return
-	}
-	if fg.lean() && fg.hasPreg {
+	case fg.lean() && fg.hasPreg:
 		fg.enterLean()
-		return
+	case fg.lean():
+		fg.enterSlotMem()
+	default:
+		fg.enterFramed(tail, false)
 	}
+}
+
+// enterSlotMem is the entry of a lean function whose path register is
+// Thread.R [decision 51]: the checks of enterFramed, the record's
+// existence tested by its calls word in the slots, the frame {entry
+// %rsp, the caller's r, fid, the caller's call site and Cur}, and r = 0.
+func (fg *funcGen) enterSlotMem() {
+	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
-	// A lean entry needs no record, so no %rdx [decision 51].
-	lean := fg.lean()
-	regs := []enc.Reg{enc.RAX, enc.RCX, enc.RDX}
-	if lean {
-		regs = regs[:2]
-	}
-	regs = fg.pushedAtEntry(regs)
+	regs := fg.pushedAtEntry([]enc.Reg{enc.RAX, enc.RCX})
 	saved := fg.entryChecks(regs, slow)
 	// The newest frame must be a caller's; below an empty shadow stack
 	// the sentinel's %rsp is above every entry's [decision 65].
@@ -67,32 +66,11 @@ func (fg *funcGen) enterInline(tail bool) {
 	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
 	b.CmpRegGS(enc.RAX, runtime.OffSPLimit)
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
-	// The record, into %rdx; a lean entry only checks that it exists.
-	if lean {
-		// The record exists once its calls word (the first slot) is
-		// not 0: the stub's first entry made it and counted there.
-		b.CmpGS64Imm(fg.slot, 0)
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	} else if g.mode.FlowOnly {
-		fg.loadFlat(slow)
-		b.MovRegFromMemD32(enc.RDX, enc.RAX, 8*fg.fid)
-		b.TestRegReg(enc.RDX)
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		// A linked record always has its counters (rec_new).
-	} else {
-		fg.loadParent(tail, slow, saved)
-		fg.childNode(slow, saved)
-		// A node is linked only with its record, and a record only
-		// with its counters (child, rec_new); in a fork child the
-		// parent record is wiped too (nsites 0 took the slow path).
-		b.MovRegFromMemD8(enc.RDX, enc.RAX, runtime.NodeRecOff)
-		b.IncMemD8(enc.RAX, runtime.NodeCountOff)
-	}
-	if fg.slot != 0 {
-		b.AddGS64Imm(fg.slot, 1) // the record's calls, in the slots (flags are dead here)
-	} else {
-		b.IncMemD32(enc.RDX, countsOff) // the record's calls
-	}
+	// The record exists once its calls word (the first slot) is not 0:
+	// the stub's first entry made it and counted there.
+	b.CmpGS64Imm(fg.slot, 0)
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.AddGS64Imm(fg.slot, 1) // the record's calls (flags are dead here)
 	// Reserve the frame at %rcx, then fill it.
 	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RAX)
@@ -101,47 +79,17 @@ func (fg *funcGen) enterInline(tail bool) {
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.MovMemFromRegD8(enc.RCX, frSavedR+runtime.FrameSize, enc.RAX) // frame.saved_r
 	b.MovMemImm32D8(enc.RCX, frFunc+runtime.FrameSize, fg.gid)      // frame.func
-	if !lean {
-		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
-		b.MovMemFromRegD8(enc.RCX, frRecord+runtime.FrameSize, enc.RAX) // frame.record
-	}
 	b.MovRegFromGS(enc.RAX, runtime.OffCallSite)
 	b.MovMemFromRegD8(enc.RCX, frSite+runtime.FrameSize, enc.RAX) // frame.site
-	if g.slots() {
-		b.MovRegFromGS(enc.RAX, runtime.OffCur)
-		b.MovMemFromRegD8(enc.RCX, frSavedCur+runtime.FrameSize, enc.RAX) // frame.saved_cur
-		b.MovGS64Imm(runtime.OffCur, fg.curValue())
-	}
-	if fg.hasPreg {
-		b.MovMemFromReg(enc.RCX, int32(frSavedReg)+runtime.FrameSize, fg.preg) // frame.saved_reg
-	}
-	if !fg.hasPreg {
-		b.MovGS64Imm(g.stubs.OffR, 0) // else the register is the path register (set below)
-	}
+	b.MovRegFromGS(enc.RAX, runtime.OffCur)
+	b.MovMemFromRegD8(enc.RCX, frSavedCur+runtime.FrameSize, enc.RAX) // frame.saved_cur
+	b.MovGS64Imm(runtime.OffCur, fg.curValue())
+	b.MovGS64Imm(g.stubs.OffR, 0)
 	b.MovGS64Imm(runtime.OffCallSite, 0)
-	if !lean {
-		b.MovGSFromReg(runtime.OffRecord, enc.RDX)
-	}
-	if tail {
-		b.MovGS64Imm(runtime.OffTailRec, 0) // consumed
-	}
-	if g.mode.TSCOnly {
-		// The caller's path so far, macc + (now - mstart), waits in the
-		// frame (saved_acc[0]) for the exit; the callee starts from
-		// nothing at now, as blpp_rt_enter does [DESIGN 8].
-		fg.tscProgress()
-		b.MovMemFromRegD8(enc.RCX, frSavedAcc+runtime.FrameSize, enc.RDX) // frame.saved_acc[0]
-		b.MovGSFromReg(offMStart, enc.RAX)
-		b.MovGS64Imm(offMAcc, 0)
-	}
 	for i := len(regs) - 1; i >= 0; i-- {
 		b.Pop(regs[i])
 	}
 	b.Bind(done)
-	if fg.hasPreg {
-		// The stub saved the register in the frame too (Func.PathReg).
-		b.MovImm32(fg.preg, 0) // mov, not xor: flags untouched
-	}
 	fg.coldStub(slow, done, regs, false, g.stubs.Enter, fg.gid)
 }
 
@@ -404,68 +352,79 @@ func (fg *funcGen) pushedAtEntry(regs []enc.Reg) []enc.Reg {
 
 // childNode finds this function's node in the call-site list of the
 // parent record in %rax for the call site in %rdx, and leaves it in
-// %rax: the list's first node, or the call cache's (callCacheLookup);
-// anything else goes to slow. saved is the bytes pushed below the red
-// zone.
+// %rax (childNodeIn). saved is the bytes pushed since the entry.
 func (fg *funcGen) childNode(slow enc.Label, saved int32) {
+	fg.childNodeIn(enc.RAX, enc.RDX, slow, -saved)
+}
+
+// childNodeIn finds this function's node in the call-site list of the
+// parent record in p for the call site in q, and leaves it in p: the
+// list's first node, or the call cache's (callCacheLookup); anything
+// else goes to slow. q is clobbered; sp is the stack depth, from the
+// activation's %rsp, that the out-of-line look-up runs at.
+func (fg *funcGen) childNodeIn(p, q enc.Reg, slow enc.Label, sp int32) {
 	b := fg.g.buf
-	b.SubRegMemD8(enc.RDX, enc.RAX, runtime.RecordFirstSiteOff)
-	b.CmpRegMemD8(enc.RDX, enc.RAX, runtime.RecordNSitesOff)
+	b.SubRegMemD8(q, p, runtime.RecordFirstSiteOff)
+	b.CmpRegMemD8(q, p, runtime.RecordNSitesOff)
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-	b.MovRegFromMemD8(enc.RAX, enc.RAX, runtime.RecordKidsOff)
-	b.LeaRegIdxD8(enc.RDX, enc.RAX, enc.RDX, 8, 8) // the list's head word
-	b.MovRegFromMem(enc.RAX, enc.RDX, 0)           // its first node
-	b.TestRegReg(enc.RAX)
+	b.MovRegFromMemD8(p, p, runtime.RecordKidsOff)
+	b.LeaRegIdxD8(q, p, q, 8, 8) // the list's head word
+	b.MovRegFromMem(p, q, 0)     // its first node
+	b.TestRegReg(p)
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, fg.gid)
+	b.CmpMemImm32D8(p, runtime.NodeFuncOff, fg.gid)
 	found := b.NewLabel()
-	b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(found, slow, saved)))
+	b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(p, q, found, slow, sp)))
 	b.Bind(found)
 }
 
 // callCacheLookup queues, for a context-mode entry whose call-site list
-// (head word at %rdx) starts with another function's node, a look-up of
+// (head word at q) starts with another function's node, a look-up of
 // this function's node in the thread's call cache [decision 49]:
-// lea fid(%rdx),%rax; imul $HashMul,%eax,%eax; shr; and $-32,%eax; then
-// the entry at %gs:CallCacheOffset(,%rax) must hold list %rdx and this
-// fid, and its node goes to %rax and back to found; a miss goes to slow
-// (the stub walks the list and fills the entry). It returns the label to
-// jump to. saved is the bytes pushed below the red zone.
-func (fg *funcGen) callCacheLookup(found, slow enc.Label, saved int32) enc.Label {
+// lea fid(q),p; imul $HashMul,p32,p32; shr; and $-32,p32; then the
+// entry at %gs:CallCacheOffset(,p) must hold list q and this fid, and
+// its node goes to p and back to found; a miss goes to slow (the stub
+// walks the list and fills the entry). It returns the label to jump to.
+// sp is the stack depth the out-of-line code runs at.
+func (fg *funcGen) callCacheLookup(p, q enc.Reg, found, slow enc.Label, sp int32) enc.Label {
 	g, b := fg.g, fg.g.buf
 	if !g.callCache() {
 		return slow
 	}
 	miss := b.NewLabel()
-	fg.addColdAt(miss, -saved, func() {
-		b.LeaRegDisp32(enc.RAX, enc.RDX, fg.gid)
-		b.ImulReg32Imm32(enc.RAX, enc.RAX, runtime.HashMul)
-		b.ShrReg32Imm(enc.RAX, uint8(32-runtime.CallCacheBits-bits.TrailingZeros(runtime.CallCacheEntry)))
-		b.AndReg32Imm8(enc.RAX, -runtime.CallCacheEntry)
-		b.CmpGSIdxReg(enc.RAX, runtime.CallCacheOffset, enc.RDX)
+	fg.addColdAt(miss, sp, func() {
+		b.LeaRegDisp32(p, q, fg.gid)
+		b.ImulReg32Imm32(p, p, runtime.HashMul)
+		b.ShrReg32Imm(p, uint8(32-runtime.CallCacheBits-bits.TrailingZeros(runtime.CallCacheEntry)))
+		b.AndReg32Imm8(p, -runtime.CallCacheEntry)
+		b.CmpGSIdxReg(p, runtime.CallCacheOffset, q)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		b.CmpGSIdxImm32(enc.RAX, runtime.CallCacheOffset+8, fg.gid)
+		b.CmpGSIdxImm32(p, runtime.CallCacheOffset+8, fg.gid)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		b.MovRegFromGSIdx(enc.RAX, enc.RAX, runtime.CallCacheOffset+16)
+		b.MovRegFromGSIdx(p, p, runtime.CallCacheOffset+16)
 		b.JmpRel32(enc.LabelTarget(found))
 	})
 	return miss
 }
 
 // loadFlat loads into %rax the thread's array of flat records of the
+// module (loadFlatInto).
+func (fg *funcGen) loadFlat(slow enc.Label) { fg.loadFlatInto(enc.RAX, slow) }
+
+// loadFlatInto loads into reg the thread's array of flat records of the
 // module, indexed by local function id, and goes to slow when there is
 // none: the executable's is %gs:Flat; a library's (tag != 0) hangs
 // under %gs:FlatMods, one array per tag [decision 81].
-func (fg *funcGen) loadFlat(slow enc.Label) {
+func (fg *funcGen) loadFlatInto(reg enc.Reg, slow enc.Label) {
 	g, b := fg.g, fg.g.buf
 	if g.tag == 0 {
-		b.MovRegFromGS(enc.RAX, runtime.OffFlat)
+		b.MovRegFromGS(reg, runtime.OffFlat)
 	} else {
-		b.MovRegFromGS(enc.RAX, runtime.OffFlatMods)
-		b.TestRegReg(enc.RAX)
+		b.MovRegFromGS(reg, runtime.OffFlatMods)
+		b.TestRegReg(reg)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		b.MovRegFromMemD32(enc.RAX, enc.RAX, 8*int32(g.tag))
+		b.MovRegFromMemD32(reg, reg, 8*int32(g.tag))
 	}
-	b.TestRegReg(enc.RAX)
+	b.TestRegReg(reg)
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 }

@@ -114,6 +114,10 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		fg.exitLean()
 		return
 	}
+	if fg.slot == 0 && !tsc {
+		fg.exitOwn(tailSite)
+		return
+	}
 	slow, done := b.NewLabel(), b.NewLabel()
 	// The inline code counts from the path register; only the stub needs
 	// it in Thread.R (the cold path spills it).
@@ -211,6 +215,97 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	if !fg.lean() {
 		b.MovRegFromMemD8(enc.RAX, enc.RCX, frRecord)
 		b.MovGSFromReg(runtime.OffRecord, enc.RAX)
+	}
+	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
+	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	for i := len(saved) - 1; i >= 0; i-- {
+		b.Pop(saved[i])
+	}
+	b.Bind(done)
+	if tailSite != 0 {
+		fg.coldStub(slow, done, saved, true, g.stubs.TailExit, tailSite, fg.gid)
+		return
+	}
+	fg.coldStub(slow, done, saved, true, g.stubs.Exit, fg.gid)
+}
+
+// exitOwn is the inline exit of a function whose paths count in its
+// record (context mode, flow-only functions without slot counters),
+// decision 100. It pushes %rcx, and %rax when the path register is
+// Thread.R, and uses the path register as the second scratch register
+// once the path is counted (the frame gives back its entry value last),
+// as exitLean does; a hashed function's probe takes %rdx as well. The
+// record is the one the entry left in its frame (frOwnRec), so
+// Thread.Record needs no test: an activation without a record has the
+// runtime's zero record there, whose dense array holds nothing. Only the
+// newest frame's %rsp is compared: every entry unwinds the frames at or
+// below its own %rsp first (the stub) or finds none (inline), and a tail
+// exit pops its frame before its callee's entry pushes one at the same
+// %rsp, so a frame with this activation's entry %rsp is its own; an
+// activation without a frame (an overflowed shadow stack) finds an older
+// one there, whose %rsp is higher, and goes to the stub, which counts the
+// overflow down. A busy stub means that a signal handler interrupted it,
+// and the handler's activations push and pop their frames above
+// everything it works on.
+func (fg *funcGen) exitOwn(tailSite int32) {
+	g, b := fg.g, fg.g.buf
+	slow, done := b.NewLabel(), b.NewLabel()
+	saved := []enc.Reg{enc.RCX}
+	x := fg.preg
+	if !fg.hasPreg {
+		x = enc.RAX
+		saved = append(saved, x)
+	}
+	hash := fg.hashInline()
+	if hash {
+		saved = append(saved, enc.RDX) // the probe's index
+	}
+	for _, r := range saved {
+		b.Push(r)
+	}
+	depth := int32(8 * len(saved)) // the entry %rsp, from %rsp
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	b.LeaRSP(depth)
+	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
+	b.LeaRSP(-depth)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	if !fg.hasPreg {
+		b.MovRegFromGS(x, g.stubs.OffR)
+	}
+	b.MovRegFromMemD8(enc.RCX, enc.RCX, frOwnRec)
+	if hash {
+		// Counted here when found; nothing below can fail.
+		fg.hashCount(enc.RCX, enc.RCX, x, enc.RDX, slow, -depth)
+		if tailSite != 0 {
+			b.MovRegFromGS(enc.RCX, runtime.OffSP)
+			b.MovRegFromMemD8(enc.RCX, enc.RCX, frOwnRec)
+		}
+	} else {
+		b.CmpRegMemD8(x, enc.RCX, runtime.RecordDenseNOff)
+		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		b.IncMemIndexed(enc.RCX, x, countsOff+8)
+	}
+	if tailSite != 0 {
+		// TailRec last: a signal handler's entry in between never
+		// pairs it with a stale TailRSP [decision 31].
+		b.MovGS64Imm(offTailSite, tailSite)
+		b.LeaRegDisp32(x, enc.RSP, depth) // the entry %rsp
+		b.MovGSFromReg(offTailRSP, x)
+		b.MovGSFromReg(runtime.OffTailRec, enc.RCX)
+	}
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	if g.slots() {
+		b.MovRegFromMemD8(x, enc.RCX, frSavedCur)
+		b.MovGSFromReg(runtime.OffCur, x)
+	}
+	b.MovRegFromMemD8(x, enc.RCX, frSavedR)
+	b.MovGSFromReg(g.stubs.OffR, x)
+	b.MovRegFromMemD8(x, enc.RCX, frSite)
+	b.MovGSFromReg(runtime.OffCallSite, x)
+	b.MovRegFromMemD8(x, enc.RCX, frRecord)
+	b.MovGSFromReg(runtime.OffRecord, x)
+	if fg.hasPreg {
+		b.MovRegFromMemD8(x, enc.RCX, frSavedReg) // the register's entry value
 	}
 	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RCX)

@@ -133,16 +133,19 @@ func (g *gen) testReady(slow enc.Label) {
 
 // cmpOwnerRCX emits mov %fs:0, %rcx; cmp %gs:owner, %rcx: equal when %gs
 // is this thread's own block.
-func cmpOwnerRCX(b *enc.Buf) {
-	b.MovRegFromFS(enc.RCX, 0)
+func cmpOwnerRCX(b *enc.Buf) { cmpOwnerReg(b, enc.RCX) }
+
+// cmpOwnerReg is cmpOwnerRCX with reg for %rcx.
+func cmpOwnerReg(b *enc.Buf, reg enc.Reg) {
+	b.MovRegFromFS(reg, 0)
 	if faultInjection && fault("threads") {
 		// Every thread takes the block it inherited for its own (the
 		// runtime too: ConfigFlagFaultSharedThreads): new threads update
 		// their creator's counters, and updates are lost between them.
-		b.CmpRegReg(enc.RCX, enc.RCX)
+		b.CmpRegReg(reg, reg)
 		return
 	}
-	b.CmpRegGS(enc.RCX, runtime.OffOwner)
+	b.CmpRegGS(reg, runtime.OffOwner)
 }
 
 // gateRCX emits mov %fs:0, %rcx; cmp %gs:gate, %rcx; jne slow: the
@@ -151,15 +154,18 @@ func cmpOwnerRCX(b *enc.Buf) {
 // overflowed, so one compare does what cmpOwnerRCX and gsBusyOrOverflow
 // do together (decision 90). The threads fault compares the owner as
 // cmpOwnerRCX plants it, and the other two words as before.
-func gateRCX(b *enc.Buf, slow enc.Label) {
+func gateRCX(b *enc.Buf, slow enc.Label) { gateReg(b, enc.RCX, slow) }
+
+// gateReg is gateRCX with reg for %rcx.
+func gateReg(b *enc.Buf, reg enc.Reg, slow enc.Label) {
 	if faultInjection && fault("threads") {
-		cmpOwnerRCX(b)
+		cmpOwnerReg(b, reg)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		gsBusyOrOverflow(b, enc.RCX, slow)
+		gsBusyOrOverflow(b, reg, slow)
 		return
 	}
-	b.MovRegFromFS(enc.RCX, 0)
-	b.CmpRegGS(enc.RCX, runtime.OffGate)
+	b.MovRegFromFS(reg, 0)
+	b.CmpRegGS(reg, runtime.OffGate)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 }
 
@@ -181,6 +187,9 @@ var (
 	// its outside call in progress [decision 64].
 	frExtSite = int8(runtime.FrameExtSiteOff - runtime.FrameSize)
 	frExtR    = int8(runtime.FrameExtROff - runtime.FrameSize)
+	// In the frame of a function that is not closed: the activation's
+	// own record, where its exit counts (decision 100).
+	frOwnRec = int8(runtime.FrameOwnRecOff - runtime.FrameSize)
 	// Thread fields of a pending tail call [decision 31].
 	offTailSite = int32(unsafe.Offsetof(runtime.Thread{}.TailSite))
 	offTailRSP  = int32(unsafe.Offsetof(runtime.Thread{}.TailRSP))

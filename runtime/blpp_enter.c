@@ -124,6 +124,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		f->site = closed(fid) ? *(const u64 *)rsp : t->call_site;
 		if (calls_out(fid))
 			f->saved_acc[2] = 0; /* in no outside call (decision 64) */
+		set_own_rec(f, fid, r); /* where the inline exit counts (decision 100) */
 		if (rt.slots_size)
 			f->saved_acc[0] = t->cur; /* the inline exit restores it from here */
 		if (saved_reg(regs, fid))

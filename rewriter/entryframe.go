@@ -1,0 +1,216 @@
+package rewriter
+
+import (
+	"github.com/blpp/blpp/rewriter/enc"
+	"github.com/blpp/blpp/runtime"
+)
+
+// The framed entry of a function whose paths count in its record
+// (context mode, flow-only functions without slot counters), decision
+// 100, and its direct variant, which direct calls from instrumented
+// functions with the same path register reach.
+
+// framedRegs are the registers enterFramed works with: f holds the
+// shadow stack's top, q the entry %rsp and then the call site, p the
+// records and nodes. p is the path register when there is one: its value
+// goes into the frame first (saved_reg), so it is free until the entry
+// sets it to 0. pushed are those of them the entry must save.
+type framedRegs struct {
+	f, q, p enc.Reg
+	pushed  []enc.Reg
+}
+
+// framedRegsFor picks f and q (and p without a path register) from %rax,
+// %rcx and %rdx, those dead at the entry first (pushedAtEntry). With the
+// time-stamp counter the frame's top stays in %rcx and %rax and %rdx are
+// both free for rdtsc at the end (q is %rdx, %rax is saved too).
+func (fg *funcGen) framedRegsFor(tsc bool) framedRegs {
+	cands := []enc.Reg{enc.RAX, enc.RCX, enc.RDX}
+	if tsc {
+		cands = []enc.Reg{enc.RCX, enc.RDX, enc.RAX}
+	} else {
+		live := fg.pushedAtEntry(cands)
+		var dead, busy []enc.Reg
+		for _, r := range cands {
+			if slicesContains(live, r) {
+				busy = append(busy, r)
+			} else {
+				dead = append(dead, r)
+			}
+		}
+		cands = append(dead, busy...)
+	}
+	need := 2
+	if !fg.hasPreg || tsc {
+		need = 3
+	}
+	use := cands[:need]
+	r := framedRegs{f: use[0], q: use[1], p: fg.preg, pushed: fg.pushedAtEntry(use)}
+	if !fg.hasPreg {
+		r.p = use[2]
+	}
+	return r
+}
+
+func slicesContains(s []enc.Reg, r enc.Reg) bool {
+	for _, x := range s {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// enterFramed starts an activation of a function without slot counters
+// inline (decision 100): it finds the callee's record (context mode: in
+// the caller's record's node list for the call site in %gs:CallSite, or
+// the call cache; flow-only: the thread's flat table), counts the call,
+// pushes the shadow frame {entry %rsp, the caller's r, fid, the caller's
+// record, the caller's call site, the register's entry value, the own
+// record} and starts a path (r = 0, no call site yet) [DESIGN 7]. The
+// frame is reserved right after the checks that need no record, and the
+// caller's state goes into it at once, so a signal handler that runs
+// instrumented code in between pushes above a frame whose %rsp, function
+// and caller are known; the path register's value goes there first and
+// the register then serves as scratch, so only two registers need saving
+// (none where they are dead). A look-up that fails gives the frame back
+// and takes the stub, as does everything enterInline sends there.
+//
+// The direct variant (direct) is reached only by direct calls from
+// instrumented code whose path register is this function's: there the
+// runtime is ready (the caller's entry tested it, or its stub gave %gs a
+// block), and the caller has not spilled its register, whose value is
+// the caller's r: it goes to saved_r too, and this function's exits give
+// it back (the caller does not reload it).
+func (fg *funcGen) enterFramed(tail, direct bool) {
+	g, b := fg.g, fg.g.buf
+	tsc := g.mode.TSCOnly
+	slow0, slow1, done := b.NewLabel(), b.NewLabel(), b.NewLabel()
+	r := fg.framedRegsFor(tsc)
+	f, q, p := r.f, r.q, r.p
+	for _, x := range r.pushed {
+		b.Push(x)
+	}
+	depth := int32(8 * len(r.pushed)) // the entry %rsp, from %rsp
+	if !direct {
+		g.testReady(slow0)
+	}
+	gateReg(b, f, slow0)
+	// The newest frame must be a caller's, above this entry's %rsp; below
+	// an empty shadow stack the sentinel's %rsp is above every entry's
+	// [decision 65].
+	b.MovRegFromGS(f, runtime.OffSP)
+	rsp := enc.RSP // the entry %rsp
+	if depth != 0 {
+		rsp = q
+		b.LeaRegDisp32(q, enc.RSP, depth)
+	}
+	b.CmpMemRegD8(f, frRSP, rsp)
+	b.JccRel32(enc.CondBE, enc.LabelTarget(slow0))
+	b.AddRegImm32(f, runtime.FrameSize)
+	b.CmpRegGS(f, runtime.OffSPLimit)
+	b.JccRel32(enc.CondA, enc.LabelTarget(slow0))
+	// Reserve the frame (f is its end), then fill what is known.
+	b.MovGSFromReg(runtime.OffSP, f)
+	b.MovMemFromRegD8(f, frRSP, rsp)
+	if tail {
+		// Only the jump that left the mark reaches a tail variant;
+		// anything else about the mark is the stub's [decision 90].
+		b.CmpRegGS(rsp, offTailRSP)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow1))
+	}
+	b.MovMemImm32D8(f, frFunc, fg.gid)
+	if fg.hasPreg {
+		b.MovMemFromRegD8(f, frSavedReg, p)
+		if direct {
+			b.MovMemFromRegD8(f, frSavedR, p)
+		}
+	}
+	if !direct {
+		b.MovRegFromGS(p, g.stubs.OffR)
+		b.MovMemFromRegD8(f, frSavedR, p)
+	}
+	b.MovRegFromGS(q, runtime.OffCallSite)
+	b.MovMemFromRegD8(f, frSite, q)
+	b.MovRegFromGS(p, runtime.OffRecord)
+	b.MovMemFromRegD8(f, frRecord, p)
+	// The record, into p.
+	if g.mode.FlowOnly {
+		fg.loadFlatInto(p, slow1)
+		b.MovRegFromMemD32(p, p, 8*fg.fid)
+		b.TestRegReg(p)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow1))
+		// A linked record always has its counters (rec_new).
+	} else {
+		if tail {
+			b.MovRegFromGS(p, runtime.OffTailRec)
+			b.MovRegFromGS(q, offTailSite)
+		}
+		b.TestRegReg(p)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow1))
+		fg.childNodeIn(p, q, slow1, -depth)
+		// A node is linked only with its record, and a record only
+		// with its counters (child, rec_new); in a fork child the
+		// parent record is wiped too (nsites 0 took the slow path).
+		b.IncMemD8(p, runtime.NodeCountOff)
+		b.MovRegFromMemD8(p, p, runtime.NodeRecOff)
+	}
+	b.IncMemD32(p, countsOff) // the record's calls
+	b.MovMemFromRegD8(f, frOwnRec, p)
+	b.MovGSFromReg(runtime.OffRecord, p)
+	b.MovGS64Imm(runtime.OffCallSite, 0)
+	if !fg.hasPreg {
+		b.MovGS64Imm(g.stubs.OffR, 0) // else the register is the path register (set below)
+	}
+	if g.slots() {
+		// A flow-only image with slot counters keeps Thread.Cur: this
+		// function has none (0), its caller's comes back at the exit.
+		b.MovRegFromGS(q, runtime.OffCur)
+		b.MovMemFromRegD8(f, frSavedCur, q)
+		b.MovGS64Imm(runtime.OffCur, 0)
+	}
+	if tail {
+		b.MovGS64Imm(runtime.OffTailRec, 0) // consumed
+	}
+	if tsc {
+		// The caller's path so far, macc + (now - mstart), waits in the
+		// frame (saved_acc[0]) for the exit; the callee starts from
+		// nothing at now, as blpp_rt_enter does [DESIGN 8]. f is %rcx.
+		fg.tscProgress()
+		b.MovMemFromRegD8(f, frSavedAcc, enc.RDX)
+		b.MovGSFromReg(offMStart, enc.RAX)
+		b.MovGS64Imm(offMAcc, 0)
+	}
+	for i := len(r.pushed) - 1; i >= 0; i-- {
+		b.Pop(r.pushed[i])
+	}
+	b.Bind(done)
+	if fg.hasPreg {
+		// The stub saved the register in the frame too (Func.PathReg).
+		b.MovImm32(p, 0) // mov, not xor: flags untouched
+	}
+	// After the frame was reserved: the register's entry value back and
+	// the frame given back; then as before it, where a direct caller's r
+	// goes to Thread.R for the stub (the caller did not spill it).
+	fg.addColdAt(slow1, -depth, func() {
+		if fg.hasPreg {
+			b.MovRegFromMemD8(p, f, frSavedReg)
+		}
+		b.AddRegImm32(f, -runtime.FrameSize)
+		b.MovGSFromReg(runtime.OffSP, f)
+		b.JmpRel32(enc.LabelTarget(slow0))
+	})
+	fg.addColdAt(slow0, -depth, func() {
+		for i := len(r.pushed) - 1; i >= 0; i-- {
+			b.Pop(r.pushed[i])
+		}
+		if direct {
+			b.MovGSFromReg(g.stubs.OffR, p) // the caller's r, for the stub
+		}
+		b.LeaRSP(-redZone)
+		pushImm32(b, fg.gid)
+		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
+		b.LeaRSP(redZone + 8)
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}

@@ -69,6 +69,14 @@ func (fg *funcGen) emit() error {
 		b.Bind(fg.afterPrefix)
 	}
 	fg.enterInline(false)
+	if fg.hasDirect {
+		// The direct variant runs on into the body [decision 100].
+		b.JmpRel32(enc.LabelTarget(fg.blocks[cfg.Entry]))
+		b.Bind(fg.direct)
+		fg.mark(fg.f.Func.Addr, false)
+		b.SetSP(0)
+		fg.enterFramed(false, true)
+	}
 	if l, ok := g.tailEntries[fg.f.Func.Addr]; ok {
 		// The tail variant, out of line, joins at block 0.
 		fg.addCold(func() {
@@ -342,6 +350,18 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 			return fg.closedCall(id, in, code, next, site)
 		}
 		fg.storeCallSite(site)
+		if l, ok := fg.directTarget(in); ok {
+			// The callee's direct entry takes the register as this
+			// activation's r, and its exits give it back [decision
+			// 100]: no spill, no reload.
+			if err := fg.reloc(in, code, enc.LabelTarget(l)); err != nil {
+				return err
+			}
+			if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
+				fg.follow(e, next)
+			}
+			return nil
+		}
 		fg.spill()
 		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {
 			// A call that never returns ends the activation, unless an

@@ -155,7 +155,10 @@ type gen struct {
 	closedAt map[uint64]*funcPlan
 	// trivialAt maps each trivial function's original entry to it.
 	trivialAt map[uint64]*funcPlan
-	mode      Mode
+	// directCalls maps the address of each call that reaches a direct
+	// entry variant to that entry (planDirect, decision 100).
+	directCalls map[uint64]enc.Label
+	mode        Mode
 	// slotsSize is the size of every thread block's slot counters.
 	slotsSize uint64
 	// layoutSeed, when not 0, pads each function's start (layoutPad).

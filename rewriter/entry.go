@@ -56,12 +56,10 @@ func (fg *funcGen) enterSlotMem() {
 	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
 	regs := fg.pushedAtEntry([]enc.Reg{enc.RAX, enc.RCX})
-	saved := fg.entryChecks(regs, slow)
+	fg.entryChecks(regs, slow)
 	// The newest frame must be a caller's; below an empty shadow stack
 	// the sentinel's %rsp is above every entry's [decision 65].
-	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.LeaRegDisp32(enc.RAX, enc.RSP, saved) // lea entry rsp, %rax
-	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)
+	cmpNewestFrameRSP(b)
 	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
 	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
 	b.CmpRegGS(enc.RAX, runtime.OffSPLimit)
@@ -74,8 +72,7 @@ func (fg *funcGen) enterSlotMem() {
 	// Reserve the frame at %rcx, then fill it.
 	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RAX)
-	b.LeaRegDisp32(enc.RAX, enc.RSP, saved)
-	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RAX) // frame.rsp
+	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RSP) // frame.rsp
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.MovMemFromRegD8(enc.RCX, frSavedR+runtime.FrameSize, enc.RAX) // frame.saved_r
 	b.MovMemImm32D8(enc.RCX, frFunc+runtime.FrameSize, fg.gid)      // frame.func
@@ -86,39 +83,34 @@ func (fg *funcGen) enterSlotMem() {
 	b.MovGS64Imm(runtime.OffCur, fg.curValue())
 	b.MovGS64Imm(g.stubs.OffR, 0)
 	b.MovGS64Imm(runtime.OffCallSite, 0)
-	for i := len(regs) - 1; i >= 0; i-- {
-		b.Pop(regs[i])
-	}
+	restoreBelow(b, regs)
 	b.Bind(done)
-	fg.coldStub(slow, done, regs, false, g.stubs.Enter, fg.gid)
+	fg.stubBelow(slow, done, regs, false, g.stubs.Enter, fg.gid)
 }
 
 // enterLean is the inline entry of a lean function with a path register
-// [decisions 51, 54]: the checks and the frame of enterInline with one
-// scratch register instead of two. The path register is saved in the
-// frame first and then serves as the second one, since the entry sets it
-// to 0 anyway. Nothing below %rsp is live at a function's entry (the
-// return address was just pushed over the caller's red zone), so %rcx is
-// pushed without stepping over a red zone, and the shadow frame's %rsp
-// test briefly raises %rsp to its entry value (lea keeps the flags),
-// which leaves the saved %rcx inside the red zone a signal frame skips.
-// Every slow path leaves before anything is changed, so %rcx can be
-// scratch in the checks. A closed function [decision 57] saves its
-// return address in the frame's site instead of Thread's state.
+// [decisions 51, 54]: the checks and the frame of enterSlotMem with one
+// scratch register. The path register is saved in the frame first and
+// then serves as the second one, since the entry sets it to 0 anyway.
+// %rcx waits below %rsp (saveBelow), so %rsp is the entry %rsp
+// throughout. Every slow path leaves before anything is changed, so %rcx
+// can be scratch in the checks. A closed function [decision 57] saves
+// its return address in the frame's site instead of Thread's state.
 func (fg *funcGen) enterLean() {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done, first := b.NewLabel(), b.NewLabel(), b.NewLabel()
 	if fg.closed {
 		first = fg.internalJoin // where the internal entry joins too
 	}
-	b.Push(enc.RCX)
+	rcx := []enc.Reg{enc.RCX}
+	saveBelow(b, rcx)
 	fg.g.testReady(slow)
 	gateRCX(b, slow)
 	// The newest frame must be a caller's: its %rsp above this entry's.
 	// Below an empty shadow stack lies a sentinel frame whose %rsp is
 	// above every entry's [decision 65].
 	cmpNewestFrameRSP(b)
-	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
 	b.Bind(first)
 	b.AddRegImm32(enc.RCX, runtime.FrameSize) // flags are dead at an entry
 	b.CmpRegGS(enc.RCX, runtime.OffSPLimit)
@@ -128,32 +120,31 @@ func (fg *funcGen) enterLean() {
 	b.AddGS64Imm(fg.slot, 1)
 	// Reserve the frame (%rcx is its end), then fill it.
 	b.MovGSFromReg(runtime.OffSP, enc.RCX)
-	b.MovMemFromReg(enc.RCX, int32(frSavedReg), x)
-	b.LeaRegDisp32(x, enc.RSP, 8)
-	b.MovMemFromReg(enc.RCX, int32(frRSP), x)
+	b.MovMemFromRegD8(enc.RCX, frRSP, enc.RSP)
+	b.MovMemFromRegD8(enc.RCX, frSavedReg, x)
 	b.MovMemImm32D8(enc.RCX, frFunc, fg.gid) // frame.func
 	if fg.closed {
 		// The return address names the caller's call site when the
 		// caller is closed too [decision 57].
-		b.MovRegFromMem(x, x, 0)
-		b.MovMemFromReg(enc.RCX, int32(frSite), x)
+		b.MovRegFromMem(x, enc.RSP, 0)
+		b.MovMemFromRegD8(enc.RCX, frSite, x)
 		if fg.callsOut {
-			b.MovMemImm32(enc.RCX, int32(frExtSite), 0) // in no outside call
+			b.MovMemImm32D8(enc.RCX, frExtSite, 0) // in no outside call
 		}
 	} else { // a closed activation leaves the rest alone
 		b.MovRegFromGS(x, g.stubs.OffR)
-		b.MovMemFromReg(enc.RCX, int32(frSavedR), x)
+		b.MovMemFromRegD8(enc.RCX, frSavedR, x)
 		b.MovRegFromGS(x, runtime.OffCallSite)
-		b.MovMemFromReg(enc.RCX, int32(frSite), x)
+		b.MovMemFromRegD8(enc.RCX, frSite, x)
 		b.MovRegFromGS(x, runtime.OffCur)
-		b.MovMemFromReg(enc.RCX, int32(frSavedCur), x)
+		b.MovMemFromRegD8(enc.RCX, frSavedCur, x)
 		b.MovGS64Imm(runtime.OffCur, fg.curValue())
 		b.MovGS64Imm(runtime.OffCallSite, 0)
 	}
-	b.Pop(enc.RCX)
+	restoreBelow(b, rcx)
 	b.Bind(done)
 	b.MovImm32(x, 0) // the stub saved the register in the frame too (Func.PathReg)
-	fg.leanStub(slow, done, true, false, g.stubs.Enter)
+	fg.stubBelow(slow, done, rcx, false, g.stubs.Enter, fg.gid)
 }
 
 // enterInternal is the start of a closed function's internal entry
@@ -179,35 +170,10 @@ func (fg *funcGen) enterLean() {
 func (fg *funcGen) enterInternal() {
 	b := fg.g.buf
 	b.Bind(fg.internal)
-	b.Push(enc.RCX)
+	saveBelow(b, []enc.Reg{enc.RCX})
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	b.JmpRel32(enc.LabelTarget(fg.internalJoin))
 	b.SetSP(0)
-}
-
-// leanStub queues the slow path of the one-register sequences (enterLean,
-// exitLean, enterTrivial): pop %rcx when it is pushed at slow, spill the
-// path register when spill says so, call stub with the function's id as
-// every stub is called (after the red zone), and rejoin at done.
-func (fg *funcGen) leanStub(slow, done enc.Label, pushed, spill bool, stub uint64) {
-	b := fg.g.buf
-	sp := int32(0)
-	if pushed {
-		sp = -8
-	}
-	fg.addColdAt(slow, sp, func() {
-		if pushed {
-			b.Pop(enc.RCX)
-		}
-		if spill {
-			fg.spill()
-		}
-		b.LeaRSP(-redZone)
-		pushImm32(b, fg.gid)
-		b.CallRel32(enc.AbsTarget(stub))
-		b.LeaRSP(redZone + 8)
-		b.JmpRel32(enc.LabelTarget(done))
-	})
 }
 
 // enterTrivial is the whole instrumentation of a trivial function
@@ -232,7 +198,7 @@ func (fg *funcGen) enterTrivial() {
 	b.AddGS64Imm(fg.slot, 1)   // its calls
 	b.AddGS64Imm(fg.slot+8, 1) // its path
 	b.Bind(done)
-	fg.leanStub(slow, done, false, false, g.stubs.Leaf)
+	fg.stubBelow(slow, done, nil, false, g.stubs.Leaf, fg.gid)
 }
 
 // enterFrameless is the whole instrumentation of a frameless function
@@ -251,7 +217,7 @@ func (fg *funcGen) enterFrameless(tail bool) {
 	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
 	regs := fg.pushedAtEntry([]enc.Reg{enc.RAX, enc.RCX, enc.RDX})
-	saved := fg.entryChecks(regs, slow)
+	fg.entryChecks(regs, slow)
 	if g.mode.FlowOnly {
 		fg.loadFlat(slow)
 		b.MovRegFromMemD32(enc.RDX, enc.RAX, 8*fg.fid)
@@ -261,12 +227,10 @@ func (fg *funcGen) enterFrameless(tail bool) {
 		// The newest frame must be a caller's, so that Thread.Record
 		// is the caller's record (the sentinel below an empty shadow
 		// stack passes).
-		b.MovRegFromGS(enc.RCX, runtime.OffSP)
-		b.LeaRegDisp32(enc.RAX, enc.RSP, saved) // lea entry rsp, %rax
-		b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)
+		cmpNewestFrameRSP(b)
 		b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
-		fg.loadParent(tail, slow, saved)
-		fg.childNode(slow, saved)
+		fg.loadParent(tail, slow)
+		fg.childNode(slow)
 		b.MovRegFromMemD8(enc.RDX, enc.RAX, runtime.NodeRecOff)
 	}
 	// A node is linked only with its record, and a record only with its
@@ -279,29 +243,23 @@ func (fg *funcGen) enterFrameless(tail bool) {
 	if tail {
 		b.MovGS64Imm(runtime.OffTailRec, 0) // consumed
 	}
-	for i := len(regs) - 1; i >= 0; i-- {
-		b.Pop(regs[i])
-	}
+	restoreBelow(b, regs)
 	b.Bind(done)
-	fg.coldStub(slow, done, regs, false, g.stubs.Leaf, fg.gid)
+	fg.stubBelow(slow, done, regs, false, g.stubs.Leaf, fg.gid)
 }
 
-// entryChecks starts an inline entry: it pushes regs (%rax and %rcx
-// first; nothing below %rsp is live at an entry, so there is no red zone
-// to step over [decision 90]) and goes to slow unless the runtime is
-// ready, %gs is this thread's own block, and no stub is busy on it and
-// its shadow stack has not overflowed. It returns the bytes pushed.
-// Before the runtime is ready %gs may not point at a block at all: code
-// a library constructor calls back into runs before the entry point.
-// The ready word is 0 until then, so it is tested before any %gs access.
-func (fg *funcGen) entryChecks(regs []enc.Reg, slow enc.Label) int32 {
+// entryChecks starts an inline entry: it saves regs below %rsp
+// (saveBelow: nothing below %rsp is live at an entry) and goes to slow
+// unless the runtime is ready, %gs is this thread's own block, and no
+// stub is busy on it and its shadow stack has not overflowed. Before the
+// runtime is ready %gs may not point at a block at all: code a library
+// constructor calls back into runs before the entry point. The ready
+// word is 0 until then, so it is tested before any %gs access.
+func (fg *funcGen) entryChecks(regs []enc.Reg, slow enc.Label) {
 	b := fg.g.buf
-	for _, r := range regs {
-		b.Push(r)
-	}
+	saveBelow(b, regs)
 	fg.g.testReady(slow)
 	gateRCX(b, slow)
-	return int32(8 * len(regs))
 }
 
 // loadParent loads the parent record into %rax and the call site into
@@ -311,12 +269,11 @@ func (fg *funcGen) entryChecks(regs []enc.Reg, slow enc.Label) int32 {
 // (TailRec, TailSite) when it is at the jump's %rsp (TailRSP) [decision
 // 31]; the entry clears TailRec once it commits, and the stub handles
 // every other case. So no ordinary entry tests TailRec (decision 90).
-// saved is the bytes pushed since the entry.
-func (fg *funcGen) loadParent(tail bool, slow enc.Label, saved int32) {
+// %rsp is the entry %rsp (saveBelow).
+func (fg *funcGen) loadParent(tail bool, slow enc.Label) {
 	b := fg.g.buf
 	if tail {
-		b.LeaRegDisp32(enc.RDX, enc.RSP, saved) // lea entry rsp, %rdx
-		b.CmpRegGS(enc.RDX, offTailRSP)
+		b.CmpRegGS(enc.RSP, offTailRSP)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 		b.MovRegFromGS(enc.RAX, runtime.OffTailRec)
 		b.MovRegFromGS(enc.RDX, offTailSite)
@@ -352,9 +309,9 @@ func (fg *funcGen) pushedAtEntry(regs []enc.Reg) []enc.Reg {
 
 // childNode finds this function's node in the call-site list of the
 // parent record in %rax for the call site in %rdx, and leaves it in
-// %rax (childNodeIn). saved is the bytes pushed since the entry.
-func (fg *funcGen) childNode(slow enc.Label, saved int32) {
-	fg.childNodeIn(enc.RAX, enc.RDX, slow, -saved)
+// %rax (childNodeIn).
+func (fg *funcGen) childNode(slow enc.Label) {
+	fg.childNodeIn(enc.RAX, enc.RDX, slow, 0)
 }
 
 // childNodeIn finds this function's node in the call-site list of the

@@ -1,6 +1,8 @@
 package rewriter
 
 import (
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/cfg/x86"
 	"github.com/blpp/blpp/rewriter/enc"
 	"github.com/blpp/blpp/runtime"
 )
@@ -14,10 +16,11 @@ import (
 // shadow stack's top, q the entry %rsp and then the call site, p the
 // records and nodes. p is the path register when there is one: its value
 // goes into the frame first (saved_reg), so it is free until the entry
-// sets it to 0. pushed are those of them the entry must save.
+// sets it to 0. saved are those of them the entry must save (below
+// %rsp: saveBelow).
 type framedRegs struct {
 	f, q, p enc.Reg
-	pushed  []enc.Reg
+	saved   []enc.Reg
 }
 
 // framedRegsFor picks f and q (and p without a path register) from %rax,
@@ -45,7 +48,7 @@ func (fg *funcGen) framedRegsFor(tsc bool) framedRegs {
 		need = 3
 	}
 	use := cands[:need]
-	r := framedRegs{f: use[0], q: use[1], p: fg.preg, pushed: fg.pushedAtEntry(use)}
+	r := framedRegs{f: use[0], q: use[1], p: fg.preg, saved: fg.pushedAtEntry(use)}
 	if !fg.hasPreg {
 		r.p = use[2]
 	}
@@ -73,7 +76,8 @@ func slicesContains(s []enc.Reg, r enc.Reg) bool {
 // instrumented code in between pushes above a frame whose %rsp, function
 // and caller are known; the path register's value goes there first and
 // the register then serves as scratch, so only two registers need saving
-// (none where they are dead). A look-up that fails gives the frame back
+// (none where they are dead), below %rsp, so that %rsp stays the entry
+// %rsp throughout (saveBelow). A look-up that fails gives the frame back
 // and takes the stub, as does everything enterInline sends there.
 //
 // The direct variant (direct) is reached only by direct calls from
@@ -88,35 +92,27 @@ func (fg *funcGen) enterFramed(tail, direct bool) {
 	slow0, slow1, done := b.NewLabel(), b.NewLabel(), b.NewLabel()
 	r := fg.framedRegsFor(tsc)
 	f, q, p := r.f, r.q, r.p
-	for _, x := range r.pushed {
-		b.Push(x)
-	}
-	depth := int32(8 * len(r.pushed)) // the entry %rsp, from %rsp
+	saveBelow(b, r.saved)
 	if !direct {
 		g.testReady(slow0)
 	}
 	gateReg(b, f, slow0)
-	// The newest frame must be a caller's, above this entry's %rsp; below
-	// an empty shadow stack the sentinel's %rsp is above every entry's
-	// [decision 65].
+	// The newest frame must be a caller's, above this entry's %rsp (the
+	// saved registers wait below it); below an empty shadow stack the
+	// sentinel's %rsp is above every entry's [decision 65].
 	b.MovRegFromGS(f, runtime.OffSP)
-	rsp := enc.RSP // the entry %rsp
-	if depth != 0 {
-		rsp = q
-		b.LeaRegDisp32(q, enc.RSP, depth)
-	}
-	b.CmpMemRegD8(f, frRSP, rsp)
+	b.CmpMemRegD8(f, frRSP, enc.RSP)
 	b.JccRel32(enc.CondBE, enc.LabelTarget(slow0))
 	b.AddRegImm32(f, runtime.FrameSize)
 	b.CmpRegGS(f, runtime.OffSPLimit)
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow0))
 	// Reserve the frame (f is its end), then fill what is known.
 	b.MovGSFromReg(runtime.OffSP, f)
-	b.MovMemFromRegD8(f, frRSP, rsp)
+	b.MovMemFromRegD8(f, frRSP, enc.RSP)
 	if tail {
 		// Only the jump that left the mark reaches a tail variant;
 		// anything else about the mark is the stub's [decision 90].
-		b.CmpRegGS(rsp, offTailRSP)
+		b.CmpRegGS(enc.RSP, offTailRSP)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow1))
 	}
 	b.MovMemImm32D8(f, frFunc, fg.gid)
@@ -148,7 +144,7 @@ func (fg *funcGen) enterFramed(tail, direct bool) {
 		}
 		b.TestRegReg(p)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow1))
-		fg.childNodeIn(p, q, slow1, -depth)
+		fg.childNodeIn(p, q, slow1, 0)
 		// A node is linked only with its record, and a record only
 		// with its counters (child, rec_new); in a fork child the
 		// parent record is wiped too (nsites 0 took the slow path).
@@ -181,9 +177,7 @@ func (fg *funcGen) enterFramed(tail, direct bool) {
 		b.MovGSFromReg(offMStart, enc.RAX)
 		b.MovGS64Imm(offMAcc, 0)
 	}
-	for i := len(r.pushed) - 1; i >= 0; i-- {
-		b.Pop(r.pushed[i])
-	}
+	restoreBelow(b, r.saved)
 	b.Bind(done)
 	if fg.hasPreg {
 		// The stub saved the register in the frame too (Func.PathReg).
@@ -192,7 +186,7 @@ func (fg *funcGen) enterFramed(tail, direct bool) {
 	// After the frame was reserved: the register's entry value back and
 	// the frame given back; then as before it, where a direct caller's r
 	// goes to Thread.R for the stub (the caller did not spill it).
-	fg.addColdAt(slow1, -depth, func() {
+	fg.addColdAt(slow1, 0, func() {
 		if fg.hasPreg {
 			b.MovRegFromMemD8(p, f, frSavedReg)
 		}
@@ -200,10 +194,8 @@ func (fg *funcGen) enterFramed(tail, direct bool) {
 		b.MovGSFromReg(runtime.OffSP, f)
 		b.JmpRel32(enc.LabelTarget(slow0))
 	})
-	fg.addColdAt(slow0, -depth, func() {
-		for i := len(r.pushed) - 1; i >= 0; i-- {
-			b.Pop(r.pushed[i])
-		}
+	fg.addColdAt(slow0, 0, func() {
+		restoreBelow(b, r.saved)
 		if direct {
 			b.MovGSFromReg(g.stubs.OffR, p) // the caller's r, for the stub
 		}
@@ -213,4 +205,76 @@ func (fg *funcGen) enterFramed(tail, direct bool) {
 		b.LeaRSP(redZone + 8)
 		b.JmpRel32(enc.LabelTarget(done))
 	})
+}
+
+// planDirect gives a direct entry variant (enterFramed with direct) to
+// each function that direct calls may reach without spilling their path
+// register (directCallee), when some function makes such a call
+// (directCall).
+func (g *gen) planDirect() {
+	if g.mode.Metrics && !g.mode.TSCOnly {
+		return
+	}
+	cands := map[uint64]*funcPlan{}
+	for _, fg := range g.funcs {
+		if fg.directCallee() {
+			cands[fg.f.Func.Addr] = fg.funcPlan
+		}
+	}
+	g.directCalls = map[uint64]enc.Label{}
+	for _, fg := range g.funcs {
+		for _, c := range fg.f.Graph.Calls {
+			callee, ok := cands[c.Target]
+			if !ok || !fg.directCallTo(callee, c) {
+				continue
+			}
+			if !callee.hasDirect {
+				callee.hasDirect, callee.direct = true, g.buf.NewLabel()
+			}
+			g.directCalls[c.Addr] = callee.direct
+		}
+	}
+}
+
+// directCallee reports whether fp can have a direct entry variant: a
+// function that counts in its record (not lean, trivial or frameless)
+// with a path register, no moved entry, that leaves only by returning
+// (or by a call that does not return): its exits then give every caller
+// its path register back as it was at the call, the caller's r for a
+// direct caller. A tail jump would leave the register to the code it
+// jumps to.
+func (fp *funcPlan) directCallee() bool {
+	if fp.slot != 0 || !fp.fnHasPreg || fp.prefixEnd != 0 || fp.frameless() {
+		return false
+	}
+	for _, ed := range fp.f.Graph.Edges {
+		if ed.Kind == cfg.EdgeTailCall {
+			return false
+		}
+	}
+	return true
+}
+
+// directCallTo reports whether fp's call c reaches callee's direct
+// entry: a direct call that returns, without hooks after it (fork, vfork)
+// or before it (a call that may end the process image), from a function
+// that is not closed and keeps its path in the register callee uses.
+// Calls are never inside a loop region, so that register is fp's path
+// register at the call.
+func (fp *funcPlan) directCallTo(callee *funcPlan, c cfg.CallSite) bool {
+	if fp.closed || !fp.fnHasPreg || fp.fnPreg != callee.fnPreg || c.Target == 0 {
+		return false
+	}
+	if c.NoReturn || c.ReturnsTwice || c.Forks || c.Vforks {
+		return false
+	}
+	_, leaves := fp.f.Graph.Leaves[c.Addr]
+	return !leaves
+}
+
+// directTarget returns the direct entry the call instruction in
+// reaches, if it does (directCallTo).
+func (fg *funcGen) directTarget(in *x86.Inst) (enc.Label, bool) {
+	l, ok := fg.g.directCalls[in.Addr]
+	return l, ok && in.Kind == x86.Call && fg.hasPreg && fg.inLoop < 0
 }

@@ -11,34 +11,28 @@ import (
 
 // exitLean is the inline exit of a lean function with a path register
 // that is not a tail jump to an instrumented function [decision 54]: the
-// checks of exitInline, with %rcx as the only pushed register (nothing
-// below %rsp is live when a function returns or jumps away) and the path
-// register as scratch once its path is counted. The frame's function is
-// not compared: a frame whose %rsp is this activation's entry %rsp while
-// Cur is this function's can only be this activation's, since every
-// entry first unwinds a newest frame at or below its own %rsp. A closed
+// checks of exitOwn, with %rcx as the only saved register (below %rsp:
+// saveBelow) and the path register as scratch once its path is counted.
+// The frame's function is not compared: a frame whose %rsp is this
+// activation's entry %rsp while Cur is this function's can only be this
+// activation's, since every entry first unwinds a newest frame at or
+// below its own %rsp; an activation without a frame (the shadow stack
+// overflowed) finds an older one there, with a higher %rsp, and takes
+// the stub, which counts the overflow down (decision 100). A closed
 // function [decision 57] leaves Cur alone, so it compares the frame's
 // function instead, and restores only its register.
 func (fg *funcGen) exitLean() {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done := b.NewLabel(), b.NewLabel()
-	b.Push(enc.RCX)
-	if !fg.closed {
-		// A closed exit needs no busy or overflow test [decision 61]:
-		// while the overflow count is not 0 the shadow stack is full
-		// and the newest frame is older than this activation, which
-		// the %rsp test sees; and a closed activation running while a
-		// stub on its thread is busy runs in a signal handler above
-		// everything the stub works on, as the stub's own pop would.
-		gsBusyOrOverflow(b, enc.RCX, slow)
-	}
+	rcx := []enc.Reg{enc.RCX}
+	saveBelow(b, rcx)
 	// No frame is this activation's when the stack is empty: the
 	// sentinel below it has an %rsp no entry has [decision 65].
 	cmpNewestFrameRSP(b)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	if fg.closed {
 		// Cur is not this activation's: the frame's function tells.
-		b.CmpMemImm32(enc.RCX, int32(frFunc), fg.gid)
+		b.CmpMemImm32D8(enc.RCX, frFunc, fg.gid)
 	} else {
 		b.CmpGS64Imm(runtime.OffCur, fg.curValue())
 	}
@@ -47,21 +41,21 @@ func (fg *funcGen) exitLean() {
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.IncGSIndexed(fg.slot+8, x)
 	if !fg.closed {
-		b.MovRegFromMem(x, enc.RCX, int32(frSavedCur))
+		b.MovRegFromMemD8(x, enc.RCX, frSavedCur)
 		b.MovGSFromReg(runtime.OffCur, x)
-		b.MovRegFromMem(x, enc.RCX, int32(frSavedR))
+		b.MovRegFromMemD8(x, enc.RCX, frSavedR)
 		b.MovGSFromReg(g.stubs.OffR, x)
-		b.MovRegFromMem(x, enc.RCX, int32(frSite))
+		b.MovRegFromMemD8(x, enc.RCX, frSite)
 		b.MovGSFromReg(runtime.OffCallSite, x)
 	}
-	b.MovRegFromMem(x, enc.RCX, int32(frSavedReg)) // the register's entry value
+	b.MovRegFromMemD8(x, enc.RCX, frSavedReg) // the register's entry value
 	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RCX)
-	b.Pop(enc.RCX)
+	restoreBelow(b, rcx)
 	b.Bind(done)
 	// A closed exit leaves its register for the stub to find in its
 	// save area: Thread.R is not its own.
-	fg.leanStub(slow, done, true, !fg.closed, g.stubs.Exit)
+	fg.stubBelow(slow, done, rcx, !fg.closed, g.stubs.Exit, fg.gid)
 }
 
 // exitStub ends the path at an exit through the runtime's stub.
@@ -231,14 +225,15 @@ func (fg *funcGen) exitInline(tailSite int32) {
 
 // exitOwn is the inline exit of a function whose paths count in its
 // record (context mode, flow-only functions without slot counters),
-// decision 100. It pushes %rcx, and %rax when the path register is
+// decision 100. It saves %rcx, and %rax when the path register is
 // Thread.R, and uses the path register as the second scratch register
 // once the path is counted (the frame gives back its entry value last),
 // as exitLean does; a hashed function's probe takes %rdx as well. The
 // record is the one the entry left in its frame (frOwnRec), so
 // Thread.Record needs no test: an activation without a record has the
-// runtime's zero record there, whose dense array holds nothing. Only the
-// newest frame's %rsp is compared: every entry unwinds the frames at or
+// runtime's zero record there, whose dense array holds nothing. The
+// saved registers wait below %rsp (saveBelow). Only the newest frame's
+// %rsp is compared: every entry unwinds the frames at or
 // below its own %rsp first (the stub) or finds none (inline), and a tail
 // exit pops its frame before its callee's entry pushes one at the same
 // %rsp, so a frame with this activation's entry %rsp is its own; an
@@ -260,14 +255,8 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 	if hash {
 		saved = append(saved, enc.RDX) // the probe's index
 	}
-	for _, r := range saved {
-		b.Push(r)
-	}
-	depth := int32(8 * len(saved)) // the entry %rsp, from %rsp
-	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.LeaRSP(depth)
-	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
-	b.LeaRSP(-depth)
+	saveBelow(b, saved)
+	cmpNewestFrameRSP(b)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	if !fg.hasPreg {
 		b.MovRegFromGS(x, g.stubs.OffR)
@@ -275,7 +264,7 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 	b.MovRegFromMemD8(enc.RCX, enc.RCX, frOwnRec)
 	if hash {
 		// Counted here when found; nothing below can fail.
-		fg.hashCount(enc.RCX, enc.RCX, x, enc.RDX, slow, -depth)
+		fg.hashCount(enc.RCX, enc.RCX, x, enc.RDX, slow, 0)
 		if tailSite != 0 {
 			b.MovRegFromGS(enc.RCX, runtime.OffSP)
 			b.MovRegFromMemD8(enc.RCX, enc.RCX, frOwnRec)
@@ -289,8 +278,7 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 		// TailRec last: a signal handler's entry in between never
 		// pairs it with a stale TailRSP [decision 31].
 		b.MovGS64Imm(offTailSite, tailSite)
-		b.LeaRegDisp32(x, enc.RSP, depth) // the entry %rsp
-		b.MovGSFromReg(offTailRSP, x)
+		b.MovGSFromReg(offTailRSP, enc.RSP) // the entry %rsp
 		b.MovGSFromReg(runtime.OffTailRec, enc.RCX)
 	}
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
@@ -309,13 +297,11 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 	}
 	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RCX)
-	for i := len(saved) - 1; i >= 0; i-- {
-		b.Pop(saved[i])
-	}
+	restoreBelow(b, saved)
 	b.Bind(done)
 	if tailSite != 0 {
-		fg.coldStub(slow, done, saved, true, g.stubs.TailExit, tailSite, fg.gid)
+		fg.stubBelow(slow, done, saved, true, g.stubs.TailExit, tailSite, fg.gid)
 		return
 	}
-	fg.coldStub(slow, done, saved, true, g.stubs.Exit, fg.gid)
+	fg.stubBelow(slow, done, saved, true, g.stubs.Exit, fg.gid)
 }

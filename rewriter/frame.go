@@ -251,16 +251,54 @@ func gsBusyOrOverflow(b *enc.Buf, reg enc.Reg, slow enc.Label) {
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 }
 
-// cmpNewestFrameRSP emits mov %gs:sp, %rcx and compares the %rsp of the
-// code before it pushed %rcx with the newest frame's saved %rsp, for a
-// jcc to follow. The compare briefly raises %rsp to that value (lea
-// keeps the flags), which leaves the saved %rcx inside the red zone a
-// signal frame skips.
+// saveBelow stores regs below %rsp, the first at -8(%rsp), and
+// restoreBelow loads them back. Nothing below %rsp is live at an entry
+// (the call just wrote the return address over the caller's red zone),
+// at a return or at a jump away [decision 90], and a signal frame skips
+// the 128-byte red zone [SysV x86-64 ABI 3.2.2], so the values wait
+// there while %rsp keeps the activation's entry value, which the
+// sequences then compare with the shadow frame's and store as it is:
+// no push, no pop, no lea to step over what was pushed (decision 100).
+func saveBelow(b *enc.Buf, regs []enc.Reg) {
+	for i, r := range regs {
+		b.MovMemFromReg(enc.RSP, -8*int32(i+1), r)
+	}
+}
+
+func restoreBelow(b *enc.Buf, regs []enc.Reg) {
+	for i := len(regs) - 1; i >= 0; i-- {
+		b.MovRegFromMem(regs[i], enc.RSP, -8*int32(i+1))
+	}
+}
+
+// stubBelow queues the slow path of a sequence that saved regs below
+// %rsp (saveBelow): load them back, spill the path register when spill
+// says so, call stub with args after the red zone (coldStub's calling
+// sequence), and rejoin the inline code at done.
+func (fg *funcGen) stubBelow(slow, done enc.Label, saved []enc.Reg, spill bool, stub uint64, args ...int32) {
+	b := fg.g.buf
+	fg.addColdAt(slow, 0, func() {
+		restoreBelow(b, saved)
+		if spill {
+			fg.spill()
+		}
+		b.LeaRSP(-redZone)
+		for _, a := range args {
+			pushImm32(b, a)
+		}
+		b.CallRel32(enc.AbsTarget(stub))
+		b.LeaRSP(redZone + int32(8*len(args)))
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}
+
+// cmpNewestFrameRSP emits mov %gs:sp, %rcx; cmp %rsp, frame.rsp(%rcx):
+// the flags of the newest frame's saved %rsp against %rsp, which is the
+// activation's entry %rsp where registers are saved below it
+// (saveBelow), for a jcc to follow.
 func cmpNewestFrameRSP(b *enc.Buf) {
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.LeaRSP(8)
-	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
-	b.LeaRSP(-8)
+	b.CmpMemRegD8(enc.RCX, frRSP, enc.RSP)
 }
 
 // saveFlags keeps the status flags in %rax (OF in %al, the others in

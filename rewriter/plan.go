@@ -90,6 +90,11 @@ type funcPlan struct {
 	// function with calls that are not inside calls, which store the
 	// register and the call site in its own frame [decision 64].
 	keeps, callsOut bool
+	// direct labels the direct variant of the entry (enterFramed), which
+	// direct calls from functions with the same path register reach,
+	// when hasDirect (planDirect, decision 100).
+	direct    enc.Label
+	hasDirect bool
 	// loopCopies are the loops whose later iterations run in a copy
 	// that counts at its head [decision 58] (planLoopCopies), by
 	// header; copyBack maps each one's backedge (taken in the first

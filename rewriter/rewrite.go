@@ -500,6 +500,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		g.assignPathReg(fp)
 	}
 	g.planClosed()
+	g.planDirect()
 	g.planSigThunks(res.Program)
 	for _, fg := range g.funcs {
 		fg.planBody()

@@ -159,10 +159,13 @@ static void pop(struct blpp_thread *t, u64 fid, u64 *regs)
 {
 	if (t->overflow) {
 		t->overflow--;
-		/* the caller's register and record were not saved */
+		/* The caller's register and record were not saved. Its r
+		 * restarts, in Thread.r and in the path register, where a
+		 * caller that kept it there (a closed or a direct caller,
+		 * decisions 57 and 100) finds it. */
 		if (!closed(fid))
 			t->r = 0;
-		else if (saved_reg(regs, fid))
+		if (saved_reg(regs, fid))
 			*saved_reg(regs, fid) = 0;
 	} else if (t->sp > t->sp_base && ((struct blpp_frame *)t->sp - 1)->func == fid) {
 		struct blpp_frame *f = (struct blpp_frame *)t->sp - 1;

@@ -209,16 +209,30 @@ func (fg *funcGen) enterFramed(tail, direct bool) {
 
 // planDirect gives a direct entry variant (enterFramed with direct) to
 // each function that direct calls may reach without spilling their path
-// register (directCallee), when some function makes such a call
-// (directCall).
+// register (directCallee, keepsTail), when some function makes such a
+// call (directCallTo).
 func (g *gen) planDirect() {
 	if g.mode.Metrics && !g.mode.TSCOnly {
 		return
 	}
-	cands := map[uint64]*funcPlan{}
+	cands, leaves := map[uint64]*funcPlan{}, map[uint64]*funcPlan{}
 	for _, fg := range g.funcs {
-		if fg.directCallee() {
+		switch {
+		case fg.directCallee():
 			cands[fg.f.Func.Addr] = fg.funcPlan
+		case fg.frameless() || fg.trivial():
+			leaves[fg.f.Func.Addr] = fg.funcPlan
+		}
+	}
+	// A tail jump hands the register to the function it reaches, whose
+	// own exits then give it back, or whose code leaves it alone.
+	for changed := true; changed; {
+		changed = false
+		for a, fp := range cands {
+			if !fp.keepsTail(cands, leaves) {
+				delete(cands, a)
+				changed = true
+			}
 		}
 	}
 	g.directCalls = map[uint64]enc.Label{}
@@ -238,19 +252,31 @@ func (g *gen) planDirect() {
 
 // directCallee reports whether fp can have a direct entry variant: a
 // function that counts in its record (not lean, trivial or frameless)
-// with a path register, no moved entry, that leaves only by returning
-// (or by a call that does not return): its exits then give every caller
+// with a path register and no moved entry. Its exits give every caller
 // its path register back as it was at the call, the caller's r for a
-// direct caller. A tail jump would leave the register to the code it
-// jumps to.
+// direct caller; whether its tail jumps do too is keepsTail's question.
 func (fp *funcPlan) directCallee() bool {
-	if fp.slot != 0 || !fp.fnHasPreg || fp.prefixEnd != 0 || fp.frameless() {
-		return false
-	}
+	return fp.slot == 0 && fp.fnHasPreg && fp.prefixEnd == 0 && !fp.frameless()
+}
+
+// keepsTail reports whether each of fp's tail jumps leaves its path
+// register as its exit restored it until control returns to fp's caller:
+// a direct jump to a candidate with the same register (whose entry
+// saves the register and whose exits restore it, cands), or to a
+// frameless or trivial function that never names it (leaves). An indirect tail
+// jump, or one to code that is not instrumented, could overwrite it.
+func (fp *funcPlan) keepsTail(cands, leaves map[uint64]*funcPlan) bool {
 	for _, ed := range fp.f.Graph.Edges {
-		if ed.Kind == cfg.EdgeTailCall {
-			return false
+		if ed.Kind != cfg.EdgeTailCall {
+			continue
 		}
+		if c, ok := cands[ed.Target]; ok && ed.Target != 0 && c.fnPreg == fp.fnPreg {
+			continue
+		}
+		if t, ok := leaves[ed.Target]; ok && ed.Target != 0 && !t.f.Graph.Named.Has(int(fp.fnPreg)) {
+			continue
+		}
+		return false
 	}
 	return true
 }

@@ -75,7 +75,7 @@ func (fg *funcGen) emit() error {
 		b.Bind(fg.direct)
 		fg.mark(fg.f.Func.Addr, false)
 		b.SetSP(0)
-		fg.enterFramed(false, true)
+		fg.enterDirect()
 	}
 	if l, ok := g.tailEntries[fg.f.Func.Addr]; ok {
 		// The tail variant, out of line, joins at block 0.
@@ -350,12 +350,18 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 			return fg.closedCall(id, in, code, next, site)
 		}
 		fg.storeCallSite(site)
-		if l, ok := fg.directTarget(in); ok {
-			// The callee's direct entry takes the register as this
-			// activation's r, and its exits give it back [decision
-			// 100]: no spill, no reload.
-			if err := fg.reloc(in, code, enc.LabelTarget(l)); err != nil {
+		if dc, ok := fg.directCallOf(in); ok {
+			// Straight to the callee's direct entry; with keep, the
+			// callee takes the register as this activation's r and
+			// gives it back, or leaves it alone [decision 100].
+			if !dc.keep {
+				fg.spill()
+			}
+			if err := fg.reloc(in, code, enc.LabelTarget(dc.target)); err != nil {
 				return err
+			}
+			if !dc.keep {
+				fg.reload()
 			}
 			if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
 				fg.follow(e, next)

@@ -38,13 +38,28 @@ func (fg *funcGen) enterInline(tail bool) {
 	case fg.trivial():
 		fg.enterTrivial()
 	case fg.frameless():
-		fg.enterFrameless(tail)
+		fg.enterFrameless(tail, false)
 	case fg.lean() && fg.hasPreg:
-		fg.enterLean()
+		fg.enterLean(false)
 	case fg.lean():
 		fg.enterSlotMem()
 	default:
 		fg.enterFramed(tail, false)
+	}
+}
+
+// enterDirect emits the direct variant of the entry, which only direct
+// calls from instrumented code reach (planDirect, decision 100): the
+// entry without the ready and gate tests, and, where the callers keep
+// their path register (directCall.keep), taking the caller's r from it.
+func (fg *funcGen) enterDirect() {
+	switch {
+	case fg.frameless():
+		fg.enterFrameless(false, true)
+	case fg.lean():
+		fg.enterLean(true)
+	default:
+		fg.enterFramed(false, true)
 	}
 }
 
@@ -96,16 +111,18 @@ func (fg *funcGen) enterSlotMem() {
 // throughout. Every slow path leaves before anything is changed, so %rcx
 // can be scratch in the checks. A closed function [decision 57] saves
 // its return address in the frame's site instead of Thread's state.
-func (fg *funcGen) enterLean() {
+func (fg *funcGen) enterLean(direct bool) {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done, first := b.NewLabel(), b.NewLabel(), b.NewLabel()
-	if fg.closed {
+	if fg.closed && !direct {
 		first = fg.internalJoin // where the internal entry joins too
 	}
 	rcx := []enc.Reg{enc.RCX}
 	saveBelow(b, rcx)
-	fg.g.testReady(slow)
-	gateRCX(b, slow)
+	if !direct {
+		fg.g.testReady(slow)
+		gateRCX(b, slow)
+	}
 	// The newest frame must be a caller's: its %rsp above this entry's.
 	// Below an empty shadow stack lies a sentinel frame whose %rsp is
 	// above every entry's [decision 65].
@@ -132,7 +149,9 @@ func (fg *funcGen) enterLean() {
 			b.MovMemImm32D8(enc.RCX, frExtSite, 0) // in no outside call
 		}
 	} else { // a closed activation leaves the rest alone
-		b.MovRegFromGS(x, g.stubs.OffR)
+		if !direct {
+			b.MovRegFromGS(x, g.stubs.OffR)
+		} // else the register is the caller's r
 		b.MovMemFromRegD8(enc.RCX, frSavedR, x)
 		b.MovRegFromGS(x, runtime.OffCallSite)
 		b.MovMemFromRegD8(enc.RCX, frSite, x)
@@ -144,7 +163,9 @@ func (fg *funcGen) enterLean() {
 	restoreBelow(b, rcx)
 	b.Bind(done)
 	b.MovImm32(x, 0) // the stub saved the register in the frame too (Func.PathReg)
-	fg.stubBelow(slow, done, rcx, false, g.stubs.Enter, fg.gid)
+	// A direct caller of a function that is not closed kept its r in
+	// the register (directCall.keep): Thread.R gets it for the stub.
+	fg.stubBelow(slow, done, rcx, direct && !fg.closed, g.stubs.Enter, fg.gid)
 }
 
 // enterInternal is the start of a closed function's internal entry
@@ -213,11 +234,15 @@ func (fg *funcGen) enterTrivial() {
 // thread without its own block yet, a busy stub, a newest frame that is
 // not a caller's (a longjmp left it), a tail mark not at this entry's
 // %rsp (tail variant), a context seen for the first time.
-func (fg *funcGen) enterFrameless(tail bool) {
+func (fg *funcGen) enterFrameless(tail, direct bool) {
 	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
 	regs := fg.pushedAtEntry([]enc.Reg{enc.RAX, enc.RCX, enc.RDX})
-	fg.entryChecks(regs, slow)
+	if direct {
+		saveBelow(b, regs) // planDirect says why no more
+	} else {
+		fg.entryChecks(regs, slow)
+	}
 	if g.mode.FlowOnly {
 		fg.loadFlat(slow)
 		b.MovRegFromMemD32(enc.RDX, enc.RAX, 8*fg.fid)

@@ -81,11 +81,11 @@ func slicesContains(s []enc.Reg, r enc.Reg) bool {
 // and takes the stub, as does everything enterInline sends there.
 //
 // The direct variant (direct) is reached only by direct calls from
-// instrumented code whose path register is this function's: there the
-// runtime is ready (the caller's entry tested it, or its stub gave %gs a
-// block), and the caller has not spilled its register, whose value is
-// the caller's r: it goes to saved_r too, and this function's exits give
-// it back (the caller does not reload it).
+// instrumented code whose path register is this function's (planDirect):
+// it tests neither the ready word nor the gate, and the caller has not
+// spilled its register, whose value is the caller's r: it goes to
+// saved_r too, and this function's exits give it back (the caller does
+// not reload it).
 func (fg *funcGen) enterFramed(tail, direct bool) {
 	g, b := fg.g, fg.g.buf
 	tsc := g.mode.TSCOnly
@@ -93,10 +93,10 @@ func (fg *funcGen) enterFramed(tail, direct bool) {
 	r := fg.framedRegsFor(tsc)
 	f, q, p := r.f, r.q, r.p
 	saveBelow(b, r.saved)
-	if !direct {
+	if !direct { // planDirect says why a direct variant needs neither
 		g.testReady(slow0)
+		gateReg(b, f, slow0)
 	}
-	gateReg(b, f, slow0)
 	// The newest frame must be a caller's, above this entry's %rsp (the
 	// saved registers wait below it); below an empty shadow stack the
 	// sentinel's %rsp is above every entry's [decision 65].
@@ -207,70 +207,135 @@ func (fg *funcGen) enterFramed(tail, direct bool) {
 	})
 }
 
-// planDirect gives a direct entry variant (enterFramed with direct) to
-// each function that direct calls may reach without spilling their path
-// register (directCallee, keepsTail), when some function makes such a
-// call (directCallTo).
+// directCall is how a direct call from instrumented code reaches its
+// instrumented callee (decision 100): at target, a direct variant of
+// its entry that skips the ready and gate tests, or its entry; and with
+// keep, without spilling the caller's path register before it or
+// reloading it after: the callee gives it back, and takes the caller's r
+// from it where it saves one.
+type directCall struct {
+	target enc.Label
+	keep   bool
+}
+
+// planDirect decides the direct calls (directCall) and gives the
+// callees that need one a direct variant of their entry. Every
+// activation starts with an entry, so code that makes a direct call runs
+// with the runtime ready and %gs at the thread's own block, or at the
+// scratch block, whose empty shadow stack fails every limit test; a busy
+// stub on the thread is one a signal handler interrupted, and the
+// handler's code runs above everything the stub works on; and while the
+// shadow stack has overflowed it is full, which the limit test sees too.
+// So a direct variant tests neither the ready word nor the gate, as a
+// closed function's internal entry does not [decision 61]. It still
+// compares the newest frame's %rsp: a longjmp may have left frames.
 func (g *gen) planDirect() {
 	if g.mode.Metrics && !g.mode.TSCOnly {
 		return
 	}
-	cands, leaves := map[uint64]*funcPlan{}, map[uint64]*funcPlan{}
+	keepers, leaves := map[uint64]*funcPlan{}, map[uint64]*funcPlan{}
 	for _, fg := range g.funcs {
 		switch {
-		case fg.directCallee():
-			cands[fg.f.Func.Addr] = fg.funcPlan
 		case fg.frameless() || fg.trivial():
 			leaves[fg.f.Func.Addr] = fg.funcPlan
+		case fg.fnHasPreg && fg.prefixEnd == 0:
+			keepers[fg.f.Func.Addr] = fg.funcPlan
 		}
 	}
 	// A tail jump hands the register to the function it reaches, whose
 	// own exits then give it back, or whose code leaves it alone.
 	for changed := true; changed; {
 		changed = false
-		for a, fp := range cands {
-			if !fp.keepsTail(cands, leaves) {
-				delete(cands, a)
+		for a, fp := range keepers {
+			if !fp.keepsTail(keepers, leaves) {
+				delete(keepers, a)
 				changed = true
 			}
 		}
 	}
-	g.directCalls = map[uint64]enc.Label{}
+	g.directCalls = map[uint64]directCall{}
 	for _, fg := range g.funcs {
+		if fg.closed {
+			continue // its calls are closed calls [decisions 57, 64]
+		}
 		for _, c := range fg.f.Graph.Calls {
-			callee, ok := cands[c.Target]
-			if !ok || !fg.directCallTo(callee, c) {
+			if !fg.plainCall(c) {
 				continue
 			}
-			if !callee.hasDirect {
-				callee.hasDirect, callee.direct = true, g.buf.NewLabel()
+			if dc, ok := fg.directCallTo(c.Target, keepers, leaves); ok {
+				g.directCalls[c.Addr] = dc
 			}
-			g.directCalls[c.Addr] = callee.direct
 		}
 	}
 }
 
-// directCallee reports whether fp can have a direct entry variant: a
-// function that counts in its record (not lean, trivial or frameless)
-// with a path register and no moved entry. Its exits give every caller
-// its path register back as it was at the call, the caller's r for a
-// direct caller; whether its tail jumps do too is keepsTail's question.
-func (fp *funcPlan) directCallee() bool {
-	return fp.slot == 0 && fp.fnHasPreg && fp.prefixEnd == 0 && !fp.frameless()
+// plainCall reports whether fp's call c is a direct call that returns,
+// without hooks after it (fork, vfork) or before it (a call that may end
+// the process image).
+func (fp *funcPlan) plainCall(c cfg.CallSite) bool {
+	if c.Target == 0 || c.NoReturn || c.ReturnsTwice || c.Forks || c.Vforks {
+		return false
+	}
+	_, leaves := fp.f.Graph.Leaves[c.Addr]
+	return !leaves
+}
+
+// directCallTo decides fp's direct call to target, making the callee's
+// direct variant where it takes one:
+//   - a callee that counts in its record or its slots (enterFramed,
+//     enterLean) and keeps fp's path register (keepers: the same register,
+//     given back by every way back to fp) takes fp's r from the register,
+//     so fp keeps it;
+//   - a closed callee leaves Thread.R and CallSite alone [decision 57],
+//     where the runtime finds fp's r: fp spills as before;
+//   - a frameless or trivial callee never saves or touches the register
+//     unless its code names it, and the runtime never reads fp's r while
+//     it runs (fp is the newest activation and stops at no known place
+//     but its call site); a trivial one's entry tests its thread block,
+//     which a direct variant could not, so it keeps its entry.
+//
+// Calls are never inside a loop region, so fp's register at a call is
+// its path register.
+func (fp *funcPlan) directCallTo(target uint64, keepers, leaves map[uint64]*funcPlan) (directCall, bool) {
+	if callee, ok := leaves[target]; ok {
+		keep := !fp.fnHasPreg || !callee.f.Graph.Named.Has(int(fp.fnPreg))
+		if callee.trivial() {
+			return directCall{target: fp.g.entries[target], keep: keep}, keep
+		}
+		return directCall{target: callee.directLabel(), keep: keep}, true
+	}
+	callee, ok := keepers[target]
+	switch {
+	case !ok:
+		return directCall{}, false
+	case callee.closed:
+		return directCall{target: callee.directLabel()}, true
+	case fp.fnHasPreg && callee.fnPreg == fp.fnPreg:
+		return directCall{target: callee.directLabel(), keep: true}, true
+	}
+	return directCall{}, false
+}
+
+// directLabel is fp's direct entry variant, made on first use.
+func (fp *funcPlan) directLabel() enc.Label {
+	if !fp.hasDirect {
+		fp.hasDirect, fp.direct = true, fp.g.buf.NewLabel()
+	}
+	return fp.direct
 }
 
 // keepsTail reports whether each of fp's tail jumps leaves its path
 // register as its exit restored it until control returns to fp's caller:
-// a direct jump to a candidate with the same register (whose entry
-// saves the register and whose exits restore it, cands), or to a
-// frameless or trivial function that never names it (leaves). An indirect tail
-// jump, or one to code that is not instrumented, could overwrite it.
-func (fp *funcPlan) keepsTail(cands, leaves map[uint64]*funcPlan) bool {
+// a direct jump to a keeper with the same register (whose entry saves
+// the register and whose exits restore it), or to a frameless or trivial
+// function that never names it (leaves). An indirect tail jump, or one
+// to code that is not instrumented, could overwrite it.
+func (fp *funcPlan) keepsTail(keepers, leaves map[uint64]*funcPlan) bool {
 	for _, ed := range fp.f.Graph.Edges {
 		if ed.Kind != cfg.EdgeTailCall {
 			continue
 		}
-		if c, ok := cands[ed.Target]; ok && ed.Target != 0 && c.fnPreg == fp.fnPreg {
+		if c, ok := keepers[ed.Target]; ok && ed.Target != 0 && c.fnPreg == fp.fnPreg {
 			continue
 		}
 		if t, ok := leaves[ed.Target]; ok && ed.Target != 0 && !t.f.Graph.Named.Has(int(fp.fnPreg)) {
@@ -281,26 +346,9 @@ func (fp *funcPlan) keepsTail(cands, leaves map[uint64]*funcPlan) bool {
 	return true
 }
 
-// directCallTo reports whether fp's call c reaches callee's direct
-// entry: a direct call that returns, without hooks after it (fork, vfork)
-// or before it (a call that may end the process image), from a function
-// that is not closed and keeps its path in the register callee uses.
-// Calls are never inside a loop region, so that register is fp's path
-// register at the call.
-func (fp *funcPlan) directCallTo(callee *funcPlan, c cfg.CallSite) bool {
-	if fp.closed || !fp.fnHasPreg || fp.fnPreg != callee.fnPreg || c.Target == 0 {
-		return false
-	}
-	if c.NoReturn || c.ReturnsTwice || c.Forks || c.Vforks {
-		return false
-	}
-	_, leaves := fp.f.Graph.Leaves[c.Addr]
-	return !leaves
-}
-
-// directTarget returns the direct entry the call instruction in
-// reaches, if it does (directCallTo).
-func (fg *funcGen) directTarget(in *x86.Inst) (enc.Label, bool) {
-	l, ok := fg.g.directCalls[in.Addr]
-	return l, ok && in.Kind == x86.Call && fg.hasPreg && fg.inLoop < 0
+// directCallOf returns how the call instruction in is made, if it is a
+// direct call (planDirect).
+func (fg *funcGen) directCallOf(in *x86.Inst) (directCall, bool) {
+	dc, ok := fg.g.directCalls[in.Addr]
+	return dc, ok && in.Kind == x86.Call && fg.inLoop < 0
 }

@@ -49,9 +49,6 @@ func (fg *funcGen) emit() error {
 	}
 	fg.start = b.Len()
 	fg.mark(fg.f.Func.Addr, false)
-	if fg.closed {
-		fg.enterInternal()
-	}
 	b.Bind(fg.entry)
 	lead := fg.leadingEndbr()
 	if lead {

@@ -114,9 +114,6 @@ func (fg *funcGen) enterSlotMem() {
 func (fg *funcGen) enterLean(direct bool) {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done, first := b.NewLabel(), b.NewLabel(), b.NewLabel()
-	if fg.closed && !direct {
-		first = fg.internalJoin // where the internal entry joins too
-	}
 	rcx := []enc.Reg{enc.RCX}
 	saveBelow(b, rcx)
 	if !direct {
@@ -128,6 +125,12 @@ func (fg *funcGen) enterLean(direct bool) {
 	// above every entry's [decision 65].
 	cmpNewestFrameRSP(b)
 	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
+	if fg.closed && !direct {
+		// The internal entry comes next, so that calls from closed
+		// functions, most of a closed function's, run straight on.
+		b.JmpRel32(enc.LabelTarget(first))
+		fg.enterInternal()
+	}
 	b.Bind(first)
 	b.AddRegImm32(enc.RCX, runtime.FrameSize) // flags are dead at an entry
 	b.CmpRegGS(enc.RCX, runtime.OffSPLimit)
@@ -170,8 +173,8 @@ func (fg *funcGen) enterLean(direct bool) {
 
 // enterInternal is the start of a closed function's internal entry
 // [decision 61], which every call from a closed function takes: it loads
-// the shadow stack's top and joins enterLean after the checks that only
-// the first activation on a thread's way into closed code needs. Its
+// the shadow stack's top and runs on into enterLean after the checks that
+// only the first activation on a thread's way into closed code needs. Its
 // caller is a closed activation running its own code, and so:
 //   - the runtime is ready and %gs is this thread's own block, or the
 //     shared scratch block whose empty shadow stack fails the limit test
@@ -193,8 +196,6 @@ func (fg *funcGen) enterInternal() {
 	b.Bind(fg.internal)
 	saveBelow(b, []enc.Reg{enc.RCX})
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.JmpRel32(enc.LabelTarget(fg.internalJoin))
-	b.SetSP(0)
 }
 
 // enterTrivial is the whole instrumentation of a trivial function

@@ -13,14 +13,11 @@ import (
 // that is not a tail jump to an instrumented function [decision 54]: the
 // checks of exitOwn, with %rcx as the only saved register (below %rsp:
 // saveBelow) and the path register as scratch once its path is counted.
-// The frame's function is not compared: a frame whose %rsp is this
-// activation's entry %rsp while Cur is this function's can only be this
-// activation's, since every entry first unwinds a newest frame at or
-// below its own %rsp; an activation without a frame (the shadow stack
-// overflowed) finds an older one there, with a higher %rsp, and takes
-// the stub, which counts the overflow down (decision 100). A closed
-// function [decision 57] leaves Cur alone, so it compares the frame's
-// function instead, and restores only its register.
+// Neither the frame's function nor Cur is compared: a frame whose %rsp
+// is this activation's entry %rsp can only be this activation's
+// (exitOwn), and a lean activation with a frame counts in its slots,
+// where its entry counted its call (decision 100). A closed function
+// [decision 57] leaves Cur alone and restores only its register.
 func (fg *funcGen) exitLean() {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done := b.NewLabel(), b.NewLabel()
@@ -29,13 +26,6 @@ func (fg *funcGen) exitLean() {
 	// No frame is this activation's when the stack is empty: the
 	// sentinel below it has an %rsp no entry has [decision 65].
 	cmpNewestFrameRSP(b)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	if fg.closed {
-		// Cur is not this activation's: the frame's function tells.
-		b.CmpMemImm32D8(enc.RCX, frFunc, fg.gid)
-	} else {
-		b.CmpGS64Imm(runtime.OffCur, fg.curValue())
-	}
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.CmpRegImm32(x, int32(fg.num.NumPaths))
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))

@@ -80,11 +80,9 @@ type funcPlan struct {
 	loopOf []int
 	// closed: the function is closed [decision 57] (planClosed).
 	// internal labels a closed function's second entry, the one calls
-	// from closed functions use [decision 61]; internalJoin is where it
-	// joins the ordinary entry (enterLean binds it).
-	closed       bool
-	internal     enc.Label
-	internalJoin enc.Label
+	// from closed functions use [decision 61] (enterLean binds it).
+	closed   bool
+	internal enc.Label
 	// keeps: a closed function that returns only by ret, so that its
 	// callers' path register comes back as it was; callsOut: a closed
 	// function with calls that are not inside calls, which store the
@@ -187,7 +185,7 @@ func (g *gen) planClosed() {
 		if fg.closedCandidate() {
 			fg.closed, fg.keeps = true, fg.keepsRegister()
 			g.closedAt[fg.f.Func.Addr] = fg.funcPlan
-			fg.internal, fg.internalJoin = g.buf.NewLabel(), g.buf.NewLabel()
+			fg.internal = g.buf.NewLabel()
 		}
 	}
 	for _, fg := range g.funcs {

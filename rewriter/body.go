@@ -66,13 +66,17 @@ func (fg *funcGen) emit() error {
 		b.Bind(fg.afterPrefix)
 	}
 	fg.enterInline(false)
-	if fg.hasDirect {
-		// The direct variant runs on into the body [decision 100].
+	for _, keep := range []bool{false, true} {
+		if !fg.hasDirect[b2i(keep)] {
+			continue
+		}
+		// The last of the direct variants runs on into the body; the
+		// entries before it jump there [decision 100].
 		b.JmpRel32(enc.LabelTarget(fg.blocks[cfg.Entry]))
-		b.Bind(fg.direct)
+		b.Bind(fg.direct[b2i(keep)])
 		fg.mark(fg.f.Func.Addr, false)
 		b.SetSP(0)
-		fg.enterDirect()
+		fg.enterDirect(keep)
 	}
 	if l, ok := g.tailEntries[fg.f.Func.Addr]; ok {
 		// The tail variant, out of line, joins at block 0.

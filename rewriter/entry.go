@@ -40,26 +40,27 @@ func (fg *funcGen) enterInline(tail bool) {
 	case fg.frameless():
 		fg.enterFrameless(tail, false)
 	case fg.lean() && fg.hasPreg:
-		fg.enterLean(false)
+		fg.enterLean(false, false)
 	case fg.lean():
 		fg.enterSlotMem()
 	default:
-		fg.enterFramed(tail, false)
+		fg.enterFramed(tail, false, false)
 	}
 }
 
-// enterDirect emits the direct variant of the entry, which only direct
+// enterDirect emits a direct variant of the entry, which only direct
 // calls from instrumented code reach (planDirect, decision 100): the
-// entry without the ready and gate tests, and, where the callers keep
-// their path register (directCall.keep), taking the caller's r from it.
-func (fg *funcGen) enterDirect() {
+// entry without the ready and gate tests, and with keep, for callers
+// that keep their path register (directCall.keep), taking the caller's r
+// from it.
+func (fg *funcGen) enterDirect(keep bool) {
 	switch {
 	case fg.frameless():
 		fg.enterFrameless(false, true)
 	case fg.lean():
-		fg.enterLean(true)
+		fg.enterLean(true, keep)
 	default:
-		fg.enterFramed(false, true)
+		fg.enterFramed(false, true, keep)
 	}
 }
 
@@ -111,7 +112,7 @@ func (fg *funcGen) enterSlotMem() {
 // throughout. Every slow path leaves before anything is changed, so %rcx
 // can be scratch in the checks. A closed function [decision 57] saves
 // its return address in the frame's site instead of Thread's state.
-func (fg *funcGen) enterLean(direct bool) {
+func (fg *funcGen) enterLean(direct, keep bool) {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done, first := b.NewLabel(), b.NewLabel(), b.NewLabel()
 	rcx := []enc.Reg{enc.RCX}
@@ -152,7 +153,7 @@ func (fg *funcGen) enterLean(direct bool) {
 			b.MovMemImm32D8(enc.RCX, frExtSite, 0) // in no outside call
 		}
 	} else { // a closed activation leaves the rest alone
-		if !direct {
+		if !keep {
 			b.MovRegFromGS(x, g.stubs.OffR)
 		} // else the register is the caller's r
 		b.MovMemFromRegD8(enc.RCX, frSavedR, x)
@@ -168,7 +169,7 @@ func (fg *funcGen) enterLean(direct bool) {
 	b.MovImm32(x, 0) // the stub saved the register in the frame too (Func.PathReg)
 	// A direct caller of a function that is not closed kept its r in
 	// the register (directCall.keep): Thread.R gets it for the stub.
-	fg.stubBelow(slow, done, rcx, direct && !fg.closed, g.stubs.Enter, fg.gid)
+	fg.stubBelow(slow, done, rcx, keep, g.stubs.Enter, fg.gid)
 }
 
 // enterInternal is the start of a closed function's internal entry

@@ -80,13 +80,13 @@ func slicesContains(s []enc.Reg, r enc.Reg) bool {
 // %rsp throughout (saveBelow). A look-up that fails gives the frame back
 // and takes the stub, as does everything enterInline sends there.
 //
-// The direct variant (direct) is reached only by direct calls from
-// instrumented code whose path register is this function's (planDirect):
-// it tests neither the ready word nor the gate, and the caller has not
-// spilled its register, whose value is the caller's r: it goes to
-// saved_r too, and this function's exits give it back (the caller does
-// not reload it).
-func (fg *funcGen) enterFramed(tail, direct bool) {
+// The direct variants (direct) are reached only by direct calls from
+// instrumented code (planDirect): they test neither the ready word nor
+// the gate. With keep the caller's path register is this function's, and
+// the caller has not spilled it: its value is the caller's r, which goes
+// to saved_r too, and this function's exits give it back (the caller
+// does not reload it).
+func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 	g, b := fg.g, fg.g.buf
 	tsc := g.mode.TSCOnly
 	slow0, slow1, done := b.NewLabel(), b.NewLabel(), b.NewLabel()
@@ -118,14 +118,11 @@ func (fg *funcGen) enterFramed(tail, direct bool) {
 	b.MovMemImm32D8(f, frFunc, fg.gid)
 	if fg.hasPreg {
 		b.MovMemFromRegD8(f, frSavedReg, p)
-		if direct {
-			b.MovMemFromRegD8(f, frSavedR, p)
-		}
 	}
-	if !direct {
+	if !keep {
 		b.MovRegFromGS(p, g.stubs.OffR)
-		b.MovMemFromRegD8(f, frSavedR, p)
-	}
+	} // else the register is the caller's r
+	b.MovMemFromRegD8(f, frSavedR, p)
 	b.MovRegFromGS(q, runtime.OffCallSite)
 	b.MovMemFromRegD8(f, frSite, q)
 	b.MovRegFromGS(p, runtime.OffRecord)
@@ -196,7 +193,7 @@ func (fg *funcGen) enterFramed(tail, direct bool) {
 	})
 	fg.addColdAt(slow0, 0, func() {
 		restoreBelow(b, r.saved)
-		if direct {
+		if keep {
 			b.MovGSFromReg(g.stubs.OffR, p) // the caller's r, for the stub
 		}
 		b.LeaRSP(-redZone)
@@ -285,7 +282,7 @@ func (fp *funcPlan) plainCall(c cfg.CallSite) bool {
 //   - a callee that counts in its record or its slots (enterFramed,
 //     enterLean) and keeps fp's path register (keepers: the same register,
 //     given back by every way back to fp) takes fp's r from the register,
-//     so fp keeps it;
+//     so fp keeps it; with another register, or none, fp spills as before;
 //   - a closed callee leaves Thread.R and CallSite alone [decision 57],
 //     where the runtime finds fp's r: fp spills as before;
 //   - a frameless or trivial callee never saves or touches the register
@@ -302,26 +299,33 @@ func (fp *funcPlan) directCallTo(target uint64, keepers, leaves map[uint64]*func
 		if callee.trivial() {
 			return directCall{target: fp.g.entries[target], keep: keep}, keep
 		}
-		return directCall{target: callee.directLabel(), keep: keep}, true
+		return directCall{target: callee.directLabel(false), keep: keep}, true
 	}
 	callee, ok := keepers[target]
 	switch {
 	case !ok:
 		return directCall{}, false
-	case callee.closed:
-		return directCall{target: callee.directLabel()}, true
-	case fp.fnHasPreg && callee.fnPreg == fp.fnPreg:
-		return directCall{target: callee.directLabel(), keep: true}, true
+	case !callee.closed && fp.fnHasPreg && callee.fnPreg == fp.fnPreg:
+		return directCall{target: callee.directLabel(true), keep: true}, true
 	}
-	return directCall{}, false
+	return directCall{target: callee.directLabel(false)}, true
 }
 
-// directLabel is fp's direct entry variant, made on first use.
-func (fp *funcPlan) directLabel() enc.Label {
-	if !fp.hasDirect {
-		fp.hasDirect, fp.direct = true, fp.g.buf.NewLabel()
+// directLabel is fp's direct entry variant for callers that keep their
+// path register or not, made on first use.
+func (fp *funcPlan) directLabel(keep bool) enc.Label {
+	i := b2i(keep)
+	if !fp.hasDirect[i] {
+		fp.hasDirect[i], fp.direct[i] = true, fp.g.buf.NewLabel()
 	}
-	return fp.direct
+	return fp.direct[i]
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // keepsTail reports whether each of fp's tail jumps leaves its path

@@ -88,11 +88,12 @@ type funcPlan struct {
 	// function with calls that are not inside calls, which store the
 	// register and the call site in its own frame [decision 64].
 	keeps, callsOut bool
-	// direct labels the direct variant of the entry (enterFramed), which
-	// direct calls from functions with the same path register reach,
-	// when hasDirect (planDirect, decision 100).
-	direct    enc.Label
-	hasDirect bool
+	// direct labels the direct variants of the entry (planDirect,
+	// decision 100), where hasDirect: [0] for callers that spill their
+	// path register as before, [1] for those that keep it there
+	// (directCall.keep).
+	direct    [2]enc.Label
+	hasDirect [2]bool
 	// loopCopies are the loops whose later iterations run in a copy
 	// that counts at its head [decision 58] (planLoopCopies), by
 	// header; copyBack maps each one's backedge (taken in the first

@@ -151,7 +151,9 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 	b.IncMemD32(p, countsOff) // the record's calls
 	b.MovMemFromRegD8(f, frOwnRec, p)
 	b.MovGSFromReg(runtime.OffRecord, p)
-	b.MovGS64Imm(runtime.OffCallSite, 0)
+	if !fg.quiet() {
+		b.MovGS64Imm(runtime.OffCallSite, 0)
+	}
 	if !fg.hasPreg {
 		b.MovGS64Imm(g.stubs.OffR, 0) // else the register is the path register (set below)
 	}
@@ -200,8 +202,32 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 		pushImm32(b, fg.gid)
 		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
 		b.LeaRSP(redZone + 8)
+		if fg.quiet() {
+			fg.unquiet()
+		}
 		b.JmpRel32(enc.LabelTarget(done))
 	})
+}
+
+// unquiet gives Thread.R and CallSite back to the caller after the
+// entry stub started an activation of a quiet function, which set both
+// (its exit will not restore them): from the frame the stub pushed, when
+// the newest frame is that one; without a frame (an overflowed shadow
+// stack) the caller's r is lost anyway, as the stub's exit makes it.
+// %rcx is saved below %rsp meanwhile; the flags are dead at an entry.
+func (fg *funcGen) unquiet() {
+	b, rcx := fg.g.buf, []enc.Reg{enc.RCX}
+	skip := b.NewLabel()
+	saveBelow(b, rcx)
+	cmpNewestFrameRSP(b)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(skip))
+	b.MovRegFromMemD8(enc.RCX, enc.RCX, frSavedR)
+	b.MovGSFromReg(fg.g.stubs.OffR, enc.RCX)
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	b.MovRegFromMemD8(enc.RCX, enc.RCX, frSite)
+	b.MovGSFromReg(runtime.OffCallSite, enc.RCX)
+	b.Bind(skip)
+	restoreBelow(b, rcx)
 }
 
 // directCall is how a direct call from instrumented code reaches its
@@ -355,4 +381,18 @@ func (fp *funcPlan) keepsTail(keepers, leaves map[uint64]*funcPlan) bool {
 func (fg *funcGen) directCallOf(in *x86.Inst) (directCall, bool) {
 	dc, ok := fg.g.directCalls[in.Addr]
 	return dc, ok && in.Kind == x86.Call && fg.inLoop < 0
+}
+
+// quiet reports whether fp is a framed function that leaves Thread.R and
+// CallSite as its caller left them (decision 100): a function with a
+// path register that makes no call and no system call that may end the
+// process image. Nothing but its slow paths would write either word, and
+// those swap the register with Thread.R (spill) instead of overwriting
+// it; so its entry does not clear the call site and its exit restores
+// neither. While it runs the call site is its caller's, which names no
+// block of it (it has no call sites), as 0 would not. After the entry
+// stub, which sets both, the entry's slow path gives them back
+// (unquiet).
+func (fp *funcPlan) quiet() bool {
+	return fp.slot == 0 && fp.fnHasPreg && len(fp.f.Graph.Calls) == 0 && len(fp.f.Graph.Leaves) == 0 && !fp.frameless()
 }

@@ -276,10 +276,12 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 		b.MovRegFromMemD8(x, enc.RCX, frSavedCur)
 		b.MovGSFromReg(runtime.OffCur, x)
 	}
-	b.MovRegFromMemD8(x, enc.RCX, frSavedR)
-	b.MovGSFromReg(g.stubs.OffR, x)
-	b.MovRegFromMemD8(x, enc.RCX, frSite)
-	b.MovGSFromReg(runtime.OffCallSite, x)
+	if !fg.quiet() { // else neither changed since the entry
+		b.MovRegFromMemD8(x, enc.RCX, frSavedR)
+		b.MovGSFromReg(g.stubs.OffR, x)
+		b.MovRegFromMemD8(x, enc.RCX, frSite)
+		b.MovGSFromReg(runtime.OffCallSite, x)
+	}
 	b.MovRegFromMemD8(x, enc.RCX, frRecord)
 	b.MovGSFromReg(runtime.OffRecord, x)
 	if fg.hasPreg {

@@ -50,12 +50,12 @@ func (fg *funcGen) outsideCallLoad() {
 
 // spill stores the path register to Thread.R, where the runtime and
 // callees expect it; reload takes it back. In a loop whose register
-// holds a program value in Thread.R, and in a closed function (whose
-// activations must leave Thread.R as they found it, decision 57), both
-// swap the two.
+// holds a program value in Thread.R, and in a closed or quiet function
+// (whose activations leave Thread.R as they found it, decisions 57 and
+// 100), both swap the two.
 func (fg *funcGen) spill() {
 	switch {
-	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap, fg.closed:
+	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap, fg.closed, fg.quiet():
 		fg.g.buf.XchgGSReg(fg.g.stubs.OffR, fg.preg)
 	case fg.hasPreg:
 		fg.g.buf.MovGSFromReg(fg.g.stubs.OffR, fg.preg)
@@ -64,7 +64,7 @@ func (fg *funcGen) spill() {
 
 func (fg *funcGen) reload() {
 	switch {
-	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap, fg.closed:
+	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap, fg.closed, fg.quiet():
 		fg.g.buf.XchgGSReg(fg.g.stubs.OffR, fg.preg)
 	case fg.hasPreg:
 		fg.g.buf.MovRegFromGS(fg.preg, fg.g.stubs.OffR)

@@ -49,9 +49,6 @@ func (fg *funcGen) emit() error {
 	}
 	fg.start = b.Len()
 	fg.mark(fg.f.Func.Addr, false)
-	if fg.closed {
-		fg.enterInternal()
-	}
 	b.Bind(fg.entry)
 	lead := fg.leadingEndbr()
 	if lead {
@@ -69,6 +66,18 @@ func (fg *funcGen) emit() error {
 		b.Bind(fg.afterPrefix)
 	}
 	fg.enterInline(false)
+	for _, keep := range []bool{false, true} {
+		if !fg.hasDirect[b2i(keep)] {
+			continue
+		}
+		// The last of the direct variants runs on into the body; the
+		// entries before it jump there [decision 100].
+		b.JmpRel32(enc.LabelTarget(fg.blocks[cfg.Entry]))
+		b.Bind(fg.direct[b2i(keep)])
+		fg.mark(fg.f.Func.Addr, false)
+		b.SetSP(0)
+		fg.enterDirect(keep)
+	}
 	if l, ok := g.tailEntries[fg.f.Func.Addr]; ok {
 		// The tail variant, out of line, joins at block 0.
 		fg.addCold(func() {
@@ -345,6 +354,24 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 			return fg.closedCall(id, in, code, next, site)
 		}
 		fg.storeCallSite(site)
+		if dc, ok := fg.directCallOf(in); ok {
+			// Straight to the callee's direct entry; with keep, the
+			// callee takes the register as this activation's r and
+			// gives it back, or leaves it alone [decision 100].
+			if !dc.keep {
+				fg.spill()
+			}
+			if err := fg.reloc(in, code, enc.LabelTarget(dc.target)); err != nil {
+				return err
+			}
+			if !dc.keep {
+				fg.reload()
+			}
+			if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
+				fg.follow(e, next)
+			}
+			return nil
+		}
 		fg.spill()
 		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {
 			// A call that never returns ends the activation, unless an

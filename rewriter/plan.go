@@ -84,16 +84,20 @@ type funcPlan struct {
 	loopOf []int
 	// closed: the function is closed [decision 57] (planClosed).
 	// internal labels a closed function's second entry, the one calls
-	// from closed functions use [decision 61]; internalJoin is where it
-	// joins the ordinary entry (enterLean binds it).
-	closed       bool
-	internal     enc.Label
-	internalJoin enc.Label
+	// from closed functions use [decision 61] (enterLean binds it).
+	closed   bool
+	internal enc.Label
 	// keeps: a closed function that returns only by ret, so that its
 	// callers' path register comes back as it was; callsOut: a closed
 	// function with calls that are not inside calls, which store the
 	// register and the call site in its own frame [decision 64].
 	keeps, callsOut bool
+	// direct labels the direct variants of the entry (planDirect,
+	// decision 100), where hasDirect: [0] for callers that spill their
+	// path register as before, [1] for those that keep it there
+	// (directCall.keep).
+	direct    [2]enc.Label
+	hasDirect [2]bool
 	// loopCopies are the loops whose later iterations run in a copy
 	// that counts at its head [decision 58] (planLoopCopies), by
 	// header; copyBack maps each one's backedge (taken in the first
@@ -186,7 +190,7 @@ func (g *gen) planClosed() {
 		if fg.closedCandidate() {
 			fg.closed, fg.keeps = true, fg.keepsRegister()
 			g.closedAt[fg.f.Func.Addr] = fg.funcPlan
-			fg.internal, fg.internalJoin = g.buf.NewLabel(), g.buf.NewLabel()
+			fg.internal = g.buf.NewLabel()
 		}
 	}
 	for _, fg := range g.funcs {

@@ -506,6 +506,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		g.assignPathReg(fp)
 	}
 	g.planClosed()
+	g.planDirect()
 	g.planThunks(res.Program)
 	for _, fg := range g.funcs {
 		fg.planBody()

@@ -170,7 +170,7 @@ func (s *regConsts) step(in *x86.Inst) {
 			}
 		}
 	}
-	use, def := instRegs(in)
+	use, def := instRegs(&in.Info)
 	if use == AllRegs && def == 0 && raw.Op != x86asm.NOP {
 		s.known = 0 // not modelled: it may write anything
 		return

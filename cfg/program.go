@@ -296,7 +296,7 @@ func jumpsInto(b *Binary, f *Function, r Range) bool {
 		code = code[:f.Size]
 	}
 	for off := 0; off < len(code); {
-		in, err := x86.Decode(code[off:], f.Addr+uint64(off))
+		in, err := x86.DecodeInfo(code[off:], f.Addr+uint64(off))
 		if err != nil {
 			off++
 			continue

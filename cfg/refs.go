@@ -7,8 +7,6 @@ import (
 
 	"github.com/blpp/blpp/cfg/x86"
 	"github.com/blpp/blpp/internal/par"
-
-	"golang.org/x/arch/x86/x86asm"
 )
 
 // refIndex is the set of data addresses the program's code refers to:
@@ -118,7 +116,7 @@ type sweepRun struct {
 // sweepStep decodes the instruction at off, appends its findings to
 // facts, and returns the next offset.
 func sweepStep(code []byte, addr uint64, off int, facts []sweepFact) (int, []sweepFact) {
-	in, err := x86.Decode(code[off:], addr+uint64(off))
+	in, err := x86.DecodeInfo(code[off:], addr+uint64(off))
 	if err != nil {
 		return off + 1, facts
 	}
@@ -134,9 +132,9 @@ func sweepStep(code []byte, addr uint64, off int, facts []sweepFact) (int, []swe
 	if in.Kind.HasTarget() {
 		facts = append(facts, sweepFact{off, factFrom, in.Target})
 	}
-	for _, a := range in.Raw.Args {
-		if m, ok := a.(x86asm.Mem); ok && m.Base == 0 && m.Segment == 0 && m.Disp > 0 {
-			facts = append(facts, sweepFact{off, factSet, uint64(m.Disp)})
+	for i := range in.Args {
+		if m := &in.Args[i]; m.Kind == x86.ArgMem && m.Base == 0 && m.Segment == 0 && m.Val > 0 {
+			facts = append(facts, sweepFact{off, factSet, uint64(m.Val)})
 		}
 	}
 	return off + in.Len, facts

@@ -127,17 +127,19 @@ func (fg *funcGen) emit() error {
 			fg.mark(blk.Addr, true)
 			b.Endbr64()
 		}
-		var last x86.Inst
+		// Code generation reads Info alone: in's Raw stays zero.
+		var in, last x86.Inst
 		a := blk.Addr
 		if id == 0 && lead {
 			a += 4 // the endbr64, copied at the entry
 		}
 		for a < blk.End {
-			in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
+			info, err := x86.DecodeInfo(code[a-blk.Addr:blk.End-blk.Addr], a)
 			if err != nil {
 				return err
 			}
-			last = in
+			in.Info = info
+			last.Info = info
 			fg.mark(a, true)
 			if a+uint64(in.Len) < blk.End {
 				fg.syscallLeave(&in)

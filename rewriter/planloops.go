@@ -374,6 +374,6 @@ func (fp *funcPlan) copyable(id cfg.BlockID) bool {
 	if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
 		return false
 	}
-	in, err := x86.Decode(code[:blk.End-blk.Last], blk.Last)
+	in, err := x86.DecodeInfo(code[:blk.End-blk.Last], blk.Last)
 	return err == nil && (in.Kind == x86.Jcc || in.Kind == x86.Jmp || in.Kind == x86.Other)
 }

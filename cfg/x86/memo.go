@@ -2,45 +2,59 @@ package x86
 
 import (
 	"encoding/binary"
-	"reflect"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/arch/x86/x86asm"
 )
 
-// Decoding with x86asm took most of the analysis of a large library
-// (libLLVM: 12.5 million instructions, each decoded four or five times
-// by the passes that need them), and a large program holds few distinct
-// instructions once the displacement of its branches and rip-relative
-// operands is set aside: 350 thousand in libLLVM. Decode keeps what it
-// decoded by those bytes, with the displacement zeroed, and answers a
-// repeat by retargeting the kept instruction: Addr, Target, RIPTarget
-// and the displacement in Raw's arguments are the only fields that
-// depend on the displacement's value and the address.
+// Decoding with x86asm takes about 270 ns an instruction, and the
+// analysis of a large library decodes each of its instructions four or
+// five times (libLLVM: 12.5 million instructions): the program-wide
+// sweep, the graph builder, discovery's flow scan and code generation.
+// A large program holds few distinct instructions once the displacement
+// of its branches and rip-relative operands is set aside (libLLVM: 350
+// thousand, the 130 thousand most frequent of them 98% of its code).
+// DecodeInfo keeps what it decoded by those bytes, with the
+// displacement zeroed, and answers a repeat by retargeting the kept
+// Info: Addr, Target, RIPTarget and the displacement in Args are the
+// only fields that depend on the displacement's value and the address.
 //
 // That claim is checked, not assumed: an instruction is kept only after
 // a second decoding, of its bytes with another displacement (every bit
 // flipped) at another address, equals the first one retargeted there
-// (retarget). Errors are never kept. The table is a fixed number of
-// slots, each holding the last instruction that hashed there; slots are
-// replaced whole, so concurrent decoders never see a torn entry.
+// (retargets). Errors are never kept.
+//
+// The table is a flat array of fixed-size slots, each holding the last
+// instruction that hashed there packed into words, so that a lookup
+// reads one or two cache lines and follows no pointer (a table of
+// pointers to decoded instructions spent more time in cache misses
+// than x86asm would have decoding). Each slot is a sequence lock over
+// atomic words: a writer makes the sequence odd while it writes, and a
+// reader that sees it odd or changed takes the slot for empty, so
+// concurrent decoders never see a torn entry.
 
-// memoBits sizes the table: 2^18 slots hold most of the distinct
-// instructions of the largest library (each entry takes about 350
-// bytes).
-const memoBits = 18
+// memoBits sizes the table: 2^17 slots of 128 bytes (16 MiB).
+const memoBits = 17
 
-type memoEntry struct {
-	// key is the instruction's bytes with the displacement zeroed, and
-	// its length in the last byte (instructions have at most 15).
-	key  [16]byte
-	inst Inst
-	// signExt: x86asm sign-extended the rip displacement (retarget).
-	signExt bool
-}
+// memoWords is the size of a slot: the sequence, the key (2 words), the
+// fields (2), the operands (one each) and the values of up to three of
+// them (memory, immediate and relative operands have one), rounded up
+// to two cache lines.
+const memoWords = 16
+
+// memoVals is the number of operand values a slot holds.
+const memoVals = 3
+
+// The packed fields fit the slot.
+var _ [memoWords - 3 - (2 + len(Args{}) + memoVals)]struct{}
+
+type memoSlot [memoWords]atomic.Uint64
 
 var (
-	memoTable [1 << memoBits]atomic.Pointer[memoEntry]
+	// memoTable returns the table, made on first use (a program that
+	// decodes a few instructions does not pay for it).
+	memoTable = sync.OnceValue(func() []memoSlot { return make([]memoSlot, 1<<memoBits) })
 	// memoOff turns the table off (tests compare with and without).
 	memoOff atomic.Bool
 )
@@ -66,33 +80,115 @@ func memoKey(code []byte, l *layout) (key [16]byte, rel int64, disp uint32) {
 	return key, rel, disp
 }
 
-func memoHash(k *[16]byte) uint64 {
-	h := binary.LittleEndian.Uint64(k[:8])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(k[8:])
+func memoHash(k0, k1 uint64) uint64 {
+	h := k0*0x9e3779b97f4a7c15 ^ k1
 	return h * 0xbf58476d1ce4e5b9
 }
 
-// memoDecode is decode through the table.
-func memoDecode(code []byte, addr uint64, l *layout) (Inst, error) {
-	if memoOff.Load() {
-		return decode(code, addr, l)
+// Flag bits of a packed Info.
+const (
+	bitRIPRel = 1 << iota
+	bitEndbr
+	bitNotrack
+	bitBnd
+	bitRep
+	bitRepne
+	bitLock
+	bitSignExt // x86asm sign-extended the rip displacement (retarget)
+)
+
+// pack returns the words of in (its address-independent fields), or
+// false when a field does not fit.
+func pack(in *Info, signExt bool) (w [memoWords - 3]uint64, ok bool) {
+	if in.Op >= 1<<16 || in.ModRMOff < -1 {
+		return w, false
 	}
-	key, rel, disp := memoKey(code, l)
-	// Two slots per key (the table is two-way associative): a key that
-	// collides with a frequent one does not evict it.
-	h := memoHash(&key)
-	at := h >> (64 - memoBits) &^ 1
-	slots := memoTable[at : at+2]
-	for i := range slots {
-		if e := slots[i].Load(); e != nil && e.key == key {
-			in := e.inst
-			retarget(&in, l, addr, rel, disp, e.signExt)
-			return in, nil
+	var bits uint64
+	for i, b := range [...]bool{in.RIPRel, in.Endbr, in.Notrack, in.Bnd, in.Rep, in.Repne, in.Lock, signExt} {
+		if b {
+			bits |= 1 << i
 		}
 	}
-	in, err := decode(code, addr, l)
-	if err != nil {
-		return in, err
+	w[0] = uint64(in.Op) | uint64(in.Kind)<<16 | uint64(in.Encoding)<<24 | uint64(in.BranchOff)<<32 |
+		uint64(in.BranchSize)<<40 | uint64(in.RIPDispOff)<<48 | bits<<56
+	w[1] = uint64(in.OpcodeOff) | uint64(in.ModRMOff+1)<<8 | uint64(in.Reads)<<16 | uint64(in.Writes)<<24
+	v := 0
+	for i := range in.Args {
+		a := &in.Args[i]
+		w[2+i] = uint64(a.Kind) | uint64(a.Reg)<<8 | uint64(a.Segment)<<16 | uint64(a.Base)<<24 |
+			uint64(a.Index)<<32 | uint64(a.Scale)<<40
+		if a.Kind == ArgMem || a.Kind == ArgImm || a.Kind == ArgRel {
+			if v == memoVals {
+				return w, false
+			}
+			v++
+			w[2+len(in.Args)+v-1] = uint64(a.Val)
+			w[2+i] |= uint64(v) << 48 // which value word, from 1
+		}
 	}
+	// The small fields must come back as they went in.
+	var back Info
+	unpack(&w, &back)
+	back.Addr, back.Len, back.Target, back.RIPTarget = in.Addr, in.Len, in.Target, in.RIPTarget
+	return w, back == *in
+}
+
+// unpack fills in's address-independent fields from w, and returns the
+// signExt bit.
+func unpack(w *[memoWords - 3]uint64, in *Info) (signExt bool) {
+	// in is zero but for Len.
+	in.Op = x86asm.Op(w[0] & 0xffff)
+	in.Kind = Kind(w[0] >> 16)
+	in.Encoding = Encoding(w[0] >> 24)
+	in.BranchOff = int(uint8(w[0] >> 32))
+	in.BranchSize = int(uint8(w[0] >> 40))
+	in.RIPDispOff = int(uint8(w[0] >> 48))
+	bits := w[0] >> 56
+	in.RIPRel = bits&bitRIPRel != 0
+	in.Endbr = bits&bitEndbr != 0
+	in.Notrack = bits&bitNotrack != 0
+	in.Bnd = bits&bitBnd != 0
+	in.Rep = bits&bitRep != 0
+	in.Repne = bits&bitRepne != 0
+	in.Lock = bits&bitLock != 0
+	in.OpcodeOff = int(uint8(w[1]))
+	in.ModRMOff = int(uint8(w[1]>>8)) - 1
+	in.Reads = Flags(w[1] >> 16)
+	in.Writes = Flags(w[1] >> 24)
+	// x86asm's operands come first, nils after (pack checks that they
+	// come back).
+	for i := range in.Args {
+		a := w[2+i]
+		if a == 0 {
+			break
+		}
+		d := &in.Args[i]
+		d.Kind, d.Reg, d.Segment = ArgKind(a), x86asm.Reg(a>>8), x86asm.Reg(a>>16)
+		d.Base, d.Index, d.Scale = x86asm.Reg(a>>24), x86asm.Reg(a>>32), uint8(a>>40)
+		if v := a >> 48 & 3; v != 0 {
+			d.Val = int64(w[2+len(in.Args)+int(v)-1])
+		}
+	}
+	return bits&bitSignExt != 0
+}
+
+// memoDecode is DecodeInfo through the table.
+func memoDecode(code []byte, addr uint64, l *layout) (Info, error) {
+	if memoOff.Load() {
+		in, err := decode(code, addr, l)
+		return in.Info, err
+	}
+	key, rel, disp := memoKey(code, l)
+	k0, k1, h, slots := memoSlots(&key)
+	if in, signExt, ok := lookup(slots, k0, k1, len(code)); ok {
+		retarget(&in, l, addr, rel, disp, signExt)
+		return in, nil
+	}
+	full, err := decode(code, addr, l)
+	if err != nil {
+		return Info{}, err
+	}
+	in := full.Info
 	signExt := false
 	if l.relSize > 0 || l.ripRel {
 		var ok bool
@@ -100,41 +196,86 @@ func memoDecode(code []byte, addr uint64, l *layout) (Inst, error) {
 			return in, nil
 		}
 	}
-	// An empty slot, else the one the hash's next bit picks.
-	slot := &slots[h>>32&1]
-	if slots[0].Load() == nil {
-		slot = &slots[0]
-	} else if slots[1].Load() == nil {
-		slot = &slots[1]
+	w, ok := pack(&in, signExt)
+	if !ok {
+		return in, nil
 	}
-	slot.Store(&memoEntry{key: key, inst: in, signExt: signExt})
+	// An empty slot, else the one the hash's next bit picks.
+	s := &slots[h>>32&1]
+	if slots[0][0].Load() == 0 {
+		s = &slots[0]
+	} else if slots[1][0].Load() == 0 {
+		s = &slots[1]
+	}
+	seq := s[0].Load()
+	if seq&1 != 0 || !s[0].CompareAndSwap(seq, seq+1) {
+		return in, nil // another decoder is writing it
+	}
+	s[1].Store(k0)
+	s[2].Store(k1)
+	for j := range w {
+		s[3+j].Store(w[j])
+	}
+	s[0].Store(seq + 2)
 	return in, nil
+}
+
+// memoSlots returns the words of key, its hash and its two slots (the
+// table is two-way associative: a key that collides with a frequent one
+// does not evict it).
+func memoSlots(key *[16]byte) (k0, k1, h uint64, slots []memoSlot) {
+	k0, k1 = binary.LittleEndian.Uint64(key[:8]), binary.LittleEndian.Uint64(key[8:])
+	h = memoHash(k0, k1)
+	at := h >> (64 - memoBits) &^ 1
+	return k0, k1, h, memoTable()[at : at+2]
+}
+
+// lookup returns the Info the slots hold for key k0, k1 of an
+// instruction of n bytes, not yet retargeted, and its signExt bit.
+func lookup(slots []memoSlot, k0, k1 uint64, n int) (in Info, signExt, ok bool) {
+	for i := range slots {
+		s := &slots[i]
+		seq := s[0].Load()
+		if seq == 0 || seq&1 != 0 || s[1].Load() != k0 || s[2].Load() != k1 {
+			continue
+		}
+		var w [memoWords - 3]uint64
+		for j := range w {
+			w[j] = s[3+j].Load()
+		}
+		if s[0].Load() != seq {
+			continue // written meanwhile
+		}
+		in = Info{Len: n}
+		signExt = unpack(&w, &in)
+		return in, signExt, true
+	}
+	return Info{}, false, false
 }
 
 // retarget moves in to addr with branch displacement rel and rip
 // displacement disp, as decode would have found them there. x86asm
 // keeps a legacy instruction's disp32 unextended but sign-extends a VEX
-// or EVEX one's: signExt says which (memoEntry.signExt).
-func retarget(in *Inst, l *layout, addr uint64, rel int64, disp uint32, signExt bool) {
+// or EVEX one's: signExt says which.
+func retarget(in *Info, l *layout, addr uint64, rel int64, disp uint32, signExt bool) {
 	in.Addr = addr
 	end := addr + uint64(in.Len)
 	if l.relSize > 0 {
 		in.Target = end + uint64(rel)
-		for i, a := range in.Raw.Args {
-			if _, ok := a.(x86asm.Rel); ok {
-				in.Raw.Args[i] = x86asm.Rel(int32(rel))
+		for i := range in.Args {
+			if in.Args[i].Kind == ArgRel {
+				in.Args[i].Val = int64(int32(rel))
 			}
 		}
 	}
 	if l.ripRel {
 		in.RIPTarget = end + uint64(int64(int32(disp)))
-		for i, a := range in.Raw.Args {
-			if m, ok := a.(x86asm.Mem); ok && m.Base == x86asm.RIP {
-				m.Disp = int64(disp)
+		for i := range in.Args {
+			if a := &in.Args[i]; a.Kind == ArgMem && a.Base == x86asm.RIP {
+				a.Val = int64(disp)
 				if signExt {
-					m.Disp = int64(int32(disp))
+					a.Val = int64(int32(disp))
 				}
-				in.Raw.Args[i] = m
 			}
 		}
 	}
@@ -145,7 +286,7 @@ func retarget(in *Inst, l *layout, addr uint64, rel int64, disp uint32, signExt 
 // flipped, so the other sign) at another address gives in retargeted
 // there, and retargeting that back gives in. signExt is how x86asm wrote
 // the rip displacement.
-func retargets(code []byte, addr uint64, l *layout, in *Inst) (signExt, ok bool) {
+func retargets(code []byte, addr uint64, l *layout, in *Info) (signExt, ok bool) {
 	var other [maxLen]byte
 	c := other[:len(code)]
 	copy(c, code)
@@ -171,10 +312,11 @@ func retargets(code []byte, addr uint64, l *layout, in *Inst) (signExt, ok bool)
 		return false, false
 	}
 	at := addr ^ 0x5a5a5a5a5a5a5a50
-	want, err := decode(c, at, l)
+	full, err := decode(c, at, l)
 	if err != nil {
 		return false, false
 	}
+	want := full.Info
 	// One of disp0 and disp has the sign bit set: its decoding tells
 	// the convention.
 	if l.ripRel {
@@ -188,14 +330,14 @@ func retargets(code []byte, addr uint64, l *layout, in *Inst) (signExt, ok bool)
 	retarget(&got, l, at, rel, disp, signExt)
 	back := want
 	retarget(&back, l, addr, rel0, disp0, signExt)
-	return signExt, reflect.DeepEqual(got, want) && reflect.DeepEqual(back, *in)
+	return signExt, got == want && back == *in
 }
 
 // ripDisp returns the displacement of in's rip-relative operand.
-func ripDisp(in *Inst) int64 {
-	for _, arg := range in.Raw.Args {
-		if m, ok := arg.(x86asm.Mem); ok && m.Base == x86asm.RIP {
-			return m.Disp
+func ripDisp(in *Info) int64 {
+	for i := range in.Args {
+		if a := &in.Args[i]; a.Kind == ArgMem && a.Base == x86asm.RIP {
+			return a.Val
 		}
 	}
 	return 0

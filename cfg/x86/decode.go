@@ -254,15 +254,27 @@ func Decode(code []byte, addr uint64) (Inst, error) {
 // DecodeInfo is Decode without Raw: the same Info, or the same error,
 // as Decode's. It answers from a table of the instructions decoded
 // before (memo.go), running x86asm only for instructions new to it.
-func DecodeInfo(code []byte, addr uint64) (Info, error) {
+func DecodeInfo(code []byte, addr uint64) (in Info, err error) {
+	err = DecodeInfoTo(&in, code, addr)
+	return in, err
+}
+
+// DecodeInfoTo is DecodeInfo into *in, which it overwrites (zero on an
+// error): hot loops decode into their own arrays without copying.
+func DecodeInfoTo(in *Info, code []byte, addr uint64) error {
+	*in = Info{}
 	if len(code) > maxLen {
 		code = code[:maxLen]
 	}
 	l, err := scan(code)
 	if err != nil {
-		return Info{}, &DecodeError{Addr: addr, Bytes: append([]byte(nil), code...), Err: err}
+		return &DecodeError{Addr: addr, Bytes: append([]byte(nil), code...), Err: err}
 	}
-	return memoDecode(code[:l.n], addr, &l)
+	if err := memoDecode(in, code[:l.n], addr, &l); err != nil {
+		*in = Info{}
+		return err
+	}
+	return nil
 }
 
 // decode decodes the instruction code (exactly its bytes), whose layout

@@ -2,7 +2,6 @@ package x86
 
 import (
 	"encoding/binary"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/arch/x86/x86asm"
@@ -52,9 +51,10 @@ var _ [memoWords - 3 - (2 + len(Args{}) + memoVals)]struct{}
 type memoSlot [memoWords]atomic.Uint64
 
 var (
-	// memoTable returns the table, made on first use (a program that
-	// decodes a few instructions does not pay for it).
-	memoTable = sync.OnceValue(func() []memoSlot { return make([]memoSlot, 1<<memoBits) })
+	// memoTable is the table. Its pages are fresh from the system and
+	// untouched until used: a program that decodes a few instructions
+	// does not pay for it.
+	memoTable = new([1 << memoBits]memoSlot)
 	// memoOff turns the table off (tests compare with and without).
 	memoOff atomic.Bool
 )
@@ -172,33 +172,34 @@ func unpack(w *[memoWords - 3]uint64, in *Info) (signExt bool) {
 	return bits&bitSignExt != 0
 }
 
-// memoDecode is DecodeInfo through the table.
-func memoDecode(code []byte, addr uint64, l *layout) (Info, error) {
+// memoDecode is DecodeInfo through the table, into in (zero).
+func memoDecode(in *Info, code []byte, addr uint64, l *layout) error {
 	if memoOff.Load() {
-		in, err := decode(code, addr, l)
-		return in.Info, err
+		full, err := decode(code, addr, l)
+		*in = full.Info
+		return err
 	}
 	key, rel, disp := memoKey(code, l)
 	k0, k1, h, slots := memoSlots(&key)
-	if in, signExt, ok := lookup(slots, k0, k1, len(code)); ok {
-		retarget(&in, l, addr, rel, disp, signExt)
-		return in, nil
+	if signExt, ok := lookup(in, slots, k0, k1, len(code)); ok {
+		retarget(in, l, addr, rel, disp, signExt)
+		return nil
 	}
 	full, err := decode(code, addr, l)
 	if err != nil {
-		return Info{}, err
+		return err
 	}
-	in := full.Info
+	*in = full.Info
 	signExt := false
 	if l.relSize > 0 || l.ripRel {
 		var ok bool
-		if signExt, ok = retargets(code, addr, l, &in); !ok {
-			return in, nil
+		if signExt, ok = retargets(code, addr, l, in); !ok {
+			return nil
 		}
 	}
-	w, ok := pack(&in, signExt)
+	w, ok := pack(in, signExt)
 	if !ok {
-		return in, nil
+		return nil
 	}
 	// An empty slot, else the one the hash's next bit picks.
 	s := &slots[h>>32&1]
@@ -209,7 +210,7 @@ func memoDecode(code []byte, addr uint64, l *layout) (Info, error) {
 	}
 	seq := s[0].Load()
 	if seq&1 != 0 || !s[0].CompareAndSwap(seq, seq+1) {
-		return in, nil // another decoder is writing it
+		return nil // another decoder is writing it
 	}
 	s[1].Store(k0)
 	s[2].Store(k1)
@@ -217,7 +218,7 @@ func memoDecode(code []byte, addr uint64, l *layout) (Info, error) {
 		s[3+j].Store(w[j])
 	}
 	s[0].Store(seq + 2)
-	return in, nil
+	return nil
 }
 
 // memoSlots returns the words of key, its hash and its two slots (the
@@ -227,12 +228,13 @@ func memoSlots(key *[16]byte) (k0, k1, h uint64, slots []memoSlot) {
 	k0, k1 = binary.LittleEndian.Uint64(key[:8]), binary.LittleEndian.Uint64(key[8:])
 	h = memoHash(k0, k1)
 	at := h >> (64 - memoBits) &^ 1
-	return k0, k1, h, memoTable()[at : at+2]
+	return k0, k1, h, memoTable[at : at+2]
 }
 
-// lookup returns the Info the slots hold for key k0, k1 of an
-// instruction of n bytes, not yet retargeted, and its signExt bit.
-func lookup(slots []memoSlot, k0, k1 uint64, n int) (in Info, signExt, ok bool) {
+// lookup fills in (zero) with the Info the slots hold for key k0, k1 of
+// an instruction of n bytes, not yet retargeted, and returns its
+// signExt bit, or false.
+func lookup(in *Info, slots []memoSlot, k0, k1 uint64, n int) (signExt, ok bool) {
 	for i := range slots {
 		s := &slots[i]
 		seq := s[0].Load()
@@ -246,11 +248,10 @@ func lookup(slots []memoSlot, k0, k1 uint64, n int) (in Info, signExt, ok bool) 
 		if s[0].Load() != seq {
 			continue // written meanwhile
 		}
-		in = Info{Len: n}
-		signExt = unpack(&w, &in)
-		return in, signExt, true
+		in.Len = n
+		return unpack(&w, in), true
 	}
-	return Info{}, false, false
+	return false, false
 }
 
 // retarget moves in to addr with branch displacement rel and rip

@@ -59,7 +59,8 @@ func inTable(code []byte) bool {
 	}
 	key, _, _ := memoKey(code[:l.n], &l)
 	k0, k1, _, slots := memoSlots(&key)
-	_, _, ok := lookup(slots, k0, k1, l.n)
+	var in Info
+	_, ok := lookup(&in, slots, k0, k1, l.n)
 	return ok
 }
 

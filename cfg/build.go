@@ -614,7 +614,7 @@ func (bd *builder) makeBlocks() {
 	g.link()
 	if g.Reason == ReasonOK {
 		for id := range g.Blocks {
-			if len(g.Blocks[id].Succs) == 0 {
+			if len(g.Succs(BlockID(id))) == 0 {
 				g.fail(ReasonUnresolvedIndirectJump, g.Blocks[id].Last, "block has no successor")
 			}
 		}

@@ -350,11 +350,16 @@ func (p *Program) needsDiscovery() bool {
 		return i < len(gaps) && gaps[i].Addr <= a
 	}
 	ri := b.sweepRefs()
-	for _, set := range []map[uint64]bool{ri.branches, ri.set, b.codePointers()} {
-		for a := range set {
+	for _, set := range []addrSet{ri.branches, ri.set} {
+		for _, a := range set {
 			if inGap(a) {
 				return true
 			}
+		}
+	}
+	for a := range b.codePointers() {
+		if inGap(a) {
+			return true
 		}
 	}
 	return false

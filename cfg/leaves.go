@@ -227,7 +227,7 @@ func (g *Graph) findSyscallLeaves(insts []x86.Inst, instAt func(uint64) int) {
 		work = work[:len(work)-1]
 		queued[b] = false
 		out := walk(b, nil)
-		for _, e := range g.Blocks[b].Succs {
+		for _, e := range g.Succs(b) {
 			ed := &g.Edges[e]
 			to := ed.To
 			if to < 0 {

@@ -243,7 +243,7 @@ func (g *Graph) RegsLiveIn() []RegSet {
 		for _, b := range post {
 			blk := &g.Blocks[b]
 			var out RegSet
-			for _, e := range blk.Succs {
+			for _, e := range g.Succs(b) {
 				if to := g.Edges[e].To; to < 0 {
 					out = AllRegs
 				} else {

@@ -325,7 +325,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 	b, gr := fg.g.buf, fg.f.Graph
 	// The entry block's EdgeEntry edges are taken by no instruction.
 	var succs []cfg.EdgeID
-	for _, e := range gr.Blocks[id].Succs {
+	for _, e := range gr.Succs(id) {
 		if gr.Edges[e].Kind != cfg.EdgeEntry {
 			succs = append(succs, e)
 		}
@@ -468,7 +468,7 @@ func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
 	}
 	nt.done = true
 	via := map[uint64]enc.Label{}
-	for _, e := range gr.Blocks[id].Succs {
+	for _, e := range gr.Succs(id) {
 		ed := gr.Edges[e]
 		if ed.Kind != cfg.EdgeJumpTable {
 			continue

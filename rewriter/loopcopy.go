@@ -86,7 +86,7 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 		cyc := lc.next[id]
 		var out cfg.EdgeID
 		hasOut := false
-		for _, e := range blk.Succs {
+		for _, e := range gr.Succs(id) {
 			if e != cyc {
 				out, hasOut = e, true
 			}

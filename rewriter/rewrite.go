@@ -694,6 +694,12 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		tab.Funcs = append(tab.Funcs, meta.Func{Name: s.Name, Entry: entry, Size: s.Size, Reason: s.Reason, EntriesCounted: s.EntriesCounted})
 	}
 	metaData := tab.EncodeWithID()
+	// The functions' encodings are in metaData now: the output's copy
+	// need not find them beside it.
+	tab.Encoded = nil
+	for _, fg := range g.funcs {
+		fg.meta = meta.EncodedFunc{}
+	}
 	conf.BuildIDVaddr, conf.BuildIDLen = idAddr, uint64(len(tab.InstrID))
 	copy(at(idAddr), tab.InstrID)
 	runtime.PutConfig(at(rwAddr+cfgOff), conf)

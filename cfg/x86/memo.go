@@ -33,20 +33,17 @@ import (
 // reader that sees it odd or changed takes the slot for empty, so
 // concurrent decoders never see a torn entry.
 
-// memoBits sizes the table: 2^17 slots of 128 bytes (16 MiB).
-const memoBits = 17
+// memoBits sizes the table: 2^18 slots of 64 bytes (16 MiB), which hold
+// nearly all the distinct instructions of the largest library.
+const memoBits = 18
 
-// memoWords is the size of a slot: the sequence, the key (2 words), the
-// fields (2), the operands (one each) and the values of up to three of
-// them (memory, immediate and relative operands have one), rounded up
-// to two cache lines.
-const memoWords = 16
-
-// memoVals is the number of operand values a slot holds.
-const memoVals = 3
-
-// The packed fields fit the slot.
-var _ [memoWords - 3 - (2 + len(Args{}) + memoVals)]struct{}
+// memoWords is the size of a slot, one cache line: the sequence, the
+// key (2 words), the fields (1), the operands (3: 32 bits each) and the
+// values of up to two of them (32 bits each, and whether to extend them
+// with their sign). A rip-relative memory operand's and a branch's
+// value is the displacement, which retarget sets; instructions with
+// other values that do not fit (movabs) are not kept.
+const memoWords = 8
 
 type memoSlot [memoWords]atomic.Uint64
 
@@ -97,53 +94,114 @@ const (
 	bitSignExt // x86asm sign-extended the rip displacement (retarget)
 )
 
+// packed is a slot's words after the sequence and the key.
+type packed [memoWords - 3]uint64
+
+// field places v, which must fit bits bits, at bit at of *w; it
+// reports whether v fit.
+func field(w *uint64, at, bits uint, v uint64) bool {
+	*w |= (v & (1<<bits - 1)) << at
+	return v < 1<<bits
+}
+
+// get is the field of bits bits at bit at of w.
+func get(w uint64, at, bits uint) uint64 { return w >> at & (1<<bits - 1) }
+
+// branchSizes are the branch field sizes (Info.BranchSize) by code.
+var branchSizes = [4]int{0, 1, 4, 0}
+
+// scales are x86asm's memory scales by code.
+var scales = [8]uint8{0, 1, 2, 4, 8}
+
 // pack returns the words of in (its address-independent fields), or
 // false when a field does not fit.
-func pack(in *Info, signExt bool) (w [memoWords - 3]uint64, ok bool) {
-	if in.Op >= 1<<16 || in.ModRMOff < -1 {
-		return w, false
-	}
+func pack(in *Info, signExt bool) (w packed, ok bool) {
 	var bits uint64
 	for i, b := range [...]bool{in.RIPRel, in.Endbr, in.Notrack, in.Bnd, in.Rep, in.Repne, in.Lock, signExt} {
 		if b {
 			bits |= 1 << i
 		}
 	}
-	w[0] = uint64(in.Op) | uint64(in.Kind)<<16 | uint64(in.Encoding)<<24 | uint64(in.BranchOff)<<32 |
-		uint64(in.BranchSize)<<40 | uint64(in.RIPDispOff)<<48 | bits<<56
-	w[1] = uint64(in.OpcodeOff) | uint64(in.ModRMOff+1)<<8 | uint64(in.Reads)<<16 | uint64(in.Writes)<<24
+	bsize := uint64(3)
+	for c, n := range branchSizes[:3] {
+		if n == in.BranchSize {
+			bsize = uint64(c)
+		}
+	}
+	ok = field(&w[0], 0, 16, uint64(in.Op)) && field(&w[0], 16, 4, uint64(in.Kind)) &&
+		field(&w[0], 20, 2, uint64(in.Encoding)) && field(&w[0], 22, 4, uint64(in.BranchOff)) &&
+		field(&w[0], 26, 2, bsize) && field(&w[0], 28, 4, uint64(in.RIPDispOff)) &&
+		field(&w[0], 32, 8, bits) && field(&w[0], 40, 4, uint64(in.OpcodeOff)) &&
+		field(&w[0], 44, 4, uint64(in.ModRMOff+1)) && field(&w[0], 48, 8, uint64(in.Reads)) &&
+		field(&w[0], 56, 8, uint64(in.Writes))
 	v := 0
 	for i := range in.Args {
 		a := &in.Args[i]
-		w[2+i] = uint64(a.Kind) | uint64(a.Reg)<<8 | uint64(a.Segment)<<16 | uint64(a.Base)<<24 |
-			uint64(a.Index)<<32 | uint64(a.Scale)<<40
-		if a.Kind == ArgMem || a.Kind == ArgImm || a.Kind == ArgRel {
-			if v == memoVals {
+		m := &w[1+i/2]
+		at := uint(32 * (i % 2))
+		seg := uint64(0)
+		if a.Segment != 0 {
+			seg = uint64(a.Segment-x86asm.ES) + 1
+		}
+		scale := uint64(8)
+		for c, s := range scales[:5] {
+			if s == a.Scale {
+				scale = uint64(c)
+			}
+		}
+		reg := a.Reg
+		if a.Kind == ArgMem {
+			reg = a.Base
+		}
+		slot, ext := uint64(0), uint64(0)
+		if (a.Kind == ArgMem && a.Base != x86asm.RIP || a.Kind == ArgImm) && a.Val != 0 {
+			// x86asm keeps a legacy disp32 unextended: 32 bits, and
+			// whether to extend them with their sign.
+			switch {
+			case v == 2:
+				return w, false
+			case a.Val == int64(uint32(a.Val)):
+			case a.Val == int64(int32(a.Val)):
+				ext = 1
+			default:
 				return w, false
 			}
+			w[4] |= uint64(uint32(a.Val)) << (32 * v)
 			v++
-			w[2+len(in.Args)+v-1] = uint64(a.Val)
-			w[2+i] |= uint64(v) << 48 // which value word, from 1
+			slot = uint64(v)
 		}
+		ok = ok && field(m, at, 3, uint64(a.Kind)) && field(m, at+3, 2, slot) && field(m, at+5, 3, seg) &&
+			field(m, at+8, 3, scale) && field(m, at+11, 8, uint64(reg)) && field(m, at+19, 8, uint64(a.Index)) &&
+			field(m, at+27, 1, ext)
 	}
-	// The small fields must come back as they went in.
+	if !ok {
+		return w, false
+	}
+	// Everything must come back as it went in (a Reg operand with a
+	// base, a scale the table lacks, a segment out of range...).
 	var back Info
 	unpack(&w, &back)
 	back.Addr, back.Len, back.Target, back.RIPTarget = in.Addr, in.Len, in.Target, in.RIPTarget
+	for i := range back.Args {
+		// The displacements retarget sets.
+		if a := &back.Args[i]; a.Kind == ArgRel && in.BranchSize > 0 || a.Kind == ArgMem && a.Base == x86asm.RIP && in.RIPRel {
+			a.Val = in.Args[i].Val
+		}
+	}
 	return w, back == *in
 }
 
-// unpack fills in's address-independent fields from w, and returns the
-// signExt bit.
-func unpack(w *[memoWords - 3]uint64, in *Info) (signExt bool) {
-	// in is zero but for Len.
-	in.Op = x86asm.Op(w[0] & 0xffff)
-	in.Kind = Kind(w[0] >> 16)
-	in.Encoding = Encoding(w[0] >> 24)
-	in.BranchOff = int(uint8(w[0] >> 32))
-	in.BranchSize = int(uint8(w[0] >> 40))
-	in.RIPDispOff = int(uint8(w[0] >> 48))
-	bits := w[0] >> 56
+// unpack fills in's address-independent fields from w (in is zero but
+// for Len), and returns the signExt bit.
+func unpack(w *packed, in *Info) (signExt bool) {
+	f := w[0]
+	in.Op = x86asm.Op(get(f, 0, 16))
+	in.Kind = Kind(get(f, 16, 4))
+	in.Encoding = Encoding(get(f, 20, 2))
+	in.BranchOff = int(get(f, 22, 4))
+	in.BranchSize = branchSizes[get(f, 26, 2)]
+	in.RIPDispOff = int(get(f, 28, 4))
+	bits := get(f, 32, 8)
 	in.RIPRel = bits&bitRIPRel != 0
 	in.Endbr = bits&bitEndbr != 0
 	in.Notrack = bits&bitNotrack != 0
@@ -151,22 +209,37 @@ func unpack(w *[memoWords - 3]uint64, in *Info) (signExt bool) {
 	in.Rep = bits&bitRep != 0
 	in.Repne = bits&bitRepne != 0
 	in.Lock = bits&bitLock != 0
-	in.OpcodeOff = int(uint8(w[1]))
-	in.ModRMOff = int(uint8(w[1]>>8)) - 1
-	in.Reads = Flags(w[1] >> 16)
-	in.Writes = Flags(w[1] >> 24)
+	in.OpcodeOff = int(get(f, 40, 4))
+	in.ModRMOff = int(get(f, 44, 4)) - 1
+	in.Reads = Flags(get(f, 48, 8))
+	in.Writes = Flags(get(f, 56, 8))
 	// x86asm's operands come first, nils after (pack checks that they
 	// come back).
 	for i := range in.Args {
-		a := w[2+i]
-		if a == 0 {
+		m := w[1+i/2] >> (32 * (i % 2))
+		k := ArgKind(get(m, 0, 3))
+		if k == ArgNone {
 			break
 		}
 		d := &in.Args[i]
-		d.Kind, d.Reg, d.Segment = ArgKind(a), x86asm.Reg(a>>8), x86asm.Reg(a>>16)
-		d.Base, d.Index, d.Scale = x86asm.Reg(a>>24), x86asm.Reg(a>>32), uint8(a>>40)
-		if v := a >> 48 & 3; v != 0 {
-			d.Val = int64(w[2+len(in.Args)+int(v)-1])
+		d.Kind = k
+		if seg := get(m, 5, 3); seg != 0 {
+			d.Segment = x86asm.ES + x86asm.Reg(seg-1)
+		}
+		d.Scale = scales[get(m, 8, 3)]
+		if reg := x86asm.Reg(get(m, 11, 8)); k == ArgMem {
+			d.Base = reg
+		} else {
+			d.Reg = reg
+		}
+		d.Index = x86asm.Reg(get(m, 19, 8))
+		if v := get(m, 3, 2); v != 0 {
+			val := uint32(w[4] >> (32 * (v - 1)))
+			if get(m, 27, 1) != 0 {
+				d.Val = int64(int32(val))
+			} else {
+				d.Val = int64(val)
+			}
 		}
 	}
 	return bits&bitSignExt != 0
@@ -241,7 +314,7 @@ func lookup(in *Info, slots []memoSlot, k0, k1 uint64, n int) (signExt, ok bool)
 		if seq == 0 || seq&1 != 0 || s[1].Load() != k0 || s[2].Load() != k1 {
 			continue
 		}
-		var w [memoWords - 3]uint64
+		var w packed
 		for j := range w {
 			w[j] = s[3+j].Load()
 		}

@@ -8,8 +8,6 @@ import (
 	"sync"
 
 	"github.com/blpp/blpp/cfg/x86"
-
-	"golang.org/x/arch/x86/x86asm"
 )
 
 // env is what building one procedure's graph needs to know about the rest
@@ -34,12 +32,8 @@ type builder struct {
 
 	ranges []Range
 	cover  [][]int32 // per range, per byte: 1+index of the instruction covering it
-	// insts are the decoded instructions. Their Raw is filled only by
-	// fillRaw, for the passes that match x86asm's operands (slices of
-	// indirect jumps, system call numbers); the others read Info, which
-	// x86.DecodeInfo gives without running x86asm.
-	insts []x86.Inst
-	work  []uint64
+	insts  []x86.Inst
+	work   []uint64
 	// leaders are block starts besides those implied by control transfers.
 	leaders map[uint64]bool
 	// fallOut maps an instruction that runs off the end of the range into
@@ -161,12 +155,6 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	bd.recheckTables()
 	bd.makeBlocks()
 	if g.Reason == ReasonOK {
-		for i := range bd.insts {
-			if bd.insts[i].Kind == x86.Syscall {
-				bd.fillRaw()
-				break
-			}
-		}
 		g.findSyscallLeaves(bd.insts, bd.instAt)
 	}
 	if g.Reason == ReasonOK && isVfork(f) {
@@ -179,25 +167,6 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		g.fail(ReasonTooShort, f.Addr, "%d bytes and %d bytes of padding, shorter than the 5-byte jump that redirects it", f.Size, f.Pad)
 	}
 	return g
-}
-
-// fillRaw fills in Raw of the instructions decoded without it. Raw.Len
-// is never 0 in a decoding.
-func (bd *builder) fillRaw() {
-	for i := range bd.insts {
-		in := &bd.insts[i]
-		if in.Raw.Len != 0 {
-			continue
-		}
-		full, err := x86.Decode(bd.b.Code(in.Addr)[:in.Len], in.Addr)
-		if err != nil || full.Info != in.Info {
-			// DecodeInfo and Decode disagree (FuzzDecode and
-			// TestMemoAgrees look for this): nothing is trusted.
-			bd.g.fail(ReasonBadDecode, in.Addr, "decoding is not reproducible")
-			full.Raw = x86asm.Inst{Mode: 64, Len: in.Len}
-		}
-		in.Raw = full.Raw
-	}
 }
 
 // rangeOf returns the index of the range holding addr, or -1.
@@ -340,12 +309,11 @@ func (bd *builder) decodeAll() {
 			if rem := r.End() - a; uint64(len(code)) > rem {
 				code = code[:rem]
 			}
-			info, err := x86.DecodeInfo(code, a)
+			inst, err := x86.Decode(code, a)
 			if err != nil {
 				g.fail(ReasonBadDecode, a, "%v", err)
 				break
 			}
-			inst := x86.Inst{Info: info}
 			idx := int32(len(bd.insts)) + 1
 			cov := bd.cover[ri][off : off+uint64(inst.Len)]
 			if c := cov[len(cov)-1]; c != 0 && bd.insts[c-1].Addr == a+1 {
@@ -428,7 +396,7 @@ func (bd *builder) fallsInto(next uint64) uint64 {
 	}
 	off := 0
 	for off < len(code) {
-		in, err := x86.DecodeInfo(code[off:], next+uint64(off))
+		in, err := x86.Decode(code[off:], next+uint64(off))
 		if err != nil || !isNop(&in, code[off:]) {
 			break
 		}
@@ -483,8 +451,8 @@ func (bd *builder) makeBlocks() {
 		cur.Insts++
 		cur.FlagsUse |= in.Reads &^ cur.FlagsDef
 		cur.FlagsDef |= in.Writes
-		ru, rd := instRegs(&in.Info)
-		nr := namedRegs(&in.Info)
+		ru, rd := instRegs(in)
+		nr := namedRegs(in)
 		cur.Named |= nr
 		g.Named |= nr
 		cur.RegsUse |= ru &^ cur.RegsDef
@@ -621,7 +589,7 @@ func (bd *builder) makeBlocks() {
 	g.link()
 	if g.Reason == ReasonOK {
 		for id := range g.Blocks {
-			if len(g.Succs(BlockID(id))) == 0 {
+			if len(g.Blocks[id].Succs) == 0 {
 				g.fail(ReasonUnresolvedIndirectJump, g.Blocks[id].Last, "block has no successor")
 			}
 		}

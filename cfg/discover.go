@@ -200,7 +200,7 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 			// Decoded past the body's end, so that an instruction
 			// running over the next start shows as one.
 			code := b.Code(a)
-			in, err := x86.DecodeInfo(code, a)
+			in, err := x86.Decode(code, a)
 			if err != nil {
 				break
 			}
@@ -228,7 +228,7 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 				stop = true
 				si.pad = in.Len == 1 && code[0] == 0xcc
 			default:
-				si.pad = in.Op == x86asm.NOP || in.Op == x86asm.XCHG && in.Len == 2 && code[in.Len-1] == 0x90
+				si.pad = in.Raw.Op == x86asm.NOP || in.Raw.Op == x86asm.XCHG && in.Len == 2 && code[in.Len-1] == 0x90
 			}
 			s.insts = append(s.insts, si)
 			if stop {
@@ -255,31 +255,31 @@ var scanPool sync.Pool
 // operands records the code addresses an instruction takes (immediates,
 // lea of a rip-relative address) and the executable bytes it reads or
 // writes as data (other memory operands).
-func (s *funcScan) operands(b *Binary, in *x86.Info, own func(uint64) (Range, bool)) {
+func (s *funcScan) operands(b *Binary, in *x86.Inst, own func(uint64) (Range, bool)) {
 	taken := func(v uint64) {
 		if _, mine := own(v); !mine && b.IsCode(v) {
 			s.refs = append(s.refs, v)
 		}
 	}
 	if in.RIPRel {
-		if in.Op == x86asm.LEA {
+		if in.Raw.Op == x86asm.LEA {
 			taken(in.RIPTarget)
 		} else if b.IsCode(in.RIPTarget) {
 			s.reads = append(s.reads, in.RIPTarget)
 		}
 	}
-	for i := range in.Args {
-		switch a := &in.Args[i]; a.Kind {
-		case x86.ArgImm:
+	for _, arg := range in.Raw.Args {
+		switch a := arg.(type) {
+		case x86asm.Imm:
 			if in.Kind == x86.Other {
-				taken(uint64(a.Val))
+				taken(uint64(int64(a)))
 			}
-		case x86.ArgMem:
+		case x86asm.Mem:
 			if a.Base != 0 || a.Segment != 0 {
 				continue
 			}
-			v := uint64(a.Val)
-			if a.Index == 0 && in.Op == x86asm.LEA {
+			v := uint64(int64(a.Disp))
+			if a.Index == 0 && in.Raw.Op == x86asm.LEA {
 				taken(v)
 			} else if b.IsCode(v) {
 				s.reads = append(s.reads, v)
@@ -350,16 +350,11 @@ func (p *Program) needsDiscovery() bool {
 		return i < len(gaps) && gaps[i].Addr <= a
 	}
 	ri := b.sweepRefs()
-	for _, set := range []addrSet{ri.branches, ri.set} {
-		for _, a := range set {
+	for _, set := range []map[uint64]bool{ri.branches, ri.set, b.codePointers()} {
+		for a := range set {
 			if inGap(a) {
 				return true
 			}
-		}
-	}
-	for a := range b.codePointers() {
-		if inGap(a) {
-			return true
 		}
 	}
 	return false

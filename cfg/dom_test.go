@@ -34,9 +34,8 @@ func anGraph(n int, edges ...anEdge) *Graph {
 		if e.To == Exit {
 			k = EdgeReturn
 		}
-		g.appendEdge(Edge{From: e.From, To: e.To, Kind: k})
+		g.addEdge(Edge{From: e.From, To: e.To, Kind: k})
 	}
-	g.link()
 	return g
 }
 
@@ -93,14 +92,13 @@ func anReducibleGraph(r *rand.Rand, n int, back int, unreach bool) *Graph {
 		for r.Intn(3) != 0 && h != Entry {
 			h = dt.Idom[h]
 		}
-		g.appendEdge(Edge{From: u, To: h, Kind: EdgeBranch})
+		g.addEdge(Edge{From: u, To: h, Kind: EdgeBranch})
 	}
 	for b := range g.Blocks {
 		if r.Intn(6) == 0 {
-			g.appendEdge(Edge{From: BlockID(b), To: Exit, Kind: EdgeReturn})
+			g.addEdge(Edge{From: BlockID(b), To: Exit, Kind: EdgeReturn})
 		}
 	}
-	g.link()
 	return g
 }
 
@@ -116,7 +114,7 @@ func anReach(g *Graph, avoid BlockID) []bool {
 	for len(stack) > 0 {
 		b := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, e := range g.Succs(BlockID(b)) {
+		for _, e := range g.Blocks[b].Succs {
 			s := g.Edges[e].To
 			if s < 0 || s == avoid || seen[s] {
 				continue

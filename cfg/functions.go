@@ -366,7 +366,7 @@ func padding(code []byte, n uint64) uint64 {
 			off++
 			continue
 		}
-		in, err := x86.DecodeInfo(code[off:n], 0)
+		in, err := x86.Decode(code[off:n], 0)
 		if err != nil || !isNop(&in, code[off:]) {
 			break
 		}
@@ -377,8 +377,8 @@ func padding(code []byte, n uint64) uint64 {
 
 // isNop reports whether in, decoded from code, is a no-operation: nop in
 // any of its lengths, or xchg %ax,%ax (66 90).
-func isNop(in *x86.Info, code []byte) bool {
-	return in.Op == x86asm.NOP || in.Len == 2 && len(code) >= 2 && code[0] == 0x66 && code[1] == 0x90
+func isNop(in *x86.Inst, code []byte) bool {
+	return in.Raw.Op == x86asm.NOP || in.Len == 2 && len(code) >= 2 && code[0] == 0x66 && code[1] == 0x90
 }
 
 // midFrame reports whether the FDE's code starts with unwind rules other

@@ -296,7 +296,7 @@ func jumpsInto(b *Binary, f *Function, r Range) bool {
 		code = code[:f.Size]
 	}
 	for off := 0; off < len(code); {
-		in, err := x86.DecodeInfo(code[off:], f.Addr+uint64(off))
+		in, err := x86.Decode(code[off:], f.Addr+uint64(off))
 		if err != nil {
 			off++
 			continue
@@ -397,40 +397,25 @@ func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 			}
 			jumpers[j][i] = true
 		}
-		// What each procedure jumps into, on every worker.
-		into := make([][]int, len(todo))
-		par.Each(len(todo), 0, func(k int) {
-			g := p.Graphs[todo[k]]
-			var js []int
+		for _, i := range todo {
+			g := p.Graphs[i]
 			// Jumps in code only landing pads reach do not join: a
 			// cleanup's tail call to a function called elsewhere only
 			// through pointers looks like a jump into a fragment. (A
 			// landing pad outside the function does join: see below.)
-			var normal []bool
+			normal := g.normalBlocks()
 			for _, e := range g.Edges {
-				if e.Kind != EdgeTailCall || e.Target == 0 {
-					continue
-				}
-				f := p.byEntry[e.Target]
-				if f == nil {
-					continue
-				}
-				if normal == nil {
-					normal = g.normalBlocks()
-				}
 				if int(e.From) < len(normal) && !normal[e.From] {
 					continue
 				}
-				js = append(js, p.funcsIdx[f])
+				if e.Kind == EdgeTailCall && e.Target != 0 {
+					if f := p.byEntry[e.Target]; f != nil {
+						add(p.funcsIdx[f], i)
+					}
+				}
 			}
 			if g.Reason == ReasonEscapingJump && g.escape != 0 {
-				js = append(js, p.containing(g.escape))
-			}
-			into[k] = js
-		})
-		for k, i := range todo {
-			for _, j := range into[k] {
-				add(j, i)
+				add(p.containing(g.escape), i)
 			}
 		}
 		// A fragment's FDE starts mid-frame; a real function's does not.

@@ -78,7 +78,6 @@ type slicer struct {
 }
 
 func newSlicer(bd *builder) *slicer {
-	bd.fillRaw() // slices match x86asm's operands
 	s := &slicer{bd: bd, endAt: make(map[uint64]int, len(bd.insts)), targets: make(map[uint64][]int),
 		tableTarget: make(map[uint64]bool)}
 	for i := range bd.insts {

@@ -136,19 +136,17 @@ func (fg *funcGen) emit() error {
 			fg.mark(blk.Addr, true)
 			b.Endbr64()
 		}
-		// Code generation reads Info alone: in's Raw stays zero.
-		var in, last x86.Inst
+		var last x86.Inst
 		a := blk.Addr
 		if id == 0 && lead {
 			a += 4 // the endbr64, copied at the entry
 		}
 		for a < blk.End {
-			info, err := x86.DecodeInfo(code[a-blk.Addr:blk.End-blk.Addr], a)
+			in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
 			if err != nil {
 				return err
 			}
-			in.Info = info
-			last.Info = info
+			last = in
 			fg.mark(a, true)
 			if a+uint64(in.Len) < blk.End {
 				fg.syscallLeave(&in)
@@ -337,7 +335,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 	b, gr := fg.g.buf, fg.f.Graph
 	// The entry block's EdgeEntry edges are taken by no instruction.
 	var succs []cfg.EdgeID
-	for _, e := range gr.Succs(id) {
+	for _, e := range gr.Blocks[id].Succs {
 		if gr.Edges[e].Kind != cfg.EdgeEntry {
 			succs = append(succs, e)
 		}
@@ -506,7 +504,7 @@ func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
 	}
 	nt.done = true
 	via := map[uint64]enc.Label{}
-	for _, e := range gr.Succs(id) {
+	for _, e := range gr.Blocks[id].Succs {
 		ed := gr.Edges[e]
 		if ed.Kind != cfg.EdgeJumpTable {
 			continue

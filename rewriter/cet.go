@@ -112,7 +112,7 @@ const skipCET = "no room for the entry jump after endbr64"
 // first 5, extended). A branch of f's own into them is harmless unless
 // code outside f enters its body elsewhere (the original body then
 // never runs; see patchedInto).
-func cetBlocker(b *cfg.Binary, f *analysis.Func, into *cfg.Branches) string {
+func cetBlocker(b *cfg.Binary, f *analysis.Func, into map[uint64][]uint64) string {
 	fn := f.Func
 	self := false
 	for i, e := range append([]uint64{fn.Addr}, fn.Entries...) {
@@ -127,7 +127,7 @@ func cetBlocker(b *cfg.Binary, f *analysis.Func, into *cfg.Branches) string {
 			return fmt.Sprintf("the entry at %#x has no room for the entry jump after its endbr64", e)
 		}
 		for a := e + 1; a < at+5; a++ {
-			for _, src := range into.Sources(a) {
+			for _, src := range into[a] {
 				if !fn.Contains(src) {
 					return fmt.Sprintf("the code at %#x branches into the bytes the entry jump after endbr64 at %#x overwrites", src, e)
 				}
@@ -279,6 +279,6 @@ func (fg *funcGen) tableBlocks() []bool {
 // calls from instrumented code run one endbr64, as the original did.
 func (fg *funcGen) leadingEndbr() bool {
 	gr := fg.f.Graph
-	return fg.g.cet.ibt && fg.prefixEnd == 0 && !fg.closed && len(gr.Preds(0)) == 0 && gr.Blocks[0].Insts > 1 &&
+	return fg.g.cet.ibt && fg.prefixEnd == 0 && !fg.closed && len(gr.Blocks[0].Preds) == 0 && gr.Blocks[0].Insts > 1 &&
 		gr.Blocks[0].Addr == fg.f.Func.Addr && enc.IsEndbr64(fg.g.b.Code(fg.f.Func.Addr))
 }

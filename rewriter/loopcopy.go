@@ -58,12 +58,11 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 		code := fg.g.b.Code(blk.Addr)
 		var last x86.Inst
 		for a := blk.Addr; a < blk.End; {
-			info, err := x86.DecodeInfo(code[a-blk.Addr:blk.End-blk.Addr], a)
+			in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
 			if err != nil {
 				fail(err)
 				return
 			}
-			in := x86.Inst{Info: info} // code generation reads Info alone
 			fg.mark(a, true)
 			if a+uint64(in.Len) < blk.End || in.Kind == x86.Other {
 				if err := fg.copyInst(&in, code[a-blk.Addr:]); err != nil {
@@ -86,7 +85,7 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 		cyc := lc.next[id]
 		var out cfg.EdgeID
 		hasOut := false
-		for _, e := range gr.Succs(id) {
+		for _, e := range blk.Succs {
 			if e != cyc {
 				out, hasOut = e, true
 			}

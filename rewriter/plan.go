@@ -409,11 +409,11 @@ func (fp *funcPlan) planSites() {
 		if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
 			continue
 		}
-		in, err := x86.DecodeInfo(code[:blk.End-blk.Last], blk.Last)
+		in, err := x86.Decode(code[:blk.End-blk.Last], blk.Last)
 		if err != nil || in.Kind == x86.JmpIndirect {
 			continue
 		}
-		for _, e := range gr.Succs(cfg.BlockID(id)) {
+		for _, e := range blk.Succs {
 			ed := gr.Edges[e]
 			if ed.Kind != cfg.EdgeTailCall || ed.Target == 0 {
 				continue
@@ -521,7 +521,7 @@ func (fp *funcPlan) hashed() bool { return fp.num.NumPaths > DenseMax }
 func (fp *funcPlan) hashInline() bool { return fp.hashed() && !fp.g.mode.Metrics }
 
 func (fp *funcPlan) succ(b cfg.BlockID, kind ...cfg.EdgeKind) (cfg.EdgeID, bool) {
-	for _, e := range fp.f.Graph.Succs(b) {
+	for _, e := range fp.f.Graph.Blocks[b].Succs {
 		for _, k := range kind {
 			if fp.f.Graph.Edges[e].Kind == k {
 				return e, true

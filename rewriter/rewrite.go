@@ -389,7 +389,7 @@ func pageUp(a uint64) uint64 { return (a + 0xfff) &^ 0xfff }
 //
 // into holds the branch sources (branchTargets); a layout that drops
 // the analysis as it goes (gen.release) drops them too.
-func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, moved map[*analysis.Func]uint64, sum *Summary, opts Options, into **cfg.Branches, mod module) ([]byte, *Summary, error) {
+func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, moved map[*analysis.Func]uint64, sum *Summary, opts Options, into *map[uint64][]uint64, mod module) ([]byte, *Summary, error) {
 	base, err := elfw.NextFreeAddr(in)
 	if err != nil {
 		return nil, nil, err
@@ -712,12 +712,6 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		tab.Funcs = append(tab.Funcs, meta.Func{Name: s.Name, Entry: entry, Size: s.Size, Reason: s.Reason, EntriesCounted: s.EntriesCounted})
 	}
 	metaData := tab.EncodeWithID()
-	// The functions' encodings are in metaData now: the output's copy
-	// need not find them beside it.
-	tab.Encoded = nil
-	for _, fg := range g.funcs {
-		fg.meta = meta.EncodedFunc{}
-	}
 	conf.BuildIDVaddr, conf.BuildIDLen = idAddr, uint64(len(tab.InstrID))
 	copy(at(idAddr), tab.InstrID)
 	runtime.PutConfig(at(rwAddr+cfgOff), conf)
@@ -893,7 +887,7 @@ func (h *finiHook) patches(thunk uint64) []elfw.Patch {
 // may run may branch into them (glibc's string functions share tails
 // that way: __mempcpy_* jumps to __memmove_*+5). The sweep may decode
 // data as code; a bogus target only makes the check more cautious.
-func branchTargets(b *cfg.Binary) *cfg.Branches {
+func branchTargets(b *cfg.Binary) map[uint64][]uint64 {
 	// The analysis sweeps the code the same way for its reference index;
 	// one sweep serves both.
 	return b.BranchSources()
@@ -906,11 +900,11 @@ func branchTargets(b *cfg.Binary) *cfg.Branches {
 // long as no other code branches into f past its entry: the original
 // body then never runs, and the relocated copy's branch goes to the
 // relocated block. Such self-branches are allowed; any other is not.
-func patchedInto(f *cfg.Function, targets *cfg.Branches) bool {
+func patchedInto(f *cfg.Function, targets map[uint64][]uint64) bool {
 	self := false
 	for _, e := range append([]uint64{f.Addr}, f.Entries...) {
 		for a := e + 1; a < e+5; a++ {
-			for _, src := range targets.Sources(a) {
+			for _, src := range targets[a] {
 				if !f.Contains(src) {
 					return true
 				}
@@ -923,13 +917,13 @@ func patchedInto(f *cfg.Function, targets *cfg.Branches) bool {
 
 // enteredInside reports whether code outside f branches into f anywhere
 // but at its entries.
-func enteredInside(f *cfg.Function, targets *cfg.Branches) bool {
+func enteredInside(f *cfg.Function, targets map[uint64][]uint64) bool {
 	for _, r := range f.Ranges() {
 		for a := r.Addr; a < r.End(); a++ {
 			if f.IsEntry(a) {
 				continue
 			}
-			for _, src := range targets.Sources(a) {
+			for _, src := range targets[a] {
 				if !f.Contains(src) {
 					return true
 				}
@@ -956,7 +950,7 @@ func b2u(v bool) uint64 {
 // from a linear sweep of the executable sections (into), so data decoded
 // as code can only leave more out. Leaving a function out adds no branch
 // into another, so one pass is enough.
-func leaveBranchedInto(chosen []*analysis.Func, moved map[*analysis.Func]uint64, into *cfg.Branches, sum *Summary) []*analysis.Func {
+func leaveBranchedInto(chosen []*analysis.Func, moved map[*analysis.Func]uint64, into map[uint64][]uint64, sum *Summary) []*analysis.Func {
 	type span struct {
 		lo, hi uint64
 		f      *analysis.Func
@@ -976,7 +970,7 @@ func leaveBranchedInto(chosen []*analysis.Func, moved map[*analysis.Func]uint64,
 		return nil
 	}
 	bad := map[*analysis.Func]uint64{}
-	for t, froms := range into.All() {
+	for t, froms := range into {
 		f := owner(t)
 		// Branches up to a moved entry jump run the instructions before it
 		// in place and then the copy (decision 67).

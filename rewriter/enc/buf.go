@@ -303,9 +303,7 @@ func (b *Buf) Take(base uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Only the labels' offsets are read from here on (Offset).
 	b.code, b.fixups, b.done, b.doneLen = nil, nil, nil, 0
-	b.spare, b.spLog = nil, nil
 	b.err = errTaken
 	return out, nil
 }

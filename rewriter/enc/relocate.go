@@ -73,7 +73,7 @@ func formOf(in *x86.Inst) form {
 	case x86.Call:
 		return formCall
 	case x86.Jcc:
-		switch in.Op {
+		switch in.Raw.Op {
 		case x86asm.XBEGIN:
 			return formXbegin
 		case x86asm.LOOP, x86asm.LOOPE, x86asm.LOOPNE, x86asm.JRCXZ, x86asm.JECXZ, x86asm.JCXZ:

@@ -106,7 +106,7 @@ func spawnChecks(t *testing.T, config, orig string, setups map[string]spawnSetup
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := runProc(t, s.prog, s.args(args), "BLPP_PROFILE="+filepath.Join(profDir, "prof.%p"+run.suffix))
+			got := runProc(t, s.prog, s.args(args), append(append([]string(nil), s.env...), "BLPP_PROFILE="+filepath.Join(profDir, "prof.%p"+run.suffix))...)
 			sameBehaviour(t, what, want, got)
 			var profs []*cct.Profile
 			for _, n := range profilesIn(t, what, profDir, how.native) {

@@ -40,8 +40,11 @@ type spawnSetup struct {
 	// every library of a whole-process run): every function of it is
 	// compared, in the same run under callgrind and natively.
 	libc bool
-	// launcher: prog is the loader (callgrind.Options.Launcher).
+	// launcher: prog runs under the auditor of a whole-process run
+	// (callgrind.Options.Launcher).
 	launcher bool
+	// env is added to the environment (the whole-process run's entries).
+	env []string
 }
 
 // args are the command-line arguments that run the program with its own
@@ -52,9 +55,10 @@ func (s spawnSetup) args(args []string) []string {
 
 // wholeSetup prepares a whole-process run of orig as blpp run makes it
 // (decision 82): orig's copy and every start library instrumented with
-// opts in a cache under dir, the loader with the auditor. argv[0] is the
-// executable's copy, so a process the program starts from it (posix_spawn
-// of argv[0]) runs the copy alone, through the system's loader.
+// opts in a cache under dir, the auditor named in the environment. argv[0]
+// is the executable's copy (in the run's mirror), so a process the program
+// starts from it (posix_spawn of argv[0]) runs the copy alone: the
+// auditor takes its entries out of the environment the children inherit.
 func wholeSetup(t *testing.T, orig, dir string, opts rewriter.Options) spawnSetup {
 	t.Helper()
 	loader, err := wholerun.Interpreter(orig)
@@ -80,8 +84,12 @@ func wholeSetup(t *testing.T, orig, dir string, opts rewriter.Options) spawnSetu
 	if len(wp.Skipped) > 0 {
 		t.Fatalf("libraries not instrumented: %v", wp.Skipped)
 	}
-	cmd := wp.Command(inst, inst, nil)
-	return spawnSetup{orig: orig, inst: inst, prog: cmd.Path, pre: cmd.Args[1:], libc: true, launcher: true}
+	bin, err := wp.Mirror(inst, orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, env := wp.EnvAdded(os.Environ())
+	return spawnSetup{orig: orig, inst: inst, prog: bin, libc: true, launcher: true, env: env}
 }
 
 // profilesIn waits until dir holds n profiles (a daemon's child may still
@@ -130,7 +138,7 @@ func sameRunEach(t *testing.T, what string, s spawnSetup, args []string, want pr
 	if err := os.Mkdir(profDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cg, err := callgrind.Run(s.prog, callgrind.Options{Args: s.args(args), Env: []string{"BLPP_PROFILE=" + filepath.Join(profDir, "prof.%p")},
+	cg, err := callgrind.Run(s.prog, callgrind.Options{Args: s.args(args), Env: append(append([]string(nil), s.env...), "BLPP_PROFILE="+filepath.Join(profDir, "prof.%p")),
 		OutDir: cgDir, SplitAfter: corpus.WriteDone, DumpBefore: []string{runtime.SymDark}, Timeout: 3 * time.Minute, Launcher: s.launcher})
 	if err != nil {
 		t.Fatalf("%s: callgrind: %v", what, err)
@@ -327,7 +335,7 @@ func nativeAsFork(t *testing.T, what string, s spawnSetup, args []string, want p
 	for i, fork := range []bool{false, true} {
 		dir := t.TempDir()
 		r, err := asfork.Run(s.prog, asfork.Options{Args: s.args(args), Fork: fork,
-			Env: []string{"BLPP_PROFILE=" + filepath.Join(dir, "prof.%p"+suffix)}})
+			Env: append(append([]string(nil), s.env...), "BLPP_PROFILE="+filepath.Join(dir, "prof.%p"+suffix))})
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}

@@ -13,8 +13,8 @@ import (
 
 // TestRunPrintCommand: blpp run --print-command prints, instead of running
 // the program, a shell command line that runs it as blpp run would (with
-// its libraries instrumented: the profile names libc.so.6), arguments
-// quoted.
+// its libraries instrumented: the profile names libc.so.6, through the
+// auditor named in the environment), arguments quoted.
 func TestRunPrintCommand(t *testing.T) {
 	prog := fixture.Build(t, "loops.c", fixture.Config{CC: "gcc", Opt: "-O2", PIE: true})
 	o := blpp("run", "--print-command", "--", prog, "it's", "a b")
@@ -22,8 +22,8 @@ func TestRunPrintCommand(t *testing.T) {
 		t.Fatalf("exit %d: %s", o.code, o.stderr)
 	}
 	line := strings.TrimSpace(o.stdout)
-	if !strings.Contains(line, "--audit") || !strings.Contains(line, `'it'\''s' 'a b'`) {
-		t.Fatalf("command %q: want the loader with the auditor and the quoted arguments", line)
+	if !strings.Contains(line, "LD_AUDIT=") || !strings.Contains(line, `'it'\''s' 'a b'`) {
+		t.Fatalf("command %q: want the auditor in the environment and the quoted arguments", line)
 	}
 	prof := filepath.Join(t.TempDir(), "p.out")
 	sh := exec.Command("/bin/sh", "-c", line)

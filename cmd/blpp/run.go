@@ -90,7 +90,20 @@ func runRun(c *ctx, args []string) error {
 	if *printCmd {
 		argv := append([]string{inst}, rest[1:]...)
 		if wp != nil {
-			argv = wp.Command(inst, rest[0], rest[1:]).Args
+			// env(1) unsets the variables blpp sets, then sets them, so
+			// that they end the environment in Command's order; argv[0] is
+			// the mirror's path (env cannot set it).
+			cmd, err := wp.Command(inst, prog, rest[0], rest[1:], nil)
+			if err != nil {
+				return err
+			}
+			_, added := wp.EnvAdded(os.Environ())
+			argv = []string{"env"}
+			for _, v := range []string{"LD_LIBRARY_PATH", "LD_AUDIT", "BLPP_AUDIT_ENV", "BLPP_AUDIT_PAD"} {
+				argv = append(argv, "-u", v)
+			}
+			argv = append(append(argv, added...), cmd.Path)
+			argv = append(argv, rest[1:]...)
 		}
 		for i, a := range argv {
 			if i > 0 {
@@ -114,17 +127,19 @@ func runRun(c *ctx, args []string) error {
 		defer os.RemoveAll(d)
 		profPath = filepath.Join(d, "blpp.out")
 	}
-	p := exec.Command(inst, rest[1:]...)
-	p.Args[0] = rest[0]
-	if wp != nil {
-		p = wp.Command(inst, rest[0], rest[1:])
-	}
-	p.Stdin, p.Stdout, p.Stderr = os.Stdin, c.stdout, c.stderr
 	env := "BLPP_PROFILE=" + profPath
 	if *continuous {
 		env += "%c" // decision 94: the runtime takes it out of the name
 	}
+	p := exec.Command(inst, rest[1:]...)
+	p.Args[0] = rest[0]
 	p.Env = append(os.Environ(), env)
+	if wp != nil {
+		if p, err = wp.Command(inst, prog, rest[0], rest[1:], append(os.Environ(), env)); err != nil {
+			return err
+		}
+	}
+	p.Stdin, p.Stdout, p.Stderr = os.Stdin, c.stdout, c.stderr
 	// Signals meant for the program (^C) reach it through the process
 	// group; blpp waits for it rather than dying first. They are caught,
 	// not ignored: an ignored signal stays ignored across exec, and the

@@ -122,8 +122,12 @@ func TestWholeProcessSameRun(t *testing.T) {
 				dir := t.TempDir()
 				prof := filepath.Join(dir, "blpp.out")
 				cgDir := filepath.Join(dir, "cg")
-				args := wp.Command(inst, p.prog, p.args).Args[1:] // blpp run's loader command line
-				cg, err := callgrind.Run(wp.Loader, callgrind.Options{Args: args, Stdin: p.stdin, Env: append([]string{"BLPP_PROFILE=" + prof}, p.env...),
+				// blpp run's command and environment (p.env is set above)
+				run, err := wp.Command(inst, p.prog, p.prog, p.args, append(os.Environ(), "BLPP_PROFILE="+prof))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cg, err := callgrind.Run(run.Path, callgrind.Options{Args: run.Args[1:], Stdin: p.stdin, Env: run.Env,
 					OutDir: cgDir, SplitAfter: corpus.WriteDone, Timeout: 5 * time.Minute, Launcher: true})
 				if err != nil {
 					t.Fatal(err)

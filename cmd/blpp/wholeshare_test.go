@@ -122,8 +122,10 @@ func TestWholeProcessShare(t *testing.T) {
 			}
 			inst, wp := setUpWhole(t, p.argv[0], false)
 			prof := filepath.Join(t.TempDir(), "blpp.out")
-			run := wp.Command(inst, p.argv[0], p.argv[1:])
-			run.Env = append(os.Environ(), "BLPP_PROFILE="+prof)
+			run, err := wp.Command(inst, p.argv[0], p.argv[0], p.argv[1:], append(os.Environ(), "BLPP_PROFILE="+prof))
+			if err != nil {
+				t.Fatal(err)
+			}
 			run.Stdin = bytes.NewReader(p.stdin)
 			var stderr bytes.Buffer
 			run.Stderr = &stderr

@@ -10,16 +10,16 @@
 // check is what the command does.
 //
 // The start libraries are the loader's own list (ld.so --list, which maps
-// them without running the program). The loader is also given
-// --library-path DIR, a directory of links named as the program asks for
-// its libraries (DT_NEEDED names, and extra files by base name) to the
-// copies, or to the originals of those that run as they are, followed by
-// the user's LD_LIBRARY_PATH. The executable the loader starts is the copy
-// in the cache, so an $ORIGIN in its run path names the cache: without
-// DIR, a program that finds its libraries through $ORIGIN would not
-// start. --library-path rather than LD_LIBRARY_PATH keeps the program's
-// environment its own (its children inherit nothing new). In the program,
-// /proc/self/exe is the loader.
+// them without running the program). The kernel starts the executable's
+// copy from a mirror of the program's installation kept beside the copy
+// (Mirror), so that /proc/self/exe and $ORIGIN lead where the program's
+// own do; the environment names the auditor (LD_AUDIT) and a directory of
+// links named as the program asks for its libraries (DT_NEEDED names, and
+// extra files by base name) to the copies, or to the originals of those
+// that run as they are (LD_LIBRARY_PATH, before the user's own), and the
+// auditor takes these entries out again before the program runs, so that
+// the program and its children see their own environment (Command,
+// decision 105).
 //
 // What it trusts: the system loader's list mode, and the cache directory
 // to hold only what a Cache wrote there.
@@ -232,13 +232,26 @@ func writeOrigin(dir, path string) {
 	}
 }
 
-// Origin returns the original of a cached copy ("" if unknown).
+// Origin returns the original of a cached copy, or of the copy's link in
+// its mirror (Mirror: up to three directories below the copy's), "" if
+// unknown.
 func Origin(copyPath string) string {
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(copyPath), OriginName))
-	if err != nil {
-		return ""
+	d := filepath.Dir(copyPath)
+	for i := 0; i < 4; i++ {
+		if i == 0 || filepath.Base(d) == mirrorName {
+			if i > 0 {
+				d = filepath.Dir(d)
+			}
+			if b, err := os.ReadFile(filepath.Join(d, OriginName)); err == nil {
+				return strings.TrimSpace(string(b))
+			}
+			if i > 0 {
+				return ""
+			}
+		}
+		d = filepath.Dir(d)
 	}
-	return strings.TrimSpace(string(b))
+	return ""
 }
 
 // Setup says what Prepare sets up.
@@ -283,7 +296,16 @@ type Process struct {
 // as it is and is listed in Skipped. The executable's own copy is the
 // caller's (Cache.Module with NoSlots, decision 81).
 func (c *Cache) Prepare(s Setup) (*Process, error) {
-	libs, err := StartLibs(s.Loader, s.Prog)
+	// The loader's $ORIGIN is the file the kernel runs, past links
+	// (/usr/bin/java is a link into the JDK, whose RUNPATH is
+	// $ORIGIN/../lib).
+	prog := s.Prog
+	if p, err := filepath.EvalSymlinks(prog); err == nil {
+		if p, err = filepath.Abs(p); err == nil {
+			prog = p
+		}
+	}
+	libs, err := StartLibs(s.Loader, prog)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +326,7 @@ func (c *Cache) Prepare(s Setup) (*Process, error) {
 		pick = func(string) bool { return !s.NoLibs }
 	}
 	wp := &Process{Loader: s.Loader}
-	if wp.Dir, err = os.MkdirTemp("", "blpp-audit-"); err != nil {
+	if wp.Dir, err = c.runDir(); err != nil {
 		return nil, err
 	}
 	wp.LibDir = filepath.Join(wp.Dir, "lib")
@@ -358,9 +380,8 @@ func (c *Cache) Prepare(s Setup) (*Process, error) {
 		m.Objects[l.Path] = cp
 		link(l, cp)
 	}
-	if s.NoLibs {
-		return wp, nil
-	}
+	// With no library instrumented the auditor still hands the program
+	// its own environment back (Command).
 	if wp.Auditor, err = audit.Install(wp.Dir, m); err != nil {
 		wp.Close()
 		return nil, err
@@ -370,22 +391,6 @@ func (c *Cache) Prepare(s Setup) (*Process, error) {
 
 // Close removes the set-up directory.
 func (wp *Process) Close() error { return os.RemoveAll(wp.Dir) }
-
-// Command runs inst (the program's instrumented copy) under the loader
-// with the auditor, DIR then the user's LD_LIBRARY_PATH as the library
-// path, and argv[0] as given.
-func (wp *Process) Command(inst, argv0 string, args []string) *exec.Cmd {
-	lp := wp.LibDir
-	if v := os.Getenv("LD_LIBRARY_PATH"); v != "" {
-		lp += ":" + v
-	}
-	a := []string{"--library-path", lp, "--argv0", argv0}
-	if wp.Auditor != "" {
-		a = append(a, "--audit", wp.Auditor)
-	}
-	a = append(append(a, inst), args...)
-	return exec.Command(wp.Loader, a...)
-}
 
 // RewriteFile rewrites the object in into out with in's permissions. The
 // output goes to a temporary file beside out and is renamed, so a

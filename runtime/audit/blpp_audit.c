@@ -275,6 +275,160 @@ static const char *rewrite(const char *orig)
 	return copy;
 }
 
+/* blpp run starts the program with entries added to its environment:
+ *
+ *   LD_LIBRARY_PATH=DIR/lib[:X]  LD_AUDIT=[Y:]DIR/blpp_audit.so  [BLPP_AUDIT_PAD=]  BLPP_AUDIT_ENV=CODES
+ *
+ * CODES has a letter for each other entry: 'L' or 'A' for a variable the
+ * program's own environment did not have (the entry goes), 'l' or 'a' for
+ * one it had (X or Y: the entry gets the program's value back), 'P' for
+ * the pad, which makes the entries that go, the control entry among them,
+ * an even number. The loader has read these variables by the time it runs
+ * this constructor (it parses them before it loads auditors) and gives it
+ * the array the program's libc takes as environ: so the program and its
+ * children see their own environment (decision 105). The entries are
+ * found by name, wherever they are: something between blpp and the
+ * program (valgrind's wrapper) may have moved them or added its own.
+ *
+ * Removing entries must not move the auxiliary vector, which follows the
+ * environment's terminating null and which some programs find by walking
+ * past it (the Go runtime does): the others move down, and the freed
+ * slots become the null and (AT_IGNORE, 0) pairs in front of the real
+ * vector. Only pointers change; the strings stay where the kernel put
+ * them. Anything unexpected leaves the environment as it is. */
+static char envbuf[2][8192];
+
+static const char *after(const char *s, const char *prefix)
+{
+	while (*prefix)
+		if (*s++ != *prefix++)
+			return 0;
+	return s;
+}
+
+/* fix returns the entry that gives the program back its own value of the
+ * variable name (e.g. "LD_LIBRARY_PATH="), whose blpp part is ours, at the
+ * front (front) or at the back; 0 if e is not such an entry. */
+static char *fix(const char *e, const char *name, const char *ours, int front, char *buf)
+{
+	const char *v = after(e, name), *p;
+	u64 n = 0, nn = slen(name), no = slen(ours), nv;
+	if (!v)
+		return 0;
+	nv = slen(v);
+	if (front) {
+		if (!(p = after(v, ours)) || *p != ':')
+			return 0;
+		p++;
+	} else {
+		if (nv < no + 1 || !seq(v + nv - no, ours) || v[nv - no - 1] != ':')
+			return 0;
+		p = v;
+	}
+	nv -= no + 1;
+	if (nn + nv + 1 > sizeof(envbuf[0]))
+		return 0;
+	for (u64 i = 0; i < nn; i++)
+		buf[n++] = name[i];
+	for (u64 i = 0; i < nv; i++)
+		buf[n++] = p[i];
+	buf[n] = 0;
+	return buf;
+}
+
+/* entry is the index of the last entry of envp[0..n) that begins with
+ * name, or n. */
+static u64 entry(char **envp, u64 n, const char *name)
+{
+	for (u64 i = n; i-- > 0;)
+		if (after(envp[i], name))
+			return i;
+	return n;
+}
+
+enum { ENV_MAX = 1 << 16 };
+static unsigned char gone[ENV_MAX];
+
+__attribute__((constructor)) static void restore_env(int argc, char **argv, char **envp)
+{
+	char lib[4200], aud[4200];
+	const char *codes, *v;
+	u64 n = 0, d, ctl, removed = 1, w;
+	(void)argc;
+	(void)argv;
+	if (!envp || !own_dir())
+		return;
+	while (envp[n])
+		n++;
+	if (n > ENV_MAX || (ctl = entry(envp, n, "BLPP_AUDIT_ENV=")) == n)
+		return;
+	codes = after(envp[ctl], "BLPP_AUDIT_ENV=");
+	d = slen(dir);
+	if (slen(codes) > 3 || d + 16 > sizeof(lib))
+		return;
+	for (u64 i = 0; i < d; i++)
+		lib[i] = aud[i] = dir[i];
+	const char *ls = "/lib", *as = "/blpp_audit.so";
+	for (u64 i = 0; i <= 4; i++)
+		lib[d + i] = ls[i];
+	for (u64 i = 0; i <= 14; i++)
+		aud[d + i] = as[i];
+	char *put[3] = {0};
+	u64 at[3];
+	for (u64 i = 0; codes[i]; i++) {
+		char c = codes[i], *e;
+		const char *name = c == 'L' || c == 'l' ? "LD_LIBRARY_PATH=" : c == 'A' || c == 'a' ? "LD_AUDIT=" : "BLPP_AUDIT_PAD=";
+		if ((at[i] = entry(envp, n, name)) == n)
+			return;
+		e = envp[at[i]];
+		v = after(e, name);
+		switch (c) {
+		case 'L': /* ours, perhaps with more after it */
+			if (!after(v, lib) || (v[slen(lib)] && v[slen(lib)] != ':'))
+				return;
+			break;
+		case 'A':
+			if (!seq(v, aud))
+				return;
+			break;
+		case 'P':
+			break;
+		case 'l':
+			if (!(put[i] = fix(e, "LD_LIBRARY_PATH=", lib, 1, envbuf[0])))
+				return;
+			break;
+		case 'a':
+			if (!(put[i] = fix(e, "LD_AUDIT=", aud, 0, envbuf[1])))
+				return;
+			break;
+		default:
+			return;
+		}
+	}
+	/* Two letters naming one entry would make the count wrong. */
+	gone[ctl] = 1;
+	for (u64 i = 0; codes[i]; i++)
+		if (!put[i] && !gone[at[i]]) {
+			gone[at[i]] = 1;
+			removed++;
+		}
+	if (removed % 2) {
+		for (u64 i = 0; i < n; i++)
+			gone[i] = 0;
+		return;
+	}
+	for (u64 i = 0; codes[i]; i++)
+		if (put[i])
+			envp[at[i]] = put[i];
+	w = 0;
+	for (u64 i = 0; i < n; i++)
+		if (!gone[i])
+			envp[w++] = envp[i];
+	envp[w] = 0;
+	for (u64 j = w + 1; j <= n; j++)
+		envp[j] = (j - w) % 2 ? (char *)1 /* AT_IGNORE */ : 0;
+}
+
 EXPORT unsigned int la_version(unsigned int v)
 {
 	return v >= 1 ? 1 : 0;

@@ -192,8 +192,12 @@ func (s *sweepLibs) sweepOne(path, loader, tmp string, j *sweepJudge, once func(
 	}
 	defer wp.Close()
 	prof := filepath.Join(tmp, "libs.out")
-	cmd := wp.Command(inst, path, []string{j.arg})
-	spec := runSpec{Bin: cmd.Path, Argv0: cmd.Args[0], Args: cmd.Args[1:], Env: []string{"BLPP_PROFILE=" + prof}}
+	exe, err := wp.Mirror(inst, path)
+	if err != nil {
+		return "FAIL", "set-up: " + firstLine(err.Error())
+	}
+	_, env := wp.EnvAdded(os.Environ())
+	spec := runSpec{Bin: exe, Argv0: path, Args: []string{j.arg}, Env: append(env, "BLPP_PROFILE="+prof)}
 	got := once(spec, 10*time.Second)
 	if got.TimedOut {
 		got = once(spec, 60*time.Second)

@@ -1,0 +1,247 @@
+package wholerun
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// runDir makes the directory of one run (the auditor, its map, the
+// library links and the executable's mirror) under Root/runs, on the
+// cache's file system so that the executable's copy can be hard-linked
+// into the mirror. Run directories left by runs that were killed are
+// removed once they are a day old.
+func (c *Cache) runDir() (string, error) {
+	base := filepath.Join(c.Root, "runs")
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", err
+	}
+	if ents, err := os.ReadDir(base); err == nil {
+		for _, e := range ents {
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+				os.RemoveAll(filepath.Join(base, e.Name()))
+			}
+		}
+	}
+	d, err := os.MkdirTemp(base, "")
+	if err != nil {
+		return "", err
+	}
+	// The auditor recognises its entries in the environment by its own
+	// directory as /proc/self/maps names it: no symbolic links.
+	if r, err := filepath.EvalSymlinks(d); err == nil {
+		d = r
+	}
+	return d, nil
+}
+
+// Command runs inst, the instrumented copy of the program prog, as the
+// program itself (decision 105): the kernel starts it, from a mirror of
+// prog's directory (Mirror), so that /proc/self/exe and $ORIGIN lead to
+// prog's installation; argv[0] is argv0; the environment is env (nil: this
+// process's) with, at its end, the entries that have the loader use the
+// auditor and the library links (LD_AUDIT, LD_LIBRARY_PATH) and a control
+// entry by which the auditor takes them out again before the program
+// starts, so that the program and its children see env. A variable of
+// env that the loader reads (LD_LIBRARY_PATH, LD_AUDIT) keeps working:
+// the library links come before its directories, the auditor after its
+// objects.
+func (wp *Process) Command(inst, prog, argv0 string, args, env []string) (*exec.Cmd, error) {
+	exe, err := wp.Mirror(inst, prog)
+	if err != nil {
+		return nil, err
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Args[0] = argv0
+	cmd.Env = wp.Environ(env)
+	return cmd, nil
+}
+
+// Environ returns env with the entries Command adds at its end. env's own
+// LD_LIBRARY_PATH and LD_AUDIT (the last of each, as the loader and getenv
+// take them) become the added ones, which the auditor turns back into
+// env's values; every other entry keeps its place.
+func (wp *Process) Environ(env []string) []string {
+	base, added := wp.EnvAdded(env)
+	return append(base, added...)
+}
+
+// EnvAdded splits Environ(env) into env without the variables Command
+// sets and the entries that go after it, in order.
+func (wp *Process) EnvAdded(env []string) (base, added []string) {
+	out := make([]string, 0, len(env)+4)
+	var lib, aud *string
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		switch k {
+		case "LD_LIBRARY_PATH":
+			lib = &v
+		case "LD_AUDIT":
+			aud = &v
+		case "BLPP_AUDIT_ENV", "BLPP_AUDIT_PAD":
+			// blpp's own, from a program that blpp run started: the
+			// auditor reads only the last control entry.
+		default:
+			out = append(out, e)
+		}
+	}
+	if wp.Auditor == "" {
+		// No auditor (a static program): nothing to add or take out.
+		if lib != nil {
+			added = append(added, "LD_LIBRARY_PATH="+*lib)
+		}
+		if aud != nil {
+			added = append(added, "LD_AUDIT="+*aud)
+		}
+		return out, added
+	}
+	// Kept entries (the program had the variable) first, then those the
+	// auditor removes, padded so that the removed ones and the control
+	// entry are an even number of slots (blpp_audit.c).
+	var kept, gone []string
+	var keptCodes, goneCodes string
+	if lib != nil {
+		kept, keptCodes = append(kept, "LD_LIBRARY_PATH="+wp.LibDir+":"+*lib), keptCodes+"l"
+	} else {
+		gone, goneCodes = append(gone, "LD_LIBRARY_PATH="+wp.LibDir), goneCodes+"L"
+	}
+	if aud != nil {
+		kept, keptCodes = append(kept, "LD_AUDIT="+*aud+":"+wp.Auditor), keptCodes+"a"
+	} else {
+		gone, goneCodes = append(gone, "LD_AUDIT="+wp.Auditor), goneCodes+"A"
+	}
+	if (len(gone)+1)%2 != 0 {
+		gone, goneCodes = append(gone, "BLPP_AUDIT_PAD="), goneCodes+"P"
+	}
+	added = append(append(kept, gone...), "BLPP_AUDIT_ENV="+keptCodes+goneCodes)
+	return out, added
+}
+
+// Mirror returns the path the program's copy inst (a copy in the cache)
+// runs from: a mirror of prog's directory and of the one above it, beside
+// inst in the cache, whose entries are symbolic links to the originals'
+// except the way down to prog, which is inst hard-linked (copied across
+// file systems) under prog's name. A program that finds its installation
+// from its own path (/proc/self/exe, $ORIGIN: a JDK's launcher finds
+// lib/libjava.so, Python its prefix) finds the original's. A directory of
+// more than mirrorMax entries (/usr/bin) is mirrored by the way down
+// alone: a link costs about half a millisecond here. The mirror is made
+// once per copy (in a temporary directory, then renamed: concurrent runs
+// share the first one made) and stays with it, so profiles name a file
+// that lasts, and Origin finds the original from it.
+func (wp *Process) Mirror(inst, prog string) (string, error) {
+	real, err := filepath.EvalSymlinks(prog)
+	if err == nil {
+		real, err = filepath.Abs(real)
+	}
+	if err != nil {
+		return "", fmt.Errorf("mirror of %s: %w", prog, err)
+	}
+	dir := filepath.Dir(real)
+	// The way down: <up>/<dir>/<prog> below the mirror's root.
+	rel := filepath.Base(real)
+	up := filepath.Dir(dir)
+	if up != dir {
+		rel = filepath.Join(filepath.Base(dir), rel)
+		if up != "/" {
+			rel = filepath.Join(filepath.Base(up), rel)
+		}
+	}
+	final := filepath.Join(filepath.Dir(inst), mirrorName)
+	if _, err := os.Stat(filepath.Join(final, rel)); err == nil {
+		return filepath.Join(final, rel), nil
+	}
+	root, err := os.MkdirTemp(filepath.Dir(inst), mirrorName+".tmp.")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(root)
+	at := root // stands for dir
+	if up != dir {
+		upAt := root
+		if up != "/" {
+			upAt = filepath.Join(root, filepath.Base(up))
+		}
+		at = filepath.Join(upAt, filepath.Base(dir))
+		if err := linkEntries(up, upAt, filepath.Base(dir)); err != nil {
+			return "", err
+		}
+	}
+	if err := linkEntries(dir, at, filepath.Base(real)); err != nil {
+		return "", err
+	}
+	if err := linkOrCopy(inst, filepath.Join(at, filepath.Base(real))); err != nil {
+		return "", fmt.Errorf("mirror of %s: %w", prog, err)
+	}
+	if err := os.Rename(root, final); err != nil {
+		if _, serr := os.Stat(filepath.Join(final, rel)); serr != nil {
+			return "", fmt.Errorf("mirror of %s: %w", prog, err)
+		}
+	}
+	return filepath.Join(final, rel), nil
+}
+
+// mirrorName is the directory beside a cached copy that holds its
+// mirror (Mirror).
+const mirrorName = "mirror"
+
+// mirrorMax is the most entries of a directory Mirror links.
+const mirrorMax = 64
+
+// linkEntries makes dir at (if needed) with a symbolic link to each entry
+// of from but skip, unless from has more than mirrorMax entries.
+func linkEntries(from, at, skip string) error {
+	if err := os.MkdirAll(at, 0o755); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(from)
+	if err != nil || len(ents) > mirrorMax {
+		// Only the way down is mirrored.
+		return nil
+	}
+	for _, e := range ents {
+		if e.Name() == skip {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(from, e.Name()), filepath.Join(at, e.Name())); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// linkOrCopy makes to the same file as from: a hard link, or a copy with
+// from's permissions where a link cannot be made.
+func linkOrCopy(from, to string) error {
+	err := os.Link(from, to)
+	if err == nil || !(errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EMLINK)) {
+		return err
+	}
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -88,7 +88,7 @@ func wholeSetup(t *testing.T, orig, dir string, opts rewriter.Options) spawnSetu
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, env := wp.EnvAdded(os.Environ())
+	_, env := wp.EnvAdded(os.Environ(), bin)
 	return spawnSetup{orig: orig, inst: inst, prog: bin, libc: true, launcher: true, env: env}
 }
 

@@ -97,7 +97,7 @@ func runRun(c *ctx, args []string) error {
 			if err != nil {
 				return err
 			}
-			_, added := wp.EnvAdded(os.Environ())
+			_, added := wp.EnvAdded(os.Environ(), cmd.Path)
 			argv = []string{"env"}
 			for _, v := range []string{"LD_LIBRARY_PATH", "LD_AUDIT", "BLPP_AUDIT_ENV", "BLPP_AUDIT_PAD"} {
 				argv = append(argv, "-u", v)

@@ -1,6 +1,8 @@
 package wholerun
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -62,22 +64,25 @@ func (wp *Process) Command(inst, prog, argv0 string, args, env []string) (*exec.
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Args[0] = argv0
-	cmd.Env = wp.Environ(env)
+	cmd.Env = wp.Environ(env, exe)
 	return cmd, nil
 }
 
-// Environ returns env with the entries Command adds at its end. env's own
-// LD_LIBRARY_PATH and LD_AUDIT (the last of each, as the loader and getenv
-// take them) become the added ones, which the auditor turns back into
-// env's values; every other entry keeps its place.
-func (wp *Process) Environ(env []string) []string {
-	base, added := wp.EnvAdded(env)
+// Environ returns env with the entries Command adds at its end for a run
+// of the file exe (a Mirror path). env's own LD_LIBRARY_PATH and LD_AUDIT
+// (the last of each, as the loader and getenv take them) become the added
+// ones, which the auditor turns back into env's values; every other entry
+// keeps its place. The auditor acts only in a process that runs exe: a
+// shell script in between (valgrind's wrapper) runs as it would without
+// blpp and passes the entries on.
+func (wp *Process) Environ(env []string, exe string) []string {
+	base, added := wp.EnvAdded(env, exe)
 	return append(base, added...)
 }
 
-// EnvAdded splits Environ(env) into env without the variables Command
-// sets and the entries that go after it, in order.
-func (wp *Process) EnvAdded(env []string) (base, added []string) {
+// EnvAdded splits Environ(env, exe) into env without the variables
+// Command sets and the entries that go after it, in order.
+func (wp *Process) EnvAdded(env []string, exe string) (base, added []string) {
 	out := make([]string, 0, len(env)+4)
 	var lib, aud *string
 	for _, e := range env {
@@ -122,13 +127,13 @@ func (wp *Process) EnvAdded(env []string) (base, added []string) {
 	if (len(gone)+1)%2 != 0 {
 		gone, goneCodes = append(gone, "BLPP_AUDIT_PAD="), goneCodes+"P"
 	}
-	added = append(append(kept, gone...), "BLPP_AUDIT_ENV="+keptCodes+goneCodes)
+	added = append(append(kept, gone...), "BLPP_AUDIT_ENV="+keptCodes+goneCodes+":"+exe)
 	return out, added
 }
 
 // Mirror returns the path the program's copy inst (a copy in the cache)
 // runs from: a mirror of prog's directory and of the one above it, beside
-// inst in the cache, whose entries are symbolic links to the originals'
+// inst in the cache (mirror/HASH/UP/DIR/PROG, HASH naming prog's place), whose entries are symbolic links to the originals'
 // except the way down to prog, which is inst hard-linked (copied across
 // file systems) under prog's name. A program that finds its installation
 // from its own path (/proc/self/exe, $ORIGIN: a JDK's launcher finds
@@ -156,11 +161,22 @@ func (wp *Process) Mirror(inst, prog string) (string, error) {
 			rel = filepath.Join(filepath.Base(up), rel)
 		}
 	}
-	final := filepath.Join(filepath.Dir(inst), mirrorName)
+	// One copy serves programs of the same content wherever they are:
+	// a mirror per place.
+	sum := sha256.Sum256([]byte(real))
+	base := filepath.Join(filepath.Dir(inst), mirrorName)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", err
+	}
+	// /proc/self/exe names the file past links (the auditor compares).
+	if r, err := filepath.EvalSymlinks(base); err == nil {
+		base = r
+	}
+	final := filepath.Join(base, hex.EncodeToString(sum[:8]))
 	if _, err := os.Stat(filepath.Join(final, rel)); err == nil {
 		return filepath.Join(final, rel), nil
 	}
-	root, err := os.MkdirTemp(filepath.Dir(inst), mirrorName+".tmp.")
+	root, err := os.MkdirTemp(base, "tmp.")
 	if err != nil {
 		return "", err
 	}

@@ -82,6 +82,22 @@ func TestCommandSelfView(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer wp.Close()
+	// The same content in another place shares the copy, not the mirror.
+	other := filepath.Join(dir, "other", "bin", "selfview")
+	if err := os.MkdirAll(filepath.Dir(other), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(prog); err != nil || os.WriteFile(other, b, 0o755) != nil {
+		t.Fatal(err)
+	}
+	if inst2, err := c.Module(other, rewriter.Options{}, "m"); err != nil || inst2 != inst {
+		t.Fatalf("copy of the same content elsewhere: %s %v, want %s", inst2, err, inst)
+	}
+	m1, err1 := wp.Mirror(inst, prog)
+	m2, err2 := wp.Mirror(inst, other)
+	if err1 != nil || err2 != nil || m1 == m2 {
+		t.Fatalf("mirrors of one copy for two places: %s %v, %s %v", m1, err1, m2, err2)
+	}
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -128,6 +144,23 @@ func TestCommandSelfView(t *testing.T) {
 			}
 			if o := Origin(v.exe); o != prog {
 				t.Errorf("Origin(%s) = %q, want %s", v.exe, o, prog)
+			}
+			// Through a shell script that runs it (as valgrind's wrapper
+			// does): the auditor leaves the shell alone (its environment
+			// still names the auditor), so the program still gets its
+			// environment back.
+			wrap := exec.Command("/bin/sh", "-c", `export -p | grep -q LD_AUDIT= || echo shell-lost-the-auditor; exec "$@"`, "sh", cmd.Path)
+			wrap.Env = cmd.Env
+			out, err = wrap.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The shell orders the environment its own way and adds PWD.
+			wv := parseSelfView(t, out)
+			wenv := slices.DeleteFunc(slices.Clone(wv.env), func(e string) bool { return strings.HasPrefix(e, "PWD=") })
+			slices.Sort(wenv)
+			if !slices.Equal(wenv, got) || wv.exe != v.exe || strings.Contains(string(out), "shell-lost") {
+				t.Errorf("through a shell: exe %q, environment %q; directly: %q, %q", wv.exe, wv.env, v.exe, v.env)
 			}
 			// Itself again, through /proc/self/exe, with the environment
 			// it inherits.

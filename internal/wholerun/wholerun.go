@@ -233,21 +233,19 @@ func writeOrigin(dir, path string) {
 }
 
 // Origin returns the original of a cached copy, or of the copy's link in
-// its mirror (Mirror: up to three directories below the copy's), "" if
-// unknown.
+// one of its mirrors (Mirror), "" if unknown.
 func Origin(copyPath string) string {
 	d := filepath.Dir(copyPath)
+	if b, err := os.ReadFile(filepath.Join(d, OriginName)); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	// mirror/HASH/UP/DIR/PROG: the copy's directory is above mirror.
 	for i := 0; i < 4; i++ {
-		if i == 0 || filepath.Base(d) == mirrorName {
-			if i > 0 {
-				d = filepath.Dir(d)
-			}
-			if b, err := os.ReadFile(filepath.Join(d, OriginName)); err == nil {
+		if filepath.Base(d) == mirrorName {
+			if b, err := os.ReadFile(filepath.Join(filepath.Dir(d), OriginName)); err == nil {
 				return strings.TrimSpace(string(b))
 			}
-			if i > 0 {
-				return ""
-			}
+			return ""
 		}
 		d = filepath.Dir(d)
 	}

@@ -30,7 +30,7 @@ typedef unsigned int u32;
 #define EXPORT __attribute__((visibility("default")))
 
 enum { SYS_read = 0, SYS_write = 1, SYS_open = 2, SYS_close = 3, SYS_rt_sigaction = 13, SYS_pipe = 22, SYS_dup2 = 33, SYS_fork = 57,
-       SYS_execve = 59, SYS_exit = 60, SYS_wait4 = 61 };
+       SYS_execve = 59, SYS_exit = 60, SYS_wait4 = 61, SYS_readlink = 89 };
 
 static s64 sc(s64 n, s64 a, s64 b, s64 c, s64 d)
 {
@@ -277,7 +277,14 @@ static const char *rewrite(const char *orig)
 
 /* blpp run starts the program with entries added to its environment:
  *
- *   LD_LIBRARY_PATH=DIR/lib[:X]  LD_AUDIT=[Y:]DIR/blpp_audit.so  [BLPP_AUDIT_PAD=]  BLPP_AUDIT_ENV=CODES
+ *   LD_LIBRARY_PATH=DIR/lib[:X]  LD_AUDIT=[Y:]DIR/blpp_audit.so  [BLPP_AUDIT_PAD=]  BLPP_AUDIT_ENV=CODES:EXE
+ *
+ * EXE is the file blpp run starts. A process that runs another file (a
+ * shell script between blpp and the program, valgrind's wrapper) is not
+ * the program: there the auditor does nothing at all (inactive), neither
+ * to the environment, which the program must still get, nor to the
+ * objects it loads, which it finds past the library links (la_objsearch
+ * skips them), so that it runs as if blpp were not there.
  *
  * CODES has a letter for each other entry: 'L' or 'A' for a variable the
  * program's own environment did not have (the entry goes), 'l' or 'a' for
@@ -348,6 +355,20 @@ static u64 entry(char **envp, u64 n, const char *name)
 
 enum { ENV_MAX = 1 << 16 };
 static unsigned char gone[ENV_MAX];
+static int inactive; /* this process is not the program blpp run started */
+
+/* is_exe says whether this process runs the file path names. */
+static int is_exe(const char *path, u64 n)
+{
+	static char self[4096];
+	s64 r = sc(SYS_readlink, (s64) "/proc/self/exe", (s64)self, sizeof(self), 0);
+	if (r < 0 || (u64)r != n)
+		return 0;
+	for (u64 i = 0; i < n; i++)
+		if (self[i] != path[i])
+			return 0;
+	return 1;
+}
 
 __attribute__((constructor)) static void restore_env(int argc, char **argv, char **envp)
 {
@@ -363,8 +384,19 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 	if (n > ENV_MAX || (ctl = entry(envp, n, "BLPP_AUDIT_ENV=")) == n)
 		return;
 	codes = after(envp[ctl], "BLPP_AUDIT_ENV=");
+	{
+		u64 nc = 0;
+		while (codes[nc] && codes[nc] != ':')
+			nc++;
+		if (codes[nc] == ':' && !is_exe(codes + nc + 1, slen(codes + nc + 1))) {
+			inactive = 1;
+			return;
+		}
+		if (nc > 3)
+			return;
+	}
 	d = slen(dir);
-	if (slen(codes) > 3 || d + 16 > sizeof(lib))
+	if (d + 16 > sizeof(lib))
 		return;
 	for (u64 i = 0; i < d; i++)
 		lib[i] = aud[i] = dir[i];
@@ -375,7 +407,7 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 		aud[d + i] = as[i];
 	char *put[3] = {0};
 	u64 at[3];
-	for (u64 i = 0; codes[i]; i++) {
+	for (u64 i = 0; codes[i] && codes[i] != ':'; i++) {
 		char c = codes[i], *e;
 		const char *name = c == 'L' || c == 'l' ? "LD_LIBRARY_PATH=" : c == 'A' || c == 'a' ? "LD_AUDIT=" : "BLPP_AUDIT_PAD=";
 		if ((at[i] = entry(envp, n, name)) == n)
@@ -407,7 +439,7 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 	}
 	/* Two letters naming one entry would make the count wrong. */
 	gone[ctl] = 1;
-	for (u64 i = 0; codes[i]; i++)
+	for (u64 i = 0; codes[i] && codes[i] != ':'; i++)
 		if (!put[i] && !gone[at[i]]) {
 			gone[at[i]] = 1;
 			removed++;
@@ -417,7 +449,7 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 			gone[i] = 0;
 		return;
 	}
-	for (u64 i = 0; codes[i]; i++)
+	for (u64 i = 0; codes[i] && codes[i] != ':'; i++)
 		if (put[i])
 			envp[at[i]] = put[i];
 	w = 0;
@@ -443,6 +475,13 @@ EXPORT char *la_objsearch(const char *name, unsigned long *cookie, unsigned int 
 	(void)flag;
 	if (!loaded)
 		load();
+	if (inactive) {
+		/* Past the library links to the originals. */
+		u64 d = slen(dir);
+		if (name && d && after(name, dir) && after(name + d, "/lib/"))
+			return 0;
+		return (char *)name;
+	}
 	if (!name || name[0] != '/')
 		return (char *)name;
 	for (u64 i = 0; i < nents; i++)

@@ -196,7 +196,7 @@ func (s *sweepLibs) sweepOne(path, loader, tmp string, j *sweepJudge, once func(
 	if err != nil {
 		return "FAIL", "set-up: " + firstLine(err.Error())
 	}
-	_, env := wp.EnvAdded(os.Environ())
+	_, env := wp.EnvAdded(os.Environ(), exe)
 	spec := runSpec{Bin: exe, Argv0: path, Args: []string{j.arg}, Env: append(env, "BLPP_PROFILE="+prof)}
 	got := once(spec, 10*time.Second)
 	if got.TimedOut {

@@ -38,7 +38,9 @@ type builder struct {
 	// indirect jumps, system call numbers); the others read Info, which
 	// x86.DecodeInfo gives without running x86asm.
 	insts []x86.Inst
-	work  []uint64
+	// dec decodes them (x86.Decoder).
+	dec  *x86.Decoder
+	work []uint64
 	// leaders are block starts besides those implied by control transfers.
 	leaders map[uint64]bool
 	// fallOut maps an instruction that runs off the end of the range into
@@ -93,7 +95,9 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	if buf, ok := instsPool.Get().(*[]x86.Inst); ok {
 		bd.insts = (*buf)[:0]
 	}
+	bd.dec = x86.NewDecoder()
 	defer func() {
+		bd.dec.Release()
 		buf := bd.insts[:0]
 		instsPool.Put(&buf)
 		if bd.regs != nil {
@@ -339,12 +343,11 @@ func (bd *builder) decodeAll() {
 			if rem := r.End() - a; uint64(len(code)) > rem {
 				code = code[:rem]
 			}
-			info, err := x86.DecodeInfo(code, a)
-			if err != nil {
+			var inst x86.Inst
+			if err := bd.dec.DecodeInfoTo(&inst.Info, code, a); err != nil {
 				g.fail(ReasonBadDecode, a, "%v", err)
 				break
 			}
-			inst := x86.Inst{Info: info}
 			idx := int32(len(bd.insts)) + 1
 			cov := bd.cover[ri][off : off+uint64(inst.Len)]
 			if c := cov[len(cov)-1]; c != 0 && bd.insts[c-1].Addr == a+1 {

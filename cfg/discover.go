@@ -173,6 +173,8 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 	if buf, ok := scanPool.Get().(*[]scanInst); ok {
 		s.insts = (*buf)[:0]
 	}
+	dec := x86.NewDecoder()
+	defer dec.Release()
 	bitOf := func(a uint64) uint64 {
 		var base uint64
 		for _, r := range ranges {
@@ -200,8 +202,8 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 			// Decoded past the body's end, so that an instruction
 			// running over the next start shows as one.
 			code := b.Code(a)
-			in, err := x86.DecodeInfo(code, a)
-			if err != nil {
+			var in x86.Info
+			if err := dec.DecodeInfoTo(&in, code, a); err != nil {
 				break
 			}
 			si := scanInst{addr: a, n: uint8(in.Len)}

@@ -193,9 +193,9 @@ type sweepRun struct {
 
 // sweepStep decodes the instruction at off, appends its findings to
 // facts, and returns the next offset.
-func sweepStep(code []byte, addr uint64, off int, facts []sweepFact) (int, []sweepFact) {
-	in, err := x86.DecodeInfo(code[off:], addr+uint64(off))
-	if err != nil {
+func sweepStep(d *x86.Decoder, code []byte, addr uint64, off int, facts []sweepFact) (int, []sweepFact) {
+	var in x86.Info
+	if err := d.DecodeInfoTo(&in, code[off:], addr+uint64(off)); err != nil {
 		return off + 1, facts
 	}
 	if in.RIPRel && !in.Kind.HasTarget() {
@@ -264,16 +264,20 @@ func (rf *refFacts) sweepChunks(code []byte, addr uint64, chunk int) {
 	runs := make([]sweepRun, sweepGroup)
 	t := 0 // the true sweep's next offset
 	var facts []sweepFact
+	dec := x86.NewDecoder()
+	defer dec.Release()
 	for g := 0; g < nchunks; g += sweepGroup {
 		n := min(sweepGroup, nchunks-g)
 		par.Each(n, 0, func(i int) {
 			start := (g + i) * chunk
 			end := min(start+chunk, len(code))
 			r := sweepRun{visited: runs[i].visited[:0], facts: runs[i].facts[:0]}
+			d := x86.NewDecoder()
+			defer d.Release()
 			off := start
 			for off < end {
 				r.visited = append(r.visited, off)
-				off, r.facts = sweepStep(code, addr, off, r.facts)
+				off, r.facts = sweepStep(d, code, addr, off, r.facts)
 			}
 			r.exit = off
 			runs[i] = r
@@ -288,7 +292,7 @@ func (rf *refFacts) sweepChunks(code []byte, addr uint64, chunk int) {
 					t = r.exit
 					break
 				}
-				t, facts = sweepStep(code, addr, t, facts[:0])
+				t, facts = sweepStep(dec, code, addr, t, facts[:0])
 				rf.add(addr, facts)
 			}
 		}

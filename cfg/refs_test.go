@@ -5,6 +5,8 @@ import (
 	"os"
 	"reflect"
 	"testing"
+
+	"github.com/blpp/blpp/cfg/x86"
 )
 
 // serialSweep is the plain sweep that sweepChunks must reproduce.
@@ -12,7 +14,7 @@ func serialSweep(code []byte, addr uint64) *refIndex {
 	var rf refFacts
 	var facts []sweepFact
 	for off := 0; off < len(code); {
-		off, facts = sweepStep(code, addr, off, facts[:0])
+		off, facts = sweepStep(x86.NewDecoder(), code, addr, off, facts[:0])
 		rf.add(addr, facts)
 	}
 	ri := &refIndex{}
@@ -75,7 +77,7 @@ func TestBranches(t *testing.T) {
 		}
 		code := b.Code(s.Addr)
 		for off := 0; off < len(code); {
-			off, facts = sweepStep(code, s.Addr, off, facts[:0])
+			off, facts = sweepStep(x86.NewDecoder(), code, s.Addr, off, facts[:0])
 			for _, f := range facts {
 				if f.kind == factFrom {
 					want[f.val] = append(want[f.val], s.Addr+uint64(f.off))

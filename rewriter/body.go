@@ -134,12 +134,10 @@ func (fg *funcGen) emit() error {
 			a += 4 // the endbr64, copied at the entry
 		}
 		for a < blk.End {
-			info, err := x86.DecodeInfo(code[a-blk.Addr:blk.End-blk.Addr], a)
-			if err != nil {
+			if err := fg.dec.DecodeInfoTo(&in.Info, code[a-blk.Addr:blk.End-blk.Addr], a); err != nil {
 				return err
 			}
-			in.Info = info
-			last.Info = info
+			last.Info = in.Info
 			fg.mark(a, true)
 			if a+uint64(in.Len) < blk.End {
 				fg.syscallLeave(&in)

@@ -58,12 +58,11 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 		code := fg.g.b.Code(blk.Addr)
 		var last x86.Inst
 		for a := blk.Addr; a < blk.End; {
-			info, err := x86.DecodeInfo(code[a-blk.Addr:blk.End-blk.Addr], a)
-			if err != nil {
+			var in x86.Inst // code generation reads Info alone
+			if err := fg.dec.DecodeInfoTo(&in.Info, code[a-blk.Addr:blk.End-blk.Addr], a); err != nil {
 				fail(err)
 				return
 			}
-			in := x86.Inst{Info: info} // code generation reads Info alone
 			fg.mark(a, true)
 			if a+uint64(in.Len) < blk.End || in.Kind == x86.Other {
 				if err := fg.copyInst(&in, code[a-blk.Addr:]); err != nil {

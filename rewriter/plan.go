@@ -391,7 +391,8 @@ func (fp *funcPlan) planSites() {
 		if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
 			continue
 		}
-		in, err := x86.DecodeInfo(code[:blk.End-blk.Last], blk.Last)
+		var in x86.Info
+		err := fp.g.planDec.DecodeInfoTo(&in, code[:blk.End-blk.Last], blk.Last)
 		if err != nil || in.Kind == x86.JmpIndirect {
 			continue
 		}

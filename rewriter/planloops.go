@@ -374,6 +374,7 @@ func (fp *funcPlan) copyable(id cfg.BlockID) bool {
 	if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
 		return false
 	}
-	in, err := x86.DecodeInfo(code[:blk.End-blk.Last], blk.Last)
+	var in x86.Info
+	err := fp.g.planDec.DecodeInfoTo(&in, code[:blk.End-blk.Last], blk.Last)
 	return err == nil && (in.Kind == x86.Jcc || in.Kind == x86.Jmp || in.Kind == x86.Other)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime/debug"
 	"sort"
 
 	"github.com/blpp/blpp/analysis"
@@ -501,9 +502,12 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	}
 	g.planClosed()
 	g.planSigThunks(res.Program)
+	g.planDec = x86.NewDecoder()
 	for _, fg := range g.funcs {
 		fg.planBody()
 	}
+	g.planDec.Release()
+	g.planDec = nil
 	// The code grows by arrays of its own as functions are appended
 	// (enc.Buf.Append), while their analysis goes.
 	g.buf.Place(codeAddr)
@@ -721,6 +725,13 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		sum.LoopCopiesPartial += fg.stats.partialCopies
 		sum.LoopRegisters += fg.stats.loopRegs
 		sum.LoopSwaps += fg.stats.loopSwaps
+	}
+	if g.release {
+		// The output is one array as large as the original and its
+		// new code together (libLLVM: 535 MB), which needs fresh pages:
+		// what the garbage freed goes back to the system first, so
+		// that the process does not hold both (rewriter.MemoryLimit).
+		debug.FreeOSMemory()
 	}
 	out, err := elfw.Write(in, elfw.Options{
 		Segments: append([]elfw.Segment{

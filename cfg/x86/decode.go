@@ -262,6 +262,11 @@ func DecodeInfo(code []byte, addr uint64) (in Info, err error) {
 // DecodeInfoTo is DecodeInfo into *in, which it overwrites (zero on an
 // error): hot loops decode into their own arrays without copying.
 func DecodeInfoTo(in *Info, code []byte, addr uint64) error {
+	return decodeInfoTo(nil, in, code, addr)
+}
+
+// decodeInfoTo is DecodeInfoTo through d's table (d may be nil).
+func decodeInfoTo(d *Decoder, in *Info, code []byte, addr uint64) error {
 	*in = Info{}
 	if len(code) > maxLen {
 		code = code[:maxLen]
@@ -270,7 +275,7 @@ func DecodeInfoTo(in *Info, code []byte, addr uint64) error {
 	if err != nil {
 		return &DecodeError{Addr: addr, Bytes: append([]byte(nil), code...), Err: err}
 	}
-	if err := memoDecode(in, code[:l.n], addr, &l); err != nil {
+	if err := memoDecode(d, in, code[:l.n], addr, &l); err != nil {
 		*in = Info{}
 		return err
 	}

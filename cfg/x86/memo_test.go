@@ -17,6 +17,11 @@ import (
 func decodeBoth(code []byte, addr uint64) (Inst, string) {
 	got, gerr := DecodeInfo(code, addr)
 	want, werr := Decode(code, addr)
+	var near Info
+	nerr := testDecoder.DecodeInfoTo(&near, code, addr)
+	if (nerr == nil) != (gerr == nil) || nerr != nil && nerr.Error() != gerr.Error() || near != got {
+		return want, fmt.Sprintf("a Decoder gives %+v (%v), DecodeInfo %+v (%v)", near, nerr, got, gerr)
+	}
 	switch {
 	case (gerr == nil) != (werr == nil):
 		return want, fmt.Sprintf("error %v, without the table %v", gerr, werr)
@@ -34,6 +39,9 @@ func decodeBoth(code []byte, addr uint64) (Inst, string) {
 	}
 	return want, ""
 }
+
+// testDecoder is the Decoder of decodeBoth.
+var testDecoder = NewDecoder()
 
 // x86asm converts a back to x86asm's operand.
 func (a Arg) x86asm() x86asm.Arg {
@@ -59,8 +67,7 @@ func inTable(code []byte) bool {
 	}
 	key, _, _ := memoKey(code[:l.n], &l)
 	k0, k1, _, slots := memoSlots(&key)
-	var in Info
-	_, ok := lookup(&in, slots, k0, k1, l.n)
+	_, _, ok := lookup(slots, k0, k1)
 	return ok
 }
 

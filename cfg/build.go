@@ -450,11 +450,22 @@ func (bd *builder) makeBlocks() {
 	}
 	// Visit instructions in address order through a permutation, so the
 	// cover arrays (which index insts) stay valid for lookups.
-	order := make([]int32, len(insts))
-	for i := range order {
-		order[i] = int32(i)
+	// (Sorted by address beside the index: comparing through insts,
+	// whose elements are hundreds of bytes, missed the cache. No two
+	// instructions start at one address.)
+	type at struct {
+		addr uint64
+		i    int32
 	}
-	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(insts[a].Addr, insts[b].Addr) })
+	byAddr := make([]at, len(insts))
+	for i := range insts {
+		byAddr[i] = at{insts[i].Addr, int32(i)}
+	}
+	slices.SortFunc(byAddr, func(a, b at) int { return cmp.Compare(a.addr, b.addr) })
+	order := make([]int32, len(insts))
+	for k, x := range byAddr {
+		order[k] = x.i
+	}
 	ends := func(in *x86.Inst) bool {
 		switch in.Kind {
 		case x86.Other, x86.Syscall:

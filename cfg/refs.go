@@ -88,21 +88,21 @@ func (br *Branches) All() iter.Seq2[uint64, []uint64] {
 // newBranches sorts the pairs (to[i], from[i]), whose sources are
 // distinct, by destination and then source (to and from are reused).
 func newBranches(to, from []uint64) Branches {
-	idx := make([]int32, len(to))
-	for i := range idx {
-		idx[i] = int32(i)
+	type pair struct{ to, from uint64 }
+	ps := make([]pair, len(to))
+	for i := range ps {
+		ps[i] = pair{to[i], from[i]}
 	}
-	slices.SortFunc(idx, func(i, j int32) int {
-		if c := cmp.Compare(to[i], to[j]); c != 0 {
+	slices.SortFunc(ps, func(a, b pair) int {
+		if c := cmp.Compare(a.to, b.to); c != 0 {
 			return c
 		}
-		return cmp.Compare(from[i], from[j])
+		return cmp.Compare(a.from, b.from)
 	})
-	br := Branches{to: make([]uint64, len(to)), from: make([]uint64, len(to))}
-	for k, i := range idx {
-		br.to[k], br.from[k] = to[i], from[i]
+	for i, p := range ps {
+		to[i], from[i] = p.to, p.from
 	}
-	return br
+	return Branches{to: to, from: from}
 }
 
 // BranchSources is the destination of every direct branch, call and

@@ -442,6 +442,21 @@ func (bd *builder) fallsInto(next uint64) uint64 {
 	return 0
 }
 
+// instAt is an instruction's address and index in the builder's insts.
+type instAt struct {
+	addr uint64
+	i    int32
+}
+
+// makeScratch holds makeBlocks' arrays, for the next build.
+type makeScratch struct {
+	byAddr  []instAt
+	startOf []BlockID
+	lastOf  []int32
+}
+
+var makePool sync.Pool
+
 // makeBlocks splits the decoded instructions into blocks and adds edges.
 func (bd *builder) makeBlocks() {
 	g, insts := bd.g, bd.insts
@@ -453,19 +468,17 @@ func (bd *builder) makeBlocks() {
 	// (Sorted by address beside the index: comparing through insts,
 	// whose elements are hundreds of bytes, missed the cache. No two
 	// instructions start at one address.)
-	type at struct {
-		addr uint64
-		i    int32
+	sc, _ := makePool.Get().(*makeScratch)
+	if sc == nil {
+		sc = &makeScratch{}
 	}
-	byAddr := make([]at, len(insts))
+	defer makePool.Put(sc)
+	byAddr := slices.Grow(sc.byAddr[:0], len(insts))[:len(insts)]
+	sc.byAddr = byAddr
 	for i := range insts {
-		byAddr[i] = at{insts[i].Addr, int32(i)}
+		byAddr[i] = instAt{insts[i].Addr, int32(i)}
 	}
-	slices.SortFunc(byAddr, func(a, b at) int { return cmp.Compare(a.addr, b.addr) })
-	order := make([]int32, len(insts))
-	for k, x := range byAddr {
-		order[k] = x.i
-	}
+	slices.SortFunc(byAddr, func(a, b instAt) int { return cmp.Compare(a.addr, b.addr) })
 	ends := func(in *x86.Inst) bool {
 		switch in.Kind {
 		case x86.Other, x86.Syscall:
@@ -474,15 +487,18 @@ func (bd *builder) makeBlocks() {
 		return true
 	}
 	// startOf[i] is the block starting at instruction i, or -1.
-	startOf := make([]BlockID, len(insts))
-	lastOf := make([]int32, 0, len(insts)/4+1) // per block: index of its last instruction
+	startOf := slices.Grow(sc.startOf[:0], len(insts))[:len(insts)]
+	sc.startOf = startOf
+	lastOf := sc.lastOf[:0] // per block: index of its last instruction
+	defer func() { sc.lastOf = lastOf }()
 	// The blocks go to a scratch array, and the graph gets a copy of
 	// their final number.
 	if buf, ok := blocksPool.Get().(*[]Block); ok {
 		g.Blocks = (*buf)[:0]
 	}
 	var cur *Block
-	for _, i := range order {
+	for _, x := range byAddr {
+		i := x.i
 		in := &insts[i]
 		startOf[i] = -1
 		if cur == nil || bd.leaders[in.Addr] || cur.End != in.Addr {

@@ -506,7 +506,7 @@ func (p *Program) discover(build func([]int), workers int) {
 		for t := range cands {
 			keys = append(keys, t)
 		}
-		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+		slices.Sort(keys)
 		var added []*Function
 		for _, t := range keys {
 			ev := cands[t]
@@ -573,7 +573,7 @@ func (p *Program) discover(build func([]int), workers int) {
 			if len(drop) == 0 {
 				return
 			}
-			sort.Slice(drop, func(i, j int) bool { return drop[i] < drop[j] })
+			slices.Sort(drop)
 		}
 		for _, a := range drop {
 			rejected[a] = true
@@ -699,7 +699,7 @@ func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*fu
 			ends = append(ends, in.end())
 		}
 	}
-	sort.Slice(ends, func(i, j int) bool { return ends[i] < ends[j] })
+	slices.Sort(ends)
 	for a, ev := range evOf {
 		if ev&evCall != 0 {
 			continue
@@ -827,7 +827,7 @@ func (b *Binary) boundGuesses(funcs []*Function) {
 			starts = append(starts, r.Addr)
 		}
 	}
-	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	slices.Sort(starts)
 	nextStart := func(a uint64) uint64 { return nextAfter(starts, a) }
 	for _, f := range funcs {
 		if f.sized || f.PLT {

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -231,14 +232,14 @@ func (b *Binary) Functions() []*Function {
 	for a := range byAddr {
 		addrs = append(addrs, a)
 	}
-	sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
+	slices.Sort(addrs)
 	// Starts of all code objects, cold fragments included, bound sizeless
 	// functions and cut overlapping ones.
 	starts := append([]uint64(nil), addrs...)
 	for _, s := range cold {
 		starts = append(starts, s.Addr)
 	}
-	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	slices.Sort(starts)
 	nextStart := func(a uint64) uint64 { return nextAfter(starts, a) }
 	funcs := make([]*Function, 0, len(addrs))
 	byName := make(map[string][]*Function)

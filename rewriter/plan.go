@@ -1,6 +1,7 @@
 package rewriter
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/blpp/blpp/analysis"
@@ -375,7 +376,7 @@ func (fp *funcPlan) planSites() {
 			sys = append(sys, a)
 		}
 	}
-	sort.Slice(sys, func(i, j int) bool { return sys[i] < sys[j] })
+	slices.Sort(sys)
 	for _, a := range sys {
 		fp.leaveSite[a] = fp.site(fp.f.Graph.Leaves[a].Block, a)
 	}

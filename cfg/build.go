@@ -18,6 +18,9 @@ type env interface {
 	funcAt(addr uint64) *Function
 	// noReturn reports whether a call to addr never returns.
 	noReturn(addr uint64) bool
+	// scanning reports whether discovery wants each graph's flow scan
+	// made from its instructions (Graph.scan, flowScan).
+	scanning() bool
 }
 
 // maxInsts bounds the instructions decoded for one procedure.
@@ -39,8 +42,12 @@ type builder struct {
 	// x86.DecodeInfo gives without running x86asm.
 	insts []x86.Inst
 	// dec decodes them (x86.Decoder).
-	dec  *x86.Decoder
-	work []uint64
+	dec *x86.Decoder
+	// order is insts in address order, once makeBlocks sorted them;
+	// mk holds it and makeBlocks' other arrays.
+	order []instAt
+	mk    *makeScratch
+	work  []uint64
 	// leaders are block starts besides those implied by control transfers.
 	leaders map[uint64]bool
 	// fallOut maps an instruction that runs off the end of the range into
@@ -96,7 +103,12 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		bd.insts = (*buf)[:0]
 	}
 	bd.dec = x86.NewDecoder()
+	bd.mk, _ = makePool.Get().(*makeScratch)
+	if bd.mk == nil {
+		bd.mk = &makeScratch{}
+	}
 	defer func() {
+		makePool.Put(bd.mk)
 		bd.dec.Release()
 		buf := bd.insts[:0]
 		instsPool.Put(&buf)
@@ -180,6 +192,9 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	}
 	if g.Reason == ReasonOK && f.Size+f.Pad < 5 {
 		g.fail(ReasonTooShort, f.Addr, "%d bytes and %d bytes of padding, shorter than the 5-byte jump that redirects it", f.Size, f.Pad)
+	}
+	if e.scanning() {
+		g.scan = bd.flowScan()
 	}
 	return g
 }
@@ -468,17 +483,14 @@ func (bd *builder) makeBlocks() {
 	// (Sorted by address beside the index: comparing through insts,
 	// whose elements are hundreds of bytes, missed the cache. No two
 	// instructions start at one address.)
-	sc, _ := makePool.Get().(*makeScratch)
-	if sc == nil {
-		sc = &makeScratch{}
-	}
-	defer makePool.Put(sc)
+	sc := bd.mk
 	byAddr := slices.Grow(sc.byAddr[:0], len(insts))[:len(insts)]
 	sc.byAddr = byAddr
 	for i := range insts {
 		byAddr[i] = instAt{insts[i].Addr, int32(i)}
 	}
 	slices.SortFunc(byAddr, func(a, b instAt) int { return cmp.Compare(a.addr, b.addr) })
+	bd.order = byAddr
 	ends := func(in *x86.Inst) bool {
 		switch in.Kind {
 		case x86.Other, x86.Syscall:

@@ -251,6 +251,73 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 	return s
 }
 
+// flowScan returns what scanFunction(bd.f, bd.g) returns, made from the
+// instructions the builder decoded, or nil where it might differ. A
+// graph the builder finished (ReasonOK) was decoded from the entry, the
+// landing pads and the targets of its jump tables, as the scan starts
+// from; every instruction lies inside the ranges, none overlaps another
+// but past a skipped lock prefix (decoded by both), and every jump out
+// leads to a procedure entry. So the scan decodes the same instructions,
+// and finds the same calls, jumps out and operands; only their order
+// differs, which no user of a funcScan reads but insts, which is sorted.
+// What the scan records in falls depends on the order it met the
+// instructions in where a padding instruction runs on past a range's
+// end (whether it came there from a call): such a procedure, and one
+// with other entries (which the scan does not start from), is scanned.
+func (bd *builder) flowScan() *funcScan {
+	f, g := bd.f, bd.g
+	if g.Reason != ReasonOK || len(f.Entries) > 0 || len(bd.order) != len(bd.insts) {
+		return nil
+	}
+	s := &funcScan{size: f.Size, nparts: len(f.Parts), graph: g, ranges: f.Ranges()}
+	own := func(a uint64) (Range, bool) {
+		for _, r := range s.ranges {
+			if r.Contains(a) {
+				return r, true
+			}
+		}
+		return Range{}, false
+	}
+	s.insts = make([]scanInst, len(bd.order))
+	for k, x := range bd.order {
+		in := &bd.insts[x.i]
+		code := bd.b.Code(in.Addr)
+		si := scanInst{addr: in.Addr, n: uint8(in.Len)}
+		s.operands(bd.b, &in.Info, own)
+		on := false // the scan goes on to the next instruction, not after a call
+		switch in.Kind {
+		case x86.Call:
+			si.call = true
+			s.calls = append(s.calls, in.Target)
+		case x86.CallIndirect:
+			si.call = true
+		case x86.Jcc, x86.Jmp:
+			if _, ok := own(in.Target); !ok {
+				s.jumps = append(s.jumps, in.Target)
+			}
+			on = in.Kind == x86.Jcc
+		case x86.JmpIndirect, x86.Ret:
+		case x86.Halt:
+			si.pad = in.Len == 1 && code[0] == 0xcc
+		default:
+			si.pad = in.Op == x86asm.NOP || in.Op == x86asm.XCHG && in.Len == 2 && code[in.Len-1] == 0x90
+			on = true
+		}
+		if r, _ := own(in.Addr); on && in.Addr+uint64(in.Len) == r.End() {
+			if si.pad {
+				return nil
+			}
+			s.falls = append(s.falls, r.End())
+		}
+		s.insts[k] = si
+	}
+	return s
+}
+
+// checkScan, when set (tests), is given every scan discovery takes from
+// a graph (flowScan), before it takes it.
+var checkScan func(p *Program, f *Function, g *Graph)
+
 // scanPool keeps scanFunction's scratch arrays.
 var scanPool sync.Pool
 
@@ -422,6 +489,14 @@ func (p *Program) discover(build func([]int), workers int) {
 			}
 			if f.PLT {
 				scans[f] = &funcScan{size: f.Size, nparts: len(f.Parts), graph: g}
+				continue
+			}
+			if g != nil && g.scan != nil {
+				// Made by the builder from its instructions.
+				if checkScan != nil {
+					checkScan(p, f, g)
+				}
+				scans[f], g.scan = g.scan, nil
 				continue
 			}
 			rescan = append(rescan, i)

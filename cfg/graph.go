@@ -235,6 +235,9 @@ type Graph struct {
 	// escape is the target of the first jump that left the procedure
 	// into the middle of other code, for joining stripped fragments.
 	escape uint64
+	// scan is discovery's flow scan of the procedure, made by the
+	// builder while discovery runs (flowScan); discover takes it.
+	scan *funcScan
 	// adj holds every block's edge lists, successors then predecessors,
 	// block after block (link). A large binary has millions of blocks:
 	// one array per graph instead of two per block, and Blocks holds no

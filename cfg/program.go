@@ -30,6 +30,9 @@ type Program struct {
 	noRet    map[uint64]bool // entry -> known not to return
 	noRetMu  sync.RWMutex
 	funcsIdx map[*Function]int
+	// scan: builds make each graph's flow scan (Graph.scan) for
+	// discovery, which is running.
+	scan bool
 }
 
 // noReturnNames are library procedures that never return to their caller
@@ -129,6 +132,8 @@ func IsReturnsTwiceName(name string) bool {
 
 func (p *Program) funcAt(addr uint64) *Function { return p.byEntry[addr] }
 
+func (p *Program) scanning() bool { return p.scan }
+
 func (p *Program) noReturn(addr uint64) bool {
 	p.noRetMu.RLock()
 	defer p.noRetMu.RUnlock()
@@ -209,8 +214,17 @@ func Analyze(b *Binary, opts Options) *Program {
 		for i := range all {
 			all[i] = i
 		}
+		// The builds make the graphs' flow scans (Graph.scan) for
+		// discovery, saving it a decoding of every procedure.
+		p.scan = true
 		build(all)
 		p.discover(build, workers)
+		p.scan = false
+		for _, g := range p.Graphs {
+			if g != nil {
+				g.scan = nil
+			}
+		}
 		todo = todo[:0]
 		for i, f := range p.Funcs {
 			if opts.Match == nil || opts.Match(f) {

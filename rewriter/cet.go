@@ -8,6 +8,7 @@ import (
 
 	"github.com/blpp/blpp/analysis"
 	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/rewriter/elfw"
 	"github.com/blpp/blpp/rewriter/enc"
 	"github.com/blpp/blpp/runtime"
 )
@@ -80,23 +81,25 @@ func cetOf(in []byte, opts Options) cetMode {
 // without -fcf-protection (its hooks reached by indirect calls would not
 // start with endbr64): IBT is then cleared, with a warning. SHSTK holds
 // whatever the image (cet.go's doc).
-func keepCET(out []byte, img *runtime.Image, cm cetMode) []string {
+func keepCET(out *elfw.Pieces, img *runtime.Image, cm cetMode) (*elfw.Pieces, []string) {
 	if cm.feat&x86FeatureIBT == 0 {
-		return nil
+		return out, nil
 	}
 	for _, sym := range []string{runtime.SymStart, runtime.SymFini, runtime.SymModInit} {
 		off, ok := img.Symbols[sym]
 		if ok && off < uint64(len(img.Text)) && enc.IsEndbr64(img.Text[off:]) {
 			continue
 		}
-		if clearCET(out, x86FeatureIBT) {
-			return []string{fmt.Sprintf("the program was built for CET IBT; the rewritten one is marked without it: "+
+		// The note is read and changed in the assembled file.
+		file := out.Bytes()
+		if clearCET(file, x86FeatureIBT) {
+			return elfw.Whole(file), []string{fmt.Sprintf("the program was built for CET IBT; the rewritten one is marked without it: "+
 				"the runtime's %s, which the program reaches by an indirect branch, does not start with endbr64 "+
 				"(the runtime image was not built with -fcf-protection; decision 95)", sym)}
 		}
-		return nil
+		return out, nil
 	}
-	return nil
+	return out, nil
 }
 
 // skipCET is the reason given to a function left alone because its

@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
-	"runtime/debug"
 	"sort"
 
 	"github.com/blpp/blpp/analysis"
@@ -182,6 +182,47 @@ type Summary struct {
 
 // Rewrite instruments the executable in, returning the new file's bytes.
 func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
+	out, sum, err := rewriteRounds(in, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out.Bytes(), sum, nil
+}
+
+// RewriteTo is Rewrite writing the new file to w, which must read back
+// zeros where nothing was written (a new or truncated file), without
+// holding all of it in memory (a large library's output is half a
+// gigabyte, mostly bytes the rewriter holds already). It returns the
+// file's size.
+func RewriteTo(w io.WriterAt, in []byte, opts Options) (int64, *Summary, error) {
+	// The new file starts with the original's bytes (elfw.Write): they
+	// are written while the rewriter works, on a processor its serial
+	// stretches leave idle.
+	early := make(chan error, 1)
+	go func() {
+		_, err := w.WriteAt(in, 0)
+		early <- err
+	}()
+	out, sum, err := rewriteRounds(in, opts)
+	werr := <-early
+	if err != nil {
+		return 0, nil, err
+	}
+	if werr != nil {
+		return 0, nil, fmt.Errorf("%w: %w", ErrWrite, werr)
+	}
+	if err := out.WriteTo(w, in); err != nil {
+		return 0, nil, fmt.Errorf("%w: %w", ErrWrite, err)
+	}
+	return out.Size, sum, nil
+}
+
+// ErrWrite: RewriteTo could not write the new file (its error wraps
+// this one and the writer's).
+var ErrWrite = errors.New("writing the new file")
+
+// rewriteRounds is Rewrite, laying the file out without assembling it.
+func rewriteRounds(in []byte, opts Options) (*elfw.Pieces, *Summary, error) {
 	// A layout that dropped each function's analysis as it went and then
 	// failed on some functions is redone from the analysis, leaving out
 	// what every earlier round failed on, in the same order (rewrite).
@@ -217,7 +258,7 @@ type redoError struct{ rounds []failedRound }
 func (e *redoError) Error() string { return "layout to be redone from the analysis" }
 
 // rewrite is Rewrite after the given rounds of failed layouts.
-func rewrite(in []byte, opts Options, prior []failedRound) ([]byte, *Summary, error) {
+func rewrite(in []byte, opts Options, prior []failedRound) (*elfw.Pieces, *Summary, error) {
 	b, err := cfg.Load(in)
 	if err != nil {
 		return nil, nil, err
@@ -325,7 +366,9 @@ func rewrite(in []byte, opts Options, prior []failedRound) ([]byte, *Summary, er
 		var ee *emitError
 		if !errors.As(err, &ee) {
 			if err == nil {
-				sum2.Warnings = append(sum2.Warnings, keepCET(out, img, mod.cet)...)
+				var warn []string
+				out, warn = keepCET(out, img, mod.cet)
+				sum2.Warnings = append(sum2.Warnings, warn...)
 			}
 			return out, sum2, err
 		}
@@ -387,7 +430,7 @@ func pageUp(a uint64) uint64 { return (a + 0xfff) &^ 0xfff }
 //
 // into holds the branch sources (branchTargets); a layout that drops
 // the analysis as it goes (gen.release) drops them too.
-func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, moved map[*analysis.Func]uint64, sum *Summary, opts Options, into **cfg.Branches, mod module) ([]byte, *Summary, error) {
+func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, moved map[*analysis.Func]uint64, sum *Summary, opts Options, into **cfg.Branches, mod module) (*elfw.Pieces, *Summary, error) {
 	base, err := elfw.NextFreeAddr(in)
 	if err != nil {
 		return nil, nil, err
@@ -726,14 +769,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		sum.LoopRegisters += fg.stats.loopRegs
 		sum.LoopSwaps += fg.stats.loopSwaps
 	}
-	if g.release {
-		// The output is one array as large as the original and its
-		// new code together (libLLVM: 535 MB), which needs fresh pages:
-		// what the garbage freed goes back to the system first, so
-		// that the process does not hold both (rewriter.MemoryLimit).
-		debug.FreeOSMemory()
-	}
-	out, err := elfw.Write(in, elfw.Options{
+	out, err := elfw.Plan(in, elfw.Options{
 		Segments: append([]elfw.Segment{
 			{Addr: rtText, Data: img.Text, MemSize: uint64(len(img.Text)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.rt"},
 			{Addr: rwAddr, Data: rw, MemSize: rwMem, Flags: elf.PF_R | elf.PF_W, Name: ".blpp.data"},
@@ -751,7 +787,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	if err != nil {
 		return nil, nil, err
 	}
-	return out.File, sum, nil
+	return out.Pieces, sum, nil
 }
 
 // releaseSize is how much original code the instrumented functions of a

@@ -116,7 +116,10 @@ type Placed struct {
 
 // Output is the rewritten executable and where its new parts are.
 type Output struct {
+	// File is the rewritten executable (Write); Pieces lays it out
+	// (Plan: File is nil).
 	File   []byte
+	Pieces *Pieces
 	Layout Layout
 	// Segments holds one entry per Options.Segments, in the same order.
 	Segments []Placed
@@ -136,6 +139,16 @@ type Output struct {
 // table with the new names, and a new section header table holding every
 // original section header at its old index followed by the new ones.
 func Write(orig []byte, opts Options) (out *Output, err error) {
+	out, err = Plan(orig, opts)
+	if err == nil {
+		out.File = out.Pieces.Bytes()
+	}
+	return out, err
+}
+
+// Plan is Write without building the file: Output.Pieces lays it out,
+// for the caller to write (Pieces.WriteTo) or assemble.
+func Plan(orig []byte, opts Options) (out *Output, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, fmt.Errorf("elfw: internal error: %v", r)
@@ -471,27 +484,33 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		table = append(table, ehProg)
 	}
 
-	// Assemble.
-	buf := make([]byte, total)
-	copy(buf, orig)
+	// Assemble: the original, then what changes or follows it.
+	pcs := &Pieces{Size: int64(total)}
+	pcs.put(0, orig)
 	for _, p := range patches {
-		copy(buf[p.off:], p.Bytes)
+		pcs.put(p.off, p.Bytes)
 	}
+	phdrs := make([]byte, len(table)*phdrSize)
 	for i, p := range table {
-		p.encode(buf[lay.PhdrOff+uint64(i)*phdrSize:])
+		p.encode(phdrs[uint64(i)*phdrSize:])
 	}
+	pcs.put(lay.PhdrOff, phdrs)
 	for _, sp := range segs {
-		copy(buf[sp.off:], sp.Data)
+		pcs.put(sp.off, sp.Data)
 	}
 	for i, s := range opts.Sections {
-		copy(buf[secOffs[i]:], s.Data)
+		pcs.put(secOffs[i], s.Data)
 	}
 	if sym != nil {
-		copy(buf[symtabOff:], sym.symtab)
-		copy(buf[strtabOff:], sym.strtab)
+		pcs.put(symtabOff, sym.symtab)
+		pcs.put(strtabOff, sym.strtab)
 	}
 	if dynSeg != nil {
-		for tag, off := range sym.dynamicAt {
+		for _, tag := range []elf.DynTag{elf.DT_SYMTAB, elf.DT_VERSYM, elf.DT_GNU_HASH, elf.DT_HASH} {
+			off, ok := sym.dynamicAt[tag]
+			if !ok {
+				continue
+			}
 			var tp tablePart
 			switch tag {
 			case elf.DT_SYMTAB:
@@ -502,38 +521,56 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 				tp = sym.gnuHash
 			case elf.DT_HASH:
 				tp = sym.sysvHash
-			default:
-				continue
 			}
-			le.PutUint64(buf[off+8:], dynSeg.Addr+tp.off)
+			pcs.put(off+8, le.AppendUint64(nil, dynSeg.Addr+tp.off))
 		}
 	}
-	copy(buf[namesOff:], names.Bytes())
-	for i, s := range sects {
-		s.encode(buf[shoff+uint64(i)*shdrSize:])
+	pcs.put(namesOff, names.Bytes())
+	// The ELF header: the original's, with the new tables' places.
+	ehdr := append([]byte(nil), orig[:ehdrSize]...)
+	for _, p := range patches {
+		if p.off < ehdrSize {
+			copy(ehdr[p.off:], p.Bytes[:min(len(p.Bytes), int(ehdrSize-p.off))])
+		}
 	}
 	if opts.Entry != 0 {
-		le.PutUint64(buf[offEntry:], opts.Entry)
+		le.PutUint64(ehdr[offEntry:], opts.Entry)
 	}
-	le.PutUint64(buf[offPhoff:], lay.PhdrOff)
-	le.PutUint16(buf[offPhnum:], uint16(nphdr))
-	le.PutUint64(buf[offShoff:], shoff)
-	le.PutUint16(buf[offShentsize:], shdrSize)
-	le.PutUint16(buf[offShnum:], eShnum)
-	le.PutUint16(buf[offShstrndx:], eStrndx)
+	le.PutUint64(ehdr[offPhoff:], lay.PhdrOff)
+	le.PutUint16(ehdr[offPhnum:], uint16(nphdr))
+	le.PutUint64(ehdr[offShoff:], shoff)
+	le.PutUint16(ehdr[offShentsize:], shdrSize)
+	le.PutUint16(ehdr[offShnum:], eShnum)
+	le.PutUint16(ehdr[offShstrndx:], eStrndx)
+	pcs.put(0, ehdr)
 	for _, h := range hooks.entries {
-		le.PutUint64(buf[h.off:], uint64(h.tag))
-		le.PutUint64(buf[h.off+8:], h.val)
+		e := le.AppendUint64(le.AppendUint64(nil, uint64(h.tag)), h.val)
+		pcs.put(h.off, e)
 	}
 	if hooks.nullOff != 0 {
-		copy(buf[hooks.nullOff:hooks.nullOff+dynSize], make([]byte, dynSize))
+		pcs.put(hooks.nullOff, make([]byte, dynSize))
 	}
+	shdrs := make([]byte, len(sects)*shdrSize)
+	for i, s := range sects {
+		s.encode(shdrs[uint64(i)*shdrSize:])
+	}
+	pcs.put(shoff, shdrs)
 
-	// The result must read back as what was meant.
-	if err := verify(buf, lay, table); err != nil {
+	// The result must read back as what was meant: the headers, which
+	// is what parse reads (ELF header, program and section headers).
+	if !pcs.ends() {
+		return nil, fmt.Errorf("elfw: internal error: the section header table does not end the file")
+	}
+	view, free, err := pcs.sparse([2]uint64{0, ehdrSize}, [2]uint64{lay.PhdrOff, lay.PhdrOff + uint64(len(phdrs))}, [2]uint64{shoff, total})
+	if err != nil {
+		return nil, fmt.Errorf("elfw: %w", err)
+	}
+	err = verify(view, lay, table)
+	free()
+	if err != nil {
 		return nil, fmt.Errorf("elfw: internal error: output does not verify: %w", err)
 	}
-	return &Output{File: buf, Layout: lay, Segments: placed, Sections: secIdx}, nil
+	return &Output{Pieces: pcs, Layout: lay, Segments: placed, Sections: secIdx}, nil
 }
 
 // placeSegments checks the new segments, gives an address to those without

@@ -6,7 +6,6 @@ import (
 
 	"github.com/blpp/blpp/analysis"
 	"github.com/blpp/blpp/cfg"
-	"github.com/blpp/blpp/cfg/x86"
 	"github.com/blpp/blpp/pathnum"
 	"github.com/blpp/blpp/rewriter/enc"
 	"github.com/blpp/blpp/runtime"
@@ -383,18 +382,15 @@ func (fp *funcPlan) planSites() {
 	// Then, block by block, the direct tail jumps to instrumented
 	// functions: call sites too, the callee's activation is made a child
 	// of this one [DESIGN 7]. An indirect jump is not one (its target
-	// is only known at run time). A block whose last instruction does
-	// not decode gets none; the emitter fails the function there.
+	// is only known at run time): the builder gives a block ending in
+	// one no tail-call edge with a target (only indirect ones, Target
+	// 0), so the edges tell, without decoding the block's last
+	// instruction again. A block whose last instruction does not decode
+	// fails the function in the emitter.
 	gr := fp.f.Graph
 	for id := range gr.Blocks {
 		blk := &gr.Blocks[id]
-		code := fp.g.b.Code(blk.Last)
-		if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
-			continue
-		}
-		var in x86.Info
-		err := fp.g.planDec.DecodeInfoTo(&in, code[:blk.End-blk.Last], blk.Last)
-		if err != nil || in.Kind == x86.JmpIndirect {
+		if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(fp.g.b.Code(blk.Last))) < blk.End-blk.Last {
 			continue
 		}
 		for _, e := range gr.Succs(cfg.BlockID(id)) {
@@ -403,7 +399,7 @@ func (fp *funcPlan) planSites() {
 				continue
 			}
 			if _, ok := fp.g.tailEntry(ed.Target); ok {
-				fp.tailSite[e] = fp.site(cfg.BlockID(id), in.Addr)
+				fp.tailSite[e] = fp.site(cfg.BlockID(id), blk.Last)
 			}
 		}
 	}

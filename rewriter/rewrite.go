@@ -603,7 +603,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for i, fg := range g.funcs {
 		runtime.PutFunc(funcEntry(i), fg.table)
 	}
-	code, err := g.buf.Take(codeAddr)
+	// The code stays in the arrays it grew by (enc.Code): libLLVM's is
+	// 250 MB, which one array more would copy.
+	code, err := g.buf.TakeCode(codeAddr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -616,7 +618,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		if int64(v) != int64(int32(v)) {
 			return nil, nil, fmt.Errorf("jump table copy at %#x out of reach of its load's displacement", addrOf(g.tables[p.tab-1].label))
 		}
-		binary.LittleEndian.PutUint32(code[p.at:], uint32(v))
+		binary.LittleEndian.PutUint32(code.At(p.at), uint32(v))
 	}
 	// The call-site table reserved above, now that the return addresses
 	// of closed calls are known.
@@ -633,21 +635,22 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		for i, l := range t.t.targets {
 			if t.t.biased {
 				// Counted from the base register's value [decision 72].
-				binary.LittleEndian.PutUint64(code[off+uint64(8*i):], addrOf(l)-t.t.base)
+				binary.LittleEndian.PutUint64(code.At(int(off)+8*i), addrOf(l)-t.t.base)
 			} else if t.t.relative {
 				d := addrOf(l) - t.t.base
 				if int64(d) != int64(int32(d)) {
 					return nil, nil, fmt.Errorf("jump table copy at %#x: entry %d out of reach of base %#x", ta, i, t.t.base)
 				}
-				binary.LittleEndian.PutUint32(code[off+uint64(4*i):], uint32(d))
+				binary.LittleEndian.PutUint32(code.At(int(off)+4*i), uint32(d))
 			} else {
-				binary.LittleEndian.PutUint64(code[off+uint64(8*i):], addrOf(l))
+				binary.LittleEndian.PutUint64(code.At(int(off)+8*i), addrOf(l))
 			}
 		}
 	}
 	// Unwind and exception tables for the new code, so that C++
 	// exceptions, backtrace(3) and debuggers get through relocated frames.
-	eh, err := unwindTables(uw, g, em.unwind, codeAddr, uint64(len(code)))
+	codeSize := code.Len()
+	eh, err := unwindTables(uw, g, em.unwind, codeAddr, uint64(codeSize))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -752,7 +755,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	runtime.PutConfig(at(rwAddr+cfgOff), conf)
 	sort.Slice(sum.Skipped, func(i, j int) bool { return sum.Skipped[i].Entry < sum.Skipped[j].Entry })
 	sum.Instrumented = len(chosen)
-	sum.CodeBytes = len(code)
+	sum.CodeBytes = codeSize
 	sum.EntriesCounted = len(dark)
 	for _, fg := range g.funcs {
 		if fg.fnHasPreg {
@@ -773,7 +776,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		Segments: append([]elfw.Segment{
 			{Addr: rtText, Data: img.Text, MemSize: uint64(len(img.Text)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.rt"},
 			{Addr: rwAddr, Data: rw, MemSize: rwMem, Flags: elf.PF_R | elf.PF_W, Name: ".blpp.data"},
-			{Addr: codeAddr, Data: code, MemSize: uint64(len(code)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"},
+			{Addr: codeAddr, Chunks: code, MemSize: uint64(codeSize), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"},
 		}, eh.segments()...),
 		EHFrameHdr: eh.hdr(),
 		Patches:    patches,

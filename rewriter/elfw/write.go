@@ -13,8 +13,11 @@ type Segment struct {
 	// Addr is the segment's virtual address: page-aligned and at or above
 	// NextFreeAddr. 0 asks Write to choose (see Output.Segments).
 	Addr uint64
-	// Data holds the file-backed bytes, loaded at Addr.
-	Data []byte
+	// Data holds the file-backed bytes, loaded at Addr. Chunks, when
+	// set, hold them instead, one after another (a large program's new
+	// code comes in the arrays it was emitted into).
+	Data   []byte
+	Chunks [][]byte
 	// MemSize is the size in memory, at least len(Data); the bytes past
 	// Data are zero (like .bss). 0 means len(Data).
 	MemSize uint64
@@ -31,6 +34,26 @@ type Segment struct {
 	// .eh_frame_hdr and .gcc_except_table. They must lie inside Data and
 	// must not overlap; bytes between them belong to no section.
 	Sections []SubSection
+}
+
+// data returns the segment's file-backed bytes, in arrays.
+func (s *Segment) data() [][]byte {
+	if s.Chunks != nil {
+		return s.Chunks
+	}
+	return [][]byte{s.Data}
+}
+
+// size is the number of file-backed bytes.
+func (s *Segment) size() uint64 {
+	if s.Chunks == nil {
+		return uint64(len(s.Data))
+	}
+	n := uint64(0)
+	for _, d := range s.Chunks {
+		n += uint64(len(d))
+	}
+	return n
 }
 
 // SubSection names a part of a new segment's file-backed bytes.
@@ -204,7 +227,7 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	if h := opts.EHFrameHdr; h.Size != 0 || h.Addr != 0 {
 		for i := range segs {
 			s := &segs[i]
-			if h.Addr >= s.Addr && h.Addr-s.Addr < uint64(len(s.Data)) && h.Size <= uint64(len(s.Data))-(h.Addr-s.Addr) {
+			if h.Addr >= s.Addr && h.Addr-s.Addr < s.size() && h.Size <= s.size()-(h.Addr-s.Addr) {
 				ehSeg = s
 			}
 		}
@@ -283,7 +306,7 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	cur := lay.PhdrOff + tableSize
 	for i := range segs {
 		segs[i].off = alignUp(cur, PageSize) + segs[i].Addr%PageSize
-		cur = segs[i].off + uint64(len(segs[i].Data))
+		cur = segs[i].off + segs[i].size()
 	}
 	secOffs := make([]uint64, len(opts.Sections))
 	for i, s := range opts.Sections {
@@ -330,7 +353,7 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		if sp.Flags&elf.PF_W != 0 {
 			flags |= elf.SHF_WRITE
 		}
-		p := Placed{Name: sp.Name, Addr: sp.Addr, Off: sp.off, Filesz: uint64(len(sp.Data)), Memsz: sp.MemSize, Flags: sp.Flags}
+		p := Placed{Name: sp.Name, Addr: sp.Addr, Off: sp.off, Filesz: sp.size(), Memsz: sp.MemSize, Flags: sp.Flags}
 		switch {
 		case len(sp.Sections) > 0:
 			for _, sub := range sp.Sections {
@@ -341,21 +364,21 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 					Addr: addr, Off: sp.off + sub.Off, Size: sub.Size, Align: naturalAlign(addr),
 				})
 			}
-		case len(sp.Data) > 0:
+		case sp.size() > 0:
 			p.Section = len(sects)
 			sects = append(sects, sect{
 				Name: addName(sp.Name), Type: elf.SHT_PROGBITS, Flags: flags,
-				Addr: sp.Addr, Off: sp.off, Size: uint64(len(sp.Data)), Align: 16,
+				Addr: sp.Addr, Off: sp.off, Size: sp.size(), Align: 16,
 			})
 		}
-		if bss := sp.MemSize - uint64(len(sp.Data)); bss > 0 {
+		if bss := sp.MemSize - sp.size(); bss > 0 {
 			name := bssName(sp.Segment)
-			if len(sp.Data) == 0 {
+			if sp.size() == 0 {
 				p.Section = len(sects)
 			}
 			sects = append(sects, sect{
 				Name: addName(name), Type: elf.SHT_NOBITS, Flags: flags,
-				Addr: sp.Addr + uint64(len(sp.Data)), Off: sp.off + uint64(len(sp.Data)), Size: bss, Align: 1,
+				Addr: sp.Addr + sp.size(), Off: sp.off + sp.size(), Size: bss, Align: 1,
 			})
 		}
 		placed[sp.idx] = p
@@ -475,7 +498,7 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		for _, sp := range segs {
 			table = append(table, prog{
 				Type: elf.PT_LOAD, Flags: sp.Flags, Off: sp.off, Addr: sp.Addr, PAddr: sp.Addr,
-				Filesz: uint64(len(sp.Data)), Memsz: sp.MemSize, Align: PageSize,
+				Filesz: sp.size(), Memsz: sp.MemSize, Align: PageSize,
 			})
 		}
 	}
@@ -496,7 +519,11 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	}
 	pcs.put(lay.PhdrOff, phdrs)
 	for _, sp := range segs {
-		pcs.put(sp.off, sp.Data)
+		off := sp.off
+		for _, d := range sp.data() {
+			pcs.put(off, d)
+			off += uint64(len(d))
+		}
 	}
 	for i, s := range opts.Sections {
 		pcs.put(secOffs[i], s.Data)
@@ -587,7 +614,7 @@ func placeSegments(in, own []Segment, lay Layout) ([]segPlan, error) {
 	next := lay.FreeAddr
 	for i, s := range append(append([]Segment(nil), in...), own...) {
 		if s.MemSize == 0 {
-			s.MemSize = uint64(len(s.Data))
+			s.MemSize = s.size()
 		}
 		fail := func(err error, detail string) error {
 			return &Error{Op: "segment", Name: s.Name, Addr: s.Addr, Err: err, Detail: detail}
@@ -600,8 +627,8 @@ func placeSegments(in, own []Segment, lay Layout) ([]segPlan, error) {
 		default:
 			return nil, fail(ErrBadSegment, "flags "+s.Flags.String()+", want R+X, R+W or R")
 		}
-		if s.MemSize < uint64(len(s.Data)) {
-			return nil, fail(ErrBadSegment, fmt.Sprintf("memory size %#x below data size %#x", s.MemSize, len(s.Data)))
+		if s.MemSize < s.size() {
+			return nil, fail(ErrBadSegment, fmt.Sprintf("memory size %#x below data size %#x", s.MemSize, s.size()))
 		}
 		if s.MemSize == 0 {
 			return nil, fail(ErrBadSegment, "empty")
@@ -674,7 +701,7 @@ func (im *image) checkCode(addr uint64, segs []segPlan) error {
 			if s.Flags&elf.PF_X == 0 {
 				return ErrNotExecutable
 			}
-			if addr-s.Addr >= uint64(len(s.Data)) {
+			if addr-s.Addr >= s.size() {
 				return ErrNotFileBacked
 			}
 			return nil
@@ -739,8 +766,8 @@ func checkSubSections(s Segment) error {
 		if err := checkName(sub.Name); err != nil {
 			return fmt.Errorf("section %q: %v", sub.Name, err)
 		}
-		if end, ok := add(sub.Off, sub.Size); !ok || end > uint64(len(s.Data)) {
-			return fmt.Errorf("section %q [%#x,+%#x) outside the segment's %#x data bytes", sub.Name, sub.Off, sub.Size, len(s.Data))
+		if end, ok := add(sub.Off, sub.Size); !ok || end > s.size() {
+			return fmt.Errorf("section %q [%#x,+%#x) outside the segment's %#x data bytes", sub.Name, sub.Off, sub.Size, s.size())
 		}
 	}
 	sort.Slice(subs, func(i, j int) bool { return subs[i].Off < subs[j].Off })
@@ -758,7 +785,7 @@ const origPrefix = ".blpp.orig."
 
 // bssName names the SHT_NOBITS header of a segment's zero-filled tail.
 func bssName(s Segment) string {
-	if len(s.Data) == 0 {
+	if s.size() == 0 {
 		return s.Name
 	}
 	return s.Name + ".bss"
@@ -811,10 +838,10 @@ func (im *image) newSectionNames(segs []segPlan, secs []Section) (map[string]boo
 					break
 				}
 			}
-		case len(s.Data) > 0:
+		case s.size() > 0:
 			err = addName("segment", s.Name)
 		}
-		if err == nil && s.MemSize > uint64(len(s.Data)) {
+		if err == nil && s.MemSize > s.size() {
 			err = addName("segment", bssName(s.Segment))
 		}
 		if err != nil {

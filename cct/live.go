@@ -295,6 +295,24 @@ func (lr *liveReader) records(t *Thread, head uint64) map[uint64]int {
 		if h := f(unsafe.Offsetof(r.Hash)); h != 0 {
 			lr.hashed(&rec, h)
 		}
+		// A cold record's hot twin (decision 99) counts for it: same
+		// header, not in the list, its dense counters inline.
+		tw := uint64(0)
+		if f(unsafe.Offsetof(r.DenseN)) == 0 {
+			tw = f(unsafe.Offsetof(r.Twin))
+		}
+		if tw != 0 {
+			g := lr.m.obj(tw, unsafe.Sizeof(r), "record")
+			if g(unsafe.Offsetof(r.Twin)) != a || g(unsafe.Offsetof(r.Func)) != fn {
+				lr.m.fail(0, "record at %#x: twin %#x is not its own", a, tw)
+				return idx
+			}
+			hot := Record{Func: rec.Func}
+			hc := g(unsafe.Offsetof(r.Counts))
+			hot.Calls = lr.m.word(uintptr(hc), 0, "calls")
+			lr.dense(&hot, hc, g(unsafe.Offsetof(r.DenseN)))
+			lr.merge(&rec, &hot)
+		}
 		n++
 		k := key{rec.Parent, rec.Func, rec.CallSite}
 		if j, dup := keys[k]; dup {
@@ -303,9 +321,15 @@ func (lr *liveReader) records(t *Thread, head uint64) map[uint64]int {
 			// are the twin's.
 			lr.merge(&t.Records[j], &rec)
 			idx[a] = j
+			if tw != 0 {
+				idx[tw] = j
+			}
 		} else {
 			keys[k] = len(t.Records)
 			idx[a] = len(t.Records)
+			if tw != 0 {
+				idx[tw] = len(t.Records) // frames, folded calls and partials may name the twin
+			}
 			t.Records = append(t.Records, rec)
 			lr.sites = append(lr.sites, [2]uint64{f(unsafe.Offsetof(r.FirstSite)), f(unsafe.Offsetof(r.NSites))})
 		}

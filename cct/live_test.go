@@ -28,6 +28,7 @@ func newLiveFile(nmetrics int) *liveFile {
 	l.hdr(unsafe.Offsetof(h.PID), 4242)
 	l.hdr(unsafe.Offsetof(h.TimeNS), 1e18)
 	l.hdr(unsafe.Offsetof(h.NMetrics), uint64(nmetrics))
+	l.hdr(unsafe.Offsetof(h.Stride), uint64(1+nmetrics))
 	if nmetrics > 0 {
 		copy(l.data[unsafe.Offsetof(h.MName):], "tsc")
 		l.hdr(unsafe.Offsetof(h.MKind), uint64(MetricFallback))
@@ -139,7 +140,8 @@ func (l *liveFile) module(next, tag uint64, flags ModuleFlags, path string, id [
 
 // sampleLive lays out a live file of two modules and two threads: in the
 // first, main (root) called f at its second call site; a recursive g
-// folded onto itself; a hashed h whose path 7 is in two tables; a record
+// folded onto itself; a hashed h whose path 7 is in two tables, with a
+// hot twin that counts its path 1 and that a partial names; a record
 // k under a left-out function's record d (via) and a twin of it, linked
 // before its via was set; partials, and the fork prefixes of struct
 // wiped; the second thread has one root record. It returns the file and
@@ -165,6 +167,11 @@ func sampleLive(metrics bool) ([]byte, *Profile) {
 	hh := l.record(3, f, 0, 40, 0, 3, 9, stride)
 	old := l.htab(4, 0, stride, map[uint64]uint64{8: 2, 2: 1})
 	l.put(hh, unsafe.Offsetof(lr.Hash), l.htab(16, old, stride, map[uint64]uint64{8: 5}))
+	// hh is cold and has a hot twin, not in the list (decision 99): its
+	// calls and dense paths are hh's, and a partial may name it.
+	ht := l.record(3, f, 0, 40, 0, 3, 2, stride, 0, 4)
+	l.put(hh, unsafe.Offsetof(lr.Twin), ht)
+	l.put(ht, unsafe.Offsetof(lr.Twin), hh)
 	d := l.record(4, main, 10, 0, 0, 4, 1, stride)
 	k := l.record(5, main, 10, 50, 0, 5, 2, stride, 2)
 	l.put(k, unsafe.Offsetof(lr.Via), d)
@@ -182,7 +189,8 @@ func sampleLive(metrics bool) ([]byte, *Profile) {
 	l.put(fold, unsafe.Offsetof(ln.Site), 30)
 	l.put(fold, unsafe.Offsetof(ln.Count), 5)
 	parts := l.ptab(rt.Pent{Rec: f, Func: 1, Block: 2, Reg: -1, Count: 1}, rt.Pent{Rec: 0, Func: 3, Block: 0, Reg: 4, Count: 2},
-		rt.Pent{Rec: f, Func: 1, Block: 2, Reg: -1, Count: 3}, rt.Pent{Rec: main, Func: 9, Block: 1, Reg: 0, Count: 1})
+		rt.Pent{Rec: f, Func: 1, Block: 2, Reg: -1, Count: 3}, rt.Pent{Rec: main, Func: 9, Block: 1, Reg: 0, Count: 1},
+		rt.Pent{Rec: ht, Func: 3, Block: 1, Reg: 0, Count: 1})
 	l.put(w, rt.LiveWipedPrefixesOff, l.ptab(rt.Pent{Rec: main, Func: 0, Block: 1, Reg: 2, Count: 1}))
 	l.put(w, rt.LiveWipedPrefixOwnerOff, block)
 	t1 := l.alloc(unsafe.Sizeof(lt))
@@ -215,12 +223,12 @@ func sampleLive(metrics bool) ([]byte, *Profile) {
 				{Func: 0, Parent: -1, Calls: 1, Paths: []Path{path(1, 1)}},
 				{Func: 1, Parent: 0, CallSite: 2, Calls: 4, Paths: []Path{path(0, 3), path(2, 1)}},
 				{Func: Fid(2, 5), Parent: 0, CallSite: 1, Calls: 6, Paths: []Path{path(0, 6)}},
-				{Func: 3, Parent: 1, Calls: 9, Paths: []Path{path(1, 1), path(7, 7)}},
+				{Func: 3, Parent: 1, Calls: 11, Paths: []Path{path(1, 5), path(7, 7)}},
 				{Func: 4, Parent: 0, CallSite: 1, Calls: 1},
 				{Func: 5, Parent: 4, Calls: 3, Paths: []Path{path(0, 3)}},
 			},
 				Partials: []Partial{{Record: -1, Func: 3, Block: 0, Reg: 4, Count: 2}, {Record: -1, Func: 9, Block: 1, Reg: 0, Count: 1},
-					{Record: 1, Func: 1, Block: 2, Reg: -1, Count: 4}},
+					{Record: 1, Func: 1, Block: 2, Reg: -1, Count: 4}, {Record: 3, Func: 3, Block: 1, Reg: 0, Count: 1}},
 				Folded:   []FoldedCall{{From: 2, CallSite: 1, To: 2, Count: 5}},
 				Prefixes: []Partial{{Record: 0, Func: 0, Block: 1, Reg: 2, Count: 1}},
 			},

@@ -398,6 +398,11 @@ func (b *Binary) Pointer(addr uint64) (uint64, bool) {
 // relocations (a PIE or shared object).
 func (b *Binary) HasRelativeRelocs() bool { return len(b.relative) > 0 }
 
+// GOTSlots maps each GOT slot the loader fills with a dynamic symbol's
+// address (JUMP_SLOT and GLOB_DAT relocations; IRELATIVE ones with the
+// resolver's name) to the symbol's name. The caller must not change it.
+func (b *Binary) GOTSlots() map[uint64]string { return b.slotSym }
+
 // Symbols returns the function symbols, sorted by address.
 func (b *Binary) Symbols() []Symbol { return b.symbols }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/blpp/blpp/cfg/x86"
@@ -603,6 +604,12 @@ func (bd *builder) makeBlocks() {
 					cs.ReturnsTwice = IsReturnsTwiceName(callee.Name)
 					g.addLeave(in.Addr, from, callee.Name)
 				}
+			} else if name := bd.b.slotSym[in.RIPTarget]; in.RIPRel && name != "" && !strings.HasPrefix(name, "ifunc_") {
+				// call *f@GOTPCREL(%rip) (-fno-plt): the slot the loader
+				// fills with f's address names the callee (decision 101).
+				cs.Forks = IsForkName(name)
+				cs.Vforks = IsVforkName(name)
+				g.addLeave(in.Addr, from, name)
 			}
 			g.Calls = append(g.Calls, cs)
 			if cs.NoReturn {

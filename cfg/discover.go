@@ -532,8 +532,10 @@ func (p *Program) discover(build func([]int), workers int) {
 				continue
 			}
 			for _, t := range g.Tables {
-				for _, a := range t.Targets {
-					tables[a] = true
+				for k, a := range t.Targets {
+					if !t.IsDead(k) { // a dead entry is no evidence of code (decision 98)
+						tables[a] = true
+					}
 				}
 			}
 		}

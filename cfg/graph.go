@@ -197,6 +197,17 @@ type JumpTable struct {
 	// Targets holds the target of every entry, in table order (duplicates
 	// kept, so Targets[i] is the code run for index i).
 	Targets []uint64
+	// Dead lists, in increasing order, the indices whose entries lead to
+	// the end of the function's body: cases the compiler proved
+	// impossible (clang aims __builtin_unreachable cases there). Their
+	// Targets are those original addresses; the graph has no edge for
+	// them, and a copy of the table keeps them aimed there (decision 98).
+	Dead []int
+	// Const: no table at all. The jump's register holds one address of
+	// the function on every path (glibc's vfprintf: lea L(%rip),%rax
+	// before a branch to jmp *%rax); Targets holds it, Entries is 1,
+	// Table and Loads are empty, and the copy jumps there directly.
+	Const bool
 }
 
 // Graph is the control-flow graph of one procedure.
@@ -227,6 +238,12 @@ type Graph struct {
 	// the rewriter hands to the runtime (decision 94); nil when there is
 	// none.
 	SigActions map[uint64]bool
+	// Forks maps the address of each syscall instruction that makes a
+	// process or a thread (clone, fork, vfork or clone3: its %rax is
+	// known, leaves.go) to its number and block; the rewriter has the
+	// child call the runtime right after it (decision 101). nil when
+	// there is none.
+	Forks map[uint64]ForkSyscall
 	// Reason is ReasonOK when the procedure may be instrumented; otherwise
 	// why not, with Detail naming the address and the problem.
 	Reason Reason

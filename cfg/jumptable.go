@@ -71,6 +71,9 @@ func (bd *builder) resolveIndirect(s *slicer, i int) {
 		bd.resolveTable(s, i, []sym{v})
 		return
 	}
+	if bd.constJump(s, i) {
+		return
+	}
 	// Not a table. The unwind rules tell a jump that leaves (the frame
 	// torn down: the return address at the top of the stack, as at a
 	// function's entry) from one that stays [DWARF5 6.4]; python's
@@ -135,8 +138,11 @@ func (bd *builder) recheckTables() {
 		if same && old != nil {
 			// An unguarded table may end earlier now that more of the
 			// code's references are known; its extra entries led into
-			// the procedure and cost only unused edges. Keep it.
-			same = old.Table == now.Table && old.Entries >= now.Entries && old.Guarded == now.Guarded &&
+			// the procedure and cost only unused edges. Keep it. So
+			// may a guarded one whose guard no longer dominates the
+			// jump (code found later joins in between): the table is
+			// now bounded as every unguarded one is (decision 98).
+			same = old.Table == now.Table && old.Entries >= now.Entries && (old.Guarded == now.Guarded || !now.Guarded) &&
 				slices.Equal(old.Targets[:now.Entries], now.Targets) && slices.Equal(old.Loads, now.Loads)
 			bd.tables[in.Addr] = old
 		}
@@ -226,6 +232,11 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 			return
 		}
 		if bd.rangeOf(t) < 0 {
+			if bd.deadTarget(t) {
+				jt.Dead = append(jt.Dead, k)
+				jt.Targets = append(jt.Targets, t)
+				continue
+			}
 			if bd.g.Reason == ReasonOK {
 				bd.g.escape = t // perhaps a stripped .cold fragment
 			}
@@ -234,10 +245,16 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 		}
 		jt.Targets = append(jt.Targets, t)
 	}
+	if len(jt.Dead) == jt.Entries {
+		bd.g.fail(ReasonUnresolvedIndirectJump, in.Addr, "jump table at %#x has no entry into the function", table)
+		return
+	}
 	bd.tables[in.Addr] = jt
-	for _, t := range jt.Targets {
-		bd.leaders[t] = true
-		bd.work = append(bd.work, t)
+	for k, t := range jt.Targets {
+		if !jt.IsDead(k) {
+			bd.leaders[t] = true
+			bd.work = append(bd.work, t)
+		}
 	}
 }
 
@@ -433,7 +450,7 @@ func (bd *builder) extent(s *slicer, table uint64, entSize int, relative bool, b
 				s.refs[in.RIPTarget] = true
 			}
 			for _, a := range in.Raw.Args {
-				if m, ok := a.(x86asm.Mem); ok && m.Base == 0 && m.Disp > 0 {
+				if m, ok := a.(x86asm.Mem); ok && m.Base == 0 && m.Index == 0 && m.Disp > 0 {
 					s.refs[uint64(m.Disp)] = true
 				}
 			}
@@ -443,8 +460,8 @@ func (bd *builder) extent(s *slicer, table uint64, entSize int, relative bool, b
 		limit = maxUnguarded
 	}
 	pie := bd.b.Kind != KindExec
-	n := 0
-	for ; n < limit; n++ {
+	live := 0 // entries up to the last one into the function
+	for n := 0; n < limit; n++ {
 		at := table + uint64(n*entSize)
 		if n > 0 && (s.refs[at] || bd.b.referenced(at)) {
 			break
@@ -453,6 +470,12 @@ func (bd *builder) extent(s *slicer, table uint64, entSize int, relative bool, b
 			break
 		}
 		t, ok := bd.tableTarget(table, n, entSize, relative, base)
+		if ok && bd.rangeOf(t) < 0 && bd.deadTarget(t) {
+			// An impossible case: the table goes on (decision 98).
+			// Dead entries after the last live one are left out of the
+			// copy; nothing reads them.
+			continue
+		}
 		if !ok || bd.rangeOf(t) < 0 {
 			// An entry outside the function ends the table, unless the
 			// table plainly goes on after it: clang points the entries
@@ -465,14 +488,15 @@ func (bd *builder) extent(s *slicer, table uint64, entSize int, relative bool, b
 			}
 			break
 		}
+		live = n + 1
 	}
-	return n
+	return live
 }
 
 // tableGoesOn says whether entry k of an unguarded table looks like one
 // more entry of it: not the start of other referenced data, covered by a
 // relocation where the table's entries need one, and targeting the
-// function.
+// function or its end (a dead entry, decision 98).
 func (bd *builder) tableGoesOn(s *slicer, table uint64, entSize int, relative bool, base uint64, k int) bool {
 	at := table + uint64(k*entSize)
 	if s.refs[at] || bd.b.referenced(at) {
@@ -482,5 +506,5 @@ func (bd *builder) tableGoesOn(s *slicer, table uint64, entSize int, relative bo
 		return false
 	}
 	t, ok := bd.tableTarget(table, k, entSize, relative, base)
-	return ok && bd.rangeOf(t) >= 0
+	return ok && (bd.rangeOf(t) >= 0 || bd.deadTarget(t))
 }

@@ -48,7 +48,19 @@ const (
 	// runtime, which keeps the signal actions the program sets
 	// (decision 94).
 	sysRtSigaction = 13
+	// The calls that make a process or a thread (decision 101).
+	SysClone  = 56
+	SysFork   = 57
+	SysVfork  = 58
+	SysClone3 = 435
 )
+
+// ForkSyscall is a system call instruction that makes a process or a
+// thread: clone, fork, vfork or clone3 (Nr), in block Block.
+type ForkSyscall struct {
+	Nr    int64
+	Block BlockID
+}
 
 // LeaveName returns how a call to a procedure of this name (PLT suffix
 // and symbol version ignored) leaves the process image, 0 if it does not.
@@ -183,8 +195,9 @@ func (s *regConsts) step(in *x86.Inst) {
 }
 
 // findSyscallLeaves records in g.Leaves the system calls of the
-// procedure whose number (%rax) is known and leaves the image, and in
-// g.SigActions those that are rt_sigaction, by a
+// procedure whose number (%rax) is known and leaves the image, in
+// g.SigActions those that are rt_sigaction and in g.Forks those that
+// make a process or thread, by a
 // forward constant propagation over its blocks. insts are the decoded
 // instructions, in any order, and instAt finds one by address.
 func (g *Graph) findSyscallLeaves(insts []x86.Inst, instAt func(uint64) int) {
@@ -258,6 +271,13 @@ func (g *Graph) findSyscallLeaves(insts []x86.Inst, instAt func(uint64) int) {
 			}
 			nr, ok := s.get(0)
 			if !ok {
+				return
+			}
+			if nr == SysClone || nr == SysFork || nr == SysVfork || nr == SysClone3 {
+				if g.Forks == nil {
+					g.Forks = map[uint64]ForkSyscall{}
+				}
+				g.Forks[inst.Addr] = ForkSyscall{Nr: nr, Block: BlockID(b)}
 				return
 			}
 			if nr == sysRtSigaction {

@@ -151,3 +151,52 @@ func TestLeaveName(t *testing.T) {
 		}
 	}
 }
+
+// TestForkSyscalls checks that the system calls that make a process or a
+// thread are found with their number and block (decision 101), and that
+// one whose number is not known, or is not one of them, is not.
+func TestForkSyscalls(t *testing.T) {
+	cases := []struct {
+		name string
+		a    *asm
+		want map[string]int64 // mark -> number
+	}{
+		{"glibc _Fork: clone, its result tested",
+			newAsm().b(0x31, 0xd2).b(movEAX(SysClone)...).mark("s").b(syscallInsn...).b(0x85, 0xc0).b(0xc3),
+			map[string]int64{"s": SysClone}},
+		{"fork, vfork and clone3 on two paths",
+			newAsm().b(0x85, 0xff).j(0x74, "A").
+				b(movEAX(SysFork)...).mark("f").b(syscallInsn...).j(0xeb, "B").
+				label("A").b(movEAX(SysClone3)...).mark("c3").b(syscallInsn...).
+				label("B").b(movEAX(SysVfork)...).mark("v").b(syscallInsn...).b(0xc3),
+			map[string]int64{"f": SysFork, "c3": SysClone3, "v": SysVfork}},
+		{"getpid is not one",
+			newAsm().b(movEAX(39)...).mark("s").b(syscallInsn...).b(0xc3),
+			nil},
+		{"unknown number",
+			newAsm().b(0x89, 0xf8).mark("s").b(syscallInsn...).b(0xc3),
+			nil},
+	}
+	for _, c := range cases {
+		code := c.a.done(t)
+		b, p, fn := codeProgram(code)
+		g := buildGraph(b, p, fn)
+		if g.Reason != ReasonOK {
+			t.Fatalf("%s: %v: %s", c.name, g.Reason, g.Detail)
+		}
+		if len(g.Forks) != len(c.want) {
+			t.Errorf("%s: %d fork system calls found, want %d: %v", c.name, len(g.Forks), len(c.want), g.Forks)
+		}
+		for m, nr := range c.want {
+			a := 0x1000 + uint64(c.a.marks[m])
+			f, ok := g.Forks[a]
+			if !ok || f.Nr != nr {
+				t.Errorf("%s: syscall %s at %#x: %+v (found %v), want number %d", c.name, m, a, f, ok, nr)
+				continue
+			}
+			if f.Block < 0 || int(f.Block) >= len(g.Blocks) || a < g.Blocks[f.Block].Addr || a >= g.Blocks[f.Block].End {
+				t.Errorf("%s: %#x: block %d does not hold it", c.name, a, f.Block)
+			}
+		}
+	}
+}

@@ -179,7 +179,7 @@ func transfer(in *x86.Inst, st *regState) {
 			switch raw.Op {
 			case x86asm.LEA:
 				if m, ok := raw.Args[1].(x86asm.Mem); ok && m.Base == x86asm.RIP && m.Index == 0 && m.Segment == 0 {
-					v = regVal{known: true, c: in.Addr + uint64(in.Len) + uint64(m.Disp)}
+					v = regVal{known: true, c: in.Addr + uint64(in.Len) + uint64(dispOf(m))}
 				}
 			case x86asm.MOV:
 				switch src := raw.Args[1].(type) {
@@ -217,6 +217,9 @@ func implicitWrites(in *x86.Inst) RegSet {
 	const rax, rcx, rdx, rbx, rbp, rsi, rdi = 1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 5, 1 << 6, 1 << 7
 	switch in.Raw.Op {
 	case 0:
+		if in.Endbr {
+			return 0 // x86asm has no op for endbr64; it writes nothing
+		}
 		return AllRegs
 	case x86asm.LEAVE, x86asm.ENTER:
 		return rbp

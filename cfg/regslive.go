@@ -41,6 +41,9 @@ func (s RegSet) Has(r int) bool { return s&(1<<r) != 0 }
 // instRegs returns the registers in reads and those it surely writes in
 // full. Unknown instructions read every register and write none.
 func instRegs(in *x86.Info) (use, def RegSet) {
+	if in.Endbr {
+		return 0, 0 // an instruction of this package's (ENDBR64); it touches no register
+	}
 	if !in.FromX86asm() {
 		return AllRegs, 0
 	}
@@ -275,6 +278,9 @@ const implicitRegs RegSet = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<4 | 1<<5
 // operand's registers here: what the callee reads is its own business
 // (the rewriter keeps to the calling convention's registers for that).
 func namedRegs(in *x86.Info) RegSet {
+	if in.Endbr {
+		return 0
+	}
 	if !in.FromX86asm() || in.Kind == x86.Syscall {
 		return AllRegs
 	}

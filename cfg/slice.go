@@ -291,7 +291,7 @@ func (s *slicer) uniqueConst(fam int) (uint64, bool) {
 			if !isMem || m.Base != x86asm.RIP || m.Index != 0 {
 				ok = false
 			}
-			c = in.Addr + uint64(in.Len) + uint64(m.Disp)
+			c = in.Addr + uint64(in.Len) + uint64(dispOf(m))
 		case x86asm.MOV:
 			imm, isImm := in.Raw.Args[1].(x86asm.Imm)
 			if !isImm {
@@ -437,7 +437,7 @@ func (s *slicer) memAddr(i int, m x86asm.Mem, depth int) sym {
 		return sym{}
 	}
 	in := &s.bd.insts[i]
-	r := linConst(uint64(m.Disp))
+	r := linConst(uint64(dispOf(m)))
 	switch {
 	case m.Base == x86asm.RIP:
 		r.k += in.Addr + uint64(in.Len)
@@ -524,6 +524,18 @@ func (s *slicer) valueRoot(id int) (def, fam, kept, width int) {
 		return d, fam, kept, width
 	}
 	return -1, 0, 0, 0
+}
+
+// dispOf is m's displacement as the processor adds it: x86asm v0.32
+// zero-extends a disp32 (lea -0x109(%rip) reads as +0xfffffef7), which
+// the processor sign-extends to 64 bits [Intel SDM Vol.2 2.1.5, Table
+// 2-2]. An operand with neither base nor index (a moffs address of up to
+// 64 bits) keeps the decoded value.
+func dispOf(m x86asm.Mem) int64 {
+	if m.Base == 0 && m.Index == 0 {
+		return m.Disp
+	}
+	return int64(int32(m.Disp))
 }
 
 // regBits is the width of a general register in bits.

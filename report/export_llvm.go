@@ -48,6 +48,44 @@ func (fs *funcSamples) total() uint64 {
 }
 
 // child returns the samples of callee inlined at loc.
+func (fs *funcSamples) top() (string, uint64)     { return fs.name, fs.head }
+func (fs *funcSamples) writeBody(w *bufio.Writer) { writeSampleBody(w, fs, 1) }
+
+// A sampleTop is a function's samples at the top level of an LLVM
+// sample profile: line-based (funcSamples) or probe-based (probeSamples).
+type sampleTop interface {
+	total() uint64
+	top() (name string, head uint64)
+	writeBody(w *bufio.Writer)
+}
+
+// writeSampleProfile writes top's functions that have samples, the
+// largest total first (then by name): "name:total:head" and the body.
+func writeSampleProfile[K comparable, T sampleTop](w io.Writer, top map[K]T) error {
+	list := make([]T, 0, len(top))
+	for _, fs := range top {
+		if _, head := fs.top(); fs.total() > 0 || head > 0 {
+			list = append(list, fs)
+		}
+	}
+	sort.Slice(list, func(i, j int) bool {
+		ti, tj := list[i].total(), list[j].total()
+		if ti != tj {
+			return ti > tj
+		}
+		ni, _ := list[i].top()
+		nj, _ := list[j].top()
+		return ni < nj
+	})
+	bw := bufio.NewWriter(w)
+	for _, fs := range list {
+		name, head := fs.top()
+		fmt.Fprintf(bw, "%s:%d:%d\n", name, fs.total(), head)
+		fs.writeBody(bw)
+	}
+	return bw.Flush()
+}
+
 func (fs *funcSamples) child(loc sampleLoc, callee string) *funcSamples {
 	m := fs.inlined[loc]
 	if m == nil {
@@ -182,25 +220,7 @@ func ExportLLVMSample(w io.Writer, m *Model, opts ExportOptions) error {
 			}
 		}
 	}
-	list := make([]*funcSamples, 0, len(top))
-	for _, fs := range top {
-		if fs.total() > 0 || fs.head > 0 {
-			list = append(list, fs)
-		}
-	}
-	sort.Slice(list, func(i, j int) bool {
-		ti, tj := list[i].total(), list[j].total()
-		if ti != tj {
-			return ti > tj
-		}
-		return list[i].name < list[j].name
-	})
-	bw := bufio.NewWriter(w)
-	for _, fs := range list {
-		fmt.Fprintf(bw, "%s:%d:%d\n", fs.name, fs.total(), fs.head)
-		writeSampleBody(bw, fs, 1)
-	}
-	return bw.Flush()
+	return writeSampleProfile(w, top)
 }
 
 // samplesNode returns the samples node of the innermost of frames

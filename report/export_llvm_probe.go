@@ -30,6 +30,9 @@ func newProbeSamples(d ProbeDesc) *probeSamples {
 		targets: map[sampleLoc]map[string]uint64{}, inlined: map[probeSite]*probeSamples{}}
 }
 
+func (ps *probeSamples) top() (string, uint64)     { return ps.name, ps.head }
+func (ps *probeSamples) writeBody(w *bufio.Writer) { writeProbeBody(w, ps, 1) }
+
 func (ps *probeSamples) total() uint64 {
 	var t uint64
 	for _, c := range ps.body {
@@ -183,25 +186,7 @@ func exportProbeSample(w io.Writer, m *Model, pp *PseudoProbes) error {
 		}
 		add(ps, n)
 	}
-	list := make([]*probeSamples, 0, len(top))
-	for _, ps := range top {
-		if ps.total() > 0 || ps.head > 0 {
-			list = append(list, ps)
-		}
-	}
-	sort.Slice(list, func(i, j int) bool {
-		ti, tj := list[i].total(), list[j].total()
-		if ti != tj {
-			return ti > tj
-		}
-		return list[i].name < list[j].name
-	})
-	bw := bufio.NewWriter(w)
-	for _, ps := range list {
-		fmt.Fprintf(bw, "%s:%d:%d\n", ps.name, ps.total(), ps.head)
-		writeProbeBody(bw, ps, 1)
-	}
-	return bw.Flush()
+	return writeSampleProfile(w, top)
 }
 
 func writeProbeBody(w *bufio.Writer, ps *probeSamples, depth int) {

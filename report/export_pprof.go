@@ -148,6 +148,7 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 		addr uint64
 	}
 	locs := map[locKey]*profile.Location{}
+	owners := map[uint32]lineOwners{} // by module, made when first needed
 	location := func(fr StackFrame) *profile.Location {
 		k := locKey{fr.Func, fr.Addr}
 		if l, ok := locs[k]; ok {
@@ -163,6 +164,20 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 		name := RawName(m.FuncName(fr.Func))
 		scopes := mod.Debug.Frames(fr.Addr)
 		row, hasRow := mod.Debug.LineAt(fr.Addr)
+		if hasRow && len(scopes) > 1 {
+			// The row goes to the frame whose source holds its line, as
+			// in the LLVM export (lineOwners): an instruction the
+			// inlined callee's ranges claim at its caller's line is the
+			// caller's.
+			o, ok := owners[fr.Func.Module]
+			if !ok {
+				o = newLineOwners(mod.Debug)
+				owners[fr.Func.Module] = o
+			}
+			if k := o.owner(scopes, row.File, row.Line); k >= 0 {
+				scopes = scopes[:k+1]
+			}
+		}
 		if len(scopes) == 0 {
 			ln := profile.Line{Function: function(name, name, "", 0)}
 			if hasRow {

@@ -79,3 +79,46 @@ func TestPprofAddsUp(t *testing.T) {
 		})
 	}
 }
+
+// TestPprofLineOwners: a location's line goes to the inline frame whose
+// source holds it (lineOwners), as in the LLVM export: work's a.c:25 in
+// helper's range is work's line, helper's b.c:31 in inner's range is
+// helper's; other rows stay with the innermost frame.
+func TestPprofLineOwners(t *testing.T) {
+	m := exModel(t, false)
+	m.Debug = inlineDebug()
+	m.Modules[0].Debug = m.Debug
+	p, err := MakePprof(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]string{
+		0x1104: "work:25",
+		0x1108: "helper:31 work:21",
+		0x110c: "inner:52 helper:31 work:21",
+		0x1100: "work:20",
+	}
+	seen := map[uint64]bool{}
+	for _, l := range p.Location {
+		w, ok := want[l.Address-m.Modules[0].Bias]
+		if !ok {
+			continue
+		}
+		got := ""
+		for i, ln := range l.Line {
+			if i > 0 {
+				got += " "
+			}
+			got += fmt.Sprintf("%s:%d", ln.Function.Name, ln.Line)
+		}
+		if got != w {
+			t.Errorf("location %#x: lines %q, want %q", l.Address, got, w)
+		}
+		seen[l.Address-m.Modules[0].Bias] = true
+	}
+	for a := range want {
+		if !seen[a] {
+			t.Errorf("no location at %#x", a)
+		}
+	}
+}

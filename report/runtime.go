@@ -19,6 +19,7 @@ var runtimeLosses = map[string]string{
 	"shadow_overflow":  "%d calls went deeper than the runtime's shadow stack (see rewrite --shadow-frames): their paths count without their context, and the paths of the callers they returned to lost the blocks before the call",
 	"exit_mismatch":    "%d returns did not match the innermost activation the runtime knew of: the contexts around them may be wrong",
 	"latency_dropped":  "%d path executions are in no latency distribution: their thread had no room left for more paths' distributions (decision 93); their counts and sums are exact",
+	"vm_exits":         "%d child processes made in this process's memory (vfork, posix_spawn) exited without an exec: what they ran is counted in no profile (decision 101); this process's counts are exact",
 }
 
 // RuntimeWarnings returns one sentence for each runtime statistic of a

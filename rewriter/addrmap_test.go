@@ -109,6 +109,9 @@ func verifyAddrMap(orig, inst []byte) (int, error) {
 	// The loads of jump table entries read each jump's copy of the table
 	// through a new displacement [decision 66]: load address -> table.
 	loads := map[uint64]uint64{}
+	// A jump through a register that holds one address of the function
+	// becomes a direct jump to new code [decision 98].
+	consts := map[uint64]bool{}
 	prog := cfg.Analyze(ob, cfg.Options{})
 	for _, g := range prog.Graphs {
 		if g == nil {
@@ -117,6 +120,9 @@ func verifyAddrMap(orig, inst []byte) (int, error) {
 		for _, jt := range g.Tables {
 			for _, l := range jt.Loads {
 				loads[l] = jt.Table
+			}
+			if jt.Const {
+				consts[jt.Jump] = true
 			}
 		}
 	}
@@ -176,6 +182,20 @@ func verifyAddrMap(orig, inst []byte) (int, error) {
 							checked++
 							continue
 						}
+					}
+					if consts[a] {
+						if got.Kind != x86.Jmp || got.Target < text.Addr || got.Target >= text.Addr+uint64(len(code)) {
+							problems = append(problems, fmt.Sprintf("%s: %#x (constant jump): copy %#x is %s, not a jump into the new code", mf.Name, a,
+								cp, x86asm.GNUSyntax(got.Raw, cp, nil)))
+						}
+						checked++
+						continue
+					}
+					if want.RIPRel && rewriter.HasThunk(ob.GOTSlots()[want.RIPTarget]) && thunkUse(wr, got.Raw) {
+						// A use of a GOT slot that holds sigaction or its
+						// kin goes to the slot's thunk (decision 101).
+						checked++
+						continue
 					}
 					if table, ok := loads[a]; ok {
 						if d := tableLoad(&wr, got.Raw, table, text.Addr); d != "" {
@@ -249,6 +269,20 @@ func tableLoad(want *x86asm.Inst, got x86asm.Inst, table, newAt uint64) string {
 		return ""
 	}
 	return "no memory operand"
+}
+
+// thunkUse reports whether got is what the rewriter puts in place of want,
+// a use of a GOT slot with a thunk: call *slot(%rip) a direct call, jmp
+// *slot(%rip) a direct jump, mov slot(%rip),%reg a lea into %reg.
+func thunkUse(want, got x86asm.Inst) bool {
+	_, rel := got.Args[0].(x86asm.Rel)
+	switch want.Op {
+	case x86asm.CALL, x86asm.JMP:
+		return got.Op == want.Op && rel
+	case x86asm.MOV:
+		return got.Op == x86asm.LEA && got.Args[0] == want.Args[0]
+	}
+	return false
 }
 
 // sameOperation compares an original instruction with its copy: the same

@@ -38,7 +38,7 @@ func (fg *funcGen) backedge(e cfg.EdgeID, flagsLive bool) {
 		// Thread.R the program's value again [decision 56].
 		fg.spill()
 		fg.backedgeMem(e, flagsLive)
-		if fg.inLoop >= 0 && fg.loops[fg.inLoop].swap {
+		if fg.inLoop >= 0 && fg.loops[fg.inLoop].swap || fg.quiet() {
 			fg.reload()
 		} else {
 			b.MovRegImm(fg.preg, int32(n.EntryInc[e])) // sign-extended; flags untouched

@@ -49,9 +49,6 @@ func (fg *funcGen) emit() error {
 	}
 	fg.start = b.Len()
 	fg.mark(fg.f.Func.Addr, false)
-	if fg.closed {
-		fg.enterInternal()
-	}
 	b.Bind(fg.entry)
 	lead := fg.leadingEndbr()
 	if lead {
@@ -69,6 +66,18 @@ func (fg *funcGen) emit() error {
 		b.Bind(fg.afterPrefix)
 	}
 	fg.enterInline(false)
+	for _, keep := range []bool{false, true} {
+		if !fg.hasDirect[b2i(keep)] {
+			continue
+		}
+		// The last of the direct variants runs on into the body; the
+		// entries before it jump there [decision 100].
+		b.JmpRel32(enc.LabelTarget(fg.blocks[cfg.Entry]))
+		b.Bind(fg.direct[b2i(keep)])
+		fg.mark(fg.f.Func.Addr, false)
+		b.SetSP(0)
+		fg.enterDirect(keep)
+	}
 	if l, ok := g.tailEntries[fg.f.Func.Addr]; ok {
 		// The tail variant, out of line, joins at block 0.
 		fg.addCold(func() {
@@ -237,6 +246,9 @@ func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 // jump table's entry reads its jump's copy of the table instead.
 func (fg *funcGen) copyInst(in *x86.Inst, code []byte) error {
 	fg.copied(in.Addr)
+	if fg.copyThunkUse(in) {
+		return nil // a use of a GOT slot that holds sigaction or its kin (thunk.go)
+	}
 	if t, ok := fg.loadOf[in.Addr]; ok {
 		if t < 0 {
 			return fmt.Errorf("%#x: one load of a jump table entry feeds several indirect jumps", in.Addr)
@@ -342,6 +354,24 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 			return fg.closedCall(id, in, code, next, site)
 		}
 		fg.storeCallSite(site)
+		if dc, ok := fg.directCallOf(in); ok {
+			// Straight to the callee's direct entry; with keep, the
+			// callee takes the register as this activation's r and
+			// gives it back, or leaves it alone [decision 100].
+			if !dc.keep {
+				fg.spill()
+			}
+			if err := fg.reloc(in, code, enc.LabelTarget(dc.target)); err != nil {
+				return err
+			}
+			if !dc.keep {
+				fg.reload()
+			}
+			if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
+				fg.follow(e, next)
+			}
+			return nil
+		}
 		fg.spill()
 		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {
 			// A call that never returns ends the activation, unless an
@@ -415,6 +445,14 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 			fg.edgeCode(e)
 			return fg.copyInst(in, code)
 		}
+		if e, ok := fg.succ(id, cfg.EdgeJumpTable); ok && len(succs) == 1 && fg.constJump(in.Addr) {
+			// The register holds one address on every path: jump to
+			// its new code directly (decision 98).
+			fg.edgeCode(e)
+			fg.copied(in.Addr)
+			fg.g.buf.JmpRel32(fg.dest(e))
+			return nil
+		}
 		if err := fg.jumpTable(id, in); err != nil {
 			return err
 		}
@@ -481,14 +519,31 @@ func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
 		}
 		via[gr.Blocks[ed.To].Addr] = tl
 	}
-	for _, a := range nt.jt.Targets {
+	for k, a := range nt.jt.Targets {
+		if nt.jt.IsDead(k) {
+			// A case the compiler proved impossible: it stays aimed
+			// at the end of the original body (decision 98).
+			nt.targets = append(nt.targets, enc.AbsTarget(a))
+			continue
+		}
 		tl, ok := via[a]
 		if !ok {
 			return fmt.Errorf("%#x: table entry %#x has no edge", in.Addr, a)
 		}
-		nt.targets = append(nt.targets, tl)
+		nt.targets = append(nt.targets, enc.LabelTarget(tl))
 	}
 	return nil
+}
+
+// constJump reports whether the indirect jump at a is a constant one
+// (cfg.JumpTable.Const).
+func (fg *funcGen) constJump(a uint64) bool {
+	for i := range fg.f.Graph.Tables {
+		if jt := &fg.f.Graph.Tables[i]; jt.Jump == a {
+			return jt.Const
+		}
+	}
+	return false
 }
 
 // tablesDone checks that every table copy of fg was filled: a copy its

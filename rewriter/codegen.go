@@ -30,8 +30,13 @@ type Stubs struct {
 	// LibcSigaction and LibcSignal that of an uninstrumented sigaction
 	// and signal (sigaction.go, decision 94). 0: none.
 	SysSigaction, LibcSigaction, LibcSignal uint64
-	// VforkChild is called in a vfork child (spawn.go).
-	VforkChild uint64
+	// VforkChild is called in a vfork child (spawn.go); LibcClone and
+	// LibcClone3 take the place of the C library's clone wrappers. 0:
+	// none.
+	VforkChild, LibcClone, LibcClone3 uint64
+	// ForkSys is called right after a system call that makes a process
+	// or thread (spawn.go). 0: none.
+	ForkSys uint64
 	// OffR is the %gs offset of the path register; OffCallSite that of
 	// the last call site passed.
 	OffR, OffCallSite int32
@@ -161,7 +166,11 @@ type gen struct {
 	closedAt map[uint64]*funcPlan
 	// trivialAt maps each trivial function's original entry to it.
 	trivialAt map[uint64]*funcPlan
-	mode      Mode
+	// directCalls maps the address of each direct call from
+	// instrumented code to an instrumented function to how it is made
+	// (planDirect, decision 100).
+	directCalls map[uint64]directCall
+	mode        Mode
 	// slotsSize is the size of every thread block's slot counters.
 	slotsSize uint64
 	// layoutSeed, when not 0, pads each function's start (layoutPad).
@@ -170,9 +179,12 @@ type gen struct {
 	// dark maps a left-out function's entry to its counting stub
 	// (darkentry.go).
 	dark map[uint64]enc.Label
-	// sigThunks maps an uninstrumented function that sets signal actions
-	// to its thunk (sigaction.go).
-	sigThunks map[uint64]*sigThunk
+	// thunks maps an uninstrumented function the runtime must see called
+	// to its thunk (thunk.go).
+	thunks map[uint64]*callThunk
+	// slotThunks maps a GOT slot the loader fills with such a function's
+	// address to its thunk (thunk.go).
+	slotThunks map[uint64]*callThunk
 	// tag is the module's tag (Options.ModuleTag): 0 for an executable
 	// [decision 81].
 	tag uint32
@@ -251,8 +263,8 @@ func (g *gen) target(a uint64) enc.Target {
 	if l, ok := g.entries[a]; ok {
 		return enc.LabelTarget(l)
 	}
-	if t, ok := g.sigThunkTarget(a); ok {
-		return t // a C library function that sets signal actions (sigaction.go)
+	if t, ok := g.thunkTarget(a); ok {
+		return t // a C library function the runtime must see called (thunk.go)
 	}
 	if t, ok := g.darkTarget(a); ok {
 		return t // a left-out function's counting stub (darkentry.go)

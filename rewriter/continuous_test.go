@@ -24,13 +24,15 @@ import (
 
 // continuousModes are the modes continuous mode runs in: a flow-only
 // image needs no slot counters (they live in the thread blocks, which
-// stay private memory).
+// stay private memory); with tsc each path's words in the file include
+// the address of its latency entry (decision 93), which lives outside it.
 var continuousModes = []struct {
 	name string
 	opts rewriter.Options
 }{
 	{"context", rewriter.Options{}},
 	{"flow-only", rewriter.Options{NoContext: true, NoSlots: true}},
+	{"context+tsc", rewriter.Options{Metrics: []rewriter.Metric{tscMetric}}},
 }
 
 // TestContinuousKilled kills testdata/livekill.c with SIGKILL at random

@@ -101,6 +101,9 @@ func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into *cfg.Branches,
 	if reason == skipAfterProfile {
 		return nil, "it runs after the profile is written"
 	}
+	if reason == skipCloneChild {
+		return nil, "a clone child runs it on its parent's thread block"
+	}
 	skip := at - f.Addr // the endbr64 the jump leaves, or nothing
 	if f.Size < skip+5 {
 		if skip > 0 {

@@ -12,165 +12,126 @@ import (
 // lean, trivial and closed functions (enterLean, enterTrivial,
 // enterInternal), and their slow paths through the runtime's stub.
 
-// enterInline starts an activation without calling the runtime: it finds
-// the callee's record (context mode: the head of the caller's node list
-// for the call site in %gs:CallSite; flow-only: the thread's flat table),
-// counts the call, pushes the shadow frame {entry %rsp, the caller's r,
-// fid, the caller's record, the caller's call site}, and starts a path
-// (r = 0, no call site yet) [DESIGN 7]. Anything unusual takes the stub:
-// a thread without its own block yet (%gs still points at its creator's:
+// enterInline starts an activation without calling the runtime, in the
+// form the function's plan calls for: a frameless one-path leaf counts
+// and leaves (enterTrivial, enterFrameless); a lean function (flow-only,
+// with slot counters) pushes a frame without a record (enterLean,
+// enterSlotMem); every other function finds its record and pushes its
+// frame (enterFramed) [DESIGN 7]. Anything unusual takes the stub: a
+// thread without its own block yet (%gs still points at its creator's:
 // the owner is another thread pointer), a busy or overflowing shadow
 // stack, a newest frame that is not a caller's (left by a longjmp: it
 // must be unwound first), a tail mark not at this entry's %rsp (tail
-// variant only: loadParent), a context seen for the first time, a record
-// a fork child has not remade. The frame is reserved before it is filled,
-// so a signal handler that runs instrumented code in between pushes above
-// it. Flags are dead at a function's entry [SysV x86-64 ABI 3.2.1]. With
-// tail, it emits the tail variant that direct tail jumps reach; scratch
-// registers dead at the entry are used without saving (pushedAtEntry).
+// variant only), a context seen for the first time, a record a fork
+// child has not remade. Flags are dead at a function's entry [SysV x86-64
+// ABI 3.2.1]. With tail, it emits the tail variant that direct tail
+// jumps reach; scratch registers dead at the entry are used without
+// saving (pushedAtEntry).
 func (fg *funcGen) enterInline(tail bool) {
 	g, b := fg.g, fg.g.buf
-	if g.mode.Metrics && !g.mode.TSCOnly {
+	switch {
+	case g.mode.Metrics && !g.mode.TSCOnly:
 		b.LeaRSP(-redZone)
 		pushImm32(b, fg.gid)
 		b.CallRel32(enc.AbsTarget(g.stubs.Enter))
 		b.LeaRSP(redZone + 8)
-		return
-	}
-	if fg.trivial() {
+	case fg.trivial():
 		fg.enterTrivial()
-		return
+	case fg.frameless():
+		fg.enterFrameless(tail, false)
+	case fg.lean() && fg.hasPreg:
+		fg.enterLean(false, false)
+	case fg.lean():
+		fg.enterSlotMem()
+	default:
+		fg.enterFramed(tail, false, false)
 	}
-	if fg.frameless() {
-		fg.enterFrameless(tail)
-		return
+}
+
+// enterDirect emits a direct variant of the entry, which only direct
+// calls from instrumented code reach (planDirect, decision 100): the
+// entry without the ready and gate tests, and with keep, for callers
+// that keep their path register (directCall.keep), taking the caller's r
+// from it.
+func (fg *funcGen) enterDirect(keep bool) {
+	switch {
+	case fg.frameless():
+		fg.enterFrameless(false, true)
+	case fg.lean():
+		fg.enterLean(true, keep)
+	default:
+		fg.enterFramed(false, true, keep)
 	}
-	if fg.lean() && fg.hasPreg {
-		fg.enterLean()
-		return
-	}
+}
+
+// enterSlotMem is the entry of a lean function whose path register is
+// Thread.R [decision 51]: the checks of enterFramed, the record's
+// existence tested by its calls word in the slots, the frame {entry
+// %rsp, the caller's r, fid, the caller's call site and Cur}, and r = 0.
+func (fg *funcGen) enterSlotMem() {
+	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
-	// A lean entry needs no record, so no %rdx [decision 51].
-	lean := fg.lean()
-	regs := []enc.Reg{enc.RAX, enc.RCX, enc.RDX}
-	if lean {
-		regs = regs[:2]
-	}
-	regs = fg.pushedAtEntry(regs)
-	saved := fg.entryChecks(regs, slow)
+	regs := fg.pushedAtEntry([]enc.Reg{enc.RAX, enc.RCX})
+	fg.entryChecks(regs, slow)
 	// The newest frame must be a caller's; below an empty shadow stack
 	// the sentinel's %rsp is above every entry's [decision 65].
-	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.LeaRegDisp32(enc.RAX, enc.RSP, saved) // lea entry rsp, %rax
-	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)
+	cmpNewestFrameRSP(b)
 	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
 	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
 	b.CmpRegGS(enc.RAX, runtime.OffSPLimit)
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
-	// The record, into %rdx; a lean entry only checks that it exists.
-	if lean {
-		// The record exists once its calls word (the first slot) is
-		// not 0: the stub's first entry made it and counted there.
-		b.CmpGS64Imm(fg.slot, 0)
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	} else if g.mode.FlowOnly {
-		fg.loadFlat(slow)
-		b.MovRegFromMemD32(enc.RDX, enc.RAX, 8*fg.fid)
-		b.TestRegReg(enc.RDX)
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		// A linked record always has its counters (rec_new).
-	} else {
-		fg.loadParent(tail, slow, saved)
-		fg.childNode(slow, saved)
-		// A node is linked only with its record, and a record only
-		// with its counters (child, rec_new); in a fork child the
-		// parent record is wiped too (nsites 0 took the slow path).
-		b.MovRegFromMemD8(enc.RDX, enc.RAX, runtime.NodeRecOff)
-		b.IncMemD8(enc.RAX, runtime.NodeCountOff)
-	}
-	if fg.slot != 0 {
-		b.AddGS64Imm(fg.slot, 1) // the record's calls, in the slots (flags are dead here)
-	} else {
-		b.IncMemD32(enc.RDX, countsOff) // the record's calls
-	}
+	// The record exists once its calls word (the first slot) is not 0:
+	// the stub's first entry made it and counted there.
+	b.CmpGS64Imm(fg.slot, 0)
+	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.AddGS64Imm(fg.slot, 1) // the record's calls (flags are dead here)
 	// Reserve the frame at %rcx, then fill it.
 	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RAX)
-	b.LeaRegDisp32(enc.RAX, enc.RSP, saved)
-	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RAX) // frame.rsp
+	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RSP) // frame.rsp
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.MovMemFromRegD8(enc.RCX, frSavedR+runtime.FrameSize, enc.RAX) // frame.saved_r
 	b.MovMemImm32D8(enc.RCX, frFunc+runtime.FrameSize, fg.gid)      // frame.func
-	if !lean {
-		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
-		b.MovMemFromRegD8(enc.RCX, frRecord+runtime.FrameSize, enc.RAX) // frame.record
-	}
 	b.MovRegFromGS(enc.RAX, runtime.OffCallSite)
 	b.MovMemFromRegD8(enc.RCX, frSite+runtime.FrameSize, enc.RAX) // frame.site
-	if g.slots() {
-		b.MovRegFromGS(enc.RAX, runtime.OffCur)
-		b.MovMemFromRegD8(enc.RCX, frSavedCur+runtime.FrameSize, enc.RAX) // frame.saved_cur
-		b.MovGS64Imm(runtime.OffCur, fg.curValue())
-	}
-	if fg.hasPreg {
-		b.MovMemFromReg(enc.RCX, int32(frSavedReg)+runtime.FrameSize, fg.preg) // frame.saved_reg
-	}
-	if !fg.hasPreg {
-		b.MovGS64Imm(g.stubs.OffR, 0) // else the register is the path register (set below)
-	}
+	b.MovRegFromGS(enc.RAX, runtime.OffCur)
+	b.MovMemFromRegD8(enc.RCX, frSavedCur+runtime.FrameSize, enc.RAX) // frame.saved_cur
+	b.MovGS64Imm(runtime.OffCur, fg.curValue())
+	b.MovGS64Imm(g.stubs.OffR, 0)
 	b.MovGS64Imm(runtime.OffCallSite, 0)
-	if !lean {
-		b.MovGSFromReg(runtime.OffRecord, enc.RDX)
-	}
-	if tail {
-		b.MovGS64Imm(runtime.OffTailRec, 0) // consumed
-	}
-	if g.mode.TSCOnly {
-		// The caller's path so far, macc + (now - mstart), waits in the
-		// frame (saved_acc[0]) for the exit; the callee starts from
-		// nothing at now, as blpp_rt_enter does [DESIGN 8].
-		fg.tscProgress()
-		b.MovMemFromRegD8(enc.RCX, frSavedAcc+runtime.FrameSize, enc.RDX) // frame.saved_acc[0]
-		b.MovGSFromReg(offMStart, enc.RAX)
-		b.MovGS64Imm(offMAcc, 0)
-	}
-	for i := len(regs) - 1; i >= 0; i-- {
-		b.Pop(regs[i])
-	}
+	restoreBelow(b, regs)
 	b.Bind(done)
-	if fg.hasPreg {
-		// The stub saved the register in the frame too (Func.PathReg).
-		b.MovImm32(fg.preg, 0) // mov, not xor: flags untouched
-	}
-	fg.coldStub(slow, done, regs, false, g.stubs.Enter, fg.gid)
+	fg.stubBelow(slow, done, regs, false, g.stubs.Enter, fg.gid)
 }
 
 // enterLean is the inline entry of a lean function with a path register
-// [decisions 51, 54]: the checks and the frame of enterInline with one
-// scratch register instead of two. The path register is saved in the
-// frame first and then serves as the second one, since the entry sets it
-// to 0 anyway. Nothing below %rsp is live at a function's entry (the
-// return address was just pushed over the caller's red zone), so %rcx is
-// pushed without stepping over a red zone, and the shadow frame's %rsp
-// test briefly raises %rsp to its entry value (lea keeps the flags),
-// which leaves the saved %rcx inside the red zone a signal frame skips.
-// Every slow path leaves before anything is changed, so %rcx can be
-// scratch in the checks. A closed function [decision 57] saves its
-// return address in the frame's site instead of Thread's state.
-func (fg *funcGen) enterLean() {
+// [decisions 51, 54]: the checks and the frame of enterSlotMem with one
+// scratch register. The path register is saved in the frame first and
+// then serves as the second one, since the entry sets it to 0 anyway.
+// %rcx waits below %rsp (saveBelow), so %rsp is the entry %rsp
+// throughout. Every slow path leaves before anything is changed, so %rcx
+// can be scratch in the checks. A closed function [decision 57] saves
+// its return address in the frame's site instead of Thread's state.
+func (fg *funcGen) enterLean(direct, keep bool) {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done, first := b.NewLabel(), b.NewLabel(), b.NewLabel()
-	if fg.closed {
-		first = fg.internalJoin // where the internal entry joins too
+	rcx := []enc.Reg{enc.RCX}
+	saveBelow(b, rcx)
+	if !direct {
+		fg.g.testReady(slow)
+		gateRCX(b, slow)
 	}
-	b.Push(enc.RCX)
-	fg.g.testReady(slow)
-	gateRCX(b, slow)
 	// The newest frame must be a caller's: its %rsp above this entry's.
 	// Below an empty shadow stack lies a sentinel frame whose %rsp is
 	// above every entry's [decision 65].
 	cmpNewestFrameRSP(b)
-	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
+	if fg.closed && !direct {
+		// The internal entry comes next, so that calls from closed
+		// functions, most of a closed function's, run straight on.
+		b.JmpRel32(enc.LabelTarget(first))
+		fg.enterInternal()
+	}
 	b.Bind(first)
 	b.AddRegImm32(enc.RCX, runtime.FrameSize) // flags are dead at an entry
 	b.CmpRegGS(enc.RCX, runtime.OffSPLimit)
@@ -180,38 +141,41 @@ func (fg *funcGen) enterLean() {
 	b.AddGS64Imm(fg.slot, 1)
 	// Reserve the frame (%rcx is its end), then fill it.
 	b.MovGSFromReg(runtime.OffSP, enc.RCX)
-	b.MovMemFromReg(enc.RCX, int32(frSavedReg), x)
-	b.LeaRegDisp32(x, enc.RSP, 8)
-	b.MovMemFromReg(enc.RCX, int32(frRSP), x)
+	b.MovMemFromRegD8(enc.RCX, frRSP, enc.RSP)
+	b.MovMemFromRegD8(enc.RCX, frSavedReg, x)
 	b.MovMemImm32D8(enc.RCX, frFunc, fg.gid) // frame.func
 	if fg.closed {
 		// The return address names the caller's call site when the
 		// caller is closed too [decision 57].
-		b.MovRegFromMem(x, x, 0)
-		b.MovMemFromReg(enc.RCX, int32(frSite), x)
+		b.MovRegFromMem(x, enc.RSP, 0)
+		b.MovMemFromRegD8(enc.RCX, frSite, x)
 		if fg.callsOut {
-			b.MovMemImm32(enc.RCX, int32(frExtSite), 0) // in no outside call
+			b.MovMemImm32D8(enc.RCX, frExtSite, 0) // in no outside call
 		}
 	} else { // a closed activation leaves the rest alone
-		b.MovRegFromGS(x, g.stubs.OffR)
-		b.MovMemFromReg(enc.RCX, int32(frSavedR), x)
+		if !keep {
+			b.MovRegFromGS(x, g.stubs.OffR)
+		} // else the register is the caller's r
+		b.MovMemFromRegD8(enc.RCX, frSavedR, x)
 		b.MovRegFromGS(x, runtime.OffCallSite)
-		b.MovMemFromReg(enc.RCX, int32(frSite), x)
+		b.MovMemFromRegD8(enc.RCX, frSite, x)
 		b.MovRegFromGS(x, runtime.OffCur)
-		b.MovMemFromReg(enc.RCX, int32(frSavedCur), x)
+		b.MovMemFromRegD8(enc.RCX, frSavedCur, x)
 		b.MovGS64Imm(runtime.OffCur, fg.curValue())
 		b.MovGS64Imm(runtime.OffCallSite, 0)
 	}
-	b.Pop(enc.RCX)
+	restoreBelow(b, rcx)
 	b.Bind(done)
 	b.MovImm32(x, 0) // the stub saved the register in the frame too (Func.PathReg)
-	fg.leanStub(slow, done, true, false, g.stubs.Enter)
+	// A direct caller of a function that is not closed kept its r in
+	// the register (directCall.keep): Thread.R gets it for the stub.
+	fg.stubBelow(slow, done, rcx, keep, g.stubs.Enter, fg.gid)
 }
 
 // enterInternal is the start of a closed function's internal entry
 // [decision 61], which every call from a closed function takes: it loads
-// the shadow stack's top and joins enterLean after the checks that only
-// the first activation on a thread's way into closed code needs. Its
+// the shadow stack's top and runs on into enterLean after the checks that
+// only the first activation on a thread's way into closed code needs. Its
 // caller is a closed activation running its own code, and so:
 //   - the runtime is ready and %gs is this thread's own block, or the
 //     shared scratch block whose empty shadow stack fails the limit test
@@ -231,35 +195,8 @@ func (fg *funcGen) enterLean() {
 func (fg *funcGen) enterInternal() {
 	b := fg.g.buf
 	b.Bind(fg.internal)
-	b.Push(enc.RCX)
+	saveBelow(b, []enc.Reg{enc.RCX})
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.JmpRel32(enc.LabelTarget(fg.internalJoin))
-	b.SetSP(0)
-}
-
-// leanStub queues the slow path of the one-register sequences (enterLean,
-// exitLean, enterTrivial): pop %rcx when it is pushed at slow, spill the
-// path register when spill says so, call stub with the function's id as
-// every stub is called (after the red zone), and rejoin at done.
-func (fg *funcGen) leanStub(slow, done enc.Label, pushed, spill bool, stub uint64) {
-	b := fg.g.buf
-	sp := int32(0)
-	if pushed {
-		sp = -8
-	}
-	fg.addColdAt(slow, sp, func() {
-		if pushed {
-			b.Pop(enc.RCX)
-		}
-		if spill {
-			fg.spill()
-		}
-		b.LeaRSP(-redZone)
-		pushImm32(b, fg.gid)
-		b.CallRel32(enc.AbsTarget(stub))
-		b.LeaRSP(redZone + 8)
-		b.JmpRel32(enc.LabelTarget(done))
-	})
 }
 
 // enterTrivial is the whole instrumentation of a trivial function
@@ -284,7 +221,7 @@ func (fg *funcGen) enterTrivial() {
 	b.AddGS64Imm(fg.slot, 1)   // its calls
 	b.AddGS64Imm(fg.slot+8, 1) // its path
 	b.Bind(done)
-	fg.leanStub(slow, done, false, false, g.stubs.Leaf)
+	fg.stubBelow(slow, done, nil, false, g.stubs.Leaf, fg.gid)
 }
 
 // enterFrameless is the whole instrumentation of a frameless function
@@ -299,11 +236,15 @@ func (fg *funcGen) enterTrivial() {
 // thread without its own block yet, a busy stub, a newest frame that is
 // not a caller's (a longjmp left it), a tail mark not at this entry's
 // %rsp (tail variant), a context seen for the first time.
-func (fg *funcGen) enterFrameless(tail bool) {
+func (fg *funcGen) enterFrameless(tail, direct bool) {
 	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
 	regs := fg.pushedAtEntry([]enc.Reg{enc.RAX, enc.RCX, enc.RDX})
-	saved := fg.entryChecks(regs, slow)
+	if direct {
+		saveBelow(b, regs) // planDirect says why no more
+	} else {
+		fg.entryChecks(regs, slow)
+	}
 	if g.mode.FlowOnly {
 		fg.loadFlat(slow)
 		b.MovRegFromMemD32(enc.RDX, enc.RAX, 8*fg.fid)
@@ -313,12 +254,10 @@ func (fg *funcGen) enterFrameless(tail bool) {
 		// The newest frame must be a caller's, so that Thread.Record
 		// is the caller's record (the sentinel below an empty shadow
 		// stack passes).
-		b.MovRegFromGS(enc.RCX, runtime.OffSP)
-		b.LeaRegDisp32(enc.RAX, enc.RSP, saved) // lea entry rsp, %rax
-		b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)
+		cmpNewestFrameRSP(b)
 		b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
-		fg.loadParent(tail, slow, saved)
-		fg.childNode(slow, saved)
+		fg.loadParent(tail, slow)
+		fg.childNode(slow)
 		b.MovRegFromMemD8(enc.RDX, enc.RAX, runtime.NodeRecOff)
 	}
 	// A node is linked only with its record, and a record only with its
@@ -331,29 +270,23 @@ func (fg *funcGen) enterFrameless(tail bool) {
 	if tail {
 		b.MovGS64Imm(runtime.OffTailRec, 0) // consumed
 	}
-	for i := len(regs) - 1; i >= 0; i-- {
-		b.Pop(regs[i])
-	}
+	restoreBelow(b, regs)
 	b.Bind(done)
-	fg.coldStub(slow, done, regs, false, g.stubs.Leaf, fg.gid)
+	fg.stubBelow(slow, done, regs, false, g.stubs.Leaf, fg.gid)
 }
 
-// entryChecks starts an inline entry: it pushes regs (%rax and %rcx
-// first; nothing below %rsp is live at an entry, so there is no red zone
-// to step over [decision 90]) and goes to slow unless the runtime is
-// ready, %gs is this thread's own block, and no stub is busy on it and
-// its shadow stack has not overflowed. It returns the bytes pushed.
-// Before the runtime is ready %gs may not point at a block at all: code
-// a library constructor calls back into runs before the entry point.
-// The ready word is 0 until then, so it is tested before any %gs access.
-func (fg *funcGen) entryChecks(regs []enc.Reg, slow enc.Label) int32 {
+// entryChecks starts an inline entry: it saves regs below %rsp
+// (saveBelow: nothing below %rsp is live at an entry) and goes to slow
+// unless the runtime is ready, %gs is this thread's own block, and no
+// stub is busy on it and its shadow stack has not overflowed. Before the
+// runtime is ready %gs may not point at a block at all: code a library
+// constructor calls back into runs before the entry point. The ready
+// word is 0 until then, so it is tested before any %gs access.
+func (fg *funcGen) entryChecks(regs []enc.Reg, slow enc.Label) {
 	b := fg.g.buf
-	for _, r := range regs {
-		b.Push(r)
-	}
+	saveBelow(b, regs)
 	fg.g.testReady(slow)
 	gateRCX(b, slow)
-	return int32(8 * len(regs))
 }
 
 // loadParent loads the parent record into %rax and the call site into
@@ -363,12 +296,11 @@ func (fg *funcGen) entryChecks(regs []enc.Reg, slow enc.Label) int32 {
 // (TailRec, TailSite) when it is at the jump's %rsp (TailRSP) [decision
 // 31]; the entry clears TailRec once it commits, and the stub handles
 // every other case. So no ordinary entry tests TailRec (decision 90).
-// saved is the bytes pushed since the entry.
-func (fg *funcGen) loadParent(tail bool, slow enc.Label, saved int32) {
+// %rsp is the entry %rsp (saveBelow).
+func (fg *funcGen) loadParent(tail bool, slow enc.Label) {
 	b := fg.g.buf
 	if tail {
-		b.LeaRegDisp32(enc.RDX, enc.RSP, saved) // lea entry rsp, %rdx
-		b.CmpRegGS(enc.RDX, offTailRSP)
+		b.CmpRegGS(enc.RSP, offTailRSP)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 		b.MovRegFromGS(enc.RAX, runtime.OffTailRec)
 		b.MovRegFromGS(enc.RDX, offTailSite)
@@ -404,68 +336,79 @@ func (fg *funcGen) pushedAtEntry(regs []enc.Reg) []enc.Reg {
 
 // childNode finds this function's node in the call-site list of the
 // parent record in %rax for the call site in %rdx, and leaves it in
-// %rax: the list's first node, or the call cache's (callCacheLookup);
-// anything else goes to slow. saved is the bytes pushed below the red
-// zone.
-func (fg *funcGen) childNode(slow enc.Label, saved int32) {
+// %rax (childNodeIn).
+func (fg *funcGen) childNode(slow enc.Label) {
+	fg.childNodeIn(enc.RAX, enc.RDX, slow, 0)
+}
+
+// childNodeIn finds this function's node in the call-site list of the
+// parent record in p for the call site in q, and leaves it in p: the
+// list's first node, or the call cache's (callCacheLookup); anything
+// else goes to slow. q is clobbered; sp is the stack depth, from the
+// activation's %rsp, that the out-of-line look-up runs at.
+func (fg *funcGen) childNodeIn(p, q enc.Reg, slow enc.Label, sp int32) {
 	b := fg.g.buf
-	b.SubRegMemD8(enc.RDX, enc.RAX, runtime.RecordFirstSiteOff)
-	b.CmpRegMemD8(enc.RDX, enc.RAX, runtime.RecordNSitesOff)
+	b.SubRegMemD8(q, p, runtime.RecordFirstSiteOff)
+	b.CmpRegMemD8(q, p, runtime.RecordNSitesOff)
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-	b.MovRegFromMemD8(enc.RAX, enc.RAX, runtime.RecordKidsOff)
-	b.LeaRegIdxD8(enc.RDX, enc.RAX, enc.RDX, 8, 8) // the list's head word
-	b.MovRegFromMem(enc.RAX, enc.RDX, 0)           // its first node
-	b.TestRegReg(enc.RAX)
+	b.MovRegFromMemD8(p, p, runtime.RecordKidsOff)
+	b.LeaRegIdxD8(q, p, q, 8, 8) // the list's head word
+	b.MovRegFromMem(p, q, 0)     // its first node
+	b.TestRegReg(p)
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, fg.gid)
+	b.CmpMemImm32D8(p, runtime.NodeFuncOff, fg.gid)
 	found := b.NewLabel()
-	b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(found, slow, saved)))
+	b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(p, q, found, slow, sp)))
 	b.Bind(found)
 }
 
 // callCacheLookup queues, for a context-mode entry whose call-site list
-// (head word at %rdx) starts with another function's node, a look-up of
+// (head word at q) starts with another function's node, a look-up of
 // this function's node in the thread's call cache [decision 49]:
-// lea fid(%rdx),%rax; imul $HashMul,%eax,%eax; shr; and $-32,%eax; then
-// the entry at %gs:CallCacheOffset(,%rax) must hold list %rdx and this
-// fid, and its node goes to %rax and back to found; a miss goes to slow
-// (the stub walks the list and fills the entry). It returns the label to
-// jump to. saved is the bytes pushed below the red zone.
-func (fg *funcGen) callCacheLookup(found, slow enc.Label, saved int32) enc.Label {
+// lea fid(q),p; imul $HashMul,p32,p32; shr; and $-32,p32; then the
+// entry at %gs:CallCacheOffset(,p) must hold list q and this fid, and
+// its node goes to p and back to found; a miss goes to slow (the stub
+// walks the list and fills the entry). It returns the label to jump to.
+// sp is the stack depth the out-of-line code runs at.
+func (fg *funcGen) callCacheLookup(p, q enc.Reg, found, slow enc.Label, sp int32) enc.Label {
 	g, b := fg.g, fg.g.buf
 	if !g.callCache() {
 		return slow
 	}
 	miss := b.NewLabel()
-	fg.addColdAt(miss, -saved, func() {
-		b.LeaRegDisp32(enc.RAX, enc.RDX, fg.gid)
-		b.ImulReg32Imm32(enc.RAX, enc.RAX, runtime.HashMul)
-		b.ShrReg32Imm(enc.RAX, uint8(32-runtime.CallCacheBits-bits.TrailingZeros(runtime.CallCacheEntry)))
-		b.AndReg32Imm8(enc.RAX, -runtime.CallCacheEntry)
-		b.CmpGSIdxReg(enc.RAX, runtime.CallCacheOffset, enc.RDX)
+	fg.addColdAt(miss, sp, func() {
+		b.LeaRegDisp32(p, q, fg.gid)
+		b.ImulReg32Imm32(p, p, runtime.HashMul)
+		b.ShrReg32Imm(p, uint8(32-runtime.CallCacheBits-bits.TrailingZeros(runtime.CallCacheEntry)))
+		b.AndReg32Imm8(p, -runtime.CallCacheEntry)
+		b.CmpGSIdxReg(p, runtime.CallCacheOffset, q)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		b.CmpGSIdxImm32(enc.RAX, runtime.CallCacheOffset+8, fg.gid)
+		b.CmpGSIdxImm32(p, runtime.CallCacheOffset+8, fg.gid)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		b.MovRegFromGSIdx(enc.RAX, enc.RAX, runtime.CallCacheOffset+16)
+		b.MovRegFromGSIdx(p, p, runtime.CallCacheOffset+16)
 		b.JmpRel32(enc.LabelTarget(found))
 	})
 	return miss
 }
 
 // loadFlat loads into %rax the thread's array of flat records of the
+// module (loadFlatInto).
+func (fg *funcGen) loadFlat(slow enc.Label) { fg.loadFlatInto(enc.RAX, slow) }
+
+// loadFlatInto loads into reg the thread's array of flat records of the
 // module, indexed by local function id, and goes to slow when there is
 // none: the executable's is %gs:Flat; a library's (tag != 0) hangs
 // under %gs:FlatMods, one array per tag [decision 81].
-func (fg *funcGen) loadFlat(slow enc.Label) {
+func (fg *funcGen) loadFlatInto(reg enc.Reg, slow enc.Label) {
 	g, b := fg.g, fg.g.buf
 	if g.tag == 0 {
-		b.MovRegFromGS(enc.RAX, runtime.OffFlat)
+		b.MovRegFromGS(reg, runtime.OffFlat)
 	} else {
-		b.MovRegFromGS(enc.RAX, runtime.OffFlatMods)
-		b.TestRegReg(enc.RAX)
+		b.MovRegFromGS(reg, runtime.OffFlatMods)
+		b.TestRegReg(reg)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		b.MovRegFromMemD32(enc.RAX, enc.RAX, 8*int32(g.tag))
+		b.MovRegFromMemD32(reg, reg, 8*int32(g.tag))
 	}
-	b.TestRegReg(enc.RAX)
+	b.TestRegReg(reg)
 	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 }

@@ -11,57 +11,41 @@ import (
 
 // exitLean is the inline exit of a lean function with a path register
 // that is not a tail jump to an instrumented function [decision 54]: the
-// checks of exitInline, with %rcx as the only pushed register (nothing
-// below %rsp is live when a function returns or jumps away) and the path
-// register as scratch once its path is counted. The frame's function is
-// not compared: a frame whose %rsp is this activation's entry %rsp while
-// Cur is this function's can only be this activation's, since every
-// entry first unwinds a newest frame at or below its own %rsp. A closed
-// function [decision 57] leaves Cur alone, so it compares the frame's
-// function instead, and restores only its register.
+// checks of exitOwn, with %rcx as the only saved register (below %rsp:
+// saveBelow) and the path register as scratch once its path is counted.
+// Neither the frame's function nor Cur is compared: a frame whose %rsp
+// is this activation's entry %rsp can only be this activation's
+// (exitOwn), and a lean activation with a frame counts in its slots,
+// where its entry counted its call (decision 100). A closed function
+// [decision 57] leaves Cur alone and restores only its register.
 func (fg *funcGen) exitLean() {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done := b.NewLabel(), b.NewLabel()
-	b.Push(enc.RCX)
-	if !fg.closed {
-		// A closed exit needs no busy or overflow test [decision 61]:
-		// while the overflow count is not 0 the shadow stack is full
-		// and the newest frame is older than this activation, which
-		// the %rsp test sees; and a closed activation running while a
-		// stub on its thread is busy runs in a signal handler above
-		// everything the stub works on, as the stub's own pop would.
-		gsBusyOrOverflow(b, enc.RCX, slow)
-	}
+	rcx := []enc.Reg{enc.RCX}
+	saveBelow(b, rcx)
 	// No frame is this activation's when the stack is empty: the
 	// sentinel below it has an %rsp no entry has [decision 65].
 	cmpNewestFrameRSP(b)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	if fg.closed {
-		// Cur is not this activation's: the frame's function tells.
-		b.CmpMemImm32(enc.RCX, int32(frFunc), fg.gid)
-	} else {
-		b.CmpGS64Imm(runtime.OffCur, fg.curValue())
-	}
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	b.CmpRegImm32(x, int32(fg.num.NumPaths))
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.IncGSIndexed(fg.slot+8, x)
 	if !fg.closed {
-		b.MovRegFromMem(x, enc.RCX, int32(frSavedCur))
+		b.MovRegFromMemD8(x, enc.RCX, frSavedCur)
 		b.MovGSFromReg(runtime.OffCur, x)
-		b.MovRegFromMem(x, enc.RCX, int32(frSavedR))
+		b.MovRegFromMemD8(x, enc.RCX, frSavedR)
 		b.MovGSFromReg(g.stubs.OffR, x)
-		b.MovRegFromMem(x, enc.RCX, int32(frSite))
+		b.MovRegFromMemD8(x, enc.RCX, frSite)
 		b.MovGSFromReg(runtime.OffCallSite, x)
 	}
-	b.MovRegFromMem(x, enc.RCX, int32(frSavedReg)) // the register's entry value
+	b.MovRegFromMemD8(x, enc.RCX, frSavedReg) // the register's entry value
 	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RCX)
-	b.Pop(enc.RCX)
+	restoreBelow(b, rcx)
 	b.Bind(done)
 	// A closed exit leaves its register for the stub to find in its
 	// save area: Thread.R is not its own.
-	fg.leanStub(slow, done, true, !fg.closed, g.stubs.Exit)
+	fg.stubBelow(slow, done, rcx, !fg.closed, g.stubs.Exit, fg.gid)
 }
 
 // exitStub ends the path at an exit through the runtime's stub.
@@ -112,6 +96,10 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	}
 	if fg.lean() && fg.hasPreg && tailSite == 0 {
 		fg.exitLean()
+		return
+	}
+	if fg.slot == 0 && !tsc {
+		fg.exitOwn(tailSite)
 		return
 	}
 	slow, done := b.NewLabel(), b.NewLabel()
@@ -223,4 +211,89 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		return
 	}
 	fg.coldStub(slow, done, saved, true, g.stubs.Exit, fg.gid)
+}
+
+// exitOwn is the inline exit of a function whose paths count in its
+// record (context mode, flow-only functions without slot counters),
+// decision 100. It saves %rcx, and %rax when the path register is
+// Thread.R, and uses the path register as the second scratch register
+// once the path is counted (the frame gives back its entry value last),
+// as exitLean does; a hashed function's probe takes %rdx as well. The
+// record is the one the entry left in its frame (frOwnRec), so
+// Thread.Record needs no test: an activation without a record has the
+// runtime's zero record there, whose dense array holds nothing. The
+// saved registers wait below %rsp (saveBelow). Only the newest frame's
+// %rsp is compared: every entry unwinds the frames at or
+// below its own %rsp first (the stub) or finds none (inline), and a tail
+// exit pops its frame before its callee's entry pushes one at the same
+// %rsp, so a frame with this activation's entry %rsp is its own; an
+// activation without a frame (an overflowed shadow stack) finds an older
+// one there, whose %rsp is higher, and goes to the stub, which counts the
+// overflow down. A busy stub means that a signal handler interrupted it,
+// and the handler's activations push and pop their frames above
+// everything it works on.
+func (fg *funcGen) exitOwn(tailSite int32) {
+	g, b := fg.g, fg.g.buf
+	slow, done := b.NewLabel(), b.NewLabel()
+	saved := []enc.Reg{enc.RCX}
+	x := fg.preg
+	if !fg.hasPreg {
+		x = enc.RAX
+		saved = append(saved, x)
+	}
+	hash := fg.hashInline()
+	if hash {
+		saved = append(saved, enc.RDX) // the probe's index
+	}
+	saveBelow(b, saved)
+	cmpNewestFrameRSP(b)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+	if !fg.hasPreg {
+		b.MovRegFromGS(x, g.stubs.OffR)
+	}
+	b.MovRegFromMemD8(enc.RCX, enc.RCX, frOwnRec)
+	if hash {
+		// Counted here when found; nothing below can fail.
+		fg.hashCount(enc.RCX, enc.RCX, x, enc.RDX, slow, 0)
+		if tailSite != 0 {
+			b.MovRegFromGS(enc.RCX, runtime.OffSP)
+			b.MovRegFromMemD8(enc.RCX, enc.RCX, frOwnRec)
+		}
+	} else {
+		b.CmpRegMemD8(x, enc.RCX, runtime.RecordDenseNOff)
+		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		b.IncMemIndexed(enc.RCX, x, countsOff+8)
+	}
+	if tailSite != 0 {
+		// TailRec last: a signal handler's entry in between never
+		// pairs it with a stale TailRSP [decision 31].
+		b.MovGS64Imm(offTailSite, tailSite)
+		b.MovGSFromReg(offTailRSP, enc.RSP) // the entry %rsp
+		b.MovGSFromReg(runtime.OffTailRec, enc.RCX)
+	}
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	if g.slots() {
+		b.MovRegFromMemD8(x, enc.RCX, frSavedCur)
+		b.MovGSFromReg(runtime.OffCur, x)
+	}
+	if !fg.quiet() { // else neither changed since the entry
+		b.MovRegFromMemD8(x, enc.RCX, frSavedR)
+		b.MovGSFromReg(g.stubs.OffR, x)
+		b.MovRegFromMemD8(x, enc.RCX, frSite)
+		b.MovGSFromReg(runtime.OffCallSite, x)
+	}
+	b.MovRegFromMemD8(x, enc.RCX, frRecord)
+	b.MovGSFromReg(runtime.OffRecord, x)
+	if fg.hasPreg {
+		b.MovRegFromMemD8(x, enc.RCX, frSavedReg) // the register's entry value
+	}
+	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
+	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	restoreBelow(b, saved)
+	b.Bind(done)
+	if tailSite != 0 {
+		fg.stubBelow(slow, done, saved, true, g.stubs.TailExit, tailSite, fg.gid)
+		return
+	}
+	fg.stubBelow(slow, done, saved, true, g.stubs.Exit, fg.gid)
 }

@@ -14,3 +14,8 @@ func ForceRelease(opts Options) Options {
 	opts.forceRelease = true
 	return opts
 }
+
+// HasThunk reports whether uses of a GOT slot holding the function of
+// this name go to a thunk (thunk.go): the address map's copies of such
+// uses are direct calls and jumps, and lea of the thunk.
+func HasThunk(name string) bool { return thunkKindOfName(name) != thunkNone }

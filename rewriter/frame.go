@@ -50,12 +50,12 @@ func (fg *funcGen) outsideCallLoad() {
 
 // spill stores the path register to Thread.R, where the runtime and
 // callees expect it; reload takes it back. In a loop whose register
-// holds a program value in Thread.R, and in a closed function (whose
-// activations must leave Thread.R as they found it, decision 57), both
-// swap the two.
+// holds a program value in Thread.R, and in a closed or quiet function
+// (whose activations leave Thread.R as they found it, decisions 57 and
+// 100), both swap the two.
 func (fg *funcGen) spill() {
 	switch {
-	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap, fg.closed:
+	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap, fg.closed, fg.quiet():
 		fg.g.buf.XchgGSReg(fg.g.stubs.OffR, fg.preg)
 	case fg.hasPreg:
 		fg.g.buf.MovGSFromReg(fg.g.stubs.OffR, fg.preg)
@@ -64,7 +64,7 @@ func (fg *funcGen) spill() {
 
 func (fg *funcGen) reload() {
 	switch {
-	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap, fg.closed:
+	case fg.inLoop >= 0 && fg.loops[fg.inLoop].swap, fg.closed, fg.quiet():
 		fg.g.buf.XchgGSReg(fg.g.stubs.OffR, fg.preg)
 	case fg.hasPreg:
 		fg.g.buf.MovRegFromGS(fg.preg, fg.g.stubs.OffR)
@@ -133,16 +133,19 @@ func (g *gen) testReady(slow enc.Label) {
 
 // cmpOwnerRCX emits mov %fs:0, %rcx; cmp %gs:owner, %rcx: equal when %gs
 // is this thread's own block.
-func cmpOwnerRCX(b *enc.Buf) {
-	b.MovRegFromFS(enc.RCX, 0)
+func cmpOwnerRCX(b *enc.Buf) { cmpOwnerReg(b, enc.RCX) }
+
+// cmpOwnerReg is cmpOwnerRCX with reg for %rcx.
+func cmpOwnerReg(b *enc.Buf, reg enc.Reg) {
+	b.MovRegFromFS(reg, 0)
 	if faultInjection && fault("threads") {
 		// Every thread takes the block it inherited for its own (the
 		// runtime too: ConfigFlagFaultSharedThreads): new threads update
 		// their creator's counters, and updates are lost between them.
-		b.CmpRegReg(enc.RCX, enc.RCX)
+		b.CmpRegReg(reg, reg)
 		return
 	}
-	b.CmpRegGS(enc.RCX, runtime.OffOwner)
+	b.CmpRegGS(reg, runtime.OffOwner)
 }
 
 // gateRCX emits mov %fs:0, %rcx; cmp %gs:gate, %rcx; jne slow: the
@@ -151,15 +154,18 @@ func cmpOwnerRCX(b *enc.Buf) {
 // overflowed, so one compare does what cmpOwnerRCX and gsBusyOrOverflow
 // do together (decision 90). The threads fault compares the owner as
 // cmpOwnerRCX plants it, and the other two words as before.
-func gateRCX(b *enc.Buf, slow enc.Label) {
+func gateRCX(b *enc.Buf, slow enc.Label) { gateReg(b, enc.RCX, slow) }
+
+// gateReg is gateRCX with reg for %rcx.
+func gateReg(b *enc.Buf, reg enc.Reg, slow enc.Label) {
 	if faultInjection && fault("threads") {
-		cmpOwnerRCX(b)
+		cmpOwnerReg(b, reg)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		gsBusyOrOverflow(b, enc.RCX, slow)
+		gsBusyOrOverflow(b, reg, slow)
 		return
 	}
-	b.MovRegFromFS(enc.RCX, 0)
-	b.CmpRegGS(enc.RCX, runtime.OffGate)
+	b.MovRegFromFS(reg, 0)
+	b.CmpRegGS(reg, runtime.OffGate)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 }
 
@@ -181,6 +187,9 @@ var (
 	// its outside call in progress [decision 64].
 	frExtSite = int8(runtime.FrameExtSiteOff - runtime.FrameSize)
 	frExtR    = int8(runtime.FrameExtROff - runtime.FrameSize)
+	// In the frame of a function that is not closed: the activation's
+	// own record, where its exit counts (decision 100).
+	frOwnRec = int8(runtime.FrameOwnRecOff - runtime.FrameSize)
 	// Thread fields of a pending tail call [decision 31].
 	offTailSite = int32(unsafe.Offsetof(runtime.Thread{}.TailSite))
 	offTailRSP  = int32(unsafe.Offsetof(runtime.Thread{}.TailRSP))
@@ -242,16 +251,54 @@ func gsBusyOrOverflow(b *enc.Buf, reg enc.Reg, slow enc.Label) {
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 }
 
-// cmpNewestFrameRSP emits mov %gs:sp, %rcx and compares the %rsp of the
-// code before it pushed %rcx with the newest frame's saved %rsp, for a
-// jcc to follow. The compare briefly raises %rsp to that value (lea
-// keeps the flags), which leaves the saved %rcx inside the red zone a
-// signal frame skips.
+// saveBelow stores regs below %rsp, the first at -8(%rsp), and
+// restoreBelow loads them back. Nothing below %rsp is live at an entry
+// (the call just wrote the return address over the caller's red zone),
+// at a return or at a jump away [decision 90], and a signal frame skips
+// the 128-byte red zone [SysV x86-64 ABI 3.2.2], so the values wait
+// there while %rsp keeps the activation's entry value, which the
+// sequences then compare with the shadow frame's and store as it is:
+// no push, no pop, no lea to step over what was pushed (decision 100).
+func saveBelow(b *enc.Buf, regs []enc.Reg) {
+	for i, r := range regs {
+		b.MovMemFromReg(enc.RSP, -8*int32(i+1), r)
+	}
+}
+
+func restoreBelow(b *enc.Buf, regs []enc.Reg) {
+	for i := len(regs) - 1; i >= 0; i-- {
+		b.MovRegFromMem(regs[i], enc.RSP, -8*int32(i+1))
+	}
+}
+
+// stubBelow queues the slow path of a sequence that saved regs below
+// %rsp (saveBelow): load them back, spill the path register when spill
+// says so, call stub with args after the red zone (coldStub's calling
+// sequence), and rejoin the inline code at done.
+func (fg *funcGen) stubBelow(slow, done enc.Label, saved []enc.Reg, spill bool, stub uint64, args ...int32) {
+	b := fg.g.buf
+	fg.addColdAt(slow, 0, func() {
+		restoreBelow(b, saved)
+		if spill {
+			fg.spill()
+		}
+		b.LeaRSP(-redZone)
+		for _, a := range args {
+			pushImm32(b, a)
+		}
+		b.CallRel32(enc.AbsTarget(stub))
+		b.LeaRSP(redZone + int32(8*len(args)))
+		b.JmpRel32(enc.LabelTarget(done))
+	})
+}
+
+// cmpNewestFrameRSP emits mov %gs:sp, %rcx; cmp %rsp, frame.rsp(%rcx):
+// the flags of the newest frame's saved %rsp against %rsp, which is the
+// activation's entry %rsp where registers are saved below it
+// (saveBelow), for a jcc to follow.
 func cmpNewestFrameRSP(b *enc.Buf) {
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.LeaRSP(8)
-	b.CmpRegMem(enc.RSP, enc.RCX, int32(frRSP))
-	b.LeaRSP(-8)
+	b.CmpMemRegD8(enc.RCX, frRSP, enc.RSP)
 }
 
 // saveFlags keeps the status flags in %rax (OF in %al, the others in

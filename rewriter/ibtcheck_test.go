@@ -263,6 +263,14 @@ func checkIBT(orig, inst []byte) (ibtStats, []string, error) {
 				default:
 					to = binary.LittleEndian.Uint64(e)
 				}
+				if jt.IsDead(k) {
+					// An impossible case keeps its original address,
+					// past the body (decision 98).
+					if to != jt.Targets[k] {
+						badf("table at %#x (copy %#x): dead entry %d leads to %#x, not %#x", jt.Table, copyAddr, k, to, jt.Targets[k])
+					}
+					continue
+				}
 				st.TableTargets++
 				st.first("table", to)
 				if !inText(to) || !m.endbr(to) {

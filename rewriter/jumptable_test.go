@@ -1,8 +1,16 @@
 package rewriter_test
 
 import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/blpp/blpp/internal/testsupport/callgrind"
+	"github.com/blpp/blpp/internal/testsupport/corpus"
 	"github.com/blpp/blpp/internal/testsupport/fixture"
 	"github.com/blpp/blpp/report"
 )
@@ -21,6 +29,14 @@ var dispatchFixtures = []struct {
 	// (decision 72).
 	{"cgoto.c", []string{"run"}},
 	{"switchcall.c", []string{"tokens", "classify"}},
+	// unguarded.c's switches have no bounds check (Lua's collector's
+	// shape) or impossible cases inside their range, which clang aims
+	// past the function's end (decision 98).
+	{"unguarded.c", []string{"mark", "kind", "step", "color"}},
+	// constjump.c's classify jumps through a register that holds one
+	// label on one side of its range check (glibc's vfprintf); taken
+	// for a tail call, its target ran uncounted.
+	{"constjump.c", []string{"classify", "classify_back"}},
 }
 
 // dispatchConfigs are the stripped gcc and clang builds at -O2 and -O3,
@@ -32,6 +48,13 @@ func dispatchConfigs() []fixture.Config {
 			for _, pie := range []bool{true, false} {
 				cs = append(cs, fixture.Config{CC: cc, Opt: opt, PIE: pie, Strip: true})
 			}
+		}
+		// With CET every label and case starts with endbr64: the
+		// handlers of cgoto.c are table targets that begin with it
+		// (decision 98: it writes no register, so the table base stays
+		// known across it).
+		for _, pie := range []bool{true, false} {
+			cs = append(cs, fixture.Config{CC: cc, Opt: "-O2", PIE: pie, Strip: true, Extra: []string{"-fcf-protection=full"}})
 		}
 	}
 	return cs
@@ -75,5 +98,125 @@ func TestDispatchTables(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// luaCollector are the functions of Lua 5.4's collector whose switches
+// (switch (o->tt), other values impossible) clang compiles to tables
+// without a bounds check whose impossible cases lead past the function
+// (decision 98). Inlining decides which of them exist in a build.
+var luaCollector = []string{"propagatemark", "reallymarkobject", "traverseephemeron", "luaC_barrierback_", "genlink"}
+
+// TestLuaCollector rewrites Lua interpreters and runs luagc.lua, a
+// collector-heavy script, under the same-run oracle: output identical to
+// the original's, every block count equal to callgrind's. Debian's
+// lua5.4 (gcc) must have no function left out for an indirect jump; Lua
+// built with clang from the source blpp-bench --pgo fetches (or
+// BLPP_LUA_SRC) must have its collector functions instrumented.
+func TestLuaCollector(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Lua under callgrind")
+	}
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	script := filepath.Join(fixture.Root(t), "testdata", "luagc.lua")
+	t.Run("debian", func(t *testing.T) {
+		lua := "/usr/bin/lua5.4"
+		if _, err := os.Stat(lua); err != nil {
+			fixture.RequireTool(t, "lua5.4", "lua5.4")
+		}
+		checkLua(t, lua, script, nil)
+	})
+	t.Run("clang", func(t *testing.T) {
+		src := luaSource()
+		if src == "" {
+			t.Skip("no Lua 5.4 source: set BLPP_LUA_SRC, or run blpp-bench --pgo once to fetch it")
+		}
+		cc := fixture.RequireTool(t, "clang-16", "clang-16")
+		exe := filepath.Join(t.TempDir(), "lua")
+		args := []string{"-O2", "-DLUA_USE_LINUX", "-I" + src, "-o", exe}
+		for _, f := range []string{"lapi", "lcode", "lctype", "ldebug", "ldo", "ldump", "lfunc", "lgc", "llex", "lmem",
+			"lobject", "lopcodes", "lparser", "lstate", "lstring", "ltable", "ltm", "lundump", "lvm", "lzio",
+			"lauxlib", "lbaselib", "lcorolib", "ldblib", "liolib", "lmathlib", "loadlib", "loslib", "lstrlib",
+			"ltablib", "lutf8lib", "linit", "lua"} {
+			args = append(args, filepath.Join(src, f+".c"))
+		}
+		if out, err := exec.Command(cc, append(args, "-lm", "-ldl")...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", cc, err, out)
+		}
+		checkLua(t, exe, script, luaCollector)
+	})
+}
+
+// luaSource finds Lua 5.4's src directory: BLPP_LUA_SRC, or the copy
+// blpp-bench --pgo keeps in the user's cache directory.
+func luaSource() string {
+	cands := []string{os.Getenv("BLPP_LUA_SRC")}
+	if dir, err := os.UserCacheDir(); err == nil {
+		m, _ := filepath.Glob(filepath.Join(dir, "blpp-bench", "lua5.4", "lua-5.4.*", "src"))
+		cands = append(cands, m...)
+	}
+	for _, c := range cands {
+		if c == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(c, "lgc.c")); err == nil {
+			return c
+		}
+		if _, err := os.Stat(filepath.Join(c, "src", "lgc.c")); err == nil {
+			return filepath.Join(c, "src")
+		}
+	}
+	return ""
+}
+
+// checkLua rewrites lua, requires no function left out for an indirect
+// jump and each of want that the binary has instrumented, and runs
+// script under the same-run oracle.
+func checkLua(t *testing.T, lua, script string, want []string) {
+	dir := t.TempDir()
+	inst := rewriteBinary(t, lua, filepath.Join(dir, "lua.blpp"))
+	tab, f, err := report.LoadMeta(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	names := map[string]bool{}
+	for _, mf := range tab.Funcs {
+		names[mf.Name] = mf.Instrumented
+		if !mf.Instrumented && strings.Contains(mf.Reason, "indirect jump") {
+			t.Errorf("%s: %s (%#x) left out: %s", lua, mf.Name, mf.Entry, mf.Reason)
+		}
+	}
+	found := 0
+	for _, n := range want {
+		if inst, ok := names[n]; ok {
+			found++
+			if !inst {
+				t.Errorf("%s: %s is not instrumented", lua, n)
+			}
+		}
+	}
+	if len(want) > 0 && found == 0 {
+		t.Errorf("%s: none of %v is a function of the build", lua, want)
+	}
+	native, err := exec.Command(lua, script, "3000").Output()
+	if err != nil {
+		t.Fatalf("%s: %v", lua, err)
+	}
+	sr, cg, err := corpus.RunSameRun(inst, filepath.Join(dir, "samerun"), callgrind.Options{Args: []string{script, "3000"}, Timeout: 10 * time.Minute})
+	if err != nil {
+		t.Fatalf("same run: %v", err)
+	}
+	if cg.ExitCode != 0 || !bytes.Equal(cg.Stdout, native) {
+		t.Errorf("rewritten %s: exit %d, output %q, want %q", lua, cg.ExitCode, cg.Stdout, native)
+	}
+	if sr.Blocks == 0 || len(sr.Partial) > 0 {
+		t.Errorf("same run: %d blocks compared, partial %v", sr.Blocks, sr.Partial)
+	}
+	for i, d := range sr.Diffs {
+		if i == 10 {
+			break
+		}
+		t.Errorf("same run: %s %s: blpp %d, callgrind %d %s", d.Func, d.Addr, d.Blpp, d.Callgrind, d.Note)
 	}
 }

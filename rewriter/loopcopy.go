@@ -143,15 +143,30 @@ func (fg *funcGen) countCopy(lc *loopCopy) {
 	}
 	// The record form checks what recordBackedgeIn does: this
 	// activation's record, with P among its dense counters. The slow
-	// path counts through the stub (the path register holds EntryInc,
-	// so the stub's r + ExitInc is P) and goes on to the header.
+	// path counts through the stub and goes on to the header. The copy
+	// does not keep the path register up to date (it holds EntryInc), so
+	// the slow path first gives it its value at the backedge's block:
+	// the stub's r + ExitInc is then P (decision 99: a cold record's
+	// path ends all take it).
 	slow := b.NewLabel()
 	b.MovRegFromGS(lc.rec, runtime.OffRecord)
 	fg.ownRecord(lc.rec, slow)
 	b.CmpMemImm32(lc.rec, runtime.RecordDenseNOff, (lc.counter-countsOff-8)/8)
 	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
 	b.IncMem(lc.rec, lc.counter)
-	fg.coldBackedge(lc.back, slow, lc.label[lc.header], 0)
+	v := int32(lc.val[fg.f.Graph.Edges[lc.back].From])
+	fg.addColdAt(slow, 0, func() {
+		if fg.hasPreg {
+			b.MovRegImm(fg.preg, v) // sign-extended; flags untouched
+		} else {
+			b.MovGS64Imm(fg.g.stubs.OffR, v)
+		}
+		fg.spill()
+		b.LeaRSP(-redZone)
+		fg.backedgeStub(lc.back)
+		fg.reload()
+		b.JmpRel32(enc.LabelTarget(lc.label[lc.header]))
+	})
 }
 
 // copyExit leaves a loop copy by edge e from block id: the path

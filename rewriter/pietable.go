@@ -117,7 +117,7 @@ func pieTableBlocker(b *cfg.Binary, g *cfg.Graph) string {
 	var liveIn []cfg.RegSet
 	for i := range g.Tables {
 		jt := &g.Tables[i]
-		if jt.Relative {
+		if jt.Relative || jt.Const {
 			continue
 		}
 		loads, _, err := biasLoads(b, jt)

@@ -62,6 +62,10 @@ type funcPlan struct {
 	// leaveSite holds the call-site ids of the system calls that may end
 	// the process image (cfg.Leave), by address [decision 59].
 	leaveSite map[uint64]int32
+	// forkSite holds the call-site ids of the system calls that make a
+	// process or thread (cfg.Graph.Forks), by address: the child tells
+	// the runtime where the activation stood (spawn.go, decision 101).
+	forkSite  map[uint64]int32
 	siteAddrs []uint64
 	// slot is the offset from the thread block of the function's slot
 	// counters ({calls, paths...}), 0 if it has none (assignSlot).
@@ -80,16 +84,20 @@ type funcPlan struct {
 	loopOf []int
 	// closed: the function is closed [decision 57] (planClosed).
 	// internal labels a closed function's second entry, the one calls
-	// from closed functions use [decision 61]; internalJoin is where it
-	// joins the ordinary entry (enterLean binds it).
-	closed       bool
-	internal     enc.Label
-	internalJoin enc.Label
+	// from closed functions use [decision 61] (enterLean binds it).
+	closed   bool
+	internal enc.Label
 	// keeps: a closed function that returns only by ret, so that its
 	// callers' path register comes back as it was; callsOut: a closed
 	// function with calls that are not inside calls, which store the
 	// register and the call site in its own frame [decision 64].
 	keeps, callsOut bool
+	// direct labels the direct variants of the entry (planDirect,
+	// decision 100), where hasDirect: [0] for callers that spill their
+	// path register as before, [1] for those that keep it there
+	// (directCall.keep).
+	direct    [2]enc.Label
+	hasDirect [2]bool
 	// loopCopies are the loops whose later iterations run in a copy
 	// that counts at its head [decision 58] (planLoopCopies), by
 	// header; copyBack maps each one's backedge (taken in the first
@@ -182,7 +190,7 @@ func (g *gen) planClosed() {
 		if fg.closedCandidate() {
 			fg.closed, fg.keeps = true, fg.keepsRegister()
 			g.closedAt[fg.f.Func.Addr] = fg.funcPlan
-			fg.internal, fg.internalJoin = g.buf.NewLabel(), g.buf.NewLabel()
+			fg.internal = g.buf.NewLabel()
 		}
 	}
 	for _, fg := range g.funcs {
@@ -308,11 +316,11 @@ func (fp *funcPlan) frameless() bool {
 }
 
 // onePathLeaf reports whether fg has one path, calls nothing, makes no
-// system call that may end the process, has one entry and leaves only
-// by returning: what trivial and frameless functions share.
+// system call that may end the process or make one, has one entry and
+// leaves only by returning: what trivial and frameless functions share.
 func (fp *funcPlan) onePathLeaf() bool {
 	gr := fp.f.Graph
-	if fp.num.NumPaths != 1 || len(gr.Calls) != 0 || fp.hasSyscallLeave() || len(gr.Func.Entries) > 0 {
+	if fp.num.NumPaths != 1 || len(gr.Calls) != 0 || fp.hasSyscallLeave() || len(gr.Forks) > 0 || len(gr.Func.Entries) > 0 {
 		return false
 	}
 	for _, ed := range gr.Edges {
@@ -378,6 +386,16 @@ func (fp *funcPlan) planSites() {
 	slices.Sort(sys)
 	for _, a := range sys {
 		fp.leaveSite[a] = fp.site(fp.f.Graph.Leaves[a].Block, a)
+	}
+	// Then those that make a process or thread (decision 101).
+	fp.forkSite = map[uint64]int32{}
+	sys = sys[:0]
+	for a := range fp.f.Graph.Forks {
+		sys = append(sys, a)
+	}
+	sort.Slice(sys, func(i, j int) bool { return sys[i] < sys[j] })
+	for _, a := range sys {
+		fp.forkSite[a] = fp.site(fp.f.Graph.Forks[a].Block, a)
 	}
 	// Then, block by block, the direct tail jumps to instrumented
 	// functions: call sites too, the callee's activation is made a child
@@ -458,9 +476,11 @@ type newTable struct {
 	// biased: an absolute table in a PIE, whose 8-byte entries are
 	// counted from base too, the address the loads' base register holds
 	// (decision 72: no relocations); biasOf has its loads.
-	biased  bool
-	biasOf  map[uint64]biasedLoad
-	targets []enc.Label
+	biased bool
+	biasOf map[uint64]biasedLoad
+	// targets are the copy's entries: labels of new code, or the
+	// original address of a dead entry (decision 98).
+	targets []enc.Target
 	done    bool
 }
 
@@ -517,6 +537,9 @@ func (fp *funcPlan) planTables() {
 	gr := fp.f.Graph
 	for i := range gr.Tables {
 		jt := &gr.Tables[i]
+		if jt.Const {
+			continue // a direct jump in the copy: no table (decision 98)
+		}
 		t := len(g.tables)
 		nt := newTable{label: g.buf.NewLabel(), jt: jt, relative: jt.Relative, base: jt.Base}
 		if g.pie && !jt.Relative {

@@ -280,6 +280,7 @@ func rewrite(in []byte, opts Options, prior []failedRound) (*elfw.Pieces, *Summa
 	sum := &Summary{Module: mod.name(), ModuleTag: uint64(mod.tag), Soname: mod.soname}
 	finiSec := b.File.Section(".fini")
 	into := branchTargets(b)
+	cloneSides := cloneChildSides(b, res.Program)
 	var chosen []*analysis.Func
 	// moved maps a function whose entry jump goes further in to where.
 	moved := map[*analysis.Func]uint64{}
@@ -328,6 +329,8 @@ func rewrite(in []byte, opts Options, prior []failedRound) (*elfw.Pieces, *Summa
 			// _fini runs after the last .fini_array entry, which is where
 			// the profile is written. A library's blpp_fini runs it first.
 			skip("runs after the profile is written", ".fini section (_fini)")
+		case cloneSides[f.Func.Addr] != "":
+			skip(skipCloneChild, cloneSides[f.Func.Addr])
 		case mod.cet.ibt && cetBlocker(b, f, into) != "":
 			skip(skipCET, cetBlocker(b, f, into))
 		default:
@@ -458,6 +461,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 				nsites++
 			}
 		}
+		nsites += len(f.Graph.Forks)
 		for _, e := range f.Graph.Edges {
 			if e.Kind == cfg.EdgeTailCall {
 				nsites++
@@ -498,7 +502,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			Leaf: rtText + img.Symbols[runtime.SymLeaf], Leave: rtText + img.Symbols[runtime.SymLeave], OffR: runtime.OffR, OffCallSite: runtime.OffCallSite,
 			FastSlots:    rtText + img.Symbols[runtime.SymFastSlots],
 			SysSigaction: rtText + img.Symbols[runtime.SymSysSigaction], LibcSigaction: rtText + img.Symbols[runtime.SymLibcSigaction],
-			LibcSignal: rtText + img.Symbols[runtime.SymLibcSignal], VforkChild: rtText + img.Symbols[runtime.SymVforkChild]},
+			LibcSignal: rtText + img.Symbols[runtime.SymLibcSignal], VforkChild: rtText + img.Symbols[runtime.SymVforkChild],
+			LibcClone: rtText + img.Symbols[runtime.SymLibcClone], LibcClone3: rtText + img.Symbols[runtime.SymLibcClone3],
+			ForkSys: rtText + img.Symbols[runtime.SymForkSys]},
 		layoutSeed: opts.LayoutSeed,
 		workers:    opts.Workers,
 		loopRegs:   opts.LoopRegs,
@@ -544,7 +550,8 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		g.assignPathReg(fp)
 	}
 	g.planClosed()
-	g.planSigThunks(res.Program)
+	g.planDirect()
+	g.planThunks(res.Program)
 	g.planDec = x86.NewDecoder()
 	for _, fg := range g.funcs {
 		fg.planBody()
@@ -563,7 +570,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	if err := g.emitDark(dark, rtText+img.Symbols[runtime.SymDark]); err != nil {
 		return nil, nil, err
 	}
-	if err := g.emitSigThunks(); err != nil {
+	if err := g.emitThunks(); err != nil {
 		return nil, nil, err
 	}
 	darkFuncs(dark, func(fid int32, f runtime.Func) {
@@ -632,18 +639,24 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for _, t := range tabs {
 		ta := addrOf(t.t.label)
 		off := ta - codeAddr
-		for i, l := range t.t.targets {
+		for i, tg := range t.t.targets {
+			to, abs := tg.Addr() // a dead entry's original address (decision 98)
+			if l, ok := tg.Label(); ok {
+				to = addrOf(l)
+			} else if !abs {
+				return nil, nil, fmt.Errorf("jump table copy at %#x: entry %d has no target", ta, i)
+			}
 			if t.t.biased {
 				// Counted from the base register's value [decision 72].
-				binary.LittleEndian.PutUint64(code.At(int(off)+8*i), addrOf(l)-t.t.base)
+				binary.LittleEndian.PutUint64(code.At(int(off)+8*i), to-t.t.base)
 			} else if t.t.relative {
-				d := addrOf(l) - t.t.base
+				d := to - t.t.base
 				if int64(d) != int64(int32(d)) {
 					return nil, nil, fmt.Errorf("jump table copy at %#x: entry %d out of reach of base %#x", ta, i, t.t.base)
 				}
 				binary.LittleEndian.PutUint32(code.At(int(off)+4*i), uint32(d))
 			} else {
-				binary.LittleEndian.PutUint64(code.At(int(off)+8*i), addrOf(l))
+				binary.LittleEndian.PutUint64(code.At(int(off)+8*i), to)
 			}
 		}
 	}
@@ -685,6 +698,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		return nil, nil, err
 	}
 	patches = append(patches, dp...)
+	tp, err := g.thunkPatches(addrOf)
+	if err != nil {
+		return nil, nil, err
+	}
+	patches = append(patches, tp...)
 	// Reports decode the original instructions: the metadata keeps the
 	// bytes these patches cover.
 	patched, err := patchedCode(b, patches)
@@ -819,7 +837,7 @@ func releaseAnalysis(res *analysis.Result, g *gen) {
 func (fp *funcPlan) dropAnalysis() {
 	fp.f.Graph, fp.f.Numbering = nil, nil
 	fp.num, fp.liveIn, fp.blocks, fp.loopOf = nil, nil, nil, nil
-	fp.tabOf, fp.loadOf, fp.callSite, fp.tailSite, fp.forkSites, fp.leaveSite, fp.siteAddrs = nil, nil, nil, nil, nil, nil, nil
+	fp.tabOf, fp.loadOf, fp.callSite, fp.tailSite, fp.forkSites, fp.leaveSite, fp.forkSite, fp.siteAddrs = nil, nil, nil, nil, nil, nil, nil, nil
 	fp.loops, fp.loopCopies, fp.copyBack = nil, nil, nil
 }
 

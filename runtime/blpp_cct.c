@@ -11,14 +11,27 @@
  *
  * Part of the runtime's unity build (blpp_rt.c), after blpp_htab.c.
  * Records and nodes come from the arena and are never freed. Whatever
- * the inline code reads is published last (dense_n, list words), and
- * lists change with signals blocked (sig_block), so a handler's entry on
- * the same thread never sees half a change.
+ * the inline code reads is published last (dense_n, list words), by one
+ * store or CAS, so a signal handler's entry on the same thread never
+ * sees half a change (decision 99: no signals are blocked).
  */
 
 
 static struct blpp_record *R(u64 p) { return (struct blpp_record *)p; }
 static struct blpp_node *N(u64 p) { return (struct blpp_node *)p; }
+
+/* canon is the record that r stands for in its thread's list (a hot
+ * twin's cold record, else r); hot is where r's paths are counted (a
+ * cold record's twin, else r). */
+static struct blpp_record *canon(struct blpp_record *r)
+{
+	return r && r->twin && r->dense_n ? R(r->twin) : r;
+}
+
+static struct blpp_record *hot(struct blpp_record *r)
+{
+	return r && !r->dense_n && LOAD(&r->twin) ? R(r->twin) : r;
+}
 
 /* over_limit says whether the arena has reached its bound. */
 static int over_limit(void) { return LOADR(&rt.arena_bytes) >= rt.arena_limit; }
@@ -54,6 +67,17 @@ static u64 cur_of(struct blpp_thread *t, const struct blpp_record *r)
  */
 static int lean(u64 cur) { return rt.flow_only && cur != 0; }
 
+/* flat_array returns the array of size bytes whose address the word at
+ * p holds, made (published by CAS: a nested stub may make it meanwhile,
+ * decision 99) when alloc says so; else 0. */
+static u64 flat_array(u64 *p, u64 size, int alloc)
+{
+	u64 a = LOAD(p), n;
+	if (a || !alloc || !rt.w || !(n = (u64)arena_alloc(&rt.w->arena, size)))
+		return a;
+	return CAS(p, 0, n) ? n : LOAD(p); /* the loser's array stays unused */
+}
+
 /* flat_word is where t keeps its root record of fid: Thread.flat by local
  * id for the executable's functions, the module's array in Thread.flat_mods
  * for a shared object's (decision 81). With alloc, missing arrays are
@@ -65,19 +89,12 @@ static u64 *flat_word(struct blpp_thread *t, u64 fid, int alloc)
 	if (!m || local_id(fid) >= (n = m->nfuncs + m->ndark))
 		return 0;
 	if (tag == 0) {
-		arr = (u64 *)t->flat;
-		if (!arr && alloc && rt.w && (arr = arena_alloc(&rt.w->arena, 8 * n)))
-			t->flat = (u64)arr;
+		arr = (u64 *)flat_array((u64 *)&t->flat, 8 * n, alloc);
 		return arr ? &arr[local_id(fid)] : 0;
 	}
-	mods = (u64 **)t->flat_mods;
-	if (!mods && alloc && rt.w && (mods = arena_alloc(&rt.w->arena, 8 * (BLPP_MAX_MODULE_TAG + 1))))
-		t->flat_mods = (u64)mods;
-	if (!mods)
+	if (!(mods = (u64 **)flat_array((u64 *)&t->flat_mods, 8 * (BLPP_MAX_MODULE_TAG + 1), alloc)))
 		return 0;
-	arr = mods[tag];
-	if (!arr && alloc && rt.w && (arr = arena_alloc(&rt.w->arena, 8 * n)))
-		mods[tag] = arr;
+	arr = (u64 *)flat_array((u64 *)&mods[tag], 8 * n, alloc);
 	return arr ? &arr[local_id(fid)] : 0;
 }
 
@@ -100,7 +117,7 @@ static struct blpp_record *running(struct blpp_thread *t)
 	u64 d = depth(t);
 	if (d && !t->overflow && closed(frames(t)[d - 1].func))
 		return flat_rec(t, frames(t)[d - 1].func);
-	return lean(t->cur) ? flat_rec(t, t->cur - 1) : R(t->record);
+	return lean(t->cur) ? flat_rec(t, t->cur - 1) : canon(R(t->record));
 }
 
 /* The call cache [decision 49]: entry {list, fid, node} says that the
@@ -133,60 +150,146 @@ static void cache_fill(struct blpp_thread *t, u64 list, u64 fid, struct blpp_nod
 	STORE(&e->list, list);
 }
 
-/* rec_new makes a record of function fid under parent at call site id
- * site and links it at the end of t's list (so parents precede children). */
-_Static_assert(BLPP_RECORD_INLINE_COUNTS >= sizeof(struct blpp_record), "inline counts overlap the record");
+/*
+ * Making records and nodes without blocking signals [decision 99]. A
+ * signal handler that runs instrumented code on this thread may enter a
+ * stub while another is making or moving a record or node (a stub that
+ * finds Thread.busy above 1 on entry is such a nested one: nested). It
+ * must neither meet a half-made structure nor make a second record for
+ * the same function and context (a profile the reader rejects). So:
+ *  - everything is built whole before one store or CAS publishes it;
+ *  - a node goes into its list by a CAS of the head word from the value
+ *    seen when the list was searched: nodes are only ever added at the
+ *    head, so an unchanged head means the list still lacks it, and a
+ *    failed CAS means a nested stub added one: search again;
+ *  - a record is published by its node (or its flat word) first and
+ *    linked into the thread's list after (list_add); whichever stub
+ *    meets it unlisted links it first, so parents precede children;
+ *  - only a stub that is not nested moves a node to the front of its
+ *    list, and while the node is out of the list TPRIV mv_node says
+ *    where it is (find_node looks there);
+ *  - only a stub that is not nested fills the call cache or gives a
+ *    record its hot twin (promote).
+ * A nested stub runs to its end before the one it interrupted goes on,
+ * so each step above is atomic for the other.
+ */
+static int nested(const struct blpp_thread *t) { return LOADR(&t->busy) > 1; }
+
+/* NEST_POINT marks each place where a signal handler's stub may land in
+ * the middle of the above. The runtime's own tests build it with
+ * BLPP_TEST_NEST, and their harness plays the handler there
+ * (runtime/testdata/harness.c, mode nest): it enters function fid (0:
+ * another) from the running record. */
+#ifdef BLPP_TEST_NEST
+void (*blpp_test_nest)(int where, u64 fid);
+#define NEST_POINT(where, fid)                                                 \
+	do {                                                                   \
+		if (blpp_test_nest)                                            \
+			blpp_test_nest(where, fid);                            \
+	} while (0)
+#else
+#define NEST_POINT(where, fid) \
+	do {                   \
+	} while (0)
+#endif
 
 /* An uninstrumented function's record holds its calls and nothing else:
  * no paths, no call sites (decision 70). */
 static const struct blpp_func dark_func;
 
-static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_record *parent, u64 site)
+_Static_assert(BLPP_RECORD_INLINE_COUNTS >= sizeof(struct blpp_record), "inline counts overlap the record");
+
+/*
+ * Cold records [decision 99]. In context mode most records of a large
+ * function see a few of its paths a few times (python3 makes 56,000
+ * contexts, 80% of which use one or two paths). A record of a hashed
+ * function or of one with more than COLD_PATHS paths therefore starts
+ * cold: DenseN 0, and a table of COLD_CAP entries at Hash, after its
+ * calls word in the same allocation. The inline code then counts its
+ * paths through the stub (a dense function's) or finds them in that
+ * table (a hashed one's, decision 48). After PROMOTE_ENDS path ends
+ * counted by the runtime the record is hot: a hashed one's next table
+ * is HTAB_INIT entries or more (grown), a dense one gets a hot twin with
+ * its dense array inline (promote), which the inline code reaches from
+ * then on.
+ */
+enum { COLD_PATHS = 64 };
+
+/* kids0 returns the read-only zeros that stand for a record's node lists
+ * until it makes its first call (kids_of): most records make none. */
+enum { KIDS0_WORDS = 1 << 20 };
+static u64 kids0(void)
+{
+	u64 z = LOAD(&rt.kids0);
+	if (!z) {
+		long r = sc6(SYS_mmap, 0, 8 * KIDS0_WORDS, 1 /* PROT_READ */, MAP_PRIVATE_ANON | MAP_NORESERVE, -1, 0);
+		if (failed(r))
+			return 0;
+		if (!CAS(&rt.kids0, 0, (u64)r)) {
+			sc2(SYS_munmap, r, 8 * KIDS0_WORDS);
+			z = LOAD(&rt.kids0);
+		} else {
+			z = (u64)r;
+		}
+	}
+	return z;
+}
+
+/*
+ * rec_new makes a record of function fid under parent at call site id
+ * site, entered through via (0: none), whole but not yet in t's list
+ * (list_add). Its counters follow it at a fixed offset,
+ * BLPP_RECORD_INLINE_COUNTS, so that the inline code reaches them
+ * without loading r->counts [decision 47] (or live in t's slots); a cold
+ * record's table follows its calls word.
+ */
+static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_record *parent, u64 site, u64 via)
 {
 	struct wiped *w = rt.w;
 	const struct blpp_func *f = instr(fid) ? func_of(fid) : &dark_func;
 	if (dark_fid(fid) && !func_of(fid)->num_paths && !func_of(fid)->nsites)
 		f = func_of(fid); /* its slot, if any */
-	u64 dense = f->hashed ? 0 : f->num_paths;
+	int cold = !rt.flow_only && f != &dark_func && (f->hashed || f->num_paths > COLD_PATHS);
+	u64 dense = f->hashed || cold ? 0 : f->num_paths, z = 0;
 	struct blpp_record *r;
 	u64 *counts;
 	if (!w || over_limit() || dense > (1ul << 40))
 		goto drop;
-	/* Counters not in the slots follow the record at a fixed offset,
-	 * BLPP_RECORD_INLINE_COUNTS, so the inline code reaches them without
-	 * loading r->counts [decision 47]. */
 	int slot = f != &dark_func && slot_of(t, fid);
-	r = arena_alloc(&w->arena, BLPP_RECORD_INLINE_COUNTS + (slot ? 0 : 8 * (1 + dense * rt.stride)));
+	u64 size = BLPP_RECORD_INLINE_COUNTS + (slot ? 0 : 8 * (1 + dense * rt.stride));
+	if (cold)
+		r = small_alloc(size + htab_bytes(COLD_CAP));
+	else if (rt.flow_only)
+		r = arena_alloc(&w->arena, size);
+	else
+		r = small_alloc(size);
 	if (!r)
 		goto drop;
 	if (slot)
 		counts = (u64 *)((u8 *)t + f->slot); /* zero or this thread's own counts (a fork child's) */
 	else
 		counts = (u64 *)((u8 *)r + BLPP_RECORD_INLINE_COUNTS);
-	if (f->hashed && !(r->hash = (u64)htab_new(w, HTAB_INIT)))
+	if (cold)
+		r->hash = (u64)htab_at((u8 *)r + size, COLD_CAP);
+	else if (f->hashed && !(r->hash = (u64)htab_new(w, HTAB_INIT)))
 		goto drop;
 	if (!rt.flow_only) {
-		u64 *kids = arena_alloc(&w->arena, 8 * (f->nsites + 1));
-		if (!kids)
+		/* Node lists only when the record makes its first call
+		 * (kids_of); until then it reads zeros. */
+		u64 *kids = f->nsites + 1 <= KIDS0_WORDS ? (u64 *)(z = kids0()) : 0;
+		if (!kids && !(kids = small_alloc(8 * (f->nsites + 1))))
 			goto drop;
 		r->kids = (u64)kids;
 		r->first_site = f->first_site;
 		r->nsites = f->nsites;
 	}
+	(void)z;
 	r->func = fid;
 	r->counts = (u64)counts;
 	r->parent = (u64)parent;
 	r->site = site;
-	r->index = t->nrecords;
-	r->dense_n = dense; /* last: it tells the fast paths the record is ready */
-	BARRIER();
-	if (t->last_rec)
-		STORE(&R(t->last_rec)->next, (u64)r);
-	else
-		STORE(&t->records, (u64)r);
-	t->last_rec = (u64)r;
-	STORE(&t->nrecords, t->nrecords + 1);
-	live_sync(t); /* continuous mode: the file's part of t */
+	r->via = via;
+	r->dense_n = dense;
 	return r;
 drop:
 	if (w)
@@ -194,82 +297,186 @@ drop:
 	return 0;
 }
 
-/* root returns t's root record of fid, making it if needed. */
-/*
- * Records are made with signals blocked. A signal handler that runs
- * instrumented code on this thread enters the same stubs; had it
- * interrupted the making of a record, it would find the thread's record
- * list or flat table half updated, or make a second record for the same
- * function and context (a profile the reader rejects). A record is made
- * once, so the two system calls are rare. Callers look again once
- * signals are blocked: a handler may have made the record meanwhile.
- */
-static void sig_block(u64 *old)
+/* list_add links r, whole and published, at the end of t's list, after
+ * its parent, unless a stub got there first. Nested stubs may append
+ * between any two steps: the end is found by walking from last_rec, and
+ * every record passed is marked listed. */
+static void list_add(struct blpp_thread *t, struct blpp_record *r)
 {
-	u64 all = ~0ul;
-	sc4(SYS_rt_sigprocmask, 0 /* SIG_BLOCK */, &all, old, 8);
+	struct blpp_record *last, *p;
+	u64 n, l;
+	if (!r || LOAD(&r->listed))
+		return;
+	if ((p = R(r->parent)) && !LOAD(&p->listed))
+		list_add(t, p);
+	if (r->via && !LOAD(&R(r->via)->listed))
+		list_add(t, R(r->via));
+	for (;;) {
+		/* The end: from last_rec, or the head while last_rec is not
+		 * set yet (a stub linked the first record and was
+		 * interrupted); every record passed is in the list. */
+		if (!(last = R(LOAD(&t->last_rec))))
+			last = R(LOAD(&t->records));
+		for (; last; last = R(LOAD(&last->next))) {
+			STORE(&last->listed, 1);
+			if (last == r)
+				return;
+			if (!LOAD(&last->next))
+				break;
+		}
+		if (LOAD(&r->listed))
+			return;
+		r->index = last ? last->index + 1 : 0;
+		BARRIER();
+		if (CAS(last ? &last->next : &t->records, 0, (u64)r))
+			break;
+	}
+	NEST_POINT(3, 0);
+	STORE(&r->listed, 1);
+	while ((l = LOAD(&t->last_rec)) == 0 || R(l)->index < r->index)
+		if (CAS(&t->last_rec, l, (u64)r))
+			break;
+	while ((n = LOAD(&t->nrecords)) < r->index + 1)
+		if (CAS(&t->nrecords, n, r->index + 1))
+			break;
+	live_sync(t); /* continuous mode: the file's part of t */
 }
 
-static void sig_restore(const u64 *old) { sc4(SYS_rt_sigprocmask, 2 /* SIG_SETMASK */, old, 0, 8); }
-
+/* root returns t's root record of fid (hot: where it counts), making it
+ * if needed: published in the flat word by CAS, then listed. */
 static struct blpp_record *root(struct blpp_thread *t, u64 fid)
 {
-	u64 *w = flat_word(t, fid, 0), old;
-	struct blpp_record *r = 0;
-	if (w && *w)
-		return R(*w);
-	sig_block(&old);
-	w = flat_word(t, fid, 1);
-	if (w && !(r = R(*w)) && (r = rec_new(t, fid, 0, 0)))
-		*w = (u64)r;
-	sig_restore(&old);
-	return r;
+	u64 *w = flat_word(t, fid, 1);
+	struct blpp_record *r;
+	if (!w)
+		return 0;
+	if (!(r = R(LOAD(w)))) {
+		if (!(r = rec_new(t, fid, 0, 0, 0)))
+			return 0;
+		NEST_POINT(4, fid);
+		if (!CAS(w, 0, (u64)r))
+			r = R(LOAD(w)); /* a nested stub made it: ours stays unused */
+	}
+	list_add(t, r);
+	return hot(r);
 }
 
-/* find_node finds fid's node in the list at head, and the node before it. */
-static struct blpp_node *find_node(struct blpp_node **head, u64 fid, struct blpp_node **prev)
+/* kids_of returns p's node lists (its cold record's, which a hot twin
+ * shares), made when alloc says so and p has only the zeros; 0 when
+ * they cannot be made. */
+static struct blpp_node **kids_of(struct blpp_record *p, int alloc)
+{
+	struct blpp_record *c = canon(p), *tw = R(LOAD(&c->twin));
+	u64 k = LOAD(&c->kids), z = LOAD(&rt.kids0);
+	if (k && k == z && alloc) {
+		u64 *n = small_alloc(8 * (c->nsites + 1));
+		if (!n)
+			return 0;
+		NEST_POINT(6, 0);
+		if (CAS(&c->kids, k, (u64)n))
+			k = (u64)n;
+		else
+			k = LOAD(&c->kids); /* a nested stub made them: ours stay unused */
+	}
+	if (tw && LOAD(&tw->kids) != k)
+		STORE(&tw->kids, k);
+	return (struct blpp_node **)k;
+}
+
+/* find_node finds fid's node in the list at head, and the node before it
+ * (0 when it is first, or out of the list being moved: not to move). */
+static struct blpp_node *find_node(struct blpp_thread *t, struct blpp_node **head, u64 fid, struct blpp_node **prev)
 {
 	struct blpp_node *n;
 	*prev = 0;
-	for (n = *head; n && n->func != fid; *prev = n, n = N(n->next))
+	for (n = N(LOAD((u64 *)head)); n && n->func != fid; *prev = n, n = N(LOAD(&n->next)))
 		;
+	if (!n && LOAD(&TPRIV(t)->mv_head) == (u64)head) {
+		n = N(LOAD(&TPRIV(t)->mv_node));
+		*prev = 0;
+		if (n && n->func != fid)
+			n = 0;
+	}
 	return n;
 }
 
-/* make_node adds fid's node, with calls, to the list at head of p (call
- * site site) and returns its record: a new one, or the ancestor it folds
- * onto. */
-static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *p, struct blpp_node **head, u64 site, u64 fid, u64 calls, u64 via)
+/* to_front moves n, found after prev, to the front of the list at head,
+ * where the inline entry looks first. Not nested: TPRIV mv_node holds n
+ * while it is out of the list. */
+static void to_front(struct blpp_thread *t, struct blpp_node **head, struct blpp_node *prev, struct blpp_node *n)
 {
-	struct blpp_node *n;
-	struct blpp_record *a;
+	struct tpriv *tp = TPRIV(t);
+	u64 h;
+	STORE(&tp->mv_node, (u64)n);
+	STORE(&tp->mv_head, (u64)head);
+	BARRIER();
+	STORE(&prev->next, n->next); /* nested stubs add only at the head: prev stays */
+	NEST_POINT(2, n->func);
+	do {
+		h = LOAD((u64 *)head);
+		STORE(&n->next, h);
+	} while (!CAS((u64 *)head, h, (u64)n));
+	BARRIER();
+	STORE(&tp->mv_head, 0);
+}
+
+/* folded_push lists folded node n for the writer. */
+static void folded_push(struct blpp_thread *t, struct blpp_node *n)
+{
+	u64 h;
+	do {
+		h = LOAD(&t->folded);
+		n->fnext = h;
+	} while (!CAS(&t->folded, h, (u64)n));
+	live_sync(t);
+}
+
+/* make_node adds fid's node, with calls, to the list at head of p (call
+ * site site), whose head word held h when it was searched, and returns
+ * its record (hot): a new one, or the ancestor it folds onto; or a node
+ * a nested stub added meanwhile. */
+static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *p, struct blpp_node **head, u64 h, u64 site, u64 fid, u64 calls, u64 via)
+{
+	struct blpp_node *n, *m, *prev;
+	struct blpp_record *a, *r = 0;
+	p = canon(p);
 	for (a = p; a && a->func != fid; a = R(a->parent))
 		;
-	n = rt.w ? arena_alloc(&rt.w->arena, sizeof(*n)) : 0;
-	if (!n)
-		return a;
-	n->folded = a != 0; /* an ancestor (or p itself): the call folds onto it */
-	if (!a) {
-		if (!(a = rec_new(t, fid, p, site)))
-			return 0;
-		a->via = via;
+	/* An ancestor (or p itself): the call folds onto it, and the node
+	 * is listed for the writer, whole; any other has only the fields
+	 * the inline entry and the lists read. */
+	if (!(n = small_alloc(a ? sizeof(*n) : BLPP_NODE_SHORT_SIZE)))
+		return hot(a);
+	if (a) {
+		n->folded = 1;
+		n->via = via;
+		n->owner = (u64)p;
+		n->site = site;
+	} else if (!(r = rec_new(t, fid, p, site, via))) {
+		return 0;
 	}
-	n->via = via;
 	n->func = fid;
-	n->rec = (u64)a;
-	n->owner = (u64)p;
-	n->site = site;
+	n->rec = (u64)(a ? hot(a) : r);
 	n->count = calls;
-	if (n->folded) { /* listed once whole: the writer may read the list */
-		n->fnext = t->folded;
-		BARRIER();
-		STORE(&t->folded, (u64)n);
-		live_sync(t);
+	NEST_POINT(1, fid);
+	for (;;) {
+		STORE(&n->next, h);
+		if (CAS((u64 *)head, h, (u64)n))
+			break;
+		/* A nested stub added a node: perhaps this one's */
+		h = LOAD((u64 *)head);
+		if ((m = find_node(t, head, fid, &prev))) {
+			ADD(&m->count, calls);
+			list_add(t, canon(R(m->rec)));
+			return R(m->rec);
+		}
 	}
-	n->next = (u64)*head;
-	*head = n;
-	cache_fill(t, (u64)head, fid, n);
-	return a;
+	list_add(t, r);
+	if (a)
+		folded_push(t, n);
+	if (!nested(t))
+		cache_fill(t, (u64)head, fid, n);
+	return R(n->rec);
 }
 
 /*
@@ -278,41 +485,90 @@ static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *
  * call to a function that has a record on p's chain (p included) reuses
  * that ancestor (recursion folds: the tree stays finite); its node is
  * marked folded and listed for the writer. A site that is none or not one
- * of p's function (an entry from uninstrumented code) uses list 0.
+ * of p's function (an entry from uninstrumented code) uses list 0. The
+ * record returned is hot (where the activation counts).
  */
 static u64 dark_via(struct blpp_thread *t, u64 list, u64 rsp); /* blpp_dark.c */
 
 static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u64 site, u64 fid, u64 calls, u64 rsp)
 {
-	struct blpp_node **head, *n, *prev;
-	struct blpp_record *a = 0;
-	u64 idx = 0, old;
+	struct blpp_node **kids, **head, *n, *prev;
+	u64 idx = 0, h;
 	if (!p->dense_n && !p->hash)
 		return 0; /* not a record of this epoch */
 	if (site >= p->first_site && site - p->first_site < p->nsites)
 		idx = 1 + site - p->first_site;
 	else
 		site = 0;
-	head = &((struct blpp_node **)p->kids)[idx];
-	/* A list changes (a node made, or moved to the front, where the
-	 * inline entry looks first) with signals blocked, see sig_block: a
-	 * handler's entry never meets a half-moved node. */
-	if (!(n = find_node(head, fid, &prev)) || prev) {
-		sig_block(&old);
-		if ((n = find_node(head, fid, &prev)) && prev) {
-			prev->next = n->next;
-			n->next = (u64)*head;
-			*head = n;
-		} else if (!n) {
-			a = make_node(t, p, head, site, fid, calls, dark_via(t, (u64)head, rsp));
-		}
-		sig_restore(&old);
-		if (!n)
-			return a;
-	}
-	n->count += calls;
-	cache_fill(t, (u64)head, fid, n);
+	if (!(kids = kids_of(p, 1)))
+		return 0;
+	head = &kids[idx];
+	h = LOAD((u64 *)head);
+	if (!(n = find_node(t, head, fid, &prev)))
+		return make_node(t, p, head, h, site, fid, calls, dark_via(t, (u64)head, rsp));
+	if (prev && !nested(t))
+		to_front(t, head, prev, n);
+	ADD(&n->count, calls);
+	list_add(t, canon(R(n->rec)));
+	if (!nested(t))
+		cache_fill(t, (u64)head, fid, n);
 	return R(n->rec);
+}
+
+/*
+ * promote gives cold record r of a dense function its hot twin [decision
+ * 99]: the same header with the function's dense array inline, which
+ * counts r's paths from now on (count). The inline code reaches the twin
+ * where it looked for r: r's node, the folded nodes that lead to r, the
+ * running record and the records the shadow frames saved. r keeps its
+ * place in t's list and what it counted; the writer adds the twin's.
+ */
+static void promote(struct blpp_thread *t, struct blpp_record *r)
+{
+	const struct blpp_func *f = func_of(r->func);
+	struct blpp_record *tw, *p = R(r->parent);
+	struct blpp_frame *fr = frames(t);
+	u64 dense = f->num_paths, d = depth(t);
+	if (!rt.w || f->hashed || over_limit() || dense > (1ul << 40))
+		return;
+	tw = arena_alloc(&rt.w->arena, BLPP_RECORD_INLINE_COUNTS + 8 * (1 + dense * rt.stride));
+	if (!tw) {
+		ADD(&rt.w->stats[ST_DROPPED_RECORDS], 1);
+		return;
+	}
+	tw->func = r->func;
+	tw->counts = (u64)((u8 *)tw + BLPP_RECORD_INLINE_COUNTS);
+	tw->parent = r->parent;
+	tw->site = r->site;
+	tw->first_site = r->first_site;
+	tw->nsites = r->nsites;
+	tw->kids = LOAD(&r->kids);
+	tw->index = r->index;
+	tw->via = r->via;
+	tw->listed = 1; /* in the list as r */
+	tw->twin = (u64)r;
+	tw->dense_n = dense;
+	BARRIER();
+	STORE(&r->twin, (u64)tw);
+	NEST_POINT(5, r->func);
+	kids_of(r, 0); /* the twin has the lists r has now */
+	if (p) {
+		u64 idx = r->site && r->site >= p->first_site && r->site - p->first_site < p->nsites ? 1 + r->site - p->first_site : 0;
+		struct blpp_node **kids = kids_of(p, 0);
+		for (struct blpp_node *n = kids ? N(LOAD((u64 *)&kids[idx])) : 0; n; n = N(LOAD(&n->next)))
+			if (n->rec == (u64)r)
+				STORE(&n->rec, (u64)tw);
+	}
+	for (struct blpp_node *n = N(LOAD(&t->folded)); n; n = N(n->fnext))
+		if (n->rec == (u64)r)
+			STORE(&n->rec, (u64)tw);
+	for (u64 i = 0; i < d; i++)
+		if (fr[i].record == (u64)r)
+			fr[i].record = (u64)tw;
+	if (t->record == (u64)r)
+		t->record = (u64)tw;
+	if (t->tail_rec == (u64)r)
+		t->tail_rec = (u64)tw;
 }
 
 /* enter_record finds the record of an activation of fid entered at rsp. */
@@ -398,6 +654,7 @@ static u64 *lat_entry(struct blpp_thread *t, u64 *slot)
 static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 path, const u64 *d)
 {
 	struct wiped *w = rt.w;
+	const struct blpp_func *f;
 	u64 *v;
 	if (!w)
 		return;
@@ -405,20 +662,26 @@ static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 pat
 		ADD(&w->stats[ST_BAD_FUNCS], 1);
 		return;
 	}
+	f = func_of(fid);
 	if (!r || r->func != fid || (!r->dense_n && !r->hash)) {
 		ADD(&w->stats[ST_NO_RECORD], 1);
 		if (!(r = root(t, fid)))
 			return;
 	}
-	if (path >= func_of(fid)->num_paths) {
+	if (path >= f->num_paths) {
 		ADD(&w->stats[ST_BAD_PATHS], 1);
 		return;
 	}
+	r = hot(r);
 	if (path < r->dense_n)
 		v = (u64 *)r->counts + 1 + path * rt.stride;
 	else if (!(v = hash_slot(w, r, path))) {
 		ADD(&w->stats[ST_DROPPED_COUNTS], 1);
 		return;
+	} else if (!rt.flow_only && ++r->cold >= PROMOTE_ENDS && !f->hashed && !nested(t)) {
+		/* A cold record gets hot: its twin counts from the next path
+		 * end on (a hashed one's next table is larger: grown). */
+		promote(t, r);
 	}
 	ADD(&v[0], 1);
 	for (u64 m = 0; m < rt.nmetrics; m++)

@@ -124,6 +124,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		f->site = closed(fid) ? *(const u64 *)rsp : t->call_site;
 		if (calls_out(fid))
 			f->saved_acc[2] = 0; /* in no outside call (decision 64) */
+		set_own_rec(f, fid, r); /* where the inline exit counts (decision 100) */
 		if (rt.slots_size)
 			f->saved_acc[0] = t->cur; /* the inline exit restores it from here */
 		if (saved_reg(regs, fid))
@@ -158,10 +159,13 @@ static void pop(struct blpp_thread *t, u64 fid, u64 *regs)
 {
 	if (t->overflow) {
 		t->overflow--;
-		/* the caller's register and record were not saved */
+		/* The caller's register and record were not saved. Its r
+		 * restarts, in Thread.r and in the path register, where a
+		 * caller that kept it there (a closed or a direct caller,
+		 * decisions 57 and 100) finds it. */
 		if (!closed(fid))
 			t->r = 0;
-		else if (saved_reg(regs, fid))
+		if (saved_reg(regs, fid))
 			*saved_reg(regs, fid) = 0;
 	} else if (t->sp > t->sp_base && ((struct blpp_frame *)t->sp - 1)->func == fid) {
 		struct blpp_frame *f = (struct blpp_frame *)t->sp - 1;

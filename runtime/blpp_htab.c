@@ -34,7 +34,18 @@ struct htab {
 	u64 e[];
 };
 
-enum { HTAB_INIT = BLPP_HTAB_INIT_CAP };
+/* HTAB_INIT is the first table of a hashed function's record in a
+ * flow-only image; in context mode a record starts cold, with a table
+ * of COLD_CAP entries (blpp_cct.c, decision 99). PROMOTE_ENDS: see
+ * Record.cold. */
+enum { HTAB_INIT = BLPP_HTAB_INIT_CAP, COLD_CAP = 2, PROMOTE_ENDS = 32 };
+
+/* A path that lies beyond the inline probes of a record's newest
+ * table and has been counted there FAR_HITS times by the runtime moves
+ * to a new table in front, where it most likely lies within them: else
+ * every run of it takes the stub (decision 99). Not above FAR_CAP, and
+ * not with metrics, whose path ends all take the stub. */
+enum { FAR_HITS = 256, FAR_CAP = 1 << 20 };
 _Static_assert(__builtin_offsetof(struct htab, e) == BLPP_HTAB_ENTRIES_OFF, "htab header");
 _Static_assert(__builtin_offsetof(struct htab, bytes) == BLPP_HTAB_BYTES_OFF, "htab bytes");
 _Static_assert((BLPP_HTAB_INIT_CAP & (BLPP_HTAB_INIT_CAP - 1)) == 0, "htab capacity");
@@ -63,11 +74,15 @@ static u64 mix(u64 x)
 
 static u64 hent_words(void) { return 1 + rt.stride; }
 
-static struct htab *htab_new(struct wiped *w, u64 cap)
+/* htab_bytes is the size of a table of cap entries: one entry more than
+ * cap, never written, for the inline code's second probe (home + 1)
+ * [decision 48]. */
+static u64 htab_bytes(u64 cap) { return sizeof(struct htab) + (cap + 1) * hent_words() * 8; }
+
+/* htab_at makes the memory at h (htab_bytes(cap), zeroed) an empty table. */
+static struct htab *htab_at(void *m, u64 cap)
 {
-	/* One entry more than cap, never written: the inline code's second
-	 * probe (home + 1) may look at it [decision 48]. */
-	struct htab *h = arena_alloc(&w->arena, sizeof(struct htab) + (cap + 1) * hent_words() * 8);
+	struct htab *h = m;
 	if (h) {
 		h->cap = cap;
 		h->bytes = cap * hent_words() * 8;
@@ -75,16 +90,33 @@ static struct htab *htab_new(struct wiped *w, u64 cap)
 	return h;
 }
 
+/* htab_new makes a table of cap entries: the small ones of cold records
+ * (decision 99) in the small objects' arena. */
+static struct htab *htab_new(struct wiped *w, u64 cap)
+{
+	u64 size = htab_bytes(cap);
+	return htab_at(cap < HTAB_INIT ? small_alloc(size) : arena_alloc(&w->arena, size), cap);
+}
+
+/* htab_room is how many keys h takes: half its entries, so that the
+ * inline code's two probes find most keys; all of a cold record's small
+ * tables (decision 99), whose paths the runtime mostly counts itself
+ * (hash_slot puts a table of HTAB_INIT in front once it is hot). */
+static u64 htab_room(const struct htab *h) { return h->cap < HTAB_INIT ? h->cap : h->cap / 2; }
+
 /* htab_slot returns the values of key in h, inserting it if insert says
- * so and h is less than half full, else 0. */
-static u64 *htab_slot(struct htab *h, u64 key, int insert)
+ * so and h has room (htab_room), else 0; *far says whether the key lies
+ * beyond the inline code's two probes (home and the entry after it, not
+ * wrapping). */
+static u64 *htab_slot(struct htab *h, u64 key, int insert, int *far)
 {
 	u64 mask = h->cap - 1, i = home(key, h->cap), hw = hent_words();
 	for (u64 n = 0; n < h->cap; n++, i = (i + 1) & mask) {
 		u64 *e = &h->e[i * hw];
 		u64 k = LOAD(&e[0]);
+		*far = n > 1 || (n == 1 && i == 0);
 		if (k == 0) {
-			if (!insert || LOADR(&h->used) >= h->cap / 2)
+			if (!insert || LOADR(&h->used) >= htab_room(h))
 				return 0;
 			if (!CAS(&e[0], 0, key)) {
 				if (LOAD(&e[0]) != key)
@@ -100,6 +132,20 @@ static u64 *htab_slot(struct htab *h, u64 key, int insert)
 	return 0;
 }
 
+/* hot_record says whether r's paths should go to a table the inline code
+ * counts in: a cold record's path ends the runtime counted reached
+ * PROMOTE_ENDS (decision 99). */
+static int hot_record(const struct blpp_record *r) { return LOADR(&r->cold) >= PROMOTE_ENDS; }
+
+/* grown is the capacity of the table that goes in front of h when it
+ * is full (or, a small one, when r is hot): four times h's, and at least
+ * HTAB_INIT once r is hot. */
+static u64 grown(const struct blpp_record *r, const struct htab *h)
+{
+	u64 cap = h->cap * 4;
+	return hot_record(r) && cap < HTAB_INIT ? HTAB_INIT : cap;
+}
+
 /* hash_slot returns where record r counts path path, 0 when no table
  * can take it (the arena is full and no older table has it). */
 static u64 *hash_slot(struct wiped *w, struct blpp_record *r, u64 path)
@@ -107,12 +153,17 @@ static u64 *hash_slot(struct wiped *w, struct blpp_record *r, u64 path)
 	u64 key = path + 1;
 	for (;;) {
 		struct htab *h = (struct htab *)LOAD(&r->hash), *n;
-		u64 *v = htab_slot(h, key, 1);
-		if (v)
+		/* A hot record's small table is full, or nearly: its paths
+		 * move to a table of HTAB_INIT entries, where the inline
+		 * code's two probes find them. So does a path the runtime
+		 * keeps counting because it lies beyond them (FAR_HITS). */
+		int far = 0;
+		u64 *v = h->cap < HTAB_INIT && hot_record(r) ? 0 : htab_slot(h, key, 1, &far);
+		if (v && !(far && LOADR(&v[0]) >= FAR_HITS && h->cap < FAR_CAP && !rt.nmetrics))
 			return v;
-		if (!(n = htab_new(w, h->cap * 4))) {
-			for (h = (struct htab *)LOAD(&h->next); h; h = (struct htab *)LOAD(&h->next))
-				if ((v = htab_slot(h, key, 0)))
+		if (!(n = htab_new(w, grown(r, h)))) {
+			for (; h; h = (struct htab *)LOAD(&h->next))
+				if ((v = htab_slot(h, key, 0, &far)))
 					return v;
 			return 0;
 		}

@@ -25,6 +25,7 @@
 #define BLPP_HTAB_BYTES_OFF 24
 #define BLPP_HTAB_INIT_CAP 64
 #define BLPP_HASH_MUL 0x9e3779b1u
+#define BLPP_NODE_SHORT_SIZE 32
 #define BLPP_CONFIG_FLAG_CALL_CACHE 4ull
 #define BLPP_CONFIG_FLAG_FAULT_SHARED_THREADS 8ull
 #define BLPP_CONFIG_FLAG_LIBRARY 16ull
@@ -43,6 +44,7 @@
 #define BLPP_CALL_CACHE_OFFSET 4096
 #define BLPP_CALL_CACHE_SIZE 131072
 #define BLPP_GATE_SHUT 1ull
+#define BLPP_FRAME_OWN_REC_WORD 2
 #define BLPP_DEFAULT_SAMPLE_SIGNAL 63
 #define BLPP_FALLBACK_SAMPLE_PERIOD 1000000ull
 #define BLPP_SAMPLER_FLAG_TIMER 1ull
@@ -163,7 +165,7 @@
 #define BLPP_SAMPLER_OFF_FLAGS 56
 
 /* struct blpp_record: a calling-context record */
-#define BLPP_RECORD_SIZE 96
+#define BLPP_RECORD_SIZE 120
 #define BLPP_RECORD_OFF_FUNC 0
 #define BLPP_RECORD_OFF_DENSE_N 8
 #define BLPP_RECORD_OFF_COUNTS 16
@@ -176,6 +178,9 @@
 #define BLPP_RECORD_OFF_NEXT 72
 #define BLPP_RECORD_OFF_INDEX 80
 #define BLPP_RECORD_OFF_VIA 88
+#define BLPP_RECORD_OFF_TWIN 96
+#define BLPP_RECORD_OFF_LISTED 104
+#define BLPP_RECORD_OFF_COLD 112
 
 /* struct blpp_node: a callee of a call site in a record's kids list */
 #define BLPP_NODE_SIZE 72
@@ -356,6 +361,9 @@ struct blpp_record {
 	unsigned long long next;
 	unsigned long long index;
 	unsigned long long via;
+	unsigned long long twin;
+	unsigned long long listed;
+	unsigned long long cold;
 };
 
 struct blpp_node {
@@ -521,6 +529,9 @@ _Static_assert(__builtin_offsetof(struct blpp_record, kids) == BLPP_RECORD_OFF_K
 _Static_assert(__builtin_offsetof(struct blpp_record, next) == BLPP_RECORD_OFF_NEXT, "blpp_record.next");
 _Static_assert(__builtin_offsetof(struct blpp_record, index) == BLPP_RECORD_OFF_INDEX, "blpp_record.index");
 _Static_assert(__builtin_offsetof(struct blpp_record, via) == BLPP_RECORD_OFF_VIA, "blpp_record.via");
+_Static_assert(__builtin_offsetof(struct blpp_record, twin) == BLPP_RECORD_OFF_TWIN, "blpp_record.twin");
+_Static_assert(__builtin_offsetof(struct blpp_record, listed) == BLPP_RECORD_OFF_LISTED, "blpp_record.listed");
+_Static_assert(__builtin_offsetof(struct blpp_record, cold) == BLPP_RECORD_OFF_COLD, "blpp_record.cold");
 _Static_assert(sizeof(struct blpp_node) == BLPP_NODE_SIZE, "blpp_node size");
 _Static_assert(__builtin_offsetof(struct blpp_node, func) == BLPP_NODE_OFF_FUNC, "blpp_node.func");
 _Static_assert(__builtin_offsetof(struct blpp_node, rec) == BLPP_NODE_OFF_REC, "blpp_node.rec");

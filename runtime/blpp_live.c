@@ -311,11 +311,18 @@ static void live_sync(struct blpp_thread *t)
 		STORE(&p->live_epoch, rt.epoch + 1);
 	}
 	l = (struct blpp_live_thread *)p->live;
-	l->tid = t->tid;
-	l->partials = t->partials;
-	l->folded = t->folded;
-	l->nrecords = t->nrecords;
-	STORE(&l->records, t->records);
+	/* Again if a signal handler's stub changed the lists meanwhile and
+	 * synced before these stores end (records are made without blocking
+	 * signals, decision 99): the last stores must be the newest. */
+	do {
+		l->tid = t->tid;
+		l->partials = LOAD(&t->partials);
+		l->folded = LOAD(&t->folded);
+		l->nrecords = LOAD(&t->nrecords);
+		STORE(&l->records, LOAD(&t->records));
+		BARRIER();
+	} while (l->partials != LOAD(&t->partials) || l->folded != LOAD(&t->folded) || l->nrecords != LOAD(&t->nrecords) ||
+		 l->records != LOAD(&t->records));
 }
 
 /* live_fork enters, in a fork child whose file cont_fault made, every

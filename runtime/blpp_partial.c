@@ -198,13 +198,28 @@ static void partial_add(struct blpp_thread *t, struct blpp_record *rec, u64 func
 		live_sync(t); /* continuous mode: the table is new */
 }
 
+/* zero_record stands in a frame's own-record word (BLPP_FRAME_OWN_REC,
+ * decision 100) for an activation without a record: its dense_n of 0
+ * sends the inline exit to the stub, which finds the running record as
+ * before. Nothing else reads it. */
+static const struct blpp_record zero_record;
+
+/* set_own_rec stores the own-record word of frame f of function fid
+ * (decision 100); a closed function that calls out keeps its outside
+ * call's site there (decision 64). */
+static void set_own_rec(struct blpp_frame *f, u64 fid, const struct blpp_record *r)
+{
+	if (!calls_out(fid))
+		f->saved_acc[BLPP_FRAME_OWN_REC_WORD] = (u64)(r ? r : &zero_record);
+}
+
 /* act_record is the record of the activation that pushed frame i of t,
- * given next, the record its callee's frame saved: in a flow-only image
- * its function's flat record, which its callee need not have saved
- * [decision 51]. */
+ * given next, the record its callee's frame saved (the one in t's list,
+ * not its hot twin: decision 99): in a flow-only image its function's
+ * flat record, which its callee need not have saved [decision 51]. */
 static struct blpp_record *act_record(struct blpp_thread *t, u64 i, u64 next)
 {
-	return rt.flow_only ? flat_rec(t, frames(t)[i].func) : R(next);
+	return rt.flow_only ? flat_rec(t, frames(t)[i].func) : canon(R(next));
 }
 
 /* frame_record is the record of activation i of t: the one its callee
@@ -292,6 +307,8 @@ static void fork_reset(void)
 					r = root(me, f[i].func);
 				else
 					r = child(me, prev, f[i].site, f[i].func, 0, 0);
+				/* the exit counts in the record its frame names */
+				set_own_rec(&f[i], f[i].func, r);
 				if (closed(f[i].func))
 					continue; /* changed neither cur nor record */
 				prev = r;
@@ -312,6 +329,7 @@ static void fork_reset(void)
 		rt.exit_written = 0;
 		rt.dumps = 0;
 		rt.forked = 1;
+		rt.vm_children = rt.vm_exits = rt.vm_exit_tid = 0; /* the parent's */
 		rt.pid = getpid();
 		sample_fork();
 		if (me)

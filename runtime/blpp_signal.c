@@ -46,12 +46,27 @@ static long set_action(int sig, void (*h)(int), u64 flags, struct ksigaction *ol
  * hook, or a fatal signal, then writes it once more, final, replacing
  * the file (it is written to a temporary name and renamed).
  */
-enum { EXIT_NONE, EXIT_AT_FINI, EXIT_FINAL };
+enum { EXIT_NONE, EXIT_AT_FINI, EXIT_FINAL, EXIT_LEFT };
 
 /* final_write claims the final exit profile: true once per process. */
 static int final_write(void)
 {
 	return CAS(&rt.exit_written, EXIT_NONE, EXIT_FINAL) || CAS(&rt.exit_written, EXIT_AT_FINI, EXIT_FINAL);
+}
+
+/*
+ * leave_write claims the final exit profile for a leave hook of kind 1
+ * (_exit, exit_group): true unless another way has written it, and true
+ * again at every such hook after the first (EXIT_LEFT). Two can come in a
+ * row: the executable's hook before its call of the C library's _exit,
+ * and, when the library is instrumented too (a whole-process run), the
+ * hook at _exit's own exit_group system call (decision 101). The last
+ * holds the most, and its profile replaces the first's.
+ */
+static int leave_write(void)
+{
+	return CAS(&rt.exit_written, EXIT_NONE, EXIT_LEFT) || CAS(&rt.exit_written, EXIT_AT_FINI, EXIT_LEFT) ||
+	       LOAD(&rt.exit_written) == EXIT_LEFT;
 }
 
 /*

@@ -447,10 +447,19 @@ void blpp_rt_leave(u64 kind)
 		return;
 	cont_check();
 	fork_check();
-	if (getpid() != rt.pid)
+	if (getpid() != rt.pid) {
+		/* A child in this memory that exits without exec: what it ran
+		 * is in no profile, and its parent's says so (decision 101).
+		 * Once per child: two hooks can come in a row. */
+		u64 tid = gettid();
+		if (kind == 1 && LOAD(&rt.vm_exit_tid) != tid) {
+			STORE(&rt.vm_exit_tid, tid);
+			ADD(&rt.vm_exits, 1);
+		}
 		return;
+	}
 	if (kind == 1) {
-		if (final_write())
+		if (leave_write())
 			write_profile(0, 1);
 	} else if (!LOAD(&rt.exit_written)) {
 		write_profile(kind == 3 ? 0 : BLPP_FLAG_EXEC, 1);

@@ -80,6 +80,9 @@ struct wiped {
 	 * fork (blpp_rt_fork_child), a struct ptab, and the block of the
 	 * thread that forked, whose THREAD section carries them. */
 	unsigned long long prefixes, prefix_lock, prefix_owner;
+	/* Small objects (nodes, node lists, cold records: decision 99), at
+	 * 8-byte alignment where the arena gives 64. */
+	struct arena small;
 };
 
 /* Private per-thread state after the shared struct blpp_thread, in the
@@ -111,6 +114,11 @@ struct tpriv {
 	 * blpp_live_thread), made in fork generation live_epoch - 1
 	 * (blpp_live.c). */
 	u64 live, live_epoch;
+	/* A node that a stub is moving to the front of the list whose head
+	 * word is at mv_head (0: none), which a signal handler's stub on
+	 * this thread finds there while it is out of the list (blpp_cct.c,
+	 * decision 99). */
+	u64 mv_head, mv_node;
 };
 #define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
 
@@ -186,9 +194,18 @@ struct proc {
 	u64 nthreads;
 	u64 arena_bytes;
 	u64 forked;       /* counts restarted at a fork */
+	/* Processes that ran in this memory on this thread pointer without
+	 * owning it (a vfork child, a clone with CLONE_VM and no
+	 * CLONE_SETTLS: posix_spawn's), each moved to the scratch block, so
+	 * that what it ran before its exec or exit counted nowhere (blpp_resume.c,
+	 * decision 101). The child adds to its parent's count. */
+	u64 vm_children;
+	/* Those that exited without exec (STATS vm_exits), and the last one's
+	 * thread id: what they ran is counted nowhere. */
+	u64 vm_exits, vm_exit_tid;
 	u64 resetting;    /* fork_reset running */
 	u64 write_lock;   /* tid of the thread writing a profile, 0 if none */
-	u64 exit_written; /* EXIT_NONE, EXIT_AT_FINI or EXIT_FINAL */
+	u64 exit_written; /* EXIT_NONE, EXIT_AT_FINI, EXIT_FINAL or EXIT_LEFT */
 	u64 dumps;        /* dump-signal profiles written */
 	char tmpl[4096];  /* profile name template, absolute */
 	char name[4096];  /* expanded name, under write_lock */
@@ -214,6 +231,10 @@ struct proc {
 	char cont_name[4096];
 	struct mod *mods[BLPP_MAX_MODULE_TAG + 1]; /* by tag */
 	struct samp *samp; /* sampling (blpp_sample.c), 0: none */
+	/* KIDS0_WORDS words of zeros that may only be read: the node lists
+	 * of every record that has made no call yet (blpp_cct.c kids_of,
+	 * decision 99). 0 until the first record needs them. */
+	u64 kids0;
 };
 
 /* Sampling (blpp_sample.c, decision 92): a thread's sampler starts with
@@ -376,9 +397,22 @@ static void *map_wiped(u64 size)
 }
 
 /* arena_alloc returns size bytes of zeroed, 64-byte aligned memory. */
-static void *arena_alloc(struct arena *a, u64 size)
+static void *arena_take(struct arena *a, u64 size);
+static void *arena_alloc(struct arena *a, u64 size) { return arena_take(a, (size + 63) & ~63ul); }
+
+/* small_alloc returns size bytes of zeroed, 8-byte aligned memory of the
+ * small objects' arena: nodes, node lists and cold records, of which a
+ * context-mode process makes tens of thousands (decision 99). */
+static void *small_alloc(u64 size)
 {
-	size = (size + 63) & ~63ul;
+	struct wiped *w = rt.w;
+	return w ? arena_take(&w->small, (size + 7) & ~7ul) : 0;
+}
+
+/* arena_take returns size bytes (a multiple of the alignment wanted, which
+ * every allocation from a has) of zeroed memory. */
+static void *arena_take(struct arena *a, u64 size)
+{
 	for (;;) {
 		struct chunk *c = LOAD(&a->cur);
 		if (c) {

@@ -182,6 +182,22 @@
 	ENDSTUB	blpp_vfork_child, blpp_rt_vfork_child
 
 /*
+ * blpp_fork_sys: right after a system call that makes a process or thread
+ * (nr: clone, fork, vfork or clone3) at call site site of function fid,
+ * with the call's result in %rax and its first argument in %rdi (see
+ * blpp_rt_fork_sys):
+ *	lea -128(%rsp),%rsp ; push $nr ; push $site ; push $fid ;
+ *	call blpp_fork_sys ; lea 152(%rsp),%rsp
+ */
+	STUB	blpp_fork_sys
+	mov	%rax, %rcx
+	mov	%rdi, %r8
+	mov	ARG(0), %rdi
+	mov	ARG(1), %rsi
+	mov	ARG(2), %rdx
+	ENDSTUB	blpp_fork_sys, blpp_rt_fork_sys
+
+/*
  * blpp_leave: the process image may end right after this without running
  * its exit handlers (kind 1: _exit or exit_group; 2: an exec), so the
  * profile is written now (see blpp_rt_leave):
@@ -301,5 +317,58 @@
 	mov	%r11, %rdx
 	jmp	blpp_rt_libc_signal
 	ENDFUNC	blpp_libc_signal
+
+/*
+ * blpp_libc_clone and blpp_libc_clone3 take the place of the C library's
+ * clone wrappers that instrumented code calls (decision 101): clone(fn,
+ * stack, flags, arg, ptid, tls, ctid) (glibc's __clone) and glibc's
+ * internal __clone3(args, size, fn, arg), the function in %r11 (the
+ * rewriter's thunk loads it). A child that will run in this memory on
+ * this thread pointer (CLONE_VM without CLONE_SETTLS: posix_spawn's)
+ * starts at blpp_clone_start instead of fn, with a record { fn, arg,
+ * flags } at the top of its stack, below which its stack then starts
+ * (see blpp_resume.c). clone's seventh argument stays on the stack, so
+ * blpp_libc_clone jumps to the function with the caller's frame as it
+ * was; the flags are dead at a call [SysV x86-64 ABI 3.2.1].
+ */
+	FUNC	blpp_libc_clone
+	test	$0x100, %edx		/* CLONE_VM */
+	jz	1f
+	test	$0x80000, %edx		/* CLONE_SETTLS */
+	jnz	1f
+	test	%rdi, %rdi
+	jz	1f
+	and	$-16, %rsi
+	cmp	$256, %rsi
+	jb	1f
+	sub	$32, %rsi
+	mov	%rdi, (%rsi)
+	mov	%rcx, 8(%rsi)
+	mov	%rdx, 16(%rsi)
+	mov	%rsi, %rcx
+	lea	blpp_clone_start(%rip), %rdi
+1:	jmp	*%r11
+	ENDFUNC	blpp_libc_clone
+
+	FUNC	blpp_libc_clone3
+	mov	%r11, %r8
+	jmp	blpp_rt_libc_clone3
+	ENDFUNC	blpp_libc_clone3
+
+/*
+ * blpp_clone_start is where such a child starts: the C library's clone
+ * calls it with the record in %rdi. blpp_rt_clone_child moves the child
+ * off its parent's thread block; then fn(arg) runs as clone would have
+ * run it, and returns to clone, which exits with its value.
+ */
+	FUNC	blpp_clone_start
+	endbr64			/* clone calls it through a register */
+	push	%rdi
+	mov	16(%rdi), %rdi
+	call	blpp_rt_clone_child
+	pop	%rcx
+	mov	8(%rcx), %rdi
+	jmp	*(%rcx)
+	ENDFUNC	blpp_clone_start
 
 	.section .note.GNU-stack,"",@progbits

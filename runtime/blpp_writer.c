@@ -256,14 +256,23 @@ static int lat_of(struct lat *a, const u64 *v)
 static int writes_latency(void) { return rt.latency && rt.mkind[0] != BLPP_METRIC_UNAVAILABLE; }
 
 /* hash_paths encodes the paths of a hashed record into out, summing a
- * path found in several tables, and their latency entries into lat (rec:
- * the record's index in the thread; *nlat counts them); returns the
- * number of paths. */
-static u64 hash_paths(struct htab *h, struct obuf *out, struct obuf *scratch, u64 rec, struct obuf *lat, u64 *nlat)
+ * path found in several tables and in the dense array of its hot twin tw
+ * (0: none, decision 99), and their latency entries into lat (rec: the
+ * record's index in the thread; *nlat counts them); returns the number
+ * of paths. */
+static u64 hash_paths(struct htab *h, struct blpp_record *tw, struct obuf *out, struct obuf *scratch, u64 rec, struct obuf *lat,
+		      u64 *nlat)
 {
 	struct hent *e;
 	u64 n = 0, np = 0, hw = hent_words();
 	scratch->len = 0;
+	for (u64 id = 0; tw && id < tw->dense_n; id++) {
+		u64 *v = (u64 *)tw->counts + 1 + id * rt.stride;
+		if (LOADR(&v[0])) {
+			struct hent x = {id + 1, v};
+			ob_put(scratch, &x, sizeof(x));
+		}
+	}
 	for (; h; h = (struct htab *)LOAD(&h->next)) {
 		for (u64 i = 0; i < h->cap; i++) {
 			u64 *src = &h->e[i * hw], key = LOAD(&src[0]);
@@ -281,7 +290,8 @@ static u64 hash_paths(struct htab *h, struct obuf *out, struct obuf *scratch, u6
 	for (u64 i = 0; i < n;) {
 		u64 key = e[i].key, sum[1 + BLPP_MAX_METRICS] = {0};
 		struct lat a;
-		mem_zero(&a, sizeof(a));
+		if (rt.latency) /* 544 bytes: most images keep no latencies */
+			mem_zero(&a, sizeof(a));
 		for (; i < n && e[i].key == key; i++) {
 			for (u64 j = 0; j < 1 + rt.nmetrics; j++)
 				sum[j] += LOADR(&e[i].v[j]);
@@ -317,7 +327,7 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 	int wl = writes_latency();
 	for (struct blpp_record *r = R(LOAD(&t->records)); r && nrec < limit; r = R(LOAD(&r->next))) {
 		u64 *c = (u64 *)r->counts, np = 0;
-		struct blpp_record *p = R(r->parent);
+		struct blpp_record *p = R(r->parent), *tw = r->dense_n ? 0 : R(LOAD(&r->twin));
 		paths->len = 0;
 		for (u64 id = 0; id < r->dense_n; id++) {
 			u64 *v = c + 1 + id * rt.stride;
@@ -329,8 +339,8 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 					*nlat += (u64)put_latency(lat, nrec, id, &a);
 			}
 		}
-		if (r->hash)
-			np += hash_paths((struct htab *)r->hash, paths, scratch, nrec, lat, nlat);
+		if (r->hash || tw)
+			np += hash_paths((struct htab *)r->hash, tw, paths, scratch, nrec, lat, nlat);
 		nrec++;
 		ob_uv(recs, r->func);
 		if (r->via) { /* called back from an uninstrumented function (decision 70) */
@@ -340,7 +350,7 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 			ob_uv(recs, p ? p->index + 1 : 0);
 			ob_uv(recs, local_site(p, r->site));
 		}
-		ob_uv(recs, LOADR(&c[0]));
+		ob_uv(recs, LOADR(&c[0]) + (tw ? LOADR((u64 *)tw->counts) : 0)); /* calls */
 		ob_uv(recs, np);
 		ob_put(recs, paths->p, paths->len);
 		if (paths->err)
@@ -488,7 +498,7 @@ static void write_stats(struct obuf *b, u64 nrec)
 			lat_bytes += next < t->lat_limit ? next - base : t->lat_limit - 1 + BLPP_LATENCY_ENTRY_SIZE - base;
 		lat_dropped += LOADR(&t->lat_dropped);
 	}
-	ob_uv(b, 21 + 2 * (u64)tsc + 2 * (u64)rt.latency);
+	ob_uv(b, 23 + 2 * (u64)tsc + 2 * (u64)rt.latency);
 	write_stat(b, BLPP_STAT_ARENA_BYTES, LOADR(&rt.arena_bytes));
 	write_stat(b, "bad_funcs", LOADR(&s[ST_BAD_FUNCS]));
 	write_stat(b, "bad_paths", LOADR(&s[ST_BAD_PATHS]));
@@ -524,6 +534,8 @@ static void write_stats(struct obuf *b, u64 nrec)
 		write_stat(b, "tsc_total", ticks);
 	}
 	write_stat(b, "unwound_frames", LOADR(&s[ST_UNWOUND]));
+	write_stat(b, "vm_children", LOADR(&rt.vm_children));
+	write_stat(b, "vm_exits", LOADR(&rt.vm_exits));
 }
 
 /* put appends s (len bytes) to the name being built in out (cap bytes);

@@ -108,10 +108,18 @@
 // values of the first metric per execution and their log2 histogram
 // (decision 93; lat_add, and the inline tsc path ends). Records belong to
 // one thread, so counts need no lock prefix. Functions over DenseMax
-// paths count in a per-record hash table. Memory comes from one
-// MADV_WIPEONFORK arena bounded by Config.ArenaLimit (STATS arena_bytes,
-// dropped_records); an activation without a record counts in the
-// function's root record (STATS no_record), so flow counts stay exact.
+// paths count in a per-record hash table. In context mode a record of
+// such a function, or of one over 64 paths, starts cold (decision 99):
+// DenseN 0 and a two-entry table, until the runtime has counted 32 of
+// its path ends; then a dense function's record gets a hot twin with
+// its dense array (Record.Twin), a hashed one a larger table. A record's
+// node lists are made at its first call. Records and nodes are published
+// by one store or compare-and-swap, never with signals blocked: a signal
+// handler's stub on the same thread finds what the one it interrupted
+// was making. Memory comes from MADV_WIPEONFORK arenas bounded by
+// Config.ArenaLimit (STATS arena_bytes, dropped_records); an activation
+// without a record counts in the function's root record (STATS
+// no_record), so flow counts stay exact.
 //
 // # Uninstrumented functions (decision 70)
 //

@@ -48,6 +48,8 @@ var harnessFuncs = []struct {
 	{"regs", 2, false},
 	{"ifunc", 2, false},
 	{"g_exit", 2, false},
+	{"wide", 128, false},
+	{"P", 4, false},
 }
 
 const (
@@ -65,6 +67,8 @@ const (
 	fRegs
 	fIfunc
 	fG
+	fWide
+	fP
 )
 
 // variant is one way of building the harness.
@@ -73,6 +77,7 @@ type variant struct {
 	flags   []string // compile and link flags of the harness
 	static  bool
 	rtFlags []string // extra flags for the runtime's sources
+	context bool     // patched for calling contexts (else flow-only)
 }
 
 var (
@@ -294,6 +299,9 @@ func patchHarness(exe string, v variant) error {
 	}
 	if v.static {
 		cfg.OrigFini = 0 // the hook is in .fini_array; _fini runs anyway
+	}
+	if v.context {
+		cfg.Flags = 0
 	}
 	off, err := fileOff(cfg.SelfVaddr)
 	if err != nil {

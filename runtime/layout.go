@@ -392,7 +392,8 @@ type Frame struct {
 	// image without metrics SavedAcc[0] holds the caller's Thread.Cur
 	// instead (SavedCur: images with slot counters), and SavedAcc[1] the
 	// value the function's path register (Func.PathReg) had at entry
-	// (SavedReg).
+	// (SavedReg). SavedAcc[2] is the activation's own record in the frame
+	// of a function that is not closed (FrameOwnRecOff).
 	SavedAcc [MaxMetrics]uint64 `c:"saved_acc"`
 }
 
@@ -425,9 +426,30 @@ type Record struct {
 	// was called back from inside it (decision 70). The profile gives
 	// such a record Via as its parent, with call site 0. 0: none.
 	Via uint64 `c:"via"`
+	// Twin is, for a cold record (below), its hot twin once it has one,
+	// and for a hot twin the cold record it stands for (decision 99):
+	// the twin has the same header and index, DenseN the function's
+	// paths and its dense counters inline, and is not in the thread's
+	// list; the writer adds its calls and paths to the cold record's.
+	// 0: none. A record with DenseN 0 and Twin set is the cold one.
+	Twin uint64 `c:"twin"`
+	// Listed is 1 once the record is in its thread's list (Next, Index):
+	// a record is published in a node list first, and whichever stub
+	// meets it unlisted links it (decision 99).
+	Listed uint64 `c:"listed"`
+	// Cold counts the path ends the runtime counted in a cold record's
+	// small table: in context mode the records of hashed functions and
+	// of functions with more than COLD_PATHS paths start with DenseN 0
+	// and a small hash table at Hash, and move to a hot twin (dense
+	// functions) or a larger table (hashed ones) once this reaches
+	// PROMOTE_ENDS (blpp_cct.c, decision 99).
+	Cold uint64 `c:"cold"`
 }
 
 // Node is blpp_node, one callee of a call site in a Record's Kids list.
+// Only a folded node (Folded 1), which the writer reads through the
+// thread's list of them (Thread.Folded), has the fields from Owner on; any
+// other is NodeShortSize bytes (decision 99): nothing reads them there.
 type Node struct {
 	Func   uint64 `c:"func"`   // the callee's function id
 	Rec    uint64 `c:"rec"`    // its record: a new child, or an ancestor for folded recursion
@@ -502,10 +524,17 @@ const (
 	// call site (0: none) and the path register's value there.
 	FrameExtSiteOff = 56
 	FrameExtROff    = 64
+	// FrameOwnRecOff is, in the frame of a function that is not closed,
+	// the activation's own record (decision 100): its entry stores it
+	// there and its exit counts the path in it, without testing
+	// Thread.Record. An activation without a record has the runtime's
+	// blpp_zero_record there, whose DenseN of 0 sends its exit to the
+	// stub. The word is a closed function's FrameExtSiteOff.
+	FrameOwnRecOff = FrameExtSiteOff
 
 	SiteSize = 24
 
-	RecordSize         = 96
+	RecordSize         = 120
 	RecordFuncOff      = 0
 	RecordDenseNOff    = 8
 	RecordCountsOff    = 16
@@ -538,6 +567,9 @@ const (
 	NodeFuncOff  = 0
 	NodeRecOff   = 8
 	NodeCountOff = 24
+	// NodeShortSize is the size of a node that is not folded: the
+	// fields before Owner.
+	NodeShortSize = 32
 )
 
 // RedZone is the number of bytes instrumentation steps over
@@ -678,6 +710,7 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_HTAB_BYTES_OFF", fmt.Sprint(HTabBytesOff)},
 	{"BLPP_HTAB_INIT_CAP", fmt.Sprint(HTabInitCap)},
 	{"BLPP_HASH_MUL", fmt.Sprintf("%#xu", uint32(HashMul))},
+	{"BLPP_NODE_SHORT_SIZE", fmt.Sprint(NodeShortSize)},
 	{"BLPP_CONFIG_FLAG_CALL_CACHE", fmt.Sprintf("%dull", ConfigFlagCallCache)},
 	{"BLPP_CONFIG_FLAG_FAULT_SHARED_THREADS", fmt.Sprintf("%dull", ConfigFlagFaultSharedThreads)},
 	{"BLPP_CONFIG_FLAG_LIBRARY", fmt.Sprintf("%dull", ConfigFlagLibrary)},
@@ -696,6 +729,7 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_CALL_CACHE_OFFSET", fmt.Sprint(CallCacheOffset)},
 	{"BLPP_CALL_CACHE_SIZE", fmt.Sprint(CallCacheSize)},
 	{"BLPP_GATE_SHUT", fmt.Sprintf("%dull", GateShut)},
+	{"BLPP_FRAME_OWN_REC_WORD", fmt.Sprint((FrameOwnRecOff - FrameSavedCurOff) / 8)},
 	{"BLPP_DEFAULT_SAMPLE_SIGNAL", fmt.Sprint(DefaultSampleSignal)},
 	{"BLPP_FALLBACK_SAMPLE_PERIOD", fmt.Sprintf("%dull", FallbackSamplePeriod)},
 	{"BLPP_SAMPLER_FLAG_TIMER", fmt.Sprintf("%dull", SamplerFlagTimer)},

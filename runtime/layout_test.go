@@ -66,6 +66,7 @@ func TestLayoutConstants(t *testing.T) {
 		{"FrameSavedRegOff", FrameSavedRegOff, unsafe.Offsetof(fr.SavedAcc) + 8},
 		{"FrameExtSiteOff", FrameExtSiteOff, unsafe.Offsetof(fr.SavedAcc) + 16},
 		{"FrameExtROff", FrameExtROff, unsafe.Offsetof(fr.SavedAcc) + 24},
+		{"FrameOwnRecOff", FrameOwnRecOff, unsafe.Offsetof(fr.SavedAcc) + 16},
 		{"FrameSize", FrameSize, unsafe.Sizeof(fr)},
 		{"RecordSize", RecordSize, unsafe.Sizeof(rec)},
 		{"RecordFuncOff", RecordFuncOff, unsafe.Offsetof(rec.Func)},
@@ -79,6 +80,7 @@ func TestLayoutConstants(t *testing.T) {
 		{"NodeFuncOff", NodeFuncOff, unsafe.Offsetof(nd.Func)},
 		{"NodeRecOff", NodeRecOff, unsafe.Offsetof(nd.Rec)},
 		{"NodeCountOff", NodeCountOff, unsafe.Offsetof(nd.Count)},
+		{"NodeShortSize", NodeShortSize, unsafe.Offsetof(nd.Owner)},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

@@ -42,13 +42,24 @@ const (
 	// SymVforkChild is the stub called in a vfork child, after vfork()
 	// returned 0, with the arguments of SymForkChild (decision 94).
 	SymVforkChild = "blpp_vfork_child"
+	// SymLibcClone and SymLibcClone3 take the place of the C library's
+	// clone wrappers, clone(fn, stack, flags, arg, ...) and glibc's
+	// __clone3(args, size, fn, arg), called with the function in %r11
+	// (decision 101).
+	SymLibcClone  = "blpp_libc_clone"
+	SymLibcClone3 = "blpp_libc_clone3"
+	// SymForkSys is the stub called right after a system call that
+	// makes a process or thread (decision 101):
+	//	lea -128(%rsp),%rsp; push $nr; push $site; push $fid;
+	//	call blpp_fork_sys; lea 152(%rsp),%rsp
+	SymForkSys = "blpp_fork_sys"
 	// SymFastSlots is a data word that is 0 until the runtime is ready
 	// (the main thread's block is set up): inline instrumentation tests it
 	// before it touches %gs and calls a stub while it is 0.
 	SymFastSlots = "blpp_fast_slots"
 )
 
-var requiredSymbols = []string{SymStart, SymFini, SymModInit, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots, SymSysSigaction, SymLibcSigaction, SymLibcSignal, SymVforkChild}
+var requiredSymbols = []string{SymStart, SymFini, SymModInit, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots, SymSysSigaction, SymLibcSigaction, SymLibcSignal, SymVforkChild, SymLibcClone, SymLibcClone3, SymForkSys}
 
 // PageSize is the alignment the image needs: it must be placed at a
 // page-aligned address T, its text at T and its data at T+DataOff.

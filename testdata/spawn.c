@@ -9,6 +9,9 @@
  *   spawn system       runs it with system() (through /bin/sh)
  *   spawn vfork        runs it with vfork and execv (after a call of
  *                      setup() in the child), then waits
+ *   spawn vfork_exit   vfork, and the child calls setup() and _exit(0)
+ *                      without an exec (its work is counted nowhere:
+ *                      decision 101)
  *   spawn x child      the child: works and exits
  *
  * The spawning process works before and after (the daemon's child works
@@ -99,8 +102,15 @@ int main(int argc, char **argv)
 			_exit(127);
 		}
 		waitpid(pid, &st, 0);
+	} else if (strcmp(how, "vfork_exit") == 0) {
+		pid = vfork();
+		if (pid == 0) {
+			sink = setup(30);
+			_exit(0);
+		}
+		waitpid(pid, &st, 0);
 	} else {
-		fprintf(stderr, "usage: spawn daemon|posix_spawn|system|vfork\n");
+		fprintf(stderr, "usage: spawn daemon|posix_spawn|system|vfork|vfork_exit\n");
 		return 2;
 	}
 	printf("after: child status %d, %d\n", WEXITSTATUS(st), work(400));

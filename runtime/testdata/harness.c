@@ -43,7 +43,9 @@ enum {
 	F_REGS = 11, /* 2 paths, regs.S */
 	F_IFUNC = 12,
 	F_G = 13,
-	NFUNCS_USED = 14,
+	F_WIDE = 14, /* 128 paths: cold records that get hot (decision 99) */
+	F_P = 15,    /* 4 paths: calls f, wide and big in turn */
+	NFUNCS_USED = 16,
 };
 
 /* Patched by the test: the function table and the dense counters. */
@@ -130,6 +132,27 @@ __attribute__((noinline)) void big(unsigned long long id)
 	ENTER(F_BIG);
 	ADD_R_REG(id);
 	EXIT(F_BIG);
+}
+
+/* wide: path x % 128 of a 128-path function. */
+__attribute__((noinline)) void wide(unsigned long long x)
+{
+	ENTER(F_WIDE);
+	ADD_R_REG(x % 128);
+	EXIT(F_WIDE);
+}
+
+/* P: path 0; calls f(i), wide(i) or big(i % 100) as i % 3 says. */
+__attribute__((noinline)) void P(int i)
+{
+	ENTER(F_P);
+	if (i % 3 == 0)
+		f(i);
+	else if (i % 3 == 1)
+		wide((unsigned long long)i);
+	else
+		big((unsigned long long)(i % 100));
+	EXIT(F_P);
 }
 
 /* badpath ends a path outside [0, num_paths) of F_BASIC. */
@@ -404,6 +427,61 @@ static int run_signals(long n)
 	return 0;
 }
 
+/* ---- a handler's stub in the middle of another (decision 99) ---- */
+
+/* The runtime built with BLPP_TEST_NEST calls this hook at each place a
+ * signal handler's stub may interrupt a stub that makes a record or node
+ * (blpp_cct.c NEST_POINT); it then enters function fid (0: f) from the
+ * running record, as a handler would, every other time it is called. */
+extern void (*blpp_test_nest)(int where, unsigned long fid) __attribute__((weak));
+static long nest_where[8], nest_seen[8], nest_ran[NFUNCS_USED];
+static int in_nest;
+
+static void nest_hook(int where, unsigned long fid)
+{
+	/* Every other time, so that the stub interrupted is sometimes the
+	 * first to get there (the nested one runs without the hook). */
+	if (in_nest || where < 1 || where > 7 || nest_seen[where]++ % 2)
+		return;
+	in_nest = 1;
+	nest_where[where]++;
+	switch (fid) {
+	case F_WIDE:
+		wide(0);
+		break;
+	case F_BIG:
+		big(0);
+		break;
+	case F_P:
+		P(0); /* and f(0) */
+		nest_ran[F_BASIC]++;
+		break;
+	default:
+		fid = F_BASIC;
+		f(0);
+	}
+	nest_ran[fid]++;
+	in_nest = 0;
+}
+
+static int run_nest(void)
+{
+	if (!&blpp_test_nest)
+		return printf("runtime built without BLPP_TEST_NEST\n"), 1;
+	blpp_test_nest = nest_hook;
+	nest_seen[4] = 1; /* P's root record made plainly: its lists are, with the hook */
+	for (int i = 0; i < 3000; i++)
+		P(i);
+	for (unsigned long long i = 0; i < 200; i++)
+		wide(i);
+	blpp_test_nest = 0;
+	for (int w = 1; w < 8; w++)
+		printf("where %d %ld\n", w, nest_where[w]);
+	for (int f = 0; f < NFUNCS_USED; f++)
+		printf("ran %d %ld\n", f, nest_ran[f]);
+	return 0;
+}
+
 /* ---- static binaries: an IRELATIVE resolver runs before libc's TLS ---- */
 
 #ifdef HARNESS_STATIC
@@ -471,6 +549,8 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	if (!strcmp(mode, "nest"))
+		return run_nest();
 	if (!strcmp(mode, "signals"))
 		return run_signals(argc > 2 ? atol(argv[2]) : 1000000);
 	if (!strcmp(mode, "bench")) {

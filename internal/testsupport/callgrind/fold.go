@@ -61,6 +61,24 @@ func (p *Profile) FoldUnknown(exe string) error {
 	return nil
 }
 
+// FoldUnknownAt is FoldUnknown with the load bias given: a fork child of a
+// PIE has its parent's layout, but its own counts may hold no call that
+// shows the bias.
+func (p *Profile) FoldUnknownAt(exe string, bias uint64) error {
+	f, err := elf.Open(exe)
+	if err != nil {
+		return fmt.Errorf("callgrind: fold: %w", err)
+	}
+	defer f.Close()
+	if err := p.fold(f, exe, bias); err != nil {
+		return err
+	}
+	if p.After != nil {
+		return p.After.fold(f, exe, bias)
+	}
+	return nil
+}
+
 // fold moves the code of exe's executable segments out of the Unknown
 // fields, given the load bias.
 func (p *Profile) fold(f *elf.File, exe string, bias uint64) error {

@@ -48,6 +48,13 @@ type Options struct {
 	// before exit_group).
 	SplitAfter []string
 
+	// DumpBefore names more functions before whose calls callgrind dumps
+	// its counters (--dump-before), as before the forkFuncs: a fork that
+	// the program reaches through code callgrind does not see call the
+	// C library's fork (an instrumented static binary enters vfork
+	// through the counting stub that calls blpp_dark, decision 70).
+	DumpBefore []string
+
 	// Launcher says that prog only starts the program that matters (the
 	// dynamic loader running an instrumented copy, as blpp run does): its
 	// own unknown code is not folded, and the objects of interest are
@@ -59,9 +66,10 @@ type Options struct {
 // dump and zero its counters. A forked child inherits the parent's
 // counters and would otherwise report the parent's work before the fork a
 // second time. _Fork (glibc 2.34 and later) is the function that makes the
-// system call; fork and __libc_fork cover older libraries, vfork and
-// __vfork the calls valgrind turns into fork.
-var forkFuncs = []string{"fork", "__libc_fork", "_Fork", "vfork", "__vfork"}
+// system call; fork and __libc_fork cover older libraries, vfork, __vfork
+// and __libc_vfork (the name valgrind gives a static glibc's vfork) the
+// calls valgrind turns into fork.
+var forkFuncs = []string{"fork", "__libc_fork", "_Fork", "vfork", "__vfork", "__libc_vfork"}
 
 // ValgrindArgs returns the valgrind options Run passes before the program:
 // callgrind with one count per instruction, jumps, PLT code profiled where
@@ -158,6 +166,9 @@ func Run(prog string, opts Options) (*Profile, error) {
 	args := ValgrindArgs(dir, opts.SeparateThreads)
 	for _, fn := range opts.SplitAfter {
 		args = append(args, "--dump-after="+fn)
+	}
+	for _, fn := range opts.DumpBefore {
+		args = append(args, "--dump-before="+fn)
 	}
 	args = append(args, "--", arg0)
 	cmd := exec.CommandContext(ctx, vg, append(args, opts.Args...)...)

@@ -94,6 +94,12 @@ func CheckSameRun(inst string, profiles []string, cg *callgrind.Profile) (SameRu
 	return checkSameRun(inst, ps, cg)
 }
 
+// CheckSameRunProfile is CheckSameRun on a profile already read (one
+// module's part of a whole-process profile: ModuleProfile).
+func CheckSameRunProfile(inst string, p *cct.Profile, cg *callgrind.Profile) (SameRun, error) {
+	return checkSameRun(inst, []*cct.Profile{p}, cg)
+}
+
 // checkSameRun is CheckSameRun on profiles already read.
 func checkSameRun(inst string, ps []*cct.Profile, cg *callgrind.Profile) (SameRun, error) {
 	var s SameRun

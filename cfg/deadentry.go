@@ -1,0 +1,45 @@
+package cfg
+
+import "slices"
+
+// Dead table entries [decision 98]. clang lowers a switch case it proved
+// impossible (__builtin_unreachable, a default over a fully covered enum,
+// a type byte whose other values cannot occur) to an empty block placed
+// after the function's last instruction, so the table entries of those
+// cases hold the address just past the body: into the padding, or onto
+// the next function's entry where there is none. LLVM's tables only ever
+// lead to blocks of their own function, so such an entry is never taken
+// by a correct program, whether or not a bounds check guards the table.
+//
+// The graph gives these entries no edge; the copy of the table keeps them
+// aimed at the original address, so that even a program that took one
+// would run exactly the bytes the original runs there. Only the exact end
+// of a body whose size a symbol or an FDE gave qualifies, and only where
+// filler or another procedure's entry follows it: a wrong size on
+// hand-written code would have code of the same function there, which a
+// live case may reach.
+
+// IsDead reports whether entry k of the table is dead (listed in Dead).
+func (jt *JumpTable) IsDead(k int) bool {
+	_, ok := slices.BinarySearch(jt.Dead, k)
+	return ok
+}
+
+// deadPad bounds the filler looked at after a body's end: a function's
+// alignment is at most 64 bytes.
+const deadPad = 64
+
+// deadTarget reports whether t, the target of a table entry outside the
+// procedure, is where the compiler puts the cases it proved impossible:
+// the end of the sized main body, followed by filler or by the entry of
+// another procedure.
+func (bd *builder) deadTarget(t uint64) bool {
+	f := bd.f
+	if !f.sized || t != f.Addr+f.Size || bd.rangeOf(t) >= 0 {
+		return false
+	}
+	if code := bd.b.Code(t); len(code) > 0 && padding(code, deadPad) > 0 {
+		return true
+	}
+	return bd.env.funcAt(t) != nil
+}

@@ -1,0 +1,115 @@
+package rewriter_test
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/report"
+)
+
+// stubsigFuncs are stubsig.c's functions in the order of its counts.
+var stubsigFuncs = []string{"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7",
+	"l0", "l1", "l2", "l3", "wide", "huge"}
+
+// TestStubSignals runs stubsig.c, whose 50-microsecond SIGALRM handler
+// calls instrumented functions while the main loop keeps the runtime
+// making records, nodes and hot twins of cold records (decision 99: no
+// signals are blocked there). Signal timing differs from run to run, so
+// the oracle is the program's own count of each function's activations:
+// the profile must hold as many calls and, the functions having no loops,
+// as many path executions, and the reader must accept it (one record per
+// calling context, parents first).
+func TestStubSignals(t *testing.T) {
+	for _, c := range procConfigs {
+		for _, m := range procModes {
+			t.Run(c.String()+"/"+m.name, func(t *testing.T) {
+				t.Parallel()
+				what := "stubsig.c " + c.String() + " " + m.name
+				dir := t.TempDir()
+				orig := fixture.Build(t, "stubsig.c", c)
+				inst := rewriteWith(t, orig, filepath.Join(dir, "stubsig.blpp"), m.opts)
+				want := runProc(t, orig, nil)
+				if want.code != 0 {
+					t.Fatalf("%s: the original misbehaves: %s", what, want)
+				}
+				profPath := filepath.Join(dir, "blpp.out")
+				got := runProc(t, inst, nil, "BLPP_PROFILE="+profPath)
+				if got.code != 0 || got.sig != 0 {
+					t.Fatalf("%s: the rewritten program failed: %s", what, got)
+				}
+				counts := stubsigCounts(t, what, got.stdout)
+				if !bytes.Contains(got.stderr, []byte("handled ")) || bytes.Contains(got.stderr, []byte("handled 0\n")) {
+					t.Fatalf("%s: the handler never ran: %s", what, got)
+				}
+				prof, err := cct.ReadFile(profPath)
+				if err != nil {
+					t.Fatalf("%s: profile: %v", what, err)
+				}
+				paths := funcTotals(t, inst, prof)
+				calls, instr := funcCalls(t, inst, prof)
+				for i, fn := range stubsigFuncs {
+					if !instr[fn] {
+						paths[fn] = counts[i] // a6 and a7 in gcc -O2 (indirect tail jumps): their entries only
+					}
+					if calls[fn] != counts[i] || paths[fn] != counts[i] {
+						t.Errorf("%s: %s: %d calls and %d path executions in the profile, the program counted %d activations",
+							what, fn, calls[fn], paths[fn], counts[i])
+					}
+				}
+				for _, k := range []string{"dropped_records", "dropped_counts", "no_record", "bad_paths"} {
+					if prof.Stats[k] != 0 {
+						t.Errorf("%s: stats %s = %d, want 0", what, k, prof.Stats[k])
+					}
+				}
+			})
+		}
+	}
+}
+
+// stubsigCounts parses stubsig.c's output: a line "i count" per function.
+func stubsigCounts(t *testing.T, what string, out []byte) []uint64 {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(stubsigFuncs) {
+		t.Fatalf("%s: %d lines of output, want %d:\n%s", what, len(lines), len(stubsigFuncs), out)
+	}
+	counts := make([]uint64, len(lines))
+	for i, l := range lines {
+		var k int
+		var n uint64
+		if _, err := fmt.Sscanf(l, "%d %d", &k, &n); err != nil || k != i || n == 0 {
+			t.Fatalf("%s: output line %q", what, l)
+		}
+		counts[i] = n
+	}
+	return counts
+}
+
+// funcCalls sums the calls of each function's records, by name, and
+// says which functions are instrumented.
+func funcCalls(t *testing.T, inst string, p *cct.Profile) (map[string]uint64, map[string]bool) {
+	t.Helper()
+	tab, f, err := report.LoadMeta(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out, instr := map[string]uint64{}, map[string]bool{}
+	for _, fn := range tab.Funcs {
+		instr[fn.Name] = fn.Instrumented
+	}
+	for _, th := range p.Threads {
+		for _, r := range th.Records {
+			if int(r.Func) >= len(tab.Funcs) {
+				t.Fatalf("%s: profile names function %d of %d", inst, r.Func, len(tab.Funcs))
+			}
+			out[tab.Funcs[r.Func].Name] += r.Calls
+		}
+	}
+	return out, instr
+}

@@ -71,11 +71,15 @@ func (fg *funcGen) tailExitStub(site int32) {
 }
 
 // exitInline ends the path at a return or tail call inline, where %rsp is
-// back at its value at entry: count[r]++ in the record's dense array,
-// then pop the shadow frame (the caller's r, record and call site come
-// back). Anything unusual (a frame that is not this activation's, left by
-// a longjmp; an overflowed or busy shadow stack; no record; a path the
-// dense array does not hold) takes the stub, which unwinds and checks.
+// back at its value at entry: count[r]++, then pop the shadow frame (the
+// caller's r, record and call site come back), in the form the plan
+// calls for: nothing for a frameless function, exitLean for a lean one,
+// exitOwn where the paths count in the record, and the form below for
+// what is left: a lean function's tail jump or Thread.R path register,
+// and the time-stamp counter's exits. Anything unusual (a frame that is
+// not this activation's, left by a longjmp; an overflowed or busy shadow
+// stack; no record; a path the dense array does not hold) takes the
+// stub, which unwinds and checks.
 // Counters belong to the thread, so no lock prefix. Flags are dead at a
 // return and a tail call [SysV x86-64 ABI 3.2.1], so they are not saved.
 // No test of the ready word: see storeCallSite. A non-zero tailSite is a
@@ -107,14 +111,15 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	// it in Thread.R (the cold path spills it).
 	// A function with slot counters needs no record, so no %rdx; the
 	// time-stamp counter needs one more (rdtsc writes %rax and %rdx).
+	// What is left for this form: a lean function's tail jump to an
+	// instrumented function, or its exit when its path register is
+	// Thread.R; and with the time-stamp counter alone, every exit.
 	saved := []enc.Reg{enc.RAX, enc.RCX, enc.RDX}
 	switch {
 	case fg.slot != 0 && tailSite == 0:
 		saved = saved[:2]
 	case tsc:
 		saved = append(saved, enc.RSI)
-	case fg.hashInline():
-		saved = append(saved, enc.RSI, enc.RDI) // the table and the entry (hashCount)
 	}
 	entryRSP := uint32(8 * len(saved)) // this activation's %rsp at entry, from %rsp
 	for _, r := range saved {
@@ -150,13 +155,8 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		b.MovRegFromGS(enc.RDX, runtime.OffRecord)
 		b.TestRegReg(enc.RDX)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-		if fg.hashInline() {
-			// Counted here when found; nothing below can fail.
-			fg.hashCount(enc.RDX, enc.RSI, enc.RAX, enc.RDI, slow, -int32(8*len(saved)))
-		} else {
-			b.CmpRegMemD8(enc.RAX, enc.RDX, runtime.RecordDenseNOff)
-			b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
-		}
+		b.CmpRegMemD8(enc.RAX, enc.RDX, runtime.RecordDenseNOff)
+		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	}
 	if tailSite != 0 {
 		b.MovGS64Imm(offTailSite, tailSite)
@@ -172,7 +172,7 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		}
 		b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedCur)
 		b.MovGSFromReg(runtime.OffCur, enc.RAX)
-	} else if tsc {
+	} else {
 		// As at backedges: the path's {count, tsc sum} (and latency
 		// words); then mstart = now and the caller gets its macc back
 		// from the frame.
@@ -180,17 +180,6 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		fg.countTSC(enc.RSI)
 		b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedAcc) // frame.saved_acc[0]
 		b.MovGSFromReg(offMAcc, enc.RAX)
-	} else {
-		if !fg.hashInline() {
-			b.IncMemIndexed(enc.RDX, enc.RAX, countsOff+8)
-		}
-		if fg.hasPreg {
-			b.MovRegFromMem(fg.preg, enc.RCX, int32(frSavedReg)) // the register's entry value
-		}
-		if g.slots() {
-			b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedCur)
-			b.MovGSFromReg(runtime.OffCur, enc.RAX)
-		}
 	}
 	b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedR)
 	b.MovGSFromReg(g.stubs.OffR, enc.RAX)

@@ -217,16 +217,7 @@ func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, spill bool, s
 		for i := len(saved) - 1; i >= 0; i-- {
 			b.Pop(saved[i])
 		}
-		if spill {
-			fg.spill()
-		}
-		b.LeaRSP(-redZone)
-		for _, a := range args {
-			pushImm32(b, a)
-		}
-		b.CallRel32(enc.AbsTarget(stub))
-		b.LeaRSP(redZone + int32(8*len(args)))
-		b.JmpRel32(enc.LabelTarget(done))
+		fg.callStubCold(done, spill, stub, args)
 	})
 }
 
@@ -279,17 +270,25 @@ func (fg *funcGen) stubBelow(slow, done enc.Label, saved []enc.Reg, spill bool, 
 	b := fg.g.buf
 	fg.addColdAt(slow, 0, func() {
 		restoreBelow(b, saved)
-		if spill {
-			fg.spill()
-		}
-		b.LeaRSP(-redZone)
-		for _, a := range args {
-			pushImm32(b, a)
-		}
-		b.CallRel32(enc.AbsTarget(stub))
-		b.LeaRSP(redZone + int32(8*len(args)))
-		b.JmpRel32(enc.LabelTarget(done))
+		fg.callStubCold(done, spill, stub, args)
 	})
+}
+
+// callStubCold is the end of a cold slow path once the entry's saved
+// registers are back: spill the path register if asked, call stub with
+// args pushed below the red zone, and jump back to done.
+func (fg *funcGen) callStubCold(done enc.Label, spill bool, stub uint64, args []int32) {
+	b := fg.g.buf
+	if spill {
+		fg.spill()
+	}
+	b.LeaRSP(-redZone)
+	for _, a := range args {
+		pushImm32(b, a)
+	}
+	b.CallRel32(enc.AbsTarget(stub))
+	b.LeaRSP(redZone + int32(8*len(args)))
+	b.JmpRel32(enc.LabelTarget(done))
 }
 
 // cmpNewestFrameRSP emits mov %gs:sp, %rcx; cmp %rsp, frame.rsp(%rcx):

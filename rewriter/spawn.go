@@ -23,6 +23,7 @@ package rewriter
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/blpp/blpp/cfg"
 	"github.com/blpp/blpp/cfg/x86"
@@ -97,6 +98,10 @@ var clone3Shape = [][]byte{
 	{0xff, 0xd2},                   // call *%rdx
 }
 
+// clone3Call is the system call's number and the system call, adjacent
+// in __clone3: what isClone3Code looks for before it decodes.
+var clone3Call = slices.Concat(clone3Shape[1], clone3Shape[2])
+
 // isClone3Code reports whether code, a function's bytes from its entry,
 // is glibc's __clone3: its first instructions, decoded in a straight
 // line, hold clone3Shape in order, the system call right after the
@@ -105,7 +110,7 @@ func isClone3Code(code []byte) bool {
 	const maxInsts = 24
 	// Every function of a large library comes here: look for the
 	// number and the system call first.
-	if !bytes.Contains(code[:min(len(code), maxInsts*15)], []byte{0xb8, 0xb3, 0x01, 0x00, 0x00, 0x0f, 0x05}) {
+	if !bytes.Contains(code[:min(len(code), maxInsts*15)], clone3Call) {
 		return false
 	}
 	next := 0

@@ -207,7 +207,7 @@ func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 		for i := range d.insts {
 			in := &d.insts[i]
 			off := in.Addr - d.at
-			if err := enc.Relocate(b, in, d.code[off:], g.target(in.Target)); err != nil {
+			if err := enc.Relocate(b, &in.Info, d.code[off:], g.target(in.Target)); err != nil {
 				return fmt.Errorf("counting stub of the function at %#x: %w", d.addr, err)
 			}
 		}

@@ -378,7 +378,7 @@ func (fp *funcPlan) keepsTail(keepers, leaves map[uint64]*funcPlan) bool {
 
 // directCallOf returns how the call instruction in is made, if it is a
 // direct call (planDirect).
-func (fg *funcGen) directCallOf(in *x86.Inst) (directCall, bool) {
+func (fg *funcGen) directCallOf(in *x86.Info) (directCall, bool) {
 	dc, ok := fg.g.directCalls[in.Addr]
 	return dc, ok && in.Kind == x86.Call && fg.inLoop < 0
 }

@@ -151,7 +151,7 @@ func (fg *funcGen) prefix() error {
 			return err
 		}
 		fg.mark(a, true)
-		if err := enc.Relocate(fg.g.buf, &in, code[a-fn.Addr:], enc.Target{}); err != nil {
+		if err := enc.Relocate(fg.g.buf, &in.Info, code[a-fn.Addr:], enc.Target{}); err != nil {
 			return err
 		}
 		a += uint64(in.Len)

@@ -56,10 +56,10 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 		}
 		b.Bind(lc.label[id])
 		code := fg.g.b.Code(blk.Addr)
-		var last x86.Inst
+		var last x86.Info
 		for a := blk.Addr; a < blk.End; {
-			var in x86.Inst // code generation reads Info alone
-			if err := fg.dec.DecodeInfoTo(&in.Info, code[a-blk.Addr:blk.End-blk.Addr], a); err != nil {
+			var in x86.Info // code generation reads Info alone
+			if err := fg.dec.DecodeInfoTo(&in, code[a-blk.Addr:blk.End-blk.Addr], a); err != nil {
 				fail(err)
 				return
 			}

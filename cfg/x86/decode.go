@@ -216,8 +216,10 @@ type Info struct {
 func (i *Info) FromX86asm() bool { return i.Op != 0 && i.Op <= maxKnownOp }
 
 // Inst is one decoded instruction with x86asm's decoding. Code that
-// reads Info alone (the relocator) may be handed an Inst made from a
-// DecodeInfo result, whose Raw is then zero (Raw.Len 0).
+// reads Info alone (the relocator, code generation) takes an *Info: an
+// Inst made from a DecodeInfo result would have a zero Raw whose
+// operands read as nil, which a pattern match takes for "no match"
+// (sigaction loaded through the GOT once missed its thunk that way).
 type Inst struct {
 	Info
 	// Raw is x86asm's full decoding, for operand pattern matching, with

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/blpp/blpp/cfg/x86"
+
+	"golang.org/x/arch/x86/x86asm"
 )
 
 // env is what building one procedure's graph needs to know about the rest
@@ -17,6 +19,9 @@ type env interface {
 	funcAt(addr uint64) *Function
 	// noReturn reports whether a call to addr never returns.
 	noReturn(addr uint64) bool
+	// scanning reports whether discovery wants each graph's flow scan
+	// made from its instructions (Graph.scan, flowScan).
+	scanning() bool
 }
 
 // maxInsts bounds the instructions decoded for one procedure.
@@ -32,8 +37,18 @@ type builder struct {
 
 	ranges []Range
 	cover  [][]int32 // per range, per byte: 1+index of the instruction covering it
-	insts  []x86.Inst
-	work   []uint64
+	// insts are the decoded instructions. Their Raw is filled only by
+	// fillRaw, for the passes that match x86asm's operands (slices of
+	// indirect jumps, system call numbers); the others read Info, which
+	// x86.DecodeInfo gives without running x86asm.
+	insts []x86.Inst
+	// dec decodes them (x86.Decoder).
+	dec *x86.Decoder
+	// order is insts in address order, once makeBlocks sorted them;
+	// mk holds it and makeBlocks' other arrays.
+	order []instAt
+	mk    *makeScratch
+	work  []uint64
 	// leaders are block starts besides those implied by control transfers.
 	leaders map[uint64]bool
 	// fallOut maps an instruction that runs off the end of the range into
@@ -88,7 +103,14 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	if buf, ok := instsPool.Get().(*[]x86.Inst); ok {
 		bd.insts = (*buf)[:0]
 	}
+	bd.dec = x86.NewDecoder()
+	bd.mk, _ = makePool.Get().(*makeScratch)
+	if bd.mk == nil {
+		bd.mk = &makeScratch{}
+	}
 	defer func() {
+		makePool.Put(bd.mk)
+		bd.dec.Release()
 		buf := bd.insts[:0]
 		instsPool.Put(&buf)
 		if bd.regs != nil {
@@ -155,6 +177,12 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	bd.recheckTables()
 	bd.makeBlocks()
 	if g.Reason == ReasonOK {
+		for i := range bd.insts {
+			if bd.insts[i].Kind == x86.Syscall {
+				bd.fillRaw()
+				break
+			}
+		}
 		g.findSyscallLeaves(bd.insts, bd.instAt)
 	}
 	if g.Reason == ReasonOK && isVfork(f) {
@@ -166,7 +194,29 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	if g.Reason == ReasonOK && f.Size+f.Pad < 5 {
 		g.fail(ReasonTooShort, f.Addr, "%d bytes and %d bytes of padding, shorter than the 5-byte jump that redirects it", f.Size, f.Pad)
 	}
+	if e.scanning() {
+		g.scan = bd.flowScan()
+	}
 	return g
+}
+
+// fillRaw fills in Raw of the instructions decoded without it. Raw.Len
+// is never 0 in a decoding.
+func (bd *builder) fillRaw() {
+	for i := range bd.insts {
+		in := &bd.insts[i]
+		if in.Raw.Len != 0 {
+			continue
+		}
+		full, err := x86.Decode(bd.b.Code(in.Addr)[:in.Len], in.Addr)
+		if err != nil || full.Info != in.Info {
+			// DecodeInfo and Decode disagree (FuzzDecode and
+			// TestMemoAgrees look for this): nothing is trusted.
+			bd.g.fail(ReasonBadDecode, in.Addr, "decoding is not reproducible")
+			full.Raw = x86asm.Inst{Mode: 64, Len: in.Len}
+		}
+		in.Raw = full.Raw
+	}
 }
 
 // rangeOf returns the index of the range holding addr, or -1.
@@ -309,8 +359,8 @@ func (bd *builder) decodeAll() {
 			if rem := r.End() - a; uint64(len(code)) > rem {
 				code = code[:rem]
 			}
-			inst, err := x86.Decode(code, a)
-			if err != nil {
+			var inst x86.Inst
+			if err := bd.dec.DecodeInfoTo(&inst.Info, code, a); err != nil {
 				g.fail(ReasonBadDecode, a, "%v", err)
 				break
 			}
@@ -396,7 +446,7 @@ func (bd *builder) fallsInto(next uint64) uint64 {
 	}
 	off := 0
 	for off < len(code) {
-		in, err := x86.Decode(code[off:], next+uint64(off))
+		in, err := x86.DecodeInfo(code[off:], next+uint64(off))
 		if err != nil || !isNop(&in, code[off:]) {
 			break
 		}
@@ -408,6 +458,21 @@ func (bd *builder) fallsInto(next uint64) uint64 {
 	return 0
 }
 
+// instAt is an instruction's address and index in the builder's insts.
+type instAt struct {
+	addr uint64
+	i    int32
+}
+
+// makeScratch holds makeBlocks' arrays, for the next build.
+type makeScratch struct {
+	byAddr  []instAt
+	startOf []BlockID
+	lastOf  []int32
+}
+
+var makePool sync.Pool
+
 // makeBlocks splits the decoded instructions into blocks and adds edges.
 func (bd *builder) makeBlocks() {
 	g, insts := bd.g, bd.insts
@@ -416,11 +481,17 @@ func (bd *builder) makeBlocks() {
 	}
 	// Visit instructions in address order through a permutation, so the
 	// cover arrays (which index insts) stay valid for lookups.
-	order := make([]int32, len(insts))
-	for i := range order {
-		order[i] = int32(i)
+	// (Sorted by address beside the index: comparing through insts,
+	// whose elements are hundreds of bytes, missed the cache. No two
+	// instructions start at one address.)
+	sc := bd.mk
+	byAddr := slices.Grow(sc.byAddr[:0], len(insts))[:len(insts)]
+	sc.byAddr = byAddr
+	for i := range insts {
+		byAddr[i] = instAt{insts[i].Addr, int32(i)}
 	}
-	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(insts[a].Addr, insts[b].Addr) })
+	slices.SortFunc(byAddr, func(a, b instAt) int { return cmp.Compare(a.addr, b.addr) })
+	bd.order = byAddr
 	ends := func(in *x86.Inst) bool {
 		switch in.Kind {
 		case x86.Other, x86.Syscall:
@@ -429,15 +500,18 @@ func (bd *builder) makeBlocks() {
 		return true
 	}
 	// startOf[i] is the block starting at instruction i, or -1.
-	startOf := make([]BlockID, len(insts))
-	lastOf := make([]int32, 0, len(insts)/4+1) // per block: index of its last instruction
+	startOf := slices.Grow(sc.startOf[:0], len(insts))[:len(insts)]
+	sc.startOf = startOf
+	lastOf := sc.lastOf[:0] // per block: index of its last instruction
+	defer func() { sc.lastOf = lastOf }()
 	// The blocks go to a scratch array, and the graph gets a copy of
 	// their final number.
 	if buf, ok := blocksPool.Get().(*[]Block); ok {
 		g.Blocks = (*buf)[:0]
 	}
 	var cur *Block
-	for _, i := range order {
+	for _, x := range byAddr {
+		i := x.i
 		in := &insts[i]
 		startOf[i] = -1
 		if cur == nil || bd.leaders[in.Addr] || cur.End != in.Addr {
@@ -451,8 +525,8 @@ func (bd *builder) makeBlocks() {
 		cur.Insts++
 		cur.FlagsUse |= in.Reads &^ cur.FlagsDef
 		cur.FlagsDef |= in.Writes
-		ru, rd := instRegs(in)
-		nr := namedRegs(in)
+		ru, rd := instRegs(&in.Info)
+		nr := namedRegs(&in.Info)
 		cur.Named |= nr
 		g.Named |= nr
 		cur.RegsUse |= ru &^ cur.RegsDef
@@ -589,7 +663,7 @@ func (bd *builder) makeBlocks() {
 	g.link()
 	if g.Reason == ReasonOK {
 		for id := range g.Blocks {
-			if len(g.Blocks[id].Succs) == 0 {
+			if len(g.Succs(BlockID(id))) == 0 {
 				g.fail(ReasonUnresolvedIndirectJump, g.Blocks[id].Last, "block has no successor")
 			}
 		}

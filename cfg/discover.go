@@ -173,6 +173,8 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 	if buf, ok := scanPool.Get().(*[]scanInst); ok {
 		s.insts = (*buf)[:0]
 	}
+	dec := x86.NewDecoder()
+	defer dec.Release()
 	bitOf := func(a uint64) uint64 {
 		var base uint64
 		for _, r := range ranges {
@@ -200,8 +202,8 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 			// Decoded past the body's end, so that an instruction
 			// running over the next start shows as one.
 			code := b.Code(a)
-			in, err := x86.Decode(code, a)
-			if err != nil {
+			var in x86.Info
+			if err := dec.DecodeInfoTo(&in, code, a); err != nil {
 				break
 			}
 			si := scanInst{addr: a, n: uint8(in.Len)}
@@ -228,7 +230,7 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 				stop = true
 				si.pad = in.Len == 1 && code[0] == 0xcc
 			default:
-				si.pad = in.Raw.Op == x86asm.NOP || in.Raw.Op == x86asm.XCHG && in.Len == 2 && code[in.Len-1] == 0x90
+				si.pad = in.Op == x86asm.NOP || in.Op == x86asm.XCHG && in.Len == 2 && code[in.Len-1] == 0x90
 			}
 			s.insts = append(s.insts, si)
 			if stop {
@@ -249,37 +251,104 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 	return s
 }
 
+// flowScan returns what scanFunction(bd.f, bd.g) returns, made from the
+// instructions the builder decoded, or nil where it might differ. A
+// graph the builder finished (ReasonOK) was decoded from the entry, the
+// landing pads and the targets of its jump tables, as the scan starts
+// from; every instruction lies inside the ranges, none overlaps another
+// but past a skipped lock prefix (decoded by both), and every jump out
+// leads to a procedure entry. So the scan decodes the same instructions,
+// and finds the same calls, jumps out and operands; only their order
+// differs, which no user of a funcScan reads but insts, which is sorted.
+// What the scan records in falls depends on the order it met the
+// instructions in where a padding instruction runs on past a range's
+// end (whether it came there from a call): such a procedure, and one
+// with other entries (which the scan does not start from), is scanned.
+func (bd *builder) flowScan() *funcScan {
+	f, g := bd.f, bd.g
+	if g.Reason != ReasonOK || len(f.Entries) > 0 || len(bd.order) != len(bd.insts) {
+		return nil
+	}
+	s := &funcScan{size: f.Size, nparts: len(f.Parts), graph: g, ranges: f.Ranges()}
+	own := func(a uint64) (Range, bool) {
+		for _, r := range s.ranges {
+			if r.Contains(a) {
+				return r, true
+			}
+		}
+		return Range{}, false
+	}
+	s.insts = make([]scanInst, len(bd.order))
+	for k, x := range bd.order {
+		in := &bd.insts[x.i]
+		code := bd.b.Code(in.Addr)
+		si := scanInst{addr: in.Addr, n: uint8(in.Len)}
+		s.operands(bd.b, &in.Info, own)
+		on := false // the scan goes on to the next instruction, not after a call
+		switch in.Kind {
+		case x86.Call:
+			si.call = true
+			s.calls = append(s.calls, in.Target)
+		case x86.CallIndirect:
+			si.call = true
+		case x86.Jcc, x86.Jmp:
+			if _, ok := own(in.Target); !ok {
+				s.jumps = append(s.jumps, in.Target)
+			}
+			on = in.Kind == x86.Jcc
+		case x86.JmpIndirect, x86.Ret:
+		case x86.Halt:
+			si.pad = in.Len == 1 && code[0] == 0xcc
+		default:
+			si.pad = in.Op == x86asm.NOP || in.Op == x86asm.XCHG && in.Len == 2 && code[in.Len-1] == 0x90
+			on = true
+		}
+		if r, _ := own(in.Addr); on && in.Addr+uint64(in.Len) == r.End() {
+			if si.pad {
+				return nil
+			}
+			s.falls = append(s.falls, r.End())
+		}
+		s.insts[k] = si
+	}
+	return s
+}
+
+// checkScan, when set (tests), is given every scan discovery takes from
+// a graph (flowScan), before it takes it.
+var checkScan func(p *Program, f *Function, g *Graph)
+
 // scanPool keeps scanFunction's scratch arrays.
 var scanPool sync.Pool
 
 // operands records the code addresses an instruction takes (immediates,
 // lea of a rip-relative address) and the executable bytes it reads or
 // writes as data (other memory operands).
-func (s *funcScan) operands(b *Binary, in *x86.Inst, own func(uint64) (Range, bool)) {
+func (s *funcScan) operands(b *Binary, in *x86.Info, own func(uint64) (Range, bool)) {
 	taken := func(v uint64) {
 		if _, mine := own(v); !mine && b.IsCode(v) {
 			s.refs = append(s.refs, v)
 		}
 	}
 	if in.RIPRel {
-		if in.Raw.Op == x86asm.LEA {
+		if in.Op == x86asm.LEA {
 			taken(in.RIPTarget)
 		} else if b.IsCode(in.RIPTarget) {
 			s.reads = append(s.reads, in.RIPTarget)
 		}
 	}
-	for _, arg := range in.Raw.Args {
-		switch a := arg.(type) {
-		case x86asm.Imm:
+	for i := range in.Args {
+		switch a := &in.Args[i]; a.Kind {
+		case x86.ArgImm:
 			if in.Kind == x86.Other {
-				taken(uint64(int64(a)))
+				taken(uint64(a.Val))
 			}
-		case x86asm.Mem:
+		case x86.ArgMem:
 			if a.Base != 0 || a.Segment != 0 {
 				continue
 			}
-			v := uint64(int64(a.Disp))
-			if a.Index == 0 && in.Raw.Op == x86asm.LEA {
+			v := uint64(a.Val)
+			if a.Index == 0 && in.Op == x86asm.LEA {
 				taken(v)
 			} else if b.IsCode(v) {
 				s.reads = append(s.reads, v)
@@ -350,11 +419,16 @@ func (p *Program) needsDiscovery() bool {
 		return i < len(gaps) && gaps[i].Addr <= a
 	}
 	ri := b.sweepRefs()
-	for _, set := range []map[uint64]bool{ri.branches, ri.set, b.codePointers()} {
-		for a := range set {
+	for _, set := range []addrSet{ri.branches, ri.set} {
+		for _, a := range set {
 			if inGap(a) {
 				return true
 			}
+		}
+	}
+	for a := range b.codePointers() {
+		if inGap(a) {
+			return true
 		}
 	}
 	return false
@@ -415,6 +489,14 @@ func (p *Program) discover(build func([]int), workers int) {
 			}
 			if f.PLT {
 				scans[f] = &funcScan{size: f.Size, nparts: len(f.Parts), graph: g}
+				continue
+			}
+			if g != nil && g.scan != nil {
+				// Made by the builder from its instructions.
+				if checkScan != nil {
+					checkScan(p, f, g)
+				}
+				scans[f], g.scan = g.scan, nil
 				continue
 			}
 			rescan = append(rescan, i)
@@ -501,7 +583,7 @@ func (p *Program) discover(build func([]int), workers int) {
 		for t := range cands {
 			keys = append(keys, t)
 		}
-		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+		slices.Sort(keys)
 		var added []*Function
 		for _, t := range keys {
 			ev := cands[t]
@@ -568,7 +650,7 @@ func (p *Program) discover(build func([]int), workers int) {
 			if len(drop) == 0 {
 				return
 			}
-			sort.Slice(drop, func(i, j int) bool { return drop[i] < drop[j] })
+			slices.Sort(drop)
 		}
 		for _, a := range drop {
 			rejected[a] = true
@@ -694,7 +776,7 @@ func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*fu
 			ends = append(ends, in.end())
 		}
 	}
-	sort.Slice(ends, func(i, j int) bool { return ends[i] < ends[j] })
+	slices.Sort(ends)
 	for a, ev := range evOf {
 		if ev&evCall != 0 {
 			continue
@@ -822,7 +904,7 @@ func (b *Binary) boundGuesses(funcs []*Function) {
 			starts = append(starts, r.Addr)
 		}
 	}
-	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	slices.Sort(starts)
 	nextStart := func(a uint64) uint64 { return nextAfter(starts, a) }
 	for _, f := range funcs {
 		if f.sized || f.PLT {

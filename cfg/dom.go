@@ -12,7 +12,7 @@ package cfg
 const NoBlock BlockID = -2
 
 // dfsTree is a depth-first search of the blocks reachable from Entry.
-// Successors are visited in the order of Block.Succs; edges to Exit are
+// Successors are visited in the order of Graph.Succs; edges to Exit are
 // not followed (Exit is not a node).
 type dfsTree struct {
 	// pre is each block's preorder number, -1 for blocks not reached.
@@ -65,10 +65,10 @@ func (f *Flow) dfs() *dfsTree {
 	t.order = append(t.order, Entry)
 	for len(stack) > 0 {
 		top := &stack[len(stack)-1]
-		succs := f.succs[top.b]
+		succs := f.succs(top.b)
 		pushed := false
 		for int(top.next) < len(succs) {
-			s := f.to[succs[top.next]]
+			s := f.to(succs[top.next])
 			top.next++
 			if s < 0 || t.pre[s] >= 0 {
 				continue
@@ -129,13 +129,13 @@ func (g *Graph) Dominators() []BlockID {
 	// into one array (CSR) so the fixed-point loop stays in cache.
 	npred := 0
 	for _, b := range t.post {
-		npred += len(g.Blocks[b].Preds)
+		npred += len(g.Preds(b))
 	}
 	start := make([]int32, m+1)
 	preds := make([]int32, 0, npred)
 	for r := 0; r < m; r++ {
 		b := t.post[m-1-r]
-		for _, e := range g.Blocks[b].Preds {
+		for _, e := range g.Preds(b) {
 			if p := g.Edges[e].From; rpo[p] >= 0 {
 				preds = append(preds, rpo[p])
 			}

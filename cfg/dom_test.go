@@ -34,8 +34,9 @@ func anGraph(n int, edges ...anEdge) *Graph {
 		if e.To == Exit {
 			k = EdgeReturn
 		}
-		g.addEdge(Edge{From: e.From, To: e.To, Kind: k})
+		g.appendEdge(Edge{From: e.From, To: e.To, Kind: k})
 	}
+	g.link()
 	return g
 }
 
@@ -92,13 +93,14 @@ func anReducibleGraph(r *rand.Rand, n int, back int, unreach bool) *Graph {
 		for r.Intn(3) != 0 && h != Entry {
 			h = dt.Idom[h]
 		}
-		g.addEdge(Edge{From: u, To: h, Kind: EdgeBranch})
+		g.appendEdge(Edge{From: u, To: h, Kind: EdgeBranch})
 	}
 	for b := range g.Blocks {
 		if r.Intn(6) == 0 {
-			g.addEdge(Edge{From: BlockID(b), To: Exit, Kind: EdgeReturn})
+			g.appendEdge(Edge{From: BlockID(b), To: Exit, Kind: EdgeReturn})
 		}
 	}
+	g.link()
 	return g
 }
 
@@ -114,7 +116,7 @@ func anReach(g *Graph, avoid BlockID) []bool {
 	for len(stack) > 0 {
 		b := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, e := range g.Blocks[b].Succs {
+		for _, e := range g.Succs(BlockID(b)) {
 			s := g.Edges[e].To
 			if s < 0 || s == avoid || seen[s] {
 				continue

@@ -120,7 +120,7 @@ func (g *Graph) normalBlocks() []bool {
 	for len(stack) > 0 {
 		b := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, e := range g.Blocks[b].Succs {
+		for _, e := range g.Succs(b) {
 			ed := g.Edges[e]
 			if ed.Kind == EdgeLanding || ed.To < 0 || int(ed.To) >= len(seen) || seen[ed.To] {
 				continue

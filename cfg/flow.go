@@ -9,10 +9,12 @@ package cfg
 // reports read (NewFlow). Both then find the same loops: one loop forest,
 // not two that drift [STYLE rule 10].
 type Flow struct {
-	from, to []BlockID // per edge
-	// succs and preds list each block's edges in ascending ID order, the
-	// order of Block.Succs and Block.Preds in a Graph.
-	succs, preds [][]EdgeID
+	// edges gives each edge's From and To; blocks and adj each block's
+	// lists of edge IDs in ascending order, the order of Graph.Succs and
+	// Graph.Preds (a Graph's own arrays, or built by NewFlow).
+	edges  []Edge
+	blocks []Block
+	adj    []EdgeID
 }
 
 // FlowEdge is one edge of a Flow. To is negative for an edge that leaves
@@ -26,41 +28,58 @@ type FlowEdge struct {
 // block nor negative, keeps its ID but is in no block's lists: the input
 // may come from a file, and such an edge cannot be followed.
 func NewFlow(n int, edges []FlowEdge) *Flow {
-	f := &Flow{
-		from:  make([]BlockID, len(edges)),
-		to:    make([]BlockID, len(edges)),
-		succs: make([][]EdgeID, n),
-		preds: make([][]EdgeID, n),
-	}
+	// A graph of just the shape: link fills the lists, without the
+	// edges that cannot be followed, which go back in afterwards.
+	g := &Graph{Blocks: make([]Block, n)}
+	var bad []int
 	for i, e := range edges {
-		f.from[i], f.to[i] = e.From, e.To
 		if e.From < 0 || int(e.From) >= n || int(e.To) >= n {
+			bad = append(bad, i)
 			continue
 		}
-		f.succs[e.From] = append(f.succs[e.From], EdgeID(i))
-		if e.To >= 0 {
-			f.preds[e.To] = append(f.preds[e.To], EdgeID(i))
+		g.Edges = append(g.Edges, Edge{From: e.From, To: e.To})
+	}
+	g.link()
+	if len(bad) > 0 {
+		// Renumber the lists to the input's edge IDs.
+		ids := make([]EdgeID, 0, len(edges))
+		for i := range edges {
+			if len(bad) > 0 && bad[0] == i {
+				bad = bad[1:]
+				continue
+			}
+			ids = append(ids, EdgeID(i))
+		}
+		for k, id := range g.adj {
+			g.adj[k] = ids[id]
+		}
+		g.Edges = make([]Edge, len(edges))
+		for i, e := range edges {
+			g.Edges[i] = Edge{From: e.From, To: e.To}
 		}
 	}
-	return f
+	return g.flow()
 }
 
-// flow returns the Flow of g, sharing its blocks' edge lists.
-func (g *Graph) flow() *Flow {
-	f := &Flow{
-		from:  make([]BlockID, len(g.Edges)),
-		to:    make([]BlockID, len(g.Edges)),
-		succs: make([][]EdgeID, len(g.Blocks)),
-		preds: make([][]EdgeID, len(g.Blocks)),
-	}
-	for i := range g.Edges {
-		f.from[i], f.to[i] = g.Edges[i].From, g.Edges[i].To
-	}
-	for b := range g.Blocks {
-		f.succs[b], f.preds[b] = g.Blocks[b].Succs, g.Blocks[b].Preds
-	}
-	return f
+// flow returns the Flow of g, sharing its arrays.
+func (g *Graph) flow() *Flow { return &Flow{edges: g.Edges, blocks: g.Blocks, adj: g.adj} }
+
+// succs lists the edges leaving block b.
+func (f *Flow) succs(b BlockID) []EdgeID {
+	blk := &f.blocks[b]
+	return f.adj[blk.adj : blk.adj+blk.nsucc]
 }
+
+// preds lists the edges entering block b.
+func (f *Flow) preds(b BlockID) []EdgeID {
+	blk := &f.blocks[b]
+	at := blk.adj + blk.nsucc
+	return f.adj[at : at+blk.npred]
+}
+
+// from and to are the ends of edge e.
+func (f *Flow) from(e EdgeID) BlockID { return f.edges[e].From }
+func (f *Flow) to(e EdgeID) BlockID   { return f.edges[e].To }
 
 // Len is the number of blocks.
-func (f *Flow) Len() int { return len(f.succs) }
+func (f *Flow) Len() int { return len(f.blocks) }

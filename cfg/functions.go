@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -231,14 +232,14 @@ func (b *Binary) Functions() []*Function {
 	for a := range byAddr {
 		addrs = append(addrs, a)
 	}
-	sort.Slice(addrs, func(i, j int) bool { return addrs[i] < addrs[j] })
+	slices.Sort(addrs)
 	// Starts of all code objects, cold fragments included, bound sizeless
 	// functions and cut overlapping ones.
 	starts := append([]uint64(nil), addrs...)
 	for _, s := range cold {
 		starts = append(starts, s.Addr)
 	}
-	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
+	slices.Sort(starts)
 	nextStart := func(a uint64) uint64 { return nextAfter(starts, a) }
 	funcs := make([]*Function, 0, len(addrs))
 	byName := make(map[string][]*Function)
@@ -366,7 +367,7 @@ func padding(code []byte, n uint64) uint64 {
 			off++
 			continue
 		}
-		in, err := x86.Decode(code[off:n], 0)
+		in, err := x86.DecodeInfo(code[off:n], 0)
 		if err != nil || !isNop(&in, code[off:]) {
 			break
 		}
@@ -377,8 +378,8 @@ func padding(code []byte, n uint64) uint64 {
 
 // isNop reports whether in, decoded from code, is a no-operation: nop in
 // any of its lengths, or xchg %ax,%ax (66 90).
-func isNop(in *x86.Inst, code []byte) bool {
-	return in.Raw.Op == x86asm.NOP || in.Len == 2 && len(code) >= 2 && code[0] == 0x66 && code[1] == 0x90
+func isNop(in *x86.Info, code []byte) bool {
+	return in.Op == x86asm.NOP || in.Len == 2 && len(code) >= 2 && code[0] == 0x66 && code[1] == 0x90
 }
 
 // midFrame reports whether the FDE's code starts with unwind rules other

@@ -44,8 +44,8 @@ func checkGraph(t *testing.T, g *Graph) {
 		}
 	}
 	if g.Instrumentable() {
-		for i, b := range g.Blocks {
-			if len(b.Succs) == 0 {
+		for i := range g.Blocks {
+			if len(g.Succs(BlockID(i))) == 0 {
 				t.Fatalf("instrumentable graph has block %d without successors", i)
 			}
 		}

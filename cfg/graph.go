@@ -110,9 +110,9 @@ type Block struct {
 	// Named are the general registers the block's instructions name or
 	// use implicitly (namedRegs); Graph.Named is their union.
 	Named RegSet
-	// Succs and Preds list edge IDs in a deterministic order.
-	Succs []EdgeID
-	Preds []EdgeID
+	// adj locates the block's edge lists in Graph.adj: nsucc successors
+	// from adj, then npred predecessors (Graph.Succs, Graph.Preds).
+	adj, nsucc, npred uint32
 }
 
 // Edge is a control-flow edge between blocks, or from a block to Exit.
@@ -252,6 +252,28 @@ type Graph struct {
 	// escape is the target of the first jump that left the procedure
 	// into the middle of other code, for joining stripped fragments.
 	escape uint64
+	// scan is discovery's flow scan of the procedure, made by the
+	// builder while discovery runs (flowScan); discover takes it.
+	scan *funcScan
+	// adj holds every block's edge lists, successors then predecessors,
+	// block after block (link). A large binary has millions of blocks:
+	// one array per graph instead of two per block, and Blocks holds no
+	// pointers for the collector to follow.
+	adj []EdgeID
+}
+
+// Succs lists the edges leaving block b, in a deterministic order (the
+// order of Edges). The slice is the graph's: callers must not change it.
+func (g *Graph) Succs(b BlockID) []EdgeID {
+	blk := &g.Blocks[b]
+	return g.adj[blk.adj : blk.adj+blk.nsucc : blk.adj+blk.nsucc]
+}
+
+// Preds lists the edges entering block b, in the order of Edges.
+func (g *Graph) Preds(b BlockID) []EdgeID {
+	blk := &g.Blocks[b]
+	at := blk.adj + blk.nsucc
+	return g.adj[at : at+blk.npred : at+blk.npred]
 }
 
 // EHRange is one call-site record of an LSDA, with absolute addresses:
@@ -406,59 +428,51 @@ func (g *Graph) fail(r Reason, addr uint64, format string, args ...any) {
 	g.Detail = fmt.Sprintf("%#x: ", addr) + fmt.Sprintf(format, args...)
 }
 
-// addEdge appends an edge and links it into the blocks' lists.
-func (g *Graph) addEdge(e Edge) EdgeID {
-	id := EdgeID(len(g.Edges))
-	g.Edges = append(g.Edges, e)
-	g.Blocks[e.From].Succs = append(g.Blocks[e.From].Succs, id)
-	if e.To != Exit {
-		g.Blocks[e.To].Preds = append(g.Blocks[e.To].Preds, id)
-	}
-	return id
-}
-
 // appendEdge appends an edge without linking it: the builder adds all
 // its edges so, then links them at once (link).
 func (g *Graph) appendEdge(e Edge) { g.Edges = append(g.Edges, e) }
 
-// link sets every block's Succs and Preds from the edges, in edge order,
-// and trims the graph's slices to their length. A large binary has
-// millions of blocks: their lists share one array per graph instead of
-// taking two allocations each (each list's capacity is its length, so
-// appending to one copies it rather than overwrite its neighbour's).
+// link sets every block's edge lists (Succs, Preds) from the edges, in
+// edge order, and trims the graph's slices to their length.
 func (g *Graph) link() {
 	g.Blocks, g.Edges, g.Calls = trim(g.Blocks), trim(g.Edges), trim(g.Calls)
 	n := len(g.Edges)
-	deg := make([]int32, 2*len(g.Blocks))
+	for i := range g.Blocks {
+		g.Blocks[i].nsucc, g.Blocks[i].npred = 0, 0
+	}
 	for _, e := range g.Edges {
-		deg[2*e.From]++
-		if e.To != Exit {
-			deg[2*e.To+1]++
+		g.Blocks[e.From].nsucc++
+		if e.To >= 0 {
+			g.Blocks[e.To].npred++
 			n++
 		}
 	}
-	all := make([]EdgeID, n)
-	at := 0
+	if cap(g.adj) >= n {
+		g.adj = g.adj[:n]
+	} else {
+		g.adj = make([]EdgeID, n)
+	}
+	at := uint32(0)
 	for i := range g.Blocks {
 		b := &g.Blocks[i]
-		ns, np := int(deg[2*i]), int(deg[2*i+1])
-		b.Succs, b.Preds = nil, nil
-		if ns > 0 {
-			b.Succs = all[at : at : at+ns]
-			at += ns
-		}
-		if np > 0 {
-			b.Preds = all[at : at : at+np]
-			at += np
-		}
+		b.adj = at
+		at += b.nsucc + b.npred
+		// Counted again as the lists fill.
+		b.nsucc, b.npred = 0, 0
 	}
 	for i, e := range g.Edges {
 		b := &g.Blocks[e.From]
-		b.Succs = append(b.Succs, EdgeID(i))
-		if e.To != Exit {
-			b := &g.Blocks[e.To]
-			b.Preds = append(b.Preds, EdgeID(i))
+		g.adj[b.adj+b.nsucc] = EdgeID(i)
+		b.nsucc++
+	}
+	for i, e := range g.Edges {
+		if e.To < 0 {
+			continue
 		}
+		b := &g.Blocks[e.To]
+		// The successors are all in by now: the predecessors follow.
+		g.adj[b.adj+b.nsucc+b.npred] = EdgeID(i)
+		b.npred++
 	}
 }
 

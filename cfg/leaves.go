@@ -182,7 +182,7 @@ func (s *regConsts) step(in *x86.Inst) {
 			}
 		}
 	}
-	use, def := instRegs(in)
+	use, def := instRegs(&in.Info)
 	if use == AllRegs && def == 0 && raw.Op != x86asm.NOP {
 		s.known = 0 // not modelled: it may write anything
 		return
@@ -240,7 +240,7 @@ func (g *Graph) findSyscallLeaves(insts []x86.Inst, instAt func(uint64) int) {
 		work = work[:len(work)-1]
 		queued[b] = false
 		out := walk(b, nil)
-		for _, e := range g.Blocks[b].Succs {
+		for _, e := range g.Succs(b) {
 			ed := &g.Edges[e]
 			to := ed.To
 			if to < 0 {

@@ -58,7 +58,7 @@ func (g *Graph) FlagsLiveIn() []x86.Flags {
 	}
 	out := make([]x86.Flags, n)
 	for b := range g.Blocks {
-		for _, e := range g.Blocks[b].Succs {
+		for _, e := range g.Succs(BlockID(b)) {
 			if ed := &g.Edges[e]; ed.To < 0 {
 				out[b] |= exitFlags(ed.Kind)
 			}
@@ -93,7 +93,7 @@ func (g *Graph) FlagsLiveIn() []x86.Flags {
 			continue
 		}
 		in[b] = nin
-		for _, e := range blk.Preds {
+		for _, e := range g.Preds(BlockID(b)) {
 			p := g.Edges[e].From
 			if out[p]|nin == out[p] {
 				continue

@@ -27,7 +27,7 @@ func anRefLiveIn(g *Graph) []x86.Flags {
 		changed = false
 		for b := range g.Blocks {
 			var out x86.Flags
-			for _, e := range g.Blocks[b].Succs {
+			for _, e := range g.Succs(BlockID(b)) {
 				ed := g.Edges[e]
 				switch {
 				case ed.To >= 0:

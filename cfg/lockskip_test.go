@@ -45,7 +45,7 @@ func TestLockSkipGraph(t *testing.T) {
 				t.Errorf("lockskip.c %s: BlockAt(%#x) = %d, want %d", c, x.Addr, id, i)
 			}
 			for _, id := range []cfg.BlockID{cfg.BlockID(i), y} {
-				s := g.Blocks[id].Succs
+				s := g.Succs(id)
 				if len(s) != 1 || g.Edges[s[0]].Kind != cfg.EdgeFallThrough || g.Edges[s[0]].To < 0 || g.Blocks[g.Edges[s[0]].To].Addr != x.End {
 					t.Errorf("lockskip.c %s: block %#x does not fall through to %#x only", c, g.Blocks[id].Addr, x.End)
 				}

@@ -105,7 +105,7 @@ func (fl *Flow) loops() ([]Loop, []int, error) {
 	if n == 0 {
 		return nil, nil, nil
 	}
-	budget := max(minLoopBudget, loopBudgetPerItem*(n+len(fl.from)))
+	budget := max(minLoopBudget, loopBudgetPerItem*(n+len(fl.edges)))
 	t := fl.dfs()
 
 	// Loops under construction, in order of discovery (inner first).
@@ -145,8 +145,8 @@ func (fl *Flow) loops() ([]Loop, []int, error) {
 	for i := len(t.order) - 1; i >= 0; i-- {
 		h := t.order[i]
 		work = work[:0]
-		for _, e := range fl.preds[h] {
-			if p := fl.from[e]; t.reached(p) && t.ancestor(h, p) {
+		for _, e := range fl.preds(h) {
+			if p := fl.from(e); t.reached(p) && t.ancestor(h, p) {
 				work = append(work, p) // retreating edge p→h
 			}
 		}
@@ -162,10 +162,10 @@ func (fl *Flow) loops() ([]Loop, []int, error) {
 		// an entry of the new loop if it has one outside.
 		walkPreds := func(b BlockID) {
 			entry := false
-			preds := fl.preds[b]
+			preds := fl.preds(b)
 			spent += len(preds) + 1
 			for _, e := range preds {
-				p := fl.from[e]
+				p := fl.from(e)
 				switch {
 				case !t.reached(p):
 				case t.ancestor(h, p):
@@ -327,8 +327,8 @@ func (fl *Flow) loops() ([]Loop, []int, error) {
 	for f := range out {
 		l := &out[f]
 		for _, en := range l.Entries {
-			for _, e := range fl.preds[en] {
-				p := fl.from[e]
+			for _, e := range fl.preds(en) {
+				p := fl.from(e)
 				if !t.reached(p) || inner[p] < 0 {
 					continue
 				}

@@ -241,9 +241,10 @@ func TestFindLoopsReset(t *testing.T) {
 	if again := anShowLoops(g); again != first || g.Blocks[1].LoopDepth != 1 {
 		t.Errorf("second run differs:\n%s\nthen\n%s", first, again)
 	}
-	// Stale results are cleared when the loop goes away.
-	g.Blocks[1].Succs = nil
-	g.Blocks[1].Preds = g.Blocks[1].Preds[:1]
+	// Stale results are cleared when the loop goes away: the self-loop
+	// edge (1, 1) is taken out.
+	g.Edges = slices.DeleteFunc(g.Edges, func(e Edge) bool { return e.From == 1 && e.To == 1 })
+	g.link()
 	g.FindLoops()
 	if len(g.Loops) != 0 || g.Blocks[1].LoopDepth != 0 {
 		t.Errorf("stale loops: %s", anShowLoops(g))
@@ -284,7 +285,7 @@ func anDFS(g *Graph) (pre []int, retreating []EdgeID) {
 		pre[b] = n
 		n++
 		onStack[b] = true
-		for _, e := range g.Blocks[b].Succs {
+		for _, e := range g.Succs(BlockID(b)) {
 			s := g.Edges[e].To
 			switch {
 			case s < 0:
@@ -337,9 +338,9 @@ func anCheckLoops(t *testing.T, g *Graph) {
 			for len(stack) > 0 {
 				b := stack[len(stack)-1]
 				stack = stack[:len(stack)-1]
-				es := g.Blocks[b].Succs
+				es := g.Succs(BlockID(b))
 				if !forward {
-					es = g.Blocks[b].Preds
+					es = g.Preds(BlockID(b))
 				}
 				for _, e := range es {
 					o := g.Edges[e].To
@@ -358,7 +359,7 @@ func anCheckLoops(t *testing.T, g *Graph) {
 		}
 		hasEdge := false
 		for _, b := range l.Blocks {
-			for _, e := range g.Blocks[b].Succs {
+			for _, e := range g.Succs(BlockID(b)) {
 				if to := g.Edges[e].To; to >= 0 && in[i][to] {
 					hasEdge = true
 				}
@@ -372,7 +373,7 @@ func anCheckLoops(t *testing.T, g *Graph) {
 		var entries []BlockID
 		for _, b := range l.Blocks {
 			outside := b == Entry
-			for _, e := range g.Blocks[b].Preds {
+			for _, e := range g.Preds(BlockID(b)) {
 				if p := g.Edges[e].From; pre[p] >= 0 && !in[i][p] {
 					outside = true
 				}
@@ -517,7 +518,7 @@ func anRefLoops(g *Graph) map[BlockID]anRefLoop {
 			for len(stack) > 0 {
 				b := stack[len(stack)-1]
 				stack = stack[:len(stack)-1]
-				for _, e := range g.Blocks[b].Succs {
+				for _, e := range g.Succs(BlockID(b)) {
 					if s := g.Edges[e].To; edge(b, s) && !reach[u][s] {
 						reach[u][s] = true
 						stack = append(stack, s)
@@ -542,7 +543,7 @@ func anRefLoops(g *Graph) map[BlockID]anRefLoop {
 			header := NoBlock
 			for _, b := range blocks {
 				outside := b == Entry
-				for _, e := range g.Blocks[b].Preds {
+				for _, e := range g.Preds(BlockID(b)) {
 					if p := g.Edges[e].From; pre[p] >= 0 && !comp[p] {
 						outside = true
 					}
@@ -592,7 +593,7 @@ func anNaturalLoops(g *Graph) map[BlockID]anRefLoop {
 		for len(stack) > 0 {
 			b := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			for _, e := range g.Blocks[b].Preds {
+			for _, e := range g.Preds(BlockID(b)) {
 				if p := g.Edges[e].From; !in[p] && p != h && dom[p][p] {
 					in[p] = true
 					stack = append(stack, p)
@@ -673,8 +674,9 @@ func TestFindLoopsRandom(t *testing.T) {
 			// Sparse random graphs are reducible more often.
 			g = anReducibleGraph(r, n, r.Intn(3), false)
 			for k := r.Intn(3); k > 0; k-- {
-				g.addEdge(Edge{From: BlockID(r.Intn(n)), To: BlockID(r.Intn(n)), Kind: EdgeBranch})
+				g.appendEdge(Edge{From: BlockID(r.Intn(n)), To: BlockID(r.Intn(n)), Kind: EdgeBranch})
 			}
+			g.link()
 		}
 		g.FindLoops()
 		loops += len(g.Loops)

@@ -30,6 +30,9 @@ type Program struct {
 	noRet    map[uint64]bool // entry -> known not to return
 	noRetMu  sync.RWMutex
 	funcsIdx map[*Function]int
+	// scan: builds make each graph's flow scan (Graph.scan) for
+	// discovery, which is running.
+	scan bool
 }
 
 // noReturnNames are library procedures that never return to their caller
@@ -129,6 +132,8 @@ func IsReturnsTwiceName(name string) bool {
 
 func (p *Program) funcAt(addr uint64) *Function { return p.byEntry[addr] }
 
+func (p *Program) scanning() bool { return p.scan }
+
 func (p *Program) noReturn(addr uint64) bool {
 	p.noRetMu.RLock()
 	defer p.noRetMu.RUnlock()
@@ -209,8 +214,17 @@ func Analyze(b *Binary, opts Options) *Program {
 		for i := range all {
 			all[i] = i
 		}
+		// The builds make the graphs' flow scans (Graph.scan) for
+		// discovery, saving it a decoding of every procedure.
+		p.scan = true
 		build(all)
 		p.discover(build, workers)
+		p.scan = false
+		for _, g := range p.Graphs {
+			if g != nil {
+				g.scan = nil
+			}
+		}
 		todo = todo[:0]
 		for i, f := range p.Funcs {
 			if opts.Match == nil || opts.Match(f) {
@@ -296,7 +310,7 @@ func jumpsInto(b *Binary, f *Function, r Range) bool {
 		code = code[:f.Size]
 	}
 	for off := 0; off < len(code); {
-		in, err := x86.Decode(code[off:], f.Addr+uint64(off))
+		in, err := x86.DecodeInfo(code[off:], f.Addr+uint64(off))
 		if err != nil {
 			off++
 			continue
@@ -397,25 +411,40 @@ func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 			}
 			jumpers[j][i] = true
 		}
-		for _, i := range todo {
-			g := p.Graphs[i]
+		// What each procedure jumps into, on every worker.
+		into := make([][]int, len(todo))
+		par.Each(len(todo), 0, func(k int) {
+			g := p.Graphs[todo[k]]
+			var js []int
 			// Jumps in code only landing pads reach do not join: a
 			// cleanup's tail call to a function called elsewhere only
 			// through pointers looks like a jump into a fragment. (A
 			// landing pad outside the function does join: see below.)
-			normal := g.normalBlocks()
+			var normal []bool
 			for _, e := range g.Edges {
+				if e.Kind != EdgeTailCall || e.Target == 0 {
+					continue
+				}
+				f := p.byEntry[e.Target]
+				if f == nil {
+					continue
+				}
+				if normal == nil {
+					normal = g.normalBlocks()
+				}
 				if int(e.From) < len(normal) && !normal[e.From] {
 					continue
 				}
-				if e.Kind == EdgeTailCall && e.Target != 0 {
-					if f := p.byEntry[e.Target]; f != nil {
-						add(p.funcsIdx[f], i)
-					}
-				}
+				js = append(js, p.funcsIdx[f])
 			}
 			if g.Reason == ReasonEscapingJump && g.escape != 0 {
-				add(p.containing(g.escape), i)
+				js = append(js, p.containing(g.escape))
+			}
+			into[k] = js
+		})
+		for k, i := range todo {
+			for _, j := range into[k] {
+				add(j, i)
 			}
 		}
 		// A fragment's FDE starts mid-frame; a real function's does not.

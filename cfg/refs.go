@@ -1,47 +1,125 @@
 package cfg
 
 import (
+	"cmp"
+	"iter"
 	"slices"
 	"sort"
 	"sync"
 
 	"github.com/blpp/blpp/cfg/x86"
 	"github.com/blpp/blpp/internal/par"
-
-	"golang.org/x/arch/x86/x86asm"
 )
 
 // refIndex is the set of data addresses the program's code refers to:
 // rip-relative operands and absolute displacements (non-PIC code), found
 // by a linear sweep of the executable sections. A table without a bounds
 // check ends before the next such address: another table or other data
-// begins there.
+// begins there. The sets are sorted arrays: a large library's sweep
+// finds millions of addresses, which maps held in several times the
+// memory and filled one by one.
 type refIndex struct {
 	once sync.Once
-	set  map[uint64]bool
+	set  addrSet
 	// calls are the targets of direct calls the same sweep found,
 	// branches those of direct jumps and calls.
-	calls, branches map[uint64]bool
-	// from maps the target of every instruction with a direct target
-	// (x86.Kind.HasTarget) to the addresses of those instructions, in
-	// address order.
-	from map[uint64][]uint64
+	calls, branches addrSet
+	// from holds the source of every instruction with a direct target
+	// (x86.Kind.HasTarget) by target.
+	from Branches
 }
 
-// BranchSources maps the destination of every direct branch, call and
+// addrSet is a set of addresses, sorted and distinct.
+type addrSet []uint64
+
+func (s addrSet) has(a uint64) bool {
+	_, ok := slices.BinarySearch(s, a)
+	return ok
+}
+
+// newAddrSet sorts a into a set (a is reused).
+func newAddrSet(a []uint64) addrSet {
+	slices.Sort(a)
+	return slices.Clip(slices.Compact(a))
+}
+
+// Branches maps the destination of branches to their sources.
+type Branches struct {
+	// to and from are the pairs, sorted by destination, then source.
+	to, from []uint64
+}
+
+// Sources returns the sources of the branches to a, in address order.
+// The slice is shared: callers must not change it.
+func (br *Branches) Sources(a uint64) []uint64 {
+	if br == nil {
+		return nil
+	}
+	lo, ok := slices.BinarySearch(br.to, a)
+	if !ok {
+		return nil
+	}
+	hi := lo + 1
+	for hi < len(br.to) && br.to[hi] == a {
+		hi++
+	}
+	return br.from[lo:hi:hi]
+}
+
+// All yields every destination, in address order, with its sources.
+func (br *Branches) All() iter.Seq2[uint64, []uint64] {
+	return func(yield func(uint64, []uint64) bool) {
+		if br == nil {
+			return
+		}
+		for lo := 0; lo < len(br.to); {
+			hi := lo + 1
+			for hi < len(br.to) && br.to[hi] == br.to[lo] {
+				hi++
+			}
+			if !yield(br.to[lo], br.from[lo:hi:hi]) {
+				return
+			}
+			lo = hi
+		}
+	}
+}
+
+// newBranches sorts the pairs (to[i], from[i]), whose sources are
+// distinct, by destination and then source (to and from are reused).
+func newBranches(to, from []uint64) Branches {
+	type pair struct{ to, from uint64 }
+	ps := make([]pair, len(to))
+	for i := range ps {
+		ps[i] = pair{to[i], from[i]}
+	}
+	slices.SortFunc(ps, func(a, b pair) int {
+		if c := cmp.Compare(a.to, b.to); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.from, b.from)
+	})
+	for i, p := range ps {
+		to[i], from[i] = p.to, p.from
+	}
+	return Branches{to: to, from: from}
+}
+
+// BranchSources is the destination of every direct branch, call and
 // other instruction with a target that a linear sweep of the executable
-// sections finds to the addresses of the instructions, in address
-// order. The sweep may decode data as code, so a target may be bogus;
-// the rewriter only uses it to stay away from code something may branch
-// into. The map is shared: callers must not change it.
-func (b *Binary) BranchSources() map[uint64][]uint64 {
-	return b.sweepRefs().from
+// sections finds, with the addresses of those instructions. The sweep
+// may decode data as code, so a target may be bogus; the rewriter only
+// uses it to stay away from code something may branch into. Its arrays
+// are shared: callers must not change them.
+func (b *Binary) BranchSources() *Branches {
+	br := b.sweepRefs().from
+	return &br
 }
 
 // DropRefs forgets the linear sweep's findings (BranchSources, and
 // what the analysis read of them) for a caller done with analysing b:
-// their maps take a large binary's hundred megabytes. Analysis of b
-// after it sweeps again.
+// they take a large binary's tens of megabytes. Analysis of b after it
+// sweeps again.
 func (b *Binary) DropRefs() {
 	b.refs = refIndex{}
 }
@@ -50,29 +128,27 @@ func (b *Binary) DropRefs() {
 // addr as data. The sweep may decode data as code; a bogus reference only
 // ends a table earlier.
 func (b *Binary) referenced(addr uint64) bool {
-	return b.sweepRefs().set[addr]
+	return b.sweepRefs().set.has(addr)
 }
 
 // calledDirectly reports whether a direct call instruction anywhere in
 // the program's code targets addr: such an address starts a procedure,
 // even when a procedure that jumps to it was taken for its parent.
 func (b *Binary) calledDirectly(addr uint64) bool {
-	return b.sweepRefs().calls[addr]
+	return b.sweepRefs().calls.has(addr)
 }
 
 func (b *Binary) sweepRefs() *refIndex {
 	ri := &b.refs
 	ri.once.Do(func() {
-		ri.set = make(map[uint64]bool)
-		ri.calls = make(map[uint64]bool)
-		ri.branches = make(map[uint64]bool)
-		ri.from = make(map[uint64][]uint64)
+		var facts refFacts
 		for _, s := range b.sections {
 			if !s.Exec {
 				continue
 			}
-			ri.sweep(b.Code(s.Addr), s.Addr)
+			facts.sweepChunks(b.Code(s.Addr), s.Addr, sweepChunk)
 		}
+		facts.index(ri)
 	})
 	return ri
 }
@@ -117,9 +193,9 @@ type sweepRun struct {
 
 // sweepStep decodes the instruction at off, appends its findings to
 // facts, and returns the next offset.
-func sweepStep(code []byte, addr uint64, off int, facts []sweepFact) (int, []sweepFact) {
-	in, err := x86.Decode(code[off:], addr+uint64(off))
-	if err != nil {
+func sweepStep(d *x86.Decoder, code []byte, addr uint64, off int, facts []sweepFact) (int, []sweepFact) {
+	var in x86.Info
+	if err := d.DecodeInfoTo(&in, code[off:], addr+uint64(off)); err != nil {
 		return off + 1, facts
 	}
 	if in.RIPRel && !in.Kind.HasTarget() {
@@ -134,49 +210,74 @@ func sweepStep(code []byte, addr uint64, off int, facts []sweepFact) (int, []swe
 	if in.Kind.HasTarget() {
 		facts = append(facts, sweepFact{off, factFrom, in.Target})
 	}
-	for _, a := range in.Raw.Args {
-		if m, ok := a.(x86asm.Mem); ok && m.Base == 0 && m.Segment == 0 && m.Disp > 0 {
-			facts = append(facts, sweepFact{off, factSet, uint64(m.Disp)})
+	for i := range in.Args {
+		if m := &in.Args[i]; m.Kind == x86.ArgMem && m.Base == 0 && m.Segment == 0 && m.Val > 0 {
+			facts = append(facts, sweepFact{off, factSet, uint64(m.Val)})
 		}
 	}
 	return off + in.Len, facts
 }
 
+// refFacts collects the sweep's findings, by kind, in sweep order.
+type refFacts struct {
+	set, calls, branches []uint64
+	to, from             []uint64
+}
+
 // add records facts found in code at addr.
-func (ri *refIndex) add(addr uint64, facts []sweepFact) {
+func (rf *refFacts) add(addr uint64, facts []sweepFact) {
 	for _, f := range facts {
 		switch f.kind {
 		case factSet:
-			ri.set[f.val] = true
+			rf.set = append(rf.set, f.val)
 		case factCall:
-			ri.calls[f.val] = true
+			rf.calls = append(rf.calls, f.val)
 		case factBranch:
-			ri.branches[f.val] = true
+			rf.branches = append(rf.branches, f.val)
 		case factFrom:
-			ri.from[f.val] = append(ri.from[f.val], addr+uint64(f.off))
+			rf.to = append(rf.to, f.val)
+			rf.from = append(rf.from, addr+uint64(f.off))
 		}
 	}
 }
 
-// sweep adds the findings of a linear sweep of code, loaded at addr.
-func (ri *refIndex) sweep(code []byte, addr uint64) { ri.sweepChunks(code, addr, sweepChunk) }
+// index sorts the findings into ri, on every worker.
+func (rf *refFacts) index(ri *refIndex) {
+	par.Each(4, 0, func(k int) {
+		switch k {
+		case 0:
+			ri.set = newAddrSet(rf.set)
+		case 1:
+			ri.calls = newAddrSet(rf.calls)
+		case 2:
+			ri.branches = newAddrSet(rf.branches)
+		case 3:
+			ri.from = newBranches(rf.to, rf.from)
+		}
+	})
+}
 
-// sweepChunks is sweep with chunks of the given size.
-func (ri *refIndex) sweepChunks(code []byte, addr uint64, chunk int) {
+// sweepChunks adds the findings of a linear sweep of code, loaded at
+// addr, swept in chunks of the given size.
+func (rf *refFacts) sweepChunks(code []byte, addr uint64, chunk int) {
 	nchunks := (len(code) + chunk - 1) / chunk
 	runs := make([]sweepRun, sweepGroup)
 	t := 0 // the true sweep's next offset
 	var facts []sweepFact
+	dec := x86.NewDecoder()
+	defer dec.Release()
 	for g := 0; g < nchunks; g += sweepGroup {
 		n := min(sweepGroup, nchunks-g)
 		par.Each(n, 0, func(i int) {
 			start := (g + i) * chunk
 			end := min(start+chunk, len(code))
 			r := sweepRun{visited: runs[i].visited[:0], facts: runs[i].facts[:0]}
+			d := x86.NewDecoder()
+			defer d.Release()
 			off := start
 			for off < end {
 				r.visited = append(r.visited, off)
-				off, r.facts = sweepStep(code, addr, off, r.facts)
+				off, r.facts = sweepStep(d, code, addr, off, r.facts)
 			}
 			r.exit = off
 			runs[i] = r
@@ -187,12 +288,12 @@ func (ri *refIndex) sweepChunks(code []byte, addr uint64, chunk int) {
 			for t < end {
 				if k, ok := slices.BinarySearch(r.visited, t); ok {
 					j := sort.Search(len(r.facts), func(j int) bool { return r.facts[j].off >= r.visited[k] })
-					ri.add(addr, r.facts[j:])
+					rf.add(addr, r.facts[j:])
 					t = r.exit
 					break
 				}
-				t, facts = sweepStep(code, addr, t, facts[:0])
-				ri.add(addr, facts)
+				t, facts = sweepStep(dec, code, addr, t, facts[:0])
+				rf.add(addr, facts)
 			}
 		}
 	}

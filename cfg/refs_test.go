@@ -5,16 +5,20 @@ import (
 	"os"
 	"reflect"
 	"testing"
+
+	"github.com/blpp/blpp/cfg/x86"
 )
 
 // serialSweep is the plain sweep that sweepChunks must reproduce.
 func serialSweep(code []byte, addr uint64) *refIndex {
-	ri := &refIndex{set: map[uint64]bool{}, calls: map[uint64]bool{}, branches: map[uint64]bool{}, from: map[uint64][]uint64{}}
+	var rf refFacts
 	var facts []sweepFact
 	for off := 0; off < len(code); {
-		off, facts = sweepStep(code, addr, off, facts[:0])
-		ri.add(addr, facts)
+		off, facts = sweepStep(x86.NewDecoder(), code, addr, off, facts[:0])
+		rf.add(addr, facts)
 	}
+	ri := &refIndex{}
+	rf.index(ri)
 	return ri
 }
 
@@ -42,12 +46,63 @@ func TestSweepChunks(t *testing.T) {
 			if chunk == 1 && len(code) > 60000 {
 				continue
 			}
-			got := &refIndex{set: map[uint64]bool{}, calls: map[uint64]bool{}, branches: map[uint64]bool{}, from: map[uint64][]uint64{}}
-			got.sweepChunks(code, 0x1000, chunk)
+			var rf refFacts
+			rf.sweepChunks(code, 0x1000, chunk)
+			got := &refIndex{}
+			rf.index(got)
 			if !reflect.DeepEqual(got.set, want.set) || !reflect.DeepEqual(got.calls, want.calls) ||
 				!reflect.DeepEqual(got.branches, want.branches) || !reflect.DeepEqual(got.from, want.from) {
 				t.Errorf("%s, chunks of %d: the joined sweep differs from the serial one", name, chunk)
 			}
 		}
+	}
+}
+
+// TestBranches: Branches answers what a map from each destination to
+// its sources, in sweep order, would.
+func TestBranches(t *testing.T) {
+	data, err := os.ReadFile("/usr/lib/x86_64-linux-gnu/libc.so.6")
+	if err != nil {
+		t.Skip(err)
+	}
+	b, err := Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64][]uint64{}
+	var facts []sweepFact
+	for _, s := range b.Sections() {
+		if !s.Exec {
+			continue
+		}
+		code := b.Code(s.Addr)
+		for off := 0; off < len(code); {
+			off, facts = sweepStep(x86.NewDecoder(), code, s.Addr, off, facts[:0])
+			for _, f := range facts {
+				if f.kind == factFrom {
+					want[f.val] = append(want[f.val], s.Addr+uint64(f.off))
+				}
+			}
+		}
+	}
+	br := b.BranchSources()
+	n, last := 0, uint64(0)
+	for to, from := range br.All() {
+		if n > 0 && to <= last {
+			t.Fatalf("All: %#x after %#x", to, last)
+		}
+		n, last = n+1, to
+		if !reflect.DeepEqual(from, want[to]) || !reflect.DeepEqual(br.Sources(to), want[to]) {
+			t.Fatalf("%#x: sources %x, Sources %x, want %x", to, from, br.Sources(to), want[to])
+		}
+		if br.Sources(to+1) == nil && want[to+1] != nil || br.Sources(to-1) == nil && want[to-1] != nil {
+			t.Fatalf("%#x: a neighbour's sources are missing", to)
+		}
+	}
+	if n != len(want) || n == 0 {
+		t.Fatalf("%d destinations, want %d", n, len(want))
+	}
+	if s := br.Sources(0); s != nil && want[0] == nil {
+		t.Fatalf("sources of 0: %x", s)
 	}
 }

@@ -40,19 +40,18 @@ func (s RegSet) Has(r int) bool { return s&(1<<r) != 0 }
 
 // instRegs returns the registers in reads and those it surely writes in
 // full. Unknown instructions read every register and write none.
-func instRegs(in *x86.Inst) (use, def RegSet) {
-	raw := &in.Raw
+func instRegs(in *x86.Info) (use, def RegSet) {
 	if in.Endbr {
-		return 0, 0 // x86asm has no op for it (Op 0); it touches no register
+		return 0, 0 // an instruction of this package's (ENDBR64); it touches no register
 	}
-	if raw.Op == 0 {
+	if !in.FromX86asm() {
 		return AllRegs, 0
 	}
 	switch in.Kind {
 	case x86.Jmp:
 		return 0, 0
 	case x86.Jcc:
-		switch raw.Op {
+		switch in.Op {
 		case x86asm.LOOP, x86asm.LOOPE, x86asm.LOOPNE, x86asm.JRCXZ, x86asm.JECXZ, x86asm.JCXZ:
 			return 1 << 1, 0 // rcx
 		case x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JG, x86asm.JGE,
@@ -70,23 +69,23 @@ func instRegs(in *x86.Inst) (use, def RegSet) {
 	if in.Lock {
 		return AllRegs, 0
 	}
-	var args []x86asm.Arg
-	for _, a := range raw.Args {
-		if a == nil {
+	args := in.Args[:0]
+	for _, a := range in.Args {
+		if a.Kind == x86.ArgNone {
 			break
 		}
-		args = append(args, a)
+		args = args[:len(args)+1]
 	}
 	// The registers every operand reads: register operands and the
 	// address registers of memory operands.
 	reads := func(from int) RegSet {
 		var s RegSet
-		for _, a := range args[from:] {
-			s |= argReads(a)
+		for i := range args[from:] {
+			s |= argReads(&args[from+i])
 		}
 		return s
 	}
-	switch raw.Op {
+	switch in.Op {
 	case x86asm.NOP:
 		return 0, 0
 	case x86asm.MOV, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD, x86asm.LEA:
@@ -95,10 +94,10 @@ func instRegs(in *x86.Inst) (use, def RegSet) {
 			return AllRegs, 0
 		}
 		use = reads(1)
-		if raw.Op == x86asm.LEA {
-			use = memRegs(args[1])
+		if in.Op == x86asm.LEA {
+			use = memRegs(&args[1])
 		}
-		u, d := destRegs(args[0], false)
+		u, d := destRegs(&args[0], false)
 		return use | u, d
 	case x86asm.ADD, x86asm.SUB, x86asm.AND, x86asm.OR, x86asm.XOR, x86asm.ADC, x86asm.SBB,
 		x86asm.SHL, x86asm.SHR, x86asm.SAR, x86asm.ROL, x86asm.ROR,
@@ -110,23 +109,23 @@ func instRegs(in *x86.Inst) (use, def RegSet) {
 		}
 		// xor/sub of a register with itself: the result does not
 		// depend on it (the zeroing idiom).
-		if r, ok := args[0].(x86asm.Reg); ok && (raw.Op == x86asm.XOR || raw.Op == x86asm.SUB) && args[1] == args[0] {
-			return destRegs(r, false)
+		if args[0].Kind == x86.ArgReg && (in.Op == x86asm.XOR || in.Op == x86asm.SUB) && args[1] == args[0] {
+			return destRegs(&args[0], false)
 		}
-		u, d := destRegs(args[0], true)
+		u, d := destRegs(&args[0], true)
 		return reads(1) | u, d
 	case x86asm.INC, x86asm.DEC, x86asm.NEG, x86asm.NOT:
 		if len(args) != 1 {
 			return AllRegs, 0
 		}
-		return destRegs(args[0], true)
+		return destRegs(&args[0], true)
 	case x86asm.IMUL:
 		switch len(args) {
 		case 2:
-			u, d := destRegs(args[0], true)
+			u, d := destRegs(&args[0], true)
 			return reads(1) | u, d
 		case 3:
-			u, d := destRegs(args[0], false)
+			u, d := destRegs(&args[0], false)
 			return reads(1) | u, d
 		}
 		return AllRegs, 0
@@ -138,14 +137,14 @@ func instRegs(in *x86.Inst) (use, def RegSet) {
 		if len(args) != 1 {
 			return AllRegs, 0
 		}
-		return destRegs(args[0], true)
+		return destRegs(&args[0], true)
 	case x86asm.PUSH:
 		return reads(0) | 1<<4, 0
 	case x86asm.POP:
 		if len(args) != 1 {
 			return AllRegs, 0
 		}
-		u, d := destRegs(args[0], false)
+		u, d := destRegs(&args[0], false)
 		return u | 1<<4, d
 	case x86asm.MOVSD_XMM, x86asm.MOVSS, x86asm.MOVAPD, x86asm.MOVAPS, x86asm.MOVUPD, x86asm.MOVUPS,
 		x86asm.MOVDQA, x86asm.MOVDQU, x86asm.ADDSD, x86asm.ADDSS, x86asm.SUBSD, x86asm.SUBSS,
@@ -168,17 +167,18 @@ func instRegs(in *x86.Inst) (use, def RegSet) {
 // operand reads its address registers; a 32- or 64-bit register is
 // written in full (and read too when rmw); a narrower one is merged, so
 // read as well.
-func destRegs(a x86asm.Arg, rmw bool) (use, def RegSet) {
-	switch a := a.(type) {
-	case x86asm.Mem:
+func destRegs(a *x86.Arg, rmw bool) (use, def RegSet) {
+	switch a.Kind {
+	case x86.ArgMem:
 		return memRegs(a), 0
-	case x86asm.Reg:
-		f := regFamily(a)
+	case x86.ArgReg:
+		r := a.Reg
+		f := regFamily(r)
 		if f < 0 {
 			return AllRegs, 0
 		}
 		bit := RegSet(1) << f
-		full := (a >= x86asm.EAX && a <= x86asm.R15L) || (a >= x86asm.RAX && a <= x86asm.R15)
+		full := (r >= x86asm.EAX && r <= x86asm.R15L) || (r >= x86asm.RAX && r <= x86asm.R15)
 		if !full || rmw {
 			use = bit
 		}
@@ -188,29 +188,28 @@ func destRegs(a x86asm.Arg, rmw bool) (use, def RegSet) {
 }
 
 // argReads is what reading operand a reads.
-func argReads(a x86asm.Arg) RegSet {
-	switch a := a.(type) {
-	case x86asm.Reg:
-		if f := regFamily(a); f >= 0 {
+func argReads(a *x86.Arg) RegSet {
+	switch a.Kind {
+	case x86.ArgReg:
+		if f := regFamily(a.Reg); f >= 0 {
 			return 1 << f
 		}
 		return 0 // xmm, segment: not general registers
-	case x86asm.Mem:
+	case x86.ArgMem:
 		return memRegs(a)
-	case x86asm.Imm, x86asm.Rel:
+	case x86.ArgImm, x86.ArgRel:
 		return 0
 	}
 	return AllRegs
 }
 
 // memRegs is the address registers of a memory operand.
-func memRegs(a x86asm.Arg) RegSet {
-	m, ok := a.(x86asm.Mem)
-	if !ok {
+func memRegs(a *x86.Arg) RegSet {
+	if a.Kind != x86.ArgMem {
 		return AllRegs
 	}
 	var s RegSet
-	for _, r := range []x86asm.Reg{m.Base, m.Index} {
+	for _, r := range [...]x86asm.Reg{a.Base, a.Index} {
 		if r == 0 || r == x86asm.RIP {
 			continue
 		}
@@ -247,7 +246,7 @@ func (g *Graph) RegsLiveIn() []RegSet {
 		for _, b := range post {
 			blk := &g.Blocks[b]
 			var out RegSet
-			for _, e := range blk.Succs {
+			for _, e := range g.Succs(b) {
 				if to := g.Edges[e].To; to < 0 {
 					out = AllRegs
 				} else {
@@ -278,15 +277,14 @@ const implicitRegs RegSet = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<4 | 1<<5
 // %r11, or %r8-%r11 for int $0x80). A call or jump names only its
 // operand's registers here: what the callee reads is its own business
 // (the rewriter keeps to the calling convention's registers for that).
-func namedRegs(in *x86.Inst) RegSet {
-	raw := &in.Raw
+func namedRegs(in *x86.Info) RegSet {
 	if in.Endbr {
 		return 0
 	}
-	if raw.Op == 0 || in.Kind == x86.Syscall {
+	if !in.FromX86asm() || in.Kind == x86.Syscall {
 		return AllRegs
 	}
-	switch raw.Op {
+	switch in.Op {
 	case x86asm.MOVSB, x86asm.MOVSW, x86asm.MOVSD, x86asm.MOVSQ,
 		x86asm.STOSB, x86asm.STOSW, x86asm.STOSD, x86asm.STOSQ,
 		x86asm.LODSB, x86asm.LODSW, x86asm.LODSD, x86asm.LODSQ,
@@ -297,11 +295,11 @@ func namedRegs(in *x86.Inst) RegSet {
 		return AllRegs
 	}
 	s := implicitRegs
-	for _, a := range raw.Args {
-		if a == nil {
+	for i := range in.Args {
+		if in.Args[i].Kind == x86.ArgNone {
 			break
 		}
-		s |= argReads(a)
+		s |= argReads(&in.Args[i])
 	}
 	return s
 }

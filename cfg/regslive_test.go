@@ -61,7 +61,7 @@ func TestInstRegs(t *testing.T) {
 			continue
 		}
 		in := decodeHex(t, c.hex, c.asm)
-		use, def := instRegs(&in)
+		use, def := instRegs(&in.Info)
 		if use != c.use || def != c.def {
 			t.Errorf("%s (%s): use %016b def %016b, want %016b %016b", c.asm, strings.TrimSpace(c.hex), use, def, c.use, c.def)
 		}
@@ -115,13 +115,13 @@ func TestNamedRegs(t *testing.T) {
 	}
 	for _, c := range cases {
 		in := decodeHex(t, c.hex, c.asm)
-		if got := namedRegs(&in); got != c.want {
+		if got := namedRegs(&in.Info); got != c.want {
 			t.Errorf("%s (%s): %016b, want %016b", c.asm, c.hex, got, c.want)
 		}
 	}
 	// An instruction only the length decoder knows (x86asm has no
 	// operands for it) may touch anything.
-	if got := namedRegs(&x86.Inst{Op: x86.UNKNOWN, Kind: x86.Other}); got != AllRegs {
+	if got := namedRegs(&x86.Info{Op: x86.UNKNOWN, Kind: x86.Other}); got != AllRegs {
 		t.Errorf("unknown instruction: %016b, want all", got)
 	}
 }

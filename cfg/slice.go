@@ -69,7 +69,6 @@ func addLin(x, y sym) sym {
 // procedure's decoded instructions.
 type slicer struct {
 	bd          *builder
-	endAt       map[uint64]int   // instruction ending at address
 	targets     map[uint64][]int // direct branches to address
 	tableTarget map[uint64]bool  // targets of the tables resolved so far
 	consts      map[int]constResult
@@ -78,11 +77,10 @@ type slicer struct {
 }
 
 func newSlicer(bd *builder) *slicer {
-	s := &slicer{bd: bd, endAt: make(map[uint64]int, len(bd.insts)), targets: make(map[uint64][]int),
-		tableTarget: make(map[uint64]bool)}
+	bd.fillRaw() // slices match x86asm's operands
+	s := &slicer{bd: bd, targets: make(map[uint64][]int), tableTarget: make(map[uint64]bool)}
 	for i := range bd.insts {
 		in := &bd.insts[i]
-		s.endAt[in.Addr+uint64(in.Len)] = i
 		if in.Kind == x86.Jmp || in.Kind == x86.Jcc {
 			s.targets[in.Target] = append(s.targets[in.Target], i)
 		}
@@ -95,6 +93,30 @@ func newSlicer(bd *builder) *slicer {
 	return s
 }
 
+// endAt returns the instruction that ends at a, and whether there is
+// one: the one covering the byte before a, or, where a branch skips a
+// lock prefix (builder.unlocked), the later of the two decodings that
+// end there.
+func (s *slicer) endAt(a uint64) (int, bool) {
+	bd := s.bd
+	ri := bd.rangeOf(a - 1)
+	if ri < 0 {
+		return 0, false
+	}
+	c := bd.cover[ri][a-1-bd.ranges[ri].Addr]
+	if c == 0 {
+		return 0, false
+	}
+	o := &bd.insts[c-1]
+	if o.Addr+uint64(o.Len) != a {
+		return 0, false
+	}
+	if u, ok := bd.unlocked[o.Addr+1]; ok && int(u) > int(c-1) {
+		return int(u), true
+	}
+	return int(c - 1), true
+}
+
 // join reports whether control may reach the instruction at a from more
 // than one place, so that a slice walking back from it along one
 // predecessor would describe only some of the paths.
@@ -103,7 +125,7 @@ func (s *slicer) join(a uint64) bool {
 	if s.tableTarget[a] || a == s.bd.f.Addr {
 		n += 2
 	}
-	if p, ok := s.endAt[a]; ok && n > 0 {
+	if p, ok := s.endAt(a); ok && n > 0 {
 		switch s.bd.insts[p].Kind {
 		case x86.Jmp, x86.JmpIndirect, x86.Ret, x86.Halt:
 		default:
@@ -120,7 +142,7 @@ func (s *slicer) join(a uint64) bool {
 // fall-through predecessor, and whether control arrived by a taken branch.
 func (s *slicer) prev(i int) (int, bool) {
 	a := s.bd.insts[i].Addr
-	if p, ok := s.endAt[a]; ok {
+	if p, ok := s.endAt(a); ok {
 		switch s.bd.insts[p].Kind {
 		case x86.Other, x86.Syscall, x86.Jcc, x86.CallIndirect:
 			return p, false
@@ -183,7 +205,7 @@ func (s *slicer) preds(x int) []int {
 		return nil
 	}
 	ps := append([]int(nil), s.targets[a]...)
-	if p, ok := s.endAt[a]; ok {
+	if p, ok := s.endAt(a); ok {
 		switch s.bd.insts[p].Kind {
 		case x86.Jmp, x86.JmpIndirect, x86.Ret, x86.Halt:
 		case x86.Call:

@@ -136,14 +136,14 @@ func (fg *funcGen) emit() error {
 			fg.mark(blk.Addr, true)
 			b.Endbr64()
 		}
-		var last x86.Inst
+		// Code generation reads Info alone (no x86asm operands).
+		var in, last x86.Info
 		a := blk.Addr
 		if id == 0 && lead {
 			a += 4 // the endbr64, copied at the entry
 		}
 		for a < blk.End {
-			in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
-			if err != nil {
+			if err := fg.dec.DecodeInfoTo(&in, code[a-blk.Addr:blk.End-blk.Addr], a); err != nil {
 				return err
 			}
 			last = in
@@ -199,7 +199,7 @@ func (fg *funcGen) emit() error {
 // call, so its edge to Exit has no code; should it return after all, the
 // original code after it runs. Calls to closed functions go to their
 // internal entry.
-func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Inst, code []byte, next cfg.BlockID, site int32) error {
+func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Info, code []byte, next cfg.BlockID, site int32) error {
 	b := fg.g.buf
 	_, isNoRet := fg.succ(id, cfg.EdgeNoReturn)
 	target := fg.g.target(in.Target)
@@ -244,7 +244,7 @@ func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 
 // copyInst relocates a non-terminating instruction; one that reads a
 // jump table's entry reads its jump's copy of the table instead.
-func (fg *funcGen) copyInst(in *x86.Inst, code []byte) error {
+func (fg *funcGen) copyInst(in *x86.Info, code []byte) error {
 	fg.copied(in.Addr)
 	if fg.copyThunkUse(in) {
 		return nil // a use of a GOT slot that holds sigaction or its kin (thunk.go)
@@ -331,11 +331,11 @@ func (fg *funcGen) biasedJump(t int, bl biasedLoad) error {
 }
 
 // terminator emits a block's last instruction with its out-edges.
-func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cfg.BlockID) error {
+func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cfg.BlockID) error {
 	b, gr := fg.g.buf, fg.f.Graph
 	// The entry block's EdgeEntry edges are taken by no instruction.
 	var succs []cfg.EdgeID
-	for _, e := range gr.Blocks[id].Succs {
+	for _, e := range gr.Succs(id) {
 		if gr.Edges[e].Kind != cfg.EdgeEntry {
 			succs = append(succs, e)
 		}
@@ -469,7 +469,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Inst, code []byte, next cf
 	}
 }
 
-func (fg *funcGen) reloc(in *x86.Inst, code []byte, t enc.Target) error {
+func (fg *funcGen) reloc(in *x86.Info, code []byte, t enc.Target) error {
 	if !in.Kind.HasTarget() {
 		return fg.copyInst(in, code)
 	}
@@ -492,7 +492,7 @@ func (fg *funcGen) reloc(in *x86.Inst, code []byte, t enc.Target) error {
 // has a copy of its own, since the edges of each carry their own
 // increments, even where replicated dispatch jumps share one table
 // [decision 66].
-func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
+func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Info) error {
 	gr := fg.f.Graph
 	t, ok := fg.tabOf[in.Addr]
 	if !ok {
@@ -504,7 +504,7 @@ func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Inst) error {
 	}
 	nt.done = true
 	via := map[uint64]enc.Label{}
-	for _, e := range gr.Blocks[id].Succs {
+	for _, e := range gr.Succs(id) {
 		ed := gr.Edges[e]
 		if ed.Kind != cfg.EdgeJumpTable {
 			continue

@@ -8,6 +8,7 @@ import (
 
 	"github.com/blpp/blpp/analysis"
 	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/rewriter/elfw"
 	"github.com/blpp/blpp/rewriter/enc"
 	"github.com/blpp/blpp/runtime"
 )
@@ -80,23 +81,25 @@ func cetOf(in []byte, opts Options) cetMode {
 // without -fcf-protection (its hooks reached by indirect calls would not
 // start with endbr64): IBT is then cleared, with a warning. SHSTK holds
 // whatever the image (cet.go's doc).
-func keepCET(out []byte, img *runtime.Image, cm cetMode) []string {
+func keepCET(out *elfw.Pieces, img *runtime.Image, cm cetMode) (*elfw.Pieces, []string) {
 	if cm.feat&x86FeatureIBT == 0 {
-		return nil
+		return out, nil
 	}
 	for _, sym := range []string{runtime.SymStart, runtime.SymFini, runtime.SymModInit} {
 		off, ok := img.Symbols[sym]
 		if ok && off < uint64(len(img.Text)) && enc.IsEndbr64(img.Text[off:]) {
 			continue
 		}
-		if clearCET(out, x86FeatureIBT) {
-			return []string{fmt.Sprintf("the program was built for CET IBT; the rewritten one is marked without it: "+
+		// The note is read and changed in the assembled file.
+		file := out.Bytes()
+		if clearCET(file, x86FeatureIBT) {
+			return elfw.Whole(file), []string{fmt.Sprintf("the program was built for CET IBT; the rewritten one is marked without it: "+
 				"the runtime's %s, which the program reaches by an indirect branch, does not start with endbr64 "+
 				"(the runtime image was not built with -fcf-protection; decision 95)", sym)}
 		}
-		return nil
+		return out, nil
 	}
-	return nil
+	return out, nil
 }
 
 // skipCET is the reason given to a function left alone because its
@@ -112,7 +115,7 @@ const skipCET = "no room for the entry jump after endbr64"
 // first 5, extended). A branch of f's own into them is harmless unless
 // code outside f enters its body elsewhere (the original body then
 // never runs; see patchedInto).
-func cetBlocker(b *cfg.Binary, f *analysis.Func, into map[uint64][]uint64) string {
+func cetBlocker(b *cfg.Binary, f *analysis.Func, into *cfg.Branches) string {
 	fn := f.Func
 	self := false
 	for i, e := range append([]uint64{fn.Addr}, fn.Entries...) {
@@ -127,7 +130,7 @@ func cetBlocker(b *cfg.Binary, f *analysis.Func, into map[uint64][]uint64) strin
 			return fmt.Sprintf("the entry at %#x has no room for the entry jump after its endbr64", e)
 		}
 		for a := e + 1; a < at+5; a++ {
-			for _, src := range into[a] {
+			for _, src := range into.Sources(a) {
 				if !fn.Contains(src) {
 					return fmt.Sprintf("the code at %#x branches into the bytes the entry jump after endbr64 at %#x overwrites", src, e)
 				}
@@ -279,6 +282,6 @@ func (fg *funcGen) tableBlocks() []bool {
 // calls from instrumented code run one endbr64, as the original did.
 func (fg *funcGen) leadingEndbr() bool {
 	gr := fg.f.Graph
-	return fg.g.cet.ibt && fg.prefixEnd == 0 && !fg.closed && len(gr.Blocks[0].Preds) == 0 && gr.Blocks[0].Insts > 1 &&
+	return fg.g.cet.ibt && fg.prefixEnd == 0 && !fg.closed && len(gr.Preds(0)) == 0 && gr.Blocks[0].Insts > 1 &&
 		gr.Blocks[0].Addr == fg.f.Func.Addr && enc.IsEndbr64(fg.g.b.Code(fg.f.Func.Addr))
 }

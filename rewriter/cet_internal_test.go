@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/rewriter/elfw"
 	"github.com/blpp/blpp/runtime"
 )
 
@@ -27,17 +28,17 @@ func TestKeepCETRuntimeWithoutIBT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := append([]byte(nil), in...)
-	if w := keepCET(out, img, cm); len(w) != 0 || cetOf(out, Options{}).feat != cm.feat {
+	pcs, w := keepCET(elfw.Whole(append([]byte(nil), in...)), img, cm)
+	if out := pcs.Bytes(); len(w) != 0 || cetOf(out, Options{}).feat != cm.feat {
 		t.Fatalf("committed image: warnings %q, bits %#x", w, cetOf(out, Options{}).feat)
 	}
 	off := img.Symbols[runtime.SymFini]
 	copy(img.Text[off:], []byte{0x0f, 0x1f, 0x40, 0x00})
-	w := keepCET(out, img, cm)
+	pcs, w = keepCET(pcs, img, cm)
 	if len(w) != 1 || !strings.Contains(w[0], runtime.SymFini) {
 		t.Errorf("warnings %q, want one naming %s", w, runtime.SymFini)
 	}
-	if got := cetOf(out, Options{}).feat; got&x86FeatureIBT != 0 || got&x86FeatureSHSTK == 0 {
+	if got := cetOf(pcs.Bytes(), Options{}).feat; got&x86FeatureIBT != 0 || got&x86FeatureSHSTK == 0 {
 		t.Errorf("bits after %#x, want IBT cleared and SHSTK kept", got)
 	}
 }

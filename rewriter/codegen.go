@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/cfg/x86"
 	"github.com/blpp/blpp/meta"
 	"github.com/blpp/blpp/rewriter/enc"
 	"github.com/blpp/blpp/runtime"
@@ -101,6 +102,8 @@ type funcGen struct {
 	// copies records where each original instruction's copies start in
 	// the code buffer, for the address map (addrmap.go).
 	copies []copyMark
+	// dec decodes the original instructions (the worker's: scratch).
+	dec *x86.Decoder
 	// table and meta are the function's entries in the runtime's
 	// function table and in the metadata, made where its analysis is at
 	// hand (pipeline.go).
@@ -128,7 +131,10 @@ type tramp struct {
 
 // gen emits all instrumented functions into one buffer.
 type gen struct {
-	b *cfg.Binary
+	// planDec decodes while the functions' bodies are planned (one
+	// after another, before emission); nil otherwise.
+	planDec *x86.Decoder
+	b       *cfg.Binary
 	// buf is the image's code buffer, or in a view of gen that emits
 	// one function (pipeline.go), that function's child of it.
 	buf   *enc.Buf

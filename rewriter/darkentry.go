@@ -59,7 +59,7 @@ func (d *darkEntry) end() uint64 {
 // direct branch of the binary (branchTargets). The functions that can get
 // a stub get a label in g.dark, so that instrumented code calls the stub
 // directly (gen.target).
-func (g *gen) planDark(res *analysis.Result, skipped []Skipped, into map[uint64][]uint64, nfuncs int) []*darkEntry {
+func (g *gen) planDark(res *analysis.Result, skipped []Skipped, into *cfg.Branches, nfuncs int) []*darkEntry {
 	byAddr := map[string]*analysis.Func{}
 	for _, f := range res.Funcs {
 		byAddr[fmt.Sprintf("%#x", f.Func.Addr)] = f
@@ -97,7 +97,7 @@ func (g *gen) planDark(res *analysis.Result, skipped []Skipped, into map[uint64]
 // stub by a jump at at (f's entry, or after the endbr64 there: decision
 // 95), with the conditions of an instrumented function's entry jump, and
 // returns the instructions to relocate, or why not.
-func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into map[uint64][]uint64, at uint64) (*darkEntry, string) {
+func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into *cfg.Branches, at uint64) (*darkEntry, string) {
 	if reason == skipAfterProfile {
 		return nil, "it runs after the profile is written"
 	}
@@ -118,7 +118,7 @@ func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into map[uint64][]u
 	// may land in the bytes the entry jump overwrites, nor on the jump
 	// after an endbr64.
 	for a := f.Addr + 1; a < at+5; a++ {
-		if len(into[a]) > 0 {
+		if len(into.Sources(a)) > 0 {
 			return nil, fmt.Sprintf("code branches into its first %d bytes", skip+5)
 		}
 	}
@@ -207,7 +207,7 @@ func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 		for i := range d.insts {
 			in := &d.insts[i]
 			off := in.Addr - d.at
-			if err := enc.Relocate(b, in, d.code[off:], g.target(in.Target)); err != nil {
+			if err := enc.Relocate(b, &in.Info, d.code[off:], g.target(in.Target)); err != nil {
 				return fmt.Errorf("counting stub of the function at %#x: %w", d.addr, err)
 			}
 		}

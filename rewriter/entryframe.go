@@ -266,15 +266,33 @@ func (g *gen) planDirect() {
 		}
 	}
 	// A tail jump hands the register to the function it reaches, whose
-	// own exits then give it back, or whose code leaves it alone.
-	for changed := true; changed; {
-		changed = false
-		for a, fp := range keepers {
-			if !fp.keepsTail(keepers, leaves) {
-				delete(keepers, a)
-				changed = true
+	// own exits then give it back, or whose code leaves it alone. A
+	// keeper dropped may drop those that tail-jump to it (tailers): only
+	// they are looked at again (libLLVM's chains of tail jumps made
+	// rounds over every keeper's edges cost half a second).
+	tailers := map[uint64][]*funcPlan{}
+	var work []*funcPlan
+	for _, fg := range g.funcs {
+		fp := fg.funcPlan
+		if keepers[fp.f.Func.Addr] != fp {
+			continue
+		}
+		for _, ed := range fp.f.Graph.Edges {
+			if ed.Kind == cfg.EdgeTailCall && ed.Target != 0 {
+				tailers[ed.Target] = append(tailers[ed.Target], fp)
 			}
 		}
+		work = append(work, fp)
+	}
+	for len(work) > 0 {
+		fp := work[len(work)-1]
+		work = work[:len(work)-1]
+		a := fp.f.Func.Addr
+		if keepers[a] != fp || fp.keepsTail(keepers, leaves) {
+			continue
+		}
+		delete(keepers, a)
+		work = append(work, tailers[a]...)
 	}
 	g.directCalls = map[uint64]directCall{}
 	for _, fg := range g.funcs {
@@ -378,7 +396,7 @@ func (fp *funcPlan) keepsTail(keepers, leaves map[uint64]*funcPlan) bool {
 
 // directCallOf returns how the call instruction in is made, if it is a
 // direct call (planDirect).
-func (fg *funcGen) directCallOf(in *x86.Inst) (directCall, bool) {
+func (fg *funcGen) directCallOf(in *x86.Info) (directCall, bool) {
 	dc, ok := fg.g.directCalls[in.Addr]
 	return dc, ok && in.Kind == x86.Call && fg.inLoop < 0
 }

@@ -34,7 +34,7 @@ const maxPrefix = 3
 
 // movedEntry returns f analysed from its moved entry, and that entry,
 // or why f cannot be redirected that way.
-func movedEntry(b *cfg.Binary, p *cfg.Program, f *analysis.Func, into map[uint64][]uint64) (*analysis.Func, uint64, error) {
+func movedEntry(b *cfg.Binary, p *cfg.Program, f *analysis.Func, into *cfg.Branches) (*analysis.Func, uint64, error) {
 	fn := f.Func
 	if len(f.Graph.EH) > 0 {
 		return nil, 0, fmt.Errorf("it has exception tables")
@@ -116,9 +116,9 @@ func isSP(r x86asm.Reg) bool {
 
 // jumpFits reports whether no branch lands inside [a+1, a+5), the
 // bytes after the first of a jump placed at a.
-func jumpFits(a uint64, into map[uint64][]uint64) bool {
+func jumpFits(a uint64, into *cfg.Branches) bool {
 	for t := a + 1; t < a+5; t++ {
-		if len(into[t]) > 0 {
+		if len(into.Sources(t)) > 0 {
 			return false
 		}
 	}
@@ -151,7 +151,7 @@ func (fg *funcGen) prefix() error {
 			return err
 		}
 		fg.mark(a, true)
-		if err := enc.Relocate(fg.g.buf, &in, code[a-fn.Addr:], enc.Target{}); err != nil {
+		if err := enc.Relocate(fg.g.buf, &in.Info, code[a-fn.Addr:], enc.Target{}); err != nil {
 			return err
 		}
 		a += uint64(in.Len)

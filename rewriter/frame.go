@@ -112,7 +112,7 @@ func (fg *funcGen) leaveHook(k cfg.LeaveKind) {
 // end the process image, what a call there would store (its site and
 // the path register, for the runtime to find where the activation
 // stopped) and the hook [decision 59].
-func (fg *funcGen) syscallLeave(in *x86.Inst) {
+func (fg *funcGen) syscallLeave(in *x86.Info) {
 	l, ok := fg.f.Graph.Leaves[in.Addr]
 	if !ok || !l.Syscall {
 		return

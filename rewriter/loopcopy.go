@@ -56,10 +56,10 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 		}
 		b.Bind(lc.label[id])
 		code := fg.g.b.Code(blk.Addr)
-		var last x86.Inst
+		var last x86.Info
 		for a := blk.Addr; a < blk.End; {
-			in, err := x86.Decode(code[a-blk.Addr:blk.End-blk.Addr], a)
-			if err != nil {
+			var in x86.Info // code generation reads Info alone
+			if err := fg.dec.DecodeInfoTo(&in, code[a-blk.Addr:blk.End-blk.Addr], a); err != nil {
 				fail(err)
 				return
 			}
@@ -85,7 +85,7 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 		cyc := lc.next[id]
 		var out cfg.EdgeID
 		hasOut := false
-		for _, e := range blk.Succs {
+		for _, e := range gr.Succs(id) {
 			if e != cyc {
 				out, hasOut = e, true
 			}

@@ -21,10 +21,10 @@ import (
 // TestBufTakesNoRawBytes: the type system. No exported method of
 // *enc.Buf accepts bytes, except the ones that copy an original
 // instruction and check the bytes against its decoding (they take the
-// *x86.Inst too). A Bytes([]byte) method put back fails here.
+// *x86.Info too). A Bytes([]byte) method put back fails here.
 func TestBufTakesNoRawBytes(t *testing.T) {
 	bt := reflect.TypeOf(&enc.Buf{})
-	byteSlice, inst := reflect.TypeOf([]byte(nil)), reflect.TypeOf(&x86.Inst{})
+	byteSlice, inst := reflect.TypeOf([]byte(nil)), reflect.TypeOf(&x86.Info{})
 	for i := 0; i < bt.NumMethod(); i++ {
 		m := bt.Method(i)
 		takesBytes, takesInst := false, false

@@ -140,12 +140,12 @@ func pieTableBlocker(b *cfg.Binary, g *cfg.Graph) string {
 // successor of the block ending at the instruction last reads before
 // writing: free for the rewriter's use at that instruction.
 func deadAfter(g *cfg.Graph, liveIn []cfg.RegSet, last uint64) cfg.RegSet {
-	for _, blk := range g.Blocks {
+	for id, blk := range g.Blocks {
 		if blk.Last != last {
 			continue
 		}
 		var out cfg.RegSet
-		for _, e := range blk.Succs {
+		for _, e := range g.Succs(cfg.BlockID(id)) {
 			if to := g.Edges[e].To; to < 0 {
 				out = cfg.AllRegs
 			} else {

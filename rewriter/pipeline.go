@@ -4,6 +4,7 @@ import (
 	goruntime "runtime"
 	"sync"
 
+	"github.com/blpp/blpp/cfg/x86"
 	"github.com/blpp/blpp/meta"
 	"github.com/blpp/blpp/rewriter/addrmap"
 	"github.com/blpp/blpp/rewriter/enc"
@@ -73,6 +74,10 @@ func (g *gen) emitOne(fp *funcPlan, at int, sp int32, uw *unwinder, codeAddr uin
 	}
 	defer scratchPool.Put(sc)
 	fg.marks, fg.copies = sc.marks, sc.copies
+	if sc.dec == nil {
+		sc.dec = x86.NewDecoder()
+	}
+	fg.dec = sc.dec
 	// A function emitted again fills its table copies again.
 	for _, t := range fp.tabOf {
 		g.tables[t].done, g.tables[t].targets = false, nil
@@ -90,6 +95,7 @@ func (g *gen) emitOne(fp *funcPlan, at int, sp int32, uw *unwinder, codeAddr uin
 	}
 	fc.siteRet, fc.patches = view.siteRet, view.patches
 	sc.marks, sc.copies = fg.marks, fg.copies
+	fg.dec = nil
 	fg.emitted()
 	return fc
 }
@@ -101,6 +107,7 @@ type scratch struct {
 	copies []copyMark
 	meta   meta.Func
 	rec    addrmap.Recorder
+	dec    *x86.Decoder
 }
 
 var scratchPool sync.Pool

@@ -1,11 +1,11 @@
 package rewriter
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/blpp/blpp/analysis"
 	"github.com/blpp/blpp/cfg"
-	"github.com/blpp/blpp/cfg/x86"
 	"github.com/blpp/blpp/pathnum"
 	"github.com/blpp/blpp/rewriter/enc"
 	"github.com/blpp/blpp/runtime"
@@ -383,7 +383,7 @@ func (fp *funcPlan) planSites() {
 			sys = append(sys, a)
 		}
 	}
-	sort.Slice(sys, func(i, j int) bool { return sys[i] < sys[j] })
+	slices.Sort(sys)
 	for _, a := range sys {
 		fp.leaveSite[a] = fp.site(fp.f.Graph.Leaves[a].Block, a)
 	}
@@ -400,26 +400,24 @@ func (fp *funcPlan) planSites() {
 	// Then, block by block, the direct tail jumps to instrumented
 	// functions: call sites too, the callee's activation is made a child
 	// of this one [DESIGN 7]. An indirect jump is not one (its target
-	// is only known at run time). A block whose last instruction does
-	// not decode gets none; the emitter fails the function there.
+	// is only known at run time): the builder gives a block ending in
+	// one no tail-call edge with a target (only indirect ones, Target
+	// 0), so the edges tell, without decoding the block's last
+	// instruction again. A block whose last instruction does not decode
+	// fails the function in the emitter.
 	gr := fp.f.Graph
 	for id := range gr.Blocks {
 		blk := &gr.Blocks[id]
-		code := fp.g.b.Code(blk.Last)
-		if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
+		if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(fp.g.b.Code(blk.Last))) < blk.End-blk.Last {
 			continue
 		}
-		in, err := x86.Decode(code[:blk.End-blk.Last], blk.Last)
-		if err != nil || in.Kind == x86.JmpIndirect {
-			continue
-		}
-		for _, e := range blk.Succs {
+		for _, e := range gr.Succs(cfg.BlockID(id)) {
 			ed := gr.Edges[e]
 			if ed.Kind != cfg.EdgeTailCall || ed.Target == 0 {
 				continue
 			}
 			if _, ok := fp.g.tailEntry(ed.Target); ok {
-				fp.tailSite[e] = fp.site(cfg.BlockID(id), in.Addr)
+				fp.tailSite[e] = fp.site(cfg.BlockID(id), blk.Last)
 			}
 		}
 	}
@@ -521,7 +519,7 @@ func (fp *funcPlan) hashed() bool { return fp.num.NumPaths > DenseMax }
 func (fp *funcPlan) hashInline() bool { return fp.hashed() && !fp.g.mode.Metrics }
 
 func (fp *funcPlan) succ(b cfg.BlockID, kind ...cfg.EdgeKind) (cfg.EdgeID, bool) {
-	for _, e := range fp.f.Graph.Blocks[b].Succs {
+	for _, e := range fp.f.Graph.Succs(b) {
 		for _, k := range kind {
 			if fp.f.Graph.Edges[e].Kind == k {
 				return e, true

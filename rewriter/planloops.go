@@ -100,7 +100,7 @@ func (fp *funcPlan) planLoopRegs() {
 			if id == cfg.Entry || callBlock[id] {
 				ok = false
 			}
-			for _, e := range blk.Succs {
+			for _, e := range gr.Succs(id) {
 				ed := &gr.Edges[e]
 				if ed.Kind != cfg.EdgeFallThrough && ed.Kind != cfg.EdgeBranch || ed.To < 0 {
 					ok = false
@@ -108,7 +108,7 @@ func (fp *funcPlan) planLoopRegs() {
 					live |= fp.liveIn[ed.To]
 				}
 			}
-			for _, e := range blk.Preds {
+			for _, e := range gr.Preds(id) {
 				ed := &gr.Edges[e]
 				if !in[ed.From] && ed.Kind != cfg.EdgeFallThrough && ed.Kind != cfg.EdgeBranch {
 					ok = false
@@ -159,7 +159,7 @@ func (fp *funcPlan) loopBackedgesIn(blocks []cfg.BlockID, in map[cfg.BlockID]boo
 		need++
 	}
 	for _, id := range blocks {
-		for _, e := range gr.Blocks[id].Succs {
+		for _, e := range gr.Succs(id) {
 			ed := &gr.Edges[e]
 			if fp.num.Kind[e] == pathnum.DAGEdge || ed.To < 0 || !in[ed.To] {
 				continue
@@ -224,7 +224,7 @@ func (fp *funcPlan) planLoopCopies() {
 			}
 			lc.val[b] = v
 			size += gr.Blocks[b].End - gr.Blocks[b].Addr
-			for _, x := range gr.Blocks[b].Succs {
+			for _, x := range gr.Succs(b) {
 				ed := gr.Edges[x]
 				if ed.Kind != cfg.EdgeBranch && ed.Kind != cfg.EdgeFallThrough || ed.To < 0 {
 					ok = false
@@ -317,7 +317,7 @@ func (fp *funcPlan) likelyCycle(l cfg.Loop) (map[cfg.BlockID]cfg.EdgeID, cfg.Edg
 	}
 	for ; len(queue) > 0; queue = queue[1:] {
 		b := queue[0]
-		for _, e := range gr.Blocks[b].Preds {
+		for _, e := range gr.Preds(b) {
 			if from := gr.Edges[e].From; usable(e) {
 				if _, seen := dist[from]; !seen {
 					dist[from] = dist[b] + 1
@@ -337,7 +337,7 @@ func (fp *funcPlan) likelyCycle(l cfg.Loop) (map[cfg.BlockID]cfg.EdgeID, cfg.Edg
 		}
 		// DAG edges only, so the walk ends, at a latch.
 		best, rank := cfg.EdgeID(0), 3
-		for _, e := range gr.Blocks[b].Succs {
+		for _, e := range gr.Succs(b) {
 			ed := gr.Edges[e]
 			if _, ok := dist[ed.To]; !ok || !usable(e) {
 				continue
@@ -374,6 +374,7 @@ func (fp *funcPlan) copyable(id cfg.BlockID) bool {
 	if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(code)) < blk.End-blk.Last {
 		return false
 	}
-	in, err := x86.Decode(code[:blk.End-blk.Last], blk.Last)
+	var in x86.Info
+	err := fp.g.planDec.DecodeInfoTo(&in, code[:blk.End-blk.Last], blk.Last)
 	return err == nil && (in.Kind == x86.Jcc || in.Kind == x86.Jmp || in.Kind == x86.Other)
 }

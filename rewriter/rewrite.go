@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 
@@ -181,6 +182,47 @@ type Summary struct {
 
 // Rewrite instruments the executable in, returning the new file's bytes.
 func Rewrite(in []byte, opts Options) ([]byte, *Summary, error) {
+	out, sum, err := rewriteRounds(in, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out.Bytes(), sum, nil
+}
+
+// RewriteTo is Rewrite writing the new file to w, which must read back
+// zeros where nothing was written (a new or truncated file), without
+// holding all of it in memory (a large library's output is half a
+// gigabyte, mostly bytes the rewriter holds already). It returns the
+// file's size.
+func RewriteTo(w io.WriterAt, in []byte, opts Options) (int64, *Summary, error) {
+	// The new file starts with the original's bytes (elfw.Write): they
+	// are written while the rewriter works, on a processor its serial
+	// stretches leave idle.
+	early := make(chan error, 1)
+	go func() {
+		_, err := w.WriteAt(in, 0)
+		early <- err
+	}()
+	out, sum, err := rewriteRounds(in, opts)
+	werr := <-early
+	if err != nil {
+		return 0, nil, err
+	}
+	if werr != nil {
+		return 0, nil, fmt.Errorf("%w: %w", ErrWrite, werr)
+	}
+	if err := out.WriteTo(w, in); err != nil {
+		return 0, nil, fmt.Errorf("%w: %w", ErrWrite, err)
+	}
+	return out.Size, sum, nil
+}
+
+// ErrWrite: RewriteTo could not write the new file (its error wraps
+// this one and the writer's).
+var ErrWrite = errors.New("writing the new file")
+
+// rewriteRounds is Rewrite, laying the file out without assembling it.
+func rewriteRounds(in []byte, opts Options) (*elfw.Pieces, *Summary, error) {
 	// A layout that dropped each function's analysis as it went and then
 	// failed on some functions is redone from the analysis, leaving out
 	// what every earlier round failed on, in the same order (rewrite).
@@ -216,7 +258,7 @@ type redoError struct{ rounds []failedRound }
 func (e *redoError) Error() string { return "layout to be redone from the analysis" }
 
 // rewrite is Rewrite after the given rounds of failed layouts.
-func rewrite(in []byte, opts Options, prior []failedRound) ([]byte, *Summary, error) {
+func rewrite(in []byte, opts Options, prior []failedRound) (*elfw.Pieces, *Summary, error) {
 	b, err := cfg.Load(in)
 	if err != nil {
 		return nil, nil, err
@@ -327,7 +369,9 @@ func rewrite(in []byte, opts Options, prior []failedRound) ([]byte, *Summary, er
 		var ee *emitError
 		if !errors.As(err, &ee) {
 			if err == nil {
-				sum2.Warnings = append(sum2.Warnings, keepCET(out, img, mod.cet)...)
+				var warn []string
+				out, warn = keepCET(out, img, mod.cet)
+				sum2.Warnings = append(sum2.Warnings, warn...)
 			}
 			return out, sum2, err
 		}
@@ -389,7 +433,7 @@ func pageUp(a uint64) uint64 { return (a + 0xfff) &^ 0xfff }
 //
 // into holds the branch sources (branchTargets); a layout that drops
 // the analysis as it goes (gen.release) drops them too.
-func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, moved map[*analysis.Func]uint64, sum *Summary, opts Options, into *map[uint64][]uint64, mod module) ([]byte, *Summary, error) {
+func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, chosen []*analysis.Func, moved map[*analysis.Func]uint64, sum *Summary, opts Options, into **cfg.Branches, mod module) (*elfw.Pieces, *Summary, error) {
 	base, err := elfw.NextFreeAddr(in)
 	if err != nil {
 		return nil, nil, err
@@ -508,9 +552,12 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	g.planClosed()
 	g.planDirect()
 	g.planThunks(res.Program)
+	g.planDec = x86.NewDecoder()
 	for _, fg := range g.funcs {
 		fg.planBody()
 	}
+	g.planDec.Release()
+	g.planDec = nil
 	// The code grows by arrays of its own as functions are appended
 	// (enc.Buf.Append), while their analysis goes.
 	g.buf.Place(codeAddr)
@@ -563,7 +610,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	for i, fg := range g.funcs {
 		runtime.PutFunc(funcEntry(i), fg.table)
 	}
-	code, err := g.buf.Take(codeAddr)
+	// The code stays in the arrays it grew by (enc.Code): libLLVM's is
+	// 250 MB, which one array more would copy.
+	code, err := g.buf.TakeCode(codeAddr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -576,7 +625,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		if int64(v) != int64(int32(v)) {
 			return nil, nil, fmt.Errorf("jump table copy at %#x out of reach of its load's displacement", addrOf(g.tables[p.tab-1].label))
 		}
-		binary.LittleEndian.PutUint32(code[p.at:], uint32(v))
+		binary.LittleEndian.PutUint32(code.At(p.at), uint32(v))
 	}
 	// The call-site table reserved above, now that the return addresses
 	// of closed calls are known.
@@ -599,21 +648,22 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			}
 			if t.t.biased {
 				// Counted from the base register's value [decision 72].
-				binary.LittleEndian.PutUint64(code[off+uint64(8*i):], to-t.t.base)
+				binary.LittleEndian.PutUint64(code.At(int(off)+8*i), to-t.t.base)
 			} else if t.t.relative {
 				d := to - t.t.base
 				if int64(d) != int64(int32(d)) {
 					return nil, nil, fmt.Errorf("jump table copy at %#x: entry %d out of reach of base %#x", ta, i, t.t.base)
 				}
-				binary.LittleEndian.PutUint32(code[off+uint64(4*i):], uint32(d))
+				binary.LittleEndian.PutUint32(code.At(int(off)+4*i), uint32(d))
 			} else {
-				binary.LittleEndian.PutUint64(code[off+uint64(8*i):], to)
+				binary.LittleEndian.PutUint64(code.At(int(off)+8*i), to)
 			}
 		}
 	}
 	// Unwind and exception tables for the new code, so that C++
 	// exceptions, backtrace(3) and debuggers get through relocated frames.
-	eh, err := unwindTables(uw, g, em.unwind, codeAddr, uint64(len(code)))
+	codeSize := code.Len()
+	eh, err := unwindTables(uw, g, em.unwind, codeAddr, uint64(codeSize))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -712,12 +762,18 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		tab.Funcs = append(tab.Funcs, meta.Func{Name: s.Name, Entry: entry, Size: s.Size, Reason: s.Reason, EntriesCounted: s.EntriesCounted})
 	}
 	metaData := tab.EncodeWithID()
+	// The functions' encodings are in metaData now: the output's copy
+	// need not find them beside it.
+	tab.Encoded = nil
+	for _, fg := range g.funcs {
+		fg.meta = meta.EncodedFunc{}
+	}
 	conf.BuildIDVaddr, conf.BuildIDLen = idAddr, uint64(len(tab.InstrID))
 	copy(at(idAddr), tab.InstrID)
 	runtime.PutConfig(at(rwAddr+cfgOff), conf)
 	sort.Slice(sum.Skipped, func(i, j int) bool { return sum.Skipped[i].Entry < sum.Skipped[j].Entry })
 	sum.Instrumented = len(chosen)
-	sum.CodeBytes = len(code)
+	sum.CodeBytes = codeSize
 	sum.EntriesCounted = len(dark)
 	for _, fg := range g.funcs {
 		if fg.fnHasPreg {
@@ -734,11 +790,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		sum.LoopRegisters += fg.stats.loopRegs
 		sum.LoopSwaps += fg.stats.loopSwaps
 	}
-	out, err := elfw.Write(in, elfw.Options{
+	out, err := elfw.Plan(in, elfw.Options{
 		Segments: append([]elfw.Segment{
 			{Addr: rtText, Data: img.Text, MemSize: uint64(len(img.Text)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.rt"},
 			{Addr: rwAddr, Data: rw, MemSize: rwMem, Flags: elf.PF_R | elf.PF_W, Name: ".blpp.data"},
-			{Addr: codeAddr, Data: code, MemSize: uint64(len(code)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"},
+			{Addr: codeAddr, Chunks: code, MemSize: uint64(codeSize), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"},
 		}, eh.segments()...),
 		EHFrameHdr: eh.hdr(),
 		Patches:    patches,
@@ -752,7 +808,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	if err != nil {
 		return nil, nil, err
 	}
-	return out.File, sum, nil
+	return out.Pieces, sum, nil
 }
 
 // releaseSize is how much original code the instrumented functions of a
@@ -887,7 +943,7 @@ func (h *finiHook) patches(thunk uint64) []elfw.Patch {
 // may run may branch into them (glibc's string functions share tails
 // that way: __mempcpy_* jumps to __memmove_*+5). The sweep may decode
 // data as code; a bogus target only makes the check more cautious.
-func branchTargets(b *cfg.Binary) map[uint64][]uint64 {
+func branchTargets(b *cfg.Binary) *cfg.Branches {
 	// The analysis sweeps the code the same way for its reference index;
 	// one sweep serves both.
 	return b.BranchSources()
@@ -900,11 +956,11 @@ func branchTargets(b *cfg.Binary) map[uint64][]uint64 {
 // long as no other code branches into f past its entry: the original
 // body then never runs, and the relocated copy's branch goes to the
 // relocated block. Such self-branches are allowed; any other is not.
-func patchedInto(f *cfg.Function, targets map[uint64][]uint64) bool {
+func patchedInto(f *cfg.Function, targets *cfg.Branches) bool {
 	self := false
 	for _, e := range append([]uint64{f.Addr}, f.Entries...) {
 		for a := e + 1; a < e+5; a++ {
-			for _, src := range targets[a] {
+			for _, src := range targets.Sources(a) {
 				if !f.Contains(src) {
 					return true
 				}
@@ -917,13 +973,13 @@ func patchedInto(f *cfg.Function, targets map[uint64][]uint64) bool {
 
 // enteredInside reports whether code outside f branches into f anywhere
 // but at its entries.
-func enteredInside(f *cfg.Function, targets map[uint64][]uint64) bool {
+func enteredInside(f *cfg.Function, targets *cfg.Branches) bool {
 	for _, r := range f.Ranges() {
 		for a := r.Addr; a < r.End(); a++ {
 			if f.IsEntry(a) {
 				continue
 			}
-			for _, src := range targets[a] {
+			for _, src := range targets.Sources(a) {
 				if !f.Contains(src) {
 					return true
 				}
@@ -950,7 +1006,7 @@ func b2u(v bool) uint64 {
 // from a linear sweep of the executable sections (into), so data decoded
 // as code can only leave more out. Leaving a function out adds no branch
 // into another, so one pass is enough.
-func leaveBranchedInto(chosen []*analysis.Func, moved map[*analysis.Func]uint64, into map[uint64][]uint64, sum *Summary) []*analysis.Func {
+func leaveBranchedInto(chosen []*analysis.Func, moved map[*analysis.Func]uint64, into *cfg.Branches, sum *Summary) []*analysis.Func {
 	type span struct {
 		lo, hi uint64
 		f      *analysis.Func
@@ -970,7 +1026,7 @@ func leaveBranchedInto(chosen []*analysis.Func, moved map[*analysis.Func]uint64,
 		return nil
 	}
 	bad := map[*analysis.Func]uint64{}
-	for t, froms := range into {
+	for t, froms := range into.All() {
 		f := owner(t)
 		// Branches up to a moved entry jump run the instructions before it
 		// in place and then the copy (decision 67).

@@ -62,7 +62,7 @@ func baseName(name string) string {
 // copyOrSigaction copies instruction in, or, when it is a system call
 // that makes rt_sigaction, calls the runtime in its place. After one that
 // makes a process, the child calls the runtime (forkSys).
-func (fg *funcGen) copyOrSigaction(in *x86.Inst, code []byte) error {
+func (fg *funcGen) copyOrSigaction(in *x86.Info, code []byte) error {
 	if in.Kind == x86.Syscall {
 		if _, ok := fg.f.Graph.Forks[in.Addr]; ok {
 			if err := fg.copyInst(in, code); err != nil {

@@ -191,8 +191,11 @@ func (g *gen) thunkTarget(a uint64) (enc.Target, bool) {
 // use of a GOT slot that holds a function with a thunk: call *slot(%rip)
 // becomes call thunk, jmp *slot(%rip) jmp thunk, and mov slot(%rip),%reg
 // (the function's address) lea thunk(%rip),%reg. False when in is none of
-// these.
-func (fg *funcGen) copyThunkUse(in *x86.Inst) bool {
+// these. It reads in's Info alone: code generation decodes through
+// DecodeInfo, whose Inst has no Raw (an x86asm operand read there is
+// nil, and the use was copied unchanged: sigaction reached through the
+// GOT missed its thunk).
+func (fg *funcGen) copyThunkUse(in *x86.Info) bool {
 	if !in.RIPRel || len(fg.g.slotThunks) == 0 {
 		return false
 	}
@@ -200,27 +203,25 @@ func (fg *funcGen) copyThunkUse(in *x86.Inst) bool {
 	if t == nil {
 		return false
 	}
-	m, ok := in.Raw.Args[0].(x86asm.Mem)
-	src, ok2 := in.Raw.Args[1].(x86asm.Mem)
+	ripMem := func(a *x86.Arg) bool { return a.Kind == x86.ArgMem && a.Base == x86asm.RIP && a.Segment == 0 }
+	dst, src := &in.Args[0], &in.Args[1]
 	b := fg.g.buf
 	switch {
-	case in.Kind == x86.CallIndirect && ok && m.Segment == 0:
+	case in.Kind == x86.CallIndirect && ripMem(dst):
 		b.CallRel32(enc.LabelTarget(t.label))
-	case in.Kind == x86.JmpIndirect && ok && m.Segment == 0:
+	case in.Kind == x86.JmpIndirect && ripMem(dst):
 		b.JmpRel32(enc.LabelTarget(t.label))
-	case in.Raw.Op == x86asm.MOV && ok2 && src.Segment == 0 && in.Raw.MemBytes == 8 && isGPR64(in.Raw.Args[0]):
-		b.LeaRegRIP(enc.Reg(in.Raw.Args[0].(x86asm.Reg)-x86asm.RAX), enc.LabelTarget(t.label))
+	case in.Op == x86asm.MOV && ripMem(src) && dst.Kind == x86.ArgReg && isGPR64(dst.Reg):
+		// A 64-bit register: the load is of the slot's 8 bytes.
+		b.LeaRegRIP(enc.Reg(dst.Reg-x86asm.RAX), enc.LabelTarget(t.label))
 	default:
 		return false
 	}
 	return true
 }
 
-// isGPR64 reports a 64-bit general register operand.
-func isGPR64(a x86asm.Arg) bool {
-	r, ok := a.(x86asm.Reg)
-	return ok && r >= x86asm.RAX && r <= x86asm.R15
-}
+// isGPR64 reports a 64-bit general register.
+func isGPR64(r x86asm.Reg) bool { return r >= x86asm.RAX && r <= x86asm.R15 }
 
 // emitThunks emits the thunks, in address order. The function a thunk
 // passes on is what a call to it reaches otherwise: the GOT slot's

@@ -164,11 +164,26 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *f
 	var entryRows []ehframe.Row
 	var rowsOf *ehframe.Entry
 	rowCache := map[*ehframe.Entry][]ehframe.Row{}
+	// The marks' addresses mostly rise: the entry of the last one and
+	// where it stops being the answer (FindUntil), and the row found.
+	var findAt, findUntil uint64
+	var found *ehframe.Entry
+	rowAt := -1
+	find := func(addr uint64) *ehframe.Entry {
+		if addr < findAt || addr >= findUntil {
+			found, findUntil = frame.FindUntil(addr)
+			findAt = addr
+		}
+		return found
+	}
 	// stateAt points into the rows, which no one changes.
 	stateAt := func(addr uint64) (*ehframe.Entry, *ehframe.State, bool, error) {
-		e := frame.Find(addr)
+		e := find(addr)
 		if e == nil {
 			return nil, nil, false, nil
+		}
+		if e == rowsOf && rowAt >= 0 && entryRows[rowAt].Addr <= addr && (rowAt+1 == len(entryRows) || addr < entryRows[rowAt+1].Addr) {
+			return e, &entryRows[rowAt].State, true, nil
 		}
 		rows, done := entryRows, e == rowsOf
 		if !done {
@@ -184,8 +199,10 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *f
 		entryRows, rowsOf = rows, e
 		i := sort.Search(len(rows), func(i int) bool { return rows[i].Addr > addr })
 		if i == 0 {
+			rowAt = -1
 			return nil, nil, false, fmt.Errorf("no unwind row for %#x", addr)
 		}
+		rowAt = i - 1
 		return e, &rows[i-1].State, true, nil
 	}
 	// Which original entries the function's code comes from; they must
@@ -320,7 +337,7 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *f
 			if !m.body {
 				continue
 			}
-			if e := frame.Find(m.addr); e == nil || e.LSDA != 0 {
+			if e := find(m.addr); e == nil || e.LSDA != 0 {
 				continue
 			}
 			end := fg.end

@@ -222,7 +222,11 @@ func (m *machine) flush() {
 	}
 	last := &m.rows[len(m.rows)-1]
 	if last.Addr == m.loc {
-		last.State = m.cur.clone()
+		var prev *State
+		if n := len(m.rows); n >= 2 {
+			prev = &m.rows[n-2].State
+		}
+		last.State = m.keep(prev)
 		// Merging into the first row may make it equal its predecessor.
 		if n := len(m.rows); n >= 2 && m.rows[n-2].State.Equal(last.State) {
 			m.rows = m.rows[:n-1]
@@ -232,7 +236,25 @@ func (m *machine) flush() {
 	if last.State.Equal(m.cur) {
 		return
 	}
-	m.rows = append(m.rows, Row{Addr: m.loc, State: m.cur.clone()})
+	m.rows = append(m.rows, Row{Addr: m.loc, State: m.keep(&last.State)})
+}
+
+// keep returns cur for a row after prev (nil: none). Rows never change
+// their register rules, so where cur's are prev's (a push or pop moves
+// only the CFA) the row shares prev's array instead of a copy: a large
+// library's rows took most of the rewriter's garbage.
+func (m *machine) keep(prev *State) State {
+	if prev == nil || len(prev.Regs) == 0 || len(prev.Regs) != len(m.cur.Regs) {
+		return m.cur.clone()
+	}
+	for i := range prev.Regs {
+		if prev.Regs[i].Reg != m.cur.Regs[i].Reg || !prev.Regs[i].Rule.Equal(m.cur.Regs[i].Rule) {
+			return m.cur.clone()
+		}
+	}
+	s := m.cur
+	s.Regs = prev.Regs[:len(prev.Regs):len(prev.Regs)]
+	return s
 }
 
 func (m *machine) fail(b *buf, off int, format string, args ...any) error {

@@ -227,6 +227,34 @@ func TestFind(t *testing.T) {
 	}
 }
 
+// TestFindUntil: from pc up to the address FindUntil gives, Find gives
+// what it gave at pc, on ranges that overlap, nest and leave gaps.
+func TestFindUntil(t *testing.T) {
+	var s section
+	c := s.cie(1, "zR", 0x03)
+	add := func(b, n uint32) { s.fde(c, func(e *w) { e.u32(b).u32(n).uleb(0) }) }
+	add(0x1000, 0x100)
+	add(0x1040, 0x20) // nested: wins inside
+	add(0x1080, 0x100)
+	add(0x1200, 0x10)
+	add(0x1208, 0x4)
+	f, err := ParseFrame(s.b, secAddr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pc := uint64(0xff0); pc < 0x1220; pc++ {
+		e, until := f.FindUntil(pc)
+		if e != f.Find(pc) || until <= pc {
+			t.Fatalf("FindUntil(%#x) = %v, %#x; Find = %v", pc, e, until, f.Find(pc))
+		}
+		for q := pc; q < until && q < 0x1300; q++ {
+			if f.Find(q) != e {
+				t.Fatalf("FindUntil(%#x) holds until %#x, but Find(%#x) differs", pc, until, q)
+			}
+		}
+	}
+}
+
 func TestParseFrameCIE(t *testing.T) {
 	var s section
 	// zPLRS: personality indirect|pcrel|sdata4, LSDA pcrel|sdata4, FDE pcrel|sdata4.

@@ -203,13 +203,26 @@ func ParseFrame(data []byte, sectionAddr uint64, opts Options) (*Frame, error) {
 // Find returns the entry whose range holds pc, or nil. Where ranges
 // overlap (they should not), the one that starts last wins.
 func (f *Frame) Find(pc uint64) *Entry {
+	e, _ := f.FindUntil(pc)
+	return e
+}
+
+// FindUntil is Find, and also returns the address up to which Find
+// returns the same for every address from pc on: the end of the entry,
+// or the start of the next one, whichever comes first. Callers that
+// look up rising addresses look again only past it.
+func (f *Frame) FindUntil(pc uint64) (*Entry, uint64) {
 	i := sort.Search(len(f.byPC), func(i int) bool { return f.byPC[i].Begin > pc })
+	until := ^uint64(0)
+	if i < len(f.byPC) {
+		until = f.byPC[i].Begin
+	}
 	for i--; i >= 0 && f.maxEnd[i] > pc; i-- {
 		if e := f.byPC[i]; pc < e.End {
-			return e
+			return e, min(until, e.End)
 		}
 	}
-	return nil
+	return nil, until
 }
 
 type parser struct {

@@ -155,8 +155,14 @@ func OpString(op x86asm.Op) string {
 	return op.String()
 }
 
-// Inst is one decoded instruction.
-type Inst struct {
+// Info is one decoded instruction: everything Decode finds but
+// x86asm's own decoding (Inst.Raw), with x86asm's operands in Args. It
+// holds no pointers, so arrays of Infos cost the garbage collector
+// nothing, and DecodeInfo answers most instructions from a table of
+// fixed-size entries without running x86asm (memo.go). The analyses
+// and the relocator read Infos; the pattern matching of jump tables
+// and constants reads Raw.
+type Info struct {
 	Addr uint64 // address of the first byte
 	Len  int    // length in bytes, 1..15
 	// Op is x86asm's mnemonic, or one of this package's (ENDBR64 …
@@ -200,6 +206,22 @@ type Inst struct {
 	// this package has no entry for read every flag and write none.
 	Reads, Writes Flags
 
+	// Args are Raw.Args as Arg values (ArgNone where x86asm has nil).
+	Args Args
+}
+
+// FromX86asm reports whether x86asm decoded the instruction: then
+// Raw.Op is Op and Args are its operands. This package's own Ops
+// (ENDBR64 … UNKNOWN) have Raw.Op 0 and no operands.
+func (i *Info) FromX86asm() bool { return i.Op != 0 && i.Op <= maxKnownOp }
+
+// Inst is one decoded instruction with x86asm's decoding. Code that
+// reads Info alone (the relocator, code generation) takes an *Info: an
+// Inst made from a DecodeInfo result would have a zero Raw whose
+// operands read as nil, which a pattern match takes for "no match"
+// (sigaction loaded through the GOT once missed its thunk that way).
+type Inst struct {
+	Info
 	// Raw is x86asm's full decoding, for operand pattern matching, with
 	// two corrections: Raw.Len covers prefixes x86asm skipped, and a
 	// rip-relative operand of a VEX/EVEX instruction has Base RIP and
@@ -228,7 +250,38 @@ func Decode(code []byte, addr uint64) (Inst, error) {
 	if err != nil {
 		return Inst{}, &DecodeError{Addr: addr, Bytes: append([]byte(nil), code...), Err: err}
 	}
-	return memoDecode(code[:l.n], addr, &l)
+	return decode(code[:l.n], addr, &l)
+}
+
+// DecodeInfo is Decode without Raw: the same Info, or the same error,
+// as Decode's. It answers from a table of the instructions decoded
+// before (memo.go), running x86asm only for instructions new to it.
+func DecodeInfo(code []byte, addr uint64) (in Info, err error) {
+	err = DecodeInfoTo(&in, code, addr)
+	return in, err
+}
+
+// DecodeInfoTo is DecodeInfo into *in, which it overwrites (zero on an
+// error): hot loops decode into their own arrays without copying.
+func DecodeInfoTo(in *Info, code []byte, addr uint64) error {
+	return decodeInfoTo(nil, in, code, addr)
+}
+
+// decodeInfoTo is DecodeInfoTo through d's table (d may be nil).
+func decodeInfoTo(d *Decoder, in *Info, code []byte, addr uint64) error {
+	*in = Info{}
+	if len(code) > maxLen {
+		code = code[:maxLen]
+	}
+	l, err := scan(code)
+	if err != nil {
+		return &DecodeError{Addr: addr, Bytes: append([]byte(nil), code...), Err: err}
+	}
+	if err := memoDecode(d, in, code[:l.n], addr, &l); err != nil {
+		*in = Info{}
+		return err
+	}
+	return nil
 }
 
 // decode decodes the instruction code (exactly its bytes), whose layout
@@ -239,7 +292,7 @@ func decode(code []byte, addr uint64, lp *layout) (Inst, error) {
 	}
 	l := *lp
 	n := l.n
-	inst := Inst{
+	inst := Inst{Info: Info{
 		Addr:      addr,
 		Len:       n,
 		Encoding:  l.enc,
@@ -248,7 +301,7 @@ func decode(code []byte, addr uint64, lp *layout) (Inst, error) {
 		Rep:       l.pfx&pfxRep != 0,
 		Repne:     l.pfx&pfxRepne != 0,
 		Lock:      l.pfx&pfxLock != 0,
-	}
+	}}
 	inst.Kind = kindOf(&l, code)
 
 	if op := ownOp(&l); op != 0 {
@@ -338,6 +391,7 @@ func decode(code []byte, addr uint64, lp *layout) (Inst, error) {
 		inst.Bnd = l.lastRep == 0xf2
 	}
 	inst.Reads, inst.Writes = flagsOf(&inst, &l)
+	inst.Args = argsOf(&inst.Raw.Args)
 	return inst, nil
 }
 

@@ -9,7 +9,9 @@ import (
 // success must describe an instruction inside the input whose fields lie
 // inside the instruction, and decoding exactly Len bytes must give the
 // same answer (the decoder never looks past the instruction), and
-// Decode's table of decoded instructions must answer as decoding afresh.
+// DecodeInfo, through its table of decoded instructions, must answer as
+// Decode does (twice: the second time from the table, at another
+// address).
 func FuzzDecode(f *testing.F) {
 	for _, h := range []string{
 		"f3 0f 1e fa", "3e ff e0", "f2 c3", "eb fe", "c7 f8 10 00 00 00",
@@ -22,8 +24,10 @@ func FuzzDecode(f *testing.F) {
 		f.Add(mustHex(f, h))
 	}
 	f.Fuzz(func(t *testing.T, code []byte) {
-		if _, d := decodeBoth(code, 0x400000); d != "" {
-			t.Fatalf("through the table: %s", d)
+		for _, at := range []uint64{0x400000, 0x7f0000001230} {
+			if _, d := decodeBoth(code, at); d != "" {
+				t.Fatalf("through the table at %#x: %s", at, d)
+			}
 		}
 		inst, err := Decode(code, 0x400000)
 		if err != nil {

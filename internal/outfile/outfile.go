@@ -1,6 +1,7 @@
 package outfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,6 +22,36 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		}
 		return f.Close()
 	}
+	return viaTemp(path, perm, func(f *os.File) error {
+		if _, err := f.Write(data); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// ErrNotRegular: WriteWith was asked to write a path that exists and is
+// not a regular file (a device, a FIFO), where a file cannot be written
+// at any offset; Write writes there.
+var ErrNotRegular = errors.New("not a regular file")
+
+// WriteWith writes the file at path with permissions perm through
+// write, which is given a new empty file to write into, at any offsets
+// (WriteAt). As with Write, the file is a temporary one beside path,
+// renamed over it once write and the closing succeed, so that a failure
+// never leaves a partial path; write's error is returned as it is.
+func WriteWith(path string, perm os.FileMode, write func(f *os.File) error) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	} else if err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: %w", path, ErrNotRegular)
+	}
+	return viaTemp(path, perm, write)
+}
+
+// viaTemp has write fill a temporary file beside path, then gives it
+// perm and renames it to path.
+func viaTemp(path string, perm os.FileMode, write func(f *os.File) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
@@ -32,8 +63,8 @@ func Write(path string, data []byte, perm os.FileMode) error {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+	if err := write(tmp); err != nil {
+		return err
 	}
 	if err := tmp.Chmod(perm); err != nil {
 		return err

@@ -2,6 +2,7 @@ package outfile
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -82,5 +83,49 @@ func TestWriteDirectory(t *testing.T) {
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		t.Fatalf("%s is no longer a directory", dir)
+	}
+}
+
+// TestWriteWith: the file write fills (at any offsets) replaces path in
+// one step; a failing write leaves path as it was and no temporary file;
+// a device is refused with ErrNotRegular, untouched.
+func TestWriteWith(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out")
+	if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteWith(p, 0o755, func(f *os.File) error {
+		if _, err := f.WriteAt([]byte("tail"), 6); err != nil {
+			return err
+		}
+		_, err := f.WriteAt([]byte("head"), 0)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); !bytes.Equal(got, []byte("head\x00\x00tail")) {
+		t.Fatalf("read %q", got)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o755 {
+		t.Errorf("mode %v, want 0755", fi.Mode().Perm())
+	}
+	boom := errors.New("boom")
+	if err := WriteWith(p, 0o644, func(f *os.File) error {
+		f.WriteAt([]byte("partial"), 0)
+		return boom
+	}); err != boom {
+		t.Fatalf("error %v, want the write's own", err)
+	}
+	if got, _ := os.ReadFile(p); !bytes.Equal(got, []byte("head\x00\x00tail")) {
+		t.Fatalf("after a failed write: %q", got)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d entries left in the directory", len(ents))
+	}
+	called := false
+	if err := WriteWith(os.DevNull, 0o644, func(*os.File) error { called = true; return nil }); !errors.Is(err, ErrNotRegular) || called {
+		t.Errorf("%s: error %v, write called %v; want ErrNotRegular, not called", os.DevNull, err, called)
 	}
 }

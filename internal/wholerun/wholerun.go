@@ -405,11 +405,26 @@ func RewriteFile(in, out string, opts rewriter.Options) (*rewriter.Summary, erro
 	if err != nil {
 		return nil, err
 	}
-	res, sum, err := rewriter.Rewrite(data, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", in, err)
+	// The new file goes straight to disk from the rewriter's pieces (a
+	// large library's is half a gigabyte); a device or FIFO gets it
+	// assembled.
+	var sum *rewriter.Summary
+	var rerr error
+	err = outfile.WriteWith(out, fi.Mode().Perm(), func(f *os.File) error {
+		_, sum, rerr = rewriter.RewriteTo(f, data, opts)
+		return rerr
+	})
+	if errors.Is(err, outfile.ErrNotRegular) {
+		var res []byte
+		res, sum, rerr = rewriter.Rewrite(data, opts)
+		if rerr == nil {
+			err = outfile.Write(out, res, fi.Mode().Perm())
+		}
 	}
-	if err := outfile.Write(out, res, fi.Mode().Perm()); err != nil {
+	if rerr != nil && !errors.Is(rerr, rewriter.ErrWrite) {
+		return nil, fmt.Errorf("%s: %w", in, rerr)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("cannot write %s: %w", out, err)
 	}
 	return sum, nil

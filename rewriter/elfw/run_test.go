@@ -143,7 +143,7 @@ func rewriteForTest(t *testing.T, orig []byte, maxPad int64) testRewrite {
 		Fini:     fini,
 		Sections: []Section{{Name: ".blpp.meta", Data: r.meta}},
 	}
-	r.out, err = write(orig, r.opts, maxPad)
+	r.out, err = writeFile(orig, r.opts, maxPad)
 	if err != nil {
 		t.Fatalf("write: %v", err)
 	}

@@ -13,8 +13,11 @@ type Segment struct {
 	// Addr is the segment's virtual address: page-aligned and at or above
 	// NextFreeAddr. 0 asks Write to choose (see Output.Segments).
 	Addr uint64
-	// Data holds the file-backed bytes, loaded at Addr.
-	Data []byte
+	// Data holds the file-backed bytes, loaded at Addr. Chunks, when
+	// set, hold them instead, one after another (a large program's new
+	// code comes in the arrays it was emitted into).
+	Data   []byte
+	Chunks [][]byte
 	// MemSize is the size in memory, at least len(Data); the bytes past
 	// Data are zero (like .bss). 0 means len(Data).
 	MemSize uint64
@@ -31,6 +34,26 @@ type Segment struct {
 	// .eh_frame_hdr and .gcc_except_table. They must lie inside Data and
 	// must not overlap; bytes between them belong to no section.
 	Sections []SubSection
+}
+
+// data returns the segment's file-backed bytes, in arrays.
+func (s *Segment) data() [][]byte {
+	if s.Chunks != nil {
+		return s.Chunks
+	}
+	return [][]byte{s.Data}
+}
+
+// size is the number of file-backed bytes.
+func (s *Segment) size() uint64 {
+	if s.Chunks == nil {
+		return uint64(len(s.Data))
+	}
+	n := uint64(0)
+	for _, d := range s.Chunks {
+		n += uint64(len(d))
+	}
+	return n
 }
 
 // SubSection names a part of a new segment's file-backed bytes.
@@ -116,7 +139,10 @@ type Placed struct {
 
 // Output is the rewritten executable and where its new parts are.
 type Output struct {
+	// File is the rewritten executable (Write); Pieces lays it out
+	// (Plan: File is nil).
 	File   []byte
+	Pieces *Pieces
 	Layout Layout
 	// Segments holds one entry per Options.Segments, in the same order.
 	Segments []Placed
@@ -136,6 +162,16 @@ type Output struct {
 // table with the new names, and a new section header table holding every
 // original section header at its old index followed by the new ones.
 func Write(orig []byte, opts Options) (out *Output, err error) {
+	out, err = Plan(orig, opts)
+	if err == nil {
+		out.File = out.Pieces.Bytes()
+	}
+	return out, err
+}
+
+// Plan is Write without building the file: Output.Pieces lays it out,
+// for the caller to write (Pieces.WriteTo) or assemble.
+func Plan(orig []byte, opts Options) (out *Output, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, fmt.Errorf("elfw: internal error: %v", r)
@@ -191,7 +227,7 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	if h := opts.EHFrameHdr; h.Size != 0 || h.Addr != 0 {
 		for i := range segs {
 			s := &segs[i]
-			if h.Addr >= s.Addr && h.Addr-s.Addr < uint64(len(s.Data)) && h.Size <= uint64(len(s.Data))-(h.Addr-s.Addr) {
+			if h.Addr >= s.Addr && h.Addr-s.Addr < s.size() && h.Size <= s.size()-(h.Addr-s.Addr) {
 				ehSeg = s
 			}
 		}
@@ -270,7 +306,7 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	cur := lay.PhdrOff + tableSize
 	for i := range segs {
 		segs[i].off = alignUp(cur, PageSize) + segs[i].Addr%PageSize
-		cur = segs[i].off + uint64(len(segs[i].Data))
+		cur = segs[i].off + segs[i].size()
 	}
 	secOffs := make([]uint64, len(opts.Sections))
 	for i, s := range opts.Sections {
@@ -317,7 +353,7 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		if sp.Flags&elf.PF_W != 0 {
 			flags |= elf.SHF_WRITE
 		}
-		p := Placed{Name: sp.Name, Addr: sp.Addr, Off: sp.off, Filesz: uint64(len(sp.Data)), Memsz: sp.MemSize, Flags: sp.Flags}
+		p := Placed{Name: sp.Name, Addr: sp.Addr, Off: sp.off, Filesz: sp.size(), Memsz: sp.MemSize, Flags: sp.Flags}
 		switch {
 		case len(sp.Sections) > 0:
 			for _, sub := range sp.Sections {
@@ -328,21 +364,21 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 					Addr: addr, Off: sp.off + sub.Off, Size: sub.Size, Align: naturalAlign(addr),
 				})
 			}
-		case len(sp.Data) > 0:
+		case sp.size() > 0:
 			p.Section = len(sects)
 			sects = append(sects, sect{
 				Name: addName(sp.Name), Type: elf.SHT_PROGBITS, Flags: flags,
-				Addr: sp.Addr, Off: sp.off, Size: uint64(len(sp.Data)), Align: 16,
+				Addr: sp.Addr, Off: sp.off, Size: sp.size(), Align: 16,
 			})
 		}
-		if bss := sp.MemSize - uint64(len(sp.Data)); bss > 0 {
+		if bss := sp.MemSize - sp.size(); bss > 0 {
 			name := bssName(sp.Segment)
-			if len(sp.Data) == 0 {
+			if sp.size() == 0 {
 				p.Section = len(sects)
 			}
 			sects = append(sects, sect{
 				Name: addName(name), Type: elf.SHT_NOBITS, Flags: flags,
-				Addr: sp.Addr + uint64(len(sp.Data)), Off: sp.off + uint64(len(sp.Data)), Size: bss, Align: 1,
+				Addr: sp.Addr + sp.size(), Off: sp.off + sp.size(), Size: bss, Align: 1,
 			})
 		}
 		placed[sp.idx] = p
@@ -462,7 +498,7 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		for _, sp := range segs {
 			table = append(table, prog{
 				Type: elf.PT_LOAD, Flags: sp.Flags, Off: sp.off, Addr: sp.Addr, PAddr: sp.Addr,
-				Filesz: uint64(len(sp.Data)), Memsz: sp.MemSize, Align: PageSize,
+				Filesz: sp.size(), Memsz: sp.MemSize, Align: PageSize,
 			})
 		}
 	}
@@ -471,27 +507,37 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		table = append(table, ehProg)
 	}
 
-	// Assemble.
-	buf := make([]byte, total)
-	copy(buf, orig)
+	// Assemble: the original, then what changes or follows it.
+	pcs := &Pieces{Size: int64(total)}
+	pcs.put(0, orig)
 	for _, p := range patches {
-		copy(buf[p.off:], p.Bytes)
+		pcs.put(p.off, p.Bytes)
 	}
+	phdrs := make([]byte, len(table)*phdrSize)
 	for i, p := range table {
-		p.encode(buf[lay.PhdrOff+uint64(i)*phdrSize:])
+		p.encode(phdrs[uint64(i)*phdrSize:])
 	}
+	pcs.put(lay.PhdrOff, phdrs)
 	for _, sp := range segs {
-		copy(buf[sp.off:], sp.Data)
+		off := sp.off
+		for _, d := range sp.data() {
+			pcs.put(off, d)
+			off += uint64(len(d))
+		}
 	}
 	for i, s := range opts.Sections {
-		copy(buf[secOffs[i]:], s.Data)
+		pcs.put(secOffs[i], s.Data)
 	}
 	if sym != nil {
-		copy(buf[symtabOff:], sym.symtab)
-		copy(buf[strtabOff:], sym.strtab)
+		pcs.put(symtabOff, sym.symtab)
+		pcs.put(strtabOff, sym.strtab)
 	}
 	if dynSeg != nil {
-		for tag, off := range sym.dynamicAt {
+		for _, tag := range []elf.DynTag{elf.DT_SYMTAB, elf.DT_VERSYM, elf.DT_GNU_HASH, elf.DT_HASH} {
+			off, ok := sym.dynamicAt[tag]
+			if !ok {
+				continue
+			}
 			var tp tablePart
 			switch tag {
 			case elf.DT_SYMTAB:
@@ -502,38 +548,56 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 				tp = sym.gnuHash
 			case elf.DT_HASH:
 				tp = sym.sysvHash
-			default:
-				continue
 			}
-			le.PutUint64(buf[off+8:], dynSeg.Addr+tp.off)
+			pcs.put(off+8, le.AppendUint64(nil, dynSeg.Addr+tp.off))
 		}
 	}
-	copy(buf[namesOff:], names.Bytes())
-	for i, s := range sects {
-		s.encode(buf[shoff+uint64(i)*shdrSize:])
+	pcs.put(namesOff, names.Bytes())
+	// The ELF header: the original's, with the new tables' places.
+	ehdr := append([]byte(nil), orig[:ehdrSize]...)
+	for _, p := range patches {
+		if p.off < ehdrSize {
+			copy(ehdr[p.off:], p.Bytes[:min(len(p.Bytes), int(ehdrSize-p.off))])
+		}
 	}
 	if opts.Entry != 0 {
-		le.PutUint64(buf[offEntry:], opts.Entry)
+		le.PutUint64(ehdr[offEntry:], opts.Entry)
 	}
-	le.PutUint64(buf[offPhoff:], lay.PhdrOff)
-	le.PutUint16(buf[offPhnum:], uint16(nphdr))
-	le.PutUint64(buf[offShoff:], shoff)
-	le.PutUint16(buf[offShentsize:], shdrSize)
-	le.PutUint16(buf[offShnum:], eShnum)
-	le.PutUint16(buf[offShstrndx:], eStrndx)
+	le.PutUint64(ehdr[offPhoff:], lay.PhdrOff)
+	le.PutUint16(ehdr[offPhnum:], uint16(nphdr))
+	le.PutUint64(ehdr[offShoff:], shoff)
+	le.PutUint16(ehdr[offShentsize:], shdrSize)
+	le.PutUint16(ehdr[offShnum:], eShnum)
+	le.PutUint16(ehdr[offShstrndx:], eStrndx)
+	pcs.put(0, ehdr)
 	for _, h := range hooks.entries {
-		le.PutUint64(buf[h.off:], uint64(h.tag))
-		le.PutUint64(buf[h.off+8:], h.val)
+		e := le.AppendUint64(le.AppendUint64(nil, uint64(h.tag)), h.val)
+		pcs.put(h.off, e)
 	}
 	if hooks.nullOff != 0 {
-		copy(buf[hooks.nullOff:hooks.nullOff+dynSize], make([]byte, dynSize))
+		pcs.put(hooks.nullOff, make([]byte, dynSize))
 	}
+	shdrs := make([]byte, len(sects)*shdrSize)
+	for i, s := range sects {
+		s.encode(shdrs[uint64(i)*shdrSize:])
+	}
+	pcs.put(shoff, shdrs)
 
-	// The result must read back as what was meant.
-	if err := verify(buf, lay, table); err != nil {
+	// The result must read back as what was meant: the headers, which
+	// is what parse reads (ELF header, program and section headers).
+	if !pcs.ends() {
+		return nil, fmt.Errorf("elfw: internal error: the section header table does not end the file")
+	}
+	view, free, err := pcs.sparse([2]uint64{0, ehdrSize}, [2]uint64{lay.PhdrOff, lay.PhdrOff + uint64(len(phdrs))}, [2]uint64{shoff, total})
+	if err != nil {
+		return nil, fmt.Errorf("elfw: %w", err)
+	}
+	err = verify(view, lay, table)
+	free()
+	if err != nil {
 		return nil, fmt.Errorf("elfw: internal error: output does not verify: %w", err)
 	}
-	return &Output{File: buf, Layout: lay, Segments: placed, Sections: secIdx}, nil
+	return &Output{Pieces: pcs, Layout: lay, Segments: placed, Sections: secIdx}, nil
 }
 
 // placeSegments checks the new segments, gives an address to those without
@@ -550,7 +614,7 @@ func placeSegments(in, own []Segment, lay Layout) ([]segPlan, error) {
 	next := lay.FreeAddr
 	for i, s := range append(append([]Segment(nil), in...), own...) {
 		if s.MemSize == 0 {
-			s.MemSize = uint64(len(s.Data))
+			s.MemSize = s.size()
 		}
 		fail := func(err error, detail string) error {
 			return &Error{Op: "segment", Name: s.Name, Addr: s.Addr, Err: err, Detail: detail}
@@ -563,8 +627,8 @@ func placeSegments(in, own []Segment, lay Layout) ([]segPlan, error) {
 		default:
 			return nil, fail(ErrBadSegment, "flags "+s.Flags.String()+", want R+X, R+W or R")
 		}
-		if s.MemSize < uint64(len(s.Data)) {
-			return nil, fail(ErrBadSegment, fmt.Sprintf("memory size %#x below data size %#x", s.MemSize, len(s.Data)))
+		if s.MemSize < s.size() {
+			return nil, fail(ErrBadSegment, fmt.Sprintf("memory size %#x below data size %#x", s.MemSize, s.size()))
 		}
 		if s.MemSize == 0 {
 			return nil, fail(ErrBadSegment, "empty")
@@ -637,7 +701,7 @@ func (im *image) checkCode(addr uint64, segs []segPlan) error {
 			if s.Flags&elf.PF_X == 0 {
 				return ErrNotExecutable
 			}
-			if addr-s.Addr >= uint64(len(s.Data)) {
+			if addr-s.Addr >= s.size() {
 				return ErrNotFileBacked
 			}
 			return nil
@@ -702,8 +766,8 @@ func checkSubSections(s Segment) error {
 		if err := checkName(sub.Name); err != nil {
 			return fmt.Errorf("section %q: %v", sub.Name, err)
 		}
-		if end, ok := add(sub.Off, sub.Size); !ok || end > uint64(len(s.Data)) {
-			return fmt.Errorf("section %q [%#x,+%#x) outside the segment's %#x data bytes", sub.Name, sub.Off, sub.Size, len(s.Data))
+		if end, ok := add(sub.Off, sub.Size); !ok || end > s.size() {
+			return fmt.Errorf("section %q [%#x,+%#x) outside the segment's %#x data bytes", sub.Name, sub.Off, sub.Size, s.size())
 		}
 	}
 	sort.Slice(subs, func(i, j int) bool { return subs[i].Off < subs[j].Off })
@@ -721,7 +785,7 @@ const origPrefix = ".blpp.orig."
 
 // bssName names the SHT_NOBITS header of a segment's zero-filled tail.
 func bssName(s Segment) string {
-	if len(s.Data) == 0 {
+	if s.size() == 0 {
 		return s.Name
 	}
 	return s.Name + ".bss"
@@ -774,10 +838,10 @@ func (im *image) newSectionNames(segs []segPlan, secs []Section) (map[string]boo
 					break
 				}
 			}
-		case len(s.Data) > 0:
+		case s.size() > 0:
 			err = addName("segment", s.Name)
 		}
-		if err == nil && s.MemSize > uint64(len(s.Data)) {
+		if err == nil && s.MemSize > s.size() {
 			err = addName("segment", bssName(s.Segment))
 		}
 		if err != nil {

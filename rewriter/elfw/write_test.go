@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -447,7 +448,7 @@ func FuzzWrite(f *testing.F) {
 		if _, ok := OrigFini(b); ok {
 			opts.Fini = free
 		}
-		out, err := write(b, opts, maxPad)
+		out, err := writeFile(b, opts, maxPad)
 		if err != nil {
 			var fe *FormatError
 			var e *Error
@@ -467,4 +468,61 @@ func FuzzWrite(f *testing.F) {
 			t.Fatalf("original bytes changed")
 		}
 	})
+}
+
+// writeFile is write (with the given mirror padding) with the file
+// assembled, as Write returns it.
+func writeFile(orig []byte, opts Options, maxPad int64) (*Output, error) {
+	out, err := write(orig, opts, maxPad)
+	if err == nil {
+		out.File = out.Pieces.Bytes()
+	}
+	return out, err
+}
+
+// TestPiecesWriteTo: a file written from Plan's pieces (the original's
+// bytes written first or not) is Write's, holes reading as zeros; the
+// gap before the mirrored program header table (/bin/gzip's) is one.
+func TestPiecesWriteTo(t *testing.T) {
+	if _, err := os.Stat("/bin/gzip"); err != nil {
+		t.Skip("/bin/gzip missing (install the Debian package \"gzip\")")
+	}
+	orig, err := os.ReadFile("/bin/gzip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Segments: []Segment{{Data: bytes.Repeat([]byte{0xcc}, 5000), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"}},
+		Patches: []Patch{}, Sections: []Section{{Name: ".blpp.meta", Data: []byte("meta")}}}
+	want, err := Write(orig, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, early := range []bool{false, true} {
+		out, err := Plan(orig, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var written []byte
+		if early {
+			if _, err := f.WriteAt(orig, 0); err != nil {
+				t.Fatal(err)
+			}
+			written = orig
+		}
+		if err := out.Pieces.WriteTo(f, written); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		got, err := os.ReadFile(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.File) || int64(len(got)) != out.Pieces.Size {
+			t.Errorf("early %v: the written file (%d bytes) is not Write's (%d bytes)", early, len(got), len(want.File))
+		}
+	}
 }

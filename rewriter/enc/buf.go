@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"sync"
 )
@@ -287,7 +288,11 @@ func (b *Buf) Finish(base uint64) ([]byte, error) {
 	if err := b.finishable(base); err != nil {
 		return nil, err
 	}
-	return b.resolve(base, b.joinCode(true))
+	out := b.joinCode()
+	if err := b.resolve(base, Code{out}); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Take is Finish for a caller done with the buffer: the fields are
@@ -296,16 +301,68 @@ func (b *Buf) Finish(base uint64) ([]byte, error) {
 // more code or finishing again does not). A large program's code is then
 // held once, not twice. After an error the bytes are not to be used.
 func (b *Buf) Take(base uint64) ([]byte, error) {
-	if err := b.finishable(base); err != nil {
-		return nil, err
-	}
-	out, err := b.resolve(base, b.joinCode(false))
+	code, err := b.TakeCode(base)
 	if err != nil {
 		return nil, err
 	}
+	if len(code) == 1 {
+		return code[0], nil
+	}
+	return code.Bytes(), nil
+}
+
+// TakeCode is Take leaving the code in the arrays it grew by
+// (Buf.Append): a large program's code (libLLVM's: 250 MB) is not
+// copied into one more.
+func (b *Buf) TakeCode(base uint64) (Code, error) {
+	if err := b.finishable(base); err != nil {
+		return nil, err
+	}
+	code := append(Code(nil), b.done...)
+	code = append(code, b.code)
+	if err := b.resolve(base, code); err != nil {
+		return nil, err
+	}
+	// Only the labels' offsets are read from here on (Offset).
 	b.code, b.fixups, b.done, b.doneLen = nil, nil, nil, 0
+	b.spare, b.spLog = nil, nil
 	b.err = errTaken
-	return out, nil
+	return code, nil
+}
+
+// Code is a buffer's code in the arrays it was emitted into, one after
+// another (TakeCode). An instruction, and so every field of one, lies
+// in one array.
+type Code [][]byte
+
+// Len is the number of bytes.
+func (c Code) Len() int {
+	n := 0
+	for _, a := range c {
+		n += len(a)
+	}
+	return n
+}
+
+// Bytes returns the code in one new array.
+func (c Code) Bytes() []byte {
+	out := make([]byte, 0, c.Len())
+	for _, a := range c {
+		out = append(out, a...)
+	}
+	return out
+}
+
+// At returns the bytes from offset off to the end of the array holding
+// it.
+func (c Code) At(off int) []byte {
+	for _, a := range c {
+		if off < len(a) {
+			return a[off:]
+		}
+		off -= len(a)
+	}
+	return nil
 }
 
 // finishable reports why the buffer cannot be finished at base.
@@ -321,21 +378,9 @@ func (b *Buf) finishable(base uint64) error {
 	return nil
 }
 
-// joinCode returns all of b's code in one array: its own, when it has
-// no earlier arrays (done) and need not be copied.
-func (b *Buf) joinCode(copied bool) []byte {
-	if b.doneLen == 0 && !copied {
-		return b.code
-	}
-	out := make([]byte, 0, b.doneLen+len(b.code))
-	for _, d := range b.done {
-		out = append(out, d...)
-	}
-	out = append(out, b.code...)
-	if !copied {
-		b.done, b.doneLen = nil, 0
-	}
-	return out
+// joinCode returns a copy of all of b's code in one array.
+func (b *Buf) joinCode() []byte {
+	return append(append(Code(nil), b.done...), b.code).Bytes()
 }
 
 // errTaken is the sticky error of a Buf after Take.
@@ -357,16 +402,25 @@ func (b *Buf) Grow(n int) {
 
 // resolve fills the rel32/disp32 fields in out, a copy of the buffer's
 // bytes (or the bytes themselves), for code laid out at base.
-func (b *Buf) resolve(base uint64, out []byte) ([]byte, error) {
-	if base+uint64(len(out)) < base {
-		return nil, fmt.Errorf("enc: %d bytes at %#x pass the end of the address space: %w", len(out), base, ErrRange)
+func (b *Buf) resolve(base uint64, out Code) error {
+	n := out.Len()
+	if base+uint64(n) < base {
+		return fmt.Errorf("enc: %d bytes at %#x pass the end of the address space: %w", n, base, ErrRange)
+	}
+	// The fields come in no particular order; starts[i] is where out[i]
+	// begins.
+	starts := make([]int, len(out))
+	at := 0
+	for i, a := range out {
+		starts[i] = at
+		at += len(a)
 	}
 	for _, f := range b.fixups {
 		var dest uint64
 		if l, ok := f.t.Label(); ok {
 			off := int(b.labels[l]) // ownership was checked when the field was emitted
 			if off < 0 {
-				return nil, &FixupError{Off: int(f.off), Target: f.t, Err: ErrUnbound}
+				return &FixupError{Off: int(f.off), Target: f.t, Err: ErrUnbound}
 			}
 			dest = base + uint64(off)
 		} else {
@@ -376,11 +430,12 @@ func (b *Buf) resolve(base uint64, out []byte) ([]byte, error) {
 		// difference read as signed is the displacement.
 		d := int64(dest - (base + uint64(f.end)))
 		if d < math.MinInt32 || d > math.MaxInt32 {
-			return nil, &FixupError{Off: int(f.off), Target: f.t, Err: ErrRange}
+			return &FixupError{Off: int(f.off), Target: f.t, Err: ErrRange}
 		}
-		binary.LittleEndian.PutUint32(out[f.off:], uint32(int32(d)))
+		i := sort.SearchInts(starts, int(f.off)+1) - 1
+		binary.LittleEndian.PutUint32(out[i][int(f.off)-starts[i]:], uint32(int32(d)))
 	}
-	return out, nil
+	return nil
 }
 
 func (b *Buf) ownsLabel(l Label) bool {

@@ -14,7 +14,7 @@ import (
 // kind of branch to want (the relocated destination of orig's branch).
 // It returns the number of bytes the relocated form takes.
 func checkRelocated(orig *x86.Inst, origCode, out []byte, addr, want uint64) error {
-	n := RelocatedSize(orig)
+	n := RelocatedSize(&orig.Info)
 	if len(out) < n {
 		return fmt.Errorf("%d bytes left, relocated form needs %d", len(out), n)
 	}
@@ -23,7 +23,7 @@ func checkRelocated(orig *x86.Inst, origCode, out []byte, addr, want uint64) err
 	if err != nil {
 		return fmt.Errorf("relocated % x: %v", out, err)
 	}
-	f := formOf(orig)
+	f := formOf(&orig.Info)
 	if f != formLoop && in.Len != n {
 		return fmt.Errorf("relocated % x decodes as %d bytes, want %d", out, in.Len, n)
 	}

@@ -94,6 +94,20 @@ func TestChildrenAsSerial(t *testing.T) {
 		if placed && len(par.fixups) >= len(serial.fixups)/2 {
 			t.Errorf("placed: %d fields left for Finish of %d", len(par.fixups), len(serial.fixups))
 		}
+		// Taken in the arrays it grew by, the code is the same, with
+		// the fields left for the end resolved in whichever array.
+		code, err := par.TakeCode(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(code) < 2 || code.Len() != len(want) || !bytes.Equal(code.Bytes(), want) {
+			t.Fatalf("placed %v: TakeCode gives %d arrays, %d bytes, not Finish's", placed, len(code), code.Len())
+		}
+		for _, off := range offs {
+			if at := code.At(off - 1); len(at) == 0 || at[0] != want[off-1] {
+				t.Fatalf("At(%d) is not the byte there", off-1)
+			}
+		}
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 //
 // Only legacy-encoded instructions with a ModRM memory operand that is not
 // rip-relative are accepted.
-func (b *Buf) CopyDisp32(in *x86.Inst, code []byte) (at int, disp int32, err error) {
+func (b *Buf) CopyDisp32(in *x86.Info, code []byte) (at int, disp int32, err error) {
 	fail := func(format string, args ...any) (int, int32, error) {
 		op := "instruction"
 		if in != nil && in.Op != 0 {

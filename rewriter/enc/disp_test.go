@@ -87,7 +87,7 @@ func TestCopyDisp32AgainstGNUAs(t *testing.T) {
 			t.Fatalf("%s: %v", c.o, err)
 		}
 		var b Buf
-		at, _, err := b.CopyDisp32(&in, ob)
+		at, _, err := b.CopyDisp32(&in.Info, ob)
 		if err != nil {
 			t.Fatalf("%s: %v", c.o, err)
 		}
@@ -116,7 +116,7 @@ func TestCopyDisp32Refuses(t *testing.T) {
 		code := mustHex(t, h)
 		in := decodeAt(t, code, 0x1000)
 		var b Buf
-		if _, _, err := b.CopyDisp32(&in, code); err == nil {
+		if _, _, err := b.CopyDisp32(&in.Info, code); err == nil {
 			t.Errorf("%s: accepted", h)
 		}
 		if b.Len() != 0 {

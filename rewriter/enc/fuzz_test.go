@@ -31,7 +31,7 @@ func FuzzRelocate(f *testing.F) {
 		if toLabel {
 			to = LabelTarget(next)
 		}
-		if err := Relocate(&b, &in, code, to); err != nil {
+		if err := Relocate(&b, &in.Info, code, to); err != nil {
 			var re *RelocError
 			if !errors.Is(err, ErrUnsupported) || !errors.As(err, &re) || re.Addr != orig {
 				t.Fatalf("%v: %v", &in, err)
@@ -41,8 +41,8 @@ func FuzzRelocate(f *testing.F) {
 			}
 			return
 		}
-		if b.Len() != RelocatedSize(&in) {
-			t.Fatalf("%v: emitted %d bytes, RelocatedSize says %d", &in, b.Len(), RelocatedSize(&in))
+		if b.Len() != RelocatedSize(&in.Info) {
+			t.Fatalf("%v: emitted %d bytes, RelocatedSize says %d", &in, b.Len(), RelocatedSize(&in.Info))
 		}
 		b.Bind(next)
 		out, err := b.Finish(base)

@@ -101,15 +101,15 @@ func relocateRange(t *testing.T, code []byte, addr uint64, st *relocStats) {
 			to = LabelTarget(labels[j])
 		}
 		before := b.Len()
-		if err := Relocate(&b, in, code[in.Addr-addr:], to); err != nil {
+		if err := Relocate(&b, &in.Info, code[in.Addr-addr:], to); err != nil {
 			if errors.Is(err, ErrUnsupported) {
 				st.refused++
 				return
 			}
 			t.Fatalf("%#x %v: %v", in.Addr, in, err)
 		}
-		if got := b.Len() - before; got != RelocatedSize(in) {
-			t.Fatalf("%#x %v: emitted %d bytes, RelocatedSize says %d", in.Addr, in, got, RelocatedSize(in))
+		if got := b.Len() - before; got != RelocatedSize(&in.Info) {
+			t.Fatalf("%#x %v: emitted %d bytes, RelocatedSize says %d", in.Addr, in, got, RelocatedSize(&in.Info))
 		}
 	}
 	newAddr := addr + 1<<20
@@ -122,7 +122,7 @@ func relocateRange(t *testing.T, code []byte, addr uint64, st *relocStats) {
 	// instructions (three for each expanded rel8-only branch) ...
 	want := len(insts)
 	for i := range insts {
-		if formOf(&insts[i]) == formLoop {
+		if formOf(&insts[i].Info) == formLoop {
 			want += 2
 		}
 	}
@@ -151,6 +151,6 @@ func relocateRange(t *testing.T, code []byte, addr uint64, st *relocStats) {
 			t.Fatalf("%#x %v: %v", in.Addr, in, err)
 		}
 		st.insts++
-		st.forms[formOf(in)]++
+		st.forms[formOf(&in.Info)]++
 	}
 }

@@ -48,7 +48,7 @@ const loopTail = len(loopSkip) + 5
 // jcc and xbegin, and in.Len+7 for loop, loope, loopne, jrcxz and jecxz.
 // A layout pass can size relocated code with it before any address is
 // known. For an instruction Relocate refuses the value is meaningless.
-func RelocatedSize(in *x86.Inst) int {
+func RelocatedSize(in *x86.Info) int {
 	return sizeOf(formOf(in), in.Len)
 }
 
@@ -66,14 +66,14 @@ func sizeOf(f form, n int) int {
 
 // formOf classifies in from its decoded fields; Relocate checks that the
 // bytes agree.
-func formOf(in *x86.Inst) form {
+func formOf(in *x86.Info) form {
 	switch in.Kind {
 	case x86.Jmp:
 		return formJmp
 	case x86.Call:
 		return formCall
 	case x86.Jcc:
-		switch in.Raw.Op {
+		switch in.Op {
 		case x86asm.XBEGIN:
 			return formXbegin
 		case x86asm.LOOP, x86asm.LOOPE, x86asm.LOOPNE, x86asm.JRCXZ, x86asm.JECXZ, x86asm.JCXZ:
@@ -115,7 +115,7 @@ func formOf(in *x86.Inst) form {
 // that does not match code and 66-prefixed rel8 branches (AMD truncates
 // their target to 16 bits [AMD APM Vol.3, Near Branches in 64-Bit Mode]).
 // A displacement that ends up out of reach is reported by Finish.
-func Relocate(b *Buf, in *x86.Inst, code []byte, branchTo Target) error {
+func Relocate(b *Buf, in *x86.Info, code []byte, branchTo Target) error {
 	f, err := classify(in, code)
 	if err == nil && (f == formJmp || f == formCall || f == formJcc || f == formXbegin || f == formLoop) {
 		switch {
@@ -165,7 +165,7 @@ func Relocate(b *Buf, in *x86.Inst, code []byte, branchTo Target) error {
 func jccCond(raw []byte, opOff int) Cond { return Cond(raw[opOff] & 0x0f) }
 
 // classify checks in against code and decides how to move it.
-func classify(in *x86.Inst, code []byte) (form, error) {
+func classify(in *x86.Info, code []byte) (form, error) {
 	if in == nil {
 		return 0, fmt.Errorf("nil instruction: %w", ErrOperand)
 	}
@@ -201,7 +201,7 @@ func classify(in *x86.Inst, code []byte) (form, error) {
 
 // checkBranch verifies that the opcode bytes are the branch formOf chose
 // and that the displacement field gives in.Target.
-func checkBranch(in *x86.Inst, raw []byte, f form) error {
+func checkBranch(in *x86.Info, raw []byte, f form) error {
 	n, op, size, off := len(raw), in.OpcodeOff, in.BranchSize, in.BranchOff
 	if op < 0 || op >= n || (size != 1 && size != 4) || off < 1 || off+size > n {
 		return fmt.Errorf("opcode at %d, branch field %d+%d, %d bytes: %w", op, off, size, n, ErrInconsistent)

@@ -102,11 +102,11 @@ func TestRelocateTable(t *testing.T) {
 			code := mustHex(t, tc.in)
 			in := decodeAt(t, code, relocA)
 			var b Buf
-			if err := Relocate(&b, &in, code, AbsTarget(in.Target)); err != nil {
+			if err := Relocate(&b, &in.Info, code, AbsTarget(in.Target)); err != nil {
 				t.Fatal(err)
 			}
-			if b.Len() != RelocatedSize(&in) {
-				t.Errorf("emitted %d bytes, RelocatedSize says %d", b.Len(), RelocatedSize(&in))
+			if b.Len() != RelocatedSize(&in.Info) {
+				t.Errorf("emitted %d bytes, RelocatedSize says %d", b.Len(), RelocatedSize(&in.Info))
 			}
 			got, err := b.Finish(relocB)
 			if err != nil {
@@ -134,7 +134,7 @@ func TestRelocateToLabel(t *testing.T) {
 		in := decodeAt(t, code, relocA)
 		var b Buf
 		l := b.NewLabel()
-		if err := Relocate(&b, &in, code, LabelTarget(l)); err != nil {
+		if err := Relocate(&b, &in.Info, code, LabelTarget(l)); err != nil {
 			t.Fatal(err)
 		}
 		b.Int3()
@@ -186,7 +186,11 @@ func TestRelocateErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var b Buf
 			b.NewLabel()
-			err := Relocate(&b, tc.in, mustHex(t, tc.code), tc.to)
+			var in *x86.Info
+			if tc.in != nil {
+				in = &tc.in.Info
+			}
+			err := Relocate(&b, in, mustHex(t, tc.code), tc.to)
 			var re *RelocError
 			if !errors.Is(err, tc.err) || !errors.As(err, &re) {
 				t.Fatalf("err = %v, want a *RelocError wrapping %v", err, tc.err)
@@ -205,7 +209,7 @@ func TestRelocateOutOfReach(t *testing.T) {
 	code := mustHex(t, "48 8b 05 f9 00 00 00")
 	in := decodeAt(t, code, relocA)
 	var b Buf
-	if err := Relocate(&b, &in, code, Target{}); err != nil {
+	if err := Relocate(&b, &in.Info, code, Target{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Finish(1 << 40); !errors.Is(err, ErrRange) {

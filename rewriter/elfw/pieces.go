@@ -1,0 +1,96 @@
+package elfw
+
+import (
+	"fmt"
+	"io"
+	"syscall"
+)
+
+// Pieces is a rewritten file laid out but not assembled: byte slices at
+// file offsets, each later one written over the earlier ones, and zeros
+// where none is. Most of a rewritten file is bytes that exist already
+// (the original, the new segments' code and tables), so a caller that
+// writes the file (WriteTo) need not build it in memory first: a large
+// library's output was one more array of half a gigabyte, and a copy.
+type Pieces struct {
+	// Size is the file's size.
+	Size   int64
+	pieces []piece
+}
+
+type piece struct {
+	off  uint64
+	data []byte
+}
+
+// Whole is the file b as Pieces.
+func Whole(b []byte) *Pieces {
+	return &Pieces{Size: int64(len(b)), pieces: []piece{{0, b}}}
+}
+
+// put places data at off. Pieces keeps data: the caller must not change
+// it.
+func (p *Pieces) put(off uint64, data []byte) {
+	if len(data) > 0 {
+		p.pieces = append(p.pieces, piece{off, data})
+	}
+}
+
+// Bytes assembles the file.
+func (p *Pieces) Bytes() []byte {
+	buf := make([]byte, p.Size)
+	for _, pc := range p.pieces {
+		copy(buf[pc.off:], pc.data)
+	}
+	return buf
+}
+
+// WriteTo writes the file to w, which must read back zeros where
+// nothing was written (a new or truncated file): the pieces go in
+// order, over each other where they overlap, and the last one ends the
+// file. written, when the first piece is it (the same bytes at offset
+// 0, as Write's original is), is taken for written already.
+func (p *Pieces) WriteTo(w io.WriterAt, written []byte) error {
+	pieces := p.pieces
+	if len(pieces) > 0 && len(written) > 0 && pieces[0].off == 0 && len(pieces[0].data) == len(written) && &pieces[0].data[0] == &written[0] {
+		pieces = pieces[1:]
+	}
+	for _, pc := range pieces {
+		if _, err := w.WriteAt(pc.data, int64(pc.off)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ends reports whether the last piece ends the file (so that writing
+// the pieces gives the file its size).
+func (p *Pieces) ends() bool {
+	n := len(p.pieces)
+	return n > 0 && int64(p.pieces[n-1].off)+int64(len(p.pieces[n-1].data)) == p.Size
+}
+
+// sparse returns a view of the file as long as it that holds the bytes
+// of the given ranges and zeros elsewhere, and a function that frees it.
+// The view is a private anonymous mapping: the pages the ranges do not
+// touch take no memory.
+func (p *Pieces) sparse(ranges ...[2]uint64) ([]byte, func(), error) {
+	if p.Size <= 0 || p.Size > 1<<40 {
+		return nil, nil, fmt.Errorf("file of %d bytes", p.Size)
+	}
+	view, err := syscall.Mmap(-1, 0, int(p.Size), syscall.PROT_READ|syscall.PROT_WRITE,
+		syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mapping %d bytes: %w", p.Size, err)
+	}
+	for _, pc := range p.pieces {
+		end := pc.off + uint64(len(pc.data))
+		for _, r := range ranges {
+			lo, hi := max(pc.off, r[0]), min(end, r[1])
+			if lo < hi {
+				copy(view[lo:hi], pc.data[lo-pc.off:hi-pc.off])
+			}
+		}
+	}
+	return view, func() { syscall.Munmap(view) }, nil
+}

@@ -290,7 +290,7 @@ func (fg *funcGen) entryChecks(regs []enc.Reg, slow enc.Label) {
 }
 
 // loadParent loads the parent record into %rax and the call site into
-// %rdx, and goes to slow without a parent. An ordinary entry takes the
+// %rdx, and goes to slow without a tail parent. An ordinary entry takes the
 // caller's (Thread.Record, CallSite). A tail variant, which only direct
 // tail jumps with a tail site reach, takes the jumping activation's
 // (TailRec, TailSite) when it is at the jump's %rsp (TailRSP) [decision
@@ -304,12 +304,12 @@ func (fg *funcGen) loadParent(tail bool, slow enc.Label) {
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 		b.MovRegFromGS(enc.RAX, runtime.OffTailRec)
 		b.MovRegFromGS(enc.RDX, offTailSite)
-	} else {
+		b.TestRegReg(enc.RAX)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	} else { // never 0 (childNodeIn)
 		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
 		b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
 	}
-	b.TestRegReg(enc.RAX)
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 }
 
 // pushedAtEntry returns the registers of regs that an inline entry must
@@ -345,7 +345,11 @@ func (fg *funcGen) childNode(slow enc.Label) {
 // parent record in p for the call site in q, and leaves it in p: the
 // list's first node, or the call cache's (callCacheLookup); anything
 // else goes to slow. q is clobbered; sp is the stack depth, from the
-// activation's %rsp, that the out-of-line look-up runs at.
+// activation's %rsp, that the out-of-line look-up runs at. p is never 0
+// where it comes from Thread.Record (decision 104): an activation, or a
+// thread, without a record has the runtime's zero_record there, whose
+// site range is empty, so the range test sends it to slow (a wiped
+// record in a fork child has none either).
 func (fg *funcGen) childNodeIn(p, q enc.Reg, slow enc.Label, sp int32) {
 	b := fg.g.buf
 	b.SubRegMemD8(q, p, runtime.RecordFirstSiteOff)

@@ -17,7 +17,8 @@
  */
 
 
-static struct blpp_record *R(u64 p) { return (struct blpp_record *)p; }
+/* R is the record at p, or 0 for none (0 or zero_record: decision 104). */
+static struct blpp_record *R(u64 p) { return p == (u64)&zero_record ? 0 : (struct blpp_record *)p; }
 static struct blpp_node *N(u64 p) { return (struct blpp_node *)p; }
 
 /* canon is the record that r stands for in its thread's list (a hot

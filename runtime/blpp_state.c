@@ -431,3 +431,19 @@ static void *arena_take(struct arena *a, u64 size)
 		return (u8 *)n + CHUNK_HDR;
 	}
 }
+
+/*
+ * zero_record is "no record" (decision 104). It stands in a frame's
+ * own-record word (BLPP_FRAME_OWN_REC, decision 100) for an activation
+ * without a record: its dense_n of 0 sends the inline exit to the stub.
+ * And it is Thread.record, and a frame's saved record, where the
+ * running activation (or the caller) has none: its nsites of 0 fails
+ * the inline entries' site-range test, so they need no test of the word
+ * for 0; its func matches no function id (the inline backedges and exits
+ * that compare it). The runtime reads those words through R() (and
+ * writes them through rec_word), which turn it into 0 and back, so
+ * nothing else ever sees it.
+ */
+static const struct blpp_record zero_record = {.func = ~0ull};
+
+static u64 rec_word(const struct blpp_record *r) { return (u64)(r ? r : &zero_record); }

@@ -310,7 +310,7 @@ type Thread struct {
 	Next     uint64 `c:"next"`      // next block in the runtime's list of threads
 	Overflow uint64 `c:"overflow"`  // activations not pushed because the shadow stack was full
 	Busy     uint64 `c:"busy"`      // nesting depth of runtime code running on this thread
-	Record   uint64 `c:"record"`    // the running activation's Record, 0 if none
+	Record   uint64 `c:"record"`    // the running activation's Record; none is the runtime's zero_record, never 0 (decision 104)
 	CallSite uint64 `c:"call_site"` // id of the last call site passed (movq $id, %gs:OffCallSite before each call)
 	// Flat points at NFuncs record pointers: the thread's root record of
 	// each function (the only records with --no-context).

@@ -349,7 +349,9 @@ func (fg *funcGen) childNode(slow enc.Label) {
 // where it comes from Thread.Record (decision 104): an activation, or a
 // thread, without a record has the runtime's zero_record there, whose
 // site range is empty, so the range test sends it to slow (a wiped
-// record in a fork child has none either).
+// record in a fork child has none either). Nor is a list's head word 0:
+// an empty list holds the runtime's zero_node, whose function is none,
+// so a miss there goes the call cache's way to slow.
 func (fg *funcGen) childNodeIn(p, q enc.Reg, slow enc.Label, sp int32) {
 	b := fg.g.buf
 	b.SubRegMemD8(q, p, runtime.RecordFirstSiteOff)
@@ -357,9 +359,7 @@ func (fg *funcGen) childNodeIn(p, q enc.Reg, slow enc.Label, sp int32) {
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.MovRegFromMemD8(p, p, runtime.RecordKidsOff)
 	b.LeaRegIdxD8(q, p, q, 8, 8) // the list's head word
-	b.MovRegFromMem(p, q, 0)     // its first node
-	b.TestRegReg(p)
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.MovRegFromMem(p, q, 0)     // its first node, or the runtime's zero_node
 	b.CmpMemImm32D8(p, runtime.NodeFuncOff, fg.gid)
 	found := b.NewLabel()
 	b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(p, q, found, slow, sp)))

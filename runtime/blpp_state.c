@@ -447,3 +447,19 @@ static void *arena_take(struct arena *a, u64 size)
 static const struct blpp_record zero_record = {.func = ~0ull};
 
 static u64 rec_word(const struct blpp_record *r) { return (u64)(r ? r : &zero_record); }
+
+/*
+ * zero_node ends every node list (decision 104): an empty list's head
+ * word, and the last node's next, hold it instead of 0, so the inline
+ * entries compare the first node's func with theirs without testing the
+ * head for 0 (its func matches no function: they take the call cache,
+ * then the stub). The runtime reads list words through N(), which turns
+ * it into 0; kids_fill gives new lists their heads.
+ */
+static const struct blpp_node zero_node = {.func = ~0ull};
+
+static void kids_fill(u64 *kids, u64 n)
+{
+	for (u64 i = 0; i < n; i++)
+		kids[i] = (u64)&zero_node;
+}

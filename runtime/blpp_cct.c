@@ -367,6 +367,8 @@ static struct blpp_record *root(struct blpp_thread *t, u64 fid)
 			r = R(LOAD(w)); /* a nested stub made it: ours stays unused */
 	}
 	list_add(t, r);
+	if (r->counts != (u64)r + BLPP_RECORD_INLINE_COUNTS) /* in t's slots */
+		__atomic_fetch_or((u64 *)r->counts, SLOT_LIVE, __ATOMIC_RELAXED);
 	return hot(r);
 }
 

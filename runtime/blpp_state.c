@@ -458,6 +458,14 @@ static u64 rec_word(const struct blpp_record *r) { return (u64)(r ? r : &zero_re
  */
 static const struct blpp_node zero_node = {.func = ~0ull};
 
+/*
+ * SLOT_LIVE is the sign bit of a calls word in the slot counters: root
+ * sets it once the thread has the function's record, and the inline
+ * entries count and test in one add (rewriter countSlotCall, decision
+ * 104). Readers of a calls word mask it off.
+ */
+#define SLOT_LIVE (1ull << 63)
+
 static void kids_fill(u64 *kids, u64 n)
 {
 	for (u64 i = 0; i < n; i++)

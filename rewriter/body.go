@@ -120,7 +120,10 @@ func (fg *funcGen) emit() error {
 	endbr := fg.tableBlocks()
 	for id := range gr.Blocks {
 		blk := &gr.Blocks[id]
-		if align[id] {
+		switch {
+		case align[id] && fallInto[id]:
+			alignFallInto(b, 64, 63)
+		case align[id]:
 			alignTo(b, 64, 63)
 		}
 		fg.setLoop(fg.loopAt(cfg.BlockID(id)))

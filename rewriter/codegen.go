@@ -309,3 +309,16 @@ func alignTo(b *enc.Buf, n, max int) {
 		b.Nop(pad)
 	}
 }
+
+// alignFallInto is alignTo for code that execution falls into (a loop
+// header after its preheader): padding of more than one NOP is crossed
+// by a short jump (decision 104), one instruction where the NOPs of up
+// to 63 bytes were up to seven at every entry into the loop.
+func alignFallInto(b *enc.Buf, n, max int) {
+	if n > maxAlign {
+		panic(fmt.Sprintf("alignFallInto %d: functions are emitted apart for offsets modulo %d (pipeline.go)", n, maxAlign))
+	}
+	if pad := -b.Len() & (n - 1); pad > 0 && pad <= max {
+		b.PadJump(pad)
+	}
+}

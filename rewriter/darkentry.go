@@ -241,10 +241,8 @@ func (g *gen) darkContextInline(d *darkEntry, slow, body enc.Label) {
 	b.LeaRegDisp32(enc.RAX, enc.RSP, int32(saved)) // entry rsp
 	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)         // the newest frame
 	b.JccRel32(enc.CondBE, enc.LabelTarget(pop))
-	b.MovRegFromReg(enc.RCX, enc.RAX) // the entry %rsp, kept
-	b.MovRegFromGS(enc.RAX, runtime.OffRecord)
-	b.TestRegReg(enc.RAX)
-	b.JccRel32(enc.CondE, enc.LabelTarget(pop))
+	b.MovRegFromReg(enc.RCX, enc.RAX)          // the entry %rsp, kept
+	b.MovRegFromGS(enc.RAX, runtime.OffRecord) // never 0 (childNodeIn)
 	b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
 	b.SubRegMemD8(enc.RDX, enc.RAX, runtime.RecordFirstSiteOff)
 	b.CmpRegMemD8(enc.RDX, enc.RAX, runtime.RecordNSitesOff)
@@ -253,9 +251,7 @@ func (g *gen) darkContextInline(d *darkEntry, slow, body enc.Label) {
 	b.LeaRegIdxD8(enc.RDX, enc.RAX, enc.RDX, 8, 8) // the list's head word
 	b.CmpRegGS(enc.RDX, runtime.OffDarkList)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
-	b.MovRegFromMem(enc.RAX, enc.RDX, 0) // its first node
-	b.TestRegReg(enc.RAX)
-	b.JccRel32(enc.CondE, enc.LabelTarget(pop))
+	b.MovRegFromMem(enc.RAX, enc.RDX, 0) // its first node, or zero_node (childNodeIn)
 	b.CmpMemImm32D8(enc.RAX, runtime.NodeFuncOff, d.gid)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(pop))
 	b.MovRegFromMemD8(enc.RDX, enc.RAX, runtime.NodeRecOff)

@@ -80,11 +80,9 @@ func (fg *funcGen) enterSlotMem() {
 	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
 	b.CmpRegGS(enc.RAX, runtime.OffSPLimit)
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
-	// The record exists once its calls word (the first slot) is not 0:
-	// the stub's first entry made it and counted there.
-	b.CmpGS64Imm(fg.slot, 0)
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.AddGS64Imm(fg.slot, 1) // the record's calls (flags are dead here)
+	// The record's calls, once it exists (the stub's first entry made
+	// it and counted there).
+	fg.countSlotCall(slow, 0)
 	// Reserve the frame at %rcx, then fill it.
 	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
 	b.MovGSFromReg(runtime.OffSP, enc.RAX)
@@ -136,9 +134,7 @@ func (fg *funcGen) enterLean(direct, keep bool) {
 	b.AddRegImm32(enc.RCX, runtime.FrameSize) // flags are dead at an entry
 	b.CmpRegGS(enc.RCX, runtime.OffSPLimit)
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
-	b.CmpGS64Imm(fg.slot, 0) // the record exists [decision 51]
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.AddGS64Imm(fg.slot, 1)
+	fg.countSlotCall(slow, 0) // once the record exists
 	// Reserve the frame (%rcx is its end), then fill it.
 	b.MovGSFromReg(runtime.OffSP, enc.RCX)
 	b.MovMemFromRegD8(enc.RCX, frRSP, enc.RSP)
@@ -199,6 +195,25 @@ func (fg *funcGen) enterInternal() {
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 }
 
+// countSlotCall emits addq $1, %gs:slot; js on: the call of a function
+// with slot counters counts in its calls word, whose sign bit the runtime
+// sets once the thread has the function's record (root, decision 104),
+// so one add both counts and tests [decision 51]. Without the bit the
+// add is taken back out of line, before slow: a signal handler that
+// lands in between adds and takes its own back too, and the stub counts
+// the call itself; every change of the word is one instruction, so none
+// is lost. The flags are dead at an entry.
+func (fg *funcGen) countSlotCall(slow enc.Label, sp int32) {
+	b := fg.g.buf
+	undo := b.NewLabel()
+	b.AddGS64Imm(fg.slot, 1)
+	b.JccRel32(enc.CondNS, enc.LabelTarget(undo))
+	fg.addColdAt(undo, sp, func() {
+		b.AddGS64Imm(fg.slot, -1)
+		b.JmpRel32(enc.LabelTarget(slow))
+	})
+}
+
 // enterTrivial is the whole instrumentation of a trivial function
 // [decision 55]: count its call and its one path in the slots, in the
 // thread's own block, once its record exists; else the leaf stub does
@@ -216,9 +231,7 @@ func (fg *funcGen) enterTrivial() {
 	cmpOwnerRCX(b)
 	b.Pop(enc.RCX)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-	b.CmpGS64Imm(fg.slot, 0) // the record exists [decision 51]
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
-	b.AddGS64Imm(fg.slot, 1)   // its calls
+	fg.countSlotCall(slow, 0)  // its calls, once its record exists
 	b.AddGS64Imm(fg.slot+8, 1) // its path
 	b.Bind(done)
 	fg.stubBelow(slow, done, nil, false, g.stubs.Leaf, fg.gid)
@@ -290,7 +303,7 @@ func (fg *funcGen) entryChecks(regs []enc.Reg, slow enc.Label) {
 }
 
 // loadParent loads the parent record into %rax and the call site into
-// %rdx, and goes to slow without a parent. An ordinary entry takes the
+// %rdx, and goes to slow without a tail parent. An ordinary entry takes the
 // caller's (Thread.Record, CallSite). A tail variant, which only direct
 // tail jumps with a tail site reach, takes the jumping activation's
 // (TailRec, TailSite) when it is at the jump's %rsp (TailRSP) [decision
@@ -304,12 +317,12 @@ func (fg *funcGen) loadParent(tail bool, slow enc.Label) {
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 		b.MovRegFromGS(enc.RAX, runtime.OffTailRec)
 		b.MovRegFromGS(enc.RDX, offTailSite)
-	} else {
+		b.TestRegReg(enc.RAX)
+		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	} else { // never 0 (childNodeIn)
 		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
 		b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
 	}
-	b.TestRegReg(enc.RAX)
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 }
 
 // pushedAtEntry returns the registers of regs that an inline entry must
@@ -345,7 +358,13 @@ func (fg *funcGen) childNode(slow enc.Label) {
 // parent record in p for the call site in q, and leaves it in p: the
 // list's first node, or the call cache's (callCacheLookup); anything
 // else goes to slow. q is clobbered; sp is the stack depth, from the
-// activation's %rsp, that the out-of-line look-up runs at.
+// activation's %rsp, that the out-of-line look-up runs at. p is never 0
+// where it comes from Thread.Record (decision 104): an activation, or a
+// thread, without a record has the runtime's zero_record there, whose
+// site range is empty, so the range test sends it to slow (a wiped
+// record in a fork child has none either). Nor is a list's head word 0:
+// an empty list holds the runtime's zero_node, whose function is none,
+// so a miss there goes the call cache's way to slow.
 func (fg *funcGen) childNodeIn(p, q enc.Reg, slow enc.Label, sp int32) {
 	b := fg.g.buf
 	b.SubRegMemD8(q, p, runtime.RecordFirstSiteOff)
@@ -353,9 +372,7 @@ func (fg *funcGen) childNodeIn(p, q enc.Reg, slow enc.Label, sp int32) {
 	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 	b.MovRegFromMemD8(p, p, runtime.RecordKidsOff)
 	b.LeaRegIdxD8(q, p, q, 8, 8) // the list's head word
-	b.MovRegFromMem(p, q, 0)     // its first node
-	b.TestRegReg(p)
-	b.JccRel32(enc.CondE, enc.LabelTarget(slow))
+	b.MovRegFromMem(p, q, 0)     // its first node, or the runtime's zero_node
 	b.CmpMemImm32D8(p, runtime.NodeFuncOff, fg.gid)
 	found := b.NewLabel()
 	b.JccRel32(enc.CondNE, enc.LabelTarget(fg.callCacheLookup(p, q, found, slow, sp)))

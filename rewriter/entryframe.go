@@ -138,9 +138,9 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 		if tail {
 			b.MovRegFromGS(p, runtime.OffTailRec)
 			b.MovRegFromGS(q, offTailSite)
-		}
-		b.TestRegReg(p)
-		b.JccRel32(enc.CondE, enc.LabelTarget(slow1))
+			b.TestRegReg(p)
+			b.JccRel32(enc.CondE, enc.LabelTarget(slow1))
+		} // else Thread.Record is never 0 (childNodeIn)
 		fg.childNodeIn(p, q, slow1, 0)
 		// A node is linked only with its record, and a record only
 		// with its counters (child, rec_new); in a fork child the

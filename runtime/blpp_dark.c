@@ -118,7 +118,7 @@ void blpp_rt_dark(u64 fid, u64 rsp)
 		struct blpp_node *n;
 		if (site >= p->first_site && site - p->first_site < p->nsites)
 			idx = 1 + site - p->first_site;
-		n = ((struct blpp_node **)p->kids)[idx];
+		n = N(((u64 *)p->kids)[idx]);
 		if (n && n->func == fid) { /* the common case: a call site's only callee */
 			n->count++;
 			r = R(n->rec);

@@ -145,7 +145,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		t->call_site = 0;
 		t->cur = cur_of(t, r);
 		if (!lean(t->cur))
-			t->record = (u64)r;
+			t->record = rec_word(r);
 	}
 	if (r)
 		ADD((u64 *)r->counts, 1);

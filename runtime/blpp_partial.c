@@ -198,19 +198,13 @@ static void partial_add(struct blpp_thread *t, struct blpp_record *rec, u64 func
 		live_sync(t); /* continuous mode: the table is new */
 }
 
-/* zero_record stands in a frame's own-record word (BLPP_FRAME_OWN_REC,
- * decision 100) for an activation without a record: its dense_n of 0
- * sends the inline exit to the stub, which finds the running record as
- * before. Nothing else reads it. */
-static const struct blpp_record zero_record;
-
 /* set_own_rec stores the own-record word of frame f of function fid
  * (decision 100); a closed function that calls out keeps its outside
  * call's site there (decision 64). */
 static void set_own_rec(struct blpp_frame *f, u64 fid, const struct blpp_record *r)
 {
 	if (!calls_out(fid))
-		f->saved_acc[BLPP_FRAME_OWN_REC_WORD] = (u64)(r ? r : &zero_record);
+		f->saved_acc[BLPP_FRAME_OWN_REC_WORD] = rec_word(r);
 }
 
 /* act_record is the record of the activation that pushed frame i of t,
@@ -298,7 +292,7 @@ static void fork_reset(void)
 			me->tid = gettid();
 			for (u64 i = 0; i < d; i++) {
 				struct blpp_record *r;
-				f[i].record = (u64)kept;
+				f[i].record = rec_word(kept);
 				if (rt.slots_size)
 					f[i].saved_acc[0] = cur_of(me, prev);
 				if (!instr(f[i].func))
@@ -315,7 +309,7 @@ static void fork_reset(void)
 				if (!lean(cur_of(me, r)))
 					kept = r;
 			}
-			me->record = (u64)kept;
+			me->record = rec_word(kept);
 			me->cur = cur_of(me, prev);
 			if (rt.nmetrics)
 				metrics_open(me);

@@ -431,3 +431,43 @@ static void *arena_take(struct arena *a, u64 size)
 		return (u8 *)n + CHUNK_HDR;
 	}
 }
+
+/*
+ * zero_record is "no record" (decision 104). It stands in a frame's
+ * own-record word (BLPP_FRAME_OWN_REC, decision 100) for an activation
+ * without a record: its dense_n of 0 sends the inline exit to the stub.
+ * And it is Thread.record, and a frame's saved record, where the
+ * running activation (or the caller) has none: its nsites of 0 fails
+ * the inline entries' site-range test, so they need no test of the word
+ * for 0; its func matches no function id (the inline backedges and exits
+ * that compare it). The runtime reads those words through R() (and
+ * writes them through rec_word), which turn it into 0 and back, so
+ * nothing else ever sees it.
+ */
+static const struct blpp_record zero_record = {.func = ~0ull};
+
+static u64 rec_word(const struct blpp_record *r) { return (u64)(r ? r : &zero_record); }
+
+/*
+ * zero_node ends every node list (decision 104): an empty list's head
+ * word, and the last node's next, hold it instead of 0, so the inline
+ * entries compare the first node's func with theirs without testing the
+ * head for 0 (its func matches no function: they take the call cache,
+ * then the stub). The runtime reads list words through N(), which turns
+ * it into 0; kids_fill gives new lists their heads.
+ */
+static const struct blpp_node zero_node = {.func = ~0ull};
+
+/*
+ * SLOT_LIVE is the sign bit of a calls word in the slot counters: root
+ * sets it once the thread has the function's record, and the inline
+ * entries count and test in one add (rewriter countSlotCall, decision
+ * 104). Readers of a calls word mask it off.
+ */
+#define SLOT_LIVE (1ull << 63)
+
+static void kids_fill(u64 *kids, u64 n)
+{
+	for (u64 i = 0; i < n; i++)
+		kids[i] = (u64)&zero_node;
+}

@@ -192,6 +192,7 @@ static struct blpp_thread *block_new(void)
 		return 0;
 	}
 	sentinel_at(t);
+	t->record = rec_word(0);
 	lat_region(t);
 	t->tid = gettid();
 	ADD(&rt.nthreads, 1);
@@ -269,7 +270,7 @@ static struct blpp_thread *thread_slow(struct blpp_thread *t)
 			record_live(b);
 			b->sp = b->sp_base;
 			b->r = 0;
-			b->record = 0;
+			b->record = rec_word(0);
 			b->cur = 0;
 			b->call_site = 0;
 			b->leaf_site = 0;
@@ -332,6 +333,7 @@ static struct blpp_thread *scratch_block(void)
 		 * a closed function's outside call stores into the newest
 		 * frame's place even when it has none (decision 64). */
 		t->sp = t->sp_base = t->sp_limit = (u64)t + BLOCK_HDR;
+		t->record = rec_word(0);
 		sentinel_at(t);
 		if (!CAS(&block, 0, (u64)t))
 			t = (struct blpp_thread *)LOAD(&block); /* another thread's (ours leaks: once) */

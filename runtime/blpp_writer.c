@@ -350,7 +350,7 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 			ob_uv(recs, p ? p->index + 1 : 0);
 			ob_uv(recs, local_site(p, r->site));
 		}
-		ob_uv(recs, LOADR(&c[0]) + (tw ? LOADR((u64 *)tw->counts) : 0)); /* calls */
+		ob_uv(recs, (LOADR(&c[0]) & ~SLOT_LIVE) + (tw ? LOADR((u64 *)tw->counts) : 0)); /* calls */
 		ob_uv(recs, np);
 		ob_put(recs, paths->p, paths->len);
 		if (paths->err)

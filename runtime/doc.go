@@ -83,7 +83,8 @@
 //
 // # Calling context trees [DESIGN 7]
 //
-// Each thread block has the running activation's Record. Before every
+// Each thread block has the running activation's Record (the runtime's
+// zero_record when it has none: never 0, decision 104). Before every
 // call, instrumentation stores the call's site id in Thread.CallSite. An
 // entry finds its record under the caller's: Record.Kids holds a node
 // list per call site of the caller's function (list 0 for entries with no

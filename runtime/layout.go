@@ -310,7 +310,7 @@ type Thread struct {
 	Next     uint64 `c:"next"`      // next block in the runtime's list of threads
 	Overflow uint64 `c:"overflow"`  // activations not pushed because the shadow stack was full
 	Busy     uint64 `c:"busy"`      // nesting depth of runtime code running on this thread
-	Record   uint64 `c:"record"`    // the running activation's Record, 0 if none
+	Record   uint64 `c:"record"`    // the running activation's Record; none is the runtime's zero_record, never 0 (decision 104)
 	CallSite uint64 `c:"call_site"` // id of the last call site passed (movq $id, %gs:OffCallSite before each call)
 	// Flat points at NFuncs record pointers: the thread's root record of
 	// each function (the only records with --no-context).
@@ -416,7 +416,9 @@ type Record struct {
 	FirstSite uint64 `c:"first_site"` // the function's first call-site id
 	NSites    uint64 `c:"nsites"`
 	// Kids points at NSites+1 node lists: [0] for entries without a
-	// known call site, [1+i] for call site FirstSite+i.
+	// known call site, [1+i] for call site FirstSite+i. A list ends in
+	// the runtime's zero_node, not 0, an empty list's head included
+	// (decision 104).
 	Kids  uint64 `c:"kids"`
 	Next  uint64 `c:"next"`  // next record of the thread
 	Index uint64 `c:"index"` // the writer's record number
@@ -453,7 +455,7 @@ type Record struct {
 type Node struct {
 	Func   uint64 `c:"func"`   // the callee's function id
 	Rec    uint64 `c:"rec"`    // its record: a new child, or an ancestor for folded recursion
-	Next   uint64 `c:"next"`   // next node of the same call site (move-to-front)
+	Next   uint64 `c:"next"`   // next node of the same call site (move-to-front); zero_node at the end
 	Count  uint64 `c:"count"`  // calls through this node
 	Owner  uint64 `c:"owner"`  // the calling record
 	Site   uint64 `c:"site"`   // the call-site id (0: none)

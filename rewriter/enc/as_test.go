@@ -205,6 +205,13 @@ func asCases(targets []asTarget) []asCase {
 	for n := 1; n <= 30; n++ {
 		add(fmt.Sprintf(".nops %d, 9", n), func(b *Buf) { b.Nop(n) })
 	}
+	for n := 1; n <= 64; n++ {
+		asm := fmt.Sprintf(".nops %d, 9", n)
+		if n > 9 {
+			asm = fmt.Sprintf("jmp 1f; .nops %d, 9; 1:", n-2)
+		}
+		add(asm, func(b *Buf) { b.PadJump(n) })
+	}
 	for _, tg := range targets {
 		add("call "+tg.asm, func(b *Buf) { b.CallRel32(tg.t) })
 		add("{disp32} jmp "+tg.asm, func(b *Buf) { b.JmpRel32(tg.t) })

@@ -384,6 +384,23 @@ func (b *Buf) Nop(n int) {
 	b.emit(nops[n]...)
 }
 
+// PadJump emits n bytes of padding that code falling into it crosses in
+// one instruction: for more than one NOP's worth (n > 9), a short jmp
+// over the rest, which is NOPs (GNU as's jmp 1f; .nops n-2, 9; 1:);
+// else Nop(n). n is at most 64 (alignment to a 64-byte line).
+func (b *Buf) PadJump(n int) {
+	if n <= 9 {
+		b.Nop(n)
+		return
+	}
+	if n > 64 {
+		b.fail("PadJump", "length %d over 64", n)
+		return
+	}
+	b.emit(0xeb, byte(n-2))
+	b.Nop(n - 2)
+}
+
 // There is no way to append raw bytes to a Buf from outside this
 // package: every byte a caller emits comes from a template that
 // as_test.go checks against GNU as (STYLE rule 11). Original

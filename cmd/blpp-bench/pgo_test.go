@@ -269,3 +269,71 @@ Instrumentation level: Front-end
 		}
 	}
 }
+
+// TestPGOPipelineThinLTO runs --pgo on tinyvm with every build linked by
+// ThinLTO and only the probe-based sample profile besides plain and
+// IR-PGO: the builds are those asked for, in order, and clang's link-time
+// sample loader (gold's LLVM plugin) reads blpp's profile of the LTO-built
+// training binary without a warning, its entry counts exact.
+func TestPGOPipelineThinLTO(t *testing.T) {
+	clang := fixture.RequireTool(t, "clang-16", "clang-16")
+	fixture.RequireTool(t, "llvm-profdata-16", "llvm-16")
+	fixture.RequireTool(t, "ld.gold", "binutils")
+	rtDir, err := exec.Command(clang, "--print-runtime-dir").Output()
+	if err == nil {
+		_, err = os.Stat(filepath.Join(strings.TrimSpace(string(rtDir)), "libclang_rt.profile-x86_64.a"))
+	}
+	if err != nil {
+		requireMissing(t, "clang-16's profile runtime is missing (install the Debian package libclang-rt-16-dev)")
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"--pgo", "--pgo-program", "tinyvm", "--pgo-lto", "thin", "--pgo-builds", "probes",
+		"--runs", "1", "--warmup", "0", "--pgo-scale", "1", "--json"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d\nstderr:\n%s", code, stderr.String())
+	}
+	var rep pgoReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout.String())
+	}
+	if rep.LTO != pgoLTOThin {
+		t.Errorf("report says LTO %q, want %q", rep.LTO, pgoLTOThin)
+	}
+	var names []string
+	for _, b := range rep.Builds {
+		names = append(names, b.Name)
+	}
+	if want := []string{pgoPlain, pgoProbes, pgoIR}; strings.Join(names, "|") != strings.Join(want, "|") {
+		t.Errorf("builds %q, want %q", names, want)
+	}
+	sp := rep.Probes
+	if len(sp.Warnings) > 0 || !sp.ProbeBased || sp.Functions < 10 {
+		t.Errorf("probes with ThinLTO: %d functions, probe-based %v, clang warnings %q", sp.Functions, sp.ProbeBased, sp.Warnings)
+	}
+	if e := sp.Entries; e.Compared < 10 || e.Equal != e.Compared {
+		t.Errorf("probes with ThinLTO: entry counts equal clang's for %d of %d functions: %s", e.Equal, e.Compared, strings.Join(e.Differ, "; "))
+	}
+	if rep.Lines.Functions != 0 || rep.Bolt.Functions != 0 {
+		t.Errorf("builds not asked for were made: lines %+v, bolt %+v", rep.Lines, rep.Bolt)
+	}
+}
+
+// TestPGOFlags checks --pgo-builds and --pgo-lto.
+func TestPGOFlags(t *testing.T) {
+	got, err := parsePGOBuilds(" lines,bolt ")
+	if err != nil || len(got) != 2 || !got[pgoBuildLines] || !got[pgoBuildBolt] {
+		t.Errorf("parsePGOBuilds(lines,bolt) = %v, %v", got, err)
+	}
+	if got, err := parsePGOBuilds("all"); err != nil || len(got) != 3 {
+		t.Errorf("parsePGOBuilds(all) = %v, %v", got, err)
+	}
+	if _, err := parsePGOBuilds("lines,ir"); err == nil || !strings.Contains(err.Error(), `"ir"`) {
+		t.Errorf("parsePGOBuilds(lines,ir): %v, want an error naming ir", err)
+	}
+	for _, args := range [][]string{{"--pgo", "--pgo-lto", "full"}, {"--pgo", "--pgo-builds", "gcc"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), args[2]) {
+			t.Errorf("%v: exit status %d, stderr %q; want 2 naming %s", args, code, stderr.String(), args[2])
+		}
+	}
+}

@@ -190,6 +190,7 @@ func TestPGOTable(t *testing.T) {
 		Builds: []*pgoTimes{
 			{Name: pgoPlain, MedianCPUMS: 1000, SpeedupCPU: 1, SpeedupWall: 1},
 			{Name: pgoLines, MedianCPUMS: 950, SpeedupCPU: 1.05, SpeedupQ1: 1.04, SpeedupQ3: 1.062, SpeedupWall: 1.04, Share: gainShare(1.05, 1.1)},
+			{Name: pgoProbes, MedianCPUMS: 940, SpeedupCPU: 1.06, SpeedupWall: 1.05, Share: gainShare(1.06, 1.1)},
 			{Name: pgoIR, MedianCPUMS: 900, SpeedupCPU: 1.1, SpeedupWall: 1.08, Share: 1},
 			{Name: pgoBolt, MedianCPUMS: 980, SpeedupCPU: 1.02, SpeedupWall: 1.02, Share: gainShare(1.02, 1.1)},
 		}}
@@ -207,6 +208,20 @@ func TestPGOTable(t *testing.T) {
 	}
 	if row := `(?m)^blpp sample-PGO, lines +950 ms +1\.050× +1\.040\.\.1\.062 +1\.040× +50%$`; !regexp.MustCompile(row).MatchString(out.String()) {
 		t.Errorf("table lacks a row matching %s:\n%s", row, out.String())
+	}
+	// Profiles of builds --pgo-builds left out are not summed up, and
+	// --pgo-lto thin is said.
+	rep.Builds = append(rep.Builds[:1], rep.Builds[2:4]...)
+	rep.LTO = pgoLTOThin
+	out.Reset()
+	rep.writeTable(&config{stdout: &out})
+	for _, bad := range []string{"sample profile, lines", "llvm-bolt"} {
+		if strings.Contains(out.String(), bad) {
+			t.Errorf("table without that build has %q:\n%s", bad, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "sample profile, probes") || !strings.Contains(out.String(), "every build with ThinLTO") {
+		t.Errorf("table lacks the probes' summary or the LTO mode:\n%s", out.String())
 	}
 	if q1, q3 := speedupQuartiles([]float64{10, 10, 10, 10, 10}, []float64{10, 5, 8, 20, 4}); q1 != 1 || q3 != 2 {
 		t.Errorf("quartiles of 1, 2, 1.25, 0.5, 2.5: %v, %v; want 1, 2", q1, q3)

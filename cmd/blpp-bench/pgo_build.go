@@ -28,8 +28,14 @@ import (
 // matches functions by name). The BOLT builds keep their relocations
 // (-Wl,--emit-relocs) so that BOLT can move functions [BOLT's README,
 // "Input Binary Requirements"]. Only the probes change the code clang
-// generates (a little: a probe keeps its block apart).
+// generates (a little: a probe keeps its block apart). The build that uses
+// the probe-based profile adds -fsample-profile-use-profi: clang infers
+// block and edge counts as a flow consistent with the probes' counts
+// (profile inference) instead of propagating weights heuristically, which
+// matters where a probe's count is not its block's own (a block the
+// training build turned into a conditional move; decision 103).
 var (
+	pgoProbesUse  = []string{"-fsample-profile-use-profi"}
 	pgoBase       = []string{"-O2", "-g"}
 	pgoLinesBase  = []string{"-O2", "-g", "-fdebug-info-for-profiling", "-funique-internal-linkage-names"}
 	pgoProbesBase = []string{"-O2", "-g", "-fpseudo-probe-for-profiling", "-funique-internal-linkage-names"}
@@ -123,9 +129,9 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 	// export, rebuild with the profile.
 	for _, k := range []struct {
 		name, build string
-		flags       []string
+		flags, use  []string
 		sp          *pgoSampleProfile
-	}{{"lines", pgoLines, pgoLinesBase, &rep.Lines}, {"probes", pgoProbes, pgoProbesBase, &rep.Probes}} {
+	}{{"lines", pgoLines, pgoLinesBase, nil, &rep.Lines}, {"probes", pgoProbes, pgoProbesBase, pgoProbesUse, &rep.Probes}} {
 		if !c.pgoBuilds[k.name] {
 			continue
 		}
@@ -147,7 +153,7 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 		if k.sp.Functions, k.sp.ProbeBased, err = sampleFunctions(c, profFile); err != nil {
 			return nil, err
 		}
-		if k.sp.Warnings, err = clang(c, prog, bin("sample."+k.name), withFlags(flags, "-fprofile-sample-use="+profFile)); err != nil {
+		if k.sp.Warnings, err = clang(c, prog, bin("sample."+k.name), withFlags(withFlags(flags, k.use...), "-fprofile-sample-use="+profFile)); err != nil {
 			return nil, err
 		}
 		k.sp.Entries = compareEntries(prof, irCounts)

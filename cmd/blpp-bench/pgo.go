@@ -77,6 +77,7 @@ type pgoSampleProfile struct {
 type pgoTimes struct {
 	Name        string    `json:"name"`
 	bin         string    // the executable
+	Flags       []string  `json:"flags"`   // clang's flags for it (for BOLT's builds, for the binary BOLT optimized)
 	CPUMS       []float64 `json:"cpu_ms"`  // user+system time of each measured run
 	WallMS      []float64 `json:"wall_ms"` // wall time of each
 	MedianCPUMS float64   `json:"median_cpu_ms"`

@@ -100,7 +100,7 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 	if _, err := clang(c, prog, bin("plain"), base); err != nil {
 		return nil, err
 	}
-	builds := []*pgoTimes{{Name: pgoPlain, bin: bin("plain")}}
+	builds := []*pgoTimes{{Name: pgoPlain, bin: bin("plain"), Flags: base}}
 
 	// clang's own instrumentation.
 	fmt.Fprintln(c.stderr, "pgo: training with clang -fprofile-instr-generate")
@@ -116,7 +116,8 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 		return nil, fmt.Errorf("%s merge: %v\n%s", c.profdata, err, msg)
 	}
 	var err error
-	if rep.IRWarnings, err = clang(c, prog, bin("irpgo"), withFlags(base, "-fprofile-instr-use="+data)); err != nil {
+	irFlags := withFlags(base, "-fprofile-instr-use="+data)
+	if rep.IRWarnings, err = clang(c, prog, bin("irpgo"), irFlags); err != nil {
 		return nil, err
 	}
 	irShow, err := exec.Command(c.profdata, "show", "--all-functions", data).CombinedOutput()
@@ -153,20 +154,22 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 		if k.sp.Functions, k.sp.ProbeBased, err = sampleFunctions(c, profFile); err != nil {
 			return nil, err
 		}
-		if k.sp.Warnings, err = clang(c, prog, bin("sample."+k.name), withFlags(withFlags(flags, k.use...), "-fprofile-sample-use="+profFile)); err != nil {
+		use := withFlags(withFlags(flags, k.use...), "-fprofile-sample-use="+profFile)
+		if k.sp.Warnings, err = clang(c, prog, bin("sample."+k.name), use); err != nil {
 			return nil, err
 		}
 		k.sp.Entries = compareEntries(prof, irCounts)
-		builds = append(builds, &pgoTimes{Name: k.build, bin: bin("sample." + k.name)})
+		builds = append(builds, &pgoTimes{Name: k.build, bin: bin("sample." + k.name), Flags: use})
 	}
-	builds = append(builds, &pgoTimes{Name: pgoIR, bin: bin("irpgo")})
+	builds = append(builds, &pgoTimes{Name: pgoIR, bin: bin("irpgo"), Flags: irFlags})
 	if !c.pgoBuilds[pgoBuildBolt] {
 		return builds, nil
 	}
 
 	// BOLT, fed by blpp and, for reference, by its own instrumentation.
 	fmt.Fprintln(c.stderr, "pgo: training with blpp for llvm-bolt")
-	if _, err := clang(c, prog, bin("relocs"), withFlags(pgoBoltBase, lto...)); err != nil {
+	relocs := withFlags(pgoBoltBase, lto...)
+	if _, err := clang(c, prog, bin("relocs"), relocs); err != nil {
 		return nil, err
 	}
 	fdata, err := blppTrain(c, nil, bin("relocs"), prog, dir, blppreport.ExportBoltFdata)
@@ -190,7 +193,7 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 	if rep.BoltOwn, err = runBolt(c, bin("relocs"), bin("boltown"), bin("bolt.own.fdata")); err != nil {
 		return nil, err
 	}
-	return append(builds, &pgoTimes{Name: pgoBolt, bin: bin("bolt")}, &pgoTimes{Name: pgoBoltOwn, bin: bin("boltown")}), nil
+	return append(builds, &pgoTimes{Name: pgoBolt, bin: bin("bolt"), Flags: relocs}, &pgoTimes{Name: pgoBoltOwn, bin: bin("boltown"), Flags: relocs}), nil
 }
 
 // exporter is one of report's profile exports.

@@ -317,6 +317,9 @@ func TestPGOPipelineThinLTO(t *testing.T) {
 	var names []string
 	for _, b := range rep.Builds {
 		names = append(names, b.Name)
+		if f := strings.Join(b.Flags, " "); !strings.Contains(f, "-flto=thin") || (b.Name == pgoProbes) != strings.Contains(f, "-fsample-profile-use-profi") {
+			t.Errorf("%s built with %q: want -flto=thin, and profile inference for the probes only", b.Name, f)
+		}
 	}
 	if want := []string{pgoPlain, pgoProbes, pgoIR}; strings.Join(names, "|") != strings.Join(want, "|") {
 		t.Errorf("builds %q, want %q", names, want)

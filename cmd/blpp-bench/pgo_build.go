@@ -172,7 +172,11 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 	if _, err := clang(c, prog, bin("relocs"), relocs); err != nil {
 		return nil, err
 	}
-	fdata, err := blppTrain(c, nil, bin("relocs"), prog, dir, blppreport.ExportBoltFdata)
+	var counts *pgoReport // the rewrite's function counts, when no sample build gave them
+	if rep.Functions == 0 {
+		counts = rep
+	}
+	fdata, err := blppTrain(c, counts, bin("relocs"), prog, dir, blppreport.ExportBoltFdata)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@
 //	go run ./cmd/blpp-bench --suite real [--only PROGRAM,...] [--runs N] [--scale S] [--json]
 //	go run ./cmd/blpp-bench --profile-write [--calls N] [--runs N] [--json]
 //	go run ./cmd/blpp-bench --rewrite-python [--python /usr/bin/python3.11] [--json]
-//	go run ./cmd/blpp-bench --pgo [--pgo-program lua|lua-one|tinyvm] [--lua-src DIR] [--runs N] [--pgo-scale S] [--train-scale S] [--clang clang-16] [--llvm-bolt PATH] [--json]
+//	go run ./cmd/blpp-bench --pgo [--pgo-program lua|lua-one|tinyvm] [--pgo-lto none|thin] [--pgo-builds lines,probes,bolt] [--lua-src DIR] [--runs N] [--pgo-scale S] [--train-scale S] [--clang clang-16] [--llvm-bolt PATH] [--json]
 //
 // Each workload is built five ways (--variants selects among the last
 // four; native is always built):
@@ -82,7 +82,8 @@
 //	                         --format llvm-sample and fed back with
 //	                         -fprofile-sample-use
 //	blpp sample-PGO, probes  the same with -fpseudo-probe-for-profiling: the
-//	                         export is probe-based
+//	                         export is probe-based; used with
+//	                         -fsample-profile-use-profi
 //	clang IR-PGO             -fprofile-instr-generate, llvm-profdata merge,
 //	                         -fprofile-instr-use
 //	blpp + BOLT              a -Wl,--emit-relocs build rewritten, run, exported
@@ -93,7 +94,11 @@
 //	                         profiles)
 //
 // Both sample-PGO builds add -funique-internal-linkage-names (static
-// functions of different files get names of their own). The builds then
+// functions of different files get names of their own). --pgo-lto thin
+// builds every one of them with -flto=thin (linked by gold with LLVM's
+// plugin, which reads the profile again at link time); --pgo-builds
+// leaves out the sample-PGO or BOLT builds (plain and IR-PGO are always
+// built). The builds then
 // run the script in alternating rounds, each round starting with another
 // build; each must print what plain printed. Speedups are medians of
 // per-round ratios to plain, on CPU time (the machine is shared: wall

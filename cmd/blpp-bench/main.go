@@ -37,6 +37,8 @@ type config struct {
 	clang, profdata      string
 	pgoProgram, luaSrc   string
 	bolt                 string
+	pgoLTO               string          // --pgo-lto: none or thin
+	pgoBuilds            map[string]bool // --pgo-builds: the optional builds to make
 
 	// shareScale is the workload size of the callgrind run that measures
 	// the dynamic share (0: not measured).
@@ -75,6 +77,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.trainScale, "train-scale", 0, "--pgo: SCALE of the training runs (0: the same as --pgo-scale)")
 	fs.StringVar(&c.clang, "clang", "clang-16", "--pgo: the clang command")
 	fs.StringVar(&c.profdata, "llvm-profdata", "llvm-profdata-16", "--pgo: the llvm-profdata command")
+	fs.StringVar(&c.pgoLTO, "pgo-lto", pgoLTONone, "--pgo: link-time optimization of every build alike: none (each file optimized alone) or thin (clang -flto=thin, linked by gold with LLVM's plugin, which reads the profile again: how sample profiles are used on programs of several files)")
+	builds := fs.String("pgo-builds", "all", "--pgo: comma-separated builds to make and time besides plain and clang IR-PGO (the baseline and the reference): lines, probes (blpp's line- and probe-based sample profiles), bolt (llvm-bolt fed by blpp and by its own instrumentation); all")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(stderr, "blpp-bench: %v (run with --help for the flags)\n", err)
@@ -104,6 +108,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		c.trainScale = c.pgoScale
 	}
 	var err error
+	if c.pgoBuilds, err = parsePGOBuilds(*builds); err != nil {
+		fmt.Fprintf(stderr, "blpp-bench: %v\n", err)
+		return 2
+	}
+	if c.pgoLTO != pgoLTONone && c.pgoLTO != pgoLTOThin {
+		fmt.Fprintf(stderr, "blpp-bench: --pgo-lto: no mode %q (have %s, %s)\n", c.pgoLTO, pgoLTONone, pgoLTOThin)
+		return 2
+	}
 	if c.variants, err = parseVariants(*variants); err != nil {
 		fmt.Fprintf(stderr, "blpp-bench: %v\n", err)
 		return 2

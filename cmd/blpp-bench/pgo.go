@@ -34,6 +34,7 @@ type pgoReport struct {
 	Scale      int     `json:"scale"`       // its SCALE argument when timed
 	TrainScale int     `json:"train_scale"` // and when trained
 	CC         string  `json:"cc"`          // the clang command
+	LTO        string  `json:"lto"`         // --pgo-lto of every build: none or thin
 	CCVersion  string  `json:"cc_version"`
 	Runs       int     `json:"runs"`   // measured rounds
 	Warmup     int     `json:"warmup"` // unmeasured rounds before them
@@ -76,6 +77,7 @@ type pgoSampleProfile struct {
 type pgoTimes struct {
 	Name        string    `json:"name"`
 	bin         string    // the executable
+	Flags       []string  `json:"flags"`   // clang's flags for it (for BOLT's builds, for the binary BOLT optimized)
 	CPUMS       []float64 `json:"cpu_ms"`  // user+system time of each measured run
 	WallMS      []float64 `json:"wall_ms"` // wall time of each
 	MedianCPUMS float64   `json:"median_cpu_ms"`
@@ -96,9 +98,15 @@ type pgoTimes struct {
 // blpp and rebuilt with clang -fprofile-sample-use; trained by clang's own
 // instrumentation and rebuilt with -fprofile-instr-use; optimized by
 // llvm-bolt with blpp's profile; and, for reference, by llvm-bolt with its
-// own instrumentation's profile. It checks that every build prints the
-// same and times them in alternating rounds.
+// own instrumentation's profile. --pgo-builds picks the builds besides
+// plain and IR-PGO, --pgo-lto the link of all of them. It checks that every
+// build prints the same and times them in alternating rounds.
 func benchPGO(c *config) error {
+	if c.pgoLTO == pgoLTOThin {
+		if _, err := exec.LookPath("ld.gold"); err != nil {
+			return fmt.Errorf("--pgo-lto %s: ld.gold not found (install the Debian package binutils)", pgoLTOThin)
+		}
+	}
 	for _, tool := range []struct{ cmd, pkg string }{{c.clang, "clang-16"}, {c.profdata, "llvm-16"}} {
 		if _, err := exec.LookPath(tool.cmd); err != nil {
 			return fmt.Errorf("%s not found (install the Debian package %s)", tool.cmd, tool.pkg)
@@ -107,7 +115,7 @@ func benchPGO(c *config) error {
 	if c.bolt == "" {
 		c.bolt = defaultBolt()
 	}
-	if _, err := exec.LookPath(c.bolt); err != nil {
+	if _, err := exec.LookPath(c.bolt); err != nil && c.pgoBuilds[pgoBuildBolt] {
 		return fmt.Errorf("llvm-bolt not found at %q (install the Debian package bolt-16, or pass --llvm-bolt)", c.bolt)
 	}
 	dir, done, err := c.workDir("blpp-bench-pgo-", "build")
@@ -120,7 +128,7 @@ func benchPGO(c *config) error {
 		return err
 	}
 	rep := &pgoReport{Program: prog.Name, Version: prog.Version, Script: prog.Script, Scale: c.pgoScale, TrainScale: c.trainScale,
-		CC: c.clang, CCVersion: ccVersion(c.clang), Runs: c.runs, Warmup: c.warmup, CPUs: cpuCount(), LoadBefore: loadAvg()}
+		CC: c.clang, LTO: c.pgoLTO, CCVersion: ccVersion(c.clang), Runs: c.runs, Warmup: c.warmup, CPUs: cpuCount(), LoadBefore: loadAvg()}
 	builds, err := buildPGO(c, rep, prog, dir)
 	if err != nil {
 		return err
@@ -280,8 +288,12 @@ func (r *pgoReport) writeTable(c *config) {
 	if r.Version != "" {
 		name += " (" + r.Version + ")"
 	}
-	fmt.Fprintf(w, "PGO on %s running %s (SCALE %d; trained at SCALE %d), %s\n",
-		name, filepath.Base(r.Script), r.Scale, r.TrainScale, r.CCVersion)
+	lto := ""
+	if r.LTO == pgoLTOThin {
+		lto = ", every build with ThinLTO"
+	}
+	fmt.Fprintf(w, "PGO on %s running %s (SCALE %d; trained at SCALE %d), %s%s\n",
+		name, filepath.Base(r.Script), r.Scale, r.TrainScale, r.CCVersion, lto)
 	rows := [][]string{{"build", "cpu (median)", "speedup (cpu)", "rounds' quartiles", "speedup (wall)", "share of IR-PGO's gain (cpu)"}}
 	for _, b := range r.Builds {
 		share, quart := "-", "-"
@@ -296,11 +308,18 @@ func (r *pgoReport) writeTable(c *config) {
 	printRows(w, rows, false)
 	fmt.Fprintf(w, "%s, %s of each build alternating; every run printed the plain build's output\n",
 		plural(r.Runs, "measured round"), plural(r.Warmup, "warm-up round"))
+	built := map[string]bool{}
+	for _, b := range r.Builds {
+		built[b.Name] = true
+	}
 	fmt.Fprintf(w, "blpp: %d of %d functions instrumented; clang warnings with IR-PGO's profile: %d\n", r.Instrumented, r.Functions, len(r.IRWarnings))
 	for _, k := range []struct {
-		name string
-		sp   pgoSampleProfile
-	}{{"lines", r.Lines}, {"probes", r.Probes}} {
+		name, build string
+		sp          pgoSampleProfile
+	}{{"lines", pgoLines, r.Lines}, {"probes", pgoProbes, r.Probes}} {
+		if !built[k.build] {
+			continue
+		}
 		fmt.Fprintf(w, "sample profile, %s: %d KB, %s, entry counts equal to clang's instrumentation's for %d of %d functions compared; clang warnings with it: %d\n",
 			k.name, k.sp.Bytes/1024, plural(k.sp.Functions, "function"), k.sp.Entries.Equal, k.sp.Entries.Compared, len(k.sp.Warnings))
 		for _, l := range k.sp.Warnings {
@@ -311,6 +330,9 @@ func (r *pgoReport) writeTable(c *config) {
 		name string
 		b    boltResult
 	}{{"blpp's profile", r.Bolt}, {"its own profile", r.BoltOwn}} {
+		if !built[pgoBolt] {
+			break
+		}
 		fmt.Fprintf(w, "llvm-bolt with %s: %d of %d functions profiled, %d stale, %d objects ignored\n",
 			b.name, b.b.Profiled, b.b.Functions, b.b.Stale, b.b.Ignored)
 	}

@@ -28,8 +28,14 @@ import (
 // matches functions by name). The BOLT builds keep their relocations
 // (-Wl,--emit-relocs) so that BOLT can move functions [BOLT's README,
 // "Input Binary Requirements"]. Only the probes change the code clang
-// generates (a little: a probe keeps its block apart).
+// generates (a little: a probe keeps its block apart). The build that uses
+// the probe-based profile adds -fsample-profile-use-profi: clang infers
+// block and edge counts as a flow consistent with the probes' counts
+// (profile inference) instead of propagating weights heuristically, which
+// matters where a probe's count is not its block's own (a block the
+// training build turned into a conditional move; decision 103).
 var (
+	pgoProbesUse  = []string{"-fsample-profile-use-profi"}
 	pgoBase       = []string{"-O2", "-g"}
 	pgoLinesBase  = []string{"-O2", "-g", "-fdebug-info-for-profiling", "-funique-internal-linkage-names"}
 	pgoProbesBase = []string{"-O2", "-g", "-fpseudo-probe-for-profiling", "-funique-internal-linkage-names"}
@@ -39,17 +45,66 @@ var (
 		"-split-eh", "-icf=1", "-use-gnu-stack"}
 )
 
-// buildPGO makes the builds, plain first.
+// The --pgo-lto modes. ThinLTO links with gold and LLVM's plugin (Debian
+// has no lld in clang-16's dependencies); clang's driver hands the plugin
+// the profile too (-plugin-opt=sample-profile=...), so that the sample
+// loader runs again after functions of other files were imported and can
+// inline the calls the training build inlined across files.
+const (
+	pgoLTONone = "none"
+	pgoLTOThin = "thin"
+)
+
+// The optional builds --pgo-builds names.
+const (
+	pgoBuildLines  = "lines"
+	pgoBuildProbes = "probes"
+	pgoBuildBolt   = "bolt"
+)
+
+// parsePGOBuilds reads --pgo-builds.
+func parsePGOBuilds(list string) (map[string]bool, error) {
+	all := []string{pgoBuildLines, pgoBuildProbes, pgoBuildBolt}
+	want := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "":
+		case "all":
+			for _, b := range all {
+				want[b] = true
+			}
+		case pgoBuildLines, pgoBuildProbes, pgoBuildBolt:
+			want[name] = true
+		default:
+			return nil, fmt.Errorf("--pgo-builds: no build %q (have %s, all)", name, strings.Join(all, ", "))
+		}
+	}
+	return want, nil
+}
+
+// withFlags is base followed by more, in a slice of its own.
+func withFlags(base []string, more ...string) []string {
+	return append(append([]string(nil), base...), more...)
+}
+
+// buildPGO makes the builds --pgo-builds asks for, plain first, each with
+// the --pgo-lto flags.
 func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTimes, error) {
 	bin := func(name string) string { return filepath.Join(dir, name) }
+	var lto []string
+	if c.pgoLTO == pgoLTOThin {
+		lto = []string{"-flto=thin", "-fuse-ld=gold"}
+	}
+	base := withFlags(pgoBase, lto...)
 	fmt.Fprintln(c.stderr, "pgo: building plain")
-	if _, err := clang(c, prog, bin("plain"), pgoBase); err != nil {
+	if _, err := clang(c, prog, bin("plain"), base); err != nil {
 		return nil, err
 	}
+	builds := []*pgoTimes{{Name: pgoPlain, bin: bin("plain"), Flags: base}}
 
 	// clang's own instrumentation.
 	fmt.Fprintln(c.stderr, "pgo: training with clang -fprofile-instr-generate")
-	if _, err := clang(c, prog, bin("irgen"), append(pgoBase, "-fprofile-instr-generate")); err != nil {
+	if _, err := clang(c, prog, bin("irgen"), withFlags(base, "-fprofile-instr-generate")); err != nil {
 		return nil, err
 	}
 	raw := bin("ir.profraw")
@@ -61,7 +116,8 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 		return nil, fmt.Errorf("%s merge: %v\n%s", c.profdata, err, msg)
 	}
 	var err error
-	if rep.IRWarnings, err = clang(c, prog, bin("irpgo"), append(pgoBase, "-fprofile-instr-use="+data)); err != nil {
+	irFlags := withFlags(base, "-fprofile-instr-use="+data)
+	if rep.IRWarnings, err = clang(c, prog, bin("irpgo"), irFlags); err != nil {
 		return nil, err
 	}
 	irShow, err := exec.Command(c.profdata, "show", "--all-functions", data).CombinedOutput()
@@ -73,13 +129,17 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 	// blpp's sample profiles: rewrite the training build, run the script,
 	// export, rebuild with the profile.
 	for _, k := range []struct {
-		name  string
-		flags []string
-		sp    *pgoSampleProfile
-	}{{"lines", pgoLinesBase, &rep.Lines}, {"probes", pgoProbesBase, &rep.Probes}} {
+		name, build string
+		flags, use  []string
+		sp          *pgoSampleProfile
+	}{{"lines", pgoLines, pgoLinesBase, nil, &rep.Lines}, {"probes", pgoProbes, pgoProbesBase, pgoProbesUse, &rep.Probes}} {
+		if !c.pgoBuilds[k.name] {
+			continue
+		}
 		fmt.Fprintf(c.stderr, "pgo: training with blpp for clang -fprofile-sample-use (%s)\n", k.name)
+		flags := withFlags(k.flags, lto...)
 		train := bin("train." + k.name)
-		if _, err := clang(c, prog, train, k.flags); err != nil {
+		if _, err := clang(c, prog, train, flags); err != nil {
 			return nil, err
 		}
 		prof, err := blppTrain(c, rep, train, prog, dir, blppreport.ExportLLVMSample)
@@ -94,18 +154,29 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 		if k.sp.Functions, k.sp.ProbeBased, err = sampleFunctions(c, profFile); err != nil {
 			return nil, err
 		}
-		if k.sp.Warnings, err = clang(c, prog, bin("sample."+k.name), append(k.flags, "-fprofile-sample-use="+profFile)); err != nil {
+		use := withFlags(withFlags(flags, k.use...), "-fprofile-sample-use="+profFile)
+		if k.sp.Warnings, err = clang(c, prog, bin("sample."+k.name), use); err != nil {
 			return nil, err
 		}
 		k.sp.Entries = compareEntries(prof, irCounts)
+		builds = append(builds, &pgoTimes{Name: k.build, bin: bin("sample." + k.name), Flags: use})
+	}
+	builds = append(builds, &pgoTimes{Name: pgoIR, bin: bin("irpgo"), Flags: irFlags})
+	if !c.pgoBuilds[pgoBuildBolt] {
+		return builds, nil
 	}
 
 	// BOLT, fed by blpp and, for reference, by its own instrumentation.
 	fmt.Fprintln(c.stderr, "pgo: training with blpp for llvm-bolt")
-	if _, err := clang(c, prog, bin("relocs"), pgoBoltBase); err != nil {
+	relocs := withFlags(pgoBoltBase, lto...)
+	if _, err := clang(c, prog, bin("relocs"), relocs); err != nil {
 		return nil, err
 	}
-	fdata, err := blppTrain(c, nil, bin("relocs"), prog, dir, blppreport.ExportBoltFdata)
+	var counts *pgoReport // the rewrite's function counts, when no sample build gave them
+	if rep.Functions == 0 {
+		counts = rep
+	}
+	fdata, err := blppTrain(c, counts, bin("relocs"), prog, dir, blppreport.ExportBoltFdata)
 	if err != nil {
 		return nil, err
 	}
@@ -126,14 +197,7 @@ func buildPGO(c *config, rep *pgoReport, prog *pgoProgram, dir string) ([]*pgoTi
 	if rep.BoltOwn, err = runBolt(c, bin("relocs"), bin("boltown"), bin("bolt.own.fdata")); err != nil {
 		return nil, err
 	}
-	return []*pgoTimes{
-		{Name: pgoPlain, bin: bin("plain")},
-		{Name: pgoLines, bin: bin("sample.lines")},
-		{Name: pgoProbes, bin: bin("sample.probes")},
-		{Name: pgoIR, bin: bin("irpgo")},
-		{Name: pgoBolt, bin: bin("bolt")},
-		{Name: pgoBoltOwn, bin: bin("boltown")},
-	}, nil
+	return append(builds, &pgoTimes{Name: pgoBolt, bin: bin("bolt"), Flags: relocs}, &pgoTimes{Name: pgoBoltOwn, bin: bin("boltown"), Flags: relocs}), nil
 }
 
 // exporter is one of report's profile exports.

@@ -190,6 +190,7 @@ func TestPGOTable(t *testing.T) {
 		Builds: []*pgoTimes{
 			{Name: pgoPlain, MedianCPUMS: 1000, SpeedupCPU: 1, SpeedupWall: 1},
 			{Name: pgoLines, MedianCPUMS: 950, SpeedupCPU: 1.05, SpeedupQ1: 1.04, SpeedupQ3: 1.062, SpeedupWall: 1.04, Share: gainShare(1.05, 1.1)},
+			{Name: pgoProbes, MedianCPUMS: 940, SpeedupCPU: 1.06, SpeedupWall: 1.05, Share: gainShare(1.06, 1.1)},
 			{Name: pgoIR, MedianCPUMS: 900, SpeedupCPU: 1.1, SpeedupWall: 1.08, Share: 1},
 			{Name: pgoBolt, MedianCPUMS: 980, SpeedupCPU: 1.02, SpeedupWall: 1.02, Share: gainShare(1.02, 1.1)},
 		}}
@@ -207,6 +208,20 @@ func TestPGOTable(t *testing.T) {
 	}
 	if row := `(?m)^blpp sample-PGO, lines +950 ms +1\.050× +1\.040\.\.1\.062 +1\.040× +50%$`; !regexp.MustCompile(row).MatchString(out.String()) {
 		t.Errorf("table lacks a row matching %s:\n%s", row, out.String())
+	}
+	// Profiles of builds --pgo-builds left out are not summed up, and
+	// --pgo-lto thin is said.
+	rep.Builds = append(rep.Builds[:1], rep.Builds[2:4]...)
+	rep.LTO = pgoLTOThin
+	out.Reset()
+	rep.writeTable(&config{stdout: &out})
+	for _, bad := range []string{"sample profile, lines", "llvm-bolt"} {
+		if strings.Contains(out.String(), bad) {
+			t.Errorf("table without that build has %q:\n%s", bad, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "sample profile, probes") || !strings.Contains(out.String(), "every build with ThinLTO") {
+		t.Errorf("table lacks the probes' summary or the LTO mode:\n%s", out.String())
 	}
 	if q1, q3 := speedupQuartiles([]float64{10, 10, 10, 10, 10}, []float64{10, 5, 8, 20, 4}); q1 != 1 || q3 != 2 {
 		t.Errorf("quartiles of 1, 2, 1.25, 0.5, 2.5: %v, %v; want 1, 2", q1, q3)
@@ -266,6 +281,77 @@ Instrumentation level: Front-end
 	} {
 		if got := plainName(name); got != want {
 			t.Errorf("plainName(%s) = %s, want %s", name, got, want)
+		}
+	}
+}
+
+// TestPGOPipelineThinLTO runs --pgo on tinyvm with every build linked by
+// ThinLTO and only the probe-based sample profile besides plain and
+// IR-PGO: the builds are those asked for, in order, and clang's link-time
+// sample loader (gold's LLVM plugin) reads blpp's profile of the LTO-built
+// training binary without a warning, its entry counts exact.
+func TestPGOPipelineThinLTO(t *testing.T) {
+	clang := fixture.RequireTool(t, "clang-16", "clang-16")
+	fixture.RequireTool(t, "llvm-profdata-16", "llvm-16")
+	fixture.RequireTool(t, "ld.gold", "binutils")
+	rtDir, err := exec.Command(clang, "--print-runtime-dir").Output()
+	if err == nil {
+		_, err = os.Stat(filepath.Join(strings.TrimSpace(string(rtDir)), "libclang_rt.profile-x86_64.a"))
+	}
+	if err != nil {
+		requireMissing(t, "clang-16's profile runtime is missing (install the Debian package libclang-rt-16-dev)")
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"--pgo", "--pgo-program", "tinyvm", "--pgo-lto", "thin", "--pgo-builds", "probes",
+		"--runs", "1", "--warmup", "0", "--pgo-scale", "1", "--json"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d\nstderr:\n%s", code, stderr.String())
+	}
+	var rep pgoReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout.String())
+	}
+	if rep.LTO != pgoLTOThin {
+		t.Errorf("report says LTO %q, want %q", rep.LTO, pgoLTOThin)
+	}
+	var names []string
+	for _, b := range rep.Builds {
+		names = append(names, b.Name)
+		if f := strings.Join(b.Flags, " "); !strings.Contains(f, "-flto=thin") || (b.Name == pgoProbes) != strings.Contains(f, "-fsample-profile-use-profi") {
+			t.Errorf("%s built with %q: want -flto=thin, and profile inference for the probes only", b.Name, f)
+		}
+	}
+	if want := []string{pgoPlain, pgoProbes, pgoIR}; strings.Join(names, "|") != strings.Join(want, "|") {
+		t.Errorf("builds %q, want %q", names, want)
+	}
+	sp := rep.Probes
+	if len(sp.Warnings) > 0 || !sp.ProbeBased || sp.Functions < 10 {
+		t.Errorf("probes with ThinLTO: %d functions, probe-based %v, clang warnings %q", sp.Functions, sp.ProbeBased, sp.Warnings)
+	}
+	if e := sp.Entries; e.Compared < 10 || e.Equal != e.Compared {
+		t.Errorf("probes with ThinLTO: entry counts equal clang's for %d of %d functions: %s", e.Equal, e.Compared, strings.Join(e.Differ, "; "))
+	}
+	if rep.Lines.Functions != 0 || rep.Bolt.Functions != 0 {
+		t.Errorf("builds not asked for were made: lines %+v, bolt %+v", rep.Lines, rep.Bolt)
+	}
+}
+
+// TestPGOFlags checks --pgo-builds and --pgo-lto.
+func TestPGOFlags(t *testing.T) {
+	got, err := parsePGOBuilds(" lines,bolt ")
+	if err != nil || len(got) != 2 || !got[pgoBuildLines] || !got[pgoBuildBolt] {
+		t.Errorf("parsePGOBuilds(lines,bolt) = %v, %v", got, err)
+	}
+	if got, err := parsePGOBuilds("all"); err != nil || len(got) != 3 {
+		t.Errorf("parsePGOBuilds(all) = %v, %v", got, err)
+	}
+	if _, err := parsePGOBuilds("lines,ir"); err == nil || !strings.Contains(err.Error(), `"ir"`) {
+		t.Errorf("parsePGOBuilds(lines,ir): %v, want an error naming ir", err)
+	}
+	for _, args := range [][]string{{"--pgo", "--pgo-lto", "full"}, {"--pgo", "--pgo-builds", "gcc"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), args[2]) {
+			t.Errorf("%v: exit status %d, stderr %q; want 2 naming %s", args, code, stderr.String(), args[2])
 		}
 	}
 }

@@ -126,6 +126,8 @@ static void setup(const char *profile)
 	p->fsgsbase = rt_own.fsgsbase;
 	p->env_known = rt_own.env_known;
 	p->image_sig = image_sig();
+	if (!make_zeros(p))
+		die("cannot map the runtime's state");
 	p->magic = PROC_MAGIC;
 	procp = p;
 

@@ -235,6 +235,11 @@ struct proc {
 	 * of every record that has made no call yet (blpp_cct.c kids_of,
 	 * decision 99). 0 until the first record needs them. */
 	u64 kids0;
+	/* The process's zero_record and zero_node (decision 104), on a
+	 * read-only page of their own that stays mapped: every module's
+	 * copy of the runtime must write and recognise the same ones. */
+	const struct blpp_record *zrec;
+	const struct blpp_node *znode;
 };
 
 /* Sampling (blpp_sample.c, decision 92): a thread's sampler starts with
@@ -443,20 +448,39 @@ static void *arena_take(struct arena *a, u64 size)
  * that compare it). The runtime reads those words through R() (and
  * writes them through rec_word), which turn it into 0 and back, so
  * nothing else ever sees it.
+ *
+ * zero_node ends every node list: an empty list's head word, and the
+ * last node's next, hold it instead of 0, so the inline entries compare
+ * the first node's func with theirs without testing the head for 0 (its
+ * func matches no function: they take the call cache, then the stub).
+ * The runtime reads list words through N(), which turns it into 0;
+ * kids_fill gives new lists their heads.
+ *
+ * Both are the process's (rt.zrec, rt.znode: setup makes them), not
+ * this copy's: a word one module's runtime wrote is read by another's,
+ * and a copy's own data goes away with a dlclose.
  */
-static const struct blpp_record zero_record = {.func = ~0ull};
+#define zero_record (*rt.zrec)
+#define zero_node (*rt.znode)
+
+/* make_zeros maps the page of zero_record and zero_node (0 on failure). */
+static int make_zeros(struct proc *p)
+{
+	struct zeros {
+		struct blpp_record r;
+		struct blpp_node n;
+	} *z = map_anon(page_up(sizeof(struct zeros)), 0);
+	if (!z)
+		return 0;
+	z->r.func = ~0ull;
+	z->n.func = ~0ull;
+	sc3(SYS_mprotect, (long)z, (long)page_up(sizeof(struct zeros)), 1 /* PROT_READ */);
+	p->zrec = &z->r;
+	p->znode = &z->n;
+	return 1;
+}
 
 static u64 rec_word(const struct blpp_record *r) { return (u64)(r ? r : &zero_record); }
-
-/*
- * zero_node ends every node list (decision 104): an empty list's head
- * word, and the last node's next, hold it instead of 0, so the inline
- * entries compare the first node's func with theirs without testing the
- * head for 0 (its func matches no function: they take the call cache,
- * then the stub). The runtime reads list words through N(), which turns
- * it into 0; kids_fill gives new lists their heads.
- */
-static const struct blpp_node zero_node = {.func = ~0ull};
 
 /*
  * SLOT_LIVE is the sign bit of a calls word in the slot counters: root

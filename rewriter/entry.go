@@ -403,6 +403,11 @@ func (fg *funcGen) callCacheLookup(p, q enc.Reg, found, slow enc.Label, sp int32
 		b.CmpGSIdxImm32(p, runtime.CallCacheOffset+8, fg.gid)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 		b.MovRegFromGSIdx(p, p, runtime.CallCacheOffset+16)
+		// A signal handler's stub may have filled this entry for
+		// another pair between the checks and the load: the node
+		// must be this function's.
+		b.CmpMemImm32D8(p, runtime.NodeFuncOff, fg.gid)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 		b.JmpRel32(enc.LabelTarget(found))
 	})
 	return miss

@@ -56,12 +56,32 @@ static void ob_free(struct obuf *b)
 	b->len = b->cap = 0;
 }
 
+/* ob_put appends n bytes; a short piece (most are: varints, path
+ * entries) by word and byte moves, not rep movsb, whose start-up costs
+ * more than the few bytes it moves. */
 static void ob_put(struct obuf *b, const void *s, u64 n)
 {
-	if (n && ob_reserve(b, n)) {
-		mem_copy(b->p + b->len, s, n);
-		b->len += n;
+	if (!n || (b->len + n > b->cap && !ob_reserve(b, n)))
+		return;
+	u8 *d = b->p + b->len;
+	const u8 *c = s;
+	b->len += n;
+	if (n > 32) {
+		mem_copy(d, s, n);
+		return;
 	}
+	for (; n >= 8; n -= 8, d += 8, c += 8)
+		__builtin_memcpy(d, c, 8);
+	if (n & 4) {
+		__builtin_memcpy(d, c, 4);
+		d += 4, c += 4;
+	}
+	if (n & 2) {
+		__builtin_memcpy(d, c, 2);
+		d += 2, c += 2;
+	}
+	if (n & 1)
+		*d = *c;
 }
 
 static void ob_u8(struct obuf *b, u8 v) { ob_put(b, &v, 1); }
@@ -74,16 +94,19 @@ static void ob_le(struct obuf *b, u64 v, int n)
 	ob_put(b, x, (u64)n);
 }
 
-static void ob_uv(struct obuf *b, u64 v)
+/* ob_uv appends v as a varint, written in place. */
+static inline void ob_uv(struct obuf *b, u64 v)
 {
-	u8 x[10];
-	int n = 0;
+	u8 *p;
+	if (b->len + 10 > b->cap && !ob_reserve(b, 10))
+		return;
+	p = b->p + b->len;
 	while (v >= 0x80) {
-		x[n++] = (u8)(v | 0x80);
+		*p++ = (u8)(v | 0x80);
 		v >>= 7;
 	}
-	x[n++] = (u8)v;
-	ob_put(b, x, (u64)n);
+	*p++ = (u8)v;
+	b->len = (u64)(p - b->p);
 }
 
 static void ob_sv(struct obuf *b, s64 v) { ob_uv(b, ((u64)v << 1) ^ (u64)(v >> 63)); }
@@ -123,7 +146,6 @@ struct hent {
 	u64 *v;
 };
 
-static int hent_less(const struct hent *a, const struct hent *b) { return a->key < b->key; }
 
 #define DEFINE_HEAPSORT(name, T, less)                                         \
 	static void name(T *a, u64 n)                                          \
@@ -157,8 +179,6 @@ static int hent_less(const struct hent *a, const struct hent *b) { return a->key
 	}
 DEFINE_SIFT(sort_pents, struct pent, pent_less)
 DEFINE_HEAPSORT(sort_pents, struct pent, pent_less)
-DEFINE_SIFT(sort_hents, struct hent, hent_less)
-DEFINE_HEAPSORT(sort_hents, struct hent, hent_less)
 
 /* put_path encodes one path entry: id, count, metric sums (unavailable
  * metrics are written as 0, as the format wants). */
@@ -166,6 +186,8 @@ static void put_path(struct obuf *out, u64 id, const u64 *v)
 {
 	ob_uv(out, id);
 	ob_uv(out, v[0]);
+	if (!rt.nmetrics)
+		return;
 	for (u64 m = 0; m < rt.nmetrics; m++)
 		ob_uv(out, rt.mkind[m] == BLPP_METRIC_UNAVAILABLE ? 0 : v[1 + m]);
 }
@@ -255,55 +277,117 @@ static int lat_of(struct lat *a, const u64 *v)
  * image keeps latencies, and of a metric that is measured. */
 static int writes_latency(void) { return rt.latency && rt.mkind[0] != BLPP_METRIC_UNAVAILABLE; }
 
+/* sort_few sorts a few hents by key, by insertion (a cold record's
+ * table holds two). */
+static void sort_few(struct hent *a, u64 n)
+{
+	for (u64 i = 1; i < n; i++) {
+		struct hent x = a[i];
+		u64 j = i;
+		for (; j > 0 && a[j - 1].key > x.key; j--)
+			a[j] = a[j - 1];
+		a[j] = x;
+	}
+}
+
+/* sort_hents sorts n hents by key and returns where they are, a or tmp
+ * (room for n): a bottom-up merge sort of runs sorted by insertion
+ * [Knuth, TAOCP 3, 5.2.4], some half the comparisons and moves of a
+ * heapsort, and no worse on any input. */
+static struct hent *sort_hents(struct hent *a, struct hent *tmp, u64 n)
+{
+	enum { RUN = 16 };
+	for (u64 i = 0; i < n; i += RUN)
+		sort_few(a + i, n - i < RUN ? n - i : RUN);
+	for (u64 w = RUN; w < n; w *= 2) {
+		struct hent *x;
+		for (u64 lo = 0; lo < n; lo += 2 * w) {
+			u64 mid = n - lo < w ? n : lo + w, hi = n - lo < 2 * w ? n : lo + 2 * w, i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				tmp[k++] = a[j].key < a[i].key ? a[j++] : a[i++];
+			while (i < mid)
+				tmp[k++] = a[i++];
+			while (j < hi)
+				tmp[k++] = a[j++];
+		}
+		x = a;
+		a = tmp;
+		tmp = x;
+	}
+	return a;
+}
+
 /* hash_paths encodes the paths of a hashed record into out, summing a
  * path found in several tables and in the dense array of its hot twin tw
  * (0: none, decision 99), and their latency entries into lat (rec: the
  * record's index in the thread; *nlat counts them); returns the number
- * of paths. */
+ * of paths. The tables' entries are gathered and sorted by key; the
+ * twin's array, in key order already, is merged with them as it is
+ * scanned. */
 static u64 hash_paths(struct htab *h, struct blpp_record *tw, struct obuf *out, struct obuf *scratch, u64 rec, struct obuf *lat,
 		      u64 *nlat)
 {
 	struct hent *e;
-	u64 n = 0, np = 0, hw = hent_words();
+	u64 n = 0, np = 0, hw = hent_words(), stride = rt.stride, nv = 1 + rt.nmetrics;
+	u64 dn = tw ? tw->dense_n : 0, di = 0, *dv = tw ? (u64 *)tw->counts + 1 : 0;
+	int keep_lat = rt.latency, wl = writes_latency();
 	scratch->len = 0;
-	for (u64 id = 0; tw && id < tw->dense_n; id++) {
-		u64 *v = (u64 *)tw->counts + 1 + id * rt.stride;
-		if (LOADR(&v[0])) {
-			struct hent x = {id + 1, v};
-			ob_put(scratch, &x, sizeof(x));
-		}
-	}
 	for (; h; h = (struct htab *)LOAD(&h->next)) {
-		for (u64 i = 0; i < h->cap; i++) {
+		u64 cap = h->cap;
+		if (!ob_reserve(scratch, cap * sizeof(struct hent)))
+			return 0;
+		e = (struct hent *)(scratch->p + scratch->len);
+		for (u64 i = 0; i < cap; i++) {
 			u64 *src = &h->e[i * hw], key = LOAD(&src[0]);
 			if (!key)
 				continue; /* most entries: tables stay at most half full */
-			struct hent x = {key, src + 1};
-			ob_put(scratch, &x, sizeof(x));
+			e->key = key;
+			e->v = src + 1;
+			e++;
 		}
+		scratch->len = (u64)((u8 *)e - scratch->p);
 	}
-	if (scratch->err)
-		return 0;
-	e = (struct hent *)scratch->p;
 	n = scratch->len / sizeof(*e);
-	sort_hents(e, n);
-	for (u64 i = 0; i < n;) {
-		u64 key = e[i].key, sum[1 + BLPP_MAX_METRICS] = {0};
+	if (!ob_reserve(scratch, scratch->len)) /* sort_hents' room */
+		return 0;
+	e = sort_hents((struct hent *)scratch->p, (struct hent *)(scratch->p + scratch->len), n);
+	for (u64 i = 0;;) {
+		u64 key, sum[1 + BLPP_MAX_METRICS] = {0}, le;
 		struct lat a;
-		if (rt.latency) /* 544 bytes: most images keep no latencies */
+		/* Most of a twin's paths never ran: skipped four at a time
+		 * when its counts are all there is (stride 1). */
+		for (; stride == 1 && di + 4 <= dn; di += 4)
+			if (LOADR(&dv[di]) | LOADR(&dv[di + 1]) | LOADR(&dv[di + 2]) | LOADR(&dv[di + 3]))
+				break;
+		while (di < dn && !LOADR(&dv[di * stride]))
+			di++;
+		if (di < dn && (i >= n || di + 1 <= e[i].key))
+			key = di + 1;
+		else if (i < n)
+			key = e[i].key;
+		else
+			break;
+		if (keep_lat) /* 544 bytes: most images keep no latencies */
 			mem_zero(&a, sizeof(a));
+		if (di < dn && di + 1 == key) {
+			const u64 *v = &dv[di * stride];
+			for (u64 j = 0; j < nv; j++)
+				sum[j] += LOADR(&v[j]);
+			if (keep_lat && (le = LOADR(&v[nv])))
+				lat_merge(&a, (const u64 *)le);
+			di++;
+		}
 		for (; i < n && e[i].key == key; i++) {
-			for (u64 j = 0; j < 1 + rt.nmetrics; j++)
+			for (u64 j = 0; j < nv; j++)
 				sum[j] += LOADR(&e[i].v[j]);
-			u64 le = rt.latency ? LOADR(&e[i].v[1 + rt.nmetrics]) : 0;
-			if (le)
+			if (keep_lat && (le = LOADR(&e[i].v[nv])))
 				lat_merge(&a, (const u64 *)le);
 		}
 		if (!sum[0])
 			continue;
 		put_path(out, key - 1, sum);
 		np++;
-		if (writes_latency())
+		if (wl)
 			*nlat += (u64)put_latency(lat, rec, key - 1, &a);
 	}
 	return np;

@@ -291,7 +291,7 @@ static const struct blpp_func *func_of(u64 fid)
 /* ifunc is the table entry of fid when it is an instrumented function
  * of a registered module, else 0: instr and func_of in one look-up, which
  * the stubs make once and pass on. */
-static const struct blpp_func *ifunc(u64 fid)
+static inline __attribute__((always_inline)) const struct blpp_func *ifunc(u64 fid)
 {
 	struct mod *m = mod_of(fid);
 	return m && local_id(fid) < m->nfuncs ? &m->funcs[local_id(fid)] : 0;

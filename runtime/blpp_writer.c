@@ -277,6 +277,19 @@ static int lat_of(struct lat *a, const u64 *v)
  * image keeps latencies, and of a metric that is measured. */
 static int writes_latency(void) { return rt.latency && rt.mkind[0] != BLPP_METRIC_UNAVAILABLE; }
 
+/* next_ran is the first path id from id on, below n, whose count in the
+ * dense array c (stride words a path) is not 0; n if none. Most are 0:
+ * with counts alone (stride 1) they are skipped four at a time. */
+static u64 next_ran(const u64 *c, u64 id, u64 n, u64 stride)
+{
+	for (; stride == 1 && id + 4 <= n; id += 4)
+		if (LOADR(&c[id]) | LOADR(&c[id + 1]) | LOADR(&c[id + 2]) | LOADR(&c[id + 3]))
+			break;
+	while (id < n && !LOADR(&c[id * stride]))
+		id++;
+	return id;
+}
+
 /* sort_few sorts a few hents by key, by insertion (a cold record's
  * table holds two). */
 static void sort_few(struct hent *a, u64 n)
@@ -354,13 +367,7 @@ static u64 hash_paths(struct htab *h, struct blpp_record *tw, struct obuf *out, 
 	for (u64 i = 0;;) {
 		u64 key, sum[1 + BLPP_MAX_METRICS] = {0}, le;
 		struct lat a;
-		/* Most of a twin's paths never ran: skipped four at a time
-		 * when its counts are all there is (stride 1). */
-		for (; stride == 1 && di + 4 <= dn; di += 4)
-			if (LOADR(&dv[di]) | LOADR(&dv[di + 1]) | LOADR(&dv[di + 2]) | LOADR(&dv[di + 3]))
-				break;
-		while (di < dn && !LOADR(&dv[di * stride]))
-			di++;
+		di = next_ran(dv, di, dn, stride);
 		if (di < dn && (i >= n || di + 1 <= e[i].key))
 			key = di + 1;
 		else if (i < n)
@@ -376,6 +383,10 @@ static u64 hash_paths(struct htab *h, struct blpp_record *tw, struct obuf *out, 
 			if (keep_lat && (le = LOADR(&v[nv])))
 				lat_merge(&a, (const u64 *)le);
 			di++;
+		}
+		if (nv == 1 && !keep_lat) { /* counts alone: most images */
+			for (; i < n && e[i].key == key; i++)
+				sum[0] += LOADR(&e[i].v[0]);
 		}
 		for (; i < n && e[i].key == key; i++) {
 			for (u64 j = 0; j < nv; j++)
@@ -407,21 +418,19 @@ static u64 local_site(struct blpp_record *p, u64 site)
  * their paths into lat (*nlat counts them). */
 static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *paths, struct obuf *scratch, struct obuf *lat, u64 *nlat)
 {
-	u64 nrec = 0, limit = LOAD(&t->nrecords);
+	u64 nrec = 0, limit = LOAD(&t->nrecords), stride = rt.stride;
 	int wl = writes_latency();
 	for (struct blpp_record *r = R(LOAD(&t->records)); r && nrec < limit; r = R(LOAD(&r->next))) {
-		u64 *c = (u64 *)r->counts, np = 0;
-		struct blpp_record *p = R(r->parent), *tw = r->dense_n ? 0 : R(LOAD(&r->twin));
+		u64 *c = (u64 *)r->counts, np = 0, dn = r->dense_n;
+		struct blpp_record *p = R(r->parent), *tw = dn ? 0 : R(LOAD(&r->twin));
 		paths->len = 0;
-		for (u64 id = 0; id < r->dense_n; id++) {
-			u64 *v = c + 1 + id * rt.stride;
-			if (LOADR(&v[0])) {
-				put_path(paths, id, v);
-				np++;
-				struct lat a;
-				if (wl && lat_of(&a, v))
-					*nlat += (u64)put_latency(lat, nrec, id, &a);
-			}
+		for (u64 id = next_ran(c + 1, 0, dn, stride); id < dn; id = next_ran(c + 1, id + 1, dn, stride)) {
+			u64 *v = c + 1 + id * stride;
+			put_path(paths, id, v);
+			np++;
+			struct lat a;
+			if (wl && lat_of(&a, v))
+				*nlat += (u64)put_latency(lat, nrec, id, &a);
 		}
 		if (r->hash || tw)
 			np += hash_paths((struct htab *)r->hash, tw, paths, scratch, nrec, lat, nlat);

@@ -118,13 +118,27 @@ static void ob_str(struct obuf *b, const char *s)
 	ob_put(b, s, n);
 }
 
+/* ob_section_of appends a section: its tag, its payload's length and the
+ * payload, made of the pieces p[0..n) in order, each copied once;
+ * ob_section, of one piece. */
+static void ob_section_of(struct obuf *out, u8 tag, const struct obuf *const *p, int n)
+{
+	u64 len = 0;
+	for (int i = 0; i < n; i++) {
+		len += p[i]->len;
+		if (p[i]->err)
+			out->err = 1;
+	}
+	ob_u8(out, tag);
+	ob_uv(out, len);
+	for (int i = 0; i < n; i++)
+		ob_put(out, p[i]->p, p[i]->len);
+}
+
 static void ob_section(struct obuf *out, u8 tag, struct obuf *payload)
 {
-	ob_u8(out, tag);
-	ob_uv(out, payload->len);
-	ob_put(out, payload->p, payload->len);
-	if (payload->err)
-		out->err = 1;
+	const struct obuf *p[] = {payload};
+	ob_section_of(out, tag, p, 1);
 }
 
 /* Heapsorts (no libc qsort): path entries by id, partials by (rec, func, block, reg). */
@@ -421,20 +435,8 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 	u64 nrec = 0, limit = LOAD(&t->nrecords), stride = rt.stride;
 	int wl = writes_latency();
 	for (struct blpp_record *r = R(LOAD(&t->records)); r && nrec < limit; r = R(LOAD(&r->next))) {
-		u64 *c = (u64 *)r->counts, np = 0, dn = r->dense_n;
+		u64 *c = (u64 *)r->counts, np = 0, dn = r->dense_n, at;
 		struct blpp_record *p = R(r->parent), *tw = dn ? 0 : R(LOAD(&r->twin));
-		paths->len = 0;
-		for (u64 id = next_ran(c + 1, 0, dn, stride); id < dn; id = next_ran(c + 1, id + 1, dn, stride)) {
-			u64 *v = c + 1 + id * stride;
-			put_path(paths, id, v);
-			np++;
-			struct lat a;
-			if (wl && lat_of(&a, v))
-				*nlat += (u64)put_latency(lat, nrec, id, &a);
-		}
-		if (r->hash || tw)
-			np += hash_paths((struct htab *)r->hash, tw, paths, scratch, nrec, lat, nlat);
-		nrec++;
 		ob_uv(recs, r->func);
 		if (r->via) { /* called back from an uninstrumented function (decision 70) */
 			ob_uv(recs, R(r->via)->index + 1);
@@ -444,10 +446,34 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 			ob_uv(recs, local_site(p, r->site));
 		}
 		ob_uv(recs, (LOADR(&c[0]) & ~SLOT_LIVE) + (tw ? LOADR((u64 *)tw->counts) : 0)); /* calls */
-		ob_uv(recs, np);
-		ob_put(recs, paths->p, paths->len);
-		if (paths->err)
-			recs->err = 1;
+		/* The paths go straight after a byte kept for their number,
+		 * which takes one byte below 128 paths: most records. */
+		at = recs->len;
+		ob_u8(recs, 0);
+		for (u64 id = next_ran(c + 1, 0, dn, stride); id < dn; id = next_ran(c + 1, id + 1, dn, stride)) {
+			u64 *v = c + 1 + id * stride;
+			put_path(recs, id, v);
+			np++;
+			struct lat a;
+			if (wl && lat_of(&a, v))
+				*nlat += (u64)put_latency(lat, nrec, id, &a);
+		}
+		if (r->hash || tw)
+			np += hash_paths((struct htab *)r->hash, tw, recs, scratch, nrec, lat, nlat);
+		nrec++;
+		if (recs->err)
+			continue;
+		if (np < 0x80) {
+			recs->p[at] = (u8)np;
+		} else { /* a longer number: the paths move up behind it */
+			paths->len = 0;
+			ob_put(paths, recs->p + at + 1, recs->len - at - 1);
+			recs->len = at;
+			ob_uv(recs, np);
+			ob_put(recs, paths->p, paths->len);
+			if (paths->err)
+				recs->err = 1;
+		}
 	}
 	return nrec;
 }
@@ -886,23 +912,29 @@ static void write_profile(u32 why, int wait)
 		nf = write_folded(t, n, &folded);
 		pref.len = 0;
 		npref = write_prefixes(t, n, &pref, &scratch);
-		sec.len = 0;
-		ob_uv(&sec, t->tid);
-		ob_uv(&sec, n);
-		ob_put(&sec, recs.p, recs.len);
-		ob_uv(&sec, npart);
-		ob_put(&sec, parts.p, parts.len);
-		if (nf || npref) { /* an empty folded list only before prefixes */
-			ob_uv(&sec, nf);
-			ob_put(&sec, folded.p, folded.len);
+		{
+			/* The section from its pieces, not gathered first
+			 * (a thread's records may run to megabytes); the
+			 * counts before them in buffers on the stack, which
+			 * never grow (ob_uv takes 10 bytes at most). */
+			u8 hb[32], pb[16], fb[16], rb[16];
+			struct obuf hd = {hb, 0, sizeof(hb), 0}, pn = {pb, 0, sizeof(pb), 0}, fn = {fb, 0, sizeof(fb), 0},
+				    rn = {rb, 0, sizeof(rb), 0};
+			const struct obuf *pieces[] = {&hd, &recs, &pn, &parts, &fn, &folded, &rn, &pref};
+			int np = 4;
+			ob_uv(&hd, t->tid);
+			ob_uv(&hd, n);
+			ob_uv(&pn, npart);
+			if (nf || npref) { /* an empty folded list only before prefixes */
+				ob_uv(&fn, nf);
+				np = 6;
+			}
+			if (npref) {
+				ob_uv(&rn, npref);
+				np = 8;
+			}
+			ob_section_of(&out, BLPP_TAG_THREAD, pieces, np);
 		}
-		if (npref) {
-			ob_uv(&sec, npref);
-			ob_put(&sec, pref.p, pref.len);
-		}
-		if (recs.err || parts.err || folded.err || pref.err)
-			sec.err = 1;
-		ob_section(&out, BLPP_TAG_THREAD, &sec);
 		recs.len = parts.len = 0;
 		/* The thread's latency entries, when it has any (decision 93):
 		 * the thread's index among the THREAD sections, the metric

@@ -41,9 +41,8 @@ static int over_limit(void) { return LOADR(&rt.arena_bytes) >= rt.arena_limit; }
 /* slot_of says whether fid's counters live in t's slot counters: a
  * flow-only, frequency-only image with a slot for a dense fid, and t a
  * real block (the scratch block of early_gs has no slots). */
-static int slot_of(struct blpp_thread *t, u64 fid)
+static int slot_of(struct blpp_thread *t, const struct blpp_func *f)
 {
-	const struct blpp_func *f = func_of(fid);
 	return f && rt.slots_size && t->sp_base > (u64)t + BLOCK_HDR && f->slot && !f->hashed &&
 	       f->slot >= BLOCK_HDR && f->slot + 8 * (1 + f->num_paths) <= BLOCK_HDR + rt.slots_size;
 }
@@ -108,19 +107,35 @@ static struct blpp_record *flat_rec(struct blpp_thread *t, u64 fid)
 
 /* closed says whether fid is a closed function (decision 57, blpp_partial.c);
  * calls_out, whether it is one that makes outside calls (decision 64). */
-static int closed(u64 fid) { return instr(fid) && func_of(fid)->closed; }
-static int calls_out(u64 fid) { return instr(fid) && func_of(fid)->closed == 2; }
+static int closed(u64 fid)
+{
+	const struct blpp_func *f = ifunc(fid);
+	return f && f->closed;
+}
+static int calls_out(u64 fid)
+{
+	const struct blpp_func *f = ifunc(fid);
+	return f && f->closed == 2;
+}
 
-/* running is the record of t's running activation: the newest frame's
- * function's when that is closed (its activations leave cur and record
- * alone), unless activations without frames run above it. */
-static struct blpp_record *running(struct blpp_thread *t)
+/* running_for is the record of t's running activation: the newest
+ * frame's function's when that is closed (its activations leave cur and
+ * record alone), unless activations without frames run above it. The
+ * caller, a stub of function fid whose entry is fn (ifunc), most often
+ * fid's own newest frame, passes fn to spare a look-up; running knows
+ * no function. */
+static struct blpp_record *running_for(struct blpp_thread *t, u64 fid, const struct blpp_func *fn)
 {
 	u64 d = depth(t);
-	if (d && !t->overflow && closed(frames(t)[d - 1].func))
-		return flat_rec(t, frames(t)[d - 1].func);
+	if (d && !t->overflow) {
+		u64 top = frames(t)[d - 1].func;
+		if (top == fid ? fn && fn->closed : closed(top))
+			return flat_rec(t, top);
+	}
 	return lean(t->cur) ? flat_rec(t, t->cur - 1) : canon(R(t->record));
 }
+
+static struct blpp_record *running(struct blpp_thread *t) { return running_for(t, ~0ul, 0); }
 
 /* The call cache [decision 49]: entry {list, fid, node} says that the
  * node list whose head word is at list holds fid's node. Inline entries
@@ -243,6 +258,10 @@ static u64 kids0(void)
 	return z;
 }
 
+/* anc_bit is function fid's bit in Record.anc: a Bloom filter of one
+ * hash over the functions of a record's chain (decision 107). */
+static u64 anc_bit(u64 fid) { return 1ul << (fib32(fid ^ (fid >> 32)) >> 26); }
+
 /*
  * rec_new makes a record of function fid under parent at call site id
  * site, entered through via (0: none), whole but not yet in t's list
@@ -254,16 +273,18 @@ static u64 kids0(void)
 static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_record *parent, u64 site, u64 via)
 {
 	struct wiped *w = rt.w;
-	const struct blpp_func *f = instr(fid) ? func_of(fid) : &dark_func;
-	if (dark_fid(fid) && !func_of(fid)->num_paths && !func_of(fid)->nsites)
-		f = func_of(fid); /* its slot, if any */
+	const struct blpp_func *f = ifunc(fid), *df;
+	if (!f && dark_fid(fid) && !(df = func_of(fid))->num_paths && !df->nsites)
+		f = df; /* its slot, if any */
+	else if (!f)
+		f = &dark_func;
 	int cold = !rt.flow_only && f != &dark_func && (f->hashed || f->num_paths > COLD_PATHS);
 	u64 dense = f->hashed || cold ? 0 : f->num_paths, z = 0;
 	struct blpp_record *r;
 	u64 *counts;
 	if (!w || over_limit() || dense > (1ul << 40))
 		goto drop;
-	int slot = f != &dark_func && slot_of(t, fid);
+	int slot = f != &dark_func && slot_of(t, f);
 	u64 size = BLPP_RECORD_INLINE_COUNTS + (slot ? 0 : 8 * (1 + dense * rt.stride));
 	if (cold)
 		r = small_alloc(size + htab_bytes(COLD_CAP));
@@ -298,6 +319,7 @@ static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_r
 	r->func = fid;
 	r->counts = (u64)counts;
 	r->parent = (u64)parent;
+	r->anc = (parent ? parent->anc : 0) | anc_bit(fid);
 	r->site = site;
 	r->via = via;
 	r->dense_n = dense;
@@ -454,7 +476,9 @@ static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *
 	struct blpp_node *n, *m, *prev;
 	struct blpp_record *a, *r = 0;
 	p = canon(p);
-	for (a = p; a && a->func != fid; a = R(a->parent))
+	/* Most calls reach a function no ancestor runs: Anc says so
+	 * without a walk up the chain. */
+	for (a = p->anc & anc_bit(fid) ? p : 0; a && a->func != fid; a = R(a->parent))
 		;
 	/* An ancestor (or p itself): the call folds onto it, and the node
 	 * is listed for the writer, whole; any other has only the fields
@@ -553,6 +577,7 @@ static void promote(struct blpp_thread *t, struct blpp_record *r)
 	tw->func = r->func;
 	tw->counts = (u64)((u8 *)tw + BLPP_RECORD_INLINE_COUNTS);
 	tw->parent = r->parent;
+	tw->anc = r->anc;
 	tw->site = r->site;
 	tw->first_site = r->first_site;
 	tw->nsites = r->nsites;
@@ -659,24 +684,23 @@ static u64 *lat_entry(struct blpp_thread *t, u64 *slot)
 }
 
 /*
- * count adds one run of path `path` of record r (function fid) with the
+ * count_f adds one run of path `path` of record r (function fid, whose
+ * entry is f: ifunc(fid), 0 when it is not instrumented) with the
  * metric deltas d [Ball-Larus 96 §3.3; DESIGN 8]. An activation without
  * its record (the shadow stack overflowed, the arena was full) counts in
  * the function's root record of the thread: its context is lost
  * (STATS no_record), its flow is not.
  */
-static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 path, const u64 *d)
+static void count_f(struct blpp_thread *t, struct blpp_record *r, u64 fid, const struct blpp_func *f, u64 path, const u64 *d)
 {
 	struct wiped *w = rt.w;
-	const struct blpp_func *f;
 	u64 *v;
 	if (!w)
 		return;
-	if (!instr(fid)) {
+	if (!f) {
 		ADD(&w->stats[ST_BAD_FUNCS], 1);
 		return;
 	}
-	f = func_of(fid);
 	if (!r || r->func != fid || (!r->dense_n && !r->hash)) {
 		ADD(&w->stats[ST_NO_RECORD], 1);
 		if (!(r = root(t, fid)))
@@ -707,4 +731,10 @@ static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 pat
 		else
 			ADD(&t->lat_dropped, 1);
 	}
+}
+
+/* count is count_f of fid, its entry looked up (count_f: f is ifunc(fid)). */
+static void count(struct blpp_thread *t, struct blpp_record *r, u64 fid, u64 path, const u64 *d)
+{
+	count_f(t, r, fid, ifunc(fid), path, d);
 }

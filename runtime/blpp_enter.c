@@ -71,17 +71,18 @@ static inline __attribute__((always_inline)) u64 path_stub_begin(struct blpp_thr
 }
 
 /* saved_reg is where the stubs' register save area (see blpp_stubs.S)
- * keeps function fid's path register (Func.path_reg), or 0 when fid has
- * none or it is not one of the registers there. */
-static u64 *saved_reg(u64 *regs, u64 fid)
+ * keeps the path register (Func.path_reg) of the function whose entry is
+ * fn (ifunc), or 0 when it has none, is not instrumented or its register
+ * is not one of those there. */
+static u64 *saved_reg(u64 *regs, const struct blpp_func *fn)
 {
 	/* save-area word of each register number: r11 1, r10 2, r9 3, r8 4,
 	 * rdi 5, rsi 6 (the only ones the rewriter picks) */
 	static const unsigned char word[16] = {[6] = 6, [7] = 5, [8] = 4, [9] = 3, [10] = 2, [11] = 1};
 	u64 pr;
-	if (!regs || rt.nmetrics || !instr(fid))
+	if (!regs || rt.nmetrics || !fn)
 		return 0;
-	pr = func_of(fid)->path_reg;
+	pr = fn->path_reg;
 	if (pr == 0 || pr > 16 || !word[pr - 1])
 		return 0;
 	return &regs[word[pr - 1]];
@@ -93,9 +94,13 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 	struct blpp_thread *t = stub_thread();
 	struct blpp_frame *f;
 	struct blpp_record *r = 0;
-	u64 nested, now[BLPP_MAX_METRICS];
+	u64 nested, now[BLPP_MAX_METRICS], *pr;
+	const struct blpp_func *fn;
+	int cl;
 	if (!t)
 		return;
+	fn = ifunc(fid);
+	cl = fn && fn->closed;
 	nested = busy_up(t);
 	BARRIER();
 	if (rt.nmetrics)
@@ -104,7 +109,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		ADD(&rt.w->stats[ST_STUB_ENTRIES], 1);
 	if (rt.w && !nested)
 		unwind(t, rsp, 1);
-	if (rt.w && instr(fid))
+	if (rt.w && fn)
 		r = enter_record(t, fid, rsp);
 	else if (rt.w)
 		ADD(&rt.w->stats[ST_BAD_FUNCS], 1);
@@ -121,14 +126,14 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		f->func = fid;
 		f->record = t->record;
 		/* a closed function's frame keeps its return address there */
-		f->site = closed(fid) ? *(const u64 *)rsp : t->call_site;
-		if (calls_out(fid))
+		f->site = cl ? *(const u64 *)rsp : t->call_site;
+		if (fn && fn->closed == 2)
 			f->saved_acc[2] = 0; /* in no outside call (decision 64) */
-		set_own_rec(f, fid, r); /* where the inline exit counts (decision 100) */
+		set_own_rec(f, fn, r); /* where the inline exit counts (decision 100) */
 		if (rt.slots_size)
 			f->saved_acc[0] = t->cur; /* the inline exit restores it from here */
-		if (saved_reg(regs, fid))
-			f->saved_acc[1] = *saved_reg(regs, fid); /* and the path register's value */
+		if ((pr = saved_reg(regs, fn)))
+			f->saved_acc[1] = *pr; /* and the path register's value */
 		for (u64 m = 0; m < rt.nmetrics; m++)
 			f->saved_acc[m] = t->macc[m] + (now[m] - t->mstart[m]);
 	} else {
@@ -140,7 +145,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		t->macc[m] = 0;
 		t->mstart[m] = now[m];
 	}
-	if (!closed(fid)) { /* a closed activation leaves them alone [decision 57] */
+	if (!cl) { /* a closed activation leaves them alone [decision 57] */
 		t->r = 0;
 		t->call_site = 0;
 		t->cur = cur_of(t, r);
@@ -153,29 +158,31 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 	busy_down(t);
 }
 
-/* pop ends the activation of fid on top of t's shadow stack; regs (the
- * stub's register save area, or 0) gets fid's path register back. */
-static void pop(struct blpp_thread *t, u64 fid, u64 *regs)
+/* pop ends the activation of fid (entry fn: ifunc) on top of t's shadow
+ * stack; regs (the stub's register save area, or 0) gets fid's path
+ * register back. */
+static void pop(struct blpp_thread *t, u64 fid, const struct blpp_func *fn, u64 *regs)
 {
+	u64 *pr = saved_reg(regs, fn);
+	int cl = fn && fn->closed;
 	if (t->overflow) {
 		t->overflow--;
 		/* The caller's register and record were not saved. Its r
 		 * restarts, in Thread.r and in the path register, where a
 		 * caller that kept it there (a closed or a direct caller,
 		 * decisions 57 and 100) finds it. */
-		if (!closed(fid))
+		if (!cl)
 			t->r = 0;
-		if (saved_reg(regs, fid))
-			*saved_reg(regs, fid) = 0;
+		if (pr)
+			*pr = 0;
 	} else if (t->sp > t->sp_base && ((struct blpp_frame *)t->sp - 1)->func == fid) {
 		struct blpp_frame *f = (struct blpp_frame *)t->sp - 1;
-		u64 *pr = saved_reg(regs, fid);
 		if (pr)
 			*pr = f->saved_acc[1];
-		if (!closed(fid)) {
+		if (!cl) {
 			t->r = f->saved_r;
 			t->call_site = f->site;
-			restore_caller(t, f);
+			restore_open(t, f);
 		}
 		for (u64 m = 0; m < rt.nmetrics; m++)
 			t->macc[m] = f->saved_acc[m];
@@ -195,24 +202,26 @@ void blpp_rt_exit(u64 fid, u64 rsp, u64 tail_site, u64 *regs)
 	struct blpp_thread *t = stub_thread();
 	u64 nested, now[BLPP_MAX_METRICS], d[BLPP_MAX_METRICS];
 	struct blpp_record *r;
+	const struct blpp_func *fn;
 	if (!t)
 		return;
+	fn = ifunc(fid);
 	nested = path_stub_begin(t, now, d);
 	if (rt.w)
 		ADD(&rt.w->stats[ST_STUB_EXITS], 1);
 	if (rt.w && !nested && t->overflow == 0)
 		unwind(t, rsp, 0);
-	if (closed(fid)) {
+	if (fn && fn->closed) {
 		/* its register is in regs: the exit does not spill it, since
 		 * Thread.r is not its own [decision 57] */
-		u64 *pr = saved_reg(regs, fid);
+		u64 *pr = saved_reg(regs, fn);
 		r = flat_rec(t, fid);
-		count(t, r, fid, pr ? *pr : ~(u64)0, d);
+		count_f(t, r, fid, fn, pr ? *pr : ~(u64)0, d);
 	} else {
-		r = running(t);
-		count(t, r, fid, (u64)t->r, d);
+		r = running_for(t, fid, fn);
+		count_f(t, r, fid, fn, (u64)t->r, d);
 	}
-	pop(t, fid, regs);
+	pop(t, fid, fn, regs);
 	t->tail_rec = 0;
 	if (tail_site && r && !rt.flow_only) {
 		t->tail_rec = (u64)r;
@@ -228,14 +237,16 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
 {
 	struct blpp_thread *t = stub_thread();
 	u64 now[BLPP_MAX_METRICS], d[BLPP_MAX_METRICS];
+	const struct blpp_func *fn;
 	if (!t)
 		return;
+	fn = ifunc(fid);
 	path_stub_begin(t, now, d);
 	if (rt.w)
 		ADD(&rt.w->stats[ST_STUB_BACKEDGES], 1);
 	/* A closed function swaps its register with Thread.r around this
 	 * call (decision 57), so Thread.r is its path here too. */
-	count(t, closed(fid) ? flat_rec(t, fid) : running(t), fid, (u64)t->r + k, d);
+	count_f(t, fn && fn->closed ? flat_rec(t, fid) : running_for(t, fid, fn), fid, fn, (u64)t->r + k, d);
 	t->r = (s64)restart;
 	BARRIER();
 	busy_down(t);

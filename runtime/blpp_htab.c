@@ -105,16 +105,15 @@ static struct htab *htab_new(struct wiped *w, u64 cap)
 static u64 htab_room(const struct htab *h) { return h->cap < HTAB_INIT ? h->cap : h->cap / 2; }
 
 /* htab_slot returns the values of key in h, inserting it if insert says
- * so and h has room (htab_room), else 0; *far says whether the key lies
- * beyond the inline code's two probes (home and the entry after it, not
- * wrapping). */
+ * so and h has room (htab_room), else 0; with values, *far says whether
+ * the key lies beyond the inline code's two probes (home and the entry
+ * after it, not wrapping). */
 static u64 *htab_slot(struct htab *h, u64 key, int insert, int *far)
 {
-	u64 mask = h->cap - 1, i = home(key, h->cap), hw = hent_words();
-	for (u64 n = 0; n < h->cap; n++, i = (i + 1) & mask) {
+	u64 cap = h->cap, mask = cap - 1, i = home(key, cap), hw = hent_words();
+	for (u64 n = 0; n < cap; n++, i = (i + 1) & mask) {
 		u64 *e = &h->e[i * hw];
 		u64 k = LOAD(&e[0]);
-		*far = n > 1 || (n == 1 && i == 0);
 		if (k == 0) {
 			if (!insert || LOADR(&h->used) >= htab_room(h))
 				return 0;
@@ -124,10 +123,11 @@ static u64 *htab_slot(struct htab *h, u64 key, int insert, int *far)
 			} else {
 				ADD(&h->used, 1);
 			}
-			return e + 1;
+		} else if (k != key) {
+			continue;
 		}
-		if (k == key)
-			return e + 1;
+		*far = n > 1 || (n == 1 && i == 0);
+		return e + 1;
 	}
 	return 0;
 }

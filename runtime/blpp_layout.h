@@ -165,7 +165,7 @@
 #define BLPP_SAMPLER_OFF_FLAGS 56
 
 /* struct blpp_record: a calling-context record */
-#define BLPP_RECORD_SIZE 120
+#define BLPP_RECORD_SIZE 128
 #define BLPP_RECORD_OFF_FUNC 0
 #define BLPP_RECORD_OFF_DENSE_N 8
 #define BLPP_RECORD_OFF_COUNTS 16
@@ -181,6 +181,7 @@
 #define BLPP_RECORD_OFF_TWIN 96
 #define BLPP_RECORD_OFF_LISTED 104
 #define BLPP_RECORD_OFF_COLD 112
+#define BLPP_RECORD_OFF_ANC 120
 
 /* struct blpp_node: a callee of a call site in a record's kids list */
 #define BLPP_NODE_SIZE 72
@@ -364,6 +365,7 @@ struct blpp_record {
 	unsigned long long twin;
 	unsigned long long listed;
 	unsigned long long cold;
+	unsigned long long anc;
 };
 
 struct blpp_node {
@@ -532,6 +534,7 @@ _Static_assert(__builtin_offsetof(struct blpp_record, via) == BLPP_RECORD_OFF_VI
 _Static_assert(__builtin_offsetof(struct blpp_record, twin) == BLPP_RECORD_OFF_TWIN, "blpp_record.twin");
 _Static_assert(__builtin_offsetof(struct blpp_record, listed) == BLPP_RECORD_OFF_LISTED, "blpp_record.listed");
 _Static_assert(__builtin_offsetof(struct blpp_record, cold) == BLPP_RECORD_OFF_COLD, "blpp_record.cold");
+_Static_assert(__builtin_offsetof(struct blpp_record, anc) == BLPP_RECORD_OFF_ANC, "blpp_record.anc");
 _Static_assert(sizeof(struct blpp_node) == BLPP_NODE_SIZE, "blpp_node size");
 _Static_assert(__builtin_offsetof(struct blpp_node, func) == BLPP_NODE_OFF_FUNC, "blpp_node.func");
 _Static_assert(__builtin_offsetof(struct blpp_node, rec) == BLPP_NODE_OFF_REC, "blpp_node.rec");

@@ -200,10 +200,10 @@ static void partial_add(struct blpp_thread *t, struct blpp_record *rec, u64 func
 
 /* set_own_rec stores the own-record word of frame f of function fid
  * (decision 100); a closed function that calls out keeps its outside
- * call's site there (decision 64). */
-static void set_own_rec(struct blpp_frame *f, u64 fid, const struct blpp_record *r)
+ * call's site there (decision 64). fn is fid's entry (ifunc). */
+static void set_own_rec(struct blpp_frame *f, const struct blpp_func *fn, const struct blpp_record *r)
 {
-	if (!calls_out(fid))
+	if (!(fn && fn->closed == 2))
 		f->saved_acc[BLPP_FRAME_OWN_REC_WORD] = rec_word(r);
 }
 
@@ -224,15 +224,20 @@ static struct blpp_record *frame_record(struct blpp_thread *t, u64 i)
 	return i + 1 < d ? act_record(t, i, frames(t)[i + 1].record) : running(t);
 }
 
-/* restore_caller gives t the record and cur of the caller of frame f's
- * activation, the running one, as an exit does. */
-static void restore_caller(struct blpp_thread *t, const struct blpp_frame *f)
+/* restore_open gives t the record and cur of the caller of frame f's
+ * activation, the running one, as an exit does, when f's function is
+ * not closed; restore_caller, whatever it is. */
+static void restore_open(struct blpp_thread *t, const struct blpp_frame *f)
 {
-	if (closed(f->func))
-		return; /* it changed neither */
 	if (!lean(t->cur))
 		t->record = f->record;
 	t->cur = rt.slots_size ? f->saved_acc[0] : 0;
+}
+
+static void restore_caller(struct blpp_thread *t, const struct blpp_frame *f)
+{
+	if (!closed(f->func)) /* a closed one changed neither */
+		restore_open(t, f);
 }
 
 /* record_live adds the live activations of t to its partials (a dead
@@ -302,7 +307,7 @@ static void fork_reset(void)
 				else
 					r = child(me, prev, f[i].site, f[i].func, 0, 0);
 				/* the exit counts in the record its frame names */
-				set_own_rec(&f[i], f[i].func, r);
+				set_own_rec(&f[i], ifunc(f[i].func), r);
 				if (closed(f[i].func))
 					continue; /* changed neither cur nor record */
 				prev = r;

@@ -53,6 +53,7 @@
  *   blpp_dark.c     entries of uninstrumented functions, dark-entry
  *                   stubs' C half (decision 70)
  *   blpp_resume.c   fork children and setjmp/landing-pad returns
+ *   blpp_obuf.c     the writer's buffers, varints and sorts
  *   blpp_writer.c   the profile writer
  *   blpp_sample.c   sampled attribution: per-thread samplers, the
  *                   signal handler, the SAMPLES section (decision 92)
@@ -101,6 +102,7 @@
 #include "blpp_enter.c"
 #include "blpp_dark.c"
 #include "blpp_resume.c"
+#include "blpp_obuf.c"
 #include "blpp_writer.c"
 #include "blpp_sample.c"
 #include "blpp_signal.c"

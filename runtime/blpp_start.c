@@ -330,7 +330,7 @@ static void env_scan(const char *e, const char **profile, int *quiet)
  * blpp_init reads AT_HWCAP2. Returns 0 when the runtime cannot count yet
  * (no thread pointer: threads could not be told apart).
  */
-static int early_init(void)
+static __attribute__((noinline)) int early_init(void)
 {
 	static u64 once;
 	static char val[4096]; /* the last BLPP_PROFILE value */

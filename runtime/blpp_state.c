@@ -293,6 +293,15 @@ static const struct blpp_func *func_of(u64 fid)
 	return m && local_id(fid) < m->nfuncs + m->ndark ? &m->funcs[local_id(fid)] : 0;
 }
 
+/* ifunc is the table entry of fid when it is an instrumented function
+ * of a registered module, else 0: instr and func_of in one look-up, which
+ * the stubs make once and pass on. */
+static inline __attribute__((always_inline)) const struct blpp_func *ifunc(u64 fid)
+{
+	struct mod *m = mod_of(fid);
+	return m && local_id(fid) < m->nfuncs ? &m->funcs[local_id(fid)] : 0;
+}
+
 /* site_of is call site `site` of the module of function fid; 0 for none. */
 static const struct blpp_site *site_of(u64 fid, u64 site)
 {

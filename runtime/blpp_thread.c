@@ -248,7 +248,7 @@ static void dark_sync(struct blpp_thread *t);
  *    record its unfinished activations and reuse it;
  *  - else map a new block.
  */
-static struct blpp_thread *thread_slow(struct blpp_thread *t)
+static __attribute__((noinline)) struct blpp_thread *thread_slow(struct blpp_thread *t)
 {
 	u64 tp = thread_pointer();
 	struct blpp_thread *b;
@@ -355,6 +355,16 @@ static void early_gs(void)
 
 static int early_init(void); /* blpp_start.c */
 
+/* early_none is thread_get before blpp_init where early_init cannot set
+ * the runtime up. Out of line, like thread_slow: the stubs call
+ * thread_get every time, and these would give it a frame to save. */
+static __attribute__((noinline)) struct blpp_thread *early_none(void)
+{
+	early_gs();
+	ADD(&rt.early_uncounted, 1);
+	return 0;
+}
+
 /* thread_get returns the calling thread's block, making one if needed. */
 static struct blpp_thread *thread_get(void)
 {
@@ -366,11 +376,8 @@ static struct blpp_thread *thread_get(void)
 	 * but the instrumentation's increments (addq $k, %gs:r) still run:
 	 * give %gs a scratch block to write to. Every activation starts with
 	 * an entry stub, so this happens before any increment. */
-	if (!LOAD(&rt.ready) && !early_init()) {
-		early_gs();
-		ADD(&rt.early_uncounted, 1);
-		return 0;
-	}
+	if (!LOAD(&rt.ready) && !early_init())
+		return early_none();
 	if (!rt.fsgsbase || gs_base() != 0)
 		t = gs_block();
 	if (t && owns(t))

@@ -2,163 +2,19 @@
 
 /*
  * blpp_writer.c: the profile writer [DESIGN 11, docs/profile-format.md,
- * blpp_format.h]. A growable buffer (its own mapping), varints, heapsorts
- * (no qsort); per thread its records parents first, paths (dense and
+ * blpp_format.h], on blpp_obuf.c's buffers and sorts: per thread its
+ * records parents first, paths (dense and
  * hashed), partials (found while running, and the live frames of the
  * calling thread), folded calls and fork prefixes; STATS; the checksum;
  * the file name (%p, %h, %%; a fork child's own); writing to
  * "<name>.tmp.<pid>" and renaming, or in place for a device or FIFO.
  *
- * Part of the runtime's unity build (blpp_rt.c), after blpp_resume.c.
+ * Part of the runtime's unity build (blpp_rt.c), after blpp_obuf.c.
  * Runs at exit, in signal handlers and at the dump signal, so everything
  * is async-signal-safe: memory from mmap/mremap, raw syscalls, and one
  * try-lock (rt.write_lock) that a second writer waits on briefly or gives
  * up. The output is canonical: what cct's writer makes of the same model.
  */
-
-
-/* obuf is a growable buffer in its own mapping; err sticks. */
-struct obuf {
-	u8 *p;
-	u64 len, cap;
-	int err;
-};
-
-static int ob_reserve(struct obuf *b, u64 n)
-{
-	u64 cap;
-	long r;
-	if (b->err)
-		return 0;
-	if (b->len + n <= b->cap)
-		return 1;
-	cap = b->cap ? b->cap : 1 << 16;
-	while (cap < b->len + n)
-		cap *= 2;
-	if (b->p)
-		r = sc5(SYS_mremap, b->p, b->cap, cap, MREMAP_MAYMOVE, 0);
-	else
-		r = sc6(SYS_mmap, 0, (long)cap, PROT_RW, MAP_PRIVATE_ANON, -1, 0);
-	if (failed(r)) {
-		b->err = 1;
-		return 0;
-	}
-	b->p = (u8 *)r;
-	b->cap = cap;
-	return 1;
-}
-
-static void ob_free(struct obuf *b)
-{
-	if (b->p)
-		sc2(SYS_munmap, b->p, b->cap);
-	b->p = 0;
-	b->len = b->cap = 0;
-}
-
-static void ob_put(struct obuf *b, const void *s, u64 n)
-{
-	if (n && ob_reserve(b, n)) {
-		mem_copy(b->p + b->len, s, n);
-		b->len += n;
-	}
-}
-
-static void ob_u8(struct obuf *b, u8 v) { ob_put(b, &v, 1); }
-
-static void ob_le(struct obuf *b, u64 v, int n)
-{
-	u8 x[8];
-	for (int i = 0; i < n; i++)
-		x[i] = (u8)(v >> (8 * i));
-	ob_put(b, x, (u64)n);
-}
-
-static void ob_uv(struct obuf *b, u64 v)
-{
-	u8 x[10];
-	int n = 0;
-	while (v >= 0x80) {
-		x[n++] = (u8)(v | 0x80);
-		v >>= 7;
-	}
-	x[n++] = (u8)v;
-	ob_put(b, x, (u64)n);
-}
-
-static void ob_sv(struct obuf *b, s64 v) { ob_uv(b, ((u64)v << 1) ^ (u64)(v >> 63)); }
-
-static void ob_str(struct obuf *b, const char *s)
-{
-	u64 n = str_len(s);
-	ob_uv(b, n);
-	ob_put(b, s, n);
-}
-
-static void ob_section(struct obuf *out, u8 tag, struct obuf *payload)
-{
-	ob_u8(out, tag);
-	ob_uv(out, payload->len);
-	ob_put(out, payload->p, payload->len);
-	if (payload->err)
-		out->err = 1;
-}
-
-/* Heapsorts (no libc qsort): path entries by id, partials by (rec, func, block, reg). */
-static int pent_less(const struct pent *a, const struct pent *b)
-{
-	if (a->rec != b->rec)
-		return a->rec < b->rec;
-	if (a->func != b->func)
-		return a->func < b->func;
-	if (a->block != b->block)
-		return a->block < b->block;
-	return a->reg < b->reg;
-}
-
-/* hent: a hash entry found for sorting: its key and its values in the
- * table (rt.stride words). */
-struct hent {
-	u64 key;
-	u64 *v;
-};
-
-static int hent_less(const struct hent *a, const struct hent *b) { return a->key < b->key; }
-
-#define DEFINE_HEAPSORT(name, T, less)                                         \
-	static void name(T *a, u64 n)                                          \
-	{                                                                      \
-		for (u64 k = n; k-- > 0;)                                      \
-			name##_sift(a, k, n);                                  \
-		while (n > 1) {                                                \
-			T x = a[0];                                            \
-			a[0] = a[n - 1];                                       \
-			a[n - 1] = x;                                          \
-			name##_sift(a, 0, --n);                                \
-		}                                                              \
-	}
-#define DEFINE_SIFT(name, T, less)                                             \
-	static void name##_sift(T *a, u64 i, u64 n)                            \
-	{                                                                      \
-		for (;;) {                                                     \
-			u64 c = 2 * i + 1;                                     \
-			T x;                                                   \
-			if (c >= n)                                            \
-				return;                                        \
-			if (c + 1 < n && less(&a[c], &a[c + 1]))               \
-				c++;                                           \
-			if (!less(&a[i], &a[c]))                               \
-				return;                                        \
-			x = a[i];                                              \
-			a[i] = a[c];                                           \
-			a[c] = x;                                              \
-			i = c;                                                 \
-		}                                                              \
-	}
-DEFINE_SIFT(sort_pents, struct pent, pent_less)
-DEFINE_HEAPSORT(sort_pents, struct pent, pent_less)
-DEFINE_SIFT(sort_hents, struct hent, hent_less)
-DEFINE_HEAPSORT(sort_hents, struct hent, hent_less)
 
 /* put_path encodes one path entry: id, count, metric sums (unavailable
  * metrics are written as 0, as the format wants). */
@@ -255,55 +111,89 @@ static int lat_of(struct lat *a, const u64 *v)
  * image keeps latencies, and of a metric that is measured. */
 static int writes_latency(void) { return rt.latency && rt.mkind[0] != BLPP_METRIC_UNAVAILABLE; }
 
+/* next_ran is the first path id from id on, below n, whose count in the
+ * dense array c (stride words a path) is not 0; n if none. Most are 0:
+ * with counts alone (stride 1) they are skipped four at a time. */
+static u64 next_ran(const u64 *c, u64 id, u64 n, u64 stride)
+{
+	for (; stride == 1 && id + 4 <= n; id += 4)
+		if (LOADR(&c[id]) | LOADR(&c[id + 1]) | LOADR(&c[id + 2]) | LOADR(&c[id + 3]))
+			break;
+	while (id < n && !LOADR(&c[id * stride]))
+		id++;
+	return id;
+}
+
+
 /* hash_paths encodes the paths of a hashed record into out, summing a
  * path found in several tables and in the dense array of its hot twin tw
  * (0: none, decision 99), and their latency entries into lat (rec: the
  * record's index in the thread; *nlat counts them); returns the number
- * of paths. */
+ * of paths. The tables' entries are gathered and sorted by key; the
+ * twin's array, in key order already, is merged with them as it is
+ * scanned. */
 static u64 hash_paths(struct htab *h, struct blpp_record *tw, struct obuf *out, struct obuf *scratch, u64 rec, struct obuf *lat,
 		      u64 *nlat)
 {
 	struct hent *e;
-	u64 n = 0, np = 0, hw = hent_words();
+	u64 n = 0, np = 0, hw = hent_words(), stride = rt.stride, nv = 1 + rt.nmetrics;
+	u64 dn = tw ? tw->dense_n : 0, di = 0, *dv = tw ? (u64 *)tw->counts + 1 : 0;
+	int keep_lat = rt.latency, wl = writes_latency();
 	scratch->len = 0;
-	for (u64 id = 0; tw && id < tw->dense_n; id++) {
-		u64 *v = (u64 *)tw->counts + 1 + id * rt.stride;
-		if (LOADR(&v[0])) {
-			struct hent x = {id + 1, v};
-			ob_put(scratch, &x, sizeof(x));
-		}
-	}
 	for (; h; h = (struct htab *)LOAD(&h->next)) {
-		for (u64 i = 0; i < h->cap; i++) {
+		u64 cap = h->cap;
+		if (!ob_reserve(scratch, cap * sizeof(struct hent)))
+			return 0;
+		e = (struct hent *)(scratch->p + scratch->len);
+		for (u64 i = 0; i < cap; i++) {
 			u64 *src = &h->e[i * hw], key = LOAD(&src[0]);
 			if (!key)
 				continue; /* most entries: tables stay at most half full */
-			struct hent x = {key, src + 1};
-			ob_put(scratch, &x, sizeof(x));
+			e->key = key;
+			e->v = src + 1;
+			e++;
 		}
+		scratch->len = (u64)((u8 *)e - scratch->p);
 	}
-	if (scratch->err)
-		return 0;
-	e = (struct hent *)scratch->p;
 	n = scratch->len / sizeof(*e);
-	sort_hents(e, n);
-	for (u64 i = 0; i < n;) {
-		u64 key = e[i].key, sum[1 + BLPP_MAX_METRICS] = {0};
+	if (!ob_reserve(scratch, scratch->len)) /* sort_hents' room */
+		return 0;
+	e = sort_hents((struct hent *)scratch->p, (struct hent *)(scratch->p + scratch->len), n);
+	for (u64 i = 0;;) {
+		u64 key, sum[1 + BLPP_MAX_METRICS] = {0}, le;
 		struct lat a;
-		if (rt.latency) /* 544 bytes: most images keep no latencies */
+		di = next_ran(dv, di, dn, stride);
+		if (di < dn && (i >= n || di + 1 <= e[i].key))
+			key = di + 1;
+		else if (i < n)
+			key = e[i].key;
+		else
+			break;
+		if (keep_lat) /* 544 bytes: most images keep no latencies */
 			mem_zero(&a, sizeof(a));
+		if (di < dn && di + 1 == key) {
+			const u64 *v = &dv[di * stride];
+			for (u64 j = 0; j < nv; j++)
+				sum[j] += LOADR(&v[j]);
+			if (keep_lat && (le = LOADR(&v[nv])))
+				lat_merge(&a, (const u64 *)le);
+			di++;
+		}
+		if (nv == 1 && !keep_lat) { /* counts alone: most images */
+			for (; i < n && e[i].key == key; i++)
+				sum[0] += LOADR(&e[i].v[0]);
+		}
 		for (; i < n && e[i].key == key; i++) {
-			for (u64 j = 0; j < 1 + rt.nmetrics; j++)
+			for (u64 j = 0; j < nv; j++)
 				sum[j] += LOADR(&e[i].v[j]);
-			u64 le = rt.latency ? LOADR(&e[i].v[1 + rt.nmetrics]) : 0;
-			if (le)
+			if (keep_lat && (le = LOADR(&e[i].v[nv])))
 				lat_merge(&a, (const u64 *)le);
 		}
 		if (!sum[0])
 			continue;
 		put_path(out, key - 1, sum);
 		np++;
-		if (writes_latency())
+		if (wl)
 			*nlat += (u64)put_latency(lat, rec, key - 1, &a);
 	}
 	return np;
@@ -323,25 +213,11 @@ static u64 local_site(struct blpp_record *p, u64 site)
  * their paths into lat (*nlat counts them). */
 static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *paths, struct obuf *scratch, struct obuf *lat, u64 *nlat)
 {
-	u64 nrec = 0, limit = LOAD(&t->nrecords);
+	u64 nrec = 0, limit = LOAD(&t->nrecords), stride = rt.stride;
 	int wl = writes_latency();
 	for (struct blpp_record *r = R(LOAD(&t->records)); r && nrec < limit; r = R(LOAD(&r->next))) {
-		u64 *c = (u64 *)r->counts, np = 0;
-		struct blpp_record *p = R(r->parent), *tw = r->dense_n ? 0 : R(LOAD(&r->twin));
-		paths->len = 0;
-		for (u64 id = 0; id < r->dense_n; id++) {
-			u64 *v = c + 1 + id * rt.stride;
-			if (LOADR(&v[0])) {
-				put_path(paths, id, v);
-				np++;
-				struct lat a;
-				if (wl && lat_of(&a, v))
-					*nlat += (u64)put_latency(lat, nrec, id, &a);
-			}
-		}
-		if (r->hash || tw)
-			np += hash_paths((struct htab *)r->hash, tw, paths, scratch, nrec, lat, nlat);
-		nrec++;
+		u64 *c = (u64 *)r->counts, np = 0, dn = r->dense_n, at;
+		struct blpp_record *p = R(r->parent), *tw = dn ? 0 : R(LOAD(&r->twin));
 		ob_uv(recs, r->func);
 		if (r->via) { /* called back from an uninstrumented function (decision 70) */
 			ob_uv(recs, R(r->via)->index + 1);
@@ -351,10 +227,34 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 			ob_uv(recs, local_site(p, r->site));
 		}
 		ob_uv(recs, (LOADR(&c[0]) & ~SLOT_LIVE) + (tw ? LOADR((u64 *)tw->counts) : 0)); /* calls */
-		ob_uv(recs, np);
-		ob_put(recs, paths->p, paths->len);
-		if (paths->err)
-			recs->err = 1;
+		/* The paths go straight after a byte kept for their number,
+		 * which takes one byte below 128 paths: most records. */
+		at = recs->len;
+		ob_u8(recs, 0);
+		for (u64 id = next_ran(c + 1, 0, dn, stride); id < dn; id = next_ran(c + 1, id + 1, dn, stride)) {
+			u64 *v = c + 1 + id * stride;
+			put_path(recs, id, v);
+			np++;
+			struct lat a;
+			if (wl && lat_of(&a, v))
+				*nlat += (u64)put_latency(lat, nrec, id, &a);
+		}
+		if (r->hash || tw)
+			np += hash_paths((struct htab *)r->hash, tw, recs, scratch, nrec, lat, nlat);
+		nrec++;
+		if (recs->err)
+			continue;
+		if (np < 0x80) {
+			recs->p[at] = (u8)np;
+		} else { /* a longer number: the paths move up behind it */
+			paths->len = 0;
+			ob_put(paths, recs->p + at + 1, recs->len - at - 1);
+			recs->len = at;
+			ob_uv(recs, np);
+			ob_put(recs, paths->p, paths->len);
+			if (paths->err)
+				recs->err = 1;
+		}
 	}
 	return nrec;
 }
@@ -793,23 +693,29 @@ static void write_profile(u32 why, int wait)
 		nf = write_folded(t, n, &folded);
 		pref.len = 0;
 		npref = write_prefixes(t, n, &pref, &scratch);
-		sec.len = 0;
-		ob_uv(&sec, t->tid);
-		ob_uv(&sec, n);
-		ob_put(&sec, recs.p, recs.len);
-		ob_uv(&sec, npart);
-		ob_put(&sec, parts.p, parts.len);
-		if (nf || npref) { /* an empty folded list only before prefixes */
-			ob_uv(&sec, nf);
-			ob_put(&sec, folded.p, folded.len);
+		{
+			/* The section from its pieces, not gathered first
+			 * (a thread's records may run to megabytes); the
+			 * counts before them in buffers on the stack, which
+			 * never grow (ob_uv takes 10 bytes at most). */
+			u8 hb[32], pb[16], fb[16], rb[16];
+			struct obuf hd = {hb, 0, sizeof(hb), 0}, pn = {pb, 0, sizeof(pb), 0}, fn = {fb, 0, sizeof(fb), 0},
+				    rn = {rb, 0, sizeof(rb), 0};
+			const struct obuf *pieces[] = {&hd, &recs, &pn, &parts, &fn, &folded, &rn, &pref};
+			int np = 4;
+			ob_uv(&hd, t->tid);
+			ob_uv(&hd, n);
+			ob_uv(&pn, npart);
+			if (nf || npref) { /* an empty folded list only before prefixes */
+				ob_uv(&fn, nf);
+				np = 6;
+			}
+			if (npref) {
+				ob_uv(&rn, npref);
+				np = 8;
+			}
+			ob_section_of(&out, BLPP_TAG_THREAD, pieces, np);
 		}
-		if (npref) {
-			ob_uv(&sec, npref);
-			ob_put(&sec, pref.p, pref.len);
-		}
-		if (recs.err || parts.err || folded.err || pref.err)
-			sec.err = 1;
-		ob_section(&out, BLPP_TAG_THREAD, &sec);
 		recs.len = parts.len = 0;
 		/* The thread's latency entries, when it has any (decision 93):
 		 * the thread's index among the THREAD sections, the metric

@@ -446,6 +446,11 @@ type Record struct {
 	// functions) or a larger table (hashed ones) once this reaches
 	// PROMOTE_ENDS (blpp_cct.c, decision 99).
 	Cold uint64 `c:"cold"`
+	// Anc has bit fib32(f)>>26 set for the function f of each record
+	// on the chain from this one up through Parent (itself included):
+	// a call whose callee's bit is clear folds onto no ancestor, and
+	// the runtime does not walk the chain to find one (decision 107).
+	Anc uint64 `c:"anc"`
 }
 
 // Node is blpp_node, one callee of a call site in a Record's Kids list.
@@ -536,7 +541,7 @@ const (
 
 	SiteSize = 24
 
-	RecordSize         = 120
+	RecordSize         = 128
 	RecordFuncOff      = 0
 	RecordDenseNOff    = 8
 	RecordCountsOff    = 16

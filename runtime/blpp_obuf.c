@@ -1,0 +1,229 @@
+//go:build ignore
+
+/*
+ * blpp_obuf.c: the profile writer's buffers and sorts [DESIGN 11,
+ * docs/profile-format.md]: a growable buffer in its own mapping, varints
+ * written in place, sections from their pieces, and sorts without libc
+ * (a heapsort of partials, an insertion and merge sort of hash entries).
+ *
+ * Part of the runtime's unity build (blpp_rt.c), after blpp_resume.c and
+ * before blpp_writer.c, which is its only user. Async-signal-safe like
+ * the writer: memory from mmap/mremap, nothing else.
+ */
+
+/* obuf is a growable buffer in its own mapping; err sticks. */
+struct obuf {
+	u8 *p;
+	u64 len, cap;
+	int err;
+};
+
+static int ob_reserve(struct obuf *b, u64 n)
+{
+	u64 cap;
+	long r;
+	if (b->err)
+		return 0;
+	if (b->len + n <= b->cap)
+		return 1;
+	cap = b->cap ? b->cap : 1 << 16;
+	while (cap < b->len + n)
+		cap *= 2;
+	if (b->p)
+		r = sc5(SYS_mremap, b->p, b->cap, cap, MREMAP_MAYMOVE, 0);
+	else
+		r = sc6(SYS_mmap, 0, (long)cap, PROT_RW, MAP_PRIVATE_ANON, -1, 0);
+	if (failed(r)) {
+		b->err = 1;
+		return 0;
+	}
+	b->p = (u8 *)r;
+	b->cap = cap;
+	return 1;
+}
+
+static void ob_free(struct obuf *b)
+{
+	if (b->p)
+		sc2(SYS_munmap, b->p, b->cap);
+	b->p = 0;
+	b->len = b->cap = 0;
+}
+
+/* ob_put appends n bytes; a short piece (most are: varints, path
+ * entries) by word and byte moves, not rep movsb, whose start-up costs
+ * more than the few bytes it moves. */
+static void ob_put(struct obuf *b, const void *s, u64 n)
+{
+	if (!n || (b->len + n > b->cap && !ob_reserve(b, n)))
+		return;
+	u8 *d = b->p + b->len;
+	const u8 *c = s;
+	b->len += n;
+	if (n > 32) {
+		mem_copy(d, s, n);
+		return;
+	}
+	for (; n >= 8; n -= 8, d += 8, c += 8)
+		__builtin_memcpy(d, c, 8);
+	if (n & 4) {
+		__builtin_memcpy(d, c, 4);
+		d += 4, c += 4;
+	}
+	if (n & 2) {
+		__builtin_memcpy(d, c, 2);
+		d += 2, c += 2;
+	}
+	if (n & 1)
+		*d = *c;
+}
+
+static void ob_u8(struct obuf *b, u8 v) { ob_put(b, &v, 1); }
+
+static void ob_le(struct obuf *b, u64 v, int n)
+{
+	u8 x[8];
+	for (int i = 0; i < n; i++)
+		x[i] = (u8)(v >> (8 * i));
+	ob_put(b, x, (u64)n);
+}
+
+/* ob_uv appends v as a varint, written in place. */
+static inline void ob_uv(struct obuf *b, u64 v)
+{
+	u8 *p;
+	if (b->len + 10 > b->cap && !ob_reserve(b, 10))
+		return;
+	p = b->p + b->len;
+	while (v >= 0x80) {
+		*p++ = (u8)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (u8)v;
+	b->len = (u64)(p - b->p);
+}
+
+static void ob_sv(struct obuf *b, s64 v) { ob_uv(b, ((u64)v << 1) ^ (u64)(v >> 63)); }
+
+static void ob_str(struct obuf *b, const char *s)
+{
+	u64 n = str_len(s);
+	ob_uv(b, n);
+	ob_put(b, s, n);
+}
+
+/* ob_section_of appends a section: its tag, its payload's length and the
+ * payload, made of the pieces p[0..n) in order, each copied once;
+ * ob_section, of one piece. */
+static void ob_section_of(struct obuf *out, u8 tag, const struct obuf *const *p, int n)
+{
+	u64 len = 0;
+	for (int i = 0; i < n; i++) {
+		len += p[i]->len;
+		if (p[i]->err)
+			out->err = 1;
+	}
+	ob_u8(out, tag);
+	ob_uv(out, len);
+	for (int i = 0; i < n; i++)
+		ob_put(out, p[i]->p, p[i]->len);
+}
+
+static void ob_section(struct obuf *out, u8 tag, struct obuf *payload)
+{
+	const struct obuf *p[] = {payload};
+	ob_section_of(out, tag, p, 1);
+}
+
+/* Heapsorts (no libc qsort): path entries by id, partials by (rec, func, block, reg). */
+static int pent_less(const struct pent *a, const struct pent *b)
+{
+	if (a->rec != b->rec)
+		return a->rec < b->rec;
+	if (a->func != b->func)
+		return a->func < b->func;
+	if (a->block != b->block)
+		return a->block < b->block;
+	return a->reg < b->reg;
+}
+
+/* hent: a hash entry found for sorting: its key and its values in the
+ * table (rt.stride words). */
+struct hent {
+	u64 key;
+	u64 *v;
+};
+
+
+#define DEFINE_HEAPSORT(name, T, less)                                         \
+	static void name(T *a, u64 n)                                          \
+	{                                                                      \
+		for (u64 k = n; k-- > 0;)                                      \
+			name##_sift(a, k, n);                                  \
+		while (n > 1) {                                                \
+			T x = a[0];                                            \
+			a[0] = a[n - 1];                                       \
+			a[n - 1] = x;                                          \
+			name##_sift(a, 0, --n);                                \
+		}                                                              \
+	}
+#define DEFINE_SIFT(name, T, less)                                             \
+	static void name##_sift(T *a, u64 i, u64 n)                            \
+	{                                                                      \
+		for (;;) {                                                     \
+			u64 c = 2 * i + 1;                                     \
+			T x;                                                   \
+			if (c >= n)                                            \
+				return;                                        \
+			if (c + 1 < n && less(&a[c], &a[c + 1]))               \
+				c++;                                           \
+			if (!less(&a[i], &a[c]))                               \
+				return;                                        \
+			x = a[i];                                              \
+			a[i] = a[c];                                           \
+			a[c] = x;                                              \
+			i = c;                                                 \
+		}                                                              \
+	}
+DEFINE_SIFT(sort_pents, struct pent, pent_less)
+DEFINE_HEAPSORT(sort_pents, struct pent, pent_less)
+
+/* sort_few sorts a few hents by key, by insertion (a cold record's
+ * table holds two). */
+static void sort_few(struct hent *a, u64 n)
+{
+	for (u64 i = 1; i < n; i++) {
+		struct hent x = a[i];
+		u64 j = i;
+		for (; j > 0 && a[j - 1].key > x.key; j--)
+			a[j] = a[j - 1];
+		a[j] = x;
+	}
+}
+
+/* sort_hents sorts n hents by key and returns where they are, a or tmp
+ * (room for n): a bottom-up merge sort of runs sorted by insertion
+ * [Knuth, TAOCP 3, 5.2.4], some half the comparisons and moves of a
+ * heapsort, and no worse on any input. */
+static struct hent *sort_hents(struct hent *a, struct hent *tmp, u64 n)
+{
+	enum { RUN = 16 };
+	for (u64 i = 0; i < n; i += RUN)
+		sort_few(a + i, n - i < RUN ? n - i : RUN);
+	for (u64 w = RUN; w < n; w *= 2) {
+		struct hent *x;
+		for (u64 lo = 0; lo < n; lo += 2 * w) {
+			u64 mid = n - lo < w ? n : lo + w, hi = n - lo < 2 * w ? n : lo + 2 * w, i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				tmp[k++] = a[j].key < a[i].key ? a[j++] : a[i++];
+			while (i < mid)
+				tmp[k++] = a[i++];
+			while (j < hi)
+				tmp[k++] = a[j++];
+		}
+		x = a;
+		a = tmp;
+		tmp = x;
+	}
+	return a;
+}

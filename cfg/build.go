@@ -516,6 +516,26 @@ type makeScratch struct {
 	byAddr  []instAt
 	startOf []BlockID
 	lastOf  []int32
+	edges   []Edge
+	calls   []CallSite
+}
+
+// ownEdges gives the graph its own copy of the edges and calls makeBlocks
+// gathered in its scratch arrays, and keeps those for the next build.
+func (bd *builder) ownEdges() {
+	g, sc := bd.g, bd.mk
+	sc.edges, sc.calls = g.Edges[:0], g.Calls[:0]
+	g.Edges, g.Calls = owned(g.Edges), owned(g.Calls)
+}
+
+// owned is a copy of s exactly its length, nil when it is empty.
+func owned[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	t := make(S, len(s))
+	copy(t, s)
+	return t
 }
 
 var makePool sync.Pool
@@ -598,6 +618,10 @@ func (bd *builder) makeBlocks() {
 		g.Blocks = nil
 		return
 	}
+	// The edges and calls go to scratch arrays too (they grew by
+	// doubling from nothing, for every build); the graph gets a copy of
+	// each before link (ownEdges).
+	g.Edges, g.Calls = sc.edges[:0], sc.calls[:0]
 	if e := startOf[ei]; e > 0 {
 		eb, el := g.Blocks[e], lastOf[e]
 		copy(g.Blocks[1:e+1], g.Blocks[:e])
@@ -699,6 +723,7 @@ func (bd *builder) makeBlocks() {
 		to, ok := blockOf(e)
 		if !ok {
 			g.fail(ReasonBadDecode, e, "the entry was not decoded")
+			bd.ownEdges()
 			g.link()
 			return
 		}
@@ -710,6 +735,7 @@ func (bd *builder) makeBlocks() {
 	sort.Slice(g.Tables, func(i, j int) bool { return g.Tables[i].Jump < g.Tables[j].Jump })
 	// A block left without successors can only come from an analysis that
 	// stopped early; such graphs are not instrumentable anyway.
+	bd.ownEdges()
 	g.link()
 	if g.Reason == ReasonOK {
 		for id := range g.Blocks {

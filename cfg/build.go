@@ -464,11 +464,78 @@ type instAt struct {
 	i    int32
 }
 
+// coverOrder appends the instructions to byAddr in address order, read
+// off the cover arrays: an instruction starts where a range's cover
+// changes to its index, and one past a skipped lock prefix (unlocked)
+// one byte into the instruction covering it. It sorts the ranges (a
+// fragment may lie below its function) and gives up, returning byAddr
+// short of an instruction, when they overlap or an instruction is not
+// found this way; makeBlocks then sorts. A sort of a large library's
+// instructions cost more than these sequential reads.
+func (bd *builder) coverOrder(byAddr []instAt) []instAt {
+	rs := make([]int, len(bd.ranges))
+	for i := range rs {
+		rs[i] = i
+	}
+	slices.SortFunc(rs, func(a, b int) int { return cmp.Compare(bd.ranges[a].Addr, bd.ranges[b].Addr) })
+	var end uint64
+	for k, ri := range rs {
+		r := bd.ranges[ri]
+		if k > 0 && r.Addr < end {
+			return byAddr[:0] // overlapping ranges
+		}
+		end = r.End()
+		prev := int32(0)
+		for off, c := range bd.cover[ri] {
+			if c == prev {
+				continue
+			}
+			prev = c
+			if c == 0 {
+				continue
+			}
+			a := r.Addr + uint64(off)
+			byAddr = append(byAddr, instAt{a, c - 1})
+			if len(bd.unlocked) > 0 {
+				if u, ok := bd.unlocked[a+1]; ok {
+					byAddr = append(byAddr, instAt{a + 1, u})
+				}
+			}
+		}
+	}
+	for k, x := range byAddr {
+		if bd.insts[x.i].Addr != x.addr || k > 0 && x.addr <= byAddr[k-1].addr {
+			return byAddr[:0]
+		}
+	}
+	return byAddr
+}
+
 // makeScratch holds makeBlocks' arrays, for the next build.
 type makeScratch struct {
 	byAddr  []instAt
 	startOf []BlockID
 	lastOf  []int32
+	edges   []Edge
+	calls   []CallSite
+}
+
+// ownEdges gives the graph its own copy of the edges and calls makeBlocks
+// gathered in its scratch arrays, and keeps those for the next build.
+func (bd *builder) ownEdges() {
+	g, sc := bd.g, bd.mk
+	sc.edges, sc.calls = g.Edges[:0], g.Calls[:0]
+	g.Edges, g.Calls = owned(g.Edges), owned(g.Calls)
+}
+
+// owned is a copy of s exactly its length, nil when it is empty.
+func owned[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	t := make(S, len(s))
+	copy(t, s)
+	return t
 }
 
 var makePool sync.Pool
@@ -485,12 +552,15 @@ func (bd *builder) makeBlocks() {
 	// whose elements are hundreds of bytes, missed the cache. No two
 	// instructions start at one address.)
 	sc := bd.mk
-	byAddr := slices.Grow(sc.byAddr[:0], len(insts))[:len(insts)]
-	sc.byAddr = byAddr
-	for i := range insts {
-		byAddr[i] = instAt{insts[i].Addr, int32(i)}
+	byAddr := bd.coverOrder(slices.Grow(sc.byAddr[:0], len(insts)))
+	if len(byAddr) != len(insts) {
+		byAddr = byAddr[:len(insts)]
+		for i := range insts {
+			byAddr[i] = instAt{insts[i].Addr, int32(i)}
+		}
+		slices.SortFunc(byAddr, func(a, b instAt) int { return cmp.Compare(a.addr, b.addr) })
 	}
-	slices.SortFunc(byAddr, func(a, b instAt) int { return cmp.Compare(a.addr, b.addr) })
+	sc.byAddr = byAddr
 	bd.order = byAddr
 	ends := func(in *x86.Inst) bool {
 		switch in.Kind {
@@ -548,6 +618,10 @@ func (bd *builder) makeBlocks() {
 		g.Blocks = nil
 		return
 	}
+	// The edges and calls go to scratch arrays too (they grew by
+	// doubling from nothing, for every build); the graph gets a copy of
+	// each before link (ownEdges).
+	g.Edges, g.Calls = sc.edges[:0], sc.calls[:0]
 	if e := startOf[ei]; e > 0 {
 		eb, el := g.Blocks[e], lastOf[e]
 		copy(g.Blocks[1:e+1], g.Blocks[:e])
@@ -649,6 +723,7 @@ func (bd *builder) makeBlocks() {
 		to, ok := blockOf(e)
 		if !ok {
 			g.fail(ReasonBadDecode, e, "the entry was not decoded")
+			bd.ownEdges()
 			g.link()
 			return
 		}
@@ -660,6 +735,7 @@ func (bd *builder) makeBlocks() {
 	sort.Slice(g.Tables, func(i, j int) bool { return g.Tables[i].Jump < g.Tables[j].Jump })
 	// A block left without successors can only come from an analysis that
 	// stopped early; such graphs are not instrumentable anyway.
+	bd.ownEdges()
 	g.link()
 	if g.Reason == ReasonOK {
 		for id := range g.Blocks {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/blpp/blpp/cfg/ehframe"
 	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/internal/par"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -32,9 +33,17 @@ func (b *Binary) loadFDEs() error {
 	if err != nil {
 		return fmt.Errorf(".eh_frame: %w", &FormatError{Off: int64(s.Offset), Msg: err.Error(), Err: ErrMalformed})
 	}
-	for _, f := range fr.Entries {
+	// Whether each starts mid-frame runs its whole unwind program: on
+	// every worker (libLLVM has 100,000 entries).
+	mid := make([]bool, len(fr.Entries))
+	par.Each(len(fr.Entries), 0, func(i int) {
+		if f := fr.Entries[i]; f.End > f.Begin {
+			mid[i] = midFrame(f)
+		}
+	})
+	for i, f := range fr.Entries {
 		if f.End > f.Begin {
-			b.fdes = append(b.fdes, fdeRange{begin: f.Begin, end: f.End, lsda: f.LSDA, midFrame: midFrame(f)})
+			b.fdes = append(b.fdes, fdeRange{begin: f.Begin, end: f.End, lsda: f.LSDA, midFrame: mid[i]})
 		}
 	}
 	sort.Slice(b.fdes, func(i, j int) bool { return b.fdes[i].begin < b.fdes[j].begin })

@@ -139,21 +139,26 @@ func (fg *funcGen) emit() error {
 			fg.mark(blk.Addr, true)
 			b.Endbr64()
 		}
-		// Code generation reads Info alone (no x86asm operands).
-		var in, last x86.Info
+		// Code generation reads Info alone (no x86asm operands). The
+		// instructions are decoded into two Infos in turn, the last one
+		// kept for the terminator without a copy.
+		var infos [3]x86.Info // infos[2] stays zero: no instruction
+		last, k := &infos[2], 0
 		a := blk.Addr
 		if id == 0 && lead {
 			a += 4 // the endbr64, copied at the entry
 		}
 		for a < blk.End {
-			if err := fg.dec.DecodeInfoTo(&in, code[a-blk.Addr:blk.End-blk.Addr], a); err != nil {
+			in := &infos[k]
+			k ^= 1
+			if err := fg.dec.DecodeInfoTo(in, code[a-blk.Addr:blk.End-blk.Addr], a); err != nil {
 				return err
 			}
 			last = in
 			fg.mark(a, true)
 			if a+uint64(in.Len) < blk.End {
-				fg.syscallLeave(&in)
-				if err := fg.copyOrSigaction(&in, code[a-blk.Addr:]); err != nil {
+				fg.syscallLeave(in)
+				if err := fg.copyOrSigaction(in, code[a-blk.Addr:]); err != nil {
 					return err
 				}
 			}
@@ -161,7 +166,7 @@ func (fg *funcGen) emit() error {
 		}
 		raw := code[last.Addr-blk.Addr:]
 		fg.mark(last.Addr, true)
-		if err := fg.terminator(cfg.BlockID(id), &last, raw, next); err != nil {
+		if err := fg.terminator(cfg.BlockID(id), last, raw, next); err != nil {
 			return err
 		}
 		if lc := fg.loopCopies[cfg.BlockID(id)]; lc != nil {

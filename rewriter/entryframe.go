@@ -397,8 +397,11 @@ func (fp *funcPlan) keepsTail(keepers, leaves map[uint64]*funcPlan) bool {
 // directCallOf returns how the call instruction in is made, if it is a
 // direct call (planDirect).
 func (fg *funcGen) directCallOf(in *x86.Info) (directCall, bool) {
+	if in.Kind != x86.Call || fg.inLoop >= 0 {
+		return directCall{}, false // no look-up in the program-wide map
+	}
 	dc, ok := fg.g.directCalls[in.Addr]
-	return dc, ok && in.Kind == x86.Call && fg.inLoop < 0
+	return dc, ok
 }
 
 // quiet reports whether fp is a framed function that leaves Thread.R and

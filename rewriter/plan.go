@@ -424,15 +424,14 @@ func (fp *funcPlan) planSites() {
 }
 
 // planBody plans what the function's body needs beyond its slot and
-// register (assignSlot, assignPathReg, planClosed): call sites, register
-// liveness, loop registers and loop copies. It runs for every function
-// in order before any is emitted; call-site ids follow that order.
+// register (assignSlot, assignPathReg, planClosed): call sites, loop
+// registers and loop copies, from the register liveness layout found
+// for every function first (on every worker). It runs for every
+// function in order before any is emitted; call-site ids follow that
+// order.
 func (fp *funcPlan) planBody() {
 	fp.planSites()
-	if !fp.g.mode.Metrics {
-		fp.liveIn = fp.f.Graph.RegsLiveIn()
-	}
-	fp.planLoopRegs()
+	fp.planLoopRegs() // reads liveIn, which layout computed
 	fp.planLoopCopies()
 }
 

@@ -552,6 +552,13 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	g.planClosed()
 	g.planDirect()
 	g.planThunks(res.Program)
+	if !g.mode.Metrics {
+		// Liveness reads the graph alone: on every worker (planBody
+		// numbers sites and makes labels, in order, on this one).
+		par.Each(len(g.funcs), g.workers, func(i int) {
+			g.funcs[i].liveIn = g.funcs[i].f.Graph.RegsLiveIn()
+		})
+	}
 	g.planDec = x86.NewDecoder()
 	for _, fg := range g.funcs {
 		fg.planBody()

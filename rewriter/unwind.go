@@ -258,6 +258,10 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *f
 	}
 	mi := 0
 	off := fg.start
+	// The state and push depth of the step before: a step with both the
+	// same (most marks of a row share its state) adds no row.
+	var prevState *ehframe.State
+	prevSP := sp
 	for off < fg.end {
 		for mi+1 < len(fg.marks) && int(fg.marks[mi+1].off) <= off {
 			mi++
@@ -266,12 +270,15 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *f
 			sp = spLog[si].SP
 			si++
 		}
-		st := *states[mi]
-		if sp != 0 && st.CFA.Expr == nil && st.CFA.Reg == dwarfRSP {
-			st.CFA.Off -= int64(sp)
-		}
-		if n := len(ef.rows); n == 0 || !ef.rows[n-1].State.Equal(st) {
-			ef.rows = append(ef.rows, ehframe.Row{Addr: codeAddr + uint64(off), State: st})
+		if states[mi] != prevState || sp != prevSP {
+			prevState, prevSP = states[mi], sp
+			st := *states[mi]
+			if sp != 0 && st.CFA.Expr == nil && st.CFA.Reg == dwarfRSP {
+				st.CFA.Off -= int64(sp)
+			}
+			if n := len(ef.rows); n == 0 || !ef.rows[n-1].State.Equal(st) {
+				ef.rows = append(ef.rows, ehframe.Row{Addr: codeAddr + uint64(off), State: st})
+			}
 		}
 		next := fg.end
 		if mi+1 < len(fg.marks) && int(fg.marks[mi+1].off) < next {

@@ -256,6 +256,11 @@ func (c *Code) Shift(d int) {
 
 // AddCode appends the next function, as Add would.
 func (e *Encoder) AddCode(c *Code) {
+	if need := len(e.b) + len(c.head) + binary.MaxVarintLen64 + len(c.tail); need > cap(e.b) {
+		// Doubling: append grows a large array by a quarter, which for
+		// a large library's map copied it about five times over.
+		e.b = slices.Grow(e.b, max(need, 2*cap(e.b))-len(e.b))
+	}
 	e.b = append(e.b, c.head...)
 	if c.n == 0 {
 		return

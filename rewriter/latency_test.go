@@ -93,7 +93,14 @@ func TestLatencyTwoModes(t *testing.T) {
 		p99, _ := l.Quantile(0.99)
 		t.Logf("%s: buckets %v; fast peak %d, slow peak %d, valley %d; p50 %d, p99 %d; slowest %v",
 			m.name, l.Buckets, fast, slow, valley, p50, p99, l.Slowest)
-		if slow >= len(hist) || hist[slow] < 100 || hist[valley]*10 > min(hist[fast], hist[slow]) {
+		// A mode's executions may straddle a bucket boundary (the slow
+		// one near 2^14.6 ticks falls 98/99 into buckets 14 and 15 on
+		// some machines): its mass is the peak and its larger neighbour.
+		var slowMass uint64
+		if slow+1 < len(hist) {
+			slowMass = hist[slow] + max(hist[slow-1], hist[slow+1])
+		}
+		if slow >= len(hist) || slowMass < 100 || hist[valley]*10 > min(hist[fast], hist[slow]) {
 			t.Errorf("%s: no two modes: fast peak bucket %d (%d), slow peak bucket %d, valley bucket %d (%d)",
 				m.name, fast, hist[fast], slow, valley, hist[valley])
 		}

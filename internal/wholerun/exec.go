@@ -14,11 +14,11 @@ import (
 	"time"
 )
 
-// runDir makes the directory of one run (the auditor, its map, the
-// library links and the executable's mirror) under Root/runs, on the
-// cache's file system so that the executable's copy can be hard-linked
-// into the mirror. Run directories left by runs that were killed are
-// removed once they are a day old.
+// runDir makes the directory of one run (the auditor, its map and the
+// library links) under Root/runs. Run directories left by runs that were
+// killed are
+// removed once they are a week old (a program that runs longer may still
+// dlopen by name through its library links).
 func (c *Cache) runDir() (string, error) {
 	base := filepath.Join(c.Root, "runs")
 	if err := os.MkdirAll(base, 0o755); err != nil {
@@ -26,7 +26,7 @@ func (c *Cache) runDir() (string, error) {
 	}
 	if ents, err := os.ReadDir(base); err == nil {
 		for _, e := range ents {
-			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 7*24*time.Hour {
 				os.RemoveAll(filepath.Join(base, e.Name()))
 			}
 		}

@@ -16,9 +16,8 @@ import (
 
 // runDir makes the directory of one run (the auditor, its map and the
 // library links) under Root/runs. Run directories left by runs that were
-// killed are
-// removed once they are a week old (a program that runs longer may still
-// dlopen by name through its library links).
+// killed are removed once they are a week old (a program that runs
+// longer may still dlopen by name through its library links).
 func (c *Cache) runDir() (string, error) {
 	base := filepath.Join(c.Root, "runs")
 	if err := os.MkdirAll(base, 0o755); err != nil {

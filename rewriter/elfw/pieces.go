@@ -36,6 +36,42 @@ func (p *Pieces) put(off uint64, data []byte) {
 	}
 }
 
+// patchGap is how far apart two patches of the original may be and
+// still go out as one piece (putPatches).
+const patchGap = 4096
+
+// putPatches places n patches over base, the piece at offset 0: patch
+// i is data at off (at(i)), sorted by offset and not overlapping.
+// Patches less than patchGap apart go out as one piece, base's bytes
+// between them copied: a large library's entry jumps are a hundred
+// thousand 5-byte patches, which written one by one cost as many
+// system calls (a second of libLLVM's rewrite).
+func (p *Pieces) putPatches(base []byte, n int, at func(i int) (off uint64, data []byte)) {
+	for i := 0; i < n; {
+		lo, d := at(i)
+		hi := lo + uint64(len(d))
+		j := i + 1
+		for ; j < n; j++ {
+			o, d := at(j)
+			if o < hi || o-hi >= patchGap || o+uint64(len(d)) > uint64(len(base)) {
+				break
+			}
+			hi = o + uint64(len(d))
+		}
+		if j == i+1 || hi > uint64(len(base)) {
+			p.put(lo, d)
+			i++
+			continue
+		}
+		run := append([]byte(nil), base[lo:hi]...)
+		for ; i < j; i++ {
+			o, d := at(i)
+			copy(run[o-lo:], d)
+		}
+		p.put(lo, run)
+	}
+}
+
 // Bytes assembles the file.
 func (p *Pieces) Bytes() []byte {
 	buf := make([]byte, p.Size)

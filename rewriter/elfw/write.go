@@ -510,9 +510,7 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	// Assemble: the original, then what changes or follows it.
 	pcs := &Pieces{Size: int64(total)}
 	pcs.put(0, orig)
-	for _, p := range patches {
-		pcs.put(p.off, p.Bytes)
-	}
+	pcs.putPatches(orig, len(patches), func(i int) (uint64, []byte) { return patches[i].off, patches[i].Bytes })
 	phdrs := make([]byte, len(table)*phdrSize)
 	for i, p := range table {
 		p.encode(phdrs[uint64(i)*phdrSize:])

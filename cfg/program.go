@@ -7,6 +7,7 @@ import (
 
 	"github.com/blpp/blpp/cfg/x86"
 	"github.com/blpp/blpp/internal/par"
+	"github.com/blpp/blpp/internal/phase"
 )
 
 // Options control whole-binary analysis.
@@ -183,6 +184,7 @@ func (p *Program) GraphAt(f *Function, entry uint64) *Graph {
 // flags liveness are computed for every graph.
 func Analyze(b *Binary, opts Options) *Program {
 	funcs := b.Functions()
+	phase.Mark("functions")
 	p := &Program{Binary: b, Funcs: funcs, Graphs: make([]*Graph, len(funcs)),
 		byEntry: make(map[uint64]*Function, len(funcs)), noRet: make(map[uint64]bool),
 		funcsIdx: make(map[*Function]int, len(funcs))}
@@ -198,6 +200,7 @@ func Analyze(b *Binary, opts Options) *Program {
 			}
 		}
 	}
+	phase.Mark("maps")
 	var todo []int
 	for i, f := range funcs {
 		if opts.Match == nil || opts.Match(f) {
@@ -218,7 +221,9 @@ func Analyze(b *Binary, opts Options) *Program {
 		// discovery, saving it a decoding of every procedure.
 		p.scan = true
 		build(all)
+		phase.Mark("buildAll")
 		p.discover(build, workers)
+		phase.Mark("discover")
 		p.scan = false
 		for _, g := range p.Graphs {
 			if g != nil {
@@ -237,7 +242,9 @@ func Analyze(b *Binary, opts Options) *Program {
 		build(todo)
 	}
 	todo = p.joinFragments(todo, build)
+	phase.Mark("joinFragments")
 	todo = p.joinEntries(todo)
+	phase.Mark("joinEntries")
 	// No-return inference to a fixed point (bounded: each round adds at
 	// least one procedure).
 	for round := 0; round < 32; round++ {
@@ -268,6 +275,7 @@ func Analyze(b *Binary, opts Options) *Program {
 		}
 		build(again)
 	}
+	phase.Mark("noreturn")
 	// Per-graph analyses.
 	forEach(todo, workers, func(i int) {
 		if g := p.Graphs[i]; len(g.Blocks) > 0 {
@@ -275,6 +283,7 @@ func Analyze(b *Binary, opts Options) *Program {
 			g.ComputeFlagsLiveness()
 		}
 	})
+	phase.Mark("loopsflags")
 	return p
 }
 

@@ -277,7 +277,7 @@ func (g *gen) target(a uint64) enc.Target {
 // images leave no tail marks [decision 31], and a moved entry's prefix
 // runs before its entry code.
 func (g *gen) tailEntry(a uint64) (enc.Label, bool) {
-	if _, ok := g.entries[a]; !ok || g.mode.FlowOnly || g.movedEntries[a] {
+	if !g.tailsToEntry(a) {
 		return 0, false
 	}
 	if l, ok := g.tailEntries[a]; ok {
@@ -289,6 +289,14 @@ func (g *gen) tailEntry(a uint64) (enc.Label, bool) {
 	l := g.buf.NewLabel()
 	g.tailEntries[a] = l
 	return l, true
+}
+
+// tailsToEntry reports whether a direct tail jump to a goes to a's
+// instrumented entry as a call site (tailEntry has a label for it); it
+// only reads the plan.
+func (g *gen) tailsToEntry(a uint64) bool {
+	_, ok := g.entries[a]
+	return ok && !g.mode.FlowOnly && !g.movedEntries[a]
 }
 
 // callCache reports whether the image's thread blocks have a call cache

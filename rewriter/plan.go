@@ -67,6 +67,11 @@ type funcPlan struct {
 	// the runtime where the activation stood (spawn.go, decision 101).
 	forkSite  map[uint64]int32
 	siteAddrs []uint64
+	// localSites and tailTargets carry what findSites found on a worker
+	// to numberSites: the sites' table entries, and the targets of the
+	// tail jumps among them, in order.
+	localSites  [][2]uint64
+	tailTargets []uint64
 	// slot is the offset from the thread block of the function's slot
 	// counters ({calls, paths...}), 0 if it has none (assignSlot).
 	slot int32
@@ -339,30 +344,29 @@ func (fp *funcPlan) curValue() int32 {
 	return fp.fid + 1
 }
 
-// site allocates the id of a call site ending block blk of function fid,
-// whose instruction is at addr. A function's sites get consecutive ids:
-// its calls in address order (planSites), then its direct tail jumps.
+// site adds a call site ending block blk, whose instruction is at addr,
+// to the function's sites (findSites) and returns its number among
+// them; numberSites makes it an id. A function's sites get consecutive
+// ids: its calls in address order, its system calls that may end the
+// image, those that make a process, then its direct tail jumps.
 func (fp *funcPlan) site(blk cfg.BlockID, addr uint64) int32 {
-	g := fp.g
-	if len(g.sites) == 0 {
-		g.sites = append(g.sites, [2]uint64{})
-	}
-	g.sites = append(g.sites, [2]uint64{uint64(fp.fid), uint64(blk)})
+	fp.localSites = append(fp.localSites, [2]uint64{uint64(fp.fid), uint64(blk)})
 	fp.siteAddrs = append(fp.siteAddrs, addr)
-	return int32(len(g.sites) - 1)
+	return int32(len(fp.localSites) - 1)
 }
 
-// planSites gives the function's calls their ids, in address order.
-func (fp *funcPlan) planSites() {
-	if len(fp.g.sites) == 0 {
-		fp.g.sites = append(fp.g.sites, [2]uint64{})
-	}
-	fp.firstSite = int32(len(fp.g.sites))
+// findSites finds the function's call sites and numbers them from 0
+// (site). It reads the graph and the plan of every function's entries
+// alone, so it runs on the workers; numberSites, in function order on
+// one goroutine, then gives the sites their ids, and siteIDs moves the
+// maps to them, on the workers again.
+func (fp *funcPlan) findSites() {
 	fp.callSite = map[uint64]int32{}
 	fp.tailSite = map[cfg.EdgeID]int32{}
 	fp.forkSites = map[uint64]bool{}
 	fp.vforkSites = map[uint64]bool{}
 	fp.siteAddrs = nil
+	fp.localSites = nil
 	calls := append([]cfg.CallSite(nil), fp.f.Graph.Calls...)
 	sort.Slice(calls, func(i, j int) bool { return calls[i].Addr < calls[j].Addr })
 	for _, c := range calls {
@@ -406,6 +410,7 @@ func (fp *funcPlan) planSites() {
 	// instruction again. A block whose last instruction does not decode
 	// fails the function in the emitter.
 	gr := fp.f.Graph
+	fp.tailTargets = nil
 	for id := range gr.Blocks {
 		blk := &gr.Blocks[id]
 		if blk.Last < blk.Addr || blk.Last >= blk.End || uint64(len(fp.g.b.Code(blk.Last))) < blk.End-blk.Last {
@@ -416,21 +421,53 @@ func (fp *funcPlan) planSites() {
 			if ed.Kind != cfg.EdgeTailCall || ed.Target == 0 {
 				continue
 			}
-			if _, ok := fp.g.tailEntry(ed.Target); ok {
+			if fp.g.tailsToEntry(ed.Target) {
 				fp.tailSite[e] = fp.site(cfg.BlockID(id), blk.Last)
+				fp.tailTargets = append(fp.tailTargets, ed.Target)
 			}
 		}
 	}
 }
 
+// numberSites gives the sites findSites found their ids, following the
+// sites of the functions numbered before, and makes the labels of the
+// entries its tail jumps go to (tailEntry), in the order they had when
+// sites were found and numbered in one pass on one goroutine.
+func (fp *funcPlan) numberSites() {
+	g := fp.g
+	if len(g.sites) == 0 {
+		g.sites = append(g.sites, [2]uint64{})
+	}
+	fp.firstSite = int32(len(g.sites))
+	g.sites = append(g.sites, fp.localSites...)
+	fp.localSites = nil
+	for _, a := range fp.tailTargets {
+		g.tailEntry(a)
+	}
+	fp.tailTargets = nil
+}
+
+// siteIDs turns the numbers in the function's site maps into ids (once
+// numberSites has run).
+func (fp *funcPlan) siteIDs() {
+	for _, m := range []map[uint64]int32{fp.callSite, fp.leaveSite, fp.forkSite} {
+		for k := range m {
+			m[k] += fp.firstSite
+		}
+	}
+	for k := range fp.tailSite {
+		fp.tailSite[k] += fp.firstSite
+	}
+}
+
 // planBody plans what the function's body needs beyond its slot and
-// register (assignSlot, assignPathReg, planClosed): call sites, loop
-// registers and loop copies, from the register liveness layout found
-// for every function first (on every worker). It runs for every
-// function in order before any is emitted; call-site ids follow that
-// order.
+// register (assignSlot, assignPathReg, planClosed): call-site ids, loop
+// registers and loop copies, from the register liveness and the sites
+// found for every function first (on every worker). It runs for every
+// function in order before any is emitted; call-site ids and labels
+// follow that order.
 func (fp *funcPlan) planBody() {
-	fp.planSites()
+	fp.numberSites()
 	fp.planLoopRegs() // reads liveIn, which layout computed
 	fp.planLoopCopies()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/blpp/blpp/cfg"
 	"github.com/blpp/blpp/cfg/x86"
 	"github.com/blpp/blpp/internal/par"
+	"github.com/blpp/blpp/internal/phase"
 	"github.com/blpp/blpp/meta"
 	"github.com/blpp/blpp/rewriter/addrmap"
 	"github.com/blpp/blpp/rewriter/elfw"
@@ -204,6 +205,7 @@ func RewriteTo(w io.WriterAt, in []byte, opts Options) (int64, *Summary, error) 
 		early <- err
 	}()
 	out, sum, err := rewriteRounds(in, opts)
+	phase.Mark("rounds")
 	werr := <-early
 	if err != nil {
 		return 0, nil, err
@@ -214,6 +216,7 @@ func RewriteTo(w io.WriterAt, in []byte, opts Options) (int64, *Summary, error) 
 	if err := out.WriteTo(w, in); err != nil {
 		return 0, nil, fmt.Errorf("%w: %w", ErrWrite, err)
 	}
+	phase.Mark("write")
 	return out.Size, sum, nil
 }
 
@@ -263,6 +266,7 @@ func rewrite(in []byte, opts Options, prior []failedRound) (*elfw.Pieces, *Summa
 	if err != nil {
 		return nil, nil, err
 	}
+	phase.Mark("load")
 	mod, err := moduleOf(b, opts)
 	if err != nil {
 		return nil, nil, err
@@ -273,6 +277,7 @@ func rewrite(in []byte, opts Options, prior []failedRound) (*elfw.Pieces, *Summa
 	}
 	opts.stage("analysing")
 	res := analysis.Run(b, analysis.Options{Workers: opts.Workers, MaxPaths: MaxPaths, Lean: true})
+	phase.Mark("analysis")
 	img, err := runtime.Load()
 	if err != nil {
 		return nil, nil, fmt.Errorf("runtime image: %w", err)
@@ -342,6 +347,7 @@ func rewrite(in []byte, opts Options, prior []failedRound) (*elfw.Pieces, *Summa
 		}
 	}
 	chosen = leaveBranchedInto(chosen, moved, into, sum)
+	phase.Mark("choose")
 	// Function ids have runtime.FidBits bits in a module [decision 81].
 	if sum.Functions > 1<<runtime.FidBits {
 		return nil, nil, fmt.Errorf("%w (%d)", ErrTooManyFuncs, sum.Functions)
@@ -515,6 +521,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			TSCOnly: len(opts.Metrics) == 1 && opts.Metrics[0].Type == runtime.MetricTypeTSC,
 			Latency: len(opts.Metrics) > 0 && !opts.NoLatency}}
 	dark := g.planDark(res, sum.Skipped, *into, len(chosen))
+	phase.Mark("planDark")
 	// A large binary's functions drop their analysis once their code is
 	// appended; if the layout then fails, the next starts from a new
 	// analysis (Rewrite). The branch sources are done with.
@@ -552,24 +559,33 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	g.planClosed()
 	g.planDirect()
 	g.planThunks(res.Program)
-	if !g.mode.Metrics {
-		// Liveness reads the graph alone: on every worker (planBody
-		// numbers sites and makes labels, in order, on this one).
-		par.Each(len(g.funcs), g.workers, func(i int) {
-			g.funcs[i].liveIn = g.funcs[i].f.Graph.RegsLiveIn()
-		})
-	}
+	phase.Mark("planFuncs")
+	// Liveness and the call sites read the graph and the entries' plan
+	// alone: on every worker. planBody numbers the sites and makes
+	// labels, in order, on this one; siteIDs then moves the sites' maps
+	// to their ids, on every worker.
+	par.Each(len(g.funcs), g.workers, func(i int) {
+		fg := g.funcs[i]
+		if !g.mode.Metrics {
+			fg.liveIn = fg.f.Graph.RegsLiveIn()
+		}
+		fg.findSites()
+	})
+	phase.Mark("liveIn")
 	g.planDec = x86.NewDecoder()
 	for _, fg := range g.funcs {
 		fg.planBody()
 	}
+	par.Each(len(g.funcs), g.workers, func(i int) { g.funcs[i].siteIDs() })
 	g.planDec.Release()
 	g.planDec = nil
+	phase.Mark("planBody")
 	// The code grows by arrays of its own as functions are appended
 	// (enc.Buf.Append), while their analysis goes.
 	g.buf.Place(codeAddr)
 	uw := newUnwinder(b)
 	em := g.emitAll(uw, codeAddr)
+	phase.Mark("emitAll")
 	if len(em.failed) > 0 {
 		return nil, nil, &emitError{failed: em.failed, released: g.release}
 	}
@@ -620,6 +636,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// The code stays in the arrays it grew by (enc.Code): libLLVM's is
 	// 250 MB, which one array more would copy.
 	code, err := g.buf.TakeCode(codeAddr)
+	phase.Mark("darkThunksTabs")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -671,6 +688,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// exceptions, backtrace(3) and debuggers get through relocated frames.
 	codeSize := code.Len()
 	eh, err := unwindTables(uw, g, em.unwind, codeAddr, uint64(codeSize))
+	phase.Mark("unwindTables")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -678,6 +696,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// what is left of the analysis goes (a large library's graphs take
 	// hundreds of megabytes, and its output as much again).
 	releaseAnalysis(res, g)
+	phase.Mark("release")
 	// Redirect every instrumented function's original entry.
 	var patches []elfw.Patch
 	for _, fg := range g.funcs {
@@ -713,6 +732,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// Reports decode the original instructions: the metadata keeps the
 	// bytes these patches cover.
 	patched, err := patchedCode(b, patches)
+	phase.Mark("patches")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -769,6 +789,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		tab.Funcs = append(tab.Funcs, meta.Func{Name: s.Name, Entry: entry, Size: s.Size, Reason: s.Reason, EntriesCounted: s.EntriesCounted})
 	}
 	metaData := tab.EncodeWithID()
+	phase.Mark("meta")
 	// The functions' encodings are in metaData now: the output's copy
 	// need not find them beside it.
 	tab.Encoded = nil
@@ -812,6 +833,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			{Name: addrmap.SectionName, Data: amap}},
 		Symbols: append(relocatedSymbols(b, g, codeAddr, !mod.library), runtimeSymbols(rtText, img)...),
 	})
+	phase.Mark("elfwPlan")
 	if err != nil {
 		return nil, nil, err
 	}

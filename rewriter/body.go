@@ -353,7 +353,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cf
 		// The call site, for the runtime to tell where this activation
 		// stopped should it never come back (exit, longjmp, a fatal
 		// signal in the callee): the callee's entry saves it.
-		site, ok := fg.callSite[in.Addr]
+		site, ok := fg.callSiteOf(in.Addr)
 		if !ok {
 			return fmt.Errorf("%#x: call without a planned call site", in.Addr)
 		}

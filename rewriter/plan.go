@@ -48,12 +48,12 @@ type funcPlan struct {
 	// address) its own copy of the table, loadOf the same copy by the
 	// address of each instruction that reads the entry [decision 66].
 	tabOf, loadOf map[uint64]int
-	// firstSite is the id of the function's first call site; callSite
-	// maps its call instructions' addresses to their ids; tailSite holds
+	// firstSite is the id of the function's first call site; its calls
+	// have the ids that follow, in address order; tailSite holds
 	// the ids of its direct tail jumps to instrumented functions, by
 	// edge; siteAddrs lists every site's instruction address by id.
 	firstSite int32
-	callSite  map[uint64]int32
+	nCalls    int32 // siteAddrs[:nCalls] are the calls' (callSiteOf)
 	tailSite  map[cfg.EdgeID]int32
 	forkSites map[uint64]bool // calls to fork and its kin (cfg.CallSite.Forks)
 	// vforkSites are the calls to vfork (cfg.CallSite.Vforks), after
@@ -361,26 +361,26 @@ func (fp *funcPlan) site(blk cfg.BlockID, addr uint64) int32 {
 // one goroutine, then gives the sites their ids, and siteIDs moves the
 // maps to them, on the workers again.
 func (fp *funcPlan) findSites() {
-	fp.callSite = map[uint64]int32{}
-	fp.tailSite = map[cfg.EdgeID]int32{}
-	fp.forkSites = map[uint64]bool{}
-	fp.vforkSites = map[uint64]bool{}
-	fp.siteAddrs = nil
-	fp.localSites = nil
+	// Maps are made when something goes in (most stay empty): reading
+	// a nil map finds nothing. The calls' ids need none (callSiteOf).
+	fp.tailSite, fp.forkSites, fp.vforkSites, fp.leaveSite, fp.forkSite = nil, nil, nil, nil, nil
+	n := len(fp.f.Graph.Calls) + len(fp.f.Graph.Forks)
+	fp.siteAddrs = make([]uint64, 0, n)
+	fp.localSites = make([][2]uint64, 0, n)
 	calls := append([]cfg.CallSite(nil), fp.f.Graph.Calls...)
 	sort.Slice(calls, func(i, j int) bool { return calls[i].Addr < calls[j].Addr })
 	for _, c := range calls {
-		fp.callSite[c.Addr] = fp.site(c.Block, c.Addr)
+		fp.site(c.Block, c.Addr)
 		if c.Forks {
-			fp.forkSites[c.Addr] = true
+			fp.forkSites = setIn(fp.forkSites, c.Addr, true)
 		}
 		if c.Vforks {
-			fp.vforkSites[c.Addr] = true
+			fp.vforkSites = setIn(fp.vforkSites, c.Addr, true)
 		}
 	}
+	fp.nCalls = int32(len(calls))
 	// Then the system calls that may end the image: the runtime finds
 	// where the activation stopped by their site [decision 59].
-	fp.leaveSite = map[uint64]int32{}
 	var sys []uint64
 	for a, l := range fp.f.Graph.Leaves {
 		if l.Syscall {
@@ -389,17 +389,16 @@ func (fp *funcPlan) findSites() {
 	}
 	slices.Sort(sys)
 	for _, a := range sys {
-		fp.leaveSite[a] = fp.site(fp.f.Graph.Leaves[a].Block, a)
+		fp.leaveSite = setIn(fp.leaveSite, a, fp.site(fp.f.Graph.Leaves[a].Block, a))
 	}
 	// Then those that make a process or thread (decision 101).
-	fp.forkSite = map[uint64]int32{}
 	sys = sys[:0]
 	for a := range fp.f.Graph.Forks {
 		sys = append(sys, a)
 	}
 	sort.Slice(sys, func(i, j int) bool { return sys[i] < sys[j] })
 	for _, a := range sys {
-		fp.forkSite[a] = fp.site(fp.f.Graph.Forks[a].Block, a)
+		fp.forkSite = setIn(fp.forkSite, a, fp.site(fp.f.Graph.Forks[a].Block, a))
 	}
 	// Then, block by block, the direct tail jumps to instrumented
 	// functions: call sites too, the callee's activation is made a child
@@ -422,7 +421,7 @@ func (fp *funcPlan) findSites() {
 				continue
 			}
 			if fp.g.tailsToEntry(ed.Target) {
-				fp.tailSite[e] = fp.site(cfg.BlockID(id), blk.Last)
+				fp.tailSite = setIn(fp.tailSite, e, fp.site(cfg.BlockID(id), blk.Last))
 				fp.tailTargets = append(fp.tailTargets, ed.Target)
 			}
 		}
@@ -447,10 +446,30 @@ func (fp *funcPlan) numberSites() {
 	fp.tailTargets = nil
 }
 
+// callSiteOf returns the id of the call at addr.
+func (fp *funcPlan) callSiteOf(addr uint64) (int32, bool) {
+	calls := fp.siteAddrs[:fp.nCalls]
+	// The last call there, as a map filled in order would hold.
+	i := sort.Search(len(calls), func(i int) bool { return calls[i] > addr }) - 1
+	if i < 0 || calls[i] != addr {
+		return 0, false
+	}
+	return fp.firstSite + int32(i), true
+}
+
+// setIn sets m[k] to v, making m if it is nil, and returns m.
+func setIn[K comparable, V any](m map[K]V, k K, v V) map[K]V {
+	if m == nil {
+		m = map[K]V{}
+	}
+	m[k] = v
+	return m
+}
+
 // siteIDs turns the numbers in the function's site maps into ids (once
 // numberSites has run).
 func (fp *funcPlan) siteIDs() {
-	for _, m := range []map[uint64]int32{fp.callSite, fp.leaveSite, fp.forkSite} {
+	for _, m := range []map[uint64]int32{fp.leaveSite, fp.forkSite} {
 		for k := range m {
 			m[k] += fp.firstSite
 		}

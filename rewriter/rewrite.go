@@ -866,7 +866,7 @@ func releaseAnalysis(res *analysis.Result, g *gen) {
 func (fp *funcPlan) dropAnalysis() {
 	fp.f.Graph, fp.f.Numbering = nil, nil
 	fp.num, fp.liveIn, fp.blocks, fp.loopOf = nil, nil, nil, nil
-	fp.tabOf, fp.loadOf, fp.callSite, fp.tailSite, fp.forkSites, fp.leaveSite, fp.forkSite, fp.siteAddrs = nil, nil, nil, nil, nil, nil, nil, nil
+	fp.tabOf, fp.loadOf, fp.tailSite, fp.forkSites, fp.leaveSite, fp.forkSite, fp.siteAddrs, fp.nCalls = nil, nil, nil, nil, nil, nil, nil, 0
 	fp.loops, fp.loopCopies, fp.copyBack = nil, nil, nil
 }
 

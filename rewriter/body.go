@@ -240,7 +240,7 @@ func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Info, code []byte, next cf
 	if inside {
 		ret := b.NewLabel()
 		b.Bind(ret)
-		fg.g.siteRet[site] = ret
+		fg.g.siteRet = setIn(fg.g.siteRet, site, ret)
 	} else {
 		fg.outsideCallLoad()
 	}

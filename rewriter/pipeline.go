@@ -65,7 +65,7 @@ type funcCode struct {
 func (g *gen) emitOne(fp *funcPlan, at int, sp int32, uw *unwinder, codeAddr uint64) *funcCode {
 	view := *g
 	view.buf = g.buf.Child(at, sp)
-	view.siteRet = map[int32]enc.Label{}
+	view.siteRet = nil // made by the first closed call (setIn)
 	view.patches = nil
 	fg := &funcGen{funcPlan: fp, g: &view, inLoop: -1}
 	sc, _ := scratchPool.Get().(*scratch)

@@ -588,7 +588,7 @@ func (fp *funcPlan) succ(b cfg.BlockID, kind ...cfg.EdgeKind) (cfg.EdgeID, bool)
 // the instructions that read the entry to it.
 func (fp *funcPlan) planTables() {
 	g := fp.g
-	fp.tabOf, fp.loadOf = map[uint64]int{}, map[uint64]int{}
+	fp.tabOf, fp.loadOf = nil, nil // made for the first table (setIn)
 	gr := fp.f.Graph
 	for i := range gr.Tables {
 		jt := &gr.Tables[i]
@@ -606,14 +606,14 @@ func (fp *funcPlan) planTables() {
 			}
 		}
 		g.tables = append(g.tables, nt)
-		fp.tabOf[jt.Jump] = t
+		fp.tabOf = setIn(fp.tabOf, jt.Jump, t)
 		for _, l := range jt.Loads {
 			if _, dup := fp.loadOf[l]; dup {
 				// One load feeding two jumps cannot read two copies.
 				fp.loadOf[l] = -1
 				continue
 			}
-			fp.loadOf[l] = t
+			fp.loadOf = setIn(fp.loadOf, l, t)
 		}
 	}
 }

@@ -687,11 +687,13 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// Unwind and exception tables for the new code, so that C++
 	// exceptions, backtrace(3) and debuggers get through relocated frames.
 	codeSize := code.Len()
-	eh, err := unwindTables(uw, g, em.unwind, codeAddr, uint64(codeSize))
+	ehWait, err := unwindTables(uw, g, em.unwind, codeAddr, uint64(codeSize))
 	phase.Mark("unwindTables")
 	if err != nil {
 		return nil, nil, err
 	}
+	// The tables are built while the rest is made (ehWait waits): an
+	// early return leaves the goroutine to finish on its own.
 	// No function can fail any more, so the layout will not be redone:
 	// what is left of the analysis goes (a large library's graphs take
 	// hundreds of megabytes, and its output as much again).
@@ -818,6 +820,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		sum.LoopRegisters += fg.stats.loopRegs
 		sum.LoopSwaps += fg.stats.loopSwaps
 	}
+	eh, err := ehWait()
+	if err != nil {
+		return nil, nil, err
+	}
+	phase.Mark("ehWait")
 	out, err := elfw.Plan(in, elfw.Options{
 		Segments: append([]elfw.Segment{
 			{Addr: rtText, Data: img.Text, MemSize: uint64(len(img.Text)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.rt"},

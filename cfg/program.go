@@ -248,13 +248,18 @@ func Analyze(b *Binary, opts Options) *Program {
 	// No-return inference to a fixed point (bounded: each round adds at
 	// least one procedure).
 	for round := 0; round < 32; round++ {
+		// The tests read p.noRet alone: on every worker, collected in
+		// todo's order.
+		proves := make([]bool, len(todo))
+		par.Each(len(todo), workers, func(k int) {
+			g := p.Graphs[todo[k]]
+			proves[k] = !p.noRet[g.Func.Addr] && provesNoReturn(p, g)
+		})
 		var found []uint64
-		for _, i := range todo {
-			g := p.Graphs[i]
-			if p.noRet[g.Func.Addr] || !provesNoReturn(p, g) {
-				continue
+		for k, i := range todo {
+			if proves[k] {
+				found = append(found, p.Graphs[i].Func.Addr)
 			}
-			found = append(found, g.Func.Addr)
 		}
 		if len(found) == 0 {
 			break
@@ -264,13 +269,19 @@ func Analyze(b *Binary, opts Options) *Program {
 			p.noRet[a] = true
 			newly[a] = true
 		}
-		var again []int
-		for _, i := range todo {
-			for _, c := range p.Graphs[i].Calls {
+		calls := make([]bool, len(todo))
+		par.Each(len(todo), workers, func(k int) {
+			for _, c := range p.Graphs[todo[k]].Calls {
 				if newly[c.Target] && !c.NoReturn {
-					again = append(again, i)
+					calls[k] = true
 					break
 				}
+			}
+		})
+		var again []int
+		for k, i := range todo {
+			if calls[k] {
+				again = append(again, i)
 			}
 		}
 		build(again)

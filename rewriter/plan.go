@@ -59,6 +59,10 @@ type funcPlan struct {
 	// vforkSites are the calls to vfork (cfg.CallSite.Vforks), after
 	// which a vfork child leaves its parent's thread block (spawn.go).
 	vforkSites map[uint64]bool
+	// setjmps is set where the function calls setjmp or its kin: a call
+	// that does not return may come back to it there (longjmp to its own
+	// jmp_buf), so such a call leaves the activation live [decision 112].
+	setjmps bool
 	// leaveSite holds the call-site ids of the system calls that may end
 	// the process image (cfg.Leave), by address [decision 59].
 	leaveSite map[uint64]int32
@@ -362,6 +366,7 @@ func (fp *funcPlan) planSites() {
 	fp.tailSite = map[cfg.EdgeID]int32{}
 	fp.forkSites = map[uint64]bool{}
 	fp.vforkSites = map[uint64]bool{}
+	fp.setjmps = false
 	fp.siteAddrs = nil
 	calls := append([]cfg.CallSite(nil), fp.f.Graph.Calls...)
 	sort.Slice(calls, func(i, j int) bool { return calls[i].Addr < calls[j].Addr })
@@ -373,6 +378,7 @@ func (fp *funcPlan) planSites() {
 		if c.Vforks {
 			fp.vforkSites[c.Addr] = true
 		}
+		fp.setjmps = fp.setjmps || c.ReturnsTwice
 	}
 	// Then the system calls that may end the image: the runtime finds
 	// where the activation stopped by their site [decision 59].

@@ -516,7 +516,7 @@ func hiddenFlow(g *Graph) bool {
 		return true
 	}
 	switch g.Reason {
-	case ReasonOK, ReasonTooShort, ReasonPLT, ReasonPathOverflow, ReasonSigreturn, ReasonVfork:
+	case ReasonOK, ReasonTooShort, ReasonPLT, ReasonPathOverflow, ReasonSigreturn, ReasonVfork, ReasonCopied:
 		return false
 	}
 	return true

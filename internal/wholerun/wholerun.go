@@ -232,26 +232,6 @@ func writeOrigin(dir, path string) {
 	}
 }
 
-// Origin returns the original of a cached copy, or of the copy's link in
-// one of its mirrors (Mirror), "" if unknown.
-func Origin(copyPath string) string {
-	d := filepath.Dir(copyPath)
-	if b, err := os.ReadFile(filepath.Join(d, OriginName)); err == nil {
-		return strings.TrimSpace(string(b))
-	}
-	// mirror/HASH/UP/DIR/PROG: the copy's directory is above mirror.
-	for i := 0; i < 4; i++ {
-		if filepath.Base(d) == mirrorName {
-			if b, err := os.ReadFile(filepath.Join(filepath.Dir(d), OriginName)); err == nil {
-				return strings.TrimSpace(string(b))
-			}
-			return ""
-		}
-		d = filepath.Dir(d)
-	}
-	return ""
-}
-
 // Setup says what Prepare sets up.
 type Setup struct {
 	Loader, Prog string
@@ -368,7 +348,8 @@ func (c *Cache) Prepare(s Setup) (*Process, error) {
 		m.Used = append(m.Used, int(tag))
 		opts := s.Opts
 		opts.ModuleTag = uint64(tag)
-		cp, err := c.Module(l.Path, opts, s.Mode)
+		// The loader opens the copy from its mirror (decision 109).
+		cp, err := c.Library(l.Path, opts, s.Mode)
 		if err != nil {
 			wp.Skipped = append(wp.Skipped, fmt.Sprintf("%s: %s", l.Name, strings.TrimPrefix(err.Error(), l.Path+": ")))
 			m.Objects[l.Path] = l.Path

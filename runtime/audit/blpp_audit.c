@@ -29,7 +29,7 @@ typedef unsigned int u32;
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { SYS_read = 0, SYS_write = 1, SYS_open = 2, SYS_close = 3, SYS_rt_sigaction = 13, SYS_pipe = 22, SYS_dup2 = 33, SYS_fork = 57,
+enum { SYS_read = 0, SYS_write = 1, SYS_open = 2, SYS_close = 3, SYS_stat = 4, SYS_fstat = 5, SYS_rt_sigaction = 13, SYS_pipe = 22, SYS_dup2 = 33, SYS_fork = 57,
        SYS_execve = 59, SYS_exit = 60, SYS_wait4 = 61, SYS_readlink = 89 };
 
 static s64 sc(s64 n, s64 a, s64 b, s64 c, s64 d)
@@ -63,6 +63,10 @@ static char extra[MAP_MAX]; /* paths learnt from blpp during the run */
 static u64 nextra;
 static struct {
 	const char *orig, *copy;
+	/* The files orig and copy name, once asked for (same_file): known
+	 * 1, or -1 when there is none. */
+	u64 id[2][2];
+	int known;
 } ents[ENT_MAX];
 static u64 nents;
 static char *blpp_argv[ARG_MAX + 4];
@@ -466,6 +470,41 @@ EXPORT unsigned int la_version(unsigned int v)
 	return v >= 1 ? 1 : 0;
 }
 
+/* file_id reads the device and inode of the file fd (fd >= 0) or path
+ * names into id; 0 if it cannot. */
+static int file_id(s64 fd, const char *path, u64 id[2])
+{
+	u64 st[18]; /* struct stat: st_dev, st_ino first */
+	s64 r = fd >= 0 ? sc(SYS_fstat, fd, (s64)st, 0, 0) : sc(SYS_stat, (s64)path, (s64)st, 0, 0);
+	if (r < 0)
+		return 0;
+	id[0] = st[0], id[1] = st[1];
+	return 1;
+}
+
+/* same_file returns the copy of the object whose original (or copy) is
+ * the file id, 0 if none. One file reached by another path (a link in a
+ * mirror, /lib for /usr/lib) is one object: the loader maps a file once
+ * and a second dlopen of it returns the first, so it must be handed the
+ * same copy, not a second one made under another tag (decision 109). */
+static const char *same_file(const u64 id[2])
+{
+	for (u64 i = 0; i < nents; i++) {
+		if (!ents[i].known) {
+			int o = file_id(-1, ents[i].orig, ents[i].id[0]), c = file_id(-1, ents[i].copy, ents[i].id[1]);
+			if (!o)
+				ents[i].id[0][0] = ents[i].id[0][1] = ~0ul;
+			if (!c)
+				ents[i].id[1][0] = ents[i].id[1][1] = ~0ul;
+			ents[i].known = 1;
+		}
+		for (int k = 0; k < 2; k++)
+			if (ents[i].id[k][0] == id[0] && ents[i].id[k][1] == id[1])
+				return ents[i].copy;
+	}
+	return 0;
+}
+
 /* LA_SER_ORIG is the name as the program gave it; later calls give the
  * paths the search tries. Only file paths are mapped. */
 EXPORT char *la_objsearch(const char *name, unsigned long *cookie, unsigned int flag)
@@ -491,12 +530,15 @@ EXPORT char *la_objsearch(const char *name, unsigned long *cookie, unsigned int 
 		if (seq(ents[i].copy, name))
 			return (char *)name; /* already a copy */
 	{
+		u64 id[2];
 		s64 fd = sc(SYS_open, (s64)name, 0, 0, 0);
 		if (fd < 0)
 			return (char *)name; /* the search goes on elsewhere */
+		int ok = file_id(fd, 0, id);
 		sc(SYS_close, fd, 0, 0, 0);
+		copy = ok ? same_file(id) : 0;
 	}
-	if (!(copy = rewrite(name)))
+	if (!copy && !(copy = rewrite(name)))
 		copy = name; /* blpp refused it: it runs as it is */
 	if (nents < ENT_MAX) {
 		ents[nents].orig = name; /* the loader keeps its name strings */

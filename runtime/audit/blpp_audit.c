@@ -505,13 +505,36 @@ static const char *same_file(const u64 id[2])
 	return 0;
 }
 
+/* by_name returns the object blpp run prepared for the bare name the
+ * program asks for (its link DIR/lib/NAME), 0 if none. */
+static const char *by_name(const char *name)
+{
+	static char path[4200];
+	u64 d = slen(dir), n = slen(name);
+	const char *ls = "/lib/";
+	if (!d || d + 5 + n + 1 > sizeof(path))
+		return 0;
+	for (u64 i = 0; i < d; i++)
+		path[i] = dir[i];
+	for (u64 i = 0; i < 5; i++)
+		path[d + i] = ls[i];
+	for (u64 i = 0; i <= n; i++)
+		path[d + 5 + i] = name[i];
+	for (u64 i = 0; i < nents; i++)
+		if (seq(ents[i].orig, path))
+			return ents[i].copy;
+	return 0;
+}
+
+enum { LA_SER_ORIG = 1 };
+
 /* LA_SER_ORIG is the name as the program gave it; later calls give the
- * paths the search tries. Only file paths are mapped. */
+ * paths the search tries. Only file paths are mapped, and the bare names
+ * of the libraries blpp run prepared. */
 EXPORT char *la_objsearch(const char *name, unsigned long *cookie, unsigned int flag)
 {
 	const char *copy;
 	(void)cookie;
-	(void)flag;
 	if (!loaded)
 		load();
 	if (inactive) {
@@ -521,8 +544,26 @@ EXPORT char *la_objsearch(const char *name, unsigned long *cookie, unsigned int 
 			return 0;
 		return (char *)name;
 	}
-	if (!name || name[0] != '/')
+	if (!name)
+		return 0;
+	if (name[0] != '/') {
+		/* A library blpp run prepared is named by the path of its copy in
+		 * its mirror from the start: the loader keeps a path it finds in
+		 * a search (DIR/lib/NAME) as the object's name (l_name, dladdr,
+		 * $ORIGIN), but takes a path given for the name itself as is, so
+		 * that a library that finds its installation from its own path
+		 * finds the original's through the mirror (decision 109). What the
+		 * search would have found is that link anyway: DIR/lib comes
+		 * first in LD_LIBRARY_PATH. */
+		if (flag == LA_SER_ORIG) {
+			for (const char *p = name; *p; p++)
+				if (*p == '/')
+					return (char *)name;
+			if ((copy = by_name(name)))
+				return (char *)copy;
+		}
 		return (char *)name;
+	}
 	for (u64 i = 0; i < nents; i++)
 		if (seq(ents[i].orig, name))
 			return (char *)ents[i].copy;

@@ -505,6 +505,19 @@ static const char *same_file(const u64 id[2])
 	return 0;
 }
 
+/* keep copies s into extra and returns the copy, 0 without room. */
+static const char *keep(const char *s)
+{
+	u64 n = slen(s);
+	if (nextra + n + 1 > sizeof(extra))
+		return 0;
+	char *k = extra + nextra;
+	for (u64 i = 0; i <= n; i++)
+		k[i] = s[i];
+	nextra += n + 1;
+	return k;
+}
+
 /* by_name returns the object blpp run prepared for the bare name the
  * program asks for (its link DIR/lib/NAME), 0 if none. */
 static const char *by_name(const char *name)
@@ -581,9 +594,14 @@ EXPORT char *la_objsearch(const char *name, unsigned long *cookie, unsigned int 
 	}
 	if (!copy && !(copy = rewrite(name)))
 		copy = name; /* blpp refused it: it runs as it is */
-	if (nents < ENT_MAX) {
-		ents[nents].orig = name; /* the loader keeps its name strings */
-		ents[nents].copy = copy;
+	/* The name is the caller's string (dlopen's argument), which it may
+	 * reuse for another path once dlopen returns: the entry keeps copies
+	 * of its own. Without room the object is still answered, not
+	 * remembered. */
+	const char *o = keep(name), *c = copy == name ? o : copy;
+	if (o && c && nents < ENT_MAX) {
+		ents[nents].orig = o;
+		ents[nents].copy = c;
 		nents++;
 	}
 	return (char *)copy;

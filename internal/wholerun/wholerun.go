@@ -19,7 +19,10 @@
 // that run as they are (LD_LIBRARY_PATH, before the user's own), and the
 // auditor takes these entries out again before the program runs, so that
 // the program and its children see their own environment (Command,
-// decision 105).
+// decision 105). Each library's copy is opened from a mirror of the
+// library's own place (LibMirror, decision 109), so that a library that
+// finds its installation from its own path (libjvm.so) finds the
+// original's.
 //
 // What it trusts: the system loader's list mode, and the cache directory
 // to hold only what a Cache wrote there.
@@ -250,8 +253,8 @@ type Setup struct {
 	Extra []string
 	// Blpp is the command the auditor runs, with `--module-tag N PATH`
 	// added, to rewrite an object the program opens later; it prints the
-	// copy's path (absolute path first; nil: such objects run as they
-	// are).
+	// path of the copy in its mirror (Cache.Library). Absolute path
+	// first; nil: such objects run as they are.
 	Blpp []string
 	// Progress, when set, is told once when the rewrites take more than
 	// a second.

@@ -6,10 +6,13 @@
  * copy of every shared object it opens, DT_NEEDED or dlopen'ed, by name or
  * by absolute path (decision 82). The loader calls la_objsearch with each
  * name it is about to try; for a file path that the run's map lists, the
- * auditor answers the instrumented copy's path instead. A path the map does
- * not list (a module dlopen'ed by an absolute path, Python's extension
- * modules) is rewritten there and then: the auditor runs blpp, which
- * prints the copy's path, and remembers it.
+ * auditor answers the instrumented copy's path instead (the copy's link in
+ * a mirror of the original's place, decision 109), and for the bare name of
+ * a library blpp run prepared, that path at once. A path the map does not
+ * list (a module dlopen'ed by an absolute path, Python's extension modules)
+ * is the copy the auditor already gave for the same file by another path,
+ * or is rewritten there and then: the auditor runs blpp, which prints the
+ * copy's path, and remembers it.
  *
  * The map is the file "map" in the auditor's own directory:
  *
@@ -63,8 +66,8 @@ static char extra[MAP_MAX]; /* paths learnt from blpp during the run */
 static u64 nextra;
 static struct {
 	const char *orig, *copy;
-	/* The files orig and copy name, once asked for (same_file): known
-	 * 1, or -1 when there is none. */
+	/* The files orig and copy name (device, inode; all ones for none),
+	 * read when same_file first needs them (known). */
 	u64 id[2][2];
 	int known;
 } ents[ENT_MAX];

@@ -108,12 +108,13 @@ func (fg *funcGen) enterSlotMem() {
 // then serves as the second one, since the entry sets it to 0 anyway.
 // %rcx waits below %rsp (saveBelow), so %rsp is the entry %rsp
 // throughout. Every slow path leaves before anything is changed, so %rcx
-// can be scratch in the checks. A closed function [decision 57] saves
+// can be scratch in the checks; where %rcx is dead at the entry it is
+// not saved at all (pushedAtEntry). A closed function [decision 57] saves
 // its return address in the frame's site instead of Thread's state.
 func (fg *funcGen) enterLean(direct, keep bool) {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done, first := b.NewLabel(), b.NewLabel(), b.NewLabel()
-	rcx := []enc.Reg{enc.RCX}
+	rcx := fg.pushedAtEntry([]enc.Reg{enc.RCX}) // none where it is dead (decision 110)
 	saveBelow(b, rcx)
 	if !direct {
 		fg.g.testReady(slow)
@@ -128,7 +129,7 @@ func (fg *funcGen) enterLean(direct, keep bool) {
 		// The internal entry comes next, so that calls from closed
 		// functions, most of a closed function's, run straight on.
 		b.JmpRel32(enc.LabelTarget(first))
-		fg.enterInternal()
+		fg.enterInternal(rcx)
 	}
 	b.Bind(first)
 	b.AddRegImm32(enc.RCX, runtime.FrameSize) // flags are dead at an entry
@@ -187,11 +188,12 @@ func (fg *funcGen) enterLean(direct, keep bool) {
 //     works on, as the stub's own push would.
 //
 // The flags are dead at an entry, and so is %rcx's red zone slot (the
-// call just wrote the return address over the caller's).
-func (fg *funcGen) enterInternal() {
+// call just wrote the return address over the caller's). %rcx is saved
+// as enterLean saves it (rcx: none where it is dead at the entry).
+func (fg *funcGen) enterInternal(rcx []enc.Reg) {
 	b := fg.g.buf
 	b.Bind(fg.internal)
-	saveBelow(b, []enc.Reg{enc.RCX})
+	saveBelow(b, rcx)
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 }
 
@@ -222,14 +224,20 @@ func (fg *funcGen) countSlotCall(slow enc.Label, sp int32) {
 // the entry rather than the exit differs from the framed form only
 // there: such an activation counts as a whole path instead of a partial
 // one of unknown end. %rcx is pushed without a red-zone step (nothing
-// below %rsp is live at an entry); pop leaves the owner test's flags.
+// below %rsp is live at an entry), unless it is dead there
+// (pushedAtEntry); pop leaves the owner test's flags.
 func (fg *funcGen) enterTrivial() {
 	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
 	fg.g.testReady(slow)
-	b.Push(enc.RCX)
+	live := len(fg.pushedAtEntry([]enc.Reg{enc.RCX})) > 0 // else not saved (decision 110)
+	if live {
+		b.Push(enc.RCX)
+	}
 	cmpOwnerRCX(b)
-	b.Pop(enc.RCX)
+	if live {
+		b.Pop(enc.RCX)
+	}
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	fg.countSlotCall(slow, 0)  // its calls, once its record exists
 	b.AddGS64Imm(fg.slot+8, 1) // its path

@@ -39,8 +39,7 @@ func (fg *funcGen) exitLean() {
 		b.MovGSFromReg(runtime.OffCallSite, x)
 	}
 	b.MovRegFromMemD8(x, enc.RCX, frSavedReg) // the register's entry value
-	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
-	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	popFrame(b)
 	restoreBelow(b, rcx)
 	b.Bind(done)
 	// A closed exit leaves its register for the stub to find in its
@@ -189,8 +188,7 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		b.MovRegFromMemD8(enc.RAX, enc.RCX, frRecord)
 		b.MovGSFromReg(runtime.OffRecord, enc.RAX)
 	}
-	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
-	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	popFrame(b)
 	for i := len(saved) - 1; i >= 0; i-- {
 		b.Pop(saved[i])
 	}
@@ -276,8 +274,7 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 	if fg.hasPreg {
 		b.MovRegFromMemD8(x, enc.RCX, frSavedReg) // the register's entry value
 	}
-	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
-	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	popFrame(b)
 	restoreBelow(b, saved)
 	b.Bind(done)
 	if tailSite != 0 {

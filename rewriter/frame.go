@@ -300,6 +300,13 @@ func cmpNewestFrameRSP(b *enc.Buf) {
 	b.CmpMemRegD8(enc.RCX, frRSP, enc.RSP)
 }
 
+// popFrame emits addq $-FrameSize, %gs:sp: an exit's pop of the newest
+// frame, once everything is read from it, in one instruction rather than
+// through the frame's register (decision 110). A signal lands before or
+// after it, as it did before or after the store of the older form. The
+// flags are dead at an exit.
+func popFrame(b *enc.Buf) { b.AddGS64Imm(runtime.OffSP, -runtime.FrameSize) }
+
 // saveFlags keeps the status flags in %rax (OF in %al, the others in
 // %ah), which must be saved already; restoreFlags puts them back from
 // %rax. Four one-uop instructions instead of pushfq/popfq, whose popfq

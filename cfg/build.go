@@ -185,6 +185,9 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		}
 		g.findSyscallLeaves(bd.insts, bd.instAt)
 	}
+	if g.Reason == ReasonOK && isCopied(f) {
+		g.fail(ReasonCopied, f.Addr, "V8 copies its embedded builtins next to its heap and runs them there")
+	}
 	if g.Reason == ReasonOK && isVfork(f) {
 		g.fail(ReasonVfork, f.Addr, "its child returns from it in its parent's memory")
 	}

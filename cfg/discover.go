@@ -102,6 +102,14 @@ type funcScan struct {
 	jumps  []uint64   // direct jump targets outside the procedure
 	refs   []uint64   // immediates and lea targets in code outside the procedure
 	reads  []uint64   // memory operands' addresses that lie in executable sections
+	// dataRefs are refs whose register the code then reads or writes
+	// memory through (lea K256(%rip),%rbp; movdqa (%rbp),...): the
+	// address is data in .text, not a procedure [decision 114].
+	dataRefs []uint64
+	// odd is set where the flow holds what no user-space procedure
+	// runs: port I/O, cli/sti, or a memory operand aimed outside every
+	// section. Data decoded as code has such instructions.
+	odd bool
 	// falls lists the ends of the body the flow runs on into (the next
 	// procedure's start) other than after a call.
 	falls []uint64
@@ -185,9 +193,11 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 		}
 		return 0 // unreachable: a is in a range
 	}
+	var uses leaUses
 	for len(work) > 0 {
 		a := work[len(work)-1]
 		work = work[:len(work)-1]
+		uses.reset()
 		afterCall := false // the run so far ends in a call and padding
 		for {
 			r, ok := inRange(a)
@@ -208,6 +218,7 @@ func (p *Program) scanFunction(f *Function, g *Graph) *funcScan {
 			}
 			si := scanInst{addr: a, n: uint8(in.Len)}
 			s.operands(b, &in, inRange)
+			uses.step(b, s, &in, inRange)
 			next := a + uint64(in.Len)
 			stop := next > r.End() // the next procedure starts inside it
 			switch in.Kind {
@@ -279,11 +290,16 @@ func (bd *builder) flowScan() *funcScan {
 		return Range{}, false
 	}
 	s.insts = make([]scanInst, len(bd.order))
+	var uses leaUses
 	for k, x := range bd.order {
 		in := &bd.insts[x.i]
 		code := bd.b.Code(in.Addr)
 		si := scanInst{addr: in.Addr, n: uint8(in.Len)}
 		s.operands(bd.b, &in.Info, own)
+		if k > 0 && bd.insts[bd.order[k-1].i].Addr+uint64(bd.insts[bd.order[k-1].i].Len) != in.Addr {
+			uses.reset()
+		}
+		uses.step(bd.b, s, &in.Info, own)
 		on := false // the scan goes on to the next instruction, not after a call
 		switch in.Kind {
 		case x86.Call:
@@ -357,6 +373,141 @@ func (s *funcScan) operands(b *Binary, in *x86.Info, own func(uint64) (Range, bo
 	}
 }
 
+// leaUses follows, along a run of a procedure's instructions in address
+// order, the registers (and the stack slots they are spilled to) that a
+// lea has just loaded with an address in code outside the procedure, to
+// see whether the code then uses one as a memory operand's base or
+// index: the address is then data that lives in .text (hand-written
+// assembly's constant tables), whatever its bytes decode as. A function
+// pointer is called, stored or passed on instead. The test errs towards
+// data, the safe side: it runs on past conditional branches and calls,
+// and an entry wrongly taken for data only leaves a procedure out, while
+// data taken for an entry gets an entry jump written over it. It stops
+// at an unconditional jump: in address order, what follows is another
+// path (busybox's code after a jmp reads memory through %rbp, which on
+// that path holds a string, not the function pointer a lea loaded).
+type leaUses struct {
+	n    int
+	live [8]leaUse
+}
+
+// leaUse is one register, or one stack slot (base rsp or rbp, disp),
+// holding a taken address.
+type leaUse struct {
+	reg    x86asm.Reg // the register, or the slot's base
+	slot   bool
+	disp   int64
+	target uint64
+	left   int // instructions it is followed for
+}
+
+func (u *leaUses) reset() { u.n = 0 }
+
+// sameReg reports two general registers of one family, whatever their
+// widths (mov $table,%eax then (%rax)).
+func sameReg(a, b x86asm.Reg) bool {
+	f := regFamily(a)
+	return f >= 0 && f == regFamily(b)
+}
+
+func (u *leaUses) add(l leaUse) {
+	if u.n < len(u.live) {
+		u.live[u.n] = l
+		u.n++
+	}
+}
+
+// step looks at the next instruction of the run.
+func (u *leaUses) step(b *Binary, s *funcScan, in *x86.Info, own func(uint64) (Range, bool)) {
+	if in.RIPRel && in.Op != x86asm.LEA && in.Kind == x86.Other && b.section(in.RIPTarget) == nil {
+		s.odd = true
+	}
+	switch in.Op {
+	case x86asm.IN, x86asm.OUT, x86asm.INSB, x86asm.INSW, x86asm.INSD, x86asm.OUTSB, x86asm.OUTSW, x86asm.OUTSD, x86asm.CLI, x86asm.STI:
+		s.odd = true
+	}
+	var dst, src *x86.Arg
+	if len(in.Args) >= 2 {
+		dst, src = &in.Args[0], &in.Args[1]
+	}
+	isSlot := func(a *x86.Arg, l *leaUse) bool {
+		return a.Kind == x86.ArgMem && a.Base == l.reg && a.Index == 0 && a.Val == l.disp && a.Segment == 0
+	}
+	switch in.Kind {
+	case x86.Jmp, x86.JmpIndirect, x86.Ret, x86.Halt:
+		// Past an unconditional transfer the registers hold whatever
+		// another path left in them.
+		u.reset()
+		return
+	}
+	var spills [len(leaUses{}.live)]leaUse
+	nspill := 0
+	for i := 0; i < u.n; i++ {
+		l := &u.live[i]
+		used, redefined := false, false
+		for k := range in.Args {
+			a := &in.Args[k]
+			if !l.slot && a.Kind == x86.ArgMem && (sameReg(a.Base, l.reg) || sameReg(a.Index, l.reg)) && in.Op != x86asm.LEA {
+				used = true
+			}
+			if k == 0 && (!l.slot && a.Kind == x86.ArgReg && sameReg(a.Reg, l.reg) || l.slot && isSlot(a, l)) {
+				// A move over it, or any write of a narrower part
+				// (lea 1(%r12),%eax zeroes the upper half), ends it;
+				// 64-bit arithmetic (add $16) keeps a pointer into the
+				// same data.
+				switch in.Op {
+				case x86asm.MOV, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD, x86asm.LEA, x86asm.POP:
+					redefined = true
+				default:
+					redefined = !l.slot && (a.Reg < x86asm.RAX || a.Reg > x86asm.R15)
+				}
+			}
+		}
+		if in.Op == x86asm.MOV && dst != nil && src != nil {
+			// Spilled and reloaded, as unoptimised code does.
+			if !l.slot && src.Kind == x86.ArgReg && sameReg(src.Reg, l.reg) && dst.Kind == x86.ArgMem && (dst.Base == x86asm.RSP || dst.Base == x86asm.RBP) && dst.Index == 0 {
+				spills[nspill] = leaUse{reg: dst.Base, slot: true, disp: dst.Val, target: l.target, left: 32}
+				nspill++
+			}
+			if l.slot && isSlot(src, l) && dst.Kind == x86.ArgReg {
+				spills[nspill] = leaUse{reg: dst.Reg, target: l.target, left: 32}
+				nspill++
+			}
+		}
+		l.left--
+		if used {
+			s.dataRefs = append(s.dataRefs, l.target)
+		}
+		if used || redefined || l.left == 0 {
+			u.n--
+			u.live[i] = u.live[u.n]
+			i--
+		}
+	}
+	for _, l := range spills[:nspill] {
+		u.add(l)
+	}
+	if dst == nil || dst.Kind != x86.ArgReg {
+		return
+	}
+	// The address taken: lea of rip+disp or of an absolute disp32, or a
+	// move of an immediate (position-dependent code).
+	var t uint64
+	switch {
+	case in.Op == x86asm.LEA && in.RIPRel:
+		t = in.RIPTarget
+	case in.Op == x86asm.LEA && src.Kind == x86.ArgMem && src.Base == 0 && src.Index == 0:
+		t = uint64(src.Val)
+	case in.Op == x86asm.MOV && src.Kind == x86.ArgImm:
+		t = uint64(src.Val)
+	default:
+		return
+	}
+	if _, mine := own(t); !mine && b.IsCode(t) {
+		u.add(leaUse{reg: dst.Reg, target: t, left: 32})
+	}
+}
+
 // hiddenFlow reports a graph whose decoding stopped before it saw all of
 // the procedure's code: its range may hold cases and labels that look
 // like entries.
@@ -365,7 +516,7 @@ func hiddenFlow(g *Graph) bool {
 		return true
 	}
 	switch g.Reason {
-	case ReasonOK, ReasonTooShort, ReasonPLT, ReasonPathOverflow, ReasonSigreturn, ReasonVfork:
+	case ReasonOK, ReasonTooShort, ReasonPLT, ReasonPathOverflow, ReasonSigreturn, ReasonVfork, ReasonCopied:
 		return false
 	}
 	return true
@@ -542,6 +693,7 @@ func (p *Program) discover(build func([]int), workers int) {
 
 		// Collect evidence.
 		cands := map[uint64]evidence{}
+		dataUse := map[uint64]bool{}
 		for _, f := range p.Funcs {
 			s := scans[f]
 			for _, t := range s.calls {
@@ -549,6 +701,9 @@ func (p *Program) discover(build func([]int), workers int) {
 			}
 			for _, t := range s.refs {
 				cands[t] |= evCodeRef
+			}
+			for _, t := range s.dataRefs {
+				dataUse[t] = true
 			}
 			for _, t := range s.jumps {
 				cands[t] |= evJump
@@ -564,6 +719,12 @@ func (p *Program) discover(build func([]int), workers int) {
 				return false
 			}
 			if ev&evCall == 0 && (tables[t] || labels[t] && ev&evCodeRef == 0) {
+				return false
+			}
+			if ev&evCall == 0 && dataUse[t] {
+				// Read through the register that took it (a GOT slot
+				// may point at it too: clang reaches extern data
+				// that way).
 				return false
 			}
 			inside := flows.any(t-15, t, func(in scanInst, owner *Function) bool {
@@ -624,11 +785,22 @@ func (p *Program) discover(build func([]int), workers int) {
 					}
 				}
 				for a, ev := range evOf {
-					if ev.strong() {
+					// An address only code takes (lea, an immediate)
+					// may be data: hand-written assembly keeps its
+					// constants in .text (OpenSSL's K256, read from its
+					// start and from K256+128). Its "procedure" stays
+					// only if it analyses completely and runs nothing
+					// odd, as weak evidence must, and one a pointer in
+					// data names only if it runs nothing odd: an entry
+					// jump written over a table corrupts what the
+					// program computes [decision 114].
+					f := p.byEntry[a]
+					odd := scans[f] != nil && scans[f].odd
+					if ev&evCall != 0 || ev&evDataRef != 0 && !odd {
 						continue
 					}
-					g := p.Graph(p.byEntry[a])
-					if g != nil && (g.Instrumentable() || g.Reason == ReasonTooShort) {
+					g := p.Graph(f)
+					if g != nil && (g.Instrumentable() || g.Reason == ReasonTooShort) && !odd {
 						continue
 					}
 					drop = append(drop, a)

@@ -381,6 +381,13 @@ const (
 	// thread block: the caller's code after the call gives the child a
 	// block of its own first (decision 94).
 	ReasonVfork
+	// ReasonCopied: code the program copies and runs elsewhere. V8's
+	// embedded builtins (Builtins_*, in node and every V8 embedder) are
+	// remapped next to V8's heap at start-up (short builtin calls), so an
+	// entry jump in them, relative to where it was written, would send
+	// the copy astray; they also keep V8's own frames, calling
+	// convention and deoptimizer, which rewrite return addresses.
+	ReasonCopied
 )
 
 var reasonNames = [...]string{
@@ -398,6 +405,7 @@ var reasonNames = [...]string{
 	ReasonExceptionTable:         "unusable exception table",
 	ReasonSigreturn:              "signal return trampoline",
 	ReasonVfork:                  "vfork",
+	ReasonCopied:                 "copied at run time",
 }
 
 func (r Reason) String() string {

@@ -131,6 +131,20 @@ func IsReturnsTwiceName(name string) bool {
 	return false
 }
 
+// IsCopiedName reports code the program copies at run time and runs from
+// the copy (ReasonCopied): V8's embedded builtins.
+func IsCopiedName(name string) bool { return strings.HasPrefix(name, "Builtins_") }
+
+// isCopied reports a procedure any of whose names IsCopiedName.
+func isCopied(f *Function) bool {
+	for _, n := range append([]string{f.Name}, f.Aliases...) {
+		if IsCopiedName(n) {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *Program) funcAt(addr uint64) *Function { return p.byEntry[addr] }
 
 func (p *Program) scanning() bool { return p.scan }

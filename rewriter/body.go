@@ -384,10 +384,15 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cf
 		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {
 			// A call that never returns ends the activation, unless an
 			// exception it raises (__cxa_throw, _Unwind_Resume) lands
-			// in this very function: then the landing pad carries on
-			// with the activation, and its path so far is recorded
-			// there as a partial path [DESIGN 6].
-			if !fg.f.Graph.InTry(in.Addr) {
+			// in this very function, or a longjmp to a setjmp of this
+			// function comes back to it (bash's test builtin leaves
+			// that way): then the landing pad or the setjmp's return
+			// carries on with the activation, and its path so far is
+			// recorded there as a partial path at this call [DESIGN 6,
+			// decision 24]. Should the longjmp go to an older
+			// activation, the runtime unwinds this one as any other it
+			// abandons.
+			if !fg.f.Graph.InTry(in.Addr) && !fg.setjmps {
 				fg.edgeCode(e)
 			}
 			if k := fg.callLeave(in.Addr, in.Target); k != 0 {

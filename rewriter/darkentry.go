@@ -114,6 +114,11 @@ func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into *cfg.Branches,
 	if cfg.HoldsSigreturn(b.Code(f.Addr)) {
 		return nil, "the signal return trampoline must keep its bytes"
 	}
+	for _, n := range append([]string{f.Name}, f.Aliases...) {
+		if cfg.IsCopiedName(n) {
+			return nil, "the program copies it and runs the copy"
+		}
+	}
 	// Its original body runs, so no branch at all, its own included,
 	// may land in the bytes the entry jump overwrites, nor on the jump
 	// after an endbr64.

@@ -3,12 +3,14 @@ package rewriter_test
 import (
 	"debug/elf"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/blpp/blpp/internal/testsupport/callgrind"
 	"github.com/blpp/blpp/internal/testsupport/fixture"
 	"github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // TestDiscoveredExact rewrites nofde.c built like Debian's busybox
@@ -90,5 +92,63 @@ func TestDiscoveredExact(t *testing.T) {
 				t.Errorf("%s: %s never ran: the comparison proves nothing", c, name)
 			}
 		}
+	}
+}
+
+// TestTextDataUntouched rewrites textdata.c, whose constant tables live
+// in .text and are reached only by lea (as OpenSSL's SHA-256 constants
+// are), stripped, so that discovery sees their addresses as taken by
+// code: nothing may be written over them, and the copy must print what
+// the original prints (decision 114). Before the fix the SHA-256
+// constants read from their middle came out changed.
+func TestTextDataUntouched(t *testing.T) {
+	for _, c := range []fixture.Config{
+		{CC: "gcc", Opt: "-O2", Strip: true},
+		{CC: "gcc", Opt: "-Os", Strip: true},
+		{CC: "gcc", Opt: "-O2", Static: true, Strip: true},
+		{CC: "clang", Opt: "-O2", Strip: true},
+	} {
+		rewriteFixture(t, "textdata.c", c)
+	}
+}
+
+// TestOpenSSLDigest rewrites Debian's libcrypto and runs openssl's
+// SHA-256 with it (the rewritten library works in an uninstrumented
+// program): the digest must be the original library's. Its SHA-NI code
+// reads its constants from K256+128 in .text, which discovery once took
+// for a procedure's entry and patched (decision 114).
+func TestOpenSSLDigest(t *testing.T) {
+	openssl := fixture.RequireTool(t, "openssl", "openssl")
+	lib := "/usr/lib/x86_64-linux-gnu/libcrypto.so.3"
+	if _, err := os.Stat(lib); err != nil {
+		if os.Getenv("BLPP_REQUIRE_TOOLS") != "" {
+			t.Fatalf("%s: %v (Debian package libssl3)", lib, err)
+		}
+		t.Skipf("%s: %v (Debian package libssl3)", lib, err)
+	}
+	dir := t.TempDir()
+	in, err := os.ReadFile(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := rewriter.Rewrite(in, rewriter.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "libcrypto.so.3"), out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	input := filepath.Join(dir, "input")
+	var data []byte
+	for i := 0; i < 5000; i++ {
+		data = append(data, fmt.Sprintf("line %d of the digest's input\n", i)...)
+	}
+	if err := os.WriteFile(input, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, alg := range []string{"sha256", "sha224", "sha512", "sha1", "md5"} {
+		want := runProc(t, openssl, []string{alg, input})
+		got := runProc(t, openssl, []string{alg, input}, "LD_LIBRARY_PATH="+dir, "BLPP_PROFILE="+filepath.Join(dir, "prof"))
+		sameBehaviour(t, "openssl "+alg+" with the rewritten libcrypto", want, got)
 	}
 }

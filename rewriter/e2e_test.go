@@ -31,7 +31,7 @@ func rewriteFixture(t *testing.T, src string, c fixture.Config) (orig, inst stri
 }
 
 // e2eSources are the fixtures whose every block count must be exact.
-var e2eSources = []string{"loops.c", "early.c", "switch.c", "irreducible.c", "recursion.c", "funcptr.c", "setjmp.c", "noreturn.c", "cold.c", "interp.c", "hash.c", "manypaths.c"}
+var e2eSources = []string{"loops.c", "early.c", "switch.c", "irreducible.c", "recursion.c", "funcptr.c", "setjmp.c", "selfjmp.c", "noreturn.c", "cold.c", "interp.c", "hash.c", "manypaths.c"}
 
 // TestRewriteBehaviour rewrites every fixture in every configuration of
 // the matrix and requires the rewritten program to behave exactly like the

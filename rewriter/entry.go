@@ -106,66 +106,67 @@ func (fg *funcGen) enterSlotMem() {
 // [decisions 51, 54]: the checks and the frame of enterSlotMem with one
 // scratch register. The path register is saved in the frame first and
 // then serves as the second one, since the entry sets it to 0 anyway.
-// %rcx waits below %rsp (saveBelow), so %rsp is the entry %rsp
-// throughout. Every slow path leaves before anything is changed, so %rcx
-// can be scratch in the checks. A closed function [decision 57] saves
+// The frame's register is one dead at the entry (entryScratch), else
+// %rcx, which waits below %rsp (saveBelow), so %rsp is the entry %rsp
+// throughout. Every slow path leaves before anything is changed, so the
+// register can be scratch in the checks. A closed function [decision 57] saves
 // its return address in the frame's site instead of Thread's state.
 func (fg *funcGen) enterLean(direct, keep bool) {
 	g, b, x := fg.g, fg.g.buf, fg.preg
 	slow, done, first := b.NewLabel(), b.NewLabel(), b.NewLabel()
-	rcx := []enc.Reg{enc.RCX}
-	saveBelow(b, rcx)
+	f, saved := fg.entryScratch()
+	saveBelow(b, saved)
 	if !direct {
 		fg.g.testReady(slow)
-		gateRCX(b, slow)
+		gateReg(b, f, slow)
 	}
 	// The newest frame must be a caller's: its %rsp above this entry's.
 	// Below an empty shadow stack lies a sentinel frame whose %rsp is
 	// above every entry's [decision 65].
-	cmpNewestFrameRSP(b)
+	cmpNewestFrameRSPIn(b, f)
 	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
 	if fg.closed && !direct {
 		// The internal entry comes next, so that calls from closed
 		// functions, most of a closed function's, run straight on.
 		b.JmpRel32(enc.LabelTarget(first))
-		fg.enterInternal()
+		fg.enterInternal(f, saved)
 	}
 	b.Bind(first)
-	b.AddRegImm32(enc.RCX, runtime.FrameSize) // flags are dead at an entry
-	b.CmpRegGS(enc.RCX, runtime.OffSPLimit)
+	b.AddRegImm32(f, runtime.FrameSize) // flags are dead at an entry
+	b.CmpRegGS(f, runtime.OffSPLimit)
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
 	fg.countSlotCall(slow, 0) // once the record exists
-	// Reserve the frame (%rcx is its end), then fill it.
-	b.MovGSFromReg(runtime.OffSP, enc.RCX)
-	b.MovMemFromRegD8(enc.RCX, frRSP, enc.RSP)
-	b.MovMemFromRegD8(enc.RCX, frSavedReg, x)
-	b.MovMemImm32D8(enc.RCX, frFunc, fg.gid) // frame.func
+	// Reserve the frame (f is its end), then fill it.
+	b.MovGSFromReg(runtime.OffSP, f)
+	b.MovMemFromRegD8(f, frRSP, enc.RSP)
+	b.MovMemFromRegD8(f, frSavedReg, x)
+	b.MovMemImm32D8(f, frFunc, fg.gid) // frame.func
 	if fg.closed {
 		// The return address names the caller's call site when the
 		// caller is closed too [decision 57].
 		b.MovRegFromMem(x, enc.RSP, 0)
-		b.MovMemFromRegD8(enc.RCX, frSite, x)
+		b.MovMemFromRegD8(f, frSite, x)
 		if fg.callsOut {
-			b.MovMemImm32D8(enc.RCX, frExtSite, 0) // in no outside call
+			b.MovMemImm32D8(f, frExtSite, 0) // in no outside call
 		}
 	} else { // a closed activation leaves the rest alone
 		if !keep {
 			b.MovRegFromGS(x, g.stubs.OffR)
 		} // else the register is the caller's r
-		b.MovMemFromRegD8(enc.RCX, frSavedR, x)
+		b.MovMemFromRegD8(f, frSavedR, x)
 		b.MovRegFromGS(x, runtime.OffCallSite)
-		b.MovMemFromRegD8(enc.RCX, frSite, x)
+		b.MovMemFromRegD8(f, frSite, x)
 		b.MovRegFromGS(x, runtime.OffCur)
-		b.MovMemFromRegD8(enc.RCX, frSavedCur, x)
+		b.MovMemFromRegD8(f, frSavedCur, x)
 		b.MovGS64Imm(runtime.OffCur, fg.curValue())
 		b.MovGS64Imm(runtime.OffCallSite, 0)
 	}
-	restoreBelow(b, rcx)
+	restoreBelow(b, saved)
 	b.Bind(done)
 	b.MovImm32(x, 0) // the stub saved the register in the frame too (Func.PathReg)
 	// A direct caller of a function that is not closed kept its r in
 	// the register (directCall.keep): Thread.R gets it for the stub.
-	fg.stubBelow(slow, done, rcx, keep, g.stubs.Enter, fg.gid)
+	fg.stubBelow(slow, done, saved, keep, g.stubs.Enter, fg.gid)
 }
 
 // enterInternal is the start of a closed function's internal entry
@@ -186,13 +187,26 @@ func (fg *funcGen) enterLean(direct, keep bool) {
 //     and the caller runs inside that handler above everything the stub
 //     works on, as the stub's own push would.
 //
-// The flags are dead at an entry, and so is %rcx's red zone slot (the
-// call just wrote the return address over the caller's).
-func (fg *funcGen) enterInternal() {
+// The flags are dead at an entry, and so is the red zone slot of the
+// register f that enterLean works with (the call just wrote the return
+// address over the caller's), which is saved as enterLean saves it.
+func (fg *funcGen) enterInternal(f enc.Reg, saved []enc.Reg) {
 	b := fg.g.buf
 	b.Bind(fg.internal)
-	saveBelow(b, []enc.Reg{enc.RCX})
-	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	saveBelow(b, saved)
+	b.MovRegFromGS(f, runtime.OffSP)
+}
+
+// entryScratch is the register a one-register entry works with: the
+// first of %rcx, %rax and %rdx that is dead at the entry, which needs no
+// saving (pushedAtEntry), else %rcx, saved (decision 110).
+func (fg *funcGen) entryScratch() (enc.Reg, []enc.Reg) {
+	for _, r := range []enc.Reg{enc.RCX, enc.RAX, enc.RDX} {
+		if len(fg.pushedAtEntry([]enc.Reg{r})) == 0 {
+			return r, nil
+		}
+	}
+	return enc.RCX, []enc.Reg{enc.RCX}
 }
 
 // countSlotCall emits addq $1, %gs:slot; js on: the call of a function
@@ -221,15 +235,21 @@ func (fg *funcGen) countSlotCall(slow enc.Label, sp int32) {
 // signal (fatal, or a handler that jumps out), so counting its path at
 // the entry rather than the exit differs from the framed form only
 // there: such an activation counts as a whole path instead of a partial
-// one of unknown end. %rcx is pushed without a red-zone step (nothing
-// below %rsp is live at an entry); pop leaves the owner test's flags.
+// one of unknown end. The owner test works with a register dead at the
+// entry (entryScratch), else with %rcx pushed without a red-zone step
+// (nothing below %rsp is live at an entry); pop leaves the test's flags.
 func (fg *funcGen) enterTrivial() {
 	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
 	fg.g.testReady(slow)
-	b.Push(enc.RCX)
-	cmpOwnerRCX(b)
-	b.Pop(enc.RCX)
+	r, saved := fg.entryScratch()
+	for _, s := range saved {
+		b.Push(s)
+	}
+	cmpOwnerReg(b, r)
+	for _, s := range saved {
+		b.Pop(s)
+	}
 	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	fg.countSlotCall(slow, 0)  // its calls, once its record exists
 	b.AddGS64Imm(fg.slot+8, 1) // its path

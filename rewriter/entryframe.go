@@ -257,12 +257,18 @@ func (g *gen) planDirect() {
 		return
 	}
 	keepers, leaves := map[uint64]*funcPlan{}, map[uint64]*funcPlan{}
+	plain := map[uint64]*funcPlan{}
 	for _, fg := range g.funcs {
 		switch {
 		case fg.frameless() || fg.trivial():
 			leaves[fg.f.Func.Addr] = fg.funcPlan
 		case fg.fnHasPreg && fg.prefixEnd == 0:
 			keepers[fg.f.Func.Addr] = fg.funcPlan
+		case !fg.lean() && fg.prefixEnd == 0:
+			// Framed with its path register in Thread.R: a direct
+			// variant without the checks, its callers spilling as
+			// before (decision 110).
+			plain[fg.f.Func.Addr] = fg.funcPlan
 		}
 	}
 	// A tail jump hands the register to the function it reaches, whose
@@ -303,7 +309,7 @@ func (g *gen) planDirect() {
 			if !fg.plainCall(c) {
 				continue
 			}
-			if dc, ok := fg.directCallTo(c.Target, keepers, leaves); ok {
+			if dc, ok := fg.directCallTo(c.Target, keepers, leaves, plain); ok {
 				g.directCalls[c.Addr] = dc
 			}
 		}
@@ -333,17 +339,22 @@ func (fp *funcPlan) plainCall(c cfg.CallSite) bool {
 //     unless its code names it, and the runtime never reads fp's r while
 //     it runs (fp is the newest activation and stops at no known place
 //     but its call site); a trivial one's entry tests its thread block,
-//     which a direct variant could not, so it keeps its entry.
+//     which a direct variant could not, so it keeps its entry;
+//   - a framed callee whose path register is Thread.R (plain) takes a
+//     direct variant too, and fp spills as before.
 //
 // Calls are never inside a loop region, so fp's register at a call is
 // its path register.
-func (fp *funcPlan) directCallTo(target uint64, keepers, leaves map[uint64]*funcPlan) (directCall, bool) {
+func (fp *funcPlan) directCallTo(target uint64, keepers, leaves, plain map[uint64]*funcPlan) (directCall, bool) {
 	if callee, ok := leaves[target]; ok {
 		keep := !fp.fnHasPreg || !callee.f.Graph.Named.Has(int(fp.fnPreg))
 		if callee.trivial() {
 			return directCall{target: fp.g.entries[target], keep: keep}, keep
 		}
 		return directCall{target: callee.directLabel(false), keep: keep}, true
+	}
+	if callee, ok := plain[target]; ok {
+		return directCall{target: callee.directLabel(false)}, true
 	}
 	callee, ok := keepers[target]
 	switch {

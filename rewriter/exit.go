@@ -17,9 +17,14 @@ import (
 // is this activation's entry %rsp can only be this activation's
 // (exitOwn), and a lean activation with a frame counts in its slots,
 // where its entry counted its call (decision 100). A closed function
-// [decision 57] leaves Cur alone and restores only its register.
+// [decision 57] leaves Cur alone and restores only its register, with
+// no other scratch register (exitClosed).
 func (fg *funcGen) exitLean() {
 	g, b, x := fg.g, fg.g.buf, fg.preg
+	if fg.closed {
+		fg.exitClosed()
+		return
+	}
 	slow, done := b.NewLabel(), b.NewLabel()
 	rcx := []enc.Reg{enc.RCX}
 	saveBelow(b, rcx)
@@ -39,13 +44,43 @@ func (fg *funcGen) exitLean() {
 		b.MovGSFromReg(runtime.OffCallSite, x)
 	}
 	b.MovRegFromMemD8(x, enc.RCX, frSavedReg) // the register's entry value
-	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
-	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	popFrame(b)
 	restoreBelow(b, rcx)
 	b.Bind(done)
 	// A closed exit leaves its register for the stub to find in its
 	// save area: Thread.R is not its own.
 	fg.stubBelow(slow, done, rcx, !fg.closed, g.stubs.Exit, fg.gid)
+}
+
+// exitClosed is exitLean for a closed function (decision 110), whose
+// exit restores nothing but its register: it counts the path in the
+// slots first, and then, with the path register as the only scratch
+// register, compares the newest frame's %rsp and takes the register's
+// entry value from it, so %rcx need not be saved. The slots are in every
+// block %gs can point at (regBackedge), so the count is safe before the
+// frame is known to be this activation's; when it is not, the count is
+// taken back (the path waits below %rsp meanwhile, where nothing is live
+// at an exit) before the stub, as the slow path of countSlotCall does
+// for a call, and the stub finds the register as exitLean left it.
+func (fg *funcGen) exitClosed() {
+	g, b, x := fg.g, fg.g.buf, fg.preg
+	slow, undo, done := b.NewLabel(), b.NewLabel(), b.NewLabel()
+	b.CmpRegImm32(x, int32(fg.num.NumPaths))
+	b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+	b.IncGSIndexed(fg.slot+8, x)
+	b.MovMemFromReg(enc.RSP, -8, x)
+	b.MovRegFromGS(x, runtime.OffSP)
+	b.CmpMemRegD8(x, frRSP, enc.RSP)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(undo))
+	b.MovRegFromMemD8(x, x, frSavedReg) // the register's entry value
+	popFrame(b)
+	b.Bind(done)
+	fg.addColdAt(undo, 0, func() {
+		b.MovRegFromMem(x, enc.RSP, -8)
+		b.DecGSIndexed(fg.slot+8, x)
+		b.JmpRel32(enc.LabelTarget(slow))
+	})
+	fg.stubBelow(slow, done, nil, false, g.stubs.Exit, fg.gid)
 }
 
 // exitStub ends the path at an exit through the runtime's stub.
@@ -189,8 +224,7 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		b.MovRegFromMemD8(enc.RAX, enc.RCX, frRecord)
 		b.MovGSFromReg(runtime.OffRecord, enc.RAX)
 	}
-	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
-	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	popFrame(b)
 	for i := len(saved) - 1; i >= 0; i-- {
 		b.Pop(saved[i])
 	}
@@ -276,8 +310,7 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 	if fg.hasPreg {
 		b.MovRegFromMemD8(x, enc.RCX, frSavedReg) // the register's entry value
 	}
-	b.AddRegImm32(enc.RCX, -runtime.FrameSize)
-	b.MovGSFromReg(runtime.OffSP, enc.RCX)
+	popFrame(b)
 	restoreBelow(b, saved)
 	b.Bind(done)
 	if tailSite != 0 {

@@ -295,10 +295,20 @@ func (fg *funcGen) callStubCold(done enc.Label, spill bool, stub uint64, args []
 // the flags of the newest frame's saved %rsp against %rsp, which is the
 // activation's entry %rsp where registers are saved below it
 // (saveBelow), for a jcc to follow.
-func cmpNewestFrameRSP(b *enc.Buf) {
-	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.CmpMemRegD8(enc.RCX, frRSP, enc.RSP)
+func cmpNewestFrameRSP(b *enc.Buf) { cmpNewestFrameRSPIn(b, enc.RCX) }
+
+// cmpNewestFrameRSPIn is cmpNewestFrameRSP with reg for %rcx.
+func cmpNewestFrameRSPIn(b *enc.Buf, reg enc.Reg) {
+	b.MovRegFromGS(reg, runtime.OffSP)
+	b.CmpMemRegD8(reg, frRSP, enc.RSP)
 }
+
+// popFrame emits addq $-FrameSize, %gs:sp: an exit's pop of the newest
+// frame, once everything is read from it, in one instruction rather than
+// through the frame's register (decision 110). A signal lands before or
+// after it, as it did before or after the store of the older form. The
+// flags are dead at an exit.
+func popFrame(b *enc.Buf) { b.AddGS64Imm(runtime.OffSP, -runtime.FrameSize) }
 
 // saveFlags keeps the status flags in %rax (OF in %al, the others in
 // %ah), which must be saved already; restoreFlags puts them back from

@@ -59,6 +59,10 @@ type funcPlan struct {
 	// vforkSites are the calls to vfork (cfg.CallSite.Vforks), after
 	// which a vfork child leaves its parent's thread block (spawn.go).
 	vforkSites map[uint64]bool
+	// setjmps is set where the function calls setjmp or its kin: a call
+	// that does not return may come back to it there (longjmp to its own
+	// jmp_buf), so such a call leaves the activation live [decision 112].
+	setjmps bool
 	// leaveSite holds the call-site ids of the system calls that may end
 	// the process image (cfg.Leave), by address [decision 59].
 	leaveSite map[uint64]int32
@@ -364,6 +368,7 @@ func (fp *funcPlan) findSites() {
 	// Maps are made when something goes in (most stay empty): reading
 	// a nil map finds nothing. The calls' ids need none (callSiteOf).
 	fp.tailSite, fp.forkSites, fp.vforkSites, fp.leaveSite, fp.forkSite = nil, nil, nil, nil, nil
+	fp.setjmps = false
 	n := len(fp.f.Graph.Calls) + len(fp.f.Graph.Forks)
 	fp.siteAddrs = make([]uint64, 0, n)
 	fp.localSites = make([][2]uint64, 0, n)
@@ -377,6 +382,7 @@ func (fp *funcPlan) findSites() {
 		if c.Vforks {
 			fp.vforkSites = setIn(fp.vforkSites, c.Addr, true)
 		}
+		fp.setjmps = fp.setjmps || c.ReturnsTwice
 	}
 	fp.nCalls = int32(len(calls))
 	// Then the system calls that may end the image: the runtime finds

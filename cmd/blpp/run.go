@@ -60,6 +60,21 @@ func runRun(c *ctx, args []string) error {
 	if err != nil {
 		return err
 	}
+	prog, argv, interps, err := followScript(prog, rest)
+	if err != nil {
+		return err
+	}
+	// Said in the report, not at the start: blpp's own lines stay out
+	// of the program's output.
+	var notes []string
+	if len(interps) > 0 {
+		via := ""
+		if len(interps) > 1 {
+			via = " (by way of " + strings.Join(interps[:len(interps)-1], ", ") + ")"
+		}
+		notes = append(notes, fmt.Sprintf("%s is a script: profiled its interpreter %s%s", rest[0], interps[len(interps)-1], via))
+		rest = argv
+	}
 	pick, noLibs, err := sel.compile()
 	if err != nil {
 		return err
@@ -158,11 +173,12 @@ func runRun(c *ctx, args []string) error {
 	} else if runErr != nil {
 		return runErr
 	}
-	var skipped []string
 	if wp != nil {
-		skipped = wp.Skipped
+		for _, s := range wp.Skipped {
+			notes = append(notes, "not instrumented: "+s)
+		}
 	}
-	if err := writeRunReport(c, inst, rest[0], skipped, profPath, *reportPath, *top); err != nil {
+	if err := writeRunReport(c, inst, rest[0], notes, profPath, *reportPath, *top); err != nil {
 		fmt.Fprintf(c.stderr, "blpp run: %v\n", err)
 	}
 	if code != 0 {
@@ -171,10 +187,11 @@ func runRun(c *ctx, args []string) error {
 	return nil
 }
 
-// writeRunReport writes the libraries left uninstrumented, with their
-// reasons, and the report: to stderr after the program's own output, or
-// to the file out.
-func writeRunReport(c *ctx, inst, title string, skipped []string, profPath, out string, top int) error {
+// writeRunReport writes blpp run's notes (a script followed to its
+// interpreter, the libraries left uninstrumented with their reasons) and
+// the report: to stderr after the program's own output, or to the file
+// out.
+func writeRunReport(c *ctx, inst, title string, notes []string, profPath, out string, top int) error {
 	var w io.Writer = c.stderr
 	if out != "" {
 		fh, err := os.Create(out)
@@ -184,8 +201,8 @@ func writeRunReport(c *ctx, inst, title string, skipped []string, profPath, out 
 		defer fh.Close()
 		w = fh
 	}
-	for _, s := range skipped {
-		fmt.Fprintf(w, "blpp run: not instrumented: %s\n", s)
+	for _, s := range notes {
+		fmt.Fprintf(w, "blpp run: %s\n", s)
 	}
 	return writeRunReportTo(w, inst, title, profPath, top)
 }

@@ -142,7 +142,8 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 }
 
 // runRewriteModule is the auditor's call back into blpp: it rewrites LIB
-// as module --module-tag into the cache and prints the copy's path, or
+// as module --module-tag into the cache and prints the path of the copy
+// in its mirror (wholerun.Cache.Library), or
 // LIB itself when the selection leaves it out or it cannot be rewritten
 // (the program then loads it as it is).
 func runRewriteModule(c *ctx, args []string) error {
@@ -161,6 +162,10 @@ func runRewriteModule(c *ctx, args []string) error {
 	if *cache != "" {
 		cacheOverride = *cache
 	}
+	mc := moduleCache()
+	// A library opened relative to another's mirror is its original
+	// (decision 109): selected, and printed when left out, as such.
+	lib = mc.Original(lib)
 	pick, _, err := sel.compile()
 	if err != nil {
 		return err
@@ -174,7 +179,7 @@ func runRewriteModule(c *ctx, args []string) error {
 		return err
 	}
 	opts.ModuleTag = *tag
-	cp, err := cachedModule(lib, opts, mode)
+	cp, err := mc.Library(lib, opts, mode.key())
 	if err != nil {
 		fmt.Fprintln(c.stdout, lib)
 		return nil

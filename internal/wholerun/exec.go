@@ -1,16 +1,10 @@
 package wholerun
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -128,135 +122,4 @@ func (wp *Process) EnvAdded(env []string, exe string) (base, added []string) {
 	}
 	added = append(append(kept, gone...), "BLPP_AUDIT_ENV="+keptCodes+goneCodes+":"+exe)
 	return out, added
-}
-
-// Mirror returns the path the program's copy inst (a copy in the cache)
-// runs from: a mirror of prog's directory and of the one above it, beside
-// inst in the cache (mirror/HASH/UP/DIR/PROG, HASH naming prog's place), whose entries are symbolic links to the originals'
-// except the way down to prog, which is inst hard-linked (copied across
-// file systems) under prog's name. A program that finds its installation
-// from its own path (/proc/self/exe, $ORIGIN: a JDK's launcher finds
-// lib/libjava.so, Python its prefix) finds the original's. A directory of
-// more than mirrorMax entries (/usr/bin) is mirrored by the way down
-// alone: a link costs about half a millisecond here. The mirror is made
-// once per copy (in a temporary directory, then renamed: concurrent runs
-// share the first one made) and stays with it, so profiles name a file
-// that lasts, and Origin finds the original from it.
-func (wp *Process) Mirror(inst, prog string) (string, error) {
-	real, err := filepath.EvalSymlinks(prog)
-	if err == nil {
-		real, err = filepath.Abs(real)
-	}
-	if err != nil {
-		return "", fmt.Errorf("mirror of %s: %w", prog, err)
-	}
-	dir := filepath.Dir(real)
-	// The way down: <up>/<dir>/<prog> below the mirror's root.
-	rel := filepath.Base(real)
-	up := filepath.Dir(dir)
-	if up != dir {
-		rel = filepath.Join(filepath.Base(dir), rel)
-		if up != "/" {
-			rel = filepath.Join(filepath.Base(up), rel)
-		}
-	}
-	// One copy serves programs of the same content wherever they are:
-	// a mirror per place.
-	sum := sha256.Sum256([]byte(real))
-	base := filepath.Join(filepath.Dir(inst), mirrorName)
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		return "", err
-	}
-	// /proc/self/exe names the file past links (the auditor compares).
-	if r, err := filepath.EvalSymlinks(base); err == nil {
-		base = r
-	}
-	final := filepath.Join(base, hex.EncodeToString(sum[:8]))
-	if _, err := os.Stat(filepath.Join(final, rel)); err == nil {
-		return filepath.Join(final, rel), nil
-	}
-	root, err := os.MkdirTemp(base, "tmp.")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(root)
-	at := root // stands for dir
-	if up != dir {
-		upAt := root
-		if up != "/" {
-			upAt = filepath.Join(root, filepath.Base(up))
-		}
-		at = filepath.Join(upAt, filepath.Base(dir))
-		if err := linkEntries(up, upAt, filepath.Base(dir)); err != nil {
-			return "", err
-		}
-	}
-	if err := linkEntries(dir, at, filepath.Base(real)); err != nil {
-		return "", err
-	}
-	if err := linkOrCopy(inst, filepath.Join(at, filepath.Base(real))); err != nil {
-		return "", fmt.Errorf("mirror of %s: %w", prog, err)
-	}
-	if err := os.Rename(root, final); err != nil {
-		if _, serr := os.Stat(filepath.Join(final, rel)); serr != nil {
-			return "", fmt.Errorf("mirror of %s: %w", prog, err)
-		}
-	}
-	return filepath.Join(final, rel), nil
-}
-
-// mirrorName is the directory beside a cached copy that holds its
-// mirror (Mirror).
-const mirrorName = "mirror"
-
-// mirrorMax is the most entries of a directory Mirror links.
-const mirrorMax = 64
-
-// linkEntries makes dir at (if needed) with a symbolic link to each entry
-// of from but skip, unless from has more than mirrorMax entries.
-func linkEntries(from, at, skip string) error {
-	if err := os.MkdirAll(at, 0o755); err != nil {
-		return err
-	}
-	ents, err := os.ReadDir(from)
-	if err != nil || len(ents) > mirrorMax {
-		// Only the way down is mirrored.
-		return nil
-	}
-	for _, e := range ents {
-		if e.Name() == skip {
-			continue
-		}
-		if err := os.Symlink(filepath.Join(from, e.Name()), filepath.Join(at, e.Name())); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
-	}
-	return nil
-}
-
-// linkOrCopy makes to the same file as from: a hard link, or a copy with
-// from's permissions where a link cannot be made.
-func linkOrCopy(from, to string) error {
-	err := os.Link(from, to)
-	if err == nil || !(errors.Is(err, syscall.EXDEV) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EMLINK)) {
-		return err
-	}
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	fi, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -19,7 +19,10 @@
 // that run as they are (LD_LIBRARY_PATH, before the user's own), and the
 // auditor takes these entries out again before the program runs, so that
 // the program and its children see their own environment (Command,
-// decision 105).
+// decision 105). Each library's copy is opened from a mirror of the
+// library's own place (LibMirror, decision 109), so that a library that
+// finds its installation from its own path (libjvm.so) finds the
+// original's.
 //
 // What it trusts: the system loader's list mode, and the cache directory
 // to hold only what a Cache wrote there.
@@ -232,26 +235,6 @@ func writeOrigin(dir, path string) {
 	}
 }
 
-// Origin returns the original of a cached copy, or of the copy's link in
-// one of its mirrors (Mirror), "" if unknown.
-func Origin(copyPath string) string {
-	d := filepath.Dir(copyPath)
-	if b, err := os.ReadFile(filepath.Join(d, OriginName)); err == nil {
-		return strings.TrimSpace(string(b))
-	}
-	// mirror/HASH/UP/DIR/PROG: the copy's directory is above mirror.
-	for i := 0; i < 4; i++ {
-		if filepath.Base(d) == mirrorName {
-			if b, err := os.ReadFile(filepath.Join(filepath.Dir(d), OriginName)); err == nil {
-				return strings.TrimSpace(string(b))
-			}
-			return ""
-		}
-		d = filepath.Dir(d)
-	}
-	return ""
-}
-
 // Setup says what Prepare sets up.
 type Setup struct {
 	Loader, Prog string
@@ -270,8 +253,8 @@ type Setup struct {
 	Extra []string
 	// Blpp is the command the auditor runs, with `--module-tag N PATH`
 	// added, to rewrite an object the program opens later; it prints the
-	// copy's path (absolute path first; nil: such objects run as they
-	// are).
+	// path of the copy in its mirror (Cache.Library). Absolute path
+	// first; nil: such objects run as they are.
 	Blpp []string
 	// Progress, when set, is told once when the rewrites take more than
 	// a second.
@@ -368,7 +351,8 @@ func (c *Cache) Prepare(s Setup) (*Process, error) {
 		m.Used = append(m.Used, int(tag))
 		opts := s.Opts
 		opts.ModuleTag = uint64(tag)
-		cp, err := c.Module(l.Path, opts, s.Mode)
+		// The loader opens the copy from its mirror (decision 109).
+		cp, err := c.Library(l.Path, opts, s.Mode)
 		if err != nil {
 			wp.Skipped = append(wp.Skipped, fmt.Sprintf("%s: %s", l.Name, strings.TrimPrefix(err.Error(), l.Path+": ")))
 			m.Objects[l.Path] = l.Path

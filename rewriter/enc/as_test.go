@@ -73,6 +73,7 @@ func asCases(targets []asTarget) []asCase {
 		for _, r := range allRegs {
 			if r != RSP {
 				add(fmt.Sprintf("incq %%gs:%d(,%%%s,8)", d, r), func(b *Buf) { b.IncGSIndexed(d, r) })
+				add(fmt.Sprintf("decq %%gs:%d(,%%%s,8)", d, r), func(b *Buf) { b.DecGSIndexed(d, r) })
 				s := allRegs[(int(r)+3)%len(allRegs)]
 				add(fmt.Sprintf("cmp %%%s, %%gs:%d(,%%%s,1)", s, d, r), func(b *Buf) { b.CmpGSIdxReg(r, d, s) })
 				add(fmt.Sprintf("mov %%gs:%d(,%%%s,1), %%%s", d, r, s), func(b *Buf) { b.MovRegFromGSIdx(s, r, d) })

@@ -69,15 +69,22 @@ func (b *Buf) CmpRegImm32(reg Reg, imm int32) {
 // base=101 and mod=00: no base register, disp32 [Intel SDM Vol.2 Table
 // 2-3]; 9 bytes): a per-thread counter at a fixed %gs offset, indexed by
 // a path number. %rsp cannot be an index.
-func (b *Buf) IncGSIndexed(disp int32, index Reg) {
-	if !b.checkRegs("IncGSIndexed", index) {
+func (b *Buf) IncGSIndexed(disp int32, index Reg) { b.gsIndexedFF("IncGSIndexed", 0, disp, index) }
+
+// DecGSIndexed emits decq %gs:disp(,%index,8) (65 REX.W ff /1, as
+// IncGSIndexed): an increment taken back.
+func (b *Buf) DecGSIndexed(disp int32, index Reg) { b.gsIndexedFF("DecGSIndexed", 1, disp, index) }
+
+// gsIndexedFF emits 65 REX.W ff /ext with the operand %gs:disp(,%index,8).
+func (b *Buf) gsIndexedFF(op string, ext byte, disp int32, index Reg) {
+	if !b.checkRegs(op, index) {
 		return
 	}
 	if index == RSP {
-		b.fail("IncGSIndexed", "%%rsp cannot be an index")
+		b.fail(op, "%%rsp cannot be an index")
 		return
 	}
-	b.emit(prefixGS, rex(true, 0, index.hi(), 0), 0xff, modrm(0, 0, 4), sib(3, index.low(), 5))
+	b.emit(prefixGS, rex(true, 0, index.hi(), 0), 0xff, modrm(0, ext, 4), sib(3, index.low(), 5))
 	b.emit32(uint32(disp))
 }
 

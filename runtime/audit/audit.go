@@ -42,7 +42,10 @@ type Map struct {
 	// has rewritten the tag its file name hashes to (as
 	// rewriter.DefaultModuleTag does), or the next one not used.
 	Used []int
-	// Objects maps an original file path to its instrumented copy.
+	// Objects maps an original file path to the path the loader is to
+	// open for it: its instrumented copy's link in a mirror of its place
+	// (decision 109), or itself. A bare name a program asks for is
+	// answered from the entry of DIR/lib/NAME, DIR the auditor's own.
 	Objects map[string]string
 }
 

@@ -6,10 +6,13 @@
  * copy of every shared object it opens, DT_NEEDED or dlopen'ed, by name or
  * by absolute path (decision 82). The loader calls la_objsearch with each
  * name it is about to try; for a file path that the run's map lists, the
- * auditor answers the instrumented copy's path instead. A path the map does
- * not list (a module dlopen'ed by an absolute path, Python's extension
- * modules) is rewritten there and then: the auditor runs blpp, which
- * prints the copy's path, and remembers it.
+ * auditor answers the instrumented copy's path instead (the copy's link in
+ * a mirror of the original's place, decision 109), and for the bare name of
+ * a library blpp run prepared, that path at once. A path the map does not
+ * list (a module dlopen'ed by an absolute path, Python's extension modules)
+ * is the copy the auditor already gave for the same file by another path,
+ * or is rewritten there and then: the auditor runs blpp, which prints the
+ * copy's path, and remembers it.
  *
  * The map is the file "map" in the auditor's own directory:
  *
@@ -29,7 +32,7 @@ typedef unsigned int u32;
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { SYS_read = 0, SYS_write = 1, SYS_open = 2, SYS_close = 3, SYS_rt_sigaction = 13, SYS_pipe = 22, SYS_dup2 = 33, SYS_fork = 57,
+enum { SYS_read = 0, SYS_write = 1, SYS_open = 2, SYS_close = 3, SYS_stat = 4, SYS_fstat = 5, SYS_rt_sigaction = 13, SYS_pipe = 22, SYS_dup2 = 33, SYS_fork = 57,
        SYS_execve = 59, SYS_exit = 60, SYS_wait4 = 61, SYS_readlink = 89 };
 
 static s64 sc(s64 n, s64 a, s64 b, s64 c, s64 d)
@@ -63,6 +66,10 @@ static char extra[MAP_MAX]; /* paths learnt from blpp during the run */
 static u64 nextra;
 static struct {
 	const char *orig, *copy;
+	/* The files orig and copy name (device, inode; all ones for none),
+	 * read when same_file first needs them (known). */
+	u64 id[2][2];
+	int known;
 } ents[ENT_MAX];
 static u64 nents;
 static char *blpp_argv[ARG_MAX + 4];
@@ -466,13 +473,84 @@ EXPORT unsigned int la_version(unsigned int v)
 	return v >= 1 ? 1 : 0;
 }
 
+/* file_id reads the device and inode of the file fd (fd >= 0) or path
+ * names into id; 0 if it cannot. */
+static int file_id(s64 fd, const char *path, u64 id[2])
+{
+	u64 st[18]; /* struct stat: st_dev, st_ino first */
+	s64 r = fd >= 0 ? sc(SYS_fstat, fd, (s64)st, 0, 0) : sc(SYS_stat, (s64)path, (s64)st, 0, 0);
+	if (r < 0)
+		return 0;
+	id[0] = st[0], id[1] = st[1];
+	return 1;
+}
+
+/* same_file returns the copy of the object whose original (or copy) is
+ * the file id, 0 if none. One file reached by another path (a link in a
+ * mirror, /lib for /usr/lib) is one object: the loader maps a file once
+ * and a second dlopen of it returns the first, so it must be handed the
+ * same copy, not a second one made under another tag (decision 109). */
+static const char *same_file(const u64 id[2])
+{
+	for (u64 i = 0; i < nents; i++) {
+		if (!ents[i].known) {
+			int o = file_id(-1, ents[i].orig, ents[i].id[0]), c = file_id(-1, ents[i].copy, ents[i].id[1]);
+			if (!o)
+				ents[i].id[0][0] = ents[i].id[0][1] = ~0ul;
+			if (!c)
+				ents[i].id[1][0] = ents[i].id[1][1] = ~0ul;
+			ents[i].known = 1;
+		}
+		for (int k = 0; k < 2; k++)
+			if (ents[i].id[k][0] == id[0] && ents[i].id[k][1] == id[1])
+				return ents[i].copy;
+	}
+	return 0;
+}
+
+/* keep copies s into extra and returns the copy, 0 without room. */
+static const char *keep(const char *s)
+{
+	u64 n = slen(s);
+	if (nextra + n + 1 > sizeof(extra))
+		return 0;
+	char *k = extra + nextra;
+	for (u64 i = 0; i <= n; i++)
+		k[i] = s[i];
+	nextra += n + 1;
+	return k;
+}
+
+/* by_name returns the object blpp run prepared for the bare name the
+ * program asks for (its link DIR/lib/NAME), 0 if none. */
+static const char *by_name(const char *name)
+{
+	static char path[4200];
+	u64 d = slen(dir), n = slen(name);
+	const char *ls = "/lib/";
+	if (!d || d + 5 + n + 1 > sizeof(path))
+		return 0;
+	for (u64 i = 0; i < d; i++)
+		path[i] = dir[i];
+	for (u64 i = 0; i < 5; i++)
+		path[d + i] = ls[i];
+	for (u64 i = 0; i <= n; i++)
+		path[d + 5 + i] = name[i];
+	for (u64 i = 0; i < nents; i++)
+		if (seq(ents[i].orig, path))
+			return ents[i].copy;
+	return 0;
+}
+
+enum { LA_SER_ORIG = 1 };
+
 /* LA_SER_ORIG is the name as the program gave it; later calls give the
- * paths the search tries. Only file paths are mapped. */
+ * paths the search tries. Only file paths are mapped, and the bare names
+ * of the libraries blpp run prepared. */
 EXPORT char *la_objsearch(const char *name, unsigned long *cookie, unsigned int flag)
 {
 	const char *copy;
 	(void)cookie;
-	(void)flag;
 	if (!loaded)
 		load();
 	if (inactive) {
@@ -482,8 +560,26 @@ EXPORT char *la_objsearch(const char *name, unsigned long *cookie, unsigned int 
 			return 0;
 		return (char *)name;
 	}
-	if (!name || name[0] != '/')
+	if (!name)
+		return 0;
+	if (name[0] != '/') {
+		/* A library blpp run prepared is named by the path of its copy in
+		 * its mirror from the start: the loader keeps a path it finds in
+		 * a search (DIR/lib/NAME) as the object's name (l_name, dladdr,
+		 * $ORIGIN), but takes a path given for the name itself as is, so
+		 * that a library that finds its installation from its own path
+		 * finds the original's through the mirror (decision 109). What the
+		 * search would have found is that link anyway: DIR/lib comes
+		 * first in LD_LIBRARY_PATH. */
+		if (flag == LA_SER_ORIG) {
+			for (const char *p = name; *p; p++)
+				if (*p == '/')
+					return (char *)name;
+			if ((copy = by_name(name)))
+				return (char *)copy;
+		}
 		return (char *)name;
+	}
 	for (u64 i = 0; i < nents; i++)
 		if (seq(ents[i].orig, name))
 			return (char *)ents[i].copy;
@@ -491,16 +587,24 @@ EXPORT char *la_objsearch(const char *name, unsigned long *cookie, unsigned int 
 		if (seq(ents[i].copy, name))
 			return (char *)name; /* already a copy */
 	{
+		u64 id[2];
 		s64 fd = sc(SYS_open, (s64)name, 0, 0, 0);
 		if (fd < 0)
 			return (char *)name; /* the search goes on elsewhere */
+		int ok = file_id(fd, 0, id);
 		sc(SYS_close, fd, 0, 0, 0);
+		copy = ok ? same_file(id) : 0;
 	}
-	if (!(copy = rewrite(name)))
+	if (!copy && !(copy = rewrite(name)))
 		copy = name; /* blpp refused it: it runs as it is */
-	if (nents < ENT_MAX) {
-		ents[nents].orig = name; /* the loader keeps its name strings */
-		ents[nents].copy = copy;
+	/* The name is the caller's string (dlopen's argument), which it may
+	 * reuse for another path once dlopen returns: the entry keeps copies
+	 * of its own. Without room the object is still answered, not
+	 * remembered. */
+	const char *o = keep(name), *c = copy == name ? o : copy;
+	if (o && c && nents < ENT_MAX) {
+		ents[nents].orig = o;
+		ents[nents].copy = c;
 		nents++;
 	}
 	return (char *)copy;

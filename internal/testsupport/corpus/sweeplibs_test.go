@@ -101,13 +101,15 @@ func rewriteModule(args []string) int {
 		fmt.Fprintf(os.Stderr, "usage: %s --cache-dir DIR --module-tag N LIB\n", rewriteModuleCmd)
 		return 2
 	}
+	c := sweepCache(dir, nil)
+	lib = c.Original(lib)
 	if exclude != "" {
 		if re, err := regexp.Compile(exclude); err == nil && re.MatchString(lib) {
 			fmt.Println(lib)
 			return 0
 		}
 	}
-	cp, err := sweepCache(dir, nil).Module(lib, rewriter.Options{ModuleTag: tag}, sweepMode)
+	cp, err := c.Library(lib, rewriter.Options{ModuleTag: tag}, sweepMode)
 	if err != nil {
 		cp = lib
 	}

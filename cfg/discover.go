@@ -516,7 +516,7 @@ func hiddenFlow(g *Graph) bool {
 		return true
 	}
 	switch g.Reason {
-	case ReasonOK, ReasonTooShort, ReasonPLT, ReasonPathOverflow, ReasonSigreturn, ReasonVfork, ReasonCopied:
+	case ReasonOK, ReasonTooShort, ReasonPLT, ReasonPathOverflow, ReasonSigreturn, ReasonVfork, ReasonCopied, ReasonFlagsAtEntry:
 		return false
 	}
 	return true

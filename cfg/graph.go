@@ -244,6 +244,9 @@ type Graph struct {
 	// child call the runtime right after it (decision 101). nil when
 	// there is none.
 	Forks map[uint64]ForkSyscall
+	// EntryFlags holds the flags that code reachable from the entry may
+	// read before writing them (set by ComputeFlagsLiveness).
+	EntryFlags x86.Flags
 	// Reason is ReasonOK when the procedure may be instrumented; otherwise
 	// why not, with Detail naming the address and the problem.
 	Reason Reason
@@ -388,6 +391,15 @@ const (
 	// the copy astray; they also keep V8's own frames, calling
 	// convention and deoptimizer, which rewrite return addresses.
 	ReasonCopied
+	// ReasonFlagsAtEntry: code reachable from the entry reads a status
+	// flag before writing it, so the procedure takes flags its caller
+	// set. The ABI makes them dead at every call [SysV x86-64 ABI
+	// 3.2.1], but hand-written assembly calls its own internal routines
+	// with a carry in flight: OpenSSL's __rsaz_512_mulx starts
+	// `mulx; mov; mulx; mov; mulx; adc`. The entry instrumentation
+	// changes the flags, so such a procedure is left out, and its
+	// counting stub keeps them (decision 116).
+	ReasonFlagsAtEntry
 )
 
 var reasonNames = [...]string{
@@ -406,6 +418,7 @@ var reasonNames = [...]string{
 	ReasonSigreturn:              "signal return trampoline",
 	ReasonVfork:                  "vfork",
 	ReasonCopied:                 "copied at run time",
+	ReasonFlagsAtEntry:           "reads its caller's flags",
 }
 
 func (r Reason) String() string {

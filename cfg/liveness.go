@@ -129,11 +129,26 @@ func (g *Graph) FlagsLiveOn(liveIn []x86.Flags, e EdgeID) x86.Flags {
 }
 
 // ComputeFlagsLiveness sets Edge.FlagsLive on every edge: true when some
-// flag, DF included, may be read after the edge before being written. It
-// reads Block.FlagsUse and Block.FlagsDef, which must already be set.
+// flag, DF included, may be read after the edge before being written,
+// and Graph.EntryFlags. It reads Block.FlagsUse and Block.FlagsDef, which
+// must already be set.
 func (g *Graph) ComputeFlagsLiveness() {
 	in := g.FlagsLiveIn()
+	if len(in) > 0 {
+		g.EntryFlags = in[Entry]
+	}
 	for e := range g.Edges {
 		g.Edges[e].FlagsLive = g.liveOn(in, EdgeID(e)) != 0
+	}
+}
+
+// checkEntryFlags leaves out a procedure that reads status flags its
+// caller set (ReasonFlagsAtEntry): its entry instrumentation would
+// change them. DF is not among them: the ABI keeps it clear at every
+// call, and no instrumentation writes it. ComputeFlagsLiveness must have
+// run.
+func (g *Graph) checkEntryFlags() {
+	if live := g.EntryFlags & x86.Status; live != 0 {
+		g.fail(ReasonFlagsAtEntry, g.Func.Addr, "reads %v before writing it: the caller passes it", live)
 	}
 }

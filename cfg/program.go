@@ -306,6 +306,7 @@ func Analyze(b *Binary, opts Options) *Program {
 		if g := p.Graphs[i]; len(g.Blocks) > 0 {
 			g.FindLoops()
 			g.ComputeFlagsLiveness()
+			g.checkEntryFlags()
 		}
 	})
 	phase.Mark("loopsflags")

@@ -45,6 +45,11 @@ type darkEntry struct {
 	// slot is the %gs offset of the function's calls word in the slot
 	// counters of a flow-only, frequency-only image (0: none).
 	slot int32
+	// keepFlags: the function may read status flags its caller set
+	// (cfg.ReasonFlagsAtEntry), or its graph does not say: the stub
+	// goes straight to blpp_dark, which keeps them, with no inline
+	// count, whose compares and adds would change them.
+	keepFlags bool
 }
 
 // end is where the stub returns into the original body.
@@ -83,6 +88,7 @@ func (g *gen) planDark(res *analysis.Result, skipped []Skipped, into *cfg.Branch
 			s.NotCounted = "another function has the same entry"
 			continue
 		}
+		d.keepFlags = f.Graph == nil || len(f.Graph.Blocks) == 0 || f.Graph.EntryFlags&x86.Status != 0
 		d.fid = int32(nfuncs + i)
 		d.gid = g.globalID(d.fid)
 		d.label = g.buf.NewLabel()
@@ -176,13 +182,14 @@ func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into *cfg.Branches,
 // ready, %gs the thread's own block, the record made (its calls word not
 // 0), then one add. In a context image it counts inline when the
 // function is called again from where it was last (darkContextInline).
-// Anything else calls blpp_dark. The flags are not kept: nothing reads
-// them at a function's entry [SysV x86-64 ABI 3.2.1], and the
-// instrumented entries do the same.
+// Anything else calls blpp_dark. The inline counts change the flags:
+// nothing reads them at a function's entry [SysV x86-64 ABI 3.2.1],
+// except in hand-written assembly that passes a carry to its own
+// routines (keepFlags), whose stub only calls blpp_dark (decision 116).
 func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 	b := g.buf
 	for _, d := range ds {
-		if g.mode.FlowOnly && !g.mode.Metrics && !g.noSlots && g.slotsSize+8 <= SlotsMax {
+		if !d.keepFlags && g.mode.FlowOnly && !g.mode.Metrics && !g.noSlots && g.slotsSize+8 <= SlotsMax {
 			d.slot = int32(runtime.SlotsOffset + g.slotsSize)
 			g.slotsSize += 8
 		}
@@ -200,7 +207,7 @@ func (g *gen) emitDark(ds []*darkEntry, stub uint64) error {
 			b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 			b.AddGS64Imm(d.slot, 1)
 			b.JmpRel32(enc.LabelTarget(body))
-		} else if !g.mode.FlowOnly {
+		} else if !g.mode.FlowOnly && !d.keepFlags {
 			g.darkContextInline(d, slow, body)
 		}
 		b.Bind(slow)

@@ -678,7 +678,7 @@ func (bd *builder) makeBlocks() {
 				if callee := bd.env.funcAt(in.Target); callee != nil {
 					cs.Forks = IsForkName(callee.Name)
 					cs.Vforks = IsVforkName(callee.Name)
-					cs.ReturnsTwice = IsReturnsTwiceName(callee.Name)
+					cs.ReturnsTwice = IsReturnsTwiceName(callee.Name) || callee.ReturnsTwice
 					g.addLeave(in.Addr, from, callee.Name)
 				}
 			} else if name := bd.b.slotSym[in.RIPTarget]; in.RIPRel && name != "" && !strings.HasPrefix(name, "ifunc_") {

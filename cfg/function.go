@@ -73,6 +73,10 @@ type Function struct {
 	// unwind row is not the CIE's initial state), as a split-off
 	// fragment's does; a real entry starts with the caller's frame.
 	MidFrame bool
+	// ReturnsTwice: it has no name, and its code saves its caller's
+	// context as setjmp does (SavesContext): a stripped static binary's
+	// setjmp. Set by Analyze.
+	ReturnsTwice bool
 	// Pad is the number of padding bytes (nops, int3, zeros) that follow
 	// the main body before the next code: room the entry patch may use
 	// when the body is shorter than the 5-byte jump, or than endbr64 and

@@ -213,6 +213,9 @@ func Analyze(b *Binary, opts Options) *Program {
 				p.noRet[f.Addr] = true
 			}
 		}
+		if !f.PLT && strings.HasPrefix(f.Name, "sub_") && SavesContext(b, f.Addr) {
+			f.ReturnsTwice = true
+		}
 	}
 	phase.Mark("maps")
 	var todo []int

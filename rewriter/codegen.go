@@ -110,6 +110,8 @@ type funcGen struct {
 	table runtime.Func
 	meta  meta.EncodedFunc
 	stats funcStats
+	// sz counts the new code by kind and region (codesize.go).
+	sz sizer
 }
 
 // emitted drops what only the function's emission needed: the queued
@@ -224,11 +226,13 @@ func layoutPad(seed uint64, fid int32) uint64 {
 // addCold queues an out-of-line piece of code, to be emitted after the
 // trampolines in the loop region that is current now.
 func (fg *funcGen) addCold(f func()) {
-	l := fg.inLoop
+	l, k := fg.inLoop, fg.sz.kind
 	fg.cold = append(fg.cold, func() {
 		saved := fg.inLoop
 		fg.setLoop(l)
+		pk := fg.beginKind(k)
 		f()
+		fg.endKind(pk)
 		fg.setLoop(saved)
 	})
 }

@@ -149,6 +149,12 @@ type Summary struct {
 	Instrumented int       `json:"instrumented"`
 	Skipped      []Skipped `json:"skipped"`
 	CodeBytes    int       `json:"code_bytes"`
+	// CodeKinds breaks the instrumented functions' share of CodeBytes
+	// down by what it is for and where it lies (codesize.go);
+	// CodeElsewhere is the rest: the stubs, thunks and counting stubs
+	// shared by the image, jump table copies, padding between functions.
+	CodeKinds     []CodeKind `json:"code_kinds"`
+	CodeElsewhere int        `json:"code_elsewhere"`
 	// RegisterPaths counts the instrumented functions whose path
 	// register lives in a general register (flow-only frequency images:
 	// assignPathReg), the cheapest instrumentation blpp emits.
@@ -782,7 +788,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	sum.Instrumented = len(chosen)
 	sum.CodeBytes = codeSize
 	sum.EntriesCounted = len(dark)
+	var sizes codeSizes
 	for _, fg := range g.funcs {
+		sizes.add(&fg.sz.n)
 		if fg.fnHasPreg {
 			sum.RegisterPaths++
 		}
@@ -796,6 +804,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		sum.LoopCopiesPartial += fg.stats.partialCopies
 		sum.LoopRegisters += fg.stats.loopRegs
 		sum.LoopSwaps += fg.stats.loopSwaps
+	}
+	sum.CodeKinds = sizes.codeKinds()
+	sum.CodeElsewhere = codeSize
+	for _, k := range sum.CodeKinds {
+		sum.CodeElsewhere -= k.Bytes
 	}
 	out, err := elfw.Plan(in, elfw.Options{
 		Segments: append([]elfw.Segment{

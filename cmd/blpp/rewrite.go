@@ -212,6 +212,9 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 			fmt.Fprintf(c.stdout, "  one-cycle loops counted at the head of a second copy: %d\n", sum.LoopCopies)
 		}
 	}
+	if verbose && len(sum.CodeKinds) > 0 {
+		printCodeKinds(c, sum)
+	}
 	if verbose && len(sum.Skipped) > 0 {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "\n  entry\tfunction\treason\tentries")
@@ -228,4 +231,23 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 		}
 		tw.Flush()
 	}
+}
+
+// printCodeKinds prints what the new code is made of: per kind its bytes,
+// share of all new code, and where in the functions it lies.
+func printCodeKinds(c *ctx, sum *rewriter.Summary) {
+	pct := func(n int) string {
+		if sum.CodeBytes == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(sum.CodeBytes))
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\n  new code\tbytes\tshare\tinline\ttrampolines\tcold\tloop copies\t")
+	for _, k := range sum.CodeKinds {
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%d\t%d\t%d\t\n", k.Kind, k.Bytes, pct(k.Bytes), k.Inline, k.Trampolines, k.Cold, k.LoopCopies)
+	}
+	fmt.Fprintf(tw, "  outside functions\t%d\t%s\t\t\t\t\t\n", sum.CodeElsewhere, pct(sum.CodeElsewhere))
+	fmt.Fprintf(tw, "  total\t%d\t%s\t\t\t\t\t\n", sum.CodeBytes, pct(sum.CodeBytes))
+	tw.Flush()
 }

@@ -1,0 +1,166 @@
+package rewriter
+
+// What the new code is made of (Summary.CodeKinds): every byte of a
+// function's instrumented copy is counted under one kind (what it is
+// for) and one region (where it lies in the function's code), so that
+// the size of what a user runs can be told apart from the size of what
+// is there in case (decision 111). The code generator names the kind of
+// what it is about to emit (beginKind/endKind, the innermost one wins);
+// the region follows from the emission's order (emit: the body, then the
+// trampolines, then the out-of-line code queued by addCold).
+
+// codeKind is what a stretch of new code is for.
+type codeKind uint8
+
+const (
+	kindOther codeKind = iota
+	// kindOriginal: copies of original instructions, as long as the
+	// originals; kindRelocation: what relocating them added (a short
+	// branch made rel32, a table load made a jump through a register).
+	kindOriginal
+	kindRelocation
+	// kindJump: jumps the layout added (a fall-through whose target is
+	// not next, a trampoline's way back, the joins of entry variants).
+	kindJump
+	// kindIncrement: chord increments [Ball-Larus 96 §3.4].
+	kindIncrement
+	// kindPathEnd: path ends at backedges and loop copies' heads, and
+	// setjmp's returns.
+	kindPathEnd
+	kindEntry
+	// kindExit: exits, which count the path that ends there.
+	kindExit
+	// kindCallSite: a call's own work: the site's store, the path
+	// register's spill and reload, hooks of calls that leave.
+	kindCallSite
+	// kindLoopRegister: moving the path register into and out of a
+	// loop's register [decision 56].
+	kindLoopRegister
+	// kindPadding: alignment of functions' starts, loop headers, jump
+	// targets and loop copies [decisions 53, 104].
+	kindPadding
+	// kindEndbr: endbr64 at new indirect-branch targets [decision 95].
+	kindEndbr
+	nCodeKinds
+)
+
+var codeKindNames = [nCodeKinds]string{"other", "original", "relocation", "jump", "increment", "path_end",
+	"entry", "exit", "call_site", "loop_register", "padding", "endbr"}
+
+func (k codeKind) String() string { return codeKindNames[k] }
+
+// codeRegion is where in a function's code a byte lies.
+type codeRegion uint8
+
+const (
+	// regionInline: the body, in the original's block order, with the
+	// entries before it.
+	regionInline codeRegion = iota
+	// regionTrampoline: out-of-line code of taken edges.
+	regionTrampoline
+	// regionCold: out-of-line slow paths and entry variants.
+	regionCold
+	// regionLoopCopy: loop copies [decision 58].
+	regionLoopCopy
+	nCodeRegions
+)
+
+// codeSizes counts a function's bytes by kind and region.
+type codeSizes [nCodeKinds][nCodeRegions]int
+
+// sizer is a function's running account: the kind and region of the
+// bytes emitted since offset at.
+type sizer struct {
+	kind   codeKind
+	region codeRegion
+	at     int
+	n      codeSizes
+}
+
+// flushSize counts the bytes emitted since the last change of kind or
+// region under the old ones.
+func (fg *funcGen) flushSize() {
+	n := fg.g.buf.Len()
+	fg.sz.n[fg.sz.kind][fg.sz.region] += n - fg.sz.at
+	fg.sz.at = n
+}
+
+// beginKind makes k the kind of what is emitted next and returns the
+// kind before, for endKind: `defer fg.endKind(fg.beginKind(k))`.
+func (fg *funcGen) beginKind(k codeKind) codeKind {
+	fg.flushSize()
+	prev := fg.sz.kind
+	fg.sz.kind = k
+	return prev
+}
+
+// endKind goes back to kind prev.
+func (fg *funcGen) endKind(prev codeKind) {
+	fg.flushSize()
+	fg.sz.kind = prev
+}
+
+// setRegion makes r the region of what is emitted next and returns the
+// region before.
+func (fg *funcGen) setRegion(r codeRegion) codeRegion {
+	fg.flushSize()
+	prev := fg.sz.region
+	fg.sz.region = r
+	return prev
+}
+
+// copiedSize counts a copy of an original instruction of n bytes
+// emitted since offset at: n of it original, the rest what its
+// relocation added.
+func (fg *funcGen) copiedSize(at, n int) {
+	prev := fg.sz.kind
+	fg.flushSize() // after at; counted below
+	fg.sz.n[prev][fg.sz.region] -= fg.sz.at - at
+	grown := fg.sz.at - at - n
+	if grown < 0 { // a jmp left out, a load made a patch
+		n, grown = fg.sz.at-at, 0
+	}
+	fg.sz.n[kindOriginal][fg.sz.region] += n
+	fg.sz.n[kindRelocation][fg.sz.region] += grown
+}
+
+// CodeKind is the size of one kind of new code, by where it lies in its
+// functions (Summary.CodeKinds).
+type CodeKind struct {
+	// Kind is one of other, original, relocation, jump, increment,
+	// path_end, entry, exit, call_site, loop_register, padding, endbr.
+	Kind string `json:"kind"`
+	// Bytes is the sum of the four places.
+	Bytes int `json:"bytes"`
+	// Inline: in the body and the entries before it; Trampolines: the
+	// out-of-line code of taken edges; Cold: out-of-line slow paths and
+	// entry variants; LoopCopies: the second copies of loops.
+	Inline      int `json:"inline"`
+	Trampolines int `json:"trampolines"`
+	Cold        int `json:"cold"`
+	LoopCopies  int `json:"loop_copies"`
+}
+
+// codeKinds returns the summary's rows of s in the kinds' order (stable
+// for readers), leaving out kinds with no bytes.
+func (s *codeSizes) codeKinds() []CodeKind {
+	var out []CodeKind
+	for k := range nCodeKinds {
+		r := s[k]
+		c := CodeKind{Kind: k.String(), Inline: r[regionInline], Trampolines: r[regionTrampoline], Cold: r[regionCold], LoopCopies: r[regionLoopCopy]}
+		c.Bytes = c.Inline + c.Trampolines + c.Cold + c.LoopCopies
+		if c.Bytes != 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// add adds t to s.
+func (s *codeSizes) add(t *codeSizes) {
+	for k := range s {
+		for r := range s[k] {
+			s[k][r] += t[k][r]
+		}
+	}
+}

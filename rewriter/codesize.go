@@ -81,7 +81,12 @@ type sizer struct {
 // region under the old ones.
 func (fg *funcGen) flushSize() {
 	n := fg.g.buf.Len()
-	fg.sz.n[fg.sz.kind][fg.sz.region] += n - fg.sz.at
+	fg.account(fg.sz.kind, n)
+}
+
+// account counts the bytes from the last count to offset n under kind k.
+func (fg *funcGen) account(k codeKind, n int) {
+	fg.sz.n[k][fg.sz.region] += n - fg.sz.at
 	fg.sz.at = n
 }
 
@@ -113,15 +118,13 @@ func (fg *funcGen) setRegion(r codeRegion) codeRegion {
 // emitted since offset at: n of it original, the rest what its
 // relocation added.
 func (fg *funcGen) copiedSize(at, n int) {
-	prev := fg.sz.kind
-	fg.flushSize() // after at; counted below
-	fg.sz.n[prev][fg.sz.region] -= fg.sz.at - at
-	grown := fg.sz.at - at - n
-	if grown < 0 { // a jmp left out, a load made a patch
-		n, grown = fg.sz.at-at, 0
+	end := fg.g.buf.Len()
+	fg.account(fg.sz.kind, at) // what came before the copy
+	if end-at < n {
+		n = end - at // a jmp left out, a load made a patch
 	}
-	fg.sz.n[kindOriginal][fg.sz.region] += n
-	fg.sz.n[kindRelocation][fg.sz.region] += grown
+	fg.account(kindOriginal, at+n)
+	fg.account(kindRelocation, end)
 }
 
 // CodeKind is the size of one kind of new code, by where it lies in its

@@ -98,18 +98,16 @@ func (fg *funcGen) emit() error {
 	fg.landingPads()
 	fg.otherEntries()
 	fg.endKind(pk)
-	// Loop headers and blocks inside loops reached only by jumps (an
-	// interpreter's dispatch targets) start a 64-byte line [decision 53].
-	// Instrumented blocks are longer than the original ones, and when a
-	// hot loop's head or a jump target sat anywhere in its line the
-	// copy's speed depended on where the code before it happened to end:
-	// interp, flow-only, took 1.0x to 1.75x native over eight function
-	// paddings with 16-byte alignment, and 1.0x to 1.15x over four with
-	// this. The padding before a block reached only by jumps never runs;
-	// before a loop header that is also fallen into it is crossed by one
-	// jump (decision 104). Outside loops a block reached only by jumps
-	// runs at most once per activation, and its padding only spread the
-	// function's hot code over more cache lines (decision 111).
+	// Loop headers and blocks reached only by jumps (an interpreter's
+	// dispatch targets, the code after a loop) start a 64-byte line
+	// [decision 53]. Instrumented blocks are longer than the original
+	// ones, and when a hot loop's head or a jump target sat anywhere in
+	// its line the copy's speed depended on where the code before it
+	// happened to end: interp, flow-only, took 1.0x to 1.75x native over
+	// eight function paddings with 16-byte alignment, and 1.0x to 1.15x
+	// over four with this. The padding before a block reached only by jumps never
+	// runs; before a loop header that is also fallen into it runs once
+	// per entry into the loop (at most seven long nops).
 	align := make([]bool, len(gr.Blocks))
 	for _, l := range gr.Loops {
 		if !l.Irreducible {
@@ -123,7 +121,7 @@ func (fg *funcGen) emit() error {
 		}
 	}
 	for id := range gr.Blocks {
-		if !fallInto[id] && cfg.BlockID(id) != cfg.Entry && gr.Blocks[id].LoopDepth > 0 {
+		if !fallInto[id] && cfg.BlockID(id) != cfg.Entry {
 			align[id] = true
 		}
 	}

@@ -40,7 +40,7 @@ func (fg *funcGen) emit() error {
 	}
 	fg.marks = slices.Grow(fg.marks[:0], n+n/2+4)
 	fg.copies = slices.Grow(fg.copies[:0], n+n/16+4)
-	fg.sz = sizer{at: b.Len()}
+	fg.sz, fg.rangeBase = sizer{at: b.Len()}, b.Len()
 	pk := fg.beginKind(kindPadding)
 	// Functions start at 16-byte boundaries. With a layout seed (blpp-bench
 	// only), a pseudo-random multiple of 16 bytes comes first, so that
@@ -51,6 +51,7 @@ func (fg *funcGen) emit() error {
 	}
 	fg.beginKind(kindEndbr)
 	fg.start = b.Len()
+	fg.rangeStart = fg.start - fg.rangeBase
 	fg.mark(fg.f.Func.Addr, false)
 	b.Bind(fg.entry)
 	lead := fg.leadingEndbr()

@@ -110,8 +110,13 @@ type funcGen struct {
 	table runtime.Func
 	meta  meta.EncodedFunc
 	stats funcStats
-	// sz counts the new code by kind and region (codesize.go).
-	sz sizer
+	// sz counts the new code by kind and region (codesize.go); with
+	// gen.codeMap, ranges lists its stretches at offsets from where its
+	// emission began (rangeBase, in the buffer), rangeStart bytes before
+	// the function's start.
+	sz                    sizer
+	ranges                []codeRange
+	rangeBase, rangeStart int
 }
 
 // emitted drops what only the function's emission needed: the queued
@@ -177,7 +182,9 @@ type gen struct {
 	slotsSize uint64
 	// layoutSeed, when not 0, pads each function's start (layoutPad).
 	layoutSeed uint64
-	loopRegs   LoopRegPolicy // Options.LoopRegs
+	// codeMap: the functions record their stretches (Options.CodeMap).
+	codeMap  bool
+	loopRegs LoopRegPolicy // Options.LoopRegs
 	// dark maps a left-out function's entry to its counting stub
 	// (darkentry.go).
 	dark map[uint64]enc.Label

@@ -1,5 +1,11 @@
 package rewriter
 
+import (
+	"bufio"
+	"fmt"
+	"io"
+)
+
 // What the new code is made of (Summary.CodeKinds): every byte of a
 // function's instrumented copy is counted under one kind (what it is
 // for) and one region (where it lies in the function's code), so that
@@ -87,6 +93,14 @@ func (fg *funcGen) flushSize() {
 // account counts the bytes from the last count to offset n under kind k.
 func (fg *funcGen) account(k codeKind, n int) {
 	fg.sz.n[k][fg.sz.region] += n - fg.sz.at
+	if fg.g.codeMap && n > fg.sz.at {
+		r := codeRange{int32(fg.sz.at - fg.rangeBase), int32(n - fg.rangeBase), k, fg.sz.region}
+		if last := len(fg.ranges) - 1; last >= 0 && fg.ranges[last].end == r.off && fg.ranges[last].kind == k && fg.ranges[last].region == r.region {
+			fg.ranges[last].end = r.end // one stretch of one kind
+		} else {
+			fg.ranges = append(fg.ranges, r)
+		}
+	}
 	fg.sz.at = n
 }
 
@@ -166,4 +180,33 @@ func (s *codeSizes) add(t *codeSizes) {
 			s[k][r] += t[k][r]
 		}
 	}
+}
+
+var codeRegionNames = [nCodeRegions]string{"inline", "trampoline", "cold", "loop_copy"}
+
+func (r codeRegion) String() string { return codeRegionNames[r] }
+
+// codeRange is a stretch of a function's code of one kind in one
+// place, at offsets from where its emission began (funcGen.rangeBase).
+type codeRange struct {
+	off, end int32
+	kind     codeKind
+	region   codeRegion
+}
+
+// writeCodeMap writes the map of the new code placed at codeAddr
+// (Options.CodeMap): per stretch, in address order, a line
+// "start end kind place function" with the addresses in hex, end
+// exclusive, and the places inline, trampoline, cold and loop_copy. A
+// profiler's or simulator's per-address counts can be put on kinds
+// with it (decision 111).
+func writeCodeMap(w io.Writer, g *gen, codeAddr uint64) error {
+	bw := bufio.NewWriter(w)
+	for _, fg := range g.funcs {
+		at := int64(codeAddr) + int64(fg.start-fg.rangeStart)
+		for _, r := range fg.ranges {
+			fmt.Fprintf(bw, "%x %x %s %s %s\n", at+int64(r.off), at+int64(r.end), r.kind, r.region, fg.f.Func.Name)
+		}
+	}
+	return bw.Flush()
 }

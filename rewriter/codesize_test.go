@@ -1,8 +1,11 @@
 package rewriter_test
 
 import (
+	"bytes"
 	"debug/elf"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/blpp/blpp/internal/testsupport/fixture"
@@ -16,13 +19,15 @@ import (
 // original's text (each is copied once there), and the kinds a fixture
 // with loops and calls must have are there, loop copies in their column.
 func TestCodeKinds(t *testing.T) {
-	for _, opts := range []rewriter.Options{{}, {NoContext: true}} {
+	// A layout seed puts padding before functions (decision 53).
+	for _, opts := range []rewriter.Options{{}, {NoContext: true}, {LayoutSeed: 3}} {
 		orig := fixture.Build(t, "cycles.c", fixture.Config{CC: "gcc", Opt: "-O2"})
-		sum := rewriteSum(t, orig, filepath.Join(t.TempDir(), "prog.blpp"), opts)
-		what := "cycles.c"
-		if opts.NoContext {
-			what += " flow-only"
-		}
+		var cmap bytes.Buffer
+		opts.CodeMap = &cmap
+		inst := filepath.Join(t.TempDir(), "prog.blpp")
+		sum := rewriteSum(t, orig, inst, opts)
+		checkCodeMap(t, what(opts), cmap.String(), sum, inst)
+		what := what(opts)
 		kinds := map[string]rewriter.CodeKind{}
 		total := sum.CodeElsewhere
 		for _, k := range sum.CodeKinds {
@@ -60,5 +65,74 @@ func TestCodeKinds(t *testing.T) {
 		if text == nil || uint64(kinds["original"].Inline) > text.Size {
 			t.Errorf("%s: %d bytes of original code copied inline, more than the text", what, kinds["original"].Inline)
 		}
+	}
+}
+
+func what(opts rewriter.Options) string {
+	w := "cycles.c"
+	if opts.NoContext {
+		w += " flow-only"
+	}
+	if opts.LayoutSeed != 0 {
+		w += fmt.Sprintf(" layout %d", opts.LayoutSeed)
+	}
+	return w
+}
+
+// checkCodeMap checks the code map m (Options.CodeMap) against the
+// summary: its stretches do not overlap, lie in address order, and add
+// up per kind and place to the summary's counts.
+func checkCodeMap(t *testing.T, what, m string, sum rewriter.Summary, inst string) {
+	t.Helper()
+	got := map[string]int{}
+	var last uint64
+	// Each function's stretches, the padding before it aside, are where
+	// the output's symbol for its new code says.
+	lo, hi := map[string]uint64{}, map[string]uint64{}
+	lines := strings.Split(strings.TrimSuffix(m, "\n"), "\n")
+	for i, l := range lines {
+		var start, end uint64
+		var kind, place, fn string
+		if n, err := fmt.Sscanf(l, "%x %x %s %s %s", &start, &end, &kind, &place, &fn); n != 5 || err != nil || end <= start || start < last {
+			t.Fatalf("%s: code map line %d %q: want start end kind place function, in address order, not overlapping (%v)", what, i+1, l, err)
+		}
+		last = end
+		got[kind+" "+place] += int(end - start)
+		if _, ok := lo[fn]; !ok && kind != "padding" {
+			lo[fn] = start
+		}
+		hi[fn] = end
+	}
+	f, err := elf.Open(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Symbols()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]bool{}
+	for _, s := range syms {
+		at[fmt.Sprintf("%s %x %x", s.Name, s.Value, s.Value+s.Size)] = true
+	}
+	for fn := range lo {
+		if !at[fmt.Sprintf("%s %x %x", fn, lo[fn], hi[fn])] {
+			t.Errorf("%s: %s's stretches in the code map are %#x-%#x, where no symbol %s is", what, fn, lo[fn], hi[fn], fn)
+		}
+	}
+	if len(lo) < 5 {
+		t.Errorf("%s: %d functions in the code map", what, len(lo))
+	}
+	want := map[string]int{}
+	for _, k := range sum.CodeKinds {
+		for place, n := range map[string]int{"inline": k.Inline, "trampoline": k.Trampolines, "cold": k.Cold, "loop_copy": k.LoopCopies} {
+			if n != 0 {
+				want[k.Kind+" "+place] = n
+			}
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s: the code map's stretches add up to\n%v\nthe summary says\n%v", what, got, want)
 	}
 }

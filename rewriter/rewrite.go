@@ -60,6 +60,9 @@ type Options struct {
 	// same seed. Only for measuring: a benchmark can then report
 	// overhead over several code layouts instead of one [decision 53].
 	LayoutSeed uint64
+	// CodeMap, when not nil, receives the new code's map: a line per
+	// stretch of one kind in one place of one function (writeCodeMap).
+	CodeMap io.Writer
 	// LoopRegs, for tests only, widens the use of loop path registers
 	// [decision 56]: LoopRegsOnly gives no function a path register of
 	// its own, so every qualifying loop of a flow-only function takes
@@ -512,6 +515,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			LibcClone: rtText + img.Symbols[runtime.SymLibcClone], LibcClone3: rtText + img.Symbols[runtime.SymLibcClone3],
 			ForkSys: rtText + img.Symbols[runtime.SymForkSys]},
 		layoutSeed: opts.LayoutSeed,
+		codeMap:    opts.CodeMap != nil,
 		workers:    opts.Workers,
 		loopRegs:   opts.LoopRegs,
 		tag:        mod.tag,
@@ -806,6 +810,11 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		sum.LoopSwaps += fg.stats.loopSwaps
 	}
 	sum.CodeKinds = sizes.codeKinds()
+	if opts.CodeMap != nil {
+		if err := writeCodeMap(opts.CodeMap, g, codeAddr); err != nil {
+			return nil, nil, fmt.Errorf("code map: %w", err)
+		}
+	}
 	sum.CodeElsewhere = codeSize
 	for _, k := range sum.CodeKinds {
 		sum.CodeElsewhere -= k.Bytes

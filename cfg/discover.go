@@ -761,6 +761,14 @@ func (p *Program) discover(build func([]int), workers int) {
 			evOf[t] = ev
 			added = append(added, &Function{Name: fmt.Sprintf("sub_%x", t), Addr: t, Source: ev.source()})
 		}
+		// The last round adds nothing: a large binary whose data in
+		// .text keeps adding and contradicting entries (a 50 MB static
+		// Go program ran all the rounds) must still end with the
+		// clean-up below, or an entry jump lands on its data.
+		final := round == maxDiscoverRounds-1
+		if final {
+			added = nil
+		}
 		var drop []uint64
 		if len(added) == 0 {
 			// Nothing new: drop the entries the flow of the others
@@ -772,7 +780,11 @@ func (p *Program) discover(build func([]int), workers int) {
 					return in.end() > a && owner.Addr != a
 				})
 			})
-			if len(drop) == 0 {
+			if len(drop) == 0 || final {
+				contra := make(map[uint64]bool, len(drop))
+				for _, a := range drop {
+					contra[a] = true
+				}
 				jumpers := map[uint64]map[*Function]bool{}
 				for _, f := range p.Funcs {
 					for _, t := range scans[f].jumps {
@@ -795,12 +807,22 @@ func (p *Program) discover(build func([]int), workers int) {
 					// jump written over a table corrupts what the
 					// program computes [decision 114].
 					f := p.byEntry[a]
-					odd := scans[f] != nil && scans[f].odd
+					g0 := p.Graph(f)
+					// Bytes that do not decode, run off the end or
+					// overlap say data as loudly as odd instructions
+					// do: a pointer in data to a table in .text
+					// (BoringSSL's FIPS module keeps its read-only
+					// data there) is no procedure either.
+					odd := scans[f] != nil && scans[f].odd ||
+						g0 != nil && (g0.Reason == ReasonBadDecode || g0.Reason == ReasonFallsOff || g0.Reason == ReasonOverlap)
 					if ev&evCall != 0 || ev&evDataRef != 0 && !odd {
 						continue
 					}
 					g := p.Graph(f)
 					if g != nil && (g.Instrumentable() || g.Reason == ReasonTooShort) && !odd {
+						continue
+					}
+					if contra[a] {
 						continue
 					}
 					drop = append(drop, a)

@@ -40,6 +40,8 @@ func (fg *funcGen) emit() error {
 	}
 	fg.marks = slices.Grow(fg.marks[:0], n+n/2+4)
 	fg.copies = slices.Grow(fg.copies[:0], n+n/16+4)
+	fg.sz, fg.rangeBase = sizer{at: b.Len()}, b.Len()
+	pk := fg.beginKind(kindPadding)
 	// Functions start at 16-byte boundaries. With a layout seed (blpp-bench
 	// only), a pseudo-random multiple of 16 bytes comes first, so that
 	// measurements can be taken over several layouts [decision 53].
@@ -47,7 +49,9 @@ func (fg *funcGen) emit() error {
 	if g.layoutSeed != 0 {
 		b.Nop(16 * int(layoutPad(g.layoutSeed, fg.fid)))
 	}
+	fg.beginKind(kindEndbr)
 	fg.start = b.Len()
+	fg.rangeStart = fg.start - fg.rangeBase
 	fg.mark(fg.f.Func.Addr, false)
 	b.Bind(fg.entry)
 	lead := fg.leadingEndbr()
@@ -59,6 +63,7 @@ func (fg *funcGen) emit() error {
 	} else if fg.prefixEnd == 0 {
 		g.endbrAt(fg.f.Func.Addr) // a moved entry's prefix copies it (decision 95)
 	}
+	fg.beginKind(kindEntry)
 	if fg.prefixEnd != 0 {
 		if err := fg.prefix(); err != nil {
 			return err
@@ -72,7 +77,9 @@ func (fg *funcGen) emit() error {
 		}
 		// The last of the direct variants runs on into the body; the
 		// entries before it jump there [decision 100].
+		fg.beginKind(kindJump)
 		b.JmpRel32(enc.LabelTarget(fg.blocks[cfg.Entry]))
+		fg.beginKind(kindEntry)
 		b.Bind(fg.direct[b2i(keep)])
 		fg.mark(fg.f.Func.Addr, false)
 		b.SetSP(0)
@@ -85,11 +92,13 @@ func (fg *funcGen) emit() error {
 			fg.mark(fg.f.Func.Addr, false)
 			b.SetSP(0)
 			fg.enterInline(true)
+			fg.beginKind(kindJump)
 			b.JmpRel32(enc.LabelTarget(fg.blocks[cfg.Entry]))
 		})
 	}
 	fg.landingPads()
 	fg.otherEntries()
+	fg.endKind(pk)
 	// Loop headers and blocks reached only by jumps (an interpreter's
 	// dispatch targets, the code after a loop) start a 64-byte line
 	// [decision 53]. Instrumented blocks are longer than the original
@@ -120,12 +129,14 @@ func (fg *funcGen) emit() error {
 	endbr := fg.tableBlocks()
 	for id := range gr.Blocks {
 		blk := &gr.Blocks[id]
+		pk := fg.beginKind(kindPadding)
 		switch {
 		case align[id] && fallInto[id]:
 			alignFallInto(b, 64, 63)
 		case align[id]:
 			alignTo(b, 64, 63)
 		}
+		fg.endKind(pk)
 		fg.setLoop(fg.loopAt(cfg.BlockID(id)))
 		b.Bind(fg.blocks[id])
 		next := cfg.BlockID(id + 1)
@@ -137,7 +148,9 @@ func (fg *funcGen) emit() error {
 			// A jump table's entry leads here; where the block starts
 			// with endbr64 its copy does (decision 95).
 			fg.mark(blk.Addr, true)
+			pk := fg.beginKind(kindEndbr)
 			b.Endbr64()
+			fg.endKind(pk)
 		}
 		// Code generation reads Info alone (no x86asm operands). The
 		// instructions are decoded into two Infos in turn, the last one
@@ -157,7 +170,7 @@ func (fg *funcGen) emit() error {
 			last = in
 			fg.mark(a, true)
 			if a+uint64(in.Len) < blk.End {
-				fg.syscallLeave(in)
+				fg.sizedSyscallLeave(in)
 				if err := fg.copyOrSigaction(in, code[a-blk.Addr:]); err != nil {
 					return err
 				}
@@ -170,25 +183,36 @@ func (fg *funcGen) emit() error {
 			return err
 		}
 		if lc := fg.loopCopies[cfg.BlockID(id)]; lc != nil {
-			fg.addCold(func() { fg.emitLoopCopy(lc) })
+			fg.addCold(func() {
+				pr := fg.setRegion(regionLoopCopy)
+				fg.emitLoopCopy(lc)
+				fg.setRegion(pr)
+			})
 		}
 	}
 	fg.setLoop(-1)
+	fg.setRegion(regionTrampoline)
 	for i := 0; i < len(fg.tramps); i++ {
 		t := fg.tramps[i]
 		b.Bind(t.label)
 		fg.mark(gr.Blocks[gr.Edges[t.edge].From].Last, false)
 		b.SetSP(0)
 		if t.endbr {
+			pk := fg.beginKind(kindEndbr)
 			b.Endbr64() // a jump table's entry (decision 95)
+			fg.endKind(pk)
 		}
 		fg.edgeCode(t.edge)
+		pk := fg.beginKind(kindJump)
 		b.JmpRel32(t.to)
+		fg.endKind(pk)
 	}
+	fg.setRegion(regionCold)
 	for i := 0; i < len(fg.cold); i++ {
 		fg.cold[i]()
 	}
 	fg.setLoop(-1)
+	fg.flushSize()
 	fg.end = b.Len()
 	if fg.coldErr != nil {
 		return fg.coldErr
@@ -216,6 +240,7 @@ func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Info, code []byte, next cf
 	}
 	inside := in.Kind == x86.Call && fg.insideCall(in.Target, isNoRet)
 	leaf := in.Kind == x86.Call && fg.leafCall(in.Target, isNoRet)
+	pk := fg.beginKind(kindCallSite)
 	switch {
 	case leaf:
 		b.MovGS64Imm(runtime.OffLeafSite, site)
@@ -223,18 +248,23 @@ func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Info, code []byte, next cf
 	case !inside:
 		fg.outsideCallStore(site)
 	}
+	fg.endKind(pk)
 	if err := fg.reloc(in, code, target); err != nil {
 		return err
 	}
 	if leaf {
+		pk := fg.beginKind(kindCallSite)
 		b.MovGS64Imm(runtime.OffLeafSite, 0) // the register is still there
+		fg.endKind(pk)
 		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
 			fg.follow(e, next)
 		}
 		return nil
 	}
 	if isNoRet {
+		pk := fg.beginKind(kindJump)
 		b.JmpRel32(enc.AbsTarget(in.Addr + uint64(in.Len)))
+		fg.endKind(pk)
 		return nil
 	}
 	if inside {
@@ -242,7 +272,9 @@ func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Info, code []byte, next cf
 		b.Bind(ret)
 		fg.g.siteRet = setIn(fg.g.siteRet, site, ret)
 	} else {
+		pk := fg.beginKind(kindCallSite)
 		fg.outsideCallLoad()
+		fg.endKind(pk)
 	}
 	if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
 		fg.follow(e, next)
@@ -254,6 +286,7 @@ func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Info, code []byte, next cf
 // jump table's entry reads its jump's copy of the table instead.
 func (fg *funcGen) copyInst(in *x86.Info, code []byte) error {
 	fg.copied(in.Addr)
+	defer fg.copiedSize(fg.g.buf.Len(), int(in.Len))
 	if fg.copyThunkUse(in) {
 		return nil // a use of a GOT slot that holds sigaction or its kin (thunk.go)
 	}
@@ -361,6 +394,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cf
 		if fg.closed {
 			return fg.closedCall(id, in, code, next, site)
 		}
+		pk := fg.beginKind(kindCallSite)
 		fg.storeCallSite(site)
 		if dc, ok := fg.directCallOf(in); ok {
 			// Straight to the callee's direct entry; with keep, the
@@ -369,11 +403,14 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cf
 			if !dc.keep {
 				fg.spill()
 			}
+			fg.endKind(pk)
 			if err := fg.reloc(in, code, enc.LabelTarget(dc.target)); err != nil {
 				return err
 			}
 			if !dc.keep {
+				pk := fg.beginKind(kindCallSite)
 				fg.reload()
+				fg.endKind(pk)
 			}
 			if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
 				fg.follow(e, next)
@@ -398,20 +435,25 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cf
 			if k := fg.callLeave(in.Addr, in.Target); k != 0 {
 				fg.leaveHook(k)
 			}
+			fg.endKind(pk)
 			if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {
 				return err
 			}
 			// Should the callee return after all, continue in the
 			// original code after the call.
+			pk := fg.beginKind(kindJump)
 			b.JmpRel32(enc.AbsTarget(in.Addr + uint64(in.Len)))
+			fg.endKind(pk)
 			return nil
 		}
 		if k := fg.callLeave(in.Addr, in.Target); k != 0 {
 			fg.leaveHook(k) // an exec, which returns if it fails
 		}
+		fg.endKind(pk)
 		if err := fg.reloc(in, code, fg.g.target(in.Target)); err != nil {
 			return err
 		}
+		pk = fg.beginKind(kindCallSite)
 		fg.reload() // the callee may have clobbered it; Thread.R is back
 		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok && fg.forkSites[in.Addr] && !gr.Edges[e].FlagsLive {
 			fg.forkChild(site)
@@ -419,6 +461,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cf
 		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok && fg.vforkSites[in.Addr] && !gr.Edges[e].FlagsLive {
 			fg.vforkChild(site)
 		}
+		fg.endKind(pk)
 		if e, ok := fg.succ(id, cfg.EdgeCallReturn); ok {
 			fg.follow(e, next)
 		}
@@ -463,7 +506,9 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cf
 			// its new code directly (decision 98).
 			fg.edgeCode(e)
 			fg.copied(in.Addr)
+			at := fg.g.buf.Len()
 			fg.g.buf.JmpRel32(fg.dest(e))
+			fg.copiedSize(at, int(in.Len))
 			return nil
 		}
 		if err := fg.jumpTable(id, in); err != nil {
@@ -471,7 +516,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cf
 		}
 		return fg.copyInst(in, code)
 	default: // Other, Syscall
-		fg.syscallLeave(in)
+		fg.sizedSyscallLeave(in)
 		if err := fg.copyOrSigaction(in, code); err != nil {
 			return err
 		}
@@ -487,9 +532,11 @@ func (fg *funcGen) reloc(in *x86.Info, code []byte, t enc.Target) error {
 		return fg.copyInst(in, code)
 	}
 	fg.copied(in.Addr)
+	at := fg.g.buf.Len()
 	if err := enc.Relocate(fg.g.buf, in, code, t); err != nil {
 		return err
 	}
+	fg.copiedSize(at, int(in.Len))
 	if in.Kind == x86.Call || in.Kind == x86.CallIndirect {
 		// The compiler put endbr64 after a call to setjmp, vfork and
 		// other functions that return twice: longjmp comes back by an
@@ -568,4 +615,11 @@ func (fg *funcGen) tablesDone() error {
 		}
 	}
 	return nil
+}
+
+// sizedSyscallLeave is syscallLeave counted as a call's work.
+func (fg *funcGen) sizedSyscallLeave(in *x86.Info) {
+	pk := fg.beginKind(kindCallSite)
+	fg.syscallLeave(in)
+	fg.endKind(pk)
 }

@@ -110,6 +110,13 @@ type funcGen struct {
 	table runtime.Func
 	meta  meta.EncodedFunc
 	stats funcStats
+	// sz counts the new code by kind and region (codesize.go); with
+	// gen.codeMap, ranges lists its stretches at offsets from where its
+	// emission began (rangeBase, in the buffer), rangeStart bytes before
+	// the function's start.
+	sz                    sizer
+	ranges                []codeRange
+	rangeBase, rangeStart int
 }
 
 // emitted drops what only the function's emission needed: the queued
@@ -175,7 +182,9 @@ type gen struct {
 	slotsSize uint64
 	// layoutSeed, when not 0, pads each function's start (layoutPad).
 	layoutSeed uint64
-	loopRegs   LoopRegPolicy // Options.LoopRegs
+	// codeMap: the functions record their stretches (Options.CodeMap).
+	codeMap  bool
+	loopRegs LoopRegPolicy // Options.LoopRegs
 	// dark maps a left-out function's entry to its counting stub
 	// (darkentry.go).
 	dark map[uint64]enc.Label
@@ -224,11 +233,13 @@ func layoutPad(seed uint64, fid int32) uint64 {
 // addCold queues an out-of-line piece of code, to be emitted after the
 // trampolines in the loop region that is current now.
 func (fg *funcGen) addCold(f func()) {
-	l := fg.inLoop
+	l, k := fg.inLoop, fg.sz.kind
 	fg.cold = append(fg.cold, func() {
 		saved := fg.inLoop
 		fg.setLoop(l)
+		pk := fg.beginKind(k)
 		f()
+		fg.endKind(pk)
 		fg.setLoop(saved)
 	})
 }

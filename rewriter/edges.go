@@ -32,6 +32,7 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 		fg.setLoop(from)
 		fg.edgeInst(e)
 	} else {
+		pk := fg.beginKind(kindLoopRegister)
 		if from >= 0 {
 			fg.setLoop(from)
 			fg.leaveLoop()
@@ -42,6 +43,7 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 			fg.setLoop(to)
 			fg.enterLoop()
 		}
+		fg.endKind(pk)
 	}
 	fg.setLoop(saved)
 	if ed.Kind == cfg.EdgeTailCall {
@@ -49,7 +51,9 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 		// popped): a tail jump to _exit or an exec is hooked as a
 		// call from its caller would be [decision 59].
 		if k := fg.callLeave(fg.f.Graph.Blocks[ed.From].Last, ed.Target); k != 0 {
+			pk := fg.beginKind(kindCallSite)
 			fg.leaveHook(k)
+			fg.endKind(pk)
 		}
 	}
 }
@@ -58,6 +62,8 @@ func (fg *funcGen) edgeCode(e cfg.EdgeID) {
 // register where the current loop region keeps it.
 func (fg *funcGen) edgeInst(e cfg.EdgeID) {
 	b, n, ed := fg.g.buf, fg.num, fg.f.Graph.Edges[e]
+	pk := fg.beginKind(kindPathEnd)
+	defer fg.endKind(pk)
 	if n.Kind[e] != pathnum.DAGEdge {
 		if fg.f.Graph.BreaksPath(e) {
 			// After setjmp: the runtime tells a first return from one
@@ -80,6 +86,7 @@ func (fg *funcGen) edgeInst(e cfg.EdgeID) {
 	if faultInjection && inc != 0 && fault("chord") {
 		inc++
 	}
+	fg.beginKind(kindIncrement)
 	if inc != 0 && fg.hasPreg {
 		b.LeaRegSelf(fg.preg, int32(inc)) // no flags written
 	} else if inc != 0 {
@@ -96,6 +103,7 @@ func (fg *funcGen) edgeInst(e cfg.EdgeID) {
 		}
 	}
 	if ed.To == cfg.Exit {
+		fg.beginKind(kindExit)
 		if site, ok := fg.tailSite[e]; ok && !fg.g.mode.FlowOnly {
 			if fg.g.mode.Metrics {
 				fg.tailExitStub(site)
@@ -155,5 +163,7 @@ func (fg *funcGen) follow(e cfg.EdgeID, next cfg.BlockID) {
 	if ed.To == cfg.Exit && ed.Kind != cfg.EdgeTailCall {
 		return
 	}
+	pk := fg.beginKind(kindJump)
 	fg.g.buf.JmpRel32(fg.dest(e))
+	fg.endKind(pk)
 }

@@ -45,14 +45,18 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 		}
 		return lc.label[gr.Edges[e].To]
 	}
+	pk := fg.beginKind(kindPadding)
 	alignTo(b, 64, 63)
+	fg.endKind(pk)
 	for i, id := range lc.blocks {
 		blk := &gr.Blocks[id]
 		if id == lc.header {
 			fg.mark(blk.Addr, false)
 			b.SetSP(0)
 			b.Bind(lc.top)
+			pk := fg.beginKind(kindPathEnd)
 			fg.countCopy(lc)
+			fg.endKind(pk)
 		}
 		b.Bind(lc.label[id])
 		code := fg.g.b.Code(blk.Addr)
@@ -117,7 +121,9 @@ func (fg *funcGen) emitLoopCopy(lc *loopCopy) {
 			if last.Kind == x86.Jmp {
 				fg.copied(last.Addr) // the block's jmp, re-aimed
 			}
+			pk := fg.beginKind(kindJump)
 			b.JmpRel32(enc.LabelTarget(to(cyc)))
+			fg.endKind(pk)
 		} else if last.Kind == x86.Jmp {
 			fg.joined(last.Addr) // the jmp is left out: it would jump to the next instruction
 		}
@@ -174,10 +180,12 @@ func (fg *funcGen) countCopy(lc *loopCopy) {
 // runs as in the first copy.
 func (fg *funcGen) copyExit(lc *loopCopy, id cfg.BlockID, e cfg.EdgeID) {
 	b, v := fg.g.buf, int32(lc.val[id])
+	pk := fg.beginKind(kindIncrement)
 	if fg.hasPreg {
 		b.MovRegImm(fg.preg, v) // sign-extended; flags untouched
 	} else {
 		b.MovGS64Imm(fg.g.stubs.OffR, v)
 	}
+	fg.endKind(pk)
 	fg.follow(e, cfg.BlockID(len(fg.f.Graph.Blocks)))
 }

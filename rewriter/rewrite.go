@@ -61,6 +61,9 @@ type Options struct {
 	// same seed. Only for measuring: a benchmark can then report
 	// overhead over several code layouts instead of one [decision 53].
 	LayoutSeed uint64
+	// CodeMap, when not nil, receives the new code's map: a line per
+	// stretch of one kind in one place of one function (writeCodeMap).
+	CodeMap io.Writer
 	// LoopRegs, for tests only, widens the use of loop path registers
 	// [decision 56]: LoopRegsOnly gives no function a path register of
 	// its own, so every qualifying loop of a flow-only function takes
@@ -150,6 +153,12 @@ type Summary struct {
 	Instrumented int       `json:"instrumented"`
 	Skipped      []Skipped `json:"skipped"`
 	CodeBytes    int       `json:"code_bytes"`
+	// CodeKinds breaks the instrumented functions' share of CodeBytes
+	// down by what it is for and where it lies (codesize.go);
+	// CodeElsewhere is the rest: the stubs, thunks and counting stubs
+	// shared by the image, jump table copies, padding between functions.
+	CodeKinds     []CodeKind `json:"code_kinds"`
+	CodeElsewhere int        `json:"code_elsewhere"`
 	// RegisterPaths counts the instrumented functions whose path
 	// register lives in a general register (flow-only frequency images:
 	// assignPathReg), the cheapest instrumentation blpp emits.
@@ -512,6 +521,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 			LibcClone: rtText + img.Symbols[runtime.SymLibcClone], LibcClone3: rtText + img.Symbols[runtime.SymLibcClone3],
 			ForkSys: rtText + img.Symbols[runtime.SymForkSys]},
 		layoutSeed: opts.LayoutSeed,
+		codeMap:    opts.CodeMap != nil,
 		workers:    opts.Workers,
 		loopRegs:   opts.LoopRegs,
 		tag:        mod.tag,
@@ -805,7 +815,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	sum.Instrumented = len(chosen)
 	sum.CodeBytes = codeSize
 	sum.EntriesCounted = len(dark)
+	var sizes codeSizes
 	for _, fg := range g.funcs {
+		sizes.add(&fg.sz.n)
 		if fg.fnHasPreg {
 			sum.RegisterPaths++
 		}
@@ -825,6 +837,16 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		return nil, nil, err
 	}
 	phase.Mark("ehWait")
+	sum.CodeKinds = sizes.codeKinds()
+	if opts.CodeMap != nil {
+		if err := writeCodeMap(opts.CodeMap, g, codeAddr); err != nil {
+			return nil, nil, fmt.Errorf("code map: %w", err)
+		}
+	}
+	sum.CodeElsewhere = codeSize
+	for _, k := range sum.CodeKinds {
+		sum.CodeElsewhere -= k.Bytes
+	}
 	out, err := elfw.Plan(in, elfw.Options{
 		Segments: append([]elfw.Segment{
 			{Addr: rtText, Data: img.Text, MemSize: uint64(len(img.Text)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.rt"},

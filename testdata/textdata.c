@@ -41,6 +41,18 @@ __asm__(".text\n"
 	".previous\n");
 extern const unsigned int nop_table[8];
 
+/* A table a pointer in data names (BoringSSL's FIPS module keeps its
+ * read-only data in .text and points at it from data): its first bytes
+ * decode, then comes a byte that does not (0x06 is no instruction in
+ * 64-bit mode). */
+__asm__(".text\n"
+	".balign 16\n"
+	"bad_table:\n"
+	".byte 0x90,0x90,0x90,0x90,0x90,0x90,0x06,0x07,0x11,0x22,0x33,0x44,0x55,0x66,0x77,0x88\n"
+	".previous\n");
+extern const unsigned char bad_table[16];
+const unsigned char *volatile bad_ptr = bad_table;
+
 volatile int vol_n = 64;
 
 /* Reads the table from its start and from its middle, each address
@@ -74,6 +86,16 @@ NOINLINE unsigned nop_sum(int n)
 	return h;
 }
 
+/* Sums a table through the pointer in data. */
+NOINLINE unsigned ptr_sum(void)
+{
+	const unsigned char *t = bad_ptr;
+	unsigned h = 0;
+	for (int i = 0; i < 16; i++)
+		h = h * 33 + t[i];
+	return h;
+}
+
 int main(void)
 {
 	printf("%08x\n", mix(k_table, vol_n));
@@ -81,5 +103,6 @@ int main(void)
 	printf("%08x\n", mix(k_table + 16, vol_n / 4));
 	printf("%08x\n", tail_sum(vol_n / 4));
 	printf("%08x\n", nop_sum(vol_n / 8));
+	printf("%08x\n", ptr_sum());
 	return 0;
 }

@@ -20,7 +20,7 @@ import (
 
 func init() {
 	register(&command{name: "rewrite", summary: "write an instrumented copy of an x86-64 executable or shared library",
-		usage: "IN -o OUT [-v] [--json] [--include REGEX] [--exclude REGEX] [--no-context] [--metrics LIST] [--no-latency] [--shadow-frames N] [--module-tag N] [--no-slots]", run: runRewrite})
+		usage: "IN -o OUT [-v] [--json] [--code-map FILE] [--include REGEX] [--exclude REGEX] [--no-context] [--metrics LIST] [--no-latency] [--shadow-frames N] [--module-tag N] [--no-slots]", run: runRewrite})
 }
 
 // modeFlags are the flags that choose what the instrumented program
@@ -104,6 +104,7 @@ func runRewrite(c *ctx, args []string) error {
 	exclude := fs.String("exclude", "", "do not instrument functions whose name matches this regular expression")
 	mode := addModeFlags(fs)
 	moduleTag := fs.Uint64("module-tag", 0, fmt.Sprintf("a shared library's tag among the modules of a process, 1 to %d (0: derived from its SONAME); instrumented libraries loaded together need distinct tags", runtime.MaxModuleTag))
+	codeMap := fs.String("code-map", "", "write the new code's map to this file: a line per stretch, \"start end kind place function\" (addresses in hex; kinds as in -v's table)")
 	noSlots := fs.Bool("no-slots", false, "no per-thread slot counters (as in libraries): needed by a --no-context executable whose process loads instrumented libraries")
 	if err := c.parse(fs, args); err != nil {
 		return err
@@ -132,7 +133,19 @@ func runRewrite(c *ctx, args []string) error {
 			return &usageError{fmt.Sprintf("--exclude: %v", err)}
 		}
 	}
+	var mapFile *os.File
+	if *codeMap != "" {
+		if mapFile, err = os.Create(*codeMap); err != nil {
+			return fmt.Errorf("--code-map: %w", err)
+		}
+		opts.CodeMap = mapFile
+	}
 	sum, err := rewriteFile(in, *out, opts)
+	if mapFile != nil {
+		if cerr := mapFile.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("--code-map: %w", cerr)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -212,6 +225,9 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 			fmt.Fprintf(c.stdout, "  one-cycle loops counted at the head of a second copy: %d\n", sum.LoopCopies)
 		}
 	}
+	if verbose && len(sum.CodeKinds) > 0 {
+		printCodeKinds(c, sum)
+	}
 	if verbose && len(sum.Skipped) > 0 {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "\n  entry\tfunction\treason\tentries")
@@ -228,4 +244,23 @@ func printSummary(c *ctx, in, out string, sum *rewriter.Summary, verbose bool) {
 		}
 		tw.Flush()
 	}
+}
+
+// printCodeKinds prints what the new code is made of: per kind its bytes,
+// share of all new code, and where in the functions it lies.
+func printCodeKinds(c *ctx, sum *rewriter.Summary) {
+	pct := func(n int) string {
+		if sum.CodeBytes == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(sum.CodeBytes))
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\n  new code\tbytes\tshare\tinline\ttrampolines\tcold\tloop copies\t")
+	for _, k := range sum.CodeKinds {
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%d\t%d\t%d\t\n", k.Kind, k.Bytes, pct(k.Bytes), k.Inline, k.Trampolines, k.Cold, k.LoopCopies)
+	}
+	fmt.Fprintf(tw, "  outside functions\t%d\t%s\t\t\t\t\t\n", sum.CodeElsewhere, pct(sum.CodeElsewhere))
+	fmt.Fprintf(tw, "  total\t%d\t%s\t\t\t\t\t\n", sum.CodeBytes, pct(sum.CodeBytes))
+	tw.Flush()
 }

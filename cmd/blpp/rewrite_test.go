@@ -377,6 +377,11 @@ func TestRewriteSummary(t *testing.T) {
 					NotCounted                  string `json:"entries_not_counted"`
 				} `json:"skipped"`
 				CodeBytes int `json:"code_bytes"`
+				CodeKinds []struct {
+					Kind  string `json:"kind"`
+					Bytes int    `json:"bytes"`
+				} `json:"code_kinds"`
+				CodeElsewhere int `json:"code_elsewhere"`
 			}
 			if err := json.Unmarshal([]byte(j.stdout), &sum); err != nil {
 				t.Fatal(err)
@@ -412,6 +417,20 @@ func TestRewriteSummary(t *testing.T) {
 			share := fmt.Sprintf("%.1f", 100*float64(sum.Instrumented)/float64(sum.Functions))
 			if m[1] != src || m[2] != outV || m[3] != strconv.Itoa(sum.Instrumented) || m[4] != strconv.Itoa(sum.Functions) || m[5] != share || m[6] != strconv.Itoa(sum.CodeBytes) {
 				t.Errorf("-v summary %q disagrees with the JSON (%d of %d, %s%%, %d bytes)", lines[0], sum.Instrumented, sum.Functions, share, sum.CodeBytes)
+			}
+			// -v breaks the new code down as code_kinds does (decision 111).
+			kinds := sum.CodeElsewhere
+			for _, k := range sum.CodeKinds {
+				kinds += k.Bytes
+				if !regexp.MustCompile(`(?m)^ +` + k.Kind + ` +` + strconv.Itoa(k.Bytes) + ` `).MatchString(v.stdout) {
+					t.Errorf("-v lacks the new code's row %s %d:\n%s", k.Kind, k.Bytes, v.stdout)
+				}
+			}
+			if len(sum.CodeKinds) == 0 || kinds != sum.CodeBytes {
+				t.Errorf("code_kinds and code_elsewhere add up to %d bytes, code_bytes is %d", kinds, sum.CodeBytes)
+			}
+			if !regexp.MustCompile(`(?m)^ +total +` + strconv.Itoa(sum.CodeBytes) + ` `).MatchString(v.stdout) {
+				t.Errorf("-v lacks the new code's total %d:\n%s", sum.CodeBytes, v.stdout)
 			}
 			if !strings.HasPrefix(v.stdout, strings.Replace(q.stdout, outQ, outV, 1)) {
 				t.Errorf("-v does not start with the plain summary:\n%s\nplain:\n%s", v.stdout, q.stdout)

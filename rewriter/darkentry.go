@@ -125,6 +125,13 @@ func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into *cfg.Branches,
 			return nil, "the program copies it and runs the copy"
 		}
 	}
+	if f.Discovered() && f.Source&cfg.FromCall == 0 {
+		// Known only by addresses taken, and left out: nothing proves
+		// its bytes are code, and a table in .text that looks like a
+		// procedure (libcrypto's AES tables) would get a jump written
+		// over it [decision 114].
+		return nil, "found only by its address being taken, it may be data"
+	}
 	// Its original body runs, so no branch at all, its own included,
 	// may land in the bytes the entry jump overwrites, nor on the jump
 	// after an endbr64.

@@ -185,7 +185,7 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		}
 		g.findSyscallLeaves(bd.insts, bd.instAt)
 	}
-	if g.Reason == ReasonOK && isCopied(f) {
+	if g.Reason == ReasonOK && f.HasName(IsCopiedName) {
 		g.fail(ReasonCopied, f.Addr, "V8 copies its embedded builtins next to its heap and runs them there")
 	}
 	if g.Reason == ReasonOK && isVfork(f) {

@@ -430,15 +430,43 @@ func (u *leaUses) step(b *Binary, s *funcScan, in *x86.Info, own func(uint64) (R
 	if len(in.Args) >= 2 {
 		dst, src = &in.Args[0], &in.Args[1]
 	}
-	isSlot := func(a *x86.Arg, l *leaUse) bool {
-		return a.Kind == x86.ArgMem && a.Base == l.reg && a.Index == 0 && a.Val == l.disp && a.Segment == 0
-	}
 	switch in.Kind {
 	case x86.Jmp, x86.JmpIndirect, x86.Ret, x86.Halt:
 		// Past an unconditional transfer the registers hold whatever
 		// another path left in them.
 		u.reset()
 		return
+	}
+	if u.n > 0 {
+		u.follow(s, in, dst, src)
+	}
+	if dst == nil || dst.Kind != x86.ArgReg {
+		return
+	}
+	// The address taken: lea of rip+disp or of an absolute disp32, or a
+	// move of an immediate (position-dependent code).
+	var t uint64
+	switch {
+	case in.Op == x86asm.LEA && in.RIPRel:
+		t = in.RIPTarget
+	case in.Op == x86asm.LEA && src.Kind == x86.ArgMem && src.Base == 0 && src.Index == 0:
+		t = uint64(src.Val)
+	case in.Op == x86asm.MOV && src.Kind == x86.ArgImm:
+		t = uint64(src.Val)
+	default:
+		return
+	}
+	if _, mine := own(t); !mine && b.IsCode(t) {
+		u.add(leaUse{reg: dst.Reg, target: t, left: 32})
+	}
+}
+
+// follow takes the next instruction of the run against each address
+// being followed (step, while there are any): a memory operand through
+// it records data, a move over it ends it, a spill or reload follows it.
+func (u *leaUses) follow(s *funcScan, in *x86.Info, dst, src *x86.Arg) {
+	isSlot := func(a *x86.Arg, l *leaUse) bool {
+		return a.Kind == x86.ArgMem && a.Base == l.reg && a.Index == 0 && a.Val == l.disp && a.Segment == 0
 	}
 	var spills [len(leaUses{}.live)]leaUse
 	nspill := 0
@@ -486,25 +514,6 @@ func (u *leaUses) step(b *Binary, s *funcScan, in *x86.Info, own func(uint64) (R
 	}
 	for _, l := range spills[:nspill] {
 		u.add(l)
-	}
-	if dst == nil || dst.Kind != x86.ArgReg {
-		return
-	}
-	// The address taken: lea of rip+disp or of an absolute disp32, or a
-	// move of an immediate (position-dependent code).
-	var t uint64
-	switch {
-	case in.Op == x86asm.LEA && in.RIPRel:
-		t = in.RIPTarget
-	case in.Op == x86asm.LEA && src.Kind == x86.ArgMem && src.Base == 0 && src.Index == 0:
-		t = uint64(src.Val)
-	case in.Op == x86asm.MOV && src.Kind == x86.ArgImm:
-		t = uint64(src.Val)
-	default:
-		return
-	}
-	if _, mine := own(t); !mine && b.IsCode(t) {
-		u.add(leaUse{reg: dst.Reg, target: t, left: 32})
 	}
 }
 

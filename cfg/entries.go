@@ -150,12 +150,9 @@ func joinable(g *Graph) bool {
 // reads (no return, fork, setjmp, process-ending system call wrappers):
 // it keeps its own entry.
 func specialName(f *Function) bool {
-	for _, n := range append([]string{f.Name}, f.Aliases...) {
-		if IsNoReturnName(n) || IsForkName(n) || IsVforkName(n) || IsReturnsTwiceName(n) || LeaveName(n) != 0 {
-			return true
-		}
-	}
-	return false
+	return f.HasName(func(n string) bool {
+		return IsNoReturnName(n) || IsForkName(n) || IsVforkName(n) || IsReturnsTwiceName(n) || LeaveName(n) != 0
+	})
 }
 
 // dedup sorts members and removes repeats.

@@ -90,6 +90,20 @@ type Function struct {
 
 // Discovered reports a procedure found only by discovery (discover.go):
 // no symbol, FDE, PLT entry or the entry point gives it.
+// HasName reports whether the procedure's name or one of its aliases
+// matches.
+func (f *Function) HasName(match func(string) bool) bool {
+	if match(f.Name) {
+		return true
+	}
+	for _, n := range f.Aliases {
+		if match(n) {
+			return true
+		}
+	}
+	return false
+}
+
 func (f *Function) Discovered() bool {
 	return f.Source != 0 && f.Source&(FromSymtab|FromDynsym|FromFDE|FromPLT|FromEntry) == 0
 }

@@ -108,14 +108,7 @@ func IsVforkName(name string) bool {
 }
 
 // isVfork reports a procedure named vfork or __vfork (an alias counts).
-func isVfork(f *Function) bool {
-	for _, n := range append([]string{f.Name}, f.Aliases...) {
-		if IsVforkName(n) {
-			return true
-		}
-	}
-	return false
-}
+func isVfork(f *Function) bool { return f.HasName(IsVforkName) }
 
 // IsReturnsTwiceName reports setjmp and its kin (C11 7.13.1.1, POSIX
 // sigsetjmp, glibc's internal names), whose calls can return twice.
@@ -134,16 +127,6 @@ func IsReturnsTwiceName(name string) bool {
 // IsCopiedName reports code the program copies at run time and runs from
 // the copy (ReasonCopied): V8's embedded builtins.
 func IsCopiedName(name string) bool { return strings.HasPrefix(name, "Builtins_") }
-
-// isCopied reports a procedure any of whose names IsCopiedName.
-func isCopied(f *Function) bool {
-	for _, n := range append([]string{f.Name}, f.Aliases...) {
-		if IsCopiedName(n) {
-			return true
-		}
-	}
-	return false
-}
 
 func (p *Program) funcAt(addr uint64) *Function { return p.byEntry[addr] }
 

@@ -120,10 +120,8 @@ func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into *cfg.Branches,
 	if cfg.HoldsSigreturn(b.Code(f.Addr)) {
 		return nil, "the signal return trampoline must keep its bytes"
 	}
-	for _, n := range append([]string{f.Name}, f.Aliases...) {
-		if cfg.IsCopiedName(n) {
-			return nil, "the program copies it and runs the copy"
-		}
+	if f.HasName(cfg.IsCopiedName) {
+		return nil, "the program copies it and runs the copy"
 	}
 	if f.Discovered() && f.Source&cfg.FromCall == 0 {
 		// Known only by addresses taken, and left out: nothing proves

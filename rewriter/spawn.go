@@ -150,10 +150,7 @@ func cloneChildSides(b *cfg.Binary, p *cfg.Program) map[uint64]string {
 	out := map[uint64]string{}
 	for _, f := range p.Funcs {
 		code := b.Code(f.Addr)
-		clone := isClone3Code(code)
-		for _, n := range append([]string{f.Name}, f.Aliases...) {
-			clone = clone || cloneName(n) != thunkNone
-		}
+		clone := isClone3Code(code) || f.HasName(func(n string) bool { return cloneName(n) != thunkNone })
 		if !clone {
 			continue
 		}

@@ -256,6 +256,54 @@ static void record_live(struct blpp_thread *t)
 	}
 }
 
+static void live_fork(struct blpp_thread *me); /* blpp_live.c */
+
+/* block_refork makes a fork child's records again for the activations
+ * live on block me, a parent's block the child runs on (the forking
+ * thread's; a user context's the child switches to, blpp_context.c),
+ * with no counts: their calls are the parent's. The block leaves the
+ * parent's thread list. */
+static void block_refork(struct blpp_thread *me)
+{
+	struct blpp_frame *f = frames(me);
+	struct blpp_record *prev = 0, *kept = 0; /* kept: me->record [decision 51] */
+	u64 d = depth(me);
+	me->next = 0;
+	me->records = me->last_rec = me->nrecords = 0;
+	me->folded = me->partials = me->plock = me->flat = me->flat_mods = 0;
+	me->tail_rec = 0;
+	/* The latency region reads as zero, like the records
+	 * whose entries it held (decision 93). */
+	me->lat_next = TPRIV(me)->lat_base;
+	me->lat_dropped = 0;
+	TPRIV(me)->ndark = 0;
+	dark_sync(me);
+	me->tid = gettid();
+	for (u64 i = 0; i < d; i++) {
+		struct blpp_record *r;
+		f[i].record = rec_word(kept);
+		if (rt.slots_size)
+			f[i].saved_acc[0] = cur_of(me, prev);
+		if (!instr(f[i].func))
+			r = 0;
+		else if (!prev || rt.flow_only)
+			r = root(me, f[i].func);
+		else
+			r = child(me, prev, f[i].site, f[i].func, 0, 0);
+		/* the exit counts in the record its frame names */
+		set_own_rec(&f[i], ifunc(f[i].func), r);
+		if (closed(f[i].func))
+			continue; /* changed neither cur nor record */
+		prev = r;
+		if (!lean(cur_of(me, r)))
+			kept = r;
+	}
+	me->record = rec_word(kept);
+	me->cur = cur_of(me, prev);
+	if (rt.nmetrics)
+		metrics_open(me);
+}
+
 /*
  * fork_reset runs in a fork child, at its first slow path (or profile
  * write): the wiped memory reads as zero there, so the child's trees,
@@ -266,8 +314,6 @@ static void record_live(struct blpp_thread *t)
  * are the parent's). A profile write the parent had in progress is
  * forgotten.
  */
-static void live_fork(struct blpp_thread *me); /* blpp_live.c */
-
 static void fork_reset(void)
 {
 	struct wiped *w = rt.w;
@@ -280,45 +326,8 @@ static void fork_reset(void)
 		/* The forking thread's block: %gs points at it in that thread
 		 * and in any thread it has created since. */
 		me = (!rt.fsgsbase || gs_base() != 0) ? gs_block() : 0;
-		if (me) {
-			struct blpp_frame *f = frames(me);
-			struct blpp_record *prev = 0, *kept = 0; /* kept: me->record [decision 51] */
-			u64 d = depth(me);
-			me->next = 0;
-			me->records = me->last_rec = me->nrecords = 0;
-			me->folded = me->partials = me->plock = me->flat = me->flat_mods = 0;
-			me->tail_rec = 0;
-			/* The latency region reads as zero, like the records
-			 * whose entries it held (decision 93). */
-			me->lat_next = TPRIV(me)->lat_base;
-			me->lat_dropped = 0;
-			TPRIV(me)->ndark = 0;
-			dark_sync(me);
-			me->tid = gettid();
-			for (u64 i = 0; i < d; i++) {
-				struct blpp_record *r;
-				f[i].record = rec_word(kept);
-				if (rt.slots_size)
-					f[i].saved_acc[0] = cur_of(me, prev);
-				if (!instr(f[i].func))
-					r = 0;
-				else if (!prev || rt.flow_only)
-					r = root(me, f[i].func);
-				else
-					r = child(me, prev, f[i].site, f[i].func, 0, 0);
-				/* the exit counts in the record its frame names */
-				set_own_rec(&f[i], ifunc(f[i].func), r);
-				if (closed(f[i].func))
-					continue; /* changed neither cur nor record */
-				prev = r;
-				if (!lean(cur_of(me, r)))
-					kept = r;
-			}
-			me->record = rec_word(kept);
-			me->cur = cur_of(me, prev);
-			if (rt.nmetrics)
-				metrics_open(me);
-		}
+		if (me)
+			block_refork(me);
 		STORE(&rt.threads, me);
 		rt.nthreads = me ? 1 : 0;
 		if (me)

@@ -119,6 +119,11 @@ struct tpriv {
 	 * this thread finds there while it is out of the list (blpp_cct.c,
 	 * decision 99). */
 	u64 mv_head, mv_node;
+	/* User contexts (blpp_context.c, decision 122): the ucontext_t a
+	 * block was made for (0: a thread's own block); 1 while a context
+	 * switch has left the block, its activations stopped at that call;
+	 * rt.epoch + 1 when it was left. */
+	u64 ctx_ucp, ctx_left, ctx_epoch;
 };
 #define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
 

@@ -39,6 +39,7 @@ struct uctx {
 	u64 ucp;   /* the ucontext_t's address; 0: free */
 	u64 block; /* the block its context runs on, or 0 */
 	u64 fresh; /* made by makecontext and not yet switched to */
+	u64 made;  /* the block made for a context made in ucp before, or 0 */
 };
 static struct uctx uctx_tab[UCTX_CAP];
 static u64 uctx_full; /* contexts the table had no room for */
@@ -86,8 +87,8 @@ static struct blpp_thread *ctx_block(struct blpp_thread *me, u64 ucp, struct blp
 	struct blpp_thread *b = old;
 	if (b && b != me && TPRIV(b)->ctx_ucp == ucp && TPRIV(b)->ctx_left && TPRIV(b)->ctx_epoch == rt.epoch + 1) {
 		/* The context made in ucp before never came back: its
-		 * activations end here. */
-		block_reuse(b);
+		 * activations end where the switch that left it was. */
+		block_reuse(b, b->call_site);
 		b->owner = thread_pointer();
 	} else {
 		b = block_new();
@@ -117,9 +118,10 @@ static struct blpp_thread *ctx_target(struct blpp_thread *me, u64 ucp)
 		return me;
 	b = (struct blpp_thread *)LOAD(&e->block);
 	if (LOAD(&e->fresh)) {
-		b = ctx_block(me, ucp, b);
+		b = ctx_block(me, ucp, (struct blpp_thread *)LOAD(&e->made));
 		if (!b)
 			return me;
+		STORE(&e->made, (u64)b);
 		STORE(&e->block, (u64)b);
 		STORE(&e->fresh, 0);
 	}
@@ -137,6 +139,28 @@ static void ctx_leave(struct blpp_thread *me, struct blpp_thread *to)
 	}
 }
 
+/* ctx_forked takes block me into a fork child that resumes the context
+ * its parent left there: the block is not in the child's list and its
+ * records are gone (block_refork makes them again). Its activations
+ * began their paths in the parent, stopped at the switch; like
+ * blpp_rt_fork_child for the thread that forked, record each one's
+ * prefix, which the report subtracts, so that the child's profile holds
+ * its own work only. */
+static void ctx_forked(struct blpp_thread *me)
+{
+	struct blpp_frame *f = frames(me);
+	struct stop_walk sw;
+	block_refork(me);
+	stop_start(&sw, me, me->call_site);
+	while (sw.next > 0) {
+		stop_step(&sw);
+		pent_add(&TPRIV(me)->ctx_pref, &TPRIV(me)->ctx_pref_lock, frame_record(me, sw.next), f[sw.next].func,
+			 site_block(f[sw.next].func, sw.site), sw.reg);
+	}
+	block_link(me);
+	ADD(&rt.nthreads, 1);
+}
+
 /* ctx_resume runs when a context switched away from block me runs
  * again, maybe on another thread or in a fork child. The block %gs
  * names until then is a context's that was left without coming through
@@ -151,13 +175,8 @@ static void ctx_resume(struct blpp_thread *me)
 		STORE(&TPRIV(prev)->ctx_left, 1);
 	}
 	fork_check();
-	if (TPRIV(me)->ctx_epoch != rt.epoch + 1) {
-		/* Left in the parent of this fork child: the block is not in
-		 * the child's list and its records are gone. */
-		block_refork(me);
-		block_link(me);
-		ADD(&rt.nthreads, 1);
-	}
+	if (TPRIV(me)->ctx_epoch != rt.epoch + 1)
+		ctx_forked(me);
 	if (me->owner != tp) {
 		me->owner = tp;
 		me->tid = gettid();

@@ -241,15 +241,16 @@ static void restore_caller(struct blpp_thread *t, const struct blpp_frame *f)
 }
 
 /* record_live adds the live activations of t to its partials (a dead
- * thread's, whose block is about to be reused). */
-static void record_live(struct blpp_thread *t)
+ * thread's, whose block is about to be reused; an abandoned user
+ * context's). The newest stopped at call site top: 0 for a dead
+ * thread's, which stopped who knows where; each older one at the call
+ * its callee's frame recorded (a call site, or a closed callee's return
+ * address). */
+static void record_live(struct blpp_thread *t, u64 top)
 {
 	struct blpp_frame *f = frames(t);
 	struct stop_walk w;
-	/* The newest activation of a dead thread stopped who knows where
-	 * (site 0); each older one at the call its callee's frame recorded
-	 * (a call site, or a closed callee's return address). */
-	stop_start(&w, t, 0);
+	stop_start(&w, t, top);
 	while (w.next > 0) {
 		stop_step(&w);
 		partial_add(t, frame_record(t, w.next), f[w.next].func, site_block(f[w.next].func, w.site), w.reg);
@@ -272,6 +273,7 @@ static void block_refork(struct blpp_thread *me)
 	me->records = me->last_rec = me->nrecords = 0;
 	me->folded = me->partials = me->plock = me->flat = me->flat_mods = 0;
 	me->tail_rec = 0;
+	TPRIV(me)->ctx_pref = TPRIV(me)->ctx_pref_lock = 0; /* the parent's, in its arena */
 	/* The latency region reads as zero, like the records
 	 * whose entries it held (decision 93). */
 	me->lat_next = TPRIV(me)->lat_base;

@@ -122,8 +122,11 @@ struct tpriv {
 	/* User contexts (blpp_context.c, decision 122): the ucontext_t a
 	 * block was made for (0: a thread's own block); 1 while a context
 	 * switch has left the block, its activations stopped at that call;
-	 * rt.epoch + 1 when it was left. */
+	 * rt.epoch + 1 when it was left. In a fork child that resumes a
+	 * context left in its parent: the prefixes of the context's
+	 * activations (a struct ptab in the child's arena) and its lock. */
 	u64 ctx_ucp, ctx_left, ctx_epoch;
+	unsigned long long ctx_pref, ctx_pref_lock;
 };
 #define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
 

@@ -370,10 +370,14 @@ static u64 write_prefixes(struct blpp_thread *t, u64 nrec, struct obuf *out, str
 {
 	struct wiped *w = rt.w;
 	struct ptab *pt = w ? (struct ptab *)LOAD(&w->prefixes) : 0;
+	struct ptab *own = (struct ptab *)LOAD(&TPRIV(t)->ctx_pref); /* a resumed user context's (decision 122) */
 	scratch->len = 0;
-	if (!pt || LOAD(&w->prefix_owner) != (u64)t)
+	if (pt && LOAD(&w->prefix_owner) == (u64)t)
+		collect_pents(pt, scratch);
+	if (own)
+		collect_pents(own, scratch);
+	if (!scratch->len)
 		return 0;
-	collect_pents(pt, scratch);
 	if (scratch->err)
 		return 0;
 	return encode_pents(scratch, nrec, out);

@@ -31,13 +31,14 @@ func rewriteFixture(t *testing.T, src string, c fixture.Config) (orig, inst stri
 }
 
 // e2eSources are the fixtures whose every block count must be exact.
-var e2eSources = []string{"loops.c", "early.c", "switch.c", "irreducible.c", "recursion.c", "funcptr.c", "setjmp.c", "selfjmp.c", "noreturn.c", "cold.c", "interp.c", "hash.c", "manypaths.c", "ucontext.c"}
+var e2eSources = []string{"loops.c", "early.c", "switch.c", "irreducible.c", "recursion.c", "funcptr.c", "setjmp.c", "selfjmp.c", "noreturn.c", "cold.c", "interp.c", "hash.c", "manypaths.c", "ucontext.c", "tailfrag.c"}
 
 // ownFuncs names the functions of e2e fixtures without expectations
 // (fixture.ExpectFor) that a static build compares too.
 var ownFuncs = map[string][]string{
 	"selfjmp.c":  {"work", "self_jump", "sometimes"},
 	"ucontext.c": {"step", "yield_to", "work", "fiber_a", "fiber_b", "again"},
+	"tailfrag.c": {"dispatch", "shape_a", "shape_b", "shape_c", "shape_d", "shape_e"},
 }
 
 // TestRewriteBehaviour rewrites every fixture in every configuration of

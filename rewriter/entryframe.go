@@ -148,9 +148,8 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 		b.IncMemD8(p, runtime.NodeCountOff)
 		b.MovRegFromMemD8(p, p, runtime.NodeRecOff)
 	}
-	b.IncMemD32(p, countsOff) // the record's calls
-	b.MovMemFromRegD8(f, frOwnRec, p)
-	b.MovGSFromReg(runtime.OffRecord, p)
+	b.IncMemD32(p, countsOff)            // the record's calls
+	b.MovGSFromReg(runtime.OffRecord, p) // where its exits count (exitOwn)
 	if !fg.quiet() {
 		b.MovGS64Imm(runtime.OffCallSite, 0)
 	}

@@ -17,8 +17,8 @@ import (
 // path register when there is one: its value goes into the frame first
 // (saved_reg), so it is free until the entry sets it to 0. saved are
 // those of them the entry must save (below %rsp: saveBelow). Where q
-// would have to be saved, q is f (decision 119): in context mode the
-// frame is full before the look-up, which then takes the call site
+// would have to be saved, q is f (decision 119): the frame is full
+// before the look-up, which in context mode then takes the call site
 // into f (one load more, a save and a restore less).
 type framedRegs struct {
 	f, q, p enc.Reg
@@ -57,10 +57,11 @@ func (fg *funcGen) framedRegsFor(tsc bool) framedRegs {
 	if !fg.hasPreg {
 		r.p = use[2]
 	}
-	// Only context mode without the time-stamp counter leaves f free
-	// after the look-up (flow-only images with slots save Thread.Cur
-	// through q, the counter's progress goes into the frame).
-	if g := fg.g; !g.mode.FlowOnly && !tsc && !g.slots() && len(fg.pushedAtEntry([]enc.Reg{use[need-1]})) > 0 {
+	// Without the time-stamp counter and slot counters f is free once
+	// the frame is full (images with slots save Thread.Cur through q,
+	// the counter's progress goes into the frame); a flow-only look-up
+	// needs no q at all.
+	if g := fg.g; !tsc && !g.slots() && len(fg.pushedAtEntry([]enc.Reg{use[need-1]})) > 0 {
 		use = use[:need-1]
 		r = framedRegs{f: use[0], q: use[0], p: fg.preg, saved: fg.pushedAtEntry(use)}
 		if !fg.hasPreg {

@@ -198,15 +198,6 @@ static void partial_add(struct blpp_thread *t, struct blpp_record *rec, u64 func
 		live_sync(t); /* continuous mode: the table is new */
 }
 
-/* set_own_rec stores the own-record word of frame f of function fid
- * (decision 100); a closed function that calls out keeps its outside
- * call's site there (decision 64). fn is fid's entry (ifunc). */
-static void set_own_rec(struct blpp_frame *f, const struct blpp_func *fn, const struct blpp_record *r)
-{
-	if (!(fn && fn->closed == 2))
-		f->saved_acc[BLPP_FRAME_OWN_REC_WORD] = rec_word(r);
-}
-
 /* act_record is the record of the activation that pushed frame i of t,
  * given next, the record its callee's frame saved (the one in t's list,
  * not its hot twin: decision 99): in a flow-only image its function's
@@ -292,8 +283,6 @@ static void block_refork(struct blpp_thread *me)
 			r = root(me, f[i].func);
 		else
 			r = child(me, prev, f[i].site, f[i].func, 0, 0);
-		/* the exit counts in the record its frame names */
-		set_own_rec(&f[i], ifunc(f[i].func), r);
 		if (closed(f[i].func))
 			continue; /* changed neither cur nor record */
 		prev = r;

@@ -455,11 +455,10 @@ static void *arena_take(struct arena *a, u64 size)
 }
 
 /*
- * zero_record is "no record" (decision 104). It stands in a frame's
- * own-record word (BLPP_FRAME_OWN_REC, decision 100) for an activation
- * without a record: its dense_n of 0 sends the inline exit to the stub.
- * And it is Thread.record, and a frame's saved record, where the
- * running activation (or the caller) has none: its nsites of 0 fails
+ * zero_record is "no record" (decision 104). It is Thread.record, and a
+ * frame's saved record, where the running activation (or the caller)
+ * has none: its dense_n of 0 sends the inline exits, which count in
+ * Thread.record (decision 119), to the stub; its nsites of 0 fails
  * the inline entries' site-range test, so they need no test of the word
  * for 0; its func matches no function id (the inline backedges and exits
  * that compare it). The runtime reads those words through R() (and

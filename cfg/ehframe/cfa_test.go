@@ -131,6 +131,7 @@ func TestRows(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Rows: %v", err)
 			}
+			checkFirstRow(t, e, got, err)
 			want := tc.want
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Rows =\n%+v\nwant\n%+v", got, want)
@@ -141,6 +142,18 @@ func TestRows(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkFirstRow wants FirstRow to give rows[0] and err, what Rows gave.
+func checkFirstRow(t *testing.T, e *Entry, rows []Row, err error) {
+	t.Helper()
+	row, ferr := e.FirstRow()
+	if (err == nil) != (ferr == nil) || err != nil && err.Error() != ferr.Error() {
+		t.Fatalf("FirstRow error %v, Rows error %v", ferr, err)
+	}
+	if err == nil && !reflect.DeepEqual(row, rows[0]) {
+		t.Fatalf("FirstRow = %+v, Rows()[0] = %+v", row, rows[0])
 	}
 }
 
@@ -168,6 +181,7 @@ func TestRowsErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Rows = %+v, want an error", rows)
 			}
+			checkFirstRow(t, e, rows, err)
 			var fe *FormatError
 			if !errors.As(err, &fe) || !(fe.Off >= e.Off && fe.Off <= e.Off+len(e.Raw()) || fe.Off >= e.CIE.Off && fe.Off <= e.CIE.Off+len(e.CIE.Raw)) {
 				t.Errorf("error %v not located in the entry", err)

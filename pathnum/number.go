@@ -70,6 +70,7 @@ type dagEdge struct {
 // numberer holds the working state of one Number call.
 type numberer struct {
 	s          *scratch
+	lean       bool // Options.Lean: fill only what Numbering.Lean keeps
 	g          *Graph
 	entry      int32
 	exit       int32
@@ -109,6 +110,7 @@ func Number(g *Graph, opts Options) (*Numbering, error) {
 		defer scratchPool.Put(s)
 	}
 	b := newNumberer(g, s)
+	b.lean = opts.Lean
 	kind, err := b.findBackedges()
 	if err != nil {
 		return nil, err
@@ -122,7 +124,11 @@ func Number(g *Graph, opts Options) (*Numbering, error) {
 	if err != nil {
 		return nil, err
 	}
-	num := &Numbering{RawPaths: raw}
+	num := &Numbering{}
+	if opts.Lean {
+		num = &s.num // only its lean part leaves (Lean)
+	}
+	*num = Numbering{RawPaths: raw}
 	if raw > maxPaths {
 		num.RawOverflow = true
 		kind, err = b.split(kind, maxPaths)
@@ -174,6 +180,8 @@ type scratch struct {
 	state                                             []uint8
 	inTree, seen                                      []bool
 	dag                                               []dagEdge
+	b                                                 numberer
+	num                                               Numbering
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -230,7 +238,7 @@ func validate(g *Graph) error {
 
 func newNumberer(g *Graph, s *scratch) *numberer {
 	n, m := g.NumNodes, len(g.Edges)
-	b := &numberer{
+	s.b = numberer{
 		s:     s,
 		g:     g,
 		entry: int32(g.Entry),
@@ -240,6 +248,7 @@ func newNumberer(g *Graph, s *scratch) *numberer {
 		np:    take(&s.np, n),
 		mark:  take(&s.mark, n),
 	}
+	b := &s.b
 	for i, e := range g.Edges {
 		b.from[i], b.to[i] = int32(e.From), int32(e.To)
 	}
@@ -476,7 +485,9 @@ func (b *numberer) build(num *Numbering, kind []EdgeKind, maxPaths uint64) error
 	}
 	num.total = np[b.entry]
 	num.NumPaths = num.total
-	num.NodePaths = slices.Clone(np)
+	if !b.lean {
+		num.NodePaths = slices.Clone(np)
+	}
 
 	if err := num.placeIncrements(b.g.Entry, b.g.Exit, s); err != nil {
 		return err

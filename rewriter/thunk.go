@@ -69,23 +69,14 @@ const (
 // thunkStub is the runtime's replacement of a function of kind k, 0 when
 // the runtime has none.
 func (g *gen) thunkStub(k thunkKind) uint64 {
-	switch k {
-	case thunkSigaction:
-		return g.stubs.LibcSigaction
-	case thunkSignal:
-		return g.stubs.LibcSignal
-	case thunkClone:
-		return g.stubs.LibcClone
-	case thunkClone3:
-		return g.stubs.LibcClone3
-	case thunkSwapcontext:
-		return g.stubs.LibcSwapcontext
-	case thunkSetcontext:
-		return g.stubs.LibcSetcontext
-	case thunkGetcontext:
-		return g.stubs.LibcGetcontext
-	case thunkMakecontext:
-		return g.stubs.LibcMakecontext
+	stubs := [...]uint64{
+		thunkSigaction: g.stubs.LibcSigaction, thunkSignal: g.stubs.LibcSignal,
+		thunkClone: g.stubs.LibcClone, thunkClone3: g.stubs.LibcClone3,
+		thunkSwapcontext: g.stubs.LibcSwapcontext, thunkSetcontext: g.stubs.LibcSetcontext,
+		thunkGetcontext: g.stubs.LibcGetcontext, thunkMakecontext: g.stubs.LibcMakecontext,
+	}
+	if int(k) < len(stubs) {
+		return stubs[k]
 	}
 	return 0
 }

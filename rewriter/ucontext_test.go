@@ -1,8 +1,6 @@
 package rewriter_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/blpp/blpp/cct"
@@ -25,21 +23,8 @@ func TestUcontextMoves(t *testing.T) {
 		for _, m := range procModes {
 			t.Run(c.String()+"/"+m.name, func(t *testing.T) {
 				t.Parallel()
-				what := "ucontext2.c " + c.String() + " " + m.name
-				dir := t.TempDir()
-				orig := fixture.Build(t, "ucontext2.c", c)
-				inst := rewriteWith(t, orig, filepath.Join(dir, "ucontext2.blpp"), m.opts)
-				want := runProc(t, orig, nil)
-				if want.code != 0 {
-					t.Fatalf("%s: the original misbehaves: %s", what, want)
-				}
-				profDir := filepath.Join(dir, "prof")
-				if err := os.Mkdir(profDir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				got := runProc(t, inst, nil, "BLPP_PROFILE="+filepath.Join(profDir, "prof.%p"))
-				sameBehaviour(t, what, want, got)
-				parent, child := forkProfiles(t, what, profDir, "prof.", got.pid)
+				fr := runForking(t, "ucontext2.c", c, m.opts)
+				what, orig, inst, want, parent, child := fr.what, fr.orig, fr.inst, fr.want, fr.parent, fr.child
 				for _, p := range []*cct.Profile{parent, child} {
 					if w := report.RuntimeWarnings(p.Stats); len(w) > 0 {
 						t.Errorf("%s: pid %d: the profile is not exact: %q", what, p.PID, w)

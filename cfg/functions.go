@@ -312,10 +312,12 @@ func (b *Binary) Functions() []*Function {
 	return funcs
 }
 
-// isColdName reports gcc's names for split-off unlikely code: foo.cold,
-// foo.cold.12 (older gcc), foo.part.0.cold.
+// isColdName reports the names of split-off code: gcc's foo.cold,
+// foo.cold.12 (older gcc), foo.part.0.cold, and BOLT's foo.warm and
+// foo.cold (its three-way split: Rust's libLLVM has 4,198 .warm
+// fragments, entered by jumps with the parent's frame and red zone live).
 func isColdName(name string) bool {
-	i := strings.LastIndex(name, ".cold")
+	i := splitSuffix(name)
 	if i <= 0 {
 		return false
 	}
@@ -334,8 +336,14 @@ func isColdName(name string) bool {
 	return true
 }
 
+// splitSuffix is the index of the last ".cold" or ".warm" in name (both
+// five bytes long), -1 if none.
+func splitSuffix(name string) int {
+	return max(strings.LastIndex(name, ".cold"), strings.LastIndex(name, ".warm"))
+}
+
 func coldBase(name string) string {
-	return name[:strings.LastIndex(name, ".cold")]
+	return name[:splitSuffix(name)]
 }
 
 // coldParent picks the parent of a fragment among functions with the

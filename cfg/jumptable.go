@@ -74,6 +74,15 @@ func (bd *builder) resolveIndirect(s *slicer, i int) {
 	if bd.constJump(s, i) {
 		return
 	}
+	// An address inside the procedure plus a scaled index is a jump to
+	// one of its own code slots, not a tail call, even where its frame is
+	// gone: libffi's ffi_call_unix64 moves its return address, runs the
+	// callee on another stack and jumps to one of its 8-byte return
+	// handlers (decision 121). No table to copy: unresolved.
+	if v.kind == symLinear && v.hasVar && v.scale > 1 && bd.rangeOf(v.k) >= 0 {
+		bd.g.fail(ReasonUnresolvedIndirectJump, in.Addr, "indirect jump to %#x plus a scaled index, code slots inside the function", v.k)
+		return
+	}
 	// Not a table. The unwind rules tell a jump that leaves (the frame
 	// torn down: the return address at the top of the stack, as at a
 	// function's entry) from one that stays [DWARF5 6.4]; python's

@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/blpp/blpp/cfg"
 	"github.com/blpp/blpp/internal/par"
@@ -17,7 +18,8 @@ type Options struct {
 	// MaxPaths is pathnum's limit (0: pathnum.DefaultMaxPaths).
 	MaxPaths uint64
 	// Lean keeps of each numbering only the path count and the
-	// per-edge kinds and increments (Lean): what code generation reads.
+	// per-edge kinds and increments (pathnum.Numbering.Lean): what code
+	// generation reads.
 	// A large library's full numberings took hundreds of megabytes.
 	Lean bool
 }
@@ -87,22 +89,11 @@ func Run(b *cfg.Binary, opts Options) *Result {
 		if len(f.Graph.Blocks) == 0 || !f.Graph.Instrumentable() {
 			return
 		}
-		f.Numbering, f.NumErr = Number(f.Graph, pathnum.Options{MaxPaths: opts.MaxPaths})
-		if opts.Lean && f.Numbering != nil {
-			f.Numbering = Lean(f.Numbering)
-		}
+		// A lean numbering is the lean part of the full one, made without
+		// handing the rest to the collector (pathnum.Options.Lean).
+		f.Numbering, f.NumErr = Number(f.Graph, pathnum.Options{MaxPaths: opts.MaxPaths, Lean: opts.Lean})
 	})
 	return r
-}
-
-// Lean returns the part of n that instruments a procedure: NumPaths,
-// RawPaths, RawOverflow and Split, the node counts, and per edge Kind,
-// Inc, EntryInc and ExitInc. Its methods (Regenerate, PathID, Prefix)
-// do not work; reports number the procedure again from the metadata.
-func Lean(n *pathnum.Numbering) *pathnum.Numbering {
-	return &pathnum.Numbering{NumNodes: n.NumNodes, Entry: n.Entry, Exit: n.Exit,
-		NumPaths: n.NumPaths, RawPaths: n.RawPaths, RawOverflow: n.RawOverflow, Split: n.Split,
-		Kind: n.Kind, Inc: n.Inc, EntryInc: n.EntryInc, ExitInc: n.ExitInc}
 }
 
 // ExitNode is the pathnum node standing for cfg.Exit in g's numbering.
@@ -128,11 +119,20 @@ func Weight(depth int) float64 {
 
 // Number numbers g's acyclic paths.
 func Number(g *cfg.Graph, opts pathnum.Options) (*pathnum.Numbering, error) {
+	// pathnum.Number keeps nothing of its graph, so the edge array serves
+	// the next call (decision 118).
+	ep := edgePool.Get().(*[]pathnum.Edge)
+	defer edgePool.Put(ep)
+	if cap(*ep) < len(g.Edges) {
+		*ep = make([]pathnum.Edge, len(g.Edges))
+	}
 	pg := &pathnum.Graph{NumNodes: len(g.Blocks) + 1, Entry: int(cfg.Entry), Exit: len(g.Blocks),
-		Edges: make([]pathnum.Edge, len(g.Edges))}
+		Edges: (*ep)[:len(g.Edges)]}
 	for i, e := range g.Edges {
 		pg.Edges[i] = pathnum.Edge{From: Node(g, e.From), To: Node(g, e.To), Weight: Weight(g.Blocks[e.From].LoopDepth),
 			Break: g.BreaksPath(cfg.EdgeID(i))}
 	}
 	return pathnum.Number(pg, opts)
 }
+
+var edgePool = sync.Pool{New: func() any { return new([]pathnum.Edge) }}

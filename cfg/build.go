@@ -188,6 +188,9 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	if g.Reason == ReasonOK && f.HasName(IsCopiedName) {
 		g.fail(ReasonCopied, f.Addr, "V8 copies its embedded builtins next to its heap and runs them there")
 	}
+	if g.Reason == ReasonOK && f.HasName(IsContextName) {
+		g.fail(ReasonContextSwitch, f.Addr, "the runtime must see the switch: calls go to its replacement")
+	}
 	if g.Reason == ReasonOK && isVfork(f) {
 		g.fail(ReasonVfork, f.Addr, "its child returns from it in its parent's memory")
 	}
@@ -676,9 +679,12 @@ func (bd *builder) makeBlocks() {
 			if in.Kind == x86.Call {
 				cs.Target = in.Target
 				if callee := bd.env.funcAt(in.Target); callee != nil {
-					cs.Forks = IsForkName(callee.Name)
-					cs.Vforks = IsVforkName(callee.Name)
-					cs.ReturnsTwice = IsReturnsTwiceName(callee.Name) || callee.ReturnsTwice
+					// By any of its names: a static binary's calls
+					// name glibc's __getcontext, whose alias is
+					// getcontext.
+					cs.Forks = callee.HasName(IsForkName)
+					cs.Vforks = callee.HasName(IsVforkName)
+					cs.ReturnsTwice = callee.HasName(IsReturnsTwiceName) || callee.ReturnsTwice
 					g.addLeave(in.Addr, from, callee.Name)
 				}
 			} else if name := bd.b.slotSym[in.RIPTarget]; in.RIPRel && name != "" && !strings.HasPrefix(name, "ifunc_") {
@@ -686,6 +692,7 @@ func (bd *builder) makeBlocks() {
 				// fills with f's address names the callee (decision 101).
 				cs.Forks = IsForkName(name)
 				cs.Vforks = IsVforkName(name)
+				cs.ReturnsTwice = IsReturnsTwiceName(name)
 				g.addLeave(in.Addr, from, name)
 			}
 			g.Calls = append(g.Calls, cs)

@@ -25,21 +25,37 @@ func (jt *JumpTable) IsDead(k int) bool {
 	return ok
 }
 
+// partEnd reports whether t is the end of one of f's fragments, whose
+// sizes their FDEs gave: a fragment joined because the main body's table
+// jumps into it is a body of its own, with its own tables, whose
+// impossible cases clang sends past its end (libclang-cpp's StmtPrinter
+// dispatch reaches 200 such bodies; a copy of one's table cut at its
+// first dead entry sent later cases into other tables' copies).
+func partEnd(f *Function, t uint64) bool {
+	for _, r := range f.Parts {
+		if t == r.Addr+r.Size {
+			return true
+		}
+	}
+	return false
+}
+
 // deadPad bounds the filler looked at after a body's end: a function's
 // alignment is at most 64 bytes.
 const deadPad = 64
 
 // deadTarget reports whether t, the target of a table entry outside the
 // procedure, is where the compiler puts the cases it proved impossible:
-// the end of the sized main body, followed by filler or by the entry of
-// another procedure.
+// the end of the sized main body or of a fragment, followed by filler,
+// by the entry of another procedure or by the end of the section.
 func (bd *builder) deadTarget(t uint64) bool {
 	f := bd.f
-	if !f.sized || t != f.Addr+f.Size || bd.rangeOf(t) >= 0 {
+	if bd.rangeOf(t) >= 0 || !(f.sized && t == f.Addr+f.Size || partEnd(f, t)) {
 		return false
 	}
-	if code := bd.b.Code(t); len(code) > 0 && padding(code, deadPad) > 0 {
-		return true
+	code := bd.b.Code(t)
+	if len(code) == 0 || padding(code, deadPad) > 0 {
+		return true // the section's end, or filler
 	}
 	return bd.env.funcAt(t) != nil
 }

@@ -525,7 +525,7 @@ func hiddenFlow(g *Graph) bool {
 		return true
 	}
 	switch g.Reason {
-	case ReasonOK, ReasonTooShort, ReasonPLT, ReasonPathOverflow, ReasonSigreturn, ReasonVfork, ReasonCopied, ReasonFlagsAtEntry:
+	case ReasonOK, ReasonTooShort, ReasonPLT, ReasonPathOverflow, ReasonSigreturn, ReasonVfork, ReasonCopied, ReasonFlagsAtEntry, ReasonContextSwitch:
 		return false
 	}
 	return true
@@ -969,26 +969,31 @@ func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*fu
 	// 0x7fff, the last byte of the nopl that pads register_tm_clones up
 	// to __do_global_dtors_aux at 0x8000, made a procedure whose entry
 	// jump overwrote 0x8000's first bytes).
-	n := 0
-	for _, f := range p.Funcs {
-		n += len(scans[f].insts)
-	}
-	ends := make([]uint64, 0, n)
-	for _, f := range p.Funcs {
-		for _, in := range scans[f].insts {
-			ends = append(ends, in.end())
-		}
-	}
-	slices.Sort(ends)
+	//
+	// What each entry needs is the last end of an instruction at or
+	// before it. The entries in question are few (libLLVM: 21) and the
+	// instructions many (12 million), so each end goes to the first entry
+	// at or after it, and an entry whose bucket is empty inherits the one
+	// before (every end in bucket i is above every end in bucket i-1),
+	// instead of sorting every end (a 100 MB array on the main goroutine
+	// [decision 118]).
+	var cand []uint64
 	for a, ev := range evOf {
-		if ev&evCall != 0 {
+		if ev&evCall == 0 {
+			cand = append(cand, a)
+		}
+	}
+	slices.Sort(cand)
+	insts := make([][]scanInst, len(p.Funcs))
+	for i, f := range p.Funcs {
+		insts[i] = scans[f].insts
+	}
+	last, has := lastEnds(cand, insts)
+	for i, a := range cand {
+		if !has[i] || a-last[i] >= 64 {
 			continue
 		}
-		k := sort.Search(len(ends), func(i int) bool { return ends[i] > a }) - 1
-		if k < 0 || a-ends[k] >= 64 {
-			continue
-		}
-		if end := ends[k]; end+padding(p.Binary.Code(end), a-end+16) > a {
+		if end := last[i]; end+padding(p.Binary.Code(end), a-end+16) > a {
 			bad[a] = true
 		}
 	}
@@ -1013,6 +1018,33 @@ func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*fu
 		out = append(out, a)
 	}
 	return out
+}
+
+// lastEnds returns, for each address of cand (sorted), the last end of
+// an instruction of insts at or before it, and whether there is one.
+func lastEnds(cand []uint64, insts [][]scanInst) (last []uint64, has []bool) {
+	last, has = make([]uint64, len(cand)), make([]bool, len(cand))
+	if len(cand) == 0 {
+		return last, has
+	}
+	for _, is := range insts {
+		for _, in := range is {
+			e := in.end()
+			if e > cand[len(cand)-1] {
+				continue
+			}
+			k, _ := slices.BinarySearch(cand, e)
+			if !has[k] || e > last[k] {
+				last[k], has[k] = e, true
+			}
+		}
+	}
+	for i := 1; i < len(cand); i++ {
+		if !has[i] && has[i-1] {
+			last[i], has[i] = last[i-1], true
+		}
+	}
+	return last, has
 }
 
 // codePointers returns the code addresses stored in data: the values of

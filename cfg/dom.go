@@ -1,5 +1,7 @@
 package cfg
 
+import "sync"
+
 // Dominators, and the depth-first numbering that both they and the loop
 // analysis (loops.go) are built on.
 //
@@ -24,6 +26,31 @@ type dfsTree struct {
 	// order lists the reached blocks in preorder, post in postorder.
 	order []BlockID
 	post  []BlockID
+	stack []dfsFrame
+}
+
+// dfsFrame is a block on the search's stack and how many of its
+// successor edges have been looked at.
+type dfsFrame struct {
+	b    BlockID
+	next int32
+}
+
+// dfsPool keeps searches for the next: liveness, register liveness,
+// loops and dominators each search every graph, and their arrays were
+// 280 MB of garbage for libLLVM [decision 118]. A search is given back
+// by release once its user is done with it.
+var dfsPool = sync.Pool{New: func() any { return new(dfsTree) }}
+
+// release gives t back for another search; t must not be used after.
+func (t *dfsTree) release() { dfsPool.Put(t) }
+
+// resize returns s with length n, reusing its array when large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // reached reports whether the search visited b.
@@ -42,25 +69,19 @@ func (g *Graph) dfs() *dfsTree { return g.flow().dfs() }
 // successors in the same order a recursive one would.
 func (f *Flow) dfs() *dfsTree {
 	n := f.Len()
-	t := &dfsTree{
-		pre:   make([]int32, n),
-		last:  make([]int32, n),
-		order: make([]BlockID, 0, n),
-		post:  make([]BlockID, 0, n),
-	}
+	t := dfsPool.Get().(*dfsTree)
+	t.pre = resize(t.pre, n)
+	t.last = resize(t.last, n)
+	clear(t.last)
+	t.order = resize(t.order, n)[:0]
+	t.post = resize(t.post, n)[:0]
 	for i := range t.pre {
 		t.pre[i] = -1
 	}
 	if n == 0 {
 		return t
 	}
-	// Each frame holds a block and how many of its successor edges have
-	// been looked at.
-	type frame struct {
-		b    BlockID
-		next int32
-	}
-	stack := []frame{{Entry, 0}}
+	stack := append(t.stack[:0], dfsFrame{Entry, 0})
 	t.pre[Entry] = 0
 	t.order = append(t.order, Entry)
 	for len(stack) > 0 {
@@ -75,7 +96,7 @@ func (f *Flow) dfs() *dfsTree {
 			}
 			t.pre[s] = int32(len(t.order))
 			t.order = append(t.order, s)
-			stack = append(stack, frame{s, 0})
+			stack = append(stack, dfsFrame{s, 0})
 			pushed = true
 			break
 		}
@@ -87,6 +108,7 @@ func (f *Flow) dfs() *dfsTree {
 		t.post = append(t.post, top.b)
 		stack = stack[:len(stack)-1]
 	}
+	t.stack = stack
 	return t
 }
 
@@ -113,6 +135,7 @@ func (g *Graph) Dominators() []BlockID {
 		return idom
 	}
 	t := g.dfs()
+	defer t.release()
 	m := len(t.post)
 	// Work on reverse-postorder indices: rpo[b] = m-1-postorder position,
 	// so Entry is 0 and every DFS tree parent precedes its children. In

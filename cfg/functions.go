@@ -399,9 +399,9 @@ func midFrame(e *ehframe.Entry) bool {
 	if err != nil {
 		return false
 	}
-	rows, err := e.Rows()
-	if err != nil || len(rows) == 0 || rows[0].Addr != e.Begin {
+	row, err := e.FirstRow()
+	if err != nil || row.Addr != e.Begin {
 		return false
 	}
-	return !rows[0].State.Equal(init)
+	return !row.State.Equal(init)
 }

@@ -400,6 +400,11 @@ const (
 	// changes the flags, so such a procedure is left out, and its
 	// counting stub keeps them (decision 116).
 	ReasonFlagsAtEntry
+	// ReasonContextSwitch: the C library's swapcontext, setcontext,
+	// getcontext and makecontext. The runtime gives each context a
+	// thread block of its own and must see every switch, so calls of
+	// these go to its replacements, which call them (decision 122).
+	ReasonContextSwitch
 )
 
 var reasonNames = [...]string{
@@ -419,6 +424,7 @@ var reasonNames = [...]string{
 	ReasonVfork:                  "vfork",
 	ReasonCopied:                 "copied at run time",
 	ReasonFlagsAtEntry:           "reads its caller's flags",
+	ReasonContextSwitch:          "switches user contexts (the runtime's replacement runs it)",
 }
 
 func (r Reason) String() string {

@@ -67,10 +67,12 @@ func (g *Graph) FlagsLiveIn() []x86.Flags {
 	// A FIFO ring of at most n blocks; queued marks membership.
 	ring := make([]BlockID, 0, n)
 	queued := make([]bool, n)
-	for _, b := range g.dfs().post {
+	t := g.dfs()
+	for _, b := range t.post {
 		ring = append(ring, b)
 		queued[b] = true
 	}
+	t.release()
 	for b := range g.Blocks {
 		if !queued[b] {
 			ring = append(ring, BlockID(b))

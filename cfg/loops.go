@@ -107,6 +107,7 @@ func (fl *Flow) loops() ([]Loop, []int, error) {
 	}
 	budget := max(minLoopBudget, loopBudgetPerItem*(n+len(fl.edges)))
 	t := fl.dfs()
+	defer t.release()
 
 	// Loops under construction, in order of discovery (inner first).
 	type buildLoop struct {

@@ -110,6 +110,25 @@ func IsVforkName(name string) bool {
 // isVfork reports a procedure named vfork or __vfork (an alias counts).
 func isVfork(f *Function) bool { return f.HasName(IsVforkName) }
 
+// ContextFunc is the user-context function (C library: swapcontext,
+// setcontext, getcontext, makecontext) a symbol of this name is, by its
+// public name; "" for any other (decision 122).
+func ContextFunc(name string) string {
+	name = strings.TrimSuffix(name, "@plt")
+	if i := strings.IndexByte(name, '@'); i > 0 {
+		name = name[:i]
+	}
+	name = strings.TrimPrefix(name, "__")
+	switch name {
+	case "swapcontext", "setcontext", "getcontext", "makecontext":
+		return name
+	}
+	return ""
+}
+
+// IsContextName reports a user-context function's name (ContextFunc).
+func IsContextName(name string) bool { return ContextFunc(name) != "" }
+
 // IsReturnsTwiceName reports setjmp and its kin (C11 7.13.1.1, POSIX
 // sigsetjmp, glibc's internal names), whose calls can return twice.
 func IsReturnsTwiceName(name string) bool {

@@ -229,7 +229,9 @@ func memRegs(a *x86.Arg) RegSet {
 func (g *Graph) RegsLiveIn() []RegSet {
 	n := len(g.Blocks)
 	in := make([]RegSet, n)
-	post := g.dfs().post
+	t := g.dfs()
+	defer t.release()
+	post := t.post
 	// Blocks the DFS from Entry does not reach (landing pads are roots
 	// of their own) keep everything live.
 	seen := make([]bool, n)

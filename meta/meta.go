@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/blpp/blpp/internal/varint"
 	"github.com/blpp/blpp/pathnum"
@@ -171,20 +172,44 @@ func (t *Table) ComputeInstrID() {
 func (t *Table) EncodeWithID() []byte {
 	c := *t
 	c.InstrID = nil
-	b := Encode(&c)
+	// Room for the ID: it goes in where the encoding is, moving what
+	// follows it (libLLVM's table is some 60 MB; a copy of it, and the
+	// arrays append doubled through, were the main goroutine's page
+	// faults [decision 118]).
+	const idSize = 20
+	b := encode(&c, idSize+binary.MaxVarintLen64)
 	sum := sha256.Sum256(b)
-	t.InstrID = sum[:20]
+	t.InstrID = sum[:idSize]
 	// The empty ID is one zero byte (its length) after the build-id and
 	// MaxPaths (Encode).
 	at := len(binary.AppendUvarint(appendBytes(header.Append(nil), t.OrigBuildID), t.MaxPaths))
-	out := make([]byte, 0, len(b)+len(t.InstrID))
-	out = appendBytes(append(out, b[:at]...), t.InstrID)
-	return append(out, b[at+1:]...)
+	id := appendBytes(nil, t.InstrID)
+	n := len(b)
+	b = slices.Grow(b, len(id)-1)[:n+len(id)-1]
+	copy(b[at+len(id):], b[at+1:n])
+	copy(b[at:], id)
+	return b
 }
 
 // Encode serialises t.
-func Encode(t *Table) []byte {
-	b := header.Append(nil)
+func Encode(t *Table) []byte { return encode(t, 0) }
+
+// encode is Encode into an array with room for extra bytes more.
+func encode(t *Table, extra int) []byte {
+	// The size: exact for what is encoded already, EncodeFunc's guess
+	// for the rest.
+	n := 64 + len(t.OrigBuildID) + len(t.InstrID) + extra
+	for _, e := range t.Encoded {
+		n += len(e)
+	}
+	for i := range t.Funcs {
+		f := &t.Funcs[i]
+		n += 24 + len(f.Name) + 8*len(f.Blocks) + 4*len(f.Edges) + 4*len(f.CallSites)
+	}
+	for _, p := range t.Patched {
+		n += 2*binary.MaxVarintLen64 + len(p.Orig)
+	}
+	b := header.Append(make([]byte, 0, n))
 	b = appendBytes(b, t.OrigBuildID)
 	b = binary.AppendUvarint(b, t.MaxPaths)
 	b = appendBytes(b, t.InstrID)

@@ -47,6 +47,13 @@ type Options struct {
 	// MaxPaths limits NumPaths; 0 means DefaultMaxPaths. Values above
 	// math.MaxInt64 are treated as math.MaxInt64.
 	MaxPaths uint64
+	// Lean makes Number return only what instruments a procedure:
+	// NumNodes, Entry, Exit, NumPaths, RawPaths, RawOverflow, Split and
+	// per edge Kind, Inc, EntryInc and ExitInc. The rest (values, path
+	// counts, the DAG view) is computed in arrays Number keeps for its
+	// next lean call instead of handing them to the collector. A lean
+	// Numbering cannot regenerate paths (Regenerate, PathID, Prefix).
+	Lean bool
 }
 
 // EdgeKind classifies an input edge after numbering.

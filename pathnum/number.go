@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync"
 )
 
 // Numbering is the Ball-Larus numbering of one procedure. The exported
@@ -68,6 +69,8 @@ type dagEdge struct {
 
 // numberer holds the working state of one Number call.
 type numberer struct {
+	s          *scratch
+	lean       bool // Options.Lean: fill only what Numbering.Lean keeps
 	g          *Graph
 	entry      int32
 	exit       int32
@@ -100,7 +103,14 @@ func Number(g *Graph, opts Options) (*Numbering, error) {
 	}
 	maxPaths = min(maxPaths, maxPathsLimit)
 
-	b := newNumberer(g)
+	s := &scratch{}
+	if opts.Lean {
+		// Nothing a lean Numbering holds comes from s (build).
+		s = scratchPool.Get().(*scratch)
+		defer scratchPool.Put(s)
+	}
+	b := newNumberer(g, s)
+	b.lean = opts.Lean
 	kind, err := b.findBackedges()
 	if err != nil {
 		return nil, err
@@ -114,7 +124,11 @@ func Number(g *Graph, opts Options) (*Numbering, error) {
 	if err != nil {
 		return nil, err
 	}
-	num := &Numbering{RawPaths: raw}
+	num := &Numbering{}
+	if opts.Lean {
+		num = &s.num // only its lean part leaves (Lean)
+	}
+	*num = Numbering{RawPaths: raw}
 	if raw > maxPaths {
 		num.RawOverflow = true
 		kind, err = b.split(kind, maxPaths)
@@ -131,7 +145,64 @@ func Number(g *Graph, opts Options) (*Numbering, error) {
 	if err := b.build(num, kind, maxPaths); err != nil {
 		return nil, err
 	}
+	if opts.Lean {
+		return num.Lean(), nil
+	}
 	return num, nil
+}
+
+// Lean returns the part of num that instruments a procedure: NumPaths,
+// RawPaths, RawOverflow and Split, the node counts, and per edge Kind,
+// Inc, EntryInc and ExitInc (Options.Lean). Its methods (Regenerate,
+// PathID, Prefix) do not work; reports number the procedure again from
+// the metadata.
+func (num *Numbering) Lean() *Numbering {
+	return &Numbering{NumNodes: num.NumNodes, Entry: num.Entry, Exit: num.Exit,
+		NumPaths: num.NumPaths, RawPaths: num.RawPaths, RawOverflow: num.RawOverflow, Split: num.Split,
+		Kind: num.Kind, Inc: num.Inc, EntryInc: num.EntryInc, ExitInc: num.ExitInc}
+}
+
+// scratch holds the arrays of one Number call. A call that is not lean
+// gets a fresh one, so every array it hands out is new (the Numbering
+// keeps several); lean calls share theirs through scratchPool, the
+// arrays grown to the largest graph seen. The rewriter numbers every
+// procedure of a library once (libLLVM: 100 thousand, 1 GB of arrays
+// that lived a few microseconds each), and the collector's pace under
+// the rewrite's memory limit follows what is allocated [decision 118].
+type scratch struct {
+	from, to, succStart, succ, post, next, stack, pos []int32
+	realDag, exitDag, entryDag, outStart, outList     []int32
+	order, parent, size, adjStart, adj, queue, tnext  []int32
+	np, val, entryVal, exitVal                        []uint64
+	mark                                              []uint32
+	phi                                               []int64
+	kind                                              []EdgeKind
+	state                                             []uint8
+	inTree, seen                                      []bool
+	dag                                               []dagEdge
+	b                                                 numberer
+	num                                               Numbering
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// take returns *p resliced to n zero elements, allocating when its
+// capacity is short.
+func take[T any](p *[]T, n int) []T {
+	if cap(*p) < n {
+		*p = make([]T, n)
+	}
+	*p = (*p)[:n]
+	clear(*p)
+	return *p
+}
+
+// takeCap returns *p emptied with room for n, allocating when short.
+func takeCap[T any](p *[]T, n int) []T {
+	if cap(*p) < n {
+		*p = make([]T, 0, n)
+	}
+	return (*p)[:0]
 }
 
 // validate checks everything about g that does not need a traversal.
@@ -165,31 +236,34 @@ func validate(g *Graph) error {
 	return nil
 }
 
-func newNumberer(g *Graph) *numberer {
+func newNumberer(g *Graph, s *scratch) *numberer {
 	n, m := g.NumNodes, len(g.Edges)
-	b := &numberer{
+	s.b = numberer{
+		s:     s,
 		g:     g,
 		entry: int32(g.Entry),
 		exit:  int32(g.Exit),
-		from:  make([]int32, m),
-		to:    make([]int32, m),
-		np:    make([]uint64, n),
-		mark:  make([]uint32, n),
+		from:  take(&s.from, m),
+		to:    take(&s.to, m),
+		np:    take(&s.np, n),
+		mark:  take(&s.mark, n),
 	}
+	b := &s.b
 	for i, e := range g.Edges {
 		b.from[i], b.to[i] = int32(e.From), int32(e.To)
 	}
 	// Successor lists by counting sort; stable, so each list is in input
 	// edge order and the DFS is deterministic.
-	b.succStart = make([]int32, n+1)
+	b.succStart = take(&s.succStart, n+1)
 	for _, f := range b.from {
 		b.succStart[f+1]++
 	}
 	for v := range n {
 		b.succStart[v+1] += b.succStart[v]
 	}
-	b.succ = make([]int32, m)
-	next := slices.Clone(b.succStart[:n])
+	b.succ = take(&s.succ, m)
+	next := take(&s.next, n)
+	copy(next, b.succStart[:n])
 	for i, f := range b.from {
 		b.succ[next[f]] = int32(i)
 		next[f]++
@@ -209,11 +283,13 @@ func (b *numberer) findBackedges() ([]EdgeKind, error) {
 		onStack
 		done
 	)
-	kind := make([]EdgeKind, len(b.from))
-	state := make([]uint8, n)
-	pos := slices.Clone(b.succStart[:n])
-	b.post = make([]int32, 0, n)
-	stack := []int32{b.entry}
+	s := b.s
+	kind := take(&s.kind, len(b.from))
+	state := take(&s.state, n)
+	pos := take(&s.pos, n)
+	copy(pos, b.succStart[:n])
+	b.post = takeCap(&s.post, n+1)
+	stack := append(takeCap(&s.stack, 1), b.entry)
 	state[b.entry] = onStack
 	for len(stack) > 0 {
 		v := stack[len(stack)-1]
@@ -233,6 +309,7 @@ func (b *numberer) findBackedges() ([]EdgeKind, error) {
 			kind[e] = Backedge
 		}
 	}
+	s.stack = stack[:0] // keep what it grew to
 	for v := range n {
 		if state[v] != done && v != int(b.exit) {
 			return nil, nodeError(v, "not reachable from entry")
@@ -242,7 +319,7 @@ func (b *numberer) findBackedges() ([]EdgeKind, error) {
 		// A procedure that never returns (for (;;) {...}) still has paths:
 		// they end at backedges, through the pseudo edges v→EXIT. Exit has
 		// no successors, so it may head the reverse topological order.
-		b.post = append([]int32{b.exit}, b.post...)
+		b.post = slices.Insert(b.post, 0, b.exit)
 	}
 	return kind, nil
 }
@@ -324,16 +401,17 @@ func (b *numberer) build(num *Numbering, kind []EdgeKind, maxPaths uint64) error
 	// DAG view: real DAG edges by index, then v→EXIT pseudo edges by index,
 	// then one ENTRY→w pseudo edge per distinct target. This order is also
 	// the Val order of each node's out-edges (see the package doc).
-	num.realDag = make([]int32, m)
-	num.exitDag = make([]int32, m)
-	num.entryDag = make([]int32, n)
+	s := b.s
+	num.realDag = take(&s.realDag, m)
+	num.exitDag = take(&s.exitDag, m)
+	num.entryDag = take(&s.entryDag, n)
 	for i := range num.realDag {
 		num.realDag[i], num.exitDag[i] = -1, -1
 	}
 	for i := range num.entryDag {
 		num.entryDag[i] = -1
 	}
-	dag := make([]dagEdge, 0, m+m/4)
+	dag := takeCap(&s.dag, m+m/4)
 	for e, k := range kind {
 		if k == DAGEdge {
 			num.realDag[e] = int32(len(dag))
@@ -363,17 +441,19 @@ func (b *numberer) build(num *Numbering, kind []EdgeKind, maxPaths uint64) error
 		dag = append(dag, dagEdge{from: b.entry, to: w, edge: int32(e), pseudo: FromEntry, weight: b.g.Edges[e].Weight})
 	}
 	num.dag = dag
+	s.dag = dag[:0] // keep what it grew to
 
 	// Out-lists by stable counting sort of dag indices on the source.
-	num.outStart = make([]int32, n+1)
+	num.outStart = take(&s.outStart, n+1)
 	for i := range dag {
 		num.outStart[dag[i].from+1]++
 	}
 	for v := range n {
 		num.outStart[v+1] += num.outStart[v]
 	}
-	num.outList = make([]int32, len(dag))
-	next := slices.Clone(num.outStart[:n])
+	num.outList = take(&s.outList, len(dag))
+	next := take(&s.next, n)
+	copy(next, num.outStart[:n])
 	for i := range dag {
 		f := dag[i].from
 		num.outList[next[f]] = int32(i)
@@ -405,17 +485,19 @@ func (b *numberer) build(num *Numbering, kind []EdgeKind, maxPaths uint64) error
 	}
 	num.total = np[b.entry]
 	num.NumPaths = num.total
-	num.NodePaths = slices.Clone(np)
+	if !b.lean {
+		num.NodePaths = slices.Clone(np)
+	}
 
-	if err := num.placeIncrements(b.g.Entry, b.g.Exit); err != nil {
+	if err := num.placeIncrements(b.g.Entry, b.g.Exit, s); err != nil {
 		return err
 	}
 
 	num.Kind = slices.Clone(kind)
-	num.Val = make([]uint64, m)
+	num.Val = take(&s.val, m)
 	num.Inc = make([]int64, m)
-	num.EntryVal = make([]uint64, m)
-	num.ExitVal = make([]uint64, m)
+	num.EntryVal = take(&s.entryVal, m)
+	num.ExitVal = take(&s.exitVal, m)
 	num.EntryInc = make([]int64, m)
 	num.ExitInc = make([]int64, m)
 	for e := range m {
@@ -436,11 +518,11 @@ func (b *numberer) build(num *Numbering, kind []EdgeKind, maxPaths uint64) error
 // fake EXIT→ENTRY edge, derives node potentials from it and sets
 // inc = val + phi(from) - phi(to) on every edge [Ball 94; Ball-Larus 96
 // §3.4]. Tree edges get 0, so the heaviest edges carry no instrumentation.
-func (num *Numbering) placeIncrements(entry, exit int) error {
+func (num *Numbering) placeIncrements(entry, exit int, s *scratch) error {
 	dag := num.dag
 	n := num.NumNodes
 
-	order := make([]int32, len(dag))
+	order := take(&s.order, len(dag))
 	for i := range order {
 		order[i] = int32(i)
 	}
@@ -454,8 +536,8 @@ func (num *Numbering) placeIncrements(entry, exit int) error {
 	// Kruskal with a union-find (union by size, path halving). The fake
 	// EXIT→ENTRY edge goes in first: it makes phi(ENTRY) = phi(EXIT), so
 	// the register starts at 0 and needs no initial value.
-	parent := make([]int32, n)
-	size := make([]int32, n)
+	parent := take(&s.parent, n)
+	size := take(&s.size, n)
 	for v := range parent {
 		parent[v], size[v] = int32(v), 1
 	}
@@ -479,7 +561,7 @@ func (num *Numbering) placeIncrements(entry, exit int) error {
 		return true
 	}
 	union(int32(entry), int32(exit))
-	inTree := make([]bool, len(dag))
+	inTree := take(&s.inTree, len(dag))
 	treeEdges := 0
 	for _, d := range order {
 		if union(dag[d].from, dag[d].to) {
@@ -489,7 +571,7 @@ func (num *Numbering) placeIncrements(entry, exit int) error {
 	}
 
 	// Undirected adjacency of the tree (without the fake edge).
-	adjStart := make([]int32, n+1)
+	adjStart := take(&s.adjStart, n+1)
 	for d := range dag {
 		if inTree[d] {
 			adjStart[dag[d].from+1]++
@@ -499,8 +581,9 @@ func (num *Numbering) placeIncrements(entry, exit int) error {
 	for v := range n {
 		adjStart[v+1] += adjStart[v]
 	}
-	adj := make([]int32, 2*treeEdges)
-	next := slices.Clone(adjStart[:n])
+	adj := take(&s.adj, 2*treeEdges)
+	next := take(&s.tnext, n)
+	copy(next, adjStart[:n])
 	for d := range dag {
 		if inTree[d] {
 			f, t := dag[d].from, dag[d].to
@@ -514,9 +597,9 @@ func (num *Numbering) placeIncrements(entry, exit int) error {
 	// Potentials: walk the tree from ENTRY and from EXIT (joined by the
 	// fake edge of value 0), phi(to) = phi(from) + val on each tree edge,
 	// whichever way it is walked.
-	phi := make([]int64, n)
-	seen := make([]bool, n)
-	queue := make([]int32, 0, n)
+	phi := take(&s.phi, n)
+	seen := take(&s.seen, n)
+	queue := takeCap(&s.queue, n+1)
 	queue = append(queue, int32(entry), int32(exit))
 	seen[entry], seen[exit] = true, true
 	for len(queue) > 0 {

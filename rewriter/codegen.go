@@ -34,6 +34,10 @@ type Stubs struct {
 	// LibcClone3 take the place of the C library's clone wrappers. 0:
 	// none.
 	VforkChild, LibcClone, LibcClone3 uint64
+	// LibcSwapcontext, LibcSetcontext, LibcGetcontext and
+	// LibcMakecontext take the place of the C library's user-context
+	// functions (context.go, decision 122). 0: none.
+	LibcSwapcontext, LibcSetcontext, LibcGetcontext, LibcMakecontext uint64
 	// ForkSys is called right after a system call that makes a process
 	// or thread (spawn.go). 0: none.
 	ForkSys uint64

@@ -123,6 +123,13 @@ func darkPlan(b *cfg.Binary, f *cfg.Function, reason string, into *cfg.Branches,
 	if f.HasName(cfg.IsCopiedName) {
 		return nil, "the program copies it and runs the copy"
 	}
+	if f.HasName(cfg.IsContextName) {
+		// The runtime's replacement has moved %gs to the block of the
+		// context it switches to by the time the function runs: a
+		// count there would hang an activation of the stack left on
+		// that block [decision 122].
+		return nil, "it switches user contexts: the runtime's replacement calls it"
+	}
 	if f.Discovered() && f.Source&cfg.FromCall == 0 {
 		// Known only by addresses taken, and left out: nothing proves
 		// its bytes are code, and a table in .text that looks like a

@@ -272,40 +272,65 @@ func (fg *funcGen) enterTrivial() {
 func (fg *funcGen) enterFrameless(tail, direct bool) {
 	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
-	regs := fg.pushedAtEntry([]enc.Reg{enc.RAX, enc.RCX, enc.RDX})
-	if direct {
-		saveBelow(b, regs) // planDirect says why no more
-	} else {
-		fg.entryChecks(regs, slow)
+	p, q, regs := fg.framelessRegs()
+	saveBelow(b, regs)
+	if !direct { // planDirect says why a direct variant needs neither
+		g.testReady(slow)
+		gateReg(b, p, slow)
 	}
 	if g.mode.FlowOnly {
-		fg.loadFlat(slow)
-		b.MovRegFromMemD32(enc.RDX, enc.RAX, 8*fg.fid)
-		b.TestRegReg(enc.RDX)
+		fg.loadFlatInto(p, slow)
+		b.MovRegFromMemD32(q, p, 8*fg.fid)
+		b.TestRegReg(q)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 	} else {
 		// The newest frame must be a caller's, so that Thread.Record
 		// is the caller's record (the sentinel below an empty shadow
 		// stack passes).
-		cmpNewestFrameRSP(b)
+		cmpNewestFrameRSPIn(b, p)
 		b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
-		fg.loadParent(tail, slow)
-		fg.childNode(slow)
-		b.MovRegFromMemD8(enc.RDX, enc.RAX, runtime.NodeRecOff)
+		fg.loadParent(p, q, tail, slow)
+		fg.childNodeIn(p, q, slow, 0)
+		b.MovRegFromMemD8(q, p, runtime.NodeRecOff)
 	}
 	// A node is linked only with its record, and a record only with its
 	// counters (child, rec_new): its one path's counter is dense.
 	if !g.mode.FlowOnly {
-		b.IncMemD8(enc.RAX, runtime.NodeCountOff)
+		b.IncMemD8(p, runtime.NodeCountOff)
 	}
-	b.IncMemD32(enc.RDX, countsOff)   // the record's calls
-	b.IncMemD32(enc.RDX, countsOff+8) // its path 0
+	b.IncMemD32(q, countsOff)   // the record's calls
+	b.IncMemD32(q, countsOff+8) // its path 0
 	if tail {
 		b.MovGS64Imm(runtime.OffTailRec, 0) // consumed
 	}
 	restoreBelow(b, regs)
 	b.Bind(done)
 	fg.stubBelow(slow, done, regs, false, g.stubs.Leaf, fg.gid)
+}
+
+// framelessRegs picks enterFrameless's two registers from %rax, %rdx and
+// %rcx, those dead at the entry first (pushedAtEntry), and returns those
+// of them it must save (decision 119). p serves the checks before it
+// holds the parent record and then the node; q holds the call site, the
+// list's head word and then the record. The checks need no third
+// register: the gate's thread pointer and the newest frame are dead
+// once compared.
+func (fg *funcGen) framelessRegs() (p, q enc.Reg, saved []enc.Reg) {
+	cands := []enc.Reg{enc.RAX, enc.RDX, enc.RCX}
+	live := fg.pushedAtEntry(cands)
+	var use []enc.Reg
+	for _, r := range cands {
+		if !slicesContains(live, r) {
+			use = append(use, r)
+		}
+	}
+	for _, r := range cands {
+		if slicesContains(live, r) {
+			use = append(use, r)
+		}
+	}
+	p, q = use[0], use[1]
+	return p, q, fg.pushedAtEntry([]enc.Reg{p, q})
 }
 
 // entryChecks starts an inline entry: it saves regs below %rsp
@@ -322,26 +347,26 @@ func (fg *funcGen) entryChecks(regs []enc.Reg, slow enc.Label) {
 	gateRCX(b, slow)
 }
 
-// loadParent loads the parent record into %rax and the call site into
-// %rdx, and goes to slow without a tail parent. An ordinary entry takes the
+// loadParent loads the parent record into p and the call site into q,
+// and goes to slow without a tail parent. An ordinary entry takes the
 // caller's (Thread.Record, CallSite). A tail variant, which only direct
 // tail jumps with a tail site reach, takes the jumping activation's
 // (TailRec, TailSite) when it is at the jump's %rsp (TailRSP) [decision
 // 31]; the entry clears TailRec once it commits, and the stub handles
 // every other case. So no ordinary entry tests TailRec (decision 90).
 // %rsp is the entry %rsp (saveBelow).
-func (fg *funcGen) loadParent(tail bool, slow enc.Label) {
+func (fg *funcGen) loadParent(p, q enc.Reg, tail bool, slow enc.Label) {
 	b := fg.g.buf
 	if tail {
 		b.CmpRegGS(enc.RSP, offTailRSP)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		b.MovRegFromGS(enc.RAX, runtime.OffTailRec)
-		b.MovRegFromGS(enc.RDX, offTailSite)
-		b.TestRegReg(enc.RAX)
+		b.MovRegFromGS(p, runtime.OffTailRec)
+		b.MovRegFromGS(q, offTailSite)
+		b.TestRegReg(p)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 	} else { // never 0 (childNodeIn)
-		b.MovRegFromGS(enc.RAX, runtime.OffRecord)
-		b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
+		b.MovRegFromGS(p, runtime.OffRecord)
+		b.MovRegFromGS(q, runtime.OffCallSite)
 	}
 }
 
@@ -365,13 +390,6 @@ func (fg *funcGen) pushedAtEntry(regs []enc.Reg) []enc.Reg {
 		}
 	}
 	return out
-}
-
-// childNode finds this function's node in the call-site list of the
-// parent record in %rax for the call site in %rdx, and leaves it in
-// %rax (childNodeIn).
-func (fg *funcGen) childNode(slow enc.Label) {
-	fg.childNodeIn(enc.RAX, enc.RDX, slow, 0)
 }
 
 // childNodeIn finds this function's node in the call-site list of the
@@ -403,8 +421,8 @@ func (fg *funcGen) childNodeIn(p, q enc.Reg, slow enc.Label, sp int32) {
 // (head word at q) starts with another function's node, a look-up of
 // this function's node in the thread's call cache [decision 49]:
 // lea fid(q),p; imul $HashMul,p32,p32; shr; and $-32,p32; then the
-// entry at %gs:CallCacheOffset(,p) must hold list q and this fid, and
-// its node goes to p and back to found; a miss goes to slow (the stub
+// entry at %gs:CallCacheOffset(,p) must hold list q and a node of this
+// function, which goes to p and back to found; a miss goes to slow (the stub
 // walks the list and fills the entry). It returns the label to jump to.
 // sp is the stack depth the out-of-line code runs at.
 func (fg *funcGen) callCacheLookup(p, q enc.Reg, found, slow enc.Label, sp int32) enc.Label {
@@ -420,22 +438,19 @@ func (fg *funcGen) callCacheLookup(p, q enc.Reg, found, slow enc.Label, sp int32
 		b.AndReg32Imm8(p, -runtime.CallCacheEntry)
 		b.CmpGSIdxReg(p, runtime.CallCacheOffset, q)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		b.CmpGSIdxImm32(p, runtime.CallCacheOffset+8, fg.gid)
-		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 		b.MovRegFromGSIdx(p, p, runtime.CallCacheOffset+16)
-		// A signal handler's stub may have filled this entry for
-		// another pair between the checks and the load: the node
-		// must be this function's.
+		// The node must be this function's: the entry may be
+		// another function's of the same list (its fid word is not
+		// compared: the node's says the same, decision 119), or a
+		// signal handler's stub may have filled it for another pair
+		// between the check and the load. A filled entry's node is
+		// never 0 (cache_fill publishes the list word last).
 		b.CmpMemImm32D8(p, runtime.NodeFuncOff, fg.gid)
-		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
-		b.JmpRel32(enc.LabelTarget(found))
+		b.JccRel32(enc.CondE, enc.LabelTarget(found))
+		b.JmpRel32(enc.LabelTarget(slow))
 	})
 	return miss
 }
-
-// loadFlat loads into %rax the thread's array of flat records of the
-// module (loadFlatInto).
-func (fg *funcGen) loadFlat(slow enc.Label) { fg.loadFlatInto(enc.RAX, slow) }
 
 // loadFlatInto loads into reg the thread's array of flat records of the
 // module, indexed by local function id, and goes to slow when there is

@@ -13,15 +13,20 @@ import (
 // functions with the same path register reach.
 
 // framedRegs are the registers enterFramed works with: f holds the
-// shadow stack's top, q the entry %rsp and then the call site, p the
-// records and nodes. p is the path register when there is one: its value
-// goes into the frame first (saved_reg), so it is free until the entry
-// sets it to 0. saved are those of them the entry must save (below
-// %rsp: saveBelow).
+// shadow stack's top, q the call site, p the records and nodes. p is the
+// path register when there is one: its value goes into the frame first
+// (saved_reg), so it is free until the entry sets it to 0. saved are
+// those of them the entry must save (below %rsp: saveBelow). Where q
+// would have to be saved, q is f (decision 119): the frame is full
+// before the look-up, which in context mode then takes the call site
+// into f (one load more, a save and a restore less).
 type framedRegs struct {
 	f, q, p enc.Reg
 	saved   []enc.Reg
 }
+
+// reuse reports whether the look-up's q is the frame's register f.
+func (r framedRegs) reuse() bool { return r.q == r.f }
 
 // framedRegsFor picks f and q (and p without a path register) from %rax,
 // %rcx and %rdx, those dead at the entry first (pushedAtEntry). With the
@@ -51,6 +56,17 @@ func (fg *funcGen) framedRegsFor(tsc bool) framedRegs {
 	r := framedRegs{f: use[0], q: use[1], p: fg.preg, saved: fg.pushedAtEntry(use)}
 	if !fg.hasPreg {
 		r.p = use[2]
+	}
+	// Without the time-stamp counter and slot counters f is free once
+	// the frame is full (images with slots save Thread.Cur through q,
+	// the counter's progress goes into the frame); a flow-only look-up
+	// needs no q at all.
+	if g := fg.g; !tsc && !g.slots() && len(fg.pushedAtEntry([]enc.Reg{use[need-1]})) > 0 {
+		use = use[:need-1]
+		r = framedRegs{f: use[0], q: use[0], p: fg.preg, saved: fg.pushedAtEntry(use)}
+		if !fg.hasPreg {
+			r.p = use[1]
+		}
 	}
 	return r
 }
@@ -123,8 +139,14 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 		b.MovRegFromGS(p, g.stubs.OffR)
 	} // else the register is the caller's r
 	b.MovMemFromRegD8(f, frSavedR, p)
-	b.MovRegFromGS(q, runtime.OffCallSite)
-	b.MovMemFromRegD8(f, frSite, q)
+	if r.reuse() {
+		// The site goes through p; f takes it once the frame is full.
+		b.MovRegFromGS(p, runtime.OffCallSite)
+		b.MovMemFromRegD8(f, frSite, p)
+	} else {
+		b.MovRegFromGS(q, runtime.OffCallSite)
+		b.MovMemFromRegD8(f, frSite, q)
+	}
 	b.MovRegFromGS(p, runtime.OffRecord)
 	b.MovMemFromRegD8(f, frRecord, p)
 	// The record, into p.
@@ -140,7 +162,9 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 			b.MovRegFromGS(q, offTailSite)
 			b.TestRegReg(p)
 			b.JccRel32(enc.CondE, enc.LabelTarget(slow1))
-		} // else Thread.Record is never 0 (childNodeIn)
+		} else if r.reuse() {
+			b.MovRegFromGS(q, runtime.OffCallSite)
+		} // Thread.Record is never 0 (childNodeIn)
 		fg.childNodeIn(p, q, slow1, 0)
 		// A node is linked only with its record, and a record only
 		// with its counters (child, rec_new); in a fork child the
@@ -148,9 +172,8 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 		b.IncMemD8(p, runtime.NodeCountOff)
 		b.MovRegFromMemD8(p, p, runtime.NodeRecOff)
 	}
-	b.IncMemD32(p, countsOff) // the record's calls
-	b.MovMemFromRegD8(f, frOwnRec, p)
-	b.MovGSFromReg(runtime.OffRecord, p)
+	b.IncMemD32(p, countsOff)            // the record's calls
+	b.MovGSFromReg(runtime.OffRecord, p) // where its exits count (exitOwn)
 	if !fg.quiet() {
 		b.MovGS64Imm(runtime.OffCallSite, 0)
 	}
@@ -186,6 +209,9 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 	// the frame given back; then as before it, where a direct caller's r
 	// goes to Thread.R for the stub (the caller did not spill it).
 	fg.addColdAt(slow1, 0, func() {
+		if r.reuse() {
+			b.MovRegFromGS(f, runtime.OffSP) // the frame this entry reserved
+		}
 		if fg.hasPreg {
 			b.MovRegFromMemD8(p, f, frSavedReg)
 		}

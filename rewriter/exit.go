@@ -242,19 +242,32 @@ func (fg *funcGen) exitInline(tailSite int32) {
 // Thread.R, and uses the path register as the second scratch register
 // once the path is counted (the frame gives back its entry value last),
 // as exitLean does; a hashed function's probe takes %rdx as well. The
-// record is the one the entry left in its frame (frOwnRec), so
-// Thread.Record needs no test: an activation without a record has the
-// runtime's zero record there, whose dense array holds nothing. The
-// saved registers wait below %rsp (saveBelow). Only the newest frame's
-// %rsp is compared: every entry unwinds the frames at or
-// below its own %rsp first (the stub) or finds none (inline), and a tail
-// exit pops its frame before its callee's entry pushes one at the same
-// %rsp, so a frame with this activation's entry %rsp is its own; an
-// activation without a frame (an overflowed shadow stack) finds an older
-// one there, whose %rsp is higher, and goes to the stub, which counts the
-// overflow down. A busy stub means that a signal handler interrupted it,
-// and the handler's activations push and pop their frames above
-// everything it works on.
+// saved registers wait below %rsp (saveBelow).
+//
+// The record is Thread.Record, where the function's backedges count
+// too (decision 119; decision 100 read a copy the entry left in its
+// frame): while its own frame is the newest, Thread.Record is the
+// activation's record, since every callee gives it back at its exit
+// (inline or restore_open), a frameless, dark or lean callee leaves it
+// alone, and the runtime changes it only with the activation's frame
+// (the entry stub, fork_reset) or to the record's hot twin (promote),
+// where the stub would count anyway. It is never 0: an activation
+// without a record has the runtime's zero record there, whose dense
+// array holds nothing. So the path is counted first and the frame
+// compared after, with %rcx free again: when the newest frame is not
+// this activation's, the count is taken back (Thread.Record is the same
+// word again: a signal handler in between gives it back) before the
+// stub, as exitClosed does. Only the newest frame's %rsp is compared:
+// every entry unwinds the frames at or below its own %rsp first (the
+// stub) or finds none (inline), and a tail exit pops its frame before
+// its callee's entry pushes one at the same %rsp, so a frame with this
+// activation's entry %rsp is its own; an activation without a frame (an
+// overflowed shadow stack) finds an older one there, whose %rsp is
+// higher, and goes to the stub, which counts the overflow down. A busy
+// stub means that a signal handler interrupted it, and the handler's
+// activations push and pop their frames above everything it works on.
+// A hashed function's exit and a tail exit compare the frame first, as
+// before (the probe and the tail mark are not taken back).
 func (fg *funcGen) exitOwn(tailSite int32) {
 	g, b := fg.g, fg.g.buf
 	slow, done := b.NewLabel(), b.NewLabel()
@@ -269,32 +282,46 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 		saved = append(saved, enc.RDX) // the probe's index
 	}
 	saveBelow(b, saved)
-	cmpNewestFrameRSP(b)
-	b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 	if !fg.hasPreg {
 		b.MovRegFromGS(x, g.stubs.OffR)
 	}
-	b.MovRegFromMemD8(enc.RCX, enc.RCX, frOwnRec)
-	if hash {
-		// Counted here when found; nothing below can fail.
-		fg.hashCount(enc.RCX, enc.RCX, x, enc.RDX, slow, 0)
-		if tailSite != 0 {
-			b.MovRegFromGS(enc.RCX, runtime.OffSP)
-			b.MovRegFromMemD8(enc.RCX, enc.RCX, frOwnRec)
-		}
-	} else {
+	if !hash && tailSite == 0 {
+		undo := b.NewLabel()
+		b.MovRegFromGS(enc.RCX, runtime.OffRecord)
 		b.CmpRegMemD8(x, enc.RCX, runtime.RecordDenseNOff)
 		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
 		b.IncMemIndexed(enc.RCX, x, countsOff+8)
+		cmpNewestFrameRSP(b)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(undo))
+		fg.addColdAt(undo, 0, func() {
+			b.MovRegFromGS(enc.RCX, runtime.OffRecord)
+			b.DecMemIndexed(enc.RCX, x, countsOff+8)
+			b.JmpRel32(enc.LabelTarget(slow))
+		})
+	} else {
+		cmpNewestFrameRSP(b)
+		b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+		b.MovRegFromGS(enc.RCX, runtime.OffRecord)
+		if hash {
+			// Counted here when found; nothing below can fail.
+			fg.hashCount(enc.RCX, enc.RCX, x, enc.RDX, slow, 0)
+			if tailSite != 0 {
+				b.MovRegFromGS(enc.RCX, runtime.OffRecord)
+			}
+		} else {
+			b.CmpRegMemD8(x, enc.RCX, runtime.RecordDenseNOff)
+			b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+			b.IncMemIndexed(enc.RCX, x, countsOff+8)
+		}
+		if tailSite != 0 {
+			// TailRec last: a signal handler's entry in between never
+			// pairs it with a stale TailRSP [decision 31].
+			b.MovGS64Imm(offTailSite, tailSite)
+			b.MovGSFromReg(offTailRSP, enc.RSP) // the entry %rsp
+			b.MovGSFromReg(runtime.OffTailRec, enc.RCX)
+		}
+		b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	}
-	if tailSite != 0 {
-		// TailRec last: a signal handler's entry in between never
-		// pairs it with a stale TailRSP [decision 31].
-		b.MovGS64Imm(offTailSite, tailSite)
-		b.MovGSFromReg(offTailRSP, enc.RSP) // the entry %rsp
-		b.MovGSFromReg(runtime.OffTailRec, enc.RCX)
-	}
-	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	if g.slots() {
 		b.MovRegFromMemD8(x, enc.RCX, frSavedCur)
 		b.MovGSFromReg(runtime.OffCur, x)

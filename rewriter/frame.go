@@ -187,9 +187,6 @@ var (
 	// its outside call in progress [decision 64].
 	frExtSite = int8(runtime.FrameExtSiteOff - runtime.FrameSize)
 	frExtR    = int8(runtime.FrameExtROff - runtime.FrameSize)
-	// In the frame of a function that is not closed: the activation's
-	// own record, where its exit counts (decision 100).
-	frOwnRec = int8(runtime.FrameOwnRecOff - runtime.FrameSize)
 	// Thread fields of a pending tail call [decision 31].
 	offTailSite = int32(unsafe.Offsetof(runtime.Thread{}.TailSite))
 	offTailRSP  = int32(unsafe.Offsetof(runtime.Thread{}.TailRSP))

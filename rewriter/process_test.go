@@ -379,22 +379,11 @@ func TestFork(t *testing.T) {
 		for _, m := range procModes {
 			t.Run(c.String()+"/"+m.name, func(t *testing.T) {
 				t.Parallel()
-				what := "fork.c " + c.String() + " " + m.name
-				dir := t.TempDir()
-				orig := fixture.Build(t, "fork.c", c)
-				inst := rewriteWith(t, orig, filepath.Join(dir, "fork.blpp"), m.opts)
-				want := runProc(t, orig, nil)
-				if want.code != 0 || !bytes.Contains(want.stdout, []byte("child: ")) {
+				fr := runForking(t, "fork.c", c, m.opts)
+				what, orig, inst, want, parent, child := fr.what, fr.orig, fr.inst, fr.want, fr.parent, fr.child
+				if !bytes.Contains(want.stdout, []byte("child: ")) {
 					t.Fatalf("%s: the original misbehaves: %s", what, want)
 				}
-				profDir := filepath.Join(dir, "prof")
-				if err := os.Mkdir(profDir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				got := runProc(t, inst, nil, "BLPP_PROFILE="+filepath.Join(profDir, "prof.%p"))
-				sameBehaviour(t, what, want, got)
-
-				parent, child := forkProfiles(t, what, profDir, "prof.", got.pid)
 				if parent.Flags != m.flags || child.Flags != m.flags {
 					t.Errorf("%s: flags %v (parent), %v (child); want %v", what, parent.Flags, child.Flags, m.flags)
 				}
@@ -424,6 +413,41 @@ func TestFork(t *testing.T) {
 			})
 		}
 	}
+}
+
+// forkRun is a run of a fixture that forks once: the original's
+// behaviour, and the rewritten program's two profiles.
+type forkRun struct {
+	what, orig, inst string
+	want             procResult
+	parent, child    *cct.Profile
+}
+
+// runForking builds src in configuration c, rewrites it with opts, runs
+// both with BLPP_PROFILE=dir/prof.%p, requires the original to exit 0
+// and the copy to behave the same, and reads the parent's and the
+// child's profile.
+func runForking(t *testing.T, src string, c fixture.Config, opts rewriter.Options) forkRun {
+	t.Helper()
+	r := forkRun{what: src + " " + c.String()}
+	if opts.NoContext {
+		r.what += " flow-only"
+	}
+	dir := t.TempDir()
+	r.orig = fixture.Build(t, src, c)
+	r.inst = rewriteWith(t, r.orig, filepath.Join(dir, strings.TrimSuffix(src, ".c")+".blpp"), opts)
+	r.want = runProc(t, r.orig, nil)
+	if r.want.code != 0 {
+		t.Fatalf("%s: the original misbehaves: %s", r.what, r.want)
+	}
+	profDir := filepath.Join(dir, "prof")
+	if err := os.Mkdir(profDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := runProc(t, r.inst, nil, "BLPP_PROFILE="+filepath.Join(profDir, "prof.%p"))
+	sameBehaviour(t, r.what, r.want, got)
+	r.parent, r.child = forkProfiles(t, r.what, profDir, "prof.", got.pid)
+	return r
 }
 
 // TestForkDefaultName: without %p in BLPP_PROFILE the parent writes the

@@ -1,12 +1,12 @@
 package rewriter
 
 // Thunks for C library functions the runtime must see called
-// (decisions 94 and 101).
+// (decisions 94, 101 and 122).
 //
 // Some functions of the C library change what the runtime keeps for the
 // process, and the runtime has to take part: the ones that set signal
-// actions (sigaction.go) and the clone wrappers that make a process in
-// this memory (spawn.go). Where such a function is not instrumented (a
+// actions (sigaction.go), the clone wrappers that make a process in
+// this memory (spawn.go) and the user-context functions (context.go). Where such a function is not instrumented (a
 // PLT stub in an executable-only rewrite; glibc's __clone and __clone3,
 // whose unwind tables the rewriter cannot follow), the ways to it go to
 // a thunk that loads the function's address into %r11 and jumps to the
@@ -55,25 +55,28 @@ import (
 type thunkKind uint8
 
 const (
-	thunkNone      thunkKind = iota
-	thunkSigaction           // sigaction(sig, act, oact): blpp_libc_sigaction
-	thunkSignal              // signal(sig, handler) returning the old one: blpp_libc_signal
-	thunkClone               // clone(fn, stack, flags, arg, ...): blpp_libc_clone
-	thunkClone3              // glibc's __clone3(args, size, fn, arg): blpp_libc_clone3
+	thunkNone        thunkKind = iota
+	thunkSigaction             // sigaction(sig, act, oact): blpp_libc_sigaction
+	thunkSignal                // signal(sig, handler) returning the old one: blpp_libc_signal
+	thunkClone                 // clone(fn, stack, flags, arg, ...): blpp_libc_clone
+	thunkClone3                // glibc's __clone3(args, size, fn, arg): blpp_libc_clone3
+	thunkSwapcontext           // swapcontext(oucp, ucp): blpp_libc_swapcontext
+	thunkSetcontext            // setcontext(ucp): blpp_libc_setcontext
+	thunkGetcontext            // getcontext(ucp): blpp_libc_getcontext
+	thunkMakecontext           // makecontext(ucp, fn, argc, ...): blpp_libc_makecontext
 )
 
 // thunkStub is the runtime's replacement of a function of kind k, 0 when
 // the runtime has none.
 func (g *gen) thunkStub(k thunkKind) uint64 {
-	switch k {
-	case thunkSigaction:
-		return g.stubs.LibcSigaction
-	case thunkSignal:
-		return g.stubs.LibcSignal
-	case thunkClone:
-		return g.stubs.LibcClone
-	case thunkClone3:
-		return g.stubs.LibcClone3
+	stubs := [...]uint64{
+		thunkSigaction: g.stubs.LibcSigaction, thunkSignal: g.stubs.LibcSignal,
+		thunkClone: g.stubs.LibcClone, thunkClone3: g.stubs.LibcClone3,
+		thunkSwapcontext: g.stubs.LibcSwapcontext, thunkSetcontext: g.stubs.LibcSetcontext,
+		thunkGetcontext: g.stubs.LibcGetcontext, thunkMakecontext: g.stubs.LibcMakecontext,
+	}
+	if int(k) < len(stubs) {
+		return stubs[k]
 	}
 	return 0
 }
@@ -135,6 +138,9 @@ func (g *gen) planThunks(p *cfg.Program) {
 // thunkKindOfName is the kind of thunk a function of this name gets.
 func thunkKindOfName(name string) thunkKind {
 	if k := sigSetter(name); k != thunkNone {
+		return k
+	}
+	if k := contextName(name); k != thunkNone {
 		return k
 	}
 	return cloneName(name)

@@ -122,6 +122,15 @@ func (ef *ehFunc) program(codeAddr uint64) {
 // rowsPool keeps the arrays of unwind rows between functions.
 var rowsPool sync.Pool
 
+// origScratch is what unwindInfo works with and leaves for the next
+// function: the original entries' rows and the marks' states.
+type origScratch struct {
+	rows   []ehframe.Row
+	states []*ehframe.State
+}
+
+var origPool = sync.Pool{New: func() any { return new(origScratch) }}
+
 // shift moves ef's addresses by d bytes (its function's code moved so
 // far); fg has moved already.
 func (ef *ehFunc) shift(d int, codeAddr uint64) {
@@ -164,6 +173,17 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *f
 	var entryRows []ehframe.Row
 	var rowsOf *ehframe.Entry
 	rowCache := map[*ehframe.Entry][]ehframe.Row{}
+	// The original rows go one after the other into one array, and the
+	// marks' states point into it, until the function's rows are made;
+	// both arrays serve the next function (decision 118). What the
+	// function keeps of them are copies of the states, whose register
+	// rules are arrays of their own.
+	sc := origPool.Get().(*origScratch)
+	defer func() {
+		clear(sc.states) // no pointers into the rows while pooled
+		sc.rows, sc.states = sc.rows[:0], sc.states[:0]
+		origPool.Put(sc)
+	}()
 	// The marks' addresses mostly rise: the entry of the last one and
 	// where it stops being the answer (FindUntil), and the row found.
 	var findAt, findUntil uint64
@@ -190,10 +210,14 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *f
 			rows, done = rowCache[e]
 		}
 		if !done {
-			rows, err = e.Rows()
+			at := len(sc.rows)
+			sc.rows, err = e.AppendRows(sc.rows)
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("unwind rules of %#x: %w", e.Begin, err)
 			}
+			// Capped: the next entry's rows may go on in this array,
+			// never into these.
+			rows = sc.rows[at:len(sc.rows):len(sc.rows)]
 			rowCache[e] = rows
 		}
 		entryRows, rowsOf = rows, e
@@ -208,7 +232,9 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *f
 	// Which original entries the function's code comes from; they must
 	// agree on the CIE, and all of it must be covered or none.
 	var entries []*ehframe.Entry
-	states := make([]*ehframe.State, len(fg.marks))
+	states := slices.Grow(sc.states[:0], len(fg.marks))[:len(fg.marks)]
+	clear(states)
+	sc.states = states
 	covered := 0
 	for i, m := range fg.marks {
 		e, st, found, err := stateAt(m.addr)

@@ -129,7 +129,6 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		f->site = cl ? *(const u64 *)rsp : t->call_site;
 		if (fn && fn->closed == 2)
 			f->saved_acc[2] = 0; /* in no outside call (decision 64) */
-		set_own_rec(f, fn, r); /* where the inline exit counts (decision 100) */
 		if (rt.slots_size)
 			f->saved_acc[0] = t->cur; /* the inline exit restores it from here */
 		if ((pr = saved_reg(regs, fn)))

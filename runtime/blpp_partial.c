@@ -198,15 +198,6 @@ static void partial_add(struct blpp_thread *t, struct blpp_record *rec, u64 func
 		live_sync(t); /* continuous mode: the table is new */
 }
 
-/* set_own_rec stores the own-record word of frame f of function fid
- * (decision 100); a closed function that calls out keeps its outside
- * call's site there (decision 64). fn is fid's entry (ifunc). */
-static void set_own_rec(struct blpp_frame *f, const struct blpp_func *fn, const struct blpp_record *r)
-{
-	if (!(fn && fn->closed == 2))
-		f->saved_acc[BLPP_FRAME_OWN_REC_WORD] = rec_word(r);
-}
-
 /* act_record is the record of the activation that pushed frame i of t,
  * given next, the record its callee's frame saved (the one in t's list,
  * not its hot twin: decision 99): in a flow-only image its function's
@@ -241,19 +232,67 @@ static void restore_caller(struct blpp_thread *t, const struct blpp_frame *f)
 }
 
 /* record_live adds the live activations of t to its partials (a dead
- * thread's, whose block is about to be reused). */
-static void record_live(struct blpp_thread *t)
+ * thread's, whose block is about to be reused; an abandoned user
+ * context's). The newest stopped at call site top: 0 for a dead
+ * thread's, which stopped who knows where; each older one at the call
+ * its callee's frame recorded (a call site, or a closed callee's return
+ * address). */
+static void record_live(struct blpp_thread *t, u64 top)
 {
 	struct blpp_frame *f = frames(t);
 	struct stop_walk w;
-	/* The newest activation of a dead thread stopped who knows where
-	 * (site 0); each older one at the call its callee's frame recorded
-	 * (a call site, or a closed callee's return address). */
-	stop_start(&w, t, 0);
+	stop_start(&w, t, top);
 	while (w.next > 0) {
 		stop_step(&w);
 		partial_add(t, frame_record(t, w.next), f[w.next].func, site_block(f[w.next].func, w.site), w.reg);
 	}
+}
+
+static void live_fork(struct blpp_thread *me); /* blpp_live.c */
+
+/* block_refork makes a fork child's records again for the activations
+ * live on block me, a parent's block the child runs on (the forking
+ * thread's; a user context's the child switches to, blpp_context.c),
+ * with no counts: their calls are the parent's. The block leaves the
+ * parent's thread list. */
+static void block_refork(struct blpp_thread *me)
+{
+	struct blpp_frame *f = frames(me);
+	struct blpp_record *prev = 0, *kept = 0; /* kept: me->record [decision 51] */
+	u64 d = depth(me);
+	me->next = 0;
+	me->records = me->last_rec = me->nrecords = 0;
+	me->folded = me->partials = me->plock = me->flat = me->flat_mods = 0;
+	me->tail_rec = 0;
+	TPRIV(me)->ctx_pref = TPRIV(me)->ctx_pref_lock = 0; /* the parent's, in its arena */
+	/* The latency region reads as zero, like the records
+	 * whose entries it held (decision 93). */
+	me->lat_next = TPRIV(me)->lat_base;
+	me->lat_dropped = 0;
+	TPRIV(me)->ndark = 0;
+	dark_sync(me);
+	me->tid = gettid();
+	for (u64 i = 0; i < d; i++) {
+		struct blpp_record *r;
+		f[i].record = rec_word(kept);
+		if (rt.slots_size)
+			f[i].saved_acc[0] = cur_of(me, prev);
+		if (!instr(f[i].func))
+			r = 0;
+		else if (!prev || rt.flow_only)
+			r = root(me, f[i].func);
+		else
+			r = child(me, prev, f[i].site, f[i].func, 0, 0);
+		if (closed(f[i].func))
+			continue; /* changed neither cur nor record */
+		prev = r;
+		if (!lean(cur_of(me, r)))
+			kept = r;
+	}
+	me->record = rec_word(kept);
+	me->cur = cur_of(me, prev);
+	if (rt.nmetrics)
+		metrics_open(me);
 }
 
 /*
@@ -266,8 +305,6 @@ static void record_live(struct blpp_thread *t)
  * are the parent's). A profile write the parent had in progress is
  * forgotten.
  */
-static void live_fork(struct blpp_thread *me); /* blpp_live.c */
-
 static void fork_reset(void)
 {
 	struct wiped *w = rt.w;
@@ -280,45 +317,8 @@ static void fork_reset(void)
 		/* The forking thread's block: %gs points at it in that thread
 		 * and in any thread it has created since. */
 		me = (!rt.fsgsbase || gs_base() != 0) ? gs_block() : 0;
-		if (me) {
-			struct blpp_frame *f = frames(me);
-			struct blpp_record *prev = 0, *kept = 0; /* kept: me->record [decision 51] */
-			u64 d = depth(me);
-			me->next = 0;
-			me->records = me->last_rec = me->nrecords = 0;
-			me->folded = me->partials = me->plock = me->flat = me->flat_mods = 0;
-			me->tail_rec = 0;
-			/* The latency region reads as zero, like the records
-			 * whose entries it held (decision 93). */
-			me->lat_next = TPRIV(me)->lat_base;
-			me->lat_dropped = 0;
-			TPRIV(me)->ndark = 0;
-			dark_sync(me);
-			me->tid = gettid();
-			for (u64 i = 0; i < d; i++) {
-				struct blpp_record *r;
-				f[i].record = rec_word(kept);
-				if (rt.slots_size)
-					f[i].saved_acc[0] = cur_of(me, prev);
-				if (!instr(f[i].func))
-					r = 0;
-				else if (!prev || rt.flow_only)
-					r = root(me, f[i].func);
-				else
-					r = child(me, prev, f[i].site, f[i].func, 0, 0);
-				/* the exit counts in the record its frame names */
-				set_own_rec(&f[i], ifunc(f[i].func), r);
-				if (closed(f[i].func))
-					continue; /* changed neither cur nor record */
-				prev = r;
-				if (!lean(cur_of(me, r)))
-					kept = r;
-			}
-			me->record = rec_word(kept);
-			me->cur = cur_of(me, prev);
-			if (rt.nmetrics)
-				metrics_open(me);
-		}
+		if (me)
+			block_refork(me);
 		STORE(&rt.threads, me);
 		rt.nthreads = me ? 1 : 0;
 		if (me)

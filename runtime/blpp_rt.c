@@ -53,6 +53,8 @@
  *   blpp_dark.c     entries of uninstrumented functions, dark-entry
  *                   stubs' C half (decision 70)
  *   blpp_resume.c   fork children and setjmp/landing-pad returns
+ *   blpp_context.c  user contexts: a thread block per makecontext
+ *                   context, %gs moved at swapcontext/setcontext
  *   blpp_obuf.c     the writer's buffers, varints and sorts
  *   blpp_writer.c   the profile writer
  *   blpp_sample.c   sampled attribution: per-thread samplers, the
@@ -102,6 +104,7 @@
 #include "blpp_enter.c"
 #include "blpp_dark.c"
 #include "blpp_resume.c"
+#include "blpp_context.c"
 #include "blpp_obuf.c"
 #include "blpp_writer.c"
 #include "blpp_sample.c"

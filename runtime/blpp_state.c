@@ -119,6 +119,14 @@ struct tpriv {
 	 * this thread finds there while it is out of the list (blpp_cct.c,
 	 * decision 99). */
 	u64 mv_head, mv_node;
+	/* User contexts (blpp_context.c, decision 122): the ucontext_t a
+	 * block was made for (0: a thread's own block); 1 while a context
+	 * switch has left the block, its activations stopped at that call;
+	 * rt.epoch + 1 when it was left. In a fork child that resumes a
+	 * context left in its parent: the prefixes of the context's
+	 * activations (a struct ptab in the child's arena) and its lock. */
+	u64 ctx_ucp, ctx_left, ctx_epoch;
+	unsigned long long ctx_pref, ctx_pref_lock;
 };
 #define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
 
@@ -447,11 +455,10 @@ static void *arena_take(struct arena *a, u64 size)
 }
 
 /*
- * zero_record is "no record" (decision 104). It stands in a frame's
- * own-record word (BLPP_FRAME_OWN_REC, decision 100) for an activation
- * without a record: its dense_n of 0 sends the inline exit to the stub.
- * And it is Thread.record, and a frame's saved record, where the
- * running activation (or the caller) has none: its nsites of 0 fails
+ * zero_record is "no record" (decision 104). It is Thread.record, and a
+ * frame's saved record, where the running activation (or the caller)
+ * has none: its dense_n of 0 sends the inline exits, which count in
+ * Thread.record (decision 119), to the stub; its nsites of 0 fails
  * the inline entries' site-range test, so they need no test of the word
  * for 0; its func matches no function id (the inline backedges and exits
  * that compare it). The runtime reads those words through R() (and

@@ -356,6 +356,63 @@
 	ENDFUNC	blpp_libc_clone3
 
 /*
+ * User contexts (decision 122, blpp_context.c): the C library's
+ * swapcontext(oucp, ucp), setcontext(ucp), getcontext(ucp) and
+ * makecontext(ucp, fn, argc, ...), the function in %r11. swapcontext and
+ * setcontext go to their C halves with it as one more argument.
+ * getcontext must save its caller's own context, and makecontext takes
+ * variable arguments (some on the stack, their count of vector
+ * registers in %al): their stubs note ucp with every argument register
+ * kept, then jump to the function with the caller's stack as it was.
+ */
+	FUNC	blpp_libc_swapcontext
+	mov	%r11, %rdx
+	jmp	blpp_rt_libc_swapcontext
+	ENDFUNC	blpp_libc_swapcontext
+
+	FUNC	blpp_libc_setcontext
+	mov	%r11, %rsi
+	jmp	blpp_rt_libc_setcontext
+	ENDFUNC	blpp_libc_setcontext
+
+	FUNC	blpp_libc_getcontext
+	push	$0
+	jmp	blpp_ctx_note
+	ENDFUNC	blpp_libc_getcontext
+
+	FUNC	blpp_libc_makecontext
+	push	$1
+	jmp	blpp_ctx_note
+	ENDFUNC	blpp_libc_makecontext
+
+/* blpp_ctx_note: the word pushed says which; 8 more words keep the
+ * stack 16-aligned at the call (it was 8 off at the stub's entry and
+ * the push made it aligned). */
+	FUNC	blpp_ctx_note
+	push	%rdi
+	push	%rsi
+	push	%rdx
+	push	%rcx
+	push	%r8
+	push	%r9
+	push	%rax
+	push	%r11
+	mov	64(%rsp), %rsi
+	cld
+	call	blpp_rt_ctx_note
+	pop	%r11
+	pop	%rax
+	pop	%r9
+	pop	%r8
+	pop	%rcx
+	pop	%rdx
+	pop	%rsi
+	pop	%rdi
+	lea	8(%rsp), %rsp
+	jmp	*%r11
+	ENDFUNC	blpp_ctx_note
+
+/*
  * blpp_clone_start is where such a child starts: the C library's clone
  * calls it with the record in %rdi. blpp_rt_clone_child moves the child
  * off its parent's thread block; then fn(arg) runs as clone would have

@@ -231,11 +231,32 @@ static struct blpp_thread *thread_peek(void)
 
 /* Defined further on: blpp_partial.c, blpp_partial.c, blpp_metrics.c,
  * below, blpp_dark.c. */
-static void record_live(struct blpp_thread *t);
+static void record_live(struct blpp_thread *t, u64 top);
 static void fork_check(void);
 static void metrics_open(struct blpp_thread *t);
 static struct blpp_thread *scratch_block(void);
 static void dark_sync(struct blpp_thread *t);
+
+/* block_reuse records the activations left live on block b, whose
+ * owner will not come back to them (a dead thread's; a user context made
+ * again, blpp_context.c), the newest stopped at call site top (0:
+ * unknown), and empties it for the calling thread. */
+static void block_reuse(struct blpp_thread *b, u64 top)
+{
+	record_live(b, top);
+	b->sp = b->sp_base;
+	b->r = 0;
+	b->record = rec_word(0);
+	b->cur = 0;
+	b->call_site = 0;
+	b->leaf_site = 0;
+	b->tail_rec = 0;
+	TPRIV(b)->ndark = 0;
+	dark_sync(b);
+	b->overflow = 0;
+	b->busy = 0;
+	b->tid = gettid();
+}
 
 /*
  * thread_slow finds the calling thread's block when %gs still points at
@@ -267,22 +288,10 @@ static __attribute__((noinline)) struct blpp_thread *thread_slow(struct blpp_thr
 			return 0;
 		}
 		if (b->owner == tp) {
-			record_live(b);
-			b->sp = b->sp_base;
-			b->r = 0;
-			b->record = rec_word(0);
-			b->cur = 0;
-			b->call_site = 0;
-			b->leaf_site = 0;
-			b->tail_rec = 0;
-			TPRIV(b)->ndark = 0;
-			dark_sync(b);
+			block_reuse(b, 0);
 			if (rt.nmetrics)
 				metrics_open(b); /* the dead thread's events counted it */
-			b->overflow = 0;
-			b->busy = 0;
 			gate_set(b);
-			b->tid = gettid();
 			live_sync(b);
 			set_gs(b);
 			sample_thread(b);

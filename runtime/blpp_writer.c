@@ -327,11 +327,11 @@ static u64 encode_pents(struct obuf *scratch, u64 nrec, struct obuf *out)
 	return np;
 }
 
-static u64 write_partials(struct blpp_thread *t, int self, int dead, u64 nrec, struct obuf *parts, struct obuf *scratch)
+static u64 write_partials(struct blpp_thread *t, int self, int dead, int left, u64 nrec, struct obuf *parts, struct obuf *scratch)
 {
 	scratch->len = 0;
 	collect_pents((struct ptab *)t->partials, scratch);
-	if (self || dead) {
+	if (self || dead || left) {
 		struct blpp_frame *f = frames(t);
 		struct stop_walk w;
 		/* Where each activation stopped: the newest at its last call
@@ -342,8 +342,10 @@ static u64 write_partials(struct blpp_thread *t, int self, int dead, u64 nrec, s
 		 * it is left out and its caller's stop is unknown. */
 		int half = t->busy && depth(t) > 0;
 		/* A thread that has ended (its own exit system call, which
-		 * no hook sees) stopped somewhere in its newest activation. */
-		stop_start(&w, t, self && (rt.writing_why & ~BLPP_FLAG_EXEC) == 0 && !t->busy ? t->call_site : 0);
+		 * no hook sees) stopped somewhere in its newest activation; a
+		 * user context that was switched away from, at the call that
+		 * switched (decision 122). */
+		stop_start(&w, t, (left || (self && (rt.writing_why & ~BLPP_FLAG_EXEC) == 0)) && !t->busy ? t->call_site : 0);
 		while (w.next > 0) {
 			stop_step(&w);
 			u64 i = w.next;
@@ -368,10 +370,14 @@ static u64 write_prefixes(struct blpp_thread *t, u64 nrec, struct obuf *out, str
 {
 	struct wiped *w = rt.w;
 	struct ptab *pt = w ? (struct ptab *)LOAD(&w->prefixes) : 0;
+	struct ptab *own = (struct ptab *)LOAD(&TPRIV(t)->ctx_pref); /* a resumed user context's (decision 122) */
 	scratch->len = 0;
-	if (!pt || LOAD(&w->prefix_owner) != (u64)t)
+	if (pt && LOAD(&w->prefix_owner) == (u64)t)
+		collect_pents(pt, scratch);
+	if (own)
+		collect_pents(own, scratch);
+	if (!scratch->len)
 		return 0;
-	collect_pents(pt, scratch);
 	if (scratch->err)
 		return 0;
 	return encode_pents(scratch, nrec, out);
@@ -703,10 +709,13 @@ static void write_profile_now(u32 why, int wait)
 		 * so does one that waits in the kernel (a worker blocked on a
 		 * condition variable when the program exits). A thread that
 		 * runs is left alone: its frames change under the writer. */
-		int dead = t != self && t->tid && rt.pid == pid && !t->busy &&
+		/* A user context's block that a switch left (decision 122):
+		 * its activations wait at that call. */
+		int left = t != self && LOAD(&TPRIV(t)->ctx_left) && TPRIV(t)->ctx_epoch == rt.epoch + 1;
+		int dead = !left && t != self && t->tid && rt.pid == pid && !t->busy &&
 			   (sc3(SYS_tgkill, (long)pid, (long)t->tid, 0) == -3 /* ESRCH */ || thread_waits(t->tid));
 		nrec += n;
-		npart = write_partials(t, t == self, dead, n, &parts, &scratch);
+		npart = write_partials(t, t == self, dead, left, n, &parts, &scratch);
 		folded.len = 0;
 		nf = write_folded(t, n, &folded);
 		pref.len = 0;

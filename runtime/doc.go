@@ -323,6 +323,7 @@
 //	blpp_enter.c    stubs' C halves: entry, exit, backedge, leaf
 //	blpp_dark.c     entries of uninstrumented functions (decision 70)
 //	blpp_resume.c   stubs' C halves: fork child, vfork child, setjmp return, landing pad
+//	blpp_context.c  user contexts: a thread block per makecontext context (decision 122)
 //	blpp_obuf.c     the writer's buffers, varints and sorts
 //	blpp_writer.c   the profile writer and its file names
 //	blpp_sample.c   sampled attribution: per-thread samplers, the signal

@@ -392,8 +392,7 @@ type Frame struct {
 	// image without metrics SavedAcc[0] holds the caller's Thread.Cur
 	// instead (SavedCur: images with slot counters), and SavedAcc[1] the
 	// value the function's path register (Func.PathReg) had at entry
-	// (SavedReg). SavedAcc[2] is the activation's own record in the frame
-	// of a function that is not closed (FrameOwnRecOff).
+	// (SavedReg).
 	SavedAcc [MaxMetrics]uint64 `c:"saved_acc"`
 }
 
@@ -531,13 +530,6 @@ const (
 	// call site (0: none) and the path register's value there.
 	FrameExtSiteOff = 56
 	FrameExtROff    = 64
-	// FrameOwnRecOff is, in the frame of a function that is not closed,
-	// the activation's own record (decision 100): its entry stores it
-	// there and its exit counts the path in it, without testing
-	// Thread.Record. An activation without a record has the runtime's
-	// blpp_zero_record there, whose DenseN of 0 sends its exit to the
-	// stub. The word is a closed function's FrameExtSiteOff.
-	FrameOwnRecOff = FrameExtSiteOff
 
 	SiteSize = 24
 
@@ -736,7 +728,6 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_CALL_CACHE_OFFSET", fmt.Sprint(CallCacheOffset)},
 	{"BLPP_CALL_CACHE_SIZE", fmt.Sprint(CallCacheSize)},
 	{"BLPP_GATE_SHUT", fmt.Sprintf("%dull", GateShut)},
-	{"BLPP_FRAME_OWN_REC_WORD", fmt.Sprint((FrameOwnRecOff - FrameSavedCurOff) / 8)},
 	{"BLPP_DEFAULT_SAMPLE_SIGNAL", fmt.Sprint(DefaultSampleSignal)},
 	{"BLPP_FALLBACK_SAMPLE_PERIOD", fmt.Sprintf("%dull", FallbackSamplePeriod)},
 	{"BLPP_SAMPLER_FLAG_TIMER", fmt.Sprintf("%dull", SamplerFlagTimer)},

@@ -66,7 +66,6 @@ func TestLayoutConstants(t *testing.T) {
 		{"FrameSavedRegOff", FrameSavedRegOff, unsafe.Offsetof(fr.SavedAcc) + 8},
 		{"FrameExtSiteOff", FrameExtSiteOff, unsafe.Offsetof(fr.SavedAcc) + 16},
 		{"FrameExtROff", FrameExtROff, unsafe.Offsetof(fr.SavedAcc) + 24},
-		{"FrameOwnRecOff", FrameOwnRecOff, unsafe.Offsetof(fr.SavedAcc) + 16},
 		{"FrameSize", FrameSize, unsafe.Sizeof(fr)},
 		{"RecordSize", RecordSize, unsafe.Sizeof(rec)},
 		{"RecordFuncOff", RecordFuncOff, unsafe.Offsetof(rec.Func)},

@@ -48,6 +48,13 @@ const (
 	// (decision 101).
 	SymLibcClone  = "blpp_libc_clone"
 	SymLibcClone3 = "blpp_libc_clone3"
+	// The C library's user-context functions, called with the function
+	// in %r11 (decision 122): swapcontext, setcontext, getcontext and
+	// makecontext.
+	SymLibcSwapcontext = "blpp_libc_swapcontext"
+	SymLibcSetcontext  = "blpp_libc_setcontext"
+	SymLibcGetcontext  = "blpp_libc_getcontext"
+	SymLibcMakecontext = "blpp_libc_makecontext"
 	// SymForkSys is the stub called right after a system call that
 	// makes a process or thread (decision 101):
 	//	lea -128(%rsp),%rsp; push $nr; push $site; push $fid;
@@ -59,7 +66,7 @@ const (
 	SymFastSlots = "blpp_fast_slots"
 )
 
-var requiredSymbols = []string{SymStart, SymFini, SymModInit, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots, SymSysSigaction, SymLibcSigaction, SymLibcSignal, SymVforkChild, SymLibcClone, SymLibcClone3, SymForkSys}
+var requiredSymbols = []string{SymStart, SymFini, SymModInit, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots, SymSysSigaction, SymLibcSigaction, SymLibcSignal, SymVforkChild, SymLibcClone, SymLibcClone3, SymLibcSwapcontext, SymLibcSetcontext, SymLibcGetcontext, SymLibcMakecontext, SymForkSys}
 
 // PageSize is the alignment the image needs: it must be placed at a
 // page-aligned address T, its text at T and its data at T+DataOff.

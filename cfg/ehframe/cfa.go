@@ -188,13 +188,42 @@ func (c *CIE) InitialState() (State, error) {
 // from Begin, and returns the table it defines: rows[0] is at Begin, the
 // addresses ascend, each row differs from the one before, and rows at or
 // past End (which describe no code) are dropped.
-func (e *Entry) Rows() ([]Row, error) {
+func (e *Entry) Rows() ([]Row, error) { return e.rows(nil, false) }
+
+// AppendRows appends Rows' rows to rows and returns the extended slice:
+// a caller done with the rows of one entry can give their array to the
+// next (the rows' register rules are never in it: they are arrays of
+// their own, which the rows may share with each other).
+func (e *Entry) AppendRows(rows []Row) ([]Row, error) {
+	out, err := e.rows(rows, false)
+	if err != nil {
+		return rows, err
+	}
+	return out, nil
+}
+
+// FirstRow returns the row at Begin, Rows()[0], and Rows' error: it runs
+// the whole program (an error anywhere refuses the entry as Rows does)
+// but keeps no other row. Telling whether an FDE starts mid-frame needs
+// no more, and the rows of every FDE of a large library were a sixth of
+// the rewriter's garbage [decision 118].
+func (e *Entry) FirstRow() (Row, error) {
+	rows, err := e.rows(nil, true)
+	if err != nil {
+		return Row{}, err
+	}
+	return rows[0], nil
+}
+
+// rows runs the program and appends its rows to to, only the first
+// when first is set.
+func (e *Entry) rows(to []Row, first bool) ([]Row, error) {
 	init, err := e.CIE.InitialState()
 	if err != nil {
 		return nil, err
 	}
-	m := machine{cie: e.CIE, p: parser{addr: e.CIE.dataAddr, opts: e.CIE.opts}, init: init, cur: init.clone(), loc: e.Begin, end: e.End}
-	m.rows = []Row{{Addr: e.Begin, State: init}}
+	m := machine{cie: e.CIE, p: parser{addr: e.CIE.dataAddr, opts: e.CIE.opts}, init: init, cur: init.clone(), loc: e.Begin, end: e.End, first: first}
+	m.rows, m.base = append(to, Row{Addr: e.Begin, State: init}), len(to)
 	b := newBuf(e.Program, e.Off+len(e.raw)-len(e.Program))
 	if err := m.run(&b, false); err != nil {
 		return nil, err
@@ -211,29 +240,36 @@ type machine struct {
 	cur      State
 	stack    []State // DW_CFA_remember_state
 	loc, end uint64
-	rows     []Row
+	// rows are the rows made, from rows[base] (the rows before are the
+	// caller's: AppendRows).
+	rows []Row
+	base int
+	// first keeps rows at its one row, at Begin: the row of a location
+	// is made when the program leaves it, and only the first row's
+	// location is ever current again (flush), so it ends as Rows makes it.
+	first bool
 }
 
 // flush records cur as the row at loc, unless it describes no code or
 // repeats the previous row.
 func (m *machine) flush() {
-	if m.loc >= m.end && m.loc != m.rows[0].Addr {
+	if m.loc >= m.end && m.loc != m.rows[m.base].Addr {
 		return
 	}
 	last := &m.rows[len(m.rows)-1]
 	if last.Addr == m.loc {
 		var prev *State
-		if n := len(m.rows); n >= 2 {
+		if n := len(m.rows); n-m.base >= 2 {
 			prev = &m.rows[n-2].State
 		}
 		last.State = m.keep(prev)
 		// Merging into the first row may make it equal its predecessor.
-		if n := len(m.rows); n >= 2 && m.rows[n-2].State.Equal(last.State) {
+		if n := len(m.rows); n-m.base >= 2 && m.rows[n-2].State.Equal(last.State) {
 			m.rows = m.rows[:n-1]
 		}
 		return
 	}
-	if last.State.Equal(m.cur) {
+	if m.first || last.State.Equal(m.cur) {
 		return
 	}
 	m.rows = append(m.rows, Row{Addr: m.loc, State: m.keep(&last.State)})

@@ -131,6 +131,7 @@ func TestRows(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Rows: %v", err)
 			}
+			checkFirstRow(t, e, got, err)
 			want := tc.want
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Rows =\n%+v\nwant\n%+v", got, want)
@@ -141,6 +142,36 @@ func TestRows(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkFirstRow wants FirstRow to give rows[0] and err, what Rows gave,
+// and AppendRows to append rows after other rows, in an array with room
+// and without, or give err.
+func checkFirstRow(t *testing.T, e *Entry, rows []Row, err error) {
+	t.Helper()
+	row, ferr := e.FirstRow()
+	if (err == nil) != (ferr == nil) || err != nil && err.Error() != ferr.Error() {
+		t.Fatalf("FirstRow error %v, Rows error %v", ferr, err)
+	}
+	if err == nil && !reflect.DeepEqual(row, rows[0]) {
+		t.Fatalf("FirstRow = %+v, Rows()[0] = %+v", row, rows[0])
+	}
+	// The last row before has the first row's state: the rows made must
+	// not merge into it.
+	before := []Row{{Addr: 1}, {Addr: 2, State: State{ArgsSize: 3}}}
+	if err == nil {
+		before[1].State = rows[0].State
+	}
+	for _, room := range []int{0, 1, 64} {
+		to := append(make([]Row, 0, len(before)+room), before...)
+		got, aerr := e.AppendRows(to)
+		if (err == nil) != (aerr == nil) || err != nil && err.Error() != aerr.Error() {
+			t.Fatalf("AppendRows error %v, Rows error %v", aerr, err)
+		}
+		if err == nil && (!reflect.DeepEqual(got[:len(before)], before) || !reflect.DeepEqual(got[len(before):], rows)) {
+			t.Fatalf("AppendRows(%d rows, room %d) = %+v, want them and then %+v", len(before), room, got, rows)
+		}
 	}
 }
 
@@ -168,6 +199,7 @@ func TestRowsErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Rows = %+v, want an error", rows)
 			}
+			checkFirstRow(t, e, rows, err)
 			var fe *FormatError
 			if !errors.As(err, &fe) || !(fe.Off >= e.Off && fe.Off <= e.Off+len(e.Raw()) || fe.Off >= e.CIE.Off && fe.Off <= e.CIE.Off+len(e.CIE.Raw)) {
 				t.Errorf("error %v not located in the entry", err)

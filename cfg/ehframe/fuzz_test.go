@@ -99,6 +99,7 @@ func FuzzParseFrame(f *testing.F) {
 				t.Fatal("entries not sorted by Begin")
 			}
 			rows, err := e.Rows()
+			checkFirstRow(t, e, rows, err)
 			if err != nil {
 				checkFormatError(t, err, len(data), "")
 				continue

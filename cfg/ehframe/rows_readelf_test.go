@@ -275,6 +275,7 @@ func compareFrames(t *testing.T, readelf, file string) (agree, total int) {
 			continue
 		}
 		rows, err := e.Rows()
+		checkFirstRow(t, e, rows, err)
 		if err != nil {
 			report("FDE at %#x [%#x,%#x): %v", e.Off, e.Begin, e.End, err)
 			continue

@@ -114,7 +114,11 @@ func runRun(c *ctx, args []string) error {
 			}
 			_, added := wp.EnvAdded(os.Environ(), cmd.Path)
 			argv = []string{"env"}
-			for _, v := range []string{"LD_LIBRARY_PATH", "LD_AUDIT", "BLPP_AUDIT_ENV", "BLPP_AUDIT_PAD"} {
+			unset := []string{"LD_LIBRARY_PATH", "LD_AUDIT", "BLPP_AUDIT_ENV", "BLPP_AUDIT_PAD"}
+			if wp.StaticTLS > 0 {
+				unset = append(unset, "GLIBC_TUNABLES")
+			}
+			for _, v := range unset {
 				argv = append(argv, "-u", v)
 			}
 			argv = append(append(argv, added...), cmd.Path)

@@ -61,6 +61,9 @@ func wholePrograms(t *testing.T) []wholeProgram {
 		// callbacks and threads, a C++ library dlopen'ed twice by path
 		// that throws to the executable (issue 25, acceptance 1).
 		{name: "mod_main", prog: fx.Exe, args: fx.Args()},
+		// Coroutines with makecontext and swapcontext, libc's
+		// __start_context and uc_link included (decision 122).
+		{name: "ucontext", prog: fixture.Build(t, "ucontext.c", fixture.Config{CC: "gcc", Opt: "-O2"})},
 	}
 	for _, p := range []wholeProgram{
 		{name: "bzip2", prog: "/usr/bin/bzip2", args: []string{"-c"}, stdin: text.Bytes()},

@@ -63,8 +63,10 @@ func (wp *Process) Command(inst, prog, argv0 string, args, env []string) (*exec.
 
 // Environ returns env with the entries Command adds at its end for a run
 // of the file exe (a Mirror path). env's own LD_LIBRARY_PATH and LD_AUDIT
-// (the last of each, as the loader and getenv take them) become the added
-// ones, which the auditor turns back into env's values; every other entry
+// (the last of each, as the loader and getenv take them), and its
+// GLIBC_TUNABLES where the libraries need more static TLS (StaticTLS),
+// become the added ones, which the auditor turns back into env's values;
+// every other entry
 // keeps its place. The auditor acts only in a process that runs exe: a
 // shell script in between (valgrind's wrapper) runs as it would without
 // blpp and passes the entries on.
@@ -77,7 +79,7 @@ func (wp *Process) Environ(env []string, exe string) []string {
 // Command sets and the entries that go after it, in order.
 func (wp *Process) EnvAdded(env []string, exe string) (base, added []string) {
 	out := make([]string, 0, len(env)+4)
-	var lib, aud *string
+	var lib, aud, tun *string
 	for _, e := range env {
 		k, v, _ := strings.Cut(e, "=")
 		switch k {
@@ -85,6 +87,12 @@ func (wp *Process) EnvAdded(env []string, exe string) (base, added []string) {
 			lib = &v
 		case "LD_AUDIT":
 			aud = &v
+		case "GLIBC_TUNABLES":
+			if wp.Auditor == "" || wp.StaticTLS == 0 {
+				out = append(out, e)
+				continue
+			}
+			tun = &v
 		case "BLPP_AUDIT_ENV", "BLPP_AUDIT_PAD":
 			// blpp's own, from a program that blpp run started: the
 			// auditor reads only the last control entry.
@@ -116,6 +124,13 @@ func (wp *Process) EnvAdded(env []string, exe string) (base, added []string) {
 		kept, keptCodes = append(kept, "LD_AUDIT="+*aud+":"+wp.Auditor), keptCodes+"a"
 	} else {
 		gone, goneCodes = append(gone, "LD_AUDIT="+wp.Auditor), goneCodes+"A"
+	}
+	if wp.StaticTLS > 0 {
+		if tun != nil {
+			kept, keptCodes = append(kept, "GLIBC_TUNABLES="+wp.tunables(*tun)), keptCodes+"t"
+		} else {
+			gone, goneCodes = append(gone, "GLIBC_TUNABLES="+wp.tunables("")), goneCodes+"T"
+		}
 	}
 	if (len(gone)+1)%2 != 0 {
 		gone, goneCodes = append(gone, "BLPP_AUDIT_PAD="), goneCodes+"P"

@@ -270,6 +270,9 @@ type Process struct {
 	// Skipped are the libraries that run as they are because they could
 	// not be rewritten, each with the reason.
 	Skipped []string
+	// StaticTLS is the glibc.rtld.optional_static_tls the start-up
+	// libraries need under the auditor (statictls.go); 0: the default.
+	StaticTLS uint64
 }
 
 // Prepare rewrites s.Prog's start libraries that s.Pick selects into the
@@ -306,7 +309,7 @@ func (c *Cache) Prepare(s Setup) (*Process, error) {
 	if pick == nil || s.NoLibs {
 		pick = func(string) bool { return !s.NoLibs }
 	}
-	wp := &Process{Loader: s.Loader}
+	wp := &Process{Loader: s.Loader, StaticTLS: staticTLS(libs)}
 	if wp.Dir, err = c.runDir(); err != nil {
 		return nil, err
 	}

@@ -188,6 +188,8 @@ func asCases(targets []asTarget) []asCase {
 				func(b *Buf) { b.LockIncMem(base, index, d) })
 			add(fmt.Sprintf("{disp32} incq %d(%%%s,%%%s,8)", d, base, index),
 				func(b *Buf) { b.IncMemIndexed(base, index, d) })
+			add(fmt.Sprintf("{disp32} decq %d(%%%s,%%%s,8)", d, base, index),
+				func(b *Buf) { b.DecMemIndexed(base, index, d) })
 			add(fmt.Sprintf("{disp32} incq %d(%%%s,%%%s)", d, base, index),
 				func(b *Buf) { b.IncMemIdx(base, index, d) })
 			r := allRegs[i%len(allRegs)]

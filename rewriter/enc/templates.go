@@ -554,6 +554,16 @@ func (b *Buf) IncMemIndexed(base, index Reg, disp int32) {
 	b.scaled(0, base, index, disp)
 }
 
+// DecMemIndexed emits decq disp32(%base,%index,8) (REX.W ff /1, 8
+// bytes): an IncMemIndexed taken back.
+func (b *Buf) DecMemIndexed(base, index Reg, disp int32) {
+	if !b.checkIndex("DecMemIndexed", base, index) {
+		return
+	}
+	b.emit(rex(true, 0, index.hi(), base.hi()), 0xff)
+	b.scaled(1, base, index, disp)
+}
+
 // ImulReg32Imm32 emits imul $imm, %src32, %dst32 (69 /r id): the low 32
 // bits of src times imm, zero-extended into dst. GNU as picks this form
 // for an immediate that does not fit 8 bits.

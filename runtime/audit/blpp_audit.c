@@ -293,9 +293,12 @@ static const char *rewrite(const char *orig)
  * objects it loads, which it finds past the library links (la_objsearch
  * skips them), so that it runs as if blpp were not there.
  *
- * CODES has a letter for each other entry: 'L' or 'A' for a variable the
- * program's own environment did not have (the entry goes), 'l' or 'a' for
- * one it had (X or Y: the entry gets the program's value back), 'P' for
+ * and, where the program's start-up libraries need more static TLS than
+ * glibc's surplus holds under an auditor, GLIBC_TUNABLES=[Z:]TUNABLE=N
+ * (decision 124). CODES has a letter for each other entry: 'L', 'A' or
+ * 'T' for a variable the program's own environment did not have (the
+ * entry goes), 'l', 'a' or 't' for one it had (X, Y or Z: the entry gets
+ * the program's value back), 'P' for
  * the pad, which makes the entries that go, the control entry among them,
  * an even number. The loader has read these variables by the time it runs
  * this constructor (it parses them before it loads auditors) and gives it
@@ -310,7 +313,7 @@ static const char *rewrite(const char *orig)
  * slots become the null and (AT_IGNORE, 0) pairs in front of the real
  * vector. Only pointers change; the strings stay where the kernel put
  * them. Anything unexpected leaves the environment as it is. */
-static char envbuf[2][8192];
+static char envbuf[3][8192];
 
 static const char *after(const char *s, const char *prefix)
 {
@@ -347,6 +350,35 @@ static char *fix(const char *e, const char *name, const char *ours, int front, c
 	for (u64 i = 0; i < nv; i++)
 		buf[n++] = p[i];
 	buf[n] = 0;
+	return buf;
+}
+
+/* The GLIBC_TUNABLES item blpp run adds (wholerun.TunableStaticTLS). */
+#define TUNABLE "glibc.rtld.optional_static_tls="
+
+/* drop_tunable returns the entry e (GLIBC_TUNABLES=Z:TUNABLE=N) without
+ * its last item, which must be ours; 0 if it is not such an entry. */
+static char *drop_tunable(const char *e, char *buf)
+{
+	const char *name = "GLIBC_TUNABLES=", *v = after(e, name);
+	u64 n, colon = 0, found = 0;
+	if (!v)
+		return 0;
+	for (u64 i = 0; v[i]; i++)
+		if (v[i] == ':') {
+			colon = i;
+			found = 1;
+		}
+	if (!found || !after(v + colon + 1, TUNABLE))
+		return 0;
+	n = slen(name);
+	if (n + colon + 1 > sizeof(envbuf[0]))
+		return 0;
+	for (u64 i = 0; i < n; i++)
+		buf[i] = name[i];
+	for (u64 i = 0; i < colon; i++)
+		buf[n + i] = v[i];
+	buf[n + colon] = 0;
 	return buf;
 }
 
@@ -399,7 +431,7 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 			inactive = 1;
 			return;
 		}
-		if (nc > 3)
+		if (nc > 4)
 			return;
 	}
 	d = slen(dir);
@@ -412,11 +444,17 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 		lib[d + i] = ls[i];
 	for (u64 i = 0; i <= 14; i++)
 		aud[d + i] = as[i];
-	char *put[3] = {0};
-	u64 at[3];
+	char *put[4] = {0};
+	u64 at[4];
 	for (u64 i = 0; codes[i] && codes[i] != ':'; i++) {
 		char c = codes[i], *e;
-		const char *name = c == 'L' || c == 'l' ? "LD_LIBRARY_PATH=" : c == 'A' || c == 'a' ? "LD_AUDIT=" : "BLPP_AUDIT_PAD=";
+		const char *name = "BLPP_AUDIT_PAD=";
+		if (c == 'L' || c == 'l')
+			name = "LD_LIBRARY_PATH=";
+		else if (c == 'A' || c == 'a')
+			name = "LD_AUDIT=";
+		else if (c == 'T' || c == 't')
+			name = "GLIBC_TUNABLES=";
 		if ((at[i] = entry(envp, n, name)) == n)
 			return;
 		e = envp[at[i]];
@@ -430,6 +468,10 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 			if (!seq(v, aud))
 				return;
 			break;
+		case 'T': /* ours alone */
+			if (!after(v, TUNABLE))
+				return;
+			break;
 		case 'P':
 			break;
 		case 'l':
@@ -438,6 +480,10 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 			break;
 		case 'a':
 			if (!(put[i] = fix(e, "LD_AUDIT=", aud, 0, envbuf[1])))
+				return;
+			break;
+		case 't':
+			if (!(put[i] = drop_tunable(e, envbuf[2])))
 				return;
 			break;
 		default:

@@ -74,6 +74,15 @@ func (bd *builder) resolveIndirect(s *slicer, i int) {
 	if bd.constJump(s, i) {
 		return
 	}
+	// An address inside the procedure plus a scaled index is a jump to
+	// one of its own code slots, not a tail call, even where its frame is
+	// gone: libffi's ffi_call_unix64 moves its return address, runs the
+	// callee on another stack and jumps to one of its 8-byte return
+	// handlers (decision 121). No table to copy: unresolved.
+	if v.kind == symLinear && v.hasVar && v.scale > 1 && bd.rangeOf(v.k) >= 0 {
+		bd.g.fail(ReasonUnresolvedIndirectJump, in.Addr, "indirect jump to %#x plus a scaled index, code slots inside the function", v.k)
+		return
+	}
 	// Not a table. The unwind rules tell a jump that leaves (the frame
 	// torn down: the return address at the top of the stack, as at a
 	// function's entry) from one that stays [DWARF5 6.4]; python's
@@ -181,9 +190,15 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 	table, base, entSize, relative := sh.table, sh.base, sh.entSize, sh.relative
 	// An array of function pointers indexed by a masked or checked value
 	// (ops[op & 3](a, b) as a tail call) looks like an absolute table whose
-	// entries lie outside the procedure: an indirect tail call.
+	// entries lie outside the procedure: an indirect tail call. Not where
+	// the unwind rules say the frame is still set up: a switch whose
+	// case 0 is in the unnamed .cold fragment (gcc_unreachable, in
+	// hundreds of cc1's switches) is the procedure's own table, and
+	// taken for a tail call its cases ran uncounted (decision 121).
 	if !relative {
-		if p, ok := bd.b.Pointer(table); ok && bd.rangeOf(p) < 0 {
+		if atTop, known := bd.b.returnAtTop(in.Addr); known && !atTop {
+			// a table of this procedure: resolved below
+		} else if p, ok := bd.b.Pointer(table); ok && bd.rangeOf(p) < 0 {
 			bd.indTail[in.Addr] = true
 			return
 		}
@@ -228,7 +243,7 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 	for k := 0; k < jt.Entries; k++ {
 		t, ok := bd.tableTarget(table, k, entSize, relative, base)
 		if !ok {
-			bd.g.fail(ReasonUnresolvedIndirectJump, in.Addr, "jump table entry %d at %#x is outside the file", k, table+uint64(k*entSize))
+			bd.g.fail(ReasonEscapingJump, in.Addr, "jump table entry %d at %#x is outside the file", k, table+uint64(k*entSize))
 			return
 		}
 		if bd.rangeOf(t) < 0 {
@@ -240,7 +255,8 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 			if bd.g.Reason == ReasonOK {
 				bd.g.escape = t // perhaps a stripped .cold fragment
 			}
-			bd.g.fail(ReasonUnresolvedIndirectJump, in.Addr, "jump table entry %d targets %#x, outside the function", k, t)
+			// An escaping jump: joinFragments joins the fragment.
+			bd.g.fail(ReasonEscapingJump, in.Addr, "jump table entry %d targets %#x, outside the function", k, t)
 			return
 		}
 		jt.Targets = append(jt.Targets, t)

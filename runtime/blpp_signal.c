@@ -69,6 +69,22 @@ static int leave_write(void)
 	       LOAD(&rt.exit_written) == EXIT_LEFT;
 }
 
+/* wait_writer waits (up to about 2 s, as lock_writer) for a profile
+ * write that another thread of this process has in progress. */
+static void wait_writer(void)
+{
+	u64 tid = gettid();
+	for (int i = 0; i < 2000; i++) {
+		u64 cur = LOAD(&rt.write_lock);
+		if (cur == 0 || cur == tid)
+			return;
+		struct {
+			long s, ns;
+		} ts = {0, 1000000};
+		sc2(SYS_nanosleep, &ts, 0);
+	}
+}
+
 /*
  * on_fatal writes the profile (unless the exit already did), restores the
  * default action and sends the signal again: when the handler returns the
@@ -87,8 +103,12 @@ static void on_fatal(int sig)
 	sc4(SYS_rt_sigprocmask, SIG_BLOCK, &all, 0, 8);
 	/* A vfork child's state is its parent's: it writes nothing, and
 	 * leaves the exit profile to the parent. */
-	if (!not_owner() && final_write())
-		write_profile(BLPP_FLAG_FATAL_SIGNAL, 1);
+	if (!not_owner()) {
+		if (final_write())
+			write_profile(BLPP_FLAG_FATAL_SIGNAL, 1);
+		else
+			wait_writer(); /* another thread's exit write: its profile first */
+	}
 	set_action(sig, 0 /* SIG_DFL */, 0, 0);
 	sc3(SYS_tgkill, getpid(), gettid(), sig);
 }

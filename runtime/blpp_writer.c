@@ -624,7 +624,25 @@ static void sample_thread_write(struct blpp_thread *t, u64 ti, u64 nrec, const s
 				struct obuf *scratch);
 static void sample_section(struct obuf *sec, const struct obuf *names, u64 nnames, const struct obuf *body, u64 nthreads);
 
+static void write_profile_now(u32 why, int wait);
+
+/*
+ * write_profile writes the profile with every signal blocked in the
+ * writing thread: a fatal signal that came during an exit's write (a
+ * multiprocessing worker told to stop by SIGTERM as it leaves through
+ * _exit) found the exit claimed and killed the process with its profile
+ * half made (decision 121). It comes once the write is done, and kills
+ * the process as it would have without blpp.
+ */
 static void write_profile(u32 why, int wait)
+{
+	u64 all = ~0ul, old;
+	sc4(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, 8);
+	write_profile_now(why, wait);
+	sc4(SYS_rt_sigprocmask, SIG_SETMASK, &old, 0, 8);
+}
+
+static void write_profile_now(u32 why, int wait)
 {
 	struct obuf out = {0}, sec = {0}, recs = {0}, parts = {0}, paths = {0}, scratch = {0}, folded = {0}, pref = {0}, lat = {0};
 	struct obuf smaps = {0}, snames = {0}, sbody = {0}; /* samples (blpp_sample.c) */

@@ -2,6 +2,7 @@ package wholerun
 
 import (
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -119,12 +120,13 @@ func mirrorAt(inst, dir, name string, levels int) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(root)
+	keep := originEntries(inst, chain)
 	for i := top; i >= 0; i-- {
 		skip := name
 		if i > 0 {
 			skip = filepath.Base(chain[i-1])
 		}
-		if err := linkEntries(chain[i], filepath.Join(root, rels[i]), skip); err != nil {
+		if err := linkEntries(chain[i], filepath.Join(root, rels[i]), skip, keep[i]); err != nil {
 			return "", fmt.Errorf("mirror of %s: %w", filepath.Join(dir, name), err)
 		}
 	}
@@ -139,15 +141,77 @@ func mirrorAt(inst, dir, name string, levels int) (string, error) {
 	return filepath.Join(final, rel), nil
 }
 
+// originEntries returns, for each directory of chain (as mirrorAt's),
+// the entries the object inst reaches through an $ORIGIN run path
+// (DT_RUNPATH, DT_RPATH) that lead to one of its DT_NEEDED libraries:
+// the library itself, or the first directory on the way to it. A large
+// directory's mirror links them too, or the loader, searching $ORIGIN in
+// the mirror, finds nothing: glibc's gconv/EUC-JP.so needs libJIS.so
+// from $ORIGIN, among 250 other modules, and iconv -t EUC-JP failed
+// (decision 121). A file that is not ELF has none.
+func originEntries(inst string, chain []string) [][]string {
+	keep := make([][]string, len(chain))
+	f, err := elf.Open(inst)
+	if err != nil {
+		return keep
+	}
+	defer f.Close()
+	needed, _ := f.DynString(elf.DT_NEEDED)
+	var dirs []string
+	for _, tag := range []elf.DynTag{elf.DT_RUNPATH, elf.DT_RPATH} {
+		vs, _ := f.DynString(tag)
+		for _, v := range vs {
+			for _, d := range strings.Split(v, ":") {
+				rest, ok := strings.CutPrefix(d, "$ORIGIN")
+				if !ok {
+					rest, ok = strings.CutPrefix(d, "${ORIGIN}")
+				}
+				if ok && (rest == "" || rest[0] == '/') {
+					dirs = append(dirs, filepath.Join(chain[0], rest))
+				}
+			}
+		}
+	}
+	for _, d := range dirs {
+		for _, n := range needed {
+			if strings.Contains(n, "/") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(d, n)); err != nil {
+				continue
+			}
+			for i, c := range chain {
+				if rel, err := filepath.Rel(c, filepath.Join(d, n)); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+					keep[i] = append(keep[i], strings.SplitN(rel, "/", 2)[0])
+					break
+				}
+			}
+		}
+	}
+	return keep
+}
+
 // linkEntries makes dir at (if needed) with a symbolic link to each entry
-// of from but skip, unless from has more than mirrorMax entries.
-func linkEntries(from, at, skip string) error {
+// of from but skip; where from has more than mirrorMax entries, to those
+// of keep alone.
+func linkEntries(from, at, skip string, keep []string) error {
 	if err := os.MkdirAll(at, 0o755); err != nil {
 		return err
 	}
 	ents, err := os.ReadDir(from)
-	if err != nil || len(ents) > mirrorMax {
-		// Only the way down is mirrored.
+	if err != nil {
+		return nil
+	}
+	if len(ents) > mirrorMax {
+		// Only the way down is mirrored, and what $ORIGIN finds.
+		for _, k := range keep {
+			if k == skip {
+				continue
+			}
+			if err := os.Symlink(filepath.Join(from, k), filepath.Join(at, k)); err != nil && !errors.Is(err, os.ErrExist) {
+				return err
+			}
+		}
 		return nil
 	}
 	for _, e := range ents {

@@ -260,3 +260,66 @@ func sameFile(t *testing.T, a, b string) bool {
 	fb, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
+
+// TestLibMirrorOrigin: in a directory too large to mirror whole, the
+// mirror still links what the library's $ORIGIN run path finds of its
+// DT_NEEDED libraries (the library, or the way to it), so that the
+// loader resolves them from the mirror as from the original: glibc's
+// gconv/EUC-JP.so needs libJIS.so beside it, and iconv -t EUC-JP failed
+// under blpp run (decision 121).
+func TestLibMirrorOrigin(t *testing.T) {
+	gcc := fixture.RequireTool(t, "gcc", "gcc")
+	dir := t.TempDir()
+	big := filepath.Join(dir, "gconv")
+	if err := os.MkdirAll(filepath.Join(big, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i <= mirrorMax; i++ {
+		if err := os.WriteFile(filepath.Join(big, fmt.Sprintf("M%d.so", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := filepath.Join(dir, "x.c")
+	if err := os.WriteFile(src, []byte("int x(void) { return 1; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plug := filepath.Join(big, "PLUG.so")
+	for _, b := range [][]string{
+		{"-shared", "-fPIC", "-o", filepath.Join(big, "libdep.so"), src, "-Wl,-soname,libdep.so"},
+		{"-shared", "-fPIC", "-o", filepath.Join(big, "sub", "libsub.so"), src, "-Wl,-soname,libsub.so"},
+		{"-shared", "-fPIC", "-o", plug, src, "-L" + big, "-L" + filepath.Join(big, "sub"), "-Wl,--no-as-needed", "-ldep", "-lsub",
+			"-Wl,-rpath,$ORIGIN:${ORIGIN}/sub", "-Wl,--enable-new-dtags"},
+	} {
+		if out, err := exec.Command(gcc, b...).CombinedOutput(); err != nil {
+			t.Fatalf("gcc %v: %v\n%s", b, err, out)
+		}
+	}
+	c := &Cache{Root: filepath.Join(dir, "cache"), Rewrite: copyRewrite}
+	cp, err := c.Module(plug, rewriter.Options{ModuleTag: 2}, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := LibMirror(cp, plug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(filepath.Dir(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "PLUG.so libdep.so sub" {
+		t.Errorf("mirror of a directory of %d entries holds %v, want the copy and what $ORIGIN finds", mirrorMax+4, names)
+	}
+	loader, err := Interpreter("/bin/sh")
+	if err != nil || loader == "" {
+		t.Skipf("no dynamic loader (%v)", err)
+	}
+	out, err := exec.Command(loader, "--list", m).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "not found") || !strings.Contains(string(out), "libdep.so =>") || !strings.Contains(string(out), "libsub.so =>") {
+		t.Errorf("%s --list %s: %v\n%s", loader, m, err, out)
+	}
+}

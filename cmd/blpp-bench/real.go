@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/blpp/blpp/internal/outfile"
 )
 
 // realProgram is a program of the real suite (--suite real): an installed
@@ -272,15 +274,10 @@ func copyFile(from, to string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
+	return outfile.WriteWith(to, 0o755, func(f *os.File) error {
+		_, err := io.Copy(f, in)
 		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	})
 }
 
 // cppcheckInput is a C file of n functions, each a loop over a switch

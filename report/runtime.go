@@ -10,16 +10,17 @@ import (
 // not at all, or without its calling context. Each maps to a sentence
 // for a count of them.
 var runtimeLosses = map[string]string{
-	"bad_funcs":        "%d runtime calls named a function the binary's table does not have; they were not counted",
-	"bad_paths":        "%d path executions had a path number outside their function's paths and were not counted",
-	"dropped_counts":   "%d path executions were not counted: a hash table could not grow (the runtime's memory reached its limit)",
-	"dropped_partials": "%d unfinished activations (left by longjmp, an exception or the end of the run) were not recorded: the blocks they ran are missing from the counts",
-	"dropped_records":  "%d calling contexts were not made (the runtime's memory reached its limit): their paths count without their context",
-	"no_record":        "%d path executions ran in an activation that had no calling-context record: they count in their function's root context",
-	"shadow_overflow":  "%d calls went deeper than the runtime's shadow stack (see rewrite --shadow-frames): their paths count without their context, and the paths of the callers they returned to lost the blocks before the call",
-	"exit_mismatch":    "%d returns did not match the innermost activation the runtime knew of: the contexts around them may be wrong",
-	"latency_dropped":  "%d path executions are in no latency distribution: their thread had no room left for more paths' distributions (decision 93); their counts and sums are exact",
-	"vm_exits":         "%d child processes made in this process's memory (vfork, posix_spawn) exited without an exec: what they ran is counted in no profile (decision 101); this process's counts are exact",
+	"bad_funcs":          "%d runtime calls named a function the binary's table does not have; they were not counted",
+	"bad_paths":          "%d path executions had a path number outside their function's paths and were not counted",
+	"contexts_untracked": "%d user contexts (makecontext, swapcontext) had no room in the runtime's table and switch without their own thread block: the activations of their stacks may be taken for each other's (decision 122)",
+	"dropped_counts":     "%d path executions were not counted: a hash table could not grow (the runtime's memory reached its limit)",
+	"dropped_partials":   "%d unfinished activations (left by longjmp, an exception or the end of the run) were not recorded: the blocks they ran are missing from the counts",
+	"dropped_records":    "%d calling contexts were not made (the runtime's memory reached its limit): their paths count without their context",
+	"no_record":          "%d path executions ran in an activation that had no calling-context record: they count in their function's root context",
+	"shadow_overflow":    "%d calls went deeper than the runtime's shadow stack (see rewrite --shadow-frames): their paths count without their context, and the paths of the callers they returned to lost the blocks before the call",
+	"exit_mismatch":      "%d returns did not match the innermost activation the runtime knew of: the contexts around them may be wrong",
+	"latency_dropped":    "%d path executions are in no latency distribution: their thread had no room left for more paths' distributions (decision 93); their counts and sums are exact",
+	"vm_exits":           "%d child processes made in this process's memory (vfork, posix_spawn) exited without an exec: what they ran is counted in no profile (decision 101); this process's counts are exact",
 }
 
 // RuntimeWarnings returns one sentence for each runtime statistic of a

@@ -30,6 +30,10 @@ func TestUcontextMoves(t *testing.T) {
 						t.Errorf("%s: pid %d: the profile is not exact: %q", what, p.PID, w)
 					}
 				}
+				// Every context had room in the runtime's table.
+				if v, ok := parent.Stats["contexts_untracked"]; !ok || v != 0 {
+					t.Errorf("%s: STATS contexts_untracked = %d (present %v), want 0", what, v, ok)
+				}
 				// main's thread, the other thread, the coroutines' one
 				// block (each made in the same ucontext_t).
 				if n := len(parent.Threads); n != 3 {

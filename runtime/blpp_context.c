@@ -42,7 +42,6 @@ struct uctx {
 	u64 made;  /* the block made for a context made in ucp before, or 0 */
 };
 static struct uctx uctx_tab[UCTX_CAP];
-static u64 uctx_full; /* contexts the table had no room for */
 
 static struct uctx *uctx_find(u64 ucp, int make)
 {
@@ -60,7 +59,7 @@ static struct uctx *uctx_find(u64 ucp, int make)
 			return e;
 	}
 	if (make)
-		ADD(&uctx_full, 1);
+		ADD(&rt.ctx_untracked, 1);
 	return 0;
 }
 

@@ -329,6 +329,7 @@ static void fork_reset(void)
 		rt.dumps = 0;
 		rt.forked = 1;
 		rt.vm_children = rt.vm_exits = rt.vm_exit_tid = 0; /* the parent's */
+		rt.ctx_untracked = 0;
 		rt.pid = getpid();
 		sample_fork();
 		if (me)

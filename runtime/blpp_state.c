@@ -211,6 +211,9 @@ struct proc {
 	/* Those that exited without exec (STATS vm_exits), and the last one's
 	 * thread id: what they ran is counted nowhere. */
 	u64 vm_exits, vm_exit_tid;
+	/* User contexts the table of blpp_context.c had no room for: they
+	 * switch without moving %gs (STATS contexts_untracked). */
+	u64 ctx_untracked;
 	u64 resetting;    /* fork_reset running */
 	u64 write_lock;   /* tid of the thread writing a profile, 0 if none */
 	u64 exit_written; /* EXIT_NONE, EXIT_AT_FINI, EXIT_FINAL or EXIT_LEFT */

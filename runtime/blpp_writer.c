@@ -404,10 +404,11 @@ static void write_stats(struct obuf *b, u64 nrec)
 			lat_bytes += next < t->lat_limit ? next - base : t->lat_limit - 1 + BLPP_LATENCY_ENTRY_SIZE - base;
 		lat_dropped += LOADR(&t->lat_dropped);
 	}
-	ob_uv(b, 23 + 2 * (u64)tsc + 2 * (u64)rt.latency);
+	ob_uv(b, 24 + 2 * (u64)tsc + 2 * (u64)rt.latency);
 	write_stat(b, BLPP_STAT_ARENA_BYTES, LOADR(&rt.arena_bytes));
 	write_stat(b, "bad_funcs", LOADR(&s[ST_BAD_FUNCS]));
 	write_stat(b, "bad_paths", LOADR(&s[ST_BAD_PATHS]));
+	write_stat(b, "contexts_untracked", LOADR(&rt.ctx_untracked));
 	write_stat(b, "dropped_counts", LOADR(&s[ST_DROPPED_COUNTS]));
 	write_stat(b, "dropped_partials", LOADR(&s[ST_DROPPED_PARTIALS]));
 	write_stat(b, BLPP_STAT_DROPPED_RECORDS, LOADR(&s[ST_DROPPED_RECORDS]));

@@ -16,7 +16,28 @@ import (
 var (
 	ErrDynamicLinker = errors.New("the dynamic linker is never instrumented")
 	ErrTooManyFuncs  = fmt.Errorf("more than %d functions: function ids have %d bits in a module", 1<<runtime.FidBits, runtime.FidBits)
+	// ErrGoProgram refuses code built by the Go toolchain: Go's runtime
+	// walks its goroutines' stacks by the return addresses it finds
+	// there, looked up in its own table of the original code (.gopclntab),
+	// and dies on an address in relocated code ("fatal error: unknown
+	// pc"); it also moves goroutine stacks and switches them between
+	// threads, which no shadow stack follows.
+	ErrGoProgram = errors.New("built by Go: Go's runtime unwinds its stacks through its table of the original code addresses, which a relocated copy breaks; blpp does not instrument Go code")
 )
+
+// goSections name sections only the Go linker writes; any one of them
+// marks an object as Go's, stripped or not.
+var goSections = []string{".gopclntab", ".go.buildinfo", ".note.go.buildid"}
+
+// isGo reports whether the Go toolchain built b.
+func isGo(b *cfg.Binary) bool {
+	for _, name := range goSections {
+		if b.File.Section(name) != nil {
+			return true
+		}
+	}
+	return false
+}
 
 // Module kinds, as Summary.Module names them.
 const (
@@ -55,6 +76,8 @@ func moduleOf(b *cfg.Binary, opts Options) (module, error) {
 	switch {
 	case strings.HasPrefix(m.soname, "ld-linux"):
 		return module{}, fmt.Errorf("%w (%s)", ErrDynamicLinker, m.soname)
+	case isGo(b):
+		return module{}, ErrGoProgram
 	}
 	if !m.library {
 		if opts.ModuleTag != 0 {

@@ -408,9 +408,9 @@ func TestDebianLibraries(t *testing.T) {
 	}
 }
 
-// TestModuleRefusals: the dynamic linker is refused with its own error,
-// and a tag above runtime.MaxModuleTag or on an
-// executable is refused.
+// TestModuleRefusals: the dynamic linker and Go programs (this test's
+// own binary) are refused with their own errors, and a tag above
+// runtime.MaxModuleTag or on an executable is refused.
 func TestModuleRefusals(t *testing.T) {
 	for _, c := range []struct {
 		path string
@@ -425,6 +425,17 @@ func TestModuleRefusals(t *testing.T) {
 		if _, _, err := rewriter.Rewrite(data, rewriter.Options{}); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.path, err, c.want)
 		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	goexe, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rewriter.Rewrite(goexe, rewriter.Options{}); !errors.Is(err, rewriter.ErrGoProgram) {
+		t.Errorf("this test's Go binary: %v, want %v", err, rewriter.ErrGoProgram)
 	}
 	lib, err := os.ReadFile(fixture.Build(t, "modules/rw_lib.c", libCfg))
 	if err != nil {

@@ -25,7 +25,7 @@ import (
 
 // Rewrite errors that are refusals: the binary is outside what blpp
 // handles, and the rewriter says so clearly.
-var refusals = []error{rewriter.ErrUsesGS, rewriter.ErrNoExit, rewriter.ErrDynamicLinker, rewriter.ErrTooManyFuncs, cfg.ErrUnsupported, cfg.ErrNotX86_64}
+var refusals = []error{rewriter.ErrUsesGS, rewriter.ErrNoExit, rewriter.ErrDynamicLinker, rewriter.ErrGoProgram, rewriter.ErrTooManyFuncs, cfg.ErrUnsupported, cfg.ErrNotX86_64}
 
 // sweepResult is one row of the sweep table.
 type sweepResult struct {

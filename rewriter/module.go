@@ -16,7 +16,7 @@ import (
 var (
 	ErrDynamicLinker = errors.New("the dynamic linker is never instrumented")
 	ErrTooManyFuncs  = fmt.Errorf("more than %d functions: function ids have %d bits in a module", 1<<runtime.FidBits, runtime.FidBits)
-	// ErrGoProgram refuses code built by the Go toolchain: Go's runtime
+	// ErrGoProgram refuses code built by the Go toolchain (decision 130): Go's runtime
 	// walks its goroutines' stacks by the return addresses it finds
 	// there, looked up in its own table of the original code (.gopclntab),
 	// and dies on an address in relocated code ("fatal error: unknown

@@ -232,6 +232,30 @@ _Static_assert(BLPP_RECORD_INLINE_COUNTS >= sizeof(struct blpp_record), "inline 
  */
 enum { COLD_PATHS = 64 };
 
+/*
+ * kids_alloc makes the node lists of a record of a function with nsites
+ * call sites: list 0 and one per site, each empty (a zero_node head),
+ * after one word, Kids[-1], that heads the chain of folded nodes whose
+ * record is this one (Node.RNext; 0 ends it). promote follows that chain
+ * to the nodes that lead to a record it makes hot, instead of every
+ * folded node of the thread: with deep recursion (clang, LLVM) that walk
+ * made a run quadratic in its folded calls [decision 129]. A record that
+ * folds a call onto itself has called, so its lists are its own, never
+ * kids0's read-only zeros (whose word -1 is 0 too).
+ */
+static u64 *kids_alloc(u64 nsites)
+{
+	u64 *k = small_alloc(8 * (nsites + 2));
+	if (!k)
+		return 0;
+	kids_fill(k + 1, nsites + 1);
+	return k + 1;
+}
+
+/* fold_chain is the word that heads the chain of folded nodes onto the
+ * record whose node lists are kids. */
+static u64 *fold_chain(struct blpp_node **kids) { return (u64 *)kids - 1; }
+
 /* kids0 returns the read-only empty lists (zero_node heads) that stand
  * for a record's node lists until it makes its first call (kids_of):
  * most records make none. A function with more call sites has its
@@ -243,16 +267,16 @@ static u64 kids0(void)
 {
 	u64 z = LOAD(&rt.kids0);
 	if (!z) {
-		long r = sc6(SYS_mmap, 0, 8 * KIDS0_WORDS, PROT_RW, MAP_PRIVATE_ANON, -1, 0);
+		long r = sc6(SYS_mmap, 0, 8 * (1 + KIDS0_WORDS), PROT_RW, MAP_PRIVATE_ANON, -1, 0);
 		if (failed(r))
 			return 0;
-		kids_fill((u64 *)r, KIDS0_WORDS);
-		sc3(SYS_mprotect, r, 8 * KIDS0_WORDS, 1 /* PROT_READ */);
-		if (!CAS(&rt.kids0, 0, (u64)r)) {
-			sc2(SYS_munmap, r, 8 * KIDS0_WORDS);
+		kids_fill((u64 *)r + 1, KIDS0_WORDS); /* [-1], the fold chain, stays 0 */
+		sc3(SYS_mprotect, r, 8 * (1 + KIDS0_WORDS), 1 /* PROT_READ */);
+		if (!CAS(&rt.kids0, 0, (u64)r + 8)) {
+			sc2(SYS_munmap, r, 8 * (1 + KIDS0_WORDS));
 			z = LOAD(&rt.kids0);
 		} else {
-			z = (u64)r;
+			z = (u64)r + 8;
 		}
 	}
 	return z;
@@ -307,9 +331,8 @@ static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_r
 		 * (kids_of); until then it reads zeros. */
 		u64 *kids = f->nsites + 1 <= KIDS0_WORDS ? (u64 *)(z = kids0()) : 0;
 		if (!kids) {
-			if (!(kids = small_alloc(8 * (f->nsites + 1))))
+			if (!(kids = kids_alloc(f->nsites)))
 				goto drop;
-			kids_fill(kids, f->nsites + 1);
 		}
 		r->kids = (u64)kids;
 		r->first_site = f->first_site;
@@ -404,10 +427,9 @@ static struct blpp_node **kids_of(struct blpp_record *p, int alloc)
 	struct blpp_record *c = canon(p), *tw = R(LOAD(&c->twin));
 	u64 k = LOAD(&c->kids), z = LOAD(&rt.kids0);
 	if (k && k == z && alloc) {
-		u64 *n = small_alloc(8 * (c->nsites + 1));
+		u64 *n = kids_alloc(c->nsites);
 		if (!n)
 			return 0;
-		kids_fill(n, c->nsites + 1);
 		NEST_POINT(6, 0);
 		if (CAS(&c->kids, k, (u64)n))
 			k = (u64)n;
@@ -510,8 +532,17 @@ static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *
 		}
 	}
 	list_add(t, r);
-	if (a)
+	if (a) {
+		struct blpp_node **ak = kids_of(a, 1);
 		folded_push(t, n);
+		if (ak && (u64)ak != LOAD(&rt.kids0)) {
+			u64 *c = fold_chain(ak), h2;
+			do {
+				h2 = LOAD(c);
+				n->rnext = h2;
+			} while (!CAS(c, h2, (u64)n));
+		}
+	}
 	if (!nested(t))
 		cache_fill(t, (u64)head, fid, n);
 	return R(n->rec);
@@ -598,9 +629,11 @@ static void promote(struct blpp_thread *t, struct blpp_record *r)
 			if (n->rec == (u64)r)
 				STORE(&n->rec, (u64)tw);
 	}
-	for (struct blpp_node *n = N(LOAD(&t->folded)); n; n = N(n->fnext))
-		if (n->rec == (u64)r)
-			STORE(&n->rec, (u64)tw);
+	struct blpp_node **rk = kids_of(r, 0);
+	if (rk && (u64)rk != LOAD(&rt.kids0))
+		for (struct blpp_node *n = (struct blpp_node *)LOAD(fold_chain(rk)); n; n = (struct blpp_node *)LOAD(&n->rnext))
+			if (n->rec == (u64)r)
+				STORE(&n->rec, (u64)tw);
 	for (u64 i = 0; i < d; i++)
 		if (fr[i].record == (u64)r)
 			fr[i].record = (u64)tw;

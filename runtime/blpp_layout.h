@@ -48,7 +48,7 @@
 #define BLPP_FALLBACK_SAMPLE_PERIOD 1000000ull
 #define BLPP_SAMPLER_FLAG_TIMER 1ull
 #define BLPP_LIVE_MAGIC 0x3156494c50504c42ull
-#define BLPP_LIVE_VERSION 1
+#define BLPP_LIVE_VERSION 2
 #define BLPP_LIVE_HEADER_SIZE 4096
 #define BLPP_LIVE_PTAB_CAP 4096
 #define BLPP_LIVE_NSTATS 13
@@ -183,7 +183,7 @@
 #define BLPP_RECORD_OFF_ANC 120
 
 /* struct blpp_node: a callee of a call site in a record's kids list */
-#define BLPP_NODE_SIZE 72
+#define BLPP_NODE_SIZE 80
 #define BLPP_NODE_OFF_FUNC 0
 #define BLPP_NODE_OFF_REC 8
 #define BLPP_NODE_OFF_NEXT 16
@@ -193,6 +193,7 @@
 #define BLPP_NODE_OFF_FOLDED 48
 #define BLPP_NODE_OFF_FNEXT 56
 #define BLPP_NODE_OFF_VIA 64
+#define BLPP_NODE_OFF_RNEXT 72
 
 /* struct blpp_live: the header of a continuous-mode (live) profile file */
 #define BLPP_LIVE_SIZE 280
@@ -377,6 +378,7 @@ struct blpp_node {
 	unsigned long long folded;
 	unsigned long long fnext;
 	unsigned long long via;
+	unsigned long long rnext;
 };
 
 struct blpp_live {
@@ -544,6 +546,7 @@ _Static_assert(__builtin_offsetof(struct blpp_node, site) == BLPP_NODE_OFF_SITE,
 _Static_assert(__builtin_offsetof(struct blpp_node, folded) == BLPP_NODE_OFF_FOLDED, "blpp_node.folded");
 _Static_assert(__builtin_offsetof(struct blpp_node, fnext) == BLPP_NODE_OFF_FNEXT, "blpp_node.fnext");
 _Static_assert(__builtin_offsetof(struct blpp_node, via) == BLPP_NODE_OFF_VIA, "blpp_node.via");
+_Static_assert(__builtin_offsetof(struct blpp_node, rnext) == BLPP_NODE_OFF_RNEXT, "blpp_node.rnext");
 _Static_assert(sizeof(struct blpp_live) == BLPP_LIVE_SIZE, "blpp_live size");
 _Static_assert(__builtin_offsetof(struct blpp_live, magic) == BLPP_LIVE_OFF_MAGIC, "blpp_live.magic");
 _Static_assert(__builtin_offsetof(struct blpp_live, version) == BLPP_LIVE_OFF_VERSION, "blpp_live.version");

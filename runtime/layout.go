@@ -466,6 +466,11 @@ type Node struct {
 	Folded uint64 `c:"folded"` // 1: Rec is Owner or one of its ancestors
 	FNext  uint64 `c:"fnext"`  // next folded node of the thread
 	Via    uint64 `c:"via"`    // as Record.Via: the profile's caller of a folded call
+	// RNext is the next folded node whose Rec is the same record: the
+	// word before that record's node lists (Kids[-1]) heads the chain,
+	// so that a record made hot updates the nodes that fold onto it
+	// without a walk of the thread's every folded node (decision 129).
+	RNext uint64 `c:"rnext"`
 }
 
 // Site is blpp_site, an entry of the table at Config.SitesVaddr.
@@ -562,7 +567,7 @@ const (
 	HTabInitCap    = 64
 	HashMul        = 0x9e3779b1
 
-	NodeSize     = 72
+	NodeSize     = 80
 	NodeFuncOff  = 0
 	NodeRecOff   = 8
 	NodeCountOff = 24

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,20 +29,8 @@ func TestMain(m *testing.M) {
 // rewrite-module does: the path the loader is to open, LIB's copy in its
 // mirror (Cache.Library), the copy made by copyRewrite.
 func rewriteModuleMain(args []string) int {
-	var dir, lib string
-	var tag uint64
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "--cache-dir" && i+1 < len(args):
-			i++
-			dir = args[i]
-		case args[i] == "--module-tag" && i+1 < len(args):
-			i++
-			tag, _ = strconv.ParseUint(args[i], 10, 64)
-		default:
-			lib = args[i]
-		}
-	}
+	req := ParseModuleRequest(args)
+	dir, lib, tag := req.CacheDir, req.Lib, req.Tag
 	c := &Cache{Root: dir, Rewrite: copyRewrite}
 	p, err := c.Library(lib, rewriter.Options{ModuleTag: tag}, "m")
 	if err != nil {

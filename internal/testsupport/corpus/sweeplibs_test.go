@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -80,23 +79,8 @@ func (r refusal) Unwrap() error { return r.error }
 // [--exclude-lib REGEX] --module-tag N LIB` prints the path of LIB's copy (LIB itself when it
 // cannot be rewritten: the program loads it as it is).
 func rewriteModule(args []string) int {
-	var dir, lib, exclude string
-	var tag uint64
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "--cache-dir" && i+1 < len(args):
-			i++
-			dir = args[i]
-		case args[i] == "--exclude-lib" && i+1 < len(args):
-			i++
-			exclude = args[i]
-		case args[i] == "--module-tag" && i+1 < len(args):
-			i++
-			tag, _ = strconv.ParseUint(args[i], 10, 64)
-		default:
-			lib = args[i]
-		}
-	}
+	req := wholerun.ParseModuleRequest(args)
+	dir, lib, exclude, tag := req.CacheDir, req.Lib, req.ExcludeLib, req.Tag
 	if dir == "" || lib == "" || tag == 0 {
 		fmt.Fprintf(os.Stderr, "usage: %s --cache-dir DIR --module-tag N LIB\n", rewriteModuleCmd)
 		return 2

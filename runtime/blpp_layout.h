@@ -48,7 +48,7 @@
 #define BLPP_FALLBACK_SAMPLE_PERIOD 1000000ull
 #define BLPP_SAMPLER_FLAG_TIMER 1ull
 #define BLPP_LIVE_MAGIC 0x3156494c50504c42ull
-#define BLPP_LIVE_VERSION 2
+#define BLPP_LIVE_VERSION 3
 #define BLPP_LIVE_HEADER_SIZE 4096
 #define BLPP_LIVE_PTAB_CAP 4096
 #define BLPP_LIVE_NSTATS 13
@@ -169,11 +169,11 @@
 #define BLPP_RECORD_OFF_DENSE_N 8
 #define BLPP_RECORD_OFF_COUNTS 16
 #define BLPP_RECORD_OFF_HASH 24
-#define BLPP_RECORD_OFF_PARENT 32
-#define BLPP_RECORD_OFF_SITE 40
-#define BLPP_RECORD_OFF_FIRST_SITE 48
-#define BLPP_RECORD_OFF_NSITES 56
-#define BLPP_RECORD_OFF_KIDS 64
+#define BLPP_RECORD_OFF_FIRST_SITE 32
+#define BLPP_RECORD_OFF_NSITES 40
+#define BLPP_RECORD_OFF_KIDS 48
+#define BLPP_RECORD_OFF_PARENT 56
+#define BLPP_RECORD_OFF_SITE 64
 #define BLPP_RECORD_OFF_NEXT 72
 #define BLPP_RECORD_OFF_INDEX 80
 #define BLPP_RECORD_OFF_VIA 88
@@ -354,11 +354,11 @@ struct blpp_record {
 	unsigned long long dense_n;
 	unsigned long long counts;
 	unsigned long long hash;
-	unsigned long long parent;
-	unsigned long long site;
 	unsigned long long first_site;
 	unsigned long long nsites;
 	unsigned long long kids;
+	unsigned long long parent;
+	unsigned long long site;
 	unsigned long long next;
 	unsigned long long index;
 	unsigned long long via;
@@ -524,11 +524,11 @@ _Static_assert(__builtin_offsetof(struct blpp_record, func) == BLPP_RECORD_OFF_F
 _Static_assert(__builtin_offsetof(struct blpp_record, dense_n) == BLPP_RECORD_OFF_DENSE_N, "blpp_record.dense_n");
 _Static_assert(__builtin_offsetof(struct blpp_record, counts) == BLPP_RECORD_OFF_COUNTS, "blpp_record.counts");
 _Static_assert(__builtin_offsetof(struct blpp_record, hash) == BLPP_RECORD_OFF_HASH, "blpp_record.hash");
-_Static_assert(__builtin_offsetof(struct blpp_record, parent) == BLPP_RECORD_OFF_PARENT, "blpp_record.parent");
-_Static_assert(__builtin_offsetof(struct blpp_record, site) == BLPP_RECORD_OFF_SITE, "blpp_record.site");
 _Static_assert(__builtin_offsetof(struct blpp_record, first_site) == BLPP_RECORD_OFF_FIRST_SITE, "blpp_record.first_site");
 _Static_assert(__builtin_offsetof(struct blpp_record, nsites) == BLPP_RECORD_OFF_NSITES, "blpp_record.nsites");
 _Static_assert(__builtin_offsetof(struct blpp_record, kids) == BLPP_RECORD_OFF_KIDS, "blpp_record.kids");
+_Static_assert(__builtin_offsetof(struct blpp_record, parent) == BLPP_RECORD_OFF_PARENT, "blpp_record.parent");
+_Static_assert(__builtin_offsetof(struct blpp_record, site) == BLPP_RECORD_OFF_SITE, "blpp_record.site");
 _Static_assert(__builtin_offsetof(struct blpp_record, next) == BLPP_RECORD_OFF_NEXT, "blpp_record.next");
 _Static_assert(__builtin_offsetof(struct blpp_record, index) == BLPP_RECORD_OFF_INDEX, "blpp_record.index");
 _Static_assert(__builtin_offsetof(struct blpp_record, via) == BLPP_RECORD_OFF_VIA, "blpp_record.via");

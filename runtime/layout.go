@@ -399,7 +399,9 @@ type Frame struct {
 // Record is blpp_record, a node of a thread's calling context tree
 // [Ammons-Ball-Larus 97 §4]: one function reached through one chain of
 // call sites. Records live in the runtime's fork-wiped arena. Inline
-// instrumentation reads Func, DenseN, Counts, FirstSite, NSites and Kids.
+// instrumentation reads Func, DenseN, Counts, Hash, FirstSite, NSites and
+// Kids: they come first, within its first 64 bytes, and Parent and Site,
+// which only the runtime reads, after them (decision 131).
 type Record struct {
 	Func uint64 `c:"func"`
 	// DenseN is the number of paths counted in the dense array, 0 for a
@@ -409,18 +411,18 @@ type Record struct {
 	// Stride words per path id: its count, its metric sums and, with
 	// latency, its latency entry's address (decision 93).
 	Counts    uint64 `c:"counts"`
-	Hash      uint64 `c:"hash"` // the hash table of a hashed function
-	Parent    uint64 `c:"parent"`
-	Site      uint64 `c:"site"`       // call-site id in the parent (0: none)
+	Hash      uint64 `c:"hash"`       // the hash table of a hashed function
 	FirstSite uint64 `c:"first_site"` // the function's first call-site id
 	NSites    uint64 `c:"nsites"`
 	// Kids points at NSites+1 node lists: [0] for entries without a
 	// known call site, [1+i] for call site FirstSite+i. A list ends in
 	// the runtime's zero_node, not 0, an empty list's head included
 	// (decision 104).
-	Kids  uint64 `c:"kids"`
-	Next  uint64 `c:"next"`  // next record of the thread
-	Index uint64 `c:"index"` // the writer's record number
+	Kids   uint64 `c:"kids"`
+	Parent uint64 `c:"parent"`
+	Site   uint64 `c:"site"`  // call-site id in the parent (0: none)
+	Next   uint64 `c:"next"`  // next record of the thread
+	Index  uint64 `c:"index"` // the writer's record number
 	// Via is the record of an uninstrumented function whose activation
 	// was in progress when this record was made under Parent at Site:
 	// the call at Site entered uninstrumented code, and this function
@@ -543,9 +545,9 @@ const (
 	RecordDenseNOff    = 8
 	RecordCountsOff    = 16
 	RecordHashOff      = 24
-	RecordFirstSiteOff = 48
-	RecordNSitesOff    = 56
-	RecordKidsOff      = 64
+	RecordFirstSiteOff = 32
+	RecordNSitesOff    = 40
+	RecordKidsOff      = 48
 	// RecordInlineCounts is where a record's counters begin, from the
 	// record, unless they are slot counters: rec_new allocates both
 	// together, so the inline code needs no load of counts [decision 47].

@@ -120,11 +120,20 @@ type Cache struct {
 }
 
 // fileID tells whether a file is the one hashed before: a sweep asks for
-// libc (and for the 100 MB of libLLVM) hundreds of times.
+// libc (and for the 100 MB of libLLVM) hundreds of times, and every blpp
+// run for each of the program's libraries. The change time is in it
+// because no program can set it: a file rewritten in place with its old
+// size and modification time put back still gets a new one.
 type fileID struct {
-	path        string
-	dev, ino    uint64
-	size, mtime int64
+	path               string
+	dev, ino           uint64
+	size, mtime, ctime int64
+}
+
+// key names id's entry under Root/sums.
+func (id fileID) key() string {
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d %d %d %d %d", id.path, id.dev, id.ino, id.size, id.mtime, id.ctime))
+	return hex.EncodeToString(h[:16])
 }
 
 // OriginName is the file beside a cached copy that names its original.
@@ -172,7 +181,10 @@ func (c *Cache) Module(path string, opts rewriter.Options, mode string) (string,
 }
 
 // contentSum is the SHA-256 of the file at path, remembered while the
-// file stays the same (device, inode, size, modification time).
+// file stays the same (device, inode, size, modification and change
+// times): in memory, and under Root/sums for later runs. Hashing the 18
+// libraries of clang (180 MB) took 0.2 s of every cached blpp run
+// (decision 132).
 func (c *Cache) contentSum(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -180,11 +192,15 @@ func (c *Cache) contentSum(path string) ([]byte, error) {
 	}
 	var id fileID
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id = fileID{path: path, dev: uint64(st.Dev), ino: st.Ino, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+		id = fileID{path: path, dev: uint64(st.Dev), ino: st.Ino, size: fi.Size(), mtime: fi.ModTime().UnixNano(), ctime: st.Ctim.Nano()}
 		c.mu.Lock()
 		sum, ok := c.sums[id]
 		c.mu.Unlock()
 		if ok {
+			return sum, nil
+		}
+		if sum := c.storedSum(id); sum != nil {
+			c.remember(id, sum)
 			return sum, nil
 		}
 	}
@@ -199,14 +215,44 @@ func (c *Cache) contentSum(path string) ([]byte, error) {
 	}
 	sum := h.Sum(nil)
 	if id.path != "" {
-		c.mu.Lock()
-		if c.sums == nil {
-			c.sums = map[fileID][]byte{}
-		}
-		c.sums[id] = sum
-		c.mu.Unlock()
+		c.remember(id, sum)
+		c.storeSum(id, sum)
 	}
 	return sum, nil
+}
+
+func (c *Cache) remember(id fileID, sum []byte) {
+	c.mu.Lock()
+	if c.sums == nil {
+		c.sums = map[fileID][]byte{}
+	}
+	c.sums[id] = sum
+	c.mu.Unlock()
+}
+
+// storedSum is id's sum from an earlier run, nil when there is none (or
+// what is there is not a sum).
+func (c *Cache) storedSum(id fileID) []byte {
+	if c.Root == "" {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(c.Root, "sums", id.key()))
+	if err != nil || len(b) != sha256.Size {
+		return nil
+	}
+	return b
+}
+
+// storeSum keeps id's sum for later runs; failing to is no error (the
+// next run hashes the file again).
+func (c *Cache) storeSum(id fileID, sum []byte) {
+	if c.Root == "" {
+		return
+	}
+	dir := filepath.Join(c.Root, "sums")
+	if os.MkdirAll(dir, 0o755) == nil {
+		_ = outfile.Write(filepath.Join(dir, id.key()), sum, 0o644)
+	}
 }
 
 // lock serialises the making of one copy: two programs of a sweep that

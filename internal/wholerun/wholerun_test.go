@@ -1,6 +1,8 @@
 package wholerun
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"sync"
@@ -99,4 +101,68 @@ func TestStartLibs(t *testing.T) {
 		}
 	}
 	t.Errorf("StartLibs(%s) = %v: no libc.so.6", prog, libs)
+}
+
+// TestContentSumStored: a library's content hash is kept under Root/sums
+// for later runs (decision 132), used while the file is the same, and not
+// once the file changes. A fresh Cache stands for a later run; the entry
+// on disk is replaced by a sum no file has, to see where the answer came
+// from.
+func TestContentSumStored(t *testing.T) {
+	root, dir := t.TempDir(), t.TempDir()
+	lib := filepath.Join(dir, "libx.so")
+	if err := os.WriteFile(lib, []byte("first contents"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256([]byte("first contents"))
+	sum, err := (&Cache{Root: root}).contentSum(lib)
+	if err != nil || !bytes.Equal(sum, want[:]) {
+		t.Fatalf("first run: %x, %v; want %x", sum, err, want)
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "sums"))
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("sums: %v entries, %v; want one", len(entries), err)
+	}
+	entry := filepath.Join(root, "sums", entries[0].Name())
+	marker := bytes.Repeat([]byte{0xab}, sha256.Size)
+	if err := os.WriteFile(entry, marker, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := (&Cache{Root: root}).contentSum(lib); err != nil || !bytes.Equal(sum, marker) {
+		t.Errorf("later run, file unchanged: %x, %v; want the stored %x", sum, err, marker)
+	}
+	// The same size and modification time, other bytes: the change time
+	// tells.
+	fi, err := os.Stat(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lib, []byte("other contents"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(lib, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	want = sha256.Sum256([]byte("other contents"))
+	if sum, err := (&Cache{Root: root}).contentSum(lib); err != nil || !bytes.Equal(sum, want[:]) {
+		t.Errorf("later run, file rewritten: %x, %v; want %x", sum, err, want)
+	}
+	// A damaged entry is hashed again.
+	for _, e := range mustReadDir(t, filepath.Join(root, "sums")) {
+		if err := os.WriteFile(filepath.Join(root, "sums", e.Name()), []byte("short"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sum, err := (&Cache{Root: root}).contentSum(lib); err != nil || !bytes.Equal(sum, want[:]) {
+		t.Errorf("damaged entry: %x, %v; want %x", sum, err, want)
+	}
+}
+
+func mustReadDir(t *testing.T, dir string) []os.DirEntry {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
 }

@@ -568,9 +568,14 @@ func (bd *builder) makeBlocks() {
 	}
 	sc.byAddr = byAddr
 	bd.order = byAddr
+	// A system call ends its block like a call [decision 2]: one that
+	// makes a process returns in the parent and in the child, which
+	// record their paths separately from there (decision 101), so the
+	// instructions after it must not share a block, and a count, with
+	// those before it (decision 133).
 	ends := func(in *x86.Inst) bool {
 		switch in.Kind {
-		case x86.Other, x86.Syscall:
+		case x86.Other:
 			return bd.fallOut[in.Addr] != 0
 		}
 		return true

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -30,6 +31,10 @@ type wholeProgram struct {
 	// contextOnly leaves the flow-only run out (the programs of
 	// TestWholeProcessShare: context is the default and the costlier).
 	contextOnly bool
+	// forks: the program forks, so each process writes a profile
+	// (BLPP_PROFILE with %p) and the oracle compares their merge with
+	// callgrind's counts of every process.
+	forks bool
 }
 
 // wholePrograms are the programs of the whole-process tests: the module
@@ -64,6 +69,9 @@ func wholePrograms(t *testing.T) []wholeProgram {
 		// Coroutines with makecontext and swapcontext, libc's
 		// __start_context and uc_link included (decision 122).
 		{name: "ucontext", prog: fixture.Build(t, "ucontext.c", fixture.Config{CC: "gcc", Opt: "-O2"})},
+		// A fork in the middle of main: the C library's fork and _Fork
+		// run on in both processes after the system call (decision 101).
+		{name: "fork", prog: fixture.Build(t, "fork.c", fixture.Config{CC: "gcc", Opt: "-O2"}), forks: true},
 	}
 	for _, p := range []wholeProgram{
 		{name: "bzip2", prog: "/usr/bin/bzip2", args: []string{"-c"}, stdin: text.Bytes()},
@@ -124,6 +132,9 @@ func TestWholeProcessSameRun(t *testing.T) {
 				}
 				dir := t.TempDir()
 				prof := filepath.Join(dir, "blpp.out")
+				if p.forks {
+					prof = filepath.Join(dir, "blpp.%p.out")
+				}
 				cgDir := filepath.Join(dir, "cg")
 				// blpp run's command and environment (p.env is set above)
 				run, err := wp.Command(inst, p.prog, p.prog, p.args, append(os.Environ(), "BLPP_PROFILE="+prof))
@@ -139,7 +150,7 @@ func TestWholeProcessSameRun(t *testing.T) {
 					t.Fatalf("instrumented run under callgrind: exit %d (want %d), output %d bytes (want %d, same: %v)\n%s",
 						cg.ExitCode, wantCode, len(cg.Stdout), len(want), bytes.Equal(cg.Stdout, want), cg.Stderr)
 				}
-				pr, err := cct.ReadFile(prof)
+				pr, err := processProfiles(prof)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -202,4 +213,20 @@ func setUpWhole(t *testing.T, prog string, flow bool) (string, *wholerun.Process
 	}
 	t.Cleanup(func() { wp.Close() })
 	return inst, wp
+}
+
+// processProfiles reads the profile at prof or, when its name has %p,
+// every process's profile merged as blpp merges them (readProfiles).
+func processProfiles(prof string) (*cct.Profile, error) {
+	if !strings.Contains(prof, "%p") {
+		return cct.ReadFile(prof)
+	}
+	names, err := filepath.Glob(strings.ReplaceAll(prof, "%p", "*"))
+	if err != nil {
+		return nil, err
+	}
+	if len(names) < 2 {
+		return nil, fmt.Errorf("%d profiles %s, want one per process", len(names), prof)
+	}
+	return readProfiles(names)
 }

@@ -71,6 +71,11 @@ type Options struct {
 // calls valgrind turns into fork.
 var forkFuncs = []string{"fork", "__libc_fork", "_Fork", "vfork", "__vfork", "__libc_vfork"}
 
+// IsForkFunc reports whether Run dumps callgrind's counters before the
+// function of this name (one of forkFuncs): a forked child's counts
+// then include what the parent ran in it before its system call.
+func IsForkFunc(name string) bool { return slices.Contains(forkFuncs, name) }
+
 // ValgrindArgs returns the valgrind options Run passes before the program:
 // callgrind with one count per instruction, jumps, PLT code profiled where
 // it runs, children traced, and output files named by pid in dir.

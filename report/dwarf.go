@@ -115,7 +115,11 @@ type scopeRange struct {
 // asks for an address the unit covers (dwarfunits.go), so a report pays
 // for the units of the code it shows, not for the whole module. Malformed
 // parts are skipped: reports then lack lines, nothing more.
-func NewDebugInfo(f *elf.File) (di *DebugInfo) {
+func NewDebugInfo(f *elf.File) *DebugInfo { return newDebugInfoCached(f, "") }
+
+// newDebugInfoCached is NewDebugInfo with f's decompressed DWARF kept in
+// cacheDir ("": none; dwarfOf).
+func newDebugInfoCached(f *elf.File, cacheDir string) (di *DebugInfo) {
 	defer func() {
 		// debug/dwarf is not hardened against every malformed input;
 		// without usable DWARF the reports fall back to addresses.
@@ -123,7 +127,7 @@ func NewDebugInfo(f *elf.File) (di *DebugInfo) {
 			di = nil
 		}
 	}()
-	d, err := f.DWARF()
+	d, err := dwarfOf(f, cacheDir)
 	if err != nil {
 		return nil
 	}

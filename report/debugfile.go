@@ -39,6 +39,9 @@ type DebugOptions struct {
 	// server's tree (<root>/buildid/<hex>/debuginfo) are read: blpp does
 	// not fetch over the network.
 	Debuginfod string
+	// CacheDir keeps the decompressed DWARF of files whose debug
+	// sections are compressed, by build-id ("": none; dwarfOf).
+	CacheDir string
 }
 
 // A DebugSource says where a module's DWARF and symbols came from.
@@ -82,7 +85,7 @@ type debugLoad struct {
 func loadDebug(binary string, f *elf.File, buildID []byte, o DebugOptions) debugLoad {
 	own := NewSymbols(f)
 	if hasDWARF(f) {
-		return debugLoad{Debug: NewDebugInfo(f), Symbols: own}
+		return debugLoad{Debug: newDebugInfoCached(f, o.CacheDir), Symbols: own}
 	}
 	if len(buildID) == 0 {
 		buildID = noteBuildID(f)
@@ -104,7 +107,7 @@ func loadDebug(binary string, f *elf.File, buildID []byte, o DebugOptions) debug
 			return nil
 		}
 		defer f.Close()
-		return NewDebugInfo(f)
+		return newDebugInfoCached(f, o.CacheDir)
 	})
 	return debugLoad{Debug: di, Symbols: own.merge(ds), names: names, Source: src}
 }

@@ -22,6 +22,9 @@ type DebugInfo struct {
 	// index: (low, high, scope) of every range of every concrete
 	// subprogram, sorted by low.
 	index []scopeRange
+	// units, when set, holds the compile units instead: their tables are
+	// read one unit at a time, when a lookup first needs them.
+	units *unitIndex
 
 	// A lazy DebugInfo (LazyDebugInfo) reads its DWARF when first asked:
 	// a whole-process profile has a module for every library, and
@@ -49,6 +52,9 @@ func (di *DebugInfo) get() *DebugInfo {
 // HasLines reports whether the DWARF has a line table.
 func (di *DebugInfo) HasLines() bool {
 	d := di.get()
+	if d != nil && d.units != nil {
+		return d.units.hasLines()
+	}
 	return d != nil && len(d.rows) > 0
 }
 
@@ -104,9 +110,16 @@ type scopeRange struct {
 }
 
 // NewDebugInfo reads the DWARF of f; nil when f has none (or none that
-// reads). Malformed parts are skipped: reports then lack lines, nothing
-// more.
-func NewDebugInfo(f *elf.File) (di *DebugInfo) {
+// reads). It reads only the compile units' headers and address ranges: a
+// unit's line program and tree of scopes are read when a lookup first
+// asks for an address the unit covers (dwarfunits.go), so a report pays
+// for the units of the code it shows, not for the whole module. Malformed
+// parts are skipped: reports then lack lines, nothing more.
+func NewDebugInfo(f *elf.File) *DebugInfo { return newDebugInfoCached(f, "") }
+
+// newDebugInfoCached is NewDebugInfo with f's decompressed DWARF kept in
+// cacheDir ("": none; dwarfOf).
+func newDebugInfoCached(f *elf.File, cacheDir string) (di *DebugInfo) {
 	defer func() {
 		// debug/dwarf is not hardened against every malformed input;
 		// without usable DWARF the reports fall back to addresses.
@@ -114,108 +127,113 @@ func NewDebugInfo(f *elf.File) (di *DebugInfo) {
 			di = nil
 		}
 	}()
-	d, err := f.DWARF()
+	d, err := dwarfOf(f, cacheDir)
 	if err != nil {
 		return nil
 	}
+	return debugInfoOf(d)
+}
+
+// debugInfoOf indexes the compile units of d; nil when it has none.
+func debugInfoOf(d *dwarf.Data) (di *DebugInfo) {
+	defer func() {
+		if recover() != nil {
+			di = nil
+		}
+	}()
+	u := newUnitIndex(d)
+	if u == nil {
+		return nil
+	}
+	return &DebugInfo{units: u}
+}
+
+// readUnit reads the line program and the scopes of the compile unit
+// whose entry is at off: the tables of that unit alone, as an eager
+// DebugInfo; nil when it has neither.
+func readUnit(d *dwarf.Data, off dwarf.Offset, origins map[dwarf.Offset]*origin) (di *DebugInfo) {
+	defer func() {
+		if recover() != nil {
+			di = nil
+		}
+	}()
 	di = &DebugInfo{}
-	origins := map[dwarf.Offset]*origin{}
 	r := d.Reader()
-	for {
-		cu, err := r.Next()
-		if err != nil || cu == nil {
-			break
+	r.Seek(off)
+	cu, err := r.Next()
+	if err != nil || cu == nil || cu.Tag != dwarf.TagCompileUnit {
+		return nil
+	}
+	llvmDisc := strings.Contains(strings.ToLower(stringAttr(cu, dwarf.AttrProducer)), "clang")
+	var files []*dwarf.LineFile
+	if lr, err := d.LineReader(cu); err == nil && lr != nil {
+		files = lr.Files()
+		di.readLines(lr, llvmDisc)
+	}
+	fileName := func(e *dwarf.Entry, a dwarf.Attr) string {
+		i, ok := e.Val(a).(int64)
+		if !ok || i < 0 || int(i) >= len(files) || files[i] == nil {
+			return ""
 		}
-		if cu.Tag != dwarf.TagCompileUnit {
-			r.SkipChildren()
+		return files[i].Name
+	}
+	if !cu.Children {
+		return di.finish()
+	}
+	// Walk the unit's tree, keeping the innermost enclosing scope.
+	type level struct{ s *Scope }
+	stack := []level{{nil}}
+	for len(stack) > 0 {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			return di.finish()
+		}
+		if e.Tag == 0 {
+			stack = stack[:len(stack)-1]
 			continue
 		}
-		llvmDisc := strings.Contains(strings.ToLower(stringAttr(cu, dwarf.AttrProducer)), "clang")
-		var files []*dwarf.LineFile
-		if lr, err := d.LineReader(cu); err == nil && lr != nil {
-			files = lr.Files()
-			di.readLines(lr, llvmDisc)
-		}
-		fileName := func(e *dwarf.Entry, a dwarf.Attr) string {
-			i, ok := e.Val(a).(int64)
-			if !ok || i < 0 || int(i) >= len(files) || files[i] == nil {
-				return ""
+		cur := stack[len(stack)-1].s
+		var s *Scope
+		switch e.Tag {
+		case dwarf.TagSubprogram, dwarf.TagInlinedSubroutine:
+			rs, err := d.Ranges(e)
+			if err != nil || len(rs) == 0 {
+				break
 			}
-			return files[i].Name
-		}
-		if !cu.Children {
-			continue
-		}
-		// Walk the unit's tree, keeping the innermost enclosing scope.
-		type level struct{ s *Scope }
-		stack := []level{{nil}}
-		for len(stack) > 0 {
-			e, err := r.Next()
-			if err != nil || e == nil {
-				return di.finish()
-			}
-			if e.Tag == 0 {
-				stack = stack[:len(stack)-1]
-				continue
-			}
-			cur := stack[len(stack)-1].s
-			var s *Scope
-			switch e.Tag {
-			case dwarf.TagSubprogram, dwarf.TagInlinedSubroutine:
-				rs, err := d.Ranges(e)
-				if err != nil || len(rs) == 0 {
+			o := resolveOrigin(d, e, origins, fileName, 0)
+			s = &Scope{Name: o.name, Linkage: o.linkage, DeclFile: o.file, DeclLine: o.line, Ranges: rs}
+			if e.Tag == dwarf.TagInlinedSubroutine {
+				if cur == nil {
+					s = nil // an inlined subroutine outside any subprogram: ignore
 					break
 				}
-				o := resolveOrigin(d, e, origins, fileName, 0)
-				s = &Scope{Name: o.name, Linkage: o.linkage, DeclFile: o.file, DeclLine: o.line, Ranges: rs}
-				if e.Tag == dwarf.TagInlinedSubroutine {
-					if cur == nil {
-						s = nil // an inlined subroutine outside any subprogram: ignore
-						break
-					}
-					s.CallFile = fileName(e, dwarf.AttrCallFile)
-					s.CallLine = int(intAttr(e, dwarf.AttrCallLine))
-					s.CallDiscriminator = int(intAttr(e, dwarf.Attr(0x2136))) // DW_AT_GNU_discriminator
-					if llvmDisc {
-						s.CallDiscriminator = llvmBaseDiscriminator(s.CallDiscriminator)
-					}
-					s.Parent = cur
-					cur.Inlined = append(cur.Inlined, s)
-				} else if cur == nil {
-					di.scopes = append(di.scopes, s)
-				} else {
-					s = nil // a nested subprogram (not C); not a scope we track
+				s.CallFile = fileName(e, dwarf.AttrCallFile)
+				s.CallLine = int(intAttr(e, dwarf.AttrCallLine))
+				s.CallDiscriminator = int(intAttr(e, dwarf.Attr(0x2136))) // DW_AT_GNU_discriminator
+				if llvmDisc {
+					s.CallDiscriminator = llvmBaseDiscriminator(s.CallDiscriminator)
 				}
+				s.Parent = cur
+				cur.Inlined = append(cur.Inlined, s)
+			} else if cur == nil {
+				di.scopes = append(di.scopes, s)
+			} else {
+				s = nil // a nested subprogram (not C); not a scope we track
 			}
-			if e.Children {
-				next := cur
-				if s != nil {
-					next = s
-				}
-				stack = append(stack, level{next})
+		}
+		if e.Children {
+			next := cur
+			if s != nil {
+				next = s
 			}
+			stack = append(stack, level{next})
 		}
 	}
 	return di.finish()
 }
 
 func (di *DebugInfo) finish() *DebugInfo {
-	sort.SliceStable(di.rows, func(i, j int) bool { return di.rows[i].Addr < di.rows[j].Addr })
-	// Overlapping rows (two sequences claiming one address) are clipped
-	// so that lookups see disjoint ranges.
-	out := di.rows[:0]
-	for _, r := range di.rows {
-		if n := len(out); n > 0 && out[n-1].End > r.Addr {
-			out[n-1].End = r.Addr
-			if out[n-1].End <= out[n-1].Addr {
-				out = out[:n-1]
-			}
-		}
-		if r.End > r.Addr {
-			out = append(out, r)
-		}
-	}
-	di.rows = out
+	di.rows = clipRows(di.rows)
 	for _, s := range di.scopes {
 		for _, rg := range s.Ranges {
 			if rg[1] > rg[0] {
@@ -228,6 +246,25 @@ func (di *DebugInfo) finish() *DebugInfo {
 		return nil
 	}
 	return di
+}
+
+// clipRows sorts rows by address (stably) and clips overlapping ones (two
+// sequences claiming one address) so that lookups see disjoint ranges.
+func clipRows(rows []LineRange) []LineRange {
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Addr < rows[j].Addr })
+	out := rows[:0]
+	for _, r := range rows {
+		if n := len(out); n > 0 && out[n-1].End > r.Addr {
+			out[n-1].End = r.Addr
+			if out[n-1].End <= out[n-1].Addr {
+				out = out[:n-1]
+			}
+		}
+		if r.End > r.Addr {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func (di *DebugInfo) readLines(lr *dwarf.LineReader, llvmDisc bool) {
@@ -363,6 +400,9 @@ func (di *DebugInfo) Rows(lo, hi uint64) []LineRange {
 	if di = di.get(); di == nil {
 		return nil
 	}
+	if di.units != nil {
+		return di.units.rows(lo, hi)
+	}
 	i := sort.Search(len(di.rows), func(i int) bool { return di.rows[i].End > lo })
 	j := i
 	for j < len(di.rows) && di.rows[j].Addr < hi {
@@ -441,6 +481,9 @@ func (di *DebugInfo) LineAt(addr uint64) (LineRange, bool) {
 func (di *DebugInfo) Frames(addr uint64) []*Scope {
 	if di = di.get(); di == nil {
 		return nil
+	}
+	if di.units != nil {
+		return di.units.frames(addr)
 	}
 	i := sort.Search(len(di.index), func(i int) bool { return di.index[i].lo > addr }) - 1
 	var s *Scope

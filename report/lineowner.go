@@ -48,7 +48,7 @@ func newLineOwners(di *DebugInfo) lineOwners {
 			add(c)
 		}
 	}
-	for _, s := range d.scopes {
+	for _, s := range d.allScopes() {
 		add(s)
 	}
 	for _, ls := range o.decls {

@@ -68,6 +68,7 @@ func modelOptions(c *ctx) report.ModelOptions {
 		o.Debug.Dirs = append(o.Debug.Dirs, filepath.SplitList(d)...)
 	}
 	o.Debug.Debuginfod = os.Getenv("DEBUGINFOD_URLS")
+	o.Debug.CacheDir = filepath.Join(cacheRoot(), "dwarf")
 	return o
 }
 

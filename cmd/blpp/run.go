@@ -235,7 +235,7 @@ func writeRunReportTo(w io.Writer, inst, title, profPath string, top int) error 
 		return err
 	}
 	defer report.CloseModules(libs)
-	m, err := report.NewModelWith(inst, tab, prof, f, report.ModelOptions{Libs: libs})
+	m, err := report.NewModelWith(inst, tab, prof, f, report.ModelOptions{Libs: libs, Debug: report.DebugOptions{CacheDir: filepath.Join(cacheRoot(), "dwarf")}})
 	if err != nil {
 		return err
 	}

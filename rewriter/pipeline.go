@@ -45,6 +45,11 @@ const maxAlign = 64
 // workers share the work evenly.
 const chunkBytes = 64 << 10
 
+// childSize is about how many bytes of code emission makes of a byte of
+// original code (libLLVM: 261 MB of 52 MB, a little under 5 on average;
+// a function that makes more grows its arrays once more).
+const childSize = 4
+
 // funcCode is one function's emitted code, before the join.
 type funcCode struct {
 	fg      *funcGen
@@ -64,7 +69,7 @@ type funcCode struct {
 // and address map there.
 func (g *gen) emitOne(fp *funcPlan, at int, sp int32, uw *unwinder, codeAddr uint64) *funcCode {
 	view := *g
-	view.buf = g.buf.Child(at, sp)
+	view.buf = g.buf.Child(at, sp, childSize*int(fp.f.Func.TotalSize()))
 	view.siteRet = nil // made by the first closed call (setIn)
 	view.patches = nil
 	fg := &funcGen{funcPlan: fp, g: &view, inLoop: -1}

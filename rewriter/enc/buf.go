@@ -145,8 +145,9 @@ type Buf struct {
 	known  Label
 	own    []labelRange
 	next   Label // the next id of the last range in own
-	// spare holds the arrays of appended children, for the next ones.
-	spare []childArrays
+	// spare holds the arrays of appended children, for the next ones,
+	// by the class of their code array's capacity (takeSpare).
+	spare *[spareClasses][]childArrays
 	// done holds the parent's earlier code, doneLen bytes, in arrays
 	// Append filled (child.go): its offsets count from the first.
 	done    [][]byte

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // Children: code emitted apart, on goroutines of its own, and appended
@@ -43,8 +44,11 @@ const (
 
 // Child returns an empty buffer whose code will be appended to b
 // (Append): its offsets count from at, its %rsp displacement starts at
-// sp (the parent's SP where it will land). b must not be a child.
-func (b *Buf) Child(at int, sp int32) *Buf {
+// sp (the parent's SP where it will land). size is about how many bytes
+// of code it will hold (0 if not known): the child starts with the
+// arrays of an appended child that hold that much, or room for it. b
+// must not be a child.
+func (b *Buf) Child(at int, sp int32, size int) *Buf {
 	c := &Buf{parent: b, at: at, sp: sp}
 	if b.parent != nil {
 		c.fail("Child", "the parent is itself a child")
@@ -52,13 +56,55 @@ func (b *Buf) Child(at int, sp int32) *Buf {
 	}
 	b.mu.Lock()
 	c.known = Label(len(b.labels))
-	if n := len(b.spare); n > 0 {
-		a := b.spare[n-1]
-		b.spare = b.spare[:n-1]
+	if a, ok := b.takeSpare(size); ok {
 		c.code, c.fixups, c.spLog, c.binds = a.code, a.fixups, a.spLog, a.binds
 	}
 	b.mu.Unlock()
+	if size > cap(c.code) {
+		c.Grow(size)
+	}
 	return c
+}
+
+// spareClasses is the number of classes of spare arrays: class k holds
+// the spares whose code array has a capacity of k bits (bits.Len), from
+// 2^(k-1) to 2^k-1 bytes; the last class holds all larger ones.
+const spareClasses = 32
+
+// spareClass is the class of a spare whose code array has capacity n.
+func spareClass(n int) int { return min(bits.Len(uint(n)), spareClasses-1) }
+
+// takeSpare takes the spare arrays for a child of about size bytes: of
+// the smallest class whose arrays all hold size, else of size's own
+// class, else of the largest smaller class. Taking the last spare
+// whatever its size gave large arrays to small functions and made the
+// large functions grow small arrays once more (libLLVM: some 600 MB of
+// growing, decision 127). b.mu is held.
+func (b *Buf) takeSpare(size int) (childArrays, bool) {
+	if b.spare == nil {
+		return childArrays{}, false
+	}
+	take := func(j int) (childArrays, bool) {
+		n := len(b.spare[j])
+		if n == 0 {
+			return childArrays{}, false
+		}
+		a := b.spare[j][n-1]
+		b.spare[j] = b.spare[j][:n-1]
+		return a, true
+	}
+	k := spareClass(size)
+	for j := k + 1; j < spareClasses; j++ {
+		if a, ok := take(j); ok {
+			return a, true
+		}
+	}
+	for j := k; j >= 0; j-- {
+		if a, ok := take(j); ok {
+			return a, true
+		}
+	}
+	return childArrays{}, false
 }
 
 // childArrays are the arrays of an appended child, which the next child
@@ -133,7 +179,11 @@ func (b *Buf) Append(c *Buf) (int, error) {
 		}
 	}
 	b.sp = c.sp
-	b.spare = append(b.spare, childArrays{c.code[:0], c.fixups[:0], c.spLog[:0], c.binds[:0]})
+	if b.spare == nil {
+		b.spare = new([spareClasses][]childArrays)
+	}
+	k := spareClass(cap(c.code))
+	b.spare[k] = append(b.spare[k], childArrays{c.code[:0], c.fixups[:0], c.spLog[:0], c.binds[:0]})
 	*c = Buf{parent: b, err: errAppended}
 	return shift, nil
 }

@@ -63,7 +63,7 @@ func TestChildrenAsSerial(t *testing.T) {
 			if i > 0 {
 				at = offs[i-1]
 			}
-			kids[i] = par.Child(at, 0)
+			kids[i] = par.Child(at, 0, 0)
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
@@ -117,7 +117,7 @@ func TestChildShift(t *testing.T) {
 	var b Buf
 	b.Nop(5)
 	l := b.NewLabel()
-	c := b.Child(100, 0)
+	c := b.Child(100, 0, 0)
 	c.Nop(3)
 	c.Bind(l)
 	m := c.NewLabel()
@@ -152,7 +152,7 @@ func TestChildShift(t *testing.T) {
 func TestChildBindTwice(t *testing.T) {
 	var b Buf
 	l := b.NewLabel()
-	c1, c2 := b.Child(0, 0), b.Child(0, 0)
+	c1, c2 := b.Child(0, 0, 0), b.Child(0, 0, 0)
 	c1.Bind(l)
 	c1.Ret()
 	c2.Bind(l)
@@ -163,7 +163,7 @@ func TestChildBindTwice(t *testing.T) {
 	if _, err := b.Append(c2); !errors.As(err, &oe) {
 		t.Fatalf("second bind: %v, want an *OperandError", err)
 	}
-	c3 := b.Child(b.Len(), 0)
+	c3 := b.Child(b.Len(), 0, 0)
 	k := c3.NewLabel()
 	c3.Bind(k)
 	c3.Bind(k)
@@ -175,5 +175,55 @@ func TestChildBindTwice(t *testing.T) {
 	}
 	if b.Len() != 1 {
 		t.Errorf("Len %d after refused appends, want 1", b.Len())
+	}
+}
+
+// TestChildSpareFits: a child gets the arrays of an appended child that
+// hold the size it is made for, whichever was appended last, and a small
+// child leaves the large arrays to a large one (decision 127).
+func TestChildSpareFits(t *testing.T) {
+	var b Buf
+	emit := func(size, n int) *Buf {
+		c := b.Child(b.Len(), 0, size)
+		for range n {
+			c.Ret()
+		}
+		return c
+	}
+	// Three appended children, the large one neither first nor last,
+	// each with arrays of its own.
+	var kids []*Buf
+	for _, n := range []int{100, 8000, 300} {
+		kids = append(kids, emit(0, n))
+	}
+	for _, c := range kids {
+		if _, err := b.Append(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	large := b.Child(b.Len(), 0, 5000)
+	if c := cap(large.code); c < 8000 {
+		t.Fatalf("a child for 5000 bytes took arrays of %d bytes, not the 8000-byte child's", c)
+	}
+	small := b.Child(b.Len(), 0, 200)
+	if c := cap(small.code); c < 200 || c >= 8000 {
+		t.Errorf("a child for 200 bytes took arrays of %d bytes, want the 300-byte child's", c)
+	}
+	tiny := b.Child(b.Len(), 0, 50)
+	if c := cap(tiny.code); c < 100 || c >= 300 {
+		t.Errorf("a child for 50 bytes took arrays of %d bytes, want the 100-byte child's", c)
+	}
+	fresh := b.Child(b.Len(), 0, 1000)
+	if c := cap(fresh.code); c < 1000 {
+		t.Errorf("a child for 1000 bytes with no spare left has room for %d", c)
+	}
+	for _, c := range []*Buf{large, small, tiny, fresh} {
+		c.Ret()
+		if _, err := b.Append(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Finish(0); err != nil {
+		t.Fatal(err)
 	}
 }

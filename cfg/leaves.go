@@ -1,8 +1,6 @@
 package cfg
 
 import (
-	"strings"
-
 	"github.com/blpp/blpp/cfg/x86"
 
 	"golang.org/x/arch/x86/x86asm"
@@ -68,10 +66,7 @@ type ForkSyscall struct {
 // may be instrumented code, and its own _Exit call is inside the C
 // library.
 func LeaveName(name string) LeaveKind {
-	name = strings.TrimSuffix(name, "@plt")
-	if i := strings.IndexByte(name, '@'); i > 0 {
-		name = name[:i]
-	}
+	name = BaseName(name)
 	switch name {
 	case "_exit", "_Exit":
 		return LeaveExit

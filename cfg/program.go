@@ -55,13 +55,21 @@ var noReturnNames = map[string]bool{
 	"__libc_siglongjmp": true, "rust_panic": true, "__rust_start_panic": true,
 }
 
-// IsNoReturnName reports whether a procedure of this name (PLT suffix and
-// symbol version ignored) is known never to return.
-func IsNoReturnName(name string) bool {
+// BaseName is a symbol's name without its PLT suffix and symbol version
+// (memcpy@plt, _Fork@@GLIBC_2.34): the name the tables of known
+// functions below, and the tests' oracles, match on.
+func BaseName(name string) string {
 	name = strings.TrimSuffix(name, "@plt")
 	if i := strings.IndexByte(name, '@'); i > 0 {
 		name = name[:i]
 	}
+	return name
+}
+
+// IsNoReturnName reports whether a procedure of this name (PLT suffix and
+// symbol version ignored) is known never to return.
+func IsNoReturnName(name string) bool {
+	name = BaseName(name)
 	if noReturnNames[name] {
 		return true
 	}
@@ -83,10 +91,7 @@ func IsNoReturnName(name string) bool {
 // image of the call. vfork is not one: its child borrows the parent's
 // memory until it execs.
 func IsForkName(name string) bool {
-	name = strings.TrimSuffix(name, "@plt")
-	if i := strings.IndexByte(name, '@'); i > 0 {
-		name = name[:i]
-	}
+	name = BaseName(name)
 	switch name {
 	case "fork", "_Fork", "__fork", "__libc_fork":
 		return true
@@ -100,10 +105,7 @@ func IsForkName(name string) bool {
 // IsVforkName reports vfork and glibc's __vfork, whose child runs in its
 // parent's memory, on its stack, until it execs or exits.
 func IsVforkName(name string) bool {
-	name = strings.TrimSuffix(name, "@plt")
-	if i := strings.IndexByte(name, '@'); i > 0 {
-		name = name[:i]
-	}
+	name = BaseName(name)
 	return name == "vfork" || name == "__vfork"
 }
 
@@ -114,10 +116,7 @@ func isVfork(f *Function) bool { return f.HasName(IsVforkName) }
 // setcontext, getcontext, makecontext) a symbol of this name is, by its
 // public name; "" for any other (decision 122).
 func ContextFunc(name string) string {
-	name = strings.TrimSuffix(name, "@plt")
-	if i := strings.IndexByte(name, '@'); i > 0 {
-		name = name[:i]
-	}
+	name = BaseName(name)
 	name = strings.TrimPrefix(name, "__")
 	switch name {
 	case "swapcontext", "setcontext", "getcontext", "makecontext":
@@ -132,10 +131,7 @@ func IsContextName(name string) bool { return ContextFunc(name) != "" }
 // IsReturnsTwiceName reports setjmp and its kin (C11 7.13.1.1, POSIX
 // sigsetjmp, glibc's internal names), whose calls can return twice.
 func IsReturnsTwiceName(name string) bool {
-	name = strings.TrimSuffix(name, "@plt")
-	if i := strings.IndexByte(name, '@'); i > 0 {
-		name = name[:i]
-	}
+	name = BaseName(name)
 	switch name {
 	case "setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp", "savectx", "getcontext":
 		return true

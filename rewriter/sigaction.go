@@ -30,8 +30,7 @@ package rewriter
 // the runtime's entry in place of SIG_DFL.
 
 import (
-	"strings"
-
+	"github.com/blpp/blpp/cfg"
 	"github.com/blpp/blpp/cfg/x86"
 	"github.com/blpp/blpp/rewriter/enc"
 )
@@ -40,23 +39,13 @@ import (
 // and symbol version ignored) when it sets signal actions, thunkNone
 // otherwise.
 func sigSetter(name string) thunkKind {
-	switch baseName(name) {
+	switch cfg.BaseName(name) {
 	case "sigaction", "__sigaction":
 		return thunkSigaction
 	case "signal", "bsd_signal", "ssignal", "sysv_signal", "__sysv_signal", "sigset":
 		return thunkSignal
 	}
 	return thunkNone
-}
-
-// baseName is a function's name without its PLT suffix and symbol
-// version.
-func baseName(name string) string {
-	name = strings.TrimSuffix(name, "@plt")
-	if i := strings.IndexByte(name, '@'); i > 0 {
-		name = name[:i]
-	}
-	return name
 }
 
 // copyOrSigaction copies instruction in, or, when it is a system call

@@ -76,7 +76,7 @@ func (fg *funcGen) forkSys(addr uint64) {
 // (fn, stack, flags, arg, ptid, tls, ctid); glibc's __clone3 (2.34 and
 // later, internal) takes (args, size, fn, arg).
 func cloneName(name string) thunkKind {
-	switch baseName(name) {
+	switch cfg.BaseName(name) {
 	case "clone", "__clone":
 		return thunkClone
 	case "__clone3":

@@ -244,7 +244,7 @@ func checkSameRun(inst string, ps []*cct.Profile, cg *callgrind.Profile) (SameRu
 			if !partial {
 				s.Blocks++
 			}
-			if end := blockEnd[addr]; w > b.Count && end != 0 && callgrind.IsForkFunc(baseSym(fn.Name)) && endsInSyscall(f, end) {
+			if end := blockEnd[addr]; w > b.Count && end != 0 && callgrind.IsForkFunc(cfg.BaseName(fn.Name)) && endsInSyscall(f, end) {
 				if next := af.Inst(end); next != nil && len(next.Copies) > 0 && executions(cg, next.Copies[0]) == w {
 					s.ForkCharged++
 					continue
@@ -294,14 +294,6 @@ func RunSameRun(inst, profDir string, opts callgrind.Options) (SameRun, *callgri
 	}
 	s, err := CheckSameRun(inst, keep, cg)
 	return s, cg, err
-}
-
-// baseSym is a symbol's name without its version (_Fork@@GLIBC_2.34).
-func baseSym(name string) string {
-	if i := strings.IndexByte(name, '@'); i > 0 {
-		return name[:i]
-	}
-	return name
 }
 
 // endsInSyscall reports whether the original code of f has a syscall

@@ -130,7 +130,7 @@ func Number(g *cfg.Graph, opts pathnum.Options) (*pathnum.Numbering, error) {
 		Edges: (*ep)[:len(g.Edges)]}
 	for i, e := range g.Edges {
 		pg.Edges[i] = pathnum.Edge{From: Node(g, e.From), To: Node(g, e.To), Weight: Weight(g.Blocks[e.From].LoopDepth),
-			Break: g.BreaksPath(cfg.EdgeID(i))}
+			Break: g.BreaksPath(cfg.EdgeID(i)), Dispatch: e.Dispatch}
 	}
 	return pathnum.Number(pg, opts)
 }

@@ -124,6 +124,10 @@ type Edge struct {
 	// edge. Instrumentation on the edge must preserve the flags if so
 	// (DESIGN decision 5). Conservatively true where unknown.
 	FlagsLive bool
+	// Dispatch marks the edges of an interpreter's replicated dispatch
+	// jumps (MarkDispatch): path-breaking edges whose path ends are
+	// shared per target (pathnum.Edge.Dispatch, decision 134).
+	Dispatch bool
 	// Target is the callee address of EdgeTailCall and EdgeNoReturn edges,
 	// and 0 elsewhere (the destination block gives the address).
 	Target uint64

@@ -184,6 +184,7 @@ func (p *Program) GraphAt(f *Function, entry uint64) *Graph {
 	if len(g.Blocks) > 0 {
 		g.FindLoops()
 		g.ComputeFlagsLiveness()
+		g.MarkDispatch()
 	}
 	return g
 }
@@ -307,6 +308,7 @@ func Analyze(b *Binary, opts Options) *Program {
 		if g := p.Graphs[i]; len(g.Blocks) > 0 {
 			g.FindLoops()
 			g.ComputeFlagsLiveness()
+			g.MarkDispatch()
 			g.checkEntryFlags()
 		}
 	})

@@ -27,10 +27,11 @@ import (
 
 // Magic starts the section; Version is the encoding's version. Decode
 // reads MinVersion to Version: version 2 added EntriesCounted, version 3
-// the original bytes under the rewriter's patches (Table.Patched).
+// the original bytes under the rewriter's patches (Table.Patched),
+// version 4 the Dispatch edges (decision 134).
 const (
 	Magic      = "BLPPMETA"
-	Version    = 3
+	Version    = 4
 	MinVersion = 1
 	// SectionName is the section's name in the instrumented binary.
 	SectionName = ".blpp.meta"
@@ -64,10 +65,17 @@ type Edge struct {
 	Kind     EdgeKind
 	// Break: the edge ends a path like a backedge (pathnum.Edge.Break).
 	Break bool
+	// Dispatch: an edge of a replicated dispatch jump
+	// (pathnum.Edge.Dispatch).
+	Dispatch bool
 }
 
-// breakBit marks Edge.Break in the encoded kind byte.
-const breakBit = 0x80
+// breakBit and dispatchBit mark Edge.Break and Edge.Dispatch in the
+// encoded kind byte.
+const (
+	breakBit    = 0x80
+	dispatchBit = 0x40
+)
 
 // Func describes one function of the original binary.
 type Func struct {
@@ -149,7 +157,7 @@ func (f *Func) Numbering(maxPaths uint64) (*pathnum.Numbering, error) {
 		if e.To < 0 {
 			to = len(f.Blocks)
 		}
-		g.Edges[i] = pathnum.Edge{From: int(e.From), To: to, Weight: Weight(f.Blocks[e.From].LoopDepth), Break: e.Break}
+		g.Edges[i] = pathnum.Edge{From: int(e.From), To: to, Weight: Weight(f.Blocks[e.From].LoopDepth), Break: e.Break, Dispatch: e.Dispatch}
 	}
 	n, err := pathnum.Number(g, pathnum.Options{MaxPaths: maxPaths})
 	if err != nil {
@@ -261,9 +269,12 @@ func appendFunc(b []byte, f *Func) []byte {
 	for _, e := range f.Edges {
 		b = binary.AppendUvarint(b, uint64(e.From))
 		b = binary.AppendVarint(b, int64(e.To))
-		k := byte(e.Kind) &^ breakBit
+		k := byte(e.Kind) &^ (breakBit | dispatchBit)
 		if e.Break {
 			k |= breakBit
+		}
+		if e.Dispatch {
+			k |= dispatchBit
 		}
 		b = append(b, k)
 	}
@@ -332,7 +343,7 @@ func Decode(data []byte) (*Table, error) {
 				r.Fail("edge endpoint out of range")
 			}
 			k := r.Byte()
-			f.Edges[j] = Edge{From: int32(from), To: int32(to), Kind: EdgeKind(k &^ breakBit), Break: k&breakBit != 0}
+			f.Edges[j] = Edge{From: int32(from), To: int32(to), Kind: EdgeKind(k &^ (breakBit | dispatchBit)), Break: k&breakBit != 0, Dispatch: k&dispatchBit != 0}
 		}
 		f.NumPaths = r.Uvarint()
 		nc := r.Count(1)

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/blpp/blpp/pathnum"
 )
 
 func sample() *Table {
 	return &Table{OrigBuildID: []byte{1, 2, 3}, Funcs: []Func{
 		{Name: "f", Entry: 0x1000, Size: 32, Instrumented: true,
 			Blocks:    []Block{{0x1000, 0x1008, 3, 0}, {0x1008, 0x1010, 2, 1}, {0x1010, 0x1020, 4, 0}},
-			Edges:     []Edge{{0, 1, 0, false}, {1, 1, 1, false}, {1, 2, 0, false}, {2, -1, 5, false}},
+			Edges:     []Edge{{0, 1, 0, false, false}, {1, 1, 1, false, false}, {1, 2, 0, false, false}, {2, -1, 5, false, false}},
 			NumPaths:  4,
 			CallSites: []uint64{0x1004}},
 		{Name: "g", Entry: 0x2000, Size: 3, Reason: "too short"},
@@ -165,5 +167,43 @@ func TestEncodedFuncs(t *testing.T) {
 	}
 	if a, w := apart.EncodeWithID(), whole.EncodeWithID(); !bytes.Equal(a, w) || !bytes.Equal(apart.InstrID, whole.InstrID) {
 		t.Fatal("functions encoded apart make another table")
+	}
+}
+
+// TestRoundTripDispatch: the Dispatch bit survives encoding, and
+// renumbering from the table honours it (the numbering differs without
+// it: the dispatch jump's edges would be DAG edges).
+func TestRoundTripDispatch(t *testing.T) {
+	tab := &Table{Funcs: []Func{{Name: "d", Entry: 0x1000, Size: 32, Instrumented: true,
+		Blocks: []Block{{0x1000, 0x1004, 1, 0}, {0x1004, 0x1008, 1, 0}, {0x1008, 0x100c, 1, 0}, {0x100c, 0x1010, 1, 0}},
+		Edges: []Edge{{0, 1, 2, false, true}, {0, 2, 2, false, true}, {1, 3, 0, false, false}, {2, 3, 0, false, false},
+			{3, -1, 5, false, false}}}}}
+	for _, dispatch := range []bool{true, false} {
+		f := &tab.Funcs[0]
+		f.Edges[0].Dispatch, f.Edges[1].Dispatch = dispatch, dispatch
+		f.NumPaths = 0
+		g := &pathnum.Graph{NumNodes: 5, Entry: 0, Exit: 4}
+		for _, e := range f.Edges {
+			to := int(e.To)
+			if to < 0 {
+				to = 4
+			}
+			g.Edges = append(g.Edges, pathnum.Edge{From: int(e.From), To: to, Weight: 1, Dispatch: e.Dispatch})
+		}
+		n, err := pathnum.Number(g, pathnum.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.NumPaths = n.NumPaths
+		got, err := Decode(Encode(tab))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := got.Funcs[0].Edges[1].Dispatch; d != dispatch {
+			t.Fatalf("Dispatch %v came back %v", dispatch, d)
+		}
+		if _, err := got.Funcs[0].Numbering(got.MaxPaths); err != nil {
+			t.Fatalf("dispatch %v: %v", dispatch, err)
+		}
 	}
 }

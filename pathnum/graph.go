@@ -28,6 +28,16 @@ type Edge struct {
 	// where control can arrive again without passing the edge's source,
 	// as after a call to setjmp.
 	Break bool
+	// Dispatch makes the edge path-breaking too, with one more promise:
+	// its path end depends only on its rank among its source's Dispatch
+	// edges, ordered by target. Each source's Dispatch pseudo edges to
+	// EXIT get consecutive values in target order and the first of them
+	// lies on the spanning tree, so ExitInc of a Dispatch edge is that
+	// rank, whatever its source (but Entry, whose potential is 0: there
+	// it is the rank plus the paths of Entry's DAG out-edges): sources
+	// with the same targets (the replicated dispatch jumps of an
+	// interpreter) share the code of each path end (decision 134).
+	Dispatch bool
 }
 
 // DefaultMaxPaths is the path limit used when Options.MaxPaths is 0.

@@ -54,7 +54,10 @@ type Numbering struct {
 	exitDag     []int32    // per input edge: dag index of its v→EXIT, or -1
 	entryDag    []int32    // per node w: dag index of ENTRY→w, or -1
 	phi         []int64    // node potentials of the spanning tree
-	total       uint64     // NumPaths
+	// dispatchFirst holds, per source of Dispatch edges, the dag index of
+	// its first Dispatch pseudo edge, which the spanning tree must hold.
+	dispatchFirst []int32
+	total         uint64 // NumPaths
 }
 
 // dagEdge is an edge of the DAG view: a real DAG edge or a pseudo edge.
@@ -116,7 +119,7 @@ func Number(g *Graph, opts Options) (*Numbering, error) {
 		return nil, err
 	}
 	for i, e := range g.Edges {
-		if e.Break && kind[i] == DAGEdge {
+		if (e.Break || e.Dispatch) && kind[i] == DAGEdge {
 			kind[i] = Backedge
 		}
 	}
@@ -173,6 +176,7 @@ type scratch struct {
 	from, to, succStart, succ, post, next, stack, pos []int32
 	realDag, exitDag, entryDag, outStart, outList     []int32
 	order, parent, size, adjStart, adj, queue, tnext  []int32
+	dispatchFirst, dispatchSeg                        []int32
 	np, val, entryVal, exitVal                        []uint64
 	mark                                              []uint32
 	phi                                               []int64
@@ -459,6 +463,7 @@ func (b *numberer) build(num *Numbering, kind []EdgeKind, maxPaths uint64) error
 		num.outList[next[f]] = int32(i)
 		next[f]++
 	}
+	b.orderDispatch(num)
 
 	// Path counts and edge values in reverse topological order
 	// [Ball-Larus 96 §3]. Every node is reachable from Entry in the DAG
@@ -514,6 +519,63 @@ func (b *numberer) build(num *Numbering, kind []EdgeKind, maxPaths uint64) error
 	return nil
 }
 
+// orderDispatch puts each node's Dispatch pseudo edges to EXIT first
+// among its pseudo edges, in the order of their targets (then of the
+// input edges), so their values are consecutive in that order, and notes
+// the first of each node in num.dispatchFirst (Edge.Dispatch).
+func (b *numberer) orderDispatch(num *Numbering) {
+	s := b.s
+	num.dispatchFirst = takeCap(&s.dispatchFirst, 0)
+	any := false
+	for _, e := range b.g.Edges {
+		if e.Dispatch {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return
+	}
+	dag := num.dag
+	isDispatch := func(d int32) bool {
+		return dag[d].pseudo == ToExit && b.g.Edges[dag[d].edge].Dispatch
+	}
+	for v := range b.g.NumNodes {
+		seg := num.outList[num.outStart[v]:num.outStart[v+1]]
+		// Real DAG edges come first (dag order); the pseudo edges follow.
+		first := 0
+		for first < len(seg) && dag[seg[first]].pseudo != ToExit {
+			first++
+		}
+		var disp, rest []int32
+		for _, d := range seg[first:] {
+			if isDispatch(d) {
+				disp = append(disp, d)
+			}
+		}
+		if len(disp) == 0 {
+			continue
+		}
+		tmp := takeCap(&s.dispatchSeg, len(seg)-first)
+		for _, d := range seg[first:] {
+			if !isDispatch(d) {
+				rest = append(rest, d)
+			}
+		}
+		slices.SortFunc(disp, func(x, y int32) int {
+			if c := cmp.Compare(b.to[dag[x].edge], b.to[dag[y].edge]); c != 0 {
+				return c
+			}
+			return cmp.Compare(dag[x].edge, dag[y].edge)
+		})
+		tmp = append(append(tmp, disp...), rest...)
+		copy(seg[first:], tmp)
+		s.dispatchSeg = tmp[:0]
+		num.dispatchFirst = append(num.dispatchFirst, disp[0])
+	}
+	s.dispatchFirst = num.dispatchFirst[:0]
+}
+
 // placeIncrements chooses a maximum spanning tree of the DAG view plus a
 // fake EXIT→ENTRY edge, derives node potentials from it and sets
 // inc = val + phi(from) - phi(to) on every edge [Ball 94; Ball-Larus 96
@@ -563,6 +625,16 @@ func (num *Numbering) placeIncrements(entry, exit int, s *scratch) error {
 	union(int32(entry), int32(exit))
 	inTree := take(&s.inTree, len(dag))
 	treeEdges := 0
+	// A Dispatch source's first pseudo edge to EXIT goes in next, so its
+	// potential is minus that edge's value and the ExitInc of each of
+	// its Dispatch edges is the edge's rank (Edge.Dispatch). They join
+	// distinct nodes to EXIT: no cycle.
+	for _, d := range num.dispatchFirst {
+		if union(dag[d].from, dag[d].to) {
+			inTree[d] = true
+			treeEdges++
+		}
+	}
 	for _, d := range order {
 		if union(dag[d].from, dag[d].to) {
 			inTree[d] = true

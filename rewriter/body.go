@@ -195,7 +195,11 @@ func (fg *funcGen) emit() error {
 	for i := 0; i < len(fg.tramps); i++ {
 		t := fg.tramps[i]
 		b.Bind(t.label)
-		fg.mark(gr.Blocks[gr.Edges[t.edge].From].Last, false)
+		if t.shared {
+			fg.mark(gr.Blocks[gr.Edges[t.edge].To].Addr, false)
+		} else {
+			fg.mark(gr.Blocks[gr.Edges[t.edge].From].Last, false)
+		}
 		b.SetSP(0)
 		if t.endbr {
 			pk := fg.beginKind(kindEndbr)
@@ -551,7 +555,9 @@ func (fg *funcGen) reloc(in *x86.Info, code []byte, t enc.Target) error {
 // the edge's trampoline when the edge carries instrumentation. Every jump
 // has a copy of its own, since the edges of each carry their own
 // increments, even where replicated dispatch jumps share one table
-// [decision 66].
+// [decision 66]; but the path ends of Dispatch edges depend only on
+// their targets, and the jumps share one trampoline per target (decision
+// 134).
 func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Info) error {
 	gr := fg.f.Graph
 	t, ok := fg.tabOf[in.Addr]
@@ -569,9 +575,12 @@ func (fg *funcGen) jumpTable(id cfg.BlockID, in *x86.Info) error {
 		if ed.Kind != cfg.EdgeJumpTable {
 			continue
 		}
-		t := fg.via(e)
-		if fg.needsCode(e) && fg.g.cet.ibt {
-			fg.tramps[len(fg.tramps)-1].endbr = true // via made it
+		t := fg.dispatchVia(e)
+		if t == (enc.Target{}) {
+			t = fg.via(e)
+			if fg.needsCode(e) && fg.g.cet.ibt {
+				fg.tramps[len(fg.tramps)-1].endbr = true // via made it
+			}
 		}
 		tl, isLabel := t.Label()
 		if !isLabel {

@@ -76,6 +76,9 @@ type funcGen struct {
 	g *gen
 	// tramps holds out-of-line edge code: emitted after the body.
 	tramps []tramp
+	// shared holds the trampolines of Dispatch edges by what their code
+	// depends on (dispatchKey), for the jumps that share them.
+	shared map[dispatchKey]enc.Label
 	// cold holds out-of-line slow paths, emitted after the trampolines.
 	cold []func()
 	// lastSite is the id of the call site emitted last.
@@ -128,7 +131,7 @@ type funcGen struct {
 // the unwind marks and copies, which pipeline.go has turned into the
 // function's unwind rows and address map.
 func (fg *funcGen) emitted() {
-	fg.tramps, fg.cold, fg.entered = nil, nil, nil
+	fg.tramps, fg.cold, fg.entered, fg.shared = nil, nil, nil, nil
 	fg.marks, fg.copies, fg.lpLabel = nil, nil, nil
 }
 
@@ -138,6 +141,9 @@ type tramp struct {
 	to    enc.Target
 	// endbr: a jump table's entry leads here (decision 95).
 	endbr bool
+	// shared: the code of several Dispatch edges into the same block;
+	// its unwind rules are the target's (decision 134).
+	shared bool
 }
 
 // gen emits all instrumented functions into one buffer.

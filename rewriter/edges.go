@@ -151,6 +151,43 @@ func (fg *funcGen) via(e cfg.EdgeID) enc.Target {
 	return enc.LabelTarget(l)
 }
 
+// dispatchKey is everything the code of a Dispatch edge's trampoline
+// depends on (edgeCode): the target (which decides the live registers
+// and flags, and where the trampoline jumps), the path end and restart,
+// and the loop regions the edge leaves and enters.
+type dispatchKey struct {
+	to                cfg.BlockID
+	exitInc, entryInc int64
+	from, into        int
+}
+
+// dispatchVia is the trampoline of Dispatch edge e, shared with every
+// other Dispatch edge whose code is the same (pathnum makes their path
+// ends depend only on the target, decision 134), or the zero Target
+// where e is not such an edge: via's own trampoline then.
+func (fg *funcGen) dispatchVia(e cfg.EdgeID) enc.Target {
+	ed := fg.f.Graph.Edges[e]
+	if !ed.Dispatch || ed.To == cfg.Exit || !fg.num.Kind[e].Breaks() || fg.f.Graph.BreaksPath(e) {
+		return enc.Target{}
+	}
+	if _, ok := fg.copyBack[e]; ok {
+		return enc.Target{}
+	}
+	k := dispatchKey{to: ed.To, exitInc: fg.num.ExitInc[e], entryInc: fg.num.EntryInc[e], from: fg.loopAt(ed.From), into: fg.loopAt(ed.To)}
+	if l, ok := fg.shared[k]; ok {
+		return enc.LabelTarget(l)
+	}
+	t := fg.via(e)
+	tr := &fg.tramps[len(fg.tramps)-1]
+	tr.shared, tr.endbr = true, fg.g.cet.ibt
+	if fg.shared == nil {
+		fg.shared = map[dispatchKey]enc.Label{}
+	}
+	l, _ := t.Label()
+	fg.shared[k] = l
+	return t
+}
+
 // follow emits edge e inline after a block's last instruction: its code,
 // then a jump to the destination unless that is the next block emitted.
 func (fg *funcGen) follow(e cfg.EdgeID, next cfg.BlockID) {

@@ -28,6 +28,9 @@ var dispatchFixtures = []struct {
 	// at load time: its copy counts entries from the base register
 	// (decision 72).
 	{"cgoto.c", []string{"run"}},
+	// cgoto96.c's 95 dispatch jumps share their path ends per handler
+	// (decision 134).
+	{"cgoto96.c", []string{"run"}},
 	{"switchcall.c", []string{"tokens", "classify"}},
 	// unguarded.c's switches have no bounds check (Lua's collector's
 	// shape) or impossible cases inside their range, which clang aims

@@ -190,6 +190,7 @@ type CFGEdge struct {
 	Target    string `json:"target,omitempty"`
 	Backedge  bool   `json:"backedge"`
 	Broken    bool   `json:"broken,omitempty"`
+	Dispatch  bool   `json:"dispatch,omitempty"`
 	Val       uint64 `json:"val"`
 	Inc       int64  `json:"inc"`
 	ExitInc   int64  `json:"exit_inc,omitempty"`
@@ -275,7 +276,7 @@ func MakeCFG(name string, r *analysis.Result, funcs []*analysis.Func) *CFGDoc {
 			cf.Blocks = append(cf.Blocks, CFGBlock{ID: i, Addr: hex(b.Addr), End: hex(b.End), Insts: b.Insts, LoopDepth: b.LoopDepth})
 		}
 		for i, e := range g.Edges {
-			ce := CFGEdge{ID: i, From: int(e.From), To: int(e.To), Kind: e.Kind.String(), FlagsLive: e.FlagsLive}
+			ce := CFGEdge{ID: i, From: int(e.From), To: int(e.To), Kind: e.Kind.String(), FlagsLive: e.FlagsLive, Dispatch: e.Dispatch}
 			if e.Target != 0 {
 				ce.Target = hex(e.Target)
 			}
@@ -369,6 +370,9 @@ func CFGText(w io.Writer, d *CFGDoc) error {
 				what := "backedge"
 				if e.Broken {
 					what = "broken"
+				}
+				if e.Dispatch {
+					what += ", dispatch"
 				}
 				kind += " (" + what + ")"
 				inc = fmt.Sprintf("end %+d, restart %d", e.ExitInc, e.EntryInc)

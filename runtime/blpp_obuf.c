@@ -11,12 +11,72 @@
  * the writer: memory from mmap/mremap, nothing else.
  */
 
-/* obuf is a growable buffer in its own mapping; err sticks. */
+/*
+ * obuf is a growable buffer in its own mapping; err sticks. A sink (the
+ * profile itself, ob_sink) is one that never grows: what it holds goes
+ * to its file whenever the next piece would not fit, and a piece larger
+ * than half of it goes there straight, so writing a profile holds its
+ * largest section in memory, not the whole file beside it (decision
+ * 136). sum is the FNV-1a hash of every byte a sink has written, which
+ * the profile's trailer carries [docs/profile-format.md]; werr, the
+ * system call's error that stopped it (0: out of memory).
+ */
 struct obuf {
 	u8 *p;
 	u64 len, cap;
 	int err;
+	int sink;
+	long fd, werr;
+	u64 sum;
 };
+
+enum { SINK_CAP = 1 << 16 };
+
+/* fnv_more continues FNV-1a hash h over n bytes at p. */
+static u64 fnv_more(u64 h, const u8 *p, u64 n)
+{
+	for (u64 i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= BLPP_FNV_PRIME64;
+	}
+	return h;
+}
+
+/* ob_write writes n bytes at p to sink b's file, hashed into b->sum. */
+static void ob_write(struct obuf *b, const u8 *p, u64 n)
+{
+	if (b->err)
+		return;
+	b->sum = fnv_more(b->sum, p, n);
+	for (u64 off = 0; off < n;) {
+		long r = sc3(SYS_write, b->fd, p + off, n - off);
+		if (r == -4 /* EINTR */)
+			continue;
+		if (failed(r) || r == 0) {
+			b->werr = r ? r : -28 /* ENOSPC */;
+			b->err = 1;
+			return;
+		}
+		off += (u64)r;
+	}
+}
+
+/* ob_flush sends what sink b holds to its file. */
+static void ob_flush(struct obuf *b)
+{
+	if (b->sink && b->len) {
+		ob_write(b, b->p, b->len);
+		b->len = 0;
+	}
+}
+
+/* ob_sink makes b, empty, the sink of file fd. */
+static void ob_sink(struct obuf *b, long fd)
+{
+	b->sink = 1;
+	b->fd = fd;
+	b->sum = BLPP_FNV_OFFSET64;
+}
 
 static int ob_reserve(struct obuf *b, u64 n)
 {
@@ -26,6 +86,10 @@ static int ob_reserve(struct obuf *b, u64 n)
 		return 0;
 	if (b->len + n <= b->cap)
 		return 1;
+	if (b->sink && b->cap && n <= b->cap) {
+		ob_flush(b);
+		return !b->err;
+	}
 	cap = b->cap ? b->cap : 1 << 16;
 	while (cap < b->len + n)
 		cap *= 2;
@@ -55,6 +119,11 @@ static void ob_free(struct obuf *b)
  * more than the few bytes it moves. */
 static void ob_put(struct obuf *b, const void *s, u64 n)
 {
+	if (b->sink && n > SINK_CAP / 2) {
+		ob_flush(b);
+		ob_write(b, s, n);
+		return;
+	}
 	if (!n || (b->len + n > b->cap && !ob_reserve(b, n)))
 		return;
 	u8 *d = b->p + b->len;

@@ -598,7 +598,15 @@ static void write_modules(struct obuf *out)
 		int mapped;
 		if (!m)
 			continue;
-		mapped = maps_path(m->cfg, path, sizeof(path));
+		/* The module whose exit hook writes this profile is where
+		 * mod_keep found it a moment ago: one read of
+		 * /proc/self/maps fewer (decision 136). */
+		if (m == LOAD(&rt.just_kept) && m->path[0]) {
+			mem_copy(path, m->path, sizeof(path));
+			mapped = 1;
+		} else {
+			mapped = maps_path(m->cfg, path, sizeof(path));
+		}
 		if (LOAD(&m->kept) && (!mapped || !str_eq(path, m->path))) {
 			flags |= BLPP_MODULE_FLAG_UNLOADED;
 			mem_copy(path, m->path, sizeof(path));

@@ -667,6 +667,7 @@ static void write_profile_now(u32 why, int wait)
 	if (!lock_writer(tid, wait))
 		return;
 	rt.writing_why = why;
+	ob_pool_open();
 
 	/* The file first: the profile goes there as it is made (out is its
 	 * sink), written whole or, a regular file, renamed into place only
@@ -829,5 +830,6 @@ static void write_profile_now(u32 why, int wait)
 	ob_free(&smaps);
 	ob_free(&snames);
 	ob_free(&sbody);
+	ob_pool_close();
 	STORE(&rt.write_lock, 0);
 }

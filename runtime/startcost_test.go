@@ -14,7 +14,9 @@ import (
 // program's action read in one call) and once when it gives the actions
 // back at exit, where a read and a write for each made twice as many;
 // and one read of /proc/self/maps at exit, where the exit hook and the
-// writer each read it for the same module.
+// writer each read it for the same module; and the profile writer's
+// buffers, small in a short run, unmapped at once, where each had a
+// mapping of its own.
 func TestStartExitCalls(t *testing.T) {
 	strace, err := osexec.LookPath("strace")
 	if err != nil {
@@ -23,7 +25,7 @@ func TestStartExitCalls(t *testing.T) {
 	exe := harness(t, varNoPIE)
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "trace")
-	cmd := osexec.Command(strace, "-f", "-qq", "-e", "trace=rt_sigaction,open,openat", "-o", trace, exe, "basic")
+	cmd := osexec.Command(strace, "-f", "-qq", "-e", "trace=rt_sigaction,open,openat,munmap", "-o", trace, exe, "basic")
 	cmd.Dir = dir
 	cmd.Env = append(cleanEnv(), "BLPP_PROFILE="+filepath.Join(dir, "prof"))
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -33,11 +35,14 @@ func TestStartExitCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls, maps := 0, 0
+	calls, maps, unmaps := 0, 0, 0
 	sigs := map[string]bool{}
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.Contains(l, `"/proc/self/maps"`) {
 			maps++
+		}
+		if strings.Contains(l, "munmap(") && strings.Contains(l, ", 65536)") {
+			unmaps++ // a writer's buffer that never grew
 		}
 		i := strings.Index(l, "rt_sigaction(")
 		if i < 0 {
@@ -58,6 +63,9 @@ func TestStartExitCalls(t *testing.T) {
 	}
 	if maps > 1 {
 		t.Errorf("/proc/self/maps opened %d times, want once:\n%s", maps, b)
+	}
+	if unmaps > 0 {
+		t.Errorf("%d buffers of 64 KiB unmapped one by one, want none (the writer's buffers start in one mapping):\n%s", unmaps, b)
 	}
 	readProfile(t, filepath.Join(dir, "prof"), exe, 0, 0)
 }

@@ -179,12 +179,12 @@ static void sig_unlock(int took, const u64 *old)
 
 /*
  * put_ours gives the kernel this copy's entry for managed signal sig,
- * over the program's action rt.sigv[sig] (ours_over makes it, from the
- * program's action v; 0 when there is none to give): with the program's mask and
- * flags (so its handler runs on the stack, with the mask and the restart
- * behaviour it asked for; SA_SIGINFO added, for the entry passes the
- * kernel's three arguments on; SA_RESETHAND taken off, blpp_rt_signal
- * does it) and its restorer; an action left at SIG_DFL gets the mask of
+ * over the program's action rt.sigv[sig] (ours_over makes that entry
+ * from a program's action v, and returns 0 where there is none to give):
+ * with the program's mask and flags (so its handler runs on the stack,
+ * with the mask and the restart behaviour it asked for; SA_SIGINFO
+ * added, for the entry passes the kernel's three arguments on;
+ * SA_RESETHAND taken off, blpp_rt_signal does it) and its restorer; an action left at SIG_DFL gets the mask of
  * every signal and the alternate stack, as the profile writer wants. An
  * ignored signal stays ignored in the kernel: nothing is to be written
  * for it.

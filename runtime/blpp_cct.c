@@ -224,7 +224,7 @@ _Static_assert(BLPP_RECORD_INLINE_COUNTS >= sizeof(struct blpp_record), "inline 
  * cold: DenseN 0, and a table of COLD_CAP entries at Hash, after its
  * calls word in the same allocation. The inline code then counts its
  * paths through the stub (a dense function's) or finds them in that
- * table (a hashed one's, decision 48). After PROMOTE_ENDS path ends
+ * table (a hashed one's, decision 48). After promote_ends path ends
  * counted by the runtime the record is hot: a hashed one's next table
  * is HTAB_INIT entries or more (grown), a dense one gets a hot twin with
  * its dense array inline (promote), which the inline code reaches from
@@ -749,7 +749,7 @@ static void count_f(struct blpp_thread *t, struct blpp_record *r, u64 fid, const
 	else if (!(v = hash_slot(w, r, path))) {
 		ADD(&w->stats[ST_DROPPED_COUNTS], 1);
 		return;
-	} else if (!rt.flow_only && ++r->cold >= PROMOTE_ENDS && !f->hashed && !nested(t)) {
+	} else if (!rt.flow_only && ++r->cold >= promote_ends(f) && !f->hashed && !nested(t)) {
 		/* A cold record gets hot: its twin counts from the next path
 		 * end on (a hashed one's next table is larger: grown). */
 		promote(t, r);

@@ -132,10 +132,30 @@ static u64 *htab_slot(struct htab *h, u64 key, int insert, int *far)
 	return 0;
 }
 
+/*
+ * promote_ends is how many path ends the runtime counts in a cold record
+ * of f before the record is hot (decision 99): PROMOTE_ENDS, and for a
+ * dense function one for every PROMOTE_BYTES bytes of the hot twin's
+ * dense array, so that a twin's memory waits for the work it saves
+ * (decision 136). python3's twins ran 4.4 of their functions' 715 paths
+ * on average: at 32 path ends most records of 500 paths or more that
+ * got a twin were not called much more, and held 5.7 KB of dense array
+ * for a few words of counts. Every path end the runtime counts costs it
+ * the same whatever the function's paths, so the bound on the work the
+ * later twin costs is one stub per PROMOTE_BYTES bytes it does not
+ * hold.
+ */
+enum { PROMOTE_BYTES = 32 };
+static u64 promote_ends(const struct blpp_func *f)
+{
+	u64 n = f && !f->hashed ? f->num_paths * rt.stride * 8 / PROMOTE_BYTES : 0;
+	return n > PROMOTE_ENDS ? n : PROMOTE_ENDS;
+}
+
 /* hot_record says whether r's paths should go to a table the inline code
  * counts in: a cold record's path ends the runtime counted reached
- * PROMOTE_ENDS (decision 99). */
-static int hot_record(const struct blpp_record *r) { return LOADR(&r->cold) >= PROMOTE_ENDS; }
+ * promote_ends (decision 99). */
+static int hot_record(const struct blpp_record *r) { return LOADR(&r->cold) >= promote_ends(func_of(r->func)); }
 
 /* grown is the capacity of the table that goes in front of h when it
  * is full (or, a small one, when r is hot): four times h's, and at least

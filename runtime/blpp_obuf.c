@@ -11,12 +11,104 @@
  * the writer: memory from mmap/mremap, nothing else.
  */
 
-/* obuf is a growable buffer in its own mapping; err sticks. */
+/*
+ * obuf is a growable buffer in its own mapping; err sticks. A sink (the
+ * profile itself, ob_sink) is one that never grows: what it holds goes
+ * to its file whenever the next piece would not fit, and a piece larger
+ * than half of it goes there straight, so writing a profile holds its
+ * largest section in memory, not the whole file beside it (decision
+ * 136). sum is the FNV-1a hash of every byte a sink has written, which
+ * the profile's trailer carries [docs/profile-format.md]; werr, the
+ * system call's error that stopped it (0: out of memory).
+ */
 struct obuf {
 	u8 *p;
 	u64 len, cap;
 	int err;
+	int sink;
+	long fd, werr;
+	u64 sum;
 };
+
+enum { SINK_CAP = 1 << 16 };
+
+/*
+ * The writer's buffers start in one mapping of OB_SLOTS slots of
+ * OB_SLOT bytes (ob_pool_open), not a mapping each: a short run's
+ * profile then costs two system calls for them instead of ten (decision
+ * 136). A buffer that outgrows its slot moves out of it (mremap); one
+ * that does not goes with the pool (ob_pool_close). The writer's lock
+ * makes the pool the writing thread's.
+ */
+enum { OB_SLOT = 1 << 16, OB_SLOTS = 8 };
+static u8 *ob_pool;
+static int ob_pool_used;
+
+static void ob_pool_open(void)
+{
+	long r = sc6(SYS_mmap, 0, (long)OB_SLOT * OB_SLOTS, PROT_RW, MAP_PRIVATE_ANON, -1, 0);
+	ob_pool = failed(r) ? 0 : (u8 *)r;
+	ob_pool_used = 0;
+}
+
+static void ob_pool_close(void)
+{
+	if (ob_pool)
+		sc2(SYS_munmap, ob_pool, (long)OB_SLOT * OB_SLOTS);
+	ob_pool = 0;
+}
+
+/* in_slot says whether b is still the pool slot it started in. */
+static int in_slot(const struct obuf *b)
+{
+	return ob_pool && b->p >= ob_pool && b->p < ob_pool + (u64)OB_SLOT * OB_SLOTS && b->cap == OB_SLOT;
+}
+
+/* fnv_more continues FNV-1a hash h over n bytes at p. */
+static u64 fnv_more(u64 h, const u8 *p, u64 n)
+{
+	for (u64 i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= BLPP_FNV_PRIME64;
+	}
+	return h;
+}
+
+/* ob_write writes n bytes at p to sink b's file, hashed into b->sum. */
+static void ob_write(struct obuf *b, const u8 *p, u64 n)
+{
+	if (b->err)
+		return;
+	b->sum = fnv_more(b->sum, p, n);
+	for (u64 off = 0; off < n;) {
+		long r = sc3(SYS_write, b->fd, p + off, n - off);
+		if (r == -4 /* EINTR */)
+			continue;
+		if (failed(r) || r == 0) {
+			b->werr = r ? r : -28 /* ENOSPC */;
+			b->err = 1;
+			return;
+		}
+		off += (u64)r;
+	}
+}
+
+/* ob_flush sends what sink b holds to its file. */
+static void ob_flush(struct obuf *b)
+{
+	if (b->sink && b->len) {
+		ob_write(b, b->p, b->len);
+		b->len = 0;
+	}
+}
+
+/* ob_sink makes b, empty, the sink of file fd. */
+static void ob_sink(struct obuf *b, long fd)
+{
+	b->sink = 1;
+	b->fd = fd;
+	b->sum = BLPP_FNV_OFFSET64;
+}
 
 static int ob_reserve(struct obuf *b, u64 n)
 {
@@ -26,9 +118,18 @@ static int ob_reserve(struct obuf *b, u64 n)
 		return 0;
 	if (b->len + n <= b->cap)
 		return 1;
-	cap = b->cap ? b->cap : 1 << 16;
+	if (b->sink && b->cap && n <= b->cap) {
+		ob_flush(b);
+		return !b->err;
+	}
+	cap = b->cap ? b->cap : OB_SLOT;
 	while (cap < b->len + n)
 		cap *= 2;
+	if (!b->p && cap == OB_SLOT && ob_pool && ob_pool_used < OB_SLOTS) {
+		b->p = ob_pool + (u64)OB_SLOT * (u64)ob_pool_used++;
+		b->cap = cap;
+		return 1;
+	}
 	if (b->p)
 		r = sc5(SYS_mremap, b->p, b->cap, cap, MREMAP_MAYMOVE, 0);
 	else
@@ -44,7 +145,7 @@ static int ob_reserve(struct obuf *b, u64 n)
 
 static void ob_free(struct obuf *b)
 {
-	if (b->p)
+	if (b->p && !in_slot(b))
 		sc2(SYS_munmap, b->p, b->cap);
 	b->p = 0;
 	b->len = b->cap = 0;
@@ -55,6 +156,11 @@ static void ob_free(struct obuf *b)
  * more than the few bytes it moves. */
 static void ob_put(struct obuf *b, const void *s, u64 n)
 {
+	if (b->sink && n > SINK_CAP / 2) {
+		ob_flush(b);
+		ob_write(b, s, n);
+		return;
+	}
 	if (!n || (b->len + n > b->cap && !ob_reserve(b, n)))
 		return;
 	u8 *d = b->p + b->len;

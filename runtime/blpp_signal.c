@@ -179,30 +179,37 @@ static void sig_unlock(int took, const u64 *old)
 
 /*
  * put_ours gives the kernel this copy's entry for managed signal sig,
- * over the program's action rt.sigv[sig]: with the program's mask and
- * flags (so its handler runs on the stack, with the mask and the restart
- * behaviour it asked for; SA_SIGINFO added, for the entry passes the
- * kernel's three arguments on; SA_RESETHAND taken off, blpp_rt_signal
- * does it) and its restorer; an action left at SIG_DFL gets the mask of
+ * over the program's action rt.sigv[sig] (ours_over makes that entry
+ * from a program's action v, and returns 0 where there is none to give):
+ * with the program's mask and flags (so its handler runs on the stack,
+ * with the mask and the restart behaviour it asked for; SA_SIGINFO
+ * added, for the entry passes the kernel's three arguments on;
+ * SA_RESETHAND taken off, blpp_rt_signal does it) and its restorer; an action left at SIG_DFL gets the mask of
  * every signal and the alternate stack, as the profile writer wants. An
  * ignored signal stays ignored in the kernel: nothing is to be written
  * for it.
  */
+static int ours_over(u64 sig, const struct ksigaction *v, struct ksigaction *a)
+{
+	*a = (struct ksigaction){entry_of((u64)&blpp_config), SA_SIGINFO | SA_RESTORER | SA_ONSTACK, (u64)blpp_sigreturn, ~0ul};
+	if (v->handler == SIG_IGN_H)
+		return 0;
+	if (v->handler != SIG_DFL_H) {
+		a->flags = (v->flags | SA_SIGINFO | SA_RESTORER) & ~(u64)(u32)SA_RESETHAND;
+		a->mask = v->mask;
+		if (v->flags & SA_RESTORER)
+			a->restorer = v->restorer;
+	} else if (sig == rt.dump_signal && !is_fatal(sig)) {
+		a->flags |= SA_RESTART; /* the program's system calls go on after a dump */
+	}
+	return 1;
+}
+
 static void put_ours(u64 sig)
 {
-	const struct ksigaction *v = &rt.sigv[sig];
-	struct ksigaction a = {entry_of((u64)&blpp_config), SA_SIGINFO | SA_RESTORER | SA_ONSTACK, (u64)blpp_sigreturn, ~0ul};
-	if (v->handler == SIG_IGN_H)
-		return;
-	if (v->handler != SIG_DFL_H) {
-		a.flags = (v->flags | SA_SIGINFO | SA_RESTORER) & ~(u64)(u32)SA_RESETHAND;
-		a.mask = v->mask;
-		if (v->flags & SA_RESTORER)
-			a.restorer = v->restorer;
-	} else if (sig == rt.dump_signal && !is_fatal(sig)) {
-		a.flags |= SA_RESTART; /* the program's system calls go on after a dump */
-	}
-	sc4(SYS_rt_sigaction, sig, &a, 0, 8);
+	struct ksigaction a;
+	if (ours_over(sig, &rt.sigv[sig], &a))
+		sc4(SYS_rt_sigaction, sig, &a, 0, 8);
 }
 
 /*
@@ -422,16 +429,30 @@ static void set_handlers(u64 dump_signal)
 	STORE(&rt.handlers_cfg, (u64)&blpp_config);
 	sample_handlers(); /* blpp_sample.c */
 	for (u64 sig = 1; sig <= NSIG; sig++) {
-		struct ksigaction k;
-		if (!((m >> (sig - 1)) & 1) || failed(sc4(SYS_rt_sigaction, sig, 0, &k, 8)))
+		struct ksigaction k, a;
+		if (!((m >> (sig - 1)) & 1))
 			continue;
-		if (prev) {
-			if (k.handler == entry_of(prev))
+		if (!prev) {
+			/* Started afresh: the entry for SIG_DFL, which is what
+			 * a process starts with, set and the old action read in
+			 * one call (decision 136); with signals blocked, an
+			 * action that was not SIG_DFL gets its own entry, or
+			 * (ignored) is put back, before any signal comes. */
+			const struct ksigaction dfl = {SIG_DFL_H, 0, 0, 0};
+			ours_over(sig, &dfl, &a);
+			if (failed(sc4(SYS_rt_sigaction, sig, &a, &k, 8)))
+				continue;
+			rt.sigv[sig] = k;
+			if (k.handler == SIG_IGN_H)
+				sc4(SYS_rt_sigaction, sig, &k, 0, 8);
+			else if (k.handler != SIG_DFL_H)
 				put_ours(sig);
 			continue;
 		}
-		rt.sigv[sig] = k;
-		put_ours(sig);
+		if (failed(sc4(SYS_rt_sigaction, sig, 0, &k, 8)))
+			continue;
+		if (k.handler == entry_of(prev))
+			put_ours(sig);
 	}
 	sig_unlock(took, &old);
 }
@@ -452,7 +473,18 @@ static void handlers_drop(void)
 	int took = sig_lock(&old);
 	for (u64 sig = 1; sig <= NSIG; sig++) {
 		struct ksigaction cur;
-		if (!((m >> (sig - 1)) & 1) || failed(sc4(SYS_rt_sigaction, sig, 0, &cur, 8)))
+		if (!((m >> (sig - 1)) & 1))
+			continue;
+		if (rt.sigv[sig].handler != SIG_IGN_H) {
+			/* The program's action set and the kernel's read in one
+			 * call (decision 136), and the kernel's put back where
+			 * it was not ours: rare, and setting an action other
+			 * than SIG_IGN loses no pending signal. */
+			if (!failed(sc4(SYS_rt_sigaction, sig, &rt.sigv[sig], &cur, 8)) && !is_ours(cur.handler))
+				sc4(SYS_rt_sigaction, sig, &cur, 0, 8);
+			continue;
+		}
+		if (failed(sc4(SYS_rt_sigaction, sig, 0, &cur, 8)))
 			continue;
 		if (is_ours(cur.handler))
 			sc4(SYS_rt_sigaction, sig, &rt.sigv[sig], 0, 8);

@@ -593,8 +593,11 @@ void blpp_fini(void)
 		return;
 	mod_keep(m);
 	if (ADD(&rt.nlive, -1) == 1) {
-		if (CAS(&rt.exit_written, EXIT_NONE, EXIT_AT_FINI))
+		if (CAS(&rt.exit_written, EXIT_NONE, EXIT_AT_FINI)) {
+			STORE(&rt.just_kept, m);
 			write_profile(0, 1);
+			STORE(&rt.just_kept, 0);
+		}
 		handlers_drop();
 		return;
 	}

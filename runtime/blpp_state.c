@@ -217,6 +217,7 @@ struct proc {
 	u64 resetting;    /* fork_reset running */
 	u64 write_lock;   /* tid of the thread writing a profile, 0 if none */
 	u64 exit_written; /* EXIT_NONE, EXIT_AT_FINI, EXIT_FINAL or EXIT_LEFT */
+	struct mod *just_kept; /* the module whose DT_FINI writes the exit profile: mod_keep found its path just before */
 	u64 dumps;        /* dump-signal profiles written */
 	char tmpl[4096];  /* profile name template, absolute */
 	char name[4096];  /* expanded name, under write_lock */

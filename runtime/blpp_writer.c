@@ -389,8 +389,10 @@ static void write_stat(struct obuf *b, const char *key, u64 v)
 	ob_uv(b, v);
 }
 
-/* write_stats encodes the STATS payload, keys in byte order (canonical). */
-static void write_stats(struct obuf *b, u64 nrec)
+/* write_stats encodes the STATS payload, keys in byte order (canonical);
+ * held is the most bytes the writer's buffers held at once (decision
+ * 136). */
+static void write_stats(struct obuf *b, u64 nrec, u64 held)
 {
 	u64 z[NSTATS] = {0};
 	const u64 *s = rt.w ? rt.w->stats : z;
@@ -404,7 +406,7 @@ static void write_stats(struct obuf *b, u64 nrec)
 			lat_bytes += next < t->lat_limit ? next - base : t->lat_limit - 1 + BLPP_LATENCY_ENTRY_SIZE - base;
 		lat_dropped += LOADR(&t->lat_dropped);
 	}
-	ob_uv(b, 24 + 2 * (u64)tsc + 2 * (u64)rt.latency);
+	ob_uv(b, 25 + 2 * (u64)tsc + 2 * (u64)rt.latency);
 	write_stat(b, BLPP_STAT_ARENA_BYTES, LOADR(&rt.arena_bytes));
 	write_stat(b, "bad_funcs", LOADR(&s[ST_BAD_FUNCS]));
 	write_stat(b, "bad_paths", LOADR(&s[ST_BAD_PATHS]));
@@ -443,6 +445,7 @@ static void write_stats(struct obuf *b, u64 nrec)
 	write_stat(b, "unwound_frames", LOADR(&s[ST_UNWOUND]));
 	write_stat(b, "vm_children", LOADR(&rt.vm_children));
 	write_stat(b, "vm_exits", LOADR(&rt.vm_exits));
+	write_stat(b, "writer_bytes", held);
 }
 
 /* put appends s (len bytes) to the name being built in out (cap bytes);
@@ -530,16 +533,6 @@ static int lock_writer(u64 tid, int wait)
 	}
 }
 
-static u64 fnv1a(const u8 *p, u64 n)
-{
-	u64 h = BLPP_FNV_OFFSET64;
-	for (u64 i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= BLPP_FNV_PRIME64;
-	}
-	return h;
-}
-
 /*
  * write_profile writes the whole profile to "<name>.tmp.<pid>" and renames
  * it to <name>. why is 0 (exit), BLPP_FLAG_FATAL_SIGNAL or
@@ -605,7 +598,15 @@ static void write_modules(struct obuf *out)
 		int mapped;
 		if (!m)
 			continue;
-		mapped = maps_path(m->cfg, path, sizeof(path));
+		/* The module whose exit hook writes this profile is where
+		 * mod_keep found it a moment ago: one read of
+		 * /proc/self/maps fewer (decision 136). */
+		if (m == LOAD(&rt.just_kept) && m->path[0]) {
+			mem_copy(path, m->path, sizeof(path));
+			mapped = 1;
+		} else {
+			mapped = maps_path(m->cfg, path, sizeof(path));
+		}
 		if (LOAD(&m->kept) && (!mapped || !str_eq(path, m->path))) {
 			flags |= BLPP_MODULE_FLAG_UNLOADED;
 			mem_copy(path, m->path, sizeof(path));
@@ -647,13 +648,13 @@ static void write_profile_now(u32 why, int wait)
 {
 	struct obuf out = {0}, sec = {0}, recs = {0}, parts = {0}, paths = {0}, scratch = {0}, folded = {0}, pref = {0}, lat = {0};
 	struct obuf smaps = {0}, snames = {0}, sbody = {0}; /* samples (blpp_sample.c) */
-	u64 nsnames = 0, ti = 0, nsthreads = 0;
+	u64 nsnames = 0, ti = 0, nsthreads = 0, held = 0;
 	struct blpp_thread *self;
-	u64 pid, tid, nrec, npart, npref, sum;
+	u64 pid, tid, nrec, npart, npref;
 	struct {
 		long s, ns;
 	} now = {0, 0};
-	long fd, r = 0;
+	long fd = -1, r = 0;
 	int direct = 0;
 	if (!rt.ready)
 		return;
@@ -666,6 +667,21 @@ static void write_profile_now(u32 why, int wait)
 	if (!lock_writer(tid, wait))
 		return;
 	rt.writing_why = why;
+	ob_pool_open();
+
+	/* The file first: the profile goes there as it is made (out is its
+	 * sink), written whole or, a regular file, renamed into place only
+	 * once whole. Where it cannot be opened the profile is still made
+	 * (the records get their indices), in memory, and dropped. */
+	if (!profile_names(pid)) {
+		say("profile name too long: ", rt.tmpl, "", 0);
+	} else if ((direct = special_file(rt.name)) && failed(fd = sc3(SYS_open, rt.name, O_WRONLY | O_CLOEXEC, 0))) {
+		say("cannot open ", rt.name, "", fd);
+	} else if (!direct && failed(fd = sc3(SYS_open, rt.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644))) {
+		say("cannot create ", rt.tmp, "", fd);
+	} else {
+		ob_sink(&out, fd);
+	}
 
 	ob_put(&out, BLPP_MAGIC, BLPP_MAGIC_LEN);
 	ob_le(&out, BLPP_VERSION, 4);
@@ -727,8 +743,8 @@ static void write_profile_now(u32 why, int wait)
 			 * counts before them in buffers on the stack, which
 			 * never grow (ob_uv takes 10 bytes at most). */
 			u8 hb[32], pb[16], fb[16], rb[16];
-			struct obuf hd = {hb, 0, sizeof(hb), 0}, pn = {pb, 0, sizeof(pb), 0}, fn = {fb, 0, sizeof(fb), 0},
-				    rn = {rb, 0, sizeof(rb), 0};
+			struct obuf hd = {.p = hb, .cap = sizeof(hb)}, pn = {.p = pb, .cap = sizeof(pb)},
+				    fn = {.p = fb, .cap = sizeof(fb)}, rn = {.p = rb, .cap = sizeof(rb)};
 			const struct obuf *pieces[] = {&hd, &recs, &pn, &parts, &fn, &folded, &rn, &pref};
 			int np = 4;
 			ob_uv(&hd, t->tid);
@@ -743,6 +759,16 @@ static void write_profile_now(u32 why, int wait)
 				np = 8;
 			}
 			ob_section_of(&out, BLPP_TAG_THREAD, pieces, np);
+		}
+		{
+			/* What the buffers hold once a thread's section is
+			 * out, its records the most: the writer's own memory
+			 * (the STATS' writer_bytes). */
+			const struct obuf *all[] = {&out, &sec, &recs, &parts, &paths, &scratch, &folded, &pref, &lat, &smaps, &snames, &sbody};
+			u64 h = 0;
+			for (u64 i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+				h += all[i]->len;
+			held = h > held ? h : held;
 		}
 		recs.len = parts.len = 0;
 		/* The thread's latency entries, when it has any (decision 93):
@@ -771,45 +797,26 @@ static void write_profile_now(u32 why, int wait)
 		ob_section(&out, BLPP_TAG_SAMPLES, &sec);
 	}
 	sec.len = 0;
-	write_stats(&sec, nrec);
+	write_stats(&sec, nrec, held);
 	ob_section(&out, BLPP_TAG_STATS, &sec);
 	ob_u8(&out, BLPP_TAG_TRAILER);
-	sum = out.err ? 0 : fnv1a(out.p, out.len);
-	ob_le(&out, sum, 8);
+	ob_flush(&out);
+	ob_le(&out, out.sum, 8);
+	ob_flush(&out);
 
-	if (out.err) {
-		say("out of memory writing the profile", "", "", 0);
-	} else if (!profile_names(pid)) {
-		say("profile name too long: ", rt.tmpl, "", 0);
-	} else if ((direct = special_file(rt.name)) && failed(fd = sc3(SYS_open, rt.name, O_WRONLY | O_CLOEXEC, 0))) {
-		say("cannot open ", rt.name, "", fd);
-	} else if (!direct && failed(fd = sc3(SYS_open, rt.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644))) {
-		say("cannot create ", rt.tmp, "", fd);
-	} else {
-		for (u64 off = 0; off < out.len;) {
-			r = sc3(SYS_write, fd, out.p + off, out.len - off);
-			if (r == -4 /* EINTR */)
-				continue;
-			if (failed(r) || r == 0) {
-				r = r ? r : -28 /* ENOSPC */;
-				break;
-			}
-			off += (u64)r;
-			r = 0;
-		}
-		if (!r)
-			r = sc1(SYS_close, fd);
-		else
-			sc1(SYS_close, fd);
+	if (out.sink) {
+		long c = sc1(SYS_close, fd);
+		r = out.err ? (out.werr ? out.werr : -12 /* ENOMEM */) : c;
 		if (!failed(r) && !direct)
 			r = sc2(SYS_rename, rt.tmp, rt.name);
-		if (failed(r)) {
+		if (out.err && !out.werr)
+			say("out of memory writing the profile", "", "", 0);
+		else if (failed(r))
 			say("cannot write profile ", rt.name, "", r);
-			if (!direct)
-				sc1(SYS_unlink, rt.tmp);
-		} else if (why == BLPP_FLAG_DUMP_SIGNAL) {
+		else if (why == BLPP_FLAG_DUMP_SIGNAL)
 			rt.dumps++;
-		}
+		if (failed(r) && !direct)
+			sc1(SYS_unlink, rt.tmp);
 	}
 	ob_free(&out);
 	ob_free(&sec);
@@ -823,5 +830,6 @@ static void write_profile_now(u32 why, int wait)
 	ob_free(&smaps);
 	ob_free(&snames);
 	ob_free(&sbody);
+	ob_pool_close();
 	STORE(&rt.write_lock, 0);
 }

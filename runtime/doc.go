@@ -221,7 +221,10 @@
 // ones is treated as fatal. The file has one
 // THREAD section per thread block (its records parents first, partials,
 // folded calls) and STATS.
-// It is built in memory and written to "<name>.tmp.<pid>", then renamed.
+// It goes to "<name>.tmp.<pid>" as it is made, through a 64 KiB buffer
+// (a thread's records are gathered first: a section's length comes
+// before it), and is renamed once whole (decision 136; STATS
+// writer_bytes says what the writer's buffers held at most).
 // The name is BLPP_PROFILE or "blpp.out", made absolute against the
 // starting directory at start (a later chdir does not move it), with %p
 // the pid, %h the host name, %% a percent sign.

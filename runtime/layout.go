@@ -445,7 +445,8 @@ type Record struct {
 	// of functions with more than COLD_PATHS paths start with DenseN 0
 	// and a small hash table at Hash, and move to a hot twin (dense
 	// functions) or a larger table (hashed ones) once this reaches
-	// PROMOTE_ENDS (blpp_cct.c, decision 99).
+	// promote_ends (blpp_htab.c: for a dense function in proportion to
+	// its twin's size; decisions 99, 136).
 	Cold uint64 `c:"cold"`
 	// Anc has bit fib32(f)>>26 set for the function f of each record
 	// on the chain from this one up through Parent (itself included):

@@ -1,0 +1,71 @@
+package runtime_test
+
+import (
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStartExitCalls counts system calls the runtime makes in a short
+// run that sets no signal action of its own (decision 136): rt_sigaction
+// once per managed signal when it starts (its entry set and the
+// program's action read in one call) and once when it gives the actions
+// back at exit, where a read and a write for each made twice as many;
+// and one read of /proc/self/maps at exit, where the exit hook and the
+// writer each read it for the same module; and the profile writer's
+// buffers, small in a short run, unmapped at once, where each had a
+// mapping of its own.
+func TestStartExitCalls(t *testing.T) {
+	strace, err := osexec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace not installed (Debian package strace)")
+	}
+	exe := harness(t, varNoPIE)
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace")
+	cmd := osexec.Command(strace, "-f", "-qq", "-e", "trace=rt_sigaction,open,openat,munmap", "-o", trace, exe, "basic")
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), "BLPP_PROFILE="+filepath.Join(dir, "prof"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("strace cannot trace here: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, maps, unmaps := 0, 0, 0
+	sigs := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, `"/proc/self/maps"`) {
+			maps++
+		}
+		if strings.Contains(l, "munmap(") && strings.Contains(l, ", 65536)") {
+			unmaps++ // a writer's buffer that never grew
+		}
+		i := strings.Index(l, "rt_sigaction(")
+		if i < 0 {
+			continue
+		}
+		calls++
+		sig := l[i+len("rt_sigaction("):]
+		if j := strings.IndexByte(sig, ','); j >= 0 {
+			sig = sig[:j]
+		}
+		sigs[sig] = true
+	}
+	if len(sigs) < 7 {
+		t.Fatalf("rt_sigaction for %d signals, want the 7 fatal ones and the dump signal:\n%s", len(sigs), b)
+	}
+	if calls > 2*len(sigs) {
+		t.Errorf("%d rt_sigaction calls for %d signals, want at most 2 each:\n%s", calls, len(sigs), b)
+	}
+	if maps > 1 {
+		t.Errorf("/proc/self/maps opened %d times, want once:\n%s", maps, b)
+	}
+	if unmaps > 0 {
+		t.Errorf("%d buffers of 64 KiB unmapped one by one, want none (the writer's buffers start in one mapping):\n%s", unmaps, b)
+	}
+	readProfile(t, filepath.Join(dir, "prof"), exe, 0, 0)
+}

@@ -1,0 +1,58 @@
+package runtime_test
+
+import (
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/rewriter"
+)
+
+// TestWriterStreams: the profile goes to its file as it is made, so the
+// writer's buffers never hold the file beside the thread's records that
+// make most of it (decision 136). foldchain.c in context mode makes some
+// 16,000 records; the writer_bytes statistic (what its buffers held at
+// once, after each thread's section) must stay well below the file's
+// size plus its records. A writer that gathers the whole file before
+// writing it holds about twice the file.
+func TestWriterStreams(t *testing.T) {
+	orig := fixture.Build(t, "foldchain.c", fixture.Config{CC: "gcc", Opt: "-O2", PIE: true})
+	data, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := rewriter.Rewrite(data, rewriter.Options{})
+	if err != nil {
+		t.Fatalf("rewrite: %v", err)
+	}
+	dir := t.TempDir()
+	inst := filepath.Join(dir, "foldchain.blpp")
+	if err := os.WriteFile(inst, out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prof := filepath.Join(dir, "prof")
+	cmd := osexec.Command(inst, "hot")
+	cmd.Env = append(cleanEnv(), "BLPP_PROFILE="+prof)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("foldchain: %v\n%s", err, b)
+	}
+	st, err := os.Stat(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cct.ReadFile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, size := p.Stats["writer_bytes"], uint64(st.Size())
+	t.Logf("profile %d bytes, %d records; the writer held %d bytes at most (%.2fx)", size, p.Stats[cct.StatRecords], held, float64(held)/float64(size))
+	if size < 256<<10 {
+		t.Fatalf("profile of %d bytes: too small to tell", size)
+	}
+	if held == 0 || held > size+size/4 {
+		t.Errorf("the writer held %d bytes for a profile of %d: it keeps the file in memory", held, size)
+	}
+}

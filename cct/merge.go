@@ -287,7 +287,21 @@ func (p *Profile) FoldThreads() *Profile {
 			ft.TID = 0
 		}
 		m = slices.Grow(m[:0], len(t.Records))[:len(t.Records)]
+		if len(p.Threads) == 1 {
+			// One thread: a valid profile has no two records with the same
+			// (parent, function, call site), so every record is its own;
+			// no index, and each path list is copied once.
+			ft.Records = make([]Record, len(t.Records))
+			for i := range t.Records {
+				r := &t.Records[i]
+				m[i] = i
+				ft.Records[i] = Record{Func: r.Func, Parent: r.Parent, CallSite: r.CallSite, Calls: r.Calls, Paths: sumPaths(r.Paths, nm)}
+			}
+		}
 		for i := range t.Records {
+			if len(p.Threads) == 1 {
+				break
+			}
 			r := &t.Records[i]
 			k := recKey{-1, r.Func, r.CallSite}
 			if r.Parent >= 0 {
@@ -341,8 +355,10 @@ func (p *Profile) FoldThreads() *Profile {
 			ft.Folded = append(ft.Folded, c)
 		}
 	}
-	for j := range ft.Records {
-		ft.Records[j].Paths = sumPaths(sources[j], nm)
+	if len(p.Threads) > 1 {
+		for j := range ft.Records {
+			ft.Records[j].Paths = sumPaths(sources[j], nm)
+		}
 	}
 	ft.Samples = sortSamples(ft.Samples)
 	out.Threads = []Thread{ft}

@@ -119,6 +119,14 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 	}
 	c.Nodes = make([]CNode, len(th.Records))
 	vals := make([]uint64, 2*nc*len(th.Records))
+	// The paths of every context, and their metrics, in one allocation
+	// each: a whole-process profile has millions.
+	npaths := 0
+	for i := range th.Records {
+		npaths += len(th.Records[i].Paths)
+	}
+	cpaths := make([]CPath, npaths)
+	pvals := make([]uint64, nc*npaths)
 	for i := range th.Records {
 		r := &th.Records[i]
 		var mf *meta.Func
@@ -152,7 +160,9 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 				n.CallSite = sites[r.CallSite-1]
 			}
 		}
-		pvals := make([]uint64, nc*len(r.Paths))
+		if len(r.Paths) > 0 {
+			n.Paths, cpaths = cpaths[:0:len(r.Paths)], cpaths[len(r.Paths):]
+		}
 		for _, path := range r.Paths {
 			if path.ID >= mf.NumPaths {
 				return fmt.Errorf("%s: path %d, but the function has %d paths", n.Name, path.ID, mf.NumPaths)

@@ -290,12 +290,31 @@ func (p *Profile) FoldThreads() *Profile {
 		if len(p.Threads) == 1 {
 			// One thread: a valid profile has no two records with the same
 			// (parent, function, call site), so every record is its own;
-			// no index, and each path list is copied once.
+			// no index, and the path lists (sorted, IDs unique) are
+			// copied into one allocation.
 			ft.Records = make([]Record, len(t.Records))
+			np := 0
+			for i := range t.Records {
+				np += len(t.Records[i].Paths)
+			}
+			paths, vals := make([]Path, np), make([]uint64, np*nm)
 			for i := range t.Records {
 				r := &t.Records[i]
 				m[i] = i
-				ft.Records[i] = Record{Func: r.Func, Parent: r.Parent, CallSite: r.CallSite, Calls: r.Calls, Paths: sumPaths(r.Paths, nm)}
+				ft.Records[i] = Record{Func: r.Func, Parent: r.Parent, CallSite: r.CallSite, Calls: r.Calls}
+				if len(r.Paths) == 0 {
+					continue
+				}
+				ps := paths[:len(r.Paths):len(r.Paths)]
+				paths = paths[len(r.Paths):]
+				for k, q := range r.Paths {
+					ps[k] = Path{ID: q.ID, Count: q.Count, Latency: MergeLatency(q.Latency, nil)}
+					if nm > 0 {
+						ps[k].Metrics, vals = vals[:nm:nm], vals[nm:]
+						copy(ps[k].Metrics, q.Metrics)
+					}
+				}
+				ft.Records[i].Paths = ps
 			}
 		}
 		for i := range t.Records {

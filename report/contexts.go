@@ -127,10 +127,25 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 	}
 	cpaths := make([]CPath, npaths)
 	pvals := make([]uint64, nc*npaths)
+	// Children too: each node's list is cut, at its size, from one.
+	nchild := make([]int32, len(th.Records))
+	for i := range th.Records {
+		if r := &th.Records[i]; r.Parent >= 0 && r.Parent < i {
+			nchild[r.Parent]++
+		}
+	}
+	arena := make([]int, 0, len(th.Records))
+	for i, k := range nchild {
+		if k > 0 {
+			c.Nodes[i].Children, arena = arena[len(arena):len(arena):len(arena)+int(k)], arena[:len(arena)+int(k)]
+		}
+	}
+	nchild = nil
 	for i := range th.Records {
 		r := &th.Records[i]
 		var mf *meta.Func
 		n := &c.Nodes[i]
+		children := n.Children // cut above, filled below
 		id := c.id(r.Func)
 		t := c.Modules[id.Module].Table
 		if uf := c.Func(id); !uf.Instrumented { // checkMatch: it has no paths
@@ -142,6 +157,7 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 			}
 			*n = CNode{ID: i, Parent: r.Parent, Module: id.Module, Func: id.Func, Name: mf.Name, Calls: r.Calls}
 		}
+		n.Children = children
 		n.Excl, n.Incl = vals[:nc:nc], vals[nc:2*nc:2*nc]
 		vals = vals[2*nc:]
 		if r.Parent < 0 {

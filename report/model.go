@@ -258,6 +258,9 @@ func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o M
 		m.Table, m.Debug, m.Symbols, m.File = x.Table, x.Debug, x.Symbols, x.File
 	}
 	folded := p.FoldThreads()
+	// The model keeps only the folded profile: let the collector have
+	// p's records (the caller holds them no longer, cmd/blpp liveOnly).
+	p = nil
 	if err := m.buildContexts(folded); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package report
 
 import (
 	"io"
+	"reflect"
+	"regexp"
 	"testing"
 
 	"github.com/blpp/blpp/cct"
@@ -102,4 +104,68 @@ func BenchmarkModelPaths(b *testing.B) {
 // every stack.
 func BenchmarkModelFolded(b *testing.B) {
 	benchModel(b, 300_000, func(m *Model) error { return ExportFolded(io.Discard, m, ExportOptions{}) })
+}
+
+// twoModuleModel is bigViewProfile(n) run in two modules: the executable
+// (prog) and a library (libx.so) with the same functions, a record's
+// module alternating down the tree, so that the stacks cross modules.
+func twoModuleModel(t *testing.T, n int) *Model {
+	t.Helper()
+	p := bigViewProfile(n)
+	lib := viewTable()
+	lib.InstrID = []byte{0x11, 0xb0}
+	p.Modules = []cct.Module{{Tag: 0, Flags: cct.ModuleFlagExecutable, Path: "/bin/prog", BuildID: p.BuildID},
+		{Tag: 1, Path: "/lib/libx.so", BuildID: lib.InstrID}}
+	th := &p.Threads[0]
+	for i := range th.Records {
+		if i%2 == 1 {
+			th.Records[i].Func |= 1 << cct.FidBits
+		}
+	}
+	for i := range th.Partials {
+		if r := th.Partials[i].Record; r >= 0 {
+			th.Partials[i].Func = th.Records[r].Func
+		}
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatalf("the test profile is invalid: %v", err)
+	}
+	m, err := NewModelWith("prog", viewTable(), p, nil, ModelOptions{Libs: map[uint32]ModuleFile{1: {Path: "libx.so", Table: lib}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestStacksFilteredLater: module filters made before the stacks are
+// built (decision 137) give the stacks that filtering the built ones
+// gives, for FilterModules (frames of other modules spliced out) and
+// ModuleView (stacks cut where they leave the module).
+func TestStacksFilteredLater(t *testing.T) {
+	const n = 200
+	for _, re := range []string{"^prog$", "libx"} {
+		early, late := twoModuleModel(t, n), twoModuleModel(t, n)
+		if err := early.FilterModules(regexp.MustCompile(re)); err != nil {
+			t.Fatal(err)
+		}
+		late.Stacks()
+		if err := late.FilterModules(regexp.MustCompile(re)); err != nil {
+			t.Fatal(err)
+		}
+		a, b := early.Stacks(), late.Stacks()
+		if len(a) == 0 || len(a) >= n || !reflect.DeepEqual(a, b) {
+			t.Errorf("--module %s: %d stacks filtered before they were built, %d after; equal: %v", re, len(a), len(b), reflect.DeepEqual(a, b))
+		}
+	}
+	for k := range 2 {
+		early, late := twoModuleModel(t, n), twoModuleModel(t, n)
+		late.Stacks()
+		a, b := early.ModuleView(k).Stacks(), late.ModuleView(k).Stacks()
+		if len(a) == 0 || !reflect.DeepEqual(a, b) {
+			t.Errorf("module %d: %d stacks in the view of the model before its stacks were built, %d after", k, len(a), len(b))
+		}
+		if len(early.Stacks()) != len(late.Stacks()) {
+			t.Errorf("module %d: the view changed its model's stacks", k)
+		}
+	}
 }

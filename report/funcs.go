@@ -8,6 +8,7 @@ package report
 
 import (
 	"debug/elf"
+	"fmt"
 	"sort"
 
 	"github.com/blpp/blpp/cct"
@@ -113,16 +114,30 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 			fp.Paths = map[uint64]uint64{}
 		}
 		for _, path := range r.Paths {
-			e, err := t.ExpandPath(id.Func, path.ID)
-			if err != nil {
-				return err
+			if path.ID >= t.Funcs[id.Func].NumPaths {
+				// buildContexts has refused it; a second line of defence.
+				return fmt.Errorf("%s: path %d, but the function has %d paths", t.Funcs[id.Func].Name, path.ID, t.Funcs[id.Func].NumPaths)
 			}
 			c := path.Count
-			addExpansion(fp, e, c)
 			fp.Paths[path.ID] = satAdd(fp.Paths[path.ID], c)
 			fp.Executions = satAdd(fp.Executions, c)
 			for j, v := range path.Metrics {
 				fp.Metrics[j] = satAdd(fp.Metrics[j], v)
+			}
+		}
+	}
+	// Blocks and edges: each path of a function once, with its count over
+	// every context (saturating sums are the same in any order).
+	for k := range m.Modules {
+		funcs, t := m.Modules[k].Funcs, m.Modules[k].Table
+		for i := range funcs {
+			fp := &funcs[i]
+			for id, c := range fp.Paths {
+				e, err := t.ExpandPath(uint32(i), id)
+				if err != nil {
+					return err
+				}
+				addExpansion(fp, e, c)
 			}
 		}
 	}

@@ -287,7 +287,40 @@ func (p *Profile) FoldThreads() *Profile {
 			ft.TID = 0
 		}
 		m = slices.Grow(m[:0], len(t.Records))[:len(t.Records)]
+		if len(p.Threads) == 1 {
+			// One thread: a valid profile has no two records with the same
+			// (parent, function, call site), so every record is its own;
+			// no index, and the path lists (sorted, IDs unique) are
+			// copied into one allocation.
+			ft.Records = make([]Record, len(t.Records))
+			np := 0
+			for i := range t.Records {
+				np += len(t.Records[i].Paths)
+			}
+			paths, vals := make([]Path, np), make([]uint64, np*nm)
+			for i := range t.Records {
+				r := &t.Records[i]
+				m[i] = i
+				ft.Records[i] = Record{Func: r.Func, Parent: r.Parent, CallSite: r.CallSite, Calls: r.Calls}
+				if len(r.Paths) == 0 {
+					continue
+				}
+				ps := paths[:len(r.Paths):len(r.Paths)]
+				paths = paths[len(r.Paths):]
+				for k, q := range r.Paths {
+					ps[k] = Path{ID: q.ID, Count: q.Count, Latency: MergeLatency(q.Latency, nil)}
+					if nm > 0 {
+						ps[k].Metrics, vals = vals[:nm:nm], vals[nm:]
+						copy(ps[k].Metrics, q.Metrics)
+					}
+				}
+				ft.Records[i].Paths = ps
+			}
+		}
 		for i := range t.Records {
+			if len(p.Threads) == 1 {
+				break
+			}
 			r := &t.Records[i]
 			k := recKey{-1, r.Func, r.CallSite}
 			if r.Parent >= 0 {
@@ -341,8 +374,10 @@ func (p *Profile) FoldThreads() *Profile {
 			ft.Folded = append(ft.Folded, c)
 		}
 	}
-	for j := range ft.Records {
-		ft.Records[j].Paths = sumPaths(sources[j], nm)
+	if len(p.Threads) > 1 {
+		for j := range ft.Records {
+			ft.Records[j].Paths = sumPaths(sources[j], nm)
+		}
 	}
 	ft.Samples = sortSamples(ft.Samples)
 	out.Threads = []Thread{ft}

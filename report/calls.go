@@ -162,8 +162,9 @@ type siteKey struct {
 // treeCalls sums the records' activations by call site and callee.
 func (m *Model) treeCalls() map[siteKey]map[FuncID]uint64 {
 	out := map[siteKey]map[FuncID]uint64{}
-	for i := range m.Stacks {
-		st := &m.Stacks[i]
+	stacks := m.Stacks()
+	for i := range stacks {
+		st := &stacks[i]
 		if len(st.Frames) < 2 || st.Calls == 0 {
 			continue
 		}
@@ -186,8 +187,9 @@ func (m *Model) treeCalls() map[siteKey]map[FuncID]uint64 {
 
 // hasCallers reports whether any stack has more than one frame.
 func (m *Model) hasCallers() bool {
-	for i := range m.Stacks {
-		if len(m.Stacks[i].Frames) > 1 {
+	stacks := m.Stacks()
+	for i := range stacks {
+		if len(stacks[i].Frames) > 1 {
 			return true
 		}
 	}

@@ -664,7 +664,7 @@ func TestModelModules(t *testing.T) {
 			t.Errorf("context %d (%s): function %+v is %s", i, n.Name, id, c.Func(id).Name)
 		}
 	}
-	for _, st := range c.Stacks {
+	for _, st := range c.Stacks() {
 		for _, fr := range st.Frames {
 			if fr.Func.Module != 0 || int(fr.Func.Func) >= len(c.Table.Funcs) {
 				t.Errorf("stack frame %+v names no function of the executable", fr)

@@ -119,10 +119,33 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 	}
 	c.Nodes = make([]CNode, len(th.Records))
 	vals := make([]uint64, 2*nc*len(th.Records))
+	// The paths of every context, and their metrics, in one allocation
+	// each: a whole-process profile has millions.
+	npaths := 0
+	for i := range th.Records {
+		npaths += len(th.Records[i].Paths)
+	}
+	cpaths := make([]CPath, npaths)
+	pvals := make([]uint64, nc*npaths)
+	// Children too: each node's list is cut, at its size, from one.
+	nchild := make([]int32, len(th.Records))
+	for i := range th.Records {
+		if r := &th.Records[i]; r.Parent >= 0 && r.Parent < i {
+			nchild[r.Parent]++
+		}
+	}
+	arena := make([]int, 0, len(th.Records))
+	for i, k := range nchild {
+		if k > 0 {
+			c.Nodes[i].Children, arena = arena[len(arena):len(arena):len(arena)+int(k)], arena[:len(arena)+int(k)]
+		}
+	}
+	nchild = nil
 	for i := range th.Records {
 		r := &th.Records[i]
 		var mf *meta.Func
 		n := &c.Nodes[i]
+		children := n.Children // cut above, filled below
 		id := c.id(r.Func)
 		t := c.Modules[id.Module].Table
 		if uf := c.Func(id); !uf.Instrumented { // checkMatch: it has no paths
@@ -134,6 +157,7 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 			}
 			*n = CNode{ID: i, Parent: r.Parent, Module: id.Module, Func: id.Func, Name: mf.Name, Calls: r.Calls}
 		}
+		n.Children = children
 		n.Excl, n.Incl = vals[:nc:nc], vals[nc:2*nc:2*nc]
 		vals = vals[2*nc:]
 		if r.Parent < 0 {
@@ -152,7 +176,9 @@ func (c *Model) buildContexts(folded *cct.Profile) error {
 				n.CallSite = sites[r.CallSite-1]
 			}
 		}
-		pvals := make([]uint64, nc*len(r.Paths))
+		if len(r.Paths) > 0 {
+			n.Paths, cpaths = cpaths[:0:len(r.Paths)], cpaths[len(r.Paths):]
+		}
 		for _, path := range r.Paths {
 			if path.ID >= mf.NumPaths {
 				return fmt.Errorf("%s: path %d, but the function has %d paths", n.Name, path.ID, mf.NumPaths)

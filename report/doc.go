@@ -27,7 +27,10 @@
 //   - Nodes: the calling contexts (CNode), threads merged, each with its
 //     paths (CPath), exclusive and inclusive values per metric Column
 //     (the profile's metrics and the derived insns).
-//   - Stacks: one per context, the frames the exporters write.
+//   - Stacks(): one per context, the frames the exporters write, built
+//     the first time something reads them (they are most of the memory
+//     of a whole-process profile's model, and most views never do;
+//     decision 137).
 //
 // Every path number and every partial path (stopping block, path
 // register) is expanded to blocks, edges and instructions by

@@ -50,8 +50,9 @@ func (m *Model) MetricNames() []string {
 // is 0 are left out; lines are sorted.
 func ExportFolded(w io.Writer, m *Model, opts ExportOptions) error {
 	sums := map[string]uint64{}
-	for i := range m.Stacks {
-		st := &m.Stacks[i]
+	stacks := m.Stacks()
+	for i := range stacks {
+		st := &stacks[i]
 		v, err := m.StackValue(st, opts.Metric)
 		if err != nil {
 			return err

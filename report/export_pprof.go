@@ -214,8 +214,9 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 		return int64(x)
 	}
 	runs := map[FuncID][][]pprofRun{}
-	for i := range m.Stacks {
-		st := &m.Stacks[i]
+	stacks := m.Stacks()
+	for i := range stacks {
+		st := &stacks[i]
 		if len(st.Frames) == 0 {
 			continue
 		}

@@ -156,7 +156,7 @@ func TestExportModelAgreesWithMakePaths(t *testing.T) {
 			}
 		}
 		var stacks uint64
-		for _, s := range m.Stacks {
+		for _, s := range m.Stacks() {
 			stacks += s.Insns
 		}
 		if stacks != insns || m.TotalInsns() != insns {

@@ -8,6 +8,7 @@ package report
 
 import (
 	"debug/elf"
+	"fmt"
 	"sort"
 
 	"github.com/blpp/blpp/cct"
@@ -66,23 +67,34 @@ type ExportOptions struct {
 	Metric string
 }
 
-// buildFuncs sums the folded profile (one thread) per function and per
-// stack. Records of uninstrumented functions (decision 70) have calls
-// and no paths: their stacks carry calls only, and their callbacks'
-// stacks pass through them.
+// buildFuncs sums the folded profile (one thread) per function: block,
+// edge and path counts, metrics, calls and partial activations. It checks
+// every path and partial the stacks (stacks.go) expand again later, so
+// building them cannot fail.
 func (m *Model) buildFuncs(folded *cct.Profile) error {
 	nm := len(folded.Metrics) - 1
 	for k := range m.Modules {
 		t := m.Modules[k].Table
 		funcs := make([]FuncProfile, len(t.Funcs))
 		m.Modules[k].Funcs = funcs
+		// One allocation per module for the counters of all its
+		// instrumented functions, not three per function.
+		var nb, ne, nf int
+		for i := range t.Funcs {
+			if mf := &t.Funcs[i]; mf.Instrumented {
+				nb, ne, nf = nb+len(mf.Blocks), ne+len(mf.Edges), nf+1
+			}
+		}
+		arena := make([]uint64, nb+ne+nf*nm)
 		for i := range t.Funcs {
 			mf := &t.Funcs[i]
 			if !mf.Instrumented {
 				continue
 			}
-			funcs[i] = FuncProfile{Blocks: make([]uint64, len(mf.Blocks)), Edges: make([]uint64, len(mf.Edges)),
-				Paths: map[uint64]uint64{}, Metrics: make([]uint64, nm)}
+			fp := &funcs[i]
+			fp.Blocks, arena = arena[:len(mf.Blocks):len(mf.Blocks)], arena[len(mf.Blocks):]
+			fp.Edges, arena = arena[:len(mf.Edges):len(mf.Edges)], arena[len(mf.Edges):]
+			fp.Metrics, arena = arena[:nm:nm], arena[nm:]
 		}
 	}
 	var recs []cct.Record
@@ -97,31 +109,38 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 		id := m.id(r.Func)
 		t := m.Modules[id.Module].Table
 		fp := m.Profile(id)
-		st := ProfileStack{Frames: m.frames(recs, ri), Calls: r.Calls, Metrics: make([]uint64, nm)}
-		if fp.Blocks != nil {
-			st.Blocks = make([]uint64, len(fp.Blocks))
-		}
 		fp.Calls = satAdd(fp.Calls, r.Calls)
+		if len(r.Paths) > 0 && fp.Paths == nil {
+			fp.Paths = map[uint64]uint64{}
+		}
 		for _, path := range r.Paths {
-			e, err := t.ExpandPath(id.Func, path.ID)
-			if err != nil {
-				return err
+			if path.ID >= t.Funcs[id.Func].NumPaths {
+				// buildContexts has refused it; a second line of defence.
+				return fmt.Errorf("%s: path %d, but the function has %d paths", t.Funcs[id.Func].Name, path.ID, t.Funcs[id.Func].NumPaths)
 			}
 			c := path.Count
-			addExpansion(fp, e, c)
-			addBlocks(st.Blocks, e, c)
 			fp.Paths[path.ID] = satAdd(fp.Paths[path.ID], c)
 			fp.Executions = satAdd(fp.Executions, c)
-			st.Count = satAdd(st.Count, c)
-			st.Insns = satAdd(st.Insns, satMul(e.Insns, c))
 			for j, v := range path.Metrics {
-				st.Metrics[j] = satAdd(st.Metrics[j], v)
 				fp.Metrics[j] = satAdd(fp.Metrics[j], v)
 			}
 		}
-		m.Stacks = append(m.Stacks, st)
 	}
-	orphan := map[FuncID]int{} // function → stack of its partials without a record
+	// Blocks and edges: each path of a function once, with its count over
+	// every context (saturating sums are the same in any order).
+	for k := range m.Modules {
+		funcs, t := m.Modules[k].Funcs, m.Modules[k].Table
+		for i := range funcs {
+			fp := &funcs[i]
+			for id, c := range fp.Paths {
+				e, err := t.ExpandPath(uint32(i), id)
+				if err != nil {
+					return err
+				}
+				addExpansion(fp, e, c)
+			}
+		}
+	}
 	for qi := range parts {
 		q := &parts[qi]
 		id := m.id(q.Func)
@@ -137,19 +156,6 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 			continue // stopping block unknown: counted, not expanded
 		}
 		addExpansion(fp, e, q.Count)
-		si := -1
-		if q.Record >= 0 && q.Record < len(recs) {
-			si = q.Record
-		} else if k, ok := orphan[id]; ok {
-			si = k
-		} else {
-			si = len(m.Stacks)
-			orphan[id] = si
-			m.Stacks = append(m.Stacks, ProfileStack{Frames: []StackFrame{{id, t.Funcs[id.Func].Entry}}, Metrics: make([]uint64, nm),
-				Blocks: make([]uint64, len(fp.Blocks))})
-		}
-		m.Stacks[si].Insns = satAdd(m.Stacks[si].Insns, satMul(e.Insns, q.Count))
-		addBlocks(m.Stacks[si].Blocks, e, q.Count)
 	}
 	// A fork child's prefixes ran in the parent (cct.Thread.Prefixes).
 	for qi := range prefixes {
@@ -168,20 +174,6 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 		}
 		if e != nil {
 			subExpansion(&funcs[fn], e, q.Count)
-			// The context the prefix ran in loses it too, so that the
-			// stacks of a function still add up to its counts.
-			if q.Record >= 0 && q.Record < len(recs) {
-				st := &m.Stacks[q.Record]
-				var insns uint64
-				for _, b := range e.Blocks {
-					if int(b) < len(st.Blocks) {
-						d := min(st.Blocks[b], q.Count)
-						st.Blocks[b] -= d
-						insns = satAdd(insns, satMul(d, uint64(t.Funcs[fn].Blocks[b].Insts)))
-					}
-				}
-				st.Insns -= min(st.Insns, insns)
-			}
 		}
 	}
 	for k := range m.Modules {
@@ -194,19 +186,6 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 		}
 	}
 	return nil
-}
-
-// frames lists the frames of record ri, leaf first.
-func (m *Model) frames(recs []cct.Record, ri int) []StackFrame {
-	r := &recs[ri]
-	out := []StackFrame{{m.id(r.Func), m.Func(m.id(r.Func)).Entry}}
-	for depth := 0; r.Parent >= 0 && r.Parent < ri && depth < len(recs); depth++ {
-		parent := &recs[r.Parent]
-		out = append(out, StackFrame{m.id(parent.Func), m.CallSiteAddr(m.id(parent.Func), r.CallSite)})
-		ri = r.Parent
-		r = parent
-	}
-	return out
 }
 
 // CallSiteAddr is the original address of call site cs of function fn:

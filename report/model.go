@@ -168,10 +168,14 @@ type Model struct {
 	// did not.
 	Samples *SampleInfo
 
-	// Stacks has one entry per record of the folded calling-context tree
+	// stacks has one entry per record of the folded calling-context tree
 	// (in a flow-only profile, one per function that ran), in record
-	// order, then one per function with partial paths that had no record.
-	Stacks []ProfileStack
+	// order, then one per function with partial paths that had no record;
+	// built by Stacks on first use from lazy, with the filters made
+	// before (stacks.go).
+	stacks       []ProfileStack
+	lazy         *lazyStacks
+	stackFilters []stackFilter
 
 	tagIndex map[uint32]uint32 // module tag → index in Modules
 	hidden   map[uint32]bool   // modules FilterModules took out
@@ -254,16 +258,23 @@ func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o M
 		m.Table, m.Debug, m.Symbols, m.File = x.Table, x.Debug, x.Symbols, x.File
 	}
 	folded := p.FoldThreads()
+	// The model keeps only the folded profile: let the collector have
+	// p's records (the caller holds them no longer, cmd/blpp liveOnly).
+	p = nil
 	if err := m.buildContexts(folded); err != nil {
 		return nil, err
 	}
 	if err := m.buildFuncs(folded); err != nil {
 		return nil, err
 	}
+	m.lazy = &lazyStacks{folded: folded}
 	if s := m.Samples; s != nil && len(folded.Threads) > 0 {
-		// Stacks follow the folded records, as the contexts do.
-		for i := range min(len(m.Stacks), len(folded.Threads[0].Records)) {
-			m.Stacks[i].Sampled = m.Nodes[i].Excl[s.Column]
+		// The sampled values of the stacks are the contexts' before any
+		// FilterModules renumbers them.
+		n := min(len(m.Nodes), len(folded.Threads[0].Records))
+		m.lazy.sampled = make([]uint64, n)
+		for i := range n {
+			m.lazy.sampled[i] = m.Nodes[i].Excl[s.Column]
 		}
 	}
 	return m, nil

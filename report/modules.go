@@ -116,26 +116,12 @@ func (m *Model) filter(keep []bool, splice bool) {
 		n.Depth = p.Depth + 1
 	}
 	m.Nodes = nodes
-	// Stacks: the frames of kept modules.
-	var stacks []ProfileStack
-	for _, st := range m.Stacks {
-		if len(st.Frames) == 0 || m.hidden[st.Frames[0].Func.Module] {
-			continue
-		}
-		var fr []StackFrame
-		for _, f := range st.Frames {
-			if m.hidden[f.Func.Module] {
-				if !splice {
-					break
-				}
-				continue
-			}
-			fr = append(fr, f)
-		}
-		st.Frames = fr
-		stacks = append(stacks, st)
+	// Stacks: the frames of kept modules, now or when they are built.
+	if m.lazy != nil {
+		m.stackFilters = append(append([]stackFilter(nil), m.stackFilters...), stackFilter{m.hidden, splice})
+		return
 	}
-	m.Stacks = stacks
+	m.stacks = filterStacks(m.stacks, m.hidden, splice)
 }
 
 // qualifyNames copies t with every function named module!name.

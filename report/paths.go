@@ -101,13 +101,16 @@ type PathDoc struct {
 // activations and, for a function left uninstrumented, its entries;
 // then the contexts.
 func (m *Model) PathDoc() *PathDoc {
-	d := m.pathDoc()
+	d := m.pathDoc(false)
 	d.Contexts = m.Contexts()
 	return d
 }
 
-// pathDoc is PathDoc without the contexts.
-func (m *Model) pathDoc() *PathDoc {
+// pathDoc is PathDoc without the contexts. For the text view (text),
+// it leaves out what only the JSON shows: demangled names, entries, and
+// block addresses and counts as hex strings (a whole-process profile has
+// millions of blocks, decision 137).
+func (m *Model) pathDoc(text bool) *PathDoc {
 	d := &PathDoc{Binary: m.Binary, Functions: []PathFunc{}, Contexts: []Context{}, Runtime: m.Stats}
 	for _, x := range m.Metrics {
 		d.Metrics = append(d.Metrics, x.Name)
@@ -124,8 +127,11 @@ func (m *Model) pathDoc() *PathDoc {
 	for _, fid := range m.FuncIDs() {
 		mf := m.Func(fid)
 		fp := m.Profile(fid)
-		pf := PathFunc{Name: RawName(mf.Name), shown: mf.Name, module: fid.Module, Module: m.Modules[fid.Module].Name, Demangled: demangled(mf.Name), Entry: hex(mf.Entry), Instrumented: mf.Instrumented, Reason: mf.Reason,
+		pf := PathFunc{shown: mf.Name, module: fid.Module, Module: m.Modules[fid.Module].Name, Instrumented: mf.Instrumented, Reason: mf.Reason,
 			Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
+		if !text {
+			pf.Name, pf.Demangled, pf.Entry = RawName(mf.Name), demangled(mf.Name), hex(mf.Entry)
+		}
 		if !mf.Instrumented {
 			pf.EntriesCounted = mf.EntriesCounted
 			pf.Entries = fp.Calls
@@ -141,15 +147,20 @@ func (m *Model) pathDoc() *PathDoc {
 		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 		for _, id := range ids {
 			e, _ := m.ExpandPath(fid, id) // expanded by NewModel
-			pe := PathEntry{ID: id, Count: fp.Paths[id]}
-			for _, bl := range e.Blocks {
-				pe.Blocks = append(pe.Blocks, hex(mf.Blocks[bl].Addr))
-				pe.addrs = append(pe.addrs, mf.Blocks[bl].Addr)
+			pe := PathEntry{ID: id, Count: fp.Paths[id], addrs: make([]uint64, len(e.Blocks))}
+			for k, bl := range e.Blocks {
+				if !text {
+					pe.Blocks = append(pe.Blocks, hex(mf.Blocks[bl].Addr))
+				}
+				pe.addrs[k] = mf.Blocks[bl].Addr
 			}
 			pf.Paths = append(pf.Paths, pe)
 		}
 		pf.Executions, pf.Partial, pf.PartialUnknown = fp.Executions, fp.Partial, fp.PartialUnknown
 		for i, bl := range mf.Blocks {
+			if text {
+				break
+			}
 			pf.Blocks = append(pf.Blocks, PathBlockCount{Addr: hex(bl.Addr), Count: fp.Blocks[i]})
 		}
 		d.TotalPaths += pf.Executions
@@ -166,7 +177,7 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile) (*PathDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.pathDoc(), nil
+	return m.pathDoc(false), nil
 }
 
 // PathsJSON writes the document of `blpp report --format json`
@@ -181,7 +192,7 @@ func PathsJSON(w io.Writer, m *Model) error {
 // id, count, share of all path executions, blocks with file:line) and the
 // per-function totals.
 func PathsText(w io.Writer, m *Model, o ViewOptions) error {
-	d, top := m.pathDoc(), o.Top
+	d, top := m.pathDoc(true), o.Top
 	type hp struct {
 		f *PathFunc
 		p *PathEntry

@@ -592,16 +592,17 @@ func (m *Model) pprofSamples(p *profile.Profile, vi int, location func(StackFram
 	function func(name, sys, file string, line int) *profile.Function) {
 	period := m.Samples.Period
 	pseudo := map[string]*profile.Location{}
+	stacks := m.Stacks()
 	for i := range m.Nodes {
 		n := &m.Nodes[i]
-		if n.Sampled == nil || i >= len(m.Stacks) || len(m.Stacks[i].Frames) == 0 {
+		if n.Sampled == nil || i >= len(stacks) || len(stacks[i].Frames) == 0 {
 			continue
 		}
 		var callers []*profile.Location
-		for _, fr := range m.Stacks[i].Frames[1:] {
+		for _, fr := range stacks[i].Frames[1:] {
 			callers = append(callers, location(fr))
 		}
-		leaf := m.Stacks[i].Frames[0]
+		leaf := stacks[i].Frames[0]
 		mf := m.Func(leaf.Func)
 		add := func(at *profile.Location, k uint64, withLeaf bool) {
 			s := &profile.Sample{Value: make([]int64, len(p.SampleType)), Location: []*profile.Location{at}}

@@ -19,11 +19,26 @@ func init() {
 // liveNote writes report.LiveNote's lines for a profile read from a live
 // file, "blpp: note: " first.
 func liveNote(w io.Writer, m *report.Model, prof *cct.Profile) error {
+	if prof == nil {
+		return nil
+	}
 	lines, err := report.LiveNote(m, prof)
 	for _, l := range lines {
 		fmt.Fprintf(w, "blpp: note: %s\n", l)
 	}
 	return err
+}
+
+// liveOnly is prof when it is a live profile, which liveNote reads
+// after the model is built, else nil: then nothing holds the profile
+// once NewModelWith has folded it, and the collector frees a
+// whole-process profile's records while the model is built (decision
+// 137).
+func liveOnly(prof *cct.Profile) *cct.Profile {
+	if report.IsLive(prof) {
+		return prof
+	}
+	return nil
 }
 
 // readProfiles reads and merges the profiles (several runs or processes
@@ -129,11 +144,12 @@ func runReport(c *ctx, args []string) error {
 		return fmt.Errorf("%s: %w", fs.Args()[0], err)
 	}
 	defer report.CloseModules(mo.Libs)
+	live := liveOnly(prof)
 	m, err := report.NewModelWith(*binary, tab, prof, f, mo)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Args()[0], err)
 	}
-	if err := liveNote(c.stderr, m, prof); err != nil {
+	if err := liveNote(c.stderr, m, live); err != nil {
 		return fmt.Errorf("%s: %w", fs.Args()[0], err)
 	}
 	if err := moduleFilter(c, m); err != nil {

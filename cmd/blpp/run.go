@@ -235,11 +235,12 @@ func writeRunReportTo(w io.Writer, inst, title, profPath string, top int) error 
 		return err
 	}
 	defer report.CloseModules(libs)
+	live := liveOnly(prof)
 	m, err := report.NewModelWith(inst, tab, prof, f, report.ModelOptions{Libs: libs, Debug: report.DebugOptions{CacheDir: filepath.Join(cacheRoot(), "dwarf")}})
 	if err != nil {
 		return err
 	}
-	if err := liveNote(w, m, prof); err != nil {
+	if err := liveNote(w, m, live); err != nil {
 		return err
 	}
 	if title != "" {

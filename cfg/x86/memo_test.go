@@ -212,3 +212,32 @@ func TestMemoKey(t *testing.T) {
 		t.Errorf("%d instructions checked", n)
 	}
 }
+
+// BenchmarkMemoDecode decodes libc's .text through a Decoder, the way
+// the graph builder and code generation do: after the first pass,
+// nearly every instruction is answered by a table.
+func BenchmarkMemoDecode(b *testing.B) {
+	f, err := elf.Open("/usr/lib/x86_64-linux-gnu/libc.so.6")
+	if err != nil {
+		b.Skip("needs libc.so.6 (Debian package libc6)")
+	}
+	s := f.Section(".text")
+	code, err := s.Data()
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := NewDecoder()
+	defer d.Release()
+	var in Info
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for off := 0; off < len(code); {
+			if d.DecodeInfoTo(&in, code[off:], s.Addr+uint64(off)) != nil || in.Len == 0 {
+				off++
+				continue
+			}
+			off += in.Len
+		}
+	}
+}

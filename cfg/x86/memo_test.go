@@ -2,6 +2,7 @@ package x86
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"os"
@@ -65,8 +66,8 @@ func inTable(code []byte) bool {
 	if err != nil {
 		return false
 	}
-	key, _, _ := memoKey(code[:l.n], &l)
-	k0, k1, _, slots := memoSlots(&key)
+	k0, k1, _, _ := memoKey(code[:l.n], &l)
+	_, slots := memoSlots(k0, k1)
 	_, _, ok := lookup(slots, k0, k1)
 	return ok
 }
@@ -148,5 +149,95 @@ func TestMemoAgrees(t *testing.T) {
 	// not keep (their retargeting differs) are rare.
 	if held < second*99/100 {
 		t.Errorf("the table holds %d of %d instructions decoded before", held, second)
+	}
+}
+
+// memoKeyBytes is the key by its definition: code's bytes, the
+// displacements zeroed, the length in byte 15 (memoKey makes it in
+// registers).
+func memoKeyBytes(code []byte, l *layout) (k0, k1 uint64) {
+	var key [16]byte
+	copy(key[:], code)
+	key[15] = byte(len(code))
+	switch l.relSize {
+	case 1:
+		key[l.immOff] = 0
+	case 4:
+		clear(key[l.immOff : l.immOff+4])
+	}
+	if l.ripRel {
+		clear(key[l.dispOff : l.dispOff+4])
+	}
+	return binary.LittleEndian.Uint64(key[:8]), binary.LittleEndian.Uint64(key[8:])
+}
+
+// TestMemoKey: memoKey is the key of its definition (memoKeyBytes) for
+// every instruction of libc's .text, whether the bytes after the
+// instruction are in its slice's array (read and masked off: ones here)
+// or not (a copy of exactly its bytes).
+func TestMemoKey(t *testing.T) {
+	f, err := elf.Open("/usr/lib/x86_64-linux-gnu/libc.so.6")
+	if err != nil {
+		t.Skip("needs libc.so.6 (Debian package libc6)")
+	}
+	code, err := f.Section(".text").Data()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, bad := 0, 0
+	padded := make([]byte, 32)
+	for off := 0; off < len(code) && bad < 5; {
+		l, err := scan(code[off:min(len(code), off+maxLen)])
+		if err != nil {
+			off++
+			continue
+		}
+		n++
+		want0, want1 := memoKeyBytes(code[off:off+l.n], &l)
+		for i := range padded {
+			padded[i] = 0xff
+		}
+		copy(padded, code[off:off+l.n])
+		for _, c := range [][]byte{padded[:l.n], code[off : off+l.n : off+l.n]} {
+			k0, k1, _, _ := memoKey(c, &l)
+			if k0 != want0 || k1 != want1 {
+				t.Errorf("+%#x (% x, cap %d): key %#x %#x, want %#x %#x", off, c, cap(c), k0, k1, want0, want1)
+				bad++
+			}
+		}
+		off += l.n
+	}
+	if n < 100000 {
+		t.Errorf("%d instructions checked", n)
+	}
+}
+
+// BenchmarkMemoDecode decodes libc's .text through a Decoder, the way
+// the graph builder and code generation do: after the first pass,
+// nearly every instruction is answered by a table.
+func BenchmarkMemoDecode(b *testing.B) {
+	f, err := elf.Open("/usr/lib/x86_64-linux-gnu/libc.so.6")
+	if err != nil {
+		b.Skip("needs libc.so.6 (Debian package libc6)")
+	}
+	s := f.Section(".text")
+	code, err := s.Data()
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := NewDecoder()
+	defer d.Release()
+	var in Info
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for off := 0; off < len(code); {
+			if d.DecodeInfoTo(&in, code[off:], s.Addr+uint64(off)) != nil || in.Len == 0 {
+				off++
+				continue
+			}
+			off += in.Len
+		}
 	}
 }

@@ -160,12 +160,8 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 	// A fork child's prefixes ran in the parent (cct.Thread.Prefixes).
 	for qi := range prefixes {
 		q := &prefixes[qi]
-		k, ok := m.tagIndex[cct.FidTag(q.Func)]
+		funcs, t, fn, ok := m.prefixFunc(q)
 		if !ok {
-			continue
-		}
-		funcs, t, fn := m.Modules[k].Funcs, m.Modules[k].Table, cct.FidLocal(q.Func)
-		if int(fn) >= len(funcs) || funcs[fn].Blocks == nil {
 			continue
 		}
 		e, err := expandPartial(t, fn, q)
@@ -302,4 +298,20 @@ func (s *Symbols) Lookup(addr uint64) (string, uint64, bool) {
 		}
 	}
 	return "", 0, false
+}
+
+// prefixFunc finds the function of a fork child's prefix q among the
+// model's modules: the module's function counters and metadata, and the
+// function's index there; ok is false for a function of no module or
+// without blocks.
+func (m *Model) prefixFunc(q *cct.Partial) (funcs []FuncProfile, t *meta.Table, fn uint32, ok bool) {
+	k, ok := m.tagIndex[cct.FidTag(q.Func)]
+	if !ok {
+		return nil, nil, 0, false
+	}
+	funcs, t, fn = m.Modules[k].Funcs, m.Modules[k].Table, cct.FidLocal(q.Func)
+	if int(fn) >= len(funcs) || funcs[fn].Blocks == nil {
+		return nil, nil, 0, false
+	}
+	return funcs, t, fn, true
 }

@@ -126,12 +126,8 @@ func (m *Model) buildStacks(l *lazyStacks) []ProfileStack {
 	// counts.
 	for qi := range prefixes {
 		q := &prefixes[qi]
-		k, ok := m.tagIndex[cct.FidTag(q.Func)]
+		_, t, fn, ok := m.prefixFunc(q)
 		if !ok {
-			continue
-		}
-		funcs, t, fn := m.Modules[k].Funcs, m.Modules[k].Table, cct.FidLocal(q.Func)
-		if int(fn) >= len(funcs) || funcs[fn].Blocks == nil {
 			continue
 		}
 		e, err := expandPartial(t, fn, q)

@@ -24,20 +24,7 @@ func TestTwinWaits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("coldtwin: %v", err)
 	}
-	data, err := os.ReadFile(orig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _, err := rewriter.Rewrite(data, rewriter.Options{})
-	if err != nil {
-		t.Fatalf("rewrite: %v", err)
-	}
-	dir := t.TempDir()
-	inst := filepath.Join(dir, "coldtwin.blpp")
-	if err := os.WriteFile(inst, out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	prof := filepath.Join(dir, "prof")
+	inst, prof := rewriteInDir(t, orig)
 	cmd := osexec.Command(inst)
 	cmd.Env = append(cleanEnv(), "BLPP_PROFILE="+prof)
 	got, err := cmd.Output()
@@ -68,4 +55,25 @@ func TestTwinWaits(t *testing.T) {
 	if arena > 16<<20 {
 		t.Errorf("the arena holds %d bytes: records of a 4096-path function that ran 100 path ends got their hot twins", arena)
 	}
+}
+
+// rewriteInDir rewrites the fixture binary orig with the default options
+// into a temporary directory and returns the instrumented binary and the
+// profile path it is to write.
+func rewriteInDir(t *testing.T, orig string) (inst, prof string) {
+	t.Helper()
+	data, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := rewriter.Rewrite(data, rewriter.Options{})
+	if err != nil {
+		t.Fatalf("rewrite: %v", err)
+	}
+	dir := t.TempDir()
+	inst = filepath.Join(dir, filepath.Base(orig)+".blpp")
+	if err := os.WriteFile(inst, out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return inst, filepath.Join(dir, "prof")
 }

@@ -3,12 +3,10 @@ package runtime_test
 import (
 	"os"
 	osexec "os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/blpp/blpp/cct"
 	"github.com/blpp/blpp/internal/testsupport/fixture"
-	"github.com/blpp/blpp/rewriter"
 )
 
 // TestWriterStreams: the profile goes to its file as it is made, so the
@@ -20,20 +18,7 @@ import (
 // writing it holds about twice the file.
 func TestWriterStreams(t *testing.T) {
 	orig := fixture.Build(t, "foldchain.c", fixture.Config{CC: "gcc", Opt: "-O2", PIE: true})
-	data, err := os.ReadFile(orig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _, err := rewriter.Rewrite(data, rewriter.Options{})
-	if err != nil {
-		t.Fatalf("rewrite: %v", err)
-	}
-	dir := t.TempDir()
-	inst := filepath.Join(dir, "foldchain.blpp")
-	if err := os.WriteFile(inst, out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	prof := filepath.Join(dir, "prof")
+	inst, prof := rewriteInDir(t, orig)
 	cmd := osexec.Command(inst, "hot")
 	cmd.Env = append(cleanEnv(), "BLPP_PROFILE="+prof)
 	if b, err := cmd.CombinedOutput(); err != nil {

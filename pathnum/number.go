@@ -176,7 +176,7 @@ type scratch struct {
 	from, to, succStart, succ, post, next, stack, pos []int32
 	realDag, exitDag, entryDag, outStart, outList     []int32
 	order, parent, size, adjStart, adj, queue, tnext  []int32
-	dispatchFirst, dispatchSeg                        []int32
+	dispatchFirst                                     []int32
 	np, val, entryVal, exitVal                        []uint64
 	mark                                              []uint32
 	phi                                               []int64
@@ -526,14 +526,7 @@ func (b *numberer) build(num *Numbering, kind []EdgeKind, maxPaths uint64) error
 func (b *numberer) orderDispatch(num *Numbering) {
 	s := b.s
 	num.dispatchFirst = takeCap(&s.dispatchFirst, 0)
-	any := false
-	for _, e := range b.g.Edges {
-		if e.Dispatch {
-			any = true
-			break
-		}
-	}
-	if !any {
+	if !slices.ContainsFunc(b.g.Edges, func(e Edge) bool { return e.Dispatch }) {
 		return
 	}
 	dag := num.dag
@@ -542,36 +535,29 @@ func (b *numberer) orderDispatch(num *Numbering) {
 	}
 	for v := range b.g.NumNodes {
 		seg := num.outList[num.outStart[v]:num.outStart[v+1]]
-		// Real DAG edges come first (dag order); the pseudo edges follow.
+		// Real DAG edges come first (dag order); the pseudo edges follow,
+		// in input edge order, which the stable sort keeps among equals.
 		first := 0
 		for first < len(seg) && dag[seg[first]].pseudo != ToExit {
 			first++
 		}
-		var disp, rest []int32
-		for _, d := range seg[first:] {
-			if isDispatch(d) {
-				disp = append(disp, d)
-			}
-		}
-		if len(disp) == 0 {
+		pseudo := seg[first:]
+		if !slices.ContainsFunc(pseudo, isDispatch) {
 			continue
 		}
-		tmp := takeCap(&s.dispatchSeg, len(seg)-first)
-		for _, d := range seg[first:] {
-			if !isDispatch(d) {
-				rest = append(rest, d)
+		slices.SortStableFunc(pseudo, func(x, y int32) int {
+			dx, dy := isDispatch(x), isDispatch(y)
+			switch {
+			case dx != dy && dx:
+				return -1
+			case dx != dy:
+				return 1
+			case dx:
+				return cmp.Compare(b.to[dag[x].edge], b.to[dag[y].edge])
 			}
-		}
-		slices.SortFunc(disp, func(x, y int32) int {
-			if c := cmp.Compare(b.to[dag[x].edge], b.to[dag[y].edge]); c != 0 {
-				return c
-			}
-			return cmp.Compare(dag[x].edge, dag[y].edge)
+			return 0
 		})
-		tmp = append(append(tmp, disp...), rest...)
-		copy(seg[first:], tmp)
-		s.dispatchSeg = tmp[:0]
-		num.dispatchFirst = append(num.dispatchFirst, disp[0])
+		num.dispatchFirst = append(num.dispatchFirst, pseudo[0])
 	}
 	s.dispatchFirst = num.dispatchFirst[:0]
 }

@@ -71,8 +71,8 @@ func TestModelLean(t *testing.T) {
 		for r := i; p.Threads[0].Records[r].Parent >= 0; r = p.Threads[0].Records[r].Parent {
 			want++
 		}
-		if len(st[i].Frames) != want || st[i].Frames[0].Func.Func != p.Threads[0].Records[i].Func {
-			t.Fatalf("stack %d: frames %+v, want %d frames", i, st[i].Frames, want)
+		if fr := m.StackFrames(i, nil); len(fr) != want || fr[0].Func.Func != p.Threads[0].Records[i].Func {
+			t.Fatalf("stack %d: frames %+v, want %d frames", i, fr, want)
 		}
 	}
 }

@@ -165,20 +165,20 @@ func (m *Model) treeCalls() map[siteKey]map[FuncID]uint64 {
 	stacks := m.Stacks()
 	for i := range stacks {
 		st := &stacks[i]
-		if len(st.Frames) < 2 || st.Calls == 0 {
+		if st.Parent < 0 || st.Calls == 0 {
 			continue
 		}
-		caller := st.Frames[1]
-		f := m.Func(caller.Func)
+		caller := stacks[st.Parent].Leaf.Func
+		f := m.Func(caller)
 		for k, a := range f.CallSites {
-			if a != caller.Addr {
+			if a != st.CallAddr {
 				continue
 			}
-			key := siteKey{caller.Func, uint32(k)}
+			key := siteKey{caller, uint32(k)}
 			if out[key] == nil {
 				out[key] = map[FuncID]uint64{}
 			}
-			out[key][st.Frames[0].Func] = satAdd(out[key][st.Frames[0].Func], st.Calls)
+			out[key][st.Leaf.Func] = satAdd(out[key][st.Leaf.Func], st.Calls)
 			break
 		}
 	}
@@ -189,7 +189,7 @@ func (m *Model) treeCalls() map[siteKey]map[FuncID]uint64 {
 func (m *Model) hasCallers() bool {
 	stacks := m.Stacks()
 	for i := range stacks {
-		if len(stacks[i].Frames) > 1 {
+		if stacks[i].Parent >= 0 {
 			return true
 		}
 	}

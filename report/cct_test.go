@@ -664,8 +664,8 @@ func TestModelModules(t *testing.T) {
 			t.Errorf("context %d (%s): function %+v is %s", i, n.Name, id, c.Func(id).Name)
 		}
 	}
-	for _, st := range c.Stacks() {
-		for _, fr := range st.Frames {
+	for i := range c.Stacks() {
+		for _, fr := range c.StackFrames(i, nil) {
 			if fr.Func.Module != 0 || int(fr.Func.Func) >= len(c.Table.Funcs) {
 				t.Errorf("stack frame %+v names no function of the executable", fr)
 			}

@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -47,30 +47,110 @@ func (m *Model) MetricNames() []string {
 // format of Brendan Gregg's flamegraph.pl: the function names root first,
 // joined by ';', a space and the value (opts.Metric, instructions by
 // default). Contexts with the same names are summed, contexts whose value
-// is 0 are left out; lines are sorted.
+// is 0 are left out. Lines come in tree order: by the root's name (byte
+// order), a stack before the longer ones it begins, and those by their
+// next name, and so on (flamegraph.pl sorts its input itself).
+//
+// The stacks are merged in a tree of names rather than by their joined
+// text, and each line is written as it is reached: a whole-process
+// profile has millions of contexts tens of frames deep, whose lines
+// together are gigabytes (decision 139).
 func ExportFolded(w io.Writer, m *Model, opts ExportOptions) error {
-	sums := map[string]uint64{}
 	stacks := m.Stacks()
+	// nameOf interns each function's folded name.
+	var names []string
+	nameIDs := map[string]int32{}
+	fnName := map[FuncID]int32{}
+	nameOf := func(id FuncID) int32 {
+		if k, ok := fnName[id]; ok {
+			return k
+		}
+		n := foldedName(m.DisplayName(m.FuncName(id)))
+		k, ok := nameIDs[n]
+		if !ok {
+			k = int32(len(names))
+			names = append(names, n)
+			nameIDs[n] = k
+		}
+		fnName[id] = k
+		return k
+	}
+	// The tree: node 0 is above the roots; a node is a name under its
+	// parent node, and a stack's node is its leaf's name under its
+	// parent stack's node (parents come first).
+	type tnode struct {
+		parent, name int32
+		value        uint64
+		kids         []int32
+	}
+	tree := []tnode{{parent: -1, name: -1}}
+	child := map[uint64]int32{}
+	at := make([]int32, len(stacks))
 	for i := range stacks {
 		st := &stacks[i]
 		v, err := m.StackValue(st, opts.Metric)
 		if err != nil {
 			return err
 		}
-		if v == 0 {
+		up := int32(0)
+		if st.Parent >= 0 {
+			up = at[st.Parent]
+		}
+		name := nameOf(st.Leaf.Func)
+		key := uint64(up)<<32 | uint64(uint32(name))
+		n, ok := child[key]
+		if !ok {
+			n = int32(len(tree))
+			tree = append(tree, tnode{parent: up, name: name})
+			tree[up].kids = append(tree[up].kids, n)
+			child[key] = n
+		}
+		at[i] = n
+		tree[n].value = satAdd(tree[n].value, v)
+	}
+	child, at = nil, nil
+	bw := bufio.NewWriter(w)
+	// Depth first, children by name; line holds the names down to the
+	// node on top of the work stack, whose entries are nodes and, after
+	// a node's children, the length to cut the line back to.
+	var line []byte
+	type work struct {
+		node int32
+		cut  int // >= 0: no node, cut line to this length
+	}
+	sortKids := func(n int32) []int32 {
+		k := tree[n].kids
+		slices.SortFunc(k, func(a, b int32) int { return strings.Compare(names[tree[a].name], names[tree[b].name]) })
+		return k
+	}
+	var todo []work
+	kids := sortKids(0)
+	for j := len(kids) - 1; j >= 0; j-- {
+		todo = append(todo, work{kids[j], -1})
+	}
+	for len(todo) > 0 {
+		wk := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if wk.cut >= 0 {
+			line = line[:wk.cut]
 			continue
 		}
-		names := make([]string, len(st.Frames))
-		for j, fr := range st.Frames {
-			names[len(st.Frames)-1-j] = foldedName(m.DisplayName(m.FuncName(fr.Func)))
+		n := &tree[wk.node]
+		todo = append(todo, work{-1, len(line)})
+		if len(line) > 0 {
+			line = append(line, ';')
 		}
-		k := strings.Join(names, ";")
-		sums[k] = satAdd(sums[k], v)
-	}
-	keys := slices.Sorted(maps.Keys(sums))
-	bw := bufio.NewWriter(w)
-	for _, k := range keys {
-		fmt.Fprintf(bw, "%s %d\n", k, sums[k])
+		line = append(line, names[n.name]...)
+		if n.value > 0 {
+			bw.Write(line)
+			bw.WriteByte(' ')
+			bw.Write(strconv.AppendUint(nil, n.value, 10))
+			bw.WriteByte('\n')
+		}
+		kids := sortKids(wk.node)
+		for j := len(kids) - 1; j >= 0; j-- {
+			todo = append(todo, work{kids[j], -1})
+		}
 	}
 	return bw.Flush()
 }

@@ -1,7 +1,9 @@
 package report
 
 import (
+	"compress/gzip"
 	"debug/elf"
+	"encoding/binary"
 	enchex "encoding/hex"
 	"fmt"
 	"io"
@@ -24,13 +26,75 @@ func pprofUnit(name string) string {
 }
 
 // ExportPprof writes m as a gzipped profile.proto [github.com/google/pprof
-// proto/profile.proto] (MakePprof).
+// proto/profile.proto] (MakePprof's), streaming: each sample is encoded
+// as it is made, and the rest of the profile (sample types, mappings,
+// locations, functions, strings) follows them. A protocol buffer's fields
+// may come in any order, and a sample names no string, only location ids
+// and values. A whole-process profile gives tens of millions of samples
+// tens of frames deep, more than fits in memory as profile.Samples
+// (decision 139).
 func ExportPprof(w io.Writer, m *Model, opts ExportOptions) error {
-	p, err := MakePprof(m)
+	gz := gzip.NewWriter(w)
+	var buf []byte
+	p, err := buildPprof(m, func(s *profile.Sample) error {
+		buf = appendPprofSample(buf[:0], s)
+		_, err := gz.Write(buf)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	return p.Write(w)
+	if err := p.WriteUncompressed(gz); err != nil {
+		return err
+	}
+	return gz.Close()
+}
+
+// appendPprofSample appends sample s as field 2 of a Profile message:
+// location ids (field 1) and values (field 2), packed.
+func appendPprofSample(b []byte, s *profile.Sample) []byte {
+	var ids, vals []byte
+	for _, l := range s.Location {
+		ids = binary.AppendUvarint(ids, l.ID)
+	}
+	for _, v := range s.Value {
+		vals = binary.AppendUvarint(vals, uint64(v))
+	}
+	n := 1 + uvarintLen(uint64(len(ids))) + len(ids) + 1 + uvarintLen(uint64(len(vals))) + len(vals)
+	b = append(b, 2<<3|2)
+	b = binary.AppendUvarint(b, uint64(n))
+	b = append(b, 1<<3|2)
+	b = binary.AppendUvarint(b, uint64(len(ids)))
+	b = append(b, ids...)
+	b = append(b, 2<<3|2)
+	b = binary.AppendUvarint(b, uint64(len(vals)))
+	return append(b, vals...)
+}
+
+// uvarintLen is the length of x as a varint.
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}
+
+// MakePprof builds the pprof model of m (buildPprof), samples included.
+func MakePprof(m *Model) (*profile.Profile, error) {
+	var samples []*profile.Sample
+	p, err := buildPprof(m, func(s *profile.Sample) error {
+		samples = append(samples, s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.Sample = samples
+	if err := p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("pprof: %w", err)
+	}
+	return p, nil
 }
 
 // The pprof sample types after the profile's further metrics; see
@@ -40,7 +104,8 @@ const (
 	pprofCount = "count"
 )
 
-// MakePprof builds the pprof model of m (docs/formats.md, decision 87).
+// buildPprof builds the pprof model of m (docs/formats.md, decision 87),
+// handing each sample to emit instead of keeping it in the profile.
 // Each calling context gives one sample per location of the code that
 // ran in it: a location is a stretch of one block whose instructions
 // share a source line and inline frame (DebugInfo.LineRuns; the whole
@@ -66,7 +131,7 @@ const (
 // Locations carry function names and file:line from DWARF, inline frames
 // included (innermost first, each outer frame at the line of the call
 // inlined into it), with each Function's start line its declaration's.
-func MakePprof(m *Model) (*profile.Profile, error) {
+func buildPprof(m *Model, emit func(*profile.Sample) error) (*profile.Profile, error) {
 	p := &profile.Profile{
 		SampleType:        []*profile.ValueType{{Type: pprofCount, Unit: "count"}},
 		DefaultSampleType: MetricInsns,
@@ -215,31 +280,46 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 	}
 	runs := map[FuncID][][]pprofRun{}
 	stacks := m.Stacks()
-	for i := range stacks {
-		st := &stacks[i]
-		if len(st.Frames) == 0 {
-			continue
+	var frames []StackFrame
+	var blocks []uint64
+	// A stack's samples are emitted once it is done: its entry sample's
+	// values are set last.
+	var pending []*profile.Sample
+	flush := func() error {
+		for _, s := range pending {
+			if err := emit(s); err != nil {
+				return err
+			}
 		}
-		leaf := st.Frames[0]
+		pending = pending[:0]
+		return nil
+	}
+	for i := range stacks {
+		if err := flush(); err != nil {
+			return nil, err
+		}
+		st := &stacks[i]
+		frames = m.StackFrames(i, frames)
+		leaf := frames[0]
 		var callers []*profile.Location
-		for _, fr := range st.Frames[1:] {
+		for _, fr := range frames[1:] {
 			callers = append(callers, location(fr))
 		}
 		sample := func(at uint64) *profile.Sample {
 			s := &profile.Sample{Value: make([]int64, len(p.SampleType)),
 				Location: append([]*profile.Location{location(StackFrame{leaf.Func, at})}, callers...)}
-			p.Sample = append(p.Sample, s)
+			pending = append(pending, s)
 			return s
 		}
 		var entry *profile.Sample // the sample at the leaf's entry, if any
 		emitted := false
-		if st.Blocks != nil {
+		if blocks = m.StackBlocks(i, blocks); blocks != nil {
 			rs, ok := runs[leaf.Func]
 			if !ok {
 				rs = m.pprofRuns(leaf.Func)
 				runs[leaf.Func] = rs
 			}
-			for bi, c := range st.Blocks {
+			for bi, c := range blocks {
 				if c == 0 || bi >= len(rs) {
 					continue
 				}
@@ -278,8 +358,13 @@ func MakePprof(m *Model) (*profile.Profile, error) {
 			entry.Value[1+j] = clamp(v)
 		}
 	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
 	if iSampled >= 0 {
-		m.pprofSamples(p, iSampled, location, function)
+		if err := m.pprofSamples(p, emit, iSampled, location, function); err != nil {
+			return nil, err
+		}
 	}
 	for _, mp := range p.Mapping {
 		if mp.Start > mp.Limit { // no location in it

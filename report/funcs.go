@@ -34,24 +34,33 @@ type FuncProfile struct {
 	Metrics        []uint64
 }
 
-// ProfileStack is one calling context.
+// ProfileStack is one calling context: its function (the leaf) and,
+// through Parent, its callers' contexts. The stacks form a tree, parents
+// first, so that a profile of millions of contexts does not hold each
+// one's frames to the root (Model.StackFrames lists them) nor its block
+// counts (Model.StackBlocks computes them).
 type ProfileStack struct {
-	// Frames, leaf first. The leaf's Addr is its function's entry; a
-	// caller's Addr is the call instruction that led to the frame below
-	// (or the caller's entry when the call site is not known).
-	Frames  []StackFrame
-	Count   uint64   // completed paths ("freq")
-	Calls   uint64   // activations
-	Insns   uint64   // instructions executed in this context (callees excluded)
-	Metrics []uint64 // sums of Metrics[1:], callees excluded
+	// Leaf is the context's function, Addr its entry.
+	Leaf StackFrame
+	// Parent is the index in Model.Stacks of the caller's context, before
+	// this one; -1 at a root.
+	Parent int32
+	// CallAddr is the call instruction in Parent's function that led
+	// here (that function's entry when the call site is not known).
+	CallAddr uint64
+	Count    uint64   // completed paths ("freq")
+	Calls    uint64   // activations
+	Insns    uint64   // instructions executed in this context (callees excluded)
+	Metrics  []uint64 // sums of Metrics[1:], callees excluded
 	// Sampled is the sampled metric of the context, callees excluded
 	// (decision 92): its column's value, 0 without samples.
 	Sampled uint64
-	// Blocks counts the executions of each block of the leaf's function
-	// (meta.Func.Blocks) in this context; nil when the leaf is not
-	// instrumented. Summed over the stacks of a function they are its
-	// FuncProfile.Blocks, and Insns is Σ Blocks × block instructions.
-	Blocks []uint64
+
+	// rec is the folded record the stack is (StackBlocks expands its
+	// paths), -1 for a function's partials without a record, whose
+	// block counts blocks holds.
+	rec    int32
+	blocks []uint64
 }
 
 // StackFrame is one frame of a ProfileStack.

@@ -171,10 +171,11 @@ type Model struct {
 	// stacks has one entry per record of the folded calling-context tree
 	// (in a flow-only profile, one per function that ran), in record
 	// order, then one per function with partial paths that had no record;
-	// built by Stacks on first use from lazy, with the filters made
+	// built by Stacks on first use from src, with the filters made
 	// before (stacks.go).
 	stacks       []ProfileStack
-	lazy         *lazyStacks
+	stacksBuilt  bool
+	src          *stackSource
 	stackFilters []stackFilter
 
 	tagIndex map[uint32]uint32 // module tag → index in Modules
@@ -267,14 +268,14 @@ func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o M
 	if err := m.buildFuncs(folded); err != nil {
 		return nil, err
 	}
-	m.lazy = &lazyStacks{folded: folded}
+	m.src = newStackSource(folded)
 	if s := m.Samples; s != nil && len(folded.Threads) > 0 {
 		// The sampled values of the stacks are the contexts' before any
 		// FilterModules renumbers them.
 		n := min(len(m.Nodes), len(folded.Threads[0].Records))
-		m.lazy.sampled = make([]uint64, n)
+		m.src.sampled = make([]uint64, n)
 		for i := range n {
-			m.lazy.sampled[i] = m.Nodes[i].Excl[s.Column]
+			m.src.sampled[i] = m.Nodes[i].Excl[s.Column]
 		}
 	}
 	return m, nil

@@ -46,8 +46,12 @@ func (m *Model) FilterModules(re *regexp.Regexp) error {
 // info and symbols as the model's own (Table, Debug, Symbols, File,
 // Binary), the contexts of its functions, those entered from another
 // module made roots (entered from a caller it does not know), and stacks
-// cut where they leave the module. m is not changed.
+// cut where they leave the module. m is not changed, but for its stacks,
+// built if they were not.
 func (m *Model) ModuleView(k int) *Model {
+	// The views share the stacks, built once here, each taking its
+	// module's out of them (decision 139).
+	m.Stacks()
 	v := *m
 	keep := make([]bool, len(m.Modules))
 	keep[k] = true
@@ -117,7 +121,7 @@ func (m *Model) filter(keep []bool, splice bool) {
 	}
 	m.Nodes = nodes
 	// Stacks: the frames of kept modules, now or when they are built.
-	if m.lazy != nil {
+	if !m.stacksBuilt {
 		m.stackFilters = append(append([]stackFilter(nil), m.stackFilters...), stackFilter{m.hidden, splice})
 		return
 	}

@@ -588,21 +588,24 @@ func writeSampledBlocks(w io.Writer, c *Model, n *CNode) {
 // address (a block's samples are not split by line), and one per
 // pseudo-block, a location of its own (a function named by its label)
 // above the context's stack.
-func (m *Model) pprofSamples(p *profile.Profile, vi int, location func(StackFrame) *profile.Location,
-	function func(name, sys, file string, line int) *profile.Function) {
+func (m *Model) pprofSamples(p *profile.Profile, emit func(*profile.Sample) error, vi int, location func(StackFrame) *profile.Location,
+	function func(name, sys, file string, line int) *profile.Function) error {
 	period := m.Samples.Period
 	pseudo := map[string]*profile.Location{}
 	stacks := m.Stacks()
+	var frames []StackFrame
+	var err error
 	for i := range m.Nodes {
 		n := &m.Nodes[i]
-		if n.Sampled == nil || i >= len(stacks) || len(stacks[i].Frames) == 0 {
+		if n.Sampled == nil || i >= len(stacks) {
 			continue
 		}
+		frames = m.StackFrames(i, frames)
 		var callers []*profile.Location
-		for _, fr := range stacks[i].Frames[1:] {
+		for _, fr := range frames[1:] {
 			callers = append(callers, location(fr))
 		}
-		leaf := stacks[i].Frames[0]
+		leaf := frames[0]
 		mf := m.Func(leaf.Func)
 		add := func(at *profile.Location, k uint64, withLeaf bool) {
 			s := &profile.Sample{Value: make([]int64, len(p.SampleType)), Location: []*profile.Location{at}}
@@ -611,7 +614,9 @@ func (m *Model) pprofSamples(p *profile.Profile, vi int, location func(StackFram
 			}
 			s.Location = append(s.Location, callers...)
 			s.Value[vi] = int64(min(satMul(k, period), math.MaxInt64))
-			p.Sample = append(p.Sample, s)
+			if err == nil {
+				err = emit(s)
+			}
 		}
 		for _, b := range sortedKeys(n.Sampled.Blocks) {
 			at := leaf.Addr
@@ -630,6 +635,7 @@ func (m *Model) pprofSamples(p *profile.Profile, vi int, location func(StackFram
 			add(l, n.Sampled.Pseudo[label], true)
 		}
 	}
+	return err
 }
 
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -162,9 +164,6 @@ func runExport(c *ctx, args []string) error {
 			}
 		}
 	}
-	// The whole output is made before anything is written, so a refusal
-	// never leaves a partial file.
-	var buf bytes.Buffer
 	m, err := loadModel(c, *binary, fs.Args(), names(noDemangle))
 	if err != nil {
 		return err
@@ -184,14 +183,42 @@ func runExport(c *ctx, args []string) error {
 	}
 	if *format == "json" {
 		// The document of blpp report --format json, contexts included.
-		err = report.PathsJSON(&buf, m)
-	} else {
-		err = write(&buf, m)
+		write = func(w io.Writer, m *report.Model) error { return report.PathsJSON(w, m) }
 	}
-	if err != nil {
-		return err
+	return writeStreamed(c, *out, func(w io.Writer) error { return write(w, m) })
+}
+
+// writeStreamed has write fill path (through a temporary file renamed
+// into place, so that a failure leaves no partial file: internal/outfile)
+// or, when path is empty, standard output, through a buffer: the
+// exports of a whole-process profile are gigabytes, more than is worth
+// holding (decision 139). The exporters find what they refuse before
+// they write. A path that is not a regular file (a FIFO, /dev/null) is
+// written in place.
+func writeStreamed(c *ctx, path string, write func(io.Writer) error) error {
+	through := func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
 	}
-	return writeOutput(c, *out, buf.Bytes())
+	if path == "" {
+		return through(c.stdout)
+	}
+	err := outfile.WriteWith(path, 0o644, func(f *os.File) error { return through(f) })
+	if errors.Is(err, outfile.ErrNotRegular) {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		if err := through(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	return err
 }
 
 // openLibs opens the library modules' files of prof, by the running

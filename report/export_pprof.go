@@ -36,8 +36,8 @@ func pprofUnit(name string) string {
 func ExportPprof(w io.Writer, m *Model, opts ExportOptions) error {
 	gz := gzip.NewWriter(w)
 	var buf []byte
-	p, err := buildPprof(m, func(s *profile.Sample) error {
-		buf = appendPprofSample(buf[:0], s)
+	p, err := buildPprof(m, func(s *profile.Sample, c *pprofCallers) error {
+		buf = appendPprofSample(buf[:0], s, c)
 		_, err := gz.Write(buf)
 		return err
 	})
@@ -50,25 +50,52 @@ func ExportPprof(w io.Writer, m *Model, opts ExportOptions) error {
 	return gz.Close()
 }
 
-// appendPprofSample appends sample s as field 2 of a Profile message:
-// location ids (field 1) and values (field 2), packed.
-func appendPprofSample(b []byte, s *profile.Sample) []byte {
-	var ids, vals []byte
+// pprofCallers are the locations of a context's callers, innermost
+// first, which every sample of the context ends with; ids holds their ids
+// as varints once a sample has needed them.
+type pprofCallers struct {
+	locs    []*profile.Location
+	ids     []byte
+	encoded bool
+}
+
+func (c *pprofCallers) reset() {
+	c.locs, c.ids, c.encoded = c.locs[:0], c.ids[:0], false
+}
+
+// appendPprofSample appends sample s, followed by c's locations, as
+// field 2 of a Profile message: location ids (field 1) and values (field
+// 2), packed.
+func appendPprofSample(b []byte, s *profile.Sample, c *pprofCallers) []byte {
+	if !c.encoded {
+		for _, l := range c.locs {
+			c.ids = binary.AppendUvarint(c.ids, l.ID)
+		}
+		c.encoded = true
+	}
+	nids := len(c.ids)
 	for _, l := range s.Location {
-		ids = binary.AppendUvarint(ids, l.ID)
+		nids += uvarintLen(l.ID)
 	}
+	nvals := 0
 	for _, v := range s.Value {
-		vals = binary.AppendUvarint(vals, uint64(v))
+		nvals += uvarintLen(uint64(v))
 	}
-	n := 1 + uvarintLen(uint64(len(ids))) + len(ids) + 1 + uvarintLen(uint64(len(vals))) + len(vals)
+	n := 1 + uvarintLen(uint64(nids)) + nids + 1 + uvarintLen(uint64(nvals)) + nvals
 	b = append(b, 2<<3|2)
 	b = binary.AppendUvarint(b, uint64(n))
 	b = append(b, 1<<3|2)
-	b = binary.AppendUvarint(b, uint64(len(ids)))
-	b = append(b, ids...)
+	b = binary.AppendUvarint(b, uint64(nids))
+	for _, l := range s.Location {
+		b = binary.AppendUvarint(b, l.ID)
+	}
+	b = append(b, c.ids...)
 	b = append(b, 2<<3|2)
-	b = binary.AppendUvarint(b, uint64(len(vals)))
-	return append(b, vals...)
+	b = binary.AppendUvarint(b, uint64(nvals))
+	for _, v := range s.Value {
+		b = binary.AppendUvarint(b, uint64(v))
+	}
+	return b
 }
 
 // uvarintLen is the length of x as a varint.
@@ -83,7 +110,8 @@ func uvarintLen(x uint64) int {
 // MakePprof builds the pprof model of m (buildPprof), samples included.
 func MakePprof(m *Model) (*profile.Profile, error) {
 	var samples []*profile.Sample
-	p, err := buildPprof(m, func(s *profile.Sample) error {
+	p, err := buildPprof(m, func(s *profile.Sample, c *pprofCallers) error {
+		s.Location = append(s.Location, c.locs...)
 		samples = append(samples, s)
 		return nil
 	})
@@ -105,7 +133,8 @@ const (
 )
 
 // buildPprof builds the pprof model of m (docs/formats.md, decision 87),
-// handing each sample to emit instead of keeping it in the profile.
+// handing each sample to emit instead of keeping it in the profile: its
+// own locations in the sample, its context's callers in c.
 // Each calling context gives one sample per location of the code that
 // ran in it: a location is a stretch of one block whose instructions
 // share a source line and inline frame (DebugInfo.LineRuns; the whole
@@ -131,7 +160,7 @@ const (
 // Locations carry function names and file:line from DWARF, inline frames
 // included (innermost first, each outer frame at the line of the call
 // inlined into it), with each Function's start line its declaration's.
-func buildPprof(m *Model, emit func(*profile.Sample) error) (*profile.Profile, error) {
+func buildPprof(m *Model, emit func(*profile.Sample, *pprofCallers) error) (*profile.Profile, error) {
 	p := &profile.Profile{
 		SampleType:        []*profile.ValueType{{Type: pprofCount, Unit: "count"}},
 		DefaultSampleType: MetricInsns,
@@ -280,14 +309,17 @@ func buildPprof(m *Model, emit func(*profile.Sample) error) (*profile.Profile, e
 	}
 	runs := map[FuncID][][]pprofRun{}
 	stacks := m.Stacks()
-	var frames []StackFrame
+	// callAt[i] is the location of the call that entered stack i (nil at
+	// a root): a stack's callers are its own, its parent's, and so on.
+	callAt := make([]*profile.Location, len(stacks))
 	var blocks []uint64
 	// A stack's samples are emitted once it is done: its entry sample's
 	// values are set last.
 	var pending []*profile.Sample
+	callers := &pprofCallers{}
 	flush := func() error {
 		for _, s := range pending {
-			if err := emit(s); err != nil {
+			if err := emit(s, callers); err != nil {
 				return err
 			}
 		}
@@ -299,15 +331,17 @@ func buildPprof(m *Model, emit func(*profile.Sample) error) (*profile.Profile, e
 			return nil, err
 		}
 		st := &stacks[i]
-		frames = m.StackFrames(i, frames)
-		leaf := frames[0]
-		var callers []*profile.Location
-		for _, fr := range frames[1:] {
-			callers = append(callers, location(fr))
+		leaf := st.Leaf
+		if st.Parent >= 0 {
+			callAt[i] = location(StackFrame{stacks[st.Parent].Leaf.Func, st.CallAddr})
+		}
+		callers.reset()
+		for k := int32(i); k >= 0 && callAt[k] != nil; k = stacks[k].Parent {
+			callers.locs = append(callers.locs, callAt[k])
 		}
 		sample := func(at uint64) *profile.Sample {
 			s := &profile.Sample{Value: make([]int64, len(p.SampleType)),
-				Location: append([]*profile.Location{location(StackFrame{leaf.Func, at})}, callers...)}
+				Location: []*profile.Location{location(StackFrame{leaf.Func, at})}}
 			pending = append(pending, s)
 			return s
 		}

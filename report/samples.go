@@ -588,22 +588,23 @@ func writeSampledBlocks(w io.Writer, c *Model, n *CNode) {
 // address (a block's samples are not split by line), and one per
 // pseudo-block, a location of its own (a function named by its label)
 // above the context's stack.
-func (m *Model) pprofSamples(p *profile.Profile, emit func(*profile.Sample) error, vi int, location func(StackFrame) *profile.Location,
+func (m *Model) pprofSamples(p *profile.Profile, emit func(*profile.Sample, *pprofCallers) error, vi int, location func(StackFrame) *profile.Location,
 	function func(name, sys, file string, line int) *profile.Function) error {
 	period := m.Samples.Period
 	pseudo := map[string]*profile.Location{}
 	stacks := m.Stacks()
 	var frames []StackFrame
 	var err error
+	callers := &pprofCallers{}
 	for i := range m.Nodes {
 		n := &m.Nodes[i]
 		if n.Sampled == nil || i >= len(stacks) {
 			continue
 		}
 		frames = m.StackFrames(i, frames)
-		var callers []*profile.Location
+		callers.reset()
 		for _, fr := range frames[1:] {
-			callers = append(callers, location(fr))
+			callers.locs = append(callers.locs, location(fr))
 		}
 		leaf := frames[0]
 		mf := m.Func(leaf.Func)
@@ -612,10 +613,9 @@ func (m *Model) pprofSamples(p *profile.Profile, emit func(*profile.Sample) erro
 			if withLeaf {
 				s.Location = append(s.Location, location(leaf))
 			}
-			s.Location = append(s.Location, callers...)
 			s.Value[vi] = int64(min(satMul(k, period), math.MaxInt64))
 			if err == nil {
-				err = emit(s)
+				err = emit(s, callers)
 			}
 		}
 		for _, b := range sortedKeys(n.Sampled.Blocks) {

@@ -544,6 +544,14 @@ type ContextPath struct {
 // parents first.
 func (c *Model) Contexts() []Context {
 	out := make([]Context, len(c.Nodes))
+	for i := range c.Nodes {
+		out[i] = c.context(i)
+	}
+	return out
+}
+
+// context renders node i for the JSON document.
+func (c *Model) context(i int) Context {
 	byName := func(v []uint64) map[string]uint64 {
 		m := make(map[string]uint64, len(v))
 		for j, x := range v {
@@ -551,25 +559,22 @@ func (c *Model) Contexts() []Context {
 		}
 		return m
 	}
-	for i := range c.Nodes {
-		n := &c.Nodes[i]
-		x := Context{ID: i, Function: RawName(n.Name), Module: c.Modules[n.Module].Name, Demangled: demangled(n.Name), Calls: n.Calls, Metrics: byName(n.Excl), Inclusive: byName(n.Incl),
-			Paths: make([]ContextPath, 0, len(n.Paths)), Partial: n.Partial, Uninstrumented: n.Uninstrumented, Reason: n.Reason}
-		if n.Parent >= 0 {
-			parent := n.Parent
-			x.Parent = &parent
-		}
-		if n.CallSite != 0 {
-			s := hex(n.CallSite)
-			x.CallSite = &s
-		}
-		for _, p := range n.Paths {
-			x.Paths = append(x.Paths, ContextPath{ID: p.ID, Count: p.Metrics[0], Metrics: byName(p.Metrics), Samples: p.Samples, Latency: latencyJSON(p.Latency)})
-		}
-		if n.Sampled != nil {
-			x.Samples = n.Sampled.Total
-		}
-		out[i] = x
+	n := &c.Nodes[i]
+	x := Context{ID: i, Function: RawName(n.Name), Module: c.Modules[n.Module].Name, Demangled: demangled(n.Name), Calls: n.Calls, Metrics: byName(n.Excl), Inclusive: byName(n.Incl),
+		Paths: make([]ContextPath, 0, len(n.Paths)), Partial: n.Partial, Uninstrumented: n.Uninstrumented, Reason: n.Reason}
+	if n.Parent >= 0 {
+		parent := n.Parent
+		x.Parent = &parent
 	}
-	return out
+	if n.CallSite != 0 {
+		s := hex(n.CallSite)
+		x.CallSite = &s
+	}
+	for _, p := range n.Paths {
+		x.Paths = append(x.Paths, ContextPath{ID: p.ID, Count: p.Metrics[0], Metrics: byName(p.Metrics), Samples: p.Samples, Latency: latencyJSON(p.Latency)})
+	}
+	if n.Sampled != nil {
+		x.Samples = n.Sampled.Total
+	}
+	return x
 }

@@ -8,6 +8,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -281,5 +282,38 @@ func TestExportRefusals(t *testing.T) {
 	}
 	if err := Annotate(&bytes.Buffer{}, exModel(t, false), AnnotateOptions{Target: "nope", ReadFile: exSource}); err == nil {
 		t.Errorf("annotate of an unknown target: no error")
+	}
+}
+
+// TestPathsJSONStreamed: PathsJSON, which writes the contexts one at a
+// time, writes what json.Encoder writes of the whole PathDoc, contexts
+// and all; and a model without contexts too.
+func TestPathsJSONStreamed(t *testing.T) {
+	for _, flowOnly := range []bool{false, true} {
+		m := exModel(t, flowOnly)
+		var got, want bytes.Buffer
+		if err := PathsJSON(&got, m); err != nil {
+			t.Fatal(err)
+		}
+		enc := json.NewEncoder(&want)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(m.PathDoc()); err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Nodes) < 2 || !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("flow-only=%v: %d contexts; PathsJSON wrote\n%s\nwant\n%s", flowOnly, len(m.Nodes), got.String(), want.String())
+		}
+		m.Nodes = nil
+		got.Reset()
+		want.Reset()
+		if err := PathsJSON(&got, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := enc.Encode(m.PathDoc()); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("flow-only=%v, no contexts: PathsJSON wrote\n%s\nwant\n%s", flowOnly, got.String(), want.String())
+		}
 	}
 }

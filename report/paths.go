@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	enchex "encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -111,6 +112,17 @@ func (m *Model) PathDoc() *PathDoc {
 // block addresses and counts as hex strings (a whole-process profile has
 // millions of blocks, decision 137).
 func (m *Model) pathDoc(text bool) *PathDoc {
+	d := m.pathHead()
+	for _, fid := range m.FuncIDs() {
+		pf := m.pathFunc(fid, text)
+		d.TotalPaths += pf.Executions
+		d.Functions = append(d.Functions, pf)
+	}
+	return d
+}
+
+// pathHead is the document without functions and contexts.
+func (m *Model) pathHead() *PathDoc {
 	d := &PathDoc{Binary: m.Binary, Functions: []PathFunc{}, Contexts: []Context{}, Runtime: m.Stats}
 	for _, x := range m.Metrics {
 		d.Metrics = append(d.Metrics, x.Name)
@@ -124,49 +136,50 @@ func (m *Model) pathDoc(text bool) *PathDoc {
 		d.Modules = append(d.Modules, PathModule{Name: x.Name, Path: x.Path, BuildID: enchex.EncodeToString(x.BuildID), Tag: x.Tag, Instrumented: true,
 			Executable: x.Flags&cct.ModuleFlagExecutable != 0, Unloaded: x.Flags&cct.ModuleFlagUnloaded != 0})
 	}
-	for _, fid := range m.FuncIDs() {
-		mf := m.Func(fid)
-		fp := m.Profile(fid)
-		pf := PathFunc{shown: mf.Name, module: fid.Module, Module: m.Modules[fid.Module].Name, Instrumented: mf.Instrumented, Reason: mf.Reason,
-			Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
-		if !text {
-			pf.Name, pf.Demangled, pf.Entry = RawName(mf.Name), demangled(mf.Name), hex(mf.Entry)
-		}
-		if !mf.Instrumented {
-			pf.EntriesCounted = mf.EntriesCounted
-			pf.Entries = fp.Calls
-			d.Functions = append(d.Functions, pf)
-			continue
-		}
-		ids := make([]uint64, 0, len(fp.Paths))
-		for id, c := range fp.Paths {
-			if c != 0 {
-				ids = append(ids, id)
-			}
-		}
-		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-		for _, id := range ids {
-			e, _ := m.ExpandPath(fid, id) // expanded by NewModel
-			pe := PathEntry{ID: id, Count: fp.Paths[id], addrs: make([]uint64, len(e.Blocks))}
-			for k, bl := range e.Blocks {
-				if !text {
-					pe.Blocks = append(pe.Blocks, hex(mf.Blocks[bl].Addr))
-				}
-				pe.addrs[k] = mf.Blocks[bl].Addr
-			}
-			pf.Paths = append(pf.Paths, pe)
-		}
-		pf.Executions, pf.Partial, pf.PartialUnknown = fp.Executions, fp.Partial, fp.PartialUnknown
-		for i, bl := range mf.Blocks {
-			if text {
-				break
-			}
-			pf.Blocks = append(pf.Blocks, PathBlockCount{Addr: hex(bl.Addr), Count: fp.Blocks[i]})
-		}
-		d.TotalPaths += pf.Executions
-		d.Functions = append(d.Functions, pf)
-	}
 	return d
+}
+
+// pathFunc is function fid in the document (pathDoc says what text
+// leaves out).
+func (m *Model) pathFunc(fid FuncID, text bool) PathFunc {
+	mf := m.Func(fid)
+	fp := m.Profile(fid)
+	pf := PathFunc{shown: mf.Name, module: fid.Module, Module: m.Modules[fid.Module].Name, Instrumented: mf.Instrumented, Reason: mf.Reason,
+		Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
+	if !text {
+		pf.Name, pf.Demangled, pf.Entry = RawName(mf.Name), demangled(mf.Name), hex(mf.Entry)
+	}
+	if !mf.Instrumented {
+		pf.EntriesCounted = mf.EntriesCounted
+		pf.Entries = fp.Calls
+		return pf
+	}
+	ids := make([]uint64, 0, len(fp.Paths))
+	for id, c := range fp.Paths {
+		if c != 0 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		e, _ := m.ExpandPath(fid, id) // expanded by NewModel
+		pe := PathEntry{ID: id, Count: fp.Paths[id], addrs: make([]uint64, len(e.Blocks))}
+		for k, bl := range e.Blocks {
+			if !text {
+				pe.Blocks = append(pe.Blocks, hex(mf.Blocks[bl].Addr))
+			}
+			pe.addrs[k] = mf.Blocks[bl].Addr
+		}
+		pf.Paths = append(pf.Paths, pe)
+	}
+	pf.Executions, pf.Partial, pf.PartialUnknown = fp.Executions, fp.Partial, fp.PartialUnknown
+	for i, bl := range mf.Blocks {
+		if text {
+			break
+		}
+		pf.Blocks = append(pf.Blocks, PathBlockCount{Addr: hex(bl.Addr), Count: fp.Blocks[i]})
+	}
+	return pf
 }
 
 // MakePaths builds the document of profile p of binary without its
@@ -182,10 +195,70 @@ func MakePaths(binary string, t *meta.Table, p *cct.Profile) (*PathDoc, error) {
 
 // PathsJSON writes the document of `blpp report --format json`
 // (Model.PathDoc).
+//
+// The functions and the contexts are written one at a time into the
+// rest of the document, as json.Encoder with a two-space indent would
+// have written them: a whole-process profile has hundreds of thousands of
+// functions and millions of contexts, whose rendering took gigabytes
+// (decision 139).
 func PathsJSON(w io.Writer, m *Model) error {
-	enc := json.NewEncoder(w)
+	d := m.pathHead()
+	fids := m.FuncIDs()
+	for _, fid := range fids {
+		if m.Func(fid).Instrumented {
+			d.TotalPaths += m.Profile(fid).Executions
+		}
+	}
+	var head bytes.Buffer
+	enc := json.NewEncoder(&head)
 	enc.SetIndent("", "  ")
-	return enc.Encode(m.PathDoc())
+	if err := enc.Encode(d); err != nil {
+		return err
+	}
+	rest := head.Bytes()
+	lists := []struct {
+		mark string
+		n    int
+		item func(i int) any
+	}{
+		{"\n  \"functions\": []", len(fids), func(i int) any { return m.pathFunc(fids[i], false) }},
+		{"\n  \"contexts\": []", len(m.Nodes), func(i int) any { return m.context(i) }},
+	}
+	for _, l := range lists {
+		at := bytes.Index(rest, []byte(l.mark))
+		if at < 0 {
+			return fmt.Errorf("json: no %q in the document", l.mark)
+		}
+		at += len(l.mark) - 1 // before the ']'
+		if _, err := w.Write(rest[:at]); err != nil {
+			return err
+		}
+		rest = rest[at:]
+		if l.n == 0 {
+			continue // "[]", as the encoder writes an empty list
+		}
+		for i := range l.n {
+			b, err := json.MarshalIndent(l.item(i), "    ", "  ")
+			if err != nil {
+				return err
+			}
+			sep := ",\n    "
+			if i == 0 {
+				sep = "\n    "
+			}
+			if _, err := io.WriteString(w, sep); err != nil {
+				return err
+			}
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+		}
+		if _, err := io.WriteString(w, "\n  "); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(rest)
+	return err
 }
 
 // PathsText writes the hottest paths across the program (function, path

@@ -27,10 +27,10 @@
 //   - Nodes: the calling contexts (CNode), threads merged, each with its
 //     paths (CPath), exclusive and inclusive values per metric Column
 //     (the profile's metrics and the derived insns).
-//   - Stacks(): one per context, the frames the exporters write, built
-//     the first time something reads them (they are most of the memory
-//     of a whole-process profile's model, and most views never do;
-//     decision 137).
+//   - Stacks(): one per context, what the exporters write, built the
+//     first time something reads them (decision 137): a tree of leaf
+//     frames and parents, whose frames (StackFrames) and block counts
+//     (StackBlocks) are made on demand (decision 139).
 //
 // Every path number and every partial path (stopping block, path
 // register) is expanded to blocks, edges and instructions by

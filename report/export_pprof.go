@@ -34,9 +34,12 @@ func pprofUnit(name string) string {
 // tens of frames deep, more than fits in memory as profile.Samples
 // (decision 139).
 func ExportPprof(w io.Writer, m *Model, opts ExportOptions) error {
+	if g := opts.Granularity; g != "" && g != GranularityLines && g != GranularityFunctions {
+		return fmt.Errorf("pprof granularity %q: want %s or %s", g, GranularityLines, GranularityFunctions)
+	}
 	gz := gzip.NewWriter(w)
 	var buf []byte
-	p, err := buildPprof(m, func(s *profile.Sample, c *pprofCallers) error {
+	p, err := buildPprof(m, opts.Granularity == GranularityFunctions, func(s *profile.Sample, c *pprofCallers) error {
 		buf = appendPprofSample(buf[:0], s, c)
 		_, err := gz.Write(buf)
 		return err
@@ -107,10 +110,13 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
-// MakePprof builds the pprof model of m (buildPprof), samples included.
-func MakePprof(m *Model) (*profile.Profile, error) {
+// MakePprof builds the pprof model of m (buildPprof), samples included,
+// at line granularity.
+func MakePprof(m *Model) (*profile.Profile, error) { return makePprof(m, false) }
+
+func makePprof(m *Model, byFunc bool) (*profile.Profile, error) {
 	var samples []*profile.Sample
-	p, err := buildPprof(m, func(s *profile.Sample, c *pprofCallers) error {
+	p, err := buildPprof(m, byFunc, func(s *profile.Sample, c *pprofCallers) error {
 		s.Location = append(s.Location, c.locs...)
 		samples = append(samples, s)
 		return nil
@@ -134,7 +140,9 @@ const (
 
 // buildPprof builds the pprof model of m (docs/formats.md, decision 87),
 // handing each sample to emit instead of keeping it in the profile: its
-// own locations in the sample, its context's callers in c.
+// own locations in the sample, its context's callers in c. With byFunc
+// a context gives one sample, at its function's entry, which carries its
+// instructions (ExportOptions.Granularity).
 // Each calling context gives one sample per location of the code that
 // ran in it: a location is a stretch of one block whose instructions
 // share a source line and inline frame (DebugInfo.LineRuns; the whole
@@ -160,7 +168,7 @@ const (
 // Locations carry function names and file:line from DWARF, inline frames
 // included (innermost first, each outer frame at the line of the call
 // inlined into it), with each Function's start line its declaration's.
-func buildPprof(m *Model, emit func(*profile.Sample, *pprofCallers) error) (*profile.Profile, error) {
+func buildPprof(m *Model, byFunc bool, emit func(*profile.Sample, *pprofCallers) error) (*profile.Profile, error) {
 	p := &profile.Profile{
 		SampleType:        []*profile.ValueType{{Type: pprofCount, Unit: "count"}},
 		DefaultSampleType: MetricInsns,
@@ -197,6 +205,9 @@ func buildPprof(m *Model, emit func(*profile.Sample, *pprofCallers) error) (*pro
 	}
 	if m.FlowOnly {
 		p.Comments = append(p.Comments, "flow-only profile: no calling context, stacks are one frame deep")
+	}
+	if byFunc {
+		p.Comments = append(p.Comments, "granularity functions: one sample per context, at its function's entry; lines are not given")
 	}
 	// One mapping per module, with the original build-id (what pprof
 	// matches against symbol files); addresses are run-time ones,
@@ -347,7 +358,13 @@ func buildPprof(m *Model, emit func(*profile.Sample, *pprofCallers) error) (*pro
 		}
 		var entry *profile.Sample // the sample at the leaf's entry, if any
 		emitted := false
-		if blocks = m.StackBlocks(i, blocks); blocks != nil {
+		if byFunc {
+			if st.Insns > 0 {
+				entry = sample(leaf.Addr)
+				entry.Value[iInsns] = clamp(st.Insns)
+				emitted = true
+			}
+		} else if blocks = m.StackBlocks(i, blocks); blocks != nil {
 			rs, ok := runs[leaf.Func]
 			if !ok {
 				rs = m.pprofRuns(leaf.Func)
@@ -396,7 +413,7 @@ func buildPprof(m *Model, emit func(*profile.Sample, *pprofCallers) error) (*pro
 		return nil, err
 	}
 	if iSampled >= 0 {
-		if err := m.pprofSamples(p, emit, iSampled, location, function); err != nil {
+		if err := m.pprofSamples(p, emit, byFunc, iSampled, location, function); err != nil {
 			return nil, err
 		}
 	}

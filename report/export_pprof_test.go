@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"testing"
+
+	"github.com/google/pprof/profile"
 )
 
 // TestPprofAddsUp: the pprof model's values, summed the way pprof sums
@@ -119,6 +121,60 @@ func TestPprofLineOwners(t *testing.T) {
 	for a := range want {
 		if !seen[a] {
 			t.Errorf("no location at %#x", a)
+		}
+	}
+}
+
+// TestPprofByFunction: at function granularity each context gives at most
+// one sample, at its function's entry, and the instructions per stack of
+// callers and function are those of the line-granularity profile.
+func TestPprofByFunction(t *testing.T) {
+	for _, flowOnly := range []bool{false, true} {
+		m := exModel(t, flowOnly)
+		byLine, err := makePprof(m, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byFunc, err := makePprof(m, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		iInsns := len(byLine.SampleType) - 1
+		entries := map[uint64]bool{}
+		for _, id := range m.FuncIDs() {
+			entries[m.Func(id).Entry] = true
+		}
+		// A sample's key: its function's name, then its callers' addresses.
+		key := func(s *profile.Sample) string {
+			k := s.Location[0].Line[len(s.Location[0].Line)-1].Function.Name
+			for _, l := range s.Location[1:] {
+				k += fmt.Sprintf(";%#x", l.Address)
+			}
+			return k
+		}
+		want, got := map[string]int64{}, map[string]int64{}
+		for _, s := range byLine.Sample {
+			want[key(s)] += s.Value[iInsns]
+		}
+		seen := map[string]bool{}
+		for _, s := range byFunc.Sample {
+			if !entries[s.Location[0].Address] {
+				t.Errorf("flow-only=%v: sample at %#x, not a function's entry", flowOnly, s.Location[0].Address)
+			}
+			k := key(s)
+			if seen[k] {
+				t.Errorf("flow-only=%v: two samples for %s", flowOnly, k)
+			}
+			seen[k] = true
+			got[k] += s.Value[iInsns]
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("flow-only=%v: %s: %d instructions by function, %d by line", flowOnly, k, got[k], v)
+			}
+		}
+		if len(byFunc.Sample) >= len(byLine.Sample) || len(byFunc.Sample) == 0 {
+			t.Errorf("flow-only=%v: %d samples by function, %d by line", flowOnly, len(byFunc.Sample), len(byLine.Sample))
 		}
 	}
 }

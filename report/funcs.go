@@ -74,7 +74,19 @@ type ExportOptions struct {
 	// Metric names the value folded stacks carry: "insns" (default),
 	// "count" (or "freq"), "calls", or a metric of the profile.
 	Metric string
+	// Granularity is pprof's: "lines" (or "", the default) gives a
+	// sample per location of the code that ran (MakePprof), "functions"
+	// one per context, at its function's entry, with the context's
+	// instructions (a whole-process profile's per-location samples are
+	// tens of millions, decision 139).
+	Granularity string
 }
+
+// The values of ExportOptions.Granularity.
+const (
+	GranularityLines     = "lines"
+	GranularityFunctions = "functions"
+)
 
 // buildFuncs sums the folded profile (one thread) per function: block,
 // edge and path counts, metrics, calls and partial activations. It checks

@@ -585,10 +585,11 @@ func writeSampledBlocks(w io.Writer, c *Model, n *CNode) {
 
 // pprofSamples adds the sampled metric to p at value index vi: per
 // context, one sample per block that was sampled, at the block's first
-// address (a block's samples are not split by line), and one per
+// address (a block's samples are not split by line; byFunc: at the
+// function's entry), and one per
 // pseudo-block, a location of its own (a function named by its label)
 // above the context's stack.
-func (m *Model) pprofSamples(p *profile.Profile, emit func(*profile.Sample, *pprofCallers) error, vi int, location func(StackFrame) *profile.Location,
+func (m *Model) pprofSamples(p *profile.Profile, emit func(*profile.Sample, *pprofCallers) error, byFunc bool, vi int, location func(StackFrame) *profile.Location,
 	function func(name, sys, file string, line int) *profile.Function) error {
 	period := m.Samples.Period
 	pseudo := map[string]*profile.Location{}
@@ -620,7 +621,7 @@ func (m *Model) pprofSamples(p *profile.Profile, emit func(*profile.Sample, *ppr
 		}
 		for _, b := range sortedKeys(n.Sampled.Blocks) {
 			at := leaf.Addr
-			if b >= 0 && b < len(mf.Blocks) {
+			if b >= 0 && b < len(mf.Blocks) && !byFunc {
 				at = mf.Blocks[b].Addr
 			}
 			add(location(StackFrame{leaf.Func, at}), n.Sampled.Blocks[b], false)

@@ -22,7 +22,7 @@ import (
 
 func init() {
 	register(&command{name: "export", summary: "convert profiles to pprof, folded stacks, LLVM sample profiles, BOLT fdata or JSON",
-		usage: "PROFILE... [--binary B] [--debug-dir DIR] [--lib FILE]... [--module RE] --format pprof|folded|llvm-sample|bolt-fdata|json [-o OUT|DIR] [--metric M] [--no-demangle]", run: runExport})
+		usage: "PROFILE... [--binary B] [--debug-dir DIR] [--lib FILE]... [--module RE] --format pprof|folded|llvm-sample|bolt-fdata|json [-o OUT|DIR] [--metric M] [--granularity lines|functions] [--no-demangle]", run: runExport})
 }
 
 // exporters maps --format to the report function writing it.
@@ -141,6 +141,7 @@ func runExport(c *ctx, args []string) error {
 	format := fs.String("format", "", "pprof, folded, llvm-sample, bolt-fdata or json (required)")
 	out := fs.StringP("output", "o", "", "write to this file (default: standard output); bolt-fdata and llvm-sample: when it is a directory, one file per module in it, named after the module (required for a profile of several modules)")
 	metric := fs.String("metric", "insns", "folded: the value of each stack (insns, count, calls or a metric of the profile)")
+	granularity := fs.String("granularity", report.GranularityLines, "pprof: a sample per source line of each block that ran in each context (lines), or one per context at its function (functions: for profiles of millions of contexts)")
 	noDemangle := noDemangleFlag(fs)
 	if err := c.parse(fs, args); err != nil {
 		return err
@@ -155,7 +156,15 @@ func runExport(c *ctx, args []string) error {
 		if !ok {
 			return &usageError{fmt.Sprintf("--format %q: want pprof, folded, llvm-sample, bolt-fdata or json", *format)}
 		}
-		write = func(w io.Writer, m *report.Model) error { return ex(w, m, report.ExportOptions{Metric: *metric}) }
+		write = func(w io.Writer, m *report.Model) error {
+			return ex(w, m, report.ExportOptions{Metric: *metric, Granularity: *granularity})
+		}
+	}
+	if g := *granularity; g != report.GranularityLines && g != report.GranularityFunctions {
+		return &usageError{fmt.Sprintf("--granularity %q: want %s or %s", g, report.GranularityLines, report.GranularityFunctions)}
+	}
+	if fs.Changed("granularity") && *format != "pprof" {
+		return &usageError{"--granularity is pprof's: the other formats have one granularity"}
 	}
 	if *format == "pprof" && *out == "" {
 		if f, ok := c.stdout.(*os.File); ok {

@@ -142,6 +142,37 @@ func TestExportPprof(t *testing.T) {
 	if err != nil || !strings.Contains(string(list), "loops.c") {
 		t.Errorf("go tool pprof -list step: no loops.c lines (%v)\n%s", err, list)
 	}
+
+	// --granularity functions: the same instructions in fewer samples,
+	// step still the hottest function for go tool pprof.
+	byFunc := filepath.Join(dir, "loops.func.pb.gz")
+	mustBlpp(t, "export", prof, "--binary", inst, "--format", "pprof", "--granularity", "functions", "-o", byFunc)
+	fh, err = os.Open(byFunc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := profile.Parse(fh)
+	fh.Close()
+	if err != nil {
+		t.Fatalf("pprof cannot parse the function-granularity export: %v", err)
+	}
+	var ftotal int64
+	for _, s := range pf.Sample {
+		ftotal += s.Value[idx]
+	}
+	if ftotal != total || len(pf.Sample) >= len(p.Sample) {
+		t.Errorf("--granularity functions: %d instructions in %d samples, lines: %d in %d", ftotal, len(pf.Sample), total, len(p.Sample))
+	}
+	ftop, err := exec.Command(gotool, "tool", "pprof", "-top", "-sample_index=insns", byFunc).CombinedOutput()
+	if err != nil || !regexp.MustCompile(`(?m)%\s+step$`).Match(ftop) {
+		t.Errorf("go tool pprof -top of the function-granularity export (%v): no step\n%s", err, ftop)
+	}
+	if o := blpp("export", prof, "--binary", inst, "--format", "pprof", "--granularity", "blocks", "-o", byFunc); o.code != 2 || !strings.Contains(o.stderr, "--granularity") {
+		t.Errorf("--granularity blocks: %s, want a usage error", o)
+	}
+	if o := blpp("export", prof, "--binary", inst, "--format", "folded", "--granularity", "functions"); o.code != 2 || !strings.Contains(o.stderr, "pprof's") {
+		t.Errorf("--granularity with folded: %s, want a usage error", o)
+	}
 }
 
 func slicesContains(s []string, x string) bool {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/blpp/blpp/cct"
 
@@ -187,7 +188,7 @@ func runExport(c *ctx, args []string) error {
 			return &usageError{fmt.Sprintf("--format %s writes one file per module, and this profile has %d modules: give -o DIR (an existing directory)", *format, len(m.Modules))}
 		}
 		if isDir {
-			return exportPerModule(*out, ext, m, write)
+			return exportPerModule(c, *out, ext, m, write)
 		}
 	}
 	if *format == "json" {
@@ -265,20 +266,38 @@ var perModule = map[string]string{
 }
 
 // exportPerModule writes dir/<module><ext> for each module of m, every
-// file made before any is written.
-func exportPerModule(dir, ext string, m *report.Model, write func(io.Writer, *report.Model) error) error {
+// file made before any is written. A source-level format (llvm-sample)
+// leaves out the modules without DWARF line tables, as most system
+// libraries are shipped, and names them on stderr; it fails only when
+// no module has them.
+func exportPerModule(c *ctx, dir, ext string, m *report.Model, write func(io.Writer, *report.Model) error) error {
 	files := make([][]byte, len(m.Modules))
+	var noLines []string
 	for k := range m.Modules {
 		var buf bytes.Buffer
 		if err := write(&buf, m.ModuleView(k)); err != nil {
+			if errors.Is(err, report.ErrNoDebugInfo) && len(m.Modules) > 1 {
+				noLines = append(noLines, m.Modules[k].Name)
+				files[k] = nil
+				continue
+			}
 			return fmt.Errorf("module %s: %w", m.Modules[k].Name, err)
 		}
 		files[k] = buf.Bytes()
 	}
+	if len(noLines) == len(m.Modules) {
+		return fmt.Errorf("no module has DWARF line information (build with -g, or install the libraries' -dbgsym packages and give --debug-dir): %s", strings.Join(noLines, ", "))
+	}
 	for k, data := range files {
+		if data == nil {
+			continue
+		}
 		if err := outfile.Write(filepath.Join(dir, m.Modules[k].Name+ext), data, 0o644); err != nil {
 			return err
 		}
+	}
+	if len(noLines) > 0 {
+		fmt.Fprintf(c.stderr, "blpp export: no DWARF line information, no %s file: %s\n", ext, strings.Join(noLines, ", "))
 	}
 	return nil
 }

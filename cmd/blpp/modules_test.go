@@ -407,4 +407,33 @@ func TestModulesExport(t *testing.T) {
 			t.Errorf("%s of several modules to standard output: %s", format, o)
 		}
 	}
+
+	// A module without line tables (most system libraries) gets no LLVM
+	// sample profile, and stderr says so; the others get theirs. With
+	// none, the export fails.
+	objcopy := fixture.RequireTool(t, "objcopy", "binutils")
+	bare := filepath.Join(s.dir, "bare", filepath.Base(s.instB))
+	if err := os.MkdirAll(filepath.Dir(bare), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(objcopy, "--strip-debug", s.instB, bare).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy --strip-debug: %v\n%s", err, out)
+	}
+	dir := filepath.Join(s.dir, "partial")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := blpp("export", s.joined, "--binary", s.instA, "--lib", bare, "--format", "llvm-sample", "-o", dir)
+	ents, _ := os.ReadDir(dir)
+	if o.code != 0 || len(ents) != 1 || ents[0].Name() != filepath.Base(s.instA)+perModule["llvm-sample"] ||
+		!strings.Contains(o.stderr, "no DWARF line information") || !strings.Contains(o.stderr, filepath.Base(s.instB)) {
+		t.Errorf("llvm-sample with %s stripped: %s, files %v", filepath.Base(s.instB), o, ents)
+	}
+	bareA := filepath.Join(s.dir, "bare", filepath.Base(s.instA))
+	if out, err := exec.Command(objcopy, "--strip-debug", s.instA, bareA).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy --strip-debug: %v\n%s", err, out)
+	}
+	if o := blpp("export", s.joined, "--binary", bareA, "--lib", bare, "--format", "llvm-sample", "-o", dir); o.code == 0 || !strings.Contains(o.stderr, "no module has DWARF") {
+		t.Errorf("llvm-sample with both modules stripped: %s", o)
+	}
 }

@@ -330,16 +330,13 @@ static void env_scan(const char *e, const char **profile, int *quiet)
  * blpp_init reads AT_HWCAP2. Returns 0 when the runtime cannot count yet
  * (no thread pointer: threads could not be told apart).
  */
+static int env_file(const char **profile, int *quiet);
+
 static __attribute__((noinline)) int early_init(void)
 {
 	static u64 once;
-	static char val[4096]; /* the last BLPP_PROFILE value */
-	static const char pp[] = "BLPP_PROFILE=", pq[] = "BLPP_QUIET=";
 	const char *profile = 0;
-	char buf[512], head[sizeof(pp)];
-	u64 pos = 0, vn = 0, qn = 0;
-	int kind = 0, quiet = 0, q0 = 0; /* kind: 1 BLPP_PROFILE, 2 BLPP_QUIET */
-	long fd, r;
+	int quiet = 0;
 
 	if (procp && self_mod)
 		return 1;
@@ -347,40 +344,60 @@ static __attribute__((noinline)) int early_init(void)
 		return procp && self_mod;
 	if (find_proc())
 		return attach(0); /* another module's runtime has the environment */
-	fd = sc3(SYS_open, "/proc/self/environ", O_RDONLY | O_CLOEXEC, 0);
-	if (!failed(fd)) {
-		/* NUL-terminated entries, read as a stream. */
-		while (!failed(r = sc3(SYS_read, fd, buf, sizeof(buf))) && r > 0) {
-			for (long i = 0; i < r; i++) {
-				char ch = buf[i];
-				if (ch == 0) {
-					if (kind == 1 && vn < sizeof(val))
-						val[vn] = 0, profile = val;
-					if (kind == 2)
-						quiet = qn == 1 && q0 == '1';
-					pos = vn = qn = 0;
-					kind = 0;
-					continue;
-				}
-				if (pos < sizeof(head))
-					head[pos] = ch;
-				pos++;
-				if (kind == 1)
-					vn < sizeof(val) - 1 ? (void)(val[vn++] = ch) : (void)(vn = sizeof(val));
-				else if (kind == 2)
-					q0 = qn++ ? q0 : ch;
-				else if (pos == sizeof(pq) - 1 && mem_eq(head, pq, pos))
-					kind = 2;
-				else if (pos == sizeof(pp) - 1 && mem_eq(head, pp, pos))
-					kind = 1;
-			}
-		}
-		sc1(SYS_close, fd);
+	if (env_file(&profile, &quiet))
 		rt_own.env_known = 1;
-	}
 	rt_own.quiet = quiet;
 	attach(profile);
 	rt.early_start = 1;
+	return 1;
+}
+
+/*
+ * env_file reads BLPP_PROFILE (the last one, into *profile) and
+ * BLPP_QUIET from /proc/self/environ: the environment the process
+ * started with, whatever was done since to the array of pointers to it
+ * (blpp run's auditor takes out the BLPP_PROFILE entry it added, decision
+ * 140). 0 when the file cannot be read.
+ */
+static int env_file(const char **profile, int *quiet)
+{
+	static char val[4096]; /* the last BLPP_PROFILE value */
+	static const char pp[] = "BLPP_PROFILE=", pq[] = "BLPP_QUIET=";
+	char buf[512], head[sizeof(pp)];
+	u64 pos = 0, vn = 0, qn = 0;
+	int kind = 0, q0 = 0; /* kind: 1 BLPP_PROFILE, 2 BLPP_QUIET */
+	long fd, r;
+
+	fd = sc3(SYS_open, "/proc/self/environ", O_RDONLY | O_CLOEXEC, 0);
+	if (failed(fd))
+		return 0;
+	/* NUL-terminated entries, read as a stream. */
+	while (!failed(r = sc3(SYS_read, fd, buf, sizeof(buf))) && r > 0) {
+		for (long i = 0; i < r; i++) {
+			char ch = buf[i];
+			if (ch == 0) {
+				if (kind == 1 && vn < sizeof(val))
+					val[vn] = 0, *profile = val;
+				if (kind == 2)
+					*quiet = qn == 1 && q0 == '1';
+				pos = vn = qn = 0;
+				kind = 0;
+				continue;
+			}
+			if (pos < sizeof(head))
+				head[pos] = ch;
+			pos++;
+			if (kind == 1)
+				vn < sizeof(val) - 1 ? (void)(val[vn++] = ch) : (void)(vn = sizeof(val));
+			else if (kind == 2)
+				q0 = qn++ ? q0 : ch;
+			else if (pos == sizeof(pq) - 1 && mem_eq(head, pq, pos))
+				kind = 2;
+			else if (pos == sizeof(pp) - 1 && mem_eq(head, pp, pos))
+				kind = 1;
+		}
+	}
+	sc1(SYS_close, fd);
 	return 1;
 }
 
@@ -397,14 +414,26 @@ void blpp_init(u64 *sp)
 	const char *profile = 0;
 	char **envp;
 	u64 *auxv, hwcap2 = 0;
-	int quiet = 0;
+	int quiet = 0, moved = 0;
 
 	envp = (char **)(sp + 1 + sp[0] + 1);
 	for (; *envp; envp++)
 		env_scan(*envp, &profile, &quiet);
-	for (auxv = (u64 *)(envp + 1); auxv[0]; auxv += 2)
+	for (auxv = (u64 *)(envp + 1); auxv[0]; auxv += 2) {
 		if (auxv[0] == AT_HWCAP2)
 			hwcap2 = auxv[1];
+		if (auxv[0] == AT_IGNORE)
+			moved = 1;
+	}
+	/* Entries taken out of the environment leave (AT_IGNORE, 0) pairs
+	 * before the auxiliary vector (blpp run's auditor): what blpp run
+	 * passed is still in the environment's strings. */
+	if (moved) {
+		const char *p = 0;
+		int q = 0;
+		if (env_file(&p, &q))
+			profile = p, quiet = q;
+	}
 	blpp_entry_target = c->orig_entry + ((u64)&blpp_config - c->self_vaddr);
 	rt.quiet = quiet;
 	rt.fsgsbase = (hwcap2 & HWCAP2_FSGSBASE) != 0;

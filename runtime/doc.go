@@ -227,7 +227,10 @@
 // writer_bytes says what the writer's buffers held at most).
 // The name is BLPP_PROFILE or "blpp.out", made absolute against the
 // starting directory at start (a later chdir does not move it), with %p
-// the pid, %h the host name, %% a percent sign.
+// the pid, %h the host name, %% a percent sign. BLPP_PROFILE is read from
+// the environment the process started with: the array, or
+// /proc/self/environ where entries were taken out of it (blpp run's
+// auditor takes out the one it passed, decision 140).
 //
 // A fork child counts from zero: records and counters live in
 // MADV_WIPEONFORK memory, so the child sees zeros, which send every

@@ -154,7 +154,11 @@ func runRun(c *ctx, args []string) error {
 	p.Args[0] = rest[0]
 	p.Env = append(os.Environ(), env)
 	if wp != nil {
-		if p, err = wp.Command(inst, prog, rest[0], rest[1:], append(os.Environ(), env)); err != nil {
+		// The auditor takes the entry out again: the program sees its
+		// own environment (decision 140). A static program, which runs
+		// without one, sees it.
+		wp.Profile = strings.TrimPrefix(env, "BLPP_PROFILE=")
+		if p, err = wp.Command(inst, prog, rest[0], rest[1:], os.Environ()); err != nil {
 			return err
 		}
 	}

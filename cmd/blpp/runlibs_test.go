@@ -473,3 +473,37 @@ func TestRunModulesLib(t *testing.T) {
 		t.Errorf("libmodb.so is not a module:%s", names)
 	}
 }
+
+// TestRunEnvironment: a program under blpp run sees the environment it
+// was given, entry for entry and in order: neither the loader's
+// variables nor the profile's name, which blpp run passes to the runtime
+// in an entry the auditor takes out (decision 140), with the libraries
+// instrumented or not; the runtime still writes the profile there. A
+// BLPP_PROFILE of the program's own stays, and names the profile.
+func TestRunEnvironment(t *testing.T) {
+	const envProg = "/usr/bin/env"
+	if _, err := os.Stat(envProg); err != nil {
+		t.Skipf("no %s (Debian package coreutils)", envProg)
+	}
+	t.Setenv("BLPP_PROFILE", "")
+	os.Unsetenv("BLPP_PROFILE")
+	extra := []string{"BLPP_TEST_ENV=1"}
+	want := runProc(t, "", extra, nil, envProg)
+	for _, libs := range []string{"all", "none"} {
+		dir := t.TempDir()
+		prof := filepath.Join(dir, "blpp.prof")
+		got := runProc(t, dir, extra, nil, selfBlpp(t), "run", "--profile", prof, "-o", filepath.Join(dir, "report.txt"), "--libs", libs, "--", envProg)
+		sameBehaviour(t, "blpp run --libs "+libs+" -- env", want, got)
+		if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+			t.Errorf("--libs %s: no profile at %s (%v)", libs, prof, err)
+		}
+	}
+	dir := t.TempDir()
+	own := append(extra, "BLPP_PROFILE="+filepath.Join(dir, "own.prof"))
+	want = runProc(t, "", own, nil, envProg)
+	got := runProc(t, dir, own, nil, selfBlpp(t), "run", "-o", filepath.Join(dir, "report.txt"), "--", envProg)
+	sameBehaviour(t, "blpp run -- env with BLPP_PROFILE set", want, got)
+	if _, err := os.Stat(filepath.Join(dir, "own.prof")); err != nil {
+		t.Errorf("BLPP_PROFILE set: no profile there (%v)", err)
+	}
+}

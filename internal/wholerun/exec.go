@@ -132,6 +132,23 @@ func (wp *Process) EnvAdded(env []string, exe string) (base, added []string) {
 			gone, goneCodes = append(gone, "GLIBC_TUNABLES="+wp.tunables("")), goneCodes+"T"
 		}
 	}
+	if wp.Profile != "" {
+		// The runtime's profile: in an entry the auditor takes out when
+		// the program's environment has no BLPP_PROFILE; where it has
+		// one, that entry is the runtime's (an environment holds one
+		// entry per name: os/exec keeps the last).
+		own := -1
+		for i, e := range out {
+			if strings.HasPrefix(e, "BLPP_PROFILE=") {
+				own = i
+			}
+		}
+		if own < 0 {
+			gone, goneCodes = append(gone, "BLPP_PROFILE="+wp.Profile), goneCodes+"B"
+		} else {
+			out[own] = "BLPP_PROFILE=" + wp.Profile
+		}
+	}
 	if (len(gone)+1)%2 != 0 {
 		gone, goneCodes = append(gone, "BLPP_AUDIT_PAD="), goneCodes+"P"
 	}

@@ -319,6 +319,11 @@ type Process struct {
 	// StaticTLS is the glibc.rtld.optional_static_tls the start-up
 	// libraries need under the auditor (statictls.go); 0: the default.
 	StaticTLS uint64
+	// Profile, when set, is the profile path for the runtime: Command
+	// passes it in a BLPP_PROFILE entry that the auditor takes out (code
+	// 'B'), so that the program does not see it; the runtime reads it
+	// from /proc/self/environ (decision 140).
+	Profile string
 }
 
 // Prepare rewrites s.Prog's start libraries that s.Pick selects into the

@@ -300,7 +300,9 @@ static const char *rewrite(const char *orig)
  * entry goes), 'l', 'a' or 't' for one it had (X, Y or Z: the entry gets
  * the program's value back), 'P' for
  * the pad, which makes the entries that go, the control entry among them,
- * an even number. The loader has read these variables by the time it runs
+ * an even number, and 'B' for the BLPP_PROFILE entry blpp run adds for
+ * the runtime (the last one: it goes, and the runtime, which finds the
+ * environment moved, reads it from /proc/self/environ). The loader has read these variables by the time it runs
  * this constructor (it parses them before it loads auditors) and gives it
  * the array the program's libc takes as environ: so the program and its
  * children see their own environment (decision 105). The entries are
@@ -431,7 +433,7 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 			inactive = 1;
 			return;
 		}
-		if (nc > 4)
+		if (nc > 5)
 			return;
 	}
 	d = slen(dir);
@@ -444,8 +446,8 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 		lib[d + i] = ls[i];
 	for (u64 i = 0; i <= 14; i++)
 		aud[d + i] = as[i];
-	char *put[4] = {0};
-	u64 at[4];
+	char *put[5] = {0};
+	u64 at[5];
 	for (u64 i = 0; codes[i] && codes[i] != ':'; i++) {
 		char c = codes[i], *e;
 		const char *name = "BLPP_AUDIT_PAD=";
@@ -455,6 +457,8 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 			name = "LD_AUDIT=";
 		else if (c == 'T' || c == 't')
 			name = "GLIBC_TUNABLES=";
+		else if (c == 'B')
+			name = "BLPP_PROFILE=";
 		if ((at[i] = entry(envp, n, name)) == n)
 			return;
 		e = envp[at[i]];
@@ -473,6 +477,7 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 				return;
 			break;
 		case 'P':
+		case 'B':
 			break;
 		case 'l':
 			if (!(put[i] = fix(e, "LD_LIBRARY_PATH=", lib, 1, envbuf[0])))

@@ -220,7 +220,7 @@ func (p *Profile) CheckValid() error {
 	}
 	for ti := range p.Threads {
 		t := &p.Threads[ti]
-		v.startThread()
+		v.startThread(len(t.Records))
 		for ri := range t.Records {
 			if msg := v.record(t.Records, ri); msg != "" {
 				return bad(ti, ri, -1, -1, msg)
@@ -444,10 +444,12 @@ func checkName(what, s string) string {
 
 // startThread forgets the previous thread's records: with a fresh map,
 // not clear, the work never depends on the size of an earlier thread
-// (TestParseLinear).
-func (v *validator) startThread() {
-	if len(v.siblings) > 0 {
-		v.siblings = make(map[sibling]struct{})
+// (TestParseLinear). n is the thread's number of records, which the map
+// is made for (a whole-process profile has millions: growing the map
+// was most of the check's time).
+func (v *validator) startThread(n int) {
+	if len(v.siblings) > 0 || n > 64 {
+		v.siblings = make(map[sibling]struct{}, n)
 	}
 }
 

@@ -306,8 +306,8 @@ func (d *decoder) thread(b *buf) {
 	t := Thread{TID: b.uv("tid")}
 	where := func() string { return fmt.Sprintf("thread %d (tid %d)", ti, t.TID) }
 	v := d.v
-	v.startThread()
 	nrec := b.count(minRecordSize, "record count")
+	v.startThread(nrec)
 	if nrec > 0 {
 		t.Records = make([]Record, 0, nrec)
 	}

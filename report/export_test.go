@@ -317,3 +317,31 @@ func TestPathsJSONStreamed(t *testing.T) {
 		}
 	}
 }
+
+// TestFunctionsOnly: a model made without its contexts writes the paths
+// view as the whole model does, and has neither contexts nor stacks.
+func TestFunctionsOnly(t *testing.T) {
+	for _, flowOnly := range []bool{false, true} {
+		tab := exTable(t)
+		whole := exModel(t, flowOnly)
+		lite, err := NewModelWith("demo.blpp", tab, exProfile(t, tab, flowOnly), nil, ModelOptions{FunctionsOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lite.Debug = exDebug()
+		lite.Modules[0].Debug = lite.Debug
+		var a, b bytes.Buffer
+		if err := PathsText(&a, whole, ViewOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := PathsText(&b, lite, ViewOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if a.String() != b.String() || len(whole.Nodes) == 0 {
+			t.Errorf("flow-only=%v: paths view of the whole model (%d contexts)\n%s\nwithout contexts\n%s", flowOnly, len(whole.Nodes), a.String(), b.String())
+		}
+		if len(lite.Nodes) != 0 || len(lite.Stacks()) != 0 {
+			t.Errorf("flow-only=%v: FunctionsOnly model has %d contexts, %d stacks", flowOnly, len(lite.Nodes), len(lite.Stacks()))
+		}
+	}
+}

@@ -200,6 +200,12 @@ type ModelOptions struct {
 	// Libs holds, by tag, the files of the profile's modules other than
 	// the executable (OpenModules finds them).
 	Libs map[uint32]ModuleFile
+	// FunctionsOnly leaves the calling contexts out (Nodes, Roots and
+	// Total empty, no stacks): the model of the views that read only
+	// functions (PathsText), a quarter less time and memory on a
+	// whole-process profile. A sampled profile gets its contexts all the
+	// same: its samples are attributed through them (decision 139).
+	FunctionsOnly bool
 }
 
 // NewModelWith is NewModel with options. When f has no DWARF, the DWARF
@@ -262,11 +268,17 @@ func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o M
 	// The model keeps only the folded profile: let the collector have
 	// p's records (the caller holds them no longer, cmd/blpp liveOnly).
 	p = nil
-	if err := m.buildContexts(folded); err != nil {
-		return nil, err
+	contexts := !o.FunctionsOnly || folded.Sampling != nil
+	if contexts {
+		if err := m.buildContexts(folded); err != nil {
+			return nil, err
+		}
 	}
 	if err := m.buildFuncs(folded); err != nil {
 		return nil, err
+	}
+	if !contexts {
+		return m, nil
 	}
 	m.src = newStackSource(folded)
 	if s := m.Samples; s != nil && len(folded.Threads) > 0 {

@@ -143,6 +143,8 @@ func runReport(c *ctx, args []string) error {
 	if mo.Libs, err = openLibs(c, prof); err != nil {
 		return fmt.Errorf("%s: %w", fs.Args()[0], err)
 	}
+	// The paths view reads only functions.
+	mo.FunctionsOnly = *format == "text" && *view == "paths" && *context == "" && *htmlOut == ""
 	defer report.CloseModules(mo.Libs)
 	live := liveOnly(prof)
 	m, err := report.NewModelWith(*binary, tab, prof, f, mo)

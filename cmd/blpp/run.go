@@ -240,7 +240,8 @@ func writeRunReportTo(w io.Writer, inst, title, profPath string, top int) error 
 	}
 	defer report.CloseModules(libs)
 	live := liveOnly(prof)
-	m, err := report.NewModelWith(inst, tab, prof, f, report.ModelOptions{Libs: libs, Debug: report.DebugOptions{CacheDir: filepath.Join(cacheRoot(), "dwarf")}})
+	m, err := report.NewModelWith(inst, tab, prof, f, report.ModelOptions{Libs: libs, Debug: report.DebugOptions{CacheDir: filepath.Join(cacheRoot(), "dwarf")},
+		FunctionsOnly: true}) // the paths view
 	if err != nil {
 		return err
 	}

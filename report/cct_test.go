@@ -672,3 +672,53 @@ func TestModelModules(t *testing.T) {
 		}
 	}
 }
+
+// TestCallersPruned: the bottom-up trees built with rows taken out as
+// they are made are the whole trees with the same rows cut, top-down,
+// and the count is of the rows cut there.
+func TestCallersPruned(t *testing.T) {
+	c := viewTree(t)
+	for col := range c.Columns {
+		whole := c.Callers(col)
+		// Every row's value, to cut at several thresholds in turn.
+		var vals []uint64
+		var all func(ns []*CallerNode)
+		all = func(ns []*CallerNode) {
+			for _, n := range ns {
+				vals = append(vals, max(n.Excl, n.Incl))
+				all(n.Children)
+			}
+		}
+		all(whole)
+		for _, limit := range vals {
+			show := func(n *CallerNode) bool { return max(n.Excl, n.Incl) >= limit }
+			var want []string
+			cut := 0
+			var walk func(ns []*CallerNode, depth int)
+			walk = func(ns []*CallerNode, depth int) {
+				for _, n := range ns {
+					if !show(n) {
+						cut++
+						continue
+					}
+					want = append(want, fmt.Sprintf("%*s%s@%#x %d %d %d", depth, "", n.Name, n.CallSite, n.Excl, n.Incl, n.Calls))
+					walk(n.Children, depth+1)
+				}
+			}
+			walk(whole, 0)
+			pruned, taken := c.callerTree(col, show)
+			var got []string
+			var list func(ns []*CallerNode, depth int)
+			list = func(ns []*CallerNode, depth int) {
+				for _, n := range ns {
+					got = append(got, fmt.Sprintf("%*s%s@%#x %d %d %d", depth, "", n.Name, n.CallSite, n.Excl, n.Incl, n.Calls))
+					list(n.Children, depth+1)
+				}
+			}
+			list(pruned, 0)
+			if strings.Join(got, "\n") != strings.Join(want, "\n") || taken != cut {
+				t.Errorf("column %d, rows from %d: pruned tree (%d cut)\n%s\nwant (%d cut)\n%s", col, limit, taken, strings.Join(got, "\n"), cut, strings.Join(want, "\n"))
+			}
+		}
+	}
+}

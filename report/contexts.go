@@ -9,6 +9,7 @@ package report
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 
@@ -432,6 +433,7 @@ type CallerNode struct {
 	Children []*CallerNode
 
 	index map[callerKey]*CallerNode
+	gone  bool // taken out (callerTree)
 }
 
 type callerKey struct {
@@ -442,6 +444,19 @@ type callerKey struct {
 // Callers builds the bottom-up view for column col: one tree per
 // procedure, sorted like Flat, children by exclusive value.
 func (c *Model) Callers(col int) []*CallerNode {
+	tops, _ := c.callerTree(col, nil)
+	return tops
+}
+
+// callerTree builds Callers' trees level by level: the procedures, then
+// their direct callers, then theirs. A row's values are whole once its
+// level is done (only the contexts whose chain passes it at that depth
+// add to it), so with show, a row it rejects is taken out then and the
+// chains through it go no further: a whole-process profile's inverted
+// tree (2.1 M contexts 41 deep) would be tens of millions of rows, nearly
+// all below what a view shows (decision 139). It returns the trees and
+// the number of rows taken out.
+func (c *Model) callerTree(col int, show func(*CallerNode) bool) ([]*CallerNode, int) {
 	outer := c.outermost()
 	top := map[FuncID]*CallerNode{}
 	var tops []*CallerNode
@@ -452,6 +467,14 @@ func (c *Model) Callers(col int) []*CallerNode {
 		}
 		cn.Calls += n.Calls
 	}
+	// A cursor is a context on its way up: the row it reached and the
+	// context whose caller is next.
+	type cursor struct {
+		row *CallerNode
+		at  int32
+		ctx int32
+	}
+	var cur, next []cursor
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
 		cn := top[n.FuncID()]
@@ -461,21 +484,72 @@ func (c *Model) Callers(col int) []*CallerNode {
 			tops = append(tops, cn)
 		}
 		add(cn, n, i)
-		for m := n; m.Parent >= 0; m = &c.Nodes[m.Parent] {
+		if n.Parent >= 0 {
+			cur = append(cur, cursor{cn, int32(i), int32(i)})
+		}
+	}
+	taken := 0
+	prune := func(rows []*CallerNode) []*CallerNode {
+		if show == nil {
+			return rows
+		}
+		kept := rows[:0]
+		for _, r := range rows {
+			if show(r) {
+				kept = append(kept, r)
+			} else {
+				r.gone = true
+				taken++
+			}
+		}
+		return kept
+	}
+	tops = prune(tops)
+	var fresh []*CallerNode // the rows this level made, with their parents
+	var parents []*CallerNode
+	for len(cur) > 0 {
+		next, fresh, parents = next[:0], fresh[:0], parents[:0]
+		for _, k := range cur {
+			if k.row.gone {
+				continue
+			}
+			m := &c.Nodes[k.at]
 			p := &c.Nodes[m.Parent]
-			k := callerKey{p.FuncID(), m.CallSite}
-			next := cn.index[k]
-			if next == nil {
+			key := callerKey{p.FuncID(), m.CallSite}
+			cn := k.row
+			row := cn.index[key]
+			if row == nil {
 				if cn.index == nil {
 					cn.index = map[callerKey]*CallerNode{}
 				}
-				next = &CallerNode{Func: p.FuncID(), Name: p.Name, CallSite: m.CallSite}
-				cn.index[k] = next
-				cn.Children = append(cn.Children, next)
+				row = &CallerNode{Func: p.FuncID(), Name: p.Name, CallSite: m.CallSite}
+				cn.index[key] = row
+				cn.Children = append(cn.Children, row)
+				fresh, parents = append(fresh, row), append(parents, cn)
 			}
-			add(next, n, i)
-			cn = next
+			add(row, &c.Nodes[k.ctx], int(k.ctx))
+			if p.Parent >= 0 {
+				next = append(next, cursor{row, int32(m.Parent), k.ctx})
+			}
 		}
+		if show != nil {
+			var touched []*CallerNode
+			for j, r := range fresh {
+				if !show(r) {
+					r.gone = true
+					taken++
+					if pc := parents[j]; len(touched) == 0 || touched[len(touched)-1] != pc {
+						touched = append(touched, pc)
+					}
+				}
+			}
+			for _, pc := range touched {
+				// A parent may come twice (not in a row): the second pass
+				// finds nothing to take.
+				pc.Children = slices.DeleteFunc(pc.Children, func(x *CallerNode) bool { return x.gone })
+			}
+		}
+		cur, next = next, cur
 	}
 	var sortTree func(ns []*CallerNode)
 	sortTree = func(ns []*CallerNode) {
@@ -498,7 +572,7 @@ func (c *Model) Callers(col int) []*CallerNode {
 		}
 	}
 	sortTree(tops)
-	return tops
+	return tops, taken
 }
 
 // Context is one entry of the JSON "contexts" array (docs/formats.md).

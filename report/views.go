@@ -178,47 +178,32 @@ func TreeText(w io.Writer, c *Model, o ViewOptions) error {
 func CallersText(w io.Writer, c *Model, o ViewOptions) error {
 	col := o.Metric
 	tw, total := c.startView(w, "bottom-up view (callers)", col, "excl %s\t%%\tincl %s\t%%\tcalls\t  procedure / called from\n")
-	nHidden, more := 0, 0
 	var walk func(ns []*CallerNode, depth int)
-	var rows func(n *CallerNode) int
-	rows = func(n *CallerNode) int {
-		k := 1
-		for _, ch := range n.Children {
-			k += rows(ch)
-		}
-		return k
-	}
 	walk = func(ns []*CallerNode, depth int) {
 		for _, n := range ns {
-			if hidden(max(n.Excl, n.Incl), total, o.All) {
-				nHidden += rows(n)
-				continue
-			}
 			writeTreeRow(tw, c.Columns[col], n.Excl, n.Incl, total, n.Calls, depth, c.DisplayName(n.Name), n.CallSite, depth > 0, c.debugOf(n.Func))
 			walk(n.Children, depth+1)
 		}
 	}
-	tops := c.Callers(col)
-	shown := tops[:0:0]
-	for _, n := range tops {
-		if hidden(max(n.Excl, n.Incl), total, o.All) {
-			nHidden += rows(n)
-			continue
-		}
-		if o.Top > 0 && len(shown) >= o.Top {
-			more++
-			continue
-		}
-		shown = append(shown, n)
+	// Rows under the threshold are taken out as the tree is built, with
+	// the rows below them (callerTree); the footer counts the former.
+	tops, nHidden := c.callerTree(col, func(n *CallerNode) bool { return !hidden(max(n.Excl, n.Incl), total, o.All) })
+	more := 0
+	if o.Top > 0 && len(tops) > o.Top {
+		more = len(tops) - o.Top
+		tops = tops[:o.Top]
 	}
-	walk(shown, 0)
+	walk(tops, 0)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if more > 0 {
 		writeMore(w, "", more, "more procedure", "more procedures")
 	}
-	c.writeFooter(w, nHidden, "row")
+	if nHidden > 0 {
+		fmt.Fprintf(w, "%s under 0.1%% of the total not shown, nor their callers (--all shows them)\n", plural(uint64(nHidden), "row", "rows"))
+	}
+	c.writeFooter(w, 0, "row")
 	return nil
 }
 

@@ -706,7 +706,7 @@ func TestCallersPruned(t *testing.T) {
 				}
 			}
 			walk(whole, 0)
-			pruned, taken := c.callerTree(col, show)
+			pruned, taken, made := c.callerTree(col, show)
 			var got []string
 			var list func(ns []*CallerNode, depth int)
 			list = func(ns []*CallerNode, depth int) {
@@ -718,6 +718,11 @@ func TestCallersPruned(t *testing.T) {
 			list(pruned, 0)
 			if strings.Join(got, "\n") != strings.Join(want, "\n") || taken != cut {
 				t.Errorf("column %d, rows from %d: pruned tree (%d cut)\n%s\nwant (%d cut)\n%s", col, limit, taken, strings.Join(got, "\n"), cut, strings.Join(want, "\n"))
+			}
+			// Nothing is made below a row cut: the rows made are those
+			// shown and those cut.
+			if made != len(got)+taken {
+				t.Errorf("column %d, rows from %d: %d rows made, %d shown and %d cut", col, limit, made, len(got), taken)
 			}
 		}
 	}

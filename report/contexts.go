@@ -444,7 +444,7 @@ type callerKey struct {
 // Callers builds the bottom-up view for column col: one tree per
 // procedure, sorted like Flat, children by exclusive value.
 func (c *Model) Callers(col int) []*CallerNode {
-	tops, _ := c.callerTree(col, nil)
+	tops, _, _ := c.callerTree(col, nil)
 	return tops
 }
 
@@ -454,12 +454,12 @@ func (c *Model) Callers(col int) []*CallerNode {
 // add to it), so with show, a row it rejects is taken out then and the
 // chains through it go no further: a whole-process profile's inverted
 // tree (2.1 M contexts 41 deep) would be tens of millions of rows, nearly
-// all below what a view shows (decision 139). It returns the trees and
-// the number of rows taken out.
-func (c *Model) callerTree(col int, show func(*CallerNode) bool) ([]*CallerNode, int) {
+// all below what a view shows (decision 139). It returns the trees, the
+// number of rows taken out and the number of rows made (those two and
+// the rows kept: nothing is made below a row taken out).
+func (c *Model) callerTree(col int, show func(*CallerNode) bool) (tops []*CallerNode, taken, made int) {
 	outer := c.outermost()
 	top := map[FuncID]*CallerNode{}
-	var tops []*CallerNode
 	add := func(cn *CallerNode, n *CNode, i int) {
 		cn.Excl += n.Excl[col]
 		if outer[i] {
@@ -482,33 +482,32 @@ func (c *Model) callerTree(col int, show func(*CallerNode) bool) ([]*CallerNode,
 			cn = &CallerNode{Func: n.FuncID(), Name: n.Name}
 			top[n.FuncID()] = cn
 			tops = append(tops, cn)
+			made++
 		}
 		add(cn, n, i)
 		if n.Parent >= 0 {
 			cur = append(cur, cursor{cn, int32(i), int32(i)})
 		}
 	}
-	taken := 0
-	prune := func(rows []*CallerNode) []*CallerNode {
+	// Each row's children are made in one level, the one after its own:
+	// once a level is done, its rows' children are whole and are cut.
+	cut := func(rows []*CallerNode) []*CallerNode {
 		if show == nil {
 			return rows
 		}
-		kept := rows[:0]
-		for _, r := range rows {
+		return slices.DeleteFunc(rows, func(r *CallerNode) bool {
 			if show(r) {
-				kept = append(kept, r)
-			} else {
-				r.gone = true
-				taken++
+				return false
 			}
-		}
-		return kept
+			r.gone = true
+			taken++
+			return true
+		})
 	}
-	tops = prune(tops)
-	var fresh []*CallerNode // the rows this level made, with their parents
-	var parents []*CallerNode
+	tops = cut(tops)
+	level := tops
 	for len(cur) > 0 {
-		next, fresh, parents = next[:0], fresh[:0], parents[:0]
+		next = next[:0]
 		for _, k := range cur {
 			if k.row.gone {
 				continue
@@ -525,30 +524,19 @@ func (c *Model) callerTree(col int, show func(*CallerNode) bool) ([]*CallerNode,
 				row = &CallerNode{Func: p.FuncID(), Name: p.Name, CallSite: m.CallSite}
 				cn.index[key] = row
 				cn.Children = append(cn.Children, row)
-				fresh, parents = append(fresh, row), append(parents, cn)
+				made++
 			}
 			add(row, &c.Nodes[k.ctx], int(k.ctx))
 			if p.Parent >= 0 {
 				next = append(next, cursor{row, int32(m.Parent), k.ctx})
 			}
 		}
-		if show != nil {
-			var touched []*CallerNode
-			for j, r := range fresh {
-				if !show(r) {
-					r.gone = true
-					taken++
-					if pc := parents[j]; len(touched) == 0 || touched[len(touched)-1] != pc {
-						touched = append(touched, pc)
-					}
-				}
-			}
-			for _, pc := range touched {
-				// A parent may come twice (not in a row): the second pass
-				// finds nothing to take.
-				pc.Children = slices.DeleteFunc(pc.Children, func(x *CallerNode) bool { return x.gone })
-			}
+		var below []*CallerNode
+		for _, r := range level {
+			r.Children = cut(r.Children)
+			below = append(below, r.Children...)
 		}
+		level = below
 		cur, next = next, cur
 	}
 	var sortTree func(ns []*CallerNode)
@@ -572,7 +560,7 @@ func (c *Model) callerTree(col int, show func(*CallerNode) bool) ([]*CallerNode,
 		}
 	}
 	sortTree(tops)
-	return tops, taken
+	return tops, taken, made
 }
 
 // Context is one entry of the JSON "contexts" array (docs/formats.md).

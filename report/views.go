@@ -187,7 +187,7 @@ func CallersText(w io.Writer, c *Model, o ViewOptions) error {
 	}
 	// Rows under the threshold are taken out as the tree is built, with
 	// the rows below them (callerTree); the footer counts the former.
-	tops, nHidden := c.callerTree(col, func(n *CallerNode) bool { return !hidden(max(n.Excl, n.Incl), total, o.All) })
+	tops, nHidden, _ := c.callerTree(col, func(n *CallerNode) bool { return !hidden(max(n.Excl, n.Incl), total, o.All) })
 	more := 0
 	if o.Top > 0 && len(tops) > o.Top {
 		more = len(tops) - o.Top

@@ -110,48 +110,29 @@ func ExportFolded(w io.Writer, m *Model, opts ExportOptions) error {
 	}
 	child, at = nil, nil
 	bw := bufio.NewWriter(w)
-	// Depth first, children by name; line holds the names down to the
-	// node on top of the work stack, whose entries are nodes and, after
-	// a node's children, the length to cut the line back to.
+	// Depth first, children by name; line holds the names down to n.
 	var line []byte
-	type work struct {
-		node int32
-		cut  int // >= 0: no node, cut line to this length
-	}
-	sortKids := func(n int32) []int32 {
-		k := tree[n].kids
-		slices.SortFunc(k, func(a, b int32) int { return strings.Compare(names[tree[a].name], names[tree[b].name]) })
-		return k
-	}
-	var todo []work
-	kids := sortKids(0)
-	for j := len(kids) - 1; j >= 0; j-- {
-		todo = append(todo, work{kids[j], -1})
-	}
-	for len(todo) > 0 {
-		wk := todo[len(todo)-1]
-		todo = todo[:len(todo)-1]
-		if wk.cut >= 0 {
-			line = line[:wk.cut]
-			continue
-		}
-		n := &tree[wk.node]
-		todo = append(todo, work{-1, len(line)})
-		if len(line) > 0 {
-			line = append(line, ';')
-		}
-		line = append(line, names[n.name]...)
-		if n.value > 0 {
-			bw.Write(line)
-			bw.WriteByte(' ')
-			bw.Write(strconv.AppendUint(nil, n.value, 10))
-			bw.WriteByte('\n')
-		}
-		kids := sortKids(wk.node)
-		for j := len(kids) - 1; j >= 0; j-- {
-			todo = append(todo, work{kids[j], -1})
+	var walk func(n int32)
+	walk = func(n int32) {
+		kids := tree[n].kids
+		slices.SortFunc(kids, func(a, b int32) int { return strings.Compare(names[tree[a].name], names[tree[b].name]) })
+		for _, k := range kids {
+			l := len(line)
+			if l > 0 {
+				line = append(line, ';')
+			}
+			line = append(line, names[tree[k].name]...)
+			if v := tree[k].value; v > 0 {
+				bw.Write(line)
+				bw.WriteByte(' ')
+				bw.Write(strconv.AppendUint(nil, v, 10))
+				bw.WriteByte('\n')
+			}
+			walk(k)
+			line = line[:l]
 		}
 	}
+	walk(0)
 	return bw.Flush()
 }
 

@@ -198,13 +198,11 @@ func runExport(c *ctx, args []string) error {
 	return writeStreamed(c, *out, func(w io.Writer) error { return write(w, m) })
 }
 
-// writeStreamed has write fill path (through a temporary file renamed
-// into place, so that a failure leaves no partial file: internal/outfile)
-// or, when path is empty, standard output, through a buffer: the
-// exports of a whole-process profile are gigabytes, more than is worth
-// holding (decision 139). The exporters find what they refuse before
-// they write. A path that is not a regular file (a FIFO, /dev/null) is
-// written in place.
+// writeStreamed has write fill path (internal/outfile.Stream: a failure
+// leaves no partial file) or, when path is empty, standard output,
+// through a buffer: the exports of a whole-process profile are
+// gigabytes, more than is worth holding (decision 139). The exporters
+// find what they refuse before they write.
 func writeStreamed(c *ctx, path string, write func(io.Writer) error) error {
 	through := func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<20)
@@ -216,19 +214,7 @@ func writeStreamed(c *ctx, path string, write func(io.Writer) error) error {
 	if path == "" {
 		return through(c.stdout)
 	}
-	err := outfile.WriteWith(path, 0o644, func(f *os.File) error { return through(f) })
-	if errors.Is(err, outfile.ErrNotRegular) {
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		if err := through(f); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	}
-	return err
+	return outfile.Stream(path, 0o644, through)
 }
 
 // openLibs opens the library modules' files of prof, by the running

@@ -3,12 +3,27 @@ package outfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
 
 // Write writes data to path with permissions perm.
 func Write(path string, data []byte, perm os.FileMode) error {
+	return Stream(path, perm, func(w io.Writer) error {
+		if _, err := w.Write(data); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// Stream writes path with permissions perm through write, which writes
+// the contents in order: a regular file (or a new one) through a
+// temporary file beside it, renamed over it once whole, so that a
+// failure never leaves a partial path; a path that is not a regular file
+// (a FIFO, a device) in place. write's error is returned as it is.
+func Stream(path string, perm os.FileMode, write func(w io.Writer) error) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s is a directory", path)
 	} else if err == nil && !fi.Mode().IsRegular() {
@@ -16,18 +31,13 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		if err != nil {
 			return err
 		}
-		if _, err := f.Write(data); err != nil {
+		if err := write(f); err != nil {
 			f.Close()
 			return err
 		}
 		return f.Close()
 	}
-	return viaTemp(path, perm, func(f *os.File) error {
-		if _, err := f.Write(data); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
-		return nil
-	})
+	return viaTemp(path, perm, func(f *os.File) error { return write(f) })
 }
 
 // ErrNotRegular: WriteWith was asked to write a path that exists and is

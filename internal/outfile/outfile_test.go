@@ -129,3 +129,29 @@ func TestWriteWith(t *testing.T) {
 		t.Errorf("%s: error %v, write called %v; want ErrNotRegular, not called", os.DevNull, err, called)
 	}
 }
+
+// TestStreamFailure: a write that fails after writing part of the
+// contents leaves the old file as it was and no temporary file, and its
+// error comes back as it is.
+func TestStreamFailure(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out")
+	if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := Stream(p, 0o644, func(w io.Writer) error {
+		if _, err := w.Write([]byte("half of the new")); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("error %v, want boom", err)
+	}
+	got, _ := os.ReadFile(p)
+	ents, _ := os.ReadDir(dir)
+	if string(got) != "old" || len(ents) != 1 {
+		t.Errorf("after a failed Stream: %q, %d files; want \"old\" alone", got, len(ents))
+	}
+}

@@ -317,42 +317,6 @@ static void env_scan(const char *e, const char **profile, int *quiet)
 }
 
 /*
- * early_init sets the runtime up at the first stub call of instrumented
- * code that runs before the entry point: ld.so runs the executable's
- * IRELATIVE resolvers while relocating it, then its DT_PREINIT_ARRAY,
- * then the shared libraries' constructors, which may call back into it.
- * The main thread's thread pointer exists by then (ld.so installs it
- * before relocating), so its block can be made now and everything is
- * counted from here on. The environment is not at hand (no initial
- * stack pointer): it is read from /proc/self/environ, the same strings
- * [proc(5)]; without /proc, blpp_init names the profile later. FSGSBASE
- * is not known yet either, so %gs is set with arch_prctl until
- * blpp_init reads AT_HWCAP2. Returns 0 when the runtime cannot count yet
- * (no thread pointer: threads could not be told apart).
- */
-static int env_file(const char **profile, int *quiet);
-
-static __attribute__((noinline)) int early_init(void)
-{
-	static u64 once;
-	const char *profile = 0;
-	int quiet = 0;
-
-	if (procp && self_mod)
-		return 1;
-	if (!CAS(&once, 0, 1) || read_fs_base() == 0)
-		return procp && self_mod;
-	if (find_proc())
-		return attach(0); /* another module's runtime has the environment */
-	if (env_file(&profile, &quiet))
-		rt_own.env_known = 1;
-	rt_own.quiet = quiet;
-	attach(profile);
-	rt.early_start = 1;
-	return 1;
-}
-
-/*
  * env_file reads BLPP_PROFILE (the last one, into *profile) and
  * BLPP_QUIET from /proc/self/environ: the environment the process
  * started with, whatever was done since to the array of pointers to it
@@ -398,6 +362,40 @@ static int env_file(const char **profile, int *quiet)
 		}
 	}
 	sc1(SYS_close, fd);
+	return 1;
+}
+
+/*
+ * early_init sets the runtime up at the first stub call of instrumented
+ * code that runs before the entry point: ld.so runs the executable's
+ * IRELATIVE resolvers while relocating it, then its DT_PREINIT_ARRAY,
+ * then the shared libraries' constructors, which may call back into it.
+ * The main thread's thread pointer exists by then (ld.so installs it
+ * before relocating), so its block can be made now and everything is
+ * counted from here on. The environment is not at hand (no initial
+ * stack pointer): it is read from /proc/self/environ, the same strings
+ * [proc(5)]; without /proc, blpp_init names the profile later. FSGSBASE
+ * is not known yet either, so %gs is set with arch_prctl until
+ * blpp_init reads AT_HWCAP2. Returns 0 when the runtime cannot count yet
+ * (no thread pointer: threads could not be told apart).
+ */
+static __attribute__((noinline)) int early_init(void)
+{
+	static u64 once;
+	const char *profile = 0;
+	int quiet = 0;
+
+	if (procp && self_mod)
+		return 1;
+	if (!CAS(&once, 0, 1) || read_fs_base() == 0)
+		return procp && self_mod;
+	if (find_proc())
+		return attach(0); /* another module's runtime has the environment */
+	if (env_file(&profile, &quiet))
+		rt_own.env_known = 1;
+	rt_own.quiet = quiet;
+	attach(profile);
+	rt.early_start = 1;
 	return 1;
 }
 

@@ -16,8 +16,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/pprof/profile"
-
 	"github.com/blpp/blpp/internal/testsupport/fixture"
 	"github.com/blpp/blpp/report"
 )
@@ -57,15 +55,7 @@ func TestExportPprof(t *testing.T) {
 
 	// The file is a valid profile whose instruction total is the sum,
 	// over blocks, of count × instructions that blpp report gives.
-	fh, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := profile.Parse(fh)
-	fh.Close()
-	if err != nil {
-		t.Fatalf("pprof cannot parse the export: %v", err)
-	}
+	p := readPprof(t, out)
 	idx, err := p.SampleIndexByName("insns")
 	if err != nil {
 		t.Fatal(err)
@@ -147,15 +137,7 @@ func TestExportPprof(t *testing.T) {
 	// step still the hottest function for go tool pprof.
 	byFunc := filepath.Join(dir, "loops.func.pb.gz")
 	mustBlpp(t, "export", prof, "--binary", inst, "--format", "pprof", "--granularity", "functions", "-o", byFunc)
-	fh, err = os.Open(byFunc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := profile.Parse(fh)
-	fh.Close()
-	if err != nil {
-		t.Fatalf("pprof cannot parse the function-granularity export: %v", err)
-	}
+	pf := readPprof(t, byFunc)
 	var ftotal int64
 	for _, s := range pf.Sample {
 		ftotal += s.Value[idx]

@@ -19,8 +19,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/pprof/profile"
-
 	"github.com/blpp/blpp/cct"
 	"github.com/blpp/blpp/internal/testsupport/fixture"
 	"github.com/blpp/blpp/report"
@@ -324,15 +322,7 @@ func TestModulesExport(t *testing.T) {
 	nameA, nameB := filepath.Base(s.instA), filepath.Base(s.instB)
 	out := filepath.Join(s.dir, "p.pb.gz")
 	mustBlpp(t, "export", s.joined, "--binary", s.instA, "--format", "pprof", "-o", out)
-	fh, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := profile.Parse(fh)
-	fh.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := readPprof(t, out)
 	files := map[string]bool{}
 	for _, m := range p.Mapping {
 		files[filepath.Base(m.File)] = m.BuildID != ""

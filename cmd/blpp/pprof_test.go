@@ -160,16 +160,22 @@ func exportPprof(t *testing.T, dir, inst, prof string) (string, *profile.Profile
 	t.Helper()
 	out := filepath.Join(dir, filepath.Base(inst)+".pb.gz")
 	mustBlpp(t, "export", prof, "--binary", inst, "--format", "pprof", "-o", out)
-	fh, err := os.Open(out)
+	return out, readPprof(t, out)
+}
+
+// readPprof reads the pprof file a blpp export wrote.
+func readPprof(t *testing.T, path string) *profile.Profile {
+	t.Helper()
+	fh, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fh.Close()
 	p, err := profile.Parse(fh)
 	if err != nil {
-		t.Fatalf("pprof cannot parse the export: %v", err)
+		t.Fatalf("pprof cannot parse the export %s: %v", filepath.Base(path), err)
 	}
-	return out, p
+	return p
 }
 
 // TestPprofLines: on loops.c (gcc -O2 -g), go tool pprof -list FUNC

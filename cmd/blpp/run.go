@@ -146,18 +146,18 @@ func runRun(c *ctx, args []string) error {
 		defer os.RemoveAll(d)
 		profPath = filepath.Join(d, "blpp.out")
 	}
-	env := "BLPP_PROFILE=" + profPath
+	name := profPath // the runtime's BLPP_PROFILE
 	if *continuous {
-		env += "%c" // decision 94: the runtime takes it out of the name
+		name += "%c" // decision 94: the runtime takes it out of the name
 	}
 	p := exec.Command(inst, rest[1:]...)
 	p.Args[0] = rest[0]
-	p.Env = append(os.Environ(), env)
+	p.Env = append(os.Environ(), "BLPP_PROFILE="+name)
 	if wp != nil {
 		// The auditor takes the entry out again: the program sees its
 		// own environment (decision 140). A static program, which runs
 		// without one, sees it.
-		wp.Profile = strings.TrimPrefix(env, "BLPP_PROFILE=")
+		wp.Profile = name
 		if p, err = wp.Command(inst, prog, rest[0], rest[1:], os.Environ()); err != nil {
 			return err
 		}

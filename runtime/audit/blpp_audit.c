@@ -302,8 +302,9 @@ static const char *rewrite(const char *orig)
  * the pad, which makes the entries that go, the control entry among them,
  * an even number, and 'B' for the BLPP_PROFILE entry blpp run adds for
  * the runtime (the last one: it goes, and the runtime, which finds the
- * environment moved, reads it from /proc/self/environ). The loader has read these variables by the time it runs
- * this constructor (it parses them before it loads auditors) and gives it
+ * environment moved, reads it from /proc/self/environ, decision 140).
+ * The loader has read these variables by the time it runs this
+ * constructor (it parses them before it loads auditors) and gives it
  * the array the program's libc takes as environ: so the program and its
  * children see their own environment (decision 105). The entries are
  * found by name, wherever they are: something between blpp and the

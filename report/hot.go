@@ -122,6 +122,10 @@ type HotOptions struct {
 	// Asm lists each block's instructions, decoded from the original
 	// code the model's instrumented binary keeps (Model.File).
 	Asm bool
+	// Top is how many of the hot paths are listed, hottest first; 0
+	// lists them all. A whole-process profile can have a hundred
+	// thousand hot paths.
+	Top int
 }
 
 // DensityRule states how HotText classes paths.
@@ -149,7 +153,11 @@ func HotText(w io.Writer, h *HotPaths, o HotOptions) error {
 		code = c
 	}
 	var cum uint64
-	for r, hp := range h.Hot {
+	shown := h.Hot
+	if o.Top > 0 && len(shown) > o.Top {
+		shown = shown[:o.Top]
+	}
+	for r, hp := range shown {
 		cum += hp.Value
 		n := &c.Nodes[hp.Context]
 		mf := c.Func(hp.Func)
@@ -174,6 +182,9 @@ func HotText(w io.Writer, h *HotPaths, o HotOptions) error {
 				writeBlockAsm(w, "           ", code, hp.Func, b)
 			}
 		}
+	}
+	if more := len(h.Hot) - len(shown); more > 0 {
+		writeMore(w, "\n", more, "more hot path", "more hot paths")
 	}
 	if len(h.Hot) == 0 {
 		fmt.Fprintf(w, "\nno path has any %s\n", col.Name)

@@ -272,7 +272,7 @@ func TestAsmIsObjdumps(t *testing.T) {
 	exe := fixture.Build(t, "boltprof.c", fixture.Config{Opt: "-O2", PIE: true, Extra: []string{"-g"}})
 	dir := t.TempDir()
 	inst, prof, _ := profiled(t, dir, exe)
-	rep := mustBlpp(t, "report", prof, "--binary", inst, "--view", "hot", "--asm", "--hot", "1")
+	rep := mustBlpp(t, "report", prof, "--binary", inst, "--view", "hot", "--asm", "--hot", "1", "--top", "0")
 	asmLine := regexp.MustCompile(`^\s+0x([0-9a-f]+)  (.*)$`)
 	got := map[uint64]string{}
 	for _, l := range strings.Split(rep, "\n") {

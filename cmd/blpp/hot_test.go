@@ -42,6 +42,19 @@ func TestReportHot(t *testing.T) {
 	if strings.Count(half, "\n  1. ") != 1 || !strings.Contains(half, "metric: freq") {
 		t.Errorf("--hot 0.5 --metric freq:\n%s", half)
 	}
+	// --top lists the hottest of them and counts the rest.
+	all := mustBlpp(t, "report", prof, "--binary", inst, "--view", "hot", "--hot", "1", "--top", "0")
+	one := mustBlpp(t, "report", prof, "--binary", inst, "--view", "hot", "--hot", "1", "--top", "1")
+	listed := strings.Count(all, "\n     ") - strings.Count(all, "\n       ")
+	m = regexp.MustCompile(`\.\.\. and ([0-9]+) more hot paths? \(--top 0`).FindStringSubmatch(one)
+	switch {
+	case listed < 2 || strings.Contains(all, "more hot path"):
+		t.Errorf("--hot 1 --top 0 lists %d paths:\n%s", listed, all)
+	case m == nil || strings.Contains(one, "\n  2. ") || !strings.Contains(one, "\n  1. "):
+		t.Errorf("--top 1 lists more or fewer than one path, or does not count the rest:\n%s", one)
+	case m[1] != strconv.Itoa(listed-1):
+		t.Errorf("--top 1 counts %s more paths; --top 0 lists %d", m[1], listed)
+	}
 	asm := mustBlpp(t, "report", prof, "--binary", inst, "--view", "hot", "--asm")
 	if !regexp.MustCompile(`(?m)^ {11}0x[0-9a-f]+  [a-z]`).MatchString(asm) {
 		t.Errorf("--asm lists no instruction:\n%s", asm)

@@ -66,7 +66,7 @@ func runReport(c *ctx, args []string) error {
 	view := fs.String("view", "paths", "text view: paths (hottest paths), tree (top-down calling contexts), callers (bottom-up), flat (per procedure), loops (loop nests in each calling context), hot (hot paths), procs (per procedure), latency (per hot path: mean, p50, p90, p99, max and histogram of its time per execution)")
 	metric := fs.String("metric", "", "metric of the tree, callers, flat, loops, hot and --context views: freq (default), insns, any metric of the profile, or its sampled event (cpu-clock: sampled time, shown with its samples)")
 	context := fs.String("context", "", "show the hottest paths of the contexts whose chain of functions ends with CHAIN (main/parse/next; a leading / anchors at a root)")
-	top := fs.Int("top", 20, "number of hottest paths (paths, --context, latency), procedures (flat, callers) or contexts (--context) to show; 0 shows all")
+	top := fs.Int("top", 20, "number of hottest paths (paths, hot, --context, latency), procedures (flat, callers) or contexts (--context) to show; 0 shows all")
 	all := fs.Bool("all", false, "tree and callers: also show rows under 0.1% of the total")
 	format := fs.String("format", "text", "output format: text or json (json holds every view's data: functions, paths and contexts)")
 	hotShare := fs.Float64("hot", report.DefaultHotShare, "hot and latency views and --html: the hot paths are the fewest covering this share of the metric")
@@ -167,7 +167,7 @@ func runReport(c *ctx, args []string) error {
 		return report.LatencyText(c.stdout, v, report.LatencyOptions{Top: *top})
 	}
 	if *htmlOut != "" || (*format == "text" && (*view == "hot" || *view == "procs")) {
-		return reportMore(c, m, *view, *metric, *hotShare, *asm, *htmlOut)
+		return reportMore(c, m, *view, *metric, *hotShare, *asm, *top, *htmlOut)
 	}
 	if *format == "json" {
 		return report.PathsJSON(c.stdout, m)
@@ -202,7 +202,7 @@ func runReport(c *ctx, args []string) error {
 }
 
 // reportMore writes the hot and procs views and the HTML page.
-func reportMore(c *ctx, m *report.Model, view, metric string, share float64, asm bool, htmlOut string) error {
+func reportMore(c *ctx, m *report.Model, view, metric string, share float64, asm bool, top int, htmlOut string) error {
 	if htmlOut == "" && view == "procs" {
 		return report.ProcsText(c.stdout, report.MakeProcs(m))
 	}
@@ -211,7 +211,7 @@ func reportMore(c *ctx, m *report.Model, view, metric string, share float64, asm
 		return &usageError{fmt.Sprintf("--metric: %v", err)}
 	}
 	if htmlOut == "" {
-		return report.HotText(c.stdout, h, report.HotOptions{Asm: asm})
+		return report.HotText(c.stdout, h, report.HotOptions{Asm: asm, Top: top})
 	}
 	o := report.HTMLOptions{Hot: h}
 	if m.LatencyCol > 0 {

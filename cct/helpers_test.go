@@ -195,14 +195,14 @@ func randBody(rng *rand.Rand, p *Profile) {
 	flowOnly := p.Flags&FlagFlowOnly != 0
 	for range rng.IntN(4) {
 		t := Thread{TID: mag(rng, 64)}
-		seen := map[sibling]bool{}
+		seen := map[siblingKey]bool{}
 		for range rng.IntN(25) {
 			r := Record{Func: fn(uint32(mag(rng, 32)) % 40), Parent: -1, Calls: mag(rng, 40)}
 			if !flowOnly && len(t.Records) > 0 && rng.IntN(4) > 0 {
 				r.Parent = rng.IntN(len(t.Records))
 				r.CallSite = uint32(rng.IntN(5))
 			}
-			k := sibling{r.Parent, r.Func, r.CallSite}
+			k := siblingKey{r.Parent, r.Func, r.CallSite}
 			if seen[k] {
 				continue
 			}

@@ -220,7 +220,9 @@ func (p *Profile) CheckValid() error {
 	}
 	for ti := range p.Threads {
 		t := &p.Threads[ti]
-		v.startThread(len(t.Records))
+		if ri, msg := secondSibling(t.Records); msg != "" {
+			return bad(ti, ri, -1, -1, msg)
+		}
 		for ri := range t.Records {
 			if msg := v.record(t.Records, ri); msg != "" {
 				return bad(ti, ri, -1, -1, msg)
@@ -275,8 +277,7 @@ type validator struct {
 	flowOnly bool
 	// Totals over the whole profile: path counts, then each metric, then
 	// calls, then partial counts.
-	total    []uint64
-	siblings map[sibling]struct{}
+	total []uint64
 	// tags holds the module tags functions may have: the MODULES
 	// section's, or 0 alone in an executable-only profile.
 	tags      map[uint32]bool
@@ -301,11 +302,6 @@ func (p *Profile) samplingObjects() int {
 	return len(p.Sampling.Objects)
 }
 
-type sibling struct {
-	parent   int
-	fn, site uint32
-}
-
 func newValidator(p *Profile) (*validator, string) {
 	if p.Version < MinVersion || p.Version > Version {
 		return nil, fmt.Sprintf("version %d, want %d", p.Version, Version)
@@ -323,7 +319,6 @@ func newValidator(p *Profile) (*validator, string) {
 		nm:       len(p.Metrics) - 1,
 		flowOnly: p.Flags&FlagFlowOnly != 0,
 		total:    make([]uint64, len(p.Metrics)+4),
-		siblings: make(map[sibling]struct{}),
 
 		latencyMetric: p.LatencyMetric,
 		latencyTotal:  len(p.Metrics) + 3,
@@ -442,17 +437,6 @@ func checkName(what, s string) string {
 	return ""
 }
 
-// startThread forgets the previous thread's records: with a fresh map,
-// not clear, the work never depends on the size of an earlier thread
-// (TestParseLinear). n is the thread's number of records, which the map
-// is made for (a whole-process profile has millions: growing the map
-// was most of the check's time).
-func (v *validator) startThread(n int) {
-	if len(v.siblings) > 0 || n > 64 {
-		v.siblings = make(map[sibling]struct{}, n)
-	}
-}
-
 // add adds x to total i, reporting an overflow.
 func (v *validator) add(i int, x uint64, what string) string {
 	s, carry := bits.Add64(v.total[i], x, 0)
@@ -479,11 +463,6 @@ func (v *validator) record(recs []Record, i int) string {
 	if msg := v.fn(r.Func); msg != "" {
 		return msg
 	}
-	k := sibling{r.Parent, r.Func, r.CallSite}
-	if _, dup := v.siblings[k]; dup {
-		return fmt.Sprintf("second record of function %d at call site %d under parent %d", r.Func, r.CallSite, r.Parent)
-	}
-	v.siblings[k] = struct{}{}
 	return v.add(v.nm+1, r.Calls, "calls")
 }
 

@@ -307,9 +307,10 @@ func (d *decoder) thread(b *buf) {
 	where := func() string { return fmt.Sprintf("thread %d (tid %d)", ti, t.TID) }
 	v := d.v
 	nrec := b.count(minRecordSize, "record count")
-	v.startThread(nrec)
+	var offs []int // each record's offset, for secondSibling's error
 	if nrec > 0 {
 		t.Records = make([]Record, 0, nrec)
+		offs = make([]int, 0, nrec)
 	}
 	for i := range nrec {
 		off := b.Off
@@ -326,6 +327,7 @@ func (d *decoder) thread(b *buf) {
 		}
 		r.Parent = int(parent) - 1
 		t.Records = append(t.Records, r)
+		offs = append(offs, off)
 		if msg := v.record(t.Records, i); msg != "" {
 			b.FailAt(off, ErrCorrupt, "%s record %d: %s", where(), i, msg)
 			return
@@ -334,6 +336,10 @@ func (d *decoder) thread(b *buf) {
 		if b.Err != nil {
 			return
 		}
+	}
+	if i, msg := secondSibling(t.Records); msg != "" {
+		b.FailAt(offs[i], ErrCorrupt, "%s record %d: %s", where(), i, msg)
+		return
 	}
 	npart := b.count(minPartialSize, "partial count")
 	if !partialList(b, &t, npart, &t.Partials, "partial", v.partial, where) {

@@ -8,6 +8,7 @@ package meta
 import (
 	"fmt"
 
+	"github.com/blpp/blpp/internal/par"
 	"github.com/blpp/blpp/pathnum"
 )
 
@@ -66,6 +67,32 @@ func (t *Table) cached(fn uint32) (*funcCache, error) {
 		t.cache[fn] = c
 	}
 	return c, c.err
+}
+
+// NumberFuncs numbers functions fns (in range, each once) on the
+// worker pool and keeps their numberings, so that ExpandPath of any of
+// them starts from its cache: a whole-process profile's reader numbers a
+// hundred thousand functions. Like the rest of a Table, not safe to call
+// alongside other methods.
+func (t *Table) NumberFuncs(fns []uint32) {
+	if t.cache == nil {
+		t.cache = map[uint32]*funcCache{}
+	}
+	todo := make([]uint32, 0, len(fns))
+	for _, fn := range fns {
+		if int64(fn) < int64(len(t.Funcs)) && t.cache[fn] == nil {
+			todo = append(todo, fn)
+		}
+	}
+	made := make([]*funcCache, len(todo))
+	par.Each(len(todo), 0, func(i int) {
+		c := &funcCache{paths: map[uint64]*Expansion{}, partials: map[partialKey]*Expansion{}}
+		c.num, c.err = t.Funcs[todo[i]].Numbering(t.MaxPaths)
+		made[i] = c
+	})
+	for i, fn := range todo {
+		t.cache[fn] = made[i]
+	}
 }
 
 // FuncNumbering returns function fn's Ball-Larus numbering, rebuilt once

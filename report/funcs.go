@@ -91,8 +91,9 @@ const (
 // buildFuncs sums the folded profile (one thread) per function: block,
 // edge and path counts, metrics, calls and partial activations. It checks
 // every path and partial the stacks (stacks.go) expand again later, so
-// building them cannot fail.
-func (m *Model) buildFuncs(folded *cct.Profile) error {
+// building them cannot fail. Without blocks it sums paths, calls and
+// partial activations alone (ModelOptions.FunctionsOnly).
+func (m *Model) buildFuncs(folded *cct.Profile, blocks bool) error {
 	nm := len(folded.Metrics) - 1
 	for k := range m.Modules {
 		t := m.Modules[k].Table
@@ -148,9 +149,20 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 		}
 	}
 	// Blocks and edges: each path of a function once, with its count over
-	// every context (saturating sums are the same in any order).
+	// every context (saturating sums are the same in any order). The
+	// functions that ran are numbered first, on every processor.
 	for k := range m.Modules {
+		if !blocks {
+			break
+		}
 		funcs, t := m.Modules[k].Funcs, m.Modules[k].Table
+		var ran []uint32
+		for i := range funcs {
+			if len(funcs[i].Paths) > 0 {
+				ran = append(ran, uint32(i))
+			}
+		}
+		t.NumberFuncs(ran)
 		for i := range funcs {
 			fp := &funcs[i]
 			for id, c := range fp.Paths {
@@ -168,6 +180,9 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 		t := m.Modules[id.Module].Table
 		fp := m.Profile(id)
 		fp.Partial = satAdd(fp.Partial, q.Count)
+		if !blocks {
+			continue
+		}
 		e, err := expandPartial(t, id.Func, q)
 		if err != nil {
 			return err
@@ -179,6 +194,9 @@ func (m *Model) buildFuncs(folded *cct.Profile) error {
 		addExpansion(fp, e, q.Count)
 	}
 	// A fork child's prefixes ran in the parent (cct.Thread.Prefixes).
+	if !blocks {
+		prefixes = nil
+	}
 	for qi := range prefixes {
 		q := &prefixes[qi]
 		funcs, t, fn, ok := m.prefixFunc(q)

@@ -8,8 +8,11 @@ import (
 	"debug/elf"
 	"fmt"
 	"math/bits"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/blpp/blpp/cct"
 	"github.com/blpp/blpp/meta"
@@ -205,6 +208,9 @@ type ModelOptions struct {
 	// functions (PathsText), a quarter less time and memory on a
 	// whole-process profile. A sampled profile gets its contexts all the
 	// same: its samples are attributed through them (decision 139).
+	// Nor does it count blocks and edges (FuncProfile.Blocks and Edges
+	// stay zero, PartialUnknown too): its paths are expanded only where
+	// a view shows their blocks.
 	FunctionsOnly bool
 }
 
@@ -274,7 +280,7 @@ func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o M
 			return nil, err
 		}
 	}
-	if err := m.buildFuncs(folded); err != nil {
+	if err := m.buildFuncs(folded, !o.FunctionsOnly); err != nil {
 		return nil, err
 	}
 	if !contexts {
@@ -413,17 +419,69 @@ func LoadMeta(path string) (*meta.Table, *elf.File, error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("%s: no %s section: not a binary instrumented by blpp rewrite", path, meta.SectionName)
 	}
-	d, err := s.Data()
+	t, err := decodeSection(path, s)
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: %s: %w", path, meta.SectionName, err)
+		return nil, nil, err
+	}
+	return t, f, nil
+}
+
+// decodeSection decodes the metadata section s of the file at path. It
+// reads the file's pages in place where it can: a large library's
+// metadata is hundreds of megabytes, which a copy into the heap faults
+// in a page at a time, and Decode keeps nothing of the bytes.
+func decodeSection(path string, s *elf.Section) (*meta.Table, error) {
+	if t, ok, err := decodeMapped(path, s); ok {
+		return t, err
+	}
+	d, err := s.Data()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", path, meta.SectionName, err)
 	}
 	t, err := meta.Decode(d)
 	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return t, f, nil
+	return t, nil
+}
+
+// decodeMapped decodes section s from a read-only mapping of the file;
+// ok is false where it cannot map it (decodeSection then reads it). A
+// file cut short while mapped faults: the fault is an error, not a
+// crash.
+func decodeMapped(path string, s *elf.Section) (t *meta.Table, ok bool, err error) {
+	if s.Type == elf.SHT_NOBITS || s.Flags&elf.SHF_COMPRESSED != 0 || s.Size == 0 || s.Size > 1<<40 || s.Offset > 1<<48 {
+		return nil, false, nil
+	}
+	file, oerr := os.Open(path)
+	if oerr != nil {
+		return nil, false, nil
+	}
+	defer file.Close()
+	if st, serr := file.Stat(); serr != nil || uint64(st.Size()) < s.Offset+s.Size {
+		return nil, false, nil // s.Data says what is wrong
+	}
+	page := uint64(os.Getpagesize())
+	start := s.Offset &^ (page - 1)
+	view, merr := syscall.Mmap(int(file.Fd()), int64(start), int(s.Offset-start+s.Size), syscall.PROT_READ, syscall.MAP_PRIVATE)
+	if merr != nil {
+		return nil, false, nil
+	}
+	defer syscall.Munmap(view)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			t, ok, err = nil, true, fmt.Errorf("%s: %s: the file changed while it was read (%v)", path, meta.SectionName, r)
+		}
+	}()
+	if t, err = meta.Decode(view[s.Offset-start:]); err != nil {
+		return nil, true, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, true, nil
 }
 
 // checkMatch refuses a profile of another instrumented binary, or one

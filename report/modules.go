@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/par"
 	"github.com/blpp/blpp/meta"
 )
 
@@ -172,13 +173,17 @@ func OpenModules(p *cct.Profile, libs []string) (map[uint32]ModuleFile, error) {
 		CloseModules(out)
 		return nil, err
 	}
-	for _, path := range libs {
-		t, f, err := LoadMeta(path)
+	loaded, errs := loadMetas(libs)
+	for _, err := range errs {
 		if err != nil {
-			return fail(fmt.Errorf("--lib %w", err))
+			closeLoaded(loaded)
+			return nil, fmt.Errorf("--lib %w", err)
 		}
-		byID[string(t.InstrID)] = ModuleFile{Path: path, Table: t, File: f}
 	}
+	for i, path := range libs {
+		byID[string(loaded[i].Table.InstrID)] = ModuleFile{Path: path, Table: loaded[i].Table, File: loaded[i].File}
+	}
+	var rest []cct.Module // modules to load from the paths the profile recorded
 	for _, e := range p.Modules {
 		if e.Tag == 0 {
 			continue
@@ -191,16 +196,46 @@ func OpenModules(p *cct.Profile, libs []string) (map[uint32]ModuleFile, error) {
 		if e.Path == "" {
 			return fail(fmt.Errorf("module %s (tag %d, build-id %x): the profile records no path: give its instrumented file with --lib", e.Name(), e.Tag, e.BuildID))
 		}
-		t, f, err := LoadMeta(e.Path)
-		if err != nil {
-			return fail(fmt.Errorf("module %s (tag %d, build-id %x): %w (give its instrumented file with --lib)", e.Name(), e.Tag, e.BuildID, err))
+		rest = append(rest, e)
+	}
+	paths := make([]string, len(rest))
+	for i, e := range rest {
+		paths[i] = e.Path
+	}
+	loaded, errs = loadMetas(paths)
+	for i, e := range rest {
+		if errs[i] != nil {
+			closeLoaded(loaded)
+			return fail(fmt.Errorf("module %s (tag %d, build-id %x): %w (give its instrumented file with --lib)", e.Name(), e.Tag, e.BuildID, errs[i]))
 		}
-		out[e.Tag] = ModuleFile{Path: e.Path, Table: t, File: f}
+		out[e.Tag] = ModuleFile{Path: e.Path, Table: loaded[i].Table, File: loaded[i].File}
+		loaded[i].File = nil // out's now
 	}
 	for _, mf := range byID { // no module of this profile (blpp diff gives both runs' files)
 		mf.File.Close()
 	}
 	return out, nil
+}
+
+// loadMetas is LoadMeta of every path, on every processor (a
+// whole-process profile has a module per library, some of them with a
+// hundred thousand functions): the tables and files in the paths'
+// order, and each one's error.
+func loadMetas(paths []string) ([]ModuleFile, []error) {
+	mods, errs := make([]ModuleFile, len(paths)), make([]error, len(paths))
+	par.Each(len(paths), 0, func(i int) {
+		mods[i].Table, mods[i].File, errs[i] = LoadMeta(paths[i])
+	})
+	return mods, errs
+}
+
+// closeLoaded closes the files loadMetas opened that nothing took.
+func closeLoaded(mods []ModuleFile) {
+	for _, m := range mods {
+		if m.File != nil {
+			m.File.Close()
+		}
+	}
 }
 
 // CloseModules closes the files OpenModules opened.

@@ -24,8 +24,6 @@ type PathEntry struct {
 	ID     uint64   `json:"id"`
 	Count  uint64   `json:"count"`
 	Blocks []string `json:"blocks"`
-
-	addrs []uint64 // the blocks' addresses
 }
 
 // PathModule is one module of the profile in the JSON (decision 81).
@@ -69,8 +67,8 @@ type PathFunc struct {
 	EntriesCounted bool   `json:"entries_counted,omitempty"`
 	Entries        uint64 `json:"entries,omitempty"`
 
-	shown  string // the name the text views show: module!name with several modules
-	module uint32 // index in Model.Modules
+	shown string // the name the text views show: module!name with several modules
+	id    FuncID
 }
 
 // PathDoc is the `blpp report --format json` document: block and path
@@ -144,7 +142,7 @@ func (m *Model) pathHead() *PathDoc {
 func (m *Model) pathFunc(fid FuncID, text bool) PathFunc {
 	mf := m.Func(fid)
 	fp := m.Profile(fid)
-	pf := PathFunc{shown: mf.Name, module: fid.Module, Module: m.Modules[fid.Module].Name, Instrumented: mf.Instrumented, Reason: mf.Reason,
+	pf := PathFunc{shown: mf.Name, id: fid, Module: m.Modules[fid.Module].Name, Instrumented: mf.Instrumented, Reason: mf.Reason,
 		Blocks: []PathBlockCount{}, Paths: []PathEntry{}}
 	if !text {
 		pf.Name, pf.Demangled, pf.Entry = RawName(mf.Name), demangled(mf.Name), hex(mf.Entry)
@@ -162,13 +160,12 @@ func (m *Model) pathFunc(fid FuncID, text bool) PathFunc {
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
-		e, _ := m.ExpandPath(fid, id) // expanded by NewModel
-		pe := PathEntry{ID: id, Count: fp.Paths[id], addrs: make([]uint64, len(e.Blocks))}
-		for k, bl := range e.Blocks {
-			if !text {
+		pe := PathEntry{ID: id, Count: fp.Paths[id]}
+		if !text { // the text shows the blocks of its top paths alone (PathsText)
+			e, _ := m.ExpandPath(fid, id) // expanded by NewModel
+			for _, bl := range e.Blocks {
 				pe.Blocks = append(pe.Blocks, hex(mf.Blocks[bl].Addr))
 			}
-			pe.addrs[k] = mf.Blocks[bl].Addr
 		}
 		pf.Paths = append(pf.Paths, pe)
 	}
@@ -295,8 +292,13 @@ func PathsText(w io.Writer, m *Model, o ViewOptions) error {
 	fmt.Fprintf(w, "\nhottest paths:\n")
 	for i, h := range all {
 		fmt.Fprintf(w, "%3d. %s path %d: %s (%.2f%%)\n", i+1, m.DisplayName(h.f.shown), h.p.ID, plural(h.p.Count, "execution", "executions"), pct(h.p.Count))
-		for _, a := range h.p.addrs {
-			writeBlockLine(w, "       ", a, m.Modules[h.f.module].Debug)
+		e, err := m.ExpandPath(h.f.id, h.p.ID)
+		if err != nil {
+			return err
+		}
+		blocks := m.Func(h.f.id).Blocks
+		for _, bl := range e.Blocks {
+			writeBlockLine(w, "       ", blocks[bl].Addr, m.debugOf(h.f.id))
 		}
 	}
 	fmt.Fprintln(w, "\nper function:")

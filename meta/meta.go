@@ -28,10 +28,12 @@ import (
 // Magic starts the section; Version is the encoding's version. Decode
 // reads MinVersion to Version: version 2 added EntriesCounted, version 3
 // the original bytes under the rewriter's patches (Table.Patched),
-// version 4 the Dispatch edges (decision 134).
+// version 4 the Dispatch edges (decision 134), version 5 each
+// instrumented function's length before its graph (DecodeSome skips the
+// graphs it is not asked for).
 const (
 	Magic      = "BLPPMETA"
-	Version    = 4
+	Version    = 5
 	MinVersion = 1
 	// SectionName is the section's name in the instrumented binary.
 	SectionName = ".blpp.meta"
@@ -94,6 +96,10 @@ type Func struct {
 	Edges          []Edge
 	NumPaths       uint64
 	CallSites      []uint64 // addresses of call instructions, in block order
+	// Skipped says that DecodeSome left the instrumented function's
+	// graph out: Blocks, Edges, NumPaths and CallSites are empty, and
+	// Numbering refuses it.
+	Skipped bool
 }
 
 // Table is the whole metadata of an instrumented binary.
@@ -151,6 +157,9 @@ func (f *Func) Numbering(maxPaths uint64) (*pathnum.Numbering, error) {
 	if !f.Instrumented {
 		return nil, fmt.Errorf("%s: not instrumented", f.Name)
 	}
+	if f.Skipped {
+		return nil, fmt.Errorf("%s: its graph was not decoded (meta.DecodeSome)", f.Name)
+	}
 	g := &pathnum.Graph{NumNodes: len(f.Blocks) + 1, Entry: 0, Exit: len(f.Blocks), Edges: make([]pathnum.Edge, len(f.Edges))}
 	for i, e := range f.Edges {
 		to := int(e.To)
@@ -203,7 +212,11 @@ func (t *Table) EncodeWithID() []byte {
 func Encode(t *Table) []byte { return encode(t, 0) }
 
 // encode is Encode into an array with room for extra bytes more.
-func encode(t *Table, extra int) []byte {
+func encode(t *Table, extra int) []byte { return encodeAs(t, extra, true) }
+
+// encodeAs is encode with or without the functions' lengths (versions
+// 5 on, and before; the tests make tables of older versions with it).
+func encodeAs(t *Table, extra int, lengths bool) []byte {
 	// The size: exact for what is encoded already, EncodeFunc's guess
 	// for the rest.
 	n := 64 + len(t.OrigBuildID) + len(t.InstrID) + extra
@@ -226,7 +239,11 @@ func encode(t *Table, extra int) []byte {
 		b = append(b, e...)
 	}
 	for i := range t.Funcs {
-		b = appendFunc(b, &t.Funcs[i])
+		if f := &t.Funcs[i]; !lengths && f.Instrumented {
+			b = appendGraph(appendFuncHead(b, f), f)
+		} else {
+			b = appendFunc(b, f)
+		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(t.Patched)))
 	for _, p := range t.Patched {
@@ -249,15 +266,34 @@ func EncodeFunc(f *Func) EncodedFunc {
 
 // appendFunc appends the encoding of f.
 func appendFunc(b []byte, f *Func) []byte {
+	b = appendFuncHead(b, f)
+	if !f.Instrumented {
+		return b
+	}
+	// The graph, then its length moved in before it (DecodeSome skips
+	// it by the length).
+	at := len(b)
+	b = appendGraph(b, f)
+	var n [binary.MaxVarintLen64]byte
+	return slices.Insert(b, at, n[:binary.PutUvarint(n[:], uint64(len(b)-at))]...)
+}
+
+// appendFuncHead appends f's name, address, size and whether it is
+// instrumented, and an uninstrumented function's reason: all of it but
+// an instrumented function's graph.
+func appendFuncHead(b []byte, f *Func) []byte {
 	b = appendBytes(b, []byte(f.Name))
 	b = binary.AppendUvarint(b, f.Entry)
 	b = binary.AppendUvarint(b, f.Size)
 	if !f.Instrumented {
 		b = append(b, byte(b2i(f.EntriesCounted)<<1))
-		b = appendBytes(b, []byte(f.Reason))
-		return b
+		return appendBytes(b, []byte(f.Reason))
 	}
-	b = append(b, 1)
+	return append(b, 1)
+}
+
+// appendGraph appends f's blocks, edges, path count and call sites.
+func appendGraph(b []byte, f *Func) []byte {
 	b = binary.AppendUvarint(b, uint64(len(f.Blocks)))
 	for _, bl := range f.Blocks {
 		b = binary.AppendUvarint(b, bl.Addr)
@@ -299,7 +335,14 @@ func appendBytes(b, s []byte) []byte {
 }
 
 // Decode parses and validates a metadata section.
-func Decode(data []byte) (*Table, error) {
+func Decode(data []byte) (*Table, error) { return DecodeSome(data, nil) }
+
+// DecodeSome is Decode of the graphs of the instrumented functions need
+// names (by index; nil: all) alone: the others are Skipped, with their
+// names, addresses and sizes. A whole-process profile's view of a few
+// functions of a library of a hundred thousand needs no more. Tables
+// before version 5, whose functions have no length, are decoded whole.
+func DecodeSome(data []byte, need func(fn uint32) bool) (*Table, error) {
 	r, v, err := header.Open(data)
 	if err != nil {
 		return nil, err
@@ -322,35 +365,28 @@ func Decode(data []byte) (*Table, error) {
 		default:
 			r.Fail("bad instrumented flag")
 		}
-		nb := r.Count(4)
-		if nb == 0 && r.Err == nil {
-			r.Fail("instrumented function without blocks")
+		if v < 5 {
+			decodeGraph(r, &f)
+			t.Funcs = append(t.Funcs, f)
+			continue
 		}
-		f.Blocks = make([]Block, nb)
-		for j := range f.Blocks {
-			addr := r.Uvarint()
-			size := r.Uvarint()
-			if addr+size < addr {
-				r.Fail("block range wraps")
-			}
-			f.Blocks[j] = Block{Addr: addr, End: addr + size, Insts: uint32(r.Uvarint()), LoopDepth: uint32(r.Uvarint())}
+		body := r.Bytes()
+		if r.Err != nil {
+			break
 		}
-		ne := r.Count(3)
-		f.Edges = make([]Edge, ne)
-		for j := range f.Edges {
-			from, to := r.Uvarint(), r.Varint()
-			if from >= uint64(nb) || to < -1 || to >= int64(nb) {
-				r.Fail("edge endpoint out of range")
-			}
-			k := r.Byte()
-			f.Edges[j] = Edge{From: int32(from), To: int32(to), Kind: EdgeKind(k &^ (breakBit | dispatchBit)), Break: k&breakBit != 0, Dispatch: k&dispatchBit != 0}
+		if need != nil && !need(uint32(i)) {
+			f.Skipped = true
+			t.Funcs = append(t.Funcs, f)
+			continue
 		}
-		f.NumPaths = r.Uvarint()
-		nc := r.Count(1)
-		f.CallSites = make([]uint64, nc)
-		for j := range f.CallSites {
-			f.CallSites[j] = r.Uvarint()
+		// The graph is read where it lies, r cut to its end.
+		whole, end := r.B, r.Off
+		r.B, r.Off = r.B[:end], end-len(body)
+		decodeGraph(r, &f)
+		if r.Err == nil && r.Off != end {
+			r.Fail("function graph shorter than its length")
 		}
+		r.B = whole
 		t.Funcs = append(t.Funcs, f)
 	}
 	if v >= 3 {
@@ -374,4 +410,38 @@ func Decode(data []byte) (*Table, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// decodeGraph reads an instrumented function's blocks, edges, path count
+// and call sites into f.
+func decodeGraph(r *varint.Reader, f *Func) {
+	nb := r.Count(4)
+	if nb == 0 && r.Err == nil {
+		r.Fail("instrumented function without blocks")
+	}
+	f.Blocks = make([]Block, nb)
+	for j := range f.Blocks {
+		addr := r.Uvarint()
+		size := r.Uvarint()
+		if addr+size < addr {
+			r.Fail("block range wraps")
+		}
+		f.Blocks[j] = Block{Addr: addr, End: addr + size, Insts: uint32(r.Uvarint()), LoopDepth: uint32(r.Uvarint())}
+	}
+	ne := r.Count(3)
+	f.Edges = make([]Edge, ne)
+	for j := range f.Edges {
+		from, to := r.Uvarint(), r.Varint()
+		if from >= uint64(nb) || to < -1 || to >= int64(nb) {
+			r.Fail("edge endpoint out of range")
+		}
+		k := r.Byte()
+		f.Edges[j] = Edge{From: int32(from), To: int32(to), Kind: EdgeKind(k &^ (breakBit | dispatchBit)), Break: k&breakBit != 0, Dispatch: k&dispatchBit != 0}
+	}
+	f.NumPaths = r.Uvarint()
+	nc := r.Count(1)
+	f.CallSites = make([]uint64, nc)
+	for j := range f.CallSites {
+		f.CallSites[j] = r.Uvarint()
+	}
 }

@@ -79,6 +79,13 @@ func TestDecodeRefusesEveryTruncation(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add(Encode(sample()))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if some, err := DecodeSome(data, func(i uint32) bool { return i%2 == 0 }); err == nil {
+			for i := range some.Funcs {
+				if some.Funcs[i].Instrumented {
+					some.Funcs[i].Numbering(some.MaxPaths) // must not panic
+				}
+			}
+		}
 		tab, err := Decode(data)
 		if err != nil {
 			return
@@ -119,8 +126,8 @@ func TestOrigCode(t *testing.T) {
 	// Version 2: the same table without the patch list.
 	old := sample()
 	old.Patched, old.PatchedKnown = nil, false
-	data := Encode(old)
-	data = data[:len(data)-1] // the empty patch list
+	data := encodeAs(old, 0, false) // no lengths before version 5
+	data = data[:len(data)-1]       // the empty patch list
 	data[len(Magic)] = 2
 	dec, err := Decode(data)
 	if err != nil {
@@ -204,6 +211,51 @@ func TestRoundTripDispatch(t *testing.T) {
 		}
 		if _, err := got.Funcs[0].Numbering(got.MaxPaths); err != nil {
 			t.Fatalf("dispatch %v: %v", dispatch, err)
+		}
+	}
+}
+
+// TestDecodeSome: the functions asked for decode as Decode decodes them;
+// the others keep their heads and are Skipped, and Numbering refuses
+// them; a graph whose length is wrong is refused where it is decoded.
+func TestDecodeSome(t *testing.T) {
+	want := sample()
+	h := want.Funcs[0]
+	h.Name, h.Entry = "h", 0x3000
+	want.Funcs = append(want.Funcs, h)
+	data := Encode(want)
+	for _, fn := range []uint32{0, 2} {
+		got, err := DecodeSome(data, func(i uint32) bool { return i == fn })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want.Funcs {
+			w, g := want.Funcs[i], got.Funcs[i]
+			if i != int(fn) && w.Instrumented {
+				if !g.Skipped || g.Name != w.Name || g.Entry != w.Entry || g.Size != w.Size || len(g.Blocks)+len(g.Edges)+len(g.CallSites) != 0 || g.NumPaths != 0 {
+					t.Errorf("asked for %d: function %d = %+v, want it skipped", fn, i, g)
+				}
+				if _, err := g.Numbering(got.MaxPaths); err == nil {
+					t.Errorf("asked for %d: function %d, skipped, numbered", fn, i)
+				}
+				continue
+			}
+			if !reflect.DeepEqual(g, w) {
+				t.Errorf("asked for %d: function %d = %+v, want %+v", fn, i, g, w)
+			}
+		}
+	}
+	// f's graph is one byte longer than its length says: the length
+	// byte follows f's instrumented flag (1) after its name and address.
+	at := bytes.Index(data, []byte{1, 'f', 0x80, 0x20, 32, 1})
+	if at < 0 {
+		t.Fatalf("f's head not found in %x", data)
+	}
+	for _, d := range []int{-1, 1} {
+		bad := append([]byte(nil), data...)
+		bad[at+6] = byte(int(bad[at+6]) + d)
+		if _, err := Decode(bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("a graph's length off by %d: %v", d, err)
 		}
 	}
 }

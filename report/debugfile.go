@@ -83,7 +83,7 @@ type debugLoad struct {
 // A candidate whose build-id differs from the binary's is refused with a
 // note. Nothing found: f's own symbols and no lines, as before.
 func loadDebug(binary string, f *elf.File, buildID []byte, o DebugOptions) debugLoad {
-	own := NewSymbols(f)
+	own := lazySymbols(f)
 	if hasDWARF(f) {
 		return debugLoad{Debug: newDebugInfoCached(f, o.CacheDir), Symbols: own}
 	}
@@ -342,12 +342,12 @@ func symtabNames(f *elf.File) map[uint64]string {
 // merge returns the symbols of s and o (s's first at a shared address and
 // size).
 func (s *Symbols) merge(o *Symbols) *Symbols {
-	if o == nil || len(o.syms) == 0 {
+	if o == nil || len(o.list()) == 0 {
 		return s
 	}
 	seen := map[[2]uint64]bool{}
 	out := &Symbols{}
-	for _, y := range append(append([]elfSym(nil), s.syms...), o.syms...) {
+	for _, y := range append(append([]elfSym(nil), s.list()...), o.list()...) {
 		k := [2]uint64{y.addr, y.size}
 		if !seen[k] {
 			seen[k] = true

@@ -324,7 +324,28 @@ func TestFunctionsOnly(t *testing.T) {
 	for _, flowOnly := range []bool{false, true} {
 		tab := exTable(t)
 		whole := exModel(t, flowOnly)
-		lite, err := NewModelWith("demo.blpp", tab, exProfile(t, tab, flowOnly), nil, ModelOptions{FunctionsOnly: true})
+		// The lite model reads the graphs of the profile's functions
+		// alone, as blpp report's paths view does.
+		prof := exProfile(t, tab, flowOnly)
+		idle := tab.Funcs[1] // a function that never ran
+		idle.Name, idle.Entry = "idle", 0x1300
+		withIdle := *tab
+		withIdle.Funcs = append(append([]meta.Func(nil), tab.Funcs...), idle)
+		some, err := meta.DecodeSome(meta.Encode(&withIdle), ProfileFuncs(prof).of(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		skipped := 0
+		for i := range some.Funcs {
+			if some.Funcs[i].Skipped {
+				skipped++
+			}
+		}
+		if skipped == 0 {
+			t.Fatalf("flow-only=%v: every function of the table is in the profile: nothing tests DecodeSome", flowOnly)
+		}
+		some.InstrID = tab.InstrID
+		lite, err := NewModelWith("demo.blpp", some, prof, nil, ModelOptions{FunctionsOnly: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/blpp/blpp/cct"
 	"github.com/blpp/blpp/meta"
@@ -289,6 +290,27 @@ func expandPartial(t *meta.Table, local uint32, q *cct.Partial) (*meta.Expansion
 // Symbols are the function symbols of an ELF file (.symtab and .dynsym).
 type Symbols struct {
 	syms []elfSym // sorted by addr; sized function symbols
+	// read, when set, reads syms on first use (lazySymbols); once
+	// guards it.
+	read func() []elfSym
+	once sync.Once
+}
+
+// list returns the symbols, read first if they are read lazily.
+func (s *Symbols) list() []elfSym {
+	s.once.Do(func() {
+		if s.read != nil {
+			s.syms, s.read = s.read(), nil
+		}
+	})
+	return s.syms
+}
+
+// lazySymbols is NewSymbols of f read when first looked up: a module's
+// symbols serve one export, and a whole-process profile's libraries
+// have tens of thousands each. f must stay open until then.
+func lazySymbols(f *elf.File) *Symbols {
+	return &Symbols{read: func() []elfSym { return NewSymbols(f).syms }}
 }
 
 type elfSym struct {
@@ -329,9 +351,10 @@ func (s *Symbols) Lookup(addr uint64) (string, uint64, bool) {
 	if s == nil {
 		return "", 0, false
 	}
-	i := sort.Search(len(s.syms), func(i int) bool { return s.syms[i].addr > addr }) - 1
+	syms := s.list()
+	i := sort.Search(len(syms), func(i int) bool { return syms[i].addr > addr }) - 1
 	for k := i; k >= 0 && k > i-8; k-- {
-		y := &s.syms[k]
+		y := &syms[k]
 		if addr >= y.addr && addr-y.addr < y.size {
 			return y.name, addr - y.addr, true
 		}

@@ -409,7 +409,11 @@ func satMul(a, b uint64) uint64 {
 }
 
 // LoadMeta reads the metadata table of an instrumented binary.
-func LoadMeta(path string) (*meta.Table, *elf.File, error) {
+func LoadMeta(path string) (*meta.Table, *elf.File, error) { return LoadMetaOf(path, 0, nil) }
+
+// LoadMetaOf is LoadMeta of the graphs of module tag's functions in need
+// alone (nil: all): the others are Skipped (meta.DecodeSome).
+func LoadMetaOf(path string, tag uint32, need FuncSet) (*meta.Table, *elf.File, error) {
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
@@ -419,7 +423,7 @@ func LoadMeta(path string) (*meta.Table, *elf.File, error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("%s: no %s section: not a binary instrumented by blpp rewrite", path, meta.SectionName)
 	}
-	t, err := decodeSection(path, s)
+	t, err := decodeSection(path, s, need.of(tag))
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -431,15 +435,15 @@ func LoadMeta(path string) (*meta.Table, *elf.File, error) {
 // reads the file's pages in place where it can: a large library's
 // metadata is hundreds of megabytes, which a copy into the heap faults
 // in a page at a time, and Decode keeps nothing of the bytes.
-func decodeSection(path string, s *elf.Section) (*meta.Table, error) {
-	if t, ok, err := decodeMapped(path, s); ok {
+func decodeSection(path string, s *elf.Section, need func(uint32) bool) (*meta.Table, error) {
+	if t, ok, err := decodeMapped(path, s, need); ok {
 		return t, err
 	}
 	d, err := s.Data()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", path, meta.SectionName, err)
 	}
-	t, err := meta.Decode(d)
+	t, err := meta.DecodeSome(d, need)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -450,7 +454,7 @@ func decodeSection(path string, s *elf.Section) (*meta.Table, error) {
 // ok is false where it cannot map it (decodeSection then reads it). A
 // file cut short while mapped faults: the fault is an error, not a
 // crash.
-func decodeMapped(path string, s *elf.Section) (t *meta.Table, ok bool, err error) {
+func decodeMapped(path string, s *elf.Section, need func(uint32) bool) (t *meta.Table, ok bool, err error) {
 	if s.Type == elf.SHT_NOBITS || s.Flags&elf.SHF_COMPRESSED != 0 || s.Size == 0 || s.Size > 1<<40 || s.Offset > 1<<48 {
 		return nil, false, nil
 	}
@@ -478,7 +482,7 @@ func decodeMapped(path string, s *elf.Section) (t *meta.Table, ok bool, err erro
 			t, ok, err = nil, true, fmt.Errorf("%s: %s: the file changed while it was read (%v)", path, meta.SectionName, r)
 		}
 	}()
-	if t, err = meta.Decode(view[s.Offset-start:]); err != nil {
+	if t, err = meta.DecodeSome(view[s.Offset-start:], need); err != nil {
 		return nil, true, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, true, nil

@@ -163,7 +163,11 @@ func splitModule(name string) (module, fn string) {
 // module with neither is refused, naming it; a file of libs that is no
 // module of the profile is ignored. The caller closes the files
 // (CloseModules).
-func OpenModules(p *cct.Profile, libs []string) (map[uint32]ModuleFile, error) {
+//
+// With need, the modules' metadata holds the graphs of those functions
+// alone (LoadMetaOf); the files of libs, matched by build-id once they
+// are read, are read whole.
+func OpenModules(p *cct.Profile, libs []string, need FuncSet) (map[uint32]ModuleFile, error) {
 	out := map[uint32]ModuleFile{}
 	byID := map[string]ModuleFile{}
 	fail := func(err error) (map[uint32]ModuleFile, error) {
@@ -173,7 +177,7 @@ func OpenModules(p *cct.Profile, libs []string) (map[uint32]ModuleFile, error) {
 		CloseModules(out)
 		return nil, err
 	}
-	loaded, errs := loadMetas(libs)
+	loaded, errs := loadMetas(libs, nil, nil)
 	for _, err := range errs {
 		if err != nil {
 			closeLoaded(loaded)
@@ -198,11 +202,11 @@ func OpenModules(p *cct.Profile, libs []string) (map[uint32]ModuleFile, error) {
 		}
 		rest = append(rest, e)
 	}
-	paths := make([]string, len(rest))
+	paths, tags := make([]string, len(rest)), make([]uint32, len(rest))
 	for i, e := range rest {
-		paths[i] = e.Path
+		paths[i], tags[i] = e.Path, e.Tag
 	}
-	loaded, errs = loadMetas(paths)
+	loaded, errs = loadMetas(paths, tags, need)
 	for i, e := range rest {
 		if errs[i] != nil {
 			closeLoaded(loaded)
@@ -217,16 +221,57 @@ func OpenModules(p *cct.Profile, libs []string) (map[uint32]ModuleFile, error) {
 	return out, nil
 }
 
-// loadMetas is LoadMeta of every path, on every processor (a
-// whole-process profile has a module per library, some of them with a
-// hundred thousand functions): the tables and files in the paths'
-// order, and each one's error.
-func loadMetas(paths []string) ([]ModuleFile, []error) {
+// loadMetas is LoadMetaOf every path (module tags[i], or whole without
+// tags), on every processor (a whole-process profile has a module per
+// library, some of them with a hundred thousand functions): the tables
+// and files in the paths' order, and each one's error.
+func loadMetas(paths []string, tags []uint32, need FuncSet) ([]ModuleFile, []error) {
 	mods, errs := make([]ModuleFile, len(paths)), make([]error, len(paths))
 	par.Each(len(paths), 0, func(i int) {
-		mods[i].Table, mods[i].File, errs[i] = LoadMeta(paths[i])
+		if tags == nil {
+			mods[i].Table, mods[i].File, errs[i] = LoadMeta(paths[i])
+		} else {
+			mods[i].Table, mods[i].File, errs[i] = LoadMetaOf(paths[i], tags[i], need)
+		}
 	})
 	return mods, errs
+}
+
+// FuncSet holds functions by global id (cct.Fid): those a profile names
+// (ProfileFuncs), whose metadata is all a view of the functions alone
+// reads. A nil set holds every function.
+type FuncSet map[uint32]struct{}
+
+// ProfileFuncs returns the functions p names: in records (callers
+// included, which are records too), partial activations and fork
+// prefixes.
+func ProfileFuncs(p *cct.Profile) FuncSet {
+	s := FuncSet{}
+	for ti := range p.Threads {
+		t := &p.Threads[ti]
+		for i := range t.Records {
+			s[t.Records[i].Func] = struct{}{}
+		}
+		for i := range t.Partials {
+			s[t.Partials[i].Func] = struct{}{}
+		}
+		for i := range t.Prefixes {
+			s[t.Prefixes[i].Func] = struct{}{}
+		}
+	}
+	return s
+}
+
+// of is the membership test of module tag's local function indices
+// (meta.DecodeSome's need), nil for the nil set.
+func (s FuncSet) of(tag uint32) func(uint32) bool {
+	if s == nil {
+		return nil
+	}
+	return func(local uint32) bool {
+		_, ok := s[cct.Fid(tag, local)]
+		return ok
+	}
 }
 
 // closeLoaded closes the files loadMetas opened that nothing took.

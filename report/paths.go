@@ -108,10 +108,13 @@ func (m *Model) PathDoc() *PathDoc {
 // pathDoc is PathDoc without the contexts. For the text view (text),
 // it leaves out what only the JSON shows: demangled names, entries, and
 // block addresses and counts as hex strings (a whole-process profile has
-// millions of blocks, decision 137).
+// millions of blocks, decision 137), and the functions that did not run.
 func (m *Model) pathDoc(text bool) *PathDoc {
 	d := m.pathHead()
 	for _, fid := range m.FuncIDs() {
+		if fp := m.Profile(fid); text && fp.Executions == 0 && fp.Partial == 0 && fp.Calls == 0 {
+			continue // the text lists what ran alone
+		}
 		pf := m.pathFunc(fid, text)
 		d.TotalPaths += pf.Executions
 		d.Functions = append(d.Functions, pf)

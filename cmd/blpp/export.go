@@ -106,7 +106,7 @@ func loadModel(c *ctx, binary string, profiles []string, o report.NameOptions) (
 	if err != nil {
 		return nil, err
 	}
-	binary, tab, f, err := openBinary(binary, prof, profiles[0])
+	binary, tab, f, err := openBinary(binary, prof, profiles[0], nil)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func loadModel(c *ctx, binary string, profiles []string, o report.NameOptions) (
 	if c != nil {
 		mo = modelOptions(c)
 	}
-	if mo.Libs, err = openLibs(c, prof); err != nil {
+	if mo.Libs, err = openLibs(c, prof, nil); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", profiles[0], err)
 	}
@@ -219,7 +219,7 @@ func writeStreamed(c *ctx, path string, write func(io.Writer) error) error {
 
 // openLibs opens the library modules' files of prof, by the running
 // command's --lib (c nil: the recorded paths only).
-func openLibs(c *ctx, prof *cct.Profile) (map[uint32]report.ModuleFile, error) {
+func openLibs(c *ctx, prof *cct.Profile, need report.FuncSet) (map[uint32]report.ModuleFile, error) {
 	var libs []string
 	if c != nil && c.fs != nil && c.fs.Lookup("lib") != nil {
 		libs, _ = c.fs.GetStringArray("lib")
@@ -227,7 +227,7 @@ func openLibs(c *ctx, prof *cct.Profile) (map[uint32]report.ModuleFile, error) {
 	if len(libs) > 0 && prof.Modules == nil {
 		return nil, &usageError{"--lib: the profile has no library modules (an executable-only profile)"}
 	}
-	return report.OpenModules(prof, libs)
+	return report.OpenModules(prof, libs, need)
 }
 
 // moduleFilter applies the running command's --module to m.
@@ -303,12 +303,12 @@ func writeOutput(c *ctx, path string, data []byte) error {
 // the profile's executable module names, provided it is still there and
 // still the build that wrote the profile (its instrumentation id is the
 // profile's build-id).
-func openBinary(binary string, prof *cct.Profile, profName string) (string, *meta.Table, *elf.File, error) {
+func openBinary(binary string, prof *cct.Profile, profName string, need report.FuncSet) (string, *meta.Table, *elf.File, error) {
 	if binary != "" {
-		tab, f, err := report.LoadMeta(binary)
+		tab, f, err := report.LoadMetaOf(binary, 0, need)
 		return binary, tab, f, err
 	}
-	need := func(why string) error {
+	required := func(why string) error {
 		return &usageError{fmt.Sprintf("--binary is required: %s; give the instrumented binary that wrote %s", why, profName)}
 	}
 	for _, m := range prof.Modules {
@@ -318,15 +318,15 @@ func openBinary(binary string, prof *cct.Profile, profName string) (string, *met
 		if m.Path == "" {
 			break
 		}
-		tab, f, err := report.LoadMeta(m.Path)
+		tab, f, err := report.LoadMetaOf(m.Path, 0, need)
 		if err != nil {
-			return "", nil, nil, need(fmt.Sprintf("the profile names %s, which cannot be read (%v)", m.Path, err))
+			return "", nil, nil, required(fmt.Sprintf("the profile names %s, which cannot be read (%v)", m.Path, err))
 		}
 		if len(tab.InstrID) > 0 && string(tab.InstrID) != string(prof.BuildID) {
 			f.Close()
-			return "", nil, nil, need(fmt.Sprintf("the profile names %s, which is now another build (build-id %x, the profile's %x)", m.Path, tab.InstrID, prof.BuildID))
+			return "", nil, nil, required(fmt.Sprintf("the profile names %s, which is now another build (build-id %x, the profile's %x)", m.Path, tab.InstrID, prof.BuildID))
 		}
 		return m.Path, tab, f, nil
 	}
-	return "", nil, nil, need("the profile does not name the binary that wrote it")
+	return "", nil, nil, required("the profile does not name the binary that wrote it")
 }

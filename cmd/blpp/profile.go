@@ -41,6 +41,18 @@ func liveOnly(prof *cct.Profile) *cct.Profile {
 	return nil
 }
 
+// functionsNeeded is the set of functions whose graphs a model of prof
+// needs (report.LoadMetaOf): every one (nil) unless the model is of
+// functions alone (report.ModelOptions.FunctionsOnly) and prof has no
+// samples (whose contexts the model keeps) and is not live (whose
+// in-flight frames liveNote expands).
+func functionsNeeded(prof *cct.Profile, functionsOnly bool) report.FuncSet {
+	if !functionsOnly || prof.Sampling != nil || report.IsLive(prof) {
+		return nil
+	}
+	return report.ProfileFuncs(prof)
+}
+
 // readProfiles reads and merges the profiles (several runs or processes
 // of the same instrumented binary).
 func readProfiles(paths []string) (*cct.Profile, error) {
@@ -130,7 +142,11 @@ func runReport(c *ctx, args []string) error {
 	if err != nil {
 		return err
 	}
-	bin, tab, f, err := openBinary(*binary, prof, fs.Args()[0])
+	// The paths view reads only functions, and of those only the ones
+	// the profile names.
+	functionsOnly := *format == "text" && *view == "paths" && *context == "" && *htmlOut == ""
+	need := functionsNeeded(prof, functionsOnly)
+	bin, tab, f, err := openBinary(*binary, prof, fs.Args()[0], need)
 	if err != nil {
 		return err
 	}
@@ -140,11 +156,10 @@ func runReport(c *ctx, args []string) error {
 		fmt.Fprintf(c.stderr, "blpp: warning: %s\n", w)
 	}
 	mo := modelOptions(c)
-	if mo.Libs, err = openLibs(c, prof); err != nil {
+	if mo.Libs, err = openLibs(c, prof, need); err != nil {
 		return fmt.Errorf("%s: %w", fs.Args()[0], err)
 	}
-	// The paths view reads only functions.
-	mo.FunctionsOnly = *format == "text" && *view == "paths" && *context == "" && *htmlOut == ""
+	mo.FunctionsOnly = functionsOnly
 	defer report.CloseModules(mo.Libs)
 	live := liveOnly(prof)
 	m, err := report.NewModelWith(*binary, tab, prof, f, mo)

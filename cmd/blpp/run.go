@@ -224,7 +224,8 @@ func writeRunReportTo(w io.Writer, inst, title, profPath string, top int) error 
 	if err != nil {
 		return err
 	}
-	tab, f, err := report.LoadMeta(inst)
+	need := functionsNeeded(prof, true) // the paths view
+	tab, f, err := report.LoadMetaOf(inst, 0, need)
 	if err != nil {
 		return err
 	}
@@ -234,7 +235,7 @@ func writeRunReportTo(w io.Writer, inst, title, profPath string, top int) error 
 	}
 	// The libraries' copies are where the profile says the process
 	// loaded them (the cache).
-	libs, err := report.OpenModules(prof, nil)
+	libs, err := report.OpenModules(prof, nil, need)
 	if err != nil {
 		return err
 	}

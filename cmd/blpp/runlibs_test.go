@@ -124,7 +124,7 @@ func processModel(t *testing.T, prof string) *report.Model {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	libs, err := report.OpenModules(p, nil)
+	libs, err := report.OpenModules(p, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,10 @@ package report
 // per executed instruction against the program's average.
 
 import (
+	"cmp"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 
 	"github.com/blpp/blpp/cct"
 )
@@ -73,42 +74,47 @@ func MakeHotPaths(c *Model, metric string, share float64) (*HotPaths, error) {
 		return nil, fmt.Errorf("hot share %g: want a fraction in (0, 1]", share)
 	}
 	h := &HotPaths{Model: c, Col: col, Share: share}
-	var all []HotPath
+	// Every path of every context is ranked by a small key; only the hot
+	// ones become HotPaths (a whole-process profile has millions of
+	// paths, a fifth of them hot). Context and path number make the
+	// order total, so any sort gives the same ranking.
+	type ranked struct {
+		value, count  uint64
+		context, path int // path: index in the context's Paths
+		id            uint64
+	}
+	n := 0
 	for i := range c.Nodes {
-		n := &c.Nodes[i]
-		for _, p := range n.Paths {
-			insns := p.Insns
-			hp := HotPath{Context: i, Func: n.FuncID(), Name: n.Name, ID: p.ID, Count: p.Metrics[0], Insns: insns,
-				Value: p.Metrics[col], Blocks: p.Blocks}
-			if d := float64(hp.Count) * float64(insns); d > 0 {
-				hp.Rate = float64(hp.Value) / d
-			}
-			h.Total = satAdd(h.Total, hp.Value)
-			h.Insns = satAdd(h.Insns, satMul(hp.Count, insns))
-			all = append(all, hp)
+		n += len(c.Nodes[i].Paths)
+	}
+	all := make([]ranked, 0, n)
+	for i := range c.Nodes {
+		for k := range c.Nodes[i].Paths {
+			p := &c.Nodes[i].Paths[k]
+			v := p.Metrics[col]
+			h.Total = satAdd(h.Total, v)
+			h.Insns = satAdd(h.Insns, satMul(p.Metrics[0], p.Insns))
+			all = append(all, ranked{value: v, count: p.Metrics[0], context: i, path: k, id: p.ID})
 		}
 	}
 	h.Paths = len(all)
 	if h.Insns > 0 {
 		h.Average = float64(h.Total) / float64(h.Insns)
 	}
-	sort.SliceStable(all, func(i, j int) bool {
-		a, b := &all[i], &all[j]
-		if a.Value != b.Value {
-			return a.Value > b.Value
-		}
-		if a.Count != b.Count {
-			return a.Count > b.Count
-		}
-		if a.Context != b.Context {
-			return a.Context < b.Context
-		}
-		return a.ID < b.ID
+	slices.SortFunc(all, func(a, b ranked) int {
+		return cmp.Or(cmp.Compare(b.value, a.value), cmp.Compare(b.count, a.count), cmp.Compare(a.context, b.context), cmp.Compare(a.id, b.id))
 	})
 	need := share * float64(h.Total)
-	for _, hp := range all {
-		if hp.Value == 0 || (len(h.Hot) > 0 && float64(h.HotSum) >= need) {
+	for _, r := range all {
+		if r.value == 0 || (len(h.Hot) > 0 && float64(h.HotSum) >= need) {
 			break
+		}
+		nd := &c.Nodes[r.context]
+		p := &nd.Paths[r.path]
+		hp := HotPath{Context: r.context, Func: nd.FuncID(), Name: nd.Name, ID: p.ID, Count: p.Metrics[0], Insns: p.Insns,
+			Value: r.value, Blocks: p.Blocks}
+		if d := float64(hp.Count) * float64(hp.Insns); d > 0 {
+			hp.Rate = float64(hp.Value) / d
 		}
 		hp.Dense = hp.Rate >= h.Average
 		h.Hot = append(h.Hot, hp)

@@ -18,7 +18,7 @@ var demoSource []byte
 
 func init() {
 	register(&command{name: "demo", summary: "build the bundled example with the system C compiler, rewrite, run and report it",
-		usage: "[--cc CC] [--keep DIR]", run: runDemo})
+		usage: "[--cc CC] [--keep DIR]", run: runDemo, streams: true})
 }
 
 // runDemo compiles the embedded example, shows what blpp sees in it (the

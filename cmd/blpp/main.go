@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,10 @@ type command struct {
 	// hidden commands are for blpp's own use (the run auditor's
 	// rewrite-module) and left out of the usage text.
 	hidden bool
+	// streams says the command's standard output is written as its work
+	// goes (blpp run and demo, beside a program's own output), so it is
+	// not buffered as the others' is.
+	streams bool
 }
 
 // ctx carries the streams a command writes to, so tests can run main
@@ -89,7 +94,20 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 		return 2
 	}
 	x := &ctx{stdout: stdout, stderr: stderr, cmd: c}
-	if err := c.run(x, args[1:]); err != nil {
+	var bw *bufio.Writer
+	if !c.streams {
+		// A whole-process profile's views run to hundreds of thousands
+		// of lines, each its own write unbuffered.
+		bw = bufio.NewWriterSize(stdout, 64<<10)
+		x.stdout = bw
+	}
+	err := c.run(x, args[1:])
+	if bw != nil {
+		if ferr := bw.Flush(); err == nil && ferr != nil {
+			err = fmt.Errorf("writing the output: %w", ferr)
+		}
+	}
+	if err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}

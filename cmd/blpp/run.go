@@ -18,7 +18,7 @@ import (
 
 func init() {
 	register(&command{name: "run", summary: "rewrite a program (cached), run it with the same arguments and I/O, report its hot paths",
-		usage: "[-o REPORT] [--top N] [--profile FILE] [--continuous] [--print-command] [--no-context] [--metrics LIST] [--no-latency] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] [--lib FILE] -- PROG [ARGS...]", run: runRun})
+		usage: "[-o REPORT] [--top N] [--profile FILE] [--continuous] [--print-command] [--no-context] [--metrics LIST] [--no-latency] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] [--lib FILE] -- PROG [ARGS...]", run: runRun, streams: true})
 }
 
 // exitError carries the program's exit status out of runRun.

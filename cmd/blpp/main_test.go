@@ -1542,3 +1542,31 @@ func TestCheckers(t *testing.T) {
 		}
 	}
 }
+
+// writeCounter counts the writes made to it.
+type writeCounter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// TestOutputBuffered: a command's many lines reach its standard output
+// in few writes (a whole-process profile's views are hundreds of
+// thousands of lines), all of them.
+func TestOutputBuffered(t *testing.T) {
+	exe := fixture.Build(t, "loops.c", gccO2PIE)
+	var out writeCounter
+	var errs bytes.Buffer
+	if code := run([]string{"stats", exe}, &out, &errs); code != 0 {
+		t.Fatalf("blpp stats: exit %d: %s", code, errs.String())
+	}
+	want := blpp("stats", exe).stdout
+	lines := strings.Count(want, "\n")
+	if out.String() != want || lines < 10 || out.writes > 1+len(want)/(64<<10) {
+		t.Errorf("blpp stats wrote %d lines in %d writes (or not the same lines)", lines, out.writes)
+	}
+}

@@ -89,6 +89,26 @@ const (
 	GranularityFunctions = "functions"
 )
 
+// numberRan numbers the functions with paths in the folded profile, on
+// every processor, before buildContexts expands their paths one by one.
+func (m *Model) numberRan(folded *cct.Profile) {
+	if len(folded.Threads) == 0 {
+		return
+	}
+	ran := make([][]uint32, len(m.Modules))
+	seen := map[uint32]bool{}
+	for _, r := range folded.Threads[0].Records {
+		if len(r.Paths) > 0 && !seen[r.Func] {
+			seen[r.Func] = true
+			id := m.id(r.Func)
+			ran[id.Module] = append(ran[id.Module], id.Func)
+		}
+	}
+	for k := range m.Modules {
+		m.Modules[k].Table.NumberFuncs(ran[k])
+	}
+}
+
 // buildFuncs sums the folded profile (one thread) per function: block,
 // edge and path counts, metrics, calls and partial activations. It checks
 // every path and partial the stacks (stacks.go) expand again later, so

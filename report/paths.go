@@ -128,8 +128,10 @@ func (m *Model) pathHead() *PathDoc {
 	for _, x := range m.Metrics {
 		d.Metrics = append(d.Metrics, x.Name)
 	}
-	if m.LatencyCol > 0 {
-		d.LatencyMetric = m.Columns[m.LatencyCol].Name
+	if m.LatencyCol > 0 && m.LatencyCol < len(m.Metrics) {
+		// Metrics, not Columns: a model of functions alone has no
+		// columns (ModelOptions.FunctionsOnly).
+		d.LatencyMetric = m.Metrics[m.LatencyCol].Name
 	}
 	d.TSCTicksPerNS = TicksPerNS(m.Stats)
 	for k := range m.Modules {

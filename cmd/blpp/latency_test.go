@@ -31,6 +31,11 @@ func TestReportLatency(t *testing.T) {
 		profs = append(profs, prof)
 	}
 
+	// The default view (blpp run's summary) of a profile with latencies.
+	if paths := mustBlpp(t, "report", profs[0], "--binary", inst); !strings.Contains(paths, "hottest paths:") {
+		t.Errorf("the paths view of a profile with latencies:\n%s", paths)
+	}
+
 	// Every path (--hot 1): on a loaded machine a preemption inside one
 	// of main's paths can outweigh step's time.
 	view := mustBlpp(t, "report", profs[0], "--binary", inst, "--view", "latency", "--hot", "1")

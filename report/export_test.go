@@ -366,3 +366,67 @@ func TestFunctionsOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestViewsOfProfileFuncs: every view that shows only what ran (the
+// paths, tree, callers, flat, loops and hot views and --context) is the
+// same from a table that holds the graphs of the profile's functions
+// alone (meta.DecodeSome, as blpp report reads the metadata for them)
+// and from the whole table with a function that never ran.
+func TestViewsOfProfileFuncs(t *testing.T) {
+	for _, flowOnly := range []bool{false, true} {
+		tab := exTable(t)
+		idle := tab.Funcs[1]
+		idle.Name, idle.Entry = "idle", 0x1300
+		tab.Funcs = append(tab.Funcs, idle)
+		prof := exProfile(t, exTable(t), flowOnly)
+		some, err := meta.DecodeSome(meta.Encode(tab), ProfileFuncs(prof).of(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		some.InstrID, tab.InstrID = prof.BuildID, prof.BuildID
+		views := func(tab *meta.Table) map[string]string {
+			m, err := NewModel("demo.blpp", tab, exProfile(t, exTable(t), flowOnly), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Debug = exDebug()
+			m.Modules[0].Debug = m.Debug
+			out := map[string]string{}
+			o := ViewOptions{Top: 0, All: true}
+			for name, view := range map[string]func(*bytes.Buffer) error{
+				"paths":   func(w *bytes.Buffer) error { return PathsText(w, m, o) },
+				"tree":    func(w *bytes.Buffer) error { return TreeText(w, m, o) },
+				"callers": func(w *bytes.Buffer) error { return CallersText(w, m, o) },
+				"flat":    func(w *bytes.Buffer) error { return FlatText(w, m, o) },
+				"loops":   func(w *bytes.Buffer) error { return LoopsText(w, m, o) },
+				"hot": func(w *bytes.Buffer) error {
+					h, err := MakeHotPaths(m, "", 1)
+					if err != nil {
+						return err
+					}
+					return HotText(w, h, HotOptions{})
+				},
+				"context": func(w *bytes.Buffer) error {
+					ids, err := m.Match("work")
+					if err != nil {
+						return err
+					}
+					return ContextPathsText(w, m, ids, "work", o)
+				},
+			} {
+				var b bytes.Buffer
+				if err := view(&b); err != nil {
+					t.Fatalf("flow-only=%v: %s: %v", flowOnly, name, err)
+				}
+				out[name] = b.String()
+			}
+			return out
+		}
+		whole, lite := views(tab), views(some)
+		for name := range whole {
+			if whole[name] != lite[name] || whole[name] == "" {
+				t.Errorf("flow-only=%v: the %s view differs with the profile's functions alone:\n%s\nwhole table:\n%s", flowOnly, name, lite[name], whole[name])
+			}
+		}
+	}
+}

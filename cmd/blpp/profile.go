@@ -41,13 +41,12 @@ func liveOnly(prof *cct.Profile) *cct.Profile {
 	return nil
 }
 
-// functionsNeeded is the set of functions whose graphs a model of prof
-// needs (report.LoadMetaOf): every one (nil) unless the model is of
-// functions alone (report.ModelOptions.FunctionsOnly) and prof has no
-// samples (whose contexts the model keeps) and is not live (whose
-// in-flight frames liveNote expands).
-func functionsNeeded(prof *cct.Profile, functionsOnly bool) report.FuncSet {
-	if !functionsOnly || prof.Sampling != nil || report.IsLive(prof) {
+// functionsNeeded is the set of functions whose graphs a view of prof
+// needs (report.LoadMetaOf): every one (nil) unless ranOnly (the view
+// shows only functions that ran) and prof has no samples (attributed by
+// address) and is not live (whose in-flight frames liveNote expands).
+func functionsNeeded(prof *cct.Profile, ranOnly bool) report.FuncSet {
+	if !ranOnly || prof.Sampling != nil || report.IsLive(prof) {
 		return nil
 	}
 	return report.ProfileFuncs(prof)
@@ -142,10 +141,11 @@ func runReport(c *ctx, args []string) error {
 	if err != nil {
 		return err
 	}
-	// The paths view reads only functions, and of those only the ones
-	// the profile names.
+	// The paths view reads only functions. It and the views of
+	// contexts read only the functions the profile names; the procs
+	// view, the JSON and the page also show the ones that never ran.
 	functionsOnly := *format == "text" && *view == "paths" && *context == "" && *htmlOut == ""
-	need := functionsNeeded(prof, functionsOnly)
+	need := functionsNeeded(prof, *format == "text" && *view != "procs" && *htmlOut == "")
 	bin, tab, f, err := openBinary(*binary, prof, fs.Args()[0], need)
 	if err != nil {
 		return err

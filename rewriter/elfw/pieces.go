@@ -95,7 +95,8 @@ type Span struct {
 // them (the same offset and the same bytes, by identity: the same array
 // and length) is taken for written already, unless an earlier piece
 // overlaps it, which writing it now must cover again. A span that is no
-// piece is an error: the file would hold bytes the layout does not.
+// piece must lie inside one, else it is an error: the file would hold
+// bytes the layout does not.
 func (p *Pieces) WriteTo(w io.WriterAt, written ...Span) error {
 	done := make(map[uint64]Span, len(written))
 	for _, s := range written {
@@ -119,8 +120,19 @@ func (p *Pieces) WriteTo(w io.WriterAt, written ...Span) error {
 			}
 		}
 	}
-	if len(done) > 0 {
-		return fmt.Errorf("elfw: internal error: %d spans written early are not pieces of the file", len(done))
+	// A span that is no piece must lie in one, which writes over it (a
+	// file assembled after its layout: Whole).
+	for _, s := range done {
+		covered := false
+		for _, pc := range p.pieces {
+			if pc.off <= s.Off && s.Off+uint64(len(s.Data)) <= pc.off+uint64(len(pc.data)) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			return fmt.Errorf("elfw: internal error: bytes written early at file offset %#x are neither a piece of the file nor inside one", s.Off)
+		}
 	}
 	for k, pc := range p.pieces {
 		if skip[k] {

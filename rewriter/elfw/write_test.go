@@ -485,7 +485,8 @@ func writeFile(orig []byte, opts Options, maxPad int64) (*Output, error) {
 // reading as zeros (the gap before the mirrored program header table,
 // /bin/gzip's, is one), whether nothing was written before, the
 // original's bytes, or those and a segment's arrays at SegmentOff's
-// offset; a span written early that is no piece is an error.
+// offset (the pieces as laid out, or the file assembled); a span
+// written early that neither is a piece nor lies in one is an error.
 func TestPiecesWriteTo(t *testing.T) {
 	if _, err := os.Stat("/bin/gzip"); err != nil {
 		t.Skip("/bin/gzip missing (install the Debian package \"gzip\")")
@@ -520,10 +521,13 @@ func TestPiecesWriteTo(t *testing.T) {
 		codeSpans = append(codeSpans, Span{off, a})
 		off += uint64(len(a))
 	}
-	for _, early := range []string{"nothing", "original", "original and code", "a span that is no piece"} {
+	for _, early := range []string{"nothing", "original", "original and code", "original and code, file assembled", "a span that is no piece"} {
 		out, err := Plan(orig, opts)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if early == "original and code, file assembled" {
+			out.Pieces = Whole(out.Pieces.Bytes())
 		}
 		f, err := os.Create(filepath.Join(t.TempDir(), "out"))
 		if err != nil {
@@ -533,10 +537,10 @@ func TestPiecesWriteTo(t *testing.T) {
 		switch early {
 		case "original":
 			written = []Span{{0, orig}}
-		case "original and code":
+		case "original and code", "original and code, file assembled":
 			written = append([]Span{{0, orig}}, codeSpans...)
 		case "a span that is no piece":
-			written = []Span{{0, orig}, {codeOff, append([]byte(nil), code[0]...)}}
+			written = []Span{{0, orig}, {uint64(len(want.File)) - 10, make([]byte, 20)}}
 		}
 		for _, s := range written {
 			if _, err := f.WriteAt(s.Data, int64(s.Off)); err != nil {

@@ -81,6 +81,9 @@ type Options struct {
 	// drop each function's analysis as it goes whatever the binary's
 	// size (releaseSize).
 	forceRelease bool
+	// early, set by RewriteTo, writes the code segment while the rest of
+	// the file is made.
+	early *earlyWrite
 	// NoSlots gives no function slot counters [decision 42], as shared
 	// objects never have: the thread blocks that hold them are made by
 	// the first module to start, and in a process with instrumented
@@ -208,21 +211,20 @@ func RewriteTo(w io.WriterAt, in []byte, opts Options) (int64, *Summary, error) 
 	// The new file starts with the original's bytes (elfw.Write): they
 	// are written while the rewriter works, on a processor its serial
 	// stretches leave idle.
-	early := make(chan error, 1)
-	go func() {
-		_, err := w.WriteAt(in, 0)
-		early <- err
-	}()
+	// The code segment follows once its place is known (layout).
+	early := newEarlyWrite(w)
+	early.start(elfw.Span{Off: 0, Data: in})
+	opts.early = early
 	out, sum, err := rewriteRounds(in, opts)
 	phase.Mark("rounds")
-	werr := <-early
+	werr := early.wait()
 	if err != nil {
 		return 0, nil, err
 	}
 	if werr != nil {
 		return 0, nil, fmt.Errorf("%w: %w", ErrWrite, werr)
 	}
-	if err := out.WriteTo(w, in); err != nil {
+	if err := out.WriteTo(w, early.spans...); err != nil {
 		return 0, nil, fmt.Errorf("%w: %w", ErrWrite, err)
 	}
 	phase.Mark("write")
@@ -711,6 +713,25 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// hundreds of megabytes, and its output as much again).
 	releaseAnalysis(res, g)
 	phase.Mark("release")
+	// The code and the segments below it are final: the code can go to
+	// the file while the rest is made, if its file offset is known.
+	segs := []elfw.Segment{
+		{Addr: rtText, Data: img.Text, MemSize: uint64(len(img.Text)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.rt"},
+		{Addr: rwAddr, Data: rw, MemSize: rwMem, Flags: elf.PF_R | elf.PF_W, Name: ".blpp.data"},
+		{Addr: codeAddr, Chunks: code, MemSize: uint64(codeSize), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"},
+	}
+	const codeSeg = 2
+	var codeOff uint64
+	if opts.early != nil {
+		off, ok, err := elfw.SegmentOff(in, segs[:codeSeg], segs[codeSeg])
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			codeOff = off
+			opts.early.start(codeSpans(off, code)...)
+		}
+	}
 	// Redirect every instrumented function's original entry.
 	var patches []elfw.Patch
 	for _, fg := range g.funcs {
@@ -850,11 +871,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		sum.CodeElsewhere -= k.Bytes
 	}
 	out, err := elfw.Plan(in, elfw.Options{
-		Segments: append([]elfw.Segment{
-			{Addr: rtText, Data: img.Text, MemSize: uint64(len(img.Text)), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.rt"},
-			{Addr: rwAddr, Data: rw, MemSize: rwMem, Flags: elf.PF_R | elf.PF_W, Name: ".blpp.data"},
-			{Addr: codeAddr, Chunks: code, MemSize: uint64(codeSize), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"},
-		}, eh.segments()...),
+		Segments:   append(segs, eh.segments()...),
 		EHFrameHdr: eh.hdr(),
 		Patches:    patches,
 		Fini:       finiDT,
@@ -867,6 +884,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	phase.Mark("elfwPlan")
 	if err != nil {
 		return nil, nil, err
+	}
+	if codeOff != 0 && out.Segments[codeSeg].Off != codeOff {
+		return nil, nil, fmt.Errorf("internal error: code written at file offset %#x, laid out at %#x", codeOff, out.Segments[codeSeg].Off)
 	}
 	return out.Pieces, sum, nil
 }

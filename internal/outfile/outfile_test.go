@@ -155,3 +155,49 @@ func TestStreamFailure(t *testing.T) {
 		t.Errorf("after a failed Stream: %q, %d files; want \"old\" alone", got, len(ents))
 	}
 }
+
+// TestReplace: a regular file written over (exchanged with the new one,
+// which is then removed under the temporary name) leaves the new
+// contents at the path, the old ones under another hard link of the
+// old file, and no temporary file; a symbolic link at the path is
+// replaced, as a rename replaces it, its target untouched; a new path
+// is made.
+func TestReplace(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out")
+	if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(p, filepath.Join(dir, "other")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "target"), []byte("target"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("target", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"out", "link", "new"} {
+		if err := WriteWith(filepath.Join(dir, name), 0o644, func(f *os.File) error {
+			_, err := f.WriteAt([]byte("new "+name), 0)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]string{"out": "new out", "link": "new link", "new": "new new", "other": "old", "target": "target"}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != len(want) {
+		t.Errorf("%d files in the directory, want %d (no temporary file)", len(ents), len(want))
+	}
+	for name, w := range want {
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s: %v, %v; want a regular file", name, fi, err)
+			continue
+		}
+		if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(got) != w {
+			t.Errorf("%s holds %q, %v; want %q", name, got, err, w)
+		}
+	}
+}

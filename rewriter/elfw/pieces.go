@@ -81,17 +81,63 @@ func (p *Pieces) Bytes() []byte {
 	return buf
 }
 
+// Span is bytes at a file offset.
+type Span struct {
+	Off  uint64
+	Data []byte
+}
+
 // WriteTo writes the file to w, which must read back zeros where
 // nothing was written (a new or truncated file): the pieces go in
 // order, over each other where they overlap, and the last one ends the
-// file. written, when the first piece is it (the same bytes at offset
-// 0, as Write's original is), is taken for written already.
-func (p *Pieces) WriteTo(w io.WriterAt, written []byte) error {
-	pieces := p.pieces
-	if len(pieces) > 0 && len(written) > 0 && pieces[0].off == 0 && len(pieces[0].data) == len(written) && &pieces[0].data[0] == &written[0] {
-		pieces = pieces[1:]
+// file. written are pieces the caller wrote to w before (the original at
+// offset 0, a segment's arrays at SegmentOff): a piece that is one of
+// them (the same offset and the same bytes, by identity: the same array
+// and length) is taken for written already, unless an earlier piece
+// overlaps it, which writing it now must cover again. A span that is no
+// piece must lie inside one, else it is an error: the file would hold
+// bytes the layout does not.
+func (p *Pieces) WriteTo(w io.WriterAt, written ...Span) error {
+	done := make(map[uint64]Span, len(written))
+	for _, s := range written {
+		if len(s.Data) > 0 {
+			done[s.Off] = s
+		}
 	}
-	for _, pc := range pieces {
+	skip := make([]bool, len(p.pieces))
+	for k, pc := range p.pieces {
+		s, ok := done[pc.off]
+		if !ok || len(s.Data) != len(pc.data) || &s.Data[0] != &pc.data[0] {
+			continue
+		}
+		delete(done, pc.off)
+		skip[k] = true
+		end := pc.off + uint64(len(pc.data))
+		for _, q := range p.pieces[:k] {
+			if q.off < end && pc.off < q.off+uint64(len(q.data)) {
+				skip[k] = false
+				break
+			}
+		}
+	}
+	// A span that is no piece must lie in one, which writes over it (a
+	// file assembled after its layout: Whole).
+	for _, s := range done {
+		covered := false
+		for _, pc := range p.pieces {
+			if pc.off <= s.Off && s.Off+uint64(len(s.Data)) <= pc.off+uint64(len(pc.data)) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			return fmt.Errorf("elfw: internal error: bytes written early at file offset %#x are neither a piece of the file nor inside one", s.Off)
+		}
+	}
+	for k, pc := range p.pieces {
+		if skip[k] {
+			continue
+		}
 		if _, err := w.WriteAt(pc.data, int64(pc.off)); err != nil {
 			return err
 		}

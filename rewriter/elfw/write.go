@@ -303,11 +303,7 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		nphdr++
 	}
 	tableSize := uint64(nphdr) * phdrSize
-	cur := lay.PhdrOff + tableSize
-	for i := range segs {
-		segs[i].off = alignUp(cur, PageSize) + segs[i].Addr%PageSize
-		cur = segs[i].off + segs[i].size()
-	}
+	cur := placeInFile(lay, nphdr, segs)
 	secOffs := make([]uint64, len(opts.Sections))
 	for i, s := range opts.Sections {
 		secOffs[i] = alignUp(cur, 8)
@@ -596,6 +592,60 @@ func write(orig []byte, opts Options, maxPad int64) (*Output, error) {
 		return nil, fmt.Errorf("elfw: internal error: output does not verify: %w", err)
 	}
 	return &Output{Pieces: pcs, Layout: lay, Segments: placed, Sections: secIdx}, nil
+}
+
+// placeInFile gives each segment of segs (sorted by address) its file
+// offset, after a program header table of nphdr entries at lay.PhdrOff,
+// and returns the end of the last one.
+func placeInFile(lay Layout, nphdr int, segs []segPlan) uint64 {
+	cur := lay.PhdrOff + uint64(nphdr)*phdrSize
+	for i := range segs {
+		segs[i].off = alignUp(cur, PageSize) + segs[i].Addr%PageSize
+		cur = segs[i].off + segs[i].size()
+	}
+	return cur
+}
+
+// SegmentOff returns the file offset Plan gives the new segment s of
+// orig when below are the new segments at lower addresses than s (with
+// their data, as they will be given) and any others lie above it:
+// however many those are, and whether Plan adds program headers of its
+// own, as long as the segments number at most MaxSegments. A caller can
+// then write a large segment while it still makes what follows it. ok
+// is false when the number of program headers moves the offset (the
+// table's end would fall on another page), or s has no address.
+func SegmentOff(orig []byte, below []Segment, s Segment) (off uint64, ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			off, ok, err = 0, false, fmt.Errorf("elfw: internal error: %v", r)
+		}
+	}()
+	im, err := parse(orig)
+	if err != nil {
+		return 0, false, err
+	}
+	if s.Addr == 0 || len(below) >= MaxSegments {
+		return 0, false, nil
+	}
+	lay := im.plan(defaultMirrorPad)
+	segs := make([]segPlan, 0, len(below)+1)
+	for i, b := range below {
+		if b.Addr == 0 || b.Addr >= s.Addr {
+			return 0, false, nil
+		}
+		segs = append(segs, segPlan{Segment: b, idx: i})
+	}
+	segs = append(segs, segPlan{Segment: s, idx: len(below)})
+	sort.Slice(segs, func(i, j int) bool { return segs[i].Addr < segs[j].Addr })
+	// The fewest program headers: the original ones, the table's own
+	// PT_LOAD and these segments; the most: the table's room.
+	placeInFile(lay, len(im.progs)+1+len(segs), segs)
+	lo := segs[len(segs)-1].off
+	placeInFile(lay, lay.PhdrCap, segs)
+	if hi := segs[len(segs)-1].off; hi != lo {
+		return 0, false, nil
+	}
+	return lo, true, nil
 }
 
 // placeSegments checks the new segments, gives an address to those without

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -480,9 +481,12 @@ func writeFile(orig []byte, opts Options, maxPad int64) (*Output, error) {
 	return out, err
 }
 
-// TestPiecesWriteTo: a file written from Plan's pieces (the original's
-// bytes written first or not) is Write's, holes reading as zeros; the
-// gap before the mirrored program header table (/bin/gzip's) is one.
+// TestPiecesWriteTo: a file written from Plan's pieces is Write's, holes
+// reading as zeros (the gap before the mirrored program header table,
+// /bin/gzip's, is one), whether nothing was written before, the
+// original's bytes, or those and a segment's arrays at SegmentOff's
+// offset (the pieces as laid out, or the file assembled); a span
+// written early that neither is a piece nor lies in one is an error.
 func TestPiecesWriteTo(t *testing.T) {
 	if _, err := os.Stat("/bin/gzip"); err != nil {
 		t.Skip("/bin/gzip missing (install the Debian package \"gzip\")")
@@ -491,38 +495,132 @@ func TestPiecesWriteTo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{Segments: []Segment{{Data: bytes.Repeat([]byte{0xcc}, 5000), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"}},
-		Patches: []Patch{}, Sections: []Section{{Name: ".blpp.meta", Data: []byte("meta")}}}
+	free, err := NextFreeAddr(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := [][]byte{bytes.Repeat([]byte{0xcc}, 3000), nil, bytes.Repeat([]byte{0x90}, 7000)}
+	segs := []Segment{
+		{Addr: free, Data: bytes.Repeat([]byte{0xc3}, 300), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.rt"},
+		{Addr: free + 0x1000, Data: bytes.Repeat([]byte{1}, 5000), MemSize: 9000, Flags: elf.PF_R | elf.PF_W, Name: ".blpp.data"},
+		{Addr: free + 0x5000, Chunks: code, Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"},
+		{Addr: free + 0x9000, Data: []byte("tables"), Flags: elf.PF_R, Name: ".blpp.eh"},
+	}
+	opts := Options{Segments: segs, Patches: []Patch{}, Sections: []Section{{Name: ".blpp.meta", Data: []byte("meta")}}}
 	want, err := Write(orig, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, early := range []bool{false, true} {
+	codeOff, ok, err := SegmentOff(orig, segs[:2], segs[2])
+	if err != nil || !ok || codeOff != want.Segments[2].Off {
+		t.Fatalf("SegmentOff = %#x, %v, %v; Write put the segment at %#x", codeOff, ok, err, want.Segments[2].Off)
+	}
+	var codeSpans []Span
+	off := codeOff
+	for _, a := range code {
+		codeSpans = append(codeSpans, Span{off, a})
+		off += uint64(len(a))
+	}
+	for _, early := range []string{"nothing", "original", "original and code", "original and code, file assembled", "a span that is no piece"} {
 		out, err := Plan(orig, opts)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if early == "original and code, file assembled" {
+			out.Pieces = Whole(out.Pieces.Bytes())
 		}
 		f, err := os.Create(filepath.Join(t.TempDir(), "out"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var written []byte
-		if early {
-			if _, err := f.WriteAt(orig, 0); err != nil {
+		var written []Span
+		switch early {
+		case "original":
+			written = []Span{{0, orig}}
+		case "original and code", "original and code, file assembled":
+			written = append([]Span{{0, orig}}, codeSpans...)
+		case "a span that is no piece":
+			written = []Span{{0, orig}, {uint64(len(want.File)) - 10, make([]byte, 20)}}
+		}
+		for _, s := range written {
+			if _, err := f.WriteAt(s.Data, int64(s.Off)); err != nil {
 				t.Fatal(err)
 			}
-			written = orig
 		}
-		if err := out.Pieces.WriteTo(f, written); err != nil {
+		err = out.Pieces.WriteTo(f, written...)
+		f.Close()
+		if early == "a span that is no piece" {
+			if err == nil {
+				t.Errorf("early %s: no error", early)
+			}
+			continue
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
-		f.Close()
 		got, err := os.ReadFile(f.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want.File) || int64(len(got)) != out.Pieces.Size {
-			t.Errorf("early %v: the written file (%d bytes) is not Write's (%d bytes)", early, len(got), len(want.File))
+			t.Errorf("early %s: the written file (%d bytes) is not Write's (%d bytes)", early, len(got), len(want.File))
 		}
+	}
+}
+
+// TestSegmentOff: the offset SegmentOff promises for a segment is
+// Plan's, however many segments follow it, for executables and
+// libraries of the system whose table's end falls on one page.
+func TestSegmentOff(t *testing.T) {
+	var files []string
+	for _, f := range []string{"/bin/gzip", "/bin/ls", "/usr/bin/gawk", "/usr/bin/python3.11", "/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libm.so.6"} {
+		if _, err := os.Stat(f); err == nil {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		t.Skip("no system binaries (install the Debian packages \"gzip\" and \"coreutils\")")
+	}
+	known := 0
+	for _, name := range files {
+		orig, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		free, err := NextFreeAddr(orig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rtSize := 100; rtSize < 20000; rtSize += 4567 {
+			segs := []Segment{
+				{Addr: free, Data: make([]byte, rtSize), Flags: elf.PF_R | elf.PF_X, Name: ".blpp.rt"},
+				{Addr: free + 0x6000, Data: make([]byte, 3*rtSize), Flags: elf.PF_R | elf.PF_W, Name: ".blpp.data"},
+				{Addr: free + 0x1a000, Chunks: [][]byte{make([]byte, 100)}, Flags: elf.PF_R | elf.PF_X, Name: ".blpp.text"},
+			}
+			off, ok, err := SegmentOff(orig, segs[:2], segs[2])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				continue
+			}
+			known++
+			for above := 0; above <= 3; above++ {
+				all := append([]Segment(nil), segs...)
+				for k := 0; k < above; k++ {
+					all = append(all, Segment{Addr: free + 0x20000 + uint64(k)*0x1000, Data: []byte("x"), Flags: elf.PF_R, Name: fmt.Sprintf(".blpp.x%d", k)})
+				}
+				out, err := Plan(orig, Options{Segments: all, Patches: []Patch{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := out.Segments[2].Off; got != off {
+					t.Errorf("%s, runtime %d bytes, %d segments above: SegmentOff %#x, Plan %#x", name, rtSize, above, off, got)
+				}
+			}
+		}
+	}
+	if known == 0 {
+		t.Error("SegmentOff knew no offset")
 	}
 }

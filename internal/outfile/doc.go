@@ -7,7 +7,7 @@
 // /dev/null for the whole machine.
 //
 // What it trusts: the file system's rename to replace a regular file in
-// one step (or its exchange of two files: replace). When the write, chmod or rename fails, the target is left as
+// one step. When the write, chmod or rename fails, the target is left as
 // it was and the temporary file removed; a device or FIFO written in
 // place may have taken part of the data.
 package outfile

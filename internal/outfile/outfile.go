@@ -82,30 +82,11 @@ func viaTemp(path string, perm os.FileMode, write func(f *os.File) error) error 
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	done = true
-	return replace(tmp.Name(), path)
-}
-
-// replace renames tmp to path. A regular file at path is exchanged with
-// tmp instead (renameat2's RENAME_EXCHANGE), and then removed under
-// tmp's name: ext4 starts writing a file renamed over another back
-// before the rename returns (its auto_da_alloc heuristic), a third of a
-// second for a large library's 450 MB rewrite, but not one exchanged
-// with another, which the page cache writes back in its own time as it
-// does a file written to a new path. Either way path names the whole old
-// file or the whole new one at every moment. When the exchange is not
-// possible (a file system without it, a kernel before 3.15) the rename
-// is done; when it fails tmp is removed.
-func replace(tmp, path string) error {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && exchange(tmp, path) == nil {
-		if err := os.Remove(tmp); err != nil {
-			return fmt.Errorf("removing the file %s replaced, now %s: %w", path, tmp, err)
-		}
-		return nil
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		done = true
 		return err
 	}
+	done = true
 	return nil
 }

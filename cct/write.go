@@ -9,7 +9,8 @@ import (
 )
 
 // MarshalBinary encodes p in the file format, after checking it with
-// CheckValid. The encoding is canonical: the shortest varints, the
+// CheckValid. The encoding is canonical: the shortest varints but a
+// THREAD section's length and record count (FixedLen bytes each), the
 // MODULES section (when there are modules) right after the header,
 // threads in order, the SAMPLES section when the program sampled, the STATS section (when Stats is not empty) after the threads
 // with its keys sorted. The runtime's writer produces the same bytes.
@@ -48,7 +49,9 @@ func (p *Profile) encode() []byte {
 	}
 	for i := range p.Threads {
 		payload = appendThread(payload[:0], &p.Threads[i])
-		e = appendSection(e, TagThread, payload)
+		e = append(e, TagThread)
+		e = appendFixed(e, uint64(len(payload)))
+		e = append(e, payload...)
 		// Its latency distributions, when it has any (decision 93).
 		if payload = appendLatency(payload[:0], i, &p.Threads[i], p.LatencyMetric); payload != nil {
 			e = appendSection(e, TagLatency, payload)
@@ -108,10 +111,26 @@ func appendSection(e []byte, tag uint8, payload []byte) []byte {
 	return append(e, payload...)
 }
 
+// FixedLen is the width of the varints a THREAD section's length and
+// record count take: the runtime writes a thread's records to the file
+// as it makes them and puts the two numbers in place after them
+// (decision 142).
+const FixedLen = binary.MaxVarintLen64
+
+// appendFixed appends v as a varint of FixedLen bytes: continuation bits
+// on all but the last byte, which every LEB128 reader takes.
+func appendFixed(e []byte, v uint64) []byte {
+	for range FixedLen - 1 {
+		e = append(e, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(e, byte(v))
+}
+
 // appendThread encodes a THREAD payload.
 func appendThread(e []byte, t *Thread) []byte {
 	e = binary.AppendUvarint(e, t.TID)
-	e = binary.AppendUvarint(e, uint64(len(t.Records)))
+	e = appendFixed(e, uint64(len(t.Records)))
 	for i := range t.Records {
 		r := &t.Records[i]
 		e = binary.AppendUvarint(e, uint64(r.Func))

@@ -46,7 +46,6 @@ enum {
 	SYS_ftruncate = 77,
 	SYS_fstat = 5,
 	F_DUPFD_CLOEXEC = 1030,
-	O_RDWR = 02,
 	MAP_SHARED = 0x01,
 	MAP_FIXED = 0x10,
 	MADV_DONTFORK = 10,

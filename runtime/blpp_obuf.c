@@ -28,6 +28,9 @@ struct obuf {
 	int sink;
 	long fd, werr;
 	u64 sum;
+	u64 off;    /* a sink's bytes written to its file */
+	int unsummed; /* a sink's bytes from hold on are not hashed yet (ob_hold) */
+	u64 hold;
 };
 
 enum { SINK_CAP = 1 << 16 };
@@ -79,7 +82,8 @@ static void ob_write(struct obuf *b, const u8 *p, u64 n)
 {
 	if (b->err)
 		return;
-	b->sum = fnv_more(b->sum, p, n);
+	if (!b->unsummed)
+		b->sum = fnv_more(b->sum, p, n);
 	for (u64 off = 0; off < n;) {
 		long r = sc3(SYS_write, b->fd, p + off, n - off);
 		if (r == -4 /* EINTR */)
@@ -91,6 +95,7 @@ static void ob_write(struct obuf *b, const u8 *p, u64 n)
 		}
 		off += (u64)r;
 	}
+	b->off += n;
 }
 
 /* ob_flush sends what sink b holds to its file. */
@@ -218,10 +223,106 @@ static void ob_str(struct obuf *b, const char *s)
 	ob_put(b, s, n);
 }
 
-/* ob_section_of appends a section: its tag, its payload's length and the
- * payload, made of the pieces p[0..n) in order, each copied once;
- * ob_section, of one piece. */
-static void ob_section_of(struct obuf *out, u8 tag, const struct obuf *const *p, int n)
+/*
+ * A section whose length is known only once it is written (a thread's
+ * records, which may run to megabytes: decision 142) goes to a regular
+ * file's sink as it is made, with its length, and any count before its
+ * items, first written as UV_FIXED-byte placeholders (ob_pos says where)
+ * and set later (ob_patch): a varint with continuation bits on its
+ * first nine bytes, which every LEB128 reader takes; a THREAD section
+ * made whole has them in the same width (cct.FixedLen). The sink hashes
+ * nothing from ob_hold on, since the file's bytes are not final there;
+ * ob_sum_held reads them back once they are and hashes them in order.
+ */
+enum { UV_FIXED = 10 };
+
+static u64 ob_pos(const struct obuf *b) { return b->off + b->len; }
+
+/* uv_fixed writes v at p as a varint of UV_FIXED bytes. */
+static void uv_fixed(u8 *p, u64 v)
+{
+	for (int i = 0; i < UV_FIXED - 1; i++, v >>= 7)
+		p[i] = (u8)(v | 0x80);
+	p[UV_FIXED - 1] = (u8)v;
+}
+
+/* ob_fixed appends v as a varint of UV_FIXED bytes: with 0, a
+ * placeholder that ob_patch sets later. */
+static void ob_fixed(struct obuf *b, u64 v)
+{
+	u8 x[UV_FIXED];
+	uv_fixed(x, v);
+	ob_put(b, x, UV_FIXED);
+}
+
+/* file_at reads or writes (nr: SYS_pread64, SYS_pwrite64) n bytes at
+ * file offset pos, all of them; 0 on an error. */
+static int file_at(long nr, long fd, u8 *p, u64 n, u64 pos)
+{
+	for (u64 done = 0; done < n;) {
+		long r = sc4(nr, fd, p + done, n - done, pos + done);
+		if (r == -4 /* EINTR */)
+			continue;
+		if (failed(r) || r == 0)
+			return 0;
+		done += (u64)r;
+	}
+	return 1;
+}
+
+/* ob_hold flushes sink b and stops hashing what it writes next. */
+static void ob_hold(struct obuf *b)
+{
+	ob_flush(b);
+	b->unsummed = 1;
+	b->hold = b->off;
+}
+
+/* ob_patch sets the placeholder at file offset pos, written since
+ * ob_hold, to v. */
+static void ob_patch(struct obuf *b, u64 pos, u64 v)
+{
+	u8 x[UV_FIXED];
+	uv_fixed(x, v);
+	if (b->err)
+		return;
+	if (pos >= b->off) { /* still in the buffer */
+		for (int i = 0; i < UV_FIXED; i++)
+			b->p[pos - b->off + i] = x[i];
+		return;
+	}
+	ob_flush(b);
+	if (!file_at(SYS_pwrite64, b->fd, x, UV_FIXED, pos)) {
+		b->werr = -5 /* EIO */;
+		b->err = 1;
+	}
+}
+
+/* ob_sum_held hashes sink b's bytes since ob_hold, final now, reading
+ * back from its file what it has written (through its own buffer, empty
+ * once flushed), and hashes what it writes next again. */
+static void ob_sum_held(struct obuf *b)
+{
+	ob_flush(b);
+	b->unsummed = 0;
+	if (b->off > b->hold && !b->p && !ob_reserve(b, SINK_CAP))
+		return;
+	for (u64 pos = b->hold; pos < b->off && !b->err;) {
+		u64 n = b->off - pos < b->cap ? b->off - pos : b->cap;
+		if (!file_at(SYS_pread64, b->fd, b->p, n, pos)) {
+			b->werr = -5 /* EIO */;
+			b->err = 1;
+			return;
+		}
+		b->sum = fnv_more(b->sum, b->p, n);
+		pos += n;
+	}
+}
+
+/* ob_section_of appends a section: its tag, its payload's length (a
+ * varint of UV_FIXED bytes if fixed says so) and the payload, made of the
+ * pieces p[0..n) in order, each copied once; ob_section, of one piece. */
+static void ob_section_of(struct obuf *out, u8 tag, int fixed, const struct obuf *const *p, int n)
 {
 	u64 len = 0;
 	for (int i = 0; i < n; i++) {
@@ -230,7 +331,10 @@ static void ob_section_of(struct obuf *out, u8 tag, const struct obuf *const *p,
 			out->err = 1;
 	}
 	ob_u8(out, tag);
-	ob_uv(out, len);
+	if (fixed)
+		ob_fixed(out, len);
+	else
+		ob_uv(out, len);
 	for (int i = 0; i < n; i++)
 		ob_put(out, p[i]->p, p[i]->len);
 }
@@ -238,7 +342,7 @@ static void ob_section_of(struct obuf *out, u8 tag, const struct obuf *const *p,
 static void ob_section(struct obuf *out, u8 tag, struct obuf *payload)
 {
 	const struct obuf *p[] = {payload};
-	ob_section_of(out, tag, p, 1);
+	ob_section_of(out, tag, 0, p, 1);
 }
 
 /* Heapsorts (no libc qsort): path entries by id, partials by (rec, func, block, reg). */

@@ -559,17 +559,22 @@ static int maps_path(u64 addr, char *out, u64 cap)
 }
 
 /*
- * mod_keep copies module m's tables (functions, call sites, build-id)
- * into the runtime's own memory and notes its file, at its DT_FINI: the
- * object may be unmapped next (dlclose), and the records made of its
- * functions still need them when the profile is written.
+ * mod_keep notes module m's file and copies its tables (functions, call
+ * sites, build-id) into the runtime's own memory, at its DT_FINI: a
+ * library may be unmapped next (dlclose), and the records made of its
+ * functions still need them when the profile is written. An executable
+ * stays mapped until the process ends, so its tables stay where they
+ * are: python3's are 1.8 MB, copied at every exit, the reading faulting
+ * in the file's pages of them (decision 142).
  */
 static void mod_keep(struct mod *m)
 {
 	u64 nf = m->nfuncs + m->ndark, fsz = nf * sizeof(struct blpp_func), ssz = m->nsites * sizeof(struct blpp_site);
-	u8 *mem = map_anon(page_up(fsz + ssz + m->build_id_len + 1), 0);
+	u8 *mem;
 	maps_path(m->cfg, m->path, sizeof(m->path));
-	if (!mem) {
+	if (!(((const volatile struct blpp_config *)m->cfg)->flags & BLPP_CONFIG_FLAG_LIBRARY))
+		return;
+	if (!(mem = map_anon(page_up(fsz + ssz + m->build_id_len + 1), 0))) {
 		say("cannot keep an unloaded module's tables: ", m->path, "", 0);
 		return;
 	}

@@ -60,6 +60,8 @@ enum {
 
 enum {
 	SYS_fcntl = 72, /* blpp_live.c, blpp_sample.c */
+	SYS_pread64 = 17, /* blpp_obuf.c */
+	SYS_pwrite64 = 18,
 	ARCH_SET_GS = 0x1001,
 	ARCH_SET_FS = 0x1002,
 	ARCH_GET_GS = 0x1004,
@@ -72,6 +74,7 @@ enum {
 	MADV_WIPEONFORK = 18,
 	O_RDONLY = 0,
 	O_WRONLY = 01,
+	O_RDWR = 02,
 	O_CREAT = 0100,
 	O_TRUNC = 01000,
 	O_CLOEXEC = 02000000,

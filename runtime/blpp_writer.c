@@ -208,10 +208,22 @@ static u64 local_site(struct blpp_record *p, u64 site)
 	return 1 + site - p->first_site;
 }
 
+/* recs_out moves the records gathered in recs to sink to: pieces of more
+ * than half a sink's buffer go to its file straight. */
+static void recs_out(struct obuf *recs, struct obuf *to)
+{
+	ob_put(to, recs->p, recs->len);
+	if (recs->err)
+		to->err = 1;
+	recs->len = 0;
+}
+
 /* write_records encodes the records of thread t, parents first (the
  * list order), numbering them in rec->index, and the latency entries of
- * their paths into lat (*nlat counts them). */
-static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *paths, struct obuf *scratch, struct obuf *lat, u64 *nlat)
+ * their paths into lat (*nlat counts them): into recs, or, with to,
+ * through recs into to (a sink) some 32 KiB at a time (decision 142). */
+static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *paths, struct obuf *scratch, struct obuf *lat, u64 *nlat,
+			 struct obuf *to)
 {
 	u64 nrec = 0, limit = LOAD(&t->nrecords), stride = rt.stride;
 	int wl = writes_latency();
@@ -242,11 +254,9 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 		if (r->hash || tw)
 			np += hash_paths((struct htab *)r->hash, tw, recs, scratch, nrec, lat, nlat);
 		nrec++;
-		if (recs->err)
-			continue;
-		if (np < 0x80) {
+		if (!recs->err && np < 0x80) {
 			recs->p[at] = (u8)np;
-		} else { /* a longer number: the paths move up behind it */
+		} else if (!recs->err) { /* a longer number: the paths move up behind it */
 			paths->len = 0;
 			ob_put(paths, recs->p + at + 1, recs->len - at - 1);
 			recs->len = at;
@@ -255,7 +265,11 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 			if (paths->err)
 				recs->err = 1;
 		}
+		if (to && (recs->len > SINK_CAP / 2 || recs->err))
+			recs_out(recs, to);
 	}
+	if (to)
+		recs_out(recs, to);
 	return nrec;
 }
 
@@ -677,7 +691,7 @@ static void write_profile_now(u32 why, int wait)
 		say("profile name too long: ", rt.tmpl, "", 0);
 	} else if ((direct = special_file(rt.name)) && failed(fd = sc3(SYS_open, rt.name, O_WRONLY | O_CLOEXEC, 0))) {
 		say("cannot open ", rt.name, "", fd);
-	} else if (!direct && failed(fd = sc3(SYS_open, rt.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644))) {
+	} else if (!direct && failed(fd = sc3(SYS_open, rt.tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644))) {
 		say("cannot create ", rt.tmp, "", fd);
 	} else {
 		ob_sink(&out, fd);
@@ -716,9 +730,23 @@ static void write_profile_now(u32 why, int wait)
 	if (rt.samp)
 		nsnames = sample_maps(&smaps, &snames);
 	for (struct blpp_thread *t = LOAD(&rt.threads); t; t = (struct blpp_thread *)t->next) {
-		u64 nlat = 0;
+		u64 nlat = 0, lenpos = 0, npos = 0;
+		/* A regular file (read back: ob_sum_held) takes the thread's
+		 * records as they are made, after placeholders for the
+		 * section's length and their number; a special file or none,
+		 * the section whole (decision 142). */
+		int stream = out.sink && !direct;
 		lat.len = 0;
-		u64 n = write_records(t, &recs, &paths, &scratch, &lat, &nlat), nf;
+		if (stream) {
+			ob_u8(&out, BLPP_TAG_THREAD);
+			ob_hold(&out);
+			lenpos = ob_pos(&out);
+			ob_fixed(&out, 0);
+			ob_uv(&out, t->tid);
+			npos = ob_pos(&out);
+			ob_fixed(&out, 0);
+		}
+		u64 n = write_records(t, &recs, &paths, &scratch, &lat, &nlat, stream ? &out : 0), nf;
 		/* A thread that has ended without its block being taken over
 		 * (blocks are reused only by threads with the same thread
 		 * pointer) still holds its last activations, which ended
@@ -748,7 +776,7 @@ static void write_profile_now(u32 why, int wait)
 			const struct obuf *pieces[] = {&hd, &recs, &pn, &parts, &fn, &folded, &rn, &pref};
 			int np = 4;
 			ob_uv(&hd, t->tid);
-			ob_uv(&hd, n);
+			ob_fixed(&hd, n);
 			ob_uv(&pn, npart);
 			if (nf || npref) { /* an empty folded list only before prefixes */
 				ob_uv(&fn, nf);
@@ -758,7 +786,18 @@ static void write_profile_now(u32 why, int wait)
 				ob_uv(&rn, npref);
 				np = 8;
 			}
-			ob_section_of(&out, BLPP_TAG_THREAD, pieces, np);
+			if (!stream) {
+				ob_section_of(&out, BLPP_TAG_THREAD, 1, pieces, np);
+			} else {
+				for (int i = 2; i < np; i++) {
+					ob_put(&out, pieces[i]->p, pieces[i]->len);
+					if (pieces[i]->err)
+						out.err = 1;
+				}
+				ob_patch(&out, lenpos, ob_pos(&out) - lenpos - UV_FIXED);
+				ob_patch(&out, npos, n);
+				ob_sum_held(&out);
+			}
 		}
 		{
 			/* What the buffers hold once a thread's section is

@@ -225,7 +225,7 @@ func encodeAs(t *Table, extra int, lengths bool) []byte {
 	}
 	for i := range t.Funcs {
 		f := &t.Funcs[i]
-		n += 24 + len(f.Name) + 8*len(f.Blocks) + 4*len(f.Edges) + 4*len(f.CallSites)
+		n += 24 + binary.MaxVarintLen32 + len(f.Name) + 8*len(f.Blocks) + 4*len(f.Edges) + 4*len(f.CallSites)
 	}
 	for _, p := range t.Patched {
 		n += 2*binary.MaxVarintLen64 + len(p.Orig)
@@ -259,8 +259,9 @@ type EncodedFunc []byte
 
 // EncodeFunc encodes f as Encode does in a table.
 func EncodeFunc(f *Func) EncodedFunc {
-	// Room for typical varints, so that it is not copied while it grows.
-	n := 24 + len(f.Name) + 8*len(f.Blocks) + 4*len(f.Edges) + 4*len(f.CallSites)
+	// Room for typical varints and the graph's length, so that it is not
+	// copied while it grows.
+	n := 24 + binary.MaxVarintLen32 + len(f.Name) + 8*len(f.Blocks) + 4*len(f.Edges) + 4*len(f.CallSites)
 	return appendFunc(make([]byte, 0, n), f)
 }
 

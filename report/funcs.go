@@ -170,20 +170,13 @@ func (m *Model) buildFuncs(folded *cct.Profile, blocks bool) error {
 		}
 	}
 	// Blocks and edges: each path of a function once, with its count over
-	// every context (saturating sums are the same in any order). The
-	// functions that ran are numbered first, on every processor.
+	// every context (saturating sums are the same in any order; numberRan
+	// has numbered the functions).
 	for k := range m.Modules {
 		if !blocks {
-			break
+			break // nor partial activations' nor fork prefixes' below
 		}
 		funcs, t := m.Modules[k].Funcs, m.Modules[k].Table
-		var ran []uint32
-		for i := range funcs {
-			if len(funcs[i].Paths) > 0 {
-				ran = append(ran, uint32(i))
-			}
-		}
-		t.NumberFuncs(ran)
 		for i := range funcs {
 			fp := &funcs[i]
 			for id, c := range fp.Paths {

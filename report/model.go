@@ -276,7 +276,7 @@ func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o M
 	p = nil
 	contexts := !o.FunctionsOnly || folded.Sampling != nil
 	if contexts {
-		m.numberRan(folded)
+		m.numberRan(folded) // buildFuncs, with blocks, relies on it too
 		if err := m.buildContexts(folded); err != nil {
 			return nil, err
 		}

@@ -354,15 +354,23 @@ static void fork_check(void)
  * recorded as a partial with the register it had; the register, record
  * and call site return to their caller's.
  */
-static void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
+static void unwind_from(struct blpp_thread *t, u64 rsp, int inclusive);
+static inline __attribute__((always_inline)) void unwind(struct blpp_thread *t, u64 rsp, int inclusive)
+{
+	/* Most stubs find nothing to pop: the newest frame is above rsp
+	 * (or at it, for an exit). That test is inline; the walk is not. */
+	const struct blpp_frame *top = (const struct blpp_frame *)t->sp - 1;
+	if (t->sp > t->sp_base && (inclusive ? top->rsp <= rsp : top->rsp < rsp))
+		unwind_from(t, rsp, inclusive);
+}
+
+static __attribute__((noinline)) void unwind_from(struct blpp_thread *t, u64 rsp, int inclusive)
 {
 	struct blpp_frame *f = frames(t);
 	struct stop_walk w;
 	u64 n = depth(t), m = n;
 	while (m > 0 && (inclusive ? f[m - 1].rsp <= rsp : f[m - 1].rsp < rsp))
 		m--;
-	if (m == n)
-		return;
 	t->overflow = 0; /* anything above the frames is gone as well */
 	/* The newest stopped at its last call (t->call_site, the call that
 	 * left it, e.g. to longjmp), or somewhere unknown if that id is not

@@ -54,10 +54,11 @@ enum {
  * once blpp_init has set up the main thread's block. */
 u64 blpp_fast_slots;
 
-/* A bump allocator over mmap chunks, lock-free. */
+/* A bump allocator over mmap chunks, lock-free. ready: how far the
+ * chunk's pages were made present ahead of use (populate). */
 struct chunk {
-	u64 used, cap;
-	u64 pad[6];
+	u64 used, cap, ready;
+	u64 pad[5];
 };
 struct arena {
 	struct chunk *cur;
@@ -247,6 +248,9 @@ struct proc {
 	 * of every record that has made no call yet (blpp_cct.c kids_of,
 	 * decision 99). 0 until the first record needs them. */
 	u64 kids0;
+	/* MADV_POPULATE_WRITE failed once (an older kernel): arena_take
+	 * leaves the small arena's pages to fault (decision 145). */
+	u64 no_populate;
 	/* The process's zero_record and zero_node (decision 104), on a
 	 * read-only page of their own that stays mapped: every module's
 	 * copy of the runtime must write and recognise the same ones. */
@@ -435,6 +439,26 @@ static void *small_alloc(u64 size)
 	return w ? arena_take(&w->small, (size + 7) & ~7ul) : 0;
 }
 
+/*
+ * populate makes the pages of chunk c present up to end, POPULATE bytes
+ * ahead, with one madvise(MADV_POPULATE_WRITE) where first writes would
+ * take a page fault each [decision 145]. Only the small objects' arena
+ * does this: nodes, node lists and records fill its pages as they come,
+ * while the main arena's dense arrays and tables are mostly never
+ * written. A kernel without MADV_POPULATE_WRITE (before 5.14), or the
+ * live file's mapping (continuous mode), faults as before.
+ */
+enum { POPULATE = 64 << 10 };
+static void populate(struct chunk *c, u64 end)
+{
+	u64 from = LOAD(&c->ready), to = (end + POPULATE - 1) & ~(u64)(POPULATE - 1);
+	if (to > c->cap)
+		to = c->cap;
+	if (to > from && CAS(&c->ready, from, to) &&
+	    failed(sc3(SYS_madvise, (long)((u8 *)c + from), (long)(to - from), MADV_POPULATE_WRITE)))
+		STORE(&rt.no_populate, 1);
+}
+
 /* arena_take returns size bytes (a multiple of the alignment wanted, which
  * every allocation from a has) of zeroed memory. */
 static void *arena_take(struct arena *a, u64 size)
@@ -443,8 +467,11 @@ static void *arena_take(struct arena *a, u64 size)
 		struct chunk *c = LOAD(&a->cur);
 		if (c) {
 			u64 off = ADD(&c->used, size);
-			if (off + size <= c->cap)
+			if (off + size <= c->cap) {
+				if (off + size > LOAD(&c->ready))
+					populate(c, off + size);
 				return (u8 *)c + off;
+			}
 		}
 		u64 want = size + CHUNK_HDR > CHUNK_SIZE ? page_up(size + CHUNK_HDR) : CHUNK_SIZE;
 		struct chunk *n = map_wiped(want);
@@ -452,6 +479,10 @@ static void *arena_take(struct arena *a, u64 size)
 			return 0;
 		n->cap = want;
 		n->used = CHUNK_HDR + size;
+		/* populate's bound: the whole chunk where it does not apply */
+		n->ready = want == CHUNK_SIZE && !rt.cont && !LOAD(&rt.no_populate) && rt.w && a == &rt.w->small ? 0 : want;
+		if (n->ready == 0)
+			populate(n, n->used);
 		if (want == CHUNK_SIZE)
 			CAS(&a->cur, c, n); /* losing the race only wastes the rest of n */
 		return (u8 *)n + CHUNK_HDR;

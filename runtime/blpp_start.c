@@ -129,7 +129,7 @@ static void setup(const char *profile)
 	if (!make_zeros(p))
 		die("cannot map the runtime's state");
 	p->magic = PROC_MAGIC;
-	procp = p;
+	set_proc(p);
 
 	rt.flags = c->flags;
 	rt.init_pid = getpid();
@@ -295,7 +295,7 @@ static int attach(const char *profile)
 	if (procp)
 		return self_mod != 0;
 	if ((p = find_proc())) {
-		procp = p;
+		set_proc(p);
 		mod_register();
 		return 1;
 	}

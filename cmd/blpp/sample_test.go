@@ -80,13 +80,34 @@ func node(t *testing.T, m *report.Model, chain ...string) *report.CNode {
 // points, with at least min samples behind it.
 func within(t *testing.T, what string, sampled, truth float64, samples, min uint64) {
 	t.Helper()
+	withinPoints(t, what, sampled, truth, samples, min, 0.05)
+}
+
+// withinPoints is within with a margin of its own (a share, 0.05 for
+// 5 points).
+func withinPoints(t *testing.T, what string, sampled, truth float64, samples, min uint64, margin float64) {
+	t.Helper()
 	t.Logf("%s: sampled %.1f%%, truth %.1f%% (%d samples)", what, 100*sampled, 100*truth, samples)
 	if samples < min {
 		t.Errorf("%s: %d samples, want at least %d", what, samples, min)
 	}
-	if math.Abs(sampled-truth) > 0.05 {
-		t.Errorf("%s: sampled share %.1f%%, truth %.1f%%: more than 5 points apart", what, 100*sampled, 100*truth)
+	if math.Abs(sampled-truth) > margin {
+		t.Errorf("%s: sampled share %.1f%%, truth %.1f%%: more than %.0f points apart", what, 100*sampled, 100*truth, 100*margin)
 	}
+}
+
+// threadCPU reads the spinner threads' CPU times (ns) that sample.c's
+// threads mode prints on stderr.
+func threadCPU(t *testing.T, stderr string) (a, b float64) {
+	t.Helper()
+	i := strings.Index(stderr, "thread cpu ns:")
+	if i < 0 {
+		t.Fatalf("no thread CPU times in the program's stderr:\n%s", stderr)
+	}
+	if _, err := fmt.Sscanf(stderr[i:], "thread cpu ns: a %g b %g", &a, &b); err != nil || a+b == 0 {
+		t.Fatalf("thread CPU times in the program's stderr (%v):\n%s", err, stderr)
+	}
+	return a, b
 }
 
 // TestSampledShares: a loop whose paths do 3:1 work and a function
@@ -272,12 +293,7 @@ func TestSampledPlaces(t *testing.T) {
 	// The samples split the threads' CPU time, which the program
 	// measured itself; spin_b does twice spin_a's work, but on a busy
 	// machine its CPU time is not exactly twice spin_a's.
-	var cpuA, cpuB float64
-	if i := strings.Index(stderr, "thread cpu ns:"); i < 0 {
-		t.Fatalf("no thread CPU times in the program's stderr:\n%s", stderr)
-	} else if _, err := fmt.Sscanf(stderr[i:], "thread cpu ns: a %g b %g", &cpuA, &cpuB); err != nil || cpuA+cpuB == 0 {
-		t.Fatalf("thread CPU times in the program's stderr (%v):\n%s", err, stderr)
-	}
+	cpuA, cpuB := threadCPU(t, stderr)
 	if a, b := node(t, m, "spin_a"), node(t, m, "spin_b"); a.Sampled == nil || b.Sampled == nil {
 		t.Errorf("spin_a or spin_b has no samples: %+v, %+v", a.Sampled, b.Sampled)
 	} else {
@@ -381,9 +397,11 @@ func TestSampledTimer(t *testing.T) {
 		t.Fatal(err)
 	}
 	prof := filepath.Join(dir, "timer.prof")
-	if _, stderr, code := runBinary(t, inst, []string{"threads", "800"}, "BLPP_PROFILE="+prof); code != 0 {
+	_, stderr, code := runBinary(t, inst, []string{"threads", "800"}, "BLPP_PROFILE="+prof)
+	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
+	cpuA, cpuB := threadCPU(t, string(stderr))
 	p, err := cct.ReadFile(prof)
 	if err != nil {
 		t.Fatal(err)
@@ -404,7 +422,11 @@ func TestSampledTimer(t *testing.T) {
 		}
 	}
 	t.Logf("samples by function: %v (taken %d)", by, p.Sampling.Taken)
-	if a, b := by["spin_a"], by["spin_b"]; a < 50 || b*10 < a*13 || b*10 > a*30 {
-		t.Errorf("spin_a %d, spin_b %d samples: want spin_b about twice spin_a, 50 or more each", a, b)
+	if a, b := by["spin_a"], by["spin_b"]; a < 50 || b < 50 {
+		t.Errorf("spin_a %d, spin_b %d samples: want 50 or more each", a, b)
+	} else {
+		// The timer fires at the scheduler's tick: coarser than perf's
+		// clock, hence the wider margin.
+		withinPoints(t, "spin_b's share of the spinners (timer)", float64(b)/float64(a+b), cpuB/(cpuA+cpuB), a+b, 100, 0.08)
 	}
 }

@@ -124,7 +124,7 @@ static int calls_out(u64 fid)
  * caller, a stub of function fid whose entry is fn (ifunc), most often
  * fid's own newest frame, passes fn to spare a look-up; running knows
  * no function. */
-static struct blpp_record *running_for(struct blpp_thread *t, u64 fid, const struct blpp_func *fn)
+static inline __attribute__((always_inline)) struct blpp_record *running_for(struct blpp_thread *t, u64 fid, const struct blpp_func *fn)
 {
 	u64 d = depth(t);
 	if (d && !t->overflow) {

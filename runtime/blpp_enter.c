@@ -74,7 +74,7 @@ static inline __attribute__((always_inline)) u64 path_stub_begin(struct blpp_thr
  * keeps the path register (Func.path_reg) of the function whose entry is
  * fn (ifunc), or 0 when it has none, is not instrumented or its register
  * is not one of those there. */
-static u64 *saved_reg(u64 *regs, const struct blpp_func *fn)
+static inline __attribute__((always_inline)) u64 *saved_reg(u64 *regs, const struct blpp_func *fn)
 {
 	/* save-area word of each register number: r11 1, r10 2, r9 3, r8 4,
 	 * rdi 5, rsi 6 (the only ones the rewriter picks) */

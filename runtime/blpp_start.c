@@ -210,6 +210,23 @@ static void refuse(const char *why)
 }
 
 /*
+ * exiting says whether the process is in exit() past the point where no
+ * object it has loaded can be unmapped: the executable's exit hook has
+ * run. glibc's _dl_fini raises the open count of every object
+ * initialised by then, so that dlclose cannot unload it, and runs the
+ * finalisers in the reverse order of the initialisers: the executable's
+ * (initialised last) first, the libraries' after [glibc elf/dl-fini.c].
+ * An object loaded after that (a destructor's dlopen) can still be
+ * unloaded: its struct mod says late. Without an instrumented
+ * executable the answer is always no.
+ */
+static int exiting(void)
+{
+	struct mod *exe = LOAD(&rt.mods[0]);
+	return exe && !(((const volatile struct blpp_config *)exe->cfg)->flags & BLPP_CONFIG_FLAG_LIBRARY) && !LOAD(&exe->live);
+}
+
+/*
  * mod_register adds this copy's module to the process's runtime, which
  * exists (setup or find_proc made procp). The modules of one process must
  * have been instrumented alike by one blpp: the same runtime, the same
@@ -265,6 +282,7 @@ static void mod_register(void)
 		m->build_id_len = c->build_id_len;
 	}
 	m->kept = 0;
+	m->late = exiting();
 	m->live = 1;
 	BARRIER();
 	STORE(&rt.mods[tag], m);
@@ -565,14 +583,20 @@ static int maps_path(u64 addr, char *out, u64 cap)
  * functions still need them when the profile is written. An executable
  * stays mapped until the process ends, so its tables stay where they
  * are: python3's are 1.8 MB, copied at every exit, the reading faulting
- * in the file's pages of them (decision 142).
+ * in the file's pages of them (decision 142). So does a library whose
+ * DT_FINI runs in the process's exit (exiting), unless it was loaded
+ * after the exit began: clang's libraries' tables are 120 MB, which
+ * the copies made resident at every exit (decision 145).
  */
 static void mod_keep(struct mod *m)
 {
 	u64 nf = m->nfuncs + m->ndark, fsz = nf * sizeof(struct blpp_func), ssz = m->nsites * sizeof(struct blpp_site);
 	u8 *mem;
+	int lib = (((const volatile struct blpp_config *)m->cfg)->flags & BLPP_CONFIG_FLAG_LIBRARY) != 0;
+	if (lib && exiting() && !LOAD(&m->late))
+		return; /* mapped until the end: write_modules finds its file */
 	maps_path(m->cfg, m->path, sizeof(m->path));
-	if (!(((const volatile struct blpp_config *)m->cfg)->flags & BLPP_CONFIG_FLAG_LIBRARY))
+	if (!lib)
 		return;
 	if (!(mem = map_anon(page_up(fsz + ssz + m->build_id_len + 1), 0))) {
 		say("cannot keep an unloaded module's tables: ", m->path, "", 0);
@@ -588,6 +612,7 @@ static void mod_keep(struct mod *m)
 	m->build_id = mem + fsz + ssz;
 	BARRIER();
 	m->kept = 1;
+	ADD(&rt.tables_kept, 1);
 }
 
 /* another_live is a registered module other than this copy's whose

@@ -157,6 +157,7 @@ struct mod {
 	u64 build_id_len;
 	u64 live;       /* registered and its DT_FINI has not run */
 	u64 kept;       /* mod_keep copied its tables: they no longer point into the object */
+	u64 late;       /* registered after the executable's exit hook ran (exiting) */
 	char path[512]; /* the object's file, found at its DT_FINI (mod_keep); "" until then */
 };
 
@@ -251,6 +252,9 @@ struct proc {
 	/* MADV_POPULATE_WRITE failed once (an older kernel): arena_take
 	 * leaves the small arena's pages to fault (decision 145). */
 	u64 no_populate;
+	/* Modules whose tables mod_keep copied, finalised while the
+	 * process could still unload them (STATS tables_kept). */
+	u64 tables_kept;
 	/* The process's zero_record and zero_node (decision 104), on a
 	 * read-only page of their own that stays mapped: every module's
 	 * copy of the runtime must write and recognise the same ones. */

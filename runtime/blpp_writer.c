@@ -420,7 +420,7 @@ static void write_stats(struct obuf *b, u64 nrec, u64 held)
 			lat_bytes += next < t->lat_limit ? next - base : t->lat_limit - 1 + BLPP_LATENCY_ENTRY_SIZE - base;
 		lat_dropped += LOADR(&t->lat_dropped);
 	}
-	ob_uv(b, 25 + 2 * (u64)tsc + 2 * (u64)rt.latency);
+	ob_uv(b, 26 + 2 * (u64)tsc + 2 * (u64)rt.latency);
 	write_stat(b, BLPP_STAT_ARENA_BYTES, LOADR(&rt.arena_bytes));
 	write_stat(b, "bad_funcs", LOADR(&s[ST_BAD_FUNCS]));
 	write_stat(b, "bad_paths", LOADR(&s[ST_BAD_PATHS]));
@@ -447,6 +447,7 @@ static void write_stats(struct obuf *b, u64 nrec, u64 held)
 	write_stat(b, "stub_dark", LOADR(&s[ST_STUB_DARK]));
 	write_stat(b, "stub_entries", LOADR(&s[ST_STUB_ENTRIES]));
 	write_stat(b, "stub_exits", LOADR(&s[ST_STUB_EXITS]));
+	write_stat(b, "tables_kept", LOADR(&rt.tables_kept)); /* modules unloadable when finalised (decision 145) */
 	write_stat(b, BLPP_STAT_THREADS, LOADR(&rt.nthreads));
 	if (tsc) {
 		/* The counter's ticks and the nanoseconds over the same span:

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/blpp/blpp/cct"
 	"github.com/blpp/blpp/internal/testsupport/callgrind"
 	"github.com/blpp/blpp/internal/testsupport/fixture"
 	"github.com/blpp/blpp/report"
@@ -186,6 +187,14 @@ func TestRunModulesBehaviour(t *testing.T) {
 				if md.Name == "libmodb.so" && !md.Unloaded {
 					t.Errorf("libmodb.so is not flagged unloaded (the fixture dlclose's it)")
 				}
+			}
+			// The runtime copies a library's tables when it is finalised
+			// by dlclose (twice here), not when the process's exit
+			// finalises the others, which stay mapped (decision 145).
+			if p, err := cct.ReadFile(prof); err != nil {
+				t.Error(err)
+			} else if k := p.Stats["tables_kept"]; k != 2 {
+				t.Errorf("tables of %d modules copied at their finalisers, want 2 (the dlclose's of libmodb.so)", k)
 			}
 			checkContexts(t, d)
 		})

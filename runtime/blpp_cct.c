@@ -717,32 +717,6 @@ static u64 *lat_entry(struct blpp_thread *t, u64 *slot)
 }
 
 /*
- * cold_count is count_f's most common case at a stub, done with fewer
- * look-ups: a path end in context mode without metrics in a record
- * with no dense array (a cold record, decision 99, or a hashed
- * function's), whose newest table has the path or room for it, and
- * with no new table, twin or promotion due. It returns 0 when count_f
- * must do the work; it may have put the path's key in the table then,
- * which count_f finds.
- */
-static inline __attribute__((always_inline)) int cold_count(struct blpp_record *r, u64 fid, const struct blpp_func *f, u64 path)
-{
-	struct htab *h;
-	u64 *v, ends;
-	int far = 0;
-	if (!r || r->func != fid || r->dense_n || LOAD(&r->twin) || !(h = (struct htab *)LOAD(&r->hash)) || path >= f->num_paths)
-		return 0;
-	ends = promote_ends(f);
-	if ((!f->hashed && r->cold + 1 >= ends) || (h->cap < HTAB_INIT && r->cold >= ends))
-		return 0; /* promotion, or a bigger table (hash_slot), is due */
-	if (!(v = htab_slot(h, path + 1, 1, &far)) || (far && LOADR(&v[0]) >= FAR_HITS && h->cap < FAR_CAP))
-		return 0;
-	r->cold++;
-	ADD(&v[0], 1);
-	return 1;
-}
-
-/*
  * count_f adds one run of path `path` of record r (function fid, whose
  * entry is f: ifunc(fid), 0 when it is not instrumented) with the
  * metric deltas d [Ball-Larus 96 §3.3; DESIGN 8]. An activation without
@@ -760,8 +734,6 @@ static void count_f(struct blpp_thread *t, struct blpp_record *r, u64 fid, const
 		ADD(&w->stats[ST_BAD_FUNCS], 1);
 		return;
 	}
-	if (!rt.nmetrics && !rt.latency && !rt.flow_only && cold_count(r, fid, f, path))
-		return;
 	if (!r || r->func != fid || (!r->dense_n && !r->hash)) {
 		ADD(&w->stats[ST_NO_RECORD], 1);
 		if (!(r = root(t, fid)))
@@ -772,15 +744,21 @@ static void count_f(struct blpp_thread *t, struct blpp_record *r, u64 fid, const
 		return;
 	}
 	r = hot(r);
-	if (path < r->dense_n)
+	if (path < r->dense_n) {
 		v = (u64 *)r->counts + 1 + path * rt.stride;
-	else if (!(v = hash_slot(w, r, path))) {
-		ADD(&w->stats[ST_DROPPED_COUNTS], 1);
-		return;
-	} else if (!rt.flow_only && ++r->cold >= promote_ends(f) && !f->hashed && !nested(t)) {
-		/* A cold record gets hot: its twin counts from the next path
-		 * end on (a hashed one's next table is larger: grown). */
-		promote(t, r);
+	} else {
+		/* r's function is f: its promote_ends, once (decision 145) */
+		u64 ends = promote_ends(f);
+		if (!(v = hash_slot(w, r, ends, path))) {
+			ADD(&w->stats[ST_DROPPED_COUNTS], 1);
+			return;
+		}
+		if (!rt.flow_only && ++r->cold >= ends && !f->hashed && !nested(t)) {
+			/* A cold record gets hot: its twin counts from the next
+			 * path end on (a hashed one's next table is larger:
+			 * grown). */
+			promote(t, r);
+		}
 	}
 	ADD(&v[0], 1);
 	for (u64 m = 0; m < rt.nmetrics; m++)

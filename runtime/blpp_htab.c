@@ -153,22 +153,23 @@ static u64 promote_ends(const struct blpp_func *f)
 }
 
 /* hot_record says whether r's paths should go to a table the inline code
- * counts in: a cold record's path ends the runtime counted reached
- * promote_ends (decision 99). */
-static int hot_record(const struct blpp_record *r) { return LOADR(&r->cold) >= promote_ends(func_of(r->func)); }
+ * counts in: a cold record's path ends the runtime counted reached ends,
+ * its function's promote_ends (decision 99). */
+static int hot_record(const struct blpp_record *r, u64 ends) { return LOADR(&r->cold) >= ends; }
 
 /* grown is the capacity of the table that goes in front of h when it
  * is full (or, a small one, when r is hot): four times h's, and at least
  * HTAB_INIT once r is hot. */
-static u64 grown(const struct blpp_record *r, const struct htab *h)
+static u64 grown(const struct blpp_record *r, const struct htab *h, u64 ends)
 {
 	u64 cap = h->cap * 4;
-	return hot_record(r) && cap < HTAB_INIT ? HTAB_INIT : cap;
+	return hot_record(r, ends) && cap < HTAB_INIT ? HTAB_INIT : cap;
 }
 
 /* hash_slot returns where record r counts path path, 0 when no table
- * can take it (the arena is full and no older table has it). */
-static u64 *hash_slot(struct wiped *w, struct blpp_record *r, u64 path)
+ * can take it (the arena is full and no older table has it); ends is
+ * promote_ends of r's function, which the caller has at hand. */
+static u64 *hash_slot(struct wiped *w, struct blpp_record *r, u64 ends, u64 path)
 {
 	u64 key = path + 1;
 	for (;;) {
@@ -178,10 +179,10 @@ static u64 *hash_slot(struct wiped *w, struct blpp_record *r, u64 path)
 		 * code's two probes find them. So does a path the runtime
 		 * keeps counting because it lies beyond them (FAR_HITS). */
 		int far = 0;
-		u64 *v = h->cap < HTAB_INIT && hot_record(r) ? 0 : htab_slot(h, key, 1, &far);
+		u64 *v = h->cap < HTAB_INIT && hot_record(r, ends) ? 0 : htab_slot(h, key, 1, &far);
 		if (v && !(far && LOADR(&v[0]) >= FAR_HITS && h->cap < FAR_CAP && !rt.nmetrics))
 			return v;
-		if (!(n = htab_new(w, grown(r, h)))) {
+		if (!(n = htab_new(w, grown(r, h, ends)))) {
 			for (; h; h = (struct htab *)LOAD(&h->next))
 				if ((v = htab_slot(h, key, 0, &far)))
 					return v;

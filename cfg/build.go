@@ -8,8 +8,6 @@ import (
 	"sync"
 
 	"github.com/blpp/blpp/cfg/x86"
-
-	"golang.org/x/arch/x86/x86asm"
 )
 
 // env is what building one procedure's graph needs to know about the rest
@@ -37,11 +35,11 @@ type builder struct {
 
 	ranges []Range
 	cover  [][]int32 // per range, per byte: 1+index of the instruction covering it
-	// insts are the decoded instructions. Their Raw is filled only by
-	// fillRaw, for the passes that match x86asm's operands (slices of
-	// indirect jumps, system call numbers); the others read Info, which
-	// x86.DecodeInfo gives without running x86asm.
-	insts []x86.Inst
+	// insts are the decoded instructions, as x86.DecodeInfo gives them
+	// (without running x86asm for an instruction decoded before): the
+	// passes that match operands (slices of indirect jumps, system call
+	// numbers) read Info.Op and Info.Args.
+	insts []x86.Info
 	// dec decodes them (x86.Decoder).
 	dec *x86.Decoder
 	// order is insts in address order, once makeBlocks sorted them;
@@ -100,7 +98,7 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		leaders: map[uint64]bool{f.Addr: true}, fallOut: map[uint64]uint64{},
 		callNoRet: map[uint64]bool{}, tables: map[uint64]*JumpTable{},
 		indTail: map[uint64]bool{}, tailCalls: map[uint64]uint64{}, unlocked: map[uint64]int32{}}
-	if buf, ok := instsPool.Get().(*[]x86.Inst); ok {
+	if buf, ok := instsPool.Get().(*[]x86.Info); ok {
 		bd.insts = (*buf)[:0]
 	}
 	bd.dec = x86.NewDecoder()
@@ -177,12 +175,6 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	bd.recheckTables()
 	bd.makeBlocks()
 	if g.Reason == ReasonOK {
-		for i := range bd.insts {
-			if bd.insts[i].Kind == x86.Syscall {
-				bd.fillRaw()
-				break
-			}
-		}
 		g.findSyscallLeaves(bd.insts, bd.instAt)
 	}
 	if g.Reason == ReasonOK && f.HasName(IsCopiedName) {
@@ -206,23 +198,19 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	return g
 }
 
-// fillRaw fills in Raw of the instructions decoded without it. Raw.Len
-// is never 0 in a decoding.
-func (bd *builder) fillRaw() {
-	for i := range bd.insts {
-		in := &bd.insts[i]
-		if in.Raw.Len != 0 {
-			continue
-		}
-		full, err := x86.Decode(bd.b.Code(in.Addr)[:in.Len], in.Addr)
-		if err != nil || full.Info != in.Info {
-			// DecodeInfo and Decode disagree (FuzzDecode and
-			// TestMemoAgrees look for this): nothing is trusted.
-			bd.g.fail(ReasonBadDecode, in.Addr, "decoding is not reproducible")
-			full.Raw = x86asm.Inst{Mode: 64, Len: in.Len}
-		}
-		in.Raw = full.Raw
+// memBytes returns the size of insts[i]'s memory operand, which only
+// x86asm's full decoding gives (Raw.MemBytes): the few instructions the
+// slices look at for it are decoded again, the others never.
+func (bd *builder) memBytes(i int) int {
+	in := &bd.insts[i]
+	full, err := x86.Decode(bd.b.Code(in.Addr)[:in.Len], in.Addr)
+	if err != nil || full.Info != *in {
+		// DecodeInfo and Decode disagree (FuzzDecode and TestMemoAgrees
+		// look for this): nothing is trusted.
+		bd.g.fail(ReasonBadDecode, in.Addr, "decoding is not reproducible")
+		return 0
 	}
+	return full.Raw.MemBytes
 }
 
 // rangeOf returns the index of the range holding addr, or -1.
@@ -260,25 +248,25 @@ func (bd *builder) instAt(addr uint64) int {
 // operands the same way, and transfer no control, so each is a block of
 // its own that falls through to that address, and relocating each on
 // its own keeps its meaning.
-func (bd *builder) unlockedOf(o *x86.Inst, a uint64) (x86.Inst, bool) {
+func (bd *builder) unlockedOf(o *x86.Info, a uint64) (x86.Info, bool) {
 	if a != o.Addr+1 || !o.Lock || o.Kind != x86.Other {
-		return x86.Inst{}, false
+		return x86.Info{}, false
 	}
 	code := bd.b.Code(o.Addr)
 	if len(code) < o.Len || code[0] != 0xf0 {
-		return x86.Inst{}, false
+		return x86.Info{}, false
 	}
 	in, err := x86.Decode(code[1:o.Len], a)
 	if err != nil || in.Len != o.Len-1 || in.Op != o.Op || in.Kind != x86.Other || in.Lock {
-		return x86.Inst{}, false
+		return x86.Info{}, false
 	}
-	return in, true
+	return in.Info, true
 }
 
 // addUnlocked records in, the instruction past a skipped lock prefix: it
 // starts a block, and so does the instruction after it (shared with the
 // prefixed instruction, whose block must not run on into this one's).
-func (bd *builder) addUnlocked(in x86.Inst) {
+func (bd *builder) addUnlocked(in x86.Info) {
 	bd.insts = append(bd.insts, in)
 	bd.addUnlockedAt(int32(len(bd.insts)))
 }
@@ -365,8 +353,8 @@ func (bd *builder) decodeAll() {
 			if rem := r.End() - a; uint64(len(code)) > rem {
 				code = code[:rem]
 			}
-			var inst x86.Inst
-			if err := bd.dec.DecodeInfoTo(&inst.Info, code, a); err != nil {
+			var inst x86.Info
+			if err := bd.dec.DecodeInfoTo(&inst, code, a); err != nil {
 				g.fail(ReasonBadDecode, a, "%v", err)
 				break
 			}
@@ -573,7 +561,7 @@ func (bd *builder) makeBlocks() {
 	// record their paths separately from there (decision 101), so the
 	// instructions after it must not share a block, and a count, with
 	// those before it (decision 133).
-	ends := func(in *x86.Inst) bool {
+	ends := func(in *x86.Info) bool {
 		switch in.Kind {
 		case x86.Other:
 			return bd.fallOut[in.Addr] != 0
@@ -606,8 +594,8 @@ func (bd *builder) makeBlocks() {
 		cur.Insts++
 		cur.FlagsUse |= in.Reads &^ cur.FlagsDef
 		cur.FlagsDef |= in.Writes
-		ru, rd := instRegs(&in.Info)
-		nr := namedRegs(&in.Info)
+		ru, rd := instRegs(in)
+		nr := namedRegs(in)
 		cur.Named |= nr
 		g.Named |= nr
 		cur.RegsUse |= ru &^ cur.RegsDef

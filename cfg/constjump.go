@@ -13,7 +13,7 @@ import "golang.org/x/arch/x86/x86asm"
 // which is what the original has in it at the target too.
 func (bd *builder) constJump(s *slicer, i int) bool {
 	in := &bd.insts[i]
-	r, ok := in.Raw.Args[0].(x86asm.Reg)
+	r, ok := in.Args[0].AsReg()
 	if !ok || r < x86asm.RAX || r > x86asm.R15 {
 		return false
 	}

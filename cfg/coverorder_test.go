@@ -29,13 +29,13 @@ func TestCoverOrder(t *testing.T) {
 					off++
 					continue
 				}
-				bd.insts = append(bd.insts, x86.Inst{Info: x86.Info{Addr: r.Addr + off, Len: int(n)}})
+				bd.insts = append(bd.insts, x86.Info{Addr: r.Addr + off, Len: int(n)})
 				for k := off; k < off+n; k++ {
 					cov[k] = int32(len(bd.insts))
 				}
 				if n > 1 && len(bd.unlocked) == 0 && rng.Intn(4) == 0 {
 					// Its twin without the lock prefix, one byte in.
-					bd.insts = append(bd.insts, x86.Inst{Info: x86.Info{Addr: r.Addr + off + 1, Len: int(n - 1)}})
+					bd.insts = append(bd.insts, x86.Info{Addr: r.Addr + off + 1, Len: int(n - 1)})
 					bd.unlocked[r.Addr+off+1] = int32(len(bd.insts) - 1)
 				}
 				off += n
@@ -55,7 +55,7 @@ func TestCoverOrder(t *testing.T) {
 			}
 		}
 		// An instruction the cover does not hold: not vouched for.
-		bd.insts = append(bd.insts, x86.Inst{Info: x86.Info{Addr: 0x5000, Len: 1}})
+		bd.insts = append(bd.insts, x86.Info{Addr: 0x5000, Len: 1})
 		if got := bd.coverOrder(nil); len(got) == len(bd.insts) {
 			t.Fatalf("trial %d: an instruction outside the cover was listed", trial)
 		}

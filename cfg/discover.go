@@ -295,11 +295,11 @@ func (bd *builder) flowScan() *funcScan {
 		in := &bd.insts[x.i]
 		code := bd.b.Code(in.Addr)
 		si := scanInst{addr: in.Addr, n: uint8(in.Len)}
-		s.operands(bd.b, &in.Info, own)
+		s.operands(bd.b, in, own)
 		if k > 0 && bd.insts[bd.order[k-1].i].Addr+uint64(bd.insts[bd.order[k-1].i].Len) != in.Addr {
 			uses.reset()
 		}
-		uses.step(bd.b, s, &in.Info, own)
+		uses.step(bd.b, s, in, own)
 		on := false // the scan goes on to the next instruction, not after a call
 		switch in.Kind {
 		case x86.Call:

@@ -39,20 +39,20 @@ import (
 func (bd *builder) resolveIndirect(s *slicer, i int) {
 	in := &bd.insts[i]
 	var v sym
-	switch op := in.Raw.Args[0].(type) {
-	case x86asm.Mem:
-		addr := s.memAddr(i, op, 0)
+	switch op := &in.Args[0]; op.Kind {
+	case x86.ArgMem:
+		addr := s.memAddr(i, op.Mem(), 0)
 		if addr.kind != symLinear {
 			break
 		}
 		v = sym{kind: symLoad, addr: &addr, size: 8, at: i}
-	case x86asm.Reg:
-		v = s.evalReg(i, regFamily(op), 0)
+	case x86.ArgReg:
+		v = s.evalReg(i, regFamily(op.Reg), 0)
 		if _, ok := tableShape(v); !ok {
 			// Replicated dispatch may share one jump between handlers
 			// that each load the entry: a table when every one of them
 			// reads the same table.
-			if vs := s.evalPreds(i, regFamily(op)); len(vs) > 0 {
+			if vs := s.evalPreds(i, regFamily(op.Reg)); len(vs) > 0 {
 				if sh, ok := tableShape(vs[0]); ok {
 					same := true
 					for _, w := range vs[1:] {
@@ -294,7 +294,7 @@ func (s *slicer) bound(i, idx int) int {
 		}
 		in := &s.bd.insts[p]
 		if in.Kind == x86.Jcc {
-			op := in.Raw.Op
+			op := in.Op
 			var outside bool // the table is reached when the condition is false
 			switch op {
 			case x86asm.JA, x86asm.JAE:
@@ -330,9 +330,10 @@ func (s *slicer) bound(i, idx int) int {
 // from, with no store
 // to memory in between.
 func (s *slicer) guards(g, idef, ifam, bits int) bool {
-	gi := &s.bd.insts[g].Raw
-	switch a := gi.Args[0].(type) {
-	case x86asm.Reg:
+	gi := &s.bd.insts[g]
+	switch ga := &gi.Args[0]; ga.Kind {
+	case x86.ArgReg:
+		a := ga.Reg
 		gfam := regFamily(a)
 		if gfam < 0 {
 			return false
@@ -347,16 +348,17 @@ func (s *slicer) guards(g, idef, ifam, bits int) bool {
 			return false
 		}
 		return bits <= min(gkept, regBits(a))
-	case x86asm.Mem:
+	case x86.ArgMem:
+		a := ga.Mem()
 		if idef >= len(s.bd.insts) {
 			return false
 		}
 		if gi.Op != x86asm.CMP || a.Segment != 0 || a.Base == x86asm.RIP {
 			return false
 		}
-		ld := &s.bd.insts[idef].Raw
-		src, ok := ld.Args[1].(x86asm.Mem)
-		if ld.Op != x86asm.MOV || !ok || src != a || bits > 8*gi.MemBytes {
+		ld := &s.bd.insts[idef]
+		src, ok := ld.Args[1].AsMem()
+		if ld.Op != x86asm.MOV || !ok || src != a || bits > 8*s.bd.memBytes(g) {
 			return false
 		}
 		// Walk from the load back to the compare: no join, no store.
@@ -373,10 +375,10 @@ func (s *slicer) guards(g, idef, ifam, bits int) bool {
 				return true
 			}
 			in := &s.bd.insts[p]
-			if _, ok := in.Raw.Args[0].(x86asm.Mem); ok || in.Kind != x86.Other && in.Kind != x86.Jcc {
+			if _, ok := in.Args[0].AsMem(); ok || in.Kind != x86.Other && in.Kind != x86.Jcc {
 				return false // a store, perhaps to the slot
 			}
-			if a.Base != 0 && writesReg(&in.Raw, regFamily(a.Base)) || a.Index != 0 && writesReg(&in.Raw, regFamily(a.Index)) {
+			if a.Base != 0 && writesReg(in, regFamily(a.Base)) || a.Index != 0 && writesReg(in, regFamily(a.Index)) {
 				return false
 			}
 			cur = p
@@ -399,9 +401,9 @@ func (s *slicer) guardImm(j int) (uint64, int, bool) {
 			return 0, 0, false
 		}
 		in := &s.bd.insts[p]
-		switch in.Raw.Op {
+		switch in.Op {
 		case x86asm.CMP, x86asm.SUB:
-			if imm, ok := in.Raw.Args[1].(x86asm.Imm); ok && imm >= 0 && imm < 1<<16 {
+			if imm, ok := in.Args[1].AsImm(); ok && imm >= 0 && imm < 1<<16 {
 				return uint64(imm), p, true
 			}
 			return 0, 0, false
@@ -423,8 +425,8 @@ func (s *slicer) indexRange(idx int) int {
 	if def < 0 {
 		return 0
 	}
-	if raw := &s.bd.insts[def%len(s.bd.insts)].Raw; def < len(s.bd.insts) && raw.Op == x86asm.AND {
-		if imm, ok := raw.Args[1].(x86asm.Imm); ok && imm >= 0 && imm < 1<<16 {
+	if raw := &s.bd.insts[def%len(s.bd.insts)]; def < len(s.bd.insts) && raw.Op == x86asm.AND {
+		if imm, ok := raw.Args[1].AsImm(); ok && imm >= 0 && imm < 1<<16 {
 			return int(imm) + 1
 		}
 	}
@@ -465,9 +467,9 @@ func (bd *builder) extent(s *slicer, table uint64, entSize int, relative bool, b
 			if in.RIPRel {
 				s.refs[in.RIPTarget] = true
 			}
-			for _, a := range in.Raw.Args {
-				if m, ok := a.(x86asm.Mem); ok && m.Base == 0 && m.Index == 0 && m.Disp > 0 {
-					s.refs[uint64(m.Disp)] = true
+			for j := range in.Args {
+				if a := &in.Args[j]; a.Kind == x86.ArgMem && a.Base == 0 && a.Index == 0 && a.Val > 0 {
+					s.refs[uint64(a.Val)] = true
 				}
 			}
 		}

@@ -122,8 +122,8 @@ func (s *regConsts) meet(o *regConsts) bool {
 // register to a 32- or 64-bit register, and the xor zeroing idiom);
 // every other instruction forgets each register it may write, which for
 // anything not modelled by instRegs is all of them.
-func (s *regConsts) step(in *x86.Inst) {
-	raw := &in.Raw
+func (s *regConsts) step(in *x86.Info) {
+	raw := in
 	switch in.Kind {
 	case x86.Syscall:
 		// The result, and what syscall (rcx, r11) and int $0x80
@@ -143,22 +143,22 @@ func (s *regConsts) step(in *x86.Inst) {
 		s.known = 0 // calls and anything else may write any register
 		return
 	}
-	if dst, ok := raw.Args[0].(x86asm.Reg); ok {
+	if dst, ok := raw.Args[0].AsReg(); ok {
 		d := regFamily(dst)
 		wide := dst >= x86asm.EAX && dst <= x86asm.R15
 		if d >= 0 && wide {
 			switch {
-			case raw.Op == x86asm.MOV && raw.Args[1] != nil:
-				switch src := raw.Args[1].(type) {
-				case x86asm.Imm:
-					v := int64(src)
+			case raw.Op == x86asm.MOV && raw.Args[1].Kind != x86.ArgNone:
+				switch src := &raw.Args[1]; src.Kind {
+				case x86.ArgImm:
+					v := src.Val
 					if dst <= x86asm.R15L { // a 32-bit write zeroes the upper half
 						v = int64(uint32(v))
 					}
 					s.set(d, v)
 					return
-				case x86asm.Reg:
-					if sf := regFamily(src); sf >= 0 && (src >= x86asm.EAX && src <= x86asm.R15) {
+				case x86.ArgReg:
+					if sf := regFamily(src.Reg); sf >= 0 && (src.Reg >= x86asm.EAX && src.Reg <= x86asm.R15) {
 						v, ok := s.get(sf)
 						if ok && dst <= x86asm.R15L {
 							v = int64(uint32(v))
@@ -177,7 +177,7 @@ func (s *regConsts) step(in *x86.Inst) {
 			}
 		}
 	}
-	use, def := instRegs(&in.Info)
+	use, def := instRegs(in)
 	if use == AllRegs && def == 0 && raw.Op != x86asm.NOP {
 		s.known = 0 // not modelled: it may write anything
 		return
@@ -195,7 +195,7 @@ func (s *regConsts) step(in *x86.Inst) {
 // make a process or thread, by a
 // forward constant propagation over its blocks. insts are the decoded
 // instructions, in any order, and instAt finds one by address.
-func (g *Graph) findSyscallLeaves(insts []x86.Inst, instAt func(uint64) int) {
+func (g *Graph) findSyscallLeaves(insts []x86.Info, instAt func(uint64) int) {
 	any := false
 	for i := range insts {
 		if insts[i].Kind == x86.Syscall {
@@ -213,7 +213,7 @@ func (g *Graph) findSyscallLeaves(insts []x86.Inst, instAt func(uint64) int) {
 	work := []BlockID{0}
 	queued := make([]bool, n)
 	queued[0] = true
-	walk := func(b BlockID, visit func(in *x86.Inst, s *regConsts)) regConsts {
+	walk := func(b BlockID, visit func(in *x86.Info, s *regConsts)) regConsts {
 		s := in[b]
 		blk := &g.Blocks[b]
 		for a := blk.Addr; a < blk.End; {
@@ -260,8 +260,8 @@ func (g *Graph) findSyscallLeaves(insts []x86.Inst, instAt func(uint64) int) {
 	// Landing pads and other blocks reached only from outside know
 	// nothing; blocks never seen keep in[] zero, which is the same.
 	for b := range g.Blocks {
-		walk(BlockID(b), func(inst *x86.Inst, s *regConsts) {
-			if inst.Kind != x86.Syscall || inst.Raw.Op != x86asm.SYSCALL {
+		walk(BlockID(b), func(inst *x86.Info, s *regConsts) {
+			if inst.Kind != x86.Syscall || inst.Op != x86asm.SYSCALL {
 				return
 			}
 			nr, ok := s.get(0)

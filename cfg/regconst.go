@@ -146,7 +146,7 @@ func (s *slicer) constRegs() []regState {
 }
 
 // transfer applies instruction in to the register state.
-func transfer(in *x86.Inst, st *regState) {
+func transfer(in *x86.Info, st *regState) {
 	if in.Kind == x86.Call || in.Kind == x86.CallIndirect {
 		for f, c := range callerSaved {
 			if c {
@@ -155,38 +155,38 @@ func transfer(in *x86.Inst, st *regState) {
 		}
 		return
 	}
-	raw := &in.Raw
+	raw := in
 	implicit := implicitWrites(in)
 	for f := range st.c {
 		if !writesReg(raw, f) && !implicit.Has(f) {
 			continue
 		}
 		v := regVal{}
-		if dst, ok := raw.Args[0].(x86asm.Reg); ok && dst >= x86asm.EAX && dst <= x86asm.R15L && raw.Op == x86asm.MOV {
+		if dst, ok := raw.Args[0].AsReg(); ok && dst >= x86asm.EAX && dst <= x86asm.R15L && raw.Op == x86asm.MOV {
 			// A 32-bit write zeroes the upper half [Intel SDM Vol.1
 			// 3.4.1.1]: mov $0,%eax is crt's weak-symbol address in a
 			// non-PIE (register_tm_clones' guarded jmp *%rax).
-			switch src := raw.Args[1].(type) {
-			case x86asm.Imm:
-				v = regVal{known: true, c: uint64(uint32(src))}
-			case x86asm.Reg:
-				if sf := regFamily(src); sf >= 0 && st.get(sf).known {
+			switch src := &raw.Args[1]; src.Kind {
+			case x86.ArgImm:
+				v = regVal{known: true, c: uint64(uint32(src.Val))}
+			case x86.ArgReg:
+				if sf := regFamily(src.Reg); sf >= 0 && st.get(sf).known {
 					v = regVal{known: true, c: uint64(uint32(st.c[sf]))}
 				}
 			}
 		}
-		if dst, ok := raw.Args[0].(x86asm.Reg); ok && dst >= x86asm.RAX && dst <= x86asm.R15 {
+		if dst, ok := raw.Args[0].AsReg(); ok && dst >= x86asm.RAX && dst <= x86asm.R15 {
 			switch raw.Op {
 			case x86asm.LEA:
-				if m, ok := raw.Args[1].(x86asm.Mem); ok && m.Base == x86asm.RIP && m.Index == 0 && m.Segment == 0 {
+				if m, ok := raw.Args[1].AsMem(); ok && m.Base == x86asm.RIP && m.Index == 0 && m.Segment == 0 {
 					v = regVal{known: true, c: in.Addr + uint64(in.Len) + uint64(dispOf(m))}
 				}
 			case x86asm.MOV:
-				switch src := raw.Args[1].(type) {
-				case x86asm.Imm:
-					v = regVal{known: true, c: uint64(int64(src))}
-				case x86asm.Reg:
-					if sf := regFamily(src); sf >= 0 && src >= x86asm.RAX && src <= x86asm.R15 {
+				switch src := &raw.Args[1]; src.Kind {
+				case x86.ArgImm:
+					v = regVal{known: true, c: uint64(src.Val)}
+				case x86.ArgReg:
+					if sf := regFamily(src.Reg); sf >= 0 && src.Reg >= x86asm.RAX && src.Reg <= x86asm.R15 {
 						v = st.get(sf)
 					}
 				}
@@ -213,14 +213,15 @@ func (s *slicer) constAt(i, fam int) (uint64, bool) {
 // besides its first operand, which writesReg covers: string instructions,
 // leave and enter (rbp), cpuid (rbx among others), and anything not
 // decoded.
-func implicitWrites(in *x86.Inst) RegSet {
+func implicitWrites(in *x86.Info) RegSet {
 	const rax, rcx, rdx, rbx, rbp, rsi, rdi = 1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 5, 1 << 6, 1 << 7
-	switch in.Raw.Op {
-	case 0:
+	if !in.FromX86asm() {
 		if in.Endbr {
 			return 0 // x86asm has no op for endbr64; it writes nothing
 		}
 		return AllRegs
+	}
+	switch in.Op {
 	case x86asm.LEAVE, x86asm.ENTER:
 		return rbp
 	case x86asm.CPUID:

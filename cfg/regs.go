@@ -1,6 +1,9 @@
 package cfg
 
-import "golang.org/x/arch/x86/x86asm"
+import (
+	"github.com/blpp/blpp/cfg/x86"
+	"golang.org/x/arch/x86/x86asm"
+)
 
 // regFamily maps a general-purpose register of any width to 0..15 (rax=0,
 // rcx=1, ..., r15=15), and anything else to -1. Writes to a 32-bit
@@ -32,7 +35,7 @@ func regFamily(r x86asm.Reg) int {
 // its first, destination operand, or implicitly for the few instructions
 // that matter to slicing). Unknown instructions with a register first
 // operand are assumed to write it.
-func writesReg(inst *x86asm.Inst, fam int) bool {
+func writesReg(inst *x86.Info, fam int) bool {
 	switch inst.Op {
 	case x86asm.CMP, x86asm.TEST, x86asm.PUSH, x86asm.JMP, x86asm.CALL, x86asm.BT,
 		x86asm.NOP:
@@ -40,8 +43,8 @@ func writesReg(inst *x86asm.Inst, fam int) bool {
 	case x86asm.CDQE, x86asm.CQO, x86asm.CDQ, x86asm.CWDE:
 		return fam == 0 || (fam == 2 && inst.Op != x86asm.CDQE && inst.Op != x86asm.CWDE)
 	case x86asm.XCHG, x86asm.XADD, x86asm.CMPXCHG:
-		for _, a := range inst.Args {
-			if r, ok := a.(x86asm.Reg); ok && regFamily(r) == fam {
+		for i := range inst.Args {
+			if r, ok := inst.Args[i].AsReg(); ok && regFamily(r) == fam {
 				return true
 			}
 		}
@@ -49,7 +52,7 @@ func writesReg(inst *x86asm.Inst, fam int) bool {
 	case x86asm.MUL, x86asm.DIV, x86asm.IDIV:
 		return fam == 0 || fam == 2
 	case x86asm.IMUL:
-		if inst.Args[1] == nil {
+		if inst.Args[1].Kind == x86.ArgNone {
 			return fam == 0 || fam == 2
 		}
 	case x86asm.POP:
@@ -57,7 +60,7 @@ func writesReg(inst *x86asm.Inst, fam int) bool {
 	case x86asm.SYSCALL:
 		return fam == 0 || fam == 1 || fam == 11
 	}
-	if r, ok := inst.Args[0].(x86asm.Reg); ok && regFamily(r) == fam {
+	if r, ok := inst.Args[0].AsReg(); ok && regFamily(r) == fam {
 		return true
 	}
 	return false

@@ -77,7 +77,6 @@ type slicer struct {
 }
 
 func newSlicer(bd *builder) *slicer {
-	bd.fillRaw() // slices match x86asm's operands
 	s := &slicer{bd: bd, targets: make(map[uint64][]int), tableTarget: make(map[uint64]bool)}
 	for i := range bd.insts {
 		in := &bd.insts[i]
@@ -188,7 +187,7 @@ func (s *slicer) findDefJoin(i, fam int) (def, join int) {
 			i = p
 			continue
 		}
-		if writesReg(&in.Raw, fam) || implicitWrites(in).Has(fam) {
+		if writesReg(in, fam) || implicitWrites(in).Has(fam) {
 			return p, -1
 		}
 		i = p
@@ -239,7 +238,7 @@ func (s *slicer) evalPreds(i, fam int) []sym {
 	for _, p := range ps {
 		in := &s.bd.insts[p]
 		switch {
-		case writesReg(&in.Raw, fam) || implicitWrites(in).Has(fam):
+		case writesReg(in, fam) || implicitWrites(in).Has(fam):
 			out = append(out, s.evalDef(p, fam, 0))
 		case (in.Kind == x86.Call || in.Kind == x86.CallIndirect) && callerSaved[fam]:
 			out = append(out, sym{})
@@ -274,26 +273,26 @@ func (s *slicer) uniqueConst(fam int) (uint64, bool) {
 			ok = false
 			break
 		}
-		if !writesReg(&in.Raw, fam) {
+		if !writesReg(in, fam) {
 			if implicitWrites(in).Has(fam) {
 				ok = false
 				break
 			}
 			continue
 		}
-		if in.Raw.Op == x86asm.POP && calleeSaved[fam] {
+		if in.Op == x86asm.POP && calleeSaved[fam] {
 			continue // the epilogue restoring the caller's value
 		}
 		var c uint64
-		switch in.Raw.Op {
+		switch in.Op {
 		case x86asm.LEA:
-			m, isMem := in.Raw.Args[1].(x86asm.Mem)
+			m, isMem := in.Args[1].AsMem()
 			if !isMem || m.Base != x86asm.RIP || m.Index != 0 {
 				ok = false
 			}
 			c = in.Addr + uint64(in.Len) + uint64(dispOf(m))
 		case x86asm.MOV:
-			imm, isImm := in.Raw.Args[1].(x86asm.Imm)
+			imm, isImm := in.Args[1].AsImm()
 			if !isImm {
 				ok = false
 			}
@@ -338,11 +337,11 @@ func (s *slicer) evalReg(i, fam, depth int) sym {
 // evalDef gives the value instruction d writes to register family fam.
 func (s *slicer) evalDef(d, fam, depth int) sym {
 	in := &s.bd.insts[d]
-	raw := &in.Raw
+	raw := in
 	opaque := sym{kind: symLinear, hasVar: true, varID: varAfter(d, fam), scale: 1}
 	switch raw.Op {
 	case x86asm.LEA:
-		if m, ok := raw.Args[1].(x86asm.Mem); ok {
+		if m, ok := raw.Args[1].AsMem(); ok {
 			if m.Base == x86asm.RIP {
 				// A constant the data-flow did not confirm: another
 				// path brings another value.
@@ -351,25 +350,25 @@ func (s *slicer) evalDef(d, fam, depth int) sym {
 			return s.memAddr(d, m, depth+1)
 		}
 	case x86asm.MOV, x86asm.MOVSXD, x86asm.MOVZX, x86asm.MOVSX:
-		switch src := raw.Args[1].(type) {
-		case x86asm.Imm:
+		switch src := &raw.Args[1]; src.Kind {
+		case x86.ArgImm:
 			return sym{} // as for lea above
-		case x86asm.Reg:
+		case x86.ArgReg:
 			if raw.Op == x86asm.MOV || raw.Op == x86asm.MOVSXD {
 				// A copy (or a sign extension of a 32-bit index): the
 				// value passes through.
-				return s.evalReg(d, regFamily(src), depth+1)
+				return s.evalReg(d, regFamily(src.Reg), depth+1)
 			}
 			return opaque
-		case x86asm.Mem:
-			addr := s.memAddr(d, src, depth+1)
+		case x86.ArgMem:
+			addr := s.memAddr(d, src.Mem(), depth+1)
 			if addr.kind != symLinear {
 				return sym{}
 			}
-			size := raw.MemBytes
+			size := s.bd.memBytes(d)
 			signed := raw.Op == x86asm.MOVSXD || raw.Op == x86asm.MOVSX
 			if raw.Op == x86asm.MOV {
-				if r, ok := raw.Args[0].(x86asm.Reg); ok && r >= x86asm.RAX && r <= x86asm.R15 {
+				if r, ok := raw.Args[0].AsReg(); ok && r >= x86asm.RAX && r <= x86asm.R15 {
 					size = 8
 				} else {
 					size = 4
@@ -390,11 +389,11 @@ func (s *slicer) evalDef(d, fam, depth int) sym {
 		return v
 	case x86asm.ADD:
 		src := sym{}
-		switch a := raw.Args[1].(type) {
-		case x86asm.Reg:
-			src = s.evalReg(d, regFamily(a), depth+1)
-		case x86asm.Imm:
-			src = linConst(uint64(int64(a)))
+		switch a := &raw.Args[1]; a.Kind {
+		case x86.ArgReg:
+			src = s.evalReg(d, regFamily(a.Reg), depth+1)
+		case x86.ArgImm:
+			src = linConst(uint64(a.Val))
 		default:
 			return sym{}
 		}
@@ -409,7 +408,7 @@ func (s *slicer) evalDef(d, fam, depth int) sym {
 		}
 		return sym{}
 	case x86asm.SHL:
-		if imm, ok := raw.Args[1].(x86asm.Imm); ok && imm < 8 {
+		if imm, ok := raw.Args[1].AsImm(); ok && imm < 8 {
 			v := s.evalReg(d, fam, depth+1)
 			if v.kind == symLinear && v.hasVar && v.k == 0 {
 				v.scale <<= uint(imm)
@@ -509,9 +508,9 @@ func (s *slicer) valueRoot(id int) (def, fam, kept, width int) {
 			}
 		}
 		after = false
-		raw := &s.bd.insts[d].Raw
-		dst, _ := raw.Args[0].(x86asm.Reg)
-		if src, ok := raw.Args[1].(x86asm.Reg); ok && regFamily(src) >= 0 &&
+		raw := &s.bd.insts[d]
+		dst, _ := raw.Args[0].AsReg()
+		if src, ok := raw.Args[1].AsReg(); ok && regFamily(src) >= 0 &&
 			(raw.Op == x86asm.MOV || raw.Op == x86asm.MOVZX || raw.Op == x86asm.MOVSXD) {
 			kept = min(kept, regBits(src), regBits(dst))
 			i, fam = d, regFamily(src)

@@ -60,3 +60,27 @@ type Args [len(x86asm.Args{})]Arg
 func (a *Arg) Mem() x86asm.Mem {
 	return x86asm.Mem{Segment: a.Segment, Base: a.Base, Scale: a.Scale, Index: a.Index, Disp: a.Val}
 }
+
+// AsReg returns a's register, and whether a is a register operand.
+func (a *Arg) AsReg() (x86asm.Reg, bool) {
+	if a.Kind != ArgReg {
+		return 0, false
+	}
+	return a.Reg, true
+}
+
+// AsMem returns a as x86asm's memory operand, and whether it is one.
+func (a *Arg) AsMem() (x86asm.Mem, bool) {
+	if a.Kind != ArgMem {
+		return x86asm.Mem{}, false
+	}
+	return a.Mem(), true
+}
+
+// AsImm returns a's immediate, and whether a is an immediate operand.
+func (a *Arg) AsImm() (x86asm.Imm, bool) {
+	if a.Kind != ArgImm {
+		return 0, false
+	}
+	return x86asm.Imm(a.Val), true
+}

@@ -162,6 +162,12 @@ func (fg *funcGen) emit() error {
 			a += 4 // the endbr64, copied at the entry
 		}
 		for a < blk.End {
+			if n, err := fg.plainAt(a, code[a-blk.Addr:blk.End-blk.Addr]); err != nil {
+				return err
+			} else if n > 0 {
+				a += uint64(n)
+				continue
+			}
 			in := &infos[k]
 			k ^= 1
 			if err := fg.dec.DecodeInfoTo(in, code[a-blk.Addr:blk.End-blk.Addr], a); err != nil {
@@ -284,6 +290,31 @@ func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Info, code []byte, next cf
 		fg.follow(e, next)
 	}
 	return nil
+}
+
+// plainAt copies the instruction at a, whose bytes start code, when it
+// is not the block's last and moves byte for byte (x86.Plain) with no
+// rewriting of its own (a jump table load), and returns its length; or
+// returns 0 and copies nothing. Most of a procedure's instructions go
+// this way, without the decoding the others take (copyInst does for
+// them what it would have done for these).
+func (fg *funcGen) plainAt(a uint64, code []byte) (int, error) {
+	n := x86.Plain(code)
+	if n == 0 || n >= len(code) {
+		return 0, nil // not plain, or the block's terminator
+	}
+	if _, ok := fg.loadOf[a]; ok {
+		return 0, nil
+	}
+	b := fg.g.buf
+	fg.mark(a, true)
+	at := b.Len()
+	fg.copied(a)
+	if err := enc.CopyPlain(b, code[:n]); err != nil {
+		return 0, err
+	}
+	fg.copiedSize(at, n)
+	return n, nil
 }
 
 // copyInst relocates a non-terminating instruction; one that reads a

@@ -30,6 +30,11 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 		inst, err := Decode(code, 0x400000)
+		if err == nil {
+			if d := plainAgrees(&inst.Info, code); d != "" {
+				t.Fatal(d)
+			}
+		}
 		if err != nil {
 			var de *DecodeError
 			if !errors.As(err, &de) || de.Addr != 0x400000 || len(de.Bytes) > maxLen {

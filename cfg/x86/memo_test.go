@@ -106,6 +106,9 @@ func TestMemoAgrees(t *testing.T) {
 			at := s.Addr + uint64(pass)*0x1230
 			for off := 0; off < len(code) && bad < 5; {
 				in, d := decodeBoth(code[off:], at+uint64(off))
+				if d == "" && in.Len > 0 {
+					d = plainAgrees(&in.Info, code[off:])
+				}
 				if d != "" {
 					t.Errorf("%s+%#x: %s", p, off, d)
 					bad++
@@ -240,4 +243,18 @@ func BenchmarkMemoDecode(b *testing.B) {
 			off += in.Len
 		}
 	}
+}
+
+// plainAgrees says how Plain(code) differs from what in, the decoding of
+// code, implies: in's length for an instruction that moves byte for byte,
+// else 0; "" when they agree.
+func plainAgrees(in *Info, code []byte) string {
+	want := 0
+	if in.Kind == Other && !in.RIPRel && in.BranchSize == 0 {
+		want = in.Len
+	}
+	if got := Plain(code); got != want {
+		return fmt.Sprintf("Plain gives %d, the decoding (%v, rip-relative %v, length %d) says %d", got, in.Kind, in.RIPRel, in.Len, want)
+	}
+	return ""
 }

@@ -161,6 +161,17 @@ func Relocate(b *Buf, in *x86.Info, code []byte, branchTo Target) error {
 	return nil
 }
 
+// CopyPlain appends raw, one original instruction that moves byte for
+// byte (x86.Plain gave its length): Relocate's copy form, for callers
+// that know the form without a decoding.
+func CopyPlain(b *Buf, raw []byte) error {
+	if len(raw) < 1 || len(raw) > 15 {
+		return &RelocError{Op: "instruction", Err: fmt.Errorf("length %d: %w", len(raw), ErrInconsistent)}
+	}
+	b.emit(raw...)
+	return nil
+}
+
 // jccCond extracts the condition from 7x rel8 or 0f 8x rel32.
 func jccCond(raw []byte, opOff int) Cond { return Cond(raw[opOff] & 0x0f) }
 

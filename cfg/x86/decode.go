@@ -273,8 +273,8 @@ func decodeInfoTo(d *Decoder, in *Info, code []byte, addr uint64) error {
 	if len(code) > maxLen {
 		code = code[:maxLen]
 	}
-	l, err := scan(code)
-	if err != nil {
+	var l layout
+	if err := scanTo(code, &l); err != nil {
 		return &DecodeError{Addr: addr, Bytes: append([]byte(nil), code...), Err: err}
 	}
 	if err := memoDecode(d, in, code[:l.n], addr, &l); err != nil {

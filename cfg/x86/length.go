@@ -204,8 +204,16 @@ const maxLen = 15
 
 // scan decodes the layout of the instruction at the start of code. It
 // never reads past len(code) nor past maxLen bytes.
-func scan(code []byte) (layout, error) {
-	l := layout{modrmOff: -1}
+func scan(code []byte) (l layout, err error) {
+	err = scanTo(code, &l)
+	return l, err
+}
+
+// scanTo is scan into *l (overwritten), for the decoders' hot paths:
+// returning the layout by value copied it on every decoding, a tenth of
+// the length decoder's time in a libLLVM rewrite.
+func scanTo(code []byte, l *layout) error {
+	*l = layout{modrmOff: -1}
 	if len(code) > maxLen {
 		code = code[:maxLen]
 	}
@@ -216,11 +224,11 @@ func scan(code []byte) (layout, error) {
 	// own. No compiler emits it, so it is refused.
 	for {
 		if pos >= len(code) {
-			return l, truncOrLong(code)
+			return truncOrLong(code)
 		}
 		b := code[pos]
 		if l.rex != 0 && (b&0xf0 == 0x40 || isLegacyPrefix(b)) {
-			return l, ErrUnsupported
+			return ErrUnsupported
 		}
 		if bit := legacyPrefix[b]; bit != 0 {
 			l.pfx |= bit
@@ -253,7 +261,7 @@ func scan(code []byte) (layout, error) {
 	pos++
 	if b == 0x0f {
 		if pos >= len(code) {
-			return l, truncOrLong(code)
+			return truncOrLong(code)
 		}
 		b = code[pos]
 		l.opMap = map0F
@@ -263,7 +271,7 @@ func scan(code []byte) (layout, error) {
 		class = twoByte[b]
 		if b == 0x38 || b == 0x3a {
 			if pos >= len(code) {
-				return l, truncOrLong(code)
+				return truncOrLong(code)
 			}
 			l.opMap = map0F38
 			class = cM
@@ -277,12 +285,12 @@ func scan(code []byte) (layout, error) {
 		}
 	}
 	if class == cBad {
-		return l, ErrInvalid
+		return ErrInvalid
 	}
 	if class == cEsc || class == cPrefix {
 		// Every escape and prefix was consumed above; reaching one here
 		// means the tables and the prefix loop disagree.
-		return l, ErrInvalid
+		return ErrInvalid
 	}
 
 	hasModRM := false
@@ -297,13 +305,13 @@ func scan(code []byte) (layout, error) {
 			// and always take register operands [Intel SDM Vol.2 MOV—Move
 			// to/from Control Registers]: no SIB, no displacement.
 			if pos >= len(code) {
-				return l, truncOrLong(code)
+				return truncOrLong(code)
 			}
 			l.modrmOff = pos
 			l.modrm = code[pos] | 0xc0
 			pos++
-		} else if pos, err = scanModRM(code, pos, &l); err != nil {
-			return l, err
+		} else if pos, err = scanModRM(code, pos, l); err != nil {
+			return err
 		}
 	}
 
@@ -341,7 +349,7 @@ func scan(code []byte) (layout, error) {
 			// `data16 data16 rex.W call __tls_get_addr` [Drepper, ELF
 			// Handling For Thread-Local Storage, 4.1.6], common in shared
 			// libraries, 8 bytes long.
-			return l, ErrUnsupported
+			return ErrUnsupported
 		}
 		imm = 4
 		l.relSize = 4
@@ -364,20 +372,20 @@ func scan(code []byte) (layout, error) {
 	// branch displacement [Intel SDM Vol.2 XBEGIN].
 	if l.opMap == map1Byte && l.op == 0xc7 && l.modrm == 0xf8 {
 		if l.pfx&pfxOpsize != 0 {
-			return l, ErrUnsupported
+			return ErrUnsupported
 		}
 		l.relSize = 4
 	}
 	pos, err := l.immediate(code, pos, imm)
 	if err != nil {
-		return l, err
+		return err
 	}
 	if class == c3DNow {
 		l.opMap = map3DNow
 		l.op = code[pos-1]
 	}
 	l.n = pos
-	return l, nil
+	return nil
 }
 
 // legacyPrefix maps each legacy prefix byte to its pfx* bit, other bytes
@@ -400,11 +408,11 @@ func (l *layout) immZ() int {
 
 // scanVEX decodes an instruction that starts with a VEX (c4, c5), EVEX
 // (62) or XOP (8f) prefix at pos.
-func scanVEX(code []byte, pos int, l layout) (layout, error) {
+func scanVEX(code []byte, pos int, l *layout) error {
 	// A VEX/EVEX/XOP prefix after 66, f2, f3, f0 or REX is #UD [Intel SDM
 	// Vol.2 §2.3.2]; segment overrides and 67 are allowed.
 	if l.rex != 0 || l.pfx&(pfxOpsize|pfxRep|pfxRepne|pfxLock) != 0 {
-		return l, ErrInvalid
+		return ErrInvalid
 	}
 	b := code[pos]
 	var n int
@@ -423,7 +431,7 @@ func scanVEX(code []byte, pos int, l layout) (layout, error) {
 		l.enc = XOP
 	}
 	if pos+n >= len(code) { // the prefix plus at least the opcode byte
-		return l, truncOrLong(code)
+		return truncOrLong(code)
 	}
 	p := code[pos : pos+n]
 	switch b {
@@ -436,7 +444,7 @@ func scanVEX(code []byte, pos int, l layout) (layout, error) {
 		// P0 bit 3 and P1 bit 2 are fixed (0 and 1) in AVX-512 EVEX;
 		// other values are APX/AVX10 extensions we do not decode.
 		if p[1]&0x08 != 0 || p[2]&0x04 == 0 {
-			return l, ErrUnknown
+			return ErrUnknown
 		}
 		l.opMap = int(p[1] & 0x07)
 		l.w = p[2]&0x80 != 0
@@ -453,7 +461,7 @@ func scanVEX(code []byte, pos int, l layout) (layout, error) {
 		case map0F:
 			if l.op == 0x77 { // vzeroupper/vzeroall: no ModRM
 				l.n = pos
-				return l, nil
+				return nil
 			}
 			if vexImm8Map1(l.op) {
 				imm = 1
@@ -462,7 +470,7 @@ func scanVEX(code []byte, pos int, l layout) (layout, error) {
 		case map0F3A:
 			imm = 1
 		default:
-			return l, ErrUnknown
+			return ErrUnknown
 		}
 	case EVEX:
 		switch l.opMap {
@@ -474,7 +482,7 @@ func scanVEX(code []byte, pos int, l layout) (layout, error) {
 		case map0F3A:
 			imm = 1
 		default:
-			return l, ErrUnknown
+			return ErrUnknown
 		}
 	case XOP:
 		switch l.opMap {
@@ -484,18 +492,18 @@ func scanVEX(code []byte, pos int, l layout) (layout, error) {
 		case mapXOPA:
 			imm = 4
 		default:
-			return l, ErrUnknown
+			return ErrUnknown
 		}
 	}
 	var err error
-	if pos, err = scanModRM(code, pos, &l); err != nil {
-		return l, err
+	if pos, err = scanModRM(code, pos, l); err != nil {
+		return err
 	}
 	if pos, err = l.immediate(code, pos, imm); err != nil {
-		return l, err
+		return err
 	}
 	l.n = pos
-	return l, nil
+	return nil
 }
 
 // immediate places an immediate of imm bytes (none when 0) at pos and

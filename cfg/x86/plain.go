@@ -16,8 +16,8 @@ func Plain(code []byte) int {
 	if len(code) > maxLen {
 		code = code[:maxLen]
 	}
-	l, err := scan(code)
-	if err != nil || l.ripRel || l.relSize > 0 || kindOf(&l, code[:l.n]) != Other {
+	var l layout
+	if err := scanTo(code, &l); err != nil || l.ripRel || l.relSize > 0 || kindOf(&l, code[:l.n]) != Other {
 		return 0
 	}
 	return l.n

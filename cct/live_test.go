@@ -72,13 +72,14 @@ var (
 // its function's call sites [first, first+nsites), its calls and dense
 // path counts (stride words each), counters right after it.
 func (l *liveFile) record(fid, parent, site, first, nsites, index, calls uint64, stride uint64, paths ...uint64) uint64 {
-	r := l.alloc(rt.RecordInlineCounts + uintptr(8*(1+uint64(len(paths))*stride)))
+	// Room for the two words a record may have before it (Ext).
+	r := l.alloc(16+rt.RecordInlineCounts+uintptr(8*(1+uint64(len(paths))*stride))) + 16
 	l.put(r, unsafe.Offsetof(lr.Func), fid)
 	l.put(r, unsafe.Offsetof(lr.Parent), parent)
-	l.put(r, unsafe.Offsetof(lr.Site), site)
+	l.putN(r, unsafe.Offsetof(lr.Site), 4, site)
 	l.put(r, unsafe.Offsetof(lr.FirstSite), first)
 	l.put(r, unsafe.Offsetof(lr.NSites), nsites)
-	l.put(r, unsafe.Offsetof(lr.Index), index)
+	l.putN(r, unsafe.Offsetof(lr.Index), 4, index)
 	l.put(r, unsafe.Offsetof(lr.DenseN), uint64(len(paths)))
 	l.put(r, unsafe.Offsetof(lr.Counts), r+rt.RecordInlineCounts)
 	l.put(r, rt.RecordInlineCounts, calls)
@@ -92,6 +93,31 @@ func (l *liveFile) record(fid, parent, site, first, nsites, index, calls uint64,
 }
 
 func (l *liveFile) link(from, to uint64) { l.put(from, unsafe.Offsetof(lr.Next), to) }
+
+// putN stores the low size bytes of v at field of the object at addr:
+// Record's narrower fields.
+func (l *liveFile) putN(addr uint64, field uintptr, size int, v uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	copy(l.data[addr-l.base+uint64(field):], b[:size])
+}
+
+// ext gives record r the words before it that its Ext names: twin
+// (when not 0) just before it, via before that (decision 146).
+func (l *liveFile) ext(r, twin, via uint64) {
+	var e uint64
+	back := uint64(8)
+	if twin != 0 {
+		e |= rt.RecordExtTwin
+		l.put(r-8, 0, twin)
+		back = 16
+	}
+	if via != 0 {
+		e |= rt.RecordExtVia
+		l.put(r-back, 0, via)
+	}
+	l.putN(r, unsafe.Offsetof(lr.Ext), 1, e)
+}
 
 // htab lays out a hash table of cap entries, {key (path+1), count,
 // metric sums (100 times the count)}.
@@ -170,16 +196,18 @@ func sampleLive(metrics bool) ([]byte, *Profile) {
 	// hh is cold and has a hot twin, not in the list (decision 99): its
 	// calls and dense paths are hh's, and a partial may name it.
 	ht := l.record(3, f, 0, 40, 0, 3, 2, stride, 0, 4)
-	l.put(hh, unsafe.Offsetof(lr.Twin), ht)
-	l.put(ht, unsafe.Offsetof(lr.Twin), hh)
+	// hh was called back from main's uninstrumented callee too: its
+	// Via comes before its Twin (decision 146), and main is its parent.
+	l.ext(hh, ht, main)
+	l.ext(ht, hh, 0)
 	d := l.record(4, main, 10, 0, 0, 4, 1, stride)
 	k := l.record(5, main, 10, 50, 0, 5, 2, stride, 2)
-	l.put(k, unsafe.Offsetof(lr.Via), d)
+	l.ext(k, 0, d)
 	// A second record of k's function and context (the runtime makes
 	// none, but a reader of its memory must not trip on one): its
 	// counts go to k's.
 	twin := l.record(5, main, 10, 50, 0, 6, 1, stride, 1)
-	l.put(twin, unsafe.Offsetof(lr.Via), d)
+	l.ext(twin, 0, d)
 	for _, p := range [][2]uint64{{main, f}, {f, g}, {g, hh}, {hh, d}, {d, k}, {k, twin}} {
 		l.link(p[0], p[1])
 	}
@@ -223,7 +251,7 @@ func sampleLive(metrics bool) ([]byte, *Profile) {
 				{Func: 0, Parent: -1, Calls: 1, Paths: []Path{path(1, 1)}},
 				{Func: 1, Parent: 0, CallSite: 2, Calls: 4, Paths: []Path{path(0, 3), path(2, 1)}},
 				{Func: Fid(2, 5), Parent: 0, CallSite: 1, Calls: 6, Paths: []Path{path(0, 6)}},
-				{Func: 3, Parent: 1, Calls: 11, Paths: []Path{path(1, 5), path(7, 7)}},
+				{Func: 3, Parent: 0, Calls: 11, Paths: []Path{path(1, 5), path(7, 7)}},
 				{Func: 4, Parent: 0, CallSite: 1, Calls: 1},
 				{Func: 5, Parent: 4, Calls: 3, Paths: []Path{path(0, 3)}},
 			},

@@ -22,17 +22,36 @@ static struct blpp_record *R(u64 p) { return p == (u64)&zero_record ? 0 : (struc
 /* N is the node at p, or 0 at a list's end (0 or zero_node: decision 104). */
 static struct blpp_node *N(u64 p) { return p == (u64)&zero_node ? 0 : (struct blpp_node *)p; }
 
+/* The words before a record (Record.ext, decision 146): twin_word is
+ * where r keeps its Twin, 0 when it has none (only a dense function's
+ * cold record and its hot twin have one); via_of is its Via, 0 for
+ * none. */
+static inline __attribute__((always_inline)) u64 *twin_word(const struct blpp_record *r)
+{
+	return r->ext & BLPP_RECORD_EXT_TWIN ? (u64 *)r - 1 : 0;
+}
+static inline __attribute__((always_inline)) u64 twin_of(const struct blpp_record *r)
+{
+	return r->ext & BLPP_RECORD_EXT_TWIN ? LOAD((u64 *)r - 1) : 0;
+}
+static u64 via_of(const struct blpp_record *r)
+{
+	return r->ext & BLPP_RECORD_EXT_VIA ? *((u64 *)r - (r->ext & BLPP_RECORD_EXT_TWIN ? 2 : 1)) : 0;
+}
+
 /* canon is the record that r stands for in its thread's list (a hot
  * twin's cold record, else r); hot is where r's paths are counted (a
  * cold record's twin, else r). */
-static struct blpp_record *canon(struct blpp_record *r)
+static inline __attribute__((always_inline)) struct blpp_record *canon(struct blpp_record *r)
 {
-	return r && r->twin && r->dense_n ? R(r->twin) : r;
+	u64 tw;
+	return r && r->dense_n && (tw = twin_of(r)) ? R(tw) : r;
 }
 
-static struct blpp_record *hot(struct blpp_record *r)
+static inline __attribute__((always_inline)) struct blpp_record *hot(struct blpp_record *r)
 {
-	return r && !r->dense_n && LOAD(&r->twin) ? R(r->twin) : r;
+	u64 tw;
+	return r && !r->dense_n && (tw = twin_of(r)) ? R(tw) : r;
 }
 
 /* over_limit says whether the arena has reached its bound. */
@@ -310,14 +329,19 @@ static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_r
 		goto drop;
 	int slot = f != &dark_func && slot_of(t, f);
 	u64 size = BLPP_RECORD_INLINE_COUNTS + (slot ? 0 : 8 * (1 + dense * rt.stride));
-	if (cold)
-		r = small_alloc(size + htab_bytes(COLD_CAP));
-	else if (rt.flow_only)
-		r = arena_alloc(&w->arena, size);
-	else
-		r = small_alloc(size);
-	if (!r)
+	/* The words before the record (decision 146): Twin for a dense
+	 * function's cold record, Via (first) for a callback. */
+	int tw = cold && !f->hashed;
+	u64 pre = 8 * (u64)tw + (via ? 8 : 0);
+	u8 *m = rt.flow_only ? arena_alloc(&w->arena, pre + size) : small_alloc(pre + size + (cold ? htab_bytes(COLD_CAP) : 0));
+	if (!m)
 		goto drop;
+	r = (struct blpp_record *)(m + pre);
+	if (__builtin_expect(tw || via, 0)) {
+		r->ext = (u8)((tw ? BLPP_RECORD_EXT_TWIN : 0) | (via ? BLPP_RECORD_EXT_VIA : 0));
+		if (via)
+			*(u64 *)m = via; /* before the Twin word, if any */
+	}
 	if (slot)
 		counts = (u64 *)((u8 *)t + f->slot); /* zero or this thread's own counts (a fork child's) */
 	else
@@ -343,8 +367,7 @@ static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_r
 	r->counts = (u64)counts;
 	r->parent = (u64)parent;
 	r->anc = (parent ? parent->anc : 0) | anc_bit(fid);
-	r->site = site;
-	r->via = via;
+	r->site = (u32)site;
 	r->dense_n = dense;
 	return r;
 drop:
@@ -365,8 +388,9 @@ static void list_add(struct blpp_thread *t, struct blpp_record *r)
 		return;
 	if ((p = R(r->parent)) && !LOAD(&p->listed))
 		list_add(t, p);
-	if (r->via && !LOAD(&R(r->via)->listed))
-		list_add(t, R(r->via));
+	u64 via = via_of(r);
+	if (via && !LOAD(&R(via)->listed))
+		list_add(t, R(via));
 	for (;;) {
 		/* The end: from last_rec, or the head while last_rec is not
 		 * set yet (a stub linked the first record and was
@@ -382,7 +406,7 @@ static void list_add(struct blpp_thread *t, struct blpp_record *r)
 		}
 		if (LOAD(&r->listed))
 			return;
-		r->index = last ? last->index + 1 : 0;
+		r->index = last ? last->index + 1 : 0; /* below 2^32: blpp_init bounds the arena */
 		BARRIER();
 		if (CAS(last ? &last->next : &t->records, 0, (u64)r))
 			break;
@@ -392,8 +416,8 @@ static void list_add(struct blpp_thread *t, struct blpp_record *r)
 	while ((l = LOAD(&t->last_rec)) == 0 || R(l)->index < r->index)
 		if (CAS(&t->last_rec, l, (u64)r))
 			break;
-	while ((n = LOAD(&t->nrecords)) < r->index + 1)
-		if (CAS(&t->nrecords, n, r->index + 1))
+	while ((n = LOAD(&t->nrecords)) < (u64)r->index + 1)
+		if (CAS(&t->nrecords, n, (u64)r->index + 1))
 			break;
 	live_sync(t); /* continuous mode: the file's part of t */
 }
@@ -424,7 +448,7 @@ static struct blpp_record *root(struct blpp_thread *t, u64 fid)
  * they cannot be made. */
 static struct blpp_node **kids_of(struct blpp_record *p, int alloc)
 {
-	struct blpp_record *c = canon(p), *tw = R(LOAD(&c->twin));
+	struct blpp_record *c = canon(p), *tw = R(twin_of(c));
 	u64 k = LOAD(&c->kids), z = LOAD(&rt.kids0);
 	if (k && k == z && alloc) {
 		u64 *n = kids_alloc(c->nsites);
@@ -600,11 +624,18 @@ static void promote(struct blpp_thread *t, struct blpp_record *r)
 	u64 dense = f->num_paths, d = depth(t);
 	if (!rt.w || f->hashed || over_limit() || dense > (1ul << 40))
 		return;
-	tw = arena_alloc(&rt.w->arena, BLPP_RECORD_INLINE_COUNTS + 8 * (1 + dense * rt.stride));
-	if (!tw) {
+	u64 *tword = twin_word(r);
+	if (!tword)
+		return; /* never: a dense function's cold record has the word */
+	/* The twin's own Twin word before it: 8 bytes into a 64-byte
+	 * aligned block. */
+	u8 *m = arena_alloc(&rt.w->arena, 8 + BLPP_RECORD_INLINE_COUNTS + 8 * (1 + dense * rt.stride));
+	if (!m) {
 		ADD(&rt.w->stats[ST_DROPPED_RECORDS], 1);
 		return;
 	}
+	tw = (struct blpp_record *)(m + 8);
+	tw->ext = BLPP_RECORD_EXT_TWIN;
 	tw->func = r->func;
 	tw->counts = (u64)((u8 *)tw + BLPP_RECORD_INLINE_COUNTS);
 	tw->parent = r->parent;
@@ -614,12 +645,11 @@ static void promote(struct blpp_thread *t, struct blpp_record *r)
 	tw->nsites = r->nsites;
 	tw->kids = LOAD(&r->kids);
 	tw->index = r->index;
-	tw->via = r->via;
-	tw->listed = 1; /* in the list as r */
-	tw->twin = (u64)r;
+	tw->listed = 1; /* in the list as r: nothing reads a twin's Via */
+	*twin_word(tw) = (u64)r;
 	tw->dense_n = dense;
 	BARRIER();
-	STORE(&r->twin, (u64)tw);
+	STORE(tword, (u64)tw);
 	NEST_POINT(5, r->func);
 	kids_of(r, 0); /* the twin has the lists r has now */
 	if (p) {

@@ -20,7 +20,9 @@
 #define BLPP_MAX_METRICS 4
 #define BLPP_DEFAULT_ARENA_LIMIT 0x200000000ull
 #define BLPP_DEFAULT_SHADOW_FRAMES 0x1000000ull
-#define BLPP_RECORD_INLINE_COUNTS 128
+#define BLPP_RECORD_INLINE_COUNTS 96
+#define BLPP_RECORD_EXT_TWIN 1
+#define BLPP_RECORD_EXT_VIA 2
 #define BLPP_HTAB_ENTRIES_OFF 32
 #define BLPP_HTAB_BYTES_OFF 24
 #define BLPP_HTAB_INIT_CAP 64
@@ -48,7 +50,7 @@
 #define BLPP_FALLBACK_SAMPLE_PERIOD 1000000ull
 #define BLPP_SAMPLER_FLAG_TIMER 1ull
 #define BLPP_LIVE_MAGIC 0x3156494c50504c42ull
-#define BLPP_LIVE_VERSION 3
+#define BLPP_LIVE_VERSION 4
 #define BLPP_LIVE_HEADER_SIZE 4096
 #define BLPP_LIVE_PTAB_CAP 4096
 #define BLPP_LIVE_NSTATS 13
@@ -164,7 +166,7 @@
 #define BLPP_SAMPLER_OFF_FLAGS 56
 
 /* struct blpp_record: a calling-context record */
-#define BLPP_RECORD_SIZE 128
+#define BLPP_RECORD_SIZE 96
 #define BLPP_RECORD_OFF_FUNC 0
 #define BLPP_RECORD_OFF_DENSE_N 8
 #define BLPP_RECORD_OFF_COUNTS 16
@@ -173,14 +175,14 @@
 #define BLPP_RECORD_OFF_NSITES 40
 #define BLPP_RECORD_OFF_KIDS 48
 #define BLPP_RECORD_OFF_PARENT 56
-#define BLPP_RECORD_OFF_SITE 64
+#define BLPP_RECORD_OFF_ANC 64
 #define BLPP_RECORD_OFF_NEXT 72
-#define BLPP_RECORD_OFF_INDEX 80
-#define BLPP_RECORD_OFF_VIA 88
-#define BLPP_RECORD_OFF_TWIN 96
-#define BLPP_RECORD_OFF_LISTED 104
-#define BLPP_RECORD_OFF_COLD 112
-#define BLPP_RECORD_OFF_ANC 120
+#define BLPP_RECORD_OFF_SITE 80
+#define BLPP_RECORD_OFF_INDEX 84
+#define BLPP_RECORD_OFF_COLD 88
+#define BLPP_RECORD_OFF_LISTED 92
+#define BLPP_RECORD_OFF_EXT 93
+#define BLPP_RECORD_OFF_PAD 94
 
 /* struct blpp_node: a callee of a call site in a record's kids list */
 #define BLPP_NODE_SIZE 80
@@ -358,14 +360,14 @@ struct blpp_record {
 	unsigned long long nsites;
 	unsigned long long kids;
 	unsigned long long parent;
-	unsigned long long site;
-	unsigned long long next;
-	unsigned long long index;
-	unsigned long long via;
-	unsigned long long twin;
-	unsigned long long listed;
-	unsigned long long cold;
 	unsigned long long anc;
+	unsigned long long next;
+	unsigned int site;
+	unsigned int index;
+	unsigned int cold;
+	unsigned char listed;
+	unsigned char ext;
+	unsigned short pad;
 };
 
 struct blpp_node {
@@ -528,14 +530,14 @@ _Static_assert(__builtin_offsetof(struct blpp_record, first_site) == BLPP_RECORD
 _Static_assert(__builtin_offsetof(struct blpp_record, nsites) == BLPP_RECORD_OFF_NSITES, "blpp_record.nsites");
 _Static_assert(__builtin_offsetof(struct blpp_record, kids) == BLPP_RECORD_OFF_KIDS, "blpp_record.kids");
 _Static_assert(__builtin_offsetof(struct blpp_record, parent) == BLPP_RECORD_OFF_PARENT, "blpp_record.parent");
-_Static_assert(__builtin_offsetof(struct blpp_record, site) == BLPP_RECORD_OFF_SITE, "blpp_record.site");
-_Static_assert(__builtin_offsetof(struct blpp_record, next) == BLPP_RECORD_OFF_NEXT, "blpp_record.next");
-_Static_assert(__builtin_offsetof(struct blpp_record, index) == BLPP_RECORD_OFF_INDEX, "blpp_record.index");
-_Static_assert(__builtin_offsetof(struct blpp_record, via) == BLPP_RECORD_OFF_VIA, "blpp_record.via");
-_Static_assert(__builtin_offsetof(struct blpp_record, twin) == BLPP_RECORD_OFF_TWIN, "blpp_record.twin");
-_Static_assert(__builtin_offsetof(struct blpp_record, listed) == BLPP_RECORD_OFF_LISTED, "blpp_record.listed");
-_Static_assert(__builtin_offsetof(struct blpp_record, cold) == BLPP_RECORD_OFF_COLD, "blpp_record.cold");
 _Static_assert(__builtin_offsetof(struct blpp_record, anc) == BLPP_RECORD_OFF_ANC, "blpp_record.anc");
+_Static_assert(__builtin_offsetof(struct blpp_record, next) == BLPP_RECORD_OFF_NEXT, "blpp_record.next");
+_Static_assert(__builtin_offsetof(struct blpp_record, site) == BLPP_RECORD_OFF_SITE, "blpp_record.site");
+_Static_assert(__builtin_offsetof(struct blpp_record, index) == BLPP_RECORD_OFF_INDEX, "blpp_record.index");
+_Static_assert(__builtin_offsetof(struct blpp_record, cold) == BLPP_RECORD_OFF_COLD, "blpp_record.cold");
+_Static_assert(__builtin_offsetof(struct blpp_record, listed) == BLPP_RECORD_OFF_LISTED, "blpp_record.listed");
+_Static_assert(__builtin_offsetof(struct blpp_record, ext) == BLPP_RECORD_OFF_EXT, "blpp_record.ext");
+_Static_assert(__builtin_offsetof(struct blpp_record, pad) == BLPP_RECORD_OFF_PAD, "blpp_record.pad");
 _Static_assert(sizeof(struct blpp_node) == BLPP_NODE_SIZE, "blpp_node size");
 _Static_assert(__builtin_offsetof(struct blpp_node, func) == BLPP_NODE_OFF_FUNC, "blpp_node.func");
 _Static_assert(__builtin_offsetof(struct blpp_node, rec) == BLPP_NODE_OFF_REC, "blpp_node.rec");

@@ -229,13 +229,14 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 	int wl = writes_latency();
 	for (struct blpp_record *r = R(LOAD(&t->records)); r && nrec < limit; r = R(LOAD(&r->next))) {
 		u64 *c = (u64 *)r->counts, np = 0, dn = r->dense_n, at;
-		struct blpp_record *p = R(r->parent), *tw = dn ? 0 : R(LOAD(&r->twin));
+		struct blpp_record *p = R(r->parent), *tw = dn ? 0 : R(twin_of(r));
+		u64 via = via_of(r);
 		ob_uv(recs, r->func);
-		if (r->via) { /* called back from an uninstrumented function (decision 70) */
-			ob_uv(recs, R(r->via)->index + 1);
+		if (via) { /* called back from an uninstrumented function (decision 70) */
+			ob_uv(recs, (u64)R(via)->index + 1);
 			ob_uv(recs, 0);
 		} else {
-			ob_uv(recs, p ? p->index + 1 : 0);
+			ob_uv(recs, p ? (u64)p->index + 1 : 0);
 			ob_uv(recs, local_site(p, r->site));
 		}
 		ob_uv(recs, (LOADR(&c[0]) & ~SLOT_LIVE) + (tw ? LOADR((u64 *)tw->counts) : 0)); /* calls */
@@ -331,7 +332,7 @@ static u64 encode_pents(struct obuf *scratch, u64 nrec, struct obuf *out)
 		u64 c = 0;
 		for (; i < n && e[i].rec == k.rec && e[i].func == k.func && e[i].block == k.block && e[i].reg == k.reg; i++)
 			c += e[i].count;
-		ob_uv(out, k.rec && R(k.rec)->index < nrec ? R(k.rec)->index + 1 : 0);
+		ob_uv(out, k.rec && R(k.rec)->index < nrec ? (u64)R(k.rec)->index + 1 : 0);
 		ob_uv(out, k.func);
 		ob_uv(out, k.block);
 		ob_sv(out, k.reg);

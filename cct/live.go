@@ -255,7 +255,7 @@ func narrow(f func(uintptr) uint64, off, size uintptr) uint64 {
 
 // twin is the Twin word of the record at a whose Ext is ext (the word
 // before it), 0 when it has none; via its Via (the word before that
-// one, or before the record when it has no Twin).
+// one, or before the record when it has neither Twin nor Counters).
 func (lr *liveReader) twin(a, ext uint64) uint64 {
 	if ext&rt.RecordExtTwin == 0 || a < 8 {
 		return 0
@@ -263,12 +263,24 @@ func (lr *liveReader) twin(a, ext uint64) uint64 {
 	return lr.m.word(uintptr(a-8), 0, "record's twin")
 }
 
+// counts is where the record at a keeps its counters: after it, or,
+// with RecordExtSlot, at the address the word before it holds.
+func (lr *liveReader) counts(a, ext uint64) uint64 {
+	if ext&rt.RecordExtSlot == 0 {
+		return a + rt.RecordInlineCounts
+	}
+	if a < 8 {
+		return 0
+	}
+	return lr.m.word(uintptr(a-8), 0, "record's counters")
+}
+
 func (lr *liveReader) via(a, ext uint64) uint64 {
 	if ext&rt.RecordExtVia == 0 {
 		return 0
 	}
 	back := uint64(8)
-	if ext&rt.RecordExtTwin != 0 {
+	if ext&(rt.RecordExtTwin|rt.RecordExtSlot) != 0 {
 		back = 16
 	}
 	if a < back {
@@ -320,7 +332,7 @@ func (lr *liveReader) records(t *Thread, head uint64) map[uint64]int {
 			rec.Parent = pi
 			rec.CallSite = lr.localSite(pi, site)
 		}
-		counts := f(unsafe.Offsetof(r.Counts))
+		counts := lr.counts(a, ext)
 		rec.Calls = lr.m.word(uintptr(counts), 0, "calls")
 		lr.dense(&rec, counts, f(unsafe.Offsetof(r.DenseN)))
 		if h := f(unsafe.Offsetof(r.Hash)); h != 0 {
@@ -339,7 +351,7 @@ func (lr *liveReader) records(t *Thread, head uint64) map[uint64]int {
 				return idx
 			}
 			hot := Record{Func: rec.Func}
-			hc := g(unsafe.Offsetof(r.Counts))
+			hc := lr.counts(tw, narrow(g, unsafe.Offsetof(r.Ext), 1))
 			hot.Calls = lr.m.word(uintptr(hc), 0, "calls")
 			lr.dense(&hot, hc, g(unsafe.Offsetof(r.DenseN)))
 			lr.merge(&rec, &hot)

@@ -81,7 +81,6 @@ func (l *liveFile) record(fid, parent, site, first, nsites, index, calls uint64,
 	l.put(r, unsafe.Offsetof(lr.NSites), nsites)
 	l.putN(r, unsafe.Offsetof(lr.Index), 4, index)
 	l.put(r, unsafe.Offsetof(lr.DenseN), uint64(len(paths)))
-	l.put(r, unsafe.Offsetof(lr.Counts), r+rt.RecordInlineCounts)
 	l.put(r, rt.RecordInlineCounts, calls)
 	for i, c := range paths {
 		l.put(r, rt.RecordInlineCounts+uintptr(8*(1+uint64(i)*stride)), c)
@@ -227,7 +226,13 @@ func sampleLive(metrics bool) ([]byte, *Profile) {
 	l.put(t1, unsafe.Offsetof(lt.Folded), fold)
 	l.put(t1, unsafe.Offsetof(lt.Partials), parts)
 	l.put(t1, unsafe.Offsetof(lt.Block), block)
-	r2 := l.record(0, 0, 0, 10, 2, 0, 3, stride, 0, 0)
+	// The second thread's record counts in its slot counters (decision
+	// 146): the word before it says where; its own words say 0 calls.
+	r2 := l.record(0, 0, 0, 10, 2, 0, 0, stride, 0, 0)
+	slots := l.alloc(uintptr(8 * (1 + 2*stride)))
+	l.put(slots, 0, 3)
+	l.put(r2-8, 0, slots)
+	l.putN(r2, unsafe.Offsetof(lr.Ext), 1, rt.RecordExtSlot)
 	t2 := l.alloc(unsafe.Sizeof(lt))
 	l.put(t2, unsafe.Offsetof(lt.TID), 78)
 	l.put(t2, unsafe.Offsetof(lt.Records), r2)

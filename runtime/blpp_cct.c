@@ -36,7 +36,15 @@ static inline __attribute__((always_inline)) u64 twin_of(const struct blpp_recor
 }
 static u64 via_of(const struct blpp_record *r)
 {
-	return r->ext & BLPP_RECORD_EXT_VIA ? *((u64 *)r - (r->ext & BLPP_RECORD_EXT_TWIN ? 2 : 1)) : 0;
+	return r->ext & BLPP_RECORD_EXT_VIA ? *((u64 *)r - (r->ext & (BLPP_RECORD_EXT_TWIN | BLPP_RECORD_EXT_SLOT) ? 2 : 1)) : 0;
+}
+
+/* counts_of is where r's counters are: at BLPP_RECORD_INLINE_COUNTS
+ * from it, or a thread's slot counters, whose address is the word
+ * before it (decision 146). */
+static inline __attribute__((always_inline)) u64 *counts_of(const struct blpp_record *r)
+{
+	return r->ext & BLPP_RECORD_EXT_SLOT ? (u64 *)*((const u64 *)r - 1) : (u64 *)((u8 *)r + BLPP_RECORD_INLINE_COUNTS);
 }
 
 /* canon is the record that r stands for in its thread's list (a hot
@@ -71,7 +79,7 @@ static u64 cur_of(struct blpp_thread *t, const struct blpp_record *r)
 {
 	if (!r || !rt.slots_size || !instr(r->func) || !r->dense_n)
 		return 0;
-	return r->counts == (u64)t + func_of(r->func)->slot ? r->func + 1 : 0;
+	return (u64)counts_of(r) == (u64)t + func_of(r->func)->slot ? r->func + 1 : 0;
 }
 
 /*
@@ -310,8 +318,9 @@ static u64 anc_bit(u64 fid) { return 1ul << (fib32(fid ^ (fid >> 32)) >> 26); }
  * site, entered through via (0: none), whole but not yet in t's list
  * (list_add). Its counters follow it at a fixed offset,
  * BLPP_RECORD_INLINE_COUNTS, so that the inline code reaches them
- * without loading r->counts [decision 47] (or live in t's slots); a cold
- * record's table follows its calls word.
+ * without a pointer [decision 47] (or live in t's slots, whose address
+ * is the word before it: counts_of); a cold record's table follows its
+ * calls word.
  */
 static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_record *parent, u64 site, u64 via)
 {
@@ -324,28 +333,26 @@ static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_r
 	int cold = !rt.flow_only && f != &dark_func && (f->hashed || f->num_paths > COLD_PATHS);
 	u64 dense = f->hashed || cold ? 0 : f->num_paths, z = 0;
 	struct blpp_record *r;
-	u64 *counts;
 	if (!w || over_limit() || dense > (1ul << 40))
 		goto drop;
 	int slot = f != &dark_func && slot_of(t, f);
 	u64 size = BLPP_RECORD_INLINE_COUNTS + (slot ? 0 : 8 * (1 + dense * rt.stride));
 	/* The words before the record (decision 146): Twin for a dense
-	 * function's cold record, Via (first) for a callback. */
+	 * function's cold record or the slot counters' address, and Via
+	 * (first) for a callback. */
 	int tw = cold && !f->hashed;
-	u64 pre = 8 * (u64)tw + (via ? 8 : 0);
+	u64 pre = 8 * (u64)(tw || slot) + (via ? 8 : 0);
 	u8 *m = rt.flow_only ? arena_alloc(&w->arena, pre + size) : small_alloc(pre + size + (cold ? htab_bytes(COLD_CAP) : 0));
 	if (!m)
 		goto drop;
 	r = (struct blpp_record *)(m + pre);
-	if (__builtin_expect(tw || via, 0)) {
-		r->ext = (u8)((tw ? BLPP_RECORD_EXT_TWIN : 0) | (via ? BLPP_RECORD_EXT_VIA : 0));
+	if (__builtin_expect(tw || via || slot, 0)) {
+		r->ext = (u8)((tw ? BLPP_RECORD_EXT_TWIN : 0) | (via ? BLPP_RECORD_EXT_VIA : 0) | (slot ? BLPP_RECORD_EXT_SLOT : 0));
 		if (via)
 			*(u64 *)m = via; /* before the Twin word, if any */
+		if (slot) /* a flow-only root: never a Twin */
+			*((u64 *)r - 1) = (u64)t + f->slot; /* zero or this thread's own counts (a fork child's) */
 	}
-	if (slot)
-		counts = (u64 *)((u8 *)t + f->slot); /* zero or this thread's own counts (a fork child's) */
-	else
-		counts = (u64 *)((u8 *)r + BLPP_RECORD_INLINE_COUNTS);
 	if (cold)
 		r->hash = (u64)htab_at((u8 *)r + size, COLD_CAP);
 	else if (f->hashed && !(r->hash = (u64)htab_new(w, HTAB_INIT)))
@@ -364,7 +371,6 @@ static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_r
 	}
 	(void)z;
 	r->func = fid;
-	r->counts = (u64)counts;
 	r->parent = (u64)parent;
 	r->anc = (parent ? parent->anc : 0) | anc_bit(fid);
 	r->site = (u32)site;
@@ -438,8 +444,8 @@ static struct blpp_record *root(struct blpp_thread *t, u64 fid)
 			r = R(LOAD(w)); /* a nested stub made it: ours stays unused */
 	}
 	list_add(t, r);
-	if (r->counts != (u64)r + BLPP_RECORD_INLINE_COUNTS) /* in t's slots */
-		__atomic_fetch_or((u64 *)r->counts, SLOT_LIVE, __ATOMIC_RELAXED);
+	if (r->ext & BLPP_RECORD_EXT_SLOT) /* in t's slots */
+		__atomic_fetch_or(counts_of(r), SLOT_LIVE, __ATOMIC_RELAXED);
 	return hot(r);
 }
 
@@ -637,7 +643,6 @@ static void promote(struct blpp_thread *t, struct blpp_record *r)
 	tw = (struct blpp_record *)(m + 8);
 	tw->ext = BLPP_RECORD_EXT_TWIN;
 	tw->func = r->func;
-	tw->counts = (u64)((u8 *)tw + BLPP_RECORD_INLINE_COUNTS);
 	tw->parent = r->parent;
 	tw->anc = r->anc;
 	tw->site = r->site;
@@ -775,7 +780,7 @@ static void count_f(struct blpp_thread *t, struct blpp_record *r, u64 fid, const
 	}
 	r = hot(r);
 	if (path < r->dense_n) {
-		v = (u64 *)r->counts + 1 + path * rt.stride;
+		v = counts_of(r) + 1 + path * rt.stride;
 	} else {
 		/* r's function is f: its promote_ends, once (decision 145) */
 		u64 ends = promote_ends(f);

@@ -20,9 +20,10 @@
 #define BLPP_MAX_METRICS 4
 #define BLPP_DEFAULT_ARENA_LIMIT 0x200000000ull
 #define BLPP_DEFAULT_SHADOW_FRAMES 0x1000000ull
-#define BLPP_RECORD_INLINE_COUNTS 96
+#define BLPP_RECORD_INLINE_COUNTS 88
 #define BLPP_RECORD_EXT_TWIN 1
 #define BLPP_RECORD_EXT_VIA 2
+#define BLPP_RECORD_EXT_SLOT 4
 #define BLPP_HTAB_ENTRIES_OFF 32
 #define BLPP_HTAB_BYTES_OFF 24
 #define BLPP_HTAB_INIT_CAP 64
@@ -166,23 +167,22 @@
 #define BLPP_SAMPLER_OFF_FLAGS 56
 
 /* struct blpp_record: a calling-context record */
-#define BLPP_RECORD_SIZE 96
+#define BLPP_RECORD_SIZE 88
 #define BLPP_RECORD_OFF_FUNC 0
 #define BLPP_RECORD_OFF_DENSE_N 8
-#define BLPP_RECORD_OFF_COUNTS 16
-#define BLPP_RECORD_OFF_HASH 24
-#define BLPP_RECORD_OFF_FIRST_SITE 32
-#define BLPP_RECORD_OFF_NSITES 40
-#define BLPP_RECORD_OFF_KIDS 48
-#define BLPP_RECORD_OFF_PARENT 56
-#define BLPP_RECORD_OFF_ANC 64
-#define BLPP_RECORD_OFF_NEXT 72
-#define BLPP_RECORD_OFF_SITE 80
-#define BLPP_RECORD_OFF_INDEX 84
-#define BLPP_RECORD_OFF_COLD 88
-#define BLPP_RECORD_OFF_LISTED 92
-#define BLPP_RECORD_OFF_EXT 93
-#define BLPP_RECORD_OFF_PAD 94
+#define BLPP_RECORD_OFF_HASH 16
+#define BLPP_RECORD_OFF_FIRST_SITE 24
+#define BLPP_RECORD_OFF_NSITES 32
+#define BLPP_RECORD_OFF_KIDS 40
+#define BLPP_RECORD_OFF_PARENT 48
+#define BLPP_RECORD_OFF_ANC 56
+#define BLPP_RECORD_OFF_NEXT 64
+#define BLPP_RECORD_OFF_SITE 72
+#define BLPP_RECORD_OFF_INDEX 76
+#define BLPP_RECORD_OFF_COLD 80
+#define BLPP_RECORD_OFF_LISTED 84
+#define BLPP_RECORD_OFF_EXT 85
+#define BLPP_RECORD_OFF_PAD 86
 
 /* struct blpp_node: a callee of a call site in a record's kids list */
 #define BLPP_NODE_SIZE 80
@@ -354,7 +354,6 @@ struct blpp_sampler {
 struct blpp_record {
 	unsigned long long func;
 	unsigned long long dense_n;
-	unsigned long long counts;
 	unsigned long long hash;
 	unsigned long long first_site;
 	unsigned long long nsites;
@@ -524,7 +523,6 @@ _Static_assert(__builtin_offsetof(struct blpp_sampler, flags) == BLPP_SAMPLER_OF
 _Static_assert(sizeof(struct blpp_record) == BLPP_RECORD_SIZE, "blpp_record size");
 _Static_assert(__builtin_offsetof(struct blpp_record, func) == BLPP_RECORD_OFF_FUNC, "blpp_record.func");
 _Static_assert(__builtin_offsetof(struct blpp_record, dense_n) == BLPP_RECORD_OFF_DENSE_N, "blpp_record.dense_n");
-_Static_assert(__builtin_offsetof(struct blpp_record, counts) == BLPP_RECORD_OFF_COUNTS, "blpp_record.counts");
 _Static_assert(__builtin_offsetof(struct blpp_record, hash) == BLPP_RECORD_OFF_HASH, "blpp_record.hash");
 _Static_assert(__builtin_offsetof(struct blpp_record, first_site) == BLPP_RECORD_OFF_FIRST_SITE, "blpp_record.first_site");
 _Static_assert(__builtin_offsetof(struct blpp_record, nsites) == BLPP_RECORD_OFF_NSITES, "blpp_record.nsites");

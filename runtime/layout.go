@@ -403,18 +403,20 @@ type Frame struct {
 // Record is blpp_record, a node of a thread's calling context tree
 // [Ammons-Ball-Larus 97 §4]: one function reached through one chain of
 // call sites. Records live in the runtime's fork-wiped arena. Inline
-// instrumentation reads Func, DenseN, Counts, Hash, FirstSite, NSites and
-// Kids: they come first, within its first 64 bytes, and Parent and Site,
-// which only the runtime reads, after them (decision 131).
+// instrumentation reads Func, DenseN, Hash, FirstSite, NSites and Kids:
+// they come first, within its first 64 bytes, and Parent and Site, which
+// only the runtime reads, after them (decision 131).
+//
+// A record's counters are at RecordInlineCounts from it (rec_new
+// allocates both together), unless they are a thread's slot counters
+// (RecordExtSlot): the record's calls at word 0, then Stride words per
+// path id: its count, its metric sums and, with latency, its latency
+// entry's address (decision 93).
 type Record struct {
 	Func uint64 `c:"func"`
 	// DenseN is the number of paths counted in the dense array, 0 for a
 	// hashed function: a path id at or above it takes the slow path.
-	DenseN uint64 `c:"dense_n"`
-	// Counts points at the counters: the record's calls at word 0, then
-	// Stride words per path id: its count, its metric sums and, with
-	// latency, its latency entry's address (decision 93).
-	Counts    uint64 `c:"counts"`
+	DenseN    uint64 `c:"dense_n"`
 	Hash      uint64 `c:"hash"`       // the hash table of a hashed function
 	FirstSite uint64 `c:"first_site"` // the function's first call-site id
 	NSites    uint64 `c:"nsites"`
@@ -465,16 +467,22 @@ type Record struct {
 	// inline, and is not in the thread's list; the writer adds its
 	// calls and paths to the cold record's. A record with DenseN 0 and
 	// Twin set is the cold one.
+	//
+	// Counters, for a record whose counters are its thread's slot
+	// counters (flow-only frequency images, decision 42), is their
+	// address; such a record has no Twin.
 	Ext uint8  `c:"ext"`
 	Pad uint16 `c:"pad"`
 }
 
-// The words before a record (Record.Ext): Twin, when the record has it,
-// is the word just before the record, and Via the word before that
-// (just before the record when there is no Twin).
+// The words before a record (Record.Ext): Twin or Counters (no record
+// has both), when the record has one, is the word just before the
+// record, and Via the word before that (just before the record when it
+// has neither).
 const (
 	RecordExtTwin = 1 << 0
 	RecordExtVia  = 1 << 1
+	RecordExtSlot = 1 << 2
 )
 
 // Node is blpp_node, one callee of a call site in a Record's Kids list.
@@ -563,21 +571,21 @@ const (
 
 	SiteSize = 24
 
-	RecordSize         = 96
+	RecordSize         = 88
 	RecordFuncOff      = 0
 	RecordDenseNOff    = 8
-	RecordCountsOff    = 16
-	RecordHashOff      = 24
-	RecordFirstSiteOff = 32
-	RecordNSitesOff    = 40
-	RecordKidsOff      = 48
+	RecordHashOff      = 16
+	RecordFirstSiteOff = 24
+	RecordNSitesOff    = 32
+	RecordKidsOff      = 40
 	// RecordInlineCounts is where a record's counters begin, from the
 	// record, unless they are slot counters: rec_new allocates both
-	// together, so the inline code needs no load of counts [decision 47].
+	// together, so the inline code needs no pointer to them [decision
+	// 47], and the record has none (decision 146).
 	// The record's size: context-mode records are 8-byte aligned in the
 	// small objects' arena, where a gap to a line's end aligned nothing
 	// and cost a word in four of a process's records (decision 146).
-	RecordInlineCounts = 96
+	RecordInlineCounts = 88
 
 	// A hashed function's record counts in hash tables (Record.Hash, the
 	// newest; blpp_rt.c's struct htab): HTabEntriesOff bytes of header,
@@ -738,6 +746,7 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_RECORD_INLINE_COUNTS", fmt.Sprint(RecordInlineCounts)},
 	{"BLPP_RECORD_EXT_TWIN", fmt.Sprint(RecordExtTwin)},
 	{"BLPP_RECORD_EXT_VIA", fmt.Sprint(RecordExtVia)},
+	{"BLPP_RECORD_EXT_SLOT", fmt.Sprint(RecordExtSlot)},
 	{"BLPP_HTAB_ENTRIES_OFF", fmt.Sprint(HTabEntriesOff)},
 	{"BLPP_HTAB_BYTES_OFF", fmt.Sprint(HTabBytesOff)},
 	{"BLPP_HTAB_INIT_CAP", fmt.Sprint(HTabInitCap)},

@@ -70,7 +70,6 @@ func TestLayoutConstants(t *testing.T) {
 		{"RecordSize", RecordSize, unsafe.Sizeof(rec)},
 		{"RecordFuncOff", RecordFuncOff, unsafe.Offsetof(rec.Func)},
 		{"RecordDenseNOff", RecordDenseNOff, unsafe.Offsetof(rec.DenseN)},
-		{"RecordCountsOff", RecordCountsOff, unsafe.Offsetof(rec.Counts)},
 		{"RecordHashOff", RecordHashOff, unsafe.Offsetof(rec.Hash)},
 		{"RecordFirstSiteOff", RecordFirstSiteOff, unsafe.Offsetof(rec.FirstSite)},
 		{"RecordNSitesOff", RecordNSitesOff, unsafe.Offsetof(rec.NSites)},

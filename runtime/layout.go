@@ -581,10 +581,10 @@ const (
 	// RecordInlineCounts is where a record's counters begin, from the
 	// record, unless they are slot counters: rec_new allocates both
 	// together, so the inline code needs no pointer to them [decision
-	// 47], and the record has none (decision 146).
-	// The record's size: context-mode records are 8-byte aligned in the
-	// small objects' arena, where a gap to a line's end aligned nothing
-	// and cost a word in four of a process's records (decision 146).
+	// 47], and the record has none. It is the record's size:
+	// context-mode records are 8-byte aligned in the small objects'
+	// arena, where a gap to a line's end aligned nothing and cost every
+	// record five words (decision 146).
 	RecordInlineCounts = 88
 
 	// A hashed function's record counts in hash tables (Record.Hash, the

@@ -22,31 +22,6 @@ static struct blpp_record *R(u64 p) { return p == (u64)&zero_record ? 0 : (struc
 /* N is the node at p, or 0 at a list's end (0 or zero_node: decision 104). */
 static struct blpp_node *N(u64 p) { return p == (u64)&zero_node ? 0 : (struct blpp_node *)p; }
 
-/* The words before a record (Record.ext, decision 146): twin_word is
- * where r keeps its Twin, 0 when it has none (only a dense function's
- * cold record and its hot twin have one); via_of is its Via, 0 for
- * none. */
-static inline __attribute__((always_inline)) u64 *twin_word(const struct blpp_record *r)
-{
-	return r->ext & BLPP_RECORD_EXT_TWIN ? (u64 *)r - 1 : 0;
-}
-static inline __attribute__((always_inline)) u64 twin_of(const struct blpp_record *r)
-{
-	return r->ext & BLPP_RECORD_EXT_TWIN ? LOAD((u64 *)r - 1) : 0;
-}
-static u64 via_of(const struct blpp_record *r)
-{
-	return r->ext & BLPP_RECORD_EXT_VIA ? *((u64 *)r - (r->ext & (BLPP_RECORD_EXT_TWIN | BLPP_RECORD_EXT_SLOT) ? 2 : 1)) : 0;
-}
-
-/* counts_of is where r's counters are: at BLPP_RECORD_INLINE_COUNTS
- * from it, or a thread's slot counters, whose address is the word
- * before it (decision 146). */
-static inline __attribute__((always_inline)) u64 *counts_of(const struct blpp_record *r)
-{
-	return r->ext & BLPP_RECORD_EXT_SLOT ? (u64 *)*((const u64 *)r - 1) : (u64 *)((u8 *)r + BLPP_RECORD_INLINE_COUNTS);
-}
-
 /* canon is the record that r stands for in its thread's list (a hot
  * twin's cold record, else r); hot is where r's paths are counted (a
  * cold record's twin, else r). */

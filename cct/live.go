@@ -247,6 +247,48 @@ func (lr *liveReader) threads(head uint64) {
 	slices.Reverse(lr.p.Threads)
 }
 
+// narrow reads a field of size bytes (1, 2 or 4) at off of an object
+// whose words f reads: Record's narrower fields (decision 146).
+func narrow(f func(uintptr) uint64, off, size uintptr) uint64 {
+	return f(off&^7) >> (8 * (off & 7)) & (1<<(8*size) - 1)
+}
+
+// twin is the Twin word of the record at a whose Ext is ext (the word
+// before it), 0 when it has none; via its Via (the word before that
+// one, or before the record when it has neither Twin nor Counters).
+func (lr *liveReader) twin(a, ext uint64) uint64 {
+	if ext&rt.RecordExtTwin == 0 || a < 8 {
+		return 0
+	}
+	return lr.m.word(uintptr(a-8), 0, "record's twin")
+}
+
+// counts is where the record at a keeps its counters: after it, or,
+// with RecordExtSlot, at the address the word before it holds.
+func (lr *liveReader) counts(a, ext uint64) uint64 {
+	if ext&rt.RecordExtSlot == 0 {
+		return a + rt.RecordInlineCounts
+	}
+	if a < 8 {
+		return 0
+	}
+	return lr.m.word(uintptr(a-8), 0, "record's counters")
+}
+
+func (lr *liveReader) via(a, ext uint64) uint64 {
+	if ext&rt.RecordExtVia == 0 {
+		return 0
+	}
+	back := uint64(8)
+	if ext&(rt.RecordExtTwin|rt.RecordExtSlot) != 0 {
+		back = 16
+	}
+	if a < back {
+		return 0
+	}
+	return lr.m.word(uintptr(a-back), 0, "record's via")
+}
+
 // records reads a thread's records, parents first, and returns their
 // indices by address.
 func (lr *liveReader) records(t *Thread, head uint64) map[uint64]int {
@@ -266,18 +308,19 @@ func (lr *liveReader) records(t *Thread, head uint64) map[uint64]int {
 			return idx
 		}
 		f := lr.m.obj(a, unsafe.Sizeof(r), "record")
-		if f(unsafe.Offsetof(r.Index)) != n {
-			lr.m.fail(0, "record at %#x has index %d in place %d", a, f(unsafe.Offsetof(r.Index)), n)
+		if narrow(f, unsafe.Offsetof(r.Index), 4) != n {
+			lr.m.fail(0, "record at %#x has index %d in place %d", a, narrow(f, unsafe.Offsetof(r.Index), 4), n)
 			return idx
 		}
+		ext := narrow(f, unsafe.Offsetof(r.Ext), 1)
 		fn := f(unsafe.Offsetof(r.Func))
 		rec := Record{Func: uint32(fn), Parent: -1}
 		if fn > 0xffffffff {
 			lr.m.fail(0, "record at %#x: function %#x", a, fn)
 			return idx
 		}
-		parent, site := f(unsafe.Offsetof(r.Parent)), f(unsafe.Offsetof(r.Site))
-		if via := f(unsafe.Offsetof(r.Via)); via != 0 {
+		parent, site := f(unsafe.Offsetof(r.Parent)), narrow(f, unsafe.Offsetof(r.Site), 4)
+		if via := lr.via(a, ext); via != 0 {
 			parent, site = via, 0 // called back from an uninstrumented function (decision 70)
 		}
 		if parent != 0 {
@@ -289,7 +332,7 @@ func (lr *liveReader) records(t *Thread, head uint64) map[uint64]int {
 			rec.Parent = pi
 			rec.CallSite = lr.localSite(pi, site)
 		}
-		counts := f(unsafe.Offsetof(r.Counts))
+		counts := lr.counts(a, ext)
 		rec.Calls = lr.m.word(uintptr(counts), 0, "calls")
 		lr.dense(&rec, counts, f(unsafe.Offsetof(r.DenseN)))
 		if h := f(unsafe.Offsetof(r.Hash)); h != 0 {
@@ -299,16 +342,16 @@ func (lr *liveReader) records(t *Thread, head uint64) map[uint64]int {
 		// header, not in the list, its dense counters inline.
 		tw := uint64(0)
 		if f(unsafe.Offsetof(r.DenseN)) == 0 {
-			tw = f(unsafe.Offsetof(r.Twin))
+			tw = lr.twin(a, ext)
 		}
 		if tw != 0 {
 			g := lr.m.obj(tw, unsafe.Sizeof(r), "record")
-			if g(unsafe.Offsetof(r.Twin)) != a || g(unsafe.Offsetof(r.Func)) != fn {
+			if lr.twin(tw, narrow(g, unsafe.Offsetof(r.Ext), 1)) != a || g(unsafe.Offsetof(r.Func)) != fn {
 				lr.m.fail(0, "record at %#x: twin %#x is not its own", a, tw)
 				return idx
 			}
 			hot := Record{Func: rec.Func}
-			hc := g(unsafe.Offsetof(r.Counts))
+			hc := lr.counts(tw, narrow(g, unsafe.Offsetof(r.Ext), 1))
 			hot.Calls = lr.m.word(uintptr(hc), 0, "calls")
 			lr.dense(&hot, hc, g(unsafe.Offsetof(r.DenseN)))
 			lr.merge(&rec, &hot)

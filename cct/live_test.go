@@ -72,15 +72,15 @@ var (
 // its function's call sites [first, first+nsites), its calls and dense
 // path counts (stride words each), counters right after it.
 func (l *liveFile) record(fid, parent, site, first, nsites, index, calls uint64, stride uint64, paths ...uint64) uint64 {
-	r := l.alloc(rt.RecordInlineCounts + uintptr(8*(1+uint64(len(paths))*stride)))
+	// Room for the two words a record may have before it (Ext).
+	r := l.alloc(16+rt.RecordInlineCounts+uintptr(8*(1+uint64(len(paths))*stride))) + 16
 	l.put(r, unsafe.Offsetof(lr.Func), fid)
 	l.put(r, unsafe.Offsetof(lr.Parent), parent)
-	l.put(r, unsafe.Offsetof(lr.Site), site)
+	l.putN(r, unsafe.Offsetof(lr.Site), 4, site)
 	l.put(r, unsafe.Offsetof(lr.FirstSite), first)
 	l.put(r, unsafe.Offsetof(lr.NSites), nsites)
-	l.put(r, unsafe.Offsetof(lr.Index), index)
+	l.putN(r, unsafe.Offsetof(lr.Index), 4, index)
 	l.put(r, unsafe.Offsetof(lr.DenseN), uint64(len(paths)))
-	l.put(r, unsafe.Offsetof(lr.Counts), r+rt.RecordInlineCounts)
 	l.put(r, rt.RecordInlineCounts, calls)
 	for i, c := range paths {
 		l.put(r, rt.RecordInlineCounts+uintptr(8*(1+uint64(i)*stride)), c)
@@ -92,6 +92,31 @@ func (l *liveFile) record(fid, parent, site, first, nsites, index, calls uint64,
 }
 
 func (l *liveFile) link(from, to uint64) { l.put(from, unsafe.Offsetof(lr.Next), to) }
+
+// putN stores the low size bytes of v at field of the object at addr:
+// Record's narrower fields.
+func (l *liveFile) putN(addr uint64, field uintptr, size int, v uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	copy(l.data[addr-l.base+uint64(field):], b[:size])
+}
+
+// ext gives record r the words before it that its Ext names: twin
+// (when not 0) just before it, via before that (decision 146).
+func (l *liveFile) ext(r, twin, via uint64) {
+	var e uint64
+	back := uint64(8)
+	if twin != 0 {
+		e |= rt.RecordExtTwin
+		l.put(r-8, 0, twin)
+		back = 16
+	}
+	if via != 0 {
+		e |= rt.RecordExtVia
+		l.put(r-back, 0, via)
+	}
+	l.putN(r, unsafe.Offsetof(lr.Ext), 1, e)
+}
 
 // htab lays out a hash table of cap entries, {key (path+1), count,
 // metric sums (100 times the count)}.
@@ -170,16 +195,18 @@ func sampleLive(metrics bool) ([]byte, *Profile) {
 	// hh is cold and has a hot twin, not in the list (decision 99): its
 	// calls and dense paths are hh's, and a partial may name it.
 	ht := l.record(3, f, 0, 40, 0, 3, 2, stride, 0, 4)
-	l.put(hh, unsafe.Offsetof(lr.Twin), ht)
-	l.put(ht, unsafe.Offsetof(lr.Twin), hh)
+	// hh was called back from main's uninstrumented callee too: its
+	// Via comes before its Twin (decision 146), and main is its parent.
+	l.ext(hh, ht, main)
+	l.ext(ht, hh, 0)
 	d := l.record(4, main, 10, 0, 0, 4, 1, stride)
 	k := l.record(5, main, 10, 50, 0, 5, 2, stride, 2)
-	l.put(k, unsafe.Offsetof(lr.Via), d)
+	l.ext(k, 0, d)
 	// A second record of k's function and context (the runtime makes
 	// none, but a reader of its memory must not trip on one): its
 	// counts go to k's.
 	twin := l.record(5, main, 10, 50, 0, 6, 1, stride, 1)
-	l.put(twin, unsafe.Offsetof(lr.Via), d)
+	l.ext(twin, 0, d)
 	for _, p := range [][2]uint64{{main, f}, {f, g}, {g, hh}, {hh, d}, {d, k}, {k, twin}} {
 		l.link(p[0], p[1])
 	}
@@ -199,7 +226,13 @@ func sampleLive(metrics bool) ([]byte, *Profile) {
 	l.put(t1, unsafe.Offsetof(lt.Folded), fold)
 	l.put(t1, unsafe.Offsetof(lt.Partials), parts)
 	l.put(t1, unsafe.Offsetof(lt.Block), block)
-	r2 := l.record(0, 0, 0, 10, 2, 0, 3, stride, 0, 0)
+	// The second thread's record counts in its slot counters (decision
+	// 146): the word before it says where; its own words say 0 calls.
+	r2 := l.record(0, 0, 0, 10, 2, 0, 0, stride, 0, 0)
+	slots := l.alloc(uintptr(8 * (1 + 2*stride)))
+	l.put(slots, 0, 3)
+	l.put(r2-8, 0, slots)
+	l.putN(r2, unsafe.Offsetof(lr.Ext), 1, rt.RecordExtSlot)
 	t2 := l.alloc(unsafe.Sizeof(lt))
 	l.put(t2, unsafe.Offsetof(lt.TID), 78)
 	l.put(t2, unsafe.Offsetof(lt.Records), r2)
@@ -223,7 +256,7 @@ func sampleLive(metrics bool) ([]byte, *Profile) {
 				{Func: 0, Parent: -1, Calls: 1, Paths: []Path{path(1, 1)}},
 				{Func: 1, Parent: 0, CallSite: 2, Calls: 4, Paths: []Path{path(0, 3), path(2, 1)}},
 				{Func: Fid(2, 5), Parent: 0, CallSite: 1, Calls: 6, Paths: []Path{path(0, 6)}},
-				{Func: 3, Parent: 1, Calls: 11, Paths: []Path{path(1, 5), path(7, 7)}},
+				{Func: 3, Parent: 0, Calls: 11, Paths: []Path{path(1, 5), path(7, 7)}},
 				{Func: 4, Parent: 0, CallSite: 1, Calls: 1},
 				{Func: 5, Parent: 4, Calls: 3, Paths: []Path{path(0, 3)}},
 			},

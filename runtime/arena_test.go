@@ -16,7 +16,8 @@ import (
 // 64 KiB at a time with madvise(MADV_POPULATE_WRITE) ahead of its
 // allocations, instead of taking a page fault at each page's first
 // write (decision 145); a kernel that refuses it is asked once. The
-// program's output and the profile's contexts are those of the run.
+// program's output and the profile's contexts are those of the run, and
+// what the arena made present bounds a context's bytes (decision 146).
 func TestArenaPopulate(t *testing.T) {
 	strace, err := osexec.LookPath("strace")
 	if err != nil {
@@ -74,5 +75,12 @@ func TestArenaPopulate(t *testing.T) {
 		t.Errorf("MADV_POPULATE_WRITE refused once and then asked again")
 	case failed == 0 && bytes < 2<<20:
 		t.Errorf("%d KiB made present ahead for %d records, want the small arena's pages (several MiB):\n%s", bytes>>10, p.Stats[cct.StatRecords], b)
+	case failed == 0 && uint64(bytes) > 168*p.Stats[cct.StatRecords]:
+		// Each context is a record with one path (an 88-byte header
+		// and two counter words, decision 146), its 32-byte node and,
+		// for half of them, a node list of two sites (four words):
+		// 152 bytes, and the 64 KiB steps of populate. The 128-byte
+		// header took 192.
+		t.Errorf("%d KiB made present for %d records: %d bytes each, want at most 168", bytes>>10, p.Stats[cct.StatRecords], uint64(bytes)/p.Stats[cct.StatRecords])
 	}
 }

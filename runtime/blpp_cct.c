@@ -25,14 +25,16 @@ static struct blpp_node *N(u64 p) { return p == (u64)&zero_node ? 0 : (struct bl
 /* canon is the record that r stands for in its thread's list (a hot
  * twin's cold record, else r); hot is where r's paths are counted (a
  * cold record's twin, else r). */
-static struct blpp_record *canon(struct blpp_record *r)
+static inline __attribute__((always_inline)) struct blpp_record *canon(struct blpp_record *r)
 {
-	return r && r->twin && r->dense_n ? R(r->twin) : r;
+	u64 tw;
+	return r && r->dense_n && (tw = twin_of(r)) ? R(tw) : r;
 }
 
-static struct blpp_record *hot(struct blpp_record *r)
+static inline __attribute__((always_inline)) struct blpp_record *hot(struct blpp_record *r)
 {
-	return r && !r->dense_n && LOAD(&r->twin) ? R(r->twin) : r;
+	u64 tw;
+	return r && !r->dense_n && (tw = twin_of(r)) ? R(tw) : r;
 }
 
 /* over_limit says whether the arena has reached its bound. */
@@ -52,7 +54,7 @@ static u64 cur_of(struct blpp_thread *t, const struct blpp_record *r)
 {
 	if (!r || !rt.slots_size || !instr(r->func) || !r->dense_n)
 		return 0;
-	return r->counts == (u64)t + func_of(r->func)->slot ? r->func + 1 : 0;
+	return (u64)counts_of(r) == (u64)t + func_of(r->func)->slot ? r->func + 1 : 0;
 }
 
 /*
@@ -291,8 +293,9 @@ static u64 anc_bit(u64 fid) { return 1ul << (fib32(fid ^ (fid >> 32)) >> 26); }
  * site, entered through via (0: none), whole but not yet in t's list
  * (list_add). Its counters follow it at a fixed offset,
  * BLPP_RECORD_INLINE_COUNTS, so that the inline code reaches them
- * without loading r->counts [decision 47] (or live in t's slots); a cold
- * record's table follows its calls word.
+ * without a pointer [decision 47] (or live in t's slots, whose address
+ * is the word before it: counts_of); a cold record's table follows its
+ * calls word.
  */
 static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_record *parent, u64 site, u64 via)
 {
@@ -305,23 +308,26 @@ static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_r
 	int cold = !rt.flow_only && f != &dark_func && (f->hashed || f->num_paths > COLD_PATHS);
 	u64 dense = f->hashed || cold ? 0 : f->num_paths, z = 0;
 	struct blpp_record *r;
-	u64 *counts;
 	if (!w || over_limit() || dense > (1ul << 40))
 		goto drop;
 	int slot = f != &dark_func && slot_of(t, f);
 	u64 size = BLPP_RECORD_INLINE_COUNTS + (slot ? 0 : 8 * (1 + dense * rt.stride));
-	if (cold)
-		r = small_alloc(size + htab_bytes(COLD_CAP));
-	else if (rt.flow_only)
-		r = arena_alloc(&w->arena, size);
-	else
-		r = small_alloc(size);
-	if (!r)
+	/* The words before the record (decision 146): Twin for a dense
+	 * function's cold record or the slot counters' address, and Via
+	 * (first) for a callback. */
+	int tw = cold && !f->hashed;
+	u64 pre = 8 * (u64)(tw || slot) + (via ? 8 : 0);
+	u8 *m = rt.flow_only ? arena_alloc(&w->arena, pre + size) : small_alloc(pre + size + (cold ? htab_bytes(COLD_CAP) : 0));
+	if (!m)
 		goto drop;
-	if (slot)
-		counts = (u64 *)((u8 *)t + f->slot); /* zero or this thread's own counts (a fork child's) */
-	else
-		counts = (u64 *)((u8 *)r + BLPP_RECORD_INLINE_COUNTS);
+	r = (struct blpp_record *)(m + pre);
+	if (__builtin_expect(tw || via || slot, 0)) {
+		r->ext = (u8)((tw ? BLPP_RECORD_EXT_TWIN : 0) | (via ? BLPP_RECORD_EXT_VIA : 0) | (slot ? BLPP_RECORD_EXT_SLOT : 0));
+		if (via)
+			*(u64 *)m = via; /* before the Twin word, if any */
+		if (slot) /* a flow-only root: never a Twin */
+			*((u64 *)r - 1) = (u64)t + f->slot; /* zero or this thread's own counts (a fork child's) */
+	}
 	if (cold)
 		r->hash = (u64)htab_at((u8 *)r + size, COLD_CAP);
 	else if (f->hashed && !(r->hash = (u64)htab_new(w, HTAB_INIT)))
@@ -340,11 +346,9 @@ static struct blpp_record *rec_new(struct blpp_thread *t, u64 fid, struct blpp_r
 	}
 	(void)z;
 	r->func = fid;
-	r->counts = (u64)counts;
 	r->parent = (u64)parent;
 	r->anc = (parent ? parent->anc : 0) | anc_bit(fid);
-	r->site = site;
-	r->via = via;
+	r->site = (u32)site;
 	r->dense_n = dense;
 	return r;
 drop:
@@ -365,8 +369,9 @@ static void list_add(struct blpp_thread *t, struct blpp_record *r)
 		return;
 	if ((p = R(r->parent)) && !LOAD(&p->listed))
 		list_add(t, p);
-	if (r->via && !LOAD(&R(r->via)->listed))
-		list_add(t, R(r->via));
+	u64 via = via_of(r);
+	if (via && !LOAD(&R(via)->listed))
+		list_add(t, R(via));
 	for (;;) {
 		/* The end: from last_rec, or the head while last_rec is not
 		 * set yet (a stub linked the first record and was
@@ -382,7 +387,7 @@ static void list_add(struct blpp_thread *t, struct blpp_record *r)
 		}
 		if (LOAD(&r->listed))
 			return;
-		r->index = last ? last->index + 1 : 0;
+		r->index = last ? last->index + 1 : 0; /* below 2^32: blpp_init bounds the arena */
 		BARRIER();
 		if (CAS(last ? &last->next : &t->records, 0, (u64)r))
 			break;
@@ -392,8 +397,8 @@ static void list_add(struct blpp_thread *t, struct blpp_record *r)
 	while ((l = LOAD(&t->last_rec)) == 0 || R(l)->index < r->index)
 		if (CAS(&t->last_rec, l, (u64)r))
 			break;
-	while ((n = LOAD(&t->nrecords)) < r->index + 1)
-		if (CAS(&t->nrecords, n, r->index + 1))
+	while ((n = LOAD(&t->nrecords)) < (u64)r->index + 1)
+		if (CAS(&t->nrecords, n, (u64)r->index + 1))
 			break;
 	live_sync(t); /* continuous mode: the file's part of t */
 }
@@ -414,8 +419,8 @@ static struct blpp_record *root(struct blpp_thread *t, u64 fid)
 			r = R(LOAD(w)); /* a nested stub made it: ours stays unused */
 	}
 	list_add(t, r);
-	if (r->counts != (u64)r + BLPP_RECORD_INLINE_COUNTS) /* in t's slots */
-		__atomic_fetch_or((u64 *)r->counts, SLOT_LIVE, __ATOMIC_RELAXED);
+	if (r->ext & BLPP_RECORD_EXT_SLOT) /* in t's slots */
+		__atomic_fetch_or(counts_of(r), SLOT_LIVE, __ATOMIC_RELAXED);
 	return hot(r);
 }
 
@@ -424,7 +429,7 @@ static struct blpp_record *root(struct blpp_thread *t, u64 fid)
  * they cannot be made. */
 static struct blpp_node **kids_of(struct blpp_record *p, int alloc)
 {
-	struct blpp_record *c = canon(p), *tw = R(LOAD(&c->twin));
+	struct blpp_record *c = canon(p), *tw = R(twin_of(c));
 	u64 k = LOAD(&c->kids), z = LOAD(&rt.kids0);
 	if (k && k == z && alloc) {
 		u64 *n = kids_alloc(c->nsites);
@@ -600,13 +605,19 @@ static void promote(struct blpp_thread *t, struct blpp_record *r)
 	u64 dense = f->num_paths, d = depth(t);
 	if (!rt.w || f->hashed || over_limit() || dense > (1ul << 40))
 		return;
-	tw = arena_alloc(&rt.w->arena, BLPP_RECORD_INLINE_COUNTS + 8 * (1 + dense * rt.stride));
-	if (!tw) {
+	u64 *tword = twin_word(r);
+	if (!tword)
+		return; /* never: a dense function's cold record has the word */
+	/* The twin's own Twin word before it: 8 bytes into a 64-byte
+	 * aligned block. */
+	u8 *m = arena_alloc(&rt.w->arena, 8 + BLPP_RECORD_INLINE_COUNTS + 8 * (1 + dense * rt.stride));
+	if (!m) {
 		ADD(&rt.w->stats[ST_DROPPED_RECORDS], 1);
 		return;
 	}
+	tw = (struct blpp_record *)(m + 8);
+	tw->ext = BLPP_RECORD_EXT_TWIN;
 	tw->func = r->func;
-	tw->counts = (u64)((u8 *)tw + BLPP_RECORD_INLINE_COUNTS);
 	tw->parent = r->parent;
 	tw->anc = r->anc;
 	tw->site = r->site;
@@ -614,12 +625,11 @@ static void promote(struct blpp_thread *t, struct blpp_record *r)
 	tw->nsites = r->nsites;
 	tw->kids = LOAD(&r->kids);
 	tw->index = r->index;
-	tw->via = r->via;
-	tw->listed = 1; /* in the list as r */
-	tw->twin = (u64)r;
+	tw->listed = 1; /* in the list as r: nothing reads a twin's Via */
+	*twin_word(tw) = (u64)r;
 	tw->dense_n = dense;
 	BARRIER();
-	STORE(&r->twin, (u64)tw);
+	STORE(tword, (u64)tw);
 	NEST_POINT(5, r->func);
 	kids_of(r, 0); /* the twin has the lists r has now */
 	if (p) {
@@ -745,7 +755,7 @@ static void count_f(struct blpp_thread *t, struct blpp_record *r, u64 fid, const
 	}
 	r = hot(r);
 	if (path < r->dense_n) {
-		v = (u64 *)r->counts + 1 + path * rt.stride;
+		v = counts_of(r) + 1 + path * rt.stride;
 	} else {
 		/* r's function is f: its promote_ends, once (decision 145) */
 		u64 ends = promote_ends(f);

@@ -157,7 +157,7 @@ void blpp_rt_dark(u64 fid, u64 rsp)
 	}
 counted:
 	if (r)
-		ADD((u64 *)r->counts, 1);
+		ADD(counts_of(r), 1);
 out:
 	BARRIER();
 	busy_down(t);

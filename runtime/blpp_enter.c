@@ -152,7 +152,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 			t->record = rec_word(r);
 	}
 	if (r)
-		ADD((u64 *)r->counts, 1);
+		ADD(counts_of(r), 1);
 	BARRIER();
 	busy_down(t);
 }
@@ -283,7 +283,7 @@ void blpp_rt_leaf(u64 fid, u64 rsp)
 			unwind(t, rsp, 1);
 		r = rt.flow_only ? root(t, fid) : enter_record(t, fid, rsp);
 		if (r) {
-			ADD((u64 *)r->counts, 1);
+			ADD(counts_of(r), 1);
 			count(t, r, fid, 0, d);
 		}
 	}

@@ -20,7 +20,10 @@
 #define BLPP_MAX_METRICS 4
 #define BLPP_DEFAULT_ARENA_LIMIT 0x200000000ull
 #define BLPP_DEFAULT_SHADOW_FRAMES 0x1000000ull
-#define BLPP_RECORD_INLINE_COUNTS 128
+#define BLPP_RECORD_INLINE_COUNTS 88
+#define BLPP_RECORD_EXT_TWIN 1
+#define BLPP_RECORD_EXT_VIA 2
+#define BLPP_RECORD_EXT_SLOT 4
 #define BLPP_HTAB_ENTRIES_OFF 32
 #define BLPP_HTAB_BYTES_OFF 24
 #define BLPP_HTAB_INIT_CAP 64
@@ -48,7 +51,7 @@
 #define BLPP_FALLBACK_SAMPLE_PERIOD 1000000ull
 #define BLPP_SAMPLER_FLAG_TIMER 1ull
 #define BLPP_LIVE_MAGIC 0x3156494c50504c42ull
-#define BLPP_LIVE_VERSION 3
+#define BLPP_LIVE_VERSION 4
 #define BLPP_LIVE_HEADER_SIZE 4096
 #define BLPP_LIVE_PTAB_CAP 4096
 #define BLPP_LIVE_NSTATS 13
@@ -164,23 +167,22 @@
 #define BLPP_SAMPLER_OFF_FLAGS 56
 
 /* struct blpp_record: a calling-context record */
-#define BLPP_RECORD_SIZE 128
+#define BLPP_RECORD_SIZE 88
 #define BLPP_RECORD_OFF_FUNC 0
 #define BLPP_RECORD_OFF_DENSE_N 8
-#define BLPP_RECORD_OFF_COUNTS 16
-#define BLPP_RECORD_OFF_HASH 24
-#define BLPP_RECORD_OFF_FIRST_SITE 32
-#define BLPP_RECORD_OFF_NSITES 40
-#define BLPP_RECORD_OFF_KIDS 48
-#define BLPP_RECORD_OFF_PARENT 56
-#define BLPP_RECORD_OFF_SITE 64
-#define BLPP_RECORD_OFF_NEXT 72
-#define BLPP_RECORD_OFF_INDEX 80
-#define BLPP_RECORD_OFF_VIA 88
-#define BLPP_RECORD_OFF_TWIN 96
-#define BLPP_RECORD_OFF_LISTED 104
-#define BLPP_RECORD_OFF_COLD 112
-#define BLPP_RECORD_OFF_ANC 120
+#define BLPP_RECORD_OFF_HASH 16
+#define BLPP_RECORD_OFF_FIRST_SITE 24
+#define BLPP_RECORD_OFF_NSITES 32
+#define BLPP_RECORD_OFF_KIDS 40
+#define BLPP_RECORD_OFF_PARENT 48
+#define BLPP_RECORD_OFF_ANC 56
+#define BLPP_RECORD_OFF_NEXT 64
+#define BLPP_RECORD_OFF_SITE 72
+#define BLPP_RECORD_OFF_INDEX 76
+#define BLPP_RECORD_OFF_COLD 80
+#define BLPP_RECORD_OFF_LISTED 84
+#define BLPP_RECORD_OFF_EXT 85
+#define BLPP_RECORD_OFF_PAD 86
 
 /* struct blpp_node: a callee of a call site in a record's kids list */
 #define BLPP_NODE_SIZE 80
@@ -352,20 +354,19 @@ struct blpp_sampler {
 struct blpp_record {
 	unsigned long long func;
 	unsigned long long dense_n;
-	unsigned long long counts;
 	unsigned long long hash;
 	unsigned long long first_site;
 	unsigned long long nsites;
 	unsigned long long kids;
 	unsigned long long parent;
-	unsigned long long site;
-	unsigned long long next;
-	unsigned long long index;
-	unsigned long long via;
-	unsigned long long twin;
-	unsigned long long listed;
-	unsigned long long cold;
 	unsigned long long anc;
+	unsigned long long next;
+	unsigned int site;
+	unsigned int index;
+	unsigned int cold;
+	unsigned char listed;
+	unsigned char ext;
+	unsigned short pad;
 };
 
 struct blpp_node {
@@ -522,20 +523,19 @@ _Static_assert(__builtin_offsetof(struct blpp_sampler, flags) == BLPP_SAMPLER_OF
 _Static_assert(sizeof(struct blpp_record) == BLPP_RECORD_SIZE, "blpp_record size");
 _Static_assert(__builtin_offsetof(struct blpp_record, func) == BLPP_RECORD_OFF_FUNC, "blpp_record.func");
 _Static_assert(__builtin_offsetof(struct blpp_record, dense_n) == BLPP_RECORD_OFF_DENSE_N, "blpp_record.dense_n");
-_Static_assert(__builtin_offsetof(struct blpp_record, counts) == BLPP_RECORD_OFF_COUNTS, "blpp_record.counts");
 _Static_assert(__builtin_offsetof(struct blpp_record, hash) == BLPP_RECORD_OFF_HASH, "blpp_record.hash");
 _Static_assert(__builtin_offsetof(struct blpp_record, first_site) == BLPP_RECORD_OFF_FIRST_SITE, "blpp_record.first_site");
 _Static_assert(__builtin_offsetof(struct blpp_record, nsites) == BLPP_RECORD_OFF_NSITES, "blpp_record.nsites");
 _Static_assert(__builtin_offsetof(struct blpp_record, kids) == BLPP_RECORD_OFF_KIDS, "blpp_record.kids");
 _Static_assert(__builtin_offsetof(struct blpp_record, parent) == BLPP_RECORD_OFF_PARENT, "blpp_record.parent");
-_Static_assert(__builtin_offsetof(struct blpp_record, site) == BLPP_RECORD_OFF_SITE, "blpp_record.site");
-_Static_assert(__builtin_offsetof(struct blpp_record, next) == BLPP_RECORD_OFF_NEXT, "blpp_record.next");
-_Static_assert(__builtin_offsetof(struct blpp_record, index) == BLPP_RECORD_OFF_INDEX, "blpp_record.index");
-_Static_assert(__builtin_offsetof(struct blpp_record, via) == BLPP_RECORD_OFF_VIA, "blpp_record.via");
-_Static_assert(__builtin_offsetof(struct blpp_record, twin) == BLPP_RECORD_OFF_TWIN, "blpp_record.twin");
-_Static_assert(__builtin_offsetof(struct blpp_record, listed) == BLPP_RECORD_OFF_LISTED, "blpp_record.listed");
-_Static_assert(__builtin_offsetof(struct blpp_record, cold) == BLPP_RECORD_OFF_COLD, "blpp_record.cold");
 _Static_assert(__builtin_offsetof(struct blpp_record, anc) == BLPP_RECORD_OFF_ANC, "blpp_record.anc");
+_Static_assert(__builtin_offsetof(struct blpp_record, next) == BLPP_RECORD_OFF_NEXT, "blpp_record.next");
+_Static_assert(__builtin_offsetof(struct blpp_record, site) == BLPP_RECORD_OFF_SITE, "blpp_record.site");
+_Static_assert(__builtin_offsetof(struct blpp_record, index) == BLPP_RECORD_OFF_INDEX, "blpp_record.index");
+_Static_assert(__builtin_offsetof(struct blpp_record, cold) == BLPP_RECORD_OFF_COLD, "blpp_record.cold");
+_Static_assert(__builtin_offsetof(struct blpp_record, listed) == BLPP_RECORD_OFF_LISTED, "blpp_record.listed");
+_Static_assert(__builtin_offsetof(struct blpp_record, ext) == BLPP_RECORD_OFF_EXT, "blpp_record.ext");
+_Static_assert(__builtin_offsetof(struct blpp_record, pad) == BLPP_RECORD_OFF_PAD, "blpp_record.pad");
 _Static_assert(sizeof(struct blpp_node) == BLPP_NODE_SIZE, "blpp_node size");
 _Static_assert(__builtin_offsetof(struct blpp_node, func) == BLPP_NODE_OFF_FUNC, "blpp_node.func");
 _Static_assert(__builtin_offsetof(struct blpp_node, rec) == BLPP_NODE_OFF_REC, "blpp_node.rec");

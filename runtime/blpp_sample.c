@@ -518,7 +518,7 @@ static void sample_thread_write(struct blpp_thread *t, u64 ti, u64 nrec, const s
 			continue;
 		r = R(tab[k].rec);
 		if (r && !ptrs.err && r->index < nrec && ((struct blpp_record **)ptrs.p)[r->index] == r)
-			x.rec = r->index + 1;
+			x.rec = (u64)r->index + 1;
 		x.reg = tab[k].reg;
 		x.off = tab[k].pc;
 		for (u64 lo = 0, hi = nm; lo < hi;) { /* the mapping holding pc */

@@ -137,6 +137,8 @@ static void setup(const char *profile)
 
 	rt.flow_only = (rt.flags & BLPP_CONFIG_FLAG_FLOW_ONLY) != 0;
 	rt.arena_limit = c->arena_limit ? c->arena_limit : BLPP_DEFAULT_ARENA_LIMIT;
+	if (rt.arena_limit > (1ul << 38))
+		rt.arena_limit = 1ul << 38; /* 2^32 records of 64 bytes: Record.index is 32 bits (decision 146) */
 	rt.shadow_frames = c->shadow_frames ? c->shadow_frames : BLPP_SHADOW_FRAMES;
 	if (rt.shadow_frames > (1ul << 30))
 		rt.shadow_frames = 1ul << 30; /* 77 GB of address space */

@@ -548,6 +548,31 @@ static int make_zeros(struct proc *p)
 
 static u64 rec_word(const struct blpp_record *r) { return (u64)(r ? r : &zero_record); }
 
+/* The words before a record (Record.ext, decision 146): twin_word is
+ * where r keeps its Twin, 0 when it has none (only a dense function's
+ * cold record and its hot twin have one); via_of is its Via, 0 for
+ * none. */
+static inline __attribute__((always_inline)) u64 *twin_word(const struct blpp_record *r)
+{
+	return r->ext & BLPP_RECORD_EXT_TWIN ? (u64 *)r - 1 : 0;
+}
+static inline __attribute__((always_inline)) u64 twin_of(const struct blpp_record *r)
+{
+	return r->ext & BLPP_RECORD_EXT_TWIN ? LOAD((u64 *)r - 1) : 0;
+}
+static u64 via_of(const struct blpp_record *r)
+{
+	return r->ext & BLPP_RECORD_EXT_VIA ? *((u64 *)r - (r->ext & (BLPP_RECORD_EXT_TWIN | BLPP_RECORD_EXT_SLOT) ? 2 : 1)) : 0;
+}
+
+/* counts_of is where r's counters are: at BLPP_RECORD_INLINE_COUNTS
+ * from it, or a thread's slot counters, whose address is the word
+ * before it (decision 146). */
+static inline __attribute__((always_inline)) u64 *counts_of(const struct blpp_record *r)
+{
+	return r->ext & BLPP_RECORD_EXT_SLOT ? (u64 *)*((const u64 *)r - 1) : (u64 *)((u8 *)r + BLPP_RECORD_INLINE_COUNTS);
+}
+
 /*
  * SLOT_LIVE is the sign bit of a calls word in the slot counters: root
  * sets it once the thread has the function's record, and the inline

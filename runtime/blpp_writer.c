@@ -137,7 +137,7 @@ static u64 hash_paths(struct htab *h, struct blpp_record *tw, struct obuf *out, 
 {
 	struct hent *e;
 	u64 n = 0, np = 0, hw = hent_words(), stride = rt.stride, nv = 1 + rt.nmetrics;
-	u64 dn = tw ? tw->dense_n : 0, di = 0, *dv = tw ? (u64 *)tw->counts + 1 : 0;
+	u64 dn = tw ? tw->dense_n : 0, di = 0, *dv = tw ? counts_of(tw) + 1 : 0;
 	int keep_lat = rt.latency, wl = writes_latency();
 	scratch->len = 0;
 	for (; h; h = (struct htab *)LOAD(&h->next)) {
@@ -228,17 +228,18 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 	u64 nrec = 0, limit = LOAD(&t->nrecords), stride = rt.stride;
 	int wl = writes_latency();
 	for (struct blpp_record *r = R(LOAD(&t->records)); r && nrec < limit; r = R(LOAD(&r->next))) {
-		u64 *c = (u64 *)r->counts, np = 0, dn = r->dense_n, at;
-		struct blpp_record *p = R(r->parent), *tw = dn ? 0 : R(LOAD(&r->twin));
+		u64 *c = counts_of(r), np = 0, dn = r->dense_n, at;
+		struct blpp_record *p = R(r->parent), *tw = dn ? 0 : R(twin_of(r));
+		u64 via = via_of(r);
 		ob_uv(recs, r->func);
-		if (r->via) { /* called back from an uninstrumented function (decision 70) */
-			ob_uv(recs, R(r->via)->index + 1);
+		if (via) { /* called back from an uninstrumented function (decision 70) */
+			ob_uv(recs, (u64)R(via)->index + 1);
 			ob_uv(recs, 0);
 		} else {
-			ob_uv(recs, p ? p->index + 1 : 0);
+			ob_uv(recs, p ? (u64)p->index + 1 : 0);
 			ob_uv(recs, local_site(p, r->site));
 		}
-		ob_uv(recs, (LOADR(&c[0]) & ~SLOT_LIVE) + (tw ? LOADR((u64 *)tw->counts) : 0)); /* calls */
+		ob_uv(recs, (LOADR(&c[0]) & ~SLOT_LIVE) + (tw ? LOADR(counts_of(tw)) : 0)); /* calls */
 		/* The paths go straight after a byte kept for their number,
 		 * which takes one byte below 128 paths: most records. */
 		at = recs->len;
@@ -331,7 +332,7 @@ static u64 encode_pents(struct obuf *scratch, u64 nrec, struct obuf *out)
 		u64 c = 0;
 		for (; i < n && e[i].rec == k.rec && e[i].func == k.func && e[i].block == k.block && e[i].reg == k.reg; i++)
 			c += e[i].count;
-		ob_uv(out, k.rec && R(k.rec)->index < nrec ? R(k.rec)->index + 1 : 0);
+		ob_uv(out, k.rec && R(k.rec)->index < nrec ? (u64)R(k.rec)->index + 1 : 0);
 		ob_uv(out, k.func);
 		ob_uv(out, k.block);
 		ob_sv(out, k.reg);

@@ -18,7 +18,10 @@ import (
 // checks them against unsafe.Offsetof.
 //
 // Every field is 8 bytes wide, so C and Go agree on the layout without
-// relying on either compiler's padding rules.
+// relying on either compiler's padding rules; only Record's last two
+// words hold narrower fields, each at an offset that is a multiple of its
+// size and filling the word, where both compilers add no padding
+// (layout_test.go checks it).
 
 // Config is blpp_config, the runtime's configuration. It lives in the
 // runtime's data at Image.Symbols[SymConfig]; the rewriter fills it by
@@ -49,8 +52,9 @@ type Config struct {
 	MetricsVaddr uint64 `c:"metrics_vaddr"`
 	NMetrics     uint64 `c:"nmetrics"`
 	// ArenaLimit bounds the memory of the calling context trees, counters
-	// and partials (bytes; 0: DefaultArenaLimit). Past it, new records
-	// are not made (STATS dropped_records).
+	// and partials (bytes; 0: DefaultArenaLimit; at most 2^38, so that a
+	// thread's records fit Record.Index). Past it, new records are not
+	// made (STATS dropped_records).
 	ArenaLimit uint64 `c:"arena_limit"`
 	// SlotsSize is the size in bytes of every thread block's slot
 	// counters (at SlotsOffset in the block, before its shadow stack);
@@ -399,18 +403,20 @@ type Frame struct {
 // Record is blpp_record, a node of a thread's calling context tree
 // [Ammons-Ball-Larus 97 §4]: one function reached through one chain of
 // call sites. Records live in the runtime's fork-wiped arena. Inline
-// instrumentation reads Func, DenseN, Counts, Hash, FirstSite, NSites and
-// Kids: they come first, within its first 64 bytes, and Parent and Site,
-// which only the runtime reads, after them (decision 131).
+// instrumentation reads Func, DenseN, Hash, FirstSite, NSites and Kids:
+// they come first, within its first 64 bytes, and Parent and Site, which
+// only the runtime reads, after them (decision 131).
+//
+// A record's counters are at RecordInlineCounts from it (rec_new
+// allocates both together), unless they are a thread's slot counters
+// (RecordExtSlot): the record's calls at word 0, then Stride words per
+// path id: its count, its metric sums and, with latency, its latency
+// entry's address (decision 93).
 type Record struct {
 	Func uint64 `c:"func"`
 	// DenseN is the number of paths counted in the dense array, 0 for a
 	// hashed function: a path id at or above it takes the slow path.
-	DenseN uint64 `c:"dense_n"`
-	// Counts points at the counters: the record's calls at word 0, then
-	// Stride words per path id: its count, its metric sums and, with
-	// latency, its latency entry's address (decision 93).
-	Counts    uint64 `c:"counts"`
+	DenseN    uint64 `c:"dense_n"`
 	Hash      uint64 `c:"hash"`       // the hash table of a hashed function
 	FirstSite uint64 `c:"first_site"` // the function's first call-site id
 	NSites    uint64 `c:"nsites"`
@@ -420,26 +426,18 @@ type Record struct {
 	// (decision 104).
 	Kids   uint64 `c:"kids"`
 	Parent uint64 `c:"parent"`
-	Site   uint64 `c:"site"`  // call-site id in the parent (0: none)
-	Next   uint64 `c:"next"`  // next record of the thread
-	Index  uint64 `c:"index"` // the writer's record number
-	// Via is the record of an uninstrumented function whose activation
-	// was in progress when this record was made under Parent at Site:
-	// the call at Site entered uninstrumented code, and this function
-	// was called back from inside it (decision 70). The profile gives
-	// such a record Via as its parent, with call site 0. 0: none.
-	Via uint64 `c:"via"`
-	// Twin is, for a cold record (below), its hot twin once it has one,
-	// and for a hot twin the cold record it stands for (decision 99):
-	// the twin has the same header and index, DenseN the function's
-	// paths and its dense counters inline, and is not in the thread's
-	// list; the writer adds its calls and paths to the cold record's.
-	// 0: none. A record with DenseN 0 and Twin set is the cold one.
-	Twin uint64 `c:"twin"`
-	// Listed is 1 once the record is in its thread's list (Next, Index):
-	// a record is published in a node list first, and whichever stub
-	// meets it unlisted links it (decision 99).
-	Listed uint64 `c:"listed"`
+	// Anc has bit fib32(f)>>26 set for the function f of each record
+	// on the chain from this one up through Parent (itself included):
+	// a call whose callee's bit is clear folds onto no ancestor, and
+	// the runtime does not walk the chain to find one (decision 107).
+	Anc  uint64 `c:"anc"`
+	Next uint64 `c:"next"` // next record of the thread
+	// The fields below are narrower than a word (decision 146): a
+	// context-mode process makes tens of thousands of records, most of
+	// which run once. Site and Index fit 32 bits (a module's call-site
+	// ids; the runtime makes at most 2^32-1 records per thread).
+	Site  uint32 `c:"site"`  // call-site id in the parent (0: none)
+	Index uint32 `c:"index"` // the writer's record number
 	// Cold counts the path ends the runtime counted in a cold record's
 	// small table: in context mode the records of hashed functions and
 	// of functions with more than COLD_PATHS paths start with DenseN 0
@@ -447,13 +445,45 @@ type Record struct {
 	// functions) or a larger table (hashed ones) once this reaches
 	// promote_ends (blpp_htab.c: for a dense function in proportion to
 	// its twin's size; decisions 99, 136).
-	Cold uint64 `c:"cold"`
-	// Anc has bit fib32(f)>>26 set for the function f of each record
-	// on the chain from this one up through Parent (itself included):
-	// a call whose callee's bit is clear folds onto no ancestor, and
-	// the runtime does not walk the chain to find one (decision 107).
-	Anc uint64 `c:"anc"`
+	Cold uint32 `c:"cold"`
+	// Listed is 1 once the record is in its thread's list (Next, Index):
+	// a record is published in a node list first, and whichever stub
+	// meets it unlisted links it (decision 99).
+	Listed uint8 `c:"listed"`
+	// Ext says which of the words Twin and Via the record has, just
+	// before it (RecordExt*): few records need either, so they are
+	// made only where needed (decision 146).
+	//
+	// Via is the record of an uninstrumented function whose activation
+	// was in progress when this record was made under Parent at Site:
+	// the call at Site entered uninstrumented code, and this function
+	// was called back from inside it (decision 70). The profile gives
+	// such a record Via as its parent, with call site 0.
+	//
+	// Twin is, for a cold record of a dense function (below), its hot
+	// twin once it has one (0 until then), and for a hot twin the cold
+	// record it stands for (decision 99): the twin has the same header
+	// and index, DenseN the function's paths and its dense counters
+	// inline, and is not in the thread's list; the writer adds its
+	// calls and paths to the cold record's. A record with DenseN 0 and
+	// Twin set is the cold one.
+	//
+	// Counters, for a record whose counters are its thread's slot
+	// counters (flow-only frequency images, decision 42), is their
+	// address; such a record has no Twin.
+	Ext uint8  `c:"ext"`
+	Pad uint16 `c:"pad"`
 }
+
+// The words before a record (Record.Ext): Twin or Counters (no record
+// has both), when the record has one, is the word just before the
+// record, and Via the word before that (just before the record when it
+// has neither).
+const (
+	RecordExtTwin = 1 << 0
+	RecordExtVia  = 1 << 1
+	RecordExtSlot = 1 << 2
+)
 
 // Node is blpp_node, one callee of a call site in a Record's Kids list.
 // Only a folded node (Folded 1), which the writer reads through the
@@ -541,20 +571,21 @@ const (
 
 	SiteSize = 24
 
-	RecordSize         = 128
+	RecordSize         = 88
 	RecordFuncOff      = 0
 	RecordDenseNOff    = 8
-	RecordCountsOff    = 16
-	RecordHashOff      = 24
-	RecordFirstSiteOff = 32
-	RecordNSitesOff    = 40
-	RecordKidsOff      = 48
+	RecordHashOff      = 16
+	RecordFirstSiteOff = 24
+	RecordNSitesOff    = 32
+	RecordKidsOff      = 40
 	// RecordInlineCounts is where a record's counters begin, from the
 	// record, unless they are slot counters: rec_new allocates both
-	// together, so the inline code needs no load of counts [decision 47].
-	// The record's size rounded up to a cache line, so the counters keep
-	// lines of their own.
-	RecordInlineCounts = 128
+	// together, so the inline code needs no pointer to them [decision
+	// 47], and the record has none. It is the record's size:
+	// context-mode records are 8-byte aligned in the small objects'
+	// arena, where a gap to a line's end aligned nothing and cost every
+	// record five words (decision 146).
+	RecordInlineCounts = 88
 
 	// A hashed function's record counts in hash tables (Record.Hash, the
 	// newest; blpp_rt.c's struct htab): HTabEntriesOff bytes of header,
@@ -713,6 +744,9 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_DEFAULT_ARENA_LIMIT", fmt.Sprintf("%#xull", uint64(DefaultArenaLimit))},
 	{"BLPP_DEFAULT_SHADOW_FRAMES", fmt.Sprintf("%#xull", uint64(DefaultShadowFrames))},
 	{"BLPP_RECORD_INLINE_COUNTS", fmt.Sprint(RecordInlineCounts)},
+	{"BLPP_RECORD_EXT_TWIN", fmt.Sprint(RecordExtTwin)},
+	{"BLPP_RECORD_EXT_VIA", fmt.Sprint(RecordExtVia)},
+	{"BLPP_RECORD_EXT_SLOT", fmt.Sprint(RecordExtSlot)},
 	{"BLPP_HTAB_ENTRIES_OFF", fmt.Sprint(HTabEntriesOff)},
 	{"BLPP_HTAB_BYTES_OFF", fmt.Sprint(HTabBytesOff)},
 	{"BLPP_HTAB_INIT_CAP", fmt.Sprint(HTabInitCap)},
@@ -806,6 +840,12 @@ func cType(t reflect.Type) (string, string, error) {
 		return "unsigned long long", "", nil
 	case reflect.Int64:
 		return "long long", "", nil
+	case reflect.Uint32:
+		return "unsigned int", "", nil
+	case reflect.Uint16:
+		return "unsigned short", "", nil
+	case reflect.Uint8:
+		return "unsigned char", "", nil
 	case reflect.Array:
 		elem, _, err := cType(t.Elem())
 		if err != nil || t.Elem().Kind() == reflect.Array {
@@ -813,5 +853,5 @@ func cType(t reflect.Type) (string, string, error) {
 		}
 		return elem, fmt.Sprintf("[%d]", t.Len()), nil
 	}
-	return "", "", fmt.Errorf("unsupported type %v (fields are 8 bytes wide)", t)
+	return "", "", fmt.Errorf("unsupported type %v", t)
 }

@@ -70,7 +70,6 @@ func TestLayoutConstants(t *testing.T) {
 		{"RecordSize", RecordSize, unsafe.Sizeof(rec)},
 		{"RecordFuncOff", RecordFuncOff, unsafe.Offsetof(rec.Func)},
 		{"RecordDenseNOff", RecordDenseNOff, unsafe.Offsetof(rec.DenseN)},
-		{"RecordCountsOff", RecordCountsOff, unsafe.Offsetof(rec.Counts)},
 		{"RecordHashOff", RecordHashOff, unsafe.Offsetof(rec.Hash)},
 		{"RecordFirstSiteOff", RecordFirstSiteOff, unsafe.Offsetof(rec.FirstSite)},
 		{"RecordNSitesOff", RecordNSitesOff, unsafe.Offsetof(rec.NSites)},
@@ -90,16 +89,33 @@ func TestLayoutConstants(t *testing.T) {
 		t.Errorf("ConfigMagic = %#x, \"BLPPCFG1\" is %#x", uint64(ConfigMagic), got)
 	}
 	// Every field is one 8-byte word (or an array of them), so C and Go
-	// cannot disagree on padding.
+	// cannot disagree on padding; Record's narrower fields (decision
+	// 146) sit at multiples of their sizes and fill their words, with no
+	// gap between fields.
 	for _, s := range layoutStructs {
+		end := uintptr(0)
 		for i := 0; i < s.typ.NumField(); i++ {
 			fld := s.typ.Field(i)
 			if fld.Tag.Get("c") == "" {
 				t.Errorf("%s.%s has no c tag", s.typ.Name(), fld.Name)
 			}
+			narrow := s.typ == reflect.TypeOf(Record{}) && fld.Type.Size() < 8
+			if fld.Offset != end {
+				t.Errorf("%s.%s at %d, after a gap from %d", s.typ.Name(), fld.Name, fld.Offset, end)
+			}
+			end = fld.Offset + fld.Type.Size()
+			if narrow {
+				if fld.Offset%fld.Type.Size() != 0 {
+					t.Errorf("%s.%s is not aligned to its size", s.typ.Name(), fld.Name)
+				}
+				continue
+			}
 			if fld.Offset%8 != 0 || fld.Type.Size()%8 != 0 {
 				t.Errorf("%s.%s is not made of 8-byte words", s.typ.Name(), fld.Name)
 			}
+		}
+		if end != s.typ.Size() || end%8 != 0 {
+			t.Errorf("%s: fields end at %d, size %d", s.typ.Name(), end, s.typ.Size())
 		}
 	}
 }

@@ -21,7 +21,7 @@ import (
 // uint64. The file's first 8 bytes are the string.
 const (
 	LiveMagic   = 0x3156494c50504c42
-	LiveVersion = 3 // 2: folded nodes are 80 bytes (Node.RNext, decision 129); 3: record fields reordered
+	LiveVersion = 4 // 2: folded nodes are 80 bytes (Node.RNext, decision 129); 3: record fields reordered; 4: records of 88 bytes, no Counts, Twin, Via and slot counters in words before them (decision 146)
 	// LiveHeaderSize is the size of the header page; struct wiped (the
 	// statistics, LiveWiped) follows it.
 	LiveHeaderSize = 4096

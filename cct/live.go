@@ -135,8 +135,9 @@ func ParseLive(data []byte) (p *Profile, l *Live, err error) {
 		p.Metrics = append(p.Metrics, Metric{Name: string(name), Kind: MetricKind(hdrWord(data, unsafe.Offsetof(h.MKind)+8*uintptr(i)))})
 	}
 	// A path's words: its count, its metrics, and with latency
-	// distributions the address of its entry (decision 93), which the
-	// file does not hold: the live profile has no distributions.
+	// distributions its latency word (decisions 93, 148: a kept value
+	// or the address of an entry the file does not hold): the live
+	// profile has no distributions.
 	stride := hdrWord(data, unsafe.Offsetof(h.Stride))
 	if stride != 1+nm && stride != 2+nm {
 		return nil, nil, &FormatError{Off: int(unsafe.Offsetof(h.Stride)), Msg: fmt.Sprintf("%d words per path with %d metrics", stride, nm), Err: ErrCorrupt}

@@ -165,21 +165,22 @@ func (fg *funcGen) countTSC(counts enc.Reg) {
 }
 
 // tscLatency adds the value of the path that ends, in %rdx, to the
-// path's latency entry, whose address is the third of the path's words
-// at v, as the runtime's count does [decision 93]. A path's first
-// execution in its record takes an entry from the thread's region
-// (xadd on Thread.LatNext; a full region counts the execution in
-// LatDropped instead). Then one compare with the smallest of the
-// slowest values kept (ascending, at the entry's start), taken only by a
-// value to keep, and the log2 histogram. An increment at hist + 8 ×
-// bsr(value|1) would make a store whose address waits for the rdtsc
-// just read, which holds back later memory accesses until the read
-// completes (it made the loop kernels' tsc mode 1.36 times slower). So
-// the entry's pending word holds 1 + the bucket of the path's latest
-// execution, and an execution counts its predecessor's, whose address
-// is known by then:
+// path's latency word, the third of the path's words at v, as the
+// runtime's count does [decisions 93, 148]. The word is 0 until the
+// path first runs in its record; then it keeps that execution's value
+// (complemented: negative); from the second execution on it holds the
+// address of the path's entry, taken from the thread's region
+// (latencyWord, out of line). With an entry: one compare with the
+// smallest of the slowest values kept (ascending, at the entry's start),
+// taken only by a value to keep, and the log2 histogram. An increment
+// at hist + 8 × bsr(value|1) would make a store whose address waits for
+// the rdtsc just read, which holds back later memory accesses until the
+// read completes (it made the loop kernels' tsc mode 1.36 times
+// slower). So the entry's pending word holds 1 + the bucket of the
+// path's latest execution, and an execution counts its predecessor's,
+// whose address is known by then:
 //
-//	mov 16(v),%rax; test %rax,%rax; je take; have: cmp (%rax),%rdx;
+//	mov 16(v),%rax; test %rax,%rax; jle cold; cmp (%rax),%rdx;
 //	ja keep; back: mov P(%rax),v; incq P(%rax,v,8); or $1,%rdx;
 //	bsr %rdx,%rdx; lea 1(%rdx),%rdx; mov %rdx,P(%rax)
 //
@@ -191,13 +192,12 @@ func (fg *funcGen) countTSC(counts enc.Reg) {
 // one in the gap. It clobbers %rax, %rdx, v and the flags.
 func (fg *funcGen) tscLatency(v enc.Reg) {
 	b := fg.g.buf
-	take, have, keep, back, done := b.NewLabel(), b.NewLabel(), b.NewLabel(), b.NewLabel(), b.NewLabel()
+	cold, keep, back, done := b.NewLabel(), b.NewLabel(), b.NewLabel(), b.NewLabel()
 	slow := func(k int) int8 { return int8(8 * k) }
 	pend := int8(8 * runtime.LatencyPending)
 	b.MovRegFromMemD8(enc.RAX, v, 16)
 	b.TestRegReg(enc.RAX)
-	b.JccRel32(enc.CondE, enc.LabelTarget(take))
-	b.Bind(have)
+	b.JccRel32(enc.CondLE, enc.LabelTarget(cold))
 	b.CmpRegMemD8(enc.RDX, enc.RAX, slow(0))
 	b.JccRel32(enc.CondA, enc.LabelTarget(keep))
 	b.Bind(back)
@@ -209,19 +209,8 @@ func (fg *funcGen) tscLatency(v enc.Reg) {
 	b.MovMemFromRegD8(enc.RAX, pend, enc.RDX)
 	b.Bind(done)
 	sp := b.SP()
-	fg.addColdAt(take, sp, func() {
-		// One instruction takes the entry: a signal handler's path
-		// end cannot take the same one.
-		full := b.NewLabel()
-		b.MovImm32(enc.RAX, runtime.LatencyEntrySize)
-		b.XaddGSReg(runtime.OffLatNext, enc.RAX)
-		b.CmpRegGS(enc.RAX, runtime.OffLatLimit)
-		b.JccRel32(enc.CondAE, enc.LabelTarget(full))
-		b.MovMemFromRegD8(v, 16, enc.RAX)
-		b.JmpRel32(enc.LabelTarget(have))
-		b.Bind(full)
-		b.AddGS64Imm(runtime.OffLatDrop, 1)
-		b.JmpRel32(enc.LabelTarget(done))
+	fg.addColdAt(cold, sp, func() {
+		fg.latencyWord(v, done)
 	})
 	fg.addColdAt(keep, sp, func() {
 		n := runtime.LatencySlowest
@@ -243,6 +232,36 @@ func (fg *funcGen) tscLatency(v enc.Reg) {
 			b.JmpRel32(enc.LabelTarget(back))
 		}
 	})
+}
+
+// latencyWord is tscLatency's out-of-line code for a latency word that
+// holds no entry: %rax is the word (0, or negative: a kept value or the
+// runtime's mark of a path whose executions are dropped), with the flags
+// of test %rax,%rax; %rdx the value. A path's first execution keeps its
+// value in the word, complemented, when it is below 2^62 (%rax >> 62 is
+// then 0, the word cmpxchg expects), with a cmpxchg (no lock: only the
+// thread and its signal handlers write its records), so that a signal
+// handler's count of the same path of the same record in between is
+// seen. Everything else (a second execution takes an entry and moves the
+// kept value into it; a value that does not fit; a full region; the
+// word moved on by a signal handler) is the runtime's lat_count, through
+// the blpp_lat_word stub, which preserves every register. The cold code
+// stays as short as the entry taking it replaces [decision 148].
+func (fg *funcGen) latencyWord(v enc.Reg, done enc.Label) {
+	b := fg.g.buf
+	more := b.NewLabel()
+	b.JccRel32(enc.CondNE, enc.LabelTarget(more)) // a kept value: the second execution
+	b.MovRegFromReg(enc.RAX, enc.RDX)
+	b.ShrRegImm(enc.RAX, 62)
+	b.JccRel32(enc.CondNE, enc.LabelTarget(more)) // a value the word cannot keep
+	b.NotReg(enc.RDX)
+	b.CmpxchgMemRegD8(v, 16, enc.RDX)
+	b.JccRel32(enc.CondE, enc.LabelTarget(done))
+	b.NotReg(enc.RDX) // a signal handler's count got there first
+	b.Bind(more)
+	b.LeaRegD8(enc.RAX, v, 16)
+	b.CallRel32(enc.AbsTarget(fg.g.stubs.LatWord))
+	b.JmpRel32(enc.LabelTarget(done))
 }
 
 // tscProgress emits the read of the time-stamp counter and the running

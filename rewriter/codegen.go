@@ -26,6 +26,9 @@ import (
 // offset of the path register.
 type Stubs struct {
 	Enter, Exit, TailExit, Backedge, SetjmpRet, ForkChild, Leaf, Leave uint64
+	// LatWord takes a tsc path end's latency word that holds no entry
+	// (backedge.go tscLatency, decision 148).
+	LatWord uint64
 	// SysSigaction takes the place of an rt_sigaction system call;
 	// LibcSigaction and LibcSignal that of an uninstrumented sigaction
 	// and signal (sigaction.go, decision 94). 0: none.

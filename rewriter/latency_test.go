@@ -161,41 +161,54 @@ func stepPath(t *testing.T, inst string, p *cct.Profile) cct.Path {
 	return *out
 }
 
-// TestLatencyRegionFull bounds each thread's latency entries to 2
-// (Options.LatencyEntries): the first two paths (per record) to run get
-// one, and count every execution in it; every execution of the others
-// is dropped, and STATS latency_dropped counts exactly those.
+// TestLatencyRegionFull bounds each thread's latency entries to 1
+// (Options.LatencyEntries). A path that runs once keeps its value in its
+// latency word and needs no entry (decision 148): latency.c's paths that
+// run once all have their one-value distribution. Of the two that run
+// more often, the first to run a second time gets the entry and counts
+// every execution in it; every execution of the other, its first
+// included, is dropped (a histogram holds all of a path's executions or
+// none), and STATS latency_dropped counts exactly those.
 func TestLatencyRegionFull(t *testing.T) {
 	c := fixture.Config{CC: "gcc", Opt: "-O2", PIE: true}
 	orig := fixture.Build(t, "latency.c", c)
 	want := runProc(t, orig, nil)
 	for _, flow := range []bool{false, true} {
 		dir := t.TempDir()
-		inst := rewriteWith(t, orig, filepath.Join(dir, "latency.blpp"), rewriter.Options{NoContext: flow, Metrics: []rewriter.Metric{tscMetric}, LatencyEntries: 2})
+		inst := rewriteWith(t, orig, filepath.Join(dir, "latency.blpp"), rewriter.Options{NoContext: flow, Metrics: []rewriter.Metric{tscMetric}, LatencyEntries: 1})
 		prof := filepath.Join(dir, "blpp.out")
-		sameBehaviour(t, "latency.c, 2 entries", want, runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1"))
+		sameBehaviour(t, "latency.c, 1 entry", want, runProc(t, inst, nil, "BLPP_PROFILE="+prof, "BLPP_QUIET=1"))
 		p, err := cct.ReadFile(prof)
 		if err != nil {
 			t.Fatal(err)
 		}
-		with, without, dropped := 0, 0, uint64(0)
+		once, onceWith, with, without, dropped := 0, 0, 0, 0, uint64(0)
 		for _, th := range p.Threads {
 			for _, r := range th.Records {
 				for _, x := range r.Paths {
-					if x.Latency == nil {
+					switch {
+					case x.Count == 1:
+						once++
+						if x.Latency != nil {
+							onceWith++
+						}
+					case x.Latency == nil:
 						without++
 						dropped += x.Count
-						continue
+					default:
+						with++
 					}
-					with++
 				}
 			}
 		}
 		if err := p.CheckLatencyCounts(); err != nil {
 			t.Error(err)
 		}
-		if with != 2 || without == 0 || p.Stats["latency_dropped"] != dropped || p.Stats["latency_bytes"] != 2*runtime.LatencyEntrySize {
-			t.Errorf("flow-only %v: %d paths with a distribution (want 2), %d without, %d executions of them; stats latency_dropped %d, latency_bytes %d",
+		if once == 0 || onceWith != once {
+			t.Errorf("flow-only %v: %d of %d paths that ran once have a distribution, want all", flow, onceWith, once)
+		}
+		if with != 1 || without == 0 || p.Stats["latency_dropped"] != dropped || p.Stats["latency_bytes"] != runtime.LatencyEntrySize {
+			t.Errorf("flow-only %v: %d paths that ran more than once with a distribution (want 1), %d without, %d executions of them; stats latency_dropped %d, latency_bytes %d",
 				flow, with, without, dropped, p.Stats["latency_dropped"], p.Stats["latency_bytes"])
 		}
 		if w := report.RuntimeWarnings(p.Stats); len(w) != 1 || !strings.Contains(w[0], "(latency_dropped)") {

@@ -674,6 +674,21 @@ static struct blpp_record *enter_record(struct blpp_thread *t, u64 fid, u64 rsp)
  * inline code's bsr of x|1 gives [decision 93]. */
 static u64 lat_bucket(u64 x) { return 63 - (u64)__builtin_clzll(x | 1); }
 
+/*
+ * A path's latency word [decision 148]: 0 until the path first runs in
+ * its record; then the value of that execution, complemented, when the
+ * value is below 2^62 (the word's top two bits set: lat_kept); from the
+ * second execution on (or the first, when its value does not fit), the
+ * address of its entry (a user-space address: top bit clear); LAT_DROPPED
+ * when its thread's region had no entry left for it, its executions then
+ * counted in lat_dropped alone, the kept one included, so that a path's
+ * histogram holds all the executions of its record or none, as when
+ * every path took an entry at its first execution.
+ */
+#define LAT_DROPPED (1ul << 63)
+static int lat_kept(u64 w) { return (w >> 62) == 3; }
+static int lat_fits(u64 x) { return (x >> 62) == 0; }
+
 /* inc1 adds 1 to *p in one instruction: a signal handler on the thread
  * (the only other writer of its records) lands before or after it, and
  * no lock prefix is needed [decision 28]. */
@@ -709,21 +724,63 @@ static void lat_add(u64 *l, u64 x)
 	__atomic_store_n(&l[BLPP_LATENCY_PENDING], lat_bucket(x) + 1, __ATOMIC_RELAXED);
 }
 
-/* lat_entry returns the latency entry whose address the path word *slot
- * holds, taking one from t's region for a path's first execution in its
- * record as the inline code does (rewriter tscLatency: an atomic add to
- * lat_next); 0 when the region is full or missing. */
-static u64 *lat_entry(struct blpp_thread *t, u64 *slot)
+/*
+ * lat_count adds value x of one execution to the latency word *slot of
+ * a path in its record (see LAT_DROPPED), as the inline path ends do
+ * (rewriter tscLatency, which comes here for all but a first execution
+ * whose value fits in the word). A second execution takes an entry from
+ * t's region (lat_next, as the inline code's xadd did), puts the kept
+ * value in it and installs it. The word changes by compare-and-swap
+ * only, so that a signal handler counting the same path of the same
+ * record in the middle either finds the word as it was and does the same
+ * (then this one's entry, holding only the kept value, goes unused), or
+ * has moved it on, and this one starts again from the word it finds: no
+ * execution is lost from the histogram's total, and none counted twice.
+ */
+static void lat_count(struct blpp_thread *t, u64 *slot, u64 x)
 {
-	u64 e = LOAD(slot), s;
-	if (e)
-		return (u64 *)e;
-	s = ADD(&t->lat_next, BLPP_LATENCY_ENTRY_SIZE);
-	if (s >= t->lat_limit)
-		return 0;
-	if (!CAS(slot, 0, s))
-		return (u64 *)LOAD(slot); /* a signal handler's count took one first; s stays unused */
-	return (u64 *)s;
+	u64 w = LOAD(slot), s;
+	for (;;) {
+		if (w == LAT_DROPPED) {
+			ADD(&t->lat_dropped, 1);
+			return;
+		}
+		if (w && !lat_kept(w)) {
+			lat_add((u64 *)w, x);
+			return;
+		}
+		if (!w && lat_fits(x)) {
+			if (CAS(slot, 0, ~x))
+				return;
+			w = LOAD(slot);
+			continue;
+		}
+		s = ADD(&t->lat_next, BLPP_LATENCY_ENTRY_SIZE);
+		if (s >= t->lat_limit) {
+			if (CAS(slot, w, LAT_DROPPED)) {
+				ADD(&t->lat_dropped, w ? 2 : 1);
+				return;
+			}
+		} else {
+			if (w)
+				lat_add((u64 *)s, ~w);
+			if (CAS(slot, w, s)) {
+				lat_add((u64 *)s, x);
+				return;
+			}
+		}
+		w = LOAD(slot); /* a signal handler's count moved it on; s stays unused */
+	}
+}
+
+/* blpp_rt_lat_word: lat_count for the inline path ends (blpp_lat_word in
+ * blpp_stubs.S), in the block %gs points at, whose records they count
+ * in. */
+void blpp_rt_lat_word(u64 *slot, u64 x)
+{
+	struct blpp_thread *t = gs_block();
+	if (t)
+		lat_count(t, slot, x);
 }
 
 /*
@@ -773,13 +830,8 @@ static void count_f(struct blpp_thread *t, struct blpp_record *r, u64 fid, const
 	ADD(&v[0], 1);
 	for (u64 m = 0; m < rt.nmetrics; m++)
 		ADD(&v[1 + m], d[m]);
-	if (rt.latency) {
-		u64 *e = lat_entry(t, &v[1 + rt.nmetrics]);
-		if (e)
-			lat_add(e, d[0]);
-		else
-			ADD(&t->lat_dropped, 1);
-	}
+	if (rt.latency)
+		lat_count(t, &v[1 + rt.nmetrics], d[0]);
 }
 
 /* count is count_f of fid, its entry looked up (count_f: f is ifunc(fid)). */

@@ -149,6 +149,19 @@
 	ENDSTUB	blpp_backedge, blpp_rt_backedge
 
 /*
+ * blpp_lat_word: the inline tsc path end's latency word that holds no
+ * entry (decision 148), unless it is the path's first execution and its
+ * value fits in the word: %rax is the word's address, %rdx the value
+ * (see blpp_rt_lat_word). No red-zone step: it is called below the
+ * instrumented code's own pushes, at an exit or below a backedge's step.
+ *	lea 16(%rcx),%rax ; call blpp_lat_word
+ */
+	STUB	blpp_lat_word
+	mov	%rax, %rdi
+	mov	%rdx, %rsi
+	ENDSTUB	blpp_lat_word, blpp_rt_lat_word
+
+/*
  * blpp_dark: an uninstrumented function (function id fid, at least
  * nfuncs) is entered; %rsp was the entry %rsp. The rewriter's stub at its
  * redirected entry calls it before running the function's first

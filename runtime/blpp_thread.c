@@ -134,7 +134,7 @@ static void sentinel_at(struct blpp_thread *t)
 }
 
 /* lat_region gives a new block its latency region (decision 93), when
- * the image keeps latencies: address space for rt.lat_entries entries, taken one per path and record as paths first run and
+ * the image keeps latencies: address space for rt.lat_entries entries, taken one per path and record as paths run a second time (decision 148) and
  * touched only then, zero again in a fork child. Without one the
  * thread's executions go to no histogram (Thread.lat_dropped). */
 static void lat_region(struct blpp_thread *t)

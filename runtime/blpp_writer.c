@@ -36,6 +36,18 @@ struct lat {
 	u64 hist[BLPP_LATENCY_BUCKETS];
 };
 
+/* lat_slow puts x among a's slowest values when it is larger than the
+ * smallest of them (0: none). */
+static void lat_slow(struct lat *a, u64 x)
+{
+	u64 i = 0;
+	if (x <= a->slow[0])
+		return;
+	for (; i + 1 < BLPP_LATENCY_SLOWEST && a->slow[i + 1] < x; i++)
+		a->slow[i] = a->slow[i + 1];
+	a->slow[i] = x;
+}
+
 /* lat_merge adds the latency words l (lat_add's layout) to a: buckets are
  * summed, the pending bucket of the inline code's last execution counted
  * in its bucket, and a keeps the largest of both sets of slowest values. */
@@ -46,14 +58,25 @@ static void lat_merge(struct lat *a, const u64 *l)
 		a->hist[b] += LOADR(&l[BLPP_LATENCY_HIST + b]);
 	if (pend >= 1 && pend <= BLPP_LATENCY_BUCKETS)
 		a->hist[pend - 1]++;
-	for (u64 k = 0; k < BLPP_LATENCY_SLOWEST; k++) {
-		u64 x = LOADR(&l[k]), i = 0;
-		if (x <= a->slow[0])
-			continue;
-		for (; i + 1 < BLPP_LATENCY_SLOWEST && a->slow[i + 1] < x; i++)
-			a->slow[i] = a->slow[i + 1];
-		a->slow[i] = x;
+	for (u64 k = 0; k < BLPP_LATENCY_SLOWEST; k++)
+		lat_slow(a, LOADR(&l[k]));
+}
+
+/* lat_word adds a path's latency word w (not 0) to a: its entry, or the
+ * one value it keeps itself (lat_kept, decision 148), counted and kept
+ * as an entry holding that value alone would be; nothing for
+ * LAT_DROPPED. It returns whether it added anything. */
+static int lat_word(struct lat *a, u64 w)
+{
+	if (w == LAT_DROPPED)
+		return 0;
+	if (!lat_kept(w)) {
+		lat_merge(a, (const u64 *)w);
+		return 1;
 	}
+	a->hist[lat_bucket(~w)]++;
+	lat_slow(a, ~w);
+	return 1;
 }
 
 /* put_latency encodes the LATENCY entry of path id of record rec (its
@@ -94,17 +117,14 @@ static int put_latency(struct obuf *out, u64 rec, u64 id, const struct lat *a)
 	return 1;
 }
 
-/* lat_of reads the latency entry of a path's values v (rt.stride
+/* lat_of reads the latency word of a path's values v (rt.stride
  * words) into a fresh lat; 0 when the path has none (all its executions
  * were dropped, or it ran only before the count was made). */
 static int lat_of(struct lat *a, const u64 *v)
 {
 	u64 e = LOADR(&v[1 + rt.nmetrics]);
 	mem_zero(a, sizeof(*a));
-	if (!e)
-		return 0;
-	lat_merge(a, (const u64 *)e);
-	return 1;
+	return e && lat_word(a, e);
 }
 
 /* writes_latency says whether the profile has LATENCY sections: the
@@ -176,7 +196,7 @@ static u64 hash_paths(struct htab *h, struct blpp_record *tw, struct obuf *out, 
 			for (u64 j = 0; j < nv; j++)
 				sum[j] += LOADR(&v[j]);
 			if (keep_lat && (le = LOADR(&v[nv])))
-				lat_merge(&a, (const u64 *)le);
+				lat_word(&a, le);
 			di++;
 		}
 		if (nv == 1 && !keep_lat) { /* counts alone: most images */
@@ -187,7 +207,7 @@ static u64 hash_paths(struct htab *h, struct blpp_record *tw, struct obuf *out, 
 			for (u64 j = 0; j < nv; j++)
 				sum[j] += LOADR(&e[i].v[j]);
 			if (keep_lat && (le = LOADR(&e[i].v[nv])))
-				lat_merge(&a, (const u64 *)le);
+				lat_word(&a, le);
 		}
 		if (!sum[0])
 			continue;

@@ -127,11 +127,15 @@ const (
 // Latency distributions [decision 93]. In an image with metrics and
 // without ConfigFlagNoLatency, each path's words in a record's counters
 // (and in a hash-table entry) are its count, its metric sums, then one
-// more: the address of the path's latency entry, 0 until the path's
-// first execution in that record takes one from its thread's latency
-// region (Thread.LatNext). An entry is LatencyWords words about the
-// first metric's value of each execution (the time-stamp counter's
-// ticks with --metrics tsc):
+// more, the path's latency word [decision 148]: 0 until the path first
+// runs in that record; then that execution's value, complemented, when
+// it is below 2^62 (the word's top two bits set); from the path's
+// second execution on (or its first, for a larger value) the address of
+// its latency entry, taken from its thread's latency region
+// (Thread.LatNext); or 1<<63 when the region was full, all the path's
+// executions then in Thread.LatDropped alone. An entry is LatencyWords
+// words about the first metric's value of each execution (the
+// time-stamp counter's ticks with --metrics tsc):
 //
 //   - LatencySlowest words: the largest values seen, in ascending
 //     order (0: not filled yet), so the first is the one a new value
@@ -146,7 +150,7 @@ const (
 //     counting the executions whose value v has floor(log2(v|1)) = b
 //     (bsr of v|1).
 //
-// Entries exist only for the paths that ran, LatencyEntries per thread
+// Entries exist only for the paths that ran more than once, LatencyEntries per thread
 // at most (Config.LatencyEntries: a reservation of that many times
 // LatencyEntrySize bytes of address space, used as they are taken); an
 // execution that finds the region full is counted in Thread.LatDropped

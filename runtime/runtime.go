@@ -26,6 +26,7 @@ const (
 	SymEnter     = "blpp_enter"       // stub: function entry
 	SymExit      = "blpp_exit"        // stub: path end at an exit (return, tail call, no-return call)
 	SymBackedge  = "blpp_backedge"    // stub: path end at a backedge, restart
+	SymLatWord   = "blpp_lat_word"    // stub: a tsc path end's latency word without an entry (decision 148)
 	SymTailExit  = "blpp_tail_exit"   // stub: path end before a direct tail jump to an instrumented function
 	SymSetjmpRet = "blpp_setjmp_ret"  // stub: the edge after a call that returns twice
 	SymForkChild = "blpp_fork_child"  // stub: in a fork child, after fork() returned 0
@@ -66,7 +67,7 @@ const (
 	SymFastSlots = "blpp_fast_slots"
 )
 
-var requiredSymbols = []string{SymStart, SymFini, SymModInit, SymConfig, SymEnter, SymExit, SymBackedge, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots, SymSysSigaction, SymLibcSigaction, SymLibcSignal, SymVforkChild, SymLibcClone, SymLibcClone3, SymLibcSwapcontext, SymLibcSetcontext, SymLibcGetcontext, SymLibcMakecontext, SymForkSys}
+var requiredSymbols = []string{SymStart, SymFini, SymModInit, SymConfig, SymEnter, SymExit, SymBackedge, SymLatWord, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots, SymSysSigaction, SymLibcSigaction, SymLibcSignal, SymVforkChild, SymLibcClone, SymLibcClone3, SymLibcSwapcontext, SymLibcSetcontext, SymLibcGetcontext, SymLibcMakecontext, SymForkSys}
 
 // PageSize is the alignment the image needs: it must be placed at a
 // page-aligned address T, its text at T and its data at T+DataOff.

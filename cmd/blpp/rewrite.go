@@ -38,7 +38,7 @@ func addModeFlags(fs *pflag.FlagSet) modeFlags {
 		metrics: fs.String("metrics", "freq", "metrics to record per path, comma separated: freq plus up to 4 of "+
 			strings.Join(counters.Names(), ", ")+" (see blpp counters); and sample:cpu-clock[@HZ] (or task-clock, or sample:EVENT[@PERIOD]) samples time per context, block and path instead of reading counters"),
 		shadowFrames: fs.Uint64("shadow-frames", 0, fmt.Sprintf("most activations per thread the profile tracks exactly, from 64 up to 2^30 (0: %d); each takes 72 bytes as the stack deepens", runtime.DefaultShadowFrames)),
-		noLatency: fs.Bool("no-latency", false, fmt.Sprintf("with --metrics, keep only each path's sums: no distribution of its first metric per execution (a %d-bucket histogram and the %d largest values, %d words per path and context; blpp report --view latency shows them)",
+		noLatency: fs.Bool("no-latency", false, fmt.Sprintf("with --metrics, keep only each path's sums: no distribution of its first metric per execution (a %d-bucket histogram and the %d largest values, %d words per path and context that runs more than once; blpp report --view latency shows them)",
 			runtime.LatencyBuckets, runtime.LatencySlowest, runtime.LatencyWords)),
 	}
 }

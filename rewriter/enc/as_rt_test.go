@@ -21,6 +21,7 @@ func asCasesRT(targets []asTarget) []asCase {
 			add(fmt.Sprintf("{disp8} sub %d(%%%s), %%%s", d, base, r), func(b *Buf) { b.SubRegMemD8(r, base, d) })
 			add(fmt.Sprintf("{disp8} add %%%s, %d(%%%s)", r, d, base), func(b *Buf) { b.AddMemRegD8(base, d, r) })
 			add(fmt.Sprintf("{disp8} lea %d(%%%s), %%%s", d, base, r), func(b *Buf) { b.LeaRegD8(r, base, d) })
+			add(fmt.Sprintf("{disp8} cmpxchg %%%s, %d(%%%s)", r, d, base), func(b *Buf) { b.CmpxchgMemRegD8(base, d, r) })
 			dd := asDisps[(int(r)+i)%len(asDisps)]
 			add(fmt.Sprintf("{disp32} mov %d(%%%s), %%%s", dd, base, r), func(b *Buf) { b.MovRegFromMemD32(r, base, dd) })
 			if base != RSP {
@@ -49,6 +50,7 @@ func asCasesRT(targets []asTarget) []asCase {
 			add(fmt.Sprintf("mov %%fs:%d, %%%s", d, r), func(b *Buf) { b.MovRegFromFS(r, d) })
 		}
 		add(fmt.Sprintf("test %%%s, %%%s", reg32Names[r], reg32Names[r]), func(b *Buf) { b.TestReg32(r) })
+		add(fmt.Sprintf("not %%%s", r), func(b *Buf) { b.NotReg(r) })
 		for _, n := range []uint8{2, 4, 32, 63} {
 			add(fmt.Sprintf("shl $%d, %%%s", n, r), func(b *Buf) { b.ShlRegImm(r, n) })
 		}

@@ -137,7 +137,7 @@ func asCases(targets []asTarget) []asCase {
 			d := asDisps[(int(r)+i)%len(asDisps)]
 			add(fmt.Sprintf("imul %d(%%%s), %%%s", d, base, r), func(b *Buf) { b.ImulRegMem(r, base, d) })
 		}
-		for _, n := range []uint8{2, 32, 63} {
+		for _, n := range []uint8{2, 32, 62, 63} {
 			add(fmt.Sprintf("shr $%d, %%%s", n, r), func(b *Buf) { b.ShrRegImm(r, n) })
 		}
 		for _, n := range []uint8{2, 18, 31} {

@@ -236,6 +236,28 @@ func (b *Buf) ShlRegImm(reg Reg, n uint8) {
 	b.emit(rex(true, 0, 0, reg.hi()), 0xc1, modrm(3, 4, reg.low()), n)
 }
 
+// CmpxchgMemRegD8 emits cmpxchg %reg, disp8(%base) (REX.W 0f b1 /r,
+// mod=01), without a lock prefix: if mem equals %rax, mem = reg and ZF
+// is set, else %rax = mem and ZF is clear. One instruction, so that no
+// signal handler on the thread lands between the compare and the store
+// (other threads do not touch a thread's records).
+func (b *Buf) CmpxchgMemRegD8(base Reg, disp int8, reg Reg) {
+	if !b.checkRegs("CmpxchgMemRegD8", base, reg) {
+		return
+	}
+	b.emit(rex(true, reg.hi(), 0, base.hi()), 0x0f, 0xb1)
+	b.basedW(reg.low(), base, int32(disp), disp8)
+}
+
+// NotReg emits not %reg (REX.W f7 /2): every bit flipped, the flags
+// untouched.
+func (b *Buf) NotReg(reg Reg) {
+	if !b.checkRegs("NotReg", reg) {
+		return
+	}
+	b.emit(rex(true, 0, 0, reg.hi()), 0xf7, modrm(3, 2, reg.low()))
+}
+
 // Rdtsc emits rdtsc (0f 31): the time-stamp counter in %edx:%eax.
 func (b *Buf) Rdtsc() { b.emit(0x0f, 0x31) }
 

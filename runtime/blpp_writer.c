@@ -30,11 +30,33 @@ _Static_assert(BLPP_LATENCY_BUCKETS == BLPP_LATENCY_FORMAT_BUCKETS, "latency buc
 _Static_assert(BLPP_LATENCY_SLOWEST <= BLPP_LATENCY_MAX_SLOWEST, "slowest values");
 
 /* lat is one path's latency words summed over hash tables: the slowest
- * values in ascending order (0: none), and the histogram. */
+ * values in ascending order (0: none), the histogram, and which of its
+ * buckets were added to (bit b: hist[b]), so that writing and clearing
+ * it look at those alone: most paths fill one or a few of the 64. */
 struct lat {
 	u64 slow[BLPP_LATENCY_SLOWEST];
 	u64 hist[BLPP_LATENCY_BUCKETS];
+	u64 used;
 };
+
+_Static_assert(BLPP_LATENCY_BUCKETS <= 64, "one bit per bucket in lat.used");
+
+/* lat_add1 adds n executions to bucket b of a. */
+static void lat_add1(struct lat *a, u64 b, u64 n)
+{
+	a->hist[b] += n;
+	a->used |= 1ull << b;
+}
+
+/* lat_reset makes a (all zero once, then only reset) empty again. */
+static void lat_reset(struct lat *a)
+{
+	for (u64 m = a->used; m; m &= m - 1)
+		a->hist[__builtin_ctzll(m)] = 0;
+	for (u64 k = 0; k < BLPP_LATENCY_SLOWEST; k++)
+		a->slow[k] = 0;
+	a->used = 0;
+}
 
 /* lat_slow puts x among a's slowest values when it is larger than the
  * smallest of them (0: none). */
@@ -54,10 +76,13 @@ static void lat_slow(struct lat *a, u64 x)
 static void lat_merge(struct lat *a, const u64 *l)
 {
 	u64 pend = LOADR(&l[BLPP_LATENCY_PENDING]);
-	for (u64 b = 0; b < BLPP_LATENCY_BUCKETS; b++)
-		a->hist[b] += LOADR(&l[BLPP_LATENCY_HIST + b]);
+	for (u64 b = 0; b < BLPP_LATENCY_BUCKETS; b++) {
+		u64 n = LOADR(&l[BLPP_LATENCY_HIST + b]);
+		if (n)
+			lat_add1(a, b, n);
+	}
 	if (pend >= 1 && pend <= BLPP_LATENCY_BUCKETS)
-		a->hist[pend - 1]++;
+		lat_add1(a, pend - 1, 1);
 	for (u64 k = 0; k < BLPP_LATENCY_SLOWEST; k++)
 		lat_slow(a, LOADR(&l[k]));
 }
@@ -74,7 +99,7 @@ static int lat_word(struct lat *a, u64 w)
 		lat_merge(a, (const u64 *)w);
 		return 1;
 	}
-	a->hist[lat_bucket(~w)]++;
+	lat_add1(a, lat_bucket(~w), 1);
 	lat_slow(a, ~w);
 	return 1;
 }
@@ -87,8 +112,8 @@ static int lat_word(struct lat *a, u64 w)
 static int put_latency(struct obuf *out, u64 rec, u64 id, const struct lat *a)
 {
 	u64 nb = 0, ns = 0;
-	for (u64 b = 0; b < BLPP_LATENCY_BUCKETS; b++)
-		nb += a->hist[b] != 0;
+	for (u64 m = a->used; m; m &= m - 1)
+		nb += a->hist[__builtin_ctzll(m)] != 0;
 	if (!nb)
 		return 0;
 	for (u64 k = 0; k < BLPP_LATENCY_SLOWEST; k++)
@@ -96,11 +121,13 @@ static int put_latency(struct obuf *out, u64 rec, u64 id, const struct lat *a)
 	ob_uv(out, rec);
 	ob_uv(out, id);
 	ob_uv(out, nb);
-	for (u64 b = 0; b < BLPP_LATENCY_BUCKETS; b++)
+	for (u64 m = a->used; m; m &= m - 1) { /* ascending buckets */
+		u64 b = (u64)__builtin_ctzll(m);
 		if (a->hist[b]) {
 			ob_uv(out, b);
 			ob_uv(out, a->hist[b]);
 		}
+	}
 	ob_uv(out, ns);
 	for (u64 k = BLPP_LATENCY_SLOWEST; k-- > 0;) {
 		/* A slot an interrupted insertion left out of order is
@@ -118,12 +145,13 @@ static int put_latency(struct obuf *out, u64 rec, u64 id, const struct lat *a)
 }
 
 /* lat_of reads the latency word of a path's values v (rt.stride
- * words) into a fresh lat; 0 when the path has none (all its executions
- * were dropped, or it ran only before the count was made). */
+ * words) into a, emptied first (lat_reset); 0 when the path has none
+ * (all its executions were dropped, or it ran only before the count was
+ * made). */
 static int lat_of(struct lat *a, const u64 *v)
 {
 	u64 e = LOADR(&v[1 + rt.nmetrics]);
-	mem_zero(a, sizeof(*a));
+	lat_reset(a);
 	return e && lat_word(a, e);
 }
 
@@ -159,6 +187,9 @@ static u64 hash_paths(struct htab *h, struct blpp_record *tw, struct obuf *out, 
 	u64 n = 0, np = 0, hw = hent_words(), stride = rt.stride, nv = 1 + rt.nmetrics;
 	u64 dn = tw ? tw->dense_n : 0, di = 0, *dv = tw ? counts_of(tw) + 1 : 0;
 	int keep_lat = rt.latency, wl = writes_latency();
+	struct lat a;
+	if (keep_lat) /* 552 bytes, then reset path by path: most images keep no latencies */
+		mem_zero(&a, sizeof(a));
 	scratch->len = 0;
 	for (; h; h = (struct htab *)LOAD(&h->next)) {
 		u64 cap = h->cap;
@@ -181,7 +212,6 @@ static u64 hash_paths(struct htab *h, struct blpp_record *tw, struct obuf *out, 
 	e = sort_hents((struct hent *)scratch->p, (struct hent *)(scratch->p + scratch->len), n);
 	for (u64 i = 0;;) {
 		u64 key, sum[1 + BLPP_MAX_METRICS] = {0}, le;
-		struct lat a;
 		di = next_ran(dv, di, dn, stride);
 		if (di < dn && (i >= n || di + 1 <= e[i].key))
 			key = di + 1;
@@ -189,8 +219,8 @@ static u64 hash_paths(struct htab *h, struct blpp_record *tw, struct obuf *out, 
 			key = e[i].key;
 		else
 			break;
-		if (keep_lat) /* 544 bytes: most images keep no latencies */
-			mem_zero(&a, sizeof(a));
+		if (keep_lat)
+			lat_reset(&a);
 		if (di < dn && di + 1 == key) {
 			const u64 *v = &dv[di * stride];
 			for (u64 j = 0; j < nv; j++)
@@ -247,6 +277,9 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 {
 	u64 nrec = 0, limit = LOAD(&t->nrecords), stride = rt.stride;
 	int wl = writes_latency();
+	struct lat a; /* lat_of resets it path by path */
+	if (wl)
+		mem_zero(&a, sizeof(a));
 	for (struct blpp_record *r = R(LOAD(&t->records)); r && nrec < limit; r = R(LOAD(&r->next))) {
 		u64 *c = counts_of(r), np = 0, dn = r->dense_n, at;
 		struct blpp_record *p = R(r->parent), *tw = dn ? 0 : R(twin_of(r));
@@ -268,7 +301,6 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 			u64 *v = c + 1 + id * stride;
 			put_path(recs, id, v);
 			np++;
-			struct lat a;
 			if (wl && lat_of(&a, v))
 				*nlat += (u64)put_latency(lat, nrec, id, &a);
 		}

@@ -38,7 +38,7 @@ _Static_assert(__builtin_offsetof(struct htab, cap) == BLPP_HTAB_CAP_OFF, "htab.
 _Static_assert(__builtin_offsetof(struct htab, next) == BLPP_HTAB_NEXT_OFF, "htab.next");
 _Static_assert(sizeof(struct wiped) <= CHUNK_SIZE, "struct wiped in the first chunk");
 
-static int profile_name(u64 pid, char *out, u64 cap); /* blpp_writer.c */
+static int profile_name(u64 pid, char *out, u64 cap); /* blpp_pfile.c */
 static int maps_path(u64 addr, char *out, u64 cap);  /* blpp_start.c */
 
 enum {

@@ -56,6 +56,8 @@
  *   blpp_context.c  user contexts: a thread block per makecontext
  *                   context, %gs moved at swapcontext/setcontext
  *   blpp_obuf.c     the writer's buffers, varints and sorts
+ *   blpp_latency.c  latency words and entries; their summary at the writer
+ *   blpp_pfile.c    the profile's file name, the writer's lock, MODULES
  *   blpp_writer.c   the profile writer
  *   blpp_sample.c   sampled attribution: per-thread samplers, the
  *                   signal handler, the SAMPLES section (decision 92)
@@ -106,6 +108,8 @@
 #include "blpp_resume.c"
 #include "blpp_context.c"
 #include "blpp_obuf.c"
+#include "blpp_latency.c"
+#include "blpp_pfile.c"
 #include "blpp_writer.c"
 #include "blpp_sample.c"
 #include "blpp_signal.c"

@@ -331,7 +331,9 @@
 //	blpp_resume.c   stubs' C halves: fork child, vfork child, setjmp return, landing pad
 //	blpp_context.c  user contexts: a thread block per makecontext context (decision 122)
 //	blpp_obuf.c     the writer's buffers, varints and sorts
-//	blpp_writer.c   the profile writer and its file names
+//	blpp_latency.c  latency words and entries per path; their summary at the writer
+//	blpp_pfile.c    the profile's file name, the writer's lock, the MODULES section
+//	blpp_writer.c   the profile writer
 //	blpp_sample.c   sampled attribution: per-thread samplers, the signal
 //	                handler, the SAMPLES section (decision 92)
 //	blpp_signal.c   fatal and dump signal handlers, exit-profile states

@@ -35,8 +35,10 @@ func asCasesRT(targets []asTarget) []asCase {
 		}
 		for _, d := range d8s {
 			add(fmt.Sprintf("{disp8} incq %d(%%%s)", d, r), func(b *Buf) { b.IncMemD8(r, d) })
+			add(fmt.Sprintf("{disp8} incl %d(%%%s)", d, r), func(b *Buf) { b.IncMem32D8(r, d) })
 			for _, v := range []int32{0, 0x12345678, -129} {
 				add(fmt.Sprintf("{disp8} cmpq %s, %d(%%%s)", imm(v), d, r), func(b *Buf) { b.CmpMemImm32D8(r, d, v) })
+				add(fmt.Sprintf("{disp8} cmpl %s, %d(%%%s)", imm(v), d, r), func(b *Buf) { b.CmpMem32Imm32D8(r, d, v) })
 				add(fmt.Sprintf("{disp8} movq %s, %d(%%%s)", imm(v), d, r), func(b *Buf) { b.MovMemImm32D8(r, d, v) })
 			}
 		}

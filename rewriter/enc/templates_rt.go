@@ -113,6 +113,34 @@ func (b *Buf) IncMemD32(base Reg, disp int32) {
 	b.memW(0xff, 0, 0, base, disp, disp32)
 }
 
+// IncMem32D8 emits incl disp8(%base) (ff /0, mod=01; REX.B for r8-r15):
+// a 32-bit counter of the thread's own, so no lock prefix.
+func (b *Buf) IncMem32D8(base Reg, disp int8) {
+	if !b.checkRegs("IncMem32D8", base) {
+		return
+	}
+	b.mem32(0xff, 0, base, disp)
+}
+
+// CmpMem32Imm32D8 emits cmpl $imm32, disp8(%base) (81 /7, mod=01; REX.B
+// for r8-r15), the 32-bit immediate even where 8 bits would do.
+func (b *Buf) CmpMem32Imm32D8(base Reg, disp int8, imm int32) {
+	if !b.checkRegs("CmpMem32Imm32D8", base) {
+		return
+	}
+	b.mem32(0x81, 7, base, disp)
+	b.emit32(uint32(imm))
+}
+
+// mem32 emits a 32-bit operand size opcode /ext on disp8(%base).
+func (b *Buf) mem32(opcode, ext byte, base Reg, disp int8) {
+	if base.hi() != 0 {
+		b.emit(rex(false, 0, 0, 1))
+	}
+	b.emit(opcode)
+	b.basedW(ext, base, int32(disp), disp8)
+}
+
 // CmpMemImm32D8 emits cmpq $imm32, disp8(%base) (REX.W 81 /7, mod=01).
 func (b *Buf) CmpMemImm32D8(base Reg, disp int8, imm int32) {
 	if !b.checkRegs("CmpMemImm32D8", base) {

@@ -78,7 +78,7 @@ static u64 flat_array(u64 *p, u64 size, int alloc)
 	u64 a = LOAD(p), n;
 	if (a || !alloc || !rt.w || !(n = (u64)arena_alloc(&rt.w->arena, size)))
 		return a;
-	return CAS(p, 0, n) ? n : LOAD(p); /* the loser's array stays unused */
+	return CAS1(p, 0, n) ? n : LOAD(p); /* the loser's array stays unused */
 }
 
 /* flat_word is where t keeps its root record of fid: Thread.flat by local
@@ -232,7 +232,7 @@ _Static_assert(BLPP_RECORD_INLINE_COUNTS >= sizeof(struct blpp_record), "inline 
  * its dense array inline (promote), which the inline code reaches from
  * then on.
  */
-enum { COLD_PATHS = 64 };
+enum { COLD_PATHS = BLPP_COLD_PATHS };
 
 /*
  * kids_alloc makes the node lists of a record of a function with nsites
@@ -389,16 +389,16 @@ static void list_add(struct blpp_thread *t, struct blpp_record *r)
 			return;
 		r->index = last ? last->index + 1 : 0; /* below 2^32: blpp_init bounds the arena */
 		BARRIER();
-		if (CAS(last ? &last->next : &t->records, 0, (u64)r))
+		if (CAS1(last ? &last->next : &t->records, 0, (u64)r))
 			break;
 	}
 	NEST_POINT(3, 0);
 	STORE(&r->listed, 1);
 	while ((l = LOAD(&t->last_rec)) == 0 || R(l)->index < r->index)
-		if (CAS(&t->last_rec, l, (u64)r))
+		if (CAS1(&t->last_rec, l, (u64)r))
 			break;
 	while ((n = LOAD(&t->nrecords)) < (u64)r->index + 1)
-		if (CAS(&t->nrecords, n, (u64)r->index + 1))
+		if (CAS1(&t->nrecords, n, (u64)r->index + 1))
 			break;
 	live_sync(t); /* continuous mode: the file's part of t */
 }
@@ -415,7 +415,7 @@ static struct blpp_record *root(struct blpp_thread *t, u64 fid)
 		if (!(r = rec_new(t, fid, 0, 0, 0)))
 			return 0;
 		NEST_POINT(4, fid);
-		if (!CAS(w, 0, (u64)r))
+		if (!CAS1(w, 0, (u64)r))
 			r = R(LOAD(w)); /* a nested stub made it: ours stays unused */
 	}
 	list_add(t, r);
@@ -436,7 +436,7 @@ static struct blpp_node **kids_of(struct blpp_record *p, int alloc)
 		if (!n)
 			return 0;
 		NEST_POINT(6, 0);
-		if (CAS(&c->kids, k, (u64)n))
+		if (CAS1(&c->kids, k, (u64)n))
 			k = (u64)n;
 		else
 			k = LOAD(&c->kids); /* a nested stub made them: ours stay unused */
@@ -478,7 +478,7 @@ static void to_front(struct blpp_thread *t, struct blpp_node **head, struct blpp
 	do {
 		h = LOAD((u64 *)head);
 		STORE(&n->next, h);
-	} while (!CAS((u64 *)head, h, (u64)n));
+	} while (!CAS1((u64 *)head, h, (u64)n));
 	BARRIER();
 	STORE(&tp->mv_head, 0);
 }
@@ -490,7 +490,7 @@ static void folded_push(struct blpp_thread *t, struct blpp_node *n)
 	do {
 		h = LOAD(&t->folded);
 		n->fnext = h;
-	} while (!CAS(&t->folded, h, (u64)n));
+	} while (!CAS1(&t->folded, h, (u64)n));
 	live_sync(t);
 }
 
@@ -526,12 +526,12 @@ static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *
 	NEST_POINT(1, fid);
 	for (;;) {
 		STORE(&n->next, h);
-		if (CAS((u64 *)head, h, (u64)n))
+		if (CAS1((u64 *)head, h, (u64)n))
 			break;
 		/* A nested stub added a node: perhaps this one's */
 		h = LOAD((u64 *)head);
 		if ((m = find_node(t, head, fid, &prev))) {
-			ADD(&m->count, calls);
+			ADD1(&m->count, calls);
 			list_add(t, canon(R(m->rec)));
 			return R(m->rec);
 		}
@@ -545,7 +545,7 @@ static struct blpp_record *make_node(struct blpp_thread *t, struct blpp_record *
 			do {
 				h2 = LOAD(c);
 				n->rnext = h2;
-			} while (!CAS(c, h2, (u64)n));
+			} while (!CAS1(c, h2, (u64)n));
 		}
 	}
 	if (!nested(t))
@@ -582,7 +582,7 @@ static struct blpp_record *child(struct blpp_thread *t, struct blpp_record *p, u
 		return make_node(t, p, head, h, site, fid, calls, dark_via(t, (u64)head, rsp));
 	if (prev && !nested(t))
 		to_front(t, head, prev, n);
-	ADD(&n->count, calls);
+	ADD1(&n->count, calls);
 	list_add(t, canon(R(n->rec)));
 	if (!nested(t))
 		cache_fill(t, (u64)head, fid, n);
@@ -717,9 +717,9 @@ static void count_f(struct blpp_thread *t, struct blpp_record *r, u64 fid, const
 			promote(t, r);
 		}
 	}
-	ADD(&v[0], 1);
+	ADD1(&v[0], 1);
 	for (u64 m = 0; m < rt.nmetrics; m++)
-		ADD(&v[1 + m], d[m]);
+		ADD1(&v[1 + m], d[m]);
 	if (rt.latency)
 		lat_count(t, &v[1 + rt.nmetrics], d[0]);
 }

@@ -38,7 +38,7 @@ struct htab {
  * flow-only image; in context mode a record starts cold, with a table
  * of COLD_CAP entries (blpp_cct.c, decision 99). PROMOTE_ENDS: see
  * Record.cold. */
-enum { HTAB_INIT = BLPP_HTAB_INIT_CAP, COLD_CAP = 2, PROMOTE_ENDS = 32 };
+enum { HTAB_INIT = BLPP_HTAB_INIT_CAP, COLD_CAP = 2, PROMOTE_ENDS = BLPP_PROMOTE_ENDS };
 
 /* A path that lies beyond the inline probes of a record's newest
  * table and has been counted there FAR_HITS times by the runtime moves
@@ -117,11 +117,11 @@ static u64 *htab_slot(struct htab *h, u64 key, int insert, int *far)
 		if (k == 0) {
 			if (!insert || LOADR(&h->used) >= htab_room(h))
 				return 0;
-			if (!CAS(&e[0], 0, key)) {
+			if (!CAS1(&e[0], 0, key)) {
 				if (LOAD(&e[0]) != key)
 					continue;
 			} else {
-				ADD(&h->used, 1);
+				ADD1(&h->used, 1);
 			}
 		} else if (k != key) {
 			continue;
@@ -145,7 +145,7 @@ static u64 *htab_slot(struct htab *h, u64 key, int insert, int *far)
  * later twin costs is one stub per PROMOTE_BYTES bytes it does not
  * hold.
  */
-enum { PROMOTE_BYTES = 32 };
+enum { PROMOTE_BYTES = BLPP_PROMOTE_BYTES };
 static u64 promote_ends(const struct blpp_func *f)
 {
 	u64 n = f && !f->hashed ? f->num_paths * rt.stride * 8 / PROMOTE_BYTES : 0;
@@ -191,6 +191,6 @@ static u64 *hash_slot(struct wiped *w, struct blpp_record *r, u64 ends, u64 path
 		n->next = (u64)h;
 		/* A signal handler's count may have put a table in front
 		 * meanwhile: then n stays unused in the arena, and we retry. */
-		CAS(&r->hash, (u64)h, (u64)n);
+		CAS1(&r->hash, (u64)h, (u64)n);
 	}
 }

@@ -575,6 +575,7 @@ const (
 	RecordFirstSiteOff = 24
 	RecordNSitesOff    = 32
 	RecordKidsOff      = 40
+	RecordColdOff      = 80
 	// RecordInlineCounts is where a record's counters begin, from the
 	// record, unless they are slot counters: rec_new allocates both
 	// together, so the inline code needs no pointer to them [decision
@@ -597,6 +598,18 @@ const (
 	HTabBytesOff   = 24
 	HTabInitCap    = 64
 	HashMul        = 0x9e3779b1
+
+	// In context mode a record of a function with more than ColdPaths
+	// paths starts cold (Record.Cold): a small table instead of a dense
+	// array. A dense function's cold record gets its hot twin once the
+	// runtime has counted PromoteEnds path ends in it, or one for every
+	// PromoteBytes bytes of the twin's dense array where that is more
+	// (promote_ends, decisions 99, 136). The inline code counts a path
+	// its probes find in a cold record's table while fewer have been
+	// counted (decision 151), so it needs the same numbers.
+	ColdPaths    = 64
+	PromoteEnds  = 32
+	PromoteBytes = 32
 
 	NodeSize     = 80
 	NodeFuncOff  = 0

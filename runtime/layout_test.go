@@ -74,6 +74,7 @@ func TestLayoutConstants(t *testing.T) {
 		{"RecordFirstSiteOff", RecordFirstSiteOff, unsafe.Offsetof(rec.FirstSite)},
 		{"RecordNSitesOff", RecordNSitesOff, unsafe.Offsetof(rec.NSites)},
 		{"RecordKidsOff", RecordKidsOff, unsafe.Offsetof(rec.Kids)},
+		{"RecordColdOff", RecordColdOff, unsafe.Offsetof(rec.Cold)},
 		{"NodeSize", NodeSize, unsafe.Sizeof(nd)},
 		{"NodeFuncOff", NodeFuncOff, unsafe.Offsetof(nd.Func)},
 		{"NodeRecOff", NodeRecOff, unsafe.Offsetof(nd.Rec)},

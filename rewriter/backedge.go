@@ -94,8 +94,10 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 	if hash {
 		fg.hashCount(enc.RCX, enc.RCX, enc.RAX, enc.RDX, slow, depth)
 	} else {
+		counted := b.NewLabel()
 		b.CmpRegMemD8(enc.RAX, enc.RCX, runtime.RecordDenseNOff)
-		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		// Below %rsp nothing is live here: %rdx waits there.
+		b.JccRel32(enc.CondAE, enc.LabelTarget(fg.coldPathEnd(enc.RCX, enc.RAX, slow, counted, depth, enc.RDX, -8, false, nil, nil)))
 		if tsc {
 			b.LeaRegDisp32(enc.RCX, enc.RCX, countsOff)
 			fg.countTSC(enc.RCX)
@@ -103,6 +105,7 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 		} else {
 			b.IncMemIndexed(enc.RCX, enc.RAX, countsOff+8)
 		}
+		b.Bind(counted)
 	}
 	scratch := []enc.Reg{enc.RCX}
 	if tsc || hash {
@@ -315,6 +318,7 @@ func (fg *funcGen) recordBackedgeIn(e cfg.EdgeID, flagsLive bool) bool {
 	if !fg.hasPreg {
 		x = rs[1]
 	}
+
 	slow, done := b.NewLabel(), b.NewLabel()
 	k := int32(n.ExitInc[e])
 	b.MovRegFromGS(rec, runtime.OffRecord)
@@ -328,9 +332,14 @@ func (fg *funcGen) recordBackedgeIn(e cfg.EdgeID, flagsLive bool) bool {
 	if fg.hashInline() {
 		fg.hashCount(rec, rec, x, rs[len(rs)-1], slow, 0)
 	} else {
+		// A cold record's table takes one more register, which waits
+		// past the red zone (the flags are dead here).
+		counted := b.NewLabel()
+		cold := fg.coldPathEnd(rec, x, slow, counted, 0, coldScratch(rec, x), -8, true, nil, nil)
 		b.CmpRegMem(x, rec, runtime.RecordDenseNOff)
-		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		b.JccRel32(enc.CondAE, enc.LabelTarget(cold))
 		b.IncMemIndexed(rec, x, countsOff+8)
+		b.Bind(counted)
 	}
 	if fg.hasPreg {
 		b.MovRegImm(x, int32(n.EntryInc[e])) // sign-extended: EntryInc may be negative

@@ -285,14 +285,25 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 	if !fg.hasPreg {
 		b.MovRegFromGS(x, g.stubs.OffR)
 	}
+	// A cold record's table (coldPathEnd) takes the path id's scratch
+	// register below those saved.
+	t, at := coldScratch(enc.RCX, x), -8*int32(len(saved)+1)
 	if !hash && tailSite == 0 {
-		undo := b.NewLabel()
+		undo, checked := b.NewLabel(), b.NewLabel()
 		b.MovRegFromGS(enc.RCX, runtime.OffRecord)
 		b.CmpRegMemD8(x, enc.RCX, runtime.RecordDenseNOff)
-		b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+		// Out of line, the frame is compared first: a count in the
+		// table is not taken back.
+		cold := fg.coldPathEnd(enc.RCX, x, slow, checked, 0, t, at, false, func() {
+			cmpNewestFrameRSP(b)
+			b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
+			b.MovRegFromGS(enc.RCX, runtime.OffRecord)
+		}, func() { b.MovRegFromGS(enc.RCX, runtime.OffSP) })
+		b.JccRel32(enc.CondAE, enc.LabelTarget(cold))
 		b.IncMemIndexed(enc.RCX, x, countsOff+8)
 		cmpNewestFrameRSP(b)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(undo))
+		b.Bind(checked)
 		fg.addColdAt(undo, 0, func() {
 			b.MovRegFromGS(enc.RCX, runtime.OffRecord)
 			b.DecMemIndexed(enc.RCX, x, countsOff+8)
@@ -309,9 +320,11 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 				b.MovRegFromGS(enc.RCX, runtime.OffRecord)
 			}
 		} else {
+			counted := b.NewLabel()
 			b.CmpRegMemD8(x, enc.RCX, runtime.RecordDenseNOff)
-			b.JccRel32(enc.CondAE, enc.LabelTarget(slow))
+			b.JccRel32(enc.CondAE, enc.LabelTarget(fg.coldPathEnd(enc.RCX, x, slow, counted, 0, t, at, false, nil, nil)))
 			b.IncMemIndexed(enc.RCX, x, countsOff+8)
+			b.Bind(counted) // %rcx is Thread.Record either way
 		}
 		if tailSite != 0 {
 			// TailRec last: a signal handler's entry in between never

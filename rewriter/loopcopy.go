@@ -154,12 +154,14 @@ func (fg *funcGen) countCopy(lc *loopCopy) {
 	// the slow path first gives it its value at the backedge's block:
 	// the stub's r + ExitInc is then P (decision 99: a cold record's
 	// path ends all take it).
-	slow := b.NewLabel()
+	slow, counted := b.NewLabel(), b.NewLabel()
+	p := (lc.counter - countsOff - 8) / 8
 	b.MovRegFromGS(lc.rec, runtime.OffRecord)
 	fg.ownRecord(lc.rec, slow)
-	b.CmpMemImm32(lc.rec, runtime.RecordDenseNOff, (lc.counter-countsOff-8)/8)
-	b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
+	b.CmpMemImm32(lc.rec, runtime.RecordDenseNOff, p)
+	b.JccRel32(enc.CondBE, enc.LabelTarget(fg.coldCopyPathEnd(lc.rec, int64(p), slow, counted)))
 	b.IncMem(lc.rec, lc.counter)
+	b.Bind(counted)
 	v := int32(lc.val[fg.f.Graph.Edges[lc.back].From])
 	fg.addColdAt(slow, 0, func() {
 		if fg.hasPreg {

@@ -1,0 +1,39 @@
+package rewriter_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/rewriter"
+)
+
+// TestColdRecordsCountInline checks coldhit.c in context mode (decision
+// 151): pick() and spin() have more than 64 paths, so their records start
+// cold, and their path ends (exits, a backedge, a loop copy's head) go
+// out of line to the record's small table, where the inline code counts
+// the two paths each record keeps running. The counts must equal
+// callgrind's; and the stubs must see few path ends: a record's first
+// end of each path, and the one after which its twin is made, not the
+// hundreds before it that the runtime counted when every cold end took
+// the stub (393 exits and 244 backedges at the change).
+func TestColdRecordsCountInline(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2", PIE: true}, fixture.Matrix()[0]} {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			what := "coldhit.c " + c.String()
+			orig := fixture.Build(t, "coldhit.c", c)
+			inst := filepath.Join(t.TempDir(), "coldhit.blpp")
+			rewriteSum(t, orig, inst, rewriter.Options{})
+			want := runProc(t, orig, nil)
+			p := runProfiled(t, what, inst, want)
+			cg := callgrindOf(t, what, orig, nil, want)
+			compareCounts(t, what, inst, p, cg, countCheck{own: []string{"main", "pick", "spin"}})
+			if ends := p.Stats["stub_exits"] + p.Stats["stub_backedges"]; ends > 80 {
+				t.Errorf("%s: %d path ends at the stubs (exits %d, backedges %d), want at most 80: cold records' ends are not counted inline",
+					what, ends, p.Stats["stub_exits"], p.Stats["stub_backedges"])
+			}
+		})
+	}
+}

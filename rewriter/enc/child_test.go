@@ -227,3 +227,99 @@ func TestChildSpareFits(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestChildExchange: functions whose code is emitted into a hot and a
+// cold child, switching between them with Exchange midway (a slow path
+// emitted in the middle of the hot code, with labels made in either
+// stream), then the hot children appended in order and the cold ones
+// after them, give the bytes and label offsets of the same code emitted
+// into one buffer hot parts first.
+func TestChildExchange(t *testing.T) {
+	const n = 12
+	const base = 0x7100_0000
+	// The hot code, with the slow path emitted between its jump there
+	// and the label it comes back to.
+	hot := func(b *Buf, entry, slow, back Label, k int, between func()) {
+		b.Bind(entry)
+		b.LeaRSP(-128)
+		b.JccRel32(CondNE, LabelTarget(slow))
+		between()
+		b.Bind(back)
+		b.CallRel32(AbsTarget(0x402000 + uint64(k)))
+		b.LeaRSP(128)
+		b.Ret()
+	}
+	cold := func(b *Buf, slow, back Label, k int) {
+		b.Bind(slow)
+		b.SetSP(-128)
+		b.CallRel32(AbsTarget(0x403000 + uint64(k)))
+		b.JmpRel32(LabelTarget(back))
+	}
+	var serial Buf
+	type labels struct{ entry, slow, back Label }
+	ls := make([]labels, n)
+	for i := range ls {
+		ls[i] = labels{serial.NewLabel(), serial.NewLabel(), serial.NewLabel()}
+	}
+	for i := range n {
+		hot(&serial, ls[i].entry, ls[i].slow, ls[i].back, i, func() {})
+	}
+	for i := range n {
+		cold(&serial, ls[i].slow, ls[i].back, i)
+	}
+	want, err := serial.Finish(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var par Buf
+	par.Place(base)
+	entries := make([]Label, n)
+	for i := range entries {
+		entries[i] = par.NewLabel()
+	}
+	hots, colds := make([]*Buf, n), make([]*Buf, n)
+	slows := make([]Label, n)
+	for i := range n {
+		h, c := par.Child(0, 0, 0), par.Child(0, 0, 0)
+		slow, back := h.NewLabel(), h.NewLabel()
+		slows[i] = slow
+		hot(h, entries[i], slow, back, i, func() {
+			h.Exchange(c)
+			cold(h, slow, back, i) // into the cold stream, through h
+			h.Exchange(c)
+		})
+		if h.SP() != 0 || c.SP() != -128 {
+			t.Fatalf("function %d: %%rsp displacements %d and %d, want 0 and -128", i, h.SP(), c.SP())
+		}
+		hots[i], colds[i] = h, c
+	}
+	for _, k := range [][]*Buf{hots, colds} {
+		for i := range n {
+			if _, err := par.Append(k[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := par.Finish(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("split code differs from serial:\n got %x\nwant %x", got, want)
+	}
+	for i := range n {
+		g, _ := par.Offset(slows[i])
+		w, _ := serial.Offset(ls[i].slow)
+		if g != w {
+			t.Errorf("slow path %d at %#x, want %#x", i, g, w)
+		}
+	}
+	// Exchange between a child and a buffer that is not its sibling is
+	// refused.
+	var other Buf
+	x := par.Child(0, 0, 0)
+	x.Exchange(other.Child(0, 0, 0))
+	if x.Err() == nil {
+		t.Error("Exchange with a child of another parent: no error")
+	}
+}

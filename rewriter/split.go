@@ -39,8 +39,8 @@ const (
 	// ColdApartTails: as ColdApart, with the tail variants of entries in
 	// the cold part (for measurements: decision 150).
 	ColdApartTails
-	// ColdApartTrampolines: as ColdApart, with the trampolines in the
-	// cold part too (for measurements).
+	// ColdApartTrampolines: as ColdApartTails, with the trampolines in
+	// the cold part too (for measurements).
 	ColdApartTrampolines
 	// ColdInline: each function's cold code after its trampolines, the
 	// layout before decision 150 (for measurements).
@@ -67,7 +67,7 @@ type streamRecords struct {
 func (g *gen) split() bool { return g.cold != ColdInline }
 
 // coldTails reports whether tail variants go to the cold part.
-func (g *gen) coldTails() bool { return g.cold == ColdApartTails }
+func (g *gen) coldTails() bool { return g.cold == ColdApartTails || g.cold == ColdApartTrampolines }
 
 // coldTrampolines reports whether trampolines go to the cold part.
 func (g *gen) coldTrampolines() bool { return g.cold == ColdApartTrampolines }

@@ -271,6 +271,7 @@ func (fg *funcGen) addAside(f func()) { fg.addOutOfLine(f, true) }
 
 func (fg *funcGen) addOutOfLine(f func(), hot bool) {
 	l, k := fg.inLoop, fg.sz.kind
+	hot = hot || fg.g.cold == ColdApartNoEntries && k == kindEntry
 	fg.cold = append(fg.cold, coldItem{hot: hot, f: func() {
 		saved := fg.inLoop
 		fg.setLoop(l)

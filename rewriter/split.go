@@ -45,6 +45,9 @@ const (
 	// ColdInline: each function's cold code after its trampolines, the
 	// layout before decision 150 (for measurements).
 	ColdInline
+	// ColdApartNoEntries: as ColdApart, with the slow paths of entries
+	// in the hot part (for measurements).
+	ColdApartNoEntries
 )
 
 // coldItem is a piece of out-of-line code queued for after the

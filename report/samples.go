@@ -74,17 +74,6 @@ type codeIndex struct {
 	textAddr uint64
 	starts   []uint64
 	jumps    map[uint64][]jumpEdge
-	// cold holds the functions' cold parts (the rewriter's symbols
-	// NAME.blpp.cold, decision 150), after every function's hot code,
-	// in address order.
-	cold []coldPart
-}
-
-// coldPart is the cold part [lo, hi) of the function whose hot code
-// starts at starts[i].
-type coldPart struct {
-	lo, hi uint64
-	i      int
 }
 
 // A jumpEdge is a direct jump of the rewritten code: where it goes and
@@ -134,7 +123,6 @@ func newCodeIndex(mod *Module) *codeIndex {
 		}
 	}
 	x.jumps = map[uint64][]jumpEdge{}
-	x.coldParts(mod.File)
 	if s := mod.File.Section(".blpp.rt"); s != nil {
 		x.rt = [2]uint64{s.Addr, s.Addr + s.Size}
 	}
@@ -146,70 +134,6 @@ func newCodeIndex(mod *Module) *codeIndex {
 	}
 	sort.Slice(x.orig, func(i, j int) bool { return x.orig[i].lo < x.orig[j].lo })
 	return x
-}
-
-// coldParts finds the functions' cold parts from the symbols of f: a
-// symbol NAME.blpp.cold in the rewritten code, whose function's hot part
-// is the symbol NAME there.
-func (x *codeIndex) coldParts(f *elf.File) {
-	ss, err := f.Symbols()
-	if err != nil || len(x.text) == 0 {
-		return
-	}
-	inText := func(s elf.Symbol) bool {
-		return s.Value >= x.textAddr && s.Value-x.textAddr < uint64(len(x.text)) && s.Size > 0
-	}
-	hot := map[string]elf.Symbol{}
-	for _, s := range ss {
-		if inText(s) && !strings.HasSuffix(s.Name, coldSuffix) {
-			hot[s.Name] = s
-		}
-	}
-	for _, s := range ss {
-		name, ok := strings.CutSuffix(s.Name, coldSuffix)
-		h, found := hot[name]
-		if !ok || !found || !inText(s) {
-			continue
-		}
-		// The function's first copy lies in its hot part.
-		i := sort.Search(len(x.starts), func(i int) bool { return x.starts[i] >= h.Value })
-		if i < len(x.starts) && x.starts[i] < h.Value+h.Size {
-			x.cold = append(x.cold, coldPart{s.Value, s.Value + s.Size, i})
-		}
-	}
-	sort.Slice(x.cold, func(i, j int) bool { return x.cold[i].lo < x.cold[j].lo })
-}
-
-// coldSuffix ends the symbol of a function's cold part (rewriter,
-// symbols.go).
-const coldSuffix = ".blpp.cold"
-
-// inCold attributes a pc in a function's cold part to the block of the
-// jump into it from the function's hot code (the jump to the greatest
-// target at or below a), as a pc in out-of-line code between two
-// functions was before the split (locate); false when a is in no cold
-// part or no jump leads there.
-func (x *codeIndex) inCold(mod *Module, a uint64) (place, bool) {
-	k := sort.Search(len(x.cold), func(k int) bool { return x.cold[k].lo > a }) - 1
-	if k < 0 || a >= x.cold[k].hi {
-		return place{}, false
-	}
-	cp := x.cold[k]
-	js := x.fnJumps(cp.i)
-	j := sort.Search(len(js), func(j int) bool { return js[j].target > a }) - 1
-	if j < 0 || js[j].target < cp.lo {
-		return place{}, false
-	}
-	src := js[j].source
-	c := sort.Search(len(x.copies), func(c int) bool { return x.copies[c].addr > src }) - 1
-	if c < 0 {
-		return place{}, false
-	}
-	cc := x.copies[c]
-	if b := blockOf(&mod.Table.Funcs[cc.fn], cc.inst); b >= 0 {
-		return place{fn: cc.fn, block: b}, true
-	}
-	return place{}, false
 }
 
 // fileToAddr turns a file offset of f into a link-time address through
@@ -236,11 +160,6 @@ type place struct {
 func (x *codeIndex) locate(mod *Module, a uint64) place {
 	if a >= x.rt[0] && a < x.rt[1] {
 		return place{fn: -1, pseudo: PseudoRuntime}
-	}
-	if len(x.cold) > 0 && a >= x.cold[0].lo {
-		if p, ok := x.inCold(mod, a); ok {
-			return p
-		}
 	}
 	// The instruction about to run: the first copy at or after a
 	// (instrumentation precedes the copy of the instruction it serves:
@@ -327,9 +246,6 @@ func (x *codeIndex) fnJumps(i int) []jumpEdge {
 	hi := x.textAddr + uint64(len(x.text))
 	if i+1 < len(x.starts) {
 		hi = min(hi, x.starts[i+1])
-	}
-	if len(x.cold) > 0 {
-		hi = min(hi, x.cold[0].lo) // the hot code ends where the cold parts start
 	}
 	var js []jumpEdge
 	for a := lo; a < hi; {

@@ -87,14 +87,14 @@ func (fg *funcGen) emit() error {
 	}
 	if l, ok := g.tailEntries[fg.f.Func.Addr]; ok {
 		// The tail variant, out of line, joins at block 0.
-		fg.addOutOfLine(func() {
+		fg.addCold(func() {
 			b.Bind(l)
 			fg.mark(fg.f.Func.Addr, false)
 			b.SetSP(0)
 			fg.enterInline(true)
 			fg.beginKind(kindJump)
 			b.JmpRel32(enc.LabelTarget(fg.blocks[cfg.Entry]))
-		}, !g.coldTails())
+		})
 	}
 	fg.landingPads()
 	fg.otherEntries()
@@ -189,7 +189,7 @@ func (fg *funcGen) emit() error {
 			return err
 		}
 		if lc := fg.loopCopies[cfg.BlockID(id)]; lc != nil {
-			fg.addAside(func() {
+			fg.addCold(func() {
 				pr := fg.setRegion(regionLoopCopy)
 				fg.emitLoopCopy(lc)
 				fg.setRegion(pr)
@@ -198,7 +198,6 @@ func (fg *funcGen) emit() error {
 	}
 	fg.setLoop(-1)
 	fg.setRegion(regionTrampoline)
-	fg.toCold(g.coldTrampolines())
 	for i := 0; i < len(fg.tramps); i++ {
 		t := fg.tramps[i]
 		b.Bind(t.label)
@@ -220,18 +219,13 @@ func (fg *funcGen) emit() error {
 	}
 	fg.setRegion(regionCold)
 	for i := 0; i < len(fg.cold); i++ {
-		fg.toCold(!fg.cold[i].hot)
-		fg.cold[i].f()
+		fg.cold[i]()
 	}
 	fg.setLoop(-1)
-	fg.toCold(false)
 	fg.flushSize()
 	fg.end = b.Len()
 	if fg.coldErr != nil {
 		return fg.coldErr
-	}
-	if err := fg.coldDone(); err != nil {
-		return err
 	}
 	return b.Err()
 }

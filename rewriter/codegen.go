@@ -82,20 +82,8 @@ type funcGen struct {
 	// shared holds the trampolines of Dispatch edges by what their code
 	// depends on (dispatchKey), for the jumps that share them.
 	shared map[dispatchKey]enc.Label
-	// cold holds out-of-line code, emitted after the trampolines: into
-	// the function's cold part where the image has one, except what
-	// must stay with the hot part (coldItem.hot; split.go).
-	cold []coldItem
-	// The function's cold part (split.go, decision 150): its child
-	// buffer, which holds the stream not in use while the other is
-	// emitted into fg.g.buf (enc.Buf.Exchange); inCold says the cold
-	// stream is the one in g.buf; aside holds what the unwind, address
-	// and code maps record of the stream not in use; [cstart, cend) is
-	// the cold part's extent once emitted.
-	coldBuf      *enc.Buf
-	inCold       bool
-	aside        streamRecords
-	cstart, cend int
+	// cold holds out-of-line slow paths, emitted after the trampolines.
+	cold []func()
 	// lastSite is the id of the call site emitted last.
 	lastSite int32
 	// Unwind bookkeeping (unwind.go): the extent [start, end) of the
@@ -148,7 +136,6 @@ type funcGen struct {
 func (fg *funcGen) emitted() {
 	fg.tramps, fg.cold, fg.entered, fg.shared = nil, nil, nil, nil
 	fg.marks, fg.copies, fg.lpLabel = nil, nil, nil
-	fg.aside.marks, fg.aside.copies = nil, nil
 }
 
 type tramp struct {
@@ -232,8 +219,6 @@ type gen struct {
 	// release: each function's graph, numbering and the plan's parts
 	// made from them are dropped once its code is appended (releaseSize).
 	release bool
-	// cold is where functions' cold code goes (Options.Cold, split.go).
-	cold ColdLayout
 	// cet says whether the code keeps IBT: endbr64 at every new
 	// indirect-branch target (cet.go, decision 95).
 	cet cetMode
@@ -259,27 +244,17 @@ func layoutPad(seed uint64, fid int32) uint64 {
 }
 
 // addCold queues an out-of-line piece of code, to be emitted after the
-// trampolines in the loop region that is current now, in the function's
-// cold part where it has one.
-func (fg *funcGen) addCold(f func()) { fg.addOutOfLine(f, false) }
-
-// addAside queues out-of-line code like addCold, to stay in the
-// function's hot part (split.go): loop copies, which run as often as the
-// loops they copy, and landing pads, which the exception table finds
-// from the hot part's start.
-func (fg *funcGen) addAside(f func()) { fg.addOutOfLine(f, true) }
-
-func (fg *funcGen) addOutOfLine(f func(), hot bool) {
+// trampolines in the loop region that is current now.
+func (fg *funcGen) addCold(f func()) {
 	l, k := fg.inLoop, fg.sz.kind
-	hot = hot || fg.g.cold == ColdApartNoEntries && k == kindEntry
-	fg.cold = append(fg.cold, coldItem{hot: hot, f: func() {
+	fg.cold = append(fg.cold, func() {
 		saved := fg.inLoop
 		fg.setLoop(l)
 		pk := fg.beginKind(k)
 		f()
 		fg.endKind(pk)
 		fg.setLoop(saved)
-	}})
+	})
 }
 
 // addColdAt queues the out-of-line code f at label l, reached from the

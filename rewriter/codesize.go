@@ -200,20 +200,11 @@ type codeRange struct {
 // exclusive, and the places inline, trampoline, cold and loop_copy. A
 // profiler's or simulator's per-address counts can be put on kinds
 // with it (decision 111).
-//
-// The functions' hot parts come first, in function order, then their
-// cold parts (split.go), whose stretches count from the part's start.
 func writeCodeMap(w io.Writer, g *gen, codeAddr uint64) error {
 	bw := bufio.NewWriter(w)
 	for _, fg := range g.funcs {
 		at := int64(codeAddr) + int64(fg.start-fg.rangeStart)
 		for _, r := range fg.ranges {
-			fmt.Fprintf(bw, "%x %x %s %s %s\n", at+int64(r.off), at+int64(r.end), r.kind, r.region, fg.f.Func.Name)
-		}
-	}
-	for _, fg := range g.funcs {
-		at := int64(codeAddr) + int64(fg.cstart)
-		for _, r := range fg.aside.ranges {
 			fmt.Fprintf(bw, "%x %x %s %s %s\n", at+int64(r.off), at+int64(r.end), r.kind, r.region, fg.f.Func.Name)
 		}
 	}

@@ -87,16 +87,8 @@ func checkCodeMap(t *testing.T, what, m string, sum rewriter.Summary, inst strin
 	got := map[string]int{}
 	var last uint64
 	// Each function's stretches, the padding before it aside, are where
-	// the output's symbol for its new code says: one run of lines for
-	// its hot part, and one for its cold part, after every hot part,
-	// under the symbol of the name with ".blpp.cold" (decision 150).
-	type run struct {
-		fn       string
-		lo, hi   uint64
-		cold     bool // a stretch of the cold place
-		onlyCold bool // every stretch of the cold place
-	}
-	var runs []run
+	// the output's symbol for its new code says.
+	lo, hi := map[string]uint64{}, map[string]uint64{}
 	lines := strings.Split(strings.TrimSuffix(m, "\n"), "\n")
 	for i, l := range lines {
 		var start, end uint64
@@ -106,16 +98,10 @@ func checkCodeMap(t *testing.T, what, m string, sum rewriter.Summary, inst strin
 		}
 		last = end
 		got[kind+" "+place] += int(end - start)
-		if n := len(runs); n == 0 || runs[n-1].fn != fn {
-			runs = append(runs, run{fn: fn, onlyCold: true})
+		if _, ok := lo[fn]; !ok && kind != "padding" {
+			lo[fn] = start
 		}
-		r := &runs[len(runs)-1]
-		if r.lo == 0 && kind != "padding" {
-			r.lo = start
-		}
-		r.hi = end
-		r.cold = r.cold || place == "cold"
-		r.onlyCold = r.onlyCold && place == "cold"
+		hi[fn] = end
 	}
 	f, err := elf.Open(inst)
 	if err != nil {
@@ -130,28 +116,10 @@ func checkCodeMap(t *testing.T, what, m string, sum rewriter.Summary, inst strin
 	for _, s := range syms {
 		at[fmt.Sprintf("%s %x %x", s.Name, s.Value, s.Value+s.Size)] = true
 	}
-	lo := map[string]bool{}
-	coldParts := 0
-	seen := map[string]int{}
-	for _, r := range runs {
-		seen[r.fn]++
-		name := r.fn
-		if seen[r.fn] == 2 {
-			name += ".blpp.cold"
-			coldParts++
-			if !r.onlyCold {
-				t.Errorf("%s: %s's cold part %#x-%#x holds code of another place than cold", what, r.fn, r.lo, r.hi)
-			}
-		} else if seen[r.fn] > 2 {
-			t.Errorf("%s: %s's stretches in the code map are in more than two runs", what, r.fn)
+	for fn := range lo {
+		if !at[fmt.Sprintf("%s %x %x", fn, lo[fn], hi[fn])] {
+			t.Errorf("%s: %s's stretches in the code map are %#x-%#x, where no symbol %s is", what, fn, lo[fn], hi[fn], fn)
 		}
-		lo[r.fn] = true
-		if !at[fmt.Sprintf("%s %x %x", name, r.lo, r.hi)] {
-			t.Errorf("%s: %s's stretches in the code map are %#x-%#x, where no symbol %s is", what, r.fn, r.lo, r.hi, name)
-		}
-	}
-	if coldParts == 0 {
-		t.Errorf("%s: no function has a cold part", what)
 	}
 	if len(lo) < 5 {
 		t.Errorf("%s: %d functions in the code map", what, len(lo))

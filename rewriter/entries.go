@@ -37,9 +37,9 @@ func (fp *funcPlan) planEntries() {
 // otherEntries queues the code of the other entries, out of line.
 func (fg *funcGen) otherEntries() {
 	for _, x := range fg.others {
-		fg.addAside(func() { fg.otherEntry(x, x.label, false) }) // entered as often as called
+		fg.addCold(func() { fg.otherEntry(x, x.label, false) })
 		if l, ok := fg.g.tailEntries[x.addr]; ok {
-			fg.addOutOfLine(func() { fg.otherEntry(x, l, true) }, !fg.g.coldTails())
+			fg.addCold(func() { fg.otherEntry(x, l, true) })
 		}
 	}
 }

@@ -93,9 +93,6 @@ func TestModesExact(t *testing.T) {
 		{"flow-only, swapping loop registers", rewriter.Options{NoContext: true, LoopRegs: rewriter.LoopRegsSwap}, true},
 		{"context, loop registers", rewriter.Options{LoopRegs: rewriter.LoopRegsOnly}, false},
 		{"context, swapping loop registers", rewriter.Options{LoopRegs: rewriter.LoopRegsSwap}, false},
-		// The tail variants and the trampolines in the cold parts too
-		// [decision 150].
-		{"context, all out-of-line code cold", rewriter.Options{Cold: rewriter.ColdApartTrampolines}, false},
 	}
 	srcs := []string{"loops.c", "recursion.c", "setjmp.c", "funcptr.c", "hash.c", "irreducible.c", "interp.c", "switch.c", "cold.c", "pathreg.c", "manypaths.c", "loopsig.c", "closedsig.c", "cycles.c", "deep.c", "outcall.c"}
 	loopRegs := map[string]int{}

@@ -54,7 +54,6 @@ const childSize = 4
 type funcCode struct {
 	fg      *funcGen
 	buf     *enc.Buf // the child it was emitted into
-	cold    *enc.Buf // the child of its cold part (split.go); nil: none
 	at      int      // where buf was meant to start in the image's buffer
 	sp      int32    // and the %rsp displacement there
 	err     error
@@ -80,10 +79,6 @@ func (g *gen) emitOne(fp *funcPlan, at int, sp int32, uw *unwinder, codeAddr uin
 	}
 	defer scratchPool.Put(sc)
 	fg.marks, fg.copies = sc.marks, sc.copies
-	if g.split() {
-		fg.aside.marks, fg.aside.copies = sc.coldMarks, sc.coldCopies
-		fg.coldChild(g.buf, childSize*int(fp.f.Func.TotalSize())/4)
-	}
 	if sc.dec == nil {
 		sc.dec = x86.NewDecoder()
 	}
@@ -92,27 +87,19 @@ func (g *gen) emitOne(fp *funcPlan, at int, sp int32, uw *unwinder, codeAddr uin
 	for _, t := range fp.tabOf {
 		g.tables[t].done, g.tables[t].targets = false, nil
 	}
-	fc := &funcCode{fg: fg, buf: view.buf, cold: fg.coldBuf, at: at, sp: sp}
+	fc := &funcCode{fg: fg, buf: view.buf, at: at, sp: sp}
 	fc.err = fg.emit()
 	if fc.err == nil {
 		fc.err = fg.tablesDone()
 	}
 	if fc.err == nil {
-		hot := codePart{marks: fg.marks, start: fg.start, end: fg.end, spLog: view.buf.SPLog(), sp0: sp}
-		var cold codePart
-		if fg.coldBuf != nil {
-			cold = codePart{marks: fg.aside.marks, start: fg.cstart, end: fg.cend, spLog: fg.coldBuf.SPLog()}
-		}
-		fc.unwind = uw.info(g.b, fg, hot, cold, codeAddr)
+		fc.unwind = uw.info(g.b, fg, view.buf.SPLog(), sp, codeAddr)
 		fc.amap = fg.addrMapCode(codeAddr, &sc.rec)
 		metaFunc(fp.f, fp.siteAddrs, &sc.meta)
 		fc.meta = meta.EncodeFunc(&sc.meta)
 	}
 	fc.siteRet, fc.patches = view.siteRet, view.patches
 	sc.marks, sc.copies = fg.marks, fg.copies
-	if fg.coldBuf != nil {
-		sc.coldMarks, sc.coldCopies = fg.aside.marks, fg.aside.copies
-	}
 	fg.dec = nil
 	fg.emitted()
 	return fc
@@ -123,12 +110,9 @@ func (g *gen) emitOne(fp *funcPlan, at int, sp int32, uw *unwinder, codeAddr uin
 type scratch struct {
 	marks  []unwindMark
 	copies []copyMark
-	// coldMarks and coldCopies are the cold stream's (split.go).
-	coldMarks  []unwindMark
-	coldCopies []copyMark
-	meta       meta.Func
-	rec        addrmap.Recorder
-	dec        *x86.Decoder
+	meta   meta.Func
+	rec    addrmap.Recorder
+	dec    *x86.Decoder
 }
 
 var scratchPool sync.Pool
@@ -217,8 +201,6 @@ func (g *gen) emitAll(uw *unwinder, codeAddr uint64) *emission {
 	// waits until they are done.
 	siteRet := map[int32]enc.Label{}
 	var patches []patch
-	// The cold parts, appended after every hot part (split.go).
-	colds := make([]*enc.Buf, n)
 	for c := range chunks {
 		<-chunks[c].done
 		if p := chunks[c].panicked; p != nil {
@@ -243,7 +225,6 @@ func (g *gen) emitAll(uw *unwinder, codeAddr uint64) *emission {
 				em.failed = append(em.failed, emitFailure{fg.f, fc.err})
 				continue
 			}
-			colds[i] = fc.cold
 			fg.start += shift
 			fg.end += shift
 			fg.table = runtime.Func{NumPaths: fg.num.NumPaths, Hashed: b2u(fg.hashed()), FirstSite: uint64(fg.firstSite),
@@ -268,23 +249,6 @@ func (g *gen) emitAll(uw *unwinder, codeAddr uint64) *emission {
 			amap.AddCode(&fc.amap)
 		}
 		<-ahead
-	}
-	for i, c := range colds {
-		if c == nil {
-			continue
-		}
-		fg := g.funcs[i]
-		fg.coldBuf = nil
-		shift, err := g.buf.Append(c)
-		if err != nil {
-			em.failed = append(em.failed, emitFailure{fg.f, err})
-			continue
-		}
-		fg.cstart += shift
-		fg.cend += shift
-		if ef := em.unwind[i].ef; ef != nil {
-			ef.shiftCold(shift, codeAddr)
-		}
 	}
 	for site, l := range siteRet {
 		g.siteRet[site] = l

@@ -70,10 +70,6 @@ type Options struct {
 	// one; LoopRegsSwap does that and makes every loop register swap
 	// with Thread.R, even where a dead register would do.
 	LoopRegs LoopRegPolicy
-	// Cold says where each function's out-of-line slow paths go
-	// [decision 150]: by default after all functions' hot code; the
-	// other layouts are for measurements.
-	Cold ColdLayout
 	// ShadowFrames bounds each thread's shadow stack (runtime.Config);
 	// 0: runtime.DefaultShadowFrames.
 	ShadowFrames uint64
@@ -532,7 +528,6 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		codeMap:    opts.CodeMap != nil,
 		workers:    opts.Workers,
 		loopRegs:   opts.LoopRegs,
-		cold:       opts.Cold,
 		tag:        mod.tag,
 		cet:        mod.cet,
 		noSlots:    opts.NoSlots || mod.library,

@@ -5,26 +5,18 @@ import (
 	"github.com/blpp/blpp/rewriter/elfw"
 )
 
-// coldSuffix ends the name of a cold part's symbol: unlike gcc's
-// ".cold", it names no fragment of the original.
-const coldSuffix = ".blpp.cold"
-
 // relocatedSymbols names the instrumented copies, so that debuggers and
 // backtrace_symbols(3) show function names for frames in relocated code
 // (which has no DWARF: gdb then falls back to the closest symbol, and
 // glibc's dladdr knows only .dynsym). Every function symbol of .symtab or
 // .dynsym whose value is an instrumented function's original entry,
-// aliases included, gets a symbol of the same name over the extent
-// [fg.start, fg.end) of its hot part: body, trampolines and what stays
-// out of line with them alike, so a return address anywhere in it is
-// named. A name found in .dynsym is added there too
-// (elfw.Symbol.Dynamic) when dynamic is set: not in a shared object,
-// where a second definition of an exported name could change what the
-// dynamic linker and dlsym resolve it to, and the versions other
-// objects bound to.
-//
-// A function's cold part (split.go) gets a symbol of its own in .symtab
-// alone, the name with coldSuffix.
+// aliases included, gets a symbol of the same name over the copy's whole
+// extent [fg.start, fg.end) of the new code: body, trampolines and slow
+// paths alike, so a return address anywhere in it is named. A name found
+// in .dynsym is added there too (elfw.Symbol.Dynamic) when dynamic is
+// set: not in a shared object, where a second definition of an exported
+// name could change what the dynamic linker and dlsym resolve it to, and
+// the versions other objects bound to.
 //
 // GNU IFUNC symbols are left out: their value is the resolver, and a
 // second, ordinary function symbol of that name would tell a debugger the
@@ -48,9 +40,6 @@ func relocatedSymbols(b *cfg.Binary, g *gen, codeAddr uint64, dynamic bool) []el
 			}
 			at[s.Name] = len(out)
 			out = append(out, elfw.Symbol{Name: s.Name, Addr: addr, Size: size, Dynamic: dyn})
-			if fg.cend > fg.cstart {
-				out = append(out, elfw.Symbol{Name: s.Name + coldSuffix, Addr: codeAddr + uint64(fg.cstart), Size: uint64(fg.cend - fg.cstart)})
-			}
 		}
 	}
 	return out

@@ -65,7 +65,7 @@ func (fg *funcGen) landingPads() {
 		fg.lpLabel[lp] = l
 		to := fg.blocks[ed.To]
 		restart := int32(fg.num.EntryInc[e])
-		fg.addAside(func() {
+		fg.addCold(func() {
 			b.Bind(l)
 			fg.mark(lp, false)
 			b.SetSP(0)
@@ -106,16 +106,9 @@ type ehFunc struct {
 	prog    []byte
 	progErr error
 	lsda    *ehframe.LSDA // nil: none
-	// The cold part's (split.go), under the same CIE and without an
-	// exception table: cold code calls the runtime's stubs alone, which
-	// raise no exception, and landing pads stay in the hot part.
-	// coldRows is nil when the function has no cold part.
-	coldRows    []ehframe.Row
-	coldProg    []byte
-	coldProgErr error
 }
 
-// program makes ef's call frame programs from its rows, and drops them
+// program makes ef's call frame program from its rows, and drops them
 // (into rowsPool, whence unwindInfo takes its array).
 func (ef *ehFunc) program(codeAddr uint64) {
 	ef.prog, ef.progErr = ehwrite.Program(ef.cie, codeAddr+uint64(ef.fg.start), codeAddr+uint64(ef.fg.end), ef.rows)
@@ -124,31 +117,6 @@ func (ef *ehFunc) program(codeAddr uint64) {
 		rowsPool.Put(&rows)
 		ef.rows = nil
 	}
-	ef.programCold(codeAddr)
-}
-
-// programCold makes the cold part's program, if it has one.
-func (ef *ehFunc) programCold(codeAddr uint64) {
-	if ef.fg.cend <= ef.fg.cstart {
-		return
-	}
-	ef.coldProg, ef.coldProgErr = ehwrite.Program(ef.cie, codeAddr+uint64(ef.fg.cstart), codeAddr+uint64(ef.fg.cend), ef.coldRows)
-	if ef.coldProgErr == nil {
-		ef.coldRows = nil
-	}
-}
-
-// shiftCold moves the cold part's rows by d bytes (its code moved so
-// far); fg has moved already. The program does not depend on where the
-// code is, only its error's addresses do.
-func (ef *ehFunc) shiftCold(d int, codeAddr uint64) {
-	if d == 0 || ef.coldProgErr == nil {
-		return
-	}
-	for i := range ef.coldRows {
-		ef.coldRows[i].Addr += uint64(d)
-	}
-	ef.programCold(codeAddr)
 }
 
 // rowsPool keeps the arrays of unwind rows between functions.
@@ -186,7 +154,7 @@ func (ef *ehFunc) shift(d int, codeAddr uint64) {
 		for i := range ef.rows {
 			ef.rows[i].Addr += uint64(d)
 		}
-		ef.prog, ef.progErr = ehwrite.Program(ef.cie, codeAddr+uint64(ef.fg.start), codeAddr+uint64(ef.fg.end), ef.rows)
+		ef.program(codeAddr)
 	}
 }
 
@@ -196,10 +164,10 @@ func (ef *ehFunc) shift(d int, codeAddr uint64) {
 // fails as it did before). An error means the copy would unwind or catch
 // differently from the original: the function must stay uninstrumented.
 //
-// hot and cold are the function's two parts (split.go); cold is empty
-// (no marks) when it has no cold part. The exception table describes
-// the hot part alone.
-func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *funcGen, hot, cold codePart, codeAddr uint64) (ef *ehFunc, ok bool, err error) {
+// spLog is the %rsp log of the buffer the function was emitted into and
+// sp0 the displacement in force where it began (where the log has no
+// entry before the function's start).
+func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *funcGen, spLog []enc.SPMark, sp0 int32, codeAddr uint64) (ef *ehFunc, ok bool, err error) {
 	// The rows of the original entries the function's code comes from
 	// (an entry and its fragments'), read once each.
 	var entryRows []ehframe.Row
@@ -264,13 +232,11 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *f
 	// Which original entries the function's code comes from; they must
 	// agree on the CIE, and all of it must be covered or none.
 	var entries []*ehframe.Entry
-	nm := len(hot.marks) + len(cold.marks)
-	states := slices.Grow(sc.states[:0], nm)[:nm]
+	states := slices.Grow(sc.states[:0], len(fg.marks))[:len(fg.marks)]
 	clear(states)
 	sc.states = states
 	covered := 0
-	for i := range nm {
-		m := markAt(hot.marks, cold.marks, i)
+	for i, m := range fg.marks {
 		e, st, found, err := stateAt(m.addr)
 		if err != nil {
 			return nil, false, err
@@ -287,7 +253,7 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *f
 	if covered == 0 {
 		return nil, false, nil
 	}
-	if covered != nm {
+	if covered != len(fg.marks) {
 		return nil, false, fmt.Errorf("unwind information covers only part of the function")
 	}
 	// One CIE for the whole copy. gcc gives a fragment without exception
@@ -309,9 +275,48 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *f
 			return nil, false, fmt.Errorf("fragments with different CIEs (%#x, %#x)", entries[0].Begin, e.Begin)
 		}
 	}
-	ef.rows = partRows(ef.rows, hot, states[:len(hot.marks)], codeAddr)
-	if len(cold.marks) > 0 {
-		ef.coldRows = partRows(nil, cold, states[len(hot.marks):], codeAddr)
+	// Rows: the mark's state, with the CFA moved by the instrumentation's
+	// pushes where the CFA is %rsp-based [DWARF5 §6.4.1].
+	si := sort.Search(len(spLog), func(i int) bool { return spLog[i].Off > fg.start })
+	sp := sp0
+	if si > 0 {
+		sp = spLog[si-1].SP
+	}
+	mi := 0
+	off := fg.start
+	// The state and push depth of the step before: a step with both the
+	// same (most marks of a row share its state) adds no row.
+	var prevState *ehframe.State
+	prevSP := sp
+	for off < fg.end {
+		for mi+1 < len(fg.marks) && int(fg.marks[mi+1].off) <= off {
+			mi++
+		}
+		for si < len(spLog) && spLog[si].Off <= off {
+			sp = spLog[si].SP
+			si++
+		}
+		if states[mi] != prevState || sp != prevSP {
+			prevState, prevSP = states[mi], sp
+			st := *states[mi]
+			if sp != 0 && st.CFA.Expr == nil && st.CFA.Reg == dwarfRSP {
+				st.CFA.Off -= int64(sp)
+			}
+			if n := len(ef.rows); n == 0 || !ef.rows[n-1].State.Equal(st) {
+				ef.rows = append(ef.rows, ehframe.Row{Addr: codeAddr + uint64(off), State: st})
+			}
+		}
+		next := fg.end
+		if mi+1 < len(fg.marks) && int(fg.marks[mi+1].off) < next {
+			next = int(fg.marks[mi+1].off)
+		}
+		if si < len(spLog) && spLog[si].Off < next {
+			next = spLog[si].Off
+		}
+		if next <= off {
+			next = off + 1 // defensive: never loop
+		}
+		off = next
 	}
 	// The exception table: each call-site record of the original LSDAs,
 	// moved to where its instructions went.
@@ -388,74 +393,6 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *f
 	return ef, true, nil
 }
 
-// codePart is one part of a function's new code, [start, end) in the
-// buffer it was emitted into, for its unwind rows: the marks of its
-// stretches, in offset order, that buffer's %rsp log and the
-// displacement in force where the log has no entry before start.
-type codePart struct {
-	marks      []unwindMark
-	start, end int
-	spLog      []enc.SPMark
-	sp0        int32
-}
-
-// markAt is mark i of the hot part's marks followed by the cold part's.
-func markAt(hot, cold []unwindMark, i int) unwindMark {
-	if i < len(hot) {
-		return hot[i]
-	}
-	return cold[i-len(hot)]
-}
-
-// partRows appends part's unwind rows to rows: each mark's state (from
-// states, one per mark), with the CFA moved by the instrumentation's
-// pushes where the CFA is %rsp-based [DWARF5 §6.4.1].
-func partRows(rows []ehframe.Row, part codePart, states []*ehframe.State, codeAddr uint64) []ehframe.Row {
-	spLog, marks := part.spLog, part.marks
-	si := sort.Search(len(spLog), func(i int) bool { return spLog[i].Off > part.start })
-	sp := part.sp0
-	if si > 0 {
-		sp = spLog[si-1].SP
-	}
-	mi := 0
-	off := part.start
-	// The state and push depth of the step before: a step with both the
-	// same (most marks of a row share its state) adds no row.
-	var prevState *ehframe.State
-	prevSP := sp
-	for off < part.end {
-		for mi+1 < len(marks) && int(marks[mi+1].off) <= off {
-			mi++
-		}
-		for si < len(spLog) && spLog[si].Off <= off {
-			sp = spLog[si].SP
-			si++
-		}
-		if states[mi] != prevState || sp != prevSP {
-			prevState, prevSP = states[mi], sp
-			st := *states[mi]
-			if sp != 0 && st.CFA.Expr == nil && st.CFA.Reg == dwarfRSP {
-				st.CFA.Off -= int64(sp)
-			}
-			if n := len(rows); n == 0 || !rows[n-1].State.Equal(st) {
-				rows = append(rows, ehframe.Row{Addr: codeAddr + uint64(off), State: st})
-			}
-		}
-		next := part.end
-		if mi+1 < len(marks) && int(marks[mi+1].off) < next {
-			next = int(marks[mi+1].off)
-		}
-		if si < len(spLog) && spLog[si].Off < next {
-			next = spLog[si].Off
-		}
-		if next <= off {
-			next = off + 1 // defensive: never loop
-		}
-		off = next
-	}
-	return rows
-}
-
 // dwarfRSP is %rsp's DWARF register number on x86-64 [SysV x86-64 ABI
 // 3.6.2, Figure 3.36].
 const dwarfRSP = 7
@@ -526,13 +463,6 @@ func buildEH(frame *ehframe.Frame, funcs []*ehFunc, codeAddr, addr uint64) (*ehS
 			return nil, fmt.Errorf("%s: unwind table: %w", ef.fg.f.Func.Name, err)
 		}
 		out.withFDE++
-		if ef.fg.cend > ef.fg.cstart {
-			begin, end := codeAddr+uint64(ef.fg.cstart), codeAddr+uint64(ef.fg.cend)
-			if err := bld.AddFDEProgram(ef.cie, begin, end, ef.coldProg, ef.coldProgErr, 0); err != nil {
-				return nil, fmt.Errorf("%s: unwind table of its cold part: %w", ef.fg.f.Func.Name, err)
-			}
-			out.withFDE++
-		}
 	}
 	fd, table := bld.Finish()
 	out.data = append(out.data, fd...)
@@ -589,13 +519,13 @@ type funcUnwind struct {
 	err error
 }
 
-// info works out fg's unwind information where its parts were emitted,
-// for code placed at codeAddr.
-func (u *unwinder) info(b *cfg.Binary, fg *funcGen, hot, cold codePart, codeAddr uint64) funcUnwind {
+// info works out fg's unwind information where it was emitted (its
+// buffer's %rsp log, starting at sp0), for code placed at codeAddr.
+func (u *unwinder) info(b *cfg.Binary, fg *funcGen, spLog []enc.SPMark, sp0 int32, codeAddr uint64) funcUnwind {
 	if u.frame == nil {
 		return funcUnwind{}
 	}
-	ef, ok, err := unwindInfo(b, u.frame, u.opts, fg, hot, cold, codeAddr)
+	ef, ok, err := unwindInfo(b, u.frame, u.opts, fg, spLog, sp0, codeAddr)
 	if err == nil && ok {
 		ef.program(codeAddr)
 	}

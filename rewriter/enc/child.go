@@ -273,31 +273,3 @@ func (b *Buf) childOffset(l Label) (int, bool) {
 	}
 	return 0, false
 }
-
-// Exchange swaps the code streams of b and c, two children of one
-// parent not yet appended: their code, fields, %rsp displacements and
-// logs, the labels they bound and the offsets they count from. What
-// makes labels stays with each Buf, so a caller holding b emits into
-// c's stream after the call, with labels that either stream may name,
-// and a second call puts the streams back. A function's code is split
-// this way into a part for its hot code and one for its cold code
-// (rewriter, decision 150), each appended where it belongs. The first
-// error of either becomes both's.
-func (b *Buf) Exchange(c *Buf) {
-	if b.parent == nil || c.parent != b.parent || b == c {
-		b.fail("Exchange", "not two children of one parent")
-		return
-	}
-	b.code, c.code = c.code, b.code
-	b.fixups, c.fixups = c.fixups, b.fixups
-	b.spLog, c.spLog = c.spLog, b.spLog
-	b.binds, c.binds = c.binds, b.binds
-	b.at, c.at = c.at, b.at
-	b.sp, c.sp = c.sp, b.sp
-	if b.err == nil {
-		b.err = c.err
-	}
-	if c.err == nil {
-		c.err = b.err
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -636,7 +637,7 @@ func (p *Program) discover(build func([]int), workers int) {
 	scans := map[*Function]*funcScan{}
 	rejected := map[uint64]bool{}
 	evOf := map[uint64]evidence{} // what each discovered entry rests on
-	pointers := b.codePointers()
+	pointers := slices.Sorted(maps.Keys(b.codePointers()))
 	labels := b.tablePointers()
 	var flows flowIndex
 	for round := 0; round < maxDiscoverRounds; round++ {
@@ -686,41 +687,9 @@ func (p *Program) discover(build func([]int), workers int) {
 			i := sort.Search(len(sized), func(i int) bool { return sized[i].Addr > a }) - 1
 			return i >= 0 && sized[i].Contains(a)
 		}
-		tables := map[uint64]bool{}
-		for _, g := range p.Graphs {
-			if g == nil {
-				continue
-			}
-			for _, t := range g.Tables {
-				for k, a := range t.Targets {
-					if !t.IsDead(k) { // a dead entry is no evidence of code (decision 98)
-						tables[a] = true
-					}
-				}
-			}
-		}
-
-		// Collect evidence.
-		cands := map[uint64]evidence{}
-		dataUse := map[uint64]bool{}
-		for _, f := range p.Funcs {
-			s := scans[f]
-			for _, t := range s.calls {
-				cands[t] |= evCall
-			}
-			for _, t := range s.refs {
-				cands[t] |= evCodeRef
-			}
-			for _, t := range s.dataRefs {
-				dataUse[t] = true
-			}
-			for _, t := range s.jumps {
-				cands[t] |= evJump
-			}
-		}
-		for t := range pointers {
-			cands[t] |= evDataRef
-		}
+		// Collect evidence, on every worker.
+		cands, dataUse := p.evidence(scans, pointers, evOf, workers)
+		tables := p.tableTargets(cands, workers)
 
 		// accept decides one candidate against the current procedures.
 		accept := func(t uint64, ev evidence) bool {
@@ -784,7 +753,7 @@ func (p *Program) discover(build func([]int), workers int) {
 			// contradicts, then those with weak evidence only whose
 			// procedure does not analyse completely (until now a tail
 			// jump of theirs might still find its callee).
-			drop = p.contradicted(evOf, scans, func(a uint64) bool {
+			drop = p.contradicted(evOf, scans, workers, func(a uint64) bool {
 				return flows.any(a-15, a-1, func(in scanInst, owner *Function) bool {
 					return in.end() > a && owner.Addr != a
 				})
@@ -795,15 +764,11 @@ func (p *Program) discover(build func([]int), workers int) {
 					contra[a] = true
 				}
 				jumpers := map[uint64]map[*Function]bool{}
-				for _, f := range p.Funcs {
-					for _, t := range scans[f].jumps {
-						if _, ok := evOf[t]; ok {
-							if jumpers[t] == nil {
-								jumpers[t] = map[*Function]bool{}
-							}
-							jumpers[t][f] = true
-						}
+				for _, j := range p.jumpsTo(evOf, scans, workers) {
+					if jumpers[j.t] == nil {
+						jumpers[j.t] = map[*Function]bool{}
 					}
+					jumpers[j.t][j.f] = true
 				}
 				for a, ev := range evOf {
 					// An address only code takes (lea, an immediate)
@@ -869,22 +834,17 @@ func (p *Program) discover(build func([]int), workers int) {
 		for _, a := range drop {
 			changed[a] = true
 		}
+		stale := make([]bool, len(p.Funcs))
+		par.Chunks(len(p.Funcs), 1024, workers, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				stale[i] = p.stale(i, scans[p.Funcs[i]], changed)
+			}
+		})
 		var again []int
-		for i, f := range p.Funcs {
-			s := scans[f]
-			if s == nil || s.size != f.Size || s.nparts != len(f.Parts) || p.Graphs[i] == nil {
+		for i, st := range stale {
+			if st {
 				again = append(again, i)
-				continue
 			}
-			for _, lst := range [][]uint64{s.calls, s.jumps} {
-				for _, t := range lst {
-					if changed[t] {
-						again = append(again, i)
-						goto next
-					}
-				}
-			}
-		next:
 		}
 		build(again)
 	}
@@ -957,7 +917,7 @@ func (x *flowIndex) any(lo, hi uint64, fn func(in scanInst, owner *Function) boo
 // other than after a call, or they jump into its body past the entry. A
 // pointer may be a string's bytes or a label, a jump a fragment's way
 // back; a call is taken at its word.
-func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*funcScan, inside func(uint64) bool) []uint64 {
+func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*funcScan, workers int, inside func(uint64) bool) []uint64 {
 	bad := map[uint64]bool{}
 	for a, ev := range evOf {
 		if ev&evCall == 0 && inside(a) {
@@ -988,7 +948,7 @@ func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*fu
 	for i, f := range p.Funcs {
 		insts[i] = scans[f].insts
 	}
-	last, has := lastEnds(cand, insts)
+	last, has := lastEnds(cand, insts, workers)
 	for i, a := range cand {
 		if !has[i] || a-last[i] >= 64 {
 			continue
@@ -997,20 +957,31 @@ func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*fu
 			bad[a] = true
 		}
 	}
-	for _, f := range p.Funcs {
-		s := scans[f]
-		for _, t := range s.falls {
-			if ev, ok := evOf[t]; ok && ev&evCall == 0 {
-				bad[t] = true
-			}
-		}
-		for _, t := range s.jumps {
-			if i := p.containing(t); i >= 0 {
-				g := p.Funcs[i]
-				if ev, ok := evOf[g.Addr]; ok && ev&evCall == 0 && t != g.Addr {
-					bad[g.Addr] = true
+	// The falls and jumps of every procedure, on every worker.
+	var parts [par.MaxChunks][]uint64
+	par.Chunks(len(p.Funcs), 1024, workers, func(c, lo, hi int) {
+		var out []uint64
+		for _, f := range p.Funcs[lo:hi] {
+			s := scans[f]
+			for _, t := range s.falls {
+				if ev, ok := evOf[t]; ok && ev&evCall == 0 {
+					out = append(out, t)
 				}
 			}
+			for _, t := range s.jumps {
+				if i := p.containing(t); i >= 0 {
+					g := p.Funcs[i]
+					if ev, ok := evOf[g.Addr]; ok && ev&evCall == 0 && t != g.Addr {
+						out = append(out, g.Addr)
+					}
+				}
+			}
+		}
+		parts[c] = out
+	})
+	for _, out := range parts {
+		for _, a := range out {
+			bad[a] = true
 		}
 	}
 	out := make([]uint64, 0, len(bad))
@@ -1020,22 +991,44 @@ func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*fu
 	return out
 }
 
+// lastEndsShare is the least number of procedures in one share of
+// lastEnds' work (a variable for the tests).
+var lastEndsShare = 1024
+
 // lastEnds returns, for each address of cand (sorted), the last end of
 // an instruction of insts at or before it, and whether there is one.
-func lastEnds(cand []uint64, insts [][]scanInst) (last []uint64, has []bool) {
+// The workers take shares of at least lastEndsShare procedures, each
+// with arrays of its own; the shares' answers merge by the larger end.
+func lastEnds(cand []uint64, insts [][]scanInst, workers int) (last []uint64, has []bool) {
 	last, has = make([]uint64, len(cand)), make([]bool, len(cand))
 	if len(cand) == 0 {
 		return last, has
 	}
-	for _, is := range insts {
-		for _, in := range is {
-			e := in.end()
-			if e > cand[len(cand)-1] {
-				continue
+	type share struct {
+		last []uint64
+		has  []bool
+	}
+	var shares [par.MaxChunks]share
+	par.Chunks(len(insts), lastEndsShare, workers, func(c, lo, hi int) {
+		sh := share{make([]uint64, len(cand)), make([]bool, len(cand))}
+		for _, is := range insts[lo:hi] {
+			for _, in := range is {
+				e := in.end()
+				if e > cand[len(cand)-1] {
+					continue
+				}
+				k, _ := slices.BinarySearch(cand, e)
+				if !sh.has[k] || e > sh.last[k] {
+					sh.last[k], sh.has[k] = e, true
+				}
 			}
-			k, _ := slices.BinarySearch(cand, e)
-			if !has[k] || e > last[k] {
-				last[k], has[k] = e, true
+		}
+		shares[c] = sh
+	})
+	for _, sh := range shares {
+		for k := range sh.has {
+			if sh.has[k] && (!has[k] || sh.last[k] > last[k]) {
+				last[k], has[k] = sh.last[k], true
 			}
 		}
 	}
@@ -1105,27 +1098,38 @@ func (p *Program) replaceFuncs(added []*Function, drop []uint64) {
 	for _, a := range drop {
 		gone[a] = true
 	}
-	graphs := map[*Function]*Graph{}
-	var funcs []*Function
-	for i, f := range p.Funcs {
-		if gone[f.Addr] {
-			continue
+	funcs := make([]*Function, 0, len(p.Funcs)+len(added))
+	for _, f := range p.Funcs {
+		if !gone[f.Addr] {
+			funcs = append(funcs, f)
 		}
-		graphs[f] = p.Graphs[i]
-		funcs = append(funcs, f)
 	}
 	funcs = append(funcs, added...)
 	sort.Slice(funcs, func(i, j int) bool { return funcs[i].Addr < funcs[j].Addr })
 	p.Binary.boundGuesses(funcs)
-	p.Funcs = funcs
-	p.Graphs = make([]*Graph, len(funcs))
-	p.byEntry = make(map[uint64]*Function, len(funcs))
+	// The graphs move by the old index; the two maps are made at once,
+	// one on another goroutine.
+	graphs := make([]*Graph, len(funcs))
+	for i, f := range funcs {
+		if j, ok := p.funcsIdx[f]; ok {
+			graphs[i] = p.Graphs[j]
+		}
+	}
+	p.Funcs, p.Graphs = funcs, graphs
+	byEntry := make(map[uint64]*Function, len(funcs))
+	done := make(chan struct{})
+	go func() {
+		for _, f := range funcs {
+			byEntry[f.Addr] = f
+		}
+		close(done)
+	}()
 	p.funcsIdx = make(map[*Function]int, len(funcs))
 	for i, f := range funcs {
-		p.Graphs[i] = graphs[f]
-		p.byEntry[f.Addr] = f
 		p.funcsIdx[f] = i
 	}
+	<-done
+	p.byEntry = byEntry
 }
 
 // boundGuesses ends every procedure without a firm size at the next start
@@ -1154,4 +1158,150 @@ func (b *Binary) boundGuesses(funcs []*Function) {
 		// no room is left after it.
 		f.Size, f.Pad = end-f.Addr, 0
 	}
+}
+
+// evidence collects what the scans say of every address that is not a
+// procedure's entry, or is a discovered one (evOf): the candidates, by
+// kind of evidence, and the addresses code reads data through
+// (dataUse). Calls and pointers to known entries, most of them, say
+// nothing new and are left out where they are found: on every worker,
+// each taking a share of the procedures and of pointers (sorted), the
+// shares merged in order.
+func (p *Program) evidence(scans map[*Function]*funcScan, pointers []uint64, evOf map[uint64]evidence, workers int) (cands map[uint64]evidence, dataUse map[uint64]bool) {
+	type cand struct {
+		t  uint64
+		ev evidence
+	}
+	news := func(t uint64) bool {
+		if p.byEntry[t] == nil {
+			return true
+		}
+		_, ok := evOf[t]
+		return ok
+	}
+	var fc, pc [par.MaxChunks][]cand
+	var du [par.MaxChunks][]uint64
+	par.Chunks(len(p.Funcs), 1024, workers, func(c, lo, hi int) {
+		var out []cand
+		var data []uint64
+		for _, f := range p.Funcs[lo:hi] {
+			s := scans[f]
+			for _, lst := range [...]struct {
+				ts []uint64
+				ev evidence
+			}{{s.calls, evCall}, {s.refs, evCodeRef}, {s.jumps, evJump}} {
+				for _, t := range lst.ts {
+					if news(t) {
+						out = append(out, cand{t, lst.ev})
+					}
+				}
+			}
+			for _, t := range s.dataRefs {
+				if p.byEntry[t] == nil {
+					data = append(data, t)
+				}
+			}
+		}
+		fc[c], du[c] = out, data
+	})
+	par.Chunks(len(pointers), 4096, workers, func(c, lo, hi int) {
+		var out []cand
+		for _, t := range pointers[lo:hi] {
+			if news(t) {
+				out = append(out, cand{t, evDataRef})
+			}
+		}
+		pc[c] = out
+	})
+	cands, dataUse = map[uint64]evidence{}, map[uint64]bool{}
+	for _, part := range [...]*[par.MaxChunks][]cand{&fc, &pc} {
+		for _, out := range part {
+			for _, x := range out {
+				cands[x.t] |= x.ev
+			}
+		}
+	}
+	for _, data := range du {
+		for _, t := range data {
+			dataUse[t] = true
+		}
+	}
+	return cands, dataUse
+}
+
+// tableTargets returns the candidates that are live targets of a
+// resolved jump table (a dead entry is no evidence of code, decision
+// 98): the graphs are read on every worker, and only the candidates'
+// entries are kept.
+func (p *Program) tableTargets(cands map[uint64]evidence, workers int) map[uint64]bool {
+	var parts [par.MaxChunks][]uint64
+	par.Chunks(len(p.Graphs), 1024, workers, func(c, lo, hi int) {
+		var out []uint64
+		for _, g := range p.Graphs[lo:hi] {
+			if g == nil {
+				continue
+			}
+			for _, t := range g.Tables {
+				for k, a := range t.Targets {
+					if _, ok := cands[a]; ok && !t.IsDead(k) {
+						out = append(out, a)
+					}
+				}
+			}
+		}
+		parts[c] = out
+	})
+	tables := map[uint64]bool{}
+	for _, out := range parts {
+		for _, a := range out {
+			tables[a] = true
+		}
+	}
+	return tables
+}
+
+// jump is a direct jump from a procedure's flow to t.
+type jump struct {
+	t uint64
+	f *Function
+}
+
+// jumpsTo lists the jumps of every procedure's flow to a discovered
+// entry, in the procedures' order, read on every worker.
+func (p *Program) jumpsTo(evOf map[uint64]evidence, scans map[*Function]*funcScan, workers int) []jump {
+	var parts [par.MaxChunks][]jump
+	par.Chunks(len(p.Funcs), 1024, workers, func(c, lo, hi int) {
+		var out []jump
+		for _, f := range p.Funcs[lo:hi] {
+			for _, t := range scans[f].jumps {
+				if _, ok := evOf[t]; ok {
+					out = append(out, jump{t, f})
+				}
+			}
+		}
+		parts[c] = out
+	})
+	var all []jump
+	for _, out := range parts {
+		all = append(all, out...)
+	}
+	return all
+}
+
+// stale reports whether procedure i must be built again after a
+// discovery round: it is new, its range moved, or its scan (s) calls or
+// jumps to an entry that came or went (changed).
+func (p *Program) stale(i int, s *funcScan, changed map[uint64]bool) bool {
+	f := p.Funcs[i]
+	if s == nil || s.size != f.Size || s.nparts != len(f.Parts) || p.Graphs[i] == nil {
+		return true
+	}
+	for _, lst := range [...][]uint64{s.calls, s.jumps} {
+		for _, t := range lst {
+			if changed[t] {
+				return true
+			}
+		}
+	}
+	return false
 }

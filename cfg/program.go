@@ -198,6 +198,11 @@ func (p *Program) GraphAt(f *Function, entry uint64) *Graph {
 // and its callers are rebuilt with that knowledge. Loops, loop depths and
 // flags liveness are computed for every graph.
 func Analyze(b *Binary, opts Options) *Program {
+	// The linear sweep (refs.go) is wanted by discovery's test, fragment
+	// joining and the jump tables' bounds; it runs on the workers while
+	// this goroutine finds the procedures and makes the maps, which are
+	// serial (libLLVM: 0.2 s each).
+	go b.sweepRefs()
 	funcs := b.Functions()
 	phase.Mark("functions")
 	p := &Program{Binary: b, Funcs: funcs, Graphs: make([]*Graph, len(funcs)),
@@ -226,9 +231,13 @@ func Analyze(b *Binary, opts Options) *Program {
 		}
 	}
 	workers := opts.Workers
-	build := func(idx []int) {
-		forEach(largestFirst(p.Funcs, idx), workers, func(i int) { p.Graphs[i] = buildGraph(b, p, p.Funcs[i]) })
+	buildAll := func(idx []int) {
+		forEach(idx, workers, func(i int) { p.Graphs[i] = buildGraph(b, p, p.Funcs[i]) })
 	}
+	// The rounds' builds start with the largest procedures (largestFirst);
+	// the first build of every procedure keeps address order: its tail
+	// is short against its length.
+	build := func(idx []int) { buildAll(largestFirst(p.Funcs, idx)) }
 	if p.needsDiscovery() {
 		// Discovery needs every procedure's flow, selected or not.
 		all := make([]int, len(p.Funcs))
@@ -238,7 +247,7 @@ func Analyze(b *Binary, opts Options) *Program {
 		// The builds make the graphs' flow scans (Graph.scan) for
 		// discovery, saving it a decoding of every procedure.
 		p.scan = true
-		build(all)
+		buildAll(all)
 		phase.Mark("buildAll")
 		p.discover(build, workers)
 		phase.Mark("discover")
@@ -257,7 +266,7 @@ func Analyze(b *Binary, opts Options) *Program {
 			}
 		}
 	} else {
-		build(todo)
+		buildAll(todo)
 	}
 	todo = p.joinFragments(todo, build)
 	phase.Mark("joinFragments")
@@ -315,6 +324,9 @@ func Analyze(b *Binary, opts Options) *Program {
 		}
 	})
 	phase.Mark("loopsflags")
+	// The sweep started above has ended before Analyze returns, so that
+	// a caller may drop it (DropRefs) without racing it.
+	b.sweepRefs()
 	return p
 }
 

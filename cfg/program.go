@@ -198,11 +198,6 @@ func (p *Program) GraphAt(f *Function, entry uint64) *Graph {
 // and its callers are rebuilt with that knowledge. Loops, loop depths and
 // flags liveness are computed for every graph.
 func Analyze(b *Binary, opts Options) *Program {
-	// The linear sweep (refs.go) is wanted by discovery's test, fragment
-	// joining and the jump tables' bounds; it runs on the workers while
-	// this goroutine finds the procedures and makes the maps, which are
-	// serial (libLLVM: about 0.2 s).
-	go b.sweepRefs()
 	funcs := b.Functions()
 	phase.Mark("functions")
 	p := &Program{Binary: b, Funcs: funcs, Graphs: make([]*Graph, len(funcs)),
@@ -330,9 +325,6 @@ func Analyze(b *Binary, opts Options) *Program {
 		}
 	})
 	phase.Mark("loopsflags")
-	// The sweep started above has ended before Analyze returns, so that
-	// a caller may drop it (DropRefs) without racing it.
-	b.sweepRefs()
 	return p
 }
 

@@ -12,6 +12,10 @@ import (
 // entries among, before, after and on their ends.
 func TestLastEnds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(118, 1))
+	// Shares of one procedure: the workers' answers must merge to the
+	// single sweep's.
+	defer func(n int) { lastEndsShare = n }(lastEndsShare)
+	lastEndsShare = 1
 	for round := range 300 {
 		var insts [][]scanInst
 		var ends []uint64
@@ -36,7 +40,7 @@ func TestLastEnds(t *testing.T) {
 		}
 		slices.Sort(cand)
 		slices.Sort(ends)
-		last, has := lastEnds(cand, insts)
+		last, has := lastEnds(cand, insts, 2)
 		for i, a := range cand {
 			k := sort.Search(len(ends), func(j int) bool { return ends[j] > a }) - 1
 			if want := k >= 0; has[i] != want || want && last[i] != ends[k] {

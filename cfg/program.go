@@ -1,6 +1,8 @@
 package cfg
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -212,10 +214,16 @@ func Analyze(b *Binary, opts Options) *Program {
 				p.noRet[f.Addr] = true
 			}
 		}
-		if !f.PLT && strings.HasPrefix(f.Name, "sub_") && SavesContext(b, f.Addr) {
-			f.ReturnsTwice = true
-		}
 	}
+	// Whether each unnamed procedure saves its context like setjmp
+	// (it decodes the procedure's start), on every worker.
+	par.Chunks(len(funcs), 1024, opts.Workers, func(_, lo, hi int) {
+		for _, f := range funcs[lo:hi] {
+			if !f.PLT && strings.HasPrefix(f.Name, "sub_") && SavesContext(b, f.Addr) {
+				f.ReturnsTwice = true
+			}
+		}
+	})
 	phase.Mark("maps")
 	var todo []int
 	for i, f := range funcs {
@@ -224,9 +232,13 @@ func Analyze(b *Binary, opts Options) *Program {
 		}
 	}
 	workers := opts.Workers
-	build := func(idx []int) {
+	buildAll := func(idx []int) {
 		forEach(idx, workers, func(i int) { p.Graphs[i] = buildGraph(b, p, p.Funcs[i]) })
 	}
+	// The rounds' builds start with the largest procedures (largestFirst);
+	// the first build of every procedure keeps address order: its tail
+	// is short against its length.
+	build := func(idx []int) { buildAll(largestFirst(p.Funcs, idx)) }
 	if p.needsDiscovery() {
 		// Discovery needs every procedure's flow, selected or not.
 		all := make([]int, len(p.Funcs))
@@ -236,7 +248,7 @@ func Analyze(b *Binary, opts Options) *Program {
 		// The builds make the graphs' flow scans (Graph.scan) for
 		// discovery, saving it a decoding of every procedure.
 		p.scan = true
-		build(all)
+		buildAll(all)
 		phase.Mark("buildAll")
 		p.discover(build, workers)
 		phase.Mark("discover")
@@ -255,7 +267,7 @@ func Analyze(b *Binary, opts Options) *Program {
 			}
 		}
 	} else {
-		build(todo)
+		buildAll(todo)
 	}
 	todo = p.joinFragments(todo, build)
 	phase.Mark("joinFragments")
@@ -314,6 +326,48 @@ func Analyze(b *Binary, opts Options) *Program {
 	})
 	phase.Mark("loopsflags")
 	return p
+}
+
+// largestFirst returns the indices of idx in decreasing size of their
+// procedures (address order among equals), so that the workers start
+// with the longest builds: a round that rebuilds a few thousand
+// procedures, one of them among the largest of the program (libLLVM:
+// 8,000 blocks, 0.1 s), otherwise ends with one worker building it
+// while the others wait. Each build writes its own graph and reads
+// nothing another build of the round writes, so the order changes no
+// result.
+func largestFirst(funcs []*Function, idx []int) []int {
+	out := slices.Clone(idx)
+	slices.SortStableFunc(out, func(a, b int) int { return cmp.Compare(funcs[b].TotalSize(), funcs[a].TotalSize()) })
+	return out
+}
+
+// callsTo returns the entries of the procedures keyed in ranges that a
+// call in the graphs of todo, or the program's entry point, targets.
+func (p *Program) callsTo(todo []int, ranges map[int]map[int]bool) map[uint64]bool {
+	want := make(map[uint64]bool, len(ranges))
+	for j := range ranges {
+		want[p.Funcs[j].Addr] = true
+	}
+	var parts [par.MaxChunks][]uint64
+	par.Chunks(len(todo), 1024, 0, func(c, lo, hi int) {
+		var out []uint64
+		for _, i := range todo[lo:hi] {
+			for _, cl := range p.Graphs[i].Calls {
+				if want[cl.Target] {
+					out = append(out, cl.Target)
+				}
+			}
+		}
+		parts[c] = out
+	})
+	called := map[uint64]bool{p.Binary.Entry: true}
+	for _, out := range parts {
+		for _, a := range out {
+			called[a] = true
+		}
+	}
+	return called
 }
 
 // forEach runs fn on every index with the given number of goroutines.
@@ -429,31 +483,47 @@ func (p *Program) containing(addr uint64) int {
 // calls from the count).
 func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 	taken := p.Binary.dataPointers()
+	// A fragment's FDE starts mid-frame; a real function's does not.
+	// Nor is a fragment called (a call anywhere in the program, in a
+	// procedure whose graph failed too: busybox calls 0x418ee0 from
+	// seven sites, and a 5-byte function jumps to it), its address
+	// stored in data (a vtable, a table of callbacks) or taken by code
+	// (static glibc's IFUNC resolvers lea the variant they pick:
+	// busybox's 0x445430, which memmove also tail-jumps to, ran 36,041
+	// times in its original bytes while taken for memmove's
+	// fragment), even when the only direct transfer to it is a jump (a
+	// landing pad's tail call). A fragment of a frameless function
+	// starts with the initial rules too, so that alone does not
+	// decide. Without these tests, decoding landing pads joined real
+	// functions to their callers.
+	//
+	// mayBeFragment is all of it but the calls the graphs make; it
+	// reads nothing a round changes but Parts, which only grow, so a
+	// range it refuses at a round's start stays refused to its end.
+	mayBeFragment := func(j int) bool {
+		f := p.Funcs[j]
+		return f.Source == FromFDE && (f.MidFrame || !taken[f.Addr] && !p.Binary.referenced(f.Addr)) && !p.Binary.calledDirectly(f.Addr) && len(f.Parts) == 0
+	}
 	for round := 0; round < 16; round++ {
-		called := map[uint64]bool{p.Binary.Entry: true}
-		for _, i := range todo {
-			for _, c := range p.Graphs[i].Calls {
-				called[c.Target] = true
-			}
-		}
-		jumpers := map[int]map[int]bool{} // range index -> procedures jumping into it
-		add := func(j, i int) {
-			// A procedure found without an FDE (discover.go) was built
-			// without unwind tables, and so were its own fragments: a
-			// range with an FDE it jumps to is another procedure.
-			if j < 0 || j == i || p.Funcs[i].Discovered() {
-				return
-			}
-			if jumpers[j] == nil {
-				jumpers[j] = map[int]bool{}
-			}
-			jumpers[j][i] = true
-		}
-		// What each procedure jumps into, on every worker.
+		// What each procedure jumps into, on every worker, kept where
+		// the range may be a fragment (most jumps out are tail calls
+		// to functions) and the jumper may have fragments: a
+		// procedure found without an FDE (discover.go) was built
+		// without unwind tables, and so were its own fragments, so a
+		// range with an FDE it jumps to is another procedure.
 		into := make([][]int, len(todo))
 		par.Each(len(todo), 0, func(k int) {
-			g := p.Graphs[todo[k]]
+			i := todo[k]
+			if p.Funcs[i].Discovered() {
+				return
+			}
+			g := p.Graphs[i]
 			var js []int
+			keep := func(j int) {
+				if j >= 0 && j != i && mayBeFragment(j) {
+					js = append(js, j)
+				}
+			}
 			// Jumps in code only landing pads reach do not join: a
 			// cleanup's tail call to a function called elsewhere only
 			// through pointers looks like a jump into a fragment. (A
@@ -473,34 +543,26 @@ func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 				if int(e.From) < len(normal) && !normal[e.From] {
 					continue
 				}
-				js = append(js, p.funcsIdx[f])
+				keep(p.funcsIdx[f])
 			}
 			if g.Reason == ReasonEscapingJump && g.escape != 0 {
-				js = append(js, p.containing(g.escape))
+				keep(p.containing(g.escape))
 			}
 			into[k] = js
 		})
+		jumpers := map[int]map[int]bool{} // range index -> procedures jumping into it
 		for k, i := range todo {
 			for _, j := range into[k] {
-				add(j, i)
+				if jumpers[j] == nil {
+					jumpers[j] = map[int]bool{}
+				}
+				jumpers[j][i] = true
 			}
 		}
-		// A fragment's FDE starts mid-frame; a real function's does not.
-		// Nor is a fragment called (a call anywhere in the program, in a
-		// procedure whose graph failed too: busybox calls 0x418ee0 from
-		// seven sites, and a 5-byte function jumps to it), its address
-		// stored in data (a vtable, a table of callbacks) or taken by code
-		// (static glibc's IFUNC resolvers lea the variant they pick:
-		// busybox's 0x445430, which memmove also tail-jumps to, ran 36,041
-		// times in its original bytes while taken for memmove's
-		// fragment), even when the only direct transfer to it is a jump (a
-		// landing pad's tail call). A fragment of a frameless function
-		// starts with the initial rules too, so that alone does not
-		// decide. Without these tests, decoding landing pads joined real
-		// functions to their callers.
+		// Which of those ranges the graphs call, on every worker.
+		called := p.callsTo(todo, jumpers)
 		isFragment := func(j int) bool {
-			f := p.Funcs[j]
-			return f.Source == FromFDE && (f.MidFrame || !taken[f.Addr] && !p.Binary.referenced(f.Addr)) && !called[f.Addr] && !p.Binary.calledDirectly(f.Addr) && len(f.Parts) == 0
+			return mayBeFragment(j) && !called[p.Funcs[j].Addr]
 		}
 		drop := map[int]bool{}
 		rebuild := map[int]bool{}

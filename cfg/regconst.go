@@ -156,9 +156,10 @@ func transfer(in *x86.Info, st *regState) {
 		return
 	}
 	raw := in
-	implicit := implicitWrites(in)
+	written, _ := writtenRegs(raw)
+	written |= implicitWrites(in)
 	for f := range st.c {
-		if !writesReg(raw, f) && !implicit.Has(f) {
+		if !written.Has(f) {
 			continue
 		}
 		v := regVal{}

@@ -34,34 +34,60 @@ func regFamily(r x86asm.Reg) int {
 // writesReg reports whether inst writes general register family fam (as
 // its first, destination operand, or implicitly for the few instructions
 // that matter to slicing). Unknown instructions with a register first
-// operand are assumed to write it.
+// operand are assumed to write it. Family -1 (regFamily's answer for
+// any other register) is written where such a register is.
 func writesReg(inst *x86.Info, fam int) bool {
+	set, other := writtenRegs(inst)
+	if fam >= 0 && fam < 16 {
+		return set.Has(fam)
+	}
+	return fam == -1 && other
+}
+
+// writtenRegs returns the families writesReg reports for inst, and
+// whether it writes a register of no family (an XMM, segment or other
+// register as its destination): one decision per instruction for a
+// caller that wants them all (the constant data flow).
+func writtenRegs(inst *x86.Info) (set RegSet, other bool) {
+	const rax, rcx, rdx, r11 = 1 << 0, 1 << 1, 1 << 2, 1 << 11
+	add := func(r x86asm.Reg) {
+		if f := regFamily(r); f >= 0 {
+			set |= 1 << f
+		} else {
+			other = true
+		}
+	}
 	switch inst.Op {
 	case x86asm.CMP, x86asm.TEST, x86asm.PUSH, x86asm.JMP, x86asm.CALL, x86asm.BT,
 		x86asm.NOP:
-		return false
-	case x86asm.CDQE, x86asm.CQO, x86asm.CDQ, x86asm.CWDE:
-		return fam == 0 || (fam == 2 && inst.Op != x86asm.CDQE && inst.Op != x86asm.CWDE)
+		return 0, false
+	case x86asm.CDQE, x86asm.CWDE:
+		return rax, false
+	case x86asm.CQO, x86asm.CDQ:
+		return rax | rdx, false
 	case x86asm.XCHG, x86asm.XADD, x86asm.CMPXCHG:
 		for i := range inst.Args {
-			if r, ok := inst.Args[i].AsReg(); ok && regFamily(r) == fam {
-				return true
+			if r, ok := inst.Args[i].AsReg(); ok {
+				add(r)
 			}
 		}
-		return inst.Op == x86asm.CMPXCHG && fam == 0
+		if inst.Op == x86asm.CMPXCHG {
+			set |= rax
+		}
+		return set, other
 	case x86asm.MUL, x86asm.DIV, x86asm.IDIV:
-		return fam == 0 || fam == 2
+		return rax | rdx, false
 	case x86asm.IMUL:
 		if inst.Args[1].Kind == x86.ArgNone {
-			return fam == 0 || fam == 2
+			return rax | rdx, false
 		}
 	case x86asm.POP:
 		// pop writes its operand and rsp
 	case x86asm.SYSCALL:
-		return fam == 0 || fam == 1 || fam == 11
+		return rax | rcx | r11, false
 	}
-	if r, ok := inst.Args[0].AsReg(); ok && regFamily(r) == fam {
-		return true
+	if r, ok := inst.Args[0].AsReg(); ok {
+		add(r)
 	}
-	return false
+	return set, other
 }

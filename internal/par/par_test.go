@@ -25,3 +25,29 @@ func TestEach(t *testing.T) {
 		}
 	}
 }
+
+func TestChunks(t *testing.T) {
+	for _, n := range []int{0, 1, 63, 64, 65, 1000, 100003} {
+		for _, minSize := range []int{0, 1, 7, 4096} {
+			seen := make([]int32, n)
+			var got atomic.Int32
+			k := Chunks(n, minSize, 3, func(c, lo, hi int) {
+				got.Add(1)
+				if lo >= hi {
+					t.Errorf("n %d: empty range %d", n, c)
+				}
+				for i := lo; i < hi; i++ {
+					atomic.AddInt32(&seen[i], 1)
+				}
+			})
+			if int(got.Load()) != k {
+				t.Errorf("n %d, minSize %d: %d calls for %d ranges", n, minSize, got.Load(), k)
+			}
+			for i, s := range seen {
+				if s != 1 {
+					t.Errorf("n %d, minSize %d: item %d in %d ranges", n, minSize, i, s)
+				}
+			}
+		}
+	}
+}

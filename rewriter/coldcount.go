@@ -107,6 +107,7 @@ func (fg *funcGen) coldPathEnd(rec, x enc.Reg, slow, back enc.Label, sp int32, t
 		}
 		b.JmpRel32(enc.LabelTarget(back))
 		b.Bind(miss)
+		b.SetSP(depth) // what leave above took back, miss has not
 		leave()
 		b.JmpRel32(enc.LabelTarget(slow))
 	})
@@ -154,11 +155,13 @@ func (fg *funcGen) coldCopyPathEnd(rec enc.Reg, p int64, slow, back enc.Label) e
 		b.LeaRSP(redZone)
 		b.JmpRel32(enc.LabelTarget(back))
 		b.Bind(second) // the entry after it: every table has one more than its capacity
+		b.SetSP(-redZone)
 		b.CmpMemIdxImm32(rec, t, runtime.HTabEntriesOff+16, key)
 		b.JccRel32(enc.CondNE, enc.LabelTarget(miss))
 		b.IncMemIdx(rec, t, runtime.HTabEntriesOff+16+8)
 		b.JmpRel32(enc.LabelTarget(found))
 		b.Bind(miss)
+		b.SetSP(-redZone)
 		b.MovRegFromMem(t, enc.RSP, -8)
 		b.LeaRSP(redZone)
 		b.JmpRel32(enc.LabelTarget(slow))

@@ -6,6 +6,7 @@ package rewriter_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -109,8 +110,13 @@ func killAfter(t *testing.T, what, prog string, args []string, env, dir string, 
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
+	// The processes are live once their files have a header: a process
+	// killed between making its file and writing the header (a fork
+	// child makes its own at its first count) leaves a file of zeros,
+	// which the reader refuses; under load that window is long enough
+	// for a kill timed from the file's appearance to land in it.
 	deadline := time.Now().Add(20 * time.Second)
-	for len(dirNames(t, dir)) < procs && time.Now().Before(deadline) {
+	for liveFiles(t, dir) < procs && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(d)
@@ -119,6 +125,25 @@ func killAfter(t *testing.T, what, prog string, args []string, env, dir string, 
 	if code, sig := status(t, what, err); sig != syscall.SIGKILL {
 		t.Fatalf("%s: ended with status %d, signal %v, before the kill\nstdout:\n%s\nstderr:\n%s", what, code, sig, o.Bytes(), e.Bytes())
 	}
+}
+
+// liveFiles counts the files in dir that start with a live profile's
+// magic, which the runtime writes last in the header (live_init).
+func liveFiles(t *testing.T, dir string) int {
+	n := 0
+	for _, name := range dirNames(t, dir) {
+		b := make([]byte, len(cct.LiveMagic))
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		k, _ := io.ReadFull(f, b)
+		f.Close()
+		if k == len(b) && cct.IsLive(b) {
+			n++
+		}
+	}
+	return n
 }
 
 // liveOwn are livekill's own functions, whose counts checkLive checks

@@ -202,7 +202,14 @@ static void ob_put(struct obuf *b, const void *s, u64 n)
 		*d = *c;
 }
 
-static void ob_u8(struct obuf *b, u8 v) { ob_put(b, &v, 1); }
+/* ob_u8 is ob_put of one byte, without its call: the writer puts one
+ * before every record's paths (decision 152). */
+static inline void ob_u8(struct obuf *b, u8 v)
+{
+	if (b->len + 1 > b->cap && !ob_reserve(b, 1))
+		return;
+	b->p[b->len++] = v;
+}
 
 static void ob_le(struct obuf *b, u64 v, int n)
 {

@@ -211,7 +211,8 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 		 * which takes one byte below 128 paths: most records. */
 		at = recs->len;
 		ob_u8(recs, 0);
-		for (u64 id = next_ran(c + 1, 0, dn, stride); id < dn; id = next_ran(c + 1, id + 1, dn, stride)) {
+		/* most records have no dense array (cold: decision 99) */
+		for (u64 id = dn ? next_ran(c + 1, 0, dn, stride) : 0; id < dn; id = next_ran(c + 1, id + 1, dn, stride)) {
 			u64 *v = c + 1 + id * stride;
 			put_path(recs, id, v);
 			np++;

@@ -380,8 +380,15 @@ static void write_stat(struct obuf *b, const char *key, u64 v)
  * 136). */
 static void write_stats(struct obuf *b, u64 nrec, u64 held)
 {
-	u64 z[NSTATS] = {0};
-	const u64 *s = rt.w ? rt.w->stats : z;
+	u64 s[NSTATS] = {0};
+	if (rt.w)
+		for (int k = 0; k < NSTATS; k++)
+			s[k] = LOADR(&rt.w->stats[k]);
+	/* the stubs' counts are the threads' (stub_stat): every block on
+	 * the list, dead threads' and contexts' included */
+	for (struct blpp_thread *t = LOAD(&rt.threads); t && rt.w; t = (struct blpp_thread *)t->next)
+		for (int k = ST_STUB_ENTRIES; k <= ST_STUB_DARK; k++)
+			s[k] += LOADR(&TPRIV(t)->stub_stats[k - ST_STUB_ENTRIES]);
 	int tsc = 0;
 	for (u64 m = 0; m < rt.nmetrics; m++)
 		tsc |= rt.msrc[m] == MSRC_TSC;

@@ -98,7 +98,7 @@ void blpp_rt_dark(u64 fid, u64 rsp)
 		return;
 	nested = busy_up(t);
 	BARRIER();
-	ADD(&rt.w->stats[ST_STUB_DARK], 1);
+	stub_stat(t, ST_STUB_DARK);
 	if (!dark_fid(fid)) {
 		ADD(&rt.w->stats[ST_BAD_FUNCS], 1);
 		goto out;
@@ -157,7 +157,7 @@ void blpp_rt_dark(u64 fid, u64 rsp)
 	}
 counted:
 	if (r)
-		ADD(counts_of(r), 1);
+		ADD1(counts_of(r), 1); /* the thread's own record (decision 152) */
 out:
 	BARRIER();
 	busy_down(t);

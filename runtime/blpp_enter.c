@@ -106,7 +106,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 	if (rt.nmetrics)
 		metrics_read(t, now);
 	if (rt.w)
-		ADD(&rt.w->stats[ST_STUB_ENTRIES], 1);
+		stub_stat(t, ST_STUB_ENTRIES);
 	if (rt.w && !nested)
 		unwind(t, rsp, 1);
 	if (rt.w && fn)
@@ -152,7 +152,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 			t->record = rec_word(r);
 	}
 	if (r)
-		ADD(counts_of(r), 1);
+		ADD1(counts_of(r), 1); /* the thread's own record (decision 152) */
 	BARRIER();
 	busy_down(t);
 }
@@ -207,7 +207,7 @@ void blpp_rt_exit(u64 fid, u64 rsp, u64 tail_site, u64 *regs)
 	fn = ifunc(fid);
 	nested = path_stub_begin(t, now, d);
 	if (rt.w)
-		ADD(&rt.w->stats[ST_STUB_EXITS], 1);
+		stub_stat(t, ST_STUB_EXITS);
 	if (rt.w && !nested && t->overflow == 0)
 		unwind(t, rsp, 0);
 	if (fn && fn->closed) {
@@ -242,7 +242,7 @@ void blpp_rt_backedge(u64 fid, u64 k, u64 restart)
 	fn = ifunc(fid);
 	path_stub_begin(t, now, d);
 	if (rt.w)
-		ADD(&rt.w->stats[ST_STUB_BACKEDGES], 1);
+		stub_stat(t, ST_STUB_BACKEDGES);
 	/* A closed function swaps its register with Thread.r around this
 	 * call (decision 57), so Thread.r is its path here too. */
 	count_f(t, fn && fn->closed ? flat_rec(t, fid) : running_for(t, fid, fn), fid, fn, (u64)t->r + k, d);
@@ -275,7 +275,7 @@ void blpp_rt_leaf(u64 fid, u64 rsp)
 		return;
 	nested = busy_up(t);
 	BARRIER();
-	ADD(&rt.w->stats[ST_STUB_ENTRIES], 1);
+	stub_stat(t, ST_STUB_ENTRIES);
 	if (!instr(fid))
 		ADD(&rt.w->stats[ST_BAD_FUNCS], 1);
 	else {
@@ -283,7 +283,7 @@ void blpp_rt_leaf(u64 fid, u64 rsp)
 			unwind(t, rsp, 1);
 		r = rt.flow_only ? root(t, fid) : enter_record(t, fid, rsp);
 		if (r) {
-			ADD(counts_of(r), 1);
+			ADD1(counts_of(r), 1); /* the thread's own record (decision 152) */
 			count(t, r, fid, 0, d);
 		}
 	}

@@ -67,13 +67,26 @@ static int in_slot(const struct obuf *b)
 	return ob_pool && b->p >= ob_pool && b->p < ob_pool + (u64)OB_SLOT * OB_SLOTS && b->cap == OB_SLOT;
 }
 
-/* fnv_more continues FNV-1a hash h over n bytes at p. */
+/* fnv_more continues FNV-1a hash h over n bytes at p. Eight bytes a
+ * turn, the prime in a register: a byte costs its load, xor and multiply
+ * (3 instructions) instead of 7 with the loop's own and the prime
+ * reloaded (decision 152); the sum is the same, byte by byte in order. */
 static u64 fnv_more(u64 h, const u8 *p, u64 n)
 {
-	for (u64 i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= BLPP_FNV_PRIME64;
+	u64 prime = BLPP_FNV_PRIME64, i = 0;
+	__asm__("" : "+r"(prime)); /* kept in a register, not rematerialised */
+	for (; i + 8 <= n; i += 8) {
+		h = (h ^ p[i]) * prime;
+		h = (h ^ p[i + 1]) * prime;
+		h = (h ^ p[i + 2]) * prime;
+		h = (h ^ p[i + 3]) * prime;
+		h = (h ^ p[i + 4]) * prime;
+		h = (h ^ p[i + 5]) * prime;
+		h = (h ^ p[i + 6]) * prime;
+		h = (h ^ p[i + 7]) * prime;
 	}
+	for (; i < n; i++)
+		h = (h ^ p[i]) * prime;
 	return h;
 }
 
@@ -189,7 +202,14 @@ static void ob_put(struct obuf *b, const void *s, u64 n)
 		*d = *c;
 }
 
-static void ob_u8(struct obuf *b, u8 v) { ob_put(b, &v, 1); }
+/* ob_u8 is ob_put of one byte, without its call: the writer puts one
+ * before every record's paths (decision 152). */
+static inline void ob_u8(struct obuf *b, u8 v)
+{
+	if (b->len + 1 > b->cap && !ob_reserve(b, 1))
+		return;
+	b->p[b->len++] = v;
+}
 
 static void ob_le(struct obuf *b, u64 v, int n)
 {

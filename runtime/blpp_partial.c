@@ -317,6 +317,8 @@ static void fork_reset(void)
 		/* The forking thread's block: %gs points at it in that thread
 		 * and in any thread it has created since. */
 		me = (!rt.fsgsbase || gs_base() != 0) ? gs_block() : 0;
+		if (me) /* its stubs' counts are the parent's, like STATS */
+			mem_zero(TPRIV(me)->stub_stats, sizeof(TPRIV(me)->stub_stats));
 		if (me)
 			block_refork(me);
 		STORE(&rt.threads, me);

@@ -128,8 +128,21 @@ struct tpriv {
 	 * activations (a struct ptab in the child's arena) and its lock. */
 	u64 ctx_ucp, ctx_left, ctx_epoch;
 	unsigned long long ctx_pref, ctx_pref_lock;
+	/* The stubs this block's thread took, STATS ST_STUB_ENTRIES to
+	 * ST_STUB_DARK (stub_stat): the writer sums them over the thread
+	 * list, so a stub takes no locked add on a word every thread
+	 * writes (decision 152). */
+	u64 stub_stats[4];
 };
 #define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
+
+/* stub_stat counts one stub of kind k (ST_STUB_ENTRIES to ST_STUB_DARK)
+ * in t's own block: only t's thread writes it, and a signal handler on
+ * that thread runs between instructions, so an add without a lock is
+ * whole (decision 151). A fork child starts its block's at 0, as its
+ * wiped STATS (fork_reset). */
+_Static_assert(ST_STUB_DARK - ST_STUB_ENTRIES == 3, "stub_stats holds the four stub counts");
+static inline void stub_stat(struct blpp_thread *t, int k) { ADD1(&TPRIV(t)->stub_stats[k - ST_STUB_ENTRIES], 1); }
 
 /* Metric sources. */
 enum { MSRC_NONE, MSRC_TSC, MSRC_PMU };

@@ -19,7 +19,7 @@
 
 /* put_path encodes one path entry: id, count, metric sums (unavailable
  * metrics are written as 0, as the format wants). */
-static void put_path(struct obuf *out, u64 id, const u64 *v)
+static inline __attribute__((always_inline)) void put_path(struct obuf *out, u64 id, const u64 *v)
 {
 	ob_uv(out, id);
 	ob_uv(out, v[0]);
@@ -40,6 +40,52 @@ static u64 next_ran(const u64 *c, u64 id, u64 n, u64 stride)
 	return id;
 }
 
+
+/* FEW_PATHS is how many distinct keys hash_paths_few sorts on its stack. */
+enum { FEW_PATHS = 32 };
+
+/* hash_paths_few is hash_paths for the common record: counts alone, no
+ * latencies, no hot twin, at most FEW_PATHS keys in its tables (a cold
+ * record's table of 2 to 16 entries, decision 99). Each key found goes
+ * into its place in a sorted array on the stack as the tables are read,
+ * a key already there adding its count, and the paths go out from it:
+ * no scratch buffer, no sort, no merge with a dense array (decision
+ * 152). The output is hash_paths' to the byte. Returns the number of
+ * paths, or ~0 with nothing written when there are more keys. */
+static u64 hash_paths_few(struct htab *h, struct obuf *out)
+{
+	struct {
+		u64 key, c;
+	} few[FEW_PATHS];
+	u64 n = 0, np = 0, hw = hent_words();
+	for (; h; h = (struct htab *)LOAD(&h->next)) {
+		u64 *src = h->e, *end = src + h->cap * hw;
+		for (; src < end; src += hw) {
+			u64 key = LOAD(&src[0]), j = n;
+			if (!key)
+				continue; /* most entries: tables stay at most half full */
+			while (j > 0 && few[j - 1].key > key)
+				j--;
+			if (j > 0 && few[j - 1].key == key) { /* in an earlier table too */
+				few[j - 1].c += LOADR(&src[1]);
+				continue;
+			}
+			if (n == FEW_PATHS)
+				return ~(u64)0;
+			for (u64 k = n++; k > j; k--)
+				few[k] = few[k - 1];
+			few[j].key = key;
+			few[j].c = LOADR(&src[1]);
+		}
+	}
+	for (u64 i = 0; i < n; i++) {
+		if (!few[i].c)
+			continue;
+		put_path(out, few[i].key - 1, &few[i].c);
+		np++;
+	}
+	return np;
+}
 
 /* hash_paths encodes the paths of a hashed record into out, summing a
  * path found in several tables and in the dense array of its hot twin tw
@@ -165,15 +211,20 @@ static u64 write_records(struct blpp_thread *t, struct obuf *recs, struct obuf *
 		 * which takes one byte below 128 paths: most records. */
 		at = recs->len;
 		ob_u8(recs, 0);
-		for (u64 id = next_ran(c + 1, 0, dn, stride); id < dn; id = next_ran(c + 1, id + 1, dn, stride)) {
+		/* most records have no dense array (cold: decision 99) */
+		for (u64 id = dn ? next_ran(c + 1, 0, dn, stride) : 0; id < dn; id = next_ran(c + 1, id + 1, dn, stride)) {
 			u64 *v = c + 1 + id * stride;
 			put_path(recs, id, v);
 			np++;
 			if (wl && lat_of(&a, v))
 				*nlat += (u64)put_latency(lat, nrec, id, &a);
 		}
-		if (r->hash || tw)
-			np += hash_paths((struct htab *)r->hash, tw, recs, scratch, nrec, lat, nlat);
+		if (r->hash || tw) {
+			u64 k = ~(u64)0;
+			if (!tw && stride == 1 && !rt.latency)
+				k = hash_paths_few((struct htab *)r->hash, recs);
+			np += k != ~(u64)0 ? k : hash_paths((struct htab *)r->hash, tw, recs, scratch, nrec, lat, nlat);
+		}
 		nrec++;
 		if (!recs->err && np < 0x80) {
 			recs->p[at] = (u8)np;
@@ -329,8 +380,15 @@ static void write_stat(struct obuf *b, const char *key, u64 v)
  * 136). */
 static void write_stats(struct obuf *b, u64 nrec, u64 held)
 {
-	u64 z[NSTATS] = {0};
-	const u64 *s = rt.w ? rt.w->stats : z;
+	u64 s[NSTATS] = {0};
+	if (rt.w)
+		for (int k = 0; k < NSTATS; k++)
+			s[k] = LOADR(&rt.w->stats[k]);
+	/* the stubs' counts are the threads' (stub_stat): every block on
+	 * the list, dead threads' and contexts' included */
+	for (struct blpp_thread *t = LOAD(&rt.threads); t && rt.w; t = (struct blpp_thread *)t->next)
+		for (int k = ST_STUB_ENTRIES; k <= ST_STUB_DARK; k++)
+			s[k] += LOADR(&TPRIV(t)->stub_stats[k - ST_STUB_ENTRIES]);
 	int tsc = 0;
 	for (u64 m = 0; m < rt.nmetrics; m++)
 		tsc |= rt.msrc[m] == MSRC_TSC;

@@ -5,6 +5,7 @@ package rewriter_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand"
@@ -103,12 +104,22 @@ func TestContinuousKilled(t *testing.T) {
 func killAfter(t *testing.T, what, prog string, args []string, env, dir string, procs int, d time.Duration) {
 	t.Helper()
 	var o, e bytes.Buffer
-	cmd := exec.Command(prog, args...)
-	cmd.Env = append(os.Environ(), env)
-	cmd.Stdout, cmd.Stderr = &o, &e
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("%s: %v", what, err)
+	var cmd *exec.Cmd
+	for try := 0; ; try++ {
+		cmd = exec.Command(prog, args...)
+		cmd.Env = append(os.Environ(), env)
+		cmd.Stdout, cmd.Stderr = &o, &e
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		err := cmd.Start()
+		if err == nil {
+			break
+		}
+		// A parallel test's fork may still hold the just-written
+		// executable open (ETXTBSY), as in startProc.
+		if !errors.Is(err, syscall.ETXTBSY) || try >= 20 {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	// The processes are live once their files have a header: a process
 	// killed between making its file and writing the header (a fork

@@ -778,22 +778,29 @@ func TestSignalHandlers(t *testing.T) {
 	m.check(t, readProfile(t, prof, exe, r.pid, 0))
 }
 
+// threadsModel is the harness's "threads" command: f in the main
+// thread, then four workers calling f, big and rec.
+func threadsModel() *model {
+	m := newModel()
+	m.f(0)
+	for th := 0; th < 4; th++ {
+		m.enter(fWorker)
+		for i := 0; i < 20000; i++ {
+			m.f(i + th)
+			m.big(uint64(i) * 7919 % (1 << 40))
+			if i%1000 == 0 {
+				m.rec(3)
+			}
+		}
+		m.count(fWorker, 1)
+	}
+	return m
+}
+
 func TestThreads(t *testing.T) {
 	for _, v := range []variant{varNoPIE, varStatic} {
 		t.Run(v.name, func(t *testing.T) {
-			m := newModel()
-			m.f(0)
-			for th := 0; th < 4; th++ {
-				m.enter(fWorker)
-				for i := 0; i < 20000; i++ {
-					m.f(i + th)
-					m.big(uint64(i) * 7919 % (1 << 40))
-					if i%1000 == 0 {
-						m.rec(3)
-					}
-				}
-				m.count(fWorker, 1)
-			}
+			m := threadsModel()
 			if v.static {
 				m.ifunc()
 			}

@@ -33,19 +33,7 @@ func wantStubStats(m *model, backedges uint64) {
 }
 
 func TestStubStatsThreads(t *testing.T) {
-	m := newModel()
-	m.f(0)
-	for th := 0; th < 4; th++ {
-		m.enter(fWorker)
-		for i := 0; i < 20000; i++ {
-			m.f(i + th)
-			m.big(uint64(i) * 7919 % (1 << 40))
-			if i%1000 == 0 {
-				m.rec(3)
-			}
-		}
-		m.count(fWorker, 1)
-	}
+	m := threadsModel()
 	m.stats["threads"] = 5
 	wantStubStats(m, 0)
 	m.expect(t, varNoPIE, 0, "threads")

@@ -728,6 +728,33 @@ func TestShadowOverflow(t *testing.T) {
 	m.expect(t, varSmallShadow, 0, "overflow")
 }
 
+// The harness's ENTER, EXIT and BACKEDGE always call the stubs' C halves,
+// so the STATS stub_entries, stub_exits and stub_backedges of a run are
+// the program's own numbers: its entries, exits and backedges. Each
+// thread keeps them in its own block and the writer sums the blocks
+// (decision 152); the runs where blocks come and go check the sums:
+// threads (TestThreads), threads that end and whose blocks are taken
+// again (TestDeadThreads), a signal handler that interrupts the stubs
+// (TestSignalHandlers), and fork children, which count only their own
+// (TestFork, TestForkThread).
+
+// wantStubStats sets m's stub statistics from its model: every entry and
+// every path end took a stub; backedges of the path ends were backedges.
+func wantStubStats(m *model, backedges uint64) {
+	var entries, ends uint64
+	for _, n := range m.calls {
+		entries += n
+	}
+	for _, p := range m.paths {
+		for _, n := range p {
+			ends += n
+		}
+	}
+	m.stats["stub_entries"] = entries
+	m.stats["stub_exits"] = ends - backedges
+	m.stats["stub_backedges"] = backedges
+}
+
 // TestDeadThreads runs ten threads one after the other; nine leave
 // through pthread_exit with F_WORKER live. The C library gives a new
 // thread the TCB of a dead one, and the runtime then reuses its block,
@@ -748,6 +775,7 @@ func TestDeadThreads(t *testing.T) {
 	// Every reuse records the previous owner's live activation.
 	m.partials[partial{fWorker, 1}] = 11 - blocks
 	m.stats["threads"] = blocks
+	wantStubStats(m, 0)
 	m.check(t, p)
 }
 
@@ -775,36 +803,31 @@ func TestSignalHandlers(t *testing.T) {
 	for i := 0; i < handled; i++ {
 		m.f(1)
 	}
+	wantStubStats(m, 0)
 	m.check(t, readProfile(t, prof, exe, r.pid, 0))
-}
-
-// threadsModel is the harness's "threads" command: f in the main
-// thread, then four workers calling f, big and rec.
-func threadsModel() *model {
-	m := newModel()
-	m.f(0)
-	for th := 0; th < 4; th++ {
-		m.enter(fWorker)
-		for i := 0; i < 20000; i++ {
-			m.f(i + th)
-			m.big(uint64(i) * 7919 % (1 << 40))
-			if i%1000 == 0 {
-				m.rec(3)
-			}
-		}
-		m.count(fWorker, 1)
-	}
-	return m
 }
 
 func TestThreads(t *testing.T) {
 	for _, v := range []variant{varNoPIE, varStatic} {
 		t.Run(v.name, func(t *testing.T) {
-			m := threadsModel()
+			m := newModel()
+			m.f(0)
+			for th := 0; th < 4; th++ {
+				m.enter(fWorker)
+				for i := 0; i < 20000; i++ {
+					m.f(i + th)
+					m.big(uint64(i) * 7919 % (1 << 40))
+					if i%1000 == 0 {
+						m.rec(3)
+					}
+				}
+				m.count(fWorker, 1)
+			}
 			if v.static {
 				m.ifunc()
 			}
 			m.stats["threads"] = 5
+			wantStubStats(m, 0)
 			if r := m.expect(t, v, 0, "threads"); !strings.Contains(r.stdout, "distinct blocks") {
 				t.Errorf("stdout %q", r.stdout)
 			}
@@ -967,12 +990,14 @@ func TestFork(t *testing.T) {
 			for i := 0; i < 7; i++ {
 				pm.f(1)
 			}
+			wantStubStats(pm, 0)
 			pm.check(t, readProfile(t, parentName, exe, r.pid, 0))
 			cm := newModel()
 			cm.fRange(100, 105)
 			cm.loop(3)
 			cm.stats["fork_child"] = 1
 			cm.stats["threads"] = 1
+			wantStubStats(cm, 3) // the loop's three backedges; the parent's counts are not the child's
 			cm.check(t, readProfile(t, childName, exe, child, 0))
 		})
 	}
@@ -988,11 +1013,13 @@ func TestForkThread(t *testing.T) {
 	child := childPID(t, r)
 	pm := newModel()
 	pm.fRange(0, 10)
+	wantStubStats(pm, 0)
 	pm.check(t, readProfile(t, filepath.Join(dir, fmt.Sprintf("prof.%d", r.pid)), exe, r.pid, 0))
 	cm := newModel()
 	cm.fRange(100, 105)
 	cm.stats["fork_child"] = 1
 	cm.stats["threads"] = 2
+	wantStubStats(cm, 0)
 	cm.check(t, readProfile(t, filepath.Join(dir, fmt.Sprintf("prof.%d", child)), exe, child, 0))
 }
 

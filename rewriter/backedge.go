@@ -97,7 +97,7 @@ func (fg *funcGen) backedgeMem(e cfg.EdgeID, flagsLive bool) {
 		counted := b.NewLabel()
 		b.CmpRegMemD8(enc.RAX, enc.RCX, runtime.RecordDenseNOff)
 		// Below %rsp nothing is live here: %rdx waits there.
-		b.JccRel32(enc.CondAE, enc.LabelTarget(fg.coldPathEnd(enc.RCX, enc.RAX, slow, counted, depth, enc.RDX, -8, false, nil, nil)))
+		b.JccRel32(enc.CondAE, enc.LabelTarget(fg.coldPathEnd(enc.RCX, enc.RAX, slow, counted, depth, []below{{enc.RDX, -8}}, false, nil, nil)))
 		if tsc {
 			b.LeaRegDisp32(enc.RCX, enc.RCX, countsOff)
 			fg.countTSC(enc.RCX)
@@ -335,7 +335,7 @@ func (fg *funcGen) recordBackedgeIn(e cfg.EdgeID, flagsLive bool) bool {
 		// A cold record's table takes one more register, which waits
 		// past the red zone (the flags are dead here).
 		counted := b.NewLabel()
-		cold := fg.coldPathEnd(rec, x, slow, counted, 0, coldScratch(rec, x), -8, true, nil, nil)
+		cold := fg.coldPathEnd(rec, x, slow, counted, 0, []below{{coldScratch(rec, x), -8}}, true, nil, nil)
 		b.CmpRegMem(x, rec, runtime.RecordDenseNOff)
 		b.JccRel32(enc.CondAE, enc.LabelTarget(cold))
 		b.IncMemIndexed(rec, x, countsOff+8)

@@ -66,41 +66,52 @@ func coldScratch(rec, x enc.Reg) enc.Reg {
 	panic("unreachable")
 }
 
+// below is a register that waits at at(%rsp) while out-of-line code uses
+// it.
+type below struct {
+	r  enc.Reg
+	at int32
+}
+
 // coldPathEnd returns where the dense test of a path end in record rec
-// sends a path id beyond the dense array: slow, or, when fp's records may
-// start cold (coldCounts), out-of-line code that first runs pre, then
-// counts the path with coldHit, its scratch register t saved at at(%rsp)
-// (at 0: t is dead), runs post and jumps to back; or restores t and goes
-// to slow. With step, the code steps over the red zone first (the
-// function may keep data there; the flags must be dead) and t waits
-// below it. sp is the stack depth the code starts at.
-func (fg *funcGen) coldPathEnd(rec, x enc.Reg, slow, back enc.Label, sp int32, t enc.Reg, at int32, step bool, pre, post func()) enc.Label {
+// sends a path id (in x) beyond the dense array: slow, or, when fp's
+// records may start cold (coldCounts), out-of-line code that saves the
+// registers in saves, runs pre (which may go to slow: nothing saved has
+// changed yet), counts the path with coldHit (its scratch register is
+// saves[0]), gives the saved registers back, runs post and jumps to back;
+// or gives them back and goes to slow. With step, the code steps over
+// the red zone first (the function may keep data there; the flags must
+// be dead) and the registers wait below it. sp is the stack depth the
+// code starts at.
+func (fg *funcGen) coldPathEnd(rec, x enc.Reg, slow, back enc.Label, sp int32, saves []below, step bool, pre, post func()) enc.Label {
 	if !fg.coldCounts() {
 		return slow
 	}
 	b := fg.g.buf
 	cold, miss := b.NewLabel(), b.NewLabel()
+	depth := sp
+	if step {
+		depth -= redZone
+	}
 	leave := func() {
-		if at != 0 {
-			b.MovRegFromMem(t, enc.RSP, at)
+		for i := len(saves) - 1; i >= 0; i-- {
+			b.MovRegFromMem(saves[i].r, enc.RSP, saves[i].at)
 		}
 		if step {
 			b.LeaRSP(redZone)
 		}
 	}
 	fg.addColdAt(cold, sp, func() {
+		if step {
+			b.LeaRSP(-redZone)
+		}
+		for _, v := range saves {
+			b.MovMemFromReg(enc.RSP, v.at, v.r)
+		}
 		if pre != nil {
 			pre()
 		}
-		depth := sp
-		if step {
-			b.LeaRSP(-redZone)
-			depth -= redZone
-		}
-		if at != 0 {
-			b.MovMemFromReg(enc.RSP, at, t)
-		}
-		fg.coldHit(rec, x, t, miss, depth)
+		fg.coldHit(rec, x, saves[0].r, miss, depth)
 		leave()
 		if post != nil {
 			post()
@@ -115,56 +126,13 @@ func (fg *funcGen) coldPathEnd(rec, x enc.Reg, slow, back enc.Label, sp int32, t
 }
 
 // coldCopyPathEnd is coldPathEnd for the record form of a loop copy's
-// head (countCopy), which counts one path p known when the code is
-// written, in the record in rec. Out of line, past the red zone (the
-// loop's code may keep data there; the flags are dead, countCopy's own
-// compare writes them), a second register waits below %rsp; the probe's
-// index comes from p's key as hashCount's does from a register's, and
-// the key is compared as an immediate.
-func (fg *funcGen) coldCopyPathEnd(rec enc.Reg, p int64, slow, back enc.Label) enc.Label {
-	if !fg.coldCounts() {
-		return slow
-	}
+// head (countCopy), which counts one path p, known when the code is
+// written, in the record in rec: past the red zone (the loop's code may
+// keep data there; countCopy's own compare writes the flags), two
+// registers wait below %rsp, and one of them takes p.
+func (fg *funcGen) coldCopyPathEnd(rec enc.Reg, p int32, slow, back enc.Label) enc.Label {
 	b := fg.g.buf
-	t := enc.RAX
-	if rec == t {
-		t = enc.RCX
-	}
-	key := int32(p + 1)
-	cold, second, found, miss := b.NewLabel(), b.NewLabel(), b.NewLabel(), b.NewLabel()
-	fg.addColdAt(cold, 0, func() {
-		b.LeaRSP(-redZone)
-		b.MovMemFromReg(enc.RSP, -8, t)
-		b.CmpMem32Imm32D8(rec, int8(runtime.RecordColdOff), int32(fg.promoteEnds()-1))
-		b.JccRel32(enc.CondAE, enc.LabelTarget(miss))
-		b.MovRegFromMem(rec, rec, runtime.RecordHashOff)
-		b.TestRegReg(rec)
-		b.JccRel32(enc.CondE, enc.LabelTarget(miss))
-		b.MovRegImm(t, key)
-		b.ImulReg32Imm32(t, t, runtime.HashMul)
-		b.ImulRegMem(t, rec, runtime.HTabBytesOff)
-		b.ShrRegImm(t, 32)
-		b.AndReg32Imm8(t, -16)
-		b.CmpMemIdxImm32(rec, t, runtime.HTabEntriesOff, key)
-		b.JccRel32(enc.CondNE, enc.LabelTarget(second))
-		b.IncMemIdx(rec, t, runtime.HTabEntriesOff+8)
-		b.Bind(found)
-		b.MovRegFromGS(rec, runtime.OffRecord)
-		b.IncMem32D8(rec, int8(runtime.RecordColdOff))
-		b.MovRegFromMem(t, enc.RSP, -8)
-		b.LeaRSP(redZone)
-		b.JmpRel32(enc.LabelTarget(back))
-		b.Bind(second) // the entry after it: every table has one more than its capacity
-		b.SetSP(-redZone)
-		b.CmpMemIdxImm32(rec, t, runtime.HTabEntriesOff+16, key)
-		b.JccRel32(enc.CondNE, enc.LabelTarget(miss))
-		b.IncMemIdx(rec, t, runtime.HTabEntriesOff+16+8)
-		b.JmpRel32(enc.LabelTarget(found))
-		b.Bind(miss)
-		b.SetSP(-redZone)
-		b.MovRegFromMem(t, enc.RSP, -8)
-		b.LeaRSP(redZone)
-		b.JmpRel32(enc.LabelTarget(slow))
-	})
-	return cold
+	t := coldScratch(rec, rec)
+	x := coldScratch(rec, t)
+	return fg.coldPathEnd(rec, x, slow, back, 0, []below{{t, -8}, {x, -16}}, true, func() { b.MovRegImm(x, p) }, nil)
 }

@@ -287,14 +287,14 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 	}
 	// A cold record's table (coldPathEnd) takes the path id's scratch
 	// register below those saved.
-	t, at := coldScratch(enc.RCX, x), -8*int32(len(saved)+1)
+	t := []below{{coldScratch(enc.RCX, x), -8 * int32(len(saved)+1)}}
 	if !hash && tailSite == 0 {
 		undo, checked := b.NewLabel(), b.NewLabel()
 		b.MovRegFromGS(enc.RCX, runtime.OffRecord)
 		b.CmpRegMemD8(x, enc.RCX, runtime.RecordDenseNOff)
 		// Out of line, the frame is compared first: a count in the
 		// table is not taken back.
-		cold := fg.coldPathEnd(enc.RCX, x, slow, checked, 0, t, at, false, func() {
+		cold := fg.coldPathEnd(enc.RCX, x, slow, checked, 0, t, false, func() {
 			cmpNewestFrameRSP(b)
 			b.JccRel32(enc.CondNE, enc.LabelTarget(slow))
 			b.MovRegFromGS(enc.RCX, runtime.OffRecord)
@@ -322,7 +322,7 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 		} else {
 			counted := b.NewLabel()
 			b.CmpRegMemD8(x, enc.RCX, runtime.RecordDenseNOff)
-			b.JccRel32(enc.CondAE, enc.LabelTarget(fg.coldPathEnd(enc.RCX, x, slow, counted, 0, t, at, false, nil, nil)))
+			b.JccRel32(enc.CondAE, enc.LabelTarget(fg.coldPathEnd(enc.RCX, x, slow, counted, 0, t, false, nil, nil)))
 			b.IncMemIndexed(enc.RCX, x, countsOff+8)
 			b.Bind(counted) // %rcx is Thread.Record either way
 		}

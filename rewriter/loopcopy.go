@@ -159,7 +159,7 @@ func (fg *funcGen) countCopy(lc *loopCopy) {
 	b.MovRegFromGS(lc.rec, runtime.OffRecord)
 	fg.ownRecord(lc.rec, slow)
 	b.CmpMemImm32(lc.rec, runtime.RecordDenseNOff, p)
-	b.JccRel32(enc.CondBE, enc.LabelTarget(fg.coldCopyPathEnd(lc.rec, int64(p), slow, counted)))
+	b.JccRel32(enc.CondBE, enc.LabelTarget(fg.coldCopyPathEnd(lc.rec, p, slow, counted)))
 	b.IncMem(lc.rec, lc.counter)
 	b.Bind(counted)
 	v := int32(lc.val[fg.f.Graph.Edges[lc.back].From])

@@ -192,8 +192,6 @@ func asCases(targets []asTarget) []asCase {
 				func(b *Buf) { b.DecMemIndexed(base, index, d) })
 			add(fmt.Sprintf("{disp32} incq %d(%%%s,%%%s)", d, base, index),
 				func(b *Buf) { b.IncMemIdx(base, index, d) })
-			add(fmt.Sprintf("{disp32} cmpq %s, %d(%%%s,%%%s)", imm(v), d, base, index),
-				func(b *Buf) { b.CmpMemIdxImm32(base, index, d, v) })
 			r := allRegs[i%len(allRegs)]
 			add(fmt.Sprintf("{disp32} cmp %%%s, %d(%%%s,%%%s)", r, d, base, index),
 				func(b *Buf) { b.CmpMemIdxReg(base, index, d, r) })

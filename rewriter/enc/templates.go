@@ -627,18 +627,6 @@ func (b *Buf) CmpMemIdxReg(base, index Reg, disp int32, reg Reg) {
 	b.emit32(uint32(disp))
 }
 
-// CmpMemIdxImm32 emits cmpq $imm, disp32(%base,%index) (REX.W 81 /7
-// imm32, scale 1): the flags of mem - imm.
-func (b *Buf) CmpMemIdxImm32(base, index Reg, disp, imm int32) {
-	if !b.checkIndex("CmpMemIdxImm32", base, index) {
-		return
-	}
-	b.emit(rex(true, 0, index.hi(), base.hi()), 0x81)
-	b.emit(modrm(2, 7, 4), sib(0, index.low(), base.low()))
-	b.emit32(uint32(disp))
-	b.emit32(uint32(imm))
-}
-
 // IncMemIdx emits incq disp32(%base,%index) (REX.W ff /0, scale 1): a
 // thread's own counter, so no lock prefix.
 func (b *Buf) IncMemIdx(base, index Reg, disp int32) {

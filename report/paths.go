@@ -2,10 +2,12 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	enchex "encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"text/tabwriter"
 
@@ -271,15 +273,25 @@ func PathsText(w io.Writer, m *Model, o ViewOptions) error {
 	type hp struct {
 		f *PathFunc
 		p *PathEntry
+		i int // the order of the document, among equal counts
 	}
 	var all []hp
 	for i := range d.Functions {
 		f := &d.Functions[i]
 		for j := range f.Paths {
-			all = append(all, hp{f, &f.Paths[j]})
+			all = append(all, hp{f, &f.Paths[j], len(all)})
 		}
 	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].p.Count > all[j].p.Count })
+	// By count, the document's order among equals: a total order, so the
+	// unstable sort gives the stable sort's result without its cost
+	// (sort.SliceStable, by reflection, took a tenth of a small program's
+	// run report).
+	slices.SortFunc(all, func(a, b hp) int {
+		if c := cmp.Compare(b.p.Count, a.p.Count); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
 	if top > 0 && len(all) > top {
 		all = all[:top]
 	}

@@ -186,11 +186,7 @@ type gen struct {
 	closedAt map[uint64]*funcPlan
 	// trivialAt maps each trivial function's original entry to it.
 	trivialAt map[uint64]*funcPlan
-	// directCalls maps the address of each direct call from
-	// instrumented code to an instrumented function to how it is made
-	// (planDirect, decision 100).
-	directCalls map[uint64]directCall
-	mode        Mode
+	mode      Mode
 	// slotsSize is the size of every thread block's slot counters.
 	slotsSize uint64
 	// layoutSeed, when not 0, pads each function's start (layoutPad).

@@ -1,8 +1,12 @@
 package rewriter
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/blpp/blpp/cfg"
 	"github.com/blpp/blpp/cfg/x86"
+	"github.com/blpp/blpp/internal/par"
 	"github.com/blpp/blpp/rewriter/enc"
 	"github.com/blpp/blpp/runtime"
 )
@@ -282,18 +286,48 @@ func (g *gen) planDirect() {
 	if g.mode.Metrics && !g.mode.TSCOnly {
 		return
 	}
-	keepers, leaves := map[uint64]*funcPlan{}, map[uint64]*funcPlan{}
-	plain := map[uint64]*funcPlan{}
-	for _, fg := range g.funcs {
+	// What each function is to its callers, and the targets of its tail
+	// jumps (0: an indirect one), on every worker: both read its graph.
+	const (
+		none = iota
+		leaf
+		keeper
+		plainer
+	)
+	kind := make([]uint8, len(g.funcs))
+	tails := make([][]uint64, len(g.funcs))
+	par.Each(len(g.funcs), g.workers, func(i int) {
+		fg := g.funcs[i]
 		switch {
 		case fg.frameless() || fg.trivial():
-			leaves[fg.f.Func.Addr] = fg.funcPlan
+			kind[i] = leaf
 		case fg.fnHasPreg && fg.prefixEnd == 0:
-			keepers[fg.f.Func.Addr] = fg.funcPlan
+			kind[i] = keeper
+			for _, ed := range fg.f.Graph.Edges {
+				if ed.Kind == cfg.EdgeTailCall {
+					tails[i] = append(tails[i], ed.Target)
+				}
+			}
 		case !fg.lean() && fg.prefixEnd == 0:
 			// Framed with its path register in Thread.R: a direct
 			// variant without the checks, its callers spilling as
 			// before (decision 110).
+			kind[i] = plainer
+		}
+	})
+	keepers, leaves := map[uint64]*funcPlan{}, map[uint64]*funcPlan{}
+	plain := map[uint64]*funcPlan{}
+	tailsOf := map[*funcPlan][]uint64{}
+	for i, fg := range g.funcs {
+		switch kind[i] {
+		case leaf:
+			leaves[fg.f.Func.Addr] = fg.funcPlan
+		case keeper:
+			keepers[fg.f.Func.Addr] = fg.funcPlan
+			if len(tails[i]) > 0 {
+				tailsOf[fg.funcPlan] = tails[i]
+			}
+		case plainer:
 			plain[fg.f.Func.Addr] = fg.funcPlan
 		}
 	}
@@ -309,9 +343,9 @@ func (g *gen) planDirect() {
 		if keepers[fp.f.Func.Addr] != fp {
 			continue
 		}
-		for _, ed := range fp.f.Graph.Edges {
-			if ed.Kind == cfg.EdgeTailCall && ed.Target != 0 {
-				tailers[ed.Target] = append(tailers[ed.Target], fp)
+		for _, t := range tailsOf[fp] {
+			if t != 0 {
+				tailers[t] = append(tailers[t], fp)
 			}
 		}
 		work = append(work, fp)
@@ -320,26 +354,64 @@ func (g *gen) planDirect() {
 		fp := work[len(work)-1]
 		work = work[:len(work)-1]
 		a := fp.f.Func.Addr
-		if keepers[a] != fp || fp.keepsTail(keepers, leaves) {
+		if keepers[a] != fp || fp.keepsTail(tailsOf[fp], keepers, leaves) {
 			continue
 		}
 		delete(keepers, a)
 		work = append(work, tailers[a]...)
 	}
-	g.directCalls = map[uint64]directCall{}
-	for _, fg := range g.funcs {
+	// Each function's calls are decided on every worker (the maps are
+	// read only), and the callees' variants made here, in order.
+	pend := make([][]pendingDirect, len(g.funcs))
+	par.Each(len(g.funcs), g.workers, func(i int) {
+		fg := g.funcs[i]
 		if fg.closed {
-			continue // its calls are closed calls [decisions 57, 64]
+			return // its calls are closed calls [decisions 57, 64]
 		}
 		for _, c := range fg.f.Graph.Calls {
 			if !fg.plainCall(c) {
 				continue
 			}
-			if dc, ok := fg.directCallTo(c.Target, keepers, leaves, plain); ok {
-				g.directCalls[c.Addr] = dc
+			if pd, ok := fg.directCallTo(c.Target, keepers, leaves, plain); ok {
+				pd.at = c.Addr
+				pend[i] = append(pend[i], pd)
 			}
 		}
+	})
+	for i, fg := range g.funcs {
+		if len(pend[i]) == 0 {
+			continue
+		}
+		ds := make([]directCallAt, len(pend[i]))
+		for j, pd := range pend[i] {
+			dc := directCall{keep: pd.keep}
+			if pd.callee == nil {
+				dc.target = g.entries[pd.target]
+			} else {
+				dc.target = pd.callee.directLabel(pd.variant)
+			}
+			ds[j] = directCallAt{at: pd.at, dc: dc}
+		}
+		slices.SortFunc(ds, func(a, b directCallAt) int { return cmp.Compare(a.at, b.at) })
+		fg.directs = ds
 	}
+}
+
+// pendingDirect is planDirect's decision on one call, before the
+// callee's variant is made: callee's direct variant (keep or not) or,
+// with no callee, the ordinary entry of target.
+type pendingDirect struct {
+	at, target uint64
+	callee     *funcPlan
+	variant    bool
+	keep       bool
+}
+
+// directCallAt is a direct call (directCall) by the address of its call
+// instruction: funcPlan.directs, in address order.
+type directCallAt struct {
+	at uint64
+	dc directCall
 }
 
 // plainCall reports whether fp's call c is a direct call that returns,
@@ -371,25 +443,25 @@ func (fp *funcPlan) plainCall(c cfg.CallSite) bool {
 //
 // Calls are never inside a loop region, so fp's register at a call is
 // its path register.
-func (fp *funcPlan) directCallTo(target uint64, keepers, leaves, plain map[uint64]*funcPlan) (directCall, bool) {
+func (fp *funcPlan) directCallTo(target uint64, keepers, leaves, plain map[uint64]*funcPlan) (pendingDirect, bool) {
 	if callee, ok := leaves[target]; ok {
 		keep := !fp.fnHasPreg || !callee.f.Graph.Named.Has(int(fp.fnPreg))
 		if callee.trivial() {
-			return directCall{target: fp.g.entries[target], keep: keep}, keep
+			return pendingDirect{target: target, keep: keep}, keep
 		}
-		return directCall{target: callee.directLabel(false), keep: keep}, true
+		return pendingDirect{callee: callee, keep: keep}, true
 	}
 	if callee, ok := plain[target]; ok {
-		return directCall{target: callee.directLabel(false)}, true
+		return pendingDirect{callee: callee}, true
 	}
 	callee, ok := keepers[target]
 	switch {
 	case !ok:
-		return directCall{}, false
+		return pendingDirect{}, false
 	case !callee.closed && fp.fnHasPreg && callee.fnPreg == fp.fnPreg:
-		return directCall{target: callee.directLabel(true), keep: true}, true
+		return pendingDirect{callee: callee, variant: true, keep: true}, true
 	}
-	return directCall{target: callee.directLabel(false)}, true
+	return pendingDirect{callee: callee}, true
 }
 
 // directLabel is fp's direct entry variant for callers that keep their
@@ -409,21 +481,19 @@ func b2i(b bool) int {
 	return 0
 }
 
-// keepsTail reports whether each of fp's tail jumps leaves its path
-// register as its exit restored it until control returns to fp's caller:
-// a direct jump to a keeper with the same register (whose entry saves
-// the register and whose exits restore it), or to a frameless or trivial
-// function that never names it (leaves). An indirect tail jump, or one
-// to code that is not instrumented, could overwrite it.
-func (fp *funcPlan) keepsTail(keepers, leaves map[uint64]*funcPlan) bool {
-	for _, ed := range fp.f.Graph.Edges {
-		if ed.Kind != cfg.EdgeTailCall {
+// keepsTail reports whether each of fp's tail jumps (to tails: 0 for an
+// indirect one) leaves its path register as its exit restored it until
+// control returns to fp's caller: a direct jump to a keeper with the same
+// register (whose entry saves the register and whose exits restore it),
+// or to a frameless or trivial function that never names it (leaves). An
+// indirect tail jump, or one to code that is not instrumented, could
+// overwrite it.
+func (fp *funcPlan) keepsTail(tails []uint64, keepers, leaves map[uint64]*funcPlan) bool {
+	for _, t := range tails {
+		if c, ok := keepers[t]; ok && t != 0 && c.fnPreg == fp.fnPreg {
 			continue
 		}
-		if c, ok := keepers[ed.Target]; ok && ed.Target != 0 && c.fnPreg == fp.fnPreg {
-			continue
-		}
-		if t, ok := leaves[ed.Target]; ok && ed.Target != 0 && !t.f.Graph.Named.Has(int(fp.fnPreg)) {
+		if l, ok := leaves[t]; ok && t != 0 && !l.f.Graph.Named.Has(int(fp.fnPreg)) {
 			continue
 		}
 		return false
@@ -437,8 +507,11 @@ func (fg *funcGen) directCallOf(in *x86.Info) (directCall, bool) {
 	if in.Kind != x86.Call || fg.inLoop >= 0 {
 		return directCall{}, false // no look-up in the program-wide map
 	}
-	dc, ok := fg.g.directCalls[in.Addr]
-	return dc, ok
+	i, ok := slices.BinarySearchFunc(fg.directs, in.Addr, func(d directCallAt, a uint64) int { return cmp.Compare(d.at, a) })
+	if !ok {
+		return directCall{}, false
+	}
+	return fg.directs[i].dc, true
 }
 
 // quiet reports whether fp is a framed function that leaves Thread.R and

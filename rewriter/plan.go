@@ -107,6 +107,8 @@ type funcPlan struct {
 	// (directCall.keep).
 	direct    [2]enc.Label
 	hasDirect [2]bool
+	// directs are its direct calls (planDirect), by call address.
+	directs []directCallAt
 	// loopCopies are the loops whose later iterations run in a copy
 	// that counts at its head [decision 58] (planLoopCopies), by
 	// header; copyBack maps each one's backedge (taken in the first

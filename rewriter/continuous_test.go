@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -121,14 +122,24 @@ func killAfter(t *testing.T, what, prog string, args []string, env, dir string, 
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// The processes are live once their files have a header: a process
-	// killed between making its file and writing the header (a fork
-	// child makes its own at its first count) leaves a file of zeros,
-	// which the reader refuses; under load that window is long enough
-	// for a kill timed from the file's appearance to land in it.
+	// The processes are live once their files have taken the profile's
+	// name, which they do with a whole header: a process killed between
+	// making its file and writing the header (a fork child makes its own
+	// at its first count) leaves only its temporary file. Until then the
+	// directory is read as often as it can be, and a file under a
+	// profile's name must start with the magic every time.
 	deadline := time.Now().Add(20 * time.Second)
-	for liveFiles(t, dir) < procs && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		n, bad := liveFiles(t, dir)
+		if bad != "" {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+			t.Fatalf("%s: %s", what, bad)
+		}
+		if n >= procs {
+			break
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 	time.Sleep(d)
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -138,11 +149,15 @@ func killAfter(t *testing.T, what, prog string, args []string, env, dir string, 
 	}
 }
 
-// liveFiles counts the files in dir that start with a live profile's
-// magic, which the runtime writes last in the header (live_init).
-func liveFiles(t *testing.T, dir string) int {
-	n := 0
+// liveFiles counts the files in dir under a profile's name (not a
+// temporary "<name>.tmp.<pid>"), and says which one, if any, does not
+// start with a live profile's magic, which the runtime writes last in
+// the header (live_init) before the file takes its name (cont_publish).
+func liveFiles(t *testing.T, dir string) (n int, bad string) {
 	for _, name := range dirNames(t, dir) {
+		if strings.Contains(name, ".tmp.") {
+			continue
+		}
 		b := make([]byte, len(cct.LiveMagic))
 		f, err := os.Open(filepath.Join(dir, name))
 		if err != nil {
@@ -150,11 +165,12 @@ func liveFiles(t *testing.T, dir string) int {
 		}
 		k, _ := io.ReadFull(f, b)
 		f.Close()
-		if k == len(b) && cct.IsLive(b) {
-			n++
+		if k < len(b) || !cct.IsLive(b) {
+			return n, fmt.Sprintf("%s is under the profile's name with %q for a header", name, b[:k])
 		}
+		n++
 	}
-	return n
+	return n, ""
 }
 
 // liveOwn are livekill's own functions, whose counts checkLive checks

@@ -151,18 +151,28 @@ static u64 cont_map(long fd, u64 base, u64 cap)
 
 /* cont_file creates the live file of process pid and keeps its name,
  * inode and descriptor (moved up, out of the program's way); the
- * descriptor, or an error. */
+ * descriptor, or an error. The file is made as "<name>.tmp.<pid>"
+ * (rt.cont_tmp) and takes its name once its header is whole
+ * (cont_publish), so that a process killed in between leaves no file of
+ * zeros under the profile's name. */
 static long cont_file(u64 pid)
 {
-	u64 st[18];
+	u64 st[18], n;
 	long fd, hi;
+	char num[24], *p = utoa(num + sizeof(num), pid);
 	if (!profile_name(pid, rt.cont_name, sizeof(rt.cont_name)))
 		return -36; /* ENAMETOOLONG */
-	fd = sc3(SYS_open, rt.cont_name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	n = str_len(rt.cont_name);
+	mem_copy(rt.cont_tmp, rt.cont_name, n);
+	mem_copy(rt.cont_tmp + n, ".tmp.", 5);
+	mem_copy(rt.cont_tmp + n + 5, p, (u64)(num + sizeof(num) - p));
+	rt.cont_tmp[n + 5 + (u64)(num + sizeof(num) - p)] = 0;
+	fd = sc3(SYS_open, rt.cont_tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (failed(fd))
 		return fd;
 	if (failed(sc2(SYS_fstat, fd, st)) || ((u32)st[3] & 0170000) != 0100000) {
 		sc1(SYS_close, fd);
+		sc1(SYS_unlink, rt.cont_tmp);
 		return -22; /* not a regular file (a device, a FIFO): no mapping */
 	}
 	rt.cont_ino = st[1];
@@ -172,6 +182,18 @@ static long cont_file(u64 pid)
 		fd = hi;
 	}
 	return fd;
+}
+
+/* cont_publish gives the live file, its header whole, the profile's
+ * name; where it cannot, the file keeps its temporary one (which the
+ * message names) and the runtime that name. */
+static void cont_publish(void)
+{
+	long r = sc2(SYS_rename, rt.cont_tmp, rt.cont_name);
+	if (failed(r)) {
+		say("continuous mode (%c): the profile is ", rt.cont_tmp, ": it could not be renamed", r);
+		mem_copy(rt.cont_name, rt.cont_tmp, str_len(rt.cont_tmp) + 1);
+	}
 }
 
 /*
@@ -198,6 +220,7 @@ static void cont_open(void)
 	if (!base || failed(sc2(SYS_ftruncate, fd, BLPP_LIVE_HEADER_SIZE))) {
 		say("continuous mode (%c): cannot map ", rt.cont_name, ", the profile is written at the exit", 0);
 		sc1(SYS_close, fd);
+		sc1(SYS_unlink, rt.cont_tmp);
 		return;
 	}
 	rt.cont_fd = fd;
@@ -206,6 +229,7 @@ static void cont_open(void)
 	rt.cont_top = rt.cont_fsize = BLPP_LIVE_HEADER_SIZE;
 	rt.cont_pid = getpid();
 	live_init(rt.cont_pid);
+	cont_publish();
 	rt.cont = 1;
 }
 
@@ -234,8 +258,10 @@ static int cont_fault(u64 addr)
 	fd = cont_file(pid);
 	if (failed(fd) || failed(sc2(SYS_ftruncate, fd, rt.cont_top)) || !cont_map(fd, base, rt.cont_cap)) {
 		/* No file: zeros in private memory, counted at the exit. */
-		if (!failed(fd))
+		if (!failed(fd)) {
 			sc1(SYS_close, fd);
+			sc1(SYS_unlink, rt.cont_tmp);
+		}
 		if (failed(sc6(SYS_mmap, (long)base, (long)rt.cont_cap, PROT_RW, MAP_PRIVATE_ANON | MAP_NORESERVE | MAP_FIXED, -1, 0)))
 			return 0;
 		say("continuous mode (%c): a fork child cannot make its file; its profile is written at the exit", "", "", fd);
@@ -247,6 +273,7 @@ static int cont_fault(u64 addr)
 	rt.cont_fsize = rt.cont_top;
 	rt.cont_pid = pid;
 	live_init(pid);
+	cont_publish();
 	return 1;
 }
 

@@ -256,6 +256,7 @@ struct proc {
 	long cont_fd;
 	u64 cont_ino, cont_pid;
 	char cont_name[4096];
+	char cont_tmp[4096 + 32]; /* the live file until its header is whole */
 	struct mod *mods[BLPP_MAX_MODULE_TAG + 1]; /* by tag */
 	struct samp *samp; /* sampling (blpp_sample.c), 0: none */
 	/* KIDS0_WORDS words of zeros that may only be read: the node lists

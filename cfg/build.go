@@ -47,8 +47,11 @@ type builder struct {
 	order []instAt
 	mk    *makeScratch
 	work  []uint64
-	// leaders are block starts besides those implied by control transfers.
-	leaders map[uint64]bool
+	// lead marks block starts besides those implied by control
+	// transfers, a flag per byte of each range beside cover (setLeader,
+	// leader): a map of them was a tenth of makeBlocks' time in a large
+	// library.
+	lead [][]bool
 	// fallOut maps an instruction that runs off the end of the range into
 	// the entry of the next procedure (an implicit tail call) to that entry.
 	fallOut map[uint64]uint64
@@ -75,10 +78,10 @@ type builder struct {
 // garbage. Nothing a builder returns points into its buffer.
 var instsPool sync.Pool
 
-// blocksPool and coverPool keep the builders' other scratch arrays: the
-// blocks as they are found (the graph gets a copy of their final
-// number) and the per-byte cover of the ranges.
-var blocksPool, coverPool sync.Pool
+// blocksPool, coverPool and leadPool keep the builders' other scratch
+// arrays: the blocks as they are found (the graph gets a copy of their
+// final number), and the per-byte cover and leader flags of the ranges.
+var blocksPool, coverPool, leadPool sync.Pool
 
 // buildGraph analyses one procedure. It never panics on any input: every
 // problem becomes a Reason.
@@ -95,7 +98,7 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		}
 	}
 	bd := &builder{b: b, env: e, f: f, g: g, ranges: f.Ranges(),
-		leaders: map[uint64]bool{f.Addr: true}, fallOut: map[uint64]uint64{},
+		fallOut: map[uint64]uint64{},
 		callNoRet: map[uint64]bool{}, tables: map[uint64]*JumpTable{},
 		indTail: map[uint64]bool{}, tailCalls: map[uint64]uint64{}, unlocked: map[uint64]int32{}}
 	if buf, ok := instsPool.Get().(*[]x86.Info); ok {
@@ -128,14 +131,25 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		all = make([]int32, total)
 	}
 	defer coverPool.Put(&all)
+	var leadAll []bool
+	if buf, ok := leadPool.Get().(*[]bool); ok && uint64(cap(*buf)) >= total {
+		leadAll = (*buf)[:total]
+		clear(leadAll)
+	} else {
+		leadAll = make([]bool, total)
+	}
+	defer leadPool.Put(&leadAll)
 	bd.cover = make([][]int32, len(bd.ranges))
-	rest := all
+	bd.lead = make([][]bool, len(bd.ranges))
+	rest, lrest := all, leadAll
 	for i, r := range bd.ranges {
 		bd.cover[i], rest = rest[:r.Size:r.Size], rest[r.Size:]
+		bd.lead[i], lrest = lrest[:r.Size:r.Size], lrest[r.Size:]
 	}
+	bd.setLeader(f.Addr)
 	// Other entries first on the work stack: the entry is decoded first.
 	for i := len(f.Entries) - 1; i >= 0; i-- {
-		bd.leaders[f.Entries[i]] = true
+		bd.setLeader(f.Entries[i])
 		bd.work = append(bd.work, f.Entries[i])
 	}
 	bd.work = append(bd.work, f.Addr)
@@ -156,7 +170,7 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 			g.fail(ReasonEscapingJump, r.LandingPad, "landing pad outside the function")
 			return g
 		}
-		bd.leaders[r.LandingPad] = true
+		bd.setLeader(r.LandingPad)
 		// Below the entry on the work stack: the entry is decoded first.
 		bd.work = append([]uint64{r.LandingPad}, bd.work...)
 	}
@@ -223,6 +237,32 @@ func (bd *builder) rangeOf(addr uint64) int {
 	return -1
 }
 
+// setLeader marks addr as a block start. An address outside the ranges
+// starts no block of the procedure, and is not kept.
+func (bd *builder) setLeader(addr uint64) {
+	if ri := bd.rangeOf(addr); ri >= 0 {
+		bd.lead[ri][addr-bd.ranges[ri].Addr] = true
+	}
+}
+
+// leader reports whether setLeader marked addr.
+func (bd *builder) leader(addr uint64) bool {
+	ri := bd.rangeOf(addr)
+	return ri >= 0 && bd.lead[ri][addr-bd.ranges[ri].Addr]
+}
+
+// leaders yields the addresses setLeader marked, in address order
+// within each range.
+func (bd *builder) leaders(yield func(uint64) bool) {
+	for ri, lead := range bd.lead {
+		for off, ok := range lead {
+			if ok && !yield(bd.ranges[ri].Addr+uint64(off)) {
+				return
+			}
+		}
+	}
+}
+
 // instAt returns the index of the instruction starting at addr, or -1.
 func (bd *builder) instAt(addr uint64) int {
 	if i, ok := bd.unlocked[addr]; ok {
@@ -275,8 +315,8 @@ func (bd *builder) addUnlocked(in x86.Info) {
 func (bd *builder) addUnlockedAt(i int32) {
 	in := &bd.insts[i-1]
 	bd.unlocked[in.Addr] = i - 1
-	bd.leaders[in.Addr] = true
-	bd.leaders[in.Addr+uint64(in.Len)] = true
+	bd.setLeader(in.Addr)
+	bd.setLeader(in.Addr + uint64(in.Len))
 }
 
 // sameCover reports whether every entry of cov is c.
@@ -294,7 +334,7 @@ func sameCover(cov []int32, c int32) bool {
 // entry it is a tail call, anywhere else the procedure is refused.
 func (bd *builder) target(from, t uint64) {
 	if bd.rangeOf(t) >= 0 {
-		bd.leaders[t] = true
+		bd.setLeader(t)
 		bd.work = append(bd.work, t)
 		return
 	}
@@ -583,7 +623,7 @@ func (bd *builder) makeBlocks() {
 		i := x.i
 		in := &insts[i]
 		startOf[i] = -1
-		if cur == nil || bd.leaders[in.Addr] || cur.End != in.Addr {
+		if cur == nil || cur.End != in.Addr || bd.leader(in.Addr) {
 			g.Blocks = append(g.Blocks, Block{Addr: in.Addr, End: in.Addr})
 			lastOf = append(lastOf, i)
 			cur = &g.Blocks[len(g.Blocks)-1]

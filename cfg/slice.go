@@ -131,7 +131,7 @@ func (s *slicer) join(a uint64) bool {
 			n++
 		}
 	}
-	if n == 0 && s.bd.leaders[a] {
+	if n == 0 && s.bd.leader(a) {
 		return true // a landing pad
 	}
 	return n > 1

@@ -98,7 +98,7 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		}
 	}
 	bd := &builder{b: b, env: e, f: f, g: g, ranges: f.Ranges(),
-		fallOut: map[uint64]uint64{},
+		fallOut:   map[uint64]uint64{},
 		callNoRet: map[uint64]bool{}, tables: map[uint64]*JumpTable{},
 		indTail: map[uint64]bool{}, tailCalls: map[uint64]uint64{}, unlocked: map[uint64]int32{}}
 	if buf, ok := instsPool.Get().(*[]x86.Info); ok {

@@ -393,8 +393,14 @@ func (bd *builder) decodeAll() {
 			if rem := r.End() - a; uint64(len(code)) > rem {
 				code = code[:rem]
 			}
-			var inst x86.Info
-			if err := bd.dec.DecodeInfoTo(&inst, code, a); err != nil {
+			// Decoded in place, in the array's next element: nothing
+			// below adds an instruction before it is taken in (an Info
+			// is a few hundred bytes, made and copied for each of a
+			// large library's millions of instructions).
+			n := len(bd.insts)
+			bd.insts = slices.Grow(bd.insts, 1)
+			inst := &bd.insts[:n+1][n]
+			if err := bd.dec.DecodeInfoTo(inst, code, a); err != nil {
 				g.fail(ReasonBadDecode, a, "%v", err)
 				break
 			}
@@ -403,7 +409,7 @@ func (bd *builder) decodeAll() {
 			if c := cov[len(cov)-1]; c != 0 && bd.insts[c-1].Addr == a+1 {
 				// The lock-prefixed instruction is met after the one a
 				// branch reaches past its prefix: that one moves aside.
-				if _, ok := bd.unlockedOf(&inst, a+1); ok && sameCover(cov[1:], c) {
+				if _, ok := bd.unlockedOf(inst, a+1); ok && sameCover(cov[1:], c) {
 					bd.addUnlockedAt(c)
 					clear(cov)
 				}
@@ -420,7 +426,7 @@ func (bd *builder) decodeAll() {
 			for k := range cov {
 				cov[k] = idx
 			}
-			bd.insts = append(bd.insts, inst)
+			bd.insts = bd.insts[:n+1]
 			next := a + uint64(inst.Len)
 			cont := false
 			switch inst.Kind {

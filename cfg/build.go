@@ -52,6 +52,9 @@ type builder struct {
 	// leader): a map of them was a tenth of makeBlocks' time in a large
 	// library.
 	lead [][]bool
+	// leadList holds the same addresses in the order they were marked,
+	// for the data flow's walk over them (regconst.go).
+	leadList []uint64
 	// fallOut maps an instruction that runs off the end of the range into
 	// the entry of the next procedure (an implicit tail call) to that entry.
 	fallOut map[uint64]uint64
@@ -241,7 +244,10 @@ func (bd *builder) rangeOf(addr uint64) int {
 // starts no block of the procedure, and is not kept.
 func (bd *builder) setLeader(addr uint64) {
 	if ri := bd.rangeOf(addr); ri >= 0 {
-		bd.lead[ri][addr-bd.ranges[ri].Addr] = true
+		if l := &bd.lead[ri][addr-bd.ranges[ri].Addr]; !*l {
+			*l = true
+			bd.leadList = append(bd.leadList, addr)
+		}
 	}
 }
 
@@ -251,14 +257,12 @@ func (bd *builder) leader(addr uint64) bool {
 	return ri >= 0 && bd.lead[ri][addr-bd.ranges[ri].Addr]
 }
 
-// leaders yields the addresses setLeader marked, in address order
-// within each range.
+// leaders yields the addresses setLeader marked, in the order it
+// marked them.
 func (bd *builder) leaders(yield func(uint64) bool) {
-	for ri, lead := range bd.lead {
-		for off, ok := range lead {
-			if ok && !yield(bd.ranges[ri].Addr+uint64(off)) {
-				return
-			}
+	for _, a := range bd.leadList {
+		if !yield(a) {
+			return
 		}
 	}
 }

@@ -222,12 +222,7 @@ func (e *Entry) rows(to []Row, first bool) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The working state's rules grow as the prologue saves registers;
-	// room for the callee-saved ones spares an array per push (its array
-	// is its own: rows and the remember stack take copies).
-	cur := init
-	cur.Regs = append(make([]RegRule, 0, len(init.Regs)+8), init.Regs...)
-	m := machine{cie: e.CIE, p: parser{addr: e.CIE.dataAddr, opts: e.CIE.opts}, init: init, cur: cur, loc: e.Begin, end: e.End, first: first}
+	m := machine{cie: e.CIE, p: parser{addr: e.CIE.dataAddr, opts: e.CIE.opts}, init: init, cur: init.clone(), loc: e.Begin, end: e.End, first: first}
 	m.rows, m.base = append(to, Row{Addr: e.Begin, State: init}), len(to)
 	b := newBuf(e.Program, e.Off+len(e.raw)-len(e.Program))
 	if err := m.run(&b, false); err != nil {

@@ -112,7 +112,9 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	if bd.mk == nil {
 		bd.mk = &makeScratch{}
 	}
+	bd.leadList = bd.mk.leads[:0]
 	defer func() {
+		bd.mk.leads = bd.leadList[:0]
 		makePool.Put(bd.mk)
 		bd.dec.Release()
 		buf := bd.insts[:0]
@@ -562,6 +564,7 @@ type makeScratch struct {
 	lastOf  []int32
 	edges   []Edge
 	calls   []CallSite
+	leads   []uint64 // builder.leadList's array
 }
 
 // ownEdges gives the graph its own copy of the edges and calls makeBlocks

@@ -96,7 +96,12 @@ type Binary struct {
 
 	data     []byte
 	sections []Section // allocated sections with data, sorted by Addr
-	symbols  []Symbol  // function symbols, sorted by Addr
+	// hot is 1 + the index in sections of the largest executable section
+	// when it overlaps no other, else 0: section tries it first, since
+	// the analysis asks for its code once per instruction (in a large
+	// library the binary search was 2% of the rewrite's time).
+	hot     int
+	symbols []Symbol // function symbols, sorted by Addr
 	// relative maps the address of each R_X86_64_RELATIVE (and RELR)
 	// relocated word to the value the loader stores there, before load bias.
 	relative map[uint64]uint64
@@ -305,6 +310,29 @@ func (b *Binary) loadSections() error {
 			return malformed(int64(s.Off), "sections %s and %s overlap", p.Name, s.Name)
 		}
 	}
+	return b.placeHot()
+}
+
+// placeHot sets b.hot from b.sections (sorted).
+func (b *Binary) placeHot() error {
+	hot := -1
+	for i := range b.sections {
+		if s := &b.sections[i]; s.Exec && s.data != nil && (hot < 0 || s.Size > b.sections[hot].Size) {
+			hot = i
+		}
+	}
+	if hot >= 0 {
+		hs := &b.sections[hot]
+		for i := range b.sections {
+			// Alone, every address of the section finds it by the
+			// search too.
+			if s := &b.sections[i]; i != hot && s.Addr < hs.Addr+hs.Size && hs.Addr < s.Addr+s.Size {
+				hot = -1
+				break
+			}
+		}
+	}
+	b.hot = hot + 1
 	return nil
 }
 
@@ -313,6 +341,11 @@ func (b *Binary) Sections() []Section { return b.sections }
 
 // section finds the allocated section holding addr.
 func (b *Binary) section(addr uint64) *Section {
+	if b.hot > 0 {
+		if s := &b.sections[b.hot-1]; addr-s.Addr < s.Size {
+			return s
+		}
+	}
 	i := sort.Search(len(b.sections), func(i int) bool { return b.sections[i].Addr+b.sections[i].Size > addr })
 	if i < len(b.sections) && b.sections[i].Addr <= addr {
 		return &b.sections[i]

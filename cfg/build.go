@@ -47,8 +47,14 @@ type builder struct {
 	order []instAt
 	mk    *makeScratch
 	work  []uint64
-	// leaders are block starts besides those implied by control transfers.
-	leaders map[uint64]bool
+	// lead marks block starts besides those implied by control
+	// transfers, a flag per byte of each range beside cover (setLeader,
+	// leader): a map of them was a tenth of makeBlocks' time in a large
+	// library.
+	lead [][]bool
+	// leadList holds the same addresses in the order they were marked,
+	// for the data flow's walk over them (regconst.go).
+	leadList []uint64
 	// fallOut maps an instruction that runs off the end of the range into
 	// the entry of the next procedure (an implicit tail call) to that entry.
 	fallOut map[uint64]uint64
@@ -75,10 +81,10 @@ type builder struct {
 // garbage. Nothing a builder returns points into its buffer.
 var instsPool sync.Pool
 
-// blocksPool and coverPool keep the builders' other scratch arrays: the
-// blocks as they are found (the graph gets a copy of their final
-// number) and the per-byte cover of the ranges.
-var blocksPool, coverPool sync.Pool
+// blocksPool, coverPool and leadPool keep the builders' other scratch
+// arrays: the blocks as they are found (the graph gets a copy of their
+// final number), and the per-byte cover and leader flags of the ranges.
+var blocksPool, coverPool, leadPool sync.Pool
 
 // buildGraph analyses one procedure. It never panics on any input: every
 // problem becomes a Reason.
@@ -95,7 +101,7 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		}
 	}
 	bd := &builder{b: b, env: e, f: f, g: g, ranges: f.Ranges(),
-		leaders: map[uint64]bool{f.Addr: true}, fallOut: map[uint64]uint64{},
+		fallOut:   map[uint64]uint64{},
 		callNoRet: map[uint64]bool{}, tables: map[uint64]*JumpTable{},
 		indTail: map[uint64]bool{}, tailCalls: map[uint64]uint64{}, unlocked: map[uint64]int32{}}
 	if buf, ok := instsPool.Get().(*[]x86.Info); ok {
@@ -106,7 +112,9 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	if bd.mk == nil {
 		bd.mk = &makeScratch{}
 	}
+	bd.leadList = bd.mk.leads[:0]
 	defer func() {
+		bd.mk.leads = bd.leadList[:0]
 		makePool.Put(bd.mk)
 		bd.dec.Release()
 		buf := bd.insts[:0]
@@ -128,14 +136,25 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 		all = make([]int32, total)
 	}
 	defer coverPool.Put(&all)
+	var leadAll []bool
+	if buf, ok := leadPool.Get().(*[]bool); ok && uint64(cap(*buf)) >= total {
+		leadAll = (*buf)[:total]
+		clear(leadAll)
+	} else {
+		leadAll = make([]bool, total)
+	}
+	defer leadPool.Put(&leadAll)
 	bd.cover = make([][]int32, len(bd.ranges))
-	rest := all
+	bd.lead = make([][]bool, len(bd.ranges))
+	rest, lrest := all, leadAll
 	for i, r := range bd.ranges {
 		bd.cover[i], rest = rest[:r.Size:r.Size], rest[r.Size:]
+		bd.lead[i], lrest = lrest[:r.Size:r.Size], lrest[r.Size:]
 	}
+	bd.setLeader(f.Addr)
 	// Other entries first on the work stack: the entry is decoded first.
 	for i := len(f.Entries) - 1; i >= 0; i-- {
-		bd.leaders[f.Entries[i]] = true
+		bd.setLeader(f.Entries[i])
 		bd.work = append(bd.work, f.Entries[i])
 	}
 	bd.work = append(bd.work, f.Addr)
@@ -156,7 +175,7 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 			g.fail(ReasonEscapingJump, r.LandingPad, "landing pad outside the function")
 			return g
 		}
-		bd.leaders[r.LandingPad] = true
+		bd.setLeader(r.LandingPad)
 		// Below the entry on the work stack: the entry is decoded first.
 		bd.work = append([]uint64{r.LandingPad}, bd.work...)
 	}
@@ -239,62 +258,12 @@ func (bd *builder) instAt(addr uint64) int {
 	return int(c - 1)
 }
 
-// unlockedOf decodes the instruction at a, one byte into the
-// instruction o, and reports whether it is o without the lock prefix
-// o starts with: glibc's atomics in code that may run single-threaded
-// branch over the prefix (`cmpl $0,__libc_single_threaded; je 1f; lock;
-// 1: cmpxchg ...`), so both decodings run. No other overlap is
-// accepted: both instructions end at the same address, change the same
-// operands the same way, and transfer no control, so each is a block of
-// its own that falls through to that address, and relocating each on
-// its own keeps its meaning.
-func (bd *builder) unlockedOf(o *x86.Info, a uint64) (x86.Info, bool) {
-	if a != o.Addr+1 || !o.Lock || o.Kind != x86.Other {
-		return x86.Info{}, false
-	}
-	code := bd.b.Code(o.Addr)
-	if len(code) < o.Len || code[0] != 0xf0 {
-		return x86.Info{}, false
-	}
-	in, err := x86.Decode(code[1:o.Len], a)
-	if err != nil || in.Len != o.Len-1 || in.Op != o.Op || in.Kind != x86.Other || in.Lock {
-		return x86.Info{}, false
-	}
-	return in.Info, true
-}
-
-// addUnlocked records in, the instruction past a skipped lock prefix: it
-// starts a block, and so does the instruction after it (shared with the
-// prefixed instruction, whose block must not run on into this one's).
-func (bd *builder) addUnlocked(in x86.Info) {
-	bd.insts = append(bd.insts, in)
-	bd.addUnlockedAt(int32(len(bd.insts)))
-}
-
-// addUnlockedAt records insts[i-1] as an instruction past a lock prefix.
-func (bd *builder) addUnlockedAt(i int32) {
-	in := &bd.insts[i-1]
-	bd.unlocked[in.Addr] = i - 1
-	bd.leaders[in.Addr] = true
-	bd.leaders[in.Addr+uint64(in.Len)] = true
-}
-
-// sameCover reports whether every entry of cov is c.
-func sameCover(cov []int32, c int32) bool {
-	for _, v := range cov {
-		if v != c {
-			return false
-		}
-	}
-	return true
-}
-
 // target handles the destination of a direct jump or conditional branch:
 // inside the procedure it is queued for decoding, at another procedure's
 // entry it is a tail call, anywhere else the procedure is refused.
 func (bd *builder) target(from, t uint64) {
 	if bd.rangeOf(t) >= 0 {
-		bd.leaders[t] = true
+		bd.setLeader(t)
 		bd.work = append(bd.work, t)
 		return
 	}
@@ -353,8 +322,14 @@ func (bd *builder) decodeAll() {
 			if rem := r.End() - a; uint64(len(code)) > rem {
 				code = code[:rem]
 			}
-			var inst x86.Info
-			if err := bd.dec.DecodeInfoTo(&inst, code, a); err != nil {
+			// Decoded in place, in the array's next element: nothing
+			// below adds an instruction before it is taken in (an Info
+			// is a few hundred bytes, made and copied for each of a
+			// large library's millions of instructions).
+			n := len(bd.insts)
+			bd.insts = slices.Grow(bd.insts, 1)
+			inst := &bd.insts[:n+1][n]
+			if err := bd.dec.DecodeInfoTo(inst, code, a); err != nil {
 				g.fail(ReasonBadDecode, a, "%v", err)
 				break
 			}
@@ -363,7 +338,7 @@ func (bd *builder) decodeAll() {
 			if c := cov[len(cov)-1]; c != 0 && bd.insts[c-1].Addr == a+1 {
 				// The lock-prefixed instruction is met after the one a
 				// branch reaches past its prefix: that one moves aside.
-				if _, ok := bd.unlockedOf(&inst, a+1); ok && sameCover(cov[1:], c) {
+				if _, ok := bd.unlockedOf(inst, a+1); ok && sameCover(cov[1:], c) {
 					bd.addUnlockedAt(c)
 					clear(cov)
 				}
@@ -380,7 +355,7 @@ func (bd *builder) decodeAll() {
 			for k := range cov {
 				cov[k] = idx
 			}
-			bd.insts = append(bd.insts, inst)
+			bd.insts = bd.insts[:n+1]
 			next := a + uint64(inst.Len)
 			cont := false
 			switch inst.Kind {
@@ -512,6 +487,7 @@ type makeScratch struct {
 	lastOf  []int32
 	edges   []Edge
 	calls   []CallSite
+	leads   []uint64 // builder.leadList's array
 }
 
 // ownEdges gives the graph its own copy of the edges and calls makeBlocks
@@ -583,7 +559,7 @@ func (bd *builder) makeBlocks() {
 		i := x.i
 		in := &insts[i]
 		startOf[i] = -1
-		if cur == nil || bd.leaders[in.Addr] || cur.End != in.Addr {
+		if cur == nil || cur.End != in.Addr || bd.leader(in.Addr) {
 			g.Blocks = append(g.Blocks, Block{Addr: in.Addr, End: in.Addr})
 			lastOf = append(lastOf, i)
 			cur = &g.Blocks[len(g.Blocks)-1]

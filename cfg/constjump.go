@@ -22,7 +22,7 @@ func (bd *builder) constJump(s *slicer, i int) bool {
 		return false // an entry is entered by a tail call, not a branch
 	}
 	bd.tables[in.Addr] = &JumpTable{Jump: in.Addr, Entries: 1, Const: true, Targets: []uint64{t}}
-	bd.leaders[t] = true
+	bd.setLeader(t)
 	bd.work = append(bd.work, t)
 	return true
 }

@@ -1,7 +1,9 @@
 package cfg
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -167,6 +169,14 @@ func (g *Graph) BreaksPath(e EdgeID) bool {
 		return false
 	}
 	last := g.Blocks[ed.From].Last
+	// The builder adds the calls in block order, one at most per block
+	// (a call ends its block): the search finds the block's call there.
+	// A graph made otherwise is looked through, as it always was (for
+	// each return edge of a procedure with thousands of calls, that was
+	// quadratic).
+	if i, ok := slices.BinarySearchFunc(g.Calls, ed.From, func(c CallSite, b BlockID) int { return cmp.Compare(c.Block, b) }); ok && g.Calls[i].Addr == last {
+		return g.Calls[i].ReturnsTwice
+	}
 	for i := range g.Calls {
 		if g.Calls[i].Addr == last {
 			return g.Calls[i].ReturnsTwice

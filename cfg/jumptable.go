@@ -268,7 +268,7 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 	bd.tables[in.Addr] = jt
 	for k, t := range jt.Targets {
 		if !jt.IsDead(k) {
-			bd.leaders[t] = true
+			bd.setLeader(t)
 			bd.work = append(bd.work, t)
 		}
 	}

@@ -1,9 +1,11 @@
 package cfg
 
 import (
+	"cmp"
 	"math/rand"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/blpp/blpp/cfg/x86"
@@ -104,5 +106,53 @@ func TestBranches(t *testing.T) {
 	}
 	if s := br.Sources(0); s != nil && want[0] == nil {
 		t.Fatalf("sources of 0: %x", s)
+	}
+}
+
+// TestNewBranches compares newBranches with a sort by destination, then
+// source, on pairs whose sources rise (the sweep's order, radix sorted)
+// and on shuffled ones, with destinations that share their high bytes,
+// repeat, or differ anywhere. Leaving out the passes of the highest
+// bytes fails it.
+func TestNewBranches(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for _, n := range []int{0, 1, 5, 255, 256, 1000, 100000} {
+		for _, shuffle := range []bool{false, true} {
+			to := make([]uint64, n)
+			from := make([]uint64, n)
+			src := uint64(0x400000)
+			for i := range to {
+				switch rng.Intn(4) {
+				case 0:
+					to[i] = rng.Uint64() // data decoded as code
+				case 1:
+					to[i] = 0x400000 + uint64(rng.Intn(64)) // a few hot targets
+				default:
+					to[i] = 0x400000 + uint64(rng.Intn(1<<24))
+				}
+				src += 1 + uint64(rng.Intn(15))
+				from[i] = src
+			}
+			if shuffle {
+				rng.Shuffle(n, func(i, j int) { from[i], from[j] = from[j], from[i] })
+			}
+			type pair struct{ to, from uint64 }
+			want := make([]pair, n)
+			for i := range want {
+				want[i] = pair{to[i], from[i]}
+			}
+			slices.SortFunc(want, func(a, b pair) int {
+				if a.to != b.to {
+					return cmp.Compare(a.to, b.to)
+				}
+				return cmp.Compare(a.from, b.from)
+			})
+			br := newBranches(to, from)
+			for i := range want {
+				if br.to[i] != want[i].to || br.from[i] != want[i].from {
+					t.Fatalf("n %d, shuffled %v: pair %d is (%#x, %#x), want (%#x, %#x)", n, shuffle, i, br.to[i], br.from[i], want[i].to, want[i].from)
+				}
+			}
+		}
 	}
 }

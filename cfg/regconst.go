@@ -108,7 +108,7 @@ func (s *slicer) constRegs() []regState {
 	unknown := regState{reached: true}
 	enter(bd.instAt(bd.f.Addr), &unknown)
 	for a := range bd.leaders {
-		if i := bd.instAt(a); i >= 0 && !s.tableTarget[a] && s.targets[a] == nil {
+		if i := bd.instAt(a); i >= 0 && !s.tableTarget[a] && s.branchesTo(a) == nil {
 			// A landing pad, or a block only an unresolved jump reaches.
 			enter(i, &unknown)
 		}

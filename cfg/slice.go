@@ -1,6 +1,9 @@
 package cfg
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/blpp/blpp/cfg/x86"
 
 	"golang.org/x/arch/x86/x86asm"
@@ -68,21 +71,42 @@ func addLin(x, y sym) sym {
 // slicer walks backwards along the unique predecessor chain of a
 // procedure's decoded instructions.
 type slicer struct {
-	bd          *builder
-	targets     map[uint64][]int // direct branches to address
-	tableTarget map[uint64]bool  // targets of the tables resolved so far
+	bd *builder
+	// branchTo and branchFrom are the procedure's direct jumps and
+	// conditional branches as (target, instruction) pairs, sorted by
+	// target, then instruction (branchesTo). A map of them was a third
+	// of the slicers' set-up in a large library.
+	branchTo    []uint64
+	branchFrom  []int
+	tableTarget map[uint64]bool // targets of the tables resolved so far
 	consts      map[int]constResult
 	regs        []regState // constRegs, computed on first use
 	refs        map[uint64]bool
 }
 
 func newSlicer(bd *builder) *slicer {
-	s := &slicer{bd: bd, targets: make(map[uint64][]int), tableTarget: make(map[uint64]bool)}
+	s := &slicer{bd: bd, tableTarget: make(map[uint64]bool)}
+	type branch struct {
+		to uint64
+		i  int
+	}
+	var bs []branch
 	for i := range bd.insts {
-		in := &bd.insts[i]
-		if in.Kind == x86.Jmp || in.Kind == x86.Jcc {
-			s.targets[in.Target] = append(s.targets[in.Target], i)
+		if in := &bd.insts[i]; in.Kind == x86.Jmp || in.Kind == x86.Jcc {
+			bs = append(bs, branch{in.Target, i})
 		}
+	}
+	// Sources in ascending order per target, as appending them in
+	// instruction order gave.
+	slices.SortFunc(bs, func(x, y branch) int {
+		if x.to != y.to {
+			return cmp.Compare(x.to, y.to)
+		}
+		return cmp.Compare(x.i, y.i)
+	})
+	s.branchTo, s.branchFrom = make([]uint64, len(bs)), make([]int, len(bs))
+	for k, b := range bs {
+		s.branchTo[k], s.branchFrom[k] = b.to, b.i
 	}
 	for _, jt := range bd.tables {
 		for _, t := range jt.Targets {
@@ -90,6 +114,20 @@ func newSlicer(bd *builder) *slicer {
 		}
 	}
 	return s
+}
+
+// branchesTo returns the direct jumps and conditional branches to a,
+// in instruction order (nil where there are none). The slice is shared.
+func (s *slicer) branchesTo(a uint64) []int {
+	lo, ok := slices.BinarySearch(s.branchTo, a)
+	if !ok {
+		return nil
+	}
+	hi := lo + 1
+	for hi < len(s.branchTo) && s.branchTo[hi] == a {
+		hi++
+	}
+	return s.branchFrom[lo:hi:hi]
 }
 
 // endAt returns the instruction that ends at a, and whether there is
@@ -120,7 +158,7 @@ func (s *slicer) endAt(a uint64) (int, bool) {
 // than one place, so that a slice walking back from it along one
 // predecessor would describe only some of the paths.
 func (s *slicer) join(a uint64) bool {
-	n := len(s.targets[a])
+	n := len(s.branchesTo(a))
 	if s.tableTarget[a] || a == s.bd.f.Addr {
 		n += 2
 	}
@@ -131,7 +169,7 @@ func (s *slicer) join(a uint64) bool {
 			n++
 		}
 	}
-	if n == 0 && s.bd.leaders[a] {
+	if n == 0 && s.bd.leader(a) {
 		return true // a landing pad
 	}
 	return n > 1
@@ -151,7 +189,7 @@ func (s *slicer) prev(i int) (int, bool) {
 			}
 		}
 	}
-	if ts := s.targets[a]; len(ts) == 1 {
+	if ts := s.branchesTo(a); len(ts) == 1 {
 		return ts[0], true
 	}
 	return -1, false
@@ -203,7 +241,7 @@ func (s *slicer) preds(x int) []int {
 	if s.tableTarget[a] || a == s.bd.f.Addr {
 		return nil
 	}
-	ps := append([]int(nil), s.targets[a]...)
+	ps := append([]int(nil), s.branchesTo(a)...)
 	if p, ok := s.endAt(a); ok {
 		switch s.bd.insts[p].Kind {
 		case x86.Jmp, x86.JmpIndirect, x86.Ret, x86.Halt:

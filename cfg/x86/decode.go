@@ -270,14 +270,37 @@ func DecodeInfoTo(in *Info, code []byte, addr uint64) error {
 // decodeInfoTo is DecodeInfoTo through d's table (d may be nil).
 func decodeInfoTo(d *Decoder, in *Info, code []byte, addr uint64) error {
 	*in = Info{}
+	rest := code
 	if len(code) > maxLen {
 		code = code[:maxLen]
 	}
-	var l layout
-	if err := scanTo(code, &l); err != nil {
-		return &DecodeError{Addr: addr, Bytes: append([]byte(nil), code...), Err: err}
+	if d == nil {
+		var l layout
+		if err := scanTo(code, &l); err != nil {
+			return &DecodeError{Addr: addr, Bytes: append([]byte(nil), code...), Err: err}
+		}
+		k0, k1, rel, disp := memoKey(code[:l.n], &l)
+		if err := memoDecode(d, in, code[:l.n], addr, &l, k0, k1, rel, disp); err != nil {
+			*in = Info{}
+			return err
+		}
+		return nil
 	}
-	if err := memoDecode(d, in, code[:l.n], addr, &l); err != nil {
+	// A Decoder scans the instruction that follows before looking this
+	// one up, and starts the loads of its slots: the caller nearly always
+	// decodes it next, and its slots then come from the cache.
+	a := &d.ahead
+	if !a.matches(code) {
+		a.ok = false
+		if err := scanTo(code, &a.l); err != nil {
+			return &DecodeError{Addr: addr, Bytes: append([]byte(nil), code...), Err: err}
+		}
+		a.k0, a.k1, a.rel, a.disp = memoKey(code[:a.l.n], &a.l)
+	}
+	l := a.l
+	k0, k1, rel, disp := a.k0, a.k1, a.rel, a.disp
+	d.scanAhead(rest[l.n:])
+	if err := memoDecode(d, in, code[:l.n], addr, &l, k0, k1, rel, disp); err != nil {
 		*in = Info{}
 		return err
 	}

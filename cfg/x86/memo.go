@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -291,6 +292,43 @@ func unpack(w *packed, in *Info) (signExt bool) {
 // through the shared table alone.
 type Decoder struct {
 	near [1 << nearBits]nearSlot
+	// ahead is the instruction after the last one decoded, scanned and
+	// its slots prefetched (decodeInfoTo).
+	ahead ahead
+}
+
+// ahead is the length decoder's answer for an instruction and its table
+// key, with what identifies its bytes: the 16 bytes read from its
+// array, and its length as given (at most maxLen; the layout depends on
+// those bytes alone). The bytes are compared rather than the address,
+// so an array written again between two decodings is scanned again.
+type ahead struct {
+	r0, r1 uint64
+	n      int
+	l      layout
+	k0, k1 uint64
+	rel    int64
+	disp   uint32
+	ok     bool
+}
+
+// raw16 returns the 16 bytes at the start of code's array as two
+// words, or false when its array holds fewer.
+func raw16(code []byte) (r0, r1 uint64, ok bool) {
+	if cap(code) < 16 {
+		return 0, 0, false
+	}
+	w := code[:16]
+	return binary.LittleEndian.Uint64(w[:8]), binary.LittleEndian.Uint64(w[8:]), true
+}
+
+// matches reports whether a was made from code's bytes.
+func (a *ahead) matches(code []byte) bool {
+	if !a.ok || len(code) != a.n {
+		return false
+	}
+	r0, r1, ok := raw16(code)
+	return ok && r0 == a.r0 && r1 == a.r1
 }
 
 // nearBits sizes a Decoder's table: 4096 slots of 64 bytes.
@@ -317,15 +355,36 @@ func (d *Decoder) DecodeInfoTo(in *Info, code []byte, addr uint64) error {
 	return decodeInfoTo(d, in, code, addr)
 }
 
+// scanAhead scans the instruction at the start of code into d.ahead
+// and touches its slots in d's table and the shared one, so that their
+// cache lines are on their way while the caller works on the current
+// instruction (the shared table's look-ups miss the cache for most
+// instructions of a large library).
+func (d *Decoder) scanAhead(code []byte) {
+	a := &d.ahead
+	a.ok = false
+	if len(code) > maxLen {
+		code = code[:maxLen]
+	}
+	r0, r1, ok := raw16(code)
+	if !ok || scanTo(code, &a.l) != nil {
+		return
+	}
+	a.r0, a.r1, a.n, a.ok = r0, r1, len(code), true
+	a.k0, a.k1, a.rel, a.disp = memoKey(code[:a.l.n], &a.l)
+	h, slots := memoSlots(a.k0, a.k1)
+	prefetch(unsafe.Pointer(&d.near[h>>20&(1<<nearBits-1)]))
+	prefetch(unsafe.Pointer(&slots[0]))
+}
+
 // memoDecode is DecodeInfo through the tables (d's first, when there is
-// one), into in (zero).
-func memoDecode(d *Decoder, in *Info, code []byte, addr uint64, l *layout) error {
+// one), into in (zero); k0, k1, rel and disp are memoKey's answer.
+func memoDecode(d *Decoder, in *Info, code []byte, addr uint64, l *layout, k0, k1 uint64, rel int64, disp uint32) error {
 	if memoOff.Load() {
 		full, err := decode(code, addr, l)
 		*in = full.Info
 		return err
 	}
-	k0, k1, rel, disp := memoKey(code, l)
 	h, slots := memoSlots(k0, k1)
 	var near *nearSlot
 	if d != nil {

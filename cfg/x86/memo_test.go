@@ -258,3 +258,40 @@ func plainAgrees(in *Info, code []byte) string {
 	}
 	return ""
 }
+
+// TestDecoderAheadRewritten: a Decoder scans the instruction after the
+// one it decodes ahead of time; when the array is written between the
+// two decodings, the second must be of the new bytes. Each case puts
+// an instruction at 0 and another of the same length at its end,
+// decodes the first, writes a third instruction of that length over
+// the second, and wants the third's decoding.
+func TestDecoderAheadRewritten(t *testing.T) {
+	cases := []struct{ first, second, third []byte }{
+		// push %rbp; ret written over pop %rbx (one byte each)
+		{[]byte{0x55}, []byte{0x5b}, []byte{0xc3}},
+		// mov %rsp,%rbp; xor %rax,%rax written over test %rdi,%rdi
+		{[]byte{0x48, 0x89, 0xe5}, []byte{0x48, 0x85, 0xff}, []byte{0x48, 0x31, 0xc0}},
+		// nop; jmp rel32 written over call rel32
+		{[]byte{0x90}, []byte{0xe8, 1, 2, 3, 4}, []byte{0xe9, 4, 3, 2, 1}},
+	}
+	for i, c := range cases {
+		buf := make([]byte, 64)
+		copy(buf, c.first)
+		copy(buf[len(c.first):], c.second)
+		d := NewDecoder()
+		var in Info
+		if err := d.DecodeInfoTo(&in, buf, 0x1000); err != nil || in.Len != len(c.first) {
+			t.Fatalf("case %d: first: %v, length %d", i, err, in.Len)
+		}
+		copy(buf[len(c.first):], c.third)
+		at := uint64(0x1000 + len(c.first))
+		if err := d.DecodeInfoTo(&in, buf[len(c.first):], at); err != nil {
+			t.Fatalf("case %d: third: %v", i, err)
+		}
+		want, err := DecodeInfo(buf[len(c.first):], at)
+		if err != nil || in != want {
+			t.Errorf("case %d: got %+v, want %+v (%v)", i, in, want, err)
+		}
+		d.Release()
+	}
+}

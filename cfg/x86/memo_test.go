@@ -220,9 +220,22 @@ func TestMemoKey(t *testing.T) {
 // the graph builder and code generation do: after the first pass,
 // nearly every instruction is answered by a table.
 func BenchmarkMemoDecode(b *testing.B) {
-	f, err := elf.Open("/usr/lib/x86_64-linux-gnu/libc.so.6")
+	benchDecodeText(b, "/usr/lib/x86_64-linux-gnu/libc.so.6", "libc6")
+}
+
+// BenchmarkSweepLLVM decodes libLLVM's .text the same way: a library
+// whose distinct instructions do not fit the processor's caches, so the
+// tables' look-ups miss.
+func BenchmarkSweepLLVM(b *testing.B) {
+	benchDecodeText(b, "/usr/lib/x86_64-linux-gnu/libLLVM-16.so.1", "libllvm16")
+}
+
+// benchDecodeText decodes the .text of the library at path (from Debian
+// package pkg) once per iteration, linearly, through one Decoder.
+func benchDecodeText(b *testing.B, path, pkg string) {
+	f, err := elf.Open(path)
 	if err != nil {
-		b.Skip("needs libc.so.6 (Debian package libc6)")
+		b.Skipf("needs %s (Debian package %s)", path, pkg)
 	}
 	s := f.Section(".text")
 	code, err := s.Data()
@@ -233,6 +246,7 @@ func BenchmarkMemoDecode(b *testing.B) {
 	d := NewDecoder()
 	defer d.Release()
 	var in Info
+	n := 0
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for off := 0; off < len(code); {
@@ -240,9 +254,11 @@ func BenchmarkMemoDecode(b *testing.B) {
 				off++
 				continue
 			}
+			n++
 			off += in.Len
 		}
 	}
+	b.ReportMetric(float64(n)/float64(b.N), "insts/op")
 }
 
 // plainAgrees says how Plain(code) differs from what in, the decoding of

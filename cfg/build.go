@@ -86,6 +86,17 @@ var instsPool sync.Pool
 // final number), and the per-byte cover and leader flags of the ranges.
 var blocksPool, coverPool, leadPool sync.Pool
 
+// pooledZeros returns n zero values of T in an array from pool (which
+// holds *[]T) when one is large enough, else in a new one.
+func pooledZeros[T any](pool *sync.Pool, n uint64) []T {
+	if buf, ok := pool.Get().(*[]T); ok && uint64(cap(*buf)) >= n {
+		s := (*buf)[:n]
+		clear(s)
+		return s
+	}
+	return make([]T, n)
+}
+
 // buildGraph analyses one procedure. It never panics on any input: every
 // problem becomes a Reason.
 func buildGraph(b *Binary, e env, f *Function) *Graph {
@@ -128,21 +139,9 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	for _, r := range bd.ranges {
 		total += r.Size
 	}
-	var all []int32
-	if buf, ok := coverPool.Get().(*[]int32); ok && uint64(cap(*buf)) >= total {
-		all = (*buf)[:total]
-		clear(all)
-	} else {
-		all = make([]int32, total)
-	}
+	all := pooledZeros[int32](&coverPool, total)
 	defer coverPool.Put(&all)
-	var leadAll []bool
-	if buf, ok := leadPool.Get().(*[]bool); ok && uint64(cap(*buf)) >= total {
-		leadAll = (*buf)[:total]
-		clear(leadAll)
-	} else {
-		leadAll = make([]bool, total)
-	}
+	leadAll := pooledZeros[bool](&leadPool, total)
 	defer leadPool.Put(&leadAll)
 	bd.cover = make([][]int32, len(bd.ranges))
 	bd.lead = make([][]bool, len(bd.ranges))

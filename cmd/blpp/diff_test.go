@@ -89,8 +89,12 @@ func TestAnnotate(t *testing.T) {
 	if !strings.Contains(out, "*:") {
 		t.Errorf("annotate main: no hot line marked:\n%s", out)
 	}
+	i := strings.Index(out, "int main")
+	if i < 0 || i+20 > len(out) {
+		t.Fatalf("annotate main: no source line of main:\n%s", out)
+	}
 	file := mustBlpp(t, "annotate", prof, "--binary", inst, "switch.c")
-	if !strings.Contains(file, out[strings.Index(out, "int main"):strings.Index(out, "int main")+20]) {
+	if !strings.Contains(file, out[i:i+20]) {
 		t.Errorf("annotate switch.c lacks main")
 	}
 	dis := mustBlpp(t, "annotate", prof, "--binary", inst, "--disasm", "main")

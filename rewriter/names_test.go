@@ -2,6 +2,7 @@ package rewriter_test
 
 import (
 	"debug/elf"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -136,4 +137,76 @@ func TestGDBNames(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGDBRuntimeFrames stops gdb in the runtime's C and requires its
+// backtrace to leave the runtime for the program's frames (decision 159):
+//   - in blpp_rt_enter, which the blpp_enter stub calls at a function's
+//     first entry in a new context: at one of its stops the backtrace goes
+//     through the stub into inner, middle, outer and main, by the runtime's
+//     own FDEs, which the rewriter moves into the output's .eh_frame;
+//   - in blpp_rt_signal at "names segv" (the fault passed to the program,
+//     whose action is the default): the backtrace goes through
+//     blpp_sig_entry and the signal frame, which gdb knows by the
+//     restorer's name, into inner, middle, outer and main.
+//
+// Without the FDEs gdb stops at the stub or wanders into garbage; without
+// the restorer's name it stops at the signal frame.
+func TestGDBRuntimeFrames(t *testing.T) {
+	gdb := fixture.RequireTool(t, "gdb", "gdb")
+	for _, c := range []fixture.Config{
+		{CC: "gcc", Opt: "-O2", PIE: true},
+		{CC: "gcc", Opt: "-O2", Static: true},
+		{CC: "clang", Opt: "-O2", PIE: true, Strip: true, Extra: []string{"-rdynamic"}},
+	} {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			_, inst := rewriteTo(t, "names.c", c, dir)
+			stacks, out := gdbStacks(t, gdb, dir, "break blpp_rt_enter\ncommands\nbt\ncontinue\nend\nrun\n", inst)
+			if !hasStack(stacks, "blpp_rt_enter blpp_enter inner middle outer main") {
+				t.Errorf("no backtrace from blpp_rt_enter reaches main through inner, middle and outer; gdb saw:\n%s", out)
+			}
+			stacks, out = gdbStacks(t, gdb, dir, "handle SIGSEGV nostop noprint pass\nbreak blpp_rt_signal\nrun\nbt\n", inst, "segv")
+			if !hasStack(stacks, "blpp_rt_signal blpp_sig_entry inner middle outer main") || !strings.Contains(out, "<signal handler called>") {
+				t.Errorf("the backtrace from blpp_rt_signal does not go through the signal frame to inner, middle, outer and main; gdb saw:\n%s", out)
+			}
+		})
+	}
+}
+
+// gdbStacks runs prog under gdb with a command script and returns the
+// function names of each backtrace printed (a stack per frame #0), and
+// gdb's output.
+func gdbStacks(t *testing.T, gdb, dir, script, prog string, args ...string) ([]string, string) {
+	t.Helper()
+	file := filepath.Join(dir, "gdb.cmd")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(gdb, append([]string{"-nx", "-batch", "-x", file, "--args", prog}, args...)...)
+	cmd.Env = append(cmd.Environ(), "LC_ALL=C", "BLPP_PROFILE="+filepath.Join(dir, "blpp.out"))
+	out, _ := cmd.CombinedOutput()
+	var stacks, cur []string
+	for _, m := range gdbFrame.FindAllStringSubmatch(string(out), -1) {
+		if m[1] == "0" && len(cur) > 0 {
+			stacks = append(stacks, strings.Join(cur, " "))
+			cur = nil
+		}
+		cur = append(cur, m[2])
+	}
+	if len(cur) > 0 {
+		stacks = append(stacks, strings.Join(cur, " "))
+	}
+	return stacks, string(out)
+}
+
+// hasStack reports whether one of stacks starts with the names of want.
+func hasStack(stacks []string, want string) bool {
+	for _, s := range stacks {
+		if s == want || strings.HasPrefix(s, want+" ") {
+			return true
+		}
+	}
+	return false
 }

@@ -598,6 +598,9 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	// (enc.Buf.Append), while their analysis goes.
 	g.buf.Place(codeAddr)
 	uw := newUnwinder(b)
+	if uw.rt, err = newRTFrame(img, rtText); err != nil {
+		return nil, nil, err
+	}
 	em := g.emitAll(uw, codeAddr)
 	phase.Mark("emitAll")
 	if len(em.failed) > 0 {

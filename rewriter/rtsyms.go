@@ -19,6 +19,13 @@ import (
 // what runs after it (static libc's exit path). The symbols come from the
 // embedded runtime object's own symbol table; a runtime without one gives
 // none.
+//
+// The runtime's signal restorer (blpp_sigreturn) is named __restore_rt,
+// like glibc's, whose bytes it has: gdb takes a frame for a signal
+// trampoline by that name (or by its bytes, but only inside a function
+// whose name says sigaction), and a backtrace from a handler the runtime
+// runs, or from the runtime itself at a fatal signal, then goes on into
+// the interrupted code (decision 159).
 func runtimeSymbols(rtText uint64, img *runtime.Image) []elfw.Symbol {
 	f, err := elf.NewFile(bytes.NewReader(runtime.ImageBytes()))
 	if err != nil {
@@ -35,7 +42,9 @@ func runtimeSymbols(rtText uint64, img *runtime.Image) []elfw.Symbol {
 			continue
 		}
 		name := s.Name
-		if !strings.HasPrefix(name, "blpp_") {
+		if name == runtime.SymSigreturn {
+			name = "__restore_rt"
+		} else if !strings.HasPrefix(name, "blpp_") {
 			name = "blpp_rt." + name
 		}
 		if seen[name] {

@@ -431,7 +431,7 @@ func lsdaSectionData(b *cfg.Binary, addr uint64) ([]byte, uint64) {
 }
 
 // buildEH lays out the exception-handling segment at addr.
-func buildEH(frame *ehframe.Frame, funcs []*ehFunc, codeAddr, addr uint64) (*ehSection, error) {
+func buildEH(frame *ehframe.Frame, funcs []*ehFunc, rt *rtFrame, codeAddr, addr uint64) (*ehSection, error) {
 	out := &ehSection{}
 	lsdaAddr := map[*ehFunc]uint64{}
 	for _, ef := range funcs {
@@ -464,6 +464,9 @@ func buildEH(frame *ehframe.Frame, funcs []*ehFunc, codeAddr, addr uint64) (*ehS
 		}
 		out.withFDE++
 	}
+	if err := rt.add(bld); err != nil {
+		return nil, err
+	}
 	fd, table := bld.Finish()
 	out.data = append(out.data, fd...)
 	out.frameSize = uint64(len(fd))
@@ -488,6 +491,7 @@ type unwinder struct {
 	frame *ehframe.Frame
 	opts  ehframe.Options
 	err   error
+	rt    *rtFrame // the runtime's tables, added after the functions'
 }
 
 func newUnwinder(b *cfg.Binary) *unwinder {
@@ -577,7 +581,7 @@ func unwindTables(u *unwinder, g *gen, infos []funcUnwind, codeAddr, size uint64
 			done <- r
 		}()
 		addr := pageUp(codeAddr + size)
-		r.eh, r.err = buildEH(u.frame, efs, codeAddr, addr)
+		r.eh, r.err = buildEH(u.frame, efs, u.rt, codeAddr, addr)
 		if r.err == nil {
 			r.eh.addr = addr
 		}

@@ -35,50 +35,73 @@
 
 	.text
 
+/* PUSHR and POPR push and pop a register and say so in the unwind
+ * tables: every stub and routine here has an FDE (FUNC opens it), so a
+ * debugger or profiler stopped in the runtime unwinds to the
+ * instrumented code that called it (decision 159). */
+.macro PUSHR reg
+	push	\reg
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset \reg, 0
+.endm
+
+.macro POPR reg
+	pop	\reg
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore \reg
+.endm
+
 /* SAVE pushes the flags and the caller-saved registers, plus %rbx, which
- * then holds the unaligned %rsp: 11 words, 88 bytes. */
+ * then holds the unaligned %rsp: 11 words, 88 bytes. From then on the
+ * frame's CFA is %rbx + 96 (the words, the return address). */
 .macro SAVE
 	pushfq
-	push	%rax
-	push	%rcx
-	push	%rdx
-	push	%rsi
-	push	%rdi
-	push	%r8
-	push	%r9
-	push	%r10
-	push	%r11
-	push	%rbx
+	.cfi_adjust_cfa_offset 8
+	PUSHR	%rax
+	PUSHR	%rcx
+	PUSHR	%rdx
+	PUSHR	%rsi
+	PUSHR	%rdi
+	PUSHR	%r8
+	PUSHR	%r9
+	PUSHR	%r10
+	PUSHR	%r11
+	PUSHR	%rbx
 	mov	%rsp, %rbx
+	.cfi_def_cfa_register %rbx
 	and	$-16, %rsp
 	cld
 .endm
 
 .macro RESTORE
 	mov	%rbx, %rsp
-	pop	%rbx
-	pop	%r11
-	pop	%r10
-	pop	%r9
-	pop	%r8
-	pop	%rdi
-	pop	%rsi
-	pop	%rdx
-	pop	%rcx
-	pop	%rax
+	.cfi_def_cfa_register %rsp
+	POPR	%rbx
+	POPR	%r11
+	POPR	%r10
+	POPR	%r9
+	POPR	%r8
+	POPR	%rdi
+	POPR	%rsi
+	POPR	%rdx
+	POPR	%rcx
+	POPR	%rax
 	popfq
+	.cfi_adjust_cfa_offset -8
 .endm
 
 /* FUNC starts global function name, hidden from the program it is linked
- * into; ENDFUNC sets its size. */
+ * into, and its FDE; ENDFUNC ends both. */
 .macro FUNC name
 	.globl	\name
 	.hidden	\name
 	.type	\name, @function
 \name:
+	.cfi_startproc
 .endm
 
 .macro ENDFUNC name
+	.cfi_endproc
 	.size	\name, . - \name
 .endm
 
@@ -256,6 +279,7 @@
  * entry is not a return, so the shadow stack stays paired.
  */
 	FUNC	blpp_start
+	.cfi_undefined %rip	/* the first frame: nothing called it */
 	endbr64
 	SAVE
 	lea	88(%rbx), %rdi
@@ -267,11 +291,18 @@
 /* blpp_sigreturn is the sa_restorer of the runtime's signal actions. Its
  * bytes are glibc's __restore_rt's (48 c7 c0 0f 00 00 00 0f 05), which
  * unwinders (libgcc's MD_FALLBACK_FRAME_STATE_FOR) and debuggers take
- * for a signal frame: a backtrace goes through it. */
-	FUNC	blpp_sigreturn
+ * for a signal frame: a backtrace goes through it. They find it only
+ * where no FDE covers it, nor the byte before it (an unwinder looks up a
+ * return address less one): so it has none, and a nop outside every FDE
+ * comes first, as glibc puts one before __restore_rt. */
+	nop
+	.globl	blpp_sigreturn
+	.hidden	blpp_sigreturn
+	.type	blpp_sigreturn, @function
+blpp_sigreturn:
 	.byte	0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00	/* mov $15,%rax (rt_sigreturn) */
 	syscall
-	ENDFUNC	blpp_sigreturn
+	.size	blpp_sigreturn, . - blpp_sigreturn
 
 /*
  * blpp_sig_entry is the kernel's handler of every signal whose action the
@@ -284,13 +315,13 @@
  */
 	FUNC	blpp_sig_entry
 	endbr64			/* the kernel enters it as a handler (decision 95) */
-	push	%rdi
-	push	%rsi
-	push	%rdx
+	PUSHR	%rdi
+	PUSHR	%rsi
+	PUSHR	%rdx
 	call	blpp_rt_signal
-	pop	%rdx
-	pop	%rsi
-	pop	%rdi
+	POPR	%rdx
+	POPR	%rsi
+	POPR	%rdi
 	test	%rax, %rax
 	jz	1f
 	mov	%rax, %r11
@@ -390,11 +421,13 @@
 
 	FUNC	blpp_libc_getcontext
 	push	$0
+	.cfi_adjust_cfa_offset 8
 	jmp	blpp_ctx_note
 	ENDFUNC	blpp_libc_getcontext
 
 	FUNC	blpp_libc_makecontext
 	push	$1
+	.cfi_adjust_cfa_offset 8
 	jmp	blpp_ctx_note
 	ENDFUNC	blpp_libc_makecontext
 
@@ -402,26 +435,28 @@
  * stack 16-aligned at the call (it was 8 off at the stub's entry and
  * the push made it aligned). */
 	FUNC	blpp_ctx_note
-	push	%rdi
-	push	%rsi
-	push	%rdx
-	push	%rcx
-	push	%r8
-	push	%r9
-	push	%rax
-	push	%r11
+	.cfi_adjust_cfa_offset 8	/* the stub's word above the return address */
+	PUSHR	%rdi
+	PUSHR	%rsi
+	PUSHR	%rdx
+	PUSHR	%rcx
+	PUSHR	%r8
+	PUSHR	%r9
+	PUSHR	%rax
+	PUSHR	%r11
 	mov	64(%rsp), %rsi
 	cld
 	call	blpp_rt_ctx_note
-	pop	%r11
-	pop	%rax
-	pop	%r9
-	pop	%r8
-	pop	%rcx
-	pop	%rdx
-	pop	%rsi
-	pop	%rdi
+	POPR	%r11
+	POPR	%rax
+	POPR	%r9
+	POPR	%r8
+	POPR	%rcx
+	POPR	%rdx
+	POPR	%rsi
+	POPR	%rdi
 	lea	8(%rsp), %rsp
+	.cfi_adjust_cfa_offset -8
 	jmp	*%r11
 	ENDFUNC	blpp_ctx_note
 
@@ -433,10 +468,11 @@
  */
 	FUNC	blpp_clone_start
 	endbr64			/* clone calls it through a register */
-	push	%rdi
+	PUSHR	%rdi
 	mov	16(%rdi), %rdi
 	call	blpp_rt_clone_child
 	pop	%rcx
+	.cfi_adjust_cfa_offset -8
 	mov	8(%rcx), %rdi
 	jmp	*(%rcx)
 	ENDFUNC	blpp_clone_start

@@ -65,6 +65,9 @@ const (
 	// (the main thread's block is set up): inline instrumentation tests it
 	// before it touches %gs and calls a stub while it is 0.
 	SymFastSlots = "blpp_fast_slots"
+	// SymSigreturn is the restorer of the runtime's signal actions, the
+	// bytes of glibc's __restore_rt, with no FDE (blpp_stubs.S).
+	SymSigreturn = "blpp_sigreturn"
 )
 
 var requiredSymbols = []string{SymStart, SymFini, SymModInit, SymConfig, SymEnter, SymExit, SymBackedge, SymLatWord, SymTailExit, SymSetjmpRet, SymForkChild, SymLeaf, SymLeave, SymDark, SymFastSlots, SymSysSigaction, SymLibcSigaction, SymLibcSignal, SymVforkChild, SymLibcClone, SymLibcClone3, SymLibcSwapcontext, SymLibcSetcontext, SymLibcGetcontext, SymLibcMakecontext, SymForkSys}
@@ -82,6 +85,12 @@ type Image struct {
 	// Symbols holds the offsets from the image start of every blpp_*
 	// function and object: at least the Sym* constants.
 	Symbols map[string]uint64
+	// Frame is the image's .eh_frame, linked at FrameAddr from the image
+	// start, after Text: the unwind tables of the runtime's C and its
+	// stubs. It is not part of Text; the rewriter moves its FDEs into
+	// the instrumented file's .eh_frame. Empty in an image without one.
+	Frame     []byte
+	FrameAddr uint64
 }
 
 // ErrImage marks a runtime image that Load cannot use; it means the
@@ -115,7 +124,7 @@ func Decode(data []byte) (*Image, error) {
 	if f.Class != elf.ELFCLASS64 || f.Machine != elf.EM_X86_64 {
 		return nil, bad("not an x86-64 ELF64 file")
 	}
-	var text, rodata, dataSec, bss *elf.Section
+	var text, rodata, frame, dataSec, bss *elf.Section
 	for _, s := range f.Sections {
 		if s.Flags&elf.SHF_ALLOC == 0 {
 			continue
@@ -125,6 +134,8 @@ func Decode(data []byte) (*Image, error) {
 			text = s
 		case ".rodata":
 			rodata = s
+		case ".eh_frame":
+			frame = s
 		case ".data":
 			dataSec = s
 		case ".bss":
@@ -147,6 +158,15 @@ func Decode(data []byte) (*Image, error) {
 		return nil, bad(".data at %#x is not page aligned after the text", dataSec.Addr)
 	}
 	img := &Image{DataOff: dataSec.Addr, Symbols: map[string]uint64{}}
+	if frame != nil {
+		if frame.Addr < textEnd || frame.Addr+frame.Size > dataSec.Addr {
+			return nil, bad(".eh_frame at %#x is not between the text and the data", frame.Addr)
+		}
+		if img.Frame, err = frame.Data(); err != nil || uint64(len(img.Frame)) != frame.Size {
+			return nil, bad("reading .eh_frame: %v", err)
+		}
+		img.FrameAddr = frame.Addr
+	}
 	img.Text = make([]byte, textEnd)
 	for _, s := range []*elf.Section{text, rodata} {
 		if s == nil {

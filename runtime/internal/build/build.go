@@ -33,11 +33,14 @@ const GCCVersion = "12.2.0"
 
 // CFlags are the pinned flags for both C and assembly sources. They make
 // freestanding, position-independent code that never touches vector
-// registers and needs no loader.
+// registers and needs no loader. The unwind tables are not loaded with
+// the image: the rewriter adds their FDEs to the instrumented file's own
+// .eh_frame, so debuggers and profilers unwind out of the runtime
+// (decision 159).
 var CFlags = []string{
 	"-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
 	"-ffreestanding", "-fno-builtin", "-nostdlib",
-	"-fno-stack-protector", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-fno-exceptions",
+	"-fno-stack-protector", "-fasynchronous-unwind-tables", "-fno-exceptions",
 	"-mgeneral-regs-only", "-fPIC", "-fvisibility=hidden", "-fcf-protection=full",
 	"-fno-jump-tables", "-fno-plt",
 }
@@ -252,8 +255,10 @@ func CheckObject(data []byte) error {
 	return nil
 }
 
-// allowedSections are the only sections a linked image may load.
-var allowedSections = map[string]bool{".text": true, ".rodata": true, ".data": true, ".bss": true}
+// allowedSections are the only allocated sections a linked image may
+// have: .eh_frame lies in the text segment but is not copied with it
+// (runtime.Decode keeps it apart, as Image.Frame).
+var allowedSections = map[string]bool{".text": true, ".rodata": true, ".eh_frame": true, ".data": true, ".bss": true}
 
 // Check verifies a linked image: an x86-64 executable without dynamic
 // segment or interpreter, with no relocation section, no undefined

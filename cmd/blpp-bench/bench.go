@@ -117,6 +117,9 @@ func parseVariants(list string) ([]variant, error) {
 type workload struct {
 	name string
 	src  string // C source built natively and with gcov counters; "" for an installed program
+	// cflags are src's own compiler flags, in both builds (after it: its
+	// libraries too).
+	cflags []string
 	// cmd is how the timed runs run it, shareCmd how the callgrind run of
 	// the dynamic share does (at --share-scale).
 	cmd, shareCmd command
@@ -313,7 +316,7 @@ func buildVariants(c *config, w *workload, bdir string) error {
 		switch {
 		case v == gcov && w.src != "":
 			w.bins[gcov] = filepath.Join(bdir, name+".gcov")
-			if err := compile(c.cc, w.src, w.bins[gcov], "-fprofile-arcs"); err != nil {
+			if err := compile(c.cc, w.src, w.bins[gcov], append([]string{"-fprofile-arcs"}, w.cflags...)...); err != nil {
 				return err
 			}
 		case v.isBlpp():
@@ -353,8 +356,7 @@ func buildVariants(c *config, w *workload, bdir string) error {
 // compile builds one executable at -O2 with the compiler's defaults
 // otherwise (on Debian: PIE), as a user's release build would be.
 func compile(cc, src, out string, extra ...string) error {
-	args := append([]string{"-O2"}, extra...)
-	args = append(args, "-o", out, src)
+	args := append([]string{"-O2", "-o", out, src}, extra...)
 	cmd := exec.Command(cc, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

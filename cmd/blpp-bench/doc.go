@@ -50,8 +50,11 @@
 // spend their time in the executable (lua5.4, gawk, python3, bc, troff,
 // cppcheck, re2c, m4), each with a workload of about a second at scale 100
 // (scripts under testdata/real, other inputs generated deterministically),
-// and calls.c, a call-heavy C program of ours built from source so that
-// gcov can be put beside blpp. An installed program is copied into the
+// and two programs built here, natively and with -fprofile-arcs, so that
+// gcov can be put beside blpp: lua-src, Lua 5.4 from Debian's source as
+// one unit (fetched as --pgo fetches it, or --lua-src; skipped, saying
+// why, where neither works), running lua5.4's script, and calls.c, a
+// call-heavy C program of ours. An installed program is copied into the
 // build directory and rewritten from there, executable only, as blpp
 // rewrite does; one that is not installed is skipped, naming its Debian
 // package (testdata/corpus/install.sh installs them). The variants run

@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.scale, "scale", 100, "workload size passed to every workload (100: ~0.5 s natively)")
 	fs.StringVar(&c.cc, "cc", "gcc", "C compiler (must accept -fprofile-arcs)")
 	fs.IntVar(&c.shareScale, "share-scale", 5, "workload size of the callgrind run that measures each workload's dynamic share, the executed instructions in instrumented functions (0: not measured; needs valgrind)")
-	fs.StringVar(&c.suite, "suite", "bench", "workloads to measure: bench (the loop kernels of testdata/bench) or real (installed call-heavy programs: lua5.4, gawk, python3, bc, troff, cppcheck, re2c, m4, and calls.c built with gcov)")
+	fs.StringVar(&c.suite, "suite", "bench", "workloads to measure: bench (the loop kernels of testdata/bench) or real (installed call-heavy programs: lua5.4, gawk, python3, bc, troff, cppcheck, re2c, m4; and, built here natively and with gcov, lua-src, Lua 5.4 from Debian's source, and calls.c)")
 	only := fs.String("only", "", "comma-separated workloads to run (default: all)")
 	variants := fs.String("variants", "all", "comma-separated variants to measure besides native: gcov, flow, ctx, ctx+tsc, ctx+s1k, ctx+s10k, ctx+tsc-nolat; all (the first five), sampled (ctx+s1k and ctx+s10k)")
 	fs.BoolVar(&c.asJSON, "json", false, "print one JSON object instead of the table")

@@ -23,6 +23,10 @@ type realProgram struct {
 	path string // the installed executable ("" for a program built from src)
 	pkg  string // the Debian package that installs it
 	src  string // C source under the data directory, built natively and with gcov counters
+	// source, when set, makes a C source in dir to build instead of src
+	// (natively and with gcov counters), with its own compiler and linker
+	// flags.
+	source func(c *config, dir string) (src string, cflags []string, err error)
 	// command is the command line at size scale. data is the directory of
 	// the committed scripts (cmd/blpp-bench/testdata/real); inputs is a
 	// directory of this size's own where it may write generated inputs.
@@ -81,6 +85,13 @@ var realSuite = []realProgram{
 	{name: "m4", path: "/usr/bin/m4", pkg: "m4",
 		command: func(scale int, data, _ string) (command, error) {
 			return command{args: []string{"-Dn=" + strconv.Itoa(scale), filepath.Join(data, "calls.m4")}}, nil
+		}},
+	// Lua 5.4 built here from Debian's source (as one unit), so that gcc's
+	// edge counting can be measured on a real interpreter beside blpp:
+	// the same script as lua5.4's.
+	{name: "lua-src", pkg: "gcc", source: luaOneUnit,
+		command: func(scale int, data, _ string) (command, error) {
+			return command{args: []string{filepath.Join(data, "calls.lua"), strconv.Itoa(scale)}}, nil
 		}},
 	{name: "calls", src: "calls.c", pkg: "gcc",
 		command: func(scale int, _, _ string) (command, error) { return sizeCommand(scale), nil }},
@@ -171,9 +182,14 @@ func pickReal(only []string) ([]realProgram, error) {
 
 // missing says why p cannot be measured here ("" when it can).
 func (p realProgram) missing(c *config) string {
-	if p.src != "" {
+	if p.src != "" || p.source != nil {
 		if err := c.needCC(); err != nil {
 			return err.Error()
+		}
+		if p.source != nil { // lua-src's: Debian's source, fetched once
+			if _, err := luaSource(c); err != nil {
+				return err.Error()
+			}
 		}
 		return ""
 	}
@@ -195,9 +211,16 @@ func buildReal(c *config, p realProgram, data, dir string) (*workload, error) {
 	}
 	w := &workload{name: p.name}
 	w.bins[native] = filepath.Join(bdir, p.name)
-	if p.src != "" {
+	if p.source != nil {
+		var err error
+		if w.src, w.cflags, err = p.source(c, bdir); err != nil {
+			return nil, err
+		}
+	} else if p.src != "" {
 		w.src = filepath.Join(data, p.src)
-		if err := compile(c.cc, w.src, w.bins[native]); err != nil {
+	}
+	if w.src != "" {
+		if err := compile(c.cc, w.src, w.bins[native], w.cflags...); err != nil {
 			return nil, err
 		}
 	} else if err := copyFile(p.path, w.bins[native]); err != nil {
@@ -327,4 +350,18 @@ func re2cInput(n int) string {
 	}
 	b.WriteString("\t[a-z]+ [0-9]* { return -1; }\n\t* { return -2; }\n\t*/\n}\n")
 	return b.String()
+}
+
+// luaOneUnit writes Lua 5.4's interpreter (Debian's source, luaSource) as
+// one translation unit in dir, with the flags of Lua's own linux build.
+func luaOneUnit(c *config, dir string) (string, []string, error) {
+	src, err := luaSource(c)
+	if err != nil {
+		return "", nil, err
+	}
+	one := filepath.Join(dir, "onelua.c")
+	if _, err := writeOneLua(src, one); err != nil {
+		return "", nil, err
+	}
+	return one, []string{"-I" + src, "-DLUA_USE_LINUX", "-lm", "-ldl"}, nil
 }

@@ -87,3 +87,40 @@ func TestRealSuite(t *testing.T) {
 		}
 	}
 }
+
+// TestRealSuiteLuaSource runs --suite real on lua-src (Lua 5.4 built here
+// from Debian's source, natively and with gcov) at a tiny size: its
+// variants run, gcov's among them, and print the native output. Without
+// the source (no deb-src lines for apt-get source, no cached copy) it
+// skips, or under BLPP_REQUIRE_TOOLS=1 fails; .ci/run enables deb-src.
+func TestRealSuiteLuaSource(t *testing.T) {
+	fixture.RequireTool(t, "gcc", "gcc")
+	fixture.RequireTool(t, "time", "time")
+	var stdout, stderr bytes.Buffer
+	if _, err := luaSource(&config{stderr: &stderr}); err != nil {
+		fixture.Missing(t, err.Error())
+	}
+	args := []string{"--suite", "real", "--only", "lua-src", "--runs", "1", "--warmup", "0", "--layouts", "1", "--scale", "1",
+		"--share-scale", "0", "--variants", "gcov,flow,ctx", "--json"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit status %d\nstderr:\n%s", code, stderr.String())
+	}
+	var rep report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout.String())
+	}
+	if len(rep.Workloads) != 1 || rep.Workloads[0].Name != "lua-src" {
+		t.Fatalf("unexpected report: %s", stdout.String())
+	}
+	wl := rep.Workloads[0]
+	var names []string
+	for _, v := range wl.Variants {
+		names = append(names, v.Name)
+		if len(v.WallMS) != 1 || v.Wall <= 0 {
+			t.Errorf("%s: runs %v, ratio %v", v.Name, v.WallMS, v.Wall)
+		}
+	}
+	if strings.Join(names, ",") != "native,gcov,flow,ctx" || !wl.Matched || wl.Instrumented < 500 {
+		t.Errorf("variants %v, matched %v, %d functions instrumented", names, wl.Matched, wl.Instrumented)
+	}
+}

@@ -167,6 +167,10 @@ func luaSource(c *config) (string, error) {
 	}
 	tree := filepath.Dir(d)
 	if err := os.Rename(tree, filepath.Join(cache, filepath.Base(tree))); err != nil {
+		// Another run may have put the same tree there first.
+		if d := cachedLua(cache); d != "" {
+			return d, nil
+		}
 		return "", fmt.Errorf("lua source: %w", err)
 	}
 	return filepath.Join(cache, filepath.Base(tree), "src"), nil

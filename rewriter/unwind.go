@@ -453,6 +453,11 @@ func buildEH(frame *ehframe.Frame, funcs []*ehFunc, codeAddr, addr uint64) (*ehS
 	}
 	out.frameOff = uint64(len(out.data))
 	bld := ehwrite.NewBuilder(addr + out.frameOff)
+	progBytes := 0
+	for _, ef := range funcs {
+		progBytes += len(ef.prog)
+	}
+	bld.Reserve(frame, len(funcs), progBytes)
 	if err := bld.CopyFrame(frame); err != nil {
 		return nil, fmt.Errorf(".eh_frame: %w", err)
 	}

@@ -509,20 +509,6 @@ func owned[S ~[]E, E any](s S) S {
 
 var makePool sync.Pool
 
-// entryLensFirst moves the lengths of block e's instructions to the
-// front of g.lens, ahead of those of the blocks before it in address
-// order, as makeBlocks moves the entry block e to index 0.
-func (g *Graph) entryLensFirst(e BlockID) {
-	start := 0
-	for _, blk := range g.Blocks[:e] {
-		start += blk.Insts
-	}
-	n := g.Blocks[e].Insts
-	moved := append([]InstLen(nil), g.lens[start:start+n]...)
-	copy(g.lens[n:start+n], g.lens[:start])
-	copy(g.lens, moved)
-}
-
 // makeBlocks splits the decoded instructions into blocks and adds edges.
 func (bd *builder) makeBlocks() {
 	g, insts := bd.g, bd.insts
@@ -568,20 +554,9 @@ func (bd *builder) makeBlocks() {
 		g.Blocks = (*buf)[:0]
 	}
 	var cur *Block
-	// The lengths go in address order, the entry block's moved to the
-	// front with it below. An instruction past a lock prefix was not
-	// decoded from its own start (unlockedOf): not called plain.
-	g.lens = make([]InstLen, len(byAddr))
-	sure := len(bd.unlocked) == 0
-	for k, x := range byAddr {
+	for _, x := range byAddr {
 		i := x.i
 		in := &insts[i]
-		if sure {
-			g.lens[k] = instLenOf(in, true)
-		} else {
-			_, unlocked := bd.unlocked[in.Addr]
-			g.lens[k] = instLenOf(in, !unlocked)
-		}
 		startOf[i] = -1
 		if cur == nil || cur.End != in.Addr || bd.leader(in.Addr) {
 			g.Blocks = append(g.Blocks, Block{Addr: in.Addr, End: in.Addr})
@@ -614,7 +589,7 @@ func (bd *builder) makeBlocks() {
 	ei := bd.instAt(bd.f.Addr)
 	if ei < 0 {
 		g.fail(ReasonBadDecode, bd.f.Addr, "the entry was not decoded")
-		g.Blocks, g.lens = nil, nil
+		g.Blocks = nil
 		return
 	}
 	// The edges and calls go to scratch arrays too (they grew by
@@ -622,7 +597,6 @@ func (bd *builder) makeBlocks() {
 	// each before link (ownEdges).
 	g.Edges, g.Calls = sc.edges[:0], sc.calls[:0]
 	if e := startOf[ei]; e > 0 {
-		g.entryLensFirst(e)
 		eb, el := g.Blocks[e], lastOf[e]
 		copy(g.Blocks[1:e+1], g.Blocks[:e])
 		copy(lastOf[1:e+1], lastOf[:e])

@@ -272,46 +272,12 @@ type Graph struct {
 	// scan is discovery's flow scan of the procedure, made by the
 	// builder while discovery runs (flowScan); discover takes it.
 	scan *funcScan
-	// lens holds what the builder's decoding says of each instruction
-	// (InstLens), block after block.
-	lens []InstLen
 	// adj holds every block's edge lists, successors then predecessors,
 	// block after block (link). A large binary has millions of blocks:
 	// one array per graph instead of two per block, and Blocks holds no
 	// pointers for the collector to follow.
 	adj []EdgeID
 }
-
-// InstLen is what the graph builder's decoding says of one instruction
-// to code that copies it: its length, and whether it is plain (Plain),
-// that is copied byte for byte: x86.Plain's answer for its bytes, kept
-// so that code generation need not decode the instruction again.
-type InstLen uint8
-
-const instPlain InstLen = 0x80
-
-// instLenOf is in's InstLen: plain exactly where x86.Plain says so of
-// in's bytes (its Kind Other, no rip-relative operand, no branch
-// field), or not plain when unsure.
-func instLenOf(in *x86.Info, sure bool) InstLen {
-	l := InstLen(in.Len)
-	if sure && in.Kind == x86.Other && !in.RIPRel && in.BranchSize == 0 {
-		l |= instPlain
-	}
-	return l
-}
-
-// Len is the instruction's length in bytes.
-func (l InstLen) Len() int { return int(l &^ instPlain) }
-
-// Plain reports whether the instruction is copied byte for byte: x86.Plain
-// gives its length.
-func (l InstLen) Plain() bool { return l&instPlain != 0 }
-
-// InstLens returns the InstLen of every instruction of the graph, block
-// after block in the order of Blocks, each block's Insts of them in
-// address order; nil for a graph the builder did not make.
-func (g *Graph) InstLens() []InstLen { return g.lens }
 
 // Succs lists the edges leaving block b, in a deterministic order (the
 // order of Edges). The slice is the graph's: callers must not change it.

@@ -127,13 +127,8 @@ func (fg *funcGen) emit() error {
 		}
 	}
 	endbr := fg.tableBlocks()
-	// The builder's word on each instruction (cfg.InstLen), block after
-	// block: a plain one is copied without decoding it again.
-	lens, next0 := gr.InstLens(), 0
 	for id := range gr.Blocks {
 		blk := &gr.Blocks[id]
-		blkLens := blockLens(lens, next0, blk)
-		next0 += blk.Insts
 		pk := fg.beginKind(kindPadding)
 		switch {
 		case align[id] && fallInto[id]:
@@ -165,21 +160,9 @@ func (fg *funcGen) emit() error {
 		a := blk.Addr
 		if id == 0 && lead {
 			a += 4 // the endbr64, copied at the entry
-			if len(blkLens) > 0 && blkLens[0].Len() == 4 {
-				blkLens = blkLens[1:]
-			} else {
-				blkLens = nil
-			}
 		}
-		for j := 0; a < blk.End; j++ {
-			rest := code[a-blk.Addr : blk.End-blk.Addr]
-			n := 0
-			if blkLens == nil {
-				n = x86.Plain(rest)
-			} else if blkLens[j].Plain() {
-				n = blkLens[j].Len()
-			}
-			if n, err := fg.plainAt(a, rest, n); err != nil {
+		for a < blk.End {
+			if n, err := fg.plainAt(a, code[a-blk.Addr:blk.End-blk.Addr]); err != nil {
 				return err
 			} else if n > 0 {
 				a += uint64(n)
@@ -187,11 +170,8 @@ func (fg *funcGen) emit() error {
 			}
 			in := &infos[k]
 			k ^= 1
-			if err := fg.dec.DecodeInfoTo(in, rest, a); err != nil {
+			if err := fg.dec.DecodeInfoTo(in, code[a-blk.Addr:blk.End-blk.Addr], a); err != nil {
 				return err
-			}
-			if blkLens != nil && blkLens[j].Len() != int(in.Len) {
-				blkLens = nil // not the builder's instructions: Plain decides
 			}
 			last = in
 			fg.mark(a, true)
@@ -312,32 +292,14 @@ func (fg *funcGen) closedCall(id cfg.BlockID, in *x86.Info, code []byte, next cf
 	return nil
 }
 
-// blockLens is blk's part of a graph's InstLens, which starts at index
-// first, or nil where the lengths do not add up to the block's (then
-// x86.Plain decides which instructions are plain).
-func blockLens(lens []cfg.InstLen, first int, blk *cfg.Block) []cfg.InstLen {
-	if first+blk.Insts > len(lens) {
-		return nil
-	}
-	l := lens[first : first+blk.Insts]
-	size := uint64(0)
-	for _, x := range l {
-		size += uint64(x.Len())
-	}
-	if size != blk.End-blk.Addr {
-		return nil
-	}
-	return l
-}
-
 // plainAt copies the instruction at a, whose bytes start code, when it
-// is not the block's last and moves byte for byte (n > 0: x86.Plain's
-// answer, or the graph builder's, cfg.InstLen) with no rewriting of its
-// own (a jump table load), and returns its length; or returns 0 and
-// copies nothing. Most of a procedure's instructions go this way,
-// without the decoding the others take (copyInst does for them what it
-// would have done for these).
-func (fg *funcGen) plainAt(a uint64, code []byte, n int) (int, error) {
+// is not the block's last and moves byte for byte (x86.Plain) with no
+// rewriting of its own (a jump table load), and returns its length; or
+// returns 0 and copies nothing. Most of a procedure's instructions go
+// this way, without the decoding the others take (copyInst does for
+// them what it would have done for these).
+func (fg *funcGen) plainAt(a uint64, code []byte) (int, error) {
+	n := x86.Plain(code)
 	if n == 0 || n >= len(code) {
 		return 0, nil // not plain, or the block's terminator
 	}

@@ -151,10 +151,7 @@ type tramp struct {
 
 // gen emits all instrumented functions into one buffer.
 type gen struct {
-	// planDec decodes while the functions' bodies are planned (one
-	// after another, before emission); nil otherwise.
-	planDec *x86.Decoder
-	b       *cfg.Binary
+	b *cfg.Binary
 	// buf is the image's code buffer, or in a view of gen that emits
 	// one function (pipeline.go), that function's child of it.
 	buf   *enc.Buf

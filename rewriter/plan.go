@@ -115,6 +115,9 @@ type funcPlan struct {
 	// copy, and leading to the copy of the header) to it.
 	loopCopies map[cfg.BlockID]*loopCopy
 	copyBack   map[cfg.EdgeID]*loopCopy
+	// newCopies are the loop copies planLoopCopies made, in the order
+	// it made them, until labelLoopCopies gives them their labels.
+	newCopies []*loopCopy
 }
 
 // SlotsMax bounds the slot counters of a thread block (virtual memory
@@ -487,16 +490,25 @@ func (fp *funcPlan) siteIDs() {
 	}
 }
 
+// planLoops plans the function's loop registers and loop copies from
+// its register liveness, which must be known (layout computes it on
+// every worker first). It reads the function's own plan and graph
+// alone and makes no label (labelLoopCopies does), so it runs for all
+// functions at once on the workers.
+func (fp *funcPlan) planLoops() {
+	fp.planLoopRegs()
+	fp.planLoopCopies()
+}
+
 // planBody plans what the function's body needs beyond its slot and
-// register (assignSlot, assignPathReg, planClosed): call-site ids, loop
-// registers and loop copies, from the register liveness and the sites
-// found for every function first (on every worker). It runs for every
-// function in order before any is emitted; call-site ids and labels
-// follow that order.
+// register (assignSlot, assignPathReg, planClosed) and its loops
+// (planLoops): call-site ids, from the sites found for every function
+// first, and the labels of the entries its tail jumps go to and of its
+// loop copies. It runs for every function in order before any is
+// emitted; call-site ids and labels follow that order.
 func (fp *funcPlan) planBody() {
 	fp.numberSites()
-	fp.planLoopRegs() // reads liveIn, which layout computed
-	fp.planLoopCopies()
+	fp.labelLoopCopies()
 }
 
 // hasSyscallLeave reports whether the function makes a system call that

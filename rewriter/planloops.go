@@ -251,16 +251,13 @@ func (fp *funcPlan) planLoopCopies() {
 		if fp.slot == 0 && !recOK {
 			continue
 		}
-		b := fp.g.buf
 		for id := range lc.next {
 			lc.blocks = append(lc.blocks, id)
 		}
 		lc.partial = len(lc.blocks) < len(l.Blocks)
 		sort.Slice(lc.blocks, func(i, j int) bool { return gr.Blocks[lc.blocks[i]].Addr < gr.Blocks[lc.blocks[j]].Addr })
-		for _, id := range lc.blocks {
-			lc.label[id] = b.NewLabel()
-		}
-		lc.top, lc.counter = b.NewLabel(), fp.slot+8+8*int32(p)
+		fp.newCopies = append(fp.newCopies, lc) // labelled by labelLoopCopies
+		lc.counter = fp.slot + 8 + 8*int32(p)
 		if fp.slot == 0 {
 			lc.record, lc.rec, lc.counter = true, rec, countsOff+8+8*int32(p)
 		}
@@ -277,6 +274,21 @@ func (fp *funcPlan) planLoopCopies() {
 			}
 		}
 	}
+}
+
+// labelLoopCopies makes the labels of the loop copies planLoopCopies
+// made, in the order it made them, each copy's blocks in address order
+// and then its top: the order planLoopCopies made them in when it ran on
+// one goroutine, so the image's labels do not depend on the workers.
+func (fp *funcPlan) labelLoopCopies() {
+	b := fp.g.buf
+	for _, lc := range fp.newCopies {
+		for _, id := range lc.blocks {
+			lc.label[id] = b.NewLabel()
+		}
+		lc.top = b.NewLabel()
+	}
+	fp.newCopies = nil
 }
 
 // likelyCycle picks, in natural loop l, a cycle from the header round
@@ -375,6 +387,8 @@ func (fp *funcPlan) copyable(id cfg.BlockID) bool {
 		return false
 	}
 	var in x86.Info
-	err := fp.g.planDec.DecodeInfoTo(&in, code[:blk.End-blk.Last], blk.Last)
+	// The shared table's answer (the functions are planned on every
+	// worker, without a Decoder of their own).
+	err := x86.DecodeInfoTo(&in, code[:blk.End-blk.Last], blk.Last)
 	return err == nil && (in.Kind == x86.Jcc || in.Kind == x86.Jmp || in.Kind == x86.Other)
 }

@@ -218,6 +218,7 @@ func RewriteTo(w io.WriterAt, in []byte, opts Options) (int64, *Summary, error) 
 	out, sum, err := rewriteRounds(in, opts)
 	phase.Mark("rounds")
 	werr := early.wait()
+	phase.Mark("earlyWait")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -574,25 +575,23 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 	g.planDirect()
 	g.planThunks(res.Program)
 	phase.Mark("planFuncs")
-	// Liveness and the call sites read the graph and the entries' plan
-	// alone: on every worker. planBody numbers the sites and makes
-	// labels, in order, on this one; siteIDs then moves the sites' maps
-	// to their ids, on every worker.
+	// Liveness, the call sites and the loops' plan read the graph and
+	// the entries' plan alone: on every worker. planBody numbers the
+	// sites and makes labels, in order, on this one; siteIDs then moves
+	// the sites' maps to their ids, on every worker.
 	par.Each(len(g.funcs), g.workers, func(i int) {
 		fg := g.funcs[i]
 		if !g.mode.Metrics {
 			fg.liveIn = fg.f.Graph.RegsLiveIn()
 		}
 		fg.findSites()
+		fg.planLoops()
 	})
 	phase.Mark("liveIn")
-	g.planDec = x86.NewDecoder()
 	for _, fg := range g.funcs {
 		fg.planBody()
 	}
 	par.Each(len(g.funcs), g.workers, func(i int) { g.funcs[i].siteIDs() })
-	g.planDec.Release()
-	g.planDec = nil
 	phase.Mark("planBody")
 	// The code grows by arrays of its own as functions are appended
 	// (enc.Buf.Append), while their analysis goes.

@@ -39,6 +39,21 @@ func newRTFrame(img *runtime.Image, text uint64) (*rtFrame, error) {
 	return &rtFrame{frame: f, text: text}, nil
 }
 
+// size is what add adds to a Builder: its FDEs and the bytes of their
+// programs, with room for the runtime's CIE among them (Builder.Reserve).
+func (r *rtFrame) size() (fdes, progBytes int) {
+	if r == nil {
+		return 0, 0
+	}
+	for _, c := range r.frame.CIEs {
+		progBytes += 64 + len(c.Augmentation) + len(c.Initial)
+	}
+	for _, e := range r.frame.Entries {
+		progBytes += len(e.Program)
+	}
+	return len(r.frame.Entries), progBytes
+}
+
 // add gives bld the runtime's FDEs at their place in the output.
 func (r *rtFrame) add(bld *ehwrite.Builder) error {
 	if r == nil {

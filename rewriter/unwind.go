@@ -453,6 +453,12 @@ func buildEH(frame *ehframe.Frame, funcs []*ehFunc, rt *rtFrame, codeAddr, addr 
 	}
 	out.frameOff = uint64(len(out.data))
 	bld := ehwrite.NewBuilder(addr + out.frameOff)
+	progBytes := 0
+	for _, ef := range funcs {
+		progBytes += len(ef.prog)
+	}
+	rtFDEs, rtBytes := rt.size()
+	bld.Reserve(frame, len(funcs)+rtFDEs, progBytes+rtBytes)
 	if err := bld.CopyFrame(frame); err != nil {
 		return nil, fmt.Errorf(".eh_frame: %w", err)
 	}

@@ -380,3 +380,62 @@ func TestEncodeLSDA(t *testing.T) {
 		}
 	}
 }
+
+// TestFDEInPlace checks what writing an FDE in place gives: a failing
+// AddFDEProgram leaves nothing of its entry in the section (the entry's
+// length field and first fields are written before the failing field),
+// the section after it is the one written without the failure, and a
+// builder given room by Reserve (its CIE copy included) writes its FDEs
+// and hands the section over without growing or copying it (a large
+// library's section is some 30 MB).
+func TestFDEInPlace(t *testing.T) {
+	c := testCIE(t, "zPLR")
+	init, _ := c.InitialState()
+	prog, err := Program(c, 0x2000, 0x2040, []ehframe.Row{{Addr: 0x2000, State: init}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const addr = 0x60_0000
+	clean := NewBuilder(addr)
+	failed := NewBuilder(addr)
+	for _, b := range []*Builder{clean, failed} {
+		if err := b.AddFDEProgram(c, 0x2000, 0x2040, prog, nil, 0x7000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// pc_begin fits; the LSDA, written last, is too far for sdata4.
+	if err := failed.AddFDEProgram(c, 0x3000, 0x3040, prog, nil, 0x2_0000_0000); !errors.Is(err, ErrRange) {
+		t.Fatalf("AddFDEProgram with an LSDA out of range: %v, want %v", err, ErrRange)
+	}
+	for _, b := range []*Builder{clean, failed} {
+		if err := b.AddFDEProgram(c, 0x3000, 0x3040, prog, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, wantTable := clean.Finish()
+	got, gotTable := failed.Finish()
+	if !bytes.Equal(got, want) || !reflect.DeepEqual(gotTable, wantTable) {
+		t.Errorf("after a failed FDE:\n% x\nwant\n% x", got, want)
+	}
+
+	b := NewBuilder(addr)
+	const n = 100
+	b.Reserve(nil, n, n*len(prog))
+	first := &b.buf[:1][0]
+	for i := range uint64(n) {
+		if err := b.AddFDEProgram(c, 0x2000+0x40*i, 0x2040+0x40*i, prog, nil, 0x7000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sec, table := b.Finish()
+	f, err := ehframe.ParseFrame(sec, addr, ehframe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Entries) != n || len(table) != n {
+		t.Errorf("%d FDEs parsed, %d in the table, want %d", len(f.Entries), len(table), n)
+	}
+	if &sec[0] != first {
+		t.Error("the section was copied or grown after Reserve")
+	}
+}

@@ -3,6 +3,7 @@ package ehwrite
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/blpp/blpp/cfg/ehframe"
@@ -105,10 +106,36 @@ func (b *Builder) AddFDEProgram(cie *ehframe.CIE, begin, end uint64, prog []byte
 // Finish returns the section, ended by a zero terminator, and one
 // HdrEntry per FDE with a non-empty range (an empty FDE, such as one
 // left by a discarded section, describes no code and would only collide
-// with others in .eh_frame_hdr), in the order they were added.
+// with others in .eh_frame_hdr), in the order they were added. The
+// Builder hands its arrays over: it is not to be used after.
 func (b *Builder) Finish() ([]byte, []HdrEntry) {
-	out := append(append([]byte(nil), b.buf...), 0, 0, 0, 0)
-	return out, append([]HdrEntry(nil), b.table...)
+	out, table := append(b.buf, 0, 0, 0, 0), b.table
+	b.buf, b.table = nil, nil
+	return out, table
+}
+
+// maxFDEFields bounds an FDE's bytes besides its program: the length,
+// the CIE pointer, pc_begin and pc_range (8 bytes at most each), the
+// augmentation data's size and LSDA pointer, and the padding.
+const maxFDEFields = 4 + 4 + 8 + 8 + 10 + 8 + entryAlign - 1
+
+// Reserve makes room for a copy of f (CopyFrame) and for fdes more FDEs
+// whose programs take progBytes in all, so that a large section (a
+// large library's is some 30 MB) is written without its arrays growing
+// by doubling. It is a hint: nothing breaks if more is added.
+func (b *Builder) Reserve(f *ehframe.Frame, fdes, progBytes int) {
+	n, entries := progBytes+fdes*maxFDEFields+4, fdes
+	if f != nil {
+		for _, c := range f.CIEs {
+			n += 64 + len(c.Augmentation) + len(c.Initial)
+		}
+		for _, e := range f.Entries {
+			n += maxFDEFields + len(e.Program)
+		}
+		entries += len(f.Entries)
+	}
+	b.buf = slices.Grow(b.buf, n)
+	b.table = slices.Grow(b.table, entries)
 }
 
 // cieCopy emits a copy of c unless there is one, and returns its offset.
@@ -197,46 +224,69 @@ func (b *Builder) addFDE(c *ehframe.CIE, begin, end, lsda uint64, prog []byte) e
 	if err != nil {
 		return fmt.Errorf("CIE at offset %#x: %w", c.Off, err)
 	}
+	// The entry is written in place: its length field first, filled in
+	// by endEntry, so no body is made and copied per FDE (a large
+	// library's section has a hundred thousand). An error takes the
+	// partial entry back out.
 	start := len(b.buf)
-	// The CIE pointer: from this field back to the CIE [LSB 5.0
-	// §10.6.1.2].
-	body := binary.LittleEndian.AppendUint32(nil, uint32(start+4-cieOff))
-	body, err = appendPointer(body, c.FDEEnc, begin, b.addr+uint64(start+4+len(body)), c.Bases(), false, "pc_begin")
-	if err != nil {
+	b.buf = append(b.buf, 0, 0, 0, 0)
+	if err := b.fdeBody(c, start, cieOff, begin, end, lsda); err != nil {
+		b.buf = b.buf[:start]
 		return err
 	}
-	body, err = appendPointer(body, c.FDEEnc&0x0f, end-begin, 0, c.Bases(), false, "pc_range")
-	if err != nil {
-		return err
-	}
-	if len(c.Augmentation) > 0 && c.Augmentation[0] == 'z' {
-		if c.LSDAEnc == ehframe.PEOmit {
-			body = appendUleb(body, 0)
-		} else {
-			if err := checkPointerEnc(c.LSDAEnc); err != nil {
-				return fmt.Errorf("LSDA: %w", err)
-			}
-			body = appendUleb(body, uint64(pointerSize(c.LSDAEnc, lsda)))
-			body, err = appendPointer(body, c.LSDAEnc, lsda, b.addr+uint64(start+4+len(body)), c.Bases(), true, "LSDA")
-			if err != nil {
-				return err
-			}
-		}
-	}
-	body = append(body, prog...)
-	b.emit(body)
+	b.buf = append(b.buf, prog...)
+	b.endEntry(start)
 	if end > begin {
 		b.table = append(b.table, HdrEntry{Begin: begin, FDEAddr: b.addr + uint64(start)})
 	}
 	return nil
 }
 
+// fdeBody appends the fields of the FDE starting at offset start (its
+// length field written) up to its program.
+func (b *Builder) fdeBody(c *ehframe.CIE, start, cieOff int, begin, end, lsda uint64) error {
+	// The CIE pointer: from this field back to the CIE [LSB 5.0
+	// §10.6.1.2].
+	var err error
+	b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(start+4-cieOff))
+	b.buf, err = appendPointer(b.buf, c.FDEEnc, begin, b.addr+uint64(len(b.buf)), c.Bases(), false, "pc_begin")
+	if err != nil {
+		return err
+	}
+	b.buf, err = appendPointer(b.buf, c.FDEEnc&0x0f, end-begin, 0, c.Bases(), false, "pc_range")
+	if err != nil {
+		return err
+	}
+	if len(c.Augmentation) > 0 && c.Augmentation[0] == 'z' {
+		if c.LSDAEnc == ehframe.PEOmit {
+			b.buf = appendUleb(b.buf, 0)
+		} else {
+			if err := checkPointerEnc(c.LSDAEnc); err != nil {
+				return fmt.Errorf("LSDA: %w", err)
+			}
+			b.buf = appendUleb(b.buf, uint64(pointerSize(c.LSDAEnc, lsda)))
+			b.buf, err = appendPointer(b.buf, c.LSDAEnc, lsda, b.addr+uint64(len(b.buf)), c.Bases(), true, "LSDA")
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// endEntry pads the entry that starts at offset start with DW_CFA_nop
+// to a multiple of entryAlign and fills in its length field.
+func (b *Builder) endEntry(start int) {
+	for (len(b.buf)-start)%entryAlign != 0 {
+		b.buf = append(b.buf, 0) // DW_CFA_nop
+	}
+	binary.LittleEndian.PutUint32(b.buf[start:], uint32(len(b.buf)-start-4))
+}
+
 // emit appends an entry: a 4-byte length and body, padded with DW_CFA_nop
 // to a multiple of entryAlign.
 func (b *Builder) emit(body []byte) {
-	for (4+len(body))%entryAlign != 0 {
-		body = append(body, 0) // DW_CFA_nop
-	}
-	b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(len(body)))
-	b.buf = append(b.buf, body...)
+	start := len(b.buf)
+	b.buf = append(append(b.buf, 0, 0, 0, 0), body...)
+	b.endEntry(start)
 }

@@ -252,6 +252,28 @@ func (fg *funcGen) storeCallSite(site int32) {
 	b.MovRegFromMem(enc.RCX, enc.RSP, -8)
 }
 
+// spillAndStoreSite spills the path register before a call that
+// returns and then stores the call site (storeCallSite) with the
+// register as the frame's: once spilled it holds nothing anyone reads
+// until the reload after the call (a path register of a function that
+// calls is %r11 or %r10, which no callee expects kept, assignPathReg),
+// so no other register waits below %rsp. Without a general path
+// register, storeCallSite's %rcx serves.
+func (fg *funcGen) spillAndStoreSite(site int32) {
+	if !fg.hasPreg || fg.inLoop >= 0 || fg.closed || fg.quiet() {
+		fg.storeCallSite(site)
+		fg.spill()
+		return
+	}
+	fg.spill()
+	if faultInjection && fault("partial") {
+		return
+	}
+	b := fg.g.buf
+	b.MovRegFromGS(fg.preg, runtime.OffSP)
+	b.MovMemImm32D8(fg.preg, frSite, site)
+}
+
 // storeSiteSafe is storeCallSite where the red zone may be live (before
 // a system call, at a loop region's start): %rcx waits past it.
 func (fg *funcGen) storeSiteSafe(site int32) {

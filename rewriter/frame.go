@@ -246,10 +246,42 @@ func (fg *funcGen) storeCallSite(site int32) {
 		return
 	}
 	b := fg.g.buf
+	if r, ok := fg.siteScratch(); ok {
+		b.MovRegFromGS(r, runtime.OffSP)
+		b.MovMemImm32D8(r, frSite, site)
+		return
+	}
 	b.MovMemFromReg(enc.RSP, -8, enc.RCX)
 	b.MovRegFromGS(enc.RCX, runtime.OffSP)
 	b.MovMemImm32D8(enc.RCX, frSite, site)
 	b.MovRegFromMem(enc.RCX, enc.RSP, -8)
+}
+
+// siteScratch is a register a call's site store may overwrite without
+// saving it: the other of %r11 and %r10 when the path register is one of
+// them and the function's instructions never name the other. Neither
+// passes arguments or results, and every call may clobber both [SysV
+// x86-64 ABI 3.2.3], which is what assignPathReg trusts in taking them;
+// code that never names one cannot expect a value in it after the call,
+// and a callee that reads it (a nested function's static chain in %r10)
+// reads what its caller put there, which names it.
+func (fg *funcGen) siteScratch() (enc.Reg, bool) {
+	if !fg.hasPreg || fg.inLoop >= 0 {
+		return 0, false
+	}
+	var other enc.Reg
+	switch fg.preg {
+	case enc.R11:
+		other = enc.R10
+	case enc.R10:
+		other = enc.R11
+	default:
+		return 0, false
+	}
+	if fg.f.Graph.Named.Has(int(other)) {
+		return 0, false
+	}
+	return other, true
 }
 
 // spillAndStoreSite spills the path register before a call that

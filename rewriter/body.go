@@ -430,14 +430,13 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cf
 			return fg.closedCall(id, in, code, next, site)
 		}
 		pk := fg.beginKind(kindCallSite)
+		fg.storeCallSite(site)
 		if dc, ok := fg.directCallOf(in); ok {
 			// Straight to the callee's direct entry; with keep, the
 			// callee takes the register as this activation's r and
 			// gives it back, or leaves it alone [decision 100].
 			if !dc.keep {
-				fg.spillAndStoreSite(site)
-			} else {
-				fg.storeCallSite(site)
+				fg.spill()
 			}
 			fg.endKind(pk)
 			if err := fg.reloc(in, code, enc.LabelTarget(dc.target)); err != nil {
@@ -453,13 +452,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cf
 			}
 			return nil
 		}
-		_, noReturn := fg.succ(id, cfg.EdgeNoReturn)
-		if !noReturn && fg.callLeave(in.Addr, in.Target) == 0 {
-			fg.spillAndStoreSite(site)
-		} else {
-			fg.storeCallSite(site)
-			fg.spill()
-		}
+		fg.spill()
 		if e, ok := fg.succ(id, cfg.EdgeNoReturn); ok {
 			// A call that never returns ends the activation, unless an
 			// exception it raises (__cxa_throw, _Unwind_Resume) lands

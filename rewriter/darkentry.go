@@ -265,9 +265,9 @@ func (g *gen) darkContextInline(d *darkEntry, slow, body enc.Label) {
 	b.LeaRegDisp32(enc.RAX, enc.RSP, int32(saved)) // entry rsp
 	b.CmpMemRegD8(enc.RCX, frRSP, enc.RAX)         // the newest frame
 	b.JccRel32(enc.CondBE, enc.LabelTarget(pop))
-	b.MovRegFromMemD8(enc.RDX, enc.RCX, frSite) // the caller's call site, in its frame (decision 158)
-	b.MovRegFromReg(enc.RCX, enc.RAX)           // the entry %rsp, kept
-	b.MovRegFromGS(enc.RAX, runtime.OffRecord)  // never 0 (childNodeIn)
+	b.MovRegFromReg(enc.RCX, enc.RAX)          // the entry %rsp, kept
+	b.MovRegFromGS(enc.RAX, runtime.OffRecord) // never 0 (childNodeIn)
+	b.MovRegFromGS(enc.RDX, runtime.OffCallSite)
 	b.SubRegMemD8(enc.RDX, enc.RAX, runtime.RecordFirstSiteOff)
 	b.CmpRegMemD8(enc.RDX, enc.RAX, runtime.RecordNSitesOff)
 	b.JccRel32(enc.CondAE, enc.LabelTarget(pop))

@@ -90,11 +90,13 @@ func (fg *funcGen) enterSlotMem() {
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.MovMemFromRegD8(enc.RCX, frSavedR+runtime.FrameSize, enc.RAX) // frame.saved_r
 	b.MovMemImm32D8(enc.RCX, frFunc+runtime.FrameSize, fg.gid)      // frame.func
-	b.MovMemImm32D8(enc.RCX, frSite+runtime.FrameSize, 0)           // frame.site: no call yet
+	b.MovRegFromGS(enc.RAX, runtime.OffCallSite)
+	b.MovMemFromRegD8(enc.RCX, frSite+runtime.FrameSize, enc.RAX) // frame.site
 	b.MovRegFromGS(enc.RAX, runtime.OffCur)
 	b.MovMemFromRegD8(enc.RCX, frSavedCur+runtime.FrameSize, enc.RAX) // frame.saved_cur
 	b.MovGS64Imm(runtime.OffCur, fg.curValue())
 	b.MovGS64Imm(g.stubs.OffR, 0)
+	b.MovGS64Imm(runtime.OffCallSite, 0)
 	restoreBelow(b, regs)
 	b.Bind(done)
 	fg.stubBelow(slow, done, regs, false, g.stubs.Enter, fg.gid)
@@ -152,10 +154,12 @@ func (fg *funcGen) enterLean(direct, keep bool) {
 			b.MovRegFromGS(x, g.stubs.OffR)
 		} // else the register is the caller's r
 		b.MovMemFromRegD8(f, frSavedR, x)
-		b.MovMemImm32D8(f, frSite, 0) // no call yet (decision 158)
+		b.MovRegFromGS(x, runtime.OffCallSite)
+		b.MovMemFromRegD8(f, frSite, x)
 		b.MovRegFromGS(x, runtime.OffCur)
 		b.MovMemFromRegD8(f, frSavedCur, x)
 		b.MovGS64Imm(runtime.OffCur, fg.curValue())
+		b.MovGS64Imm(runtime.OffCallSite, 0)
 	}
 	restoreBelow(b, saved)
 	b.Bind(done)
@@ -285,7 +289,7 @@ func (fg *funcGen) enterFrameless(tail, direct bool) {
 		// stack passes).
 		cmpNewestFrameRSPIn(b, p)
 		b.JccRel32(enc.CondBE, enc.LabelTarget(slow))
-		fg.loadParent(p, q, p, tail, slow)
+		fg.loadParent(p, q, tail, slow)
 		fg.childNodeIn(p, q, slow, 0)
 		b.MovRegFromMemD8(q, p, runtime.NodeRecOff)
 	}
@@ -345,14 +349,13 @@ func (fg *funcGen) entryChecks(regs []enc.Reg, slow enc.Label) {
 
 // loadParent loads the parent record into p and the call site into q,
 // and goes to slow without a tail parent. An ordinary entry takes the
-// caller's: Thread.Record, and the site in the newest frame, whose end
-// is in frame (decision 158). A tail variant, which only direct
+// caller's (Thread.Record, CallSite). A tail variant, which only direct
 // tail jumps with a tail site reach, takes the jumping activation's
 // (TailRec, TailSite) when it is at the jump's %rsp (TailRSP) [decision
 // 31]; the entry clears TailRec once it commits, and the stub handles
 // every other case. So no ordinary entry tests TailRec (decision 90).
 // %rsp is the entry %rsp (saveBelow).
-func (fg *funcGen) loadParent(p, q, frame enc.Reg, tail bool, slow enc.Label) {
+func (fg *funcGen) loadParent(p, q enc.Reg, tail bool, slow enc.Label) {
 	b := fg.g.buf
 	if tail {
 		b.CmpRegGS(enc.RSP, offTailRSP)
@@ -362,8 +365,8 @@ func (fg *funcGen) loadParent(p, q, frame enc.Reg, tail bool, slow enc.Label) {
 		b.TestRegReg(p)
 		b.JccRel32(enc.CondE, enc.LabelTarget(slow))
 	} else { // never 0 (childNodeIn)
-		b.MovRegFromMemD8(q, frame, frSite) // before p: frame may be p
 		b.MovRegFromGS(p, runtime.OffRecord)
+		b.MovRegFromGS(q, runtime.OffCallSite)
 	}
 }
 

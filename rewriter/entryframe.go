@@ -143,15 +143,13 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 		b.MovRegFromGS(p, g.stubs.OffR)
 	} // else the register is the caller's r
 	b.MovMemFromRegD8(f, frSavedR, p)
-	if !fg.quiet() {
-		// No call in progress yet: the activation's own site (decision
-		// 158). A quiet function has no call sites, so whatever its
-		// frame's word holds names no block of it.
-		b.MovMemImm32D8(f, frSite, 0)
-	}
-	if !g.mode.FlowOnly && !tail && !r.reuse() {
-		// The caller's call site, in the caller's frame, just below.
-		b.MovRegFromMemD8(q, f, frCallerSite)
+	if r.reuse() {
+		// The site goes through p; f takes it once the frame is full.
+		b.MovRegFromGS(p, runtime.OffCallSite)
+		b.MovMemFromRegD8(f, frSite, p)
+	} else {
+		b.MovRegFromGS(q, runtime.OffCallSite)
+		b.MovMemFromRegD8(f, frSite, q)
 	}
 	b.MovRegFromGS(p, runtime.OffRecord)
 	b.MovMemFromRegD8(f, frRecord, p)
@@ -169,7 +167,7 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 			b.TestRegReg(p)
 			b.JccRel32(enc.CondE, enc.LabelTarget(slow1))
 		} else if r.reuse() {
-			b.MovRegFromMemD8(q, f, frCallerSite) // q is f: the frame is full
+			b.MovRegFromGS(q, runtime.OffCallSite)
 		} // Thread.Record is never 0 (childNodeIn)
 		fg.childNodeIn(p, q, slow1, 0)
 		// A node is linked only with its record, and a record only
@@ -180,6 +178,9 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 	}
 	b.IncMemD32(p, countsOff)            // the record's calls
 	b.MovGSFromReg(runtime.OffRecord, p) // where its exits count (exitOwn)
+	if !fg.quiet() {
+		b.MovGS64Imm(runtime.OffCallSite, 0)
+	}
 	if !fg.hasPreg {
 		b.MovGS64Imm(g.stubs.OffR, 0) // else the register is the path register (set below)
 	}
@@ -238,9 +239,9 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 	})
 }
 
-// unquiet gives Thread.R back to the caller after the entry stub
-// started an activation of a quiet function, which set it (its exit
-// will not restore it): from the frame the stub pushed, when
+// unquiet gives Thread.R and CallSite back to the caller after the
+// entry stub started an activation of a quiet function, which set both
+// (its exit will not restore them): from the frame the stub pushed, when
 // the newest frame is that one; without a frame (an overflowed shadow
 // stack) the caller's r is lost anyway, as the stub's exit makes it.
 // %rcx is saved below %rsp meanwhile; the flags are dead at an entry.
@@ -252,6 +253,9 @@ func (fg *funcGen) unquiet() {
 	b.JccRel32(enc.CondNE, enc.LabelTarget(skip))
 	b.MovRegFromMemD8(enc.RCX, enc.RCX, frSavedR)
 	b.MovGSFromReg(fg.g.stubs.OffR, enc.RCX)
+	b.MovRegFromGS(enc.RCX, runtime.OffSP)
+	b.MovRegFromMemD8(enc.RCX, enc.RCX, frSite)
+	b.MovGSFromReg(runtime.OffCallSite, enc.RCX)
 	b.Bind(skip)
 	restoreBelow(b, rcx)
 }

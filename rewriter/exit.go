@@ -40,7 +40,9 @@ func (fg *funcGen) exitLean() {
 		b.MovGSFromReg(runtime.OffCur, x)
 		b.MovRegFromMemD8(x, enc.RCX, frSavedR)
 		b.MovGSFromReg(g.stubs.OffR, x)
-	} // the caller's call site is in its own frame (decision 158)
+		b.MovRegFromMemD8(x, enc.RCX, frSite)
+		b.MovGSFromReg(runtime.OffCallSite, x)
+	}
 	b.MovRegFromMemD8(x, enc.RCX, frSavedReg) // the register's entry value
 	popFrame(b)
 	restoreBelow(b, rcx)
@@ -105,7 +107,7 @@ func (fg *funcGen) tailExitStub(site int32) {
 
 // exitInline ends the path at a return or tail call inline, where %rsp is
 // back at its value at entry: count[r]++, then pop the shadow frame (the
-// caller's r and record come back; its call site never left its frame), in the form the plan
+// caller's r, record and call site come back), in the form the plan
 // calls for: nothing for a frameless function, exitLean for a lean one,
 // exitOwn where the paths count in the record, and the form below for
 // what is left: a lean function's tail jump or Thread.R path register,
@@ -216,6 +218,8 @@ func (fg *funcGen) exitInline(tailSite int32) {
 	}
 	b.MovRegFromMemD8(enc.RAX, enc.RCX, frSavedR)
 	b.MovGSFromReg(g.stubs.OffR, enc.RAX)
+	b.MovRegFromMemD8(enc.RAX, enc.RCX, frSite)
+	b.MovGSFromReg(runtime.OffCallSite, enc.RAX)
 	if !fg.lean() {
 		b.MovRegFromMemD8(enc.RAX, enc.RCX, frRecord)
 		b.MovGSFromReg(runtime.OffRecord, enc.RAX)
@@ -335,10 +339,12 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 		b.MovRegFromMemD8(x, enc.RCX, frSavedCur)
 		b.MovGSFromReg(runtime.OffCur, x)
 	}
-	if !fg.quiet() { // else it did not change since the entry
+	if !fg.quiet() { // else neither changed since the entry
 		b.MovRegFromMemD8(x, enc.RCX, frSavedR)
 		b.MovGSFromReg(g.stubs.OffR, x)
-	} // the caller's call site is in its own frame (decision 158)
+		b.MovRegFromMemD8(x, enc.RCX, frSite)
+		b.MovGSFromReg(runtime.OffCallSite, x)
+	}
 	b.MovRegFromMemD8(x, enc.RCX, frRecord)
 	b.MovGSFromReg(runtime.OffRecord, x)
 	if fg.hasPreg {

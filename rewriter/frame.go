@@ -73,21 +73,18 @@ func (fg *funcGen) reload() {
 
 // enterLoop moves the path register from Thread.R into the region's
 // register, whose value goes to Thread.R when the program still needs
-// it; leaveLoop undoes that. The call site (in the activation's own
-// frame, storeCallSite) goes to 0 on the way in: the loop calls nothing, and a runtime that finds this activation stopped
+// it; leaveLoop undoes that. The call site goes to 0 on the way in: the
+// loop calls nothing, and a runtime that finds this activation stopped
 // inside it (a signal handler's longjmp) must not pair the value in
 // Thread.R with the block of an earlier call.
 func (fg *funcGen) enterLoop() {
 	b := fg.g.buf
 	if fg.loops[fg.inLoop].swap {
-		fg.storeSiteSafe(0)
 		b.XchgGSReg(fg.g.stubs.OffR, fg.preg)
-		return
+	} else {
+		b.MovRegFromGS(fg.preg, fg.g.stubs.OffR)
 	}
-	// The register is free until it is loaded: it takes the frame.
-	b.MovRegFromGS(fg.preg, runtime.OffSP)
-	b.MovMemImm32D8(fg.preg, frSite, 0)
-	b.MovRegFromGS(fg.preg, fg.g.stubs.OffR)
+	b.MovGS64Imm(runtime.OffCallSite, 0)
 }
 
 func (fg *funcGen) leaveLoop() {
@@ -120,7 +117,7 @@ func (fg *funcGen) syscallLeave(in *x86.Info) {
 	if !ok || !l.Syscall {
 		return
 	}
-	fg.storeSiteSafe(fg.leaveSite[in.Addr])
+	fg.storeCallSite(fg.leaveSite[in.Addr])
 	fg.spill()
 	fg.leaveHook(l.Kind)
 	fg.reload()
@@ -180,10 +177,6 @@ var (
 	frFunc   = int8(int(unsafe.Offsetof(runtime.Frame{}.Func)) - runtime.FrameSize)
 	frRecord = int8(int(unsafe.Offsetof(runtime.Frame{}.Record)) - runtime.FrameSize)
 	frSite   = int8(int(unsafe.Offsetof(runtime.Frame{}.Site)) - runtime.FrameSize)
-	// The site word of the frame below the newest, from the newest's
-	// end: an entry that has reserved its frame reads its caller's call
-	// site there (decision 158).
-	frCallerSite = frSite - runtime.FrameSize
 	// In images with slot counters: the caller's Thread.Cur and the
 	// entry value of the function's path register (Func.PathReg).
 	frSavedCur = int8(runtime.FrameSavedCurOff - runtime.FrameSize)
@@ -225,100 +218,16 @@ func (fg *funcGen) coldStub(slow, done enc.Label, saved []enc.Reg, spill bool, s
 	})
 }
 
-// storeCallSite emits, before a call, the store of its site into the
-// activation's own newest frame (frame.site), through %rcx, which waits
-// below %rsp meanwhile: nothing below %rsp is live at a call, whose
-// return address and callee write there next, and a signal frame skips
-// the red zone (outsideCallStore does the same). The site stays in the
-// caller's frame while the callee runs, so that no entry copies it and
-// no exit gives it back (decision 158): a callee's entry reads it from
-// there, as does a callback's from uninstrumented code the call reached.
-// The activation has a frame of its own: frameless and trivial functions
-// make no calls, and a closed one stores no site; only one without a
-// frame because the shadow stack overflowed writes over its ancestor's,
-// whose path register the overflow loses anyway (pop). Every entry
-// leaves %gs at a thread block with a frame's room below its empty
-// stack (its own, its creator's until the stub gives it one, or before
-// the runtime is ready a scratch block: see early_gs), so no test of the
-// ready word is needed [decision 40].
+// storeCallSite emits movq $site, %gs:call_site. It runs inside an
+// activation whose entry has run on this thread, and every entry leaves
+// %gs at a thread block (its own, its creator's until the stub gives it
+// one, or before the runtime is ready a scratch block: see early_gs), so
+// no test of the ready word is needed [decision 40].
 func (fg *funcGen) storeCallSite(site int32) {
 	if faultInjection && fault("partial") {
 		return
 	}
-	b := fg.g.buf
-	if r, ok := fg.siteScratch(); ok {
-		b.MovRegFromGS(r, runtime.OffSP)
-		b.MovMemImm32D8(r, frSite, site)
-		return
-	}
-	b.MovMemFromReg(enc.RSP, -8, enc.RCX)
-	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.MovMemImm32D8(enc.RCX, frSite, site)
-	b.MovRegFromMem(enc.RCX, enc.RSP, -8)
-}
-
-// siteScratch is a register a call's site store may overwrite without
-// saving it: the other of %r11 and %r10 when the path register is one of
-// them and the function's instructions never name the other. Neither
-// passes arguments or results, and every call may clobber both [SysV
-// x86-64 ABI 3.2.3], which is what assignPathReg trusts in taking them;
-// code that never names one cannot expect a value in it after the call,
-// and a callee that reads it (a nested function's static chain in %r10)
-// reads what its caller put there, which names it.
-func (fg *funcGen) siteScratch() (enc.Reg, bool) {
-	if !fg.hasPreg || fg.inLoop >= 0 {
-		return 0, false
-	}
-	var other enc.Reg
-	switch fg.preg {
-	case enc.R11:
-		other = enc.R10
-	case enc.R10:
-		other = enc.R11
-	default:
-		return 0, false
-	}
-	if fg.f.Graph.Named.Has(int(other)) {
-		return 0, false
-	}
-	return other, true
-}
-
-// spillAndStoreSite spills the path register before a call that
-// returns and then stores the call site (storeCallSite) with the
-// register as the frame's: once spilled it holds nothing anyone reads
-// until the reload after the call (a path register of a function that
-// calls is %r11 or %r10, which no callee expects kept, assignPathReg),
-// so no other register waits below %rsp. Without a general path
-// register, storeCallSite's %rcx serves.
-func (fg *funcGen) spillAndStoreSite(site int32) {
-	if !fg.hasPreg || fg.inLoop >= 0 || fg.closed || fg.quiet() {
-		fg.storeCallSite(site)
-		fg.spill()
-		return
-	}
-	fg.spill()
-	if faultInjection && fault("partial") {
-		return
-	}
-	b := fg.g.buf
-	b.MovRegFromGS(fg.preg, runtime.OffSP)
-	b.MovMemImm32D8(fg.preg, frSite, site)
-}
-
-// storeSiteSafe is storeCallSite where the red zone may be live (before
-// a system call, at a loop region's start): %rcx waits past it.
-func (fg *funcGen) storeSiteSafe(site int32) {
-	if faultInjection && fault("partial") && site != 0 {
-		return
-	}
-	b := fg.g.buf
-	b.LeaRSP(-redZone)
-	b.Push(enc.RCX)
-	b.MovRegFromGS(enc.RCX, runtime.OffSP)
-	b.MovMemImm32D8(enc.RCX, frSite, site)
-	b.Pop(enc.RCX)
-	b.LeaRSP(redZone)
+	fg.g.buf.MovGS64Imm(fg.g.stubs.OffCallSite, site)
 }
 
 // gsBusyOrOverflow emits mov %gs:overflow, reg; or %gs:busy, reg; jne

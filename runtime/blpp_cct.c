@@ -120,28 +120,6 @@ static int calls_out(u64 fid)
 	return f && f->closed == 2;
 }
 
-/* top_site_word is the word that holds the call site of t's newest
- * activation (decision 158): each activation keeps its call in progress
- * in its own frame's site, storing it before every call, and its entry
- * stores 0 there (a quiet function's, which has no call sites, may hold
- * anything: it names no block of it). It is the site of the newest frame
- * that is not a closed function's (a closed frame's holds its return
- * address, and closed activations store no site: decision 57), or the
- * sentinel's below an empty stack (sentinel_at). Activations without a frame
- * of their own (an overflowed shadow stack) store theirs in the newest
- * frame as well, whose activation's path register the overflow loses
- * anyway (pop). */
-static unsigned long long *top_site_word(struct blpp_thread *t)
-{
-	struct blpp_frame *f = frames(t);
-	for (u64 i = depth(t); i-- > 0;)
-		if (!closed(f[i].func))
-			return &f[i].site;
-	return &f[-1].site;
-}
-
-static u64 top_site(struct blpp_thread *t) { return *top_site_word(t); }
-
 /* running_for is the record of t's running activation: the newest
  * frame's function's when that is closed (its activations leave cur and
  * record alone), unless activations without frames run above it. The
@@ -679,7 +657,7 @@ static void promote(struct blpp_thread *t, struct blpp_record *r)
 static struct blpp_record *enter_record(struct blpp_thread *t, u64 fid, u64 rsp)
 {
 	struct blpp_record *p = R(t->record);
-	u64 site = top_site(t);
+	u64 site = t->call_site;
 	if (t->tail_rec) {
 		if (t->tail_rsp == rsp) {
 			p = R(t->tail_rec);

@@ -28,7 +28,7 @@
  * A context's activations are thus one chain on one block, and its
  * first function is a root of that block's calling context tree. A block
  * left by a switch has its activations stopped at that call (the
- * swapcontext call site in the newest frame); the writer records them as
+ * swapcontext call site in Thread.call_site); the writer records them as
  * partials when the program ends with the context suspended. A context
  * the table does not know (table full, or saved by code that did not
  * come through here) switches without moving %gs, as before this.
@@ -87,7 +87,7 @@ static struct blpp_thread *ctx_block(struct blpp_thread *me, u64 ucp, struct blp
 	if (b && b != me && TPRIV(b)->ctx_ucp == ucp && TPRIV(b)->ctx_left && TPRIV(b)->ctx_epoch == rt.epoch + 1) {
 		/* The context made in ucp before never came back: its
 		 * activations end where the switch that left it was. */
-		block_reuse(b, top_site(b));
+		block_reuse(b, b->call_site);
 		b->owner = thread_pointer();
 	} else {
 		b = block_new();
@@ -150,7 +150,7 @@ static void ctx_forked(struct blpp_thread *me)
 	struct blpp_frame *f = frames(me);
 	struct stop_walk sw;
 	block_refork(me);
-	stop_start(&sw, me, top_site(me));
+	stop_start(&sw, me, me->call_site);
 	while (sw.next > 0) {
 		stop_step(&sw);
 		pent_add(&TPRIV(me)->ctx_pref, &TPRIV(me)->ctx_pref_lock, frame_record(me, sw.next), f[sw.next].func,

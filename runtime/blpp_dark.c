@@ -114,7 +114,7 @@ void blpp_rt_dark(u64 fid, u64 rsp)
 	if (rt.flow_only || !p || (!p->dense_n && !p->hash)) {
 		r = root(t, fid);
 	} else {
-		u64 site = top_site(t), idx = 0;
+		u64 site = t->call_site, idx = 0;
 		struct blpp_node *n;
 		if (site >= p->first_site && site - p->first_site < p->nsites)
 			idx = 1 + site - p->first_site;

@@ -125,9 +125,8 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		f->saved_r = t->r;
 		f->func = fid;
 		f->record = t->record;
-		/* a closed function's frame keeps its return address there;
-		 * any other's, its own call site, none yet (decision 158) */
-		f->site = cl ? *(const u64 *)rsp : 0;
+		/* a closed function's frame keeps its return address there */
+		f->site = cl ? *(const u64 *)rsp : t->call_site;
 		if (fn && fn->closed == 2)
 			f->saved_acc[2] = 0; /* in no outside call (decision 64) */
 		if (rt.slots_size)
@@ -140,10 +139,6 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 		t->overflow++;
 		if (rt.w)
 			ADD(&rt.w->stats[ST_SHADOW_OVERFLOW], 1);
-		/* No frame: the activation's call site goes to the newest
-		 * one, as its calls' will (storeCallSite). */
-		if (!cl)
-			*top_site_word(t) = 0;
 	}
 	for (u64 m = 0; m < rt.nmetrics; m++) {
 		t->macc[m] = 0;
@@ -151,6 +146,7 @@ void blpp_rt_enter(u64 fid, u64 rsp, u64 *regs)
 	}
 	if (!cl) { /* a closed activation leaves them alone [decision 57] */
 		t->r = 0;
+		t->call_site = 0;
 		t->cur = cur_of(t, r);
 		if (!lean(t->cur))
 			t->record = rec_word(r);
@@ -183,7 +179,8 @@ static void pop(struct blpp_thread *t, u64 fid, const struct blpp_func *fn, u64 
 		if (pr)
 			*pr = f->saved_acc[1];
 		if (!cl) {
-			t->r = f->saved_r; /* the caller's site is in its own frame */
+			t->r = f->saved_r;
+			t->call_site = f->site;
 			restore_open(t, f);
 		}
 		for (u64 m = 0; m < rt.nmetrics; m++)

@@ -62,10 +62,9 @@ static u64 site_block(u64 func, u64 site)
  * the callee's return address (in site: the stack may be overwritten by
  * the time an unwind reads it), which names the call. So
  * the state of an activation below the newest is found thus: a closed
- * one's from its callee's frame; any other one's call site in its own
- * frame (decision 158), and its register in the newest frame above it
- * that is not a closed function's (the state it saved at its entry), or
- * in Thread itself when there is none.
+ * one's from its callee's frame; any other one's in the newest frame
+ * above it that is not a closed function's (the state it saved at its
+ * entry), or in Thread itself when there is none.
  */
 /* ret_site is the call site of closed function fid whose return address
  * is ra, 0 when none is. */
@@ -92,8 +91,8 @@ struct stop_walk {
 	u64 site;  /* where the last activation stepped stopped */
 	s64 reg;   /* and its register */
 	u64 top;   /* the newest activation's site */
-	s64 ureg;  /* the register the newest non-closed frame above the next
-		    * activation saved: its stop's, unless it is closed */
+	u64 usite; /* the state the newest non-closed frame above the next */
+	s64 ureg;  /* activation saved: its stop, unless it is closed */
 	u64 next;  /* the next activation to step */
 	u64 leaf;  /* a closed activation's leaf call in progress, until one takes it */
 };
@@ -103,6 +102,7 @@ static void stop_start(struct stop_walk *w, struct blpp_thread *t, u64 top)
 	w->t = t;
 	w->next = depth(t);
 	w->top = top;
+	w->usite = t->call_site;
 	w->ureg = t->r;
 	w->leaf = t->leaf_site;
 }
@@ -142,9 +142,9 @@ static void stop_step(struct stop_walk *w)
 		}
 		return;
 	}
-	/* its own frame holds its call in progress (decision 158) */
-	w->site = i + 1 == depth(w->t) ? w->top : f[i].site;
+	w->site = i + 1 == depth(w->t) ? w->top : w->usite;
 	w->reg = w->ureg;
+	w->usite = f[i].site;
 	w->ureg = f[i].saved_r;
 }
 
@@ -235,8 +235,8 @@ static void restore_caller(struct blpp_thread *t, const struct blpp_frame *f)
  * thread's, whose block is about to be reused; an abandoned user
  * context's). The newest stopped at call site top: 0 for a dead
  * thread's, which stopped who knows where; each older one at the call
- * that its closed callee's frame recorded (the callee's return
- * address, decision 57) or its own frame holds. */
+ * its callee's frame recorded (a call site, or a closed callee's return
+ * address). */
 static void record_live(struct blpp_thread *t, u64 top)
 {
 	struct blpp_frame *f = frames(t);
@@ -374,12 +374,12 @@ static __attribute__((noinline)) void unwind_from(struct blpp_thread *t, u64 rsp
 	while (m > 0 && (inclusive ? f[m - 1].rsp <= rsp : f[m - 1].rsp < rsp))
 		m--;
 	t->overflow = 0; /* anything above the frames is gone as well */
-	/* The newest stopped at its last call (top_site, the call that
+	/* The newest stopped at its last call (t->call_site, the call that
 	 * left it, e.g. to longjmp), or somewhere unknown if that id is not
-	 * one of its; each older one at the call its own frame holds. The
+	 * one of its; each older one where its callee's frame says. The
 	 * frames stay pushed until all are read: a signal handler's frames
 	 * would go where popped ones were. */
-	stop_start(&w, t, top_site(t));
+	stop_start(&w, t, t->call_site);
 	while (w.next > m) {
 		stop_step(&w);
 		partial_add(t, frame_record(t, w.next), f[w.next].func, site_block(f[w.next].func, w.site), w.reg);
@@ -388,13 +388,14 @@ static __attribute__((noinline)) void unwind_from(struct blpp_thread *t, u64 rsp
 	/* A leaf call in progress was a popped activation's, or one under
 	 * a signal handler whose stop is then unknown rather than wrong. */
 	t->leaf_site = 0;
-	/* The register and record return to the caller's, as if the popped
-	 * activations had exited newest first (closed ones did not change
-	 * them); the caller's call site never left its frame. */
+	/* The register, record and call site return to the caller's, as if
+	 * the popped activations had exited newest first (closed ones did
+	 * not change them). */
 	for (u64 i = n; i-- > m;) {
 		if (closed(f[i].func))
 			continue;
 		t->r = f[i].saved_r;
+		t->call_site = f[i].site;
 		restore_caller(t, &f[i]);
 		for (u64 k = 0; k < rt.nmetrics; k++)
 			t->macc[k] = f[i].saved_acc[k];

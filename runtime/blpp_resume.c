@@ -216,19 +216,17 @@ void blpp_rt_setjmp_ret(u64 fid, u64 k, u64 restart, u64 site, u64 rsp)
 {
 	struct blpp_thread *t = stub_thread();
 	u64 nested, now[BLPP_MAX_METRICS], d[BLPP_MAX_METRICS];
-	unsigned long long *sw;
 	if (!t)
 		return;
 	nested = path_stub_begin(t, now, d);
 	if (rt.w && !nested && t->overflow == 0)
 		unwind(t, rsp, 0);
-	sw = top_site_word(t); /* fid's own frame's (decision 158) */
-	if (*sw == site && site != BLPP_LANDING_SITE)
+	if (t->call_site == site && site != BLPP_LANDING_SITE)
 		count(t, running(t), fid, (u64)t->r + k, d);
 	else
-		partial_add(t, running(t), fid, site_block(fid, *sw), t->r);
+		partial_add(t, running(t), fid, site_block(fid, t->call_site), t->r);
 	t->r = (s64)restart;
-	*sw = site == BLPP_LANDING_SITE ? 0 : site;
+	t->call_site = site == BLPP_LANDING_SITE ? 0 : site;
 	BARRIER();
 	busy_down(t);
 }

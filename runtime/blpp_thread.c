@@ -125,14 +125,12 @@ static int shadow_grow(struct blpp_thread *t, int first)
  * the scratch block) as a frame no activation can own: the inline exits
  * find that its %rsp is not theirs and the inline entries that it is
  * not below theirs, without testing for an empty stack first (rewriter
- * decision 65), and an entry on an empty stack its site (0): the
- * caller's call site, of which there is none (decision 158). */
+ * decision 65). Nothing else reads it. */
 static void sentinel_at(struct blpp_thread *t)
 {
 	struct blpp_frame *s = (struct blpp_frame *)t->sp_base - 1;
 	s->rsp = ~(u64)0;
 	s->func = ~(u64)0;
-	s->site = 0; /* the call site an entry on an empty stack reads (decision 158) */
 }
 
 /* lat_region gives a new block its latency region (decision 93), when
@@ -251,7 +249,6 @@ static void block_reuse(struct blpp_thread *b, u64 top)
 	b->record = rec_word(0);
 	b->cur = 0;
 	b->call_site = 0;
-	frames(b)[-1].site = 0; /* no caller's site: sentinel_at */
 	b->leaf_site = 0;
 	b->tail_rec = 0;
 	TPRIV(b)->ndark = 0;

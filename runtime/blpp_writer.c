@@ -331,7 +331,7 @@ static u64 write_partials(struct blpp_thread *t, int self, int dead, int left, u
 		 * no hook sees) stopped somewhere in its newest activation; a
 		 * user context that was switched away from, at the call that
 		 * switched (decision 122). */
-		stop_start(&w, t, (left || (self && (rt.writing_why & ~BLPP_FLAG_EXEC) == 0)) && !t->busy ? top_site(t) : 0);
+		stop_start(&w, t, (left || (self && (rt.writing_why & ~BLPP_FLAG_EXEC) == 0)) && !t->busy ? t->call_site : 0);
 		while (w.next > 0) {
 			stop_step(&w);
 			u64 i = w.next;

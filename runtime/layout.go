@@ -35,7 +35,7 @@ type Config struct {
 	Flags        uint64 `c:"flags"`       // ConfigFlag* bits
 	// SitesVaddr points at NSites Site entries indexed by call-site id (id
 	// 0 is "none"): the call sites instrumentation records in
-	// its newest shadow frame (Frame.Site) before each call. A function's sites are the ids
+	// Thread.CallSite before each call. A function's sites are the ids
 	// [Func.FirstSite, Func.FirstSite+Func.NSites): its calls in address
 	// order, then its direct tail jumps to instrumented functions.
 	SitesVaddr uint64 `c:"sites_vaddr"`
@@ -301,21 +301,18 @@ const DefaultShadowFrames = 1 << 24
 // and stubs (Func.PathReg, decision 44); its inline fast paths read and
 // write the fields named in rewriter/codegen.go, as the stubs would.
 type Thread struct {
-	Self     uint64 `c:"self"`     // the block's own address: %gs:0
-	R        int64  `c:"r"`        // Ball-Larus path register of the running activation
-	Owner    uint64 `c:"owner"`    // thread pointer (%fs:0) of the owning thread
-	SP       uint64 `c:"sp"`       // next free shadow frame
-	SPBase   uint64 `c:"sp_base"`  // first shadow frame
-	SPLimit  uint64 `c:"sp_limit"` // end of the shadow stack
-	TID      uint64 `c:"tid"`      // kernel thread id of the owner
-	Next     uint64 `c:"next"`     // next block in the runtime's list of threads
-	Overflow uint64 `c:"overflow"` // activations not pushed because the shadow stack was full
-	Busy     uint64 `c:"busy"`     // nesting depth of runtime code running on this thread
-	Record   uint64 `c:"record"`   // the running activation's Record; none is the runtime's zero_record, never 0 (decision 104)
-	// CallSite was the id of the last call site passed; since decision
-	// 158 each activation keeps its call site in its own frame
-	// (Frame.Site), and the word is unused.
-	CallSite uint64 `c:"call_site"`
+	Self     uint64 `c:"self"`      // the block's own address: %gs:0
+	R        int64  `c:"r"`         // Ball-Larus path register of the running activation
+	Owner    uint64 `c:"owner"`     // thread pointer (%fs:0) of the owning thread
+	SP       uint64 `c:"sp"`        // next free shadow frame
+	SPBase   uint64 `c:"sp_base"`   // first shadow frame
+	SPLimit  uint64 `c:"sp_limit"`  // end of the shadow stack
+	TID      uint64 `c:"tid"`       // kernel thread id of the owner
+	Next     uint64 `c:"next"`      // next block in the runtime's list of threads
+	Overflow uint64 `c:"overflow"`  // activations not pushed because the shadow stack was full
+	Busy     uint64 `c:"busy"`      // nesting depth of runtime code running on this thread
+	Record   uint64 `c:"record"`    // the running activation's Record; none is the runtime's zero_record, never 0 (decision 104)
+	CallSite uint64 `c:"call_site"` // id of the last call site passed (movq $id, %gs:OffCallSite before each call)
 	// Flat points at NFuncs record pointers: the thread's root record of
 	// each function (the only records with --no-context).
 	Flat uint64 `c:"flat"`
@@ -391,13 +388,7 @@ type Frame struct {
 	SavedR int64  `c:"saved_r"` // the caller's path register, restored at exit
 	Func   uint64 `c:"func"`    // function id
 	Record uint64 `c:"record"`  // the caller's record (Thread.Record at entry), restored at exit
-	// Site is the activation's own call in progress (decision 158): the
-	// call site its code stores before each call, 0 from its entry until
-	// its first call (a quiet function's, which has no call sites, holds
-	// anything). Its callees' entries read it as their caller's site, and
-	// it is where the activation stopped while one runs. A closed
-	// function's frame holds its return address instead [decision 57].
-	Site uint64 `c:"site"`
+	Site   uint64 `c:"site"`    // the caller's call site (Thread.CallSite at entry): where the caller stopped
 	// SavedAcc is the caller's MAcc, restored at exit [DESIGN 8]. In an
 	// image without metrics SavedAcc[0] holds the caller's Thread.Cur
 	// instead (SavedCur: images with slot counters), and SavedAcc[1] the

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // Frames of relocated code have no DWARF; what names them is the symbols
@@ -174,6 +175,43 @@ func TestGDBRuntimeFrames(t *testing.T) {
 		})
 	}
 }
+
+// TestGDBBreakFunction sets gdb's breakpoint on inner by name: in the
+// rewritten program it must stop there, with inner, middle, outer and main
+// on the stack. inner's copy is entered by middle's direct call past the
+// copy's first checks, so the breakpoint fires only because the direct
+// entry carries a symbol of inner's name too (relocatedSymbols); without
+// it gdb's locations are the original, which never runs, and the copy's
+// start, and the program runs to its end.
+func TestGDBBreakFunction(t *testing.T) {
+	gdb := fixture.RequireTool(t, "gdb", "gdb")
+	for _, c := range []fixture.Config{
+		{CC: "gcc", Opt: "-O2", PIE: true},
+		{CC: "gcc", Opt: "-O0", Static: true},
+		{CC: "clang", Opt: "-O2", PIE: true, Strip: true, Extra: []string{"-rdynamic"}},
+	} {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			_, inst := rewriteTo(t, "names.c", c, dir)
+			for _, mode := range []string{"context", "flow-only"} {
+				prog := inst
+				if mode == "flow-only" {
+					prog = filepath.Join(dir, "names.flow")
+					rewriteWith(t, fixture.Build(t, "names.c", c), prog, rewriter.Options{NoContext: true})
+				}
+				stacks, out := gdbStacks(t, gdb, dir, "break inner\nrun\nbt\n", prog)
+				if !gdbStopped.MatchString(out) || !hasStack(stacks, "inner middle outer main") {
+					t.Errorf("%s: gdb's breakpoint on inner did not stop there with middle, outer and main below it:\n%s", mode, out)
+				}
+			}
+		})
+	}
+}
+
+// gdbStopped matches gdb's report of a stop at breakpoint 1 (any of its
+// locations).
+var gdbStopped = regexp.MustCompile(`(?m)^Breakpoint 1(\.\d+)?, `)
 
 // gdbStacks runs prog under gdb with a command script and returns the
 // function names of each backtrace printed (a stack per frame #0), and

@@ -881,7 +881,7 @@ func layout(in []byte, b *cfg.Binary, res *analysis.Result, img *runtime.Image, 
 		Entry:      entry,
 		Sections: []elfw.Section{{Name: meta.SectionName, Data: metaData},
 			{Name: addrmap.SectionName, Data: amap}},
-		Symbols: append(relocatedSymbols(b, g, codeAddr, !mod.library), runtimeSymbols(rtText, img)...),
+		Symbols: append(relocatedSymbols(b, g, codeAddr, !mod.library, addrOf), runtimeSymbols(rtText, img)...),
 	})
 	phase.Mark("elfwPlan")
 	if err != nil {

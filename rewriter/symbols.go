@@ -3,6 +3,7 @@ package rewriter
 import (
 	"github.com/blpp/blpp/cfg"
 	"github.com/blpp/blpp/rewriter/elfw"
+	"github.com/blpp/blpp/rewriter/enc"
 )
 
 // relocatedSymbols names the instrumented copies, so that debuggers and
@@ -21,7 +22,17 @@ import (
 // GNU IFUNC symbols are left out: their value is the resolver, and a
 // second, ordinary function symbol of that name would tell a debugger the
 // resolver is the function.
-func relocatedSymbols(b *cfg.Binary, g *gen, codeAddr uint64, dynamic bool) []elfw.Symbol {
+//
+// Instrumented code enters a copy elsewhere than at its start: a direct
+// call at the direct entry, past the checks the start makes (decision
+// 100), a closed function's call at a closed callee's second entry
+// (decision 61), a tail jump at the tail entry, a joined procedure's
+// other entry at its own. Each such place gets a .symtab symbol of the entry's names
+// too, from there to the copy's end, so that a debugger's breakpoint on
+// the function's name (gdb sets one at every symbol of the name) stops
+// at every entry, whichever way the function was called; a return
+// address is named the same either way. addrOf gives a label's address.
+func relocatedSymbols(b *cfg.Binary, g *gen, codeAddr uint64, dynamic bool, addrOf func(enc.Label) uint64) []elfw.Symbol {
 	byAddr := map[uint64][]cfg.Symbol{}
 	for _, s := range b.Symbols() {
 		if !s.IFunc && s.Name != "" {
@@ -40,6 +51,38 @@ func relocatedSymbols(b *cfg.Binary, g *gen, codeAddr uint64, dynamic bool) []el
 			}
 			at[s.Name] = len(out)
 			out = append(out, elfw.Symbol{Name: s.Name, Addr: addr, Size: size, Dynamic: dyn})
+		}
+		end := addr + size
+		done := map[uint64]bool{addr: true}
+		name := func(e enc.Label, orig uint64) {
+			a := addrOf(e)
+			if done[a] || a < addr || a >= end {
+				return
+			}
+			done[a] = true
+			seen := map[string]bool{}
+			for _, s := range byAddr[orig] {
+				if !seen[s.Name] {
+					seen[s.Name] = true
+					out = append(out, elfw.Symbol{Name: s.Name, Addr: a, Size: end - a})
+				}
+			}
+		}
+		fa := fg.f.Func.Addr
+		name(fg.entry, fa)
+		if fg.closed {
+			name(fg.internal, fa)
+		}
+		for i, ok := range fg.hasDirect {
+			if ok {
+				name(fg.direct[i], fa)
+			}
+		}
+		if l, ok := g.tailEntries[fa]; ok {
+			name(l, fa)
+		}
+		for _, x := range fg.others {
+			name(x.label, x.addr)
 		}
 	}
 	return out

@@ -219,7 +219,7 @@ func (fg *funcGen) emit() error {
 	}
 	fg.setRegion(regionCold)
 	for i := 0; i < len(fg.cold); i++ {
-		fg.cold[i]()
+		fg.emitCold(&fg.cold[i])
 	}
 	fg.setLoop(-1)
 	fg.flushSize()

@@ -83,7 +83,7 @@ type funcGen struct {
 	// depends on (dispatchKey), for the jumps that share them.
 	shared map[dispatchKey]enc.Label
 	// cold holds out-of-line slow paths, emitted after the trampolines.
-	cold []func()
+	cold []coldCode
 	// lastSite is the id of the call site emitted last.
 	lastSite int32
 	// Unwind bookkeeping (unwind.go): the extent [start, end) of the
@@ -239,28 +239,44 @@ func layoutPad(seed uint64, fid int32) uint64 {
 // addCold queues an out-of-line piece of code, to be emitted after the
 // trampolines in the loop region that is current now.
 func (fg *funcGen) addCold(f func()) {
-	l, k := fg.inLoop, fg.sz.kind
-	fg.cold = append(fg.cold, func() {
-		saved := fg.inLoop
-		fg.setLoop(l)
-		pk := fg.beginKind(k)
-		f()
-		fg.endKind(pk)
-		fg.setLoop(saved)
-	})
+	fg.cold = append(fg.cold, coldCode{f: f, loop: fg.inLoop, kind: fg.sz.kind})
 }
 
 // addColdAt queues the out-of-line code f at label l, reached from the
 // inline code at the current original instruction (the address map's
 // mark) with the stack sp bytes from the activation's %rsp.
 func (fg *funcGen) addColdAt(l enc.Label, sp int32, f func()) {
-	b, at := fg.g.buf, fg.cur
-	fg.addCold(func() {
-		b.Bind(l)
-		fg.mark(at, false)
-		b.SetSP(sp)
-		f()
-	})
+	fg.cold = append(fg.cold, coldCode{f: f, loop: fg.inLoop, kind: fg.sz.kind, at: fg.cur, sp: sp, label: l, bind: true})
+}
+
+// coldCode is out-of-line code queued by addCold or addColdAt: f, emitted
+// in the loop region and as the code kind that were current when it was
+// queued; with bind, at label, marked as the original instruction at and
+// with the stack sp bytes from the activation's %rsp. One record rather
+// than closures around f: a large library queues millions.
+type coldCode struct {
+	f     func()
+	loop  int
+	kind  codeKind
+	at    uint64
+	sp    int32
+	label enc.Label
+	bind  bool
+}
+
+// emitCold emits c (see coldCode).
+func (fg *funcGen) emitCold(c *coldCode) {
+	saved := fg.inLoop
+	fg.setLoop(c.loop)
+	pk := fg.beginKind(c.kind)
+	if c.bind {
+		fg.g.buf.Bind(c.label)
+		fg.mark(c.at, false)
+		fg.g.buf.SetSP(c.sp)
+	}
+	c.f()
+	fg.endKind(pk)
+	fg.setLoop(saved)
 }
 
 // setLoop makes loop region l (-1: none) the current one: its register

@@ -140,6 +140,16 @@ func TestGDBNames(t *testing.T) {
 	}
 }
 
+// gdbConfigs are the builds of names.c the tests of what gdb sees of the
+// runtime and of entries run: a PIE, a static binary (no loader: the
+// runtime's own start), and a stripped clang PIE whose names come from
+// .dynsym (-rdynamic).
+var gdbConfigs = []fixture.Config{
+	{CC: "gcc", Opt: "-O2", PIE: true},
+	{CC: "gcc", Opt: "-O0", Static: true},
+	{CC: "clang", Opt: "-O2", PIE: true, Strip: true, Extra: []string{"-rdynamic"}},
+}
+
 // TestGDBRuntimeFrames stops gdb in the runtime's C and requires its
 // backtrace to leave the runtime for the program's frames (decision 159):
 //   - in blpp_rt_enter, which the blpp_enter stub calls at a function's
@@ -155,11 +165,7 @@ func TestGDBNames(t *testing.T) {
 // the restorer's name it stops at the signal frame.
 func TestGDBRuntimeFrames(t *testing.T) {
 	gdb := fixture.RequireTool(t, "gdb", "gdb")
-	for _, c := range []fixture.Config{
-		{CC: "gcc", Opt: "-O2", PIE: true},
-		{CC: "gcc", Opt: "-O2", Static: true},
-		{CC: "clang", Opt: "-O2", PIE: true, Strip: true, Extra: []string{"-rdynamic"}},
-	} {
+	for _, c := range gdbConfigs {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -176,8 +182,8 @@ func TestGDBRuntimeFrames(t *testing.T) {
 	}
 }
 
-// TestGDBBreakFunction sets gdb's breakpoint on inner by name: in the
-// rewritten program it must stop there, with inner, middle, outer and main
+// TestGDBBreakFunction sets gdb's breakpoint on inner by name (gdbConfigs,
+// context and flow-only): in the rewritten program it must stop there, with inner, middle, outer and main
 // on the stack. inner's copy is entered by middle's direct call past the
 // copy's first checks, so the breakpoint fires only because the direct
 // entry carries a symbol of inner's name too (relocatedSymbols); without
@@ -185,11 +191,7 @@ func TestGDBRuntimeFrames(t *testing.T) {
 // start, and the program runs to its end.
 func TestGDBBreakFunction(t *testing.T) {
 	gdb := fixture.RequireTool(t, "gdb", "gdb")
-	for _, c := range []fixture.Config{
-		{CC: "gcc", Opt: "-O2", PIE: true},
-		{CC: "gcc", Opt: "-O0", Static: true},
-		{CC: "clang", Opt: "-O2", PIE: true, Strip: true, Extra: []string{"-rdynamic"}},
-	} {
+	for _, c := range gdbConfigs {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()

@@ -1,6 +1,8 @@
 package rewriter
 
 import (
+	"slices"
+
 	"github.com/blpp/blpp/cfg"
 	"github.com/blpp/blpp/rewriter/elfw"
 	"github.com/blpp/blpp/rewriter/enc"
@@ -43,6 +45,7 @@ func relocatedSymbols(b *cfg.Binary, g *gen, codeAddr uint64, dynamic bool, addr
 	for _, fg := range g.funcs {
 		addr, size := codeAddr+uint64(fg.start), uint64(fg.end-fg.start)
 		at := map[string]int{} // name → index in out
+		first := len(out)
 		for _, s := range byAddr[fg.f.Func.Addr] {
 			dyn := s.Dynamic && dynamic
 			if i, ok := at[s.Name]; ok {
@@ -52,37 +55,44 @@ func relocatedSymbols(b *cfg.Binary, g *gen, codeAddr uint64, dynamic bool, addr
 			at[s.Name] = len(out)
 			out = append(out, elfw.Symbol{Name: s.Name, Addr: addr, Size: size, Dynamic: dyn})
 		}
+		// The other entries, each once, inside the copy and not at its
+		// start: the function's names as just made, an other entry's own.
 		end := addr + size
-		done := map[uint64]bool{addr: true}
-		name := func(e enc.Label, orig uint64) {
+		placed := []uint64{addr}
+		name := func(e enc.Label, names []string) {
 			a := addrOf(e)
-			if done[a] || a < addr || a >= end {
+			if a < addr || a >= end || slices.Contains(placed, a) {
 				return
 			}
-			done[a] = true
-			seen := map[string]bool{}
-			for _, s := range byAddr[orig] {
-				if !seen[s.Name] {
-					seen[s.Name] = true
-					out = append(out, elfw.Symbol{Name: s.Name, Addr: a, Size: end - a})
-				}
+			placed = append(placed, a)
+			for _, n := range names {
+				out = append(out, elfw.Symbol{Name: n, Addr: a, Size: end - a})
 			}
 		}
-		fa := fg.f.Func.Addr
-		name(fg.entry, fa)
+		var own []string
+		for _, o := range out[first:] {
+			own = append(own, o.Name)
+		}
+		name(fg.entry, own)
 		if fg.closed {
-			name(fg.internal, fa)
+			name(fg.internal, own)
 		}
 		for i, ok := range fg.hasDirect {
 			if ok {
-				name(fg.direct[i], fa)
+				name(fg.direct[i], own)
 			}
 		}
-		if l, ok := g.tailEntries[fa]; ok {
-			name(l, fa)
+		if l, ok := g.tailEntries[fg.f.Func.Addr]; ok {
+			name(l, own)
 		}
 		for _, x := range fg.others {
-			name(x.label, x.addr)
+			var names []string
+			for _, s := range byAddr[x.addr] {
+				if !slices.Contains(names, s.Name) {
+					names = append(names, s.Name)
+				}
+			}
+			name(x.label, names)
 		}
 	}
 	return out

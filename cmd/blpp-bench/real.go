@@ -27,6 +27,9 @@ type realProgram struct {
 	// (natively and with gcov counters), with its own compiler and linker
 	// flags.
 	source func(c *config, dir string) (src string, cflags []string, err error)
+	// sourceReady, with source, says why its source cannot be had here
+	// (nil when it can).
+	sourceReady func(c *config) error
 	// command is the command line at size scale. data is the directory of
 	// the committed scripts (cmd/blpp-bench/testdata/real); inputs is a
 	// directory of this size's own where it may write generated inputs.
@@ -89,7 +92,7 @@ var realSuite = []realProgram{
 	// Lua 5.4 built here from Debian's source (as one unit), so that gcc's
 	// edge counting can be measured on a real interpreter beside blpp:
 	// the same script as lua5.4's.
-	{name: "lua-src", pkg: "gcc", source: luaOneUnit,
+	{name: "lua-src", pkg: "gcc", source: luaOneUnit, sourceReady: func(c *config) error { _, err := luaSource(c); return err },
 		command: func(scale int, data, _ string) (command, error) {
 			return command{args: []string{filepath.Join(data, "calls.lua"), strconv.Itoa(scale)}}, nil
 		}},
@@ -186,8 +189,8 @@ func (p realProgram) missing(c *config) string {
 		if err := c.needCC(); err != nil {
 			return err.Error()
 		}
-		if p.source != nil { // lua-src's: Debian's source, fetched once
-			if _, err := luaSource(c); err != nil {
+		if p.sourceReady != nil {
+			if err := p.sourceReady(c); err != nil {
 				return err.Error()
 			}
 		}

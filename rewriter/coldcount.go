@@ -50,7 +50,7 @@ func (fg *funcGen) coldHit(rec, x, t enc.Reg, miss enc.Label, sp int32) {
 	b := fg.g.buf
 	b.CmpMem32Imm32D8(rec, int8(runtime.RecordColdOff), int32(fg.promoteEnds()-1))
 	b.JccRel32(enc.CondAE, enc.LabelTarget(miss))
-	fg.hashCount(rec, rec, x, t, miss, sp)
+	fg.hashCount(rec, rec, x, t, miss, sp, true)
 	b.MovRegFromGS(rec, runtime.OffRecord)
 	b.IncMem32D8(rec, int8(runtime.RecordColdOff))
 }

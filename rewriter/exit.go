@@ -315,7 +315,7 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 		b.MovRegFromGS(enc.RCX, runtime.OffRecord)
 		if hash {
 			// Counted here when found; nothing below can fail.
-			fg.hashCount(enc.RCX, enc.RCX, x, enc.RDX, slow, 0)
+			fg.hashCount(enc.RCX, enc.RCX, x, enc.RDX, slow, 0, true)
 			if tailSite != 0 {
 				b.MovRegFromGS(enc.RCX, runtime.OffRecord)
 			}

@@ -28,7 +28,7 @@
  * the tables consistent. */
 struct htab {
 	u64 cap;   /* power of two */
-	u64 used;
+	s64 left;  /* keys it still takes: its room less those put in (decision 161) */
 	u64 next;  /* the next older table */
 	u64 bytes; /* cap * entry size: the inline code's scale (home) */
 	u64 e[];
@@ -48,6 +48,7 @@ enum { HTAB_INIT = BLPP_HTAB_INIT_CAP, COLD_CAP = 2, PROMOTE_ENDS = BLPP_PROMOTE
 enum { FAR_HITS = 256, FAR_CAP = 1 << 20 };
 _Static_assert(__builtin_offsetof(struct htab, e) == BLPP_HTAB_ENTRIES_OFF, "htab header");
 _Static_assert(__builtin_offsetof(struct htab, bytes) == BLPP_HTAB_BYTES_OFF, "htab bytes");
+_Static_assert(__builtin_offsetof(struct htab, left) == BLPP_HTAB_LEFT_OFF, "htab left");
 _Static_assert((BLPP_HTAB_INIT_CAP & (BLPP_HTAB_INIT_CAP - 1)) == 0, "htab capacity");
 
 /* fib32 is the 32-bit Fibonacci hash of x's low 32 bits, the one inline
@@ -79,6 +80,13 @@ static u64 hent_words(void) { return 1 + rt.stride; }
  * [decision 48]. */
 static u64 htab_bytes(u64 cap) { return sizeof(struct htab) + (cap + 1) * hent_words() * 8; }
 
+/* htab_room is how many keys a table of cap entries takes: half its
+ * entries, so that the inline code's two probes find most keys; all of
+ * a cold record's small tables (decision 99), whose paths the runtime
+ * mostly counts itself (hash_slot puts a table of HTAB_INIT in front
+ * once it is hot). */
+static u64 htab_room(u64 cap) { return cap < HTAB_INIT ? cap : cap / 2; }
+
 /* htab_at makes the memory at h (htab_bytes(cap), zeroed) an empty table. */
 static struct htab *htab_at(void *m, u64 cap)
 {
@@ -86,6 +94,7 @@ static struct htab *htab_at(void *m, u64 cap)
 	if (h) {
 		h->cap = cap;
 		h->bytes = cap * hent_words() * 8;
+		h->left = (s64)htab_room(cap);
 	}
 	return h;
 }
@@ -98,14 +107,8 @@ static struct htab *htab_new(struct wiped *w, u64 cap)
 	return htab_at(cap < HTAB_INIT ? small_alloc(size) : arena_alloc(&w->arena, size), cap);
 }
 
-/* htab_room is how many keys h takes: half its entries, so that the
- * inline code's two probes find most keys; all of a cold record's small
- * tables (decision 99), whose paths the runtime mostly counts itself
- * (hash_slot puts a table of HTAB_INIT in front once it is hot). */
-static u64 htab_room(const struct htab *h) { return h->cap < HTAB_INIT ? h->cap : h->cap / 2; }
-
 /* htab_slot returns the values of key in h, inserting it if insert says
- * so and h has room (htab_room), else 0; with values, *far says whether
+ * so and h has room (h->left), else 0; with values, *far says whether
  * the key lies beyond the inline code's two probes (home and the entry
  * after it, not wrapping). */
 static u64 *htab_slot(struct htab *h, u64 key, int insert, int *far)
@@ -115,13 +118,13 @@ static u64 *htab_slot(struct htab *h, u64 key, int insert, int *far)
 		u64 *e = &h->e[i * hw];
 		u64 k = LOAD(&e[0]);
 		if (k == 0) {
-			if (!insert || LOADR(&h->used) >= htab_room(h))
+			if (!insert || (s64)LOADR((u64 *)&h->left) <= 0)
 				return 0;
 			if (!CAS1(&e[0], 0, key)) {
 				if (LOAD(&e[0]) != key)
 					continue;
 			} else {
-				ADD1(&h->used, 1);
+				ADD1((u64 *)&h->left, ~(u64)0);
 			}
 		} else if (k != key) {
 			continue;

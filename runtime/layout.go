@@ -596,8 +596,15 @@ const (
 	// first table has HTabInitCap entries.
 	HTabEntriesOff = 32
 	HTabBytesOff   = 24
-	HTabInitCap    = 64
-	HashMul        = 0x9e3779b1
+	// HTabLeftOff is how many more keys the table takes (signed: a
+	// signal handler's insertion between the inline code's test and its
+	// own may take it below 0, which means full too). The runtime sets
+	// it to the table's room when it makes the table; the runtime and
+	// the inline code take one off for each key they put in, the inline
+	// code only at the key's home entry (decision 161).
+	HTabLeftOff = 8
+	HTabInitCap = 64
+	HashMul     = 0x9e3779b1
 
 	// In context mode a record of a function with more than ColdPaths
 	// paths starts cold (Record.Cold): a small table instead of a dense

@@ -136,6 +136,7 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_RECORD_EXT_SLOT", fmt.Sprint(RecordExtSlot)},
 	{"BLPP_HTAB_ENTRIES_OFF", fmt.Sprint(HTabEntriesOff)},
 	{"BLPP_HTAB_BYTES_OFF", fmt.Sprint(HTabBytesOff)},
+	{"BLPP_HTAB_LEFT_OFF", fmt.Sprint(HTabLeftOff)},
 	{"BLPP_HTAB_INIT_CAP", fmt.Sprint(HTabInitCap)},
 	{"BLPP_COLD_PATHS", fmt.Sprint(ColdPaths)},
 	{"BLPP_PROMOTE_ENDS", fmt.Sprint(PromoteEnds)},

@@ -36,6 +36,7 @@ func asCasesRT(targets []asTarget) []asCase {
 		for _, d := range d8s {
 			add(fmt.Sprintf("{disp8} incq %d(%%%s)", d, r), func(b *Buf) { b.IncMemD8(r, d) })
 			add(fmt.Sprintf("{disp8} incl %d(%%%s)", d, r), func(b *Buf) { b.IncMem32D8(r, d) })
+			add(fmt.Sprintf("{disp8} decq %d(%%%s)", d, r), func(b *Buf) { b.DecMemD8(r, d) })
 			for _, v := range []int32{0, 0x12345678, -129} {
 				add(fmt.Sprintf("{disp8} cmpq %s, %d(%%%s)", imm(v), d, r), func(b *Buf) { b.CmpMemImm32D8(r, d, v) })
 				add(fmt.Sprintf("{disp8} cmpl %s, %d(%%%s)", imm(v), d, r), func(b *Buf) { b.CmpMem32Imm32D8(r, d, v) })
@@ -64,6 +65,17 @@ func asCasesRT(targets []asTarget) []asCase {
 		}
 		for _, tg := range targets {
 			add(fmt.Sprintf("mov (%s)(%%rip), %%%s", tg.asm, r), func(b *Buf) { b.MovRegFromRIP(r, tg.t) })
+		}
+	}
+	for i, base := range allRegs {
+		for j, index := range allRegs {
+			if index == RSP {
+				continue
+			}
+			d, r := asDisps[(i+j)%len(asDisps)], allRegs[(i*5+j)%16]
+			v := []int8{0, 1, -1, 127, -128}[(i+j)%5]
+			add(fmt.Sprintf("{disp32} cmpq $%d, %d(%%%s,%%%s)", v, d, base, index), func(b *Buf) { b.CmpMemIdxImm8(base, index, d, v) })
+			add(fmt.Sprintf("{disp32} cmpxchg %%%s, %d(%%%s,%%%s)", r, d, base, index), func(b *Buf) { b.CmpxchgMemIdxReg(base, index, d, r) })
 		}
 	}
 	for _, tg := range targets {

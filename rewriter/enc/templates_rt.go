@@ -113,6 +113,40 @@ func (b *Buf) IncMemD32(base Reg, disp int32) {
 	b.memW(0xff, 0, 0, base, disp, disp32)
 }
 
+// DecMemD8 emits decq disp8(%base) (REX.W ff /1, mod=01): a thread's
+// own word, so no lock prefix.
+func (b *Buf) DecMemD8(base Reg, disp int8) {
+	if !b.checkRegs("DecMemD8", base) {
+		return
+	}
+	b.memW(0xff, 1, 0, base, int32(disp), disp8)
+}
+
+// CmpMemIdxImm8 emits cmpq $imm, disp32(%base,%index) (REX.W 83 /7 ib,
+// scale 1; the immediate sign-extended).
+func (b *Buf) CmpMemIdxImm8(base, index Reg, disp int32, imm int8) {
+	if !b.checkIndex("CmpMemIdxImm8", base, index) {
+		return
+	}
+	b.emit(rex(true, 0, index.hi(), base.hi()), 0x83)
+	b.emit(modrm(2, 7, 4), sib(0, index.low(), base.low()))
+	b.emit32(uint32(disp))
+	b.emit(byte(imm))
+}
+
+// CmpxchgMemIdxReg emits cmpxchg %reg, disp32(%base,%index) (REX.W 0f
+// b1 /r, scale 1) without a lock prefix: if mem equals %rax, mem = reg
+// and ZF is set, else %rax = mem and ZF is clear. One instruction, so no
+// signal handler on the thread lands between the compare and the store.
+func (b *Buf) CmpxchgMemIdxReg(base, index Reg, disp int32, reg Reg) {
+	if !b.checkIndex("CmpxchgMemIdxReg", base, index) || !b.checkRegs("CmpxchgMemIdxReg", reg) {
+		return
+	}
+	b.emit(rex(true, reg.hi(), index.hi(), base.hi()), 0x0f, 0xb1)
+	b.emit(modrm(2, reg.low(), 4), sib(0, index.low(), base.low()))
+	b.emit32(uint32(disp))
+}
+
 // IncMem32D8 emits incl disp8(%base) (ff /0, mod=01; REX.B for r8-r15):
 // a 32-bit counter of the thread's own, so no lock prefix.
 func (b *Buf) IncMem32D8(base Reg, disp int8) {

@@ -1,0 +1,152 @@
+package rewriter
+
+// Which functions may be instrumented: the checks rewrite makes of each
+// function, and of the code that branches into it, before any is planned.
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/blpp/blpp/analysis"
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/cfg/x86"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// usesGS reports whether the code of g names the %gs segment, which the
+// instrumentation takes for itself (ErrUsesGS).
+func usesGS(b *cfg.Binary, g *cfg.Graph) bool {
+	for i := range g.Blocks {
+		// Most blocks' bytes rule %gs out without decoding.
+		if code := b.Bytes(g.Blocks[i].Addr, int(g.Blocks[i].End-g.Blocks[i].Addr)); code != nil && !x86.MayNameGS(code) {
+			continue
+		}
+		for in := range b.Insts(&g.Blocks[i]) {
+			if in.Raw.Op == x86asm.RDGSBASE || in.Raw.Op == x86asm.WRGSBASE {
+				return true
+			}
+			for _, arg := range in.Raw.Args {
+				if m, ok := arg.(x86asm.Mem); ok && m.Segment == x86asm.GS {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// branchTargets collects the targets of every direct jump, branch and
+// call found by a linear sweep of the executable sections, each with the
+// addresses of the instructions that branch there. The entry jump
+// overwrites an instrumented function's first 5 bytes, so no code that
+// may run may branch into them (glibc's string functions share tails
+// that way: __mempcpy_* jumps to __memmove_*+5). The sweep may decode
+// data as code; a bogus target only makes the check more cautious.
+func branchTargets(b *cfg.Binary) *cfg.Branches {
+	// The analysis sweeps the code the same way for its reference index;
+	// one sweep serves both.
+	return b.BranchSources()
+}
+
+// patchedInto reports whether some branch that may run lands inside the
+// bytes the entry jump of f replaces. A branch of f's own (a loop back
+// to the instruction after the prologue's first push: lua's
+// luaK_exp2const and others) never runs once the entry is patched, so
+// long as no other code branches into f past its entry: the original
+// body then never runs, and the relocated copy's branch goes to the
+// relocated block. Such self-branches are allowed; any other is not.
+func patchedInto(f *cfg.Function, targets *cfg.Branches) bool {
+	self := false
+	for _, e := range append([]uint64{f.Addr}, f.Entries...) {
+		for a := e + 1; a < e+5; a++ {
+			for _, src := range targets.Sources(a) {
+				if !f.Contains(src) {
+					return true
+				}
+				self = true
+			}
+		}
+	}
+	return self && enteredInside(f, targets)
+}
+
+// enteredInside reports whether code outside f branches into f anywhere
+// but at its entries.
+func enteredInside(f *cfg.Function, targets *cfg.Branches) bool {
+	for _, r := range f.Ranges() {
+		for a := r.Addr; a < r.End(); a++ {
+			if f.IsEntry(a) {
+				continue
+			}
+			for _, src := range targets.Sources(a) {
+				if !f.Contains(src) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// leaveBranchedInto takes out of chosen, and lists in sum, every function
+// that code outside all the chosen functions branches into past its entry
+// (a function left uninstrumented jumping into its middle: glibc's string
+// functions share their tails between entry points). That code would run
+// the function's original blocks, which count nothing, and its copy's
+// counts would no longer be the function's [DESIGN 2]. The branches come
+// from a linear sweep of the executable sections (into), so data decoded
+// as code can only leave more out. Leaving a function out adds no branch
+// into another, so one pass is enough.
+func leaveBranchedInto(chosen []*analysis.Func, moved map[*analysis.Func]uint64, into *cfg.Branches, sum *Summary) []*analysis.Func {
+	type span struct {
+		lo, hi uint64
+		f      *analysis.Func
+	}
+	var spans []span
+	for _, f := range chosen {
+		for _, r := range f.Func.Ranges() {
+			spans = append(spans, span{r.Addr, r.End(), f})
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
+	owner := func(a uint64) *analysis.Func {
+		k := sort.Search(len(spans), func(k int) bool { return spans[k].lo > a }) - 1
+		if k >= 0 && a < spans[k].hi {
+			return spans[k].f
+		}
+		return nil
+	}
+	bad := map[*analysis.Func]uint64{}
+	for t, froms := range into.All() {
+		f := owner(t)
+		// Branches up to a moved entry jump run the instructions before it
+		// in place and then the copy (decision 67).
+		if f == nil || f.Func.IsEntry(t) || (moved[f] != 0 && t <= moved[f]) {
+			continue
+		}
+		for _, from := range froms {
+			if owner(from) == nil {
+				if _, seen := bad[f]; !seen || from < bad[f] {
+					bad[f] = from
+				}
+				break
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return chosen
+	}
+	kept := chosen[:0]
+	for _, f := range chosen {
+		from, ok := bad[f]
+		if !ok {
+			kept = append(kept, f)
+			continue
+		}
+		sum.Skipped = append(sum.Skipped, Skipped{Name: f.Func.Name, Entry: fmt.Sprintf("%#x", f.Func.Addr),
+			Reason: "branched into by uninstrumented code", Detail: fmt.Sprintf("the code at %#x, in no instrumented function, jumps into its body", from),
+			Size: f.Func.TotalSize()})
+	}
+	return kept
+}

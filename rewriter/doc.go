@@ -61,8 +61,15 @@
 //
 // # Files by job
 //
-//   - rewrite.go: Rewrite, the choice of functions, layout (segments,
-//     runtime tables as typed records of package runtime, patches).
+//   - rewrite.go: Rewrite and RewriteTo, the rounds (a layout redone
+//     from the analysis), the summary's types.
+//   - choose.go: which functions may be instrumented (%gs, branches
+//     into them, patched bytes).
+//   - layout.go: layout and its steps (segments, runtime tables as
+//     typed records of package runtime, code, jump-table copies,
+//     patches, the summary).
+//   - release.go, meta.go, hooks.go: the analysis released as functions
+//     are emitted, the metadata encoded, the DT_FINI hook.
 //   - module.go: executable or library, the module tag, the start and
 //     exit hooks.
 //   - plan.go, planloops.go: the per-function plan: slot counters, the

@@ -85,8 +85,9 @@ func (fg *funcGen) enterSlotMem() {
 	fg.countSlotCall(slow, 0)
 	// Reserve the frame at %rcx, then fill it.
 	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
+	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RSP) // frame.rsp, before and after [decision 162]
 	b.MovGSFromReg(runtime.OffSP, enc.RAX)
-	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RSP) // frame.rsp
+	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RSP)
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.MovMemFromRegD8(enc.RCX, frSavedR+runtime.FrameSize, enc.RAX) // frame.saved_r
 	b.MovMemImm32D8(enc.RCX, frFunc+runtime.FrameSize, fg.gid)      // frame.func
@@ -136,7 +137,9 @@ func (fg *funcGen) enterLean(direct, keep bool) {
 	b.CmpRegGS(f, runtime.OffSPLimit)
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
 	fg.countSlotCall(slow, 0) // once the record exists
-	// Reserve the frame (f is its end), then fill it.
+	// Reserve the frame (f is its end), then fill it; its %rsp before
+	// and after [decision 162].
+	b.MovMemFromRegD8(f, frRSP, enc.RSP)
 	b.MovGSFromReg(runtime.OffSP, f)
 	b.MovMemFromRegD8(f, frRSP, enc.RSP)
 	b.MovMemFromRegD8(f, frSavedReg, x)

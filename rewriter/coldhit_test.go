@@ -18,23 +18,31 @@ import (
 // hundreds before it that the runtime counted when every cold end took
 // the stub (393 exits and 244 backedges at the change).
 func TestColdRecordsCountInline(t *testing.T) {
-	fixture.RequireTool(t, "valgrind", "valgrind")
 	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2", PIE: true}, fixture.Matrix()[0]} {
 		t.Run(c.String(), func(t *testing.T) {
-			t.Parallel()
-			what := "coldhit.c " + c.String()
-			orig := fixture.Build(t, "coldhit.c", c)
-			inst := filepath.Join(t.TempDir(), "coldhit.blpp")
-			rewriteSum(t, orig, inst, rewriter.Options{})
-			want := runProc(t, orig, nil)
-			p := runProfiled(t, what, inst, want)
-			cg := callgrindOf(t, what, orig, nil, want)
-			compareCounts(t, what, inst, p, cg, countCheck{own: []string{"main", "pick", "spin"}})
-			if ends := p.Stats["stub_exits"] + p.Stats["stub_backedges"]; ends > 80 {
-				t.Errorf("%s: %d path ends at the stubs (exits %d, backedges %d), want at most 80: cold records' ends are not counted inline",
-					what, ends, p.Stats["stub_exits"], p.Stats["stub_backedges"])
-			}
+			stubEnds(t, "coldhit.c", c, false, []string{"main", "pick", "spin"}, 80, "cold records' ends are not counted inline")
 		})
+	}
+}
+
+// stubEnds rewrites src's build c (flow-only with flow), compares the
+// counts of funcs with callgrind's, and wants at most max path ends at
+// the stubs (why: what it means when there are more).
+func stubEnds(t *testing.T, src string, c fixture.Config, flow bool, funcs []string, max uint64, why string) {
+	t.Helper()
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	t.Parallel()
+	what := src + " " + t.Name()
+	orig := fixture.Build(t, src, c)
+	inst := filepath.Join(t.TempDir(), "stubends.blpp")
+	rewriteSum(t, orig, inst, rewriter.Options{NoContext: flow})
+	want := runProc(t, orig, nil)
+	p := runProfiled(t, what, inst, want)
+	cg := callgrindOf(t, what, orig, nil, want)
+	compareCounts(t, what, inst, p, cg, countCheck{own: funcs})
+	if ends := p.Stats["stub_exits"] + p.Stats["stub_backedges"]; ends > max {
+		t.Errorf("%s: %d path ends at the stubs (exits %d, backedges %d), want at most %d: %s",
+			what, ends, p.Stats["stub_exits"], p.Stats["stub_backedges"], max, why)
 	}
 }
 
@@ -47,7 +55,6 @@ func TestColdRecordsCountInline(t *testing.T) {
 // mode and 6,242 flow-only at the change, 871 and 1,002 after it: the
 // keys whose home entry was taken, and each table's growth).
 func TestHashedPathsInsertInline(t *testing.T) {
-	fixture.RequireTool(t, "valgrind", "valgrind")
 	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2", PIE: true}, fixture.Matrix()[0]} {
 		for _, flow := range []bool{false, true} {
 			name := c.String()
@@ -55,19 +62,7 @@ func TestHashedPathsInsertInline(t *testing.T) {
 				name += "/flow"
 			}
 			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				what := "hashins.c " + name
-				orig := fixture.Build(t, "hashins.c", c)
-				inst := filepath.Join(t.TempDir(), "hashins.blpp")
-				rewriteSum(t, orig, inst, rewriter.Options{NoContext: flow})
-				want := runProc(t, orig, nil)
-				p := runProfiled(t, what, inst, want)
-				cg := callgrindOf(t, what, orig, nil, want)
-				compareCounts(t, what, inst, p, cg, countCheck{own: []string{"main", "wide", "loopy"}})
-				if ends := p.Stats["stub_exits"] + p.Stats["stub_backedges"]; ends > 2000 {
-					t.Errorf("%s: %d path ends at the stubs (exits %d, backedges %d), want at most 2000: new keys of hashed records are not put in inline",
-						what, ends, p.Stats["stub_exits"], p.Stats["stub_backedges"])
-				}
+				stubEnds(t, "hashins.c", c, flow, []string{"main", "wide", "loopy"}, 2000, "new keys of hashed records are not put in inline")
 			})
 		}
 	}

@@ -3,7 +3,10 @@
  * answers. Modes (argv[1]), scaled by argv[2]:
  *
  *   split    a loop whose two paths do 3:1 work (by instruction count:
- *            one path runs mix() 96 rounds, the other 32), and work()
+ *            one path runs 1,536 rounds, the other 512: enough that the
+ *            runtime's path end at each iteration, which a sampling
+ *            image takes at every backedge and which costs the same for
+ *            both paths, does not blur the 3:1 of their time), and work()
  *            called from two contexts with 1:4 work (ctx_a, ctx_b);
  *   threads  two threads, each spinning in its own function (each
  *            thread's CPU time goes to stderr);
@@ -25,16 +28,18 @@
 #define ROUND(x) (x ^= x >> 29, x *= 0xbf58476d1ce4e5b9ul)
 #define R8(x) (ROUND(x), ROUND(x), ROUND(x), ROUND(x), ROUND(x), ROUND(x), ROUND(x), ROUND(x))
 #define R32(x) (R8(x), R8(x), R8(x), R8(x))
+#define R512(x) (R32(x), R32(x), R32(x), R32(x), R32(x), R32(x), R32(x), R32(x), \
+		 R32(x), R32(x), R32(x), R32(x), R32(x), R32(x), R32(x), R32(x))
 
 __attribute__((noinline)) unsigned long loop(unsigned long n, unsigned long x)
 {
 	for (unsigned long i = 0; i < n; i++) {
 		if (i & 1) {
-			R32(x);
-			R32(x);
-			R32(x);
+			R512(x);
+			R512(x);
+			R512(x);
 		} else {
-			R32(x);
+			R512(x);
 		}
 	}
 	return x;
@@ -57,7 +62,7 @@ static void split(unsigned long scale)
 		x = ctx_a(x);
 		x = ctx_b(x);
 	}
-	x = loop(scale * 3000, x);
+	x = loop(scale * 200, x);
 	printf("split %lu\n", x & 1);
 }
 

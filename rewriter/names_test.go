@@ -164,20 +164,29 @@ var gdbConfigs = []fixture.Config{
 // Without the FDEs gdb stops at the stub or wanders into garbage; without
 // the restorer's name it stops at the signal frame.
 func TestGDBRuntimeFrames(t *testing.T) {
+	eachGDBConfig(t, func(t *testing.T, gdb, dir, inst string, _ fixture.Config) {
+		stacks, out := gdbStacks(t, gdb, dir, "break blpp_rt_enter\ncommands\nbt\ncontinue\nend\nrun\n", inst)
+		if !hasStack(stacks, "blpp_rt_enter blpp_enter inner middle outer main") {
+			t.Errorf("no backtrace from blpp_rt_enter reaches main through inner, middle and outer; gdb saw:\n%s", out)
+		}
+		stacks, out = gdbStacks(t, gdb, dir, "handle SIGSEGV nostop noprint pass\nbreak blpp_rt_signal\nrun\nbt\n", inst, "segv")
+		if !hasStack(stacks, "blpp_rt_signal blpp_sig_entry inner middle outer main") || !strings.Contains(out, "<signal handler called>") {
+			t.Errorf("the backtrace from blpp_rt_signal does not go through the signal frame to inner, middle, outer and main; gdb saw:\n%s", out)
+		}
+	})
+}
+
+// eachGDBConfig runs check in parallel for each of gdbConfigs, with gdb's
+// path, a directory of the subtest's own and names.c rewritten into it
+// (context mode).
+func eachGDBConfig(t *testing.T, check func(t *testing.T, gdb, dir, inst string, c fixture.Config)) {
 	gdb := fixture.RequireTool(t, "gdb", "gdb")
 	for _, c := range gdbConfigs {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			_, inst := rewriteTo(t, "names.c", c, dir)
-			stacks, out := gdbStacks(t, gdb, dir, "break blpp_rt_enter\ncommands\nbt\ncontinue\nend\nrun\n", inst)
-			if !hasStack(stacks, "blpp_rt_enter blpp_enter inner middle outer main") {
-				t.Errorf("no backtrace from blpp_rt_enter reaches main through inner, middle and outer; gdb saw:\n%s", out)
-			}
-			stacks, out = gdbStacks(t, gdb, dir, "handle SIGSEGV nostop noprint pass\nbreak blpp_rt_signal\nrun\nbt\n", inst, "segv")
-			if !hasStack(stacks, "blpp_rt_signal blpp_sig_entry inner middle outer main") || !strings.Contains(out, "<signal handler called>") {
-				t.Errorf("the backtrace from blpp_rt_signal does not go through the signal frame to inner, middle, outer and main; gdb saw:\n%s", out)
-			}
+			check(t, gdb, dir, inst, c)
 		})
 	}
 }
@@ -190,25 +199,19 @@ func TestGDBRuntimeFrames(t *testing.T) {
 // it gdb's locations are the original, which never runs, and the copy's
 // start, and the program runs to its end.
 func TestGDBBreakFunction(t *testing.T) {
-	gdb := fixture.RequireTool(t, "gdb", "gdb")
-	for _, c := range gdbConfigs {
-		t.Run(c.String(), func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			_, inst := rewriteTo(t, "names.c", c, dir)
-			for _, mode := range []string{"context", "flow-only"} {
-				prog := inst
-				if mode == "flow-only" {
-					prog = filepath.Join(dir, "names.flow")
-					rewriteWith(t, fixture.Build(t, "names.c", c), prog, rewriter.Options{NoContext: true})
-				}
-				stacks, out := gdbStacks(t, gdb, dir, "break inner\nrun\nbt\n", prog)
-				if !gdbStopped.MatchString(out) || !hasStack(stacks, "inner middle outer main") {
-					t.Errorf("%s: gdb's breakpoint on inner did not stop there with middle, outer and main below it:\n%s", mode, out)
-				}
+	eachGDBConfig(t, func(t *testing.T, gdb, dir, inst string, c fixture.Config) {
+		for _, mode := range []string{"context", "flow-only"} {
+			prog := inst
+			if mode == "flow-only" {
+				prog = filepath.Join(dir, "names.flow")
+				rewriteWith(t, fixture.Build(t, "names.c", c), prog, rewriter.Options{NoContext: true})
 			}
-		})
-	}
+			stacks, out := gdbStacks(t, gdb, dir, "break inner\nrun\nbt\n", prog)
+			if !gdbStopped.MatchString(out) || !hasStack(stacks, "inner middle outer main") {
+				t.Errorf("%s: gdb's breakpoint on inner did not stop there with middle, outer and main below it:\n%s", mode, out)
+			}
+		}
+	})
 }
 
 // gdbStopped matches gdb's report of a stop at breakpoint 1 (any of its

@@ -83,11 +83,11 @@ func (fg *funcGen) enterSlotMem() {
 	// The record's calls, once it exists (the stub's first entry made
 	// it and counted there).
 	fg.countSlotCall(slow, 0)
-	// Reserve the frame at %rcx, then fill it.
+	// Reserve the frame at %rcx, then fill it (its %rsp first: until
+	// then the slot reads as live, decision 163).
 	b.LeaRegD8(enc.RAX, enc.RCX, runtime.FrameSize)
-	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RSP) // frame.rsp, before and after [decision 162]
 	b.MovGSFromReg(runtime.OffSP, enc.RAX)
-	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RSP)
+	b.MovMemFromRegD8(enc.RCX, frRSP+runtime.FrameSize, enc.RSP) // frame.rsp
 	b.MovRegFromGS(enc.RAX, g.stubs.OffR)
 	b.MovMemFromRegD8(enc.RCX, frSavedR+runtime.FrameSize, enc.RAX) // frame.saved_r
 	b.MovMemImm32D8(enc.RCX, frFunc+runtime.FrameSize, fg.gid)      // frame.func
@@ -137,9 +137,8 @@ func (fg *funcGen) enterLean(direct, keep bool) {
 	b.CmpRegGS(f, runtime.OffSPLimit)
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow))
 	fg.countSlotCall(slow, 0) // once the record exists
-	// Reserve the frame (f is its end), then fill it; its %rsp before
-	// and after [decision 162].
-	b.MovMemFromRegD8(f, frRSP, enc.RSP)
+	// Reserve the frame (f is its end), then fill it, its %rsp first
+	// (decision 163).
 	b.MovGSFromReg(runtime.OffSP, f)
 	b.MovMemFromRegD8(f, frRSP, enc.RSP)
 	b.MovMemFromRegD8(f, frSavedReg, x)

@@ -126,14 +126,10 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 	b.AddRegImm32(f, runtime.FrameSize)
 	b.CmpRegGS(f, runtime.OffSPLimit)
 	b.JccRel32(enc.CondA, enc.LabelTarget(slow0))
-	// Reserve the frame (f is its end), then fill what is known. Its
-	// %rsp goes in before the frame is reserved and again after
-	// [decision 162]: a signal handler's entry that lands just after
-	// the reservation reads the newest frame's %rsp, and a stale one
-	// below its own would have its stub unwind this frame as if a
-	// longjmp had left it; a handler that lands just before it pushes
-	// and pops its own frame in the same place, overwriting the first.
-	b.MovMemFromRegD8(f, frRSP, enc.RSP)
+	// Reserve the frame (f is its end), then fill what is known, its
+	// %rsp first. A signal handler's entry that lands in between reads
+	// the slot's %rsp as ~0 or 0, a live frame (decision 163): every pop
+	// clears it.
 	b.MovGSFromReg(runtime.OffSP, f)
 	b.MovMemFromRegD8(f, frRSP, enc.RSP)
 	if tail {
@@ -226,6 +222,7 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 		if fg.hasPreg {
 			b.MovRegFromMemD8(p, f, frSavedReg)
 		}
+		clearFrameRSP(b, f) // a pop (popFrame)
 		b.AddRegImm32(f, -runtime.FrameSize)
 		b.MovGSFromReg(runtime.OffSP, f)
 		b.JmpRel32(enc.LabelTarget(slow0))

@@ -44,7 +44,7 @@ func (fg *funcGen) exitLean() {
 		b.MovGSFromReg(runtime.OffCallSite, x)
 	}
 	b.MovRegFromMemD8(x, enc.RCX, frSavedReg) // the register's entry value
-	popFrame(b)
+	popFrame(b, enc.RCX)
 	restoreBelow(b, rcx)
 	b.Bind(done)
 	// A closed exit leaves its register for the stub to find in its
@@ -72,8 +72,11 @@ func (fg *funcGen) exitClosed() {
 	b.MovRegFromGS(x, runtime.OffSP)
 	b.CmpMemRegD8(x, frRSP, enc.RSP)
 	b.JccRel32(enc.CondNE, enc.LabelTarget(undo))
+	// x is the frame's end until it takes the register's entry value:
+	// the frame's %rsp is cleared first, then popped (popFrame).
+	clearFrameRSP(b, x)
 	b.MovRegFromMemD8(x, x, frSavedReg) // the register's entry value
-	popFrame(b)
+	b.AddGS64Imm(runtime.OffSP, -runtime.FrameSize)
 	b.Bind(done)
 	fg.addColdAt(undo, 0, func() {
 		b.MovRegFromMem(x, enc.RSP, -8)
@@ -224,7 +227,7 @@ func (fg *funcGen) exitInline(tailSite int32) {
 		b.MovRegFromMemD8(enc.RAX, enc.RCX, frRecord)
 		b.MovGSFromReg(runtime.OffRecord, enc.RAX)
 	}
-	popFrame(b)
+	popFrame(b, enc.RCX)
 	for i := len(saved) - 1; i >= 0; i-- {
 		b.Pop(saved[i])
 	}
@@ -350,7 +353,7 @@ func (fg *funcGen) exitOwn(tailSite int32) {
 	if fg.hasPreg {
 		b.MovRegFromMemD8(x, enc.RCX, frSavedReg) // the register's entry value
 	}
-	popFrame(b)
+	popFrame(b, enc.RCX)
 	restoreBelow(b, saved)
 	b.Bind(done)
 	if tailSite != 0 {

@@ -300,12 +300,28 @@ func cmpNewestFrameRSPIn(b *enc.Buf, reg enc.Reg) {
 	b.CmpMemRegD8(reg, frRSP, enc.RSP)
 }
 
-// popFrame emits addq $-FrameSize, %gs:sp: an exit's pop of the newest
-// frame, once everything is read from it, in one instruction rather than
-// through the frame's register (decision 110). A signal lands before or
-// after it, as it did before or after the store of the older form. The
-// flags are dead at an exit.
-func popFrame(b *enc.Buf) { b.AddGS64Imm(runtime.OffSP, -runtime.FrameSize) }
+// popFrame emits movq $-1, frame.rsp(end); addq $-FrameSize, %gs:sp:
+// an exit's pop of the newest frame, whose end is in end, once
+// everything is read from it. The pop itself is one instruction rather
+// than a store through the frame's register (decision 110); a signal
+// lands before or after it, as it did before or after the store of the
+// older form. The flags are dead at an exit.
+//
+// The frame's %rsp is cleared first (decision 163): a slot above the
+// shadow stack's top never holds an %rsp, only ~0 (cleared) or 0 (never
+// used), so an entry that has reserved the slot but not yet written its
+// %rsp shows a signal handler's entry a frame that is live, never a
+// stale %rsp below the handler's that would read as a frame a longjmp
+// left. A handler landing between the two instructions finds the frame
+// live (~0 is above every %rsp) and pushes above it.
+func popFrame(b *enc.Buf, end enc.Reg) {
+	clearFrameRSP(b, end)
+	b.AddGS64Imm(runtime.OffSP, -runtime.FrameSize)
+}
+
+// clearFrameRSP emits movq $-1, frame.rsp(end): the mark of a slot no
+// activation holds (popFrame).
+func clearFrameRSP(b *enc.Buf, end enc.Reg) { b.MovMemImm32D8(end, frRSP, -1) }
 
 // saveFlags keeps the status flags in %rax (OF in %al, the others in
 // %ah), which must be saved already; restoreFlags puts them back from

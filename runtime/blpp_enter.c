@@ -185,6 +185,7 @@ static void pop(struct blpp_thread *t, u64 fid, const struct blpp_func *fn, u64 
 		}
 		for (u64 m = 0; m < rt.nmetrics; m++)
 			t->macc[m] = f->saved_acc[m];
+		f->rsp = FRAME_FREE; /* as the inline exits pop [decision 163] */
 		BARRIER();
 		t->sp = (u64)f;
 	} else if (rt.w) {

@@ -348,6 +348,18 @@ static void fork_check(void)
 }
 
 /*
+ * left_behind says whether a frame whose %rsp is frsp is one that an
+ * entry (inclusive) or an exit at rsp finds left behind: below rsp (or
+ * at it). A frame whose %rsp is FRAME_FREE or 0 is live: an entry
+ * interrupted after it reserved the frame and before it wrote the %rsp
+ * [decision 163].
+ */
+static inline int left_behind(u64 frsp, u64 rsp, int inclusive)
+{
+	return frsp && (inclusive ? frsp <= rsp : frsp < rsp);
+}
+
+/*
  * unwind pops the activations whose stack frames are gone: a frame with
  * rsp below the caller's stack pointer belongs to a function that was left
  * without passing its exit (longjmp, an exception, a tail call through
@@ -362,7 +374,7 @@ static inline __attribute__((always_inline)) void unwind(struct blpp_thread *t, 
 	/* Most stubs find nothing to pop: the newest frame is above rsp
 	 * (or at it, for an exit). That test is inline; the walk is not. */
 	const struct blpp_frame *top = (const struct blpp_frame *)t->sp - 1;
-	if (t->sp > t->sp_base && (inclusive ? top->rsp <= rsp : top->rsp < rsp))
+	if (t->sp > t->sp_base && left_behind(top->rsp, rsp, inclusive))
 		unwind_from(t, rsp, inclusive);
 }
 
@@ -371,7 +383,7 @@ static __attribute__((noinline)) void unwind_from(struct blpp_thread *t, u64 rsp
 	struct blpp_frame *f = frames(t);
 	struct stop_walk w;
 	u64 n = depth(t), m = n;
-	while (m > 0 && (inclusive ? f[m - 1].rsp <= rsp : f[m - 1].rsp < rsp))
+	while (m > 0 && left_behind(f[m - 1].rsp, rsp, inclusive))
 		m--;
 	t->overflow = 0; /* anything above the frames is gone as well */
 	/* The newest stopped at its last call (t->call_site, the call that
@@ -399,6 +411,7 @@ static __attribute__((noinline)) void unwind_from(struct blpp_thread *t, u64 rsp
 		restore_caller(t, &f[i]);
 		for (u64 k = 0; k < rt.nmetrics; k++)
 			t->macc[k] = f[i].saved_acc[k];
+		f[i].rsp = FRAME_FREE; /* popped [decision 163] */
 	}
 	BARRIER();
 	t->sp = (u64)&f[m];

@@ -134,6 +134,11 @@ struct tpriv {
 	 * writes (decision 152). */
 	u64 stub_stats[4];
 };
+/* The %rsp of a shadow-stack slot no activation holds: every pop writes
+ * it, so an entry that reserved a slot and has not yet written its %rsp
+ * shows a live frame, above every %rsp [decision 163]. */
+#define FRAME_FREE (~(u64)0)
+
 #define TPRIV(t) ((struct tpriv *)((u8 *)(t) + sizeof(struct blpp_thread)))
 
 /* stub_stat counts one stub of kind k (ST_STUB_ENTRIES to ST_STUB_DARK)

@@ -16,9 +16,18 @@
  * the functions having no loops, as many path executions, in a profile
  * the reader accepts (one record per context). The number of handler runs
  * depends on timing and goes to stderr, which the test does not compare.
+ *
+ * With an argument N, "stubsig N" runs deterministically instead: no
+ * timer, but N rounds of the main loop with the trap flag set, so a
+ * SIGTRAP handler walks a chain after every single instruction the
+ * main loop executes, inline entries and exits and the runtime's stubs
+ * included (the kernel clears the flag while the handler runs and
+ * sigreturn sets it again). Every window where a handler can find the
+ * thread's state half changed is visited once per round.
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
@@ -140,7 +149,45 @@ static void on_alarm(int sig)
 	sink += as[4 + handled % 4](handled * 977);
 }
 
-int main(void)
+static void on_trap(int sig)
+{
+	(void)sig;
+	handled++;
+	sink += as[4 + handled % 4](handled * 977);
+}
+
+/* trap_flag sets or clears EFLAGS.TF: with it set, the CPU raises a
+ * debug exception after each instruction (SIGTRAP). */
+static void trap_flag(int on)
+{
+	if (on)
+		__asm__ volatile("pushf; orl $0x100, (%%rsp); popf" ::: "memory", "cc");
+	else
+		__asm__ volatile("pushf; andl $~0x100, (%%rsp); popf" ::: "memory", "cc");
+}
+
+/* stepped runs n rounds of the main loop single-stepped. */
+static int stepped(int n)
+{
+	struct sigaction sa;
+	unsigned long x = 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_trap;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTRAP, &sa, 0);
+	for (int round = 0; round < n; round++) {
+		x = x * 2862933555777941757ul + 3037000493ul;
+		trap_flag(1);
+		sink += as[round % 3](x);
+		trap_flag(0);
+	}
+	for (int i = 0; i < NA + NL + 2; i++)
+		printf("%d %lu\n", i, calls[i]);
+	fprintf(stderr, "handled %lu\n", handled);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	fn a[NA] = {a0, a1, a2, a3, a4, a5, a6, a7};
 	fn l[NL] = {l0, l1, l2, l3};
@@ -149,6 +196,8 @@ int main(void)
 	unsigned long x = 1;
 	memcpy(as, a, sizeof(a));
 	memcpy(leaves, l, sizeof(l));
+	if (argc > 1)
+		return stepped(atoi(argv[1]));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
 	sa.sa_flags = SA_RESTART;

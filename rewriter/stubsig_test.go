@@ -79,12 +79,20 @@ func eachStubsig(t *testing.T, args []string) {
 							what, fn, calls[fn], paths[fn], counts[i])
 					}
 				}
-				for _, k := range []string{"dropped_records", "dropped_counts", "no_record", "bad_paths", "exit_mismatch"} {
-					if prof.Stats[k] != 0 {
-						t.Errorf("%s: stats %s = %d, want 0", what, k, prof.Stats[k])
-					}
-				}
+				nothingLost(t, what, prof)
 			})
+		}
+	}
+}
+
+// nothingLost requires the runtime's statistics of lost or misplaced
+// counts to be 0: no record or count dropped, no path counted without
+// its record or out of range, no return that missed its frame.
+func nothingLost(t *testing.T, what string, prof *cct.Profile) {
+	t.Helper()
+	for _, k := range []string{"dropped_records", "dropped_counts", "no_record", "bad_paths", "exit_mismatch"} {
+		if prof.Stats[k] != 0 {
+			t.Errorf("%s: stats %s = %d, want 0", what, k, prof.Stats[k])
 		}
 	}
 }
@@ -160,11 +168,7 @@ func TestStepMix(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: profile: %v", what, err)
 				}
-				for _, k := range []string{"dropped_records", "dropped_counts", "no_record", "bad_paths", "exit_mismatch"} {
-					if prof.Stats[k] != 0 {
-						t.Errorf("%s: stats %s = %d, want 0", what, k, prof.Stats[k])
-					}
-				}
+				nothingLost(t, what, prof)
 				cg := callgrindOf(t, what, orig, nil, want)
 				compareCounts(t, what, inst, prof, cg, countCheck{
 					own:     []string{"work", "leaf", "loopy", "rec", "tailer", "even", "odd", "pick", "cmp", "deep", "jumper"},

@@ -181,3 +181,51 @@ func TestStepMix(t *testing.T) {
 		}
 	}
 }
+
+// TestStepThrow runs stepthrow.cpp single-stepped in two threads at once:
+// a SIGTRAP handler with calls and a loop of its own after every
+// instruction of C++ throws through instrumented frames with cleanups,
+// the C++ runtime's unwinder and the landing pads included. Behaviour
+// and the block counts of every function the handler does not touch must
+// be the plain run's (callgrind's).
+func TestStepThrow(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	for _, c := range []fixture.Config{cxxConfigs[1], cxxConfigs[2]} {
+		for _, m := range procModes {
+			t.Run(c.String()+"/"+m.name, func(t *testing.T) {
+				t.Parallel()
+				what := "stepthrow.cpp " + c.String() + " " + m.name
+				dir := t.TempDir()
+				orig := fixture.Build(t, filepath.Join("cxx", "stepthrow.cpp"), c)
+				inst := rewriteWith(t, orig, filepath.Join(dir, "stepthrow.blpp"), m.opts)
+				want := runProc(t, orig, nil)
+				if want.code != 0 {
+					t.Fatalf("%s: the original misbehaves: %s", what, want)
+				}
+				profPath := filepath.Join(dir, "blpp.out")
+				got := runProc(t, inst, []string{"step"}, "BLPP_PROFILE="+profPath)
+				sameBehaviour(t, what, want, got)
+				prof, err := cct.ReadFile(profPath)
+				if err != nil {
+					t.Fatalf("%s: profile: %v", what, err)
+				}
+				nothingLost(t, what, prof)
+				cg := callgrindOf(t, what, orig, nil, want)
+				compareCounts(t, what, inst, prof, cg, countCheck{
+					own: []string{"thrower", "middle", "catcher"},
+					exclude: map[string]string{
+						"main":       "it branches on its argument",
+						"work":       "it branches on its argument",
+						"trap_flag":  "called when stepping only",
+						"probe_loop": "the handler's",
+						"probe_leaf": "the handler's",
+						"on_trap":    "the handler",
+					},
+				})
+				if calls, _ := funcCalls(t, inst, prof); calls["probe_loop"] == 0 {
+					t.Errorf("%s: the handler's code never ran", what)
+				}
+			})
+		}
+	}
+}

@@ -140,7 +140,7 @@ func funcCalls(t *testing.T, inst string, p *cct.Profile) (map[string]uint64, ma
 	return out, instr
 }
 
-// TestStepMix runs stepmix.c single-stepped ("step"): a SIGTRAP handler
+// TestStepMix runs stepmix.c single-stepped ("1"; "0" runs it plain): a SIGTRAP handler
 // with instrumented calls and a loop of its own after every instruction
 // of loops, a tail call, recursion, qsort's callbacks, a jump table,
 // mutual recursion and a longjmp out of a recursion. The handler's code
@@ -157,19 +157,19 @@ func TestStepMix(t *testing.T) {
 				dir := t.TempDir()
 				orig := fixture.Build(t, "stepmix.c", c)
 				inst := rewriteWith(t, orig, filepath.Join(dir, "stepmix.blpp"), m.opts)
-				want := runProc(t, orig, nil)
+				want := runProc(t, orig, []string{"0"})
 				if want.code != 0 {
 					t.Fatalf("%s: the original misbehaves: %s", what, want)
 				}
 				profPath := filepath.Join(dir, "blpp.out")
-				got := runProc(t, inst, []string{"step"}, "BLPP_PROFILE="+profPath)
+				got := runProc(t, inst, []string{"1"}, "BLPP_PROFILE="+profPath)
 				sameBehaviour(t, what, want, got)
 				prof, err := cct.ReadFile(profPath)
 				if err != nil {
 					t.Fatalf("%s: profile: %v", what, err)
 				}
 				nothingLost(t, what, prof)
-				cg := callgrindOf(t, what, orig, nil, want)
+				cg := callgrindOf(t, what, orig, []string{"0"}, want)
 				compareCounts(t, what, inst, prof, cg, countCheck{
 					own:     []string{"work", "leaf", "loopy", "rec", "tailer", "even", "odd", "pick", "cmp", "deep", "jumper"},
 					ownOnly: true, // none with a partial activation of unknown location

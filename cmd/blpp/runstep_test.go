@@ -103,7 +103,6 @@ func TestRunStepped(t *testing.T) {
 	}
 }
 
-
 // diffFuncs names the functions blockDiffs's lines are about.
 func diffFuncs(diffs []string) string {
 	seen := map[string]bool{}

@@ -148,15 +148,47 @@ func funcCalls(t *testing.T, inst string, p *cct.Profile) (map[string]uint64, ma
 // equal callgrind's of the plain run (valgrind does not single-step),
 // and the behaviour must be the plain run's.
 func TestStepMix(t *testing.T) {
+	eachStepped(t, "stepmix.c", procConfigs, countCheck{
+		own:     []string{"work", "leaf", "loopy", "rec", "tailer", "even", "odd", "pick", "cmp", "deep", "jumper"},
+		ownOnly: true, // none with a partial activation of unknown location
+	})
+}
+
+// TestStepThrow runs stepthrow.cpp single-stepped in two threads at once:
+// a SIGTRAP handler with calls and a loop of its own after every
+// instruction of C++ throws through instrumented frames with cleanups,
+// the C++ runtime's unwinder and the landing pads included. Behaviour
+// and the block counts of every function the handler does not touch must
+// be the plain run's (callgrind's).
+func TestStepThrow(t *testing.T) {
+	eachStepped(t, filepath.Join("cxx", "stepthrow.cpp"), []fixture.Config{cxxConfigs[1], cxxConfigs[2]}, countCheck{
+		own: []string{"thrower", "middle", "catcher"},
+		exclude: map[string]string{
+			"main":       "it branches on its argument",
+			"work":       "it branches on its argument",
+			"trap_flag":  "called when stepping only",
+			"probe_loop": "the handler's",
+			"probe_leaf": "the handler's",
+			"on_trap":    "the handler",
+		},
+	})
+}
+
+// eachStepped builds src (a program that runs its work single-stepped
+// with argument 1, plainly with 0, and whose SIGTRAP handler calls
+// probe_loop) in each configuration, rewrites it in each mode and runs
+// it stepped: it must behave as the plain original does, lose no count,
+// and match callgrind's counts of the plain run as check says.
+func eachStepped(t *testing.T, src string, configs []fixture.Config, check countCheck) {
 	fixture.RequireTool(t, "valgrind", "valgrind")
-	for _, c := range procConfigs {
+	for _, c := range configs {
 		for _, m := range procModes {
 			t.Run(c.String()+"/"+m.name, func(t *testing.T) {
 				t.Parallel()
-				what := "stepmix.c " + c.String() + " " + m.name
+				what := src + " " + c.String() + " " + m.name
 				dir := t.TempDir()
-				orig := fixture.Build(t, "stepmix.c", c)
-				inst := rewriteWith(t, orig, filepath.Join(dir, "stepmix.blpp"), m.opts)
+				orig := fixture.Build(t, src, c)
+				inst := rewriteWith(t, orig, filepath.Join(dir, "stepped.blpp"), m.opts)
 				want := runProc(t, orig, []string{"0"})
 				if want.code != 0 {
 					t.Fatalf("%s: the original misbehaves: %s", what, want)
@@ -170,58 +202,7 @@ func TestStepMix(t *testing.T) {
 				}
 				nothingLost(t, what, prof)
 				cg := callgrindOf(t, what, orig, []string{"0"}, want)
-				compareCounts(t, what, inst, prof, cg, countCheck{
-					own:     []string{"work", "leaf", "loopy", "rec", "tailer", "even", "odd", "pick", "cmp", "deep", "jumper"},
-					ownOnly: true, // none with a partial activation of unknown location
-				})
-				if calls, _ := funcCalls(t, inst, prof); calls["probe_loop"] == 0 {
-					t.Errorf("%s: the handler's code never ran", what)
-				}
-			})
-		}
-	}
-}
-
-// TestStepThrow runs stepthrow.cpp single-stepped in two threads at once:
-// a SIGTRAP handler with calls and a loop of its own after every
-// instruction of C++ throws through instrumented frames with cleanups,
-// the C++ runtime's unwinder and the landing pads included. Behaviour
-// and the block counts of every function the handler does not touch must
-// be the plain run's (callgrind's).
-func TestStepThrow(t *testing.T) {
-	fixture.RequireTool(t, "valgrind", "valgrind")
-	for _, c := range []fixture.Config{cxxConfigs[1], cxxConfigs[2]} {
-		for _, m := range procModes {
-			t.Run(c.String()+"/"+m.name, func(t *testing.T) {
-				t.Parallel()
-				what := "stepthrow.cpp " + c.String() + " " + m.name
-				dir := t.TempDir()
-				orig := fixture.Build(t, filepath.Join("cxx", "stepthrow.cpp"), c)
-				inst := rewriteWith(t, orig, filepath.Join(dir, "stepthrow.blpp"), m.opts)
-				want := runProc(t, orig, nil)
-				if want.code != 0 {
-					t.Fatalf("%s: the original misbehaves: %s", what, want)
-				}
-				profPath := filepath.Join(dir, "blpp.out")
-				got := runProc(t, inst, []string{"step"}, "BLPP_PROFILE="+profPath)
-				sameBehaviour(t, what, want, got)
-				prof, err := cct.ReadFile(profPath)
-				if err != nil {
-					t.Fatalf("%s: profile: %v", what, err)
-				}
-				nothingLost(t, what, prof)
-				cg := callgrindOf(t, what, orig, nil, want)
-				compareCounts(t, what, inst, prof, cg, countCheck{
-					own: []string{"thrower", "middle", "catcher"},
-					exclude: map[string]string{
-						"main":       "it branches on its argument",
-						"work":       "it branches on its argument",
-						"trap_flag":  "called when stepping only",
-						"probe_loop": "the handler's",
-						"probe_leaf": "the handler's",
-						"on_trap":    "the handler",
-					},
-				})
+				compareCounts(t, what, inst, prof, cg, check)
 				if calls, _ := funcCalls(t, inst, prof); calls["probe_loop"] == 0 {
 					t.Errorf("%s: the handler's code never ran", what)
 				}

@@ -104,8 +104,9 @@ void blpp_rt_dark(u64 fid, u64 rsp)
 		goto out;
 	}
 	/* Activations whose frames lie at or below this entry are gone, as
-	 * at an instrumented entry (blpp_rt_enter). */
-	if (!nested && t->sp > t->sp_base && left_behind(((struct blpp_frame *)t->sp)[-1].rsp, rsp, 1))
+	 * at an instrumented entry (blpp_rt_enter; unwind tests the newest
+	 * frame first). */
+	if (!nested)
 		unwind(t, rsp, 1);
 	tp = TPRIV(t);
 	if (!nested)

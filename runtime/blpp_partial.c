@@ -404,14 +404,15 @@ static __attribute__((noinline)) void unwind_from(struct blpp_thread *t, u64 rsp
 	 * the popped activations had exited newest first (closed ones did
 	 * not change them). */
 	for (u64 i = n; i-- > m;) {
-		if (closed(f[i].func))
+		int cl = closed(f[i].func);
+		f[i].rsp = FRAME_FREE; /* popped, closed or not [decision 163] */
+		if (cl)
 			continue;
 		t->r = f[i].saved_r;
 		t->call_site = f[i].site;
 		restore_caller(t, &f[i]);
 		for (u64 k = 0; k < rt.nmetrics; k++)
 			t->macc[k] = f[i].saved_acc[k];
-		f[i].rsp = FRAME_FREE; /* popped [decision 163] */
 	}
 	BARRIER();
 	t->sp = (u64)&f[m];

@@ -167,6 +167,9 @@ type gen struct {
 	tailEntries  map[uint64]enc.Label
 	movedEntries map[uint64]bool
 	funcs        []*funcGen
+	// exitHook: an instrumented _exit makes its exit_group system call
+	// through the leave hook (ConfigFlagExitHook, decision 164).
+	exitHook bool
 	// tables are emitted after all code: their entries are label
 	// differences resolved after Finish.
 	tables  []newTable

@@ -290,6 +290,7 @@ func (g *gen) planFuncs(res *analysis.Result, chosen []*analysis.Func, moved map
 			}
 			g.movedEntries[f.Func.Addr] = true
 		}
+		g.exitHook = g.exitHook || exitHooked(f)
 		fp.blocks = make([]enc.Label, len(f.Graph.Blocks))
 		for j := range fp.blocks {
 			fp.blocks[j] = g.buf.NewLabel()
@@ -496,6 +497,29 @@ func (g *gen) codePatches(dark []*darkEntry, addrOf func(enc.Label) uint64) (pat
 	return patches, patched, nil
 }
 
+// exitHooked reports whether the instrumented function f is the image's
+// _exit (the C library's, or a static executable's) and makes its
+// exit_group system call through the leave hook [decision 59]: a process
+// whose exit ends there writes its profile at that hook, so its last
+// exit hook need not write one too (ConfigFlagExitHook, decision 164).
+// It reads f's graph, so planFuncs asks it (gen.exitHook) before
+// emission releases the graphs.
+func exitHooked(f *analysis.Func) bool {
+	named := cfg.BaseName(f.Func.Name) == "_exit"
+	for _, a := range f.Func.Aliases {
+		named = named || cfg.BaseName(a) == "_exit"
+	}
+	if !named {
+		return false
+	}
+	for _, l := range f.Graph.Leaves {
+		if l.Syscall && l.Kind == cfg.LeaveExit {
+			return true
+		}
+	}
+	return false
+}
+
 // runtimeConfig is the runtime's configuration for nfuncs instrumented
 // and ndark left-out functions, all but the instrumentation id, which
 // the metadata makes; and the new ELF entry point and DT_INIT (0: none
@@ -522,6 +546,9 @@ func (g *gen) runtimeConfig(img *runtime.Image, rtText uint64, rw *rwData, hk *h
 	}
 	if g.callCache() {
 		conf.Flags |= runtime.ConfigFlagCallCache
+	}
+	if g.exitHook {
+		conf.Flags |= runtime.ConfigFlagExitHook
 	}
 	if faultInjection && fault("threads") {
 		conf.Flags |= runtime.ConfigFlagFaultSharedThreads

@@ -44,7 +44,10 @@ static long set_action(int sig, void (*h)(int), u64 flags, struct ksigaction *ol
  * makes the exit_group system call from instrumented code: decision 59's
  * leave hook), the profile written at the exit hook misses it; the leave
  * hook, or a fatal signal, then writes it once more, final, replacing
- * the file (it is written to a temporary name and renamed).
+ * the file (it is written to a temporary name and renamed). Where the
+ * leave hook is sure to come (the C library's own _exit is instrumented:
+ * exit_writes_later), the exit hook writes nothing and the state stays
+ * EXIT_NONE until then (decision 164).
  */
 enum { EXIT_NONE, EXIT_AT_FINI, EXIT_FINAL, EXIT_LEFT };
 

@@ -285,6 +285,7 @@ static void mod_register(void)
 	}
 	m->kept = 0;
 	m->late = exiting();
+	m->exit_hook = (c->flags & BLPP_CONFIG_FLAG_EXIT_HOOK) != 0;
 	m->live = 1;
 	BARRIER();
 	STORE(&rt.mods[tag], m);
@@ -630,12 +631,38 @@ static struct mod *another_live(void)
 }
 
 /*
+ * exit_writes_later says whether the process is exiting through a leave
+ * hook still ahead: a module whose _exit makes its exit_group system call
+ * through the hook (the C library instrumented, or a static executable)
+ * is registered and still mapped (its tables were not kept, so it was
+ * not unloaded). The C library runs its own clean-up after the last
+ * DT_FINI (the rest of the exit handlers, flushing stdio) and then calls
+ * _exit, whose hook writes the profile with all of it; a profile written
+ * at the DT_FINI as well would only be replaced (decision 164). Any other
+ * way out still writes: _exit and exit_group from instrumented code go
+ * through a leave hook, a fatal signal through the handlers, which stay
+ * installed.
+ */
+static int exit_writes_later(void)
+{
+	if (!exiting())
+		return 0;
+	for (u64 tag = 0; tag <= BLPP_MAX_MODULE_TAG; tag++) {
+		struct mod *m = LOAD(&rt.mods[tag]);
+		if (m && m->exit_hook && !LOAD(&m->kept))
+			return 1;
+	}
+	return 0;
+}
+
+/*
  * blpp_fini is a module's exit hook (SysV ABI, no arguments), at exit or
  * when dlclose unloads it: it calls the module's original finaliser if
  * the configuration names one, then takes the module out of the live
  * ones (keeping its tables: mod_keep). The last module to go writes the
  * final profile, once per process, so the destructors of every
- * instrumented module are counted. Signal handlers that live in this copy
+ * instrumented module are counted, unless the exit's own leave hook will
+ * (exit_writes_later). Signal handlers that live in this copy
  * move to another live module's copy (they would point into unmapped
  * code after a dlclose); with none left they are removed.
  */
@@ -652,6 +679,8 @@ void blpp_fini(void)
 		return;
 	mod_keep(m);
 	if (ADD(&rt.nlive, -1) == 1) {
+		if (exit_writes_later())
+			return; /* the signal handlers stay ours until then */
 		if (CAS(&rt.exit_written, EXIT_NONE, EXIT_AT_FINI)) {
 			STORE(&rt.just_kept, m);
 			write_profile(0, 1);

@@ -176,6 +176,7 @@ struct mod {
 	u64 live;       /* registered and its DT_FINI has not run */
 	u64 kept;       /* mod_keep copied its tables: they no longer point into the object */
 	u64 late;       /* registered after the executable's exit hook ran (exiting) */
+	u64 exit_hook;  /* its _exit writes the profile (BLPP_CONFIG_FLAG_EXIT_HOOK) */
 	char path[512]; /* the object's file, found at its DT_FINI (mod_keep); "" until then */
 };
 

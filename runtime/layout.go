@@ -115,6 +115,12 @@ const (
 	// metric sums, not its latency distribution (--no-latency; decision
 	// 93). Every module of a process must agree.
 	ConfigFlagNoLatency = 1 << 5
+	// ConfigFlagExitHook: the module's _exit makes its exit_group system
+	// call through the leave hook (the C library, or a static
+	// executable, instrumented): a process exiting through it writes its
+	// profile there, so the last exit hook need not write one first
+	// (decision 164).
+	ConfigFlagExitHook = 1 << 6
 )
 
 // Latency distributions [decision 93]. In an image with metrics and

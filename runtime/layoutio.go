@@ -147,6 +147,7 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_CONFIG_FLAG_FAULT_SHARED_THREADS", fmt.Sprintf("%dull", ConfigFlagFaultSharedThreads)},
 	{"BLPP_CONFIG_FLAG_LIBRARY", fmt.Sprintf("%dull", ConfigFlagLibrary)},
 	{"BLPP_CONFIG_FLAG_NO_LATENCY", fmt.Sprintf("%dull", ConfigFlagNoLatency)},
+	{"BLPP_CONFIG_FLAG_EXIT_HOOK", fmt.Sprintf("%dull", ConfigFlagExitHook)},
 	{"BLPP_LATENCY_SLOWEST", fmt.Sprint(LatencySlowest)},
 	{"BLPP_LATENCY_BUCKETS", fmt.Sprint(LatencyBuckets)},
 	{"BLPP_LATENCY_PENDING", fmt.Sprint(LatencyPending)},

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+)
+
+// TestRunExitLate (decision 164): in a whole-process run the exit
+// profile is written once, at the leave hook of the instrumented C
+// library's _exit, and holds what ran after the last DT_FINI (exitlate.c's
+// cookie stream, flushed by the C library's exit clean-up). Before, the
+// last DT_FINI wrote a profile that the leave hook's then replaced: every
+// exit wrote the profile twice. With "abort" the flush raises SIGABRT
+// after the last DT_FINI: the fatal-signal handler, still installed,
+// writes the profile, with the flush in it; before, the handlers were
+// gone by then and the profile was the DT_FINI's, without it.
+func TestRunExitLate(t *testing.T) {
+	strace := fixture.RequireTool(t, "strace", "strace")
+	exe := fixture.Build(t, "exitlate.c", gccO2PIE)
+	for _, arg := range []string{"", "abort"} {
+		name := arg
+		if name == "" {
+			name = "exit"
+		}
+		t.Run(name, func(t *testing.T) {
+			var args []string
+			if arg != "" {
+				args = []string{arg}
+			}
+			want := runProc(t, "", nil, nil, exe, args...)
+			if !strings.Contains(want.stdout, "late\nlate\n") {
+				t.Fatalf("the fixture itself: status %d, stdout %q", want.code, want.stdout)
+			}
+			dir := t.TempDir()
+			prof := filepath.Join(dir, "blpp.prof")
+			run := append([]string{"run", "--profile", prof, "-o", filepath.Join(dir, "report.txt"), "--", exe}, args...)
+			runProc(t, dir, nil, nil, selfBlpp(t), run...) // fills the cache
+			os.Remove(prof)
+			trace := filepath.Join(dir, "trace")
+			got := runProc(t, dir, nil, nil, strace, append([]string{"-f", "-qq", "-e", "trace=rename,renameat,renameat2", "-o", trace, selfBlpp(t)}, run...)...)
+			sameBehaviour(t, "blpp run exitlate "+arg, want, got)
+			b, err := os.ReadFile(trace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writes := 0
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(l, "rename") && strings.Contains(l, `"`+prof+`"`) {
+					writes++
+				}
+			}
+			if writes != 1 {
+				t.Errorf("the profile was written %d times, want once:\n%s", writes, b)
+			}
+			d := processModel(t, prof).PathDoc()
+			mod := filepath.Base(exe)
+			if _, calls := entryCalls(d, mod, "late_write"); calls != 1 {
+				t.Errorf("late_write, called from the C library's exit after the last DT_FINI: %d calls in the profile, want 1", calls)
+			}
+			if _, calls := entryCalls(d, mod, "main"); calls != 1 {
+				t.Errorf("main: %d calls, want 1", calls)
+			}
+		})
+	}
+}

@@ -319,14 +319,38 @@ func TestPathsJSONStreamed(t *testing.T) {
 }
 
 // TestFunctionsOnly: a model made without its contexts writes the paths
-// view as the whole model does, and has neither contexts nor stacks.
+// view as the whole model does, and has neither contexts nor stacks. The
+// example profile has several threads, and a copy of its first makes
+// one more: the whole model folds them and the one without contexts
+// sums them as they are (decision 164), so the views must agree (a sum
+// over the first thread only fails it).
 func TestFunctionsOnly(t *testing.T) {
-	for _, flowOnly := range []bool{false, true} {
+	for _, c := range []struct {
+		flowOnly bool
+		extra    bool
+	}{{false, false}, {true, false}, {false, true}, {true, true}} {
+		flowOnly := c.flowOnly
 		tab := exTable(t)
 		whole := exModel(t, flowOnly)
 		// The lite model reads the graphs of the profile's functions
 		// alone, as blpp report's paths view does.
 		prof := exProfile(t, tab, flowOnly)
+		if c.extra {
+			twice := func() *cct.Profile {
+				p := exProfile(t, tab, flowOnly)
+				second := p.Threads[0]
+				second.TID++
+				p.Threads = append(p.Threads, second)
+				return p
+			}
+			prof = twice()
+			var err error
+			if whole, err = NewModel("demo.blpp", tab, twice(), nil); err != nil {
+				t.Fatal(err)
+			}
+			whole.Debug = exDebug()
+			whole.Modules[0].Debug = whole.Debug
+		}
 		idle := tab.Funcs[1] // a function that never ran
 		idle.Name, idle.Entry = "idle", 0x1300
 		withIdle := *tab
@@ -359,7 +383,7 @@ func TestFunctionsOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		if a.String() != b.String() || len(whole.Nodes) == 0 {
-			t.Errorf("flow-only=%v: paths view of the whole model (%d contexts)\n%s\nwithout contexts\n%s", flowOnly, len(whole.Nodes), a.String(), b.String())
+			t.Errorf("flow-only=%v, %d threads: paths view of the whole model (%d contexts)\n%s\nwithout contexts\n%s", flowOnly, len(prof.Threads), len(whole.Nodes), a.String(), b.String())
 		}
 		if len(lite.Nodes) != 0 || len(lite.Stacks()) != 0 {
 			t.Errorf("flow-only=%v: FunctionsOnly model has %d contexts, %d stacks", flowOnly, len(lite.Nodes), len(lite.Stacks()))

@@ -109,11 +109,13 @@ func (m *Model) numberRan(folded *cct.Profile) {
 	}
 }
 
-// buildFuncs sums the folded profile (one thread) per function: block,
-// edge and path counts, metrics, calls and partial activations. It checks
-// every path and partial the stacks (stacks.go) expand again later, so
-// building them cannot fail. Without blocks it sums paths, calls and
-// partial activations alone (ModelOptions.FunctionsOnly).
+// buildFuncs sums the profile's threads (the folded profile's one, or
+// an unfolded profile's every thread: the sums are the same) per
+// function: block, edge and path counts, metrics, calls and partial
+// activations. It checks every path and partial the stacks (stacks.go)
+// expand again later, so building them cannot fail. Without blocks it
+// sums paths, calls and partial activations alone
+// (ModelOptions.FunctionsOnly).
 func (m *Model) buildFuncs(folded *cct.Profile, blocks bool) error {
 	nm := len(folded.Metrics) - 1
 	for k := range m.Modules {
@@ -142,10 +144,15 @@ func (m *Model) buildFuncs(folded *cct.Profile, blocks bool) error {
 	}
 	var recs []cct.Record
 	var parts, prefixes []cct.Partial
-	if len(folded.Threads) > 0 {
-		recs = folded.Threads[0].Records
-		parts = folded.Threads[0].Partials
-		prefixes = folded.Threads[0].Prefixes
+	for ti := range folded.Threads {
+		th := &folded.Threads[ti]
+		if len(folded.Threads) == 1 {
+			recs, parts, prefixes = th.Records, th.Partials, th.Prefixes
+			break
+		}
+		recs = append(recs, th.Records...)
+		parts = append(parts, th.Partials...)
+		prefixes = append(prefixes, th.Prefixes...)
 	}
 	for ri := range recs {
 		r := &recs[ri]

@@ -50,16 +50,8 @@ static volatile unsigned long target, since; /* the step after which the handler
 static volatile unsigned long small2_base, window; /* the step at which small2's own code first ran */
 static sigjmp_buf out;
 
-/* The handler's own code: a call and a loop. */
-NOINLINE unsigned long probe_leaf(unsigned long x) { return x * 2654435761u + 1; }
-
-NOINLINE unsigned long probe_loop(unsigned long n)
-{
-	unsigned long s = 0;
-	for (unsigned long i = 0; i < n; i++)
-		s += (i & 1) ? probe_leaf(i) : i;
-	return s;
-}
+/* The handler's own code (probe_leaf, probe_loop) and trap_flag. */
+#include "stepping.h"
 
 static void on_trap(int sig)
 {
@@ -124,14 +116,6 @@ NOINLINE unsigned long settle(int round)
 {
 	n_settle++;
 	return leafc((unsigned long)round);
-}
-
-static void trap_flag(int on)
-{
-	if (on)
-		__asm__ volatile("pushf; orl $0x100, (%%rsp); popf" ::: "memory", "cc");
-	else
-		__asm__ volatile("pushf; andl $~0x100, (%%rsp); popf" ::: "memory", "cc");
 }
 
 int main(int argc, char **argv)

@@ -30,18 +30,9 @@
 volatile unsigned long sink, handled;
 static jmp_buf back;
 
-/* The handler's own code: a call and a loop. */
-NOINLINE unsigned long probe_leaf(unsigned long x) { return x * 2654435761u + 1; }
+/* The handler's own code (probe_leaf, probe_loop) and trap_flag. */
+#include "stepping.h"
 
-NOINLINE unsigned long probe_loop(unsigned long n)
-{
-	unsigned long s = 0;
-	for (unsigned long i = 0; i < n; i++)
-		s += (i & 1) ? probe_leaf(i) : i;
-	return s;
-}
-
-static void trap_flag(int on);
 static volatile int depth;
 
 /* Every 256th handler steps its own calls too: SA_NODEFER lets a second
@@ -135,14 +126,6 @@ NOINLINE unsigned long work(int round)
 		s += pick(k + round, s);
 	s += jumper(2 + round % 3);
 	return s;
-}
-
-static void trap_flag(int on)
-{
-	if (on)
-		__asm__ volatile("pushf; orl $0x100, (%%rsp); popf" ::: "memory", "cc");
-	else
-		__asm__ volatile("pushf; andl $~0x100, (%%rsp); popf" ::: "memory", "cc");
 }
 
 int main(int argc, char **argv)

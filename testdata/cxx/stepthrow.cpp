@@ -22,15 +22,7 @@
 static volatile unsigned long sink;
 static thread_local unsigned long handled;
 
-NOINLINE unsigned long probe_leaf(unsigned long x) { return x * 2654435761u + 1; }
-
-NOINLINE unsigned long probe_loop(unsigned long n)
-{
-	unsigned long s = 0;
-	for (unsigned long i = 0; i < n; i++)
-		s += (i & 1) ? probe_leaf(i) : i;
-	return s;
-}
+#include "../stepping.h"
 
 extern "C" void on_trap(int)
 {
@@ -71,13 +63,6 @@ NOINLINE unsigned long catcher(unsigned long i, unsigned long *cleanups)
 	}
 }
 
-extern "C" void trap_flag(bool on)
-{
-	if (on)
-		__asm__ volatile("pushf; orl $0x100, (%%rsp); popf" ::: "memory", "cc");
-	else
-		__asm__ volatile("pushf; andl $~0x100, (%%rsp); popf" ::: "memory", "cc");
-}
 
 NOINLINE void work(bool step, unsigned long *out)
 {

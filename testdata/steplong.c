@@ -124,11 +124,7 @@ int main(int argc, char **argv)
 	if (step && argc > 2)
 		target = strtoul(argv[2], 0, 10);
 	unsigned long s = 0;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_trap;
-	sa.sa_flags = SA_NODEFER;
-	sigaction(SIGTRAP, &sa, 0);
+	on_sigtrap(on_trap, 1);
 	for (int round = 0; round < 6; round++) {
 		if (sigsetjmp(out, 1) == 0) {
 			armed = step;

@@ -134,11 +134,7 @@ int main(int argc, char **argv)
 	 * the same code in both: only the flag differs. */
 	int step = argc > 1 && argv[1][0] == '1';
 	unsigned long s = 0;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_trap;
-	sa.sa_flags = SA_NODEFER;
-	sigaction(SIGTRAP, &sa, 0);
+	on_sigtrap(on_trap, 1);
 	for (int round = 0; round < 4; round++) {
 		if (step)
 			trap_flag(1);

@@ -81,10 +81,7 @@ int main(int argc, char **argv)
 	// The handler is there in both runs: only the flag differs.
 	bool step = argc > 1 && argv[1][0] == '1';
 	unsigned long a = 0, b = 0;
-	struct sigaction sa;
-	std::memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_trap;
-	sigaction(SIGTRAP, &sa, 0);
+	on_sigtrap(on_trap, 0);
 	// A throw before the threads: the unwinder's first-use set-up runs
 	// unstepped, once.
 	unsigned long warm = 0;

@@ -70,21 +70,26 @@ func (fg *funcGen) emit() error {
 		}
 		b.Bind(fg.afterPrefix)
 	}
+	fg.shareEntry()
 	fg.enterInline(false)
 	for _, keep := range []bool{false, true} {
 		if !fg.hasDirect[b2i(keep)] {
 			continue
 		}
 		// The last of the direct variants runs on into the body; the
-		// entries before it jump there [decision 100].
-		fg.beginKind(kindJump)
-		b.JmpRel32(enc.LabelTarget(fg.blocks[cfg.Entry]))
+		// entries before it jump there [decision 100], but a shared
+		// entry ends in its jump into the variant (decision 165).
+		if keep || fg.sharedEnt == nil {
+			fg.beginKind(kindJump)
+			b.JmpRel32(enc.LabelTarget(fg.blocks[cfg.Entry]))
+		}
 		fg.beginKind(kindEntry)
 		b.Bind(fg.direct[b2i(keep)])
 		fg.mark(fg.f.Func.Addr, false)
 		b.SetSP(0)
 		fg.enterDirect(keep)
 	}
+	fg.sharedEnt = nil // other entry points join other blocks
 	if l, ok := g.tailEntries[fg.f.Func.Addr]; ok {
 		// The tail variant, out of line, joins at block 0.
 		fg.addCold(func() {

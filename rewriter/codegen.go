@@ -84,6 +84,10 @@ type funcGen struct {
 	shared map[dispatchKey]enc.Label
 	// cold holds out-of-line slow paths, emitted after the trampolines.
 	cold []coldCode
+	// sharedEnt, while the primary entry and its direct variants are
+	// emitted, makes the framed entry's ordinary form its tests and a
+	// jump into the direct variant [0] (sharedEntry, decision 165).
+	sharedEnt *sharedEntry
 	// lastSite is the id of the call site emitted last.
 	lastSite int32
 	// Unwind bookkeeping (unwind.go): the extent [start, end) of the

@@ -112,10 +112,25 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 	slow0, slow1, done := b.NewLabel(), b.NewLabel(), b.NewLabel()
 	r := fg.framedRegsFor(tsc)
 	f, q, p := r.f, r.q, r.p
+	se := fg.sharedEnt
+	if se != nil && !tail && !keep {
+		slow0, done = se.slow0, se.done
+	} else {
+		se = nil
+	}
 	saveBelow(b, r.saved)
 	if !direct { // planDirect says why a direct variant needs neither
 		g.testReady(slow0)
 		gateReg(b, f, slow0)
+		if se != nil {
+			// The rest is the direct variant's, which the tests were
+			// all that set apart (decision 165).
+			b.JmpRel32(enc.LabelTarget(se.after))
+			return
+		}
+	}
+	if se != nil {
+		b.Bind(se.after)
 	}
 	// The newest frame must be a caller's, above this entry's %rsp (the
 	// saved registers wait below it); below an empty shadow stack the
@@ -241,6 +256,29 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 		}
 		b.JmpRel32(enc.LabelTarget(done))
 	})
+}
+
+// sharedEntry joins a framed function's ordinary entry to its direct
+// variant for callers that spill their path register (decision 165): the
+// two are the same but for the ordinary entry's ready and gate tests,
+// which it makes, with the same registers saved below %rsp, before it
+// jumps to after, in the variant, past its own saving; a test that fails
+// takes the variant's slow path (slow0), which goes on at its done.
+// Context mode's framed entries were two copies of some 200 bytes.
+type sharedEntry struct {
+	after, slow0, done enc.Label
+}
+
+// shareEntry sets fg.sharedEnt when fg's primary entry and its direct
+// variant [0] are both enterFramed's (not a tail variant's, nor a keep
+// variant's, nor another entry point's, which joins another block).
+func (fg *funcGen) shareEntry() {
+	g := fg.g
+	if !fg.hasDirect[0] || (g.mode.Metrics && !g.mode.TSCOnly) || fg.trivial() || fg.frameless() || fg.lean() {
+		return
+	}
+	b := g.buf
+	fg.sharedEnt = &sharedEntry{after: b.NewLabel(), slow0: b.NewLabel(), done: b.NewLabel()}
 }
 
 // unquiet gives Thread.R and CallSite back to the caller after the

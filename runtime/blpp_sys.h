@@ -121,6 +121,7 @@ enum {
 	SIGFPE = 8,
 	SIGKILL = 9,
 	SIGSEGV = 11,
+	SIGPIPE = 13,
 	SIGTERM = 15,
 	SIGSTOP = 19,
 	NSIG = 64,

@@ -7,7 +7,9 @@
  * last DT_FINI, which the profile's fatal-signal handler must still
  * catch (decision 164: whole-process runs write the exit profile at
  * _exit's leave hook, not at the last DT_FINI, and keep the handlers
- * until then).
+ * until then). With "pipe", it also writes to a pipe whose reader has
+ * gone, as a flush to `prog | true` does: SIGPIPE, whose default action
+ * kills the process there.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -15,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int aborting;
+static int aborting, broken = -1;
 
 static ssize_t late_write(void *cookie, const char *buf, size_t n)
 {
@@ -26,6 +28,8 @@ static ssize_t late_write(void *cookie, const char *buf, size_t n)
 			return -1;
 	if (aborting)
 		abort();
+	if (broken >= 0 && write(broken, buf, n) < 0)
+		return -1; /* not reached: SIGPIPE */
 	return (ssize_t)n;
 }
 
@@ -33,6 +37,13 @@ int main(int argc, char **argv)
 {
 	cookie_io_functions_t io = {0, late_write, 0, 0};
 	aborting = argc > 1 && strcmp(argv[1], "abort") == 0;
+	if (argc > 1 && strcmp(argv[1], "pipe") == 0) {
+		int fd[2];
+		if (pipe(fd) != 0)
+			return 1;
+		close(fd[0]);
+		broken = fd[1];
+	}
 	FILE *f = fopencookie(0, "w", io);
 	if (!f)
 		return 1;

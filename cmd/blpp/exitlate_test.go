@@ -17,11 +17,14 @@ import (
 // exit wrote the profile twice. With "abort" the flush raises SIGABRT
 // after the last DT_FINI: the fatal-signal handler, still installed,
 // writes the profile, with the flush in it; before, the handlers were
-// gone by then and the profile was the DT_FINI's, without it.
+// gone by then and the profile was the DT_FINI's, without it. With
+// "pipe" the flush writes to a pipe whose reader has gone: SIGPIPE, left
+// at its default by the program, must still leave the profile
+// (catch_late_pipe), which it did not when the DT_FINI no longer wrote.
 func TestRunExitLate(t *testing.T) {
 	strace := fixture.RequireTool(t, "strace", "strace")
 	exe := fixture.Build(t, "exitlate.c", gccO2PIE)
-	for _, arg := range []string{"", "abort"} {
+	for _, arg := range []string{"", "abort", "pipe"} {
 		name := arg
 		if name == "" {
 			name = "exit"

@@ -116,25 +116,6 @@ static void on_fatal(int sig)
 	sc3(SYS_tgkill, getpid(), gettid(), sig);
 }
 
-/*
- * catch_late_pipe makes on_fatal SIGPIPE's handler where the program
- * leaves the signal at its default action, when the exit hook has left
- * the profile to _exit's leave hook (exit_writes_later): the C library's
- * exit flushes stdio after the last DT_FINI, and a reader that has gone
- * (prog | true) raises SIGPIPE there, which would kill the process with
- * no profile written at all. A handler of the program's, or SIG_IGN,
- * stays; nothing of the program's own runs after this but the C
- * library's clean-up (decision 164).
- */
-static void catch_late_pipe(void)
-{
-	struct ksigaction cur;
-	if ((rt.flags & BLPP_CONFIG_FLAG_NO_FATAL_HANDLERS) || failed(sc4(SYS_rt_sigaction, SIGPIPE, 0, &cur, 8)) ||
-	    cur.handler != SIG_DFL_H)
-		return;
-	set_action(SIGPIPE, on_fatal, 0, 0);
-}
-
 /* on_dump writes a profile and lets the program go on. In continuous
  * mode the file is the profile already, and a dump written over it would
  * leave the file the program goes on counting in unlinked. */
@@ -145,7 +126,12 @@ static void on_dump(int sig)
 		write_profile(BLPP_FLAG_DUMP_SIGNAL, 0);
 }
 
-static const u8 fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
+/* The signals whose default action ends the process that the runtime
+ * catches to write the profile first: DESIGN 10's seven, and SIGPIPE (a
+ * pipeline's reader that has gone: prog | head), SIGHUP (the terminal
+ * gone), SIGQUIT (^\) and the resource limits' SIGXCPU and SIGXFSZ
+ * (decision 164). */
+static const u8 fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ};
 
 static int is_fatal(u64 sig)
 {

@@ -679,10 +679,8 @@ void blpp_fini(void)
 		return;
 	mod_keep(m);
 	if (ADD(&rt.nlive, -1) == 1) {
-		if (exit_writes_later()) {
-			catch_late_pipe(); /* the signal handlers stay ours until then */
-			return;
-		}
+		if (exit_writes_later())
+			return; /* the signal handlers stay ours until then */
 		if (CAS(&rt.exit_written, EXIT_NONE, EXIT_AT_FINI)) {
 			STORE(&rt.just_kept, m);
 			write_profile(0, 1);

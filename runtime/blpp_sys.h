@@ -114,7 +114,9 @@ enum {
 	SA_RESETHAND = (int)0x80000000u,
 	SIG_BLOCK = 0,
 	SIG_SETMASK = 2,
+	SIGHUP = 1,
 	SIGINT = 2,
+	SIGQUIT = 3,
 	SIGILL = 4,
 	SIGABRT = 6,
 	SIGBUS = 7,
@@ -124,6 +126,8 @@ enum {
 	SIGPIPE = 13,
 	SIGTERM = 15,
 	SIGSTOP = 19,
+	SIGXCPU = 24,
+	SIGXFSZ = 25,
 	NSIG = 64,
 };
 

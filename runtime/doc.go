@@ -206,7 +206,8 @@
 // # The profile [DESIGN 11, docs/profile-format.md]
 //
 // blpp_fini writes the profile once per process; a fatal signal
-// (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT) writes it
+// (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, and since
+// decision 164 SIGPIPE, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ) writes it
 // if the exit has not, then restores the default action and raises the
 // signal again, so the process ends with the status it would have had; the
 // dump signal writes it and the program goes on (many times). The runtime

@@ -94,8 +94,8 @@ const (
 	// calling context (--no-context): one record per function, a root.
 	ConfigFlagFlowOnly = 1 << 0
 	// ConfigFlagNoFatalHandlers: do not install the handlers that write
-	// the profile on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM
-	// and SIGINT.
+	// the profile on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM,
+	// SIGINT, SIGPIPE, SIGHUP, SIGQUIT, SIGXCPU and SIGXFSZ.
 	ConfigFlagNoFatalHandlers = 1 << 1
 	// ConfigFlagCallCache: every thread block has a call cache at
 	// CallCacheOffset, which context-mode inline entries read.

@@ -9,7 +9,9 @@
  * _exit's leave hook, not at the last DT_FINI, and keep the handlers
  * until then). With "pipe", it also writes to a pipe whose reader has
  * gone, as a flush to `prog | true` does: SIGPIPE, whose default action
- * kills the process there.
+ * kills the process there. With "midpipe", main itself writes to such a
+ * pipe, as `prog | head -1` does to a program with more to say: SIGPIPE
+ * in main, before any exit hook.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -37,7 +39,7 @@ int main(int argc, char **argv)
 {
 	cookie_io_functions_t io = {0, late_write, 0, 0};
 	aborting = argc > 1 && strcmp(argv[1], "abort") == 0;
-	if (argc > 1 && strcmp(argv[1], "pipe") == 0) {
+	if (argc > 1 && (strcmp(argv[1], "pipe") == 0 || strcmp(argv[1], "midpipe") == 0)) {
 		int fd[2];
 		if (pipe(fd) != 0)
 			return 1;
@@ -51,5 +53,7 @@ int main(int argc, char **argv)
 	fprintf(f, "one\ntwo\n");
 	printf("main\n");
 	fflush(stdout);
+	if (argc > 1 && strcmp(argv[1], "midpipe") == 0 && write(broken, "x", 1) < 0)
+		return 2; /* not reached: SIGPIPE */
 	return 0; /* f is flushed by exit's _IO_cleanup */
 }

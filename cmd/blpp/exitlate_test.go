@@ -80,3 +80,18 @@ func TestRunExitLate(t *testing.T) {
 		})
 	}
 }
+
+// TestRunNoProfile: a program that SIGKILL ends writes no profile, and
+// blpp run says so and why, with the program's status, rather than that
+// a file the user never named is missing.
+func TestRunNoProfile(t *testing.T) {
+	dir := t.TempDir()
+	got := runProc(t, dir, nil, nil, selfBlpp(t), "run", "--libs", "none", "--", "/bin/sh", "-c", "kill -9 $$")
+	if got.code != 128+9 {
+		t.Errorf("status %d, want 137 (the program's)", got.code)
+	}
+	want := "blpp run: /bin/sh wrote no profile (killed by SIGKILL, which no process can catch; --continuous"
+	if !strings.Contains(got.stderr, want) || strings.Contains(got.stderr, "no such file") {
+		t.Errorf("stderr %q, want it to say %q", got.stderr, want)
+	}
+}

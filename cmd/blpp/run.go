@@ -186,13 +186,31 @@ func runRun(c *ctx, args []string) error {
 			notes = append(notes, "not instrumented: "+s)
 		}
 	}
-	if err := writeRunReport(c, inst, rest[0], notes, profPath, *reportPath, *top); err != nil {
+	if _, err := os.Stat(profPath); os.IsNotExist(err) {
+		// Nothing to report on: say why it may be so, not that a file
+		// the user never named is missing.
+		fmt.Fprintf(c.stderr, "blpp run: %s wrote no profile (%s)\n", rest[0], noProfileWhy(code, *continuous))
+	} else if err := writeRunReport(c, inst, rest[0], notes, profPath, *reportPath, *top); err != nil {
 		fmt.Fprintf(c.stderr, "blpp run: %v\n", err)
 	}
 	if code != 0 {
 		return &exitError{code}
 	}
 	return nil
+}
+
+// noProfileWhy says what may have left a program run by blpp run (exit
+// status code, as a shell gives it) without a profile: a signal the
+// runtime cannot catch (SIGKILL) or does not (one whose default action
+// it leaves to the kernel), or an exit that ran no instrumented code.
+func noProfileWhy(code int, continuous bool) string {
+	switch {
+	case code == 128+int(syscall.SIGKILL) && !continuous:
+		return "killed by SIGKILL, which no process can catch; --continuous keeps every count in the file as it runs"
+	case code > 128 && code < 128+65:
+		return fmt.Sprintf("killed by signal %d, which the runtime does not catch", code-128)
+	}
+	return fmt.Sprintf("exit status %d: it ended without running its exit hooks, or in code that is not instrumented", code)
 }
 
 // writeRunReport writes blpp run's notes (a script followed to its

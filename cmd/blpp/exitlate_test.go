@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/blpp/blpp/cct"
 	"github.com/blpp/blpp/internal/testsupport/fixture"
 )
 
@@ -93,5 +96,39 @@ func TestRunNoProfile(t *testing.T) {
 	want := "blpp run: /bin/sh wrote no profile (killed by SIGKILL, which no process can catch; --continuous"
 	if !strings.Contains(got.stderr, want) || strings.Contains(got.stderr, "no such file") {
 		t.Errorf("stderr %q, want it to say %q", got.stderr, want)
+	}
+}
+
+// TestRunNewFatalSignals: each signal decision 164 added to the fatal
+// ones, sent by the program to itself with its action left at the
+// default, leaves a profile flagged as a fatal signal's, and the program
+// ends by that signal as it does without blpp (dash, the instrumented
+// executable, runs `kill -SIG $$`).
+func TestRunNewFatalSignals(t *testing.T) {
+	sh := "/bin/dash"
+	if _, err := os.Stat(sh); err != nil {
+		fixture.Missing(t, "/bin/dash not found (install the Debian package \"dash\")")
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGPIPE, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGXCPU, syscall.SIGXFSZ} {
+		t.Run(fmt.Sprintf("signal%d", int(sig)), func(t *testing.T) {
+			script := fmt.Sprintf("ulimit -c 0; echo before; kill -%d $$; echo after", int(sig))
+			want := runProc(t, "", nil, nil, sh, "-c", script)
+			if want.code != 128+int(sig) || want.stdout != "before\n" {
+				t.Fatalf("dash itself: status %d, stdout %q", want.code, want.stdout)
+			}
+			dir := t.TempDir()
+			prof := filepath.Join(dir, "blpp.prof")
+			got := runProc(t, dir, nil, nil, selfBlpp(t), "run", "--libs", "none", "--profile", prof, "-o", filepath.Join(dir, "report.txt"), "--", sh, "-c", script)
+			if got.code != want.code || got.stdout != want.stdout {
+				t.Errorf("status %d, stdout %q; the original's %d, %q (stderr %q)", got.code, got.stdout, want.code, want.stdout, clip(got.stderr))
+			}
+			p, err := cct.ReadFile(prof)
+			if err != nil {
+				t.Fatalf("no profile: %v", err)
+			}
+			if p.Flags&cct.FlagFatalSignal == 0 {
+				t.Errorf("profile flags %v, want the fatal signal's", p.Flags)
+			}
+		})
 	}
 }

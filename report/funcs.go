@@ -142,38 +142,9 @@ func (m *Model) buildFuncs(folded *cct.Profile, blocks bool) error {
 			fp.Metrics, arena = arena[:nm:nm], arena[nm:]
 		}
 	}
-	var recs []cct.Record
-	var parts, prefixes []cct.Partial
 	for ti := range folded.Threads {
-		th := &folded.Threads[ti]
-		if len(folded.Threads) == 1 {
-			recs, parts, prefixes = th.Records, th.Partials, th.Prefixes
-			break
-		}
-		recs = append(recs, th.Records...)
-		parts = append(parts, th.Partials...)
-		prefixes = append(prefixes, th.Prefixes...)
-	}
-	for ri := range recs {
-		r := &recs[ri]
-		id := m.id(r.Func)
-		t := m.Modules[id.Module].Table
-		fp := m.Profile(id)
-		fp.Calls = satAdd(fp.Calls, r.Calls)
-		if len(r.Paths) > 0 && fp.Paths == nil {
-			fp.Paths = map[uint64]uint64{}
-		}
-		for _, path := range r.Paths {
-			if path.ID >= t.Funcs[id.Func].NumPaths {
-				// buildContexts has refused it; a second line of defence.
-				return fmt.Errorf("%s: path %d, but the function has %d paths", t.Funcs[id.Func].Name, path.ID, t.Funcs[id.Func].NumPaths)
-			}
-			c := path.Count
-			fp.Paths[path.ID] = satAdd(fp.Paths[path.ID], c)
-			fp.Executions = satAdd(fp.Executions, c)
-			for j, v := range path.Metrics {
-				fp.Metrics[j] = satAdd(fp.Metrics[j], v)
-			}
+		if err := m.sumRecords(folded.Threads[ti].Records); err != nil {
+			return err
 		}
 	}
 	// Blocks and edges: each path of a function once, with its count over
@@ -195,41 +166,47 @@ func (m *Model) buildFuncs(folded *cct.Profile, blocks bool) error {
 			}
 		}
 	}
-	for qi := range parts {
-		q := &parts[qi]
-		id := m.id(q.Func)
-		t := m.Modules[id.Module].Table
-		fp := m.Profile(id)
-		fp.Partial = satAdd(fp.Partial, q.Count)
-		if !blocks {
-			continue
+	for ti := range folded.Threads {
+		parts := folded.Threads[ti].Partials
+		for qi := range parts {
+			q := &parts[qi]
+			id := m.id(q.Func)
+			t := m.Modules[id.Module].Table
+			fp := m.Profile(id)
+			fp.Partial = satAdd(fp.Partial, q.Count)
+			if !blocks {
+				continue
+			}
+			e, err := expandPartial(t, id.Func, q)
+			if err != nil {
+				return err
+			}
+			if e == nil {
+				fp.PartialUnknown = satAdd(fp.PartialUnknown, q.Count)
+				continue // stopping block unknown: counted, not expanded
+			}
+			addExpansion(fp, e, q.Count)
 		}
-		e, err := expandPartial(t, id.Func, q)
-		if err != nil {
-			return err
-		}
-		if e == nil {
-			fp.PartialUnknown = satAdd(fp.PartialUnknown, q.Count)
-			continue // stopping block unknown: counted, not expanded
-		}
-		addExpansion(fp, e, q.Count)
 	}
 	// A fork child's prefixes ran in the parent (cct.Thread.Prefixes).
-	if !blocks {
-		prefixes = nil
-	}
-	for qi := range prefixes {
-		q := &prefixes[qi]
-		funcs, t, fn, ok := m.prefixFunc(q)
-		if !ok {
-			continue
+	for ti := range folded.Threads {
+		if !blocks {
+			break
 		}
-		e, err := expandPartial(t, fn, q)
-		if err != nil {
-			return err
-		}
-		if e != nil {
-			subExpansion(&funcs[fn], e, q.Count)
+		prefixes := folded.Threads[ti].Prefixes
+		for qi := range prefixes {
+			q := &prefixes[qi]
+			funcs, t, fn, ok := m.prefixFunc(q)
+			if !ok {
+				continue
+			}
+			e, err := expandPartial(t, fn, q)
+			if err != nil {
+				return err
+			}
+			if e != nil {
+				subExpansion(&funcs[fn], e, q.Count)
+			}
 		}
 	}
 	for k := range m.Modules {
@@ -396,4 +373,32 @@ func (m *Model) prefixFunc(q *cct.Partial) (funcs []FuncProfile, t *meta.Table, 
 		return nil, nil, 0, false
 	}
 	return funcs, t, fn, true
+}
+
+// sumRecords adds records' calls, paths and metrics to their functions'
+// profiles (buildFuncs), the records of one thread.
+func (m *Model) sumRecords(recs []cct.Record) error {
+	for ri := range recs {
+		r := &recs[ri]
+		id := m.id(r.Func)
+		t := m.Modules[id.Module].Table
+		fp := m.Profile(id)
+		fp.Calls = satAdd(fp.Calls, r.Calls)
+		if len(r.Paths) > 0 && fp.Paths == nil {
+			fp.Paths = map[uint64]uint64{}
+		}
+		for _, path := range r.Paths {
+			if path.ID >= t.Funcs[id.Func].NumPaths {
+				// buildContexts has refused it; a second line of defence.
+				return fmt.Errorf("%s: path %d, but the function has %d paths", t.Funcs[id.Func].Name, path.ID, t.Funcs[id.Func].NumPaths)
+			}
+			c := path.Count
+			fp.Paths[path.ID] = satAdd(fp.Paths[path.ID], c)
+			fp.Executions = satAdd(fp.Executions, c)
+			for j, v := range path.Metrics {
+				fp.Metrics[j] = satAdd(fp.Metrics[j], v)
+			}
+		}
+	}
+	return nil
 }

@@ -79,7 +79,7 @@ func (fg *funcGen) emit() error {
 		// The last of the direct variants runs on into the body; the
 		// entries before it jump there [decision 100], but a shared
 		// entry ends in its jump into the variant (decision 165).
-		if keep || fg.sharedEnt == nil {
+		if keep || fg.sharedEnt == nil || !fg.sharedEnt.used {
 			fg.beginKind(kindJump)
 			b.JmpRel32(enc.LabelTarget(fg.blocks[cfg.Entry]))
 		}

@@ -126,6 +126,7 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 			// The rest is the direct variant's, which the tests were
 			// all that set apart (decision 165).
 			b.JmpRel32(enc.LabelTarget(se.after))
+			se.used = true
 			return
 		}
 	}
@@ -265,19 +266,22 @@ func (fg *funcGen) enterFramed(tail, direct, keep bool) {
 // jumps to after, in the variant, past its own saving; a test that fails
 // takes the variant's slow path (slow0), which goes on at its done.
 // Context mode's framed entries were two copies of some 200 bytes.
+// used says the ordinary entry did jump into the variant: only an
+// enterFramed entry does (not a trivial, frameless, lean or stub one),
+// and only with the variant for callers that spill their register.
 type sharedEntry struct {
 	after, slow0, done enc.Label
+	used               bool
 }
 
-// shareEntry sets fg.sharedEnt when fg's primary entry and its direct
-// variant [0] are both enterFramed's (not a tail variant's, nor a keep
-// variant's, nor another entry point's, which joins another block).
+// shareEntry offers fg's primary entry the join to its direct variant
+// [0], when fg has one (enterFramed takes it where it can); other entry
+// points join other blocks and never see it (emit clears it).
 func (fg *funcGen) shareEntry() {
-	g := fg.g
-	if !fg.hasDirect[0] || (g.mode.Metrics && !g.mode.TSCOnly) || fg.trivial() || fg.frameless() || fg.lean() {
+	if !fg.hasDirect[0] {
 		return
 	}
-	b := g.buf
+	b := fg.g.buf
 	fg.sharedEnt = &sharedEntry{after: b.NewLabel(), slow0: b.NewLabel(), done: b.NewLabel()}
 }
 

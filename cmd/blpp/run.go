@@ -200,15 +200,15 @@ func runRun(c *ctx, args []string) error {
 }
 
 // noProfileWhy says what may have left a program run by blpp run (exit
-// status code, as a shell gives it) without a profile: a signal the
-// runtime cannot catch (SIGKILL) or does not (one whose default action
-// it leaves to the kernel), or an exit that ran no instrumented code.
+// status code, as a shell gives it) without a profile: SIGKILL, which no
+// process can catch, another signal before the profile was written, or
+// an exit that ran no instrumented code.
 func noProfileWhy(code int, continuous bool) string {
 	switch {
 	case code == 128+int(syscall.SIGKILL) && !continuous:
 		return "killed by SIGKILL, which no process can catch; --continuous keeps every count in the file as it runs"
 	case code > 128 && code < 128+65:
-		return fmt.Sprintf("killed by signal %d, which the runtime does not catch", code-128)
+		return fmt.Sprintf("killed by signal %d before it wrote one", code-128)
 	}
 	return fmt.Sprintf("exit status %d: it ended without running its exit hooks, or in code that is not instrumented", code)
 }

@@ -130,8 +130,18 @@ static void on_dump(int sig)
  * catches to write the profile first: DESIGN 10's seven, and SIGPIPE (a
  * pipeline's reader that has gone: prog | head), SIGHUP (the terminal
  * gone), SIGQUIT (^\) and the resource limits' SIGXCPU and SIGXFSZ
- * (decision 164). */
-static const u8 fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ};
+ * (decision 164), and the traps SIGTRAP (an int3 with no debugger) and
+ * SIGSYS (a seccomp filter's trap) (decision 166). */
+static const u8 fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ, SIGTRAP, SIGSYS};
+
+/* The rest of the standard signals whose default action ends the process
+ * (decision 166): a timer's (alarm, setitimer), I/O's, the power and
+ * coprocessor ones and SIGUSR1. Caught the same way, they write the
+ * profile and end the process; unlike the ones above, any of them chosen
+ * as the dump signal is a dump, as SIGUSR2 is by default. SIGKILL cannot
+ * be caught; the real-time signals are left to the program (the C
+ * library keeps the first two, the sampler takes a free one). */
+static const u8 ending[] = {SIGUSR1, SIGALRM, SIGSTKFLT, SIGVTALRM, SIGPROF, SIGIO, SIGPWR};
 
 static int is_fatal(u64 sig)
 {
@@ -409,9 +419,12 @@ static void install_handlers(u64 dump_signal)
 	if (!CAS(&rt.handlers, 0, 1))
 		return; /* early_init did (twice would take our entry for the program's action) */
 	rt.dump_signal = dump_signal;
-	if (!(rt.flags & BLPP_CONFIG_FLAG_NO_FATAL_HANDLERS))
+	if (!(rt.flags & BLPP_CONFIG_FLAG_NO_FATAL_HANDLERS)) {
 		for (u64 i = 0; i < sizeof(fatal); i++)
 			m |= 1ul << (fatal[i] - 1);
+		for (u64 i = 0; i < sizeof(ending); i++)
+			m |= 1ul << (ending[i] - 1);
+	}
 	if (dump_signal >= 1 && dump_signal <= NSIG && dump_signal != SIGKILL && dump_signal != SIGSTOP)
 		m |= 1ul << (dump_signal - 1);
 	else if (dump_signal)

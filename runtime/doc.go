@@ -206,8 +206,11 @@
 // # The profile [DESIGN 11, docs/profile-format.md]
 //
 // blpp_fini writes the profile once per process; a fatal signal
-// (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, and since
-// decision 164 SIGPIPE, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ) writes it
+// (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT; since
+// decision 164 SIGPIPE, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ; since decision
+// 166 every other standard signal whose default ends the process: SIGTRAP,
+// SIGSYS, SIGUSR1, SIGALRM, SIGSTKFLT, SIGVTALRM, SIGPROF, SIGIO, SIGPWR)
+// writes it
 // if the exit has not, then restores the default action and raises the
 // signal again, so the process ends with the status it would have had; the
 // dump signal writes it and the program goes on (many times). The runtime

@@ -95,7 +95,8 @@ const (
 	ConfigFlagFlowOnly = 1 << 0
 	// ConfigFlagNoFatalHandlers: do not install the handlers that write
 	// the profile on SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM,
-	// SIGINT, SIGPIPE, SIGHUP, SIGQUIT, SIGXCPU and SIGXFSZ.
+	// SIGINT, SIGPIPE, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ, SIGTRAP, SIGSYS,
+	// SIGUSR1, SIGALRM, SIGSTKFLT, SIGVTALRM, SIGPROF, SIGIO and SIGPWR.
 	ConfigFlagNoFatalHandlers = 1 << 1
 	// ConfigFlagCallCache: every thread block has a call cache at
 	// CallCacheOffset, which context-mode inline entries read.

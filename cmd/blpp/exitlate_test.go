@@ -99,17 +99,33 @@ func TestRunNoProfile(t *testing.T) {
 	}
 }
 
-// TestRunNewFatalSignals: each signal decision 164 added to the fatal
-// ones, sent by the program to itself with its action left at the
-// default, leaves a profile flagged as a fatal signal's, and the program
-// ends by that signal as it does without blpp (dash, the instrumented
-// executable, runs `kill -SIG $$`).
+// TestRunNewFatalSignals: each signal decisions 164 and 166 added to
+// the fatal ones, sent by the program to itself with its action left at
+// the default, leaves a profile flagged as a fatal signal's, and the
+// program ends by that signal as it does without blpp (dash, the
+// instrumented executable, runs `kill -SIG $$`). A real-time signal,
+// which the runtime leaves to the program, ends it with the original's
+// status and a message that says why there is no profile.
 func TestRunNewFatalSignals(t *testing.T) {
 	sh := "/bin/dash"
 	if _, err := os.Stat(sh); err != nil {
 		fixture.Missing(t, "/bin/dash not found (install the Debian package \"dash\")")
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGPIPE, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGXCPU, syscall.SIGXFSZ} {
+	t.Run("realtime", func(t *testing.T) {
+		const sig = 40 // SIGRTMIN+6 for the C library, whose SIGRTMIN is 34
+		script := fmt.Sprintf("echo before; kill -%d $$; echo after", sig)
+		dir := t.TempDir()
+		got := runProc(t, dir, nil, nil, selfBlpp(t), "run", "--libs", "none", "--profile", filepath.Join(dir, "blpp.prof"), "--", sh, "-c", script)
+		want := "blpp run: /bin/dash wrote no profile (killed by the real-time signal 40, which blpp leaves to the program"
+		if got.code != 128+sig || got.stdout != "before\n" || !strings.Contains(got.stderr, want) {
+			t.Errorf("status %d, stdout %q, stderr %q; want %d, \"before\\n\", %q", got.code, got.stdout, clip(got.stderr), 128+sig, want)
+		}
+	})
+	for _, sig := range []syscall.Signal{
+		syscall.SIGPIPE, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGXCPU, syscall.SIGXFSZ, // decision 164
+		syscall.SIGTRAP, syscall.SIGSYS, syscall.SIGUSR1, syscall.SIGALRM, syscall.SIGSTKFLT, // decision 166
+		syscall.SIGVTALRM, syscall.SIGPROF, syscall.SIGIO, syscall.SIGPWR,
+	} {
 		t.Run(fmt.Sprintf("signal%d", int(sig)), func(t *testing.T) {
 			script := fmt.Sprintf("ulimit -c 0; echo before; kill -%d $$; echo after", int(sig))
 			want := runProc(t, "", nil, nil, sh, "-c", script)

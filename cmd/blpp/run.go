@@ -207,7 +207,9 @@ func noProfileWhy(code int, continuous bool) string {
 	switch {
 	case code == 128+int(syscall.SIGKILL) && !continuous:
 		return "killed by SIGKILL, which no process can catch; --continuous keeps every count in the file as it runs"
-	case code > 128 && code < 128+65:
+	case code >= 128+32 && code < 128+65:
+		return fmt.Sprintf("killed by the real-time signal %d, which blpp leaves to the program; --continuous keeps every count in the file as it runs", code-128)
+	case code > 128 && code < 128+32:
 		return fmt.Sprintf("killed by signal %d before it wrote one", code-128)
 	}
 	return fmt.Sprintf("exit status %d: it ended without running its exit hooks, or in code that is not instrumented", code)

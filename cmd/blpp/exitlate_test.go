@@ -148,3 +148,28 @@ func TestRunNewFatalSignals(t *testing.T) {
 		})
 	}
 }
+
+// TestRunExecNote: a program that replaces itself by exec (dash -c
+// 'exec prog', what a wrapper script's interpreter does) leaves a profile
+// of itself up to the exec, and blpp run says that the program it
+// exec'd ran uninstrumented; a run without an exec says nothing of it.
+func TestRunExecNote(t *testing.T) {
+	sh := "/bin/dash"
+	if _, err := os.Stat(sh); err != nil {
+		fixture.Missing(t, "/bin/dash not found (install the Debian package \"dash\")")
+	}
+	const note = "blpp run: /bin/dash replaced itself with another program (exec), which ran uninstrumented"
+	for _, c := range []struct {
+		script string
+		exec   bool
+	}{{"echo before; exec /bin/echo after", true}, {"echo before; /bin/echo after", false}} {
+		dir := t.TempDir()
+		got := runProc(t, dir, nil, nil, selfBlpp(t), "run", "--libs", "none", "--profile", filepath.Join(dir, "blpp.prof"), "--", sh, "-c", c.script)
+		if got.code != 0 || got.stdout != "before\nafter\n" {
+			t.Errorf("%q: status %d, stdout %q (stderr %q)", c.script, got.code, got.stdout, clip(got.stderr))
+		}
+		if strings.Contains(got.stderr, note) != c.exec {
+			t.Errorf("%q: stderr %q; want the exec note: %v", c.script, clip(got.stderr), c.exec)
+		}
+	}
+}

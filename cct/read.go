@@ -84,6 +84,28 @@ type section struct {
 type decoder struct {
 	p *Profile
 	v *validator
+	// pathPool and metricPool are what is left of the blocks that the
+	// records' path lists and metric values are cut from (take).
+	pathPool   []Path
+	metricPool []uint64
+}
+
+// poolSize is the number of items of a block of decoder.pathPool or
+// metricPool: one allocation for the paths of many records, not one for
+// each (a whole-process profile has tens of thousands of records).
+const poolSize = 4096
+
+// take cuts n items off the front of *pool, first made a new block of
+// max(n, min(limit, poolSize)) items if it holds fewer: limit bounds the
+// block by what the input can still hold. The cut's capacity is n, so
+// that an append to it does not run into the next one.
+func take[T any](pool *[]T, n, limit int) []T {
+	if len(*pool) < n {
+		*pool = make([]T, max(n, min(limit, poolSize)))
+	}
+	s := (*pool)[:n:n]
+	*pool = (*pool)[n:]
+	return s
 }
 
 func (d *decoder) parse(data []byte) (*Profile, *FormatError) {
@@ -425,11 +447,14 @@ func (d *decoder) paths(b *buf, r *Record, where func() string, ri int) {
 	if n == 0 {
 		return
 	}
-	r.Paths = make([]Path, 0, n)
+	// n ≤ limit: count checked that the rest of the input holds them.
+	limit := len(b.Data) / (minPathSize + nm)
+	r.Paths = take(&d.pathPool, n, limit)[:0]
 	var vals []uint64
 	if nm > 0 {
-		// n ≤ len/(2+nm), so n*nm cannot overflow and is bounded by the input.
-		vals = make([]uint64, n*nm)
+		// n ≤ limit ≤ len/(2+nm), so n*nm and limit*nm cannot overflow
+		// and are bounded by the input.
+		vals = take(&d.metricPool, n*nm, limit*nm)
 	}
 	for k := range n {
 		off := b.Off

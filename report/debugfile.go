@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/blpp/blpp/meta"
@@ -96,8 +95,15 @@ func loadDebug(binary string, f *elf.File, buildID []byte, o DebugOptions) debug
 		return debugLoad{Symbols: own, Source: src}
 	}
 	defer df.Close()
-	ds := NewSymbols(df)
-	names := symtabNames(df)
+	// .symtab is read once, for the symbols and the names.
+	symtab, err := df.Symbols()
+	var names map[uint64]string
+	if err == nil {
+		names = symtabNames(symtab)
+	} else {
+		symtab = nil
+	}
+	ds := funcSyms(df, symtab)
 	// The DWARF is read when a view first needs a line (LazyDebugInfo),
 	// from the file opened again then.
 	path := src.Path
@@ -318,13 +324,9 @@ func fileCRC(path string) (uint32, error) {
 	return h.Sum32(), nil
 }
 
-// symtabNames maps each function address of f's .symtab to its name, a
+// symtabNames maps each function address of a .symtab, ss, to its name, a
 // global or weak symbol before a local one (cfg names functions so).
-func symtabNames(f *elf.File) map[uint64]string {
-	ss, err := f.Symbols()
-	if err != nil {
-		return nil
-	}
+func symtabNames(ss []elf.Symbol) map[uint64]string {
 	out := map[uint64]string{}
 	global := map[uint64]bool{}
 	for _, y := range ss {
@@ -339,27 +341,16 @@ func symtabNames(f *elf.File) map[uint64]string {
 	return out
 }
 
-// merge returns the symbols of s and o (s's first at a shared address and
-// size).
-func (s *Symbols) merge(o *Symbols) *Symbols {
-	if o == nil || len(o.list()) == 0 {
+// merge returns the symbols of s and the function symbols o (funcSyms)
+// of another file, s's first at a shared address and size. They are
+// sorted and merged when first looked up: a report that looks up no
+// symbol does neither, nor reads s's (whose file must stay open until
+// then, as lazySymbols's).
+func (s *Symbols) merge(o []elfSym) *Symbols {
+	if len(o) == 0 {
 		return s
 	}
-	seen := map[[2]uint64]bool{}
-	out := &Symbols{}
-	for _, y := range append(append([]elfSym(nil), s.list()...), o.list()...) {
-		k := [2]uint64{y.addr, y.size}
-		if !seen[k] {
-			seen[k] = true
-			out.syms = append(out.syms, y)
-		}
-	}
-	sortSyms(out.syms)
-	return out
-}
-
-func sortSyms(ss []elfSym) {
-	sort.SliceStable(ss, func(i, j int) bool { return ss[i].addr < ss[j].addr })
+	return &Symbols{read: func() []elfSym { return mergeSyms(s.list(), dedupeSyms(sortSyms(o))) }}
 }
 
 // nameStripped gives the functions the metadata calls sub_<hex> the name

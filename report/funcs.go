@@ -7,8 +7,10 @@ package report
 // binary. The formats are documented in docs/formats.md.
 
 import (
+	"cmp"
 	"debug/elf"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -318,29 +320,107 @@ type elfSym struct {
 
 // NewSymbols reads f's function symbols.
 func NewSymbols(f *elf.File) *Symbols {
-	s := &Symbols{}
-	seen := map[[2]uint64]bool{}
+	symtab, err := f.Symbols()
+	if err != nil {
+		symtab = nil
+	}
+	return &Symbols{syms: dedupeSyms(sortSyms(funcSyms(f, symtab)))}
+}
+
+// funcSyms is the function symbols of f, in the order of .symtab, whose
+// symbols symtab has been read already (loadDebug reads them once for
+// symtabNames too), then .dynsym; with duplicates.
+func funcSyms(f *elf.File, symtab []elf.Symbol) []elfSym {
+	var syms []elfSym
 	add := func(ss []elf.Symbol) {
 		for _, y := range ss {
 			if elf.ST_TYPE(y.Info) != elf.STT_FUNC || y.Size == 0 || y.Value == 0 || y.Section == elf.SHN_UNDEF {
 				continue
 			}
-			k := [2]uint64{y.Value, y.Size}
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			s.syms = append(s.syms, elfSym{y.Name, y.Value, y.Size, elf.ST_BIND(y.Info) != elf.STB_LOCAL})
+			syms = append(syms, elfSym{y.Name, y.Value, y.Size, elf.ST_BIND(y.Info) != elf.STB_LOCAL})
 		}
 	}
-	if ss, err := f.Symbols(); err == nil {
-		add(ss)
-	}
+	add(symtab)
 	if ss, err := f.DynamicSymbols(); err == nil {
 		add(ss)
 	}
-	sort.SliceStable(s.syms, func(i, j int) bool { return s.syms[i].addr < s.syms[j].addr })
-	return s
+	return syms
+}
+
+// sortSyms sorts ss by address, stably, into a new slice; dedupeSyms
+// then drops the duplicates, which share their first's address and so
+// follow it in its run of equal addresses (sort.SliceStable, by
+// reflection, and a map of every symbol took most of a whole-process
+// report's symbol reading). Keys of address and index are sorted, a
+// total order, so the unstable sort gives the stable sort's result: a
+// stable sort moving the symbols themselves took two and a half times as
+// long.
+func sortSyms(ss []elfSym) []elfSym {
+	type key struct {
+		addr uint64
+		i    int
+	}
+	keys := make([]key, len(ss))
+	for i := range ss {
+		keys[i] = key{ss[i].addr, i}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.addr, b.addr); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	out := make([]elfSym, len(ss))
+	for k, x := range keys {
+		out[k] = ss[x.i]
+	}
+	return out
+}
+
+// dedupeSyms keeps, of the symbols ss sorted by address, the first of
+// each address and size, in place.
+func dedupeSyms(ss []elfSym) []elfSym {
+	out := ss[:0]
+	for i := 0; i < len(ss); {
+		j := i + 1
+		for j < len(ss) && ss[j].addr == ss[i].addr {
+			j++
+		}
+		start := len(out)
+		if j-i <= 16 {
+			for k := i; k < j; k++ {
+				y := ss[k]
+				if !slices.ContainsFunc(out[start:], func(x elfSym) bool { return x.size == y.size }) {
+					out = append(out, y)
+				}
+			}
+		} else { // many symbols at one address: no quadratic search
+			seen := make(map[uint64]bool, j-i)
+			for k := i; k < j; k++ {
+				if y := ss[k]; !seen[y.size] {
+					seen[y.size] = true
+					out = append(out, y)
+				}
+			}
+		}
+		i = j
+	}
+	return out
+}
+
+// mergeSyms is the symbols of a and b, both sorted by address, sorted by
+// address, a's first at an address, without duplicates (dedupeSyms).
+func mergeSyms(a, b []elfSym) []elfSym {
+	out := make([]elfSym, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if b[0].addr < a[0].addr {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	out = append(append(out, a...), b...)
+	return dedupeSyms(out)
 }
 
 // Lookup returns the function symbol holding addr and addr's offset in it.
@@ -385,7 +465,9 @@ func (m *Model) sumRecords(recs []cct.Record) error {
 		fp := m.Profile(id)
 		fp.Calls = satAdd(fp.Calls, r.Calls)
 		if len(r.Paths) > 0 && fp.Paths == nil {
-			fp.Paths = map[uint64]uint64{}
+			// Sized by the first record's paths, a lower bound: fewer
+			// rehashes as it grows.
+			fp.Paths = make(map[uint64]uint64, len(r.Paths))
 		}
 		for _, path := range r.Paths {
 			if path.ID >= t.Funcs[id.Func].NumPaths {

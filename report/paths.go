@@ -165,7 +165,7 @@ func (m *Model) pathFunc(fid FuncID, text bool) PathFunc {
 			ids = append(ids, id)
 		}
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	slices.Sort(ids)
 	for _, id := range ids {
 		pe := PathEntry{ID: id, Count: fp.Paths[id]}
 		if !text { // the text shows the blocks of its top paths alone (PathsText)

@@ -87,3 +87,54 @@ func TestCheckAgainstBlockUnknown(t *testing.T) {
 		t.Fatal("block 2 of a 2-block function accepted")
 	}
 }
+
+// TestCheckModules: each module's result is its own first misfit, as if
+// checked alone, whatever the other modules' results; a call site
+// belongs to the caller's module.
+func TestCheckModules(t *testing.T) {
+	p := smallProfile()
+	// Record 1 (function 3, called from record 0's call site 1) moves to
+	// module 5 as its function 1; record 0 stays in module 0.
+	p.Threads[0].Records[1].Func = Fid(5, 1)
+	p.Threads[0].Partials = append(p.Threads[0].Partials, Partial{Record: 1, Func: Fid(5, 1), Block: 0, Count: 1})
+	good0 := func() []FuncInfo { return []FuncInfo{{NumPaths: 3, NumBlocks: 3, NumCallSites: 1}} }
+	good5 := func() []FuncInfo { return []FuncInfo{{}, {NumPaths: 2, NumBlocks: 1}} }
+	noSite := []FuncInfo{{NumPaths: 3, NumBlocks: 3}}
+	fewPaths := []FuncInfo{{}, {NumPaths: 1, NumBlocks: 1}}
+	noBlocks := []FuncInfo{{}, {NumPaths: 2}}
+	cases := []struct {
+		name string
+		mods []ModuleFuncs
+		msgs []string // "" where the module fits
+	}{
+		{"all fit", []ModuleFuncs{{0, good0()}, {5, good5()}}, []string{"", ""}},
+		{"caller's call site", []ModuleFuncs{{0, noSite}, {5, good5()}}, []string{"call site 1, but function 0 has 0 call sites", ""}},
+		{"both", []ModuleFuncs{{5, fewPaths}, {0, noSite}}, []string{"path id 1, but function 5242881 has 1 paths", "call site 1"}},
+		{"partial", []ModuleFuncs{{0, good0()}, {5, noBlocks}}, []string{"", "block 0, but function 5242881 has 0 blocks"}},
+		{"one tag twice", []ModuleFuncs{{5, good5()}, {5, fewPaths}, {5, noBlocks}}, []string{"", "path id 1", "block 0"}},
+		{"no such tag", []ModuleFuncs{{7, nil}, {MaxTag + 1, nil}}, []string{"", ""}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			errs := p.CheckModules(c.mods)
+			if len(errs) != len(c.mods) {
+				t.Fatalf("%d results for %d modules", len(errs), len(c.mods))
+			}
+			for i, err := range errs {
+				if c.msgs[i] == "" {
+					if err != nil {
+						t.Errorf("module %d: %v, want none", i, err)
+					}
+					continue
+				}
+				if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), c.msgs[i]) {
+					t.Errorf("module %d: %v, want ErrMismatch with %q", i, err, c.msgs[i])
+				}
+				// The same misfit as the module checked alone.
+				if alone := p.CheckModule(c.mods[i].Tag, c.mods[i].Funcs); alone == nil || alone.Error() != err.Error() {
+					t.Errorf("module %d: %v, alone %v", i, err, alone)
+				}
+			}
+		})
+	}
+}

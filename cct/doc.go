@@ -16,7 +16,8 @@
 //     writes;
 //   - CheckModule (CheckAgainst for the executable), the check of a
 //     module's functions against its metadata (function, path, block and
-//     call-site counts);
+//     call-site counts), and CheckModules, that of every module in one
+//     pass;
 //   - Merge (several runs, per module), FoldThreads (all threads into one tree) and Flat
 //     (per function and path, every context summed);
 //   - WriteCHeader, the format's constants for the runtime, generated from

@@ -222,11 +222,25 @@ func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o M
 	m := &Model{Binary: binary, Metrics: p.Metrics, Threads: len(p.Threads), LatencyCol: p.LatencyMetric,
 		FlowOnly: p.Flags&cct.FlagFlowOnly != 0, Stats: p.Stats, tagIndex: map[uint32]uint32{}}
 	entries := p.Modules
+	// checks holds each module's checkModules error.
+	var checks []error
 	if entries == nil { // an executable-only profile
 		if err := checkMatch(binary, t, p); err != nil {
 			return nil, err
 		}
 		entries = []cct.Module{{Tag: 0, Flags: cct.ModuleFlagExecutable, BuildID: p.BuildID}}
+	} else {
+		// Every module at once, each error returned where its module's
+		// turn comes below.
+		files := make([]ModuleFile, len(entries))
+		for i := range entries {
+			if entries[i].Tag == 0 {
+				files[i] = ModuleFile{Path: binary, Table: t}
+			} else {
+				files[i] = o.Libs[entries[i].Tag]
+			}
+		}
+		checks = checkModules(entries, files, p)
 	}
 	for i := range entries {
 		e := &entries[i]
@@ -243,7 +257,7 @@ func NewModelWith(binary string, t *meta.Table, p *cct.Profile, f *elf.File, o M
 			if len(mf.Table.InstrID) > 0 && string(mf.Table.InstrID) != string(e.BuildID) {
 				return nil, fmt.Errorf("module %s (tag %d): %s has build-id %x, the profile's module has %x: not the file that ran", e.Name(), e.Tag, mf.Path, mf.Table.InstrID, e.BuildID)
 			}
-			if err := checkModule(e, mf.Path, mf.Table, p); err != nil {
+			if err := checks[i]; err != nil {
 				return nil, err
 			}
 		}
@@ -531,46 +545,81 @@ func checkMatch(binary string, t *meta.Table, p *cct.Profile) error {
 	return nil
 }
 
-// checkModule is checkMatch for the functions of module e of a profile
-// with modules: the records and partials whose function has e's tag.
-func checkModule(e *cct.Module, path string, t *meta.Table, p *cct.Profile) error {
-	n := len(t.Funcs)
-	what := fmt.Sprintf("module %s (tag %d, %s)", e.Name(), e.Tag, path)
+// checkModules is checkMatch for the functions of each module of a
+// profile with modules (entries, whose files are files; one without a
+// table is not checked): the records and partials whose function has
+// the module's tag, then cct.Profile.CheckModules. errs[i] is module
+// i's first misfit. One pass over the records for all the modules: a
+// whole-process profile's five modules each scanned them twice.
+func checkModules(entries []cct.Module, files []ModuleFile, p *cct.Profile) (errs []error) {
+	errs = make([]error, len(entries))
+	what := func(i int) string {
+		e := &entries[i]
+		return fmt.Sprintf("module %s (tag %d, %s)", e.Name(), e.Tag, files[i].Path)
+	}
+	// The modules of each tag (one in a valid profile), chained from
+	// head by next.
+	head := make([]int32, cct.MaxTag+1)
+	for i := range head {
+		head[i] = -1
+	}
+	next := make([]int32, len(entries))
+	for i := len(entries) - 1; i >= 0; i-- {
+		if tag := entries[i].Tag; tag <= cct.MaxTag && files[i].Table != nil {
+			next[i], head[tag] = head[tag], int32(i)
+		}
+	}
 	for _, th := range p.Threads {
 		for _, r := range th.Records {
-			if cct.FidTag(r.Func) != e.Tag {
-				continue
-			}
-			fn := cct.FidLocal(r.Func)
-			switch {
-			case int(fn) >= n:
-				return fmt.Errorf("the profile names function %d of %s, which has %d functions", fn, what, n)
-			case !t.Funcs[fn].Instrumented && !t.Funcs[fn].EntriesCounted:
-				return fmt.Errorf("the profile names function %d (%s) of %s, which it does not instrument and whose entries it does not count", fn, t.Funcs[fn].Name, what)
-			case !t.Funcs[fn].Instrumented && len(r.Paths) > 0:
-				return fmt.Errorf("the profile gives paths to function %d (%s) of %s, which it does not instrument", fn, t.Funcs[fn].Name, what)
+			for k := head[cct.FidTag(r.Func)]; k >= 0; k = next[k] {
+				if errs[k] != nil {
+					continue
+				}
+				fs, fn := files[k].Table.Funcs, cct.FidLocal(r.Func)
+				switch {
+				case int(fn) >= len(fs):
+					errs[k] = fmt.Errorf("the profile names function %d of %s, which has %d functions", fn, what(int(k)), len(fs))
+				case !fs[fn].Instrumented && !fs[fn].EntriesCounted:
+					errs[k] = fmt.Errorf("the profile names function %d (%s) of %s, which it does not instrument and whose entries it does not count", fn, fs[fn].Name, what(int(k)))
+				case !fs[fn].Instrumented && len(r.Paths) > 0:
+					errs[k] = fmt.Errorf("the profile gives paths to function %d (%s) of %s, which it does not instrument", fn, fs[fn].Name, what(int(k)))
+				}
 			}
 		}
 		for _, qs := range [][]cct.Partial{th.Partials, th.Prefixes} {
 			for _, q := range qs {
-				if cct.FidTag(q.Func) != e.Tag {
-					continue
-				}
-				if fn := cct.FidLocal(q.Func); int(fn) >= n || !t.Funcs[fn].Instrumented {
-					return fmt.Errorf("the profile has a partial path of function %d of %s, which it does not instrument", fn, what)
+				for k := head[cct.FidTag(q.Func)]; k >= 0; k = next[k] {
+					if errs[k] != nil {
+						continue
+					}
+					fs, fn := files[k].Table.Funcs, cct.FidLocal(q.Func)
+					if int(fn) >= len(fs) || !fs[fn].Instrumented {
+						errs[k] = fmt.Errorf("the profile has a partial path of function %d of %s, which it does not instrument", fn, what(int(k)))
+					}
 				}
 			}
 		}
 	}
-	funcs := make([]cct.FuncInfo, n)
-	for i := range t.Funcs {
-		f := &t.Funcs[i]
-		funcs[i] = cct.FuncInfo{NumPaths: f.NumPaths, NumBlocks: uint32(len(f.Blocks)), NumCallSites: uint32(len(f.CallSites))}
+	var mods []cct.ModuleFuncs
+	var of []int // the module of each of mods
+	for i := range entries {
+		t := files[i].Table
+		if t == nil || errs[i] != nil {
+			continue
+		}
+		funcs := make([]cct.FuncInfo, len(t.Funcs))
+		for j := range t.Funcs {
+			f := &t.Funcs[j]
+			funcs[j] = cct.FuncInfo{NumPaths: f.NumPaths, NumBlocks: uint32(len(f.Blocks)), NumCallSites: uint32(len(f.CallSites))}
+		}
+		mods, of = append(mods, cct.ModuleFuncs{Tag: entries[i].Tag, Funcs: funcs}), append(of, i)
 	}
-	if err := p.CheckModule(e.Tag, funcs); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+	for k, err := range p.CheckModules(mods) {
+		if err != nil {
+			errs[of[k]] = fmt.Errorf("%s: %w", what(of[k]), err)
+		}
 	}
-	return nil
+	return errs
 }
 
 // darkLabel says why an uninstrumented function was left out and how

@@ -133,8 +133,24 @@ func (m *Model) filter(keep []bool, splice bool) {
 func qualifyNames(t *meta.Table, module string) *meta.Table {
 	c := *t
 	c.Funcs = append([]meta.Func(nil), t.Funcs...)
+	// The names in one string: a string each was an allocation per
+	// function of every module.
+	n := 0
 	for i := range c.Funcs {
-		c.Funcs[i].Name = module + "!" + c.Funcs[i].Name
+		n += len(module) + 1 + len(c.Funcs[i].Name)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i := range c.Funcs {
+		b.WriteString(module)
+		b.WriteByte('!')
+		b.WriteString(c.Funcs[i].Name)
+	}
+	all, at := b.String(), 0
+	for i := range c.Funcs {
+		end := at + len(module) + 1 + len(c.Funcs[i].Name)
+		c.Funcs[i].Name = all[at:end]
+		at = end
 	}
 	return &c
 }

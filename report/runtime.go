@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"sort"
+
+	"github.com/blpp/blpp/cct"
 )
 
 // runtimeLosses are the runtime statistics (cct.Profile.Stats) that say
@@ -38,6 +40,25 @@ func RuntimeWarnings(stats map[string]uint64) []string {
 	var out []string
 	for _, k := range keys {
 		out = append(out, fmt.Sprintf(runtimeLosses[k], stats[k])+" ("+k+")")
+	}
+	return out
+}
+
+// EndNotes returns a sentence for each way a profile's flags say it
+// ended other than the program's exit: a fatal signal, the dump signal,
+// an exec. The counts are exact either way; what the profile covers is
+// not the whole run, and a reader should know which part it is. `blpp
+// report` prints them on stderr, `blpp run` after the program's output.
+func EndNotes(flags cct.Flags) []string {
+	var out []string
+	if flags&cct.FlagFatalSignal != 0 {
+		out = append(out, "a fatal signal ended the program: the profile counts what ran until then, the activations live at the signal as partial paths (the newest at an unknown block)")
+	}
+	if flags&cct.FlagDumpSignal != 0 {
+		out = append(out, "written on the dump signal while the program ran on: the profile counts what ran until then")
+	}
+	if flags&cct.FlagExec != 0 {
+		out = append(out, "the program replaced itself with another program (exec): the profile counts it up to the exec, and the program it exec'd ran uninstrumented (blpp run follows a #! script to its interpreter, not an exec; run blpp run on the program it execs)")
 	}
 	return out
 }

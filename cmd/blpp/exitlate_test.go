@@ -145,6 +145,14 @@ func TestRunNewFatalSignals(t *testing.T) {
 			if p.Flags&cct.FlagFatalSignal == 0 {
 				t.Errorf("profile flags %v, want the fatal signal's", p.Flags)
 			}
+			// The run's report and blpp report say how the profile ended.
+			const note = "a fatal signal ended the program: the profile counts what ran until then"
+			if rep, err := os.ReadFile(filepath.Join(dir, "report.txt")); err != nil || !strings.Contains(string(rep), "blpp run: "+sh+": "+note) {
+				t.Errorf("run's report (%v) lacks the note %q:\n%s", err, note, clip(string(rep)))
+			}
+			if r := runProc(t, dir, nil, nil, selfBlpp(t), "report", prof); r.code != 0 || !strings.Contains(r.stderr, "blpp: note: "+note) {
+				t.Errorf("blpp report: status %d, stderr %q; want the note %q", r.code, clip(r.stderr), note)
+			}
 		})
 	}
 }
@@ -158,7 +166,7 @@ func TestRunExecNote(t *testing.T) {
 	if _, err := os.Stat(sh); err != nil {
 		fixture.Missing(t, "/bin/dash not found (install the Debian package \"dash\")")
 	}
-	const note = "blpp run: /bin/dash replaced itself with another program (exec), which ran uninstrumented"
+	const note = "blpp run: /bin/dash: the program replaced itself with another program (exec): the profile counts it up to the exec, and the program it exec'd ran uninstrumented"
 	for _, c := range []struct {
 		script string
 		exec   bool

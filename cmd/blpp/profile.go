@@ -155,6 +155,11 @@ func runReport(c *ctx, args []string) error {
 	for _, w := range report.RuntimeWarnings(prof.Stats) {
 		fmt.Fprintf(c.stderr, "blpp: warning: %s\n", w)
 	}
+	if len(fs.Args()) == 1 { // merged profiles' flags are every file's
+		for _, n := range report.EndNotes(prof.Flags) {
+			fmt.Fprintf(c.stderr, "blpp: note: %s\n", n)
+		}
+	}
 	mo := modelOptions(c)
 	if mo.Libs, err = openLibs(c, prof, need); err != nil {
 		return fmt.Errorf("%s: %w", fs.Args()[0], err)

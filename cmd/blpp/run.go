@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/blpp/blpp/cct"
 	"github.com/blpp/blpp/internal/wholerun"
 	"github.com/blpp/blpp/report"
 	"github.com/blpp/blpp/rewriter"
@@ -254,15 +253,15 @@ func writeRunReportTo(w io.Writer, inst, title, profPath string, top int) error 
 	for _, m := range report.RuntimeWarnings(prof.Stats) {
 		fmt.Fprintf(w, "blpp: warning: %s\n", m)
 	}
-	if prof.Flags&cct.FlagExec != 0 {
-		// A wrapper script's interpreter, or `sh -c prog`, ends by
-		// exec'ing the program the user meant: say that it ran
-		// uninstrumented, or the report reads as that program's.
-		name := title
-		if name == "" {
-			name = inst
-		}
-		fmt.Fprintf(w, "blpp run: %s replaced itself with another program (exec), which ran uninstrumented: the profile counts %s up to the exec (blpp run follows a #! script to its interpreter, not an exec; run blpp run on the program it execs)\n", name, name)
+	// A wrapper script's interpreter, or `sh -c prog`, ends by exec'ing
+	// the program the user meant; a crash or the dump signal ends the
+	// profile early: say so, or the report reads as the whole run's.
+	name := title
+	if name == "" {
+		name = inst
+	}
+	for _, n := range report.EndNotes(prof.Flags) {
+		fmt.Fprintf(w, "blpp run: %s: %s\n", name, n)
 	}
 	// The libraries' copies are where the profile says the process
 	// loaded them (the cache).

@@ -30,29 +30,36 @@ func (b *buf) sub(n uint64, what string) buf {
 // uv reads an unsigned LEB128 varint of at most MaxVarintLen bytes whose
 // value fits in 64 bits. Longer (padded) encodings than needed are
 // accepted, as protobuf does; the Go writer never produces them.
+//
+// It is the reader's innermost loop (a whole-process profile has tens of
+// millions of varints, most of them one byte), hence the fast path first
+// and a loop over the bytes that the compiler can check once.
 func (b *buf) uv(what string) uint64 {
+	d := b.Data
+	if len(d) > 0 && d[0] < 0x80 && b.Err == nil {
+		b.Data = d[1:]
+		b.Off++
+		return uint64(d[0])
+	}
 	if b.Err != nil {
 		return 0
 	}
 	var v uint64
-	for i := 0; ; i++ { // ends by i = MaxVarintLen-1: that byte must be 0 or 1
-		if i >= len(b.Data) {
-			b.Fail(b.Short, "%s: varint runs past the end", what)
-			return 0
-		}
-		c := b.Data[i]
+	for i, c := range d { // ends by i = MaxVarintLen-1: that byte must be 0 or 1
 		if i == MaxVarintLen-1 && c > 1 {
 			// 9×7 = 63 bits are in; the tenth byte may add only bit 63.
 			b.Fail(ErrCorrupt, "%s: varint does not fit in 64 bits", what)
 			return 0
 		}
 		v |= uint64(c&0x7f) << (7 * i)
-		if c&0x80 == 0 {
-			b.Data = b.Data[i+1:]
+		if c < 0x80 {
+			b.Data = d[i+1:]
 			b.Off += i + 1
 			return v
 		}
 	}
+	b.Fail(b.Short, "%s: varint runs past the end", what)
+	return 0
 }
 
 // sv reads a zigzag-encoded signed varint.

@@ -278,9 +278,11 @@ type validator struct {
 	// Totals over the whole profile: path counts, then each metric, then
 	// calls, then partial counts.
 	total []uint64
-	// tags holds the module tags functions may have: the MODULES
-	// section's, or 0 alone in an executable-only profile.
-	tags      map[uint32]bool
+	// tags holds the module tags functions may have, bit t%64 of word
+	// t/64 for tag t: the MODULES section's, or 0 alone in an
+	// executable-only profile. A set of bits, not a map: fn looks up
+	// every record's tag.
+	tags      [(MaxTag + 1) / 64]uint64
 	noModules bool // no MODULES section: tag 0 alone
 	// latencyMetric is the profile's LatencyMetric (set by the first
 	// LATENCY section while parsing); hasLatency says a path had a
@@ -343,16 +345,15 @@ func newValidator(p *Profile) (*validator, string) {
 // one).
 func (v *validator) setModules(ms []Module, headerID []byte) string {
 	if ms == nil {
-		v.tags, v.noModules = map[uint32]bool{0: true}, true
+		v.tags[0], v.noModules = 1, true
 		return ""
 	}
-	v.tags = make(map[uint32]bool, len(ms))
 	for i := range ms {
 		m := &ms[i]
 		if msg := checkModule(ms, i); msg != "" {
 			return fmt.Sprintf("module %d (tag %d): %s", i, m.Tag, msg)
 		}
-		v.tags[m.Tag] = true
+		v.tags[m.Tag/64] |= 1 << (m.Tag % 64) // checkModule: Tag ≤ MaxTag
 	}
 	if len(ms) == 0 {
 		return "an empty module list (a profile without modules has none)"
@@ -387,7 +388,7 @@ func checkModule(ms []Module, i int) string {
 
 // fn checks a function id's module tag.
 func (v *validator) fn(fid uint32) string {
-	if !v.tags[FidTag(fid)] {
+	if t := FidTag(fid); v.tags[t/64]&(1<<(t%64)) == 0 {
 		if v.noModules {
 			return fmt.Sprintf("function %#x has module tag %d, but the profile lists no modules (executable only, tag 0)", fid, FidTag(fid))
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/blpp/blpp/internal/cursor"
 )
 
 // A FormatError is a profile file that breaks the format. Off is the file
@@ -321,22 +323,34 @@ const (
 	minModuleSize  = 5 // tag, flags, bias, path length, build-id length
 )
 
+// threadName names a thread in the decoder's errors: "thread 2 (tid
+// 4711)". A value, not a string or a closure: the name is made only for
+// an error.
+type threadName struct {
+	index int
+	tid   uint64
+}
+
+func (n threadName) String() string { return fmt.Sprintf("thread %d (tid %d)", n.index, n.tid) }
+
 // thread decodes a THREAD payload: uv tid, uv nrecords, record*,
 // uv npartials, partial*, and, when any, uv nfolded, folded*.
 func (d *decoder) thread(b *buf) {
-	ti := len(d.p.Threads)
 	t := Thread{TID: b.uv("tid")}
-	where := func() string { return fmt.Sprintf("thread %d (tid %d)", ti, t.TID) }
+	where := threadName{len(d.p.Threads), t.TID}
 	v := d.v
 	nrec := b.count(minRecordSize, "record count")
-	var offs []int // each record's offset, for secondSibling's error
+	recs := b.Data // where the records start, for recordOff
+	recsOff := b.Off
 	if nrec > 0 {
-		t.Records = make([]Record, 0, nrec)
-		offs = make([]int, 0, nrec)
+		// Filled in place: the records hold pointers (Paths), and a
+		// Record copied in would be written with write barriers.
+		t.Records = make([]Record, nrec)
 	}
 	for i := range nrec {
 		off := b.Off
-		r := Record{Func: b.u32v("function"), Parent: -1}
+		r := &t.Records[i]
+		r.Func = b.u32v("function")
 		parent := b.uv("parent")
 		r.CallSite = b.u32v("call site")
 		r.Calls = b.uv("calls")
@@ -344,23 +358,21 @@ func (d *decoder) thread(b *buf) {
 			return
 		}
 		if parent > uint64(i) {
-			b.FailAt(off, ErrCorrupt, "%s record %d: parent %d (index+1) is not an earlier record", where(), i, parent)
+			b.FailAt(off, ErrCorrupt, "%s record %d: parent %d (index+1) is not an earlier record", where, i, parent)
 			return
 		}
 		r.Parent = int(parent) - 1
-		t.Records = append(t.Records, r)
-		offs = append(offs, off)
-		if msg := v.record(t.Records, i); msg != "" {
-			b.FailAt(off, ErrCorrupt, "%s record %d: %s", where(), i, msg)
+		if msg := v.record(t.Records[:i+1], i); msg != "" {
+			b.FailAt(off, ErrCorrupt, "%s record %d: %s", where, i, msg)
 			return
 		}
-		d.paths(b, &t.Records[i], where, i)
+		d.paths(b, r, where, i)
 		if b.Err != nil {
 			return
 		}
 	}
 	if i, msg := secondSibling(t.Records); msg != "" {
-		b.FailAt(offs[i], ErrCorrupt, "%s record %d: %s", where(), i, msg)
+		b.FailAt(recordOff(recs, recsOff, d.v.nm, i), ErrCorrupt, "%s record %d: %s", where, i, msg)
 		return
 	}
 	npart := b.count(minPartialSize, "partial count")
@@ -372,8 +384,11 @@ func (d *decoder) thread(b *buf) {
 	if b.Err == nil && len(b.Data) > 0 {
 		nf := b.count(minFoldedSize, "folded call count")
 		if nf == 0 && b.Err == nil && len(b.Data) == 0 {
-			b.Fail(ErrCorrupt, "%s: empty folded-call list (omitted when empty)", where())
+			b.Fail(ErrCorrupt, "%s: empty folded-call list (omitted when empty)", where)
 			return
+		}
+		if nf > 0 {
+			t.Folded = make([]FoldedCall, 0, nf)
 		}
 		for k := range nf {
 			off := b.Off
@@ -385,13 +400,13 @@ func (d *decoder) thread(b *buf) {
 				return
 			}
 			if from >= uint64(len(t.Records)) || to >= uint64(len(t.Records)) {
-				b.FailAt(off, ErrCorrupt, "%s folded call %d: records %d -> %d out of range (%d records)", where(), k, from, to, len(t.Records))
+				b.FailAt(off, ErrCorrupt, "%s folded call %d: records %d -> %d out of range (%d records)", where, k, from, to, len(t.Records))
 				return
 			}
 			c.From, c.To = int(from), int(to)
 			t.Folded = append(t.Folded, c)
 			if msg := v.folded(&t, k); msg != "" {
-				b.FailAt(off, ErrCorrupt, "%s folded call %d: %s", where(), k, msg)
+				b.FailAt(off, ErrCorrupt, "%s folded call %d: %s", where, k, msg)
 				return
 			}
 		}
@@ -400,7 +415,7 @@ func (d *decoder) thread(b *buf) {
 	if b.Err == nil && len(b.Data) > 0 {
 		nx := b.count(minPartialSize, "fork prefix count")
 		if nx == 0 && b.Err == nil {
-			b.Fail(ErrCorrupt, "%s: empty fork-prefix list (omitted when empty)", where())
+			b.Fail(ErrCorrupt, "%s: empty fork-prefix list (omitted when empty)", where)
 			return
 		}
 		if !partialList(b, &t, nx, &t.Prefixes, "fork prefix", v.prefix, where) {
@@ -412,10 +427,28 @@ func (d *decoder) thread(b *buf) {
 	}
 }
 
+// recordOff returns the file offset of record i of a thread whose
+// records, with nm metric values per path, start at data (file offset
+// off). The records up to i have been decoded without failure: only the
+// error of a repeated context needs an offset after the loop, so the
+// loop does not keep every record's.
+func recordOff(data []byte, off, nm, i int) int {
+	s := buf{cursor.Cursor{Data: data, Off: off, Short: ErrCorrupt, Located: formatError}}
+	for range i {
+		for range 4 { // function, parent, call site, calls
+			s.uv("")
+		}
+		for range int(s.uv("")) * (2 + nm) { // path id, count, metric values
+			s.uv("")
+		}
+	}
+	return s.Off
+}
+
 // partialList decodes n entries encoded as partials (Thread.Partials or
 // Thread.Prefixes, *list) of thread t, checking each with check; false
 // when b has failed.
-func partialList(b *buf, t *Thread, n int, list *[]Partial, what string, check func(*Thread, int) string, where func() string) bool {
+func partialList(b *buf, t *Thread, n int, list *[]Partial, what string, check func(*Thread, int) string, where threadName) bool {
 	if n > 0 {
 		*list = make([]Partial, 0, n)
 	}
@@ -427,13 +460,13 @@ func partialList(b *buf, t *Thread, n int, list *[]Partial, what string, check f
 			return false
 		}
 		if rec > uint64(len(t.Records)) {
-			b.FailAt(off, ErrCorrupt, "%s %s %d: record %d (index+1) out of range (%d records)", where(), what, k, rec, len(t.Records))
+			b.FailAt(off, ErrCorrupt, "%s %s %d: record %d (index+1) out of range (%d records)", where, what, k, rec, len(t.Records))
 			return false
 		}
 		q.Record = int(rec) - 1
 		*list = append(*list, q)
 		if msg := check(t, k); msg != "" {
-			b.FailAt(off, ErrCorrupt, "%s %s %d: %s", where(), what, k, msg)
+			b.FailAt(off, ErrCorrupt, "%s %s %d: %s", where, what, k, msg)
 			return false
 		}
 	}
@@ -441,7 +474,7 @@ func partialList(b *buf, t *Thread, n int, list *[]Partial, what string, check f
 }
 
 // paths decodes the path list of record ri into r.
-func (d *decoder) paths(b *buf, r *Record, where func() string, ri int) {
+func (d *decoder) paths(b *buf, r *Record, where threadName, ri int) {
 	nm := d.v.nm
 	n := b.count(minPathSize+nm, "path count")
 	if n == 0 {
@@ -449,16 +482,20 @@ func (d *decoder) paths(b *buf, r *Record, where func() string, ri int) {
 	}
 	// n ≤ limit: count checked that the rest of the input holds them.
 	limit := len(b.Data) / (minPathSize + nm)
-	r.Paths = take(&d.pathPool, n, limit)[:0]
+	// The paths are filled in place, as the records are; the checks
+	// below see only those before path k.
+	r.Paths = take(&d.pathPool, n, limit)
 	var vals []uint64
 	if nm > 0 {
 		// n ≤ limit ≤ len/(2+nm), so n*nm and limit*nm cannot overflow
 		// and are bounded by the input.
 		vals = take(&d.metricPool, n*nm, limit*nm)
 	}
-	for k := range n {
+	for k := range r.Paths {
 		off := b.Off
-		p := Path{ID: b.uv("path id"), Count: b.uv("count of path")}
+		p := &r.Paths[k]
+		p.ID = b.uv("path id")
+		p.Count = b.uv("count of path")
 		if nm > 0 {
 			p.Metrics = vals[k*nm : (k+1)*nm : (k+1)*nm]
 			for j := range p.Metrics {
@@ -468,9 +505,8 @@ func (d *decoder) paths(b *buf, r *Record, where func() string, ri int) {
 		if b.Err != nil {
 			return
 		}
-		r.Paths = append(r.Paths, p)
 		if msg := d.v.path(r, k); msg != "" {
-			b.FailAt(off, ErrCorrupt, "%s record %d path %d: %s", where(), ri, k, msg)
+			b.FailAt(off, ErrCorrupt, "%s record %d path %d: %s", where, ri, k, msg)
 			return
 		}
 	}

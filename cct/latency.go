@@ -278,7 +278,7 @@ func (d *decoder) latencySection(b *buf, seen map[int]bool) {
 		if b.Err != nil {
 			return
 		}
-		where := fmt.Sprintf("thread %d latency entry %d (record %d, path %d)", ti, k, rec, id)
+		where := latencyWhere{ti, uint64(k), rec, id} // formatted only on an error
 		if rec >= uint64(len(t.Records)) {
 			b.FailAt(off, ErrCorrupt, "%s: record out of range (%d records)", where, len(t.Records))
 			return
@@ -373,4 +373,16 @@ func appendLatency(e []byte, ti int, t *Thread, metric int) []byte {
 		}
 	}
 	return e
+}
+
+// latencyWhere names a latency entry in the reader's errors, as its
+// String formats it: only when there is an error to report, not for
+// every entry read.
+type latencyWhere struct {
+	thread, entry uint64
+	rec, path     uint64
+}
+
+func (w latencyWhere) String() string {
+	return fmt.Sprintf("thread %d latency entry %d (record %d, path %d)", w.thread, w.entry, w.rec, w.path)
 }

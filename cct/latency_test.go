@@ -139,7 +139,7 @@ var latencyRawCases = []struct {
 		section(TagLatency, rawFile{}.uv(1).uv(2).uv(1).raw(one...)).trailer(), "latency metric 2 is not a metric"},
 	{"empty", rawHeader().section(TagThread, latThread).section(TagLatency, lat(0, nil)).trailer(), "an empty LATENCY section"},
 	{"entry count", rawHeader().section(TagThread, latThread).section(TagLatency, lat(1<<40, one)).trailer(), "latency entry count 1099511627776"},
-	{"record", rawHeader().section(TagThread, latThread).section(TagLatency, lat(1, rawFile{}.uv(1).uv(1).uv(1).uv(3).uv(1).uv(0))).trailer(), "record out of range (1 records)"},
+	{"record", rawHeader().section(TagThread, latThread).section(TagLatency, lat(1, rawFile{}.uv(1).uv(1).uv(1).uv(3).uv(1).uv(0))).trailer(), "thread 0 latency entry 0 (record 1, path 1): record out of range (1 records)"},
 	{"no such path", rawHeader().section(TagThread, latThread).section(TagLatency, lat(1, rawFile{}.uv(0).uv(2).uv(1).uv(3).uv(1).uv(0))).trailer(), "the record has no such path"},
 	{"entry order", rawHeader().section(TagThread, latThread).section(TagLatency, lat(2, rawFile{}.uv(0).uv(4).uv(1).uv(3).uv(1).uv(0).raw(one...))).trailer(), "after record 0 path 4 (entries increase)"},
 	{"bucket 64", rawHeader().section(TagThread, latThread).section(TagLatency, lat(1, rawFile{}.uv(0).uv(1).uv(1).uv(64).uv(1).uv(0))).trailer(), "bucket 64 (there are 64)"},

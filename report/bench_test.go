@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/meta"
 )
 
 // bigViewProfile is one thread of n records of viewTable's functions, a
@@ -106,13 +107,14 @@ func BenchmarkModelFolded(b *testing.B) {
 	benchModel(b, 300_000, func(m *Model) error { return ExportFolded(io.Discard, m, ExportOptions{}) })
 }
 
-// twoModuleModel is bigViewProfile(n) run in two modules: the executable
-// (prog) and a library (libx.so) with the same functions, a record's
-// module alternating down the tree, so that the stacks cross modules.
-func twoModuleModel(t *testing.T, n int) *Model {
+// twoModuleProfile is bigViewProfile(n) run in two modules: the
+// executable (prog) and a library (libx.so, whose table lib has the same
+// functions as viewTable), a record's module alternating down the tree,
+// so that the stacks cross modules.
+func twoModuleProfile(t *testing.T, n int) (p *cct.Profile, lib *meta.Table) {
 	t.Helper()
-	p := bigViewProfile(n)
-	lib := viewTable()
+	p = bigViewProfile(n)
+	lib = viewTable()
 	lib.InstrID = []byte{0x11, 0xb0}
 	p.Modules = []cct.Module{{Tag: 0, Flags: cct.ModuleFlagExecutable, Path: "/bin/prog", BuildID: p.BuildID},
 		{Tag: 1, Path: "/lib/libx.so", BuildID: lib.InstrID}}
@@ -130,6 +132,13 @@ func twoModuleModel(t *testing.T, n int) *Model {
 	if err := p.CheckValid(); err != nil {
 		t.Fatalf("the test profile is invalid: %v", err)
 	}
+	return p, lib
+}
+
+// twoModuleModel is the model of twoModuleProfile(n).
+func twoModuleModel(t *testing.T, n int) *Model {
+	t.Helper()
+	p, lib := twoModuleProfile(t, n)
 	m, err := NewModelWith("prog", viewTable(), p, nil, ModelOptions{Libs: map[uint32]ModuleFile{1: {Path: "libx.so", Table: lib}}})
 	if err != nil {
 		t.Fatal(err)

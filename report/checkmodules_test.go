@@ -3,7 +3,6 @@ package report
 import (
 	"testing"
 
-	"github.com/blpp/blpp/cct"
 	"github.com/blpp/blpp/meta"
 )
 
@@ -39,20 +38,8 @@ func TestCheckModules(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := bigViewProfile(50)
-			exe, lib := viewTable(), viewTable()
-			lib.InstrID = []byte{0x11, 0xb0}
-			p.Modules = []cct.Module{{Tag: 0, Flags: cct.ModuleFlagExecutable, Path: "/bin/prog", BuildID: p.BuildID},
-				{Tag: 1, Path: "/lib/libx.so", BuildID: lib.InstrID}}
-			th := &p.Threads[0]
-			for i := range th.Records {
-				if i%2 == 1 {
-					th.Records[i].Func |= 1 << cct.FidBits
-				}
-			}
-			if err := p.CheckValid(); err != nil {
-				t.Fatalf("the test profile is invalid: %v", err)
-			}
+			p, lib := twoModuleProfile(t, 50)
+			exe := viewTable()
 			if c.exe != nil {
 				exe.Funcs = c.exe(exe.Funcs)
 			}

@@ -25,6 +25,10 @@ const (
 	// parent leaves through _exit, its child returns, as from fork);
 	// it returns when it fails (decision 94).
 	LeaveDaemon
+	// LeaveExecve: an execve system call, its path, argv and envp in
+	// rdi, rsi and rdx: an exec the runtime can send through blpp run,
+	// which instruments the new program too (decision 167).
+	LeaveExecve
 )
 
 // Leave is an instruction that may end the process image without its
@@ -84,7 +88,9 @@ func syscallLeave(nr int64) LeaveKind {
 	switch nr {
 	case sysExitGroup:
 		return LeaveExit
-	case sysExecve, sysExecveat:
+	case sysExecve:
+		return LeaveExecve
+	case sysExecveat:
 		return LeaveExec
 	}
 	return 0

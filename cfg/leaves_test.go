@@ -65,7 +65,7 @@ func TestSyscallLeaves(t *testing.T) {
 			map[string]LeaveKind{"group": LeaveExit}},
 		{"execve with a 64-bit move",
 			newAsm().b(0x48, 0xc7, 0xc0, 59, 0, 0, 0).mark("s").b(syscallInsn...).b(0xc3),
-			map[string]LeaveKind{"s": LeaveExec}},
+			map[string]LeaveKind{"s": LeaveExecve}},
 		{"execveat",
 			newAsm().b(movEAX(322)...).mark("s").b(syscallInsn...).b(0xc3),
 			map[string]LeaveKind{"s": LeaveExec}},

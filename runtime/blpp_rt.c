@@ -114,4 +114,5 @@
 #include "blpp_sample.c"
 #include "blpp_signal.c"
 #include "blpp_start.c"
+#include "blpp_follow.c"
 #pragma GCC visibility pop

@@ -476,6 +476,9 @@ void blpp_init(u64 *sp)
 	attach(profile);
 }
 
+static void leave_exec(u64 kind);
+static void follow_exec(const u64 *regs);
+
 /*
  * blpp_rt_leave runs just before instrumented code calls _exit or an exec
  * function it cannot instrument, or makes an exit_group or execve system
@@ -489,12 +492,26 @@ void blpp_init(u64 *sp)
  * later exit, if the call fails, writes it again). A vfork child (or any process sharing
  * this memory without a fork reset: its pid is not the owner's) leaves
  * everything alone, since whatever it wrote or changed would be the
- * parent's.
+ * parent's. kind BLPP_LEAVE_EXECVE is an execve system call, whose
+ * arguments are in regs (the registers the stub saved): an exec as kind
+ * 2, which blpp run may follow (follow_exec, decision 167), a vfork
+ * child's too.
  */
-void blpp_rt_leave(u64 kind)
+void blpp_rt_leave(u64 kind, const u64 *regs)
 {
 	if (!rt.ready)
 		return;
+	if (kind == BLPP_LEAVE_EXECVE) {
+		leave_exec(2);
+		follow_exec(regs);
+		return;
+	}
+	leave_exec(kind);
+}
+
+/* leave_exec is blpp_rt_leave's profile write for kind (1 to 3). */
+static void leave_exec(u64 kind)
+{
 	cont_check();
 	fork_check();
 	if (getpid() != rt.pid) {

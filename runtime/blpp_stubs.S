@@ -235,12 +235,14 @@
 
 /*
  * blpp_leave: the process image may end right after this without running
- * its exit handlers (kind 1: _exit or exit_group; 2: an exec), so the
- * profile is written now (see blpp_rt_leave):
+ * its exit handlers (kind 1: _exit or exit_group; 2: an exec; 4: an
+ * execve system call, whose arguments the C half reads from the saved
+ * registers), so the profile is written now (see blpp_rt_leave):
  *	lea -128(%rsp),%rsp ; push $kind ; call blpp_leave ; lea 136(%rsp),%rsp
  */
 	STUB	blpp_leave
 	mov	ARG(0), %rdi
+	mov	%rbx, %rsi
 	ENDSTUB	blpp_leave, blpp_rt_leave
 
 /*

@@ -80,6 +80,8 @@ enum {
 	SYS_gettid = 186,
 	SYS_clock_gettime = 228,
 	SYS_exit_group = 231,
+	SYS_access = 21,
+	SYS_execve = 59,
 	SYS_tgkill = 234,
 };
 

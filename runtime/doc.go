@@ -342,6 +342,7 @@
 //	                handler, the SAMPLES section (decision 92)
 //	blpp_signal.c   fatal and dump signal handlers, exit-profile states
 //	blpp_start.c    blpp_init, early_init, setup; blpp_rt_leave, blpp_fini
+//	blpp_follow.c   following an exec under blpp run (decision 167)
 //	blpp_pmu.h      perf events and rdpmc (also built alone by pmu_test.go)
 //	blpp_stubs.S    blpp_start and the stubs, compiled as a second object
 //	blpp_rt.ld      the image's linker script

@@ -271,6 +271,13 @@ type Sampler struct {
 // perf signals cost too much).
 const SamplerFlagTimer = 1
 
+// LeaveExecve is the blpp_leave kind before an execve system call (its
+// arguments in the registers the stub saves): the runtime writes the
+// profile as for any exec (kind 2, cfg.LeaveExec) and, under blpp run,
+// sends the exec through blpp so that the new program is instrumented
+// too (decision 167). cfg.LeaveExecve has this value.
+const LeaveExecve = 4
+
 // DefaultSampleSignal is the signal the sampler uses unless
 // Sampler.Signal names another: SIGRTMAX-1 (63). glibc keeps the first
 // real-time signals (32, 33) for itself and programs count theirs up from

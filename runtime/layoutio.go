@@ -165,6 +165,7 @@ var layoutDefines = []struct{ name, value string }{
 	{"BLPP_DEFAULT_SAMPLE_SIGNAL", fmt.Sprint(DefaultSampleSignal)},
 	{"BLPP_FALLBACK_SAMPLE_PERIOD", fmt.Sprintf("%dull", FallbackSamplePeriod)},
 	{"BLPP_SAMPLER_FLAG_TIMER", fmt.Sprintf("%dull", SamplerFlagTimer)},
+	{"BLPP_LEAVE_EXECVE", fmt.Sprint(LeaveExecve)},
 }
 
 // WriteLayoutHeader writes blpp_layout.h, the C view of Config, Func,

@@ -159,14 +159,15 @@ func TestRunNewFatalSignals(t *testing.T) {
 
 // TestRunExecNote: a program that replaces itself by exec (dash -c
 // 'exec prog', what a wrapper script's interpreter does) leaves a profile
-// of itself up to the exec, and blpp run says that the program it
-// exec'd ran uninstrumented; a run without an exec says nothing of it.
+// of itself up to the exec, and blpp run says so (with --libs none the
+// exec is not followed, decision 167); a run without an exec says
+// nothing of it.
 func TestRunExecNote(t *testing.T) {
 	sh := "/bin/dash"
 	if _, err := os.Stat(sh); err != nil {
 		fixture.Missing(t, "/bin/dash not found (install the Debian package \"dash\")")
 	}
-	const note = "blpp run: /bin/dash: the program replaced itself with another program (exec): the profile counts it up to the exec, and the program it exec'd ran uninstrumented"
+	const note = "blpp run: /bin/dash: the program replaced itself with another program (exec): the profile counts it up to the exec;"
 	for _, c := range []struct {
 		script string
 		exec   bool

@@ -18,7 +18,7 @@ import (
 
 func init() {
 	register(&command{name: "run", summary: "rewrite a program (cached), run it with the same arguments and I/O, report its hot paths",
-		usage: "[-o REPORT] [--top N] [--profile FILE] [--continuous] [--print-command] [--no-context] [--metrics LIST] [--no-latency] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] [--lib FILE] -- PROG [ARGS...]", run: runRun, streams: true})
+		usage: "[-o REPORT] [--top N] [--profile FILE] [--continuous] [--print-command] [--no-context] [--metrics LIST] [--no-latency] [--shadow-frames N] [--libs all|none|REGEX] [--exclude-lib REGEX] [--lib FILE] [--no-follow] -- PROG [ARGS...]", run: runRun, streams: true})
 }
 
 // exitError carries the program's exit status out of runRun.
@@ -48,6 +48,7 @@ func runRun(c *ctx, args []string) error {
 	sel := addLibFlags(fs)
 	printCmd := fs.Bool("print-command", false, "set the program up as run does and print the command that runs it (to time it, or run it under gdb or perf), without running it; the set-up directory it names stays")
 	extraLibs := fs.StringArray("lib", nil, "instrument this shared object too, one the program dlopen's by name: the loader finds it by its base name (repeatable)")
+	noFollow := fs.Bool("no-follow", false, "do not follow execs: a program the program execs (a wrapper script's, a shell's, make's) runs uninstrumented; by default blpp runs it instrumented too, with a profile of its own")
 	fs.SetInterspersed(false)
 	if err := c.parse(fs, args); err != nil {
 		return err
@@ -150,14 +151,32 @@ func runRun(c *ctx, args []string) error {
 	if *continuous {
 		name += "%c" // decision 94: the runtime takes it out of the name
 	}
+	var follow followState
+	followDir := ""
+	if !*noFollow {
+		// What the program execs runs instrumented as well, through
+		// blpp (decision 167), with these flags.
+		args := append(append(mode.args(), sel.args()...), "--cache-dir", cacheRoot())
+		for _, l := range *extraLibs {
+			args = append(args, "--lib", l)
+		}
+		var done func()
+		if followDir, follow, done, err = startFollow(args, profPath); err != nil {
+			return err
+		}
+		defer done()
+	}
 	p := exec.Command(inst, rest[1:]...)
 	p.Args[0] = rest[0]
 	p.Env = append(os.Environ(), "BLPP_PROFILE="+name)
+	if followDir != "" {
+		p.Env = append(p.Env, "BLPP_FOLLOW="+followDir)
+	}
 	if wp != nil {
-		// The auditor takes the entry out again: the program sees its
+		// The auditor takes the entries out again: the program sees its
 		// own environment (decision 140). A static program, which runs
-		// without one, sees it.
-		wp.Profile = name
+		// without one, sees them.
+		wp.Profile, wp.Follow = name, followDir
 		if p, err = wp.Command(inst, prog, rest[0], rest[1:], os.Environ()); err != nil {
 			return err
 		}
@@ -192,6 +211,9 @@ func runRun(c *ctx, args []string) error {
 		fmt.Fprintf(c.stderr, "blpp run: %s wrote no profile (%s)\n", rest[0], noProfileWhy(code, *continuous))
 	} else if err := writeRunReport(c, inst, rest[0], notes, profPath, *reportPath, *top); err != nil {
 		fmt.Fprintf(c.stderr, "blpp run: %v\n", err)
+	}
+	if followDir != "" {
+		reportFollowed(c, follow, keep, *reportPath, *top)
 	}
 	if code != 0 {
 		return &exitError{code}

@@ -149,6 +149,22 @@ func (wp *Process) EnvAdded(env []string, exe string) (base, added []string) {
 			out[own] = "BLPP_PROFILE=" + wp.Profile
 		}
 	}
+	if wp.Follow != "" {
+		// The run's directory, where the runtime finds blpp when the
+		// program execs (decision 167): for the runtime alone, as the
+		// profile's name is.
+		own := -1
+		for i, e := range out {
+			if strings.HasPrefix(e, "BLPP_FOLLOW=") {
+				own = i
+			}
+		}
+		if own < 0 {
+			gone, goneCodes = append(gone, "BLPP_FOLLOW="+wp.Follow), goneCodes+"F"
+		} else {
+			out[own] = "BLPP_FOLLOW=" + wp.Follow
+		}
+	}
 	if (len(gone)+1)%2 != 0 {
 		gone, goneCodes = append(gone, "BLPP_AUDIT_PAD="), goneCodes+"P"
 	}

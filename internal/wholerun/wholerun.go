@@ -328,6 +328,11 @@ type Process struct {
 	// 'B'), so that the program does not see it; the runtime reads it
 	// from /proc/self/environ (decision 140).
 	Profile string
+	// Follow, when set, is a directory holding a link named blpp to the
+	// blpp executable: the runtime sends the program's execs through it,
+	// so that what the program execs runs instrumented too (decision
+	// 167). Passed as Profile is (code 'F').
+	Follow string
 }
 
 // Prepare rewrites s.Prog's start libraries that s.Pick selects into the

@@ -302,7 +302,9 @@ static const char *rewrite(const char *orig)
  * the pad, which makes the entries that go, the control entry among them,
  * an even number, and 'B' for the BLPP_PROFILE entry blpp run adds for
  * the runtime (the last one: it goes, and the runtime, which finds the
- * environment moved, reads it from /proc/self/environ, decision 140).
+ * environment moved, reads it from /proc/self/environ, decision 140),
+ * and 'F' for BLPP_FOLLOW, the run's directory, which the runtime reads
+ * there too when the program execs (decision 167).
  * The loader has read these variables by the time it runs this
  * constructor (it parses them before it loads auditors) and gives it
  * the array the program's libc takes as environ: so the program and its
@@ -434,7 +436,7 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 			inactive = 1;
 			return;
 		}
-		if (nc > 5)
+		if (nc > 6)
 			return;
 	}
 	d = slen(dir);
@@ -447,8 +449,8 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 		lib[d + i] = ls[i];
 	for (u64 i = 0; i <= 14; i++)
 		aud[d + i] = as[i];
-	char *put[5] = {0};
-	u64 at[5];
+	char *put[6] = {0};
+	u64 at[6];
 	for (u64 i = 0; codes[i] && codes[i] != ':'; i++) {
 		char c = codes[i], *e;
 		const char *name = "BLPP_AUDIT_PAD=";
@@ -460,6 +462,8 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 			name = "GLIBC_TUNABLES=";
 		else if (c == 'B')
 			name = "BLPP_PROFILE=";
+		else if (c == 'F')
+			name = "BLPP_FOLLOW=";
 		if ((at[i] = entry(envp, n, name)) == n)
 			return;
 		e = envp[at[i]];
@@ -479,6 +483,7 @@ __attribute__((constructor)) static void restore_env(int argc, char **argv, char
 			break;
 		case 'P':
 		case 'B':
+		case 'F':
 			break;
 		case 'l':
 			if (!(put[i] = fix(e, "LD_LIBRARY_PATH=", lib, 1, envbuf[0])))

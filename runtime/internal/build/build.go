@@ -64,7 +64,7 @@ var (
 	Sources  = []string{"blpp_rt.c", "blpp_stubs.S", LinkerScript}
 	Includes = []string{
 		"blpp_pmu.h", "blpp_sys.h", "blpp_state.c", "blpp_thread.c", "blpp_metrics.c", "blpp_htab.c", "blpp_cct.c",
-		"blpp_partial.c", "blpp_live.c", "blpp_enter.c", "blpp_dark.c", "blpp_resume.c", "blpp_context.c", "blpp_obuf.c", "blpp_latency.c", "blpp_pfile.c", "blpp_writer.c", "blpp_sample.c", "blpp_signal.c", "blpp_start.c",
+		"blpp_partial.c", "blpp_live.c", "blpp_enter.c", "blpp_dark.c", "blpp_resume.c", "blpp_context.c", "blpp_obuf.c", "blpp_latency.c", "blpp_pfile.c", "blpp_writer.c", "blpp_sample.c", "blpp_signal.c", "blpp_start.c", "blpp_follow.c",
 	}
 	LinkerScript = "blpp_rt.ld"
 )

@@ -1,0 +1,251 @@
+package main
+
+// Following execs under blpp run (decision 167): the runtime of a program
+// blpp run started execs `DIR/blpp __follow-exec PATH ARGV...` in place of
+// an execve of PATH (runtime/blpp_follow.c), DIR being the run's follow
+// directory; blpp sets the new program up as blpp run does and execs it.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/wholerun"
+
+	"github.com/spf13/pflag"
+)
+
+func init() {
+	register(&command{name: followCmd, hidden: true, streams: true,
+		summary: "exec a program instrumented, for a blpp run whose program execs it (called by the runtime)",
+		usage:   "PATH ARGV0 [ARGS...]",
+		run:     runFollowExec})
+}
+
+// followCmd is the command the runtime names (blpp_follow.c).
+const followCmd = "__follow-exec"
+
+// followState is what blpp run leaves in its follow directory for the
+// execs it follows: its flags (mode, libraries, cache) and where their
+// profiles go.
+type followState struct {
+	Args []string `json:"args"`
+	// Profiles is the pattern of the followed programs' profiles: a
+	// directory and a file name prefix (os.CreateTemp's).
+	ProfileDir, ProfilePrefix string
+}
+
+// followed is the note beside each followed program's profile, for blpp
+// run's report.
+type followed struct {
+	Prog, Inst, Argv0 string
+	Pid               int
+}
+
+const followStateFile = "follow.json"
+
+// startFollow makes blpp run's follow directory: a link to blpp, the
+// state, and the list of set-up directories the followed execs made
+// (removed with it by the returned function).
+func startFollow(args []string, profPath string) (dir string, st followState, done func(), err error) {
+	self, err := selfPath()
+	if err != nil {
+		return "", st, nil, err
+	}
+	dir, err = os.MkdirTemp("", "blpp-follow-")
+	if err != nil {
+		return "", st, nil, err
+	}
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	done = func() {
+		if b, err := os.ReadFile(filepath.Join(dir, "dirs")); err == nil {
+			for _, d := range strings.Split(string(b), "\n") {
+				if d != "" && filepath.IsAbs(d) {
+					os.RemoveAll(d)
+				}
+			}
+		}
+		os.RemoveAll(dir)
+	}
+	st = followState{Args: args, ProfileDir: filepath.Dir(profPath), ProfilePrefix: filepath.Base(profPath) + ".exec-"}
+	b, err := json.Marshal(st)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, followStateFile), b, 0o644)
+	}
+	if err == nil {
+		err = os.Symlink(self, filepath.Join(dir, "blpp"))
+	}
+	if err != nil {
+		done()
+		return "", st, nil, err
+	}
+	return dir, st, done, nil
+}
+
+// runFollowExec is the exec the runtime sent through blpp: args are the
+// program's path (as execve got it) and its argv. Whatever happens, the
+// process goes on as the program: when it cannot be set up instrumented,
+// it is exec'd as it is.
+func runFollowExec(c *ctx, args []string) error {
+	if len(args) < 2 {
+		// A person asking for help: the runtime passes two arguments at
+		// least, the program's own arguments never parsed.
+		fs := c.newFlags()
+		if err := c.parse(fs, args); err != nil {
+			return err
+		}
+		return &usageError{"want PATH ARGV0 [ARGS...]"}
+	}
+	path, argv, env := args[0], args[1:], os.Environ()
+	if err := followSetUp(path, argv, env); err != nil {
+		fmt.Fprintf(c.stderr, "blpp: %s runs uninstrumented: %v\n", path, oneLine(err))
+	}
+	err := syscall.Exec(path, argv, env)
+	fmt.Fprintf(c.stderr, "blpp: exec %s: %v\n", path, err)
+	return &exitError{127}
+}
+
+// followSetUp execs the program at path instrumented as the run whose
+// follow directory holds this blpp link would have run it; it returns
+// only with what stopped it.
+func followSetUp(path string, argv, env []string) (err error) {
+	defer func() {
+		// A bug in blpp must not keep the program from running.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	dir := filepath.Dir(os.Args[0])
+	b, err := os.ReadFile(filepath.Join(dir, followStateFile))
+	if err != nil {
+		return err
+	}
+	var st followState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("%s: %w", followStateFile, err)
+	}
+	fs := pflag.NewFlagSet(followCmd, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	mode := addModeFlags(fs)
+	sel := addLibFlags(fs)
+	extraLibs := fs.StringArray("lib", nil, "")
+	cache := fs.String("cache-dir", "", "")
+	if err := fs.Parse(st.Args); err != nil {
+		return err
+	}
+	cacheOverride = *cache
+	pick, noLibs, err := sel.compile()
+	if err != nil {
+		return err
+	}
+	prog, pargv, _, err := followScript(path, argv)
+	if err != nil {
+		return err
+	}
+	loader, err := wholerun.Interpreter(prog)
+	if err != nil {
+		return err
+	}
+	inst, err := cachedRewrite(prog, mode, loader != "" && !noLibs)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(st.ProfileDir, st.ProfilePrefix+"*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	note, _ := json.Marshal(followed{Prog: prog, Inst: inst, Argv0: pargv[0], Pid: os.Getpid()})
+	if err := os.WriteFile(name+".json", note, 0o644); err != nil {
+		return err
+	}
+	exe, nenv := inst, append(append([]string(nil), env...), "BLPP_PROFILE="+name, "BLPP_FOLLOW="+dir)
+	if loader != "" {
+		wp, err := prepareLibs(io.Discard, loader, prog, mode, sel, pick, noLibs, *extraLibs)
+		if err != nil {
+			return err
+		}
+		if lf, err := os.OpenFile(filepath.Join(dir, "dirs"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+			fmt.Fprintln(lf, wp.Dir)
+			lf.Close()
+		}
+		wp.Profile, wp.Follow = name, dir
+		cmd, err := wp.Command(inst, prog, pargv[0], pargv[1:], env)
+		if err != nil {
+			return err
+		}
+		exe, nenv = cmd.Path, cmd.Env
+	}
+	return syscall.Exec(exe, pargv, nenv)
+}
+
+// followedProfiles lists the profiles the execs blpp run followed wrote,
+// oldest first, with their notes: those whose program wrote one.
+func followedProfiles(st followState) (names []string, notes []followed) {
+	m, _ := filepath.Glob(filepath.Join(st.ProfileDir, st.ProfilePrefix+"*.json"))
+	type one struct {
+		name string
+		t    int64
+		n    followed
+	}
+	var all []one
+	for _, j := range m {
+		name := strings.TrimSuffix(j, ".json")
+		fi, err := os.Stat(name)
+		if err != nil || fi.Size() == 0 {
+			continue
+		}
+		b, err := os.ReadFile(j)
+		var n followed
+		if err != nil || json.Unmarshal(b, &n) != nil {
+			continue
+		}
+		all = append(all, one{name, fi.ModTime().UnixNano(), n})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].t < all[j].t })
+	for _, o := range all {
+		names = append(names, o.name)
+		notes = append(notes, o.n)
+	}
+	return names, notes
+}
+
+// reportFollowed says, after blpp run's report, which execs it followed
+// and where their profiles are; with one, its report too.
+func reportFollowed(c *ctx, st followState, kept bool, out string, top int) {
+	names, notes := followedProfiles(st)
+	for i, name := range names {
+		n := notes[i]
+		execs := ""
+		if p, err := cct.ReadFile(name); err == nil {
+			var total uint64
+			for _, t := range p.Threads {
+				for _, r := range t.Records {
+					for _, x := range r.Paths {
+						total += x.Count
+					}
+				}
+			}
+			execs = fmt.Sprintf(": %d path executions", total)
+		}
+		where := ""
+		if kept {
+			where = ", profile " + name
+		}
+		fmt.Fprintf(c.stderr, "blpp run: followed the exec of %s (pid %d)%s%s\n", n.Prog, n.Pid, execs, where)
+	}
+	if len(names) == 1 && out == "" {
+		if err := writeRunReport(c, notes[0].Inst, notes[0].Argv0, nil, names[0], out, top); err != nil {
+			fmt.Fprintf(c.stderr, "blpp run: %v\n", err)
+		}
+	}
+}

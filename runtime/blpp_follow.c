@@ -1,0 +1,154 @@
+//go:build ignore
+
+/*
+ * blpp runtime: following an exec under blpp run (decision 167).
+ *
+ * An image replaced by execve is profiled up to the exec (blpp_rt_leave
+ * writes its profile); the program it execs would run uninstrumented. In
+ * a process blpp run started, the environment the process began with
+ * holds BLPP_FOLLOW, the run's directory, where blpp run put a link to
+ * itself named "blpp". Before an execve system call of instrumented code
+ * (blpp_leave kind BLPP_LEAVE_EXECVE) the runtime execs that link
+ * instead, as
+ *
+ *	DIR/blpp __follow-exec PATH ARGV...
+ *
+ * with the program's own environment, and blpp sets the new program up
+ * as blpp run does (its copy, its libraries', a profile of its own) and
+ * execs it with ARGV and that environment. The process keeps its pid,
+ * its open files, its signal mask: it is one exec more.
+ *
+ * An exec whose errors the program would see is left alone, so that
+ * what the program learns from a failing exec stays the kernel's: the
+ * target must be a regular file this process may execute, without
+ * set-user-ID or set-group-ID bits (their privileges would be lost),
+ * that starts as an ELF file or a "#!" script; anything else (ENOENT
+ * while execvp searches PATH, a text file without "#!" that a shell then
+ * runs itself on ENOEXEC) goes to the kernel unchanged. So does every
+ * exec when the redirected one fails.
+ *
+ * Nothing here writes memory outside this stack frame: a vfork child
+ * (posix_spawn, system) runs it on its parent's memory.
+ */
+
+/* FOLLOW_ARGS is the most arguments an exec may have to be followed: the
+ * new argument vector is built on the stack, and posix_spawn's child
+ * stack is about 32 KiB more than its own arguments. */
+enum { FOLLOW_ARGS = 1024, FOLLOW_DIR = 512 };
+
+/*
+ * env_value copies the value of the last entry named key (with its '='),
+ * of the environment this process started with, into out (cap bytes,
+ * NUL-terminated); 0 when there is none, it does not fit, or
+ * /proc/self/environ cannot be read. The array of pointers may have been
+ * changed since (blpp run's auditor takes BLPP_FOLLOW out): the strings
+ * the kernel wrote are read instead.
+ */
+static int env_value(const char *key, char *out, u64 cap)
+{
+	char buf[256];
+	u64 kn = str_len(key), pos = 0, vn = 0;
+	int in = 0, found = 0, over = 0;
+	long fd, r;
+
+	fd = sc3(SYS_open, "/proc/self/environ", O_RDONLY | O_CLOEXEC, 0);
+	if (failed(fd))
+		return 0;
+	while (!failed(r = sc3(SYS_read, fd, buf, sizeof(buf))) && r > 0) {
+		for (long i = 0; i < r; i++) {
+			char ch = buf[i];
+			if (ch == 0) {
+				if (in) {
+					found = !over;
+					if (found)
+						out[vn] = 0;
+				}
+				pos = vn = 0;
+				in = over = 0;
+				continue;
+			}
+			if (in) {
+				if (vn + 1 < cap)
+					out[vn++] = ch;
+				else
+					over = 1;
+				continue;
+			}
+			if (pos < kn && ch == key[pos]) {
+				if (++pos == kn)
+					in = 1;
+			} else {
+				pos = kn + 1; /* not this entry */
+			}
+		}
+	}
+	sc1(SYS_close, fd);
+	return found;
+}
+
+/*
+ * follow_target says whether the kernel would start the file at path
+ * (absolute, or relative to the working directory, as execve takes it)
+ * without an error the program could tell from blpp's: a regular file
+ * this process may execute, no set-ID bits, beginning with an ELF
+ * header or "#!".
+ */
+static int follow_target(const char *path)
+{
+	u64 st[18];
+	u8 head[4];
+	long fd, r;
+	u32 mode;
+
+	if (!path || !path[0] || failed(sc2(SYS_stat, path, st)))
+		return 0;
+	mode = (u32)st[3]; /* st_mode, at byte 24 of the x86-64 struct stat */
+	if ((mode & 0170000) != 0100000 || (mode & 06000))
+		return 0;
+	if (failed(sc2(SYS_access, path, 1 /* X_OK */)))
+		return 0;
+	fd = sc3(SYS_open, path, O_RDONLY | O_CLOEXEC, 0);
+	if (failed(fd))
+		return 0;
+	r = sc3(SYS_read, fd, head, sizeof(head));
+	sc1(SYS_close, fd);
+	if (r >= 2 && head[0] == '#' && head[1] == '!')
+		return 1;
+	return r == 4 && head[0] == 0x7f && head[1] == 'E' && head[2] == 'L' && head[3] == 'F';
+}
+
+/*
+ * follow_exec runs just before the execve system call whose registers
+ * the blpp_leave stub saved (regs: rbx, r11, r10, r9, r8, rdi, rsi, rdx,
+ * ...): if the process runs under blpp run and the target qualifies, it
+ * execs blpp in its place, and returns only when it does not.
+ */
+static void follow_exec(const u64 *regs)
+{
+	const char *path = (const char *)regs[5];
+	char *const *argv = (char *const *)regs[6];
+	char *const *envp = (char *const *)regs[7];
+	char exe[FOLLOW_DIR + 8];
+	u64 argc = 0, n;
+
+	if (!env_value("BLPP_FOLLOW=", exe, FOLLOW_DIR) || exe[0] != '/')
+		return;
+	n = str_len(exe);
+	mem_copy(exe + n, "/blpp", 6);
+	if (argv)
+		while (argv[argc])
+			if (++argc > FOLLOW_ARGS)
+				return;
+	if (!follow_target(path) || failed(sc2(SYS_access, exe, 1)))
+		return;
+	const char *nargv[FOLLOW_ARGS + 4];
+	nargv[0] = exe;
+	nargv[1] = "__follow-exec";
+	nargv[2] = path;
+	for (u64 i = 0; i < argc; i++)
+		nargv[3 + i] = argv[i];
+	if (!argc) /* execve(path, NULL or {NULL}, ...): Linux starts it with argc 0 */
+		nargv[3 + argc++] = "";
+	nargv[3 + argc] = 0;
+	sc3(SYS_execve, exe, nargv, envp);
+}

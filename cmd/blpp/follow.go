@@ -219,33 +219,78 @@ func followedProfiles(st followState) (names []string, notes []followed) {
 	return names, notes
 }
 
-// reportFollowed says, after blpp run's report, which execs it followed
-// and where their profiles are; with one, its report too.
-func reportFollowed(c *ctx, st followState, kept bool, out string, top int) {
+// reportFollowed says, after blpp run's report, which execs it followed:
+// every profile with --profile (kept), else how many of each program.
+// The program the first one ended as (the last exec of its process: a
+// wrapper script's or a shell's exec, pid mainPid) is reported in full;
+// where that process exec'd nothing, a single followed program is.
+func reportFollowed(c *ctx, st followState, kept bool, out string, top, mainPid int) {
 	names, notes := followedProfiles(st)
+	if len(names) == 0 {
+		return
+	}
+	var order []string
+	count := map[string]int{}
 	for i, name := range names {
 		n := notes[i]
-		execs := ""
-		if p, err := cct.ReadFile(name); err == nil {
-			var total uint64
-			for _, t := range p.Threads {
-				for _, r := range t.Records {
-					for _, x := range r.Paths {
-						total += x.Count
-					}
-				}
-			}
-			execs = fmt.Sprintf(": %d path executions", total)
-		}
-		where := ""
 		if kept {
-			where = ", profile " + name
+			fmt.Fprintf(c.stderr, "blpp run: followed the exec of %s (pid %d)%s, profile %s\n", n.Prog, n.Pid, followedExecs(name), name)
 		}
-		fmt.Fprintf(c.stderr, "blpp run: followed the exec of %s (pid %d)%s%s\n", n.Prog, n.Pid, execs, where)
+		if count[n.Prog] == 0 {
+			order = append(order, n.Prog)
+		}
+		count[n.Prog]++
 	}
-	if len(names) == 1 && out == "" {
-		if err := writeRunReport(c, notes[0].Inst, notes[0].Argv0, nil, names[0], out, top); err != nil {
-			fmt.Fprintf(c.stderr, "blpp run: %v\n", err)
+	if !kept {
+		var parts []string
+		for _, p := range order {
+			if count[p] > 1 {
+				parts = append(parts, fmt.Sprintf("%s (%d times)", p, count[p]))
+			} else {
+				parts = append(parts, p)
+			}
+		}
+		fmt.Fprintf(c.stderr, "blpp run: followed %d exec%s: %s (--profile keeps their profiles)\n", len(names), plural(len(names)), strings.Join(parts, ", "))
+	}
+	last := -1
+	for i := range names {
+		if notes[i].Pid == mainPid {
+			last = i
 		}
 	}
+	if last < 0 && len(names) == 1 {
+		last = 0
+	}
+	if last < 0 || out != "" {
+		return
+	}
+	fmt.Fprintf(c.stderr, "blpp run: the program it exec'd, %s (pid %d):\n", notes[last].Prog, notes[last].Pid)
+	if err := writeRunReport(c, notes[last].Inst, notes[last].Argv0, nil, names[last], "", top); err != nil {
+		fmt.Fprintf(c.stderr, "blpp run: %v\n", err)
+	}
+}
+
+// followedExecs is ": N path executions" for the profile at name, or ""
+// when it cannot be read.
+func followedExecs(name string) string {
+	p, err := cct.ReadFile(name)
+	if err != nil {
+		return ""
+	}
+	var total uint64
+	for _, t := range p.Threads {
+		for _, r := range t.Records {
+			for _, x := range r.Paths {
+				total += x.Count
+			}
+		}
+	}
+	return fmt.Sprintf(": %d path executions", total)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -91,6 +91,28 @@ func TestRunFollowExec(t *testing.T) {
 			}
 		})
 	}
+	// Without --profile: a line per program, and the program the shell
+	// ended as reported in full.
+	t.Run("summary", func(t *testing.T) {
+		d := t.TempDir()
+		for _, c := range []struct {
+			cmd, line string
+			report    bool
+		}{
+			{"exec " + exe + " a", "blpp run: followed 1 exec: " + exe + " (--profile", true},
+			{exe + " a; " + exe + " b", "blpp run: followed 2 execs: " + exe + " (2 times) (--profile", false},
+		} {
+			runProc(t, d, nil, nil, selfBlpp(t), "run", "--", sh, "-c", c.cmd)
+			got := runProc(t, d, nil, nil, selfBlpp(t), "run", "--", sh, "-c", c.cmd)
+			if got.code != 3 || !strings.Contains(got.stderr, c.line) {
+				t.Errorf("%q: status %d, stderr lacks %q: %q", c.cmd, got.code, c.line, clip(got.stderr))
+			}
+			head := "blpp run: the program it exec'd, " + exe
+			if strings.Contains(got.stderr, head) != c.report || c.report && !strings.Contains(got.stderr, "work path") {
+				t.Errorf("%q: the followed program's report (%q with its work function) shown: %v, want %v: %q", c.cmd, head, !c.report, c.report, clip(got.stderr))
+			}
+		}
+	})
 	t.Run("callgrind", func(t *testing.T) {
 		fixture.RequireTool(t, "valgrind", "valgrind")
 		d := t.TempDir()

@@ -213,7 +213,11 @@ func runRun(c *ctx, args []string) error {
 		fmt.Fprintf(c.stderr, "blpp run: %v\n", err)
 	}
 	if followDir != "" {
-		reportFollowed(c, follow, keep, *reportPath, *top)
+		pid := 0
+		if p.Process != nil {
+			pid = p.Process.Pid
+		}
+		reportFollowed(c, follow, keep, *reportPath, *top, pid)
 	}
 	if code != 0 {
 		return &exitError{code}

@@ -11,12 +11,17 @@
  * (blpp_leave kind BLPP_LEAVE_EXECVE) the runtime execs that link
  * instead, as
  *
- *	DIR/blpp __follow-exec PATH ARGV...
+ *	DIR/blpp __follow-exec SIGNALS PATH ARGV...
  *
  * with the program's own environment, and blpp sets the new program up
  * as blpp run does (its copy, its libraries', a profile of its own) and
  * execs it with ARGV and that environment. The process keeps its pid,
- * its open files, its signal mask: it is one exec more.
+ * its open files, its signal mask: it is one exec more. SIGNALS is two
+ * 16-digit hexadecimal masks (bit s-1 for signal s), the signals the
+ * process ignores and those it blocks, which blpp, whose own runtime
+ * handles most signals and unblocks some, sets again just before its
+ * exec: an exec keeps both, and `trap '' PIPE; exec prog` or nohup
+ * count on it.
  *
  * An exec whose errors the program would see is left alone, so that
  * what the program learns from a failing exec stays the kernel's: the
@@ -117,6 +122,30 @@ static int follow_target(const char *path)
 	return r == 4 && head[0] == 0x7f && head[1] == 'E' && head[2] == 'L' && head[3] == 'F';
 }
 
+/* put_hex writes v as 16 hexadecimal digits at out. */
+static void put_hex(char *out, u64 v)
+{
+	for (int i = 15; i >= 0; i--, v >>= 4)
+		out[i] = "0123456789abcdef"[v & 15];
+}
+
+/* signal_state writes "IGNORED:BLOCKED" (see above) into out, 34 bytes. */
+static void signal_state(char *out)
+{
+	u64 ign = 0, blk = 0;
+	for (u64 s = 1; s <= 64; s++) {
+		struct ksigaction a;
+		if (!failed(sc4(SYS_rt_sigaction, s, 0, &a, 8)) && a.handler == SIG_IGN_H)
+			ign |= 1ull << (s - 1);
+	}
+	if (failed(sc4(SYS_rt_sigprocmask, SIG_BLOCK, 0, &blk, 8)))
+		blk = 0;
+	put_hex(out, ign);
+	out[16] = ':';
+	put_hex(out + 17, blk);
+	out[33] = 0;
+}
+
 /*
  * follow_exec runs just before the execve system call whose registers
  * the blpp_leave stub saved (regs: rbx, r11, r10, r9, r8, rdi, rsi, rdx,
@@ -141,14 +170,17 @@ static void follow_exec(const u64 *regs)
 				return;
 	if (!follow_target(path) || failed(sc2(SYS_access, exe, 1)))
 		return;
-	const char *nargv[FOLLOW_ARGS + 4];
+	const char *nargv[FOLLOW_ARGS + 5];
+	char sigs[34];
+	signal_state(sigs);
 	nargv[0] = exe;
 	nargv[1] = "__follow-exec";
-	nargv[2] = path;
+	nargv[2] = sigs;
+	nargv[3] = path;
 	for (u64 i = 0; i < argc; i++)
-		nargv[3 + i] = argv[i];
+		nargv[4 + i] = argv[i];
 	if (!argc) /* execve(path, NULL or {NULL}, ...): Linux starts it with argc 0 */
-		nargv[3 + argc++] = "";
-	nargv[3 + argc] = 0;
+		nargv[4 + argc++] = "";
+	nargv[4 + argc] = 0;
 	sc3(SYS_execve, exe, nargv, envp);
 }

@@ -10,10 +10,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"github.com/blpp/blpp/cct"
 	"github.com/blpp/blpp/internal/wholerun"
@@ -24,7 +28,7 @@ import (
 func init() {
 	register(&command{name: followCmd, hidden: true, streams: true,
 		summary: "exec a program instrumented, for a blpp run whose program execs it (called by the runtime)",
-		usage:   "PATH ARGV0 [ARGS...]",
+		usage:   "SIGNALS PATH ARGV0 [ARGS...]",
 		run:     runFollowExec})
 }
 
@@ -95,20 +99,20 @@ func startFollow(args []string, profPath string) (dir string, st followState, do
 // process goes on as the program: when it cannot be set up instrumented,
 // it is exec'd as it is.
 func runFollowExec(c *ctx, args []string) error {
-	if len(args) < 2 {
+	if len(args) < 3 {
 		// A person asking for help: the runtime passes two arguments at
 		// least, the program's own arguments never parsed.
 		fs := c.newFlags()
 		if err := c.parse(fs, args); err != nil {
 			return err
 		}
-		return &usageError{"want PATH ARGV0 [ARGS...]"}
+		return &usageError{"want SIGNALS PATH ARGV0 [ARGS...]"}
 	}
-	path, argv, env := args[0], args[1:], os.Environ()
-	if err := followSetUp(path, argv, env); err != nil {
+	sigs, path, argv, env := parseSignals(args[0]), args[1], args[2:], os.Environ()
+	if err := followSetUp(sigs, path, argv, env); err != nil {
 		fmt.Fprintf(c.stderr, "blpp: %s runs uninstrumented: %v\n", path, oneLine(err))
 	}
-	err := syscall.Exec(path, argv, env)
+	err := execKeepingSignals(sigs, path, argv, env)
 	fmt.Fprintf(c.stderr, "blpp: exec %s: %v\n", path, err)
 	return &exitError{127}
 }
@@ -116,7 +120,7 @@ func runFollowExec(c *ctx, args []string) error {
 // followSetUp execs the program at path instrumented as the run whose
 // follow directory holds this blpp link would have run it; it returns
 // only with what stopped it.
-func followSetUp(path string, argv, env []string) (err error) {
+func followSetUp(sigs signalState, path string, argv, env []string) (err error) {
 	defer func() {
 		// A bug in blpp must not keep the program from running.
 		if r := recover(); r != nil {
@@ -185,8 +189,55 @@ func followSetUp(path string, argv, env []string) (err error) {
 		}
 		exe, nenv = cmd.Path, cmd.Env
 	}
-	return syscall.Exec(exe, pargv, nenv)
+	return execKeepingSignals(sigs, exe, pargv, nenv)
 }
+
+// signalState is what the runtime passes of the process's signals: the
+// ones it ignores and the ones it blocks, bit s-1 for signal s.
+type signalState struct {
+	ok               bool
+	ignored, blocked uint64
+}
+
+// parseSignals reads the runtime's "IGNORED:BLOCKED" (16 hexadecimal
+// digits each); not ok when it is not that.
+func parseSignals(s string) signalState {
+	a, b, found := strings.Cut(s, ":")
+	if !found || len(a) != 16 || len(b) != 16 {
+		return signalState{}
+	}
+	i, err1 := strconv.ParseUint(a, 16, 64)
+	k, err2 := strconv.ParseUint(b, 16, 64)
+	return signalState{ok: err1 == nil && err2 == nil, ignored: i, blocked: k}
+}
+
+// execKeepingSignals execs as syscall.Exec does, with the signals the
+// process that exec'd blpp ignored and blocked ignored and blocked again:
+// an exec keeps both, and the program the runtime sent here had its own
+// exec's (`trap '' PIPE; exec prog`, nohup). Go's runtime handles most
+// signals from its start, and a handled signal reverts to its default
+// action at an exec; it unblocks a few on its threads.
+func execKeepingSignals(sigs signalState, path string, argv, env []string) error {
+	if !sigs.ok {
+		return syscall.Exec(path, argv, env)
+	}
+	runtime.LockOSThread() // the mask is the thread's that execs
+	for s := 1; s <= 64; s++ {
+		if sigs.ignored&(1<<(s-1)) != 0 && s != int(syscall.SIGKILL) && s != int(syscall.SIGSTOP) {
+			signal.Ignore(syscall.Signal(s))
+		}
+	}
+	mask := sigs.blocked
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, 2 /* SIG_SETMASK */, uintptr(unsafe.Pointer(&mask)), 0, 8, 0, 0); e != 0 {
+		return e
+	}
+	err := syscall.Exec(path, argv, env)
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, 2, uintptr(unsafe.Pointer(&zeroMask)), 0, 8, 0, 0)
+	return err
+}
+
+// zeroMask unblocks every signal again when an exec fails.
+var zeroMask uint64
 
 // followedProfiles lists the profiles the execs blpp run followed wrote,
 // oldest first, with their notes: those whose program wrote one.

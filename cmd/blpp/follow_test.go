@@ -45,7 +45,8 @@ func followRun(t *testing.T, dir string, flags []string, prog string, args ...st
 // shell execs (dash's exec, and a fork and exec per command) runs
 // instrumented, with its own argv, environment, output and status, and
 // writes its own profile, whose block counts equal callgrind's of the
-// program run by itself. An exec the kernel would refuse or that a shell
+// program run by itself; the signals it starts with ignored and blocked
+// are the ones the exec'ing process had. An exec the kernel would refuse or that a shell
 // runs itself (no #!, ENOEXEC) goes to the kernel as it is; --no-follow
 // follows nothing.
 func TestRunFollowExec(t *testing.T) {
@@ -71,6 +72,10 @@ func TestRunFollowExec(t *testing.T) {
 		// (ENOEXEC) as /bin/sh FILE: that exec is followed.
 		{"enoexec", script + "; exec " + exe, nil, 2},
 		{"missing", "exec " + filepath.Join(dir, "nothing-here"), nil, 0},
+		// Ignored and blocked signals survive the exec through blpp:
+		// the shell's traps, and the program's own mask and SIG_IGN
+		// before it execs itself (its execv, the C library's).
+		{"signals", "trap '' PIPE TERM USR1; exec " + exe + " reexec x", nil, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := t.TempDir()

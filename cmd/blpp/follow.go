@@ -214,7 +214,7 @@ func parseSignals(s string) signalState {
 // execKeepingSignals execs as syscall.Exec does, with the signals the
 // process that exec'd blpp ignored and blocked ignored and blocked again:
 // an exec keeps both, and the program the runtime sent here had its own
-// exec's (`trap '' PIPE; exec prog`, nohup). Go's runtime handles most
+// exec's (`trap "" PIPE; exec prog`, nohup). Go's runtime handles most
 // signals from its start, and a handled signal reverts to its default
 // action at an exec; it unblocks a few on its threads.
 func execKeepingSignals(sigs signalState, path string, argv, env []string) error {

@@ -110,7 +110,12 @@ func runFollowExec(c *ctx, args []string) error {
 	}
 	sigs, path, argv, env := parseSignals(args[0]), args[1], args[2:], os.Environ()
 	if err := followSetUp(sigs, path, argv, env); err != nil {
-		fmt.Fprintf(c.stderr, "blpp: %s runs uninstrumented: %v\n", path, oneLine(err))
+		// Said by blpp run after its report, not on the program's
+		// stderr, which stays the program's own.
+		if f, ferr := os.OpenFile(filepath.Join(filepath.Dir(os.Args[0]), "skipped"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); ferr == nil {
+			fmt.Fprintf(f, "%s: %s\n", path, oneLine(err))
+			f.Close()
+		}
 	}
 	err := execKeepingSignals(sigs, path, argv, env)
 	fmt.Fprintf(c.stderr, "blpp: exec %s: %v\n", path, err)
@@ -275,7 +280,12 @@ func followedProfiles(st followState) (names []string, notes []followed) {
 // The program the first one ended as (the last exec of its process: a
 // wrapper script's or a shell's exec, pid mainPid) is reported in full;
 // where that process exec'd nothing, a single followed program is.
-func reportFollowed(c *ctx, st followState, kept bool, out string, top, mainPid int) {
+func reportFollowed(c *ctx, dir string, st followState, kept bool, out string, top, mainPid int) {
+	if b, err := os.ReadFile(filepath.Join(dir, "skipped")); err == nil {
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			fmt.Fprintf(c.stderr, "blpp run: an exec ran uninstrumented: %s\n", l)
+		}
+	}
 	names, notes := followedProfiles(st)
 	if len(names) == 0 {
 		return

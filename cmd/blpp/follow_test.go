@@ -76,6 +76,10 @@ func TestRunFollowExec(t *testing.T) {
 		// the shell's traps, and the program's own mask and SIG_IGN
 		// before it execs itself (its execv, the C library's).
 		{"signals", "trap '' PIPE TERM USR1; exec " + exe + " reexec x", nil, 2},
+		// A program blpp does not instrument (this test, built by Go)
+		// runs as it is; blpp run says so after its report. (A command
+		// name: TestMain answers it instead of running the tests.)
+		{"refused", "exec " + selfBlpp(t) + " rewrite-module --help", nil, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := t.TempDir()
@@ -93,6 +97,9 @@ func TestRunFollowExec(t *testing.T) {
 			}
 			if c.followed > 0 && !strings.Contains(got.stderr, "blpp run: followed the exec of "+exe) {
 				t.Errorf("stderr does not name the followed program: %q", clip(got.stderr))
+			}
+			if refused := "blpp run: an exec ran uninstrumented: " + selfBlpp(t) + ": "; strings.Contains(got.stderr, refused) != (c.name == "refused") {
+				t.Errorf("stderr %q; want %q in it: %v", clip(got.stderr), refused, c.name == "refused")
 			}
 		})
 	}

@@ -217,7 +217,7 @@ func runRun(c *ctx, args []string) error {
 		if p.Process != nil {
 			pid = p.Process.Pid
 		}
-		reportFollowed(c, follow, keep, *reportPath, *top, pid)
+		reportFollowed(c, followDir, follow, keep, *reportPath, *top, pid)
 	}
 	if code != 0 {
 		return &exitError{code}

@@ -157,8 +157,9 @@ static void follow_exec(const u64 *regs)
 	const char *path = (const char *)regs[5];
 	char *const *argv = (char *const *)regs[6];
 	char *const *envp = (char *const *)regs[7];
-	char exe[FOLLOW_DIR + 8];
+	char exe[FOLLOW_DIR + 8], self[FOLLOW_DIR];
 	u64 argc = 0, n;
+	long r;
 
 	if (!env_value("BLPP_FOLLOW=", exe, FOLLOW_DIR) || exe[0] != '/')
 		return;
@@ -168,6 +169,19 @@ static void follow_exec(const u64 *regs)
 		while (argv[argc])
 			if (++argc > FOLLOW_ARGS)
 				return;
+	/* A path that names something of this process (its /proc/self,
+	 * its descriptors) would name blpp's in blpp: /proc/self/exe (a
+	 * program that execs itself) becomes the file it links to, which
+	 * blpp takes back to the original; the others go to the kernel. */
+	if (prefix(path, "/proc/") || prefix(path, "/dev/fd/")) {
+		if (!str_eq(path, "/proc/self/exe"))
+			return;
+		r = sc3(SYS_readlink, "/proc/self/exe", self, sizeof(self) - 1);
+		if (failed(r) || r <= 0 || self[0] != '/')
+			return;
+		self[r] = 0;
+		path = self;
+	}
 	if (!follow_target(path) || failed(sc2(SYS_access, exe, 1)))
 		return;
 	const char *nargv[FOLLOW_ARGS + 5];

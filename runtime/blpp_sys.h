@@ -82,6 +82,7 @@ enum {
 	SYS_exit_group = 231,
 	SYS_access = 21,
 	SYS_execve = 59,
+	SYS_readlink = 89,
 	SYS_tgkill = 234,
 };
 

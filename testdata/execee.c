@@ -4,7 +4,7 @@
  * signals it starts with ignored or blocked (an exec keeps both), does
  * some counted work and exits with status 3. "execee reexec ARGS..."
  * blocks SIGUSR2 and SIGCHLD, ignores SIGQUIT and execs itself with
- * ARGS. */
+ * ARGS; "execee self ARGS..." execs /proc/self/exe with ARGS. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +22,12 @@ __attribute__((noinline)) static long work(int n)
 int main(int argc, char **argv)
 {
 	const char *names[] = {"BLPP_FOLLOW", "BLPP_PROFILE", "LD_AUDIT", "LD_LIBRARY_PATH"};
+	if (argc > 1 && strcmp(argv[1], "self") == 0) {
+		argv[1] = argv[0];
+		execv("/proc/self/exe", argv + 1);
+		perror("execv");
+		return 1;
+	}
 	if (argc > 1 && strcmp(argv[1], "reexec") == 0) {
 		sigset_t m;
 		sigemptyset(&m);

@@ -155,7 +155,15 @@ func followSetUp(sigs signalState, path string, argv, env []string) (err error) 
 	if err != nil {
 		return err
 	}
-	prog, pargv, _, err := followScript(path, argv)
+	// A program that execs itself by /proc/self/exe execs its
+	// instrumented copy, in the cache: its original is the program.
+	prog := path
+	if real, err := filepath.EvalSymlinks(path); err == nil && strings.HasPrefix(real, filepath.Join(cacheRoot(), "modules")+string(filepath.Separator)) {
+		if o := wholerun.Origin(real); o != "" {
+			prog = o
+		}
+	}
+	prog, pargv, _, err := followScript(prog, argv)
 	if err != nil {
 		return err
 	}

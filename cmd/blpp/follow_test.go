@@ -76,6 +76,8 @@ func TestRunFollowExec(t *testing.T) {
 		// the shell's traps, and the program's own mask and SIG_IGN
 		// before it execs itself (its execv, the C library's).
 		{"signals", "trap '' PIPE TERM USR1; exec " + exe + " reexec x", nil, 2},
+		// /proc/self/exe is the program's own file, not blpp's.
+		{"proc_self_exe", "exec " + exe + " self y", nil, 2},
 		// A program blpp does not instrument (this test, built by Go)
 		// runs as it is; blpp run says so after its report. (A command
 		// name: TestMain answers it instead of running the tests.)

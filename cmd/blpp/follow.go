@@ -79,7 +79,17 @@ func startFollow(args []string, profPath string) (dir string, st followState, do
 		}
 		os.RemoveAll(dir)
 	}
-	st = followState{Args: args, ProfileDir: filepath.Dir(profPath), ProfilePrefix: filepath.Base(profPath) + ".exec-"}
+	// Absolute: the program may exec from another directory. A name
+	// the runtime would expand (%p, %h) cannot be the followed ones'
+	// prefix: theirs are reserved before the runtime writes them.
+	if abs, err := filepath.Abs(profPath); err == nil {
+		profPath = abs
+	}
+	prefix := filepath.Base(profPath)
+	if strings.Contains(prefix, "%") {
+		prefix = "blpp"
+	}
+	st = followState{Args: args, ProfileDir: filepath.Dir(profPath), ProfilePrefix: prefix + ".exec-"}
 	b, err := json.Marshal(st)
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, followStateFile), b, 0o644)
@@ -181,7 +191,11 @@ func followSetUp(sigs signalState, path string, argv, env []string) (err error) 
 	}
 	name := f.Name()
 	f.Close()
-	note, _ := json.Marshal(followed{Prog: prog, Inst: inst, Argv0: pargv[0], Pid: os.Getpid()})
+	shown := prog // relative to the program's directory, not blpp run's
+	if abs, err := filepath.Abs(prog); err == nil {
+		shown = abs
+	}
+	note, _ := json.Marshal(followed{Prog: shown, Inst: inst, Argv0: pargv[0], Pid: os.Getpid()})
 	if err := os.WriteFile(name+".json", note, 0o644); err != nil {
 		return err
 	}

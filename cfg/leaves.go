@@ -25,9 +25,10 @@ const (
 	// parent leaves through _exit, its child returns, as from fork);
 	// it returns when it fails (decision 94).
 	LeaveDaemon
-	// LeaveExecve: an execve system call, its path, argv and envp in
-	// rdi, rsi and rdx: an exec the runtime can send through blpp run,
-	// which instruments the new program too (decision 167).
+	// LeaveExecve: an execve system call, or a call of execve, its path,
+	// argv and envp in rdi, rsi and rdx: an exec the runtime can send
+	// through blpp run, which instruments the new program too (decision
+	// 167).
 	LeaveExecve
 )
 
@@ -74,7 +75,11 @@ func LeaveName(name string) LeaveKind {
 	switch name {
 	case "_exit", "_Exit":
 		return LeaveExit
-	case "execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve", "execveat":
+	case "execve":
+		// Its arguments are the system call's, in the same registers
+		// at the call: an exec blpp run can follow (decision 167).
+		return LeaveExecve
+	case "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve", "execveat":
 		return LeaveExec
 	case "daemon":
 		return LeaveDaemon

@@ -143,7 +143,7 @@ func TestSyscallLeaves(t *testing.T) {
 func TestLeaveName(t *testing.T) {
 	for name, want := range map[string]LeaveKind{
 		"_exit": LeaveExit, "_exit@plt": LeaveExit, "_Exit@GLIBC_2.2.5": LeaveExit,
-		"execvp@plt": LeaveExec, "execve": LeaveExec, "fexecve": LeaveExec,
+		"execvp@plt": LeaveExec, "execve": LeaveExecve, "execve@plt": LeaveExecve, "fexecve": LeaveExec,
 		"exit": 0, "quick_exit": 0, "exit_group": 0, "execute": 0, "": 0,
 	} {
 		if got := LeaveName(name); got != want {

@@ -58,7 +58,7 @@ func EndNotes(flags cct.Flags) []string {
 		out = append(out, "written on the dump signal while the program ran on: the profile counts what ran until then")
 	}
 	if flags&cct.FlagExec != 0 {
-		out = append(out, "the program replaced itself with another program (exec): the profile counts it up to the exec; blpp run follows an exec that instrumented code makes and gives the new program a profile of its own, reported after this one (not with --no-follow, nor with --libs none, which leaves the C library's exec functions uninstrumented)")
+		out = append(out, "the program replaced itself with another program (exec): the profile counts it up to the exec; blpp run follows an exec that instrumented code makes and gives the new program a profile of its own, reported after this one (not with --no-follow; with --libs none, only the program's calls of execve and its own system calls: the C library's other exec functions are not instrumented)")
 	}
 	return out
 }

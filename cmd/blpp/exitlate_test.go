@@ -165,9 +165,8 @@ func TestRunNewFatalSignals(t *testing.T) {
 
 // TestRunExecNote: a program that replaces itself by exec (dash -c
 // 'exec prog', what a wrapper script's interpreter does) leaves a profile
-// of itself up to the exec, and blpp run says so (with --libs none the
-// exec is not followed, decision 167); a run without an exec says
-// nothing of it.
+// of itself up to the exec, and blpp run says so; a run without an exec
+// says nothing of it.
 func TestRunExecNote(t *testing.T) {
 	sh := "/bin/dash"
 	if _, err := os.Stat(sh); err != nil {

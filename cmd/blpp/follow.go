@@ -43,6 +43,9 @@ type followState struct {
 	// Profiles is the pattern of the followed programs' profiles: a
 	// directory and a file name prefix (os.CreateTemp's).
 	ProfileDir, ProfilePrefix string
+	// Continuous: the followed programs' profiles hold every count as
+	// they run, as the first program's (blpp run --continuous).
+	Continuous bool
 }
 
 // followed is the note beside each followed program's profile, for blpp
@@ -57,7 +60,7 @@ const followStateFile = "follow.json"
 // startFollow makes blpp run's follow directory: a link to blpp, the
 // state, and the list of set-up directories the followed execs made
 // (removed with it by the returned function).
-func startFollow(args []string, profPath string) (dir string, st followState, done func(), err error) {
+func startFollow(args []string, profPath string, continuous bool) (dir string, st followState, done func(), err error) {
 	self, err := selfPath()
 	if err != nil {
 		return "", st, nil, err
@@ -89,7 +92,7 @@ func startFollow(args []string, profPath string) (dir string, st followState, do
 	if strings.Contains(prefix, "%") {
 		prefix = "blpp"
 	}
-	st = followState{Args: args, ProfileDir: filepath.Dir(profPath), ProfilePrefix: prefix + ".exec-"}
+	st = followState{Args: args, ProfileDir: filepath.Dir(profPath), ProfilePrefix: prefix + ".exec-", Continuous: continuous}
 	b, err := json.Marshal(st)
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, followStateFile), b, 0o644)
@@ -196,10 +199,14 @@ func followSetUp(sigs signalState, path string, argv, env []string) (err error) 
 		shown = abs
 	}
 	note, _ := json.Marshal(followed{Prog: shown, Inst: inst, Argv0: pargv[0], Pid: os.Getpid()})
-	if err := os.WriteFile(name+".json", note, 0o644); err != nil {
+	if err := os.WriteFile(noteName(name), note, 0o644); err != nil {
 		return err
 	}
-	exe, nenv := inst, append(append([]string(nil), env...), "BLPP_PROFILE="+name, "BLPP_FOLLOW="+dir)
+	runtimeName := name
+	if st.Continuous {
+		runtimeName += "%c" // decision 94: the runtime takes it out of the name
+	}
+	exe, nenv := inst, append(append([]string(nil), env...), "BLPP_PROFILE="+runtimeName, "BLPP_FOLLOW="+dir)
 	if loader != "" {
 		wp, err := prepareLibs(io.Discard, loader, prog, mode, sel, pick, noLibs, *extraLibs)
 		if err != nil {
@@ -209,7 +216,7 @@ func followSetUp(sigs signalState, path string, argv, env []string) (err error) 
 			fmt.Fprintln(lf, wp.Dir)
 			lf.Close()
 		}
-		wp.Profile, wp.Follow = name, dir
+		wp.Profile, wp.Follow = runtimeName, dir
 		cmd, err := wp.Command(inst, prog, pargv[0], pargv[1:], env)
 		if err != nil {
 			return err
@@ -266,10 +273,17 @@ func execKeepingSignals(sigs signalState, path string, argv, env []string) error
 // zeroMask unblocks every signal again when an exec fails.
 var zeroMask uint64
 
+// noteName is where the note of the followed profile at name goes: a
+// hidden file beside it, which `blpp report P.exec-*` does not take for
+// a profile.
+func noteName(name string) string {
+	return filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".json")
+}
+
 // followedProfiles lists the profiles the execs blpp run followed wrote,
 // oldest first, with their notes: those whose program wrote one.
 func followedProfiles(st followState) (names []string, notes []followed) {
-	m, _ := filepath.Glob(filepath.Join(st.ProfileDir, st.ProfilePrefix+"*.json"))
+	m, _ := filepath.Glob(filepath.Join(st.ProfileDir, "."+st.ProfilePrefix+"*.json"))
 	type one struct {
 		name string
 		t    int64
@@ -277,7 +291,7 @@ func followedProfiles(st followState) (names []string, notes []followed) {
 	}
 	var all []one
 	for _, j := range m {
-		name := strings.TrimSuffix(j, ".json")
+		name := filepath.Join(filepath.Dir(j), strings.TrimSuffix(strings.TrimPrefix(filepath.Base(j), "."), ".json"))
 		fi, err := os.Stat(name)
 		if err != nil || fi.Size() == 0 {
 			continue

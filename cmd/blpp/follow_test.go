@@ -68,6 +68,10 @@ func TestRunFollowExec(t *testing.T) {
 		{"exec", "exec " + exe + " a 'b c'", nil, 1},
 		{"fork_exec", exe + " one; " + exe + " two three", nil, 2},
 		{"no_follow", "exec " + exe + " a", []string{"--no-follow"}, 0},
+		// The C library uninstrumented: dash's own call of execve.
+		{"libs_none", "exec " + exe + " a", []string{"--libs", "none"}, 1},
+		{"libs_none_fork", exe + " a; " + exe + " b", []string{"--libs", "none"}, 2},
+		{"continuous", "exec " + exe + " a", []string{"--continuous"}, 1},
 		// dash runs a file without #! that the kernel refuses
 		// (ENOEXEC) as /bin/sh FILE: that exec is followed.
 		{"enoexec", script + "; exec " + exe, nil, 2},

@@ -161,7 +161,7 @@ func runRun(c *ctx, args []string) error {
 			args = append(args, "--lib", l)
 		}
 		var done func()
-		if followDir, follow, done, err = startFollow(args, profPath); err != nil {
+		if followDir, follow, done, err = startFollow(args, profPath, *continuous); err != nil {
 			return err
 		}
 		defer done()

@@ -206,7 +206,15 @@ func followSetUp(sigs signalState, path string, argv, env []string) (err error) 
 	if st.Continuous {
 		runtimeName += "%c" // decision 94: the runtime takes it out of the name
 	}
-	exe, nenv := inst, append(append([]string(nil), env...), "BLPP_PROFILE="+runtimeName, "BLPP_FOLLOW="+dir)
+	// A static program (no auditor) sees blpp's two entries, as under
+	// blpp run: one of each, the program's own (from blpp run) replaced.
+	var nenv []string
+	for _, e := range env {
+		if !strings.HasPrefix(e, "BLPP_PROFILE=") && !strings.HasPrefix(e, "BLPP_FOLLOW=") {
+			nenv = append(nenv, e)
+		}
+	}
+	exe, nenv := inst, append(nenv, "BLPP_PROFILE="+runtimeName, "BLPP_FOLLOW="+dir)
 	if loader != "" {
 		wp, err := prepareLibs(io.Discard, loader, prog, mode, sel, pick, noLibs, *extraLibs)
 		if err != nil {

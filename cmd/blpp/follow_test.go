@@ -109,6 +109,32 @@ func TestRunFollowExec(t *testing.T) {
 			}
 		})
 	}
+	// A static program, which runs without the auditor: its own execv
+	// (the C library inside it) is followed; it sees blpp's two entries,
+	// as it does under blpp run, one of each.
+	t.Run("static", func(t *testing.T) {
+		st := fixture.Build(t, "execee.c", fixture.Config{Opt: "-O2", Static: true})
+		d := t.TempDir()
+		want := runProc(t, d, nil, nil, st, "reexec", "z")
+		got, prof := followRun(t, d, nil, st, "reexec", "z")
+		var lines []string
+		for _, l := range strings.SplitAfter(got.stdout, "\n") {
+			switch {
+			case strings.HasPrefix(l, "BLPP_PROFILE "+prof+".exec-"):
+				lines = append(lines, "BLPP_PROFILE (unset)\n")
+			case strings.HasPrefix(l, "BLPP_FOLLOW /"):
+				lines = append(lines, "BLPP_FOLLOW (unset)\n")
+			default:
+				lines = append(lines, l)
+			}
+		}
+		if got.code != want.code || strings.Join(lines, "") != want.stdout {
+			t.Fatalf("blpp run: status %d, stdout %q; the program alone: status %d, stdout %q", got.code, got.stdout, want.code, want.stdout)
+		}
+		if files := followedFiles(t, prof); len(files) != 1 {
+			t.Errorf("followed profiles %q, want 1", files)
+		}
+	})
 	// Without --profile: a line per program, and the program the shell
 	// ended as reported in full.
 	t.Run("summary", func(t *testing.T) {

@@ -161,7 +161,7 @@ static void follow_exec(const u64 *regs)
 	u64 argc = 0, n;
 	long r;
 
-	if (!env_value("BLPP_FOLLOW=", exe, FOLLOW_DIR) || exe[0] != '/')
+	if (LOAD(&rt.no_follow) || !env_value("BLPP_FOLLOW=", exe, FOLLOW_DIR) || exe[0] != '/')
 		return;
 	n = str_len(exe);
 	mem_copy(exe + n, "/blpp", 6);

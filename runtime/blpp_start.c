@@ -326,8 +326,12 @@ static int attach(const char *profile)
 	return 1;
 }
 
+/* follow_seen: env_scan saw BLPP_FOLLOW (decision 167). */
+static int follow_seen;
+
 /* env_scan feeds one environment entry to the settings blpp reads:
- * BLPP_PROFILE (returned through *profile) and BLPP_QUIET. */
+ * BLPP_PROFILE (returned through *profile) and BLPP_QUIET; and notes
+ * BLPP_FOLLOW. */
 static void env_scan(const char *e, const char **profile, int *quiet)
 {
 	const char *v;
@@ -335,6 +339,8 @@ static void env_scan(const char *e, const char **profile, int *quiet)
 		*profile = v;
 	else if ((v = prefix(e, "BLPP_QUIET=")))
 		*quiet = v[0] == '1' && v[1] == 0;
+	else if (prefix(e, "BLPP_FOLLOW="))
+		follow_seen = 1;
 }
 
 /*
@@ -456,11 +462,17 @@ void blpp_init(u64 *sp)
 	blpp_entry_target = c->orig_entry + ((u64)&blpp_config - c->self_vaddr);
 	rt.quiet = quiet;
 	rt.fsgsbase = (hwcap2 & HWCAP2_FSGSBASE) != 0;
+	/* The environment as the kernel laid it out, without BLPP_FOLLOW:
+	 * no exec is followed, and follow_exec need not read
+	 * /proc/self/environ at each one (an auditor may have moved
+	 * BLPP_FOLLOW out: then it looks). */
+	int no_follow = !moved && !follow_seen;
 	if (procp && self_mod) {
 		/* early_init set everything up; it may have lacked the
 		 * environment. */
 		if (!rt.env_known)
 			set_template(profile);
+		rt.no_follow = no_follow;
 		return;
 	}
 	if (find_proc()) {
@@ -470,10 +482,12 @@ void blpp_init(u64 *sp)
 		if (!rt.env_known)
 			set_template(profile);
 		rt.env_known = 1;
+		rt.no_follow = no_follow;
 		return;
 	}
 	rt_own.env_known = 1;
 	attach(profile);
+	rt.no_follow = no_follow;
 }
 
 static void leave_exec(u64 kind);

@@ -192,6 +192,7 @@ struct proc {
 	int fsgsbase;   /* rd/wr{fs,gs}base usable (AT_HWCAP2) */
 	int nowipe;     /* MADV_WIPEONFORK refused: children keep inherited counts */
 	int warned_thread;
+	int no_follow;  /* started with its environment in place and no BLPP_FOLLOW: follow_exec need not look */
 	u32 writing_why;  /* why the profile being written is written (0: exit) */
 	u64 flags;      /* the first module's (each module's must agree: mod_register) */
 	u64 shadow_frames; /* shadow-stack capacity per thread, in frames */

@@ -42,56 +42,6 @@
 enum { FOLLOW_ARGS = 1024, FOLLOW_DIR = 512 };
 
 /*
- * env_value copies the value of the last entry named key (with its '='),
- * of the environment this process started with, into out (cap bytes,
- * NUL-terminated); 0 when there is none, it does not fit, or
- * /proc/self/environ cannot be read. The array of pointers may have been
- * changed since (blpp run's auditor takes BLPP_FOLLOW out): the strings
- * the kernel wrote are read instead.
- */
-static int env_value(const char *key, char *out, u64 cap)
-{
-	char buf[256];
-	u64 kn = str_len(key), pos = 0, vn = 0;
-	int in = 0, found = 0, over = 0;
-	long fd, r;
-
-	fd = sc3(SYS_open, "/proc/self/environ", O_RDONLY | O_CLOEXEC, 0);
-	if (failed(fd))
-		return 0;
-	while (!failed(r = sc3(SYS_read, fd, buf, sizeof(buf))) && r > 0) {
-		for (long i = 0; i < r; i++) {
-			char ch = buf[i];
-			if (ch == 0) {
-				if (in) {
-					found = !over;
-					if (found)
-						out[vn] = 0;
-				}
-				pos = vn = 0;
-				in = over = 0;
-				continue;
-			}
-			if (in) {
-				if (vn + 1 < cap)
-					out[vn++] = ch;
-				else
-					over = 1;
-				continue;
-			}
-			if (pos < kn && ch == key[pos]) {
-				if (++pos == kn)
-					in = 1;
-			} else {
-				pos = kn + 1; /* not this entry */
-			}
-		}
-	}
-	sc1(SYS_close, fd);
-	return found;
-}
-
-/*
  * follow_target says whether the kernel would start the file at path
  * (absolute, or relative to the working directory, as execve takes it)
  * without an error the program could tell from blpp's: a regular file
@@ -161,7 +111,7 @@ static void follow_exec(const u64 *regs)
 	u64 argc = 0, n;
 	long r;
 
-	if (LOAD(&rt.no_follow) || !env_value("BLPP_FOLLOW=", exe, FOLLOW_DIR) || exe[0] != '/')
+	if (LOAD(&rt.no_follow) || env_value("BLPP_FOLLOW=", exe, FOLLOW_DIR) <= 0 || exe[0] != '/')
 		return;
 	n = str_len(exe);
 	mem_copy(exe + n, "/blpp", 6);

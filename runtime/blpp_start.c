@@ -344,6 +344,57 @@ static void env_scan(const char *e, const char **profile, int *quiet)
 }
 
 /*
+ * env_value copies the value of the last entry named key (with its '='),
+ * of the environment this process started with, into out (cap bytes,
+ * NUL-terminated) and returns 1; 0 when there is none or it does not
+ * fit, -1 when /proc/self/environ cannot be read. The array of pointers
+ * may have been changed since (blpp run's auditor takes BLPP_PROFILE and
+ * BLPP_FOLLOW out, decisions 140 and 167): the strings the kernel wrote
+ * are read instead.
+ */
+static int env_value(const char *key, char *out, u64 cap)
+{
+	char buf[256];
+	u64 kn = str_len(key), pos = 0, vn = 0;
+	int in = 0, found = 0, over = 0;
+	long fd, r;
+
+	fd = sc3(SYS_open, "/proc/self/environ", O_RDONLY | O_CLOEXEC, 0);
+	if (failed(fd))
+		return -1;
+	while (!failed(r = sc3(SYS_read, fd, buf, sizeof(buf))) && r > 0) {
+		for (long i = 0; i < r; i++) {
+			char ch = buf[i];
+			if (ch == 0) {
+				if (in) {
+					found = !over;
+					if (found)
+						out[vn] = 0;
+				}
+				pos = vn = 0;
+				in = over = 0;
+				continue;
+			}
+			if (in) {
+				if (vn + 1 < cap)
+					out[vn++] = ch;
+				else
+					over = 1;
+				continue;
+			}
+			if (pos < kn && ch == key[pos]) {
+				if (++pos == kn)
+					in = 1;
+			} else {
+				pos = kn + 1; /* not this entry */
+			}
+		}
+	}
+	sc1(SYS_close, fd);
+	return found;
+}
+
+/*
  * env_file reads BLPP_PROFILE (the last one, into *profile) and
  * BLPP_QUIET from /proc/self/environ: the environment the process
  * started with, whatever was done since to the array of pointers to it
@@ -353,42 +404,14 @@ static void env_scan(const char *e, const char **profile, int *quiet)
 static int env_file(const char **profile, int *quiet)
 {
 	static char val[4096]; /* the last BLPP_PROFILE value */
-	static const char pp[] = "BLPP_PROFILE=", pq[] = "BLPP_QUIET=";
-	char buf[512], head[sizeof(pp)];
-	u64 pos = 0, vn = 0, qn = 0;
-	int kind = 0, q0 = 0; /* kind: 1 BLPP_PROFILE, 2 BLPP_QUIET */
-	long fd, r;
-
-	fd = sc3(SYS_open, "/proc/self/environ", O_RDONLY | O_CLOEXEC, 0);
-	if (failed(fd))
+	char q[4];
+	int r = env_value("BLPP_PROFILE=", val, sizeof(val));
+	if (r < 0)
 		return 0;
-	/* NUL-terminated entries, read as a stream. */
-	while (!failed(r = sc3(SYS_read, fd, buf, sizeof(buf))) && r > 0) {
-		for (long i = 0; i < r; i++) {
-			char ch = buf[i];
-			if (ch == 0) {
-				if (kind == 1 && vn < sizeof(val))
-					val[vn] = 0, *profile = val;
-				if (kind == 2)
-					*quiet = qn == 1 && q0 == '1';
-				pos = vn = qn = 0;
-				kind = 0;
-				continue;
-			}
-			if (pos < sizeof(head))
-				head[pos] = ch;
-			pos++;
-			if (kind == 1)
-				vn < sizeof(val) - 1 ? (void)(val[vn++] = ch) : (void)(vn = sizeof(val));
-			else if (kind == 2)
-				q0 = qn++ ? q0 : ch;
-			else if (pos == sizeof(pq) - 1 && mem_eq(head, pq, pos))
-				kind = 2;
-			else if (pos == sizeof(pp) - 1 && mem_eq(head, pp, pos))
-				kind = 1;
-		}
-	}
-	sc1(SYS_close, fd);
+	if (r > 0)
+		*profile = val;
+	if (env_value("BLPP_QUIET=", q, sizeof(q)) > 0)
+		*quiet = q[0] == '1' && q[1] == 0;
 	return 1;
 }
 

@@ -189,15 +189,6 @@ static void mem_zero(void *d, u64 n)
 	__asm__ volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(0) : "memory");
 }
 
-static int mem_eq(const void *a, const void *b, u64 n)
-{
-	const u8 *x = a, *y = b;
-	for (u64 i = 0; i < n; i++)
-		if (x[i] != y[i])
-			return 0;
-	return 1;
-}
-
 static u64 str_len(const char *s)
 {
 	u64 n = 0;

@@ -132,37 +132,25 @@ func (wp *Process) EnvAdded(env []string, exe string) (base, added []string) {
 			gone, goneCodes = append(gone, "GLIBC_TUNABLES="+wp.tunables("")), goneCodes+"T"
 		}
 	}
-	if wp.Profile != "" {
-		// The runtime's profile: in an entry the auditor takes out when
-		// the program's environment has no BLPP_PROFILE; where it has
-		// one, that entry is the runtime's (an environment holds one
-		// entry per name: os/exec keeps the last).
+	// The runtime's own entries: the profile's name and the run's
+	// follow directory (decision 167), in an entry the auditor takes out
+	// when the program's environment has none of that name; where it has
+	// one, that entry is the runtime's (an environment holds one entry
+	// per name: os/exec keeps the last).
+	for _, v := range []struct{ name, value, code string }{{"BLPP_PROFILE", wp.Profile, "B"}, {"BLPP_FOLLOW", wp.Follow, "F"}} {
+		if v.value == "" {
+			continue
+		}
 		own := -1
 		for i, e := range out {
-			if strings.HasPrefix(e, "BLPP_PROFILE=") {
+			if strings.HasPrefix(e, v.name+"=") {
 				own = i
 			}
 		}
 		if own < 0 {
-			gone, goneCodes = append(gone, "BLPP_PROFILE="+wp.Profile), goneCodes+"B"
+			gone, goneCodes = append(gone, v.name+"="+v.value), goneCodes+v.code
 		} else {
-			out[own] = "BLPP_PROFILE=" + wp.Profile
-		}
-	}
-	if wp.Follow != "" {
-		// The run's directory, where the runtime finds blpp when the
-		// program execs (decision 167): for the runtime alone, as the
-		// profile's name is.
-		own := -1
-		for i, e := range out {
-			if strings.HasPrefix(e, "BLPP_FOLLOW=") {
-				own = i
-			}
-		}
-		if own < 0 {
-			gone, goneCodes = append(gone, "BLPP_FOLLOW="+wp.Follow), goneCodes+"F"
-		} else {
-			out[own] = "BLPP_FOLLOW=" + wp.Follow
+			out[own] = v.name + "=" + v.value
 		}
 	}
 	if (len(gone)+1)%2 != 0 {

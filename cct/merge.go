@@ -149,7 +149,7 @@ func mergeModules(ps []*Profile, name func(int) string) ([]Module, error) {
 			if !bytes.Equal(o.BuildID, m.BuildID) {
 				if o.Path != "" && m.Path != "" && o.Name() != m.Name() {
 					// blpp run's followed execs: a profile per program.
-					return nil, fmt.Errorf("merge: %s is a profile of %s, %s one of %s (module tag %d in both): profiles of different programs cannot be merged: %w",
+					return nil, fmt.Errorf("merge: %s is a profile of %s, %s one of %s, another program (module tag %d in both): %w",
 						name(from[m.Tag]), o.Name(), name(i), m.Name(), m.Tag, ErrIncompatible)
 				}
 				return nil, fmt.Errorf("merge: module %s (tag %d) has build-id %x in %s and %x in %s; they are runs of different builds of it: %w",

@@ -272,7 +272,11 @@ func TestMergeErrors(t *testing.T) {
 	}{
 		{"build-id", func(p *Profile) { p.BuildID = []byte{1}; p.Modules[0].BuildID = []byte{1} }, ErrIncompatible, "module p (tag 0) has build-id deadbeef in profile 0 and 01 in profile 1"},
 		{"library build-id", func(p *Profile) { p.Modules[1].BuildID = []byte{2} }, ErrIncompatible, "module libz.so.1 (tag 5) has build-id 0b1d in profile 0 and 02 in profile 1"},
-		{"another program", func(p *Profile) { p.BuildID = []byte{1}; p.Modules[0].BuildID = []byte{1}; p.Modules[0].Path = "/bin/q" }, ErrIncompatible, "profile 0 is a profile of p, profile 1 one of q (module tag 0 in both): profiles of different programs cannot be merged"},
+		{"another program", func(p *Profile) {
+			p.BuildID = []byte{1}
+			p.Modules[0].BuildID = []byte{1}
+			p.Modules[0].Path = "/bin/q"
+		}, ErrIncompatible, "profile 0 is a profile of p, profile 1 one of q, another program (module tag 0 in both): profiles cannot be merged"},
 		{"executable-only build-id", func(p *Profile) { p.Modules = nil; p.BuildID = []byte{1} }, ErrIncompatible, "module p (tag 0) has build-id deadbeef in profile 0 and 01 in profile 1"},
 		{"metric name", func(p *Profile) { p.Metrics[1].Name = "cycles" }, ErrIncompatible, "metrics freq(real),cycles(fallback), profile 0 has freq(real),tsc(fallback)"},
 		{"metric kind", func(p *Profile) { p.Metrics[1].Kind = MetricReal }, ErrIncompatible, "has metrics"},

@@ -7,8 +7,9 @@
  * writes its profile); the program it execs would run uninstrumented. In
  * a process blpp run started, the environment the process began with
  * holds BLPP_FOLLOW, the run's directory, where blpp run put a link to
- * itself named "blpp". Before an execve system call of instrumented code
- * (blpp_leave kind BLPP_LEAVE_EXECVE) the runtime execs that link
+ * itself named "blpp". Before an execve system call of instrumented code,
+ * or a call of execve it hooks (blpp_leave kind BLPP_LEAVE_EXECVE), the
+ * runtime execs that link
  * instead, as
  *
  *	DIR/blpp __follow-exec SIGNALS PATH ARGV...
@@ -97,8 +98,8 @@ static void signal_state(char *out)
 }
 
 /*
- * follow_exec runs just before the execve system call whose registers
- * the blpp_leave stub saved (regs: rbx, r11, r10, r9, r8, rdi, rsi, rdx,
+ * follow_exec runs just before the execve (system call or call) whose
+ * registers the blpp_leave stub saved (regs: rbx, r11, r10, r9, r8, rdi, rsi, rdx,
  * ...): if the process runs under blpp run and the target qualifies, it
  * execs blpp in its place, and returns only when it does not.
  */

@@ -513,7 +513,7 @@ void blpp_init(u64 *sp)
 	rt.no_follow = no_follow;
 }
 
-static void leave_exec(u64 kind);
+static void leave_profile(u64 kind);
 static void follow_exec(const u64 *regs);
 
 /*
@@ -529,25 +529,25 @@ static void follow_exec(const u64 *regs);
  * later exit, if the call fails, writes it again). A vfork child (or any process sharing
  * this memory without a fork reset: its pid is not the owner's) leaves
  * everything alone, since whatever it wrote or changed would be the
- * parent's. kind BLPP_LEAVE_EXECVE is an execve system call, whose
- * arguments are in regs (the registers the stub saved): an exec as kind
- * 2, which blpp run may follow (follow_exec, decision 167), a vfork
- * child's too.
+ * parent's. kind BLPP_LEAVE_EXECVE is an execve system call or a call of
+ * execve, whose arguments are in regs (the registers the stub saved): an
+ * exec as kind 2, which blpp run may follow (follow_exec, decision 167),
+ * a vfork child's too.
  */
 void blpp_rt_leave(u64 kind, const u64 *regs)
 {
 	if (!rt.ready)
 		return;
 	if (kind == BLPP_LEAVE_EXECVE) {
-		leave_exec(2);
+		leave_profile(2);
 		follow_exec(regs);
 		return;
 	}
-	leave_exec(kind);
+	leave_profile(kind);
 }
 
-/* leave_exec is blpp_rt_leave's profile write for kind (1 to 3). */
-static void leave_exec(u64 kind)
+/* leave_profile is blpp_rt_leave's profile write for kind 1 to 3. */
+static void leave_profile(u64 kind)
 {
 	cont_check();
 	fork_check();

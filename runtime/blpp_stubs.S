@@ -236,8 +236,8 @@
 /*
  * blpp_leave: the process image may end right after this without running
  * its exit handlers (kind 1: _exit or exit_group; 2: an exec; 4: an
- * execve system call, whose arguments the C half reads from the saved
- * registers), so the profile is written now (see blpp_rt_leave):
+ * execve system call or call, whose arguments the C half reads from the
+ * saved registers), so the profile is written now (see blpp_rt_leave):
  *	lea -128(%rsp),%rsp ; push $kind ; call blpp_leave ; lea 136(%rsp),%rsp
  */
 	STUB	blpp_leave

@@ -108,7 +108,8 @@ func startFollow(args []string, profPath string, continuous bool) (dir string, s
 }
 
 // runFollowExec is the exec the runtime sent through blpp: args are the
-// program's path (as execve got it) and its argv. Whatever happens, the
+// process's signal masks (parseSignals), the program's path (as execve
+// got it) and its argv. Whatever happens, the
 // process goes on as the program: when it cannot be set up instrumented,
 // it is exec'd as it is.
 func runFollowExec(c *ctx, args []string) error {

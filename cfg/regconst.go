@@ -1,6 +1,7 @@
 package cfg
 
 import (
+	"math"
 	"sync"
 
 	"github.com/blpp/blpp/cfg/x86"
@@ -31,11 +32,17 @@ type regVal struct {
 // regState is the value of the 16 general registers before an
 // instruction; reached is false until some path arrives. Register f is
 // a constant, c[f], when bit f of known is set (one state per decoded
-// instruction: kept small).
+// instruction: kept small). sp is %rsp less its value at the entry,
+// when spKnown, and slots the frame's constant 8-byte slots
+// (frameslots.go).
 type regState struct {
 	reached bool
+	spKnown bool
+	nslots  uint8
 	known   uint16
+	sp      int32
 	c       [16]uint64
+	slots   [nSlots]slotVal
 }
 
 func (s *regState) get(f int) regVal { return regVal{known: s.known&(1<<f) != 0, c: s.c[f]} }
@@ -58,7 +65,7 @@ func (s *regState) meet(o *regState) bool {
 		*s = *o
 		return true
 	}
-	changed := false
+	changed := s.meetSlots(o)
 	for f := range s.c {
 		if s.known&(1<<f) != 0 && (o.known&(1<<f) == 0 || o.c[f] != s.c[f]) {
 			s.set(f, regVal{})
@@ -92,11 +99,31 @@ var regsPool sync.Pool
 // rsp and r12-r15 [SysV x86-64 ABI 3.2.1].
 var callerSaved = [16]bool{0: true, 1: true, 2: true, 6: true, 7: true, 8: true, 9: true, 10: true, 11: true}
 
-// constRegs computes the states of every decoded instruction.
+// constRegs computes the states of every decoded instruction. Frame
+// slots count below the lowest frame address the procedure takes
+// (frameslots.go); that address needs %rsp's offsets, which the same
+// data flow finds, so a procedure whose constants came from a slot at or
+// above it is computed again with the slots there left out.
 func (s *slicer) constRegs() []regState {
 	if s.regs != nil {
 		return s.regs
 	}
+	s.slotLimit, s.slotUsed = math.MaxInt64, math.MinInt64
+	st := s.flowConsts()
+	low := int64(math.MaxInt64)
+	for i := range st {
+		low = min(low, frameEscape(&s.bd.insts[i], &st[i]))
+	}
+	if s.slotUsed > low {
+		s.slotLimit = low
+		st = s.flowConsts()
+	}
+	s.regs = st
+	return st
+}
+
+// flowConsts runs the data flow to its fixed point.
+func (s *slicer) flowConsts() []regState {
 	bd := s.bd
 	st := bd.regScratch(len(bd.insts))
 	var work []int
@@ -106,9 +133,10 @@ func (s *slicer) constRegs() []regState {
 		}
 	}
 	unknown := regState{reached: true}
-	enter(bd.instAt(bd.f.Addr), &unknown)
+	entry := regState{reached: true, spKnown: true}
+	enter(bd.instAt(bd.f.Addr), &entry)
 	for a := range bd.leaders {
-		if i := bd.instAt(a); i >= 0 && !s.tableTarget[a] && s.branchesTo(a) == nil {
+		if i := bd.instAt(a); i >= 0 && a != bd.f.Addr && !s.tableTarget[a] && s.branchesTo(a) == nil {
 			// A landing pad, or a block only an unresolved jump reaches.
 			enter(i, &unknown)
 		}
@@ -118,7 +146,7 @@ func (s *slicer) constRegs() []regState {
 		work = work[:len(work)-1]
 		in := &bd.insts[i]
 		out := st[i]
-		transfer(in, &out)
+		s.transfer(i, &out)
 		next := bd.instAt(in.Addr + uint64(in.Len))
 		switch in.Kind {
 		case x86.Jcc:
@@ -141,20 +169,25 @@ func (s *slicer) constRegs() []regState {
 			enter(next, &out)
 		}
 	}
-	s.regs = st
 	return st
 }
 
-// transfer applies instruction in to the register state.
-func transfer(in *x86.Info, st *regState) {
+// transfer applies instruction i to the register state.
+func (s *slicer) transfer(i int, st *regState) {
+	in := &s.bd.insts[i]
 	if in.Kind == x86.Call || in.Kind == x86.CallIndirect {
 		for f, c := range callerSaved {
 			if c {
 				st.set(f, regVal{})
 			}
 		}
+		// The return address and the callee's frame lie below %rsp.
+		if st.spKnown {
+			st.keepAbove(int64(st.sp))
+		}
 		return
 	}
+	loaded, loads := s.frameEffects(i, st)
 	raw := in
 	written, _ := writtenRegs(raw)
 	written |= implicitWrites(in)
@@ -192,6 +225,9 @@ func transfer(in *x86.Info, st *regState) {
 					}
 				}
 			}
+		}
+		if loads && (raw.Op == x86asm.POP || f == regFamily(raw.Args[0].Reg)) {
+			v = loaded // mov slot,%reg or pop %reg
 		}
 		st.set(f, v)
 	}

@@ -81,7 +81,11 @@ type slicer struct {
 	tableTarget map[uint64]bool // targets of the tables resolved so far
 	consts      map[int]constResult
 	regs        []regState // constRegs, computed on first use
-	refs        map[uint64]bool
+	// slotLimit is the frame offset constant slots must lie below, and
+	// slotUsed the highest slot end whose constant the data flow read
+	// (frameslots.go).
+	slotLimit, slotUsed int64
+	refs                map[uint64]bool
 }
 
 func newSlicer(bd *builder) *slicer {

@@ -1,0 +1,46 @@
+package cfg_test
+
+import (
+	"testing"
+
+	"github.com/blpp/blpp/cfg"
+	"github.com/blpp/blpp/internal/testsupport/fixture"
+)
+
+// TestFrameSlots analyses testdata/slotcases.c, whose functions reload
+// a jump table's address from a frame slot after a call (decision 168):
+// the table is found where nothing else can reach the slot, and the
+// jump stays unresolved where the slot's address is taken, %rsp is
+// copied, a store through an index may land on it, or one path stores
+// another value there.
+func TestFrameSlots(t *testing.T) {
+	exe := fixture.Build(t, "slotcases.c", fixture.Config{CC: "gcc", Opt: "-O2"})
+	want := map[string]bool{
+		"slot_reload": true, "slot_above": true,
+		"slot_lea": false, "slot_fp": false, "slot_index": false, "slot_join": false,
+	}
+	addrs := fixture.FuncAddrs(t, exe)
+	b, err := cfg.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Analyze(b, cfg.Options{})
+	for name, ok := range want {
+		var g *cfg.Graph
+		for i, f := range p.Funcs {
+			if f.Addr == addrs[name] {
+				g = p.Graphs[i]
+			}
+		}
+		switch {
+		case g == nil:
+			t.Errorf("%s: not analysed", name)
+		case ok && !g.Instrumentable():
+			t.Errorf("%s: not instrumentable (%s: %s), want its table found", name, g.Reason, g.Detail)
+		case !ok && g.Reason != cfg.ReasonUnresolvedIndirectJump:
+			t.Errorf("%s: %s (%s), want the indirect jump unresolved", name, g.Reason, g.Detail)
+		case ok && len(g.Tables) != 1:
+			t.Errorf("%s: %d jump tables, want 1", name, len(g.Tables))
+		}
+	}
+}

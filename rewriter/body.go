@@ -338,6 +338,13 @@ func (fg *funcGen) copyInst(in *x86.Info, code []byte) error {
 		if bl, ok := nt.biasOf[in.Addr]; ok && nt.biased && bl.jump {
 			return fg.biasedJump(t, bl)
 		}
+		if bl, ok := nt.biasOf[in.Addr]; ok && nt.biased && bl.add {
+			// The load overwrites its base: the entry is added to it
+			// (layout checked the flags are dead after it).
+			at := fg.g.buf.AddRegFromMemIdx8(bl.dst, bl.base, bl.index, 0)
+			fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: -int64(bl.baseAddr)})
+			return nil
+		}
 		at, disp, err := fg.g.buf.CopyDisp32(in, code)
 		if err != nil {
 			return fmt.Errorf("jump table load: %w", err)

@@ -23,9 +23,15 @@ import (
 //
 // GCC's computed-goto dispatch has this form (lua5.4's luaV_execute:
 // lea T(%rip),%r14 once, mov (%r14,%rax,8),%rax; ...; jmp *%rax in
-// every handler). A load that is the jump itself (jmp *disp(%base,
-// %index,8)), or that overwrites its base register, has nowhere to add the
-// base; a jump that reads the table itself (jmp *disp(%base,%index,8),
+// every handler). A load that overwrites its base register (the base
+// reloaded from a frame slot for the load alone: mov 0x8(%rsp),%rdx;
+// mov (%rdx,%rcx,8),%rdx) adds the entry to the base instead, where the
+// arithmetic flags it writes are dead:
+//
+//	mov disp(%base,%index,8), %base   → add disp'(%base,%index,8), %base
+//
+// A load that is the jump itself (jmp *disp(%base,%index,8)) has nowhere
+// to add the base; a jump that reads the table itself (jmp *disp(%base,%index,8),
 // clang's and gcc's form where the entry goes straight to the jump) is
 // rewritten into a load into a register dead after the jump, the add and
 // jmp *%reg. Register liveness is conservative (every call, return and
@@ -37,7 +43,8 @@ import (
 // saved in the red zone, leaves it in a red-zone slot and jumps through
 // that: signal delivery skips the red zone, so the slot survives until
 // the jump reads it. Where neither holds, or a load overwrites its base,
-// the function stays uninstrumented.
+// the function stays uninstrumented, as it does when a load that
+// overwrites its base has the flags live after it.
 
 // biasedLoad is how one load of an absolute PIE table is rewritten.
 type biasedLoad struct {
@@ -47,6 +54,9 @@ type biasedLoad struct {
 	// registers dead after the jump.
 	jump  bool
 	index enc.Reg
+	// add: the load overwrites its base (dst == base) and becomes an
+	// add of the entry to it; index is its index register.
+	add bool
 	// baseAddr is the link-time address the base register holds: the
 	// table's address minus the load's displacement.
 	baseAddr uint64
@@ -89,10 +99,11 @@ func biasLoads(b *cfg.Binary, jt *cfg.JumpTable) (map[uint64]biasedLoad, uint64,
 			return nil, 0, fmt.Errorf("%#x: the load's destination is not a 64-bit register", at)
 		case m.Segment != 0 || m.Base < x86asm.RAX || m.Base > x86asm.R15 || m.Index < x86asm.RAX || m.Index > x86asm.R15 || m.Index == x86asm.RSP:
 			return nil, 0, fmt.Errorf("%#x: the load's address is not base + index", at)
-		case m.Base == dst:
-			return nil, 0, fmt.Errorf("%#x: the load overwrites its base register", at)
+		case m.Base == dst && m.Scale != 8:
+			return nil, 0, fmt.Errorf("%#x: the load overwrites its base register and does not scale its index by 8", at)
 		}
-		bl := biasedLoad{base: enc.Reg(m.Base - x86asm.RAX), dst: enc.Reg(dst - x86asm.RAX), baseAddr: jt.Table - uint64(m.Disp)}
+		bl := biasedLoad{base: enc.Reg(m.Base - x86asm.RAX), dst: enc.Reg(dst - x86asm.RAX), baseAddr: jt.Table - uint64(m.Disp),
+			add: m.Base == dst, index: enc.Reg(m.Index - x86asm.RAX)}
 		if i > 0 && bl.baseAddr != base {
 			return nil, 0, fmt.Errorf("%#x: loads of one table through bases %#x and %#x", at, base, bl.baseAddr)
 		}
@@ -115,6 +126,7 @@ func pieTableBlocker(b *cfg.Binary, g *cfg.Graph) string {
 		return ""
 	}
 	var liveIn []cfg.RegSet
+	var flagsIn []x86.Flags
 	for i := range g.Tables {
 		jt := &g.Tables[i]
 		if jt.Relative || jt.Const {
@@ -123,6 +135,11 @@ func pieTableBlocker(b *cfg.Binary, g *cfg.Graph) string {
 		loads, _, err := biasLoads(b, jt)
 		if err != nil {
 			return err.Error()
+		}
+		for at, bl := range loads {
+			if bl.add && !arithFlagsDeadAfter(b, g, &flagsIn, at) {
+				return fmt.Sprintf("%#x: the load overwrites its base register and the flags are live after it", at)
+			}
 		}
 		if bl, ok := loads[jt.Jump]; ok {
 			if liveIn == nil {
@@ -182,4 +199,46 @@ func redZoneFree(b *cfg.Binary, g *cfg.Graph) bool {
 		}
 	}
 	return calls
+}
+
+// arithFlagsDeadAfter reports whether no status flag the instruction at
+// addr could leave is read before being written again: along the rest of
+// its block, then on every edge out of the block (flags liveness,
+// decision 5). live holds the blocks' live-in flags, computed on first
+// use.
+func arithFlagsDeadAfter(b *cfg.Binary, g *cfg.Graph, live *[]x86.Flags, addr uint64) bool {
+	for id := range g.Blocks {
+		blk := &g.Blocks[id]
+		if addr < blk.Addr || addr >= blk.End {
+			continue
+		}
+		var written x86.Flags
+		after := false
+		for in := range b.Insts(blk) {
+			if !after {
+				after = in.Addr == addr
+				continue
+			}
+			if in.Reads&x86.Status&^written != 0 {
+				return false
+			}
+			written |= in.Writes & x86.Status
+			if written == x86.Status {
+				return true
+			}
+		}
+		if !after {
+			return false
+		}
+		if *live == nil {
+			*live = g.FlagsLiveIn()
+		}
+		for _, e := range g.Succs(cfg.BlockID(id)) {
+			if g.FlagsLiveOn(*live, e)&x86.Status&^written != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

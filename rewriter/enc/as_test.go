@@ -182,6 +182,8 @@ func asCases(targets []asTarget) []asCase {
 			dst := allRegs[(i*7)%len(allRegs)]
 			add(fmt.Sprintf("{disp32} mov %d(%%%s,%%%s,8), %%%s", d, base, index, dst),
 				func(b *Buf) { b.MovRegFromMemIdx8(dst, base, index, d) })
+			add(fmt.Sprintf("{disp32} add %d(%%%s,%%%s,8), %%%s", d, base, index, dst),
+				func(b *Buf) { b.AddRegFromMemIdx8(dst, base, index, d) })
 			add(fmt.Sprintf("lea (%%%s,%%%s,1), %%%s", base, index, dst),
 				func(b *Buf) { b.LeaRegBaseIndex(dst, base, index) })
 			add(fmt.Sprintf("{disp32} lock incq %d(%%%s,%%%s,8)", d, base, index),

@@ -283,6 +283,19 @@ func (b *Buf) MovRegFromMemIdx8(dst, base, index Reg, disp int32) int {
 	return b.Len() - 4
 }
 
+// AddRegFromMemIdx8 emits add disp32(%base,%index,8), %dst (REX.W 03
+// /r with SIB, disp32 always: 8 bytes; it writes the arithmetic flags)
+// and returns the offset of the displacement in the buffer, for a caller
+// that fills it in later.
+func (b *Buf) AddRegFromMemIdx8(dst, base, index Reg, disp int32) int {
+	if !b.checkIndex("AddRegFromMemIdx8", base, index) || !b.checkRegs("AddRegFromMemIdx8", dst) {
+		return b.Len()
+	}
+	b.emit(rex(true, dst.hi(), index.hi(), base.hi()), 0x03)
+	b.scaled(dst.low(), base, index, disp)
+	return b.Len() - 4
+}
+
 // JmpReg emits jmp *%reg (ff /4, mod=11: 2 bytes, 3 with REX.B).
 func (b *Buf) JmpReg(reg Reg) {
 	if !b.checkRegs("JmpReg", reg) {

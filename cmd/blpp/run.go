@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -46,7 +47,7 @@ func runRun(c *ctx, args []string) error {
 	continuous := fs.Bool("continuous", false, "continuous mode: the profile file holds every count from the start (BLPP_PROFILE with %c), so that a program killed by SIGKILL leaves its profile")
 	mode := addModeFlags(fs)
 	sel := addLibFlags(fs)
-	printCmd := fs.Bool("print-command", false, "set the program up as run does and print the command that runs it (to time it, or run it under gdb or perf), without running it; the set-up directory it names stays")
+	printCmd := fs.Bool("print-command", false, "set the program up as run does and print the command that runs it (to time it, or run it under gdb or perf), without running it; the set-up directory it names stays. The command follows execs unless --no-follow: their profiles go beside the profile named now (--profile, $BLPP_PROFILE, or ./blpp.out)")
 	extraLibs := fs.StringArray("lib", nil, "instrument this shared object too, one the program dlopen's by name: the loader finds it by its base name (repeatable)")
 	noFollow := fs.Bool("no-follow", false, "do not follow execs: a program the program execs (a wrapper script's, a shell's, make's) runs uninstrumented; by default blpp runs it instrumented too, with a profile of its own")
 	fs.SetInterspersed(false)
@@ -103,8 +104,35 @@ func runRun(c *ctx, args []string) error {
 			defer wp.Close()
 		}
 	}
+	followArgs := func() []string {
+		args := append(append(mode.args(), sel.args()...), "--cache-dir", cacheRoot())
+		for _, l := range *extraLibs {
+			args = append(args, "--lib", l)
+		}
+		return args
+	}
 	if *printCmd {
+		// Execs are followed as blpp run follows them, through a follow
+		// directory that stays, as the set-up directory does; the
+		// followed programs' profiles go beside the profile named now
+		// (--profile, $BLPP_PROFILE, or blpp.out here).
+		followDir := ""
+		if !*noFollow {
+			profPath := *profile
+			if profPath == "" {
+				profPath = os.Getenv("BLPP_PROFILE")
+			}
+			if profPath == "" {
+				profPath = "blpp.out"
+			}
+			if followDir, _, _, err = startFollow(followArgs(), profPath, *continuous); err != nil {
+				return err
+			}
+		}
 		argv := append([]string{inst}, rest[1:]...)
+		if wp == nil && followDir != "" {
+			argv = append([]string{"env", "BLPP_FOLLOW=" + followDir}, argv...)
+		}
 		if wp != nil {
 			// env(1) unsets the variables blpp sets, then sets them, so
 			// that they end the environment in Command's order; argv[0] is
@@ -113,9 +141,15 @@ func runRun(c *ctx, args []string) error {
 			if err != nil {
 				return err
 			}
-			_, added := wp.EnvAdded(os.Environ(), cmd.Path)
-			argv = []string{"env"}
 			unset := []string{"LD_LIBRARY_PATH", "LD_AUDIT", "BLPP_AUDIT_ENV", "BLPP_AUDIT_PAD"}
+			env := os.Environ()
+			if followDir != "" {
+				wp.Follow = followDir
+				unset = append(unset, "BLPP_FOLLOW")
+				env = slices.DeleteFunc(slices.Clone(env), func(e string) bool { return strings.HasPrefix(e, "BLPP_FOLLOW=") })
+			}
+			_, added := wp.EnvAdded(env, cmd.Path)
+			argv = []string{"env"}
 			if wp.StaticTLS > 0 {
 				unset = append(unset, "GLIBC_TUNABLES")
 			}
@@ -156,12 +190,8 @@ func runRun(c *ctx, args []string) error {
 	if !*noFollow {
 		// What the program execs runs instrumented as well, through
 		// blpp (decision 167), with these flags.
-		args := append(append(mode.args(), sel.args()...), "--cache-dir", cacheRoot())
-		for _, l := range *extraLibs {
-			args = append(args, "--lib", l)
-		}
 		var done func()
-		if followDir, follow, done, err = startFollow(args, profPath, *continuous); err != nil {
+		if followDir, follow, done, err = startFollow(followArgs(), profPath, *continuous); err != nil {
 			return err
 		}
 		defer done()

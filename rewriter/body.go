@@ -388,6 +388,9 @@ func (fg *funcGen) biasedJump(t int, bl biasedLoad) error {
 		free &^= 1 << l.reg
 	}
 	b := fg.g.buf
+	if bl.selfRel {
+		return fg.selfRelJump(t, bl, free)
+	}
 	if free == 0 {
 		if !redZoneFree(fg.g.b, gr) {
 			return fmt.Errorf("%#x: no register is free after the indirect jump that reads an absolute PIE table", fg.g.tables[t].jt.Jump)
@@ -415,6 +418,45 @@ func (fg *funcGen) biasedJump(t int, bl biasedLoad) error {
 	fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: -int64(bl.baseAddr)})
 	b.LeaRegBaseIndex(dst, bl.base, dst)
 	b.JmpReg(dst)
+	return nil
+}
+
+// selfRelJump emits biasedJump's form for a jump through a register
+// that holds the entry's address (biasedLoad.selfRel): the entry of the
+// copy, which counts from its own address, is loaded and added to that
+// address, in a free register or one borrowed through the red zone.
+func (fg *funcGen) selfRelJump(t int, bl biasedLoad, free cfg.RegSet) error {
+	b := fg.g.buf
+	// Both displacements: the copy's entry, at the original one's
+	// address plus the distance from the table to its copy.
+	add := int64(bl.disp) - int64(fg.g.tables[t].jt.Table)
+	entry := func(s enc.Reg) {
+		at := b.MovRegFromMemDisp32(s, bl.base, 0)
+		fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: add})
+		at = b.LeaRegBaseIndexDisp32(s, bl.base, s, 0)
+		fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: add})
+	}
+	if free == 0 {
+		if !redZoneFree(fg.g.b, fg.f.Graph) {
+			return fmt.Errorf("%#x: no register is free after the indirect jump that reads an absolute PIE table", fg.g.tables[t].jt.Jump)
+		}
+		s := enc.RAX
+		for s == bl.base {
+			s++
+		}
+		b.MovMemFromReg(enc.RSP, -8, s)
+		entry(s)
+		b.MovMemFromReg(enc.RSP, -16, s)
+		b.MovRegFromMem(s, enc.RSP, -8)
+		b.JmpMem(enc.RSP, -16)
+		return nil
+	}
+	var s enc.Reg
+	for free&(1<<s) == 0 {
+		s++
+	}
+	entry(s)
+	b.JmpReg(s)
 	return nil
 }
 

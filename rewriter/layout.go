@@ -434,7 +434,10 @@ func (g *gen) resolveTables(code enc.Code, tabs []placedTable, rw *rwData, codeA
 			} else if !abs {
 				return fmt.Errorf("jump table copy at %#x: entry %d has no target", ta, i)
 			}
-			if t.t.biased {
+			if t.t.selfRel {
+				// Counted from the entry itself (decision 168).
+				binary.LittleEndian.PutUint64(code.At(int(off)+8*i), to-(ta+uint64(8*i)))
+			} else if t.t.biased {
 				// Counted from the base register's value [decision 72].
 				binary.LittleEndian.PutUint64(code.At(int(off)+8*i), to-t.t.base)
 			} else if t.t.relative {

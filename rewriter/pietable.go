@@ -30,6 +30,15 @@ import (
 //
 //	mov disp(%base,%index,8), %base   → add disp'(%base,%index,8), %base
 //
+// A jump through a register that holds the entry's own address (clang,
+// its table's address reloaded from a frame slot: lea (%rax,%rcx,8),
+// %rax; jmp *(%rax)) has no base to count from: its copy's entries count
+// from their own addresses instead, and the jump becomes
+//
+//	jmp *disp(%reg)   → mov disp'(%reg),%s; lea disp'(%reg,%s,1),%s; jmp *%s
+//
+// with %s a register free after the jump, or borrowed as below.
+//
 // A load that is the jump itself (jmp *disp(%base,%index,8)) has nowhere
 // to add the base; a jump that reads the table itself (jmp *disp(%base,%index,8),
 // clang's and gcc's form where the entry goes straight to the jump) is
@@ -57,6 +66,12 @@ type biasedLoad struct {
 	// add: the load overwrites its base (dst == base) and becomes an
 	// add of the entry to it; index is its index register.
 	add bool
+	// selfRel: the load is the jump itself, through a register that
+	// holds the entry's address (clang folds the index into it: lea
+	// (%rax,%rcx,8),%rax; jmp *(%rax)), disp its displacement. The
+	// copy's entries count from their own addresses (newTable.selfRel).
+	selfRel bool
+	disp    int32
 	// baseAddr is the link-time address the base register holds: the
 	// table's address minus the load's displacement.
 	baseAddr uint64
@@ -79,6 +94,16 @@ func biasLoads(b *cfg.Binary, jt *cfg.JumpTable) (map[uint64]biasedLoad, uint64,
 		}
 		if at == jt.Jump {
 			m, ok := in.Raw.Args[0].(x86asm.Mem)
+			if in.Raw.Op == x86asm.JMP && ok && gpr(m.Base) && m.Base != x86asm.RSP && m.Index == 0 && m.Segment == 0 {
+				// The entry's address in the base register: no base
+				// to count from, so the copy's entries count from
+				// themselves. The only load of its table.
+				if len(jt.Loads) != 1 {
+					return nil, 0, fmt.Errorf("%#x: the indirect jump reads the table through an entry's address, and other loads read it too", at)
+				}
+				out[at] = biasedLoad{jump: true, selfRel: true, base: enc.Reg(m.Base - x86asm.RAX), disp: int32(m.Disp)}
+				return out, 0, nil
+			}
 			if in.Raw.Op != x86asm.JMP || !ok || !gpr(m.Base) || !gpr(m.Index) || m.Index == x86asm.RSP || m.Scale != 8 || m.Segment != 0 {
 				return nil, 0, fmt.Errorf("%#x: the indirect jump's operand is not base + index*8", at)
 			}

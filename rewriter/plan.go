@@ -553,6 +553,10 @@ type newTable struct {
 	// (decision 72: no relocations); biasOf has its loads.
 	biased bool
 	biasOf map[uint64]biasedLoad
+	// selfRel: a biased table whose jump holds the entry's own address
+	// (biasedLoad.selfRel): each entry is its target less its own
+	// address.
+	selfRel bool
 	// targets are the copy's entries: labels of new code, or the
 	// original address of a dead entry (decision 98).
 	targets []enc.Target
@@ -623,6 +627,7 @@ func (fp *funcPlan) planTables() {
 			// and the code generator fails the function below.
 			if loads, base, err := biasLoads(g.b, jt); err == nil {
 				nt.biased, nt.biasOf, nt.base = true, loads, base
+				nt.selfRel = loads[jt.Jump].selfRel
 			}
 		}
 		g.tables = append(g.tables, nt)

@@ -184,6 +184,12 @@ func asCases(targets []asTarget) []asCase {
 				func(b *Buf) { b.MovRegFromMemIdx8(dst, base, index, d) })
 			add(fmt.Sprintf("{disp32} add %d(%%%s,%%%s,8), %%%s", d, base, index, dst),
 				func(b *Buf) { b.AddRegFromMemIdx8(dst, base, index, d) })
+			add(fmt.Sprintf("{disp32} lea %d(%%%s,%%%s,1), %%%s", d, base, index, dst),
+				func(b *Buf) { b.LeaRegBaseIndexDisp32(dst, base, index, d) })
+			if index == base || base == RSP && index == RAX {
+				add(fmt.Sprintf("{disp32} mov %d(%%%s), %%%s", d, base, dst),
+					func(b *Buf) { b.MovRegFromMemDisp32(dst, base, d) })
+			}
 			add(fmt.Sprintf("lea (%%%s,%%%s,1), %%%s", base, index, dst),
 				func(b *Buf) { b.LeaRegBaseIndex(dst, base, index) })
 			add(fmt.Sprintf("{disp32} lock incq %d(%%%s,%%%s,8)", d, base, index),

@@ -296,6 +296,35 @@ func (b *Buf) AddRegFromMemIdx8(dst, base, index Reg, disp int32) int {
 	return b.Len() - 4
 }
 
+// MovRegFromMemDisp32 emits mov disp32(%base), %dst (REX.W 8b /r,
+// mod=10, disp32 always: 7 bytes, 8 with %rsp or %r12 as base) and
+// returns the offset of the displacement in the buffer, for a caller
+// that fills it in later.
+func (b *Buf) MovRegFromMemDisp32(dst, base Reg, disp int32) int {
+	if !b.checkRegs("MovRegFromMemDisp32", dst, base) {
+		return b.Len()
+	}
+	b.emit(rex(true, dst.hi(), 0, base.hi()), 0x8b, modrm(2, dst.low(), base.low()))
+	if base.low() == 4 {
+		b.emit(sib(0, 4, 4))
+	}
+	b.emit32(uint32(disp))
+	return b.Len() - 4
+}
+
+// LeaRegBaseIndexDisp32 emits lea disp32(%base,%index,1), %dst: dst =
+// base + index + disp, flags untouched (REX.W 8d /r with SIB, disp32
+// always: 8 bytes), and returns the offset of the displacement in the
+// buffer.
+func (b *Buf) LeaRegBaseIndexDisp32(dst, base, index Reg, disp int32) int {
+	if !b.checkIndex("LeaRegBaseIndexDisp32", base, index) || !b.checkRegs("LeaRegBaseIndexDisp32", dst) {
+		return b.Len()
+	}
+	b.emit(rex(true, dst.hi(), index.hi(), base.hi()), 0x8d, modrm(2, dst.low(), 4), sib(0, index.low(), base.low()))
+	b.emit32(uint32(disp))
+	return b.Len() - 4
+}
+
 // JmpReg emits jmp *%reg (ff /4, mod=11: 2 bytes, 3 with REX.B).
 func (b *Buf) JmpReg(reg Reg) {
 	if !b.checkRegs("JmpReg", reg) {

@@ -61,40 +61,31 @@ func (s *regState) slot(off int32) (uint64, bool) {
 	return 0, false
 }
 
-// kill forgets the slots overlapping [off, off+size).
-func (s *regState) kill(off int32, size int) {
+// keep keeps the slots for which ok holds.
+func (s *regState) keep(ok func(slotVal) bool) {
 	n := uint8(0)
 	for _, v := range s.slots[:s.nslots] {
-		if int64(v.off)+8 <= int64(off) || int64(v.off) >= int64(off)+int64(size) {
+		if ok(v) {
 			s.slots[n] = v
 			n++
 		}
 	}
 	s.nslots = n
+}
+
+// kill forgets the slots overlapping [off, off+size).
+func (s *regState) kill(off int32, size int) {
+	s.keep(func(v slotVal) bool { return int64(v.off)+8 <= int64(off) || int64(v.off) >= int64(off)+int64(size) })
 }
 
 // keepAbove forgets the slots below frame offset lo.
 func (s *regState) keepAbove(lo int64) {
-	n := uint8(0)
-	for _, v := range s.slots[:s.nslots] {
-		if int64(v.off) >= lo {
-			s.slots[n] = v
-			n++
-		}
-	}
-	s.nslots = n
+	s.keep(func(v slotVal) bool { return int64(v.off) >= lo })
 }
 
 // keepBelow forgets the slots that reach above frame offset hi.
 func (s *regState) keepBelow(hi int64) {
-	n := uint8(0)
-	for _, v := range s.slots[:s.nslots] {
-		if int64(v.off)+8 <= hi {
-			s.slots[n] = v
-			n++
-		}
-	}
-	s.nslots = n
+	s.keep(func(v slotVal) bool { return int64(v.off)+8 <= hi })
 }
 
 // store records an 8-byte store of v at frame offset off.

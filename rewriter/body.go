@@ -370,7 +370,9 @@ func (fg *funcGen) copyInst(in *x86.Info, code []byte) error {
 // through the red zone (redZoneFree) (nor the instrumentation: the
 // path and loop registers are kept out; the index register itself will
 // do, the load reads it first), the base is added, and the jump
-// goes through the register.
+// goes through the register. A jump through a register that holds the
+// entry's address (biasedLoad.selfRel) loads the copy's entry, which
+// counts from its own address, and adds that address (decision 168).
 func (fg *funcGen) biasedJump(t int, bl biasedLoad) error {
 	gr := fg.f.Graph
 	live := fg.liveIn
@@ -388,8 +390,23 @@ func (fg *funcGen) biasedJump(t int, bl biasedLoad) error {
 		free &^= 1 << l.reg
 	}
 	b := fg.g.buf
+	target := func(s enc.Reg) {
+		at := b.MovRegFromMemIdx8(s, bl.base, bl.index, 0)
+		fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: -int64(bl.baseAddr)})
+		b.LeaRegBaseIndex(s, bl.base, s)
+	}
+	avoid := 1<<bl.base | 1<<bl.index
 	if bl.selfRel {
-		return fg.selfRelJump(t, bl, free)
+		// Both displacements: the copy's entry, at the original one's
+		// address plus the distance from the table to its copy.
+		add := int64(bl.disp) - int64(fg.g.tables[t].jt.Table)
+		target = func(s enc.Reg) {
+			at := b.MovRegFromMemDisp32(s, bl.base, 0)
+			fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: add})
+			at = b.LeaRegBaseIndexDisp32(s, bl.base, s, 0)
+			fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: add})
+		}
+		avoid = 1 << bl.base
 	}
 	if free == 0 {
 		if !redZoneFree(fg.g.b, gr) {
@@ -398,13 +415,11 @@ func (fg *funcGen) biasedJump(t int, bl biasedLoad) error {
 		// Borrow a register through the red zone: -8(%rsp) keeps its
 		// value, -16(%rsp) receives the target.
 		s := enc.RAX
-		for s == bl.base || s == bl.index {
+		for avoid&(1<<s) != 0 {
 			s++
 		}
 		b.MovMemFromReg(enc.RSP, -8, s)
-		at := b.MovRegFromMemIdx8(s, bl.base, bl.index, 0)
-		fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: -int64(bl.baseAddr)})
-		b.LeaRegBaseIndex(s, bl.base, s)
+		target(s)
 		b.MovMemFromReg(enc.RSP, -16, s)
 		b.MovRegFromMem(s, enc.RSP, -8)
 		b.JmpMem(enc.RSP, -16)
@@ -414,49 +429,8 @@ func (fg *funcGen) biasedJump(t int, bl biasedLoad) error {
 	for free&(1<<dst) == 0 {
 		dst++
 	}
-	at := b.MovRegFromMemIdx8(dst, bl.base, bl.index, 0)
-	fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: -int64(bl.baseAddr)})
-	b.LeaRegBaseIndex(dst, bl.base, dst)
+	target(dst)
 	b.JmpReg(dst)
-	return nil
-}
-
-// selfRelJump emits biasedJump's form for a jump through a register
-// that holds the entry's address (biasedLoad.selfRel): the entry of the
-// copy, which counts from its own address, is loaded and added to that
-// address, in a free register or one borrowed through the red zone.
-func (fg *funcGen) selfRelJump(t int, bl biasedLoad, free cfg.RegSet) error {
-	b := fg.g.buf
-	// Both displacements: the copy's entry, at the original one's
-	// address plus the distance from the table to its copy.
-	add := int64(bl.disp) - int64(fg.g.tables[t].jt.Table)
-	entry := func(s enc.Reg) {
-		at := b.MovRegFromMemDisp32(s, bl.base, 0)
-		fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: add})
-		at = b.LeaRegBaseIndexDisp32(s, bl.base, s, 0)
-		fg.g.patches = append(fg.g.patches, patch{at: at, tab: t + 1, add: add})
-	}
-	if free == 0 {
-		if !redZoneFree(fg.g.b, fg.f.Graph) {
-			return fmt.Errorf("%#x: no register is free after the indirect jump that reads an absolute PIE table", fg.g.tables[t].jt.Jump)
-		}
-		s := enc.RAX
-		for s == bl.base {
-			s++
-		}
-		b.MovMemFromReg(enc.RSP, -8, s)
-		entry(s)
-		b.MovMemFromReg(enc.RSP, -16, s)
-		b.MovRegFromMem(s, enc.RSP, -8)
-		b.JmpMem(enc.RSP, -16)
-		return nil
-	}
-	var s enc.Reg
-	for free&(1<<s) == 0 {
-		s++
-	}
-	entry(s)
-	b.JmpReg(s)
 	return nil
 }
 

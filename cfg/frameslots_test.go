@@ -9,15 +9,17 @@ import (
 
 // TestFrameSlots analyses testdata/slotcases.c, whose functions reload
 // a jump table's address from a frame slot after a call (decision 168):
-// the table is found where nothing else can reach the slot, and the
-// jump stays unresolved where the slot's address is taken, %rsp is
-// copied, a store through an index may land on it, or one path stores
-// another value there.
+// the table is found where nothing else can reach the slot (and through
+// a push and a pop), and the jump stays unresolved where the slot's
+// address is taken, %rsp is copied, a store through an index may land on
+// it, one path stores another value there, or the slot lay beyond the
+// red zone below %rsp.
 func TestFrameSlots(t *testing.T) {
 	exe := fixture.Build(t, "slotcases.c", fixture.Config{CC: "gcc", Opt: "-O2"})
 	want := map[string]bool{
 		"slot_reload": true, "slot_above": true,
 		"slot_lea": false, "slot_fp": false, "slot_index": false, "slot_join": false,
+		"slot_pushpop": true, "slot_below": false,
 	}
 	addrs := fixture.FuncAddrs(t, exe)
 	b, err := cfg.Open(exe)

@@ -46,3 +46,28 @@ func TestFrameSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaJumpTable analyses testdata/leajump.c, whose switch adds the
+// table's base to the entry with lea (decision 168): a table of four
+// entries, where the jump was taken for an indirect tail call and the
+// cases were not part of the function.
+func TestLeaJumpTable(t *testing.T) {
+	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2"}, {CC: "gcc", Opt: "-O2", PIE: true}} {
+		exe := fixture.Build(t, "leajump.c", c)
+		entry := fixture.FuncAddrs(t, exe)["lea_dispatch"]
+		b, err := cfg.Open(exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := cfg.Analyze(b, cfg.Options{Match: func(f *cfg.Function) bool { return f.Addr == entry }})
+		for i, f := range p.Funcs {
+			if f.Addr != entry {
+				continue
+			}
+			g := p.Graphs[i]
+			if !g.Instrumentable() || len(g.Tables) != 1 || g.Tables[0].Entries != 4 {
+				t.Errorf("%s: lea_dispatch: instrumentable %v (%s), %d tables, want one of 4 entries", c, g.Instrumentable(), g.Detail, len(g.Tables))
+			}
+		}
+	}
+}

@@ -389,6 +389,18 @@ func (s *slicer) evalDef(d, fam, depth int) sym {
 				// path brings another value.
 				return sym{}
 			}
+			if m.Base != 0 && m.Index != 0 && m.Scale == 1 && m.Disp == 0 && m.Segment == 0 {
+				// An entry added to the table's base by lea (zstd:
+				// movslq (%rbp,%rsi,4),%r9; lea (%r9,%rbp,1),%r12;
+				// jmp *%r12), where add would change the flags.
+				a, b := s.evalReg(d, regFamily(m.Base), depth+1), s.evalReg(d, regFamily(m.Index), depth+1)
+				switch {
+				case a.kind == symLoad && b.kind == symLinear && !b.hasVar:
+					return sym{kind: symAdd, a: &a, b: &b}
+				case b.kind == symLoad && a.kind == symLinear && !a.hasVar:
+					return sym{kind: symAdd, a: &b, b: &a}
+				}
+			}
 			return s.memAddr(d, m, depth+1)
 		}
 	case x86asm.MOV, x86asm.MOVSXD, x86asm.MOVZX, x86asm.MOVSX:

@@ -46,6 +46,10 @@ var dispatchFixtures = []struct {
 	// (%rax,%rcx,8),%rax; jmp *(%rax)), so a PIE's copy of the table
 	// counts each entry from itself.
 	{src: "cgslot.c", funcs: []string{"run"}},
+	// leajump.c adds the table's base to the entry with lea, keeping
+	// the flags the cases read (decision 168); taken for an indirect
+	// tail call, its cases ran uncounted.
+	{src: "leajump.c", funcs: []string{"lea_dispatch"}},
 }
 
 // dispatchConfigs are the stripped gcc and clang builds at -O2 and -O3,

@@ -1,6 +1,12 @@
 package cfg
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/blpp/blpp/cfg/x86"
+
+	"golang.org/x/arch/x86/x86asm"
+)
 
 // Dead table entries [decision 98]. clang lowers a switch case it proved
 // impossible (__builtin_unreachable, a default over a fully covered enum,
@@ -40,6 +46,41 @@ func partEnd(f *Function, t uint64) bool {
 	return false
 }
 
+// trapLimit bounds the straight-line run trapsAt follows.
+const trapLimit = 8
+
+// trapsAt reports whether the code at t runs straight into a halting
+// instruction (ud2, hlt, int3) within trapLimit instructions, with no
+// branch, call or system call before it: gcc's unreachable handler in a
+// stripped foo.cold, as CPython 3.11's dispatch table holds for its
+// CACHE opcode (mov %r15,0x38(%r12); mov 0x18,%rax; ud2, shared by two
+// functions' tables, so no one function joins it). Such an entry is
+// dead too: a program that took it would crash there, and the copy of
+// the table keeps it aimed at the original bytes, which run as before.
+func (bd *builder) trapsAt(t uint64) bool {
+	d := x86.NewDecoder()
+	defer d.Release()
+	var in x86.Info
+	for n := 0; n < trapLimit; n++ {
+		code := bd.b.Code(t)
+		if len(code) == 0 || d.DecodeInfoTo(&in, code, t) != nil {
+			return false
+		}
+		switch in.Kind {
+		case x86.Halt:
+			return true
+		case x86.Other:
+		default:
+			return false
+		}
+		if in.Op == x86asm.SYSCALL || !in.FromX86asm() {
+			return false
+		}
+		t += uint64(in.Len)
+	}
+	return false
+}
+
 // deadPad bounds the filler looked at after a body's end: a function's
 // alignment is at most 64 bytes.
 const deadPad = 64
@@ -50,7 +91,13 @@ const deadPad = 64
 // by the entry of another procedure or by the end of the section.
 func (bd *builder) deadTarget(t uint64) bool {
 	f := bd.f
-	if bd.rangeOf(t) >= 0 || !(f.sized && t == f.Addr+f.Size || partEnd(f, t)) {
+	if bd.rangeOf(t) >= 0 {
+		return false
+	}
+	if bd.trapsAt(t) {
+		return true
+	}
+	if !(f.sized && t == f.Addr+f.Size || partEnd(f, t)) {
 		return false
 	}
 	code := bd.b.Code(t)

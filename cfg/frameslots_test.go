@@ -1,6 +1,7 @@
 package cfg_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/blpp/blpp/cfg"
@@ -47,26 +48,36 @@ func TestFrameSlots(t *testing.T) {
 	}
 }
 
-// TestLeaJumpTable analyses testdata/leajump.c, whose switch adds the
-// table's base to the entry with lea (decision 168): a table of four
-// entries, where the jump was taken for an indirect tail call and the
-// cases were not part of the function.
+// TestLeaJumpTable analyses testdata/leajump.c (decision 168):
+// lea_dispatch's switch adds the table's base to the entry with lea (a
+// table of four entries, where the jump was taken for an indirect tail
+// call and the cases were not part of the function); trap_dispatch's
+// case 0 lies outside the function and runs straight into ud2 (a table
+// of four entries, the first dead, where the table's size was unknown
+// and the function refused).
 func TestLeaJumpTable(t *testing.T) {
 	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2"}, {CC: "gcc", Opt: "-O2", PIE: true}} {
 		exe := fixture.Build(t, "leajump.c", c)
-		entry := fixture.FuncAddrs(t, exe)["lea_dispatch"]
+		addrs := fixture.FuncAddrs(t, exe)
 		b, err := cfg.Open(exe)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := cfg.Analyze(b, cfg.Options{Match: func(f *cfg.Function) bool { return f.Addr == entry }})
-		for i, f := range p.Funcs {
-			if f.Addr != entry {
-				continue
+		p := cfg.Analyze(b, cfg.Options{})
+		for name, dead := range map[string][]int{"lea_dispatch": nil, "trap_dispatch": {0}} {
+			var g *cfg.Graph
+			for i, f := range p.Funcs {
+				if f.Addr == addrs[name] {
+					g = p.Graphs[i]
+				}
 			}
-			g := p.Graphs[i]
-			if !g.Instrumentable() || len(g.Tables) != 1 || g.Tables[0].Entries != 4 {
-				t.Errorf("%s: lea_dispatch: instrumentable %v (%s), %d tables, want one of 4 entries", c, g.Instrumentable(), g.Detail, len(g.Tables))
+			switch {
+			case g == nil:
+				t.Errorf("%s: %s not analysed", c, name)
+			case !g.Instrumentable() || len(g.Tables) != 1 || g.Tables[0].Entries != 4:
+				t.Errorf("%s: %s: instrumentable %v (%s), %d tables, want one of 4 entries", c, name, g.Instrumentable(), g.Detail, len(g.Tables))
+			case !slices.Equal(g.Tables[0].Dead, dead):
+				t.Errorf("%s: %s: dead entries %v, want %v", c, name, g.Tables[0].Dead, dead)
 			}
 		}
 	}

@@ -4,6 +4,7 @@
  * (%rax,%rdx,1),%rsi; jmp *%rsi), as gcc compiles a switch of libzstd's
  * where the flags must survive the jump.  Written in assembly so that
  * every build has that form; main calls it with every case.
+ * trap_dispatch (below) has a dead case (decision 168).
  */
 #include <stdio.h>
 
@@ -25,13 +26,40 @@ __asm__(".text\n.globl lea_dispatch\n.type lea_dispatch,@function\nlea_dispatch:
 	"lea_dispatch_tab: .long lea_dispatch_0-lea_dispatch_tab, lea_dispatch_1-lea_dispatch_tab, "
 	"lea_dispatch_2-lea_dispatch_tab, lea_dispatch_3-lea_dispatch_tab\n.text\n");
 
-long lea_dispatch(long);
+/* trap_dispatch's table sends case 0 to code outside the function (past
+ * its .size, with no symbol of its own) that runs straight into ud2,
+ * as gcc places an unreachable case in a stripped foo.cold: a dead
+ * entry.  main never takes it. */
+__asm__(".text\n.globl trap_dispatch\n.type trap_dispatch,@function\ntrap_dispatch:\n"
+	".cfi_startproc\n"
+	"push %rbx\n.cfi_def_cfa_offset 16\n.cfi_offset %rbx,-16\n"
+	"mov %edi,%ecx\n"
+	"and $3,%ecx\n"
+	"lea trap_dispatch_tab(%rip),%rdx\n"
+	"movslq (%rdx,%rcx,4),%rax\n"
+	"add %rdx,%rax\n"
+	"jmp *%rax\n"
+	"trap_dispatch_1: mov $11,%eax\npop %rbx\n.cfi_remember_state\n.cfi_def_cfa_offset 8\nret\n"
+	".cfi_restore_state\n"
+	"trap_dispatch_2: mov $22,%eax\npop %rbx\n.cfi_remember_state\n.cfi_def_cfa_offset 8\nret\n"
+	".cfi_restore_state\n"
+	"trap_dispatch_3: lea 33(%rdi),%eax\npop %rbx\n.cfi_def_cfa_offset 8\nret\n"
+	".cfi_endproc\n.size trap_dispatch,.-trap_dispatch\n"
+	"trap_dispatch_0: mov %rdi,0x38(%rbx)\nmovq 0x18,%rax\nud2\n"
+	".section .rodata\n.p2align 2\n"
+	"trap_dispatch_tab: .long trap_dispatch_0-trap_dispatch_tab, trap_dispatch_1-trap_dispatch_tab, "
+	"trap_dispatch_2-trap_dispatch_tab, trap_dispatch_3-trap_dispatch_tab\n.text\n");
+
+long lea_dispatch(long), trap_dispatch(long);
 
 int main(void)
 {
 	long sum = 0;
-	for (long i = 0; i < 1000; i++)
+	for (long i = 0; i < 1000; i++) {
 		sum += lea_dispatch(i * 7 % 11);
+		if (i % 4 != 0)
+			sum += trap_dispatch(i);
+	}
 	printf("%ld\n", sum);
 	return 0;
 }

@@ -16,25 +16,14 @@ import (
 // it, one path stores another value there, or the slot lay beyond the
 // red zone below %rsp.
 func TestFrameSlots(t *testing.T) {
-	exe := fixture.Build(t, "slotcases.c", fixture.Config{CC: "gcc", Opt: "-O2"})
+	graph := analysed(t, "slotcases.c", fixture.Config{CC: "gcc", Opt: "-O2"})
 	want := map[string]bool{
 		"slot_reload": true, "slot_above": true,
 		"slot_lea": false, "slot_fp": false, "slot_index": false, "slot_join": false,
 		"slot_pushpop": true, "slot_below": false,
 	}
-	addrs := fixture.FuncAddrs(t, exe)
-	b, err := cfg.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := cfg.Analyze(b, cfg.Options{})
 	for name, ok := range want {
-		var g *cfg.Graph
-		for i, f := range p.Funcs {
-			if f.Addr == addrs[name] {
-				g = p.Graphs[i]
-			}
-		}
+		g := graph(name)
 		switch {
 		case g == nil:
 			t.Errorf("%s: not analysed", name)
@@ -57,20 +46,9 @@ func TestFrameSlots(t *testing.T) {
 // and the function refused).
 func TestLeaJumpTable(t *testing.T) {
 	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2"}, {CC: "gcc", Opt: "-O2", PIE: true}} {
-		exe := fixture.Build(t, "leajump.c", c)
-		addrs := fixture.FuncAddrs(t, exe)
-		b, err := cfg.Open(exe)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := cfg.Analyze(b, cfg.Options{})
+		graph := analysed(t, "leajump.c", c)
 		for name, dead := range map[string][]int{"lea_dispatch": nil, "trap_dispatch": {0}} {
-			var g *cfg.Graph
-			for i, f := range p.Funcs {
-				if f.Addr == addrs[name] {
-					g = p.Graphs[i]
-				}
-			}
+			g := graph(name)
 			switch {
 			case g == nil:
 				t.Errorf("%s: %s not analysed", c, name)
@@ -80,5 +58,26 @@ func TestLeaJumpTable(t *testing.T) {
 				t.Errorf("%s: %s: dead entries %v, want %v", c, name, g.Tables[0].Dead, dead)
 			}
 		}
+	}
+}
+
+// analysed builds fixture src, analyses every function of it and
+// returns the graph of a function by its name (nil when there is none).
+func analysed(t *testing.T, src string, c fixture.Config) func(name string) *cfg.Graph {
+	t.Helper()
+	exe := fixture.Build(t, src, c)
+	addrs := fixture.FuncAddrs(t, exe)
+	b, err := cfg.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Analyze(b, cfg.Options{})
+	return func(name string) *cfg.Graph {
+		for i, f := range p.Funcs {
+			if a, ok := addrs[name]; ok && f.Addr == a {
+				return p.Graphs[i]
+			}
+		}
+		return nil
 	}
 }

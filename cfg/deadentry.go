@@ -49,9 +49,10 @@ func partEnd(f *Function, t uint64) bool {
 // trapLimit bounds the straight-line run trapsAt follows.
 const trapLimit = 8
 
-// trapsAt reports whether the code at t runs straight into a halting
-// instruction (ud2, hlt, int3) within trapLimit instructions, with no
-// branch, call or system call before it: gcc's unreachable handler in a
+// trapsAt reports whether the code at t runs straight into an
+// instruction that always faults in user mode (ud0, ud1, ud2, hlt)
+// within trapLimit instructions, with no branch, call or system call
+// before it (not int3, which a debugger or a SIGTRAP handler resumes): gcc's unreachable handler in a
 // stripped foo.cold, as CPython 3.11's dispatch table holds for its
 // CACHE opcode (mov %r15,0x38(%r12); mov 0x18,%rax; ud2, shared by two
 // functions' tables, so no one function joins it). Such an entry is
@@ -68,7 +69,7 @@ func (bd *builder) trapsAt(t uint64) bool {
 		}
 		switch in.Kind {
 		case x86.Halt:
-			return true
+			return in.Op == x86asm.UD0 || in.Op == x86asm.UD1 || in.Op == x86asm.UD2 || in.Op == x86asm.HLT
 		case x86.Other:
 		default:
 			return false

@@ -226,19 +226,8 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 			}
 			limit = max(limit, r)
 		}
-		var outside uint64
-		jt.Entries, outside = bd.extent(s, table, entSize, relative, base, limit)
+		jt.Entries = bd.extent(s, table, entSize, relative, base, limit)
 		if jt.Entries < 0 {
-			if bd.b.Code(outside) != nil && bd.g.Reason == ReasonOK {
-				// Perhaps a fragment not joined yet: gcc puts the
-				// handler of an opcode that never runs in foo.cold
-				// (CPython 3.11's CACHE, entry 0 of its dispatch
-				// table), which has no symbol in a stripped library.
-				// An escaping jump, which joinFragments joins.
-				bd.g.escape = outside
-				bd.g.fail(ReasonEscapingJump, in.Addr, "jump table at %#x has no bounds check and an entry outside the function, %#x, before entries inside it", table, outside)
-				return
-			}
 			bd.g.fail(ReasonUnresolvedIndirectJump, in.Addr, "jump table at %#x has no bounds check and an entry outside the function before entries inside it: its size is unknown", table)
 			return
 		}
@@ -469,10 +458,8 @@ const maxUnguarded = 1 << 12
 // address any code refers to (another table, other data),
 // before a slot a PIE does not relocate (absolute entries there are all
 // R_X86_64_RELATIVE), and before the first entry that does not lead into
-// the procedure, which is data past the table's end. With -1 (the
-// table goes on past an entry outside the procedure) it returns that
-// entry's target.
-func (bd *builder) extent(s *slicer, table uint64, entSize int, relative bool, base uint64, limit int) (int, uint64) {
+// the procedure, which is data past the table's end.
+func (bd *builder) extent(s *slicer, table uint64, entSize int, relative bool, base uint64, limit int) int {
 	if s.refs == nil {
 		s.refs = make(map[uint64]bool)
 		for i := range bd.insts {
@@ -515,13 +502,13 @@ func (bd *builder) extent(s *slicer, table uint64, entSize int, relative bool, b
 			// the later cases to the original code (or past the copy):
 			// the function cannot be instrumented (-1).
 			if n+1 < limit && bd.tableGoesOn(s, table, entSize, relative, base, n+1) {
-				return -1, t
+				return -1
 			}
 			break
 		}
 		live = n + 1
 	}
-	return live, 0
+	return live
 }
 
 // tableGoesOn says whether entry k of an unguarded table looks like one

@@ -13,6 +13,7 @@ import (
 	"github.com/blpp/blpp/internal/testsupport/corpus"
 	"github.com/blpp/blpp/internal/testsupport/fixture"
 	"github.com/blpp/blpp/report"
+	"github.com/blpp/blpp/rewriter"
 )
 
 // dispatchFixtures are the jump-table fixtures of issue 23 and the
@@ -232,5 +233,39 @@ func checkLua(t *testing.T, lua, script string, want []string) {
 			break
 		}
 		t.Errorf("same run: %s %s: blpp %d, callgrind %d %s", d.Func, d.Addr, d.Blpp, d.Callgrind, d.Note)
+	}
+}
+
+// TestPIELoadFlagsLive: in a PIE, a load of an absolute table that
+// overwrites its base becomes an add of the entry to the base only where
+// the flags are dead after it (decision 168). leajump.c's flags_dispatch
+// reads, in one case, the carry set before the jump: it stays out, with
+// that reason, and the program behaves as the original; in a
+// position-dependent build, which needs no add, it is instrumented.
+func TestPIELoadFlagsLive(t *testing.T) {
+	for _, pie := range []bool{true, false} {
+		c := fixture.Config{CC: "gcc", Opt: "-O2", PIE: pie}
+		orig := fixture.Build(t, "leajump.c", c)
+		inst := filepath.Join(t.TempDir(), "prog.blpp")
+		sum := rewriteSum(t, orig, inst, rewriter.Options{})
+		var left *rewriter.Skipped
+		for i := range sum.Skipped {
+			if sum.Skipped[i].Name == "flags_dispatch" {
+				left = &sum.Skipped[i]
+			}
+		}
+		switch {
+		case pie && (left == nil || !strings.Contains(left.Detail, "flags are live")):
+			t.Errorf("%s: flags_dispatch left out: %+v, want it out because the flags are live after its load", c, left)
+		case !pie && left != nil:
+			t.Errorf("%s: flags_dispatch left out (%s), want it instrumented", c, left.Detail)
+		}
+		want, werr := exec.Command(orig).Output()
+		run := exec.Command(inst)
+		run.Env = append(os.Environ(), "BLPP_PROFILE="+filepath.Join(t.TempDir(), "prof"))
+		got, err := run.Output()
+		if werr != nil || err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: rewritten %q (%v), original %q (%v)", c, got, err, want, werr)
+		}
 	}
 }

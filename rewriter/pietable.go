@@ -232,38 +232,35 @@ func redZoneFree(b *cfg.Binary, g *cfg.Graph) bool {
 // decision 5). live holds the blocks' live-in flags, computed on first
 // use.
 func arithFlagsDeadAfter(b *cfg.Binary, g *cfg.Graph, live *[]x86.Flags, addr uint64) bool {
-	for id := range g.Blocks {
-		blk := &g.Blocks[id]
-		if addr < blk.Addr || addr >= blk.End {
+	id, ok := g.BlockAt(addr)
+	if !ok {
+		return false
+	}
+	var written x86.Flags
+	after := false
+	for in := range b.Insts(&g.Blocks[id]) {
+		if !after {
+			after = in.Addr == addr
 			continue
 		}
-		var written x86.Flags
-		after := false
-		for in := range b.Insts(blk) {
-			if !after {
-				after = in.Addr == addr
-				continue
-			}
-			if in.Reads&x86.Status&^written != 0 {
-				return false
-			}
-			written |= in.Writes & x86.Status
-			if written == x86.Status {
-				return true
-			}
-		}
-		if !after {
+		if in.Reads&x86.Status&^written != 0 {
 			return false
 		}
-		if *live == nil {
-			*live = g.FlagsLiveIn()
+		written |= in.Writes & x86.Status
+		if written == x86.Status {
+			return true
 		}
-		for _, e := range g.Succs(cfg.BlockID(id)) {
-			if g.FlagsLiveOn(*live, e)&x86.Status&^written != 0 {
-				return false
-			}
-		}
-		return true
 	}
-	return false
+	if !after {
+		return false
+	}
+	if *live == nil {
+		*live = g.FlagsLiveIn()
+	}
+	for _, e := range g.Succs(id) {
+		if g.FlagsLiveOn(*live, e)&x86.Status&^written != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package cfg
 
 import (
+	"sync"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
@@ -115,6 +116,10 @@ type Binary struct {
 	frames frameIndex
 	// refs are the data addresses code refers to (refs.go).
 	refs refIndex
+	// relTargets holds the values of the R_X86_64_RELATIVE relocations
+	// that point into executable sections, sorted (relocTargets).
+	relTargets     addrSet
+	relTargetsOnce sync.Once
 	// UsesGS reports an instruction prefix 0x65 seen in code; filled by
 	// analysis, for the rewriter's refusal (DESIGN decision 4).
 }

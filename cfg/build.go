@@ -65,6 +65,12 @@ type builder struct {
 	tables    map[uint64]*JumpTable
 	indTail   map[uint64]bool
 	tailCalls map[uint64]uint64 // direct jmp/jcc address -> callee entry
+	// gotos marks the computed gotos (cgoto.go); labels are the
+	// addresses they may reach (nil until asked), queued for decoding
+	// once labelsQueued.
+	gotos        map[uint64]bool
+	labels       []uint64
+	labelsQueued bool
 	// unlocked maps the address just past a lock prefix that some branch
 	// skips (glibc's `je 1f; lock; 1: cmpxchg`) to the index of the
 	// instruction decoded there; the cover arrays keep the prefixed one.
@@ -693,6 +699,8 @@ func (bd *builder) makeBlocks() {
 				}
 			} else if bd.indTail[in.Addr] {
 				g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeTailCall})
+			} else if bd.gotos[in.Addr] {
+				g.appendEdge(Edge{From: from, To: Exit, Kind: EdgeGoto})
 			}
 		}
 	}
@@ -707,6 +715,7 @@ func (bd *builder) makeBlocks() {
 		}
 		g.appendEdge(Edge{From: Entry, To: to, Kind: EdgeEntry})
 	}
+	bd.resumeEdges(blockOf)
 	for _, jt := range bd.tables {
 		g.Tables = append(g.Tables, *jt)
 	}

@@ -59,6 +59,17 @@ const (
 	// edge ENTRY→w of Ball-Larus 96 §3.3), and its ToExit half is a
 	// path no run takes.
 	EdgeEntry
+	// EdgeResume: from the entry block to a label a computed goto may
+	// reach (decision 169). No instruction takes it: the computed gotos
+	// do, through the jump the rewriter puts at the label's original
+	// address. It breaks paths, so a path starts at the label.
+	EdgeResume
+	// EdgeGoto: from a block ending in a computed goto to Exit (decision
+	// 169). The jump goes to one of the procedure's labels (their
+	// EdgeResume edges), not out of it: the edge ends a path and the
+	// activation goes on. It breaks paths; its ENTRY→EXIT half is a
+	// path no run takes.
+	EdgeGoto
 )
 
 var edgeKindNames = [...]string{
@@ -72,6 +83,8 @@ var edgeKindNames = [...]string{
 	EdgeHalt:        "halt",
 	EdgeLanding:     "landing",
 	EdgeEntry:       "entry",
+	EdgeResume:      "resume",
+	EdgeGoto:        "goto",
 }
 
 func (k EdgeKind) String() string {
@@ -162,7 +175,7 @@ type CallSite struct {
 // wherever the exception was raised.
 func (g *Graph) BreaksPath(e EdgeID) bool {
 	ed := &g.Edges[e]
-	if ed.Kind == EdgeLanding || ed.Kind == EdgeEntry {
+	if ed.Kind == EdgeLanding || ed.Kind == EdgeEntry || ed.Kind == EdgeResume || ed.Kind == EdgeGoto {
 		return true
 	}
 	if ed.Kind != EdgeCallReturn {

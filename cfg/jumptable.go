@@ -91,7 +91,7 @@ func (bd *builder) resolveIndirect(s *slicer, i int) {
 	if atTop, known := bd.b.returnAtTop(in.Addr); known {
 		if atTop {
 			bd.indTail[in.Addr] = true
-		} else {
+		} else if !bd.computedGoto(s, i) {
 			bd.g.fail(ReasonUnresolvedIndirectJump, in.Addr, "indirect jump is not a recognised jump table, and its frame is still set up")
 		}
 		return
@@ -134,8 +134,9 @@ func (bd *builder) recheckTables() {
 		if in.Kind != x86.JmpIndirect {
 			continue
 		}
-		old, wasTail := bd.tables[in.Addr], bd.indTail[in.Addr]
+		old, wasTail, wasGoto := bd.tables[in.Addr], bd.indTail[in.Addr], bd.gotos[in.Addr]
 		delete(bd.indTail, in.Addr)
+		delete(bd.gotos, in.Addr)
 		work := len(bd.work)
 		bd.resolveIndirect(s, i)
 		bd.work = bd.work[:work]
@@ -143,7 +144,7 @@ func (bd *builder) recheckTables() {
 			return
 		}
 		now := bd.tables[in.Addr]
-		same := wasTail == bd.indTail[in.Addr] && (old == nil) == (now == nil)
+		same := wasTail == bd.indTail[in.Addr] && wasGoto == bd.gotos[in.Addr] && (old == nil) == (now == nil)
 		if same && old != nil {
 			// An unguarded table may end earlier now that more of the
 			// code's references are known; its extra entries led into

@@ -253,7 +253,7 @@ func (g *Graph) findSyscallLeaves(insts []x86.Info, instAt func(uint64) int) {
 				continue
 			}
 			st := out
-			if ed.Kind == EdgeCallReturn || ed.Kind == EdgeLanding || ed.Kind == EdgeEntry {
+			if ed.Kind == EdgeCallReturn || ed.Kind == EdgeLanding || ed.Kind == EdgeEntry || ed.Kind == EdgeResume {
 				st.known = 0
 			}
 			changed := false

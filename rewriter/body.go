@@ -440,7 +440,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cf
 	// The entry block's EdgeEntry edges are taken by no instruction.
 	var succs []cfg.EdgeID
 	for _, e := range gr.Succs(id) {
-		if gr.Edges[e].Kind != cfg.EdgeEntry {
+		if k := gr.Edges[e].Kind; k != cfg.EdgeEntry && k != cfg.EdgeResume {
 			succs = append(succs, e)
 		}
 	}
@@ -560,6 +560,13 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cf
 		}
 		return fg.reloc(in, code, enc.Target{})
 	case x86.JmpIndirect:
+		if e, ok := fg.succ(id, cfg.EdgeGoto); ok && len(succs) == 1 {
+			// A computed goto: the path ends, the activation goes on,
+			// and the jump reaches a label's original address, whose
+			// jump leads to its resume code (decision 169).
+			fg.edgeCode(e)
+			return fg.copyInst(in, code)
+		}
 		if e, ok := fg.succ(id, cfg.EdgeTailCall); ok && len(succs) == 1 {
 			fg.edgeCode(e)
 			return fg.copyInst(in, code)

@@ -25,6 +25,10 @@ type otherEntry struct {
 func (fp *funcPlan) planEntries() {
 	gr := fp.f.Graph
 	for i, ed := range gr.Edges {
+		if ed.Kind == cfg.EdgeResume {
+			fp.resumes = append(fp.resumes, otherEntry{addr: gr.Blocks[ed.To].Addr, edge: cfg.EdgeID(i), label: fp.g.buf.NewLabel()})
+			continue
+		}
 		if ed.Kind != cfg.EdgeEntry {
 			continue
 		}
@@ -34,8 +38,12 @@ func (fp *funcPlan) planEntries() {
 	}
 }
 
-// otherEntries queues the code of the other entries, out of line.
+// otherEntries queues the code of the other entries, out of line, and
+// that of the labels computed gotos reach (resume).
 func (fg *funcGen) otherEntries() {
+	for _, x := range fg.resumes {
+		fg.addCold(func() { fg.resume(x) })
+	}
 	for _, x := range fg.others {
 		fg.addCold(func() { fg.otherEntry(x, x.label, false) })
 		if l, ok := fg.g.tailEntries[x.addr]; ok {
@@ -58,6 +66,25 @@ func (fg *funcGen) otherEntry(x otherEntry, l enc.Label, tail bool) {
 	fg.entryBlock = fg.f.Graph.Edges[x.edge].To
 	fg.enterInline(tail)
 	fg.entryBlock = 0
+	v := int32(fg.num.EntryInc[x.edge])
+	if fg.hasPreg {
+		b.MovRegImm(fg.preg, v) // sign-extended; flags untouched
+	} else {
+		b.MovGS64Imm(fg.g.stubs.OffR, v)
+	}
+	b.JmpRel32(enc.LabelTarget(fg.blocks[fg.f.Graph.Edges[x.edge].To]))
+}
+
+// resume emits the code a computed goto reaches through the jump at
+// label x's original address (decision 169): the activation goes on, so
+// only the path register starts again, at the value of the pseudo edge
+// ENTRY→w of the label's EdgeResume, and control goes on in the label's
+// block. The unwind rules are the label's.
+func (fg *funcGen) resume(x otherEntry) {
+	b := fg.g.buf
+	b.Bind(x.label)
+	fg.mark(x.addr, false)
+	b.SetSP(0)
 	v := int32(fg.num.EntryInc[x.edge])
 	if fg.hasPreg {
 		b.MovRegImm(fg.preg, v) // sign-extended; flags untouched

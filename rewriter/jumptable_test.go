@@ -269,3 +269,40 @@ func TestPIELoadFlagsLive(t *testing.T) {
 		}
 	}
 }
+
+// TestComputedGoto rewrites threaded.c, a direct-threaded interpreter
+// whose handlers jump through the address each translated instruction
+// holds (decision 169), in every dispatch configuration: behaviour
+// identical and every block equal to callgrind's. In a PIE the labels'
+// relocations name the targets and run must be instrumented; an
+// executable that is not position-independent stores the labels'
+// addresses without relocations, and run must stay out.
+func TestComputedGoto(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	for _, c := range dispatchConfigs() {
+		c := c
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			twin := c
+			twin.Strip = false
+			entry := funcAddrs(t, fixture.Build(t, "threaded.c", twin), "run")["run"]
+			checkExact(t, "threaded.c", c)
+			_, inst := rewriteTo(t, "threaded.c", c, t.TempDir())
+			tab, f, err := report.LoadMeta(inst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			for _, mf := range tab.Funcs {
+				if mf.Entry != entry {
+					continue
+				}
+				if mf.Instrumented != c.PIE {
+					t.Errorf("run instrumented: %v, want %v in a PIE only (%s)", mf.Instrumented, c.PIE, mf.Reason)
+				}
+				return
+			}
+			t.Errorf("run (%#x) is not in the metadata", entry)
+		})
+	}
+}

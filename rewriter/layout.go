@@ -479,6 +479,14 @@ func (g *gen) codePatches(dark []*darkEntry, addrOf func(enc.Label) uint64) (pat
 			}
 			patches = append(patches, elfw.Patch{Addr: at, Bytes: jmp})
 		}
+		for _, x := range fg.resumes {
+			at := g.entryJumpAt(x.addr)
+			jmp, err := enc.JmpRel32At(at, addrOf(x.label))
+			if err != nil {
+				return nil, nil, fmt.Errorf("label %#x of %s: %w", x.addr, fg.f.Func.Name, err)
+			}
+			patches = append(patches, elfw.Patch{Addr: at, Bytes: jmp})
+		}
 	}
 	dp, err := darkPatches(dark, addrOf)
 	if err != nil {

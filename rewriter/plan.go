@@ -44,6 +44,8 @@ type funcPlan struct {
 	afterPrefix enc.Label
 	// others are the function's other entries (entries.go).
 	others []otherEntry
+	// resumes are the labels its computed gotos reach (entries.go).
+	resumes []otherEntry
 	// tabOf gives each indirect jump through a table (by the jump's
 	// address) its own copy of the table, loadOf the same copy by the
 	// address of each instruction that reads the entry [decision 66].

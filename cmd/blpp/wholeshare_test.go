@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -60,6 +61,12 @@ d = decimal.Context(prec=30)
 s = sum((d.divide(decimal.Decimal(i), decimal.Decimal(7)) for i in range(1, 3000)), decimal.Decimal(0))
 print(s, len(json.dumps({str(i): [i, i * 0.5] for i in range(2000)})))`}, nil},
 	}
+	// BLPP_SHARE_PROGRAMS names a JSON file of more programs to measure
+	// ([{"name": ..., "argv": [...], "stdin": FILE}, ...]); with it set,
+	// they are measured instead of the built-in list.
+	if f := os.Getenv("BLPP_SHARE_PROGRAMS"); f != "" {
+		ps = extraSharePrograms(t, f)
+	}
 	var out []shareProgram
 	for _, p := range ps {
 		if _, err := os.Stat(p.argv[0]); err == nil {
@@ -68,7 +75,7 @@ print(s, len(json.dumps({str(i): [i, i * 0.5] for i in range(2000)})))`}, nil},
 			t.Errorf("%s is missing (.ci/run installs it)", p.argv[0])
 		}
 	}
-	if gxx, err := exec.LookPath("g++"); err == nil {
+	if gxx, err := exec.LookPath("g++"); err == nil && os.Getenv("BLPP_SHARE_PROGRAMS") == "" {
 		dir := t.TempDir()
 		src := filepath.Join(dir, "throw.cc")
 		os.WriteFile(src, []byte(`#include <map>
@@ -204,4 +211,33 @@ func isModule(name string, mods []corpus.ModuleFile) bool {
 		}
 	}
 	return false
+}
+
+func extraSharePrograms(t *testing.T, file string) []shareProgram {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []struct {
+		Name  string
+		Argv  []string
+		Stdin string
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	var ps []shareProgram
+	for _, e := range list {
+		if len(e.Argv) == 0 {
+			t.Fatalf("%s: %s has no argv", file, e.Name)
+		}
+		p := shareProgram{name: e.Name, argv: e.Argv}
+		if e.Stdin != "" {
+			if p.stdin, err = os.ReadFile(e.Stdin); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ps = append(ps, p)
+	}
+	return ps
 }

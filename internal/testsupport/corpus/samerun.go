@@ -149,12 +149,18 @@ func checkSameRun(inst string, ps []*cct.Profile, cg *callgrind.Profile) (SameRu
 	others := map[string]map[uint64]bool{}
 	for _, mf := range tab.Funcs {
 		for _, e := range mf.Edges {
-			if e.Kind == meta.EdgeKind(cfg.EdgeEntry) && e.To >= 0 && int(e.To) < len(mf.Blocks) {
+			resume := e.Kind == meta.EdgeKind(cfg.EdgeResume)
+			if (e.Kind == meta.EdgeKind(cfg.EdgeEntry) || resume) && e.To >= 0 && int(e.To) < len(mf.Blocks) {
 				k := fmt.Sprintf("%#x", mf.Entry)
 				if others[k] == nil {
 					others[k] = map[uint64]bool{}
 				}
 				others[k][mf.Blocks[e.To].Addr] = true
+				if resume {
+					// A label's jump may follow its endbr64, which
+					// then runs too (decision 169).
+					others[k][mf.Blocks[e.To].Addr+4] = true
+				}
 			}
 		}
 	}

@@ -1,7 +1,6 @@
 package cfg
 
 import (
-	"sync"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
@@ -11,6 +10,7 @@ import (
 	"iter"
 	"os"
 	"sort"
+	"sync"
 
 	"github.com/blpp/blpp/cfg/ehframe"
 	"github.com/blpp/blpp/cfg/x86"

@@ -71,6 +71,9 @@ type builder struct {
 	gotos        map[uint64]bool
 	labels       []uint64
 	labelsQueued bool
+	// resumed are the labels that got an EdgeResume; receivers are the
+	// receivers of __builtin_setjmp (cgoto.go).
+	resumed, receivers []uint64
 	// unlocked maps the address just past a lock prefix that some branch
 	// skips (glibc's `je 1f; lock; 1: cmpxchg`) to the index of the
 	// instruction decoded there; the cover arrays keep the prefixed one.
@@ -186,7 +189,13 @@ func buildGraph(b *Binary, e env, f *Function) *Graph {
 	}
 	for {
 		bd.decodeAll()
-		if g.Reason != ReasonOK || len(bd.pending) == 0 {
+		if g.Reason != ReasonOK {
+			break
+		}
+		if len(bd.pending) == 0 {
+			if bd.findReceivers() {
+				continue
+			}
 			break
 		}
 		p := bd.pending
@@ -716,6 +725,7 @@ func (bd *builder) makeBlocks() {
 		g.appendEdge(Edge{From: Entry, To: to, Kind: EdgeEntry})
 	}
 	bd.resumeEdges(blockOf)
+	bd.receiverEdges(blockOf)
 	for _, jt := range bd.tables {
 		g.Tables = append(g.Tables, *jt)
 	}

@@ -110,7 +110,7 @@ func (bd *builder) computedGoto(s *slicer, i int) bool {
 // entry shares.
 func (bd *builder) resumeEdges(blockOf func(uint64) (BlockID, bool)) {
 	g := bd.g
-	if len(bd.gotos) == 0 {
+	if len(bd.gotos) == 0 || g.Reason != ReasonOK {
 		return
 	}
 	cases := map[uint64]bool{}
@@ -125,21 +125,17 @@ func (bd *builder) resumeEdges(blockOf func(uint64) (BlockID, bool)) {
 			labels = append(labels, l)
 		}
 	}
-	starts := append(append([]uint64{bd.f.Addr}, bd.f.Entries...), labels...)
+	bd.resumed = labels
+	starts := append(append(append([]uint64{bd.f.Addr}, bd.f.Entries...), labels...), bd.receivers...)
 	slices.Sort(starts)
 	for _, l := range labels {
+		if !bd.roomAt(l, starts) {
+			g.fail(ReasonUnresolvedIndirectJump, l, "no room for a 5-byte jump at the label a computed goto may reach")
+			return
+		}
 		to, ok := blockOf(l)
 		if !ok {
 			g.fail(ReasonBadDecode, l, "the label a computed goto may reach was not decoded")
-			return
-		}
-		end := l + 5
-		if code := bd.b.Code(l); len(code) >= 4 && isEndbr64(code) {
-			end += 4
-		}
-		i, _ := slices.BinarySearch(starts, l)
-		if i+1 < len(starts) && starts[i+1] < end || bd.rangeOf(end-1) != bd.rangeOf(l) {
-			g.fail(ReasonUnresolvedIndirectJump, l, "no room for a 5-byte jump at the label a computed goto may reach")
 			return
 		}
 		g.appendEdge(Edge{From: Entry, To: to, Kind: EdgeResume})
@@ -203,4 +199,132 @@ func (s *slicer) loads64(d, fam int) bool {
 	}
 	r, ok := in.Args[0].AsReg()
 	return ok && r >= x86asm.RAX && r <= x86asm.R15 && regFamily(r) == fam
+}
+
+// Receivers of __builtin_setjmp (decision 169). GCC's built-in setjmp,
+// which Ruby's VM uses for every tag it pushes, is inline code: it
+// stores the frame pointer, the address of a label of the function (the
+// receiver) and %rsp into a buffer, and __builtin_longjmp, in another
+// function, reloads them and jumps to the label's original address. No
+// instruction of the function reaches the receiver; the label is named
+// only by a lea. It gets an EdgeReceiver from the entry block and, like
+// a computed goto's label, a jump at its original address, to code that
+// does what a setjmp's second return does (decisions 24 and 112): the
+// runtime unwinds the activations the longjmp left and starts a path at
+// the receiver.
+
+// receiverWindow bounds how far after a lea of the label its store is
+// looked for.
+const receiverWindow = 12
+
+// findReceivers queues for decoding the receivers of the procedure's
+// __builtin_setjmp: in a procedure that stores %rsp to memory, a label
+// inside it whose address is stored, taken by a rip-relative lea (a PIE:
+// the store follows in straight-line code) or as an immediate (mov
+// $label,mem: gcc without PIE). It reports whether it queued any.
+func (bd *builder) findReceivers() bool {
+	storesSP := false
+	for i := range bd.insts {
+		in := &bd.insts[i]
+		if in.Op == x86asm.MOV && in.Args[0].Kind == x86.ArgMem {
+			if r, ok := in.Args[1].AsReg(); ok && r == x86asm.RSP {
+				storesSP = true
+				break
+			}
+		}
+	}
+	if !storesSP {
+		return false
+	}
+	queued := false
+	for i := range bd.insts {
+		in := &bd.insts[i]
+		var l uint64
+		switch {
+		case in.Op == x86asm.LEA && in.RIPRel:
+			if bd.storedAfter(i) {
+				l = in.RIPTarget
+			}
+		case in.Op == x86asm.MOV && in.Args[0].Kind == x86.ArgMem && in.Args[1].Kind == x86.ArgImm:
+			if v := in.Args[1].Val; v > 0 && bd.memBytes(i) == 8 { // movq $imm32,mem
+				l = uint64(v)
+			}
+		}
+		if l == 0 || bd.rangeOf(l) < 0 || l == bd.f.Addr || slices.Contains(bd.f.Entries, l) || slices.Contains(bd.receivers, l) {
+			continue
+		}
+		bd.receivers = append(bd.receivers, l)
+		bd.setLeader(l)
+		bd.work = append(bd.work, l)
+		queued = true
+	}
+	return queued
+}
+
+// storedAfter reports whether the register the instruction insts[i]
+// writes is stored to memory by one of the next receiverWindow
+// instructions, in straight-line code, before anything writes it again.
+func (bd *builder) storedAfter(i int) bool {
+	dst, ok := bd.insts[i].Args[0].AsReg()
+	if !ok || dst < x86asm.RAX || dst > x86asm.R15 {
+		return false
+	}
+	fam := regFamily(dst)
+	for k, j := 0, i; k < receiverWindow; k++ {
+		next := bd.insts[j].Addr + uint64(bd.insts[j].Len)
+		if j = bd.instAt(next); j < 0 {
+			return false
+		}
+		n := &bd.insts[j]
+		if n.Kind != x86.Other {
+			return false
+		}
+		if n.Op == x86asm.MOV && n.Args[0].Kind == x86.ArgMem {
+			if r, ok := n.Args[1].AsReg(); ok && r >= x86asm.RAX && r <= x86asm.R15 && regFamily(r) == fam {
+				return true
+			}
+		}
+		if writesReg(n, fam) {
+			return false
+		}
+	}
+	return false
+}
+
+// receiverEdges adds an EdgeReceiver from the entry block to each
+// receiver, with the room check of resumeEdges.
+func (bd *builder) receiverEdges(blockOf func(uint64) (BlockID, bool)) {
+	g := bd.g
+	if len(bd.receivers) == 0 || g.Reason != ReasonOK {
+		return
+	}
+	starts := append(append(append([]uint64{bd.f.Addr}, bd.f.Entries...), bd.receivers...), bd.resumed...)
+	slices.Sort(starts)
+	for _, l := range bd.receivers {
+		if !bd.roomAt(l, starts) {
+			g.fail(ReasonUnresolvedIndirectJump, l, "no room for a 5-byte jump at the receiver of __builtin_setjmp")
+			return
+		}
+		to, ok := blockOf(l)
+		if !ok {
+			g.fail(ReasonBadDecode, l, "the receiver of __builtin_setjmp was not decoded")
+			return
+		}
+		g.appendEdge(Edge{From: Entry, To: to, Kind: EdgeReceiver})
+	}
+}
+
+// roomAt reports whether the jump at label l's original address (after
+// an endbr64 there) fits in l's range without reaching the next of
+// starts (sorted: the entries and labels that get such jumps).
+func (bd *builder) roomAt(l uint64, starts []uint64) bool {
+	end := l + 5
+	if isEndbr64(bd.b.Code(l)) {
+		end += 4
+	}
+	i, _ := slices.BinarySearch(starts, l)
+	for i < len(starts) && starts[i] == l {
+		i++
+	}
+	return !(i < len(starts) && starts[i] < end) && bd.rangeOf(end-1) == bd.rangeOf(l)
 }

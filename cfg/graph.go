@@ -70,6 +70,11 @@ const (
 	// activation goes on. It breaks paths; its ENTRY→EXIT half is a
 	// path no run takes.
 	EdgeGoto
+	// EdgeReceiver: from the entry block to the receiver of a
+	// __builtin_setjmp (decision 169), which __builtin_longjmp in
+	// another function reaches through the jump the rewriter puts at
+	// the receiver's original address. It breaks paths.
+	EdgeReceiver
 )
 
 var edgeKindNames = [...]string{
@@ -85,6 +90,7 @@ var edgeKindNames = [...]string{
 	EdgeEntry:       "entry",
 	EdgeResume:      "resume",
 	EdgeGoto:        "goto",
+	EdgeReceiver:    "receiver",
 }
 
 func (k EdgeKind) String() string {
@@ -175,7 +181,7 @@ type CallSite struct {
 // wherever the exception was raised.
 func (g *Graph) BreaksPath(e EdgeID) bool {
 	ed := &g.Edges[e]
-	if ed.Kind == EdgeLanding || ed.Kind == EdgeEntry || ed.Kind == EdgeResume || ed.Kind == EdgeGoto {
+	if ed.Kind == EdgeLanding || ed.Kind == EdgeEntry || ed.Kind == EdgeResume || ed.Kind == EdgeGoto || ed.Kind == EdgeReceiver {
 		return true
 	}
 	if ed.Kind != EdgeCallReturn {

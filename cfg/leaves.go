@@ -253,7 +253,7 @@ func (g *Graph) findSyscallLeaves(insts []x86.Info, instAt func(uint64) int) {
 				continue
 			}
 			st := out
-			if ed.Kind == EdgeCallReturn || ed.Kind == EdgeLanding || ed.Kind == EdgeEntry || ed.Kind == EdgeResume {
+			if ed.Kind == EdgeCallReturn || ed.Kind == EdgeLanding || ed.Kind == EdgeEntry || ed.Kind == EdgeResume || ed.Kind == EdgeReceiver {
 				st.known = 0
 			}
 			changed := false

@@ -440,7 +440,7 @@ func (fg *funcGen) terminator(id cfg.BlockID, in *x86.Info, code []byte, next cf
 	// The entry block's EdgeEntry edges are taken by no instruction.
 	var succs []cfg.EdgeID
 	for _, e := range gr.Succs(id) {
-		if k := gr.Edges[e].Kind; k != cfg.EdgeEntry && k != cfg.EdgeResume {
+		if k := gr.Edges[e].Kind; k != cfg.EdgeEntry && k != cfg.EdgeResume && k != cfg.EdgeReceiver {
 			succs = append(succs, e)
 		}
 	}

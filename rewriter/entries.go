@@ -25,7 +25,7 @@ type otherEntry struct {
 func (fp *funcPlan) planEntries() {
 	gr := fp.f.Graph
 	for i, ed := range gr.Edges {
-		if ed.Kind == cfg.EdgeResume {
+		if ed.Kind == cfg.EdgeResume || ed.Kind == cfg.EdgeReceiver {
 			fp.resumes = append(fp.resumes, otherEntry{addr: gr.Blocks[ed.To].Addr, edge: cfg.EdgeID(i), label: fp.g.buf.NewLabel()})
 			continue
 		}
@@ -85,6 +85,21 @@ func (fg *funcGen) resume(x otherEntry) {
 	b.Bind(x.label)
 	fg.mark(x.addr, false)
 	b.SetSP(0)
+	if fg.f.Graph.Edges[x.edge].Kind == cfg.EdgeReceiver {
+		// A longjmp's arrival, as at a landing pad (landingPads): the
+		// runtime unwinds the activations it left and restarts the
+		// path in Thread.R.
+		b.LeaRSP(-redZone)
+		b.PushImm32(-1)
+		b.PushImm32(int32(fg.num.EntryInc[x.edge]))
+		b.PushImm32(0)
+		b.PushImm32(fg.gid)
+		b.CallRel32(enc.AbsTarget(fg.g.stubs.SetjmpRet))
+		b.LeaRSP(redZone + 32)
+		fg.reload()
+		b.JmpRel32(enc.LabelTarget(fg.blocks[fg.f.Graph.Edges[x.edge].To]))
+		return
+	}
 	v := int32(fg.num.EntryInc[x.edge])
 	if fg.hasPreg {
 		b.MovRegImm(fg.preg, v) // sign-extended; flags untouched

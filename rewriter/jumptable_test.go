@@ -270,39 +270,53 @@ func TestPIELoadFlagsLive(t *testing.T) {
 	}
 }
 
-// TestComputedGoto rewrites threaded.c, a direct-threaded interpreter
-// whose handlers jump through the address each translated instruction
-// holds (decision 169), in every dispatch configuration: behaviour
-// identical and every block equal to callgrind's. In a PIE the labels'
-// relocations name the targets and run must be instrumented; an
-// executable that is not position-independent stores the labels'
-// addresses without relocations, and run must stay out.
+// TestComputedGoto rewrites the fixtures of decision 169 in every
+// dispatch configuration: behaviour identical and every block equal to
+// callgrind's. threaded.c is a direct-threaded interpreter whose handlers
+// jump through the address each translated instruction holds: in a PIE
+// the labels' relocations name the targets and run must be instrumented;
+// an executable that is not position-independent stores the labels'
+// addresses without relocations, and run must stay out. bsetjmp.c's
+// guarded calls __builtin_setjmp, whose receiver only a longjmp from
+// two functions down reaches; it must be instrumented everywhere.
 func TestComputedGoto(t *testing.T) {
 	fixture.RequireTool(t, "valgrind", "valgrind")
+	cases := []struct {
+		src, fn string
+		pieOnly bool
+	}{
+		{"threaded.c", "run", true},
+		{"bsetjmp.c", "guarded", false},
+	}
 	for _, c := range dispatchConfigs() {
 		c := c
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			twin := c
-			twin.Strip = false
-			entry := funcAddrs(t, fixture.Build(t, "threaded.c", twin), "run")["run"]
-			checkExact(t, "threaded.c", c)
-			_, inst := rewriteTo(t, "threaded.c", c, t.TempDir())
-			tab, f, err := report.LoadMeta(inst)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
-			for _, mf := range tab.Funcs {
-				if mf.Entry != entry {
-					continue
+			for _, fx := range cases {
+				twin := c
+				twin.Strip = false
+				entry := funcAddrs(t, fixture.Build(t, fx.src, twin), fx.fn)[fx.fn]
+				checkExact(t, fx.src, c)
+				_, inst := rewriteTo(t, fx.src, c, t.TempDir())
+				tab, f, err := report.LoadMeta(inst)
+				if err != nil {
+					t.Fatal(err)
 				}
-				if mf.Instrumented != c.PIE {
-					t.Errorf("run instrumented: %v, want %v in a PIE only (%s)", mf.Instrumented, c.PIE, mf.Reason)
+				f.Close()
+				found := false
+				for _, mf := range tab.Funcs {
+					if mf.Entry != entry {
+						continue
+					}
+					found = true
+					if want := c.PIE || !fx.pieOnly; mf.Instrumented != want {
+						t.Errorf("%s: %s instrumented: %v, want %v (%s)", fx.src, fx.fn, mf.Instrumented, want, mf.Reason)
+					}
 				}
-				return
+				if !found {
+					t.Errorf("%s: %s (%#x) is not in the metadata", fx.src, fx.fn, entry)
+				}
 			}
-			t.Errorf("run (%#x) is not in the metadata", entry)
 		})
 	}
 }

@@ -244,6 +244,9 @@ func (fp *funcPlan) closedCandidate() bool {
 		if ed.To == cfg.Exit && ed.Kind != cfg.EdgeReturn && ed.Kind != cfg.EdgeTailCall && ed.Kind != cfg.EdgeNoReturn {
 			return false
 		}
+		if ed.Kind == cfg.EdgeResume || ed.Kind == cfg.EdgeReceiver {
+			return false // decision 169
+		}
 	}
 	for _, c := range gr.Calls {
 		if c.ReturnsTwice || c.Forks {
@@ -390,6 +393,10 @@ func (fp *funcPlan) findSites() {
 			fp.vforkSites = setIn(fp.vforkSites, c.Addr, true)
 		}
 		fp.setjmps = fp.setjmps || c.ReturnsTwice
+	}
+	// A __builtin_setjmp's receiver is a second return too (decision 169).
+	for _, ed := range fp.f.Graph.Edges {
+		fp.setjmps = fp.setjmps || ed.Kind == cfg.EdgeReceiver
 	}
 	fp.nCalls = int32(len(calls))
 	// Then the system calls that may end the image: the runtime finds

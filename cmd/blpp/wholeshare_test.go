@@ -61,6 +61,34 @@ d = decimal.Context(prec=30)
 s = sum((d.divide(decimal.Decimal(i), decimal.Decimal(7)) for i in range(1, 3000)), decimal.Decimal(0))
 print(s, len(json.dumps({str(i): [i, i * 0.5] for i in range(2000)})))`}, nil},
 	}
+	// Direct-threaded interpreters: PHP's hybrid VM and Ruby's VM jump
+	// through handler addresses their instructions hold, and Ruby's tags
+	// are __builtin_setjmp (decision 169).
+	scripts := t.TempDir()
+	rb, php := filepath.Join(scripts, "w.rb"), filepath.Join(scripts, "w.php")
+	os.WriteFile(rb, []byte(`class Pt; attr_reader :x, :y; def initialize(x, y); @x = x; @y = y; end; def +(o); Pt.new(@x + o.x, @y + o.y); end; end
+h = {}
+acc = Pt.new(0, 0)
+4000.times { |i| acc = acc + Pt.new(i % 7, i % 11); h["k#{i % 97}"] = (h["k#{i % 97}"] || 0) + i }
+words = (1..1000).map { |i| (i * 7919 % 10007).to_s(36) }
+s = words.sort_by { |w| [w.size, w] }.each_slice(50).map { |sl| sl.join(",") }.select { |l| l =~ /a.*z|q/ }
+fib = ->(n) { n < 2 ? n : fib.(n - 1) + fib.(n - 2) }
+bad = 0
+200.times { |i| begin; Integer("x#{i}"); rescue ArgumentError; bad += 1; end }
+puts acc.x, acc.y, h.size, h.values.sum, s.size, fib.(16), bad
+`), 0o644)
+	os.WriteFile(php, []byte(`<?php
+class Pt { public $x; public $y; function __construct($x, $y) { $this->x = $x; $this->y = $y; } function add($o) { return new Pt($this->x + $o->x, $this->y + $o->y); } }
+$h = []; $acc = new Pt(0, 0);
+for ($i = 0; $i < 4000; $i++) { $acc = $acc->add(new Pt($i % 7, $i % 11)); $k = "k" . ($i % 97); $h[$k] = ($h[$k] ?? 0) + $i; }
+$words = []; for ($i = 1; $i <= 1000; $i++) $words[] = base_convert(strval($i * 7919 % 10007), 10, 36);
+usort($words, function ($a, $b) { return strlen($a) - strlen($b) ?: strcmp($a, $b); });
+$n = 0; foreach (array_chunk($words, 50) as $c) { if (preg_match('/a.*z|q/', implode(",", $c))) $n++; }
+function fib($n) { return $n < 2 ? $n : fib($n - 1) + fib($n - 2); }
+$bad = 0; for ($i = 0; $i < 200; $i++) { try { throw new Exception("x$i"); } catch (Exception $e) { $bad++; } }
+echo $acc->x, " ", $acc->y, " ", count($h), " ", array_sum($h), " ", $n, " ", fib(16), " ", $bad, "\n";
+`), 0o644)
+	ps = append(ps, shareProgram{"ruby", []string{"/usr/bin/ruby", "--disable-gems", rb}, nil}, shareProgram{"php", []string{"/usr/bin/php", "-n", php}, nil})
 	// BLPP_SHARE_PROGRAMS names a JSON file of more programs to measure
 	// ([{"name": ..., "argv": [...], "stdin": FILE}, ...]); with it set,
 	// they are measured instead of the built-in list.

@@ -149,7 +149,7 @@ func checkSameRun(inst string, ps []*cct.Profile, cg *callgrind.Profile) (SameRu
 	others := map[string]map[uint64]bool{}
 	for _, mf := range tab.Funcs {
 		for _, e := range mf.Edges {
-			resume := e.Kind == meta.EdgeKind(cfg.EdgeResume)
+			resume := e.Kind == meta.EdgeKind(cfg.EdgeResume) || e.Kind == meta.EdgeKind(cfg.EdgeReceiver)
 			if (e.Kind == meta.EdgeKind(cfg.EdgeEntry) || resume) && e.To >= 0 && int(e.To) < len(mf.Blocks) {
 				k := fmt.Sprintf("%#x", mf.Entry)
 				if others[k] == nil {

@@ -229,6 +229,21 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 		}
 		jt.Entries = bd.extent(s, table, entSize, relative, base, limit)
 		if jt.Entries < 0 {
+			// Perhaps the entry leads into a stripped .cold fragment
+			// of this function (php's zval_get_string_func): an
+			// escape, which joinFragments joins, and the table then
+			// goes on inside the joined procedure.
+			for k := 0; bd.g.Reason == ReasonOK && k < maxUnguarded; k++ {
+				t, ok := bd.tableTarget(table, k, entSize, relative, base)
+				if !ok {
+					break
+				}
+				if bd.rangeOf(t) < 0 && !bd.deadTarget(t) {
+					bd.g.escape = t
+					bd.g.fail(ReasonEscapingJump, in.Addr, "jump table entry %d targets %#x, outside the function, and the table goes on", k, t)
+					return
+				}
+			}
 			bd.g.fail(ReasonUnresolvedIndirectJump, in.Addr, "jump table at %#x has no bounds check and an entry outside the function before entries inside it: its size is unknown", table)
 			return
 		}

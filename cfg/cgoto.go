@@ -328,3 +328,13 @@ func (bd *builder) roomAt(l uint64, starts []uint64) bool {
 	}
 	return !(i < len(starts) && starts[i] < end) && bd.rangeOf(end-1) == bd.rangeOf(l)
 }
+
+// hasGotos reports whether the graph has a computed goto's edge.
+func (g *Graph) hasGotos() bool {
+	for _, ed := range g.Edges {
+		if ed.Kind == EdgeGoto {
+			return true
+		}
+	}
+	return false
+}

@@ -288,6 +288,10 @@ type Graph struct {
 	// escape is the target of the first jump that left the procedure
 	// into the middle of other code, for joining stripped fragments.
 	escape uint64
+	// gotoFlags are the flags live on EdgeGoto edges once
+	// gotoFlagsKnown (ComputeFlagsLiveness).
+	gotoFlags      x86.Flags
+	gotoFlagsKnown bool
 	// scan is discovery's flow scan of the procedure, made by the
 	// builder while discovery runs (flowScan); discover takes it.
 	scan *funcScan

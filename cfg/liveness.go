@@ -60,7 +60,7 @@ func (g *Graph) FlagsLiveIn() []x86.Flags {
 	for b := range g.Blocks {
 		for _, e := range g.Succs(BlockID(b)) {
 			if ed := &g.Edges[e]; ed.To < 0 {
-				out[b] |= exitFlags(ed.Kind)
+				out[b] |= g.exitFlagsOf(ed.Kind)
 			}
 		}
 	}
@@ -119,9 +119,20 @@ func (g *Graph) FlagsLiveIn() []x86.Flags {
 func (g *Graph) liveOn(in []x86.Flags, e EdgeID) x86.Flags {
 	ed := &g.Edges[e]
 	if ed.To < 0 {
-		return exitFlags(ed.Kind)
+		return g.exitFlagsOf(ed.Kind)
 	}
 	return in[ed.To]
+}
+
+// exitFlagsOf is exitFlags for g: a computed goto's edge (EdgeGoto) leads
+// to the labels of its EdgeResume edges, and carries the flags live into
+// any of them once ComputeFlagsLiveness has found them (decision 169);
+// until then, every flag.
+func (g *Graph) exitFlagsOf(k EdgeKind) x86.Flags {
+	if k == EdgeGoto && g.gotoFlagsKnown {
+		return g.gotoFlags
+	}
+	return exitFlags(k)
 }
 
 // FlagsLiveOn returns the flags that may be read, before being written,
@@ -135,6 +146,24 @@ func (g *Graph) FlagsLiveOn(liveIn []x86.Flags, e EdgeID) x86.Flags {
 // and Graph.EntryFlags. It reads Block.FlagsUse and Block.FlagsDef, which
 // must already be set.
 func (g *Graph) ComputeFlagsLiveness() {
+	if g.hasGotos() {
+		// The least fixed point over the gotos too: start from no flag
+		// live on them, and add what the labels read until that holds.
+		g.gotoFlags, g.gotoFlagsKnown = 0, true
+		for {
+			in := g.FlagsLiveIn()
+			var u x86.Flags
+			for _, ed := range g.Edges {
+				if ed.Kind == EdgeResume && len(in) > 0 {
+					u |= in[ed.To]
+				}
+			}
+			if u&^g.gotoFlags == 0 {
+				break
+			}
+			g.gotoFlags |= u
+		}
+	}
 	in := g.FlagsLiveIn()
 	if len(in) > 0 {
 		g.EntryFlags = in[Entry]

@@ -296,3 +296,26 @@ func ExampleGraph_ComputeFlagsLiveness() {
 	// 2→-1 live=false
 	// 3→-1 live=false
 }
+
+// TestGotoFlags checks the flags on computed gotos' edges (decision 169):
+// the least fixed point of what their labels read. A label that only
+// jumps on makes no flag live by itself; one that reads CF makes CF live
+// on every goto.
+func TestGotoFlags(t *testing.T) {
+	for _, reads := range []x86.Flags{0, x86.CF} {
+		// 0: entry, returns or resumes at 1 and 2; 1: jumps on; 2: reads
+		// reads, writes the status flags, jumps on.
+		g := anGraph(3, anEdge{0, Exit}, anEdge{0, 1}, anEdge{0, 2}, anEdge{1, Exit}, anEdge{2, Exit})
+		g.Edges[1].Kind, g.Edges[2].Kind = EdgeResume, EdgeResume
+		g.Edges[3].Kind, g.Edges[4].Kind = EdgeGoto, EdgeGoto
+		anSetFlags(g, anUseDef{0, x86.Status}, anUseDef{0, 0}, anUseDef{reads, x86.Status})
+		g.ComputeFlagsLiveness()
+		want := reads != 0
+		if g.Edges[3].FlagsLive != want || g.Edges[4].FlagsLive != want {
+			t.Errorf("label reads %v: gotos' flags live %v %v, want %v", reads, g.Edges[3].FlagsLive, g.Edges[4].FlagsLive, want)
+		}
+		if want && g.gotoFlags != reads {
+			t.Errorf("label reads %v: gotos carry %v", reads, g.gotoFlags)
+		}
+	}
+}

@@ -126,19 +126,27 @@ func (bd *builder) resumeEdges(blockOf func(uint64) (BlockID, bool)) {
 		}
 	}
 	bd.resumed = labels
-	starts := append(append(append([]uint64{bd.f.Addr}, bd.f.Entries...), labels...), bd.receivers...)
+	bd.labelEdges(labels, EdgeResume, "the label a computed goto may reach", blockOf)
+}
+
+// labelEdges adds an edge of kind from the entry block to each of
+// labels (what names them in a refusal), each with room for the jump
+// at its original address that no entry or other label shares.
+func (bd *builder) labelEdges(labels []uint64, kind EdgeKind, what string, blockOf func(uint64) (BlockID, bool)) {
+	g := bd.g
+	starts := append(append(append([]uint64{bd.f.Addr}, bd.f.Entries...), bd.resumed...), bd.receivers...)
 	slices.Sort(starts)
 	for _, l := range labels {
 		if !bd.roomAt(l, starts) {
-			g.fail(ReasonUnresolvedIndirectJump, l, "no room for a 5-byte jump at the label a computed goto may reach")
+			g.fail(ReasonUnresolvedIndirectJump, l, "no room for a 5-byte jump at %s", what)
 			return
 		}
 		to, ok := blockOf(l)
 		if !ok {
-			g.fail(ReasonBadDecode, l, "the label a computed goto may reach was not decoded")
+			g.fail(ReasonBadDecode, l, "%s was not decoded", what)
 			return
 		}
-		g.appendEdge(Edge{From: Entry, To: to, Kind: EdgeResume})
+		g.appendEdge(Edge{From: Entry, To: to, Kind: kind})
 	}
 }
 
@@ -298,20 +306,7 @@ func (bd *builder) receiverEdges(blockOf func(uint64) (BlockID, bool)) {
 	if len(bd.receivers) == 0 || g.Reason != ReasonOK {
 		return
 	}
-	starts := append(append(append([]uint64{bd.f.Addr}, bd.f.Entries...), bd.receivers...), bd.resumed...)
-	slices.Sort(starts)
-	for _, l := range bd.receivers {
-		if !bd.roomAt(l, starts) {
-			g.fail(ReasonUnresolvedIndirectJump, l, "no room for a 5-byte jump at the receiver of __builtin_setjmp")
-			return
-		}
-		to, ok := blockOf(l)
-		if !ok {
-			g.fail(ReasonBadDecode, l, "the receiver of __builtin_setjmp was not decoded")
-			return
-		}
-		g.appendEdge(Edge{From: Entry, To: to, Kind: EdgeReceiver})
-	}
+	bd.labelEdges(bd.receivers, EdgeReceiver, "the receiver of __builtin_setjmp", blockOf)
 }
 
 // roomAt reports whether the jump at label l's original address (after

@@ -66,13 +66,20 @@ func (fg *funcGen) otherEntry(x otherEntry, l enc.Label, tail bool) {
 	fg.entryBlock = fg.f.Graph.Edges[x.edge].To
 	fg.enterInline(tail)
 	fg.entryBlock = 0
-	v := int32(fg.num.EntryInc[x.edge])
+	fg.startPath(x.edge)
+}
+
+// startPath sets the path register to EntryInc of the path-breaking edge
+// e, flags untouched, and jumps to e's block.
+func (fg *funcGen) startPath(e cfg.EdgeID) {
+	b := fg.g.buf
+	v := int32(fg.num.EntryInc[e])
 	if fg.hasPreg {
-		b.MovRegImm(fg.preg, v) // sign-extended; flags untouched
+		b.MovRegImm(fg.preg, v) // sign-extended
 	} else {
 		b.MovGS64Imm(fg.g.stubs.OffR, v)
 	}
-	b.JmpRel32(enc.LabelTarget(fg.blocks[fg.f.Graph.Edges[x.edge].To]))
+	b.JmpRel32(enc.LabelTarget(fg.blocks[fg.f.Graph.Edges[e].To]))
 }
 
 // resume emits the code a computed goto reaches through the jump at
@@ -86,25 +93,8 @@ func (fg *funcGen) resume(x otherEntry) {
 	fg.mark(x.addr, false)
 	b.SetSP(0)
 	if fg.f.Graph.Edges[x.edge].Kind == cfg.EdgeReceiver {
-		// A longjmp's arrival, as at a landing pad (landingPads): the
-		// runtime unwinds the activations it left and restarts the
-		// path in Thread.R.
-		b.LeaRSP(-redZone)
-		b.PushImm32(-1)
-		b.PushImm32(int32(fg.num.EntryInc[x.edge]))
-		b.PushImm32(0)
-		b.PushImm32(fg.gid)
-		b.CallRel32(enc.AbsTarget(fg.g.stubs.SetjmpRet))
-		b.LeaRSP(redZone + 32)
-		fg.reload()
-		b.JmpRel32(enc.LabelTarget(fg.blocks[fg.f.Graph.Edges[x.edge].To]))
+		fg.nonLocalArrival(int32(fg.num.EntryInc[x.edge]), fg.blocks[fg.f.Graph.Edges[x.edge].To])
 		return
 	}
-	v := int32(fg.num.EntryInc[x.edge])
-	if fg.hasPreg {
-		b.MovRegImm(fg.preg, v) // sign-extended; flags untouched
-	} else {
-		b.MovGS64Imm(fg.g.stubs.OffR, v)
-	}
-	b.JmpRel32(enc.LabelTarget(fg.blocks[fg.f.Graph.Edges[x.edge].To]))
+	fg.startPath(x.edge)
 }

@@ -70,17 +70,26 @@ func (fg *funcGen) landingPads() {
 			fg.mark(lp, false)
 			b.SetSP(0)
 			g.endbr() // the unwinder jumps here (decision 95)
-			b.LeaRSP(-redZone)
-			b.PushImm32(-1)
-			b.PushImm32(restart)
-			b.PushImm32(0)
-			b.PushImm32(fg.gid)
-			b.CallRel32(enc.AbsTarget(g.stubs.SetjmpRet))
-			b.LeaRSP(redZone + 32)
-			fg.reload() // the runtime restarted the path in Thread.R
-			b.JmpRel32(enc.LabelTarget(to))
+			fg.nonLocalArrival(restart, to)
 		})
 	}
+}
+
+// nonLocalArrival is the code where control arrives from a newer
+// activation (an exception's landing pad, a __builtin_setjmp receiver):
+// the setjmp stub with call site -1 unwinds the activations left and
+// restarts the path at restart in Thread.R; then the block at to.
+func (fg *funcGen) nonLocalArrival(restart int32, to enc.Label) {
+	b := fg.g.buf
+	b.LeaRSP(-redZone)
+	b.PushImm32(-1)
+	b.PushImm32(restart)
+	b.PushImm32(0)
+	b.PushImm32(fg.gid)
+	b.CallRel32(enc.AbsTarget(fg.g.stubs.SetjmpRet))
+	b.LeaRSP(redZone + 32)
+	fg.reload() // the runtime restarted the path in Thread.R
+	b.JmpRel32(enc.LabelTarget(to))
 }
 
 // ehSection is the read-only segment of new exception-handling data:

@@ -86,33 +86,50 @@ func TestDispatchTables(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			for _, fx := range dispatchFixtures {
-				twin := c
-				twin.Strip = false
-				entries := funcAddrs(t, fixture.Build(t, fx.src, twin), fx.funcs...)
-				checkExact(t, fx.src, c)
-				_, inst := rewriteTo(t, fx.src, c, t.TempDir())
-				tab, f, err := report.LoadMeta(inst)
-				if err != nil {
-					t.Fatal(err)
+				want := map[string]bool{}
+				for _, fn := range fx.funcs {
+					want[fn] = true
 				}
-				f.Close()
-				for name, entry := range entries {
-					found := false
-					for _, mf := range tab.Funcs {
-						if mf.Entry != entry {
-							continue
-						}
-						found = true
-						if !mf.Instrumented {
-							t.Errorf("%s %s: %s (%#x) is not instrumented (%s)", fx.src, c, name, entry, mf.Reason)
-						}
-					}
-					if !found {
-						t.Errorf("%s %s: %s (%#x) is not in the metadata", fx.src, c, name, entry)
-					}
-				}
+				checkFixtureFuncs(t, fx.src, c, want)
 			}
 		})
+	}
+}
+
+// checkFixtureFuncs rewrites fixture src built in configuration c,
+// requires its behaviour and every block count equal to callgrind's
+// (checkExact), and each function named in want instrumented or not as
+// want says.
+func checkFixtureFuncs(t *testing.T, src string, c fixture.Config, want map[string]bool) {
+	t.Helper()
+	twin := c
+	twin.Strip = false
+	var names []string
+	for n := range want {
+		names = append(names, n)
+	}
+	entries := funcAddrs(t, fixture.Build(t, src, twin), names...)
+	checkExact(t, src, c)
+	_, inst := rewriteTo(t, src, c, t.TempDir())
+	tab, f, err := report.LoadMeta(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for name, entry := range entries {
+		found := false
+		for _, mf := range tab.Funcs {
+			if mf.Entry != entry {
+				continue
+			}
+			found = true
+			if mf.Instrumented != want[name] {
+				t.Errorf("%s %s: %s (%#x) instrumented: %v, want %v (%s)", src, c, name, entry, mf.Instrumented, want[name], mf.Reason)
+			}
+		}
+		if !found {
+			t.Errorf("%s %s: %s (%#x) is not in the metadata", src, c, name, entry)
+		}
 	}
 }
 
@@ -301,29 +318,7 @@ func TestComputedGoto(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			for _, fx := range cases {
-				twin := c
-				twin.Strip = false
-				entry := funcAddrs(t, fixture.Build(t, fx.src, twin), fx.fn)[fx.fn]
-				checkExact(t, fx.src, c)
-				_, inst := rewriteTo(t, fx.src, c, t.TempDir())
-				tab, f, err := report.LoadMeta(inst)
-				if err != nil {
-					t.Fatal(err)
-				}
-				f.Close()
-				found := false
-				for _, mf := range tab.Funcs {
-					if mf.Entry != entry {
-						continue
-					}
-					found = true
-					if want := fx.want(c); mf.Instrumented != want {
-						t.Errorf("%s: %s instrumented: %v, want %v (%s)", fx.src, fx.fn, mf.Instrumented, want, mf.Reason)
-					}
-				}
-				if !found {
-					t.Errorf("%s: %s (%#x) is not in the metadata", fx.src, fx.fn, entry)
-				}
+				checkFixtureFuncs(t, fx.src, c, map[string]bool{fx.fn: fx.want(c)})
 			}
 		})
 	}

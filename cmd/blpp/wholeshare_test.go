@@ -100,7 +100,9 @@ echo $acc->x, " ", $acc->y, " ", count($h), " ", array_sum($h), " ", $n, " ", fi
 		if _, err := os.Stat(p.argv[0]); err == nil {
 			out = append(out, p)
 		} else if os.Getenv(fixture.EnvRequireTools) == "1" {
-			t.Errorf("%s is missing (.ci/run installs it)", p.argv[0])
+			t.Errorf("%s is missing: install Debian's %s (.ci/run does)", p.argv[0], debianPackage(p.argv[0]))
+		} else {
+			t.Logf("skipping %s: %s is missing (Debian package %s)", p.name, p.argv[0], debianPackage(p.argv[0]))
 		}
 	}
 	if gxx, err := exec.LookPath("g++"); err == nil && os.Getenv("BLPP_SHARE_PROGRAMS") == "" {
@@ -268,4 +270,17 @@ func extraSharePrograms(t *testing.T, file string) []shareProgram {
 		ps = append(ps, p)
 	}
 	return ps
+}
+
+// debianPackage names the Debian package that installs the program at
+// path, for the message of a test that skips without it.
+func debianPackage(path string) string {
+	switch b := filepath.Base(path); b {
+	case "xz":
+		return "xz-utils"
+	case "php":
+		return "php-cli"
+	default:
+		return b // bzip2, pigz, sed, grep, sqlite3, jq, python3, ruby
+	}
 }

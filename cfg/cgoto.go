@@ -150,11 +150,6 @@ func (bd *builder) labelEdges(labels []uint64, kind EdgeKind, what string, block
 	}
 }
 
-// isEndbr64 reports whether code starts with endbr64 (f3 0f 1e fa).
-func isEndbr64(code []byte) bool {
-	return len(code) >= 4 && code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && code[3] == 0xfa
-}
-
 // loadedTarget reports whether the indirect jump insts[i] goes to a word
 // read from memory as it is: jmp *mem, or jmp *%r where every
 // definition of %r that reaches the jump (through one join at most) is
@@ -314,7 +309,7 @@ func (bd *builder) receiverEdges(blockOf func(uint64) (BlockID, bool)) {
 // starts (sorted: the entries and labels that get such jumps).
 func (bd *builder) roomAt(l uint64, starts []uint64) bool {
 	end := l + 5
-	if isEndbr64(bd.b.Code(l)) {
+	if i := bd.instAt(l); i >= 0 && bd.insts[i].Endbr {
 		end += 4
 	}
 	i, _ := slices.BinarySearch(starts, l)

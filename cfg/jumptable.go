@@ -233,7 +233,7 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 			// of this function (php's zval_get_string_func): an
 			// escape, which joinFragments joins, and the table then
 			// goes on inside the joined procedure.
-			for k := 0; bd.g.Reason == ReasonOK && k < maxUnguarded; k++ {
+			for k := 0; k < maxUnguarded; k++ {
 				t, ok := bd.tableTarget(table, k, entSize, relative, base)
 				if !ok {
 					break

@@ -65,7 +65,7 @@ func (fg *funcGen) edgeInst(e cfg.EdgeID) {
 	pk := fg.beginKind(kindPathEnd)
 	defer fg.endKind(pk)
 	if n.Kind[e] != pathnum.DAGEdge {
-		if fg.f.Graph.BreaksPath(e) && ed.Kind != cfg.EdgeGoto {
+		if ed.Kind == cfg.EdgeCallReturn && fg.f.Graph.BreaksPath(e) {
 			// After setjmp: the runtime tells a first return from one
 			// through longjmp by the call site.
 			fg.spill()

@@ -44,7 +44,8 @@ type funcPlan struct {
 	afterPrefix enc.Label
 	// others are the function's other entries (entries.go).
 	others []otherEntry
-	// resumes are the labels its computed gotos reach (entries.go).
+	// resumes are the labels its computed gotos reach and the receivers
+	// of its __builtin_setjmp (entries.go, decision 169).
 	resumes []otherEntry
 	// tabOf gives each indirect jump through a table (by the jump's
 	// address) its own copy of the table, loadOf the same copy by the

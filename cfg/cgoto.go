@@ -77,15 +77,14 @@ func (bd *builder) gotoLabels() []uint64 {
 }
 
 // computedGoto takes the indirect jump insts[i], whose frame is still
-// set up, for a computed goto when its target is a word loaded from
-// memory (loadedTarget) and the procedure has labels: the labels are
-// queued for decoding (once), and the jump is marked.
-func (bd *builder) computedGoto(s *slicer, i int) bool {
-	if !s.loadedTarget(i) {
-		return false
-	}
+// set up and whose target the slice evaluated to v, for a computed goto
+// when the procedure has labels and the target is a word loaded from
+// memory (loadedTarget) or such a word added to one of the labels
+// (labelOffset): the labels are queued for decoding (once), and the
+// jump is marked.
+func (bd *builder) computedGoto(s *slicer, i int, v sym) bool {
 	labels := bd.gotoLabels()
-	if len(labels) == 0 {
+	if len(labels) == 0 || !s.loadedTarget(i) && !bd.labelOffset(v) {
 		return false
 	}
 	if bd.gotos == nil {
@@ -150,11 +149,41 @@ func (bd *builder) labelEdges(labels []uint64, kind EdgeKind, what string, block
 	}
 }
 
+// labelOffset reports whether the target v is a word loaded from memory
+// plus the address of one of the procedure's labels. OCaml's bytecode
+// interpreter threads its code so: each instruction holds its handler's
+// address less the first handler's (computed at load time from a table
+// of the labels in data, which carries the relocations), and every
+// handler ends with goto *(Jumptbl_base + *pc++), the base taken by a
+// rip-relative lea. The rewritten lea still yields the base's original
+// address, so the sum is a label's original address, where the label's
+// resume jump waits. A base that is not itself a relocated label (GCC's
+// idiom of constant differences between labels, which no relocation
+// names) leaves the jump unresolved. The offset may be any value the
+// slice cannot follow (a call's result, as after OCaml's debugger
+// hook), but it is added unscaled.
+func (bd *builder) labelOffset(v sym) bool {
+	var base uint64
+	switch {
+	case v.kind == symAdd && v.a.kind == symLoad && v.b.kind == symLinear && !v.b.hasVar:
+		base = v.b.k
+	case v.kind == symLinear && v.hasVar && v.scale == 1:
+		// An offset the slice cannot follow: OCaml's debugger hook
+		// returns the instruction it had replaced.
+		base = v.k
+	default:
+		return false
+	}
+	_, found := slices.BinarySearch(bd.gotoLabels(), base)
+	return found
+}
+
 // loadedTarget reports whether the indirect jump insts[i] goes to a word
 // read from memory as it is: jmp *mem, or jmp *%r where every
 // definition of %r that reaches the jump (through one join at most) is
-// mov mem,%r. An address computed with arithmetic (a label's address
-// plus an offset) is not.
+// mov mem,%r, or, at a join where at least one is, a copy of another
+// register (copies64). An address computed with arithmetic (a label's
+// address plus an offset) is not.
 func (s *slicer) loadedTarget(i int) bool {
 	op := &s.bd.insts[i].Args[0]
 	switch op.Kind {
@@ -176,6 +205,7 @@ func (s *slicer) loadedTarget(i int) bool {
 	if len(ps) == 0 || len(ps) > 1<<10 {
 		return false
 	}
+	loads := 0
 	for _, p := range ps {
 		in := &s.bd.insts[p]
 		if !writesReg(in, fam) && !implicitWrites(in).Has(fam) {
@@ -186,11 +216,28 @@ func (s *slicer) loadedTarget(i int) bool {
 				return false
 			}
 		}
-		if !s.loads64(p, fam) {
+		switch {
+		case s.loads64(p, fam):
+			loads++
+		case !copies64(&s.bd.insts[p], fam):
 			return false
 		}
 	}
-	return true
+	return loads > 0
+}
+
+// copies64 reports whether in is mov %r2,%r with %r the 64-bit register
+// of family fam and %r2 another 64-bit register. At a dispatch that
+// gcc's tail merging shared between handlers, one handler may hand over
+// an address it loaded long before (SWI-Prolog's VM keeps one in %rbx
+// across calls); the other handlers' loads say what the jump is.
+func copies64(in *x86.Info, fam int) bool {
+	if in.Op != x86asm.MOV {
+		return false
+	}
+	d, ok1 := in.Args[0].AsReg()
+	r, ok2 := in.Args[1].AsReg()
+	return ok1 && ok2 && d >= x86asm.RAX && d <= x86asm.R15 && regFamily(d) == fam && r >= x86asm.RAX && r <= x86asm.R15
 }
 
 // loads64 reports whether insts[d] is mov mem,%r with %r the 64-bit

@@ -91,7 +91,7 @@ func (bd *builder) resolveIndirect(s *slicer, i int) {
 	if atTop, known := bd.b.returnAtTop(in.Addr); known {
 		if atTop {
 			bd.indTail[in.Addr] = true
-		} else if !bd.computedGoto(s, i) {
+		} else if !bd.computedGoto(s, i, v) {
 			bd.g.fail(ReasonUnresolvedIndirectJump, in.Addr, "indirect jump is not a recognised jump table, and its frame is still set up")
 		}
 		return

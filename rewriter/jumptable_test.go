@@ -297,6 +297,7 @@ func TestPIELoadFlagsLive(t *testing.T) {
 // guarded calls __builtin_setjmp, whose receiver only a longjmp from
 // two functions down reaches; it must be instrumented everywhere.
 // coldcase.c's classify (see below) is decision 169's third finding.
+// offsetgoto.c threads its code as OCaml's interpreter does.
 func TestComputedGoto(t *testing.T) {
 	fixture.RequireTool(t, "valgrind", "valgrind")
 	pie := func(c fixture.Config) bool { return c.PIE }
@@ -305,6 +306,9 @@ func TestComputedGoto(t *testing.T) {
 		want    func(fixture.Config) bool // whether fn must be instrumented
 	}{
 		{"threaded.c", "run", pie},
+		// offsetgoto.c's handlers add a loaded offset (or a call's
+		// result) to the first handler's label (decision 170).
+		{"offsetgoto.c", "run", pie},
 		{"bsetjmp.c", "guarded", func(fixture.Config) bool { return true }},
 		// coldcase.c's unguarded table leads into the stripped .cold
 		// fragment and back: an escape that joins the fragment. Without

@@ -85,7 +85,7 @@ func wholePrograms(t *testing.T) []wholeProgram {
 		if p.name == "bzip2" || p.name == "sed" {
 			continue // above, in both modes
 		}
-		ps = append(ps, wholeProgram{name: strings.ReplaceAll(p.name, " ", "_"), prog: p.argv[0], args: p.argv[1:], stdin: p.stdin, contextOnly: true})
+		ps = append(ps, wholeProgram{name: strings.ReplaceAll(p.name, " ", "_"), prog: p.argv[0], args: p.argv[1:], stdin: p.stdin, env: p.env, contextOnly: true})
 	}
 	return ps
 }

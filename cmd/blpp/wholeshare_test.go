@@ -25,6 +25,7 @@ type shareProgram struct {
 	name  string
 	argv  []string // argv[0] is the program's path
 	stdin []byte
+	env   []string // added to the environment of every run
 }
 
 func sharePrograms(t *testing.T) []shareProgram {
@@ -42,24 +43,24 @@ func sharePrograms(t *testing.T) []shareProgram {
 	}
 	js.WriteString("]")
 	ps := []shareProgram{
-		{"bzip2", []string{"/usr/bin/bzip2", "-c"}, text.Bytes()},
-		{"xz -T2", []string{"/usr/bin/xz", "-T2", "-c"}, text.Bytes()},
+		{"bzip2", []string{"/usr/bin/bzip2", "-c"}, text.Bytes(), nil},
+		{"xz -T2", []string{"/usr/bin/xz", "-T2", "-c"}, text.Bytes(), nil},
 		// -n: no modification time in the header, which for a pipe is
 		// the time the pipe was made (runs a second apart differ).
-		{"pigz", []string{"/usr/bin/pigz", "-n", "-p", "2", "-c"}, text.Bytes()},
-		{"sed", []string{"/bin/sed", "-E", `s/(quick|lazy) ([a-z]+)/\2-\1/g; /9 /d`}, text.Bytes()},
-		{"grep -o", []string{"/bin/grep", "-o", "-E", "(ab)+ jumps|dog [0-9]*7"}, text.Bytes()},
+		{"pigz", []string{"/usr/bin/pigz", "-n", "-p", "2", "-c"}, text.Bytes(), nil},
+		{"sed", []string{"/bin/sed", "-E", `s/(quick|lazy) ([a-z]+)/\2-\1/g; /9 /d`}, text.Bytes(), nil},
+		{"grep -o", []string{"/bin/grep", "-o", "-E", "(ab)+ jumps|dog [0-9]*7"}, text.Bytes(), nil},
 		{"sqlite3", []string{"/usr/bin/sqlite3", ":memory:"}, []byte(`create table t(a integer, b text);
 with recursive c(x) as (select 1 union all select x+1 from c where x < 3000) insert into t select x, 'v' || (x % 97) from c;
 create index tb on t(b);
 select b, count(*), sum(a) from t group by b order by 2 desc, 1 limit 5;
 select count(*) from t where b like 'v1%';
-`)},
-		{"jq", []string{"/usr/bin/jq", "-c", `[.[] | select(.x % 3 == 0) | {k: .y, v: (.z | add)}] | group_by(.k) | map({k: .[0].k, n: length}) | .[:3]`}, js.Bytes()},
+`), nil},
+		{"jq", []string{"/usr/bin/jq", "-c", `[.[] | select(.x % 3 == 0) | {k: .y, v: (.z | add)}] | group_by(.k) | map({k: .[0].k, n: length}) | .[:3]`}, js.Bytes(), nil},
 		{"python3 decimal", []string{"/usr/bin/python3", "-c", `import decimal, json
 d = decimal.Context(prec=30)
 s = sum((d.divide(decimal.Decimal(i), decimal.Decimal(7)) for i in range(1, 3000)), decimal.Decimal(0))
-print(s, len(json.dumps({str(i): [i, i * 0.5] for i in range(2000)})))`}, nil},
+print(s, len(json.dumps({str(i): [i, i * 0.5] for i in range(2000)})))`}, nil, nil},
 	}
 	// Direct-threaded interpreters: PHP's hybrid VM and Ruby's VM jump
 	// through handler addresses their instructions hold, and Ruby's tags
@@ -88,9 +89,32 @@ function fib($n) { return $n < 2 ? $n : fib($n - 1) + fib($n - 2); }
 $bad = 0; for ($i = 0; $i < 200; $i++) { try { throw new Exception("x$i"); } catch (Exception $e) { $bad++; } }
 echo $acc->x, " ", $acc->y, " ", count($h), " ", array_sum($h), " ", $n, " ", fib(16), " ", $bad, "\n";
 `), 0o644)
-	ps = append(ps, shareProgram{"ruby", []string{"/usr/bin/ruby", "--disable-gems", rb}, nil}, shareProgram{"php", []string{"/usr/bin/php", "-n", php}, nil})
+	ps = append(ps, shareProgram{"ruby", []string{"/usr/bin/ruby", "--disable-gems", rb}, nil, nil}, shareProgram{"php", []string{"/usr/bin/php", "-n", php}, nil, nil})
+	// OCaml's bytecode interpreter threads its code with offsets from
+	// its first handler's label (decision 170); ocamlc compiles the
+	// workload for it.
+	if ml := ocamlProgram(t, scripts); ml != nil {
+		ps = append(ps, *ml)
+	}
+	// SWI-Prolog's VM is direct-threaded too; one of its shared
+	// dispatch jumps takes an address another handler kept in a register
+	// (decision 170).
+	pl := filepath.Join(scripts, "w.pl")
+	os.WriteFile(pl, []byte(`fib(N, N) :- N < 2, !.
+fib(N, F) :- A is N - 1, B is N - 2, fib(A, FA), fib(B, FB), F is FA + FB.
+nrev([], []).
+nrev([H|T], R) :- nrev(T, RT), append(RT, [H], R).
+main :- fib(17, F), numlist(1, 200, L), nrev(L, [X|_]),
+	findall(Y, (between(1, 5000, I), Y is (I * 7919) mod 10007), Ys), msort(Ys, S), length(S, N),
+	catch(atom_length(_, _), error(E, _), true), functor(E, EN, _),
+	format("~w ~w ~w ~w~n", [F, X, N, EN]).
+:- initialization((main, halt)).
+`), 0o644)
+	// --home: under valgrind the program's argv[0] is the mirror's path
+	// (Process.Command), from which SWI-Prolog would look for its home.
+	ps = append(ps, shareProgram{"swipl", []string{"/usr/bin/swipl", "--home=/usr/lib/swi-prolog", pl}, nil, nil})
 	// BLPP_SHARE_PROGRAMS names a JSON file of more programs to measure
-	// ([{"name": ..., "argv": [...], "stdin": FILE}, ...]); with it set,
+	// ([{"name": ..., "argv": [...], "stdin": FILE, "env": [...]}, ...]); with it set,
 	// they are measured instead of the built-in list.
 	if f := os.Getenv("BLPP_SHARE_PROGRAMS"); f != "" {
 		ps = extraSharePrograms(t, f)
@@ -129,7 +153,7 @@ int main() {
 		if b, err := exec.Command(gxx, "-O2", "-o", exe, src).CombinedOutput(); err != nil {
 			t.Fatalf("g++: %v\n%s", err, b)
 		}
-		out = append(out, shareProgram{"C++ throw", []string{exe}, nil})
+		out = append(out, shareProgram{"C++ throw", []string{exe}, nil, nil})
 	}
 	return out
 }
@@ -151,7 +175,9 @@ func TestWholeProcessShare(t *testing.T) {
 	fmt.Fprintf(&table, "%-16s %12s %12s %14s  %s\n", "program", "share before", "share now", "instructions", "largest left-out objects")
 	for _, p := range sharePrograms(t) {
 		t.Run(p.name, func(t *testing.T) {
+			env := append(os.Environ(), p.env...)
 			native := exec.Command(p.argv[0], p.argv[1:]...)
+			native.Env = env
 			native.Stdin = bytes.NewReader(p.stdin)
 			want, err := native.Output()
 			if err != nil {
@@ -159,7 +185,7 @@ func TestWholeProcessShare(t *testing.T) {
 			}
 			inst, wp := setUpWhole(t, p.argv[0], false)
 			prof := filepath.Join(t.TempDir(), "blpp.out")
-			run, err := wp.Command(inst, p.argv[0], p.argv[0], p.argv[1:], append(os.Environ(), "BLPP_PROFILE="+prof))
+			run, err := wp.Command(inst, p.argv[0], p.argv[0], p.argv[1:], append(env, "BLPP_PROFILE="+prof))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +213,7 @@ func TestWholeProcessShare(t *testing.T) {
 				mods = append(mods, corpus.ModuleFile{Orig: orig, Copy: m.Path})
 			}
 			cgDir := t.TempDir()
-			cg, err := callgrind.Run(p.argv[0], callgrind.Options{Args: p.argv[1:], Stdin: p.stdin, OutDir: cgDir, Timeout: 5 * time.Minute})
+			cg, err := callgrind.Run(p.argv[0], callgrind.Options{Args: p.argv[1:], Stdin: p.stdin, Env: env, OutDir: cgDir, Timeout: 5 * time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -252,6 +278,7 @@ func extraSharePrograms(t *testing.T, file string) []shareProgram {
 		Name  string
 		Argv  []string
 		Stdin string
+		Env   []string
 	}
 	if err := json.Unmarshal(b, &list); err != nil {
 		t.Fatalf("%s: %v", file, err)
@@ -261,7 +288,7 @@ func extraSharePrograms(t *testing.T, file string) []shareProgram {
 		if len(e.Argv) == 0 {
 			t.Fatalf("%s: %s has no argv", file, e.Name)
 		}
-		p := shareProgram{name: e.Name, argv: e.Argv}
+		p := shareProgram{name: e.Name, argv: e.Argv, env: e.Env}
 		if e.Stdin != "" {
 			if p.stdin, err = os.ReadFile(e.Stdin); err != nil {
 				t.Fatal(err)
@@ -276,6 +303,10 @@ func extraSharePrograms(t *testing.T, file string) []shareProgram {
 // path, for the message of a test that skips without it.
 func debianPackage(path string) string {
 	switch b := filepath.Base(path); b {
+	case "ocamlrun", "ocamlc":
+		return "ocaml-nox"
+	case "swipl":
+		return "swi-prolog-nox"
 	case "xz":
 		return "xz-utils"
 	case "php":
@@ -283,4 +314,46 @@ func debianPackage(path string) string {
 	default:
 		return b // bzip2, pigz, sed, grep, sqlite3, jq, python3, ruby
 	}
+}
+
+// ocamlProgram compiles an OCaml workload (maps, lists, hash tables,
+// variants, exceptions, closures) to bytecode in dir and returns ocamlrun
+// running it; nil, having said why, where ocamlc is missing.
+func ocamlProgram(t *testing.T, dir string) *shareProgram {
+	ocamlc, err := exec.LookPath("ocamlc")
+	if err != nil {
+		if os.Getenv(fixture.EnvRequireTools) == "1" {
+			t.Errorf("ocamlc is missing: install Debian's ocaml-nox (.ci/run does)")
+		} else {
+			t.Logf("skipping ocamlrun: ocamlc is missing (Debian package ocaml-nox)")
+		}
+		return nil
+	}
+	src, bc := filepath.Join(dir, "w.ml"), filepath.Join(dir, "w.byte")
+	os.WriteFile(src, []byte(`let rec fib n = if n < 2 then n else fib (n - 1) + fib (n - 2)
+module M = Map.Make (String)
+type shape = Circle of float | Rect of float * float
+let area = function Circle r -> 3.0 *. r *. r | Rect (w, h) -> w *. h
+exception Odd of int
+let () =
+  let m = ref M.empty in
+  for i = 0 to 3000 do m := M.add (string_of_int (i * 7919 mod 10007)) i !m done;
+  let l = List.init 5000 (fun i -> i * 7919 mod 10007) in
+  let s = List.sort compare l in
+  let h = Hashtbl.create 16 in
+  List.iter (fun x -> Hashtbl.replace h (x mod 500) x) s;
+  let shapes = List.init 2000 (fun i -> if i mod 3 = 0 then Circle (float i) else Rect (float i, 2.0)) in
+  let odd = ref 0 in
+  for i = 1 to 300 do try if i mod 2 = 1 then raise (Odd i) with Odd _ -> incr odd done;
+  let b = Buffer.create 16 in
+  for i = 0 to 2000 do Buffer.add_string b (string_of_int i) done;
+  Printf.printf "%d %d %d %d %.1f %d %d\n" (fib 18) (M.cardinal !m) (Hashtbl.length h)
+    (List.fold_left ( + ) 0 s) (List.fold_left (fun a x -> a +. area x) 0.0 shapes) !odd (Buffer.length b)
+`), 0o644)
+	cmd := exec.Command(ocamlc, "-o", bc, src)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ocamlc: %v\n%s", err, out)
+	}
+	return &shareProgram{"ocamlrun", []string{"/usr/bin/ocamlrun", bc}, nil, nil}
 }

@@ -152,8 +152,13 @@ func (bd *builder) recheckTables() {
 			// may a guarded one whose guard no longer dominates the
 			// jump (code found later joins in between): the table is
 			// now bounded as every unguarded one is (decision 98).
+			// A dispatch jump that handlers share may have more of
+			// them now, each loading from the same table (emacs's
+			// exec_byte_code: a third load found through a later
+			// table); the copy must re-aim every load (decision 170).
 			same = old.Table == now.Table && old.Entries >= now.Entries && (old.Guarded == now.Guarded || !now.Guarded) &&
-				slices.Equal(old.Targets[:now.Entries], now.Targets) && slices.Equal(old.Loads, now.Loads)
+				slices.Equal(old.Targets[:now.Entries], now.Targets) && subsetOf(old.Loads, now.Loads)
+			old.Loads = now.Loads
 			bd.tables[in.Addr] = old
 		}
 		if !same {
@@ -161,6 +166,16 @@ func (bd *builder) recheckTables() {
 			return
 		}
 	}
+}
+
+// subsetOf reports whether every element of a is in b.
+func subsetOf(a, b []uint64) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // shape is what a jump target says about its table.

@@ -1,6 +1,7 @@
 package wholerun
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
@@ -34,6 +35,10 @@ import (
 // mirrorName is the directory beside a cached copy that holds its
 // mirrors.
 const mirrorName = "mirror"
+
+// mirrorVersion is 2 since a large directory's mirror links the entries
+// the object names (namedEntries).
+const mirrorVersion = 2
 
 // mirrorMax is the most entries of a directory a mirror links.
 const mirrorMax = 64
@@ -101,7 +106,9 @@ func mirrorAt(inst, dir, name string, levels int) (string, error) {
 	rel := filepath.Join(rels[0], name)
 	// One copy serves files of the same content wherever they are: a
 	// mirror per place (and per depth, should one copy be both).
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", levels, filepath.Join(dir, name))))
+	// mirrorVersion changes the name where what a mirror holds changes:
+	// a mirror, once made, is never made again.
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%d", levels, filepath.Join(dir, name), mirrorVersion)))
 	base := filepath.Join(filepath.Dir(inst), mirrorName)
 	// The mirror's path is what /proc/self/exe and /proc/self/maps show
 	// (the auditor compares): no symbolic links in it.
@@ -121,6 +128,7 @@ func mirrorAt(inst, dir, name string, levels int) (string, error) {
 	}
 	defer os.RemoveAll(root)
 	keep := originEntries(inst, chain)
+	keep[0] = append(keep[0], namedEntries(inst, chain[0])...)
 	for i := top; i >= 0; i-- {
 		skip := name
 		if i > 0 {
@@ -189,6 +197,53 @@ func originEntries(inst string, chain []string) [][]string {
 		}
 	}
 	return keep
+}
+
+// namedEntries returns the entries of dir, a directory too large to
+// mirror whole, whose names the object inst spells in its data as a
+// string of its own or as a word of one (split at '/' and ' '): a
+// program that runs a sibling from its own directory names it
+// (ocamlmktop.opt runs dirname(/proc/self/exe)/ocamlc, a compiler driver
+// its passes), and in the mirror the sibling must be there. Nil for a
+// small directory (mirrored whole) or a file that is not ELF.
+func namedEntries(inst, dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) <= mirrorMax {
+		return nil
+	}
+	f, err := elf.Open(inst)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	names := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		names[e.Name()] = true
+	}
+	var found []string
+	seen := map[string]bool{}
+	for _, sec := range f.Sections {
+		// The data the program reads (OCaml keeps its strings in .data).
+		if sec.Type != elf.SHT_PROGBITS || sec.Flags&elf.SHF_ALLOC == 0 || sec.Flags&elf.SHF_EXECINSTR != 0 {
+			continue
+		}
+		data, err := sec.Data()
+		if err != nil {
+			continue
+		}
+		for _, str := range bytes.Split(data, []byte{0}) {
+			if len(str) < 2 || len(str) > 4096 {
+				continue
+			}
+			for _, w := range bytes.FieldsFunc(str, func(r rune) bool { return r == '/' || r == ' ' }) {
+				if n := string(w); names[n] && !seen[n] {
+					seen[n] = true
+					found = append(found, n)
+				}
+			}
+		}
+	}
+	return found
 }
 
 // linkEntries makes dir at (if needed) with a symbolic link to each entry

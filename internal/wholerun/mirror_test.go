@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -308,5 +309,64 @@ func TestLibMirrorOrigin(t *testing.T) {
 	out, err := exec.Command(loader, "--list", m).CombinedOutput()
 	if err != nil || strings.Contains(string(out), "not found") || !strings.Contains(string(out), "libdep.so =>") || !strings.Contains(string(out), "libsub.so =>") {
 		t.Errorf("%s --list %s: %v\n%s", loader, m, err, out)
+	}
+}
+
+// TestMirrorNamedSibling: in a directory too large to mirror whole, the
+// mirror links the entries the program names in its data, so that a
+// program that runs a sibling from its own directory (found through
+// /proc/self/exe, as ocamlmktop.opt runs ocamlc) finds it (decision 170),
+// and not the others.
+func TestMirrorNamedSibling(t *testing.T) {
+	gcc := fixture.RequireTool(t, "gcc", "gcc")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(bin, "sibling")
+	if out, err := exec.Command(gcc, "-O1", "-o", prog, filepath.Join("testdata", "sibling.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "blpp-sibling-tool"), []byte("#!/bin/sh\necho the sibling ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i <= mirrorMax; i++ {
+		if err := os.WriteFile(filepath.Join(bin, fmt.Sprintf("f%d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loader, err := Interpreter(prog)
+	if err != nil || loader == "" {
+		t.Fatalf("%s: no dynamic loader (%v)", prog, err)
+	}
+	c := &Cache{Root: filepath.Join(dir, "cache"), Rewrite: copyRewrite}
+	inst, err := c.Module(prog, rewriter.Options{}, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wp, err := c.Prepare(Setup{Loader: loader, Prog: prog, NoLibs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wp.Close()
+	cmd, err := wp.Command(inst, prog, prog, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "the sibling ran\n" {
+		t.Errorf("the program's run of its sibling: %q, %v", out, err)
+	}
+	ents, err := os.ReadDir(filepath.Dir(cmd.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"blpp-sibling-tool", "sibling"}) {
+		t.Errorf("the mirror of a directory of %d entries holds %v, want the copy and the sibling it names", mirrorMax+3, names)
 	}
 }

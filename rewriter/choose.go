@@ -95,27 +95,59 @@ func enteredInside(f *cfg.Function, targets *cfg.Branches) bool {
 // functions share their tails between entry points). That code would run
 // the function's original blocks, which count nothing, and its copy's
 // counts would no longer be the function's [DESIGN 2]. The branches come
-// from a linear sweep of the executable sections (into), so data decoded
-// as code can only leave more out. Leaving a function out adds no branch
-// into another, so one pass is enough.
-func leaveBranchedInto(chosen []*analysis.Func, moved map[*analysis.Func]uint64, into *cfg.Branches, sum *Summary) []*analysis.Func {
+// from a linear sweep of the executable sections (into), which decodes
+// data as code too. A branch from a procedure left out is real code; one
+// from between procedures counts only where the bytes of that gap up to
+// it decode (sweptData), so that a table kept in .text after a function
+// does not keep the function out (decision 172). Leaving a function out
+// adds no branch into another, so one pass is enough. all are every
+// procedure analysed, chosen or not.
+func leaveBranchedInto(b *cfg.Binary, all, chosen []*analysis.Func, moved map[*analysis.Func]uint64, into *cfg.Branches, sum *Summary) []*analysis.Func {
 	type span struct {
 		lo, hi uint64
 		f      *analysis.Func
 	}
-	var spans []span
-	for _, f := range chosen {
-		for _, r := range f.Func.Ranges() {
-			spans = append(spans, span{r.Addr, r.End(), f})
+	spansOf := func(fs []*analysis.Func) []span {
+		var spans []span
+		for _, f := range fs {
+			for _, r := range f.Func.Ranges() {
+				spans = append(spans, span{r.Addr, r.End(), f})
+			}
 		}
+		sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
+		return spans
 	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
-	owner := func(a uint64) *analysis.Func {
+	find := func(spans []span, a uint64) int {
 		k := sort.Search(len(spans), func(k int) bool { return spans[k].lo > a }) - 1
 		if k >= 0 && a < spans[k].hi {
+			return k
+		}
+		return -1
+	}
+	spans, known := spansOf(chosen), spansOf(all)
+	owner := func(a uint64) *analysis.Func {
+		if k := find(spans, a); k >= 0 {
 			return spans[k].f
 		}
 		return nil
+	}
+	// sweptData reports whether from, a source outside every procedure,
+	// lies in a gap between procedures whose bytes before it do not all
+	// decode: data the sweep read as code (OpenSSL's SHA-256 keeps its
+	// round constants in .text right after the function, and one of
+	// them decodes as a jno into the function's body; decision 172).
+	sweptData := func(from uint64) bool {
+		if find(known, from) >= 0 {
+			return false // a procedure left out: real code
+		}
+		lo := uint64(0)
+		if k := sort.Search(len(known), func(k int) bool { return known[k].lo > from }) - 1; k >= 0 {
+			lo = known[k].hi
+		}
+		if from-lo > gapWindow {
+			lo = from - gapWindow
+		}
+		return !decodesTo(b, lo, from)
 	}
 	bad := map[*analysis.Func]uint64{}
 	for t, froms := range into.All() {
@@ -126,7 +158,7 @@ func leaveBranchedInto(chosen []*analysis.Func, moved map[*analysis.Func]uint64,
 			continue
 		}
 		for _, from := range froms {
-			if owner(from) == nil {
+			if owner(from) == nil && !sweptData(from) {
 				if _, seen := bad[f]; !seen || from < bad[f] {
 					bad[f] = from
 				}
@@ -149,4 +181,26 @@ func leaveBranchedInto(chosen []*analysis.Func, moved map[*analysis.Func]uint64,
 			Size: f.Func.TotalSize()})
 	}
 	return kept
+}
+
+// gapWindow bounds how far before a branch found between procedures
+// sweptData decodes.
+const gapWindow = 4096
+
+// decodesTo reports whether every instruction from lo on decodes, up to
+// and including the one at to (to must be reached exactly).
+func decodesTo(b *cfg.Binary, lo, to uint64) bool {
+	d := x86.NewDecoder()
+	defer d.Release()
+	var in x86.Info
+	for a := lo; a <= to; a += uint64(in.Len) {
+		code := b.Code(a)
+		if len(code) == 0 || d.DecodeInfoTo(&in, code, a) != nil {
+			return false
+		}
+		if a == to {
+			return true
+		}
+	}
+	return false
 }

@@ -327,3 +327,19 @@ func TestComputedGoto(t *testing.T) {
 		})
 	}
 }
+
+// TestDataInText: textdata.c's sum_tab keeps a table in .text right
+// after itself whose bytes the linear sweep reads as a jno into the
+// function's body, behind a byte that does not decode. That is data, not
+// code branching in: sum_tab must be instrumented, and exact (decision
+// 172). twin_add is followed by code of no function that decodes and
+// jumps into its body: it must stay out.
+func TestDataInText(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2", PIE: true, Strip: true}, {CC: "clang", Opt: "-O2", Strip: true}} {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			checkFixtureFuncs(t, "textdata.c", c, map[string]bool{"sum_tab": true, "twin_add": false})
+		})
+	}
+}

@@ -349,7 +349,7 @@ func rewrite(in []byte, opts Options, prior []failedRound) (*elfw.Pieces, *Summa
 			chosen = append(chosen, f)
 		}
 	}
-	chosen = leaveBranchedInto(chosen, moved, into, sum)
+	chosen = leaveBranchedInto(b, res.Funcs, chosen, moved, into, sum)
 	phase.Mark("choose")
 	// Function ids have runtime.FidBits bits in a module [decision 81].
 	if sum.Functions > 1<<runtime.FidBits {

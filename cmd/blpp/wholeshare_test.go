@@ -95,6 +95,9 @@ echo $acc->x, " ", $acc->y, " ", count($h), " ", array_sum($h), " ", $n, " ", fi
 	if ml := ocamlProgram(t); ml != nil {
 		ps = append(ps, *ml)
 	}
+	// OpenSSL's digests and ciphers are hand-written assembly with
+	// their constants in .text (decision 172).
+	ps = append(ps, shareProgram{"openssl", []string{"/usr/bin/openssl", "dgst", "-sha1", "-sha256", "-sha512", "-md5", rb, php}, nil, nil})
 	// SWI-Prolog's VM is direct-threaded too; one of its shared
 	// dispatch jumps takes an address another handler kept in a register
 	// (decision 170).

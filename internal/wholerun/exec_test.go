@@ -61,26 +61,7 @@ func TestCommandSelfView(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(app, "share", "marker"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	loader, err := Interpreter(prog)
-	if err != nil || loader == "" {
-		t.Fatalf("%s: no dynamic loader (%v)", prog, err)
-	}
-	// The copy is the program itself: what is checked is how it runs.
-	c := &Cache{Root: filepath.Join(dir, "cache"), Rewrite: func(in, out string, _ rewriter.Options) error {
-		b, err := os.ReadFile(in)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(out, b, 0o755)
-	}}
-	inst, err := c.Module(prog, rewriter.Options{}, "m")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wp, err := c.Prepare(Setup{Loader: loader, Prog: prog, NoLibs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, inst, wp := copyProcess(t, dir, prog)
 	defer wp.Close()
 	// The same content in another place shares the copy, not the mirror.
 	other := filepath.Join(dir, "other", "bin", "selfview")
@@ -179,3 +160,25 @@ func TestCommandSelfView(t *testing.T) {
 		})
 	}
 }
+
+// copyProcess sets up a run of prog without its libraries whose copy is
+// the program itself (what is checked is how it runs), with its cache
+// under dir.
+func copyProcess(t *testing.T, dir, prog string) (*Cache, string, *Process) {
+	t.Helper()
+	loader, err := Interpreter(prog)
+	if err != nil || loader == "" {
+		t.Fatalf("%s: no dynamic loader (%v)", prog, err)
+	}
+	c := &Cache{Root: filepath.Join(dir, "cache"), Rewrite: copyRewrite}
+	inst, err := c.Module(prog, rewriter.Options{}, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wp, err := c.Prepare(Setup{Loader: loader, Prog: prog, NoLibs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, inst, wp
+}
+

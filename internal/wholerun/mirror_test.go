@@ -336,19 +336,7 @@ func TestMirrorNamedSibling(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	loader, err := Interpreter(prog)
-	if err != nil || loader == "" {
-		t.Fatalf("%s: no dynamic loader (%v)", prog, err)
-	}
-	c := &Cache{Root: filepath.Join(dir, "cache"), Rewrite: copyRewrite}
-	inst, err := c.Module(prog, rewriter.Options{}, "m")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wp, err := c.Prepare(Setup{Loader: loader, Prog: prog, NoLibs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, inst, wp := copyProcess(t, dir, prog)
 	defer wp.Close()
 	cmd, err := wp.Command(inst, prog, prog, nil, nil)
 	if err != nil {

@@ -181,4 +181,3 @@ func copyProcess(t *testing.T, dir, prog string) (*Cache, string, *Process) {
 	}
 	return c, inst, wp
 }
-

@@ -328,7 +328,7 @@ func TestComputedGoto(t *testing.T) {
 	}
 }
 
-// TestDataInText: textdata.c's sum_tab keeps a table in .text right
+// TestDataInText: tablejump.c's sum_tab keeps a table in .text right
 // after itself whose bytes the linear sweep reads as a jno into the
 // function's body, behind a byte that does not decode. That is data, not
 // code branching in: sum_tab must be instrumented, and exact (decision
@@ -339,7 +339,7 @@ func TestDataInText(t *testing.T) {
 	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2", PIE: true, Strip: true}, {CC: "clang", Opt: "-O2", Strip: true}} {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			checkFixtureFuncs(t, "textdata.c", c, map[string]bool{"sum_tab": true, "twin_add": false})
+			checkFixtureFuncs(t, "tablejump.c", c, map[string]bool{"sum_tab": true, "twin_add": false})
 		})
 	}
 }

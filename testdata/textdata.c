@@ -1,67 +1,120 @@
 /*
- * textdata.c - a hand-written function whose constants sit in .text right
- * after it, as OpenSSL's perlasm keeps SHA-256's round constants (K256)
- * after sha256_block_data_order.  The linear sweep of the code reads the
- * table as instructions: its first byte (0x06, push %es) does not decode
- * in 64-bit mode, and the next two (0x71 rel8) make a jno into the
- * middle of the function.  That "branch" is data, and must not keep the
- * function uninstrumented (decision 172).  twin_add is the other case:
- * real code outside any function jumps into it.
+ * textdata.c - a table of constants in .text, reached only by lea.
+ *
+ * Hand-written assembly keeps its constants beside its code: OpenSSL's
+ * SHA-256 reads K256 from .text, and its SHA-NI variant starts at
+ * K256+128. In a stripped binary such an address looks like a function
+ * entry (an address taken by code), and whatever the rewriter writes
+ * there (an entry jump) corrupts the data: the program computes wrong
+ * results. The copy must print what the original prints.
  */
 #include <stdio.h>
-#include <stdlib.h>
 
-unsigned sum_tab(unsigned n);
+#if defined(__clang__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE __attribute__((noinline, noipa))
+#endif
 
-__asm__(
-	".text\n"
-	".globl sum_tab\n"
-	".type sum_tab,@function\n"
-	"sum_tab:\n"
-	".cfi_startproc\n"
-	"	xor %eax,%eax\n"
-	"	lea tab_k(%rip),%rdx\n"
-	"	xor %ecx,%ecx\n"
-	"	test %edi,%edi\n"
-	"	je 2f\n"
-	"1:	movzbl (%rdx,%rcx,1),%esi\n"
-	"	add %esi,%eax\n"
-	"	inc %ecx\n"
-	"	cmp %edi,%ecx\n"
-	"	jb 1b\n"
-	"2:	ret\n"
-	".cfi_endproc\n"
-	".size sum_tab,.-sum_tab\n"
-	"tab_k:\n"
-	"	.byte 0x06, 0x71, 1b - (. + 1)\n"
-	"	.byte 0x42, 0x8a, 0x2f, 0x98, 0x71, 0x37, 0x44, 0x91\n"
-	"	.byte 0xb5, 0xc0, 0xfb, 0xcf, 0xe9, 0xb5, 0xdb, 0xa5\n"
-	/* twin_add is followed by code of no function that decodes cleanly
-	 * and jumps into its body: that is code branching in (it never runs
-	 * here, but nothing tells blpp so), and twin_add stays out. */
-	".globl twin_add\n"
-	".type twin_add,@function\n"
-	"twin_add:\n"
-	".cfi_startproc\n"
-	"	mov %edi,%eax\n"
-	"	imul $3,%eax,%eax\n"
-	"	xor %edx,%edx\n"
-	"3:	add %esi,%eax\n"
-	"	ret\n"
-	".cfi_endproc\n"
-	".size twin_add,.-twin_add\n"
-	"	mov $7,%esi\n"
-	"	jmp 3b\n");
+/* The SHA-256 round constants [FIPS 180-4 4.2.2], in .text, with no
+ * symbol type, size or unwind entry, as perlasm writes them. */
+__asm__(".text\n"
+	".balign 64\n"
+	"k_table:\n"
+	".long 0x428a2f98,0x71374491,0xb5c0fbcf,0xe9b5dba5,0x3956c25b,0x59f111f1,0x923f82a4,0xab1c5ed5\n"
+	".long 0xd807aa98,0x12835b01,0x243185be,0x550c7dc3,0x72be5d74,0x80deb1fe,0x9bdc06a7,0xc19bf174\n"
+	".long 0xe49b69c1,0xefbe4786,0x0fc19dc6,0x240ca1cc,0x2de92c6f,0x4a7484aa,0x5cb0a9dc,0x76f988da\n"
+	".long 0x983e5152,0xa831c66d,0xb00327c8,0xbf597fc7,0xc6e00bf3,0xd5a79147,0x06ca6351,0x14292967\n"
+	".long 0x27b70a85,0x2e1b2138,0x4d2c6dfc,0x53380d13,0x650a7354,0x766a0abb,0x81c2c92e,0x92722c85\n"
+	".long 0xa2bfe8a1,0xa81a664b,0xc24b8b70,0xc76c51a3,0xd192e819,0xd6990624,0xf40e3585,0x106aa070\n"
+	".long 0x19a4c116,0x1e376c08,0x2748774c,0x34b0bcb5,0x391c0cb3,0x4ed8aa4a,0x5b9cca4f,0x682e6ff3\n"
+	".long 0x748f82ee,0x78a5636f,0x84c87814,0x8cc70208,0x90befffa,0xa4506ceb,0xbef9a3f7,0xc67178f2\n"
+	".previous\n");
+extern const unsigned int k_table[64];
 
-unsigned twin_add(unsigned a, unsigned b);
+/* A table whose bytes decode as ordinary code (nops, then a return):
+ * only the way the program reads it tells it is data. */
+__asm__(".text\n"
+	".balign 64\n"
+	"nop_table:\n"
+	".long 0x90909090,0x90909090,0x90909090,0x90909090,0x90909090,0x90909090,0x90909090,0xc3909090\n"
+	".previous\n");
+extern const unsigned int nop_table[8];
 
-volatile unsigned vol_rounds = 1000;
+/* A table a pointer in data names (BoringSSL's FIPS module keeps its
+ * read-only data in .text and points at it from data): its first bytes
+ * decode, then comes a byte that does not (0x06 is no instruction in
+ * 64-bit mode). */
+__asm__(".text\n"
+	".balign 16\n"
+	"bad_table:\n"
+	".byte 0x90,0x90,0x90,0x90,0x90,0x90,0x06,0x07,0x11,0x22,0x33,0x44,0x55,0x66,0x77,0x88\n"
+	".previous\n");
+extern const unsigned char bad_table[16];
+const unsigned char *volatile bad_ptr = bad_table;
 
-int main(int argc, char **argv)
+/* A table that decodes as a procedure reading its caller's carry flag
+ * (adc %eax,%eax; nops; ret), reached only through a callee: such a
+ * procedure is left out, and its entry must not be counted by a jump
+ * written over it (libcrypto's AES tables). */
+__asm__(".text\n"
+	".balign 16\n"
+	"flags_table:\n"
+	".byte 0x11,0xc0,0x90,0x90,0x90,0x90,0x90,0x90,0x90,0x90,0x90,0x90,0x90,0x90,0x90,0xc3\n"
+	".previous\n");
+extern const unsigned int flags_table[4];
+
+volatile int vol_n = 64;
+
+/* Reads the table from its start and from its middle, each address
+ * taken by a lea of its own. */
+NOINLINE unsigned mix(const unsigned *k, int n)
 {
-	unsigned total = 0;
-	for (unsigned r = 0; r < vol_rounds; r++)
-		total += twin_add(sum_tab(r % 20), r);
-	printf("%u %d\n", total, argc);
+	unsigned h = 0x6a09e667;
+	for (int i = 0; i < n; i++)
+		h = (h << 5 | h >> 27) ^ k[i];
+	return h;
+}
+
+/* Reads the table's last quarter through the register its lea loads,
+ * as OpenSSL's SHA-256 reads K256. */
+NOINLINE unsigned tail_sum(int n)
+{
+	const unsigned *k = k_table + 48;
+	unsigned h = 0;
+	for (int i = 0; i < n; i++)
+		h += k[i] ^ (h >> 3);
+	return h;
+}
+
+/* Sums the nop table through the register its lea loads. */
+NOINLINE unsigned nop_sum(int n)
+{
+	const unsigned *t = nop_table;
+	unsigned h = 0;
+	for (int i = 0; i < n; i++)
+		h = h * 31 + t[i];
+	return h;
+}
+
+/* Sums a table through the pointer in data. */
+NOINLINE unsigned ptr_sum(void)
+{
+	const unsigned char *t = bad_ptr;
+	unsigned h = 0;
+	for (int i = 0; i < 16; i++)
+		h = h * 33 + t[i];
+	return h;
+}
+
+int main(void)
+{
+	printf("%08x\n", mix(k_table, vol_n));
+	printf("%08x\n", mix(k_table + 32, vol_n / 2));
+	printf("%08x\n", mix(k_table + 16, vol_n / 4));
+	printf("%08x\n", tail_sum(vol_n / 4));
+	printf("%08x\n", nop_sum(vol_n / 8));
+	printf("%08x\n", ptr_sum());
+	printf("%08x\n", mix(flags_table, 4));
 	return 0;
 }

@@ -92,9 +92,7 @@ echo $acc->x, " ", $acc->y, " ", count($h), " ", array_sum($h), " ", $n, " ", fi
 	ps = append(ps, shareProgram{"ruby", []string{"/usr/bin/ruby", "--disable-gems", rb}, nil, nil}, shareProgram{"php", []string{"/usr/bin/php", "-n", php}, nil, nil})
 	// OCaml's bytecode interpreter threads its code with offsets from
 	// its first handler's label (decision 170).
-	if ml := ocamlProgram(t); ml != nil {
-		ps = append(ps, *ml)
-	}
+	ps = append(ps, ocamlProgram(t))
 	// OpenSSL's digests and ciphers are hand-written assembly with
 	// their constants in .text (decision 172).
 	ps = append(ps, shareProgram{"openssl", []string{"/usr/bin/openssl", "dgst", "-sha1", "-sha256", "-sha512", "-md5", rb, php}, nil, nil})
@@ -321,23 +319,10 @@ func debianPackage(path string) string {
 // ocamlProgram returns ocamlrun running testdata/ocaml/w.byte, an OCaml
 // workload (maps, lists, hash tables, variants, exceptions, closures)
 // compiled to bytecode by Debian 12's ocamlc 4.13.1 (`ocamlc -o w.byte
-// w.ml` in that directory remakes it); nil, having said why, where
-// ocamlrun is missing. The file is kept so that the tests need
-// ocaml-base's interpreter alone, not the compiler's 37 programs, which
-// the /usr/bin sweep would rewrite and run too.
-func ocamlProgram(t *testing.T) *shareProgram {
-	const ocamlrun = "/usr/bin/ocamlrun"
-	if _, err := os.Stat(ocamlrun); err != nil {
-		if os.Getenv(fixture.EnvRequireTools) == "1" {
-			t.Errorf("%s is missing: install Debian's ocaml-base (.ci/run does)", ocamlrun)
-		} else {
-			t.Logf("skipping ocamlrun: %s is missing (Debian package ocaml-base)", ocamlrun)
-		}
-		return nil
-	}
-	bc, err := filepath.Abs(filepath.Join("..", "..", "testdata", "ocaml", "w.byte"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &shareProgram{"ocamlrun", []string{ocamlrun, bc}, nil, nil}
+// w.ml` in that directory remakes it). The file is kept so that the
+// tests need ocaml-base's interpreter alone, not the compiler's 37
+// programs, which the /usr/bin sweep would rewrite and run too.
+func ocamlProgram(t *testing.T) shareProgram {
+	bc := filepath.Join(fixture.Root(t), "testdata", "ocaml", "w.byte")
+	return shareProgram{"ocamlrun", []string{"/usr/bin/ocamlrun", bc}, nil, nil}
 }

@@ -373,6 +373,8 @@ static void list_add(struct blpp_thread *t, struct blpp_record *r)
 	if (via && !LOAD(&R(via)->listed))
 		list_add(t, R(via));
 	for (;;) {
+		/* Read before the walk: see the CAS on the index below. */
+		u32 was = LOAD(&r->index);
 		/* The end: from last_rec, or the head while last_rec is not
 		 * set yet (a stub linked the first record and was
 		 * interrupted); every record passed is in the list. */
@@ -387,7 +389,18 @@ static void list_add(struct blpp_thread *t, struct blpp_record *r)
 		}
 		if (LOAD(&r->listed))
 			return;
-		r->index = last ? last->index + 1 : 0; /* below 2^32: blpp_init bounds the arena */
+		/* A nested stub that reaches r (its node is in a list
+		 * already) may link it, with its own index, between the walk
+		 * and here: a plain store would then put back an index the
+		 * list has moved past, and the writer would name the wrong
+		 * record as r's children's parent. The CAS fails then, and
+		 * the next walk finds r. (An index never comes back: the
+		 * list only grows, so a nested stub that gave r the index
+		 * read into was gave it the one computed here.) Below 2^32:
+		 * blpp_init bounds the arena. */
+		NEST_POINT(7, r->func);
+		if (!CAS1(&r->index, was, last ? last->index + 1 : 0))
+			continue;
 		BARRIER();
 		if (CAS1(last ? &last->next : &t->records, 0, (u64)r))
 			break;

@@ -49,6 +49,7 @@ var harnessFuncs = []struct {
 	{"g_exit", 2, false},
 	{"wide", 128, false},
 	{"P", 4, false},
+	{"Q", 1, false},
 }
 
 const (
@@ -68,6 +69,7 @@ const (
 	fG
 	fWide
 	fP
+	fQ
 )
 
 // variant is one way of building the harness.

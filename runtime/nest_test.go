@@ -48,13 +48,13 @@ func TestNestedStubs(t *testing.T) {
 		}
 	}
 	// 1 node made, 2 node moved, 3 record linked, 4 root made, 5 twin
-	// made, 6 node lists made (7: none yet).
-	for k := 1; k <= 6; k++ {
+	// made, 6 node lists made, 7 a record about to be linked.
+	for k := 1; k <= 7; k++ {
 		if where[k] == 0 {
 			t.Errorf("nesting point %d never reached", k)
 		}
 	}
-	for i := 0; i < 3000; i++ {
+	callP := func(i int) {
 		m.enter(fP)
 		m.count(fP, 0)
 		switch i % 3 {
@@ -67,9 +67,17 @@ func TestNestedStubs(t *testing.T) {
 			m.big(uint64(i % 100))
 		}
 	}
+	for i := 0; i < 3000; i++ {
+		callP(i)
+	}
 	for i := 0; i < 200; i++ {
 		m.enter(fWide)
 		m.count(fWide, uint64(i%128))
+	}
+	for i := 0; i < 300; i++ {
+		m.enter(fQ)
+		m.count(fQ, 0)
+		callP(i)
 	}
 	_ = exe
 	data, err := os.ReadFile(prof)
@@ -87,7 +95,18 @@ func TestNestedStubs(t *testing.T) {
 		t.Fatalf("%d threads, want 1", len(p.Threads))
 	}
 	calls, paths := map[int]uint64{}, map[int]map[uint64]uint64{}
-	for _, rec := range p.Threads[0].Records {
+	recs := p.Threads[0].Records
+	for i, rec := range recs {
+		// f, wide and big call nothing: a record under one of them has
+		// the wrong parent index (a place given twice: point 7).
+		if rec.Parent >= 0 {
+			if pf := recs[rec.Parent].Func; pf == fBasic || pf == fWide || pf == fBig {
+				t.Errorf("record %d (%s) has parent %d (%s), which calls nothing",
+					i, harnessFuncs[rec.Func].name, rec.Parent, harnessFuncs[pf].name)
+			}
+		}
+	}
+	for _, rec := range recs {
 		fn := int(rec.Func)
 		calls[fn] += rec.Calls
 		if paths[fn] == nil {

@@ -45,7 +45,8 @@ enum {
 	F_G = 13,
 	F_WIDE = 14, /* 128 paths: cold records that get hot (decision 99) */
 	F_P = 15,    /* 4 paths: calls f, wide and big in turn */
-	NFUNCS_USED = 16,
+	F_Q = 16,    /* 1 path: calls P */
+	NFUNCS_USED = 17,
 };
 
 /* Patched by the test: the function table and the dense counters. */
@@ -153,6 +154,14 @@ __attribute__((noinline)) void P(int i)
 	else
 		big((unsigned long long)(i % 100));
 	EXIT(F_P);
+}
+
+/* Q: path 0; calls P(i). */
+__attribute__((noinline)) void Q(int i)
+{
+	ENTER(F_Q);
+	P(i);
+	EXIT(F_Q);
 }
 
 /* badpath ends a path outside [0, num_paths) of F_BASIC. */
@@ -445,6 +454,13 @@ static void nest_hook(int where, unsigned long fid)
 		return;
 	in_nest = 1;
 	nest_where[where]++;
+	/* Point 7 is a record about to take its place in the list: a
+	 * handler that links a record of its own first, then reaches the
+	 * interrupted one through its node, moves that place on. */
+	if (where == 7) {
+		wide(0);
+		nest_ran[F_WIDE]++;
+	}
 	switch (fid) {
 	case F_WIDE:
 		wide(0);
@@ -474,6 +490,8 @@ static int run_nest(void)
 		P(i);
 	for (unsigned long long i = 0; i < 200; i++)
 		wide(i);
+	for (int i = 0; i < 300; i++)
+		Q(i);
 	blpp_test_nest = 0;
 	for (int w = 1; w < 8; w++)
 		printf("where %d %ld\n", w, nest_where[w]);

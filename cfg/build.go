@@ -71,6 +71,11 @@ type builder struct {
 	gotos        map[uint64]bool
 	labels       []uint64
 	labelsQueued bool
+	// offsetDispatch says the labels include those of a dispatch table
+	// built at run time from offsets (offsetLabels): any indirect jump
+	// that keeps the frame reaches one of them, whatever its slice
+	// says (LuaJIT jumps to the handler a C function returned).
+	offsetDispatch bool
 	// resumed are the labels that got an EdgeResume; receivers are the
 	// receivers of __builtin_setjmp (cgoto.go).
 	resumed, receivers []uint64

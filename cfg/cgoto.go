@@ -1,6 +1,7 @@
 package cfg
 
 import (
+	"encoding/binary"
 	"slices"
 
 	"github.com/blpp/blpp/cfg/x86"
@@ -72,8 +73,132 @@ func (bd *builder) gotoLabels() []uint64 {
 			}
 		}
 	}
+	for _, a := range bd.offsetLabels() {
+		if a != bd.f.Addr && !slices.Contains(bd.f.Entries, a) {
+			bd.labels = append(bd.labels, a)
+		}
+	}
 	slices.Sort(bd.labels)
+	bd.labels = slices.Compact(bd.labels)
+	// A label that is one int3 with the next label right after (LuaJIT's
+	// handler for the instructions it never dispatches) has no room for
+	// a jump: its original breakpoint stays and traps as before.
+	bd.labels = slices.DeleteFunc(bd.labels, func(l uint64) bool {
+		c := bd.b.Code(l)
+		return len(c) > 0 && c[0] == 0xcc && slices.Contains(bd.labels, l+1)
+	})
 	return bd.labels
+}
+
+// minOffsetTable is the fewest distinct entries of an offset table
+// (offsetLabels).
+const minOffsetTable = 8
+
+// offsetLabels returns the labels of a procedure whose program builds
+// its dispatch table at run time from offsets: LuaJIT's interpreter, a
+// block of hand-written assembly, jumps through a table in its state
+// that lj_dispatch_init fills with the start of the block plus each
+// entry of lj_bc_ofs, a table of 16-bit offsets in read-only data. No
+// relocation names those targets. A start of one of the procedure's
+// ranges that some instruction of the program refers to (lea of the
+// block's start) is a base; read-only data that some instruction refers
+// to is a table of that base when its 16- or 32-bit entries in a row,
+// with minOffsetTable distinct values at least, each added to the base,
+// start an instruction of the procedure's linear decoding, and at least
+// half of those values one no instruction falls into (a handler starts
+// after the last one's dispatch jump). Each such sum, up to the first
+// entry that does not start an instruction, is a label; so is every
+// address in the procedure that the program refers to (LuaJIT's hooks,
+// which it stores in the same table), once a table is found. In a
+// procedure of 1 MB, where any 16-bit value lands inside, random data
+// passes with a chance near 10^-7 (a start one time in four, one in ten
+// of those after a jump); runs of zeros, which name the base alone, do
+// not count (PHP's execute_ex met false tables of both kinds).
+func (bd *builder) offsetLabels() []uint64 {
+	refs := bd.b.sweepRefs().set
+	var bases []uint64
+	for _, r := range bd.ranges {
+		if refs.has(r.Addr) {
+			bases = append(bases, r.Addr)
+		}
+	}
+	if len(bases) == 0 {
+		return nil
+	}
+	// starts: 1 for an instruction, 2 for one no instruction falls
+	// into (after a jump, a return or a trap, or a range's first).
+	starts := map[uint64]uint8{}
+	d := x86.NewDecoder()
+	var in x86.Info
+	var taken []uint64
+	for _, r := range bd.ranges {
+		code := bd.b.Code(r.Addr)
+		if uint64(len(code)) < r.Size {
+			return nil
+		}
+		orphan := true
+		for off := uint64(0); off < r.Size; {
+			starts[r.Addr+off] = 1
+			if orphan {
+				starts[r.Addr+off] = 2
+			}
+			if d.DecodeInfoTo(&in, code[off:r.Size], r.Addr+off) != nil {
+				return nil // not all code: no labels from guesses
+			}
+			k := in.Kind
+			orphan = k == x86.Jmp || k == x86.JmpIndirect || k == x86.Ret || k == x86.Halt
+			off += uint64(in.Len)
+		}
+		i, _ := slices.BinarySearch(refs, r.Addr)
+		for ; i < len(refs) && refs[i] < r.End(); i++ {
+			taken = append(taken, refs[i])
+		}
+	}
+	entry := func(t uint64, k, size int) (uint64, bool) {
+		e := bd.b.Bytes(t+uint64(k*size), size)
+		if e == nil {
+			return 0, false
+		}
+		if size == 2 {
+			return uint64(binary.LittleEndian.Uint16(e)), true
+		}
+		return uint64(binary.LittleEndian.Uint32(e)), true
+	}
+	var labels []uint64
+	for _, t := range refs {
+		if s := bd.b.section(t); s == nil || s.Exec || s.Write {
+			continue
+		}
+		for _, size := range []int{2, 4} {
+			for _, base := range bases {
+				n := 0
+				seen := map[uint64]bool{}
+				orphans := 0
+				for v, ok := entry(t, 0, size); ok && starts[base+v] > 0; v, ok = entry(t, n, size) {
+					n++
+					if !seen[v] {
+						seen[v] = true
+						if starts[base+v] == 2 {
+							orphans++
+						}
+					}
+				}
+				// Distinct entries: zeros fill tables of anything.
+				if len(seen) < minOffsetTable || 2*orphans < len(seen) {
+					continue
+				}
+				for k := 0; k < n; k++ {
+					v, _ := entry(t, k, size)
+					labels = append(labels, base+v)
+				}
+			}
+		}
+	}
+	if len(labels) == 0 {
+		return nil
+	}
+	bd.offsetDispatch = true
+	return append(labels, taken...)
 }
 
 // computedGoto takes the indirect jump insts[i], whose frame is still
@@ -84,7 +209,7 @@ func (bd *builder) gotoLabels() []uint64 {
 // jump is marked.
 func (bd *builder) computedGoto(s *slicer, i int, v sym) bool {
 	labels := bd.gotoLabels()
-	if len(labels) == 0 || !s.loadedTarget(i) && !bd.labelOffset(v) {
+	if len(labels) == 0 || !s.loadedTarget(i) && !bd.labelOffset(v) && !bd.offsetDispatch {
 		return false
 	}
 	if bd.gotos == nil {
@@ -112,6 +237,7 @@ func (bd *builder) resumeEdges(blockOf func(uint64) (BlockID, bool)) {
 	if len(bd.gotos) == 0 || g.Reason != ReasonOK {
 		return
 	}
+	g.offsetDispatch = bd.offsetDispatch
 	cases := map[uint64]bool{}
 	for _, jt := range bd.tables {
 		for _, t := range jt.Targets {
@@ -130,15 +256,21 @@ func (bd *builder) resumeEdges(blockOf func(uint64) (BlockID, bool)) {
 
 // labelEdges adds an edge of kind from the entry block to each of
 // labels (what names them in a refusal), each with room for the jump
-// at its original address that no entry or other label shares.
+// at its original address that no entry or other label shares: 5 bytes,
+// or 2 for a short jump to an island (islands) where the next label
+// comes sooner, as between some of LuaJIT's handlers.
 func (bd *builder) labelEdges(labels []uint64, kind EdgeKind, what string, blockOf func(uint64) (BlockID, bool)) {
 	g := bd.g
 	starts := append(append(append([]uint64{bd.f.Addr}, bd.f.Entries...), bd.resumed...), bd.receivers...)
 	slices.Sort(starts)
+	var short []uint64
 	for _, l := range labels {
-		if !bd.roomAt(l, starts) {
-			g.fail(ReasonUnresolvedIndirectJump, l, "no room for a 5-byte jump at %s", what)
-			return
+		if !bd.roomAt(l, starts, 5) {
+			if kind != EdgeResume || !bd.roomAt(l, starts, 2) {
+				g.fail(ReasonUnresolvedIndirectJump, l, "no room for a 5-byte jump at %s", what)
+				return
+			}
+			short = append(short, l)
 		}
 		to, ok := blockOf(l)
 		if !ok {
@@ -147,6 +279,62 @@ func (bd *builder) labelEdges(labels []uint64, kind EdgeKind, what string, block
 		}
 		g.appendEdge(Edge{From: Entry, To: to, Kind: kind})
 	}
+	if len(short) > 0 && !bd.islands(short, starts) {
+		g.fail(ReasonUnresolvedIndirectJump, short[0], "no room for a 5-byte jump at %s, nor an island a short jump away", what)
+	}
+}
+
+// islands finds each of the labels in short an island (Graph.Islands):
+// 5 bytes of the procedure's original code within a short jump's reach
+// of the jump at the label, outside the bytes every start (an entry or
+// label, sorted) uses for its jump and outside the other islands. The
+// original code of an instrumented procedure runs only at its starts,
+// so any other bytes of it are free.
+func (bd *builder) islands(short, starts []uint64) bool {
+	type span struct{ from, to uint64 }
+	var used []span
+	for _, s := range starts {
+		n := uint64(5)
+		if slices.Contains(short, s) {
+			n = 2
+		}
+		if i := bd.instAt(s); i >= 0 && bd.insts[i].Endbr {
+			n += 4
+		}
+		used = append(used, span{s, s + n})
+	}
+	free := func(a uint64) bool {
+		if r := bd.rangeOf(a); r < 0 || r != bd.rangeOf(a+4) {
+			return false
+		}
+		for _, u := range used {
+			if a < u.to && u.from < a+5 {
+				return false
+			}
+		}
+		return true
+	}
+	bd.g.Islands = map[uint64]uint64{}
+	for _, l := range short {
+		at := l
+		if i := bd.instAt(l); i >= 0 && bd.insts[i].Endbr {
+			at += 4
+		}
+		next := at + 2 // a short jump's displacement counts from here
+		found := false
+		for d := int64(-128); d <= 127 && !found; d++ {
+			a := uint64(int64(next) + d)
+			if free(a) {
+				bd.g.Islands[l] = a
+				used = append(used, span{a, a + 5})
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // labelOffset reports whether the target v is a word loaded from memory
@@ -351,11 +539,11 @@ func (bd *builder) receiverEdges(blockOf func(uint64) (BlockID, bool)) {
 	bd.labelEdges(bd.receivers, EdgeReceiver, "the receiver of __builtin_setjmp", blockOf)
 }
 
-// roomAt reports whether the jump at label l's original address (after
-// an endbr64 there) fits in l's range without reaching the next of
-// starts (sorted: the entries and labels that get such jumps).
-func (bd *builder) roomAt(l uint64, starts []uint64) bool {
-	end := l + 5
+// roomAt reports whether an n-byte jump at label l's original address
+// (after an endbr64 there) fits in l's range without reaching the next
+// of starts (sorted: the entries and labels that get such jumps).
+func (bd *builder) roomAt(l uint64, starts []uint64, n uint64) bool {
+	end := l + n
 	if i := bd.instAt(l); i >= 0 && bd.insts[i].Endbr {
 		end += 4
 	}

@@ -277,6 +277,13 @@ type Graph struct {
 	// child call the runtime right after it (decision 101). nil when
 	// there is none.
 	Forks map[uint64]ForkSyscall
+	// Islands maps a label a computed goto may reach that has room for
+	// a 2-byte jump only (the next label starts 2 to 4 bytes after it)
+	// to the address of 5 bytes of the procedure's original code, at
+	// most a short jump away, that no label or entry uses: the rewriter
+	// puts the label's jump to its resume code there and a short jump
+	// to it at the label. nil when there is none.
+	Islands map[uint64]uint64
 	// EntryFlags holds the flags that code reachable from the entry may
 	// read before writing them (set by ComputeFlagsLiveness).
 	EntryFlags x86.Flags
@@ -292,6 +299,9 @@ type Graph struct {
 	// gotoFlagsKnown (ComputeFlagsLiveness).
 	gotoFlags      x86.Flags
 	gotoFlagsKnown bool
+	// offsetDispatch: the procedure's computed gotos reach the labels
+	// of a dispatch table built at run time from offsets (offsetLabels).
+	offsetDispatch bool
 	// scan is discovery's flow scan of the procedure, made by the
 	// builder while discovery runs (flowScan); discover takes it.
 	scan *funcScan

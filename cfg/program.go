@@ -2,6 +2,7 @@ package cfg
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -273,6 +274,7 @@ func Analyze(b *Binary, opts Options) *Program {
 	phase.Mark("joinFragments")
 	todo = p.joinEntries(todo)
 	phase.Mark("joinEntries")
+	p.blockEntries(todo, build)
 	// No-return inference to a fixed point (bounded: each round adds at
 	// least one procedure).
 	for round := 0; round < 32; round++ {
@@ -636,4 +638,138 @@ func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 		build(again)
 	}
 	return todo
+}
+
+// blockEntries gives a block of hand-written interpreter code the entries
+// other procedures jump to (decision 174). LuaJIT's virtual machine is
+// one range of assembly with one FDE whose rules hold its C frame
+// throughout: lua_call, lua_resume and others end with a jump to one of
+// its entry points (lj_vm_call, lj_vm_resume, …), which set the frame
+// up, and its first bytes are the handler of bytecode 0, reached only
+// through the dispatch table. Where such a block (mid-frame, its gotos
+// reaching the labels of an offset table) is what a procedure's escaping
+// jump lands in, the targets become its entries: the lowest is its Addr,
+// the others its Entries, and the bytes before the lowest a part whose
+// start is a label like any other handler. The jumpers are built again,
+// their jumps now tail calls. A block whose graph does not come out
+// whole stays as it was.
+func (p *Program) blockEntries(todo []int, build func([]int)) {
+	orig := map[int]Range{}
+	for round := 0; round < 4; round++ {
+		var blocks []int
+		for _, k := range todo {
+			if g := p.Graphs[k]; g != nil && g.offsetDispatch {
+				blocks = append(blocks, k)
+			}
+		}
+		if len(blocks) == 0 {
+			return
+		}
+		holder := func(a uint64) int {
+			for _, k := range blocks {
+				if f := p.Funcs[k]; f.Contains(a) && !f.IsEntry(a) {
+					return k
+				}
+			}
+			return -1
+		}
+		targets := map[int][]uint64{}
+		jumpers := map[int][]int{}
+		for _, i := range todo {
+			g := p.Graphs[i]
+			if g == nil {
+				continue
+			}
+			if g.Reason == ReasonEscapingJump && g.escape != 0 {
+				if j := holder(g.escape); j >= 0 && j != i {
+					targets[j] = append(targets[j], g.escape)
+					jumpers[j] = append(jumpers[j], i)
+				}
+			}
+			// A direct call into the block's middle (lua_pcall calls
+			// lj_vm_pcall) would run its original code.
+			for _, c := range g.Calls {
+				if j := holder(c.Target); j >= 0 && c.Target != 0 {
+					targets[j] = append(targets[j], c.Target)
+				}
+			}
+		}
+		if len(targets) == 0 {
+			return
+		}
+		keys := make([]int, 0, len(targets))
+		for j := range targets {
+			keys = append(keys, j)
+		}
+		sort.Ints(keys)
+		var again []int
+		for _, j := range keys {
+			old, oldG := p.Funcs[j], p.Graphs[j]
+			prevOrig, hadOrig := orig[j]
+			f := *old
+			if old.MidFrame {
+				// The block's start is a label, not an entry: the
+				// lowest target becomes Addr, the bytes before it a part.
+				r, ok := orig[j]
+				if !ok {
+					r = Range{old.Addr, old.Size}
+				}
+				entries := append(append([]uint64{old.Addr}, old.Entries...), targets[j]...)
+				if old.Addr == r.Addr {
+					entries = entries[1:]
+				}
+				slices.Sort(entries)
+				entries = slices.Compact(entries)
+				f.Addr, f.Size = entries[0], r.End()-entries[0]
+				f.Entries = entries[1:]
+				f.Parts = nil
+				if f.Addr > r.Addr {
+					f.Parts = append(f.Parts, Range{r.Addr, f.Addr - r.Addr})
+				}
+				for _, pt := range old.Parts {
+					if pt.Addr != r.Addr {
+						f.Parts = append(f.Parts, pt)
+					}
+				}
+				orig[j] = r
+			} else {
+				// A procedure that took the block for a fragment of its
+				// own (its one jumper): the targets join its entries.
+				f.Entries = append(slices.Clone(old.Entries), targets[j]...)
+				slices.Sort(f.Entries)
+				f.Entries = slices.Compact(f.Entries)
+			}
+			f.EntryNames = nil
+			for _, e := range f.Entries {
+				f.EntryNames = append(f.EntryNames, fmt.Sprintf("%s+%#x", old.Name, e-old.Addr))
+			}
+			p.Funcs[j] = &f
+			build([]int{j})
+			if p.Graphs[j].Reason != ReasonOK {
+				p.Funcs[j], p.Graphs[j] = old, oldG
+				if hadOrig {
+					orig[j] = prevOrig
+				} else {
+					delete(orig, j)
+				}
+				continue
+			}
+			if p.byEntry[old.Addr] == old {
+				delete(p.byEntry, old.Addr)
+			}
+			for _, e := range old.Entries {
+				if p.byEntry[e] == old {
+					delete(p.byEntry, e)
+				}
+			}
+			p.byEntry[f.Addr] = &f
+			for _, e := range f.Entries {
+				p.byEntry[e] = &f
+			}
+			delete(p.funcsIdx, old)
+			p.funcsIdx[&f] = j
+			again = append(again, jumpers[j]...)
+		}
+		build(again)
+	}
 }

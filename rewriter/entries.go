@@ -18,6 +18,9 @@ type otherEntry struct {
 	addr  uint64
 	edge  cfg.EdgeID
 	label enc.Label
+	// island is where a label with room for a short jump only has its
+	// jump to the resume code (cfg.Graph.Islands); 0 for none.
+	island uint64
 }
 
 // planEntries labels the function's other entries and makes them
@@ -26,7 +29,8 @@ func (fp *funcPlan) planEntries() {
 	gr := fp.f.Graph
 	for i, ed := range gr.Edges {
 		if ed.Kind == cfg.EdgeResume || ed.Kind == cfg.EdgeReceiver {
-			fp.resumes = append(fp.resumes, otherEntry{addr: gr.Blocks[ed.To].Addr, edge: cfg.EdgeID(i), label: fp.g.buf.NewLabel()})
+			a := gr.Blocks[ed.To].Addr
+			fp.resumes = append(fp.resumes, otherEntry{addr: a, edge: cfg.EdgeID(i), label: fp.g.buf.NewLabel(), island: gr.Islands[a]})
 			continue
 		}
 		if ed.Kind != cfg.EdgeEntry {

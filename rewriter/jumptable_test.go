@@ -328,6 +328,48 @@ func TestComputedGoto(t *testing.T) {
 	}
 }
 
+// TestOffsetDispatch: asmvm.c's interpreter is a block of assembly laid
+// out as LuaJIT's: one FDE mid-frame throughout, a dispatch table built
+// at run time from the block's start plus 16-bit offsets, entered by a
+// jump and a call into its middle (decision 174). The block, with those
+// two places as its entries (vm_enter is the lowest), and the functions
+// that jump and call there must be instrumented, with every block
+// exact, in PIE builds by gcc (whose assembler moves the block's first
+// rules into a CIE of its own) and clang. With one jump into it the block
+// is taken for run_vm's fragment; the call into it then makes a second
+// entry of run_vm.
+func TestOffsetDispatch(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2", PIE: true, Strip: true}, {CC: "clang", Opt: "-O2", PIE: true, Strip: true}} {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			twin := c
+			twin.Strip = false
+			names := []string{"vm_block", "vm_enter", "run_vm", "vm_pcall"}
+			addrs := funcAddrs(t, fixture.Build(t, "asmvm.c", twin), names...)
+			checkExact(t, "asmvm.c", c)
+			_, inst := rewriteTo(t, "asmvm.c", c, t.TempDir())
+			tab, f, err := report.LoadMeta(inst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			// Each place starts a block of an instrumented function.
+			for _, name := range names {
+				found := false
+				for _, mf := range tab.Funcs {
+					for _, b := range mf.Blocks {
+						found = found || mf.Instrumented && b.Addr == addrs[name]
+					}
+				}
+				if !found {
+					t.Errorf("asmvm.c %s: %s (%#x) starts no block of an instrumented function", c, name, addrs[name])
+				}
+			}
+		})
+	}
+}
+
 // TestDataInText: tablejump.c's sum_tab keeps a table in .text right
 // after itself whose bytes the linear sweep reads as a jno into the
 // function's body, behind a byte that does not decode. That is data, not

@@ -481,6 +481,15 @@ func (g *gen) codePatches(dark []*darkEntry, addrOf func(enc.Label) uint64) (pat
 		}
 		for _, x := range fg.resumes {
 			at := g.entryJumpAt(x.addr)
+			if x.island != 0 {
+				// A short jump to the island, which jumps on.
+				short, err := enc.JmpRel8At(at, x.island)
+				if err != nil {
+					return nil, nil, fmt.Errorf("label %#x of %s: %w", x.addr, fg.f.Func.Name, err)
+				}
+				patches = append(patches, elfw.Patch{Addr: at, Bytes: short})
+				at = x.island
+			}
 			jmp, err := enc.JmpRel32At(at, addrOf(x.label))
 			if err != nil {
 				return nil, nil, fmt.Errorf("label %#x of %s: %w", x.addr, fg.f.Func.Name, err)

@@ -113,6 +113,28 @@ main :- fib(17, F), numlist(1, 200, L), nrev(L, [X|_]),
 	// --home: under valgrind the program's argv[0] is the mirror's path
 	// (Process.Command), from which SWI-Prolog would look for its home.
 	ps = append(ps, shareProgram{"swipl", []string{"/usr/bin/swipl", "--home=/usr/lib/swi-prolog", pl}, nil, nil})
+	// LuaJIT's interpreter is hand-written assembly that dispatches
+	// through a table it builds from offsets at start-up (decision 174);
+	// -joff keeps it interpreting. No Lua error is raised: the path in
+	// progress where one unwinds into the interpreter is not counted.
+	lua := filepath.Join(scripts, "w.lua")
+	os.WriteFile(lua, []byte(`local function fib(n) if n < 2 then return n end return fib(n-1) + fib(n-2) end
+local t = {}
+for i = 1, 20000 do t[i] = (i * 7919) % 10007 end
+table.sort(t, function(a, b) return a > b end)
+local s = 0
+for _, v in ipairs(t) do s = s + v end
+local m = {}
+for i = 1, 5000 do m["k" .. (i % 300)] = (m["k" .. (i % 300)] or 0) + i end
+local cnt = 0
+for k, v in pairs(m) do cnt = cnt + 1 end
+local ok, v = pcall(function(x) return x * 2 end, 21)
+local co = coroutine.wrap(function() for i = 1, 3 do coroutine.yield(i) end end)
+local cs = co() + co() + co()
+local str = string.rep("ab", 100):gsub("a", "x")
+print(fib(22), s, t[1], cnt, ok, v, cs, #str, string.format("%.3f", math.sqrt(2)))
+`), 0o644)
+	ps = append(ps, shareProgram{"luajit", []string{"/usr/bin/luajit", "-joff", lua}, nil, nil})
 	// BLPP_SHARE_PROGRAMS names a JSON file of more programs to measure
 	// ([{"name": ..., "argv": [...], "stdin": FILE, "env": [...]}, ...]); with it set,
 	// they are measured instead of the built-in list.

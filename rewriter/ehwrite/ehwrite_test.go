@@ -147,6 +147,40 @@ func TestProgram(t *testing.T) {
 	}
 }
 
+// TestProgramCIERule: a rule the CIE gives (gas moves the rules at an
+// FDE's start into a CIE of its own) that a row drops is written as
+// DW_CFA_same_value, and reads back as that (decision 174).
+func TestProgramCIERule(t *testing.T) {
+	sec := []byte{0, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 16, 1, 0x1b,
+		0x0c, 7, 8, 0x90, 1, 0x83, 2} // CFA rsp+8, ra at c-8, rbx at c-16
+	binary.LittleEndian.PutUint32(sec, uint32(len(sec)-4))
+	f, err := ehframe.ParseFrame(sec, 0x40_0000, ehframe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cie := f.CIEs[0]
+	init, err := cie.InitialState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := init.Rule(rbx); !ok {
+		t.Fatalf("the CIE gives rbx no rule: %+v", init)
+	}
+	dropped := ehframe.State{CFA: init.CFA, Regs: []ehframe.RegRule{{Reg: ra, Rule: ehframe.Rule{Kind: ehframe.Offset, Off: -8}}}}
+	rows := []ehframe.Row{{Addr: 0x1000, State: init}, {Addr: 0x1004, State: dropped}}
+	got, err := Program(cie, 0x1000, 0x1008, rows)
+	if err != nil {
+		t.Fatalf("Program: %v", err)
+	}
+	if want := []byte{0x44, 0x08, rbx}; !bytes.Equal(got, want) {
+		t.Errorf("Program = % x, want % x", got, want)
+	}
+	b := NewBuilder(0x60_0000)
+	if err := b.AddFDE(cie, 0x1000, 0x1008, rows, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestAddFDEErrors(t *testing.T) {
 	zr, zplr := testCIE(t, "zR"), testCIE(t, "zPLR")
 	init, err := zr.InitialState()
@@ -172,7 +206,7 @@ func TestAddFDEErrors(t *testing.T) {
 		{"row past end", zr, 0x1000, []ehframe.Row{{Addr: 0x1000, State: init}, {Addr: 0x1010, State: lost}}, 0, ErrRows, 0},
 		{"offset not a multiple of the data alignment", zr, 0x1000, []ehframe.Row{{Addr: 0x1000, State: odd}}, 0, ErrRows, 0},
 		{"registers not sorted", zr, 0x1000, []ehframe.Row{{Addr: 0x1000, State: ehframe.State{CFA: init.CFA, Regs: []ehframe.RegRule{init.Regs[0], {Reg: 3}}}}}, 0, ErrRows, 0},
-		{"rule the CIE gives cannot be dropped", zr, 0x1000, []ehframe.Row{{Addr: 0x1000, State: lost}}, 0, ErrRows, 0},
+		{"the return address's rule cannot be dropped", zr, 0x1000, []ehframe.Row{{Addr: 0x1000, State: lost}}, 0, ErrRows, 0},
 		{"pc_begin too far for sdata4 pcrel", zr, 0x1000, []ehframe.Row{{Addr: 0x1000, State: init}}, 0, ErrRange, 0x1_0000_0000},
 		{"LSDA too far", zplr, 0x1000, []ehframe.Row{{Addr: 0x1000, State: init}}, 0x2_0000_0000, ErrRange, 0},
 	}

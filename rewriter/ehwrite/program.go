@@ -89,13 +89,22 @@ func appendDiff(p []byte, cie *ehframe.CIE, init, from, to ehframe.State) ([]byt
 	for i < len(from.Regs) || j < len(to.Regs) {
 		switch {
 		case j == len(to.Regs) || i < len(from.Regs) && from.Regs[i].Reg < to.Regs[j].Reg:
-			// A rule that disappears: only DW_CFA_restore removes one,
-			// and only when the CIE has none for the register.
+			// A rule that disappears: DW_CFA_restore removes one when
+			// the CIE has none for the register. Where the CIE has one
+			// (gas moves the rules at an FDE's start into its CIE: a
+			// hand-written block that starts inside its frame, decision
+			// 174), DW_CFA_same_value says what no rule means to the
+			// unwinders: the register holds the caller's value. Not for
+			// the return address, which no row may lose.
 			reg := from.Regs[i].Reg
 			if _, ok := init.Rule(reg); ok {
-				return nil, fmt.Errorf("%w: register %d loses its rule, but the CIE gives it one", ErrRows, reg)
+				if reg == cie.RAReg {
+					return nil, fmt.Errorf("%w: the return address column %d loses its rule, which the CIE gives", ErrRows, reg)
+				}
+				p = appendUleb(append(p, ehframe.CFASameValue), reg)
+			} else {
+				p = appendRestore(p, reg)
 			}
-			p = appendRestore(p, reg)
 			i++
 		case i == len(from.Regs) || to.Regs[j].Reg < from.Regs[i].Reg:
 			if p, err = appendRule(p, cie, init, to.Regs[j]); err != nil {

@@ -248,3 +248,26 @@ func TestSPLog(t *testing.T) {
 		t.Errorf("after Truncate(9): %v", b.SPLog())
 	}
 }
+
+// TestJmpRel8At: the short jump counts its displacement from its end,
+// both ways, and refuses a target a byte cannot reach.
+func TestJmpRel8At(t *testing.T) {
+	for _, c := range []struct {
+		from, to uint64
+		want     []byte
+	}{
+		{0x1000, 0x1002, []byte{0xeb, 0x00}},
+		{0x1000, 0x1081, []byte{0xeb, 0x7f}},
+		{0x1000, 0x0f82, []byte{0xeb, 0x80}},
+	} {
+		got, err := JmpRel8At(c.from, c.to)
+		if err != nil || !bytes.Equal(got, c.want) {
+			t.Errorf("JmpRel8At(%#x, %#x) = % x, %v; want % x", c.from, c.to, got, err, c.want)
+		}
+	}
+	for _, to := range []uint64{0x1082, 0x0f81} {
+		if got, err := JmpRel8At(0x1000, to); err == nil {
+			t.Errorf("JmpRel8At(0x1000, %#x) = % x, want an error", to, got)
+		}
+	}
+}

@@ -1,5 +1,7 @@
 package enc
 
+import "fmt"
+
 // Templates for the sequences that read and write the runtime's records
 // and shadow frames inline (entries, exits, backedges, dark-entry stubs).
 //
@@ -385,5 +387,19 @@ const prefixFS = 0x64
 func JmpRel32At(from, to uint64) ([]byte, error) {
 	var b Buf
 	b.JmpRel32(AbsTarget(to))
+	return b.Finish(from)
+}
+
+// JmpRel8At returns the bytes of jmp rel8 (eb, 2 bytes) placed at from
+// and going to to: the patch at a label with room for no more, which
+// leads to a 5-byte jump nearby (decision 174). It fails when to is
+// more than a byte's displacement away.
+func JmpRel8At(from, to uint64) ([]byte, error) {
+	d := int64(to) - int64(from+2)
+	if d != int64(int8(d)) {
+		return nil, fmt.Errorf("enc: JmpRel8At: %#x is %d bytes from the end of the jump at %#x", to, d, from)
+	}
+	var b Buf
+	b.emit(0xeb, byte(int8(d)))
 	return b.Finish(from)
 }

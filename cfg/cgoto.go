@@ -83,10 +83,14 @@ func (bd *builder) gotoLabels() []uint64 {
 	// A label that is one int3 with the next label right after (LuaJIT's
 	// handler for the instructions it never dispatches) has no room for
 	// a jump: its original breakpoint stays and traps as before.
-	bd.labels = slices.DeleteFunc(bd.labels, func(l uint64) bool {
-		c := bd.b.Code(l)
-		return len(c) > 0 && c[0] == 0xcc && slices.Contains(bd.labels, l+1)
-	})
+	kept := bd.labels[:0]
+	for i, l := range bd.labels {
+		if c := bd.b.Code(l); i+1 < len(bd.labels) && bd.labels[i+1] == l+1 && len(c) > 0 && c[0] == 0xcc {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	bd.labels = kept
 	return bd.labels
 }
 
@@ -165,15 +169,19 @@ func (bd *builder) offsetLabels() []uint64 {
 		return uint64(binary.LittleEndian.Uint32(e)), true
 	}
 	var labels []uint64
+	seen := map[uint64]bool{}
 	for _, t := range refs {
 		if s := bd.b.section(t); s == nil || s.Exec || s.Write {
 			continue
 		}
 		for _, size := range []int{2, 4} {
 			for _, base := range bases {
-				n := 0
-				seen := map[uint64]bool{}
-				orphans := 0
+				// Most data fails at its first entry: no map then.
+				if v, ok := entry(t, 0, size); !ok || starts[base+v] == 0 {
+					continue
+				}
+				n, orphans := 0, 0
+				clear(seen)
 				for v, ok := entry(t, 0, size); ok && starts[base+v] > 0; v, ok = entry(t, n, size) {
 					n++
 					if !seen[v] {

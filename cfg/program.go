@@ -646,13 +646,15 @@ func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 // throughout: lua_call, lua_resume and others end with a jump to one of
 // its entry points (lj_vm_call, lj_vm_resume, …), which set the frame
 // up, and its first bytes are the handler of bytecode 0, reached only
-// through the dispatch table. Where such a block (mid-frame, its gotos
-// reaching the labels of an offset table) is what a procedure's escaping
-// jump lands in, the targets become its entries: the lowest is its Addr,
-// the others its Entries, and the bytes before the lowest a part whose
-// start is a label like any other handler. The jumpers are built again,
-// their jumps now tail calls. A block whose graph does not come out
-// whole stays as it was.
+// through the dispatch table. Where a procedure's escaping jump or a
+// direct call lands inside such a block (its gotos reaching the labels of
+// an offset table) away from its entries, the target becomes an entry.
+// A mid-frame block's start is a label like any other handler, not an
+// entry: the lowest target is its Addr, the others its Entries, and the
+// bytes before the lowest a part. A block that its one jumper took for a
+// fragment (joinFragments) adds the targets to that procedure's Entries.
+// The jumpers are built again, their jumps now tail calls. A block whose
+// graph does not come out whole stays as it was.
 func (p *Program) blockEntries(todo []int, build func([]int)) {
 	orig := map[int]Range{}
 	for round := 0; round < 4; round++ {

@@ -12,6 +12,7 @@ import (
 	"github.com/blpp/blpp/internal/testsupport/callgrind"
 	"github.com/blpp/blpp/internal/testsupport/corpus"
 	"github.com/blpp/blpp/internal/testsupport/fixture"
+	"github.com/blpp/blpp/meta"
 	"github.com/blpp/blpp/report"
 	"github.com/blpp/blpp/rewriter"
 )
@@ -102,20 +103,11 @@ func TestDispatchTables(t *testing.T) {
 // want says.
 func checkFixtureFuncs(t *testing.T, src string, c fixture.Config, want map[string]bool) {
 	t.Helper()
-	twin := c
-	twin.Strip = false
 	var names []string
 	for n := range want {
 		names = append(names, n)
 	}
-	entries := funcAddrs(t, fixture.Build(t, src, twin), names...)
-	checkExact(t, src, c)
-	_, inst := rewriteTo(t, src, c, t.TempDir())
-	tab, f, err := report.LoadMeta(inst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	entries, tab := exactFixtureMeta(t, src, c, names)
 	for name, entry := range entries {
 		found := false
 		for _, mf := range tab.Funcs {
@@ -131,6 +123,24 @@ func checkFixtureFuncs(t *testing.T, src string, c fixture.Config, want map[stri
 			t.Errorf("%s %s: %s (%#x) is not in the metadata", src, c, name, entry)
 		}
 	}
+}
+
+// exactFixtureMeta rewrites fixture src built in configuration c after
+// checkExact, and returns the addresses of the named function symbols
+// (from an unstripped build) and the rewritten binary's metadata.
+func exactFixtureMeta(t *testing.T, src string, c fixture.Config, names []string) (map[string]uint64, *meta.Table) {
+	t.Helper()
+	twin := c
+	twin.Strip = false
+	addrs := funcAddrs(t, fixture.Build(t, src, twin), names...)
+	checkExact(t, src, c)
+	_, inst := rewriteTo(t, src, c, t.TempDir())
+	tab, f, err := report.LoadMeta(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return addrs, tab
 }
 
 // luaCollector are the functions of Lua 5.4's collector whose switches
@@ -343,17 +353,8 @@ func TestOffsetDispatch(t *testing.T) {
 	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2", PIE: true, Strip: true}, {CC: "clang", Opt: "-O2", PIE: true, Strip: true}} {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			twin := c
-			twin.Strip = false
 			names := []string{"vm_block", "vm_enter", "run_vm", "vm_pcall"}
-			addrs := funcAddrs(t, fixture.Build(t, "asmvm.c", twin), names...)
-			checkExact(t, "asmvm.c", c)
-			_, inst := rewriteTo(t, "asmvm.c", c, t.TempDir())
-			tab, f, err := report.LoadMeta(inst)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
+			addrs, tab := exactFixtureMeta(t, "asmvm.c", c, names)
 			// Each place starts a block of an instrumented function.
 			for _, name := range names {
 				found := false

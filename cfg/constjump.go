@@ -26,3 +26,35 @@ func (bd *builder) constJump(s *slicer, i int) bool {
 	bd.work = append(bd.work, t)
 	return true
 }
+
+// constSlotJump recognises an indirect jump through a fixed word of
+// read-only data that holds an address inside the procedure: gcc, where
+// it knows a switch's index on one path, jumps through that case's entry
+// of the jump table without indexing it (cc1plus's grokdeclarator:
+// jmp *0x1ba2fd0, one entry of a table in .rodata). v is the value the
+// jump takes, a load from a constant address, as the jump's own memory
+// operand or as what its register was loaded with. The word cannot
+// change (its section is neither writable nor a GOT), so the jump is
+// direct: a one-entry Const table, as constJump makes. The register form keeps the original address, as
+// there.
+func (bd *builder) constSlotJump(i int, v sym) bool {
+	if v.kind != symLoad || v.size != 8 || v.addr == nil || v.addr.kind != symLinear || v.addr.hasVar {
+		return false
+	}
+	s := bd.b.section(v.addr.k)
+	if s == nil || s.Write || s.Exec {
+		return false
+	}
+	if _, isSlot := bd.b.slotSym[v.addr.k]; isSlot {
+		return false
+	}
+	t, ok := bd.b.Pointer(v.addr.k)
+	if !ok || bd.rangeOf(t) < 0 || bd.f.IsEntry(t) {
+		return false
+	}
+	in := &bd.insts[i]
+	bd.tables[in.Addr] = &JumpTable{Jump: in.Addr, Entries: 1, Const: true, Targets: []uint64{t}}
+	bd.setLeader(t)
+	bd.work = append(bd.work, t)
+	return true
+}

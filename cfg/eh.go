@@ -83,15 +83,16 @@ func covered(eh []EHRange, addr, lp uint64) bool {
 	return false
 }
 
-// dataPointers returns the values of the pointer-sized words of the
-// allocated, non-executable sections that point into code, and the
-// targets of R_X86_64_RELATIVE relocations: the addresses taken in data
-// (vtables, callback tables, .init_array).
-func (b *Binary) dataPointers() map[uint64]bool {
-	out := map[uint64]bool{}
+// dataPointers counts, for each address in code, the pointer-sized words
+// of the allocated, non-executable sections that hold it and the
+// R_X86_64_RELATIVE relocations that target it: the addresses taken in
+// data (vtables, callback tables, .init_array; and a non-PIE's jump
+// tables of absolute entries).
+func (b *Binary) dataPointers() map[uint64]int32 {
+	out := map[uint64]int32{}
 	for _, v := range b.relative {
 		if b.IsCode(v) {
-			out[v] = true
+			out[v]++
 		}
 	}
 	for i := range b.sections {
@@ -101,7 +102,7 @@ func (b *Binary) dataPointers() map[uint64]bool {
 		}
 		for off := 0; off+8 <= len(s.data); off += 8 {
 			if v := binary.LittleEndian.Uint64(s.data[off:]); v != 0 && b.IsCode(v) {
-				out[v] = true
+				out[v]++
 			}
 		}
 	}

@@ -295,6 +295,11 @@ type Graph struct {
 	// escape is the target of the first jump that left the procedure
 	// into the middle of other code, for joining stripped fragments.
 	escape uint64
+	// escapeWords counts the words of data that hold escape as a jump
+	// table's absolute entries, when the escape is such an entry and
+	// the table's extent is known: data that points at a fragment only
+	// through its parent's table does not make it a function.
+	escapeWords int32
 	// gotoFlags are the flags live on EdgeGoto edges once
 	// gotoFlagsKnown (ComputeFlagsLiveness).
 	gotoFlags      x86.Flags

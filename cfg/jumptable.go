@@ -48,15 +48,15 @@ func (bd *builder) resolveIndirect(s *slicer, i int) {
 		v = sym{kind: symLoad, addr: &addr, size: 8, at: i}
 	case x86.ArgReg:
 		v = s.evalReg(i, regFamily(op.Reg), 0)
-		if _, ok := tableShape(v); !ok {
+		if _, ok := s.tableAt(v); !ok {
 			// Replicated dispatch may share one jump between handlers
 			// that each load the entry: a table when every one of them
 			// reads the same table.
 			if vs := s.evalPreds(i, regFamily(op.Reg)); len(vs) > 0 {
-				if sh, ok := tableShape(vs[0]); ok {
+				if sh, ok := s.tableAt(vs[0]); ok {
 					same := true
 					for _, w := range vs[1:] {
-						wsh, ok := tableShape(w)
+						wsh, ok := s.tableAt(w)
 						same = same && ok && wsh.table == sh.table && wsh.base == sh.base && wsh.relative == sh.relative
 					}
 					if same {
@@ -67,11 +67,11 @@ func (bd *builder) resolveIndirect(s *slicer, i int) {
 			}
 		}
 	}
-	if _, ok := tableShape(v); ok {
+	if _, ok := s.tableAt(v); ok {
 		bd.resolveTable(s, i, []sym{v})
 		return
 	}
-	if bd.constJump(s, i) {
+	if bd.constJump(s, i) || bd.constSlotJump(i, v) {
 		return
 	}
 	// An address inside the procedure plus a scaled index is a jump to
@@ -185,6 +185,10 @@ type shape struct {
 	relative    bool
 	load        int // the instruction reading the entry
 	idx         int // the variable naming the index at the load
+	// byteIndex: the index is the entry's byte offset, a multiple of 8
+	// (jmp *T(%rdi) after and $0x38,%edi: gcc, without PIE, for a
+	// switch over masked bits). Its bound counts bytes.
+	byteIndex bool
 }
 
 // tableShape matches a jump target against the two table forms.
@@ -194,8 +198,45 @@ func tableShape(v sym) (shape, bool) {
 		return shape{table: v.addr.k, entSize: 8, load: v.at, idx: v.addr.varID}, true
 	case v.kind == symAdd && v.a.size == 4 && v.a.addr.hasVar && v.a.addr.scale == 4 && v.a.addr.k < 1<<63:
 		return shape{table: v.a.addr.k, base: v.b.k, entSize: 4, relative: true, load: v.a.at, idx: v.a.addr.varID}, true
+	case v.kind == symLoad && v.size == 8 && v.addr.hasVar && v.addr.scale == 1 && v.addr.k < 1<<63:
+		return shape{table: v.addr.k, entSize: 8, load: v.at, idx: v.addr.varID, byteIndex: true}, true
 	}
 	return shape{}, false
+}
+
+// tableAt is tableShape where the slicer can tell a table from a field
+// of a pointer: a byte-offset index (shape.byteIndex) is an entry's
+// offset only where an and with a multiple of 8 made it, the table is in
+// read-only data, and the binary is not position-independent (whose
+// tables are never read so: they would need absolute addresses in its
+// text). jmp *0x18(%rax), a virtual tail call, is not a table.
+func (s *slicer) tableAt(v sym) (shape, bool) {
+	sh, ok := tableShape(v)
+	if !ok || !sh.byteIndex {
+		return sh, ok
+	}
+	if s.bd.b.Kind != KindExec {
+		return sh, false
+	}
+	if sec := s.bd.b.section(sh.table); sec == nil || sec.Exec || sec.Write {
+		return sh, false
+	}
+	def, _, _, _ := s.valueRoot(sh.idx)
+	if def < 0 || def >= len(s.bd.insts) {
+		return sh, false
+	}
+	raw := &s.bd.insts[def]
+	imm, ok := raw.Args[1].AsImm()
+	return sh, raw.Op == x86asm.AND && ok && imm > 0 && imm < 1<<16 && imm&7 == 0
+}
+
+// entries turns a bound on the index of a table of shape sh into a
+// number of entries.
+func (sh shape) entries(n int) int {
+	if sh.byteIndex && n > 0 {
+		return (n + 7) / 8
+	}
+	return n
 }
 
 // resolveTable records the table of the jump at insts[i], read by the
@@ -211,10 +252,13 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 	// case 0 is in the unnamed .cold fragment (gcc_unreachable, in
 	// hundreds of cc1's switches) is the procedure's own table, and
 	// taken for a tail call its cases ran uncounted (decision 121).
+	// Nor where another entry leads into the procedure's own code: a
+	// frameless switch's case 0 in its .cold fragment (cc1plus's
+	// leaf functions of that shape; decision 175).
 	if !relative {
 		if atTop, known := bd.b.returnAtTop(in.Addr); known && !atTop {
 			// a table of this procedure: resolved below
-		} else if p, ok := bd.b.Pointer(table); ok && bd.rangeOf(p) < 0 {
+		} else if p, ok := bd.b.Pointer(table); ok && bd.rangeOf(p) < 0 && !bd.leadsInside(s, i, vs, sh) {
 			bd.indTail[in.Addr] = true
 			return
 		}
@@ -222,7 +266,7 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 	jt := &JumpTable{Jump: in.Addr, Table: table, EntrySize: entSize, Relative: relative, Base: base}
 	n := 0
 	if len(vs) == 1 {
-		n = s.bound(i, sh.idx)
+		n = sh.entries(s.bound(i, sh.idx))
 	}
 	if n > 0 && n <= 1<<16 {
 		jt.Entries = n
@@ -235,7 +279,7 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 		limit := 0
 		for _, v := range vs {
 			vsh, _ := tableShape(v)
-			r := s.indexRange(vsh.idx)
+			r := vsh.entries(s.indexRange(vsh.idx))
 			if r == 0 {
 				limit = 0
 				break
@@ -285,6 +329,13 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 			}
 			if bd.g.Reason == ReasonOK {
 				bd.g.escape = t // perhaps a stripped .cold fragment
+				if !relative && entSize == 8 {
+					for e := 0; e < jt.Entries; e++ {
+						if u, ok := bd.tableTarget(table, e, entSize, relative, base); ok && u == t {
+							bd.g.escapeWords++
+						}
+					}
+				}
 			}
 			// An escaping jump: joinFragments joins the fragment.
 			bd.g.fail(ReasonEscapingJump, in.Addr, "jump table entry %d targets %#x, outside the function", k, t)
@@ -479,6 +530,31 @@ func (bd *builder) tableTarget(table uint64, k, entSize int, relative bool, base
 		return base + uint64(int64(int32(binary.LittleEndian.Uint32(d)))), true
 	}
 	return bd.b.Pointer(at)
+}
+
+// leadsInside reports whether an entry of the absolute table of shape sh
+// (the jump at insts[i], read by the loads of vs) leads into the
+// procedure away from its entries: an array of function pointers holds
+// entries only. It reads the entries the index's bound allows, or,
+// without one, up to the first word that is not an address in code.
+func (bd *builder) leadsInside(s *slicer, i int, vs []sym, sh shape) bool {
+	n := 0
+	if len(vs) == 1 {
+		n = sh.entries(s.bound(i, sh.idx))
+	}
+	if n <= 0 || n > maxUnguarded {
+		n = maxUnguarded
+	}
+	for k := 0; k < n; k++ {
+		t, ok := bd.b.Pointer(sh.table + uint64(8*k))
+		if !ok || !bd.b.IsCode(t) {
+			return false
+		}
+		if bd.rangeOf(t) >= 0 && !bd.f.IsEntry(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxUnguarded caps the entries of a table nothing else bounds.

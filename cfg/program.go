@@ -502,11 +502,24 @@ func (p *Program) joinFragments(todo []int, build func([]int)) []int {
 	// mayBeFragment is all of it but the calls the graphs make; it
 	// reads nothing a round changes but Parts, which only grow, so a
 	// range it refuses at a round's start stays refused to its end.
+	//
+	// A non-PIE's jump tables hold absolute addresses, so a fragment
+	// that a table of its parent leads to (cc1plus's unsigned_condition
+	// sends two cases to its .cold call of fancy_abort) is in data too:
+	// the words of escaping tables (Graph.escapeWords) do not count.
+	var tableWords map[uint64]int32
 	mayBeFragment := func(j int) bool {
 		f := p.Funcs[j]
-		return f.Source == FromFDE && (f.MidFrame || !taken[f.Addr] && !p.Binary.referenced(f.Addr)) && !p.Binary.calledDirectly(f.Addr) && len(f.Parts) == 0
+		inData := taken[f.Addr] > tableWords[f.Addr]
+		return f.Source == FromFDE && (f.MidFrame || !inData && !p.Binary.referenced(f.Addr)) && !p.Binary.calledDirectly(f.Addr) && len(f.Parts) == 0
 	}
 	for round := 0; round < 16; round++ {
+		tableWords = map[uint64]int32{}
+		for _, i := range todo {
+			if g := p.Graphs[i]; g != nil && g.Reason == ReasonEscapingJump && g.escapeWords > 0 {
+				tableWords[g.escape] += g.escapeWords
+			}
+		}
 		// What each procedure jumps into, on every worker, kept where
 		// the range may be a fragment (most jumps out are tail calls
 		// to functions) and the jumper may have fragments: a

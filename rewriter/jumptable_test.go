@@ -386,3 +386,18 @@ func TestDataInText(t *testing.T) {
 		})
 	}
 }
+
+// TestConstSlotJump: constslot.c's functions jump through single entries
+// of their jump tables in .rodata, a fixed word whose address is in the
+// instruction (gcc's grokdeclarator in cc1plus). Both must be
+// instrumented, with every block exact: left out, the one with a frame
+// ran uncounted; the frameless one's jump could pass for a tail call.
+func TestConstSlotJump(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2", Strip: true}, {CC: "clang", Opt: "-O2", Strip: true}} {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			checkFixtureFuncs(t, "constslot.c", c, map[string]bool{"slotjump": true, "slotleaf": true})
+		})
+	}
+}

@@ -18,10 +18,17 @@ func (bd *builder) constJump(s *slicer, i int) bool {
 		return false
 	}
 	t, ok := s.constAt(i, regFamily(r))
-	if !ok || bd.rangeOf(t) < 0 || bd.f.IsEntry(t) {
-		return false // an entry is entered by a tail call, not a branch
+	return ok && bd.constTarget(in.Addr, t)
+}
+
+// constTarget makes the jump at addr a one-entry Const table to t when t
+// is inside the procedure and not one of its entries (an entry is
+// entered by a tail call, not a branch).
+func (bd *builder) constTarget(addr, t uint64) bool {
+	if bd.rangeOf(t) < 0 || bd.f.IsEntry(t) {
+		return false
 	}
-	bd.tables[in.Addr] = &JumpTable{Jump: in.Addr, Entries: 1, Const: true, Targets: []uint64{t}}
+	bd.tables[addr] = &JumpTable{Jump: addr, Entries: 1, Const: true, Targets: []uint64{t}}
 	bd.setLeader(t)
 	bd.work = append(bd.work, t)
 	return true
@@ -35,8 +42,8 @@ func (bd *builder) constJump(s *slicer, i int) bool {
 // jump takes, a load from a constant address, as the jump's own memory
 // operand or as what its register was loaded with. The word cannot
 // change (its section is neither writable nor a GOT), so the jump is
-// direct: a one-entry Const table, as constJump makes. The register form keeps the original address, as
-// there.
+// direct: a one-entry Const table, as constJump makes. The register form
+// keeps the original address, as there.
 func (bd *builder) constSlotJump(i int, v sym) bool {
 	if v.kind != symLoad || v.size != 8 || v.addr == nil || v.addr.kind != symLinear || v.addr.hasVar {
 		return false
@@ -49,12 +56,5 @@ func (bd *builder) constSlotJump(i int, v sym) bool {
 		return false
 	}
 	t, ok := bd.b.Pointer(v.addr.k)
-	if !ok || bd.rangeOf(t) < 0 || bd.f.IsEntry(t) {
-		return false
-	}
-	in := &bd.insts[i]
-	bd.tables[in.Addr] = &JumpTable{Jump: in.Addr, Entries: 1, Const: true, Targets: []uint64{t}}
-	bd.setLeader(t)
-	bd.work = append(bd.work, t)
-	return true
+	return ok && bd.constTarget(bd.insts[i].Addr, t)
 }

@@ -546,7 +546,7 @@ func (bd *builder) leadsInside(s *slicer, i int, vs []sym, sh shape) bool {
 		n = maxUnguarded
 	}
 	for k := 0; k < n; k++ {
-		t, ok := bd.b.Pointer(sh.table + uint64(8*k))
+		t, ok := bd.tableTarget(sh.table, k, 8, false, 0)
 		if !ok || !bd.b.IsCode(t) {
 			return false
 		}

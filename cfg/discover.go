@@ -323,6 +323,17 @@ func (p *Program) discover(build func([]int), workers int) {
 					}
 					jumpers[j.t][j.f] = true
 				}
+				// The procedures whose jump table leads to a
+				// discovered entry: that entry may be a case of
+				// theirs.
+				cases := map[uint64][]*Function{}
+				for _, f := range p.Funcs {
+					if g := p.Graph(f); g != nil && g.Reason == ReasonEscapingJump && g.escapeTable {
+						if _, ok := evOf[g.escape]; ok {
+							cases[g.escape] = append(cases[g.escape], f)
+						}
+					}
+				}
 				for a, ev := range evOf {
 					// An address only code takes (lea, an immediate)
 					// may be data: hand-written assembly keeps its
@@ -346,6 +357,12 @@ func (p *Program) discover(build func([]int), workers int) {
 						continue
 					}
 					g := p.Graph(f)
+					if parent := caseParent(f, ev, g, odd || contra[a], cases[a], jumpers[a]); parent != nil {
+						drop = append(drop, a)
+						parent.Parts = append(parent.Parts, Range{f.Addr, f.Size})
+						parent.PartNames = append(parent.PartNames, f.Name)
+						continue
+					}
 					if g != nil && (g.Instrumentable() || g.Reason == ReasonTooShort) && !odd {
 						continue
 					}
@@ -401,6 +418,35 @@ func (p *Program) discover(build func([]int), workers int) {
 		}
 		build(again)
 	}
+}
+
+// caseParent returns the procedure that the discovered range f is a
+// case of, or nil. gcc puts a switch's unlikely case in the function's
+// .cold part: in a library built without unwind tables and stripped
+// (Jim Tcl's libjim), that is a few bytes (call abort) after another
+// .cold part's noreturn call, which discovery takes for a procedure of
+// its own (its only evidence that it follows other code), while the
+// switch's table leads into it and so leaves its function
+// uninstrumented. Such a range is a part of the function whose table
+// leads to it when nothing else says it is a procedure: no call, no
+// pointer in data or code, no other procedure's jump, one table, code
+// that decodes (odd: it does not, or other flow contradicts it), and
+// neither range has an FDE (a procedure without one was built without
+// unwind tables, and so were its parts).
+func caseParent(f *Function, ev evidence, g *Graph, odd bool, tables []*Function, jumpers map[*Function]bool) *Function {
+	if ev&(evCall|evCodeRef|evDataRef) != 0 || odd || len(tables) != 1 || len(f.Parts) != 0 || f.Source&FromFDE != 0 {
+		return nil
+	}
+	parent := tables[0]
+	if parent == f || parent.Source&FromFDE != 0 || g == nil || !(g.Instrumentable() || g.Reason == ReasonTooShort || g.Reason == ReasonEscapingJump) {
+		return nil
+	}
+	for j := range jumpers {
+		if j != parent {
+			return nil
+		}
+	}
+	return parent
 }
 
 // contradicted returns the discovered entries without a call that the
@@ -460,9 +506,20 @@ func (p *Program) contradicted(evOf map[uint64]evidence, scans map[*Function]*fu
 					out = append(out, t)
 				}
 			}
+			// A range only its place makes a procedure (weak
+			// evidence) that the procedure it jumps into jumps to is
+			// a stripped .cold part going back into its function
+			// (Jim Tcl's `jmp` after an error call, into the epilogue
+			// of a command procedure only a pointer in data names):
+			// that jump contradicts nothing.
+			ev0, ok := evOf[f.Addr]
+			weak := ok && !ev0.strong()
 			for _, t := range s.jumps {
 				if i := p.containing(t); i >= 0 {
 					g := p.Funcs[i]
+					if weak && slices.Contains(scans[g].jumps, f.Addr) {
+						continue
+					}
 					if ev, ok := evOf[g.Addr]; ok && ev&evCall == 0 && t != g.Addr {
 						out = append(out, g.Addr)
 					}

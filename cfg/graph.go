@@ -300,6 +300,10 @@ type Graph struct {
 	// the table's extent is known: data that points at a fragment only
 	// through its parent's table does not make it a function.
 	escapeWords int32
+	// escapeTable says the escape is a jump table's entry, not a
+	// direct jump: a case of the procedure's own switch (discovery
+	// joins the stripped, unwind-table-less range it leads to).
+	escapeTable bool
 	// gotoFlags are the flags live on EdgeGoto edges once
 	// gotoFlagsKnown (ComputeFlagsLiveness).
 	gotoFlags      x86.Flags

@@ -298,7 +298,7 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 					break
 				}
 				if bd.rangeOf(t) < 0 && !bd.deadTarget(t) {
-					bd.g.escape = t
+					bd.g.escape, bd.g.escapeTable = t, true
 					bd.g.fail(ReasonEscapingJump, in.Addr, "jump table entry %d targets %#x, outside the function, and the table goes on", k, t)
 					return
 				}
@@ -328,7 +328,7 @@ func (bd *builder) resolveTable(s *slicer, i int, vs []sym) {
 				continue
 			}
 			if bd.g.Reason == ReasonOK {
-				bd.g.escape = t // perhaps a stripped .cold fragment
+				bd.g.escape, bd.g.escapeTable = t, true // perhaps a stripped .cold fragment
 				if !relative && entSize == 8 {
 					for e := 0; e < jt.Entries; e++ {
 						if u, ok := bd.tableTarget(table, e, entSize, relative, base); ok && u == t {

@@ -113,6 +113,32 @@ main :- fib(17, F), numlist(1, 200, L), nrev(L, [X|_]),
 	// --home: under valgrind the program's argv[0] is the mirror's path
 	// (Process.Command), from which SWI-Prolog would look for its home.
 	ps = append(ps, shareProgram{"swipl", []string{"/usr/bin/swipl", "--home=/usr/lib/swi-prolog", pl}, nil, nil})
+	// Jim Tcl's library is stripped and has no unwind tables: its
+	// procedures are found by discovery, a switch of its evaluator sends
+	// a case to a 5-byte `call abort` in .cold that only its place makes
+	// code, and its command procedures, named only by pointers in data,
+	// have .cold parts that jump back into them (decision 176).
+	tcl := filepath.Join(scripts, "w.tcl")
+	os.WriteFile(tcl, []byte(`proc fib {n} { if {$n < 2} { return $n }; return [expr {[fib [expr {$n-1}]] + [fib [expr {$n-2}]]}] }
+set total 0
+for {set i 0} {$i < 1500} {incr i} {
+	set l {}
+	for {set j 0} {$j < 20} {incr j} { lappend l [expr {($i * 7 + $j * 13) % 101}] }
+	set l [lsort -integer $l]
+	foreach x $l {
+		switch -- [expr {$x % 4}] {
+			0 { incr total $x }
+			1 { incr total [string length "ab$x"] }
+			2 { set d [dict create a $x b [expr {$x*2}]]; incr total [dict get $d b] }
+			default { incr total [llength [split "a,b,c,$x" ,]] }
+		}
+	}
+	catch { error "oops $i" } msg
+	append s [string range $msg 0 2]
+}
+puts "$total [fib 15] [string length $s]"
+`), 0o644)
+	ps = append(ps, shareProgram{"jimsh", []string{"/usr/bin/jimsh", tcl}, nil, nil})
 	// LuaJIT's interpreter is hand-written assembly that dispatches
 	// through a table it builds from offsets at start-up (decision 174);
 	// -joff keeps it interpreting. No Lua error is raised: the path in
@@ -179,6 +205,11 @@ int main() {
 	}
 	return out
 }
+
+// shareFloors are the programs whose share is held above 99%: what a
+// decision made whole must stay whole. jimsh: decision 176's two rules
+// are 2.2% and 0.2% of it.
+var shareFloors = map[string]float64{"jimsh": 0.9999}
 
 // TestWholeProcessShare measures the gauge of DESIGN 14 over the whole
 // process (issue 25, acceptance 2): for real programs whose work is in
@@ -265,8 +296,12 @@ func TestWholeProcessShare(t *testing.T) {
 			}
 			// Issue 25 asks for 99%: glibc's string functions, whose
 			// entry points share code, count since decision 85.
-			if now.Ratio() < 0.99 {
-				t.Errorf("whole-process share %.3f%%, want at least 99%%", 100*now.Ratio())
+			floor := 0.99
+			if f, ok := shareFloors[p.name]; ok {
+				floor = f
+			}
+			if now.Ratio() < floor {
+				t.Errorf("whole-process share %.3f%%, want at least %.2f%%", 100*now.Ratio(), 100*floor)
 				for i, l := range now.Left {
 					if i == 8 {
 						break

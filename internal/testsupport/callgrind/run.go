@@ -207,7 +207,7 @@ func Run(prog string, opts Options) (*Profile, error) {
 	p, err := collect(dir, func(ob string) bool {
 		fi, err := os.Stat(ob)
 		return err == nil && os.SameFile(fi, progInfo)
-	}, opts.SplitAfter)
+	}, opts.SplitAfter, "", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +230,9 @@ func Run(prog string, opts Options) (*Profile, error) {
 // SIGKILL or replaces itself by exec never fills it. With splitAfter set,
 // each process's dumps that follow the last one triggered by --dump-after
 // of one of those functions are summed into the profile's After instead.
-func collect(dir string, match func(string) bool, splitAfter []string) (*Profile, error) {
+// With fold set (the object's file), each dump's code under UnknownObject
+// is folded (FoldUnknown) before the dumps are summed.
+func collect(dir string, match func(string) bool, splitAfter []string, fold string, pids []int) (*Profile, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "cg.*"))
 	if err != nil {
 		return nil, fmt.Errorf("callgrind: %w", err)
@@ -270,6 +272,11 @@ func collect(dir string, match func(string) bool, splitAfter []string) (*Profile
 	var parts []part
 	last := map[string]int{} // each process's last split dump
 	for _, d := range dumps {
+		if pids != nil {
+			if n, err := strconv.Atoi(d.pid); err != nil || !slices.Contains(pids, n) {
+				continue
+			}
+		}
 		fi, err := os.Stat(d.name)
 		if err != nil {
 			return nil, fmt.Errorf("callgrind: %w", err)
@@ -290,6 +297,11 @@ func collect(dir string, match func(string) bool, splitAfter []string) (*Profile
 			// Another program: something the run exec'd.
 			continue
 		}
+		if fold != "" {
+			if err := p.FoldUnknown(fold); err != nil {
+				return nil, fmt.Errorf("%w (%s)", err, d.name)
+			}
+		}
 		for _, fn := range splitAfter {
 			if slices.Contains(p.Triggers, "--dump-after="+fn) {
 				last[d.pid] = len(parts) + 1
@@ -305,6 +317,9 @@ func collect(dir string, match func(string) bool, splitAfter []string) (*Profile
 		}
 		if err := (*into).merge(p); err != nil {
 			return fmt.Errorf("callgrind: %s: %w", name, err)
+		}
+		if p.Folded && !(*into).Folded {
+			(*into).Bias, (*into).Folded = p.Bias, true
 		}
 		return nil
 	}
@@ -371,7 +386,7 @@ func CollectObject(dir, object string, splitAfter []string) (*Profile, error) {
 	p, err := collect(dir, func(ob string) bool {
 		fi, err := os.Stat(ob)
 		return err == nil && os.SameFile(fi, info)
-	}, splitAfter)
+	}, splitAfter, "", nil)
 	if err != nil || p == nil {
 		return nil, err
 	}
@@ -379,4 +394,22 @@ func CollectObject(dir, object string, splitAfter []string) (*Profile, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// CollectObjectOf is CollectObject over the processes pids only: a
+// library's counts in the processes of one program (its Profile.PIDs),
+// not in the children it ran (make's shells, seq). Each process's code
+// under UnknownObject is folded alone, before the processes are summed:
+// a library sits at its own address in each process. A process that
+// shows no load bias keeps that code unfolded, and the result's Bias is
+// the first folded process's.
+func CollectObjectOf(dir, object string, splitAfter []string, pids []int) (*Profile, error) {
+	info, err := os.Stat(object)
+	if err != nil {
+		return nil, fmt.Errorf("callgrind: %w", err)
+	}
+	return collect(dir, func(ob string) bool {
+		fi, err := os.Stat(ob)
+		return err == nil && os.SameFile(fi, info)
+	}, splitAfter, object, pids)
 }

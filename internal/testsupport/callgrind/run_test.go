@@ -633,3 +633,57 @@ func TestFoldUnknown(t *testing.T) {
 		t.Fatalf("err %v, Folded %v, UnknownExec %v; want nil, false, untouched", err, p.Folded, p.UnknownExec)
 	}
 }
+
+// TestCollectObjectOf runs Debian's dash running seq, both of them with
+// libc, under callgrind: libc's counts in the shell's process alone must
+// fold (each process's .plt code at its own load bias) and hold no more
+// instructions than that process ran, while the sum over both processes
+// holds more.
+func TestCollectObjectOf(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
+	for _, f := range []string{"/bin/dash", "/usr/bin/seq", libc} {
+		if _, err := os.Stat(f); err != nil {
+			t.Skipf("%s: %v", f, err)
+		}
+	}
+	dir := t.TempDir()
+	p, err := Run("/bin/dash", Options{Args: []string{"-c", "seq 1 2000 >/dev/null; echo done"}, OutDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(p.Stdout) != "done\n" {
+		t.Fatalf("stdout %q", p.Stdout)
+	}
+	own, err := CollectObjectOf(dir, libc, nil, p.PIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := CollectObjectOf(dir, libc, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := func(m map[uint64]uint64) (n uint64) {
+		for _, c := range m {
+			n += c
+		}
+		return n
+	}
+	// What the shell's process ran in libc, and in code callgrind files
+	// under UnknownObject (libc's .plt among it).
+	var ran uint64
+	for ob, n := range p.ObjectIr {
+		if strings.Contains(ob, "libc.so") || ob == UnknownObject {
+			ran += n
+		}
+	}
+	if got := sum(own.Exec); got == 0 || got > ran {
+		t.Errorf("libc in the shell's process: %d instructions counted, the process ran %d in libc and unknown code", got, ran)
+	}
+	if _, err := CollectObject(dir, libc, nil); err != nil {
+		t.Logf("summed before folding: %v", err)
+	}
+	if sum(all.Exec) <= sum(own.Exec) {
+		t.Errorf("libc over both processes: %d instructions, no more than the shell's %d: seq's process was not read", sum(all.Exec), sum(own.Exec))
+	}
+}

@@ -316,7 +316,9 @@ func WholeShareOf(cg *callgrind.Profile, cgDir string, modules []ModuleFile) (Pr
 		}
 		ob := cg
 		if k > 0 {
-			if ob, err = callgrind.CollectObject(cgDir, m.Orig, nil); err != nil {
+			// The program's processes only, as cg (the
+			// denominator) is: not the children it ran.
+			if ob, err = callgrind.CollectObjectOf(cgDir, m.Orig, nil, cg.PIDs); err != nil {
 				return ps, err
 			}
 		}

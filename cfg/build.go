@@ -407,6 +407,9 @@ func (bd *builder) decodeAll() {
 			if bd.rangeOf(next) < 0 {
 				if to := bd.fallsInto(next); to != 0 {
 					bd.fallOut[a] = to
+					if to != next && next == bd.f.Addr+bd.f.Size {
+						g.padTo = to
+					}
 				} else {
 					if g.Reason == ReasonOK {
 						bd.g.escape = next
@@ -423,7 +426,8 @@ func (bd *builder) decodeAll() {
 // fallsInto returns the procedure entry that control running off the
 // end of a range at next reaches: next itself, or the entry just after
 // nops that align it (glibc's __memcpy_chk runs through a nopl into
-// __memcpy). The nops then run in no block. 0: none.
+// __memcpy). Nops after the main range become the procedure's
+// (Program.padRuns) and run in a block of its own. 0: none.
 func (bd *builder) fallsInto(next uint64) uint64 {
 	if bd.env.funcAt(next) != nil {
 		return next

@@ -82,6 +82,11 @@ type Function struct {
 	// when the body is shorter than the 5-byte jump, or than endbr64 and
 	// the jump after it (decision 95); measured for bodies under 9 bytes.
 	Pad uint64
+	// NopsFrom, when not 0, is where the nops at the end of the main
+	// body begin that the procedure runs through into the next one's
+	// entry (Program.padRuns): they were padding after the range that
+	// the symbol or FDE gave, and an FDE does not cover them.
+	NopsFrom uint64
 	// sized: the body's end came from a symbol's or an FDE's size (or a
 	// PLT entry's); otherwise it is a guess (the next procedure's start)
 	// that discovery may move.

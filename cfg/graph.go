@@ -304,6 +304,10 @@ type Graph struct {
 	// direct jump: a case of the procedure's own switch (discovery
 	// joins the stripped, unwind-table-less range it leads to).
 	escapeTable bool
+	// padTo, when not 0, is the entry of the next procedure that this
+	// one's flow reaches through the nops after its range (glibc's
+	// __memcpy_chk runs into __memcpy so): padRuns gives it the nops.
+	padTo uint64
 	// gotoFlags are the flags live on EdgeGoto edges once
 	// gotoFlagsKnown (ComputeFlagsLiveness).
 	gotoFlags      x86.Flags

@@ -401,3 +401,18 @@ func TestConstSlotJump(t *testing.T) {
 		})
 	}
 }
+
+// TestPadRun rewrites padrun.c, whose checked_sum runs through the nops
+// after its FDE's range into sum3, as glibc's __memcpy_chk variants run
+// into __memcpy (decision 178): both instrumented, and checkExact finds
+// every instruction callgrind ran in checked_sum's range, the nops
+// among them, in a block of it with callgrind's count.
+func TestPadRun(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2"}, {CC: "gcc", Opt: "-O2", Strip: true}, {CC: "clang", Opt: "-O2", Strip: true}} {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			checkFixtureFuncs(t, "padrun.c", c, map[string]bool{"checked_sum": true, "sum3": true})
+		})
+	}
+}

@@ -244,9 +244,17 @@ func unwindInfo(b *cfg.Binary, frame *ehframe.Frame, opts ehframe.Options, fg *f
 	states := slices.Grow(sc.states[:0], len(fg.marks))[:len(fg.marks)]
 	clear(states)
 	sc.states = states
+	// The nops the function runs through into the next one (cfg's
+	// padRuns: glibc's __memcpy_chk variants), after the range its FDE
+	// covers, run in the state before them: a nop changes no rule.
+	f := fg.f.Func
 	covered := 0
 	for i, m := range fg.marks {
-		e, st, found, err := stateAt(m.addr)
+		addr := m.addr
+		if f.NopsFrom != 0 && addr >= f.NopsFrom && addr < f.Addr+f.Size && find(addr) == nil {
+			addr = f.NopsFrom - 1
+		}
+		e, st, found, err := stateAt(addr)
 		if err != nil {
 			return nil, false, err
 		}

@@ -425,7 +425,7 @@ func (p *Program) discover(build func([]int), workers int) {
 // .cold part: in a library built without unwind tables and stripped
 // (Jim Tcl's libjim), that is a few bytes (call abort) after another
 // .cold part's noreturn call, which discovery takes for a procedure of
-// its own (its only evidence that it follows other code), while the
+// its own (its only evidence: it follows other code), while the
 // switch's table leads into it and so leaves its function
 // uninstrumented. Such a range is a part of the function whose table
 // leads to it when nothing else says it is a procedure: no call, no

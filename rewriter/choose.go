@@ -204,3 +204,116 @@ func decodesTo(b *cfg.Binary, lo, to uint64) bool {
 	}
 	return false
 }
+
+// fdeIndex answers whether an .eh_frame FDE covers an address: the FDE
+// ranges sorted by start, with the largest end among each prefix (FDEs
+// may overlap).
+type fdeIndex struct {
+	rs     []cfg.Range
+	maxEnd []uint64
+}
+
+func newFDEIndex(b *cfg.Binary) *fdeIndex {
+	x := &fdeIndex{rs: b.FDEs()}
+	sort.Slice(x.rs, func(i, j int) bool { return x.rs[i].Addr < x.rs[j].Addr })
+	x.maxEnd = make([]uint64, len(x.rs))
+	var m uint64
+	for i, r := range x.rs {
+		m = max(m, r.End())
+		x.maxEnd[i] = m
+	}
+	return x
+}
+
+// cover says how much of [lo, hi) FDEs cover: all of it, none of it, or
+// (mixed) some.
+func (x *fdeIndex) cover(lo, hi uint64) (all, none bool) {
+	i := sort.Search(len(x.rs), func(i int) bool { return x.rs[i].Addr >= hi })
+	none = true
+	for i--; i >= 0 && x.maxEnd[i] > lo; i-- {
+		if r := x.rs[i]; r.End() > lo {
+			none = false
+			if r.Addr <= lo && r.End() >= hi {
+				return true, false
+			}
+		}
+	}
+	return false, none
+}
+
+// partlyUnwound finds a function whose instructions the original's
+// .eh_frame describes in part: unwindInfo refuses its copy (its unwind
+// rows would end where the original's do, and an unwinder stepping
+// through the rest would go wrong), and finding that before the layout
+// spares rewrite a second layout round (glibc's __clone, whose FDE stops
+// before its system call, and static glibc's signal trampolines: about
+// a quarter of every rewrite of libc.so.6). It looks only at the
+// instructions whose copies surely keep a mark of their own in
+// unwindInfo (body instructions that are not a block's last, a nop or
+// the entry's endbr64), so it never refuses a function unwindInfo would
+// take; one it misses still gets the second round. It returns an
+// uncovered address and a covered one.
+func partlyUnwound(b *cfg.Binary, x *fdeIndex, f *analysis.Func) (off, on uint64, ok bool) {
+	g := f.Graph
+	// Most functions lie wholly inside FDEs, or wholly outside.
+	anyAll, anyNone, mixed := false, false, false
+	for i := range g.Blocks {
+		blk := &g.Blocks[i]
+		if blk.Insts < 2 {
+			continue
+		}
+		switch all, none := x.cover(blk.Addr, blk.Last); {
+		case all:
+			anyAll = true
+		case none:
+			anyNone = true
+		default:
+			mixed = true
+		}
+	}
+	if !mixed && (!anyAll || !anyNone) {
+		return 0, 0, false
+	}
+	for i := range g.Blocks {
+		blk := &g.Blocks[i]
+		for in := range b.Insts(blk) {
+			if in.Addr == blk.Last {
+				break
+			}
+			if in.Endbr || in.Op == x86asm.NOP {
+				continue
+			}
+			if all, _ := x.cover(in.Addr, in.Addr+1); all {
+				on = in.Addr
+			} else {
+				off = in.Addr
+			}
+			if on != 0 && off != 0 {
+				return off, on, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// leavePartlyUnwound takes out of chosen, and lists in sum, the
+// functions partlyUnwound finds, with the reason the code generator
+// would have given. Only binaries with unwind tables are looked at.
+func leavePartlyUnwound(b *cfg.Binary, chosen []*analysis.Func, sum *Summary) []*analysis.Func {
+	x := newFDEIndex(b)
+	if len(x.rs) == 0 {
+		return chosen
+	}
+	kept := chosen[:0]
+	for _, f := range chosen {
+		off, on, ok := partlyUnwound(b, x, f)
+		if !ok {
+			kept = append(kept, f)
+			continue
+		}
+		sum.Skipped = append(sum.Skipped, Skipped{Name: f.Func.Name, Entry: fmt.Sprintf("%#x", f.Func.Addr),
+			Reason: "code generation", Size: f.Func.TotalSize(),
+			Detail: fmt.Sprintf("unwind tables: unwind information covers only part of the function (%#x, not %#x)", on, off)})
+	}
+	return kept
+}

@@ -195,6 +195,8 @@ type gen struct {
 	slotsSize uint64
 	// layoutSeed, when not 0, pads each function's start (layoutPad).
 	layoutSeed uint64
+	// failEmit: Options.failEmit.
+	failEmit string
 	// codeMap: the functions record their stretches (Options.CodeMap).
 	codeMap  bool
 	loopRegs LoopRegPolicy // Options.LoopRegs

@@ -19,3 +19,10 @@ func ForceRelease(opts Options) Options {
 // this name go to a thunk (thunk.go): the address map's copies of such
 // uses are direct calls and jumps, and lea of the thunk.
 func HasThunk(name string) bool { return thunkKindOfName(name) != thunkNone }
+
+// FailEmit returns opts with the code generation of the function of
+// this name failing, so that the layout is redone without it.
+func FailEmit(opts Options, name string) Options {
+	opts.failEmit = name
+	return opts
+}

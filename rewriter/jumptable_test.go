@@ -2,6 +2,7 @@ package rewriter_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -413,6 +414,45 @@ func TestPadRun(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			checkFixtureFuncs(t, "padrun.c", c, map[string]bool{"checked_sum": true, "sum3": true})
+		})
+	}
+}
+
+// TestPartlyUnwound rewrites partunwind.c, whose triple_sum has an FDE
+// for its first two instructions only: it stays uninstrumented, found so
+// before the layout (leavePartlyUnwound names the addresses; the code
+// generator's refusal, which costs a second layout round, does not),
+// and the program runs as before with its other functions exact.
+func TestPartlyUnwound(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	// Stripped of its symbols the function ends where its FDE does, and
+	// falls off that end: the symbol's size is what makes it whole.
+	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2"}, {CC: "clang", Opt: "-O2", PIE: true}} {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			checkFixtureFuncs(t, "partunwind.c", c, map[string]bool{"triple_sum": false, "tidy": true})
+			data, err := os.ReadFile(fixture.Build(t, "partunwind.c", c))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, sum, err := rewriter.Rewrite(data, rewriter.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("%#x", funcAddrs(t, fixture.Build(t, "partunwind.c", c), "triple_sum")["triple_sum"])
+			found := false
+			for _, s := range sum.Skipped {
+				if s.Entry != want {
+					continue
+				}
+				found = true
+				if s.Reason != "code generation" || !strings.Contains(s.Detail, "covers only part of the function (0x") {
+					t.Errorf("triple_sum left out as %q: %q, want the layout's check (code generation: unwind information covers only part of the function (ADDR, not ADDR))", s.Reason, s.Detail)
+				}
+			}
+			if !found {
+				t.Errorf("triple_sum (%s) is not among the functions left out: %+v", want, sum.Skipped)
+			}
 		})
 	}
 }

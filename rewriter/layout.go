@@ -265,6 +265,7 @@ func newGen(b *cfg.Binary, img *runtime.Image, rtText uint64, opts Options, mod 
 			LibcGetcontext: rtText + img.Symbols[runtime.SymLibcGetcontext], LibcMakecontext: rtText + img.Symbols[runtime.SymLibcMakecontext],
 			ForkSys: rtText + img.Symbols[runtime.SymForkSys]},
 		layoutSeed: opts.LayoutSeed,
+		failEmit:   opts.failEmit,
 		codeMap:    opts.CodeMap != nil,
 		workers:    opts.Workers,
 		loopRegs:   opts.LoopRegs,

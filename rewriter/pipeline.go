@@ -92,6 +92,9 @@ func (g *gen) emitOne(fp *funcPlan, at int, sp int32, uw *unwinder, codeAddr uin
 	if fc.err == nil {
 		fc.err = fg.tablesDone()
 	}
+	if fc.err == nil && g.failEmit != "" && fp.f.Func.Name == g.failEmit {
+		fc.err = errFailAsked
+	}
 	if fc.err == nil {
 		fc.unwind = uw.info(g.b, fg, view.buf.SPLog(), sp, codeAddr)
 		fc.amap = fg.addrMapCode(codeAddr, &sc.rec)

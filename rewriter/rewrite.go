@@ -72,6 +72,10 @@ type Options struct {
 	// drop each function's analysis as it goes whatever the binary's
 	// size (releaseSize).
 	forceRelease bool
+	// failEmit, for tests only (export_test.go), names a function whose
+	// code generation fails (errFailAsked): the layout is redone
+	// without it, as after a real failure.
+	failEmit string
 	// early, set by RewriteTo, writes the code segment while the rest of
 	// the file is made.
 	early *earlyWrite
@@ -223,6 +227,9 @@ func RewriteTo(w io.WriterAt, in []byte, opts Options) (int64, *Summary, error) 
 	return out.Size, sum, nil
 }
 
+// errFailAsked is the code generation failure Options.failEmit asks for.
+var errFailAsked = errors.New("failed as the test asked")
+
 // ErrWrite: RewriteTo could not write the new file (its error wraps
 // this one and the writer's).
 var ErrWrite = errors.New("writing the new file")
@@ -349,6 +356,7 @@ func rewrite(in []byte, opts Options, prior []failedRound) (*elfw.Pieces, *Summa
 			chosen = append(chosen, f)
 		}
 	}
+	chosen = leavePartlyUnwound(b, chosen, sum)
 	chosen = leaveBranchedInto(b, res.Funcs, chosen, moved, into, sum)
 	phase.Mark("choose")
 	// Function ids have runtime.FidBits bits in a module [decision 81].
@@ -368,6 +376,9 @@ func rewrite(in []byte, opts Options, prior []failedRound) (*elfw.Pieces, *Summa
 			}
 		}
 		chosen = kept
+		// Their original code runs now: what it branches into past an
+		// entry is left out too, as for the functions left out above.
+		chosen = leaveBranchedInto(b, res.Funcs, chosen, moved, into, sum)
 	}
 	for _, r := range prior {
 		leaveOut(r)

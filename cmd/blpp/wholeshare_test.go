@@ -302,6 +302,9 @@ func TestWholeProcessShare(t *testing.T) {
 			}
 			if now.Ratio() < floor {
 				t.Errorf("whole-process share %.3f%%, want at least %.2f%%", 100*now.Ratio(), 100*floor)
+			}
+			// What was left out, when it falls short or -v asks.
+			if now.Ratio() < floor || testing.Verbose() {
 				for i, l := range now.Left {
 					if i == 8 {
 						break

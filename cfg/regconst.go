@@ -176,8 +176,12 @@ func (s *slicer) flowConsts() []regState {
 func (s *slicer) transfer(i int, st *regState) {
 	in := &s.bd.insts[i]
 	if in.Kind == x86.Call || in.Kind == x86.CallIndirect {
+		clob := callerSavedSet
+		if in.Kind == x86.Call {
+			clob = s.callClobbers(in.Target) // ipara.go
+		}
 		for f, c := range callerSaved {
-			if c {
+			if c && clob.Has(f) {
 				st.set(f, regVal{})
 			}
 		}

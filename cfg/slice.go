@@ -72,6 +72,8 @@ func addLin(x, y sym) sym {
 // procedure's decoded instructions.
 type slicer struct {
 	bd *builder
+	// clobbers memoizes callClobbers by call target (ipara.go).
+	clobbers map[uint64]RegSet
 	// branchTo and branchFrom are the procedure's direct jumps and
 	// conditional branches as (target, instruction) pairs, sorted by
 	// target, then instruction (branchesTo). A map of them was a third

@@ -456,3 +456,18 @@ func TestPartlyUnwound(t *testing.T) {
 		})
 	}
 }
+
+// TestIPARA rewrites ipara.c, whose dispatch_sum keeps its jump table's
+// base in %r11 across a call to weight (gcc's -fipa-ra does this with
+// local functions that leave the register alone): the table resolves,
+// dispatch_sum is instrumented and exact. With every call taken to
+// clobber the caller-saved registers it stays out (decision 180).
+func TestIPARA(t *testing.T) {
+	fixture.RequireTool(t, "valgrind", "valgrind")
+	for _, c := range []fixture.Config{{CC: "gcc", Opt: "-O2"}, {CC: "gcc", Opt: "-O2", PIE: true, Strip: true}} {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			checkFixtureFuncs(t, "ipara.c", c, map[string]bool{"dispatch_sum": true, "weight": true})
+		})
+	}
+}

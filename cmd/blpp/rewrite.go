@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/blpp/blpp/counters"
+	"github.com/blpp/blpp/internal/hugeheap"
 	"github.com/blpp/blpp/internal/wholerun"
 	"github.com/blpp/blpp/rewriter"
 	"github.com/blpp/blpp/runtime"
@@ -162,6 +163,11 @@ func runRewrite(c *ctx, args []string) error {
 // on a terminal.
 func rewriteFile(in, out string, opts rewriter.Options) (*rewriter.Summary, error) {
 	rewriter.LimitMemory()
+	var size int64
+	if fi, err := os.Stat(in); err == nil {
+		size = fi.Size()
+	}
+	defer hugeheap.Start(rewriter.HeapFor(size))()
 	// Progress on a terminal, for rewrites that take more than a second.
 	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 && opts.Progress == nil {
 		start := time.Now()

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 
 	"github.com/blpp/blpp/cct"
+	"github.com/blpp/blpp/internal/hugeheap"
 	"github.com/blpp/blpp/report"
 )
 
@@ -52,9 +53,22 @@ func functionsNeeded(prof *cct.Profile, ranOnly bool) report.FuncSet {
 	return report.ProfileFuncs(prof)
 }
 
+// profileHeapFactor is about how much memory a report or an export
+// takes at its peak for each byte of the profiles it reads, the
+// modules' tables included: 18.5 for the 28 MB profile of a whole
+// clang-16 compile (519 MB), which is where it matters.
+const profileHeapFactor = 24
+
 // readProfiles reads and merges the profiles (several runs or processes
 // of the same instrumented binary).
 func readProfiles(paths []string) (*cct.Profile, error) {
+	var size int64
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			size += fi.Size()
+		}
+	}
+	hugeheap.Reserve(uint64(size) * profileHeapFactor)
 	var ps []*cct.Profile
 	for _, p := range paths {
 		prof, err := cct.ReadFile(p)

@@ -59,20 +59,14 @@ const (
 type Region struct{ Start, End uint64 }
 
 // Start prepares the heap of a process that expects to use about expect
-// bytes and advises its mappings until the returned function is called;
-// that function stops the advisor and waits for it.
+// bytes (Reserve) and advises what the runtime maps later until the
+// returned function is called; that function stops the advisor and
+// waits for it.
 func Start(expect uint64) (stop func()) {
-	if Mode() != "madvise" {
+	if !Reserve(expect) {
 		return func() {}
-	}
-	limit := debug.SetMemoryLimit(-1)
-	if n := ReserveSize(expect, uint64(max(limit, 0)), memTotal(), overcommit()); n > 0 {
-		reserve(n)
 	}
 	a := &advisor{advised: map[Region]bool{}}
-	if !a.pass() {
-		return func() {}
-	}
 	quit, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -96,6 +90,22 @@ func Start(expect uint64) (stop func()) {
 			<-finished
 		})
 	}
+}
+
+// Reserve has the runtime map the heap a process expects to use (about
+// expect bytes; ReserveSize) and advises the process's mappings once,
+// for work whose heap grows little beyond it. It reports whether the
+// advice was taken.
+func Reserve(expect uint64) bool {
+	if Mode() != "madvise" {
+		return false
+	}
+	limit := debug.SetMemoryLimit(-1)
+	if n := ReserveSize(expect, uint64(max(limit, 0)), memTotal(), overcommit()); n > 0 {
+		reserve(n)
+	}
+	a := &advisor{advised: map[Region]bool{}}
+	return a.pass()
 }
 
 // ReserveSize is how much heap Start has the runtime map for work that

@@ -95,7 +95,7 @@ func runDemo(c *ctx, args []string) error {
 	}
 	inst := bin + ".blpp"
 	fmt.Fprintf(c.stdout, "\n$ blpp rewrite %s -o %s\n", bin, inst)
-	sum, err := rewriteFile(bin, inst, rewriter.Options{})
+	sum, err := rewriteAlone(bin, inst, rewriter.Options{})
 	if err != nil {
 		return err
 	}

@@ -105,10 +105,15 @@ func cacheRoot() string {
 var selfPath = os.Executable
 
 // moduleCache is blpp's cache of instrumented copies (wholerun.Cache),
-// rewriting with rewriteFile (progress on a terminal).
-func moduleCache() *wholerun.Cache {
+// rewriting with rewriteFile (progress on a terminal), or rewriteAlone
+// when alone: the process rewrites at most that one object.
+func moduleCache(alone bool) *wholerun.Cache {
+	rw := rewriteFile
+	if alone {
+		rw = rewriteAlone
+	}
 	return &wholerun.Cache{Root: cacheRoot(), Tool: toolID(), Rewrite: func(in, out string, opts rewriter.Options) error {
-		_, err := rewriteFile(in, out, opts)
+		_, err := rw(in, out, opts)
 		return err
 	}}
 }
@@ -116,7 +121,7 @@ func moduleCache() *wholerun.Cache {
 // cachedModule rewrites the object at path with opts into the cache and
 // returns the copy's path (wholerun.Cache.Module).
 func cachedModule(path string, opts rewriter.Options, mode modeFlags) (string, error) {
-	return moduleCache().Module(path, opts, mode.key())
+	return moduleCache(false).Module(path, opts, mode.key())
 }
 
 // prepareLibs rewrites prog's start libraries that pick selects and
@@ -133,7 +138,7 @@ func prepareLibs(w io.Writer, loader, prog string, mode modeFlags, sel libSelect
 	}
 	blpp := append([]string{self, "rewrite-module", "--cache-dir", cacheRoot()}, mode.args()...)
 	blpp = append(blpp, sel.args()...)
-	return moduleCache().Prepare(wholerun.Setup{Loader: loader, Prog: prog, Opts: opts, Mode: mode.key(),
+	return moduleCache(false).Prepare(wholerun.Setup{Loader: loader, Prog: prog, Opts: opts, Mode: mode.key(),
 		Pick: pick, NoLibs: noLibs, Extra: extra, Blpp: blpp, Progress: w})
 }
 
@@ -158,7 +163,7 @@ func runRewriteModule(c *ctx, args []string) error {
 	if *cache != "" {
 		cacheOverride = *cache
 	}
-	mc := moduleCache()
+	mc := moduleCache(true)
 	// A library opened relative to another's mirror is its original
 	// (decision 109): selected, and printed when left out, as such.
 	lib = mc.Original(lib)

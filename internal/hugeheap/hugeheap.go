@@ -101,7 +101,7 @@ func Reserve(expect uint64) bool {
 		return false
 	}
 	limit := debug.SetMemoryLimit(-1)
-	if n := ReserveSize(expect, uint64(max(limit, 0)), memTotal(), overcommit()); n > 0 {
+	if n := ReserveSize(expect, uint64(max(limit, 0)), memTotal(), overcommit()); n > 0 && !addressLimited() {
 		reserve(n)
 	}
 	a := &advisor{advised: map[Region]bool{}}
@@ -165,6 +165,14 @@ func memTotal() uint64 {
 		}
 	}
 	return 0
+}
+
+// addressLimited reports whether the process's address space is limited
+// (RLIMIT_AS, ulimit -v): there a reservation could take the room the
+// work needs, and a runtime that cannot map its heap stops the process.
+func addressLimited() bool {
+	var rl syscall.Rlimit
+	return syscall.Getrlimit(syscall.RLIMIT_AS, &rl) != nil || rl.Cur != ^uint64(0)
 }
 
 // overcommit is vm.overcommit_memory (0 when unknown: the default).

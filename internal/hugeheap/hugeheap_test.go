@@ -3,6 +3,7 @@ package hugeheap
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"reflect"
 	"strconv"
 	"strings"
@@ -102,4 +103,29 @@ func vmFlags(t *testing.T, addr uint64) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// TestReserveAddressLimited runs a child of this test under a 3 GiB
+// limit of its address space (ulimit -v) and has it reserve for 8 GiB:
+// the reservation must step aside (addressLimited), where the runtime,
+// unable to map it, would stop the process.
+func TestReserveAddressLimited(t *testing.T) {
+	if os.Getenv("HUGEHEAP_CHILD") == "1" {
+		Reserve(8 << 30)
+		b := make([]byte, 64<<20)
+		b[len(b)-1] = 1
+		return
+	}
+	if Mode() != "madvise" {
+		t.Skipf("transparent huge pages are %q here, not madvise: Reserve does nothing", Mode())
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	cmd := exec.Command(sh, "-c", `ulimit -v 3145728 && exec "$0" -test.run='^TestReserveAddressLimited$' -test.count=1`, os.Args[0])
+	cmd.Env = append(os.Environ(), "HUGEHEAP_CHILD=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the child under ulimit -v: %v\n%s", err, out)
+	}
 }

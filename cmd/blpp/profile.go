@@ -59,6 +59,12 @@ func functionsNeeded(prof *cct.Profile, ranOnly bool) report.FuncSet {
 // clang-16 compile (519 MB), which is where it matters.
 const profileHeapFactor = 24
 
+// moduleHeapDivisor: the model takes about a fifth of the size of the
+// instrumented modules' files (their tables, names and line tables) for
+// the functions a profile names: 200 MB for clang-16 --version's 1.1 GB
+// of modules.
+const moduleHeapDivisor = 4
+
 // readProfiles reads and merges the profiles (several runs or processes
 // of the same instrumented binary).
 func readProfiles(paths []string) (*cct.Profile, error) {
@@ -68,7 +74,11 @@ func readProfiles(paths []string) (*cct.Profile, error) {
 			size += fi.Size()
 		}
 	}
-	hugeheap.Reserve(uint64(size) * profileHeapFactor)
+	// A large profile's reading is the first large work (decision 181).
+	expect := uint64(size) * profileHeapFactor
+	if expect >= hugeheap.MinReserve {
+		hugeheap.Reserve(expect)
+	}
 	var ps []*cct.Profile
 	for _, p := range paths {
 		prof, err := cct.ReadFile(p)
@@ -76,6 +86,21 @@ func readProfiles(paths []string) (*cct.Profile, error) {
 			return nil, err
 		}
 		ps = append(ps, prof)
+	}
+	// The modules' tables come next, and a small whole-process profile
+	// can name large modules: a cached blpp run of clang-16 --version
+	// writes 1 MB, and the tables of its 1.1 GB of instrumented
+	// libraries take the report to 200 MB. (After a large profile's
+	// reservation, a second one's collection would cost more than it
+	// saves.)
+	if expect < hugeheap.MinReserve {
+		var mods int64
+		for _, m := range ps[0].Modules {
+			if fi, err := os.Stat(m.Path); m.Path != "" && err == nil {
+				mods += fi.Size()
+			}
+		}
+		hugeheap.Reserve(expect + uint64(mods)/moduleHeapDivisor)
 	}
 	if len(ps) == 1 {
 		return ps[0], nil

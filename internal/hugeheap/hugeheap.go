@@ -47,13 +47,15 @@ const (
 	madvHugepage = 14
 	// minSize: a region smaller than a huge page cannot hold one.
 	minSize = 2 << 20
-	// minReserve: below this a reservation is not worth its collection.
-	minReserve = 64 << 20
 	// interval is how often the advisor looks. The heap grows by a few
 	// megabytes in that time at most; reading the maps costs tens of
 	// microseconds.
 	interval = 10 * time.Millisecond
 )
+
+// MinReserve is the smallest reservation Reserve makes: below it one is
+// not worth its collection.
+const MinReserve = 64 << 20
 
 // Region is a range of addresses [Start, End).
 type Region struct{ Start, End uint64 }
@@ -119,7 +121,7 @@ func ReserveSize(expect, limit, memTotal uint64, overcommitMode int) uint64 {
 	if memTotal > 0 {
 		n = min(n, memTotal/2)
 	}
-	if overcommitMode == 2 || n < minReserve {
+	if overcommitMode == 2 || n < MinReserve {
 		return 0
 	}
 	return n

@@ -27,9 +27,4 @@ func LimitMemory() {
 // bytes uses at its peak, before MemoryLimit holds it: 40 to 100 times
 // the input (python3.11 and libLLVM-16 about 43 times, libc 69, troff
 // 100). Programs that rewrite size their heap by it (hugeheap.Start).
-func HeapFor(size int64) uint64 {
-	if size <= 0 {
-		return 0
-	}
-	return uint64(size) * 64
-}
+func HeapFor(size uint64) uint64 { return size * 64 }

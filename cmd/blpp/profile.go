@@ -65,17 +65,25 @@ const profileHeapFactor = 24
 // of modules.
 const moduleHeapDivisor = 4
 
+// fileSize is the size of the file at path, 0 when it cannot be had:
+// for sizing the heap ahead, never for deciding what to read.
+func fileSize(path string) uint64 {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0
+	}
+	return uint64(fi.Size())
+}
+
 // readProfiles reads and merges the profiles (several runs or processes
 // of the same instrumented binary).
 func readProfiles(paths []string) (*cct.Profile, error) {
-	var size int64
+	var size uint64
 	for _, p := range paths {
-		if fi, err := os.Stat(p); err == nil {
-			size += fi.Size()
-		}
+		size += fileSize(p)
 	}
 	// A large profile's reading is the first large work (decision 181).
-	expect := uint64(size) * profileHeapFactor
+	expect := size * profileHeapFactor
 	if expect >= hugeheap.MinReserve {
 		hugeheap.Reserve(expect)
 	}
@@ -93,14 +101,14 @@ func readProfiles(paths []string) (*cct.Profile, error) {
 	// libraries take the report to 200 MB. (After a large profile's
 	// reservation, a second one's collection would cost more than it
 	// saves.)
-	if expect < hugeheap.MinReserve {
-		var mods int64
+	if expect < hugeheap.MinReserve && len(ps) > 0 {
+		var mods uint64
 		for _, m := range ps[0].Modules {
-			if fi, err := os.Stat(m.Path); m.Path != "" && err == nil {
-				mods += fi.Size()
+			if m.Path != "" {
+				mods += fileSize(m.Path)
 			}
 		}
-		hugeheap.Reserve(expect + uint64(mods)/moduleHeapDivisor)
+		hugeheap.Reserve(expect + mods/moduleHeapDivisor)
 	}
 	if len(ps) == 1 {
 		return ps[0], nil

@@ -166,11 +166,7 @@ func runRewrite(c *ctx, args []string) error {
 // next, and the advice made its first run of clang-16 no faster and its
 // peak 10% higher, so it goes without.
 func rewriteAlone(in, out string, opts rewriter.Options) (*rewriter.Summary, error) {
-	var size int64
-	if fi, err := os.Stat(in); err == nil {
-		size = fi.Size()
-	}
-	defer hugeheap.Start(rewriter.HeapFor(size))()
+	defer hugeheap.Start(rewriter.HeapFor(fileSize(in)))()
 	return rewriteFile(in, out, opts)
 }
 

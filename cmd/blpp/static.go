@@ -39,13 +39,10 @@ func analyse(path, re string, maxPaths uint64) (*analysis.Result, error) {
 			return false
 		}
 	}
-	fi, err := os.Stat(path)
-	if err == nil && fi.IsDir() {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("%s is a directory, not a binary", path)
 	}
-	if err == nil {
-		hugeheap.Reserve(uint64(fi.Size()) * analysisHeapFactor)
-	}
+	hugeheap.Reserve(fileSize(path) * analysisHeapFactor)
 	b, err := cfg.Open(path)
 	if err != nil {
 		return nil, err

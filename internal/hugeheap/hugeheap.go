@@ -190,7 +190,7 @@ func overcommit() int {
 
 // advisor remembers the regions it has advised, as the maps showed them.
 type advisor struct {
-	buf     []byte
+	buf     bytes.Buffer // the maps' text, its array kept between passes
 	advised map[Region]bool
 }
 
@@ -202,20 +202,14 @@ func (a *advisor) pass() bool {
 	if err != nil {
 		return false
 	}
-	a.buf = a.buf[:0]
-	for {
-		if len(a.buf) == cap(a.buf) {
-			a.buf = append(a.buf, 0)[:len(a.buf)]
-		}
-		n, err := f.Read(a.buf[len(a.buf):cap(a.buf)])
-		a.buf = a.buf[:len(a.buf)+n]
-		if err != nil || n == 0 {
-			break
-		}
-	}
+	a.buf.Reset()
+	_, err = a.buf.ReadFrom(f)
 	f.Close()
+	if err != nil {
+		return false
+	}
 	now := map[Region]bool{}
-	for _, r := range Candidates(a.buf) {
+	for _, r := range Candidates(a.buf.Bytes()) {
 		if a.advised[r] {
 			now[r] = true
 			continue

@@ -61,7 +61,7 @@ func rewriteChild(in, out, optsJSON string) int {
 	}
 	rewriter.LimitMemory()
 	data, err := os.ReadFile(in)
-	defer hugeheap.Start(rewriter.HeapFor(int64(len(data))))()
+	defer hugeheap.Start(rewriter.HeapFor(uint64(len(data))))()
 	if err == nil {
 		var bin []byte
 		bin, rep.Summary, err = rewriter.Rewrite(data, rewriter.Options{ModuleTag: ro.ModuleTag, NoSlots: ro.NoSlots})
